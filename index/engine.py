@@ -1,0 +1,320 @@
+"""Whoosh BM25F over documents (content + keywords) with stored fields, and its entity table."""
+
+from __future__ import annotations
+
+import pickle
+import shutil
+import sqlite3
+import struct
+import time
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from whoosh import index as whoosh_index
+from whoosh.fields import ID, NUMERIC, STORED, TEXT, Schema
+from whoosh.query import And, Or, Prefix, Query, Term
+from whoosh.scoring import BM25F
+from whoosh.writing import LockError
+
+from index.analysis import make_analyzer, query_terms
+from index.entities import extract_entities
+
+SCHEMA_VERSION = "1"
+KEYWORD_BOOST = 0.6  # keywords count, but below the text a person or agent wrote
+# Anything Whoosh raises when its files are damaged: a crash mid-commit leaves any of these.
+_DAMAGE = (
+    whoosh_index.IndexError,
+    OSError,
+    EOFError,
+    ValueError,
+    KeyError,
+    IndexError,
+    AttributeError,
+    TypeError,
+    struct.error,
+    pickle.UnpicklingError,
+)
+
+
+class SearchIndexError(Exception):
+    """The index cannot be opened, read or written (it may be damaged or locked)."""
+
+
+@dataclass(frozen=True)
+class Document:
+    """One searchable document; `key` is unique (the caller decides what it means)."""
+
+    key: str
+    id: str
+    workspace: str
+    kind: str
+    content: str
+    keywords: tuple[str, ...] = ()
+    source: str = ""
+    created: str = ""
+    seen: int = 1
+    hash: str = ""
+
+
+@dataclass(frozen=True)
+class IndexHit:
+    """A document and its BM25F score."""
+
+    document: Document
+    score: float
+
+
+def _schema() -> Schema:
+    analyzer = make_analyzer()
+    return Schema(
+        key=ID(stored=True, unique=True),
+        id=ID(stored=True),
+        workspace=ID(stored=True),
+        kind=ID(stored=True),
+        hash=ID(stored=True),
+        content=TEXT(analyzer=analyzer, stored=True),
+        keywords=TEXT(analyzer=analyzer, stored=True, field_boost=KEYWORD_BOOST),
+        source=STORED(),
+        created=STORED(),
+        seen=NUMERIC(stored=True),
+    )
+
+
+def _document(fields: dict[str, Any]) -> Document:
+    keywords = fields.get("keywords") or ""
+    return Document(
+        key=fields["key"],
+        id=fields["id"],
+        workspace=fields["workspace"],
+        kind=fields["kind"],
+        content=fields.get("content", ""),
+        keywords=tuple(k for k in keywords.split("\n") if k),
+        source=fields.get("source", ""),
+        created=fields.get("created", ""),
+        seen=int(fields.get("seen", 1)),
+        hash=fields.get("hash", ""),
+    )
+
+
+def _fields(doc: Document) -> dict[str, Any]:
+    return {
+        "key": doc.key,
+        "id": doc.id,
+        "workspace": doc.workspace,
+        "kind": doc.kind,
+        "hash": doc.hash,
+        "content": doc.content,
+        "keywords": "\n".join(doc.keywords),
+        "source": doc.source,
+        "created": doc.created,
+        "seen": doc.seen,
+    }
+
+
+class SearchIndex:
+    """A Whoosh index and an sqlite entity table under one folder."""
+
+    def __init__(self, root: Path, ix: Any, db: sqlite3.Connection) -> None:
+        self.root = root
+        self._ix = ix
+        self._db = db
+        self._analyzer = make_analyzer()
+        self._searcher: Any = None
+
+    # --- lifecycle ------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, root: Path, *, create: bool = True) -> SearchIndex:
+        """Open the index under `root`, creating it if missing and allowed."""
+        whoosh_dir = root / "whoosh"
+        try:
+            if whoosh_index.exists_in(str(whoosh_dir)):
+                ix = whoosh_index.open_dir(str(whoosh_dir))
+                ix.doc_count()
+            elif create:
+                whoosh_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+                ix = whoosh_index.create_in(str(whoosh_dir), _schema())
+            else:
+                raise SearchIndexError(f"no index at {root}")
+            db = sqlite3.connect(root / "entities.sqlite", timeout=10, isolation_level=None)
+            _create_tables(db)
+        except (*_DAMAGE, sqlite3.Error) as err:
+            raise SearchIndexError(f"index at {root} cannot be opened: {err}") from err
+        return cls(root, ix, db)
+
+    @staticmethod
+    def quarantine(root: Path) -> Path:
+        """Move a damaged index aside (kept for inspection) and return where it went."""
+        target = root.with_name(f"{root.name}.damaged-{time.strftime('%Y%m%dT%H%M%S')}")
+        if root.exists():
+            shutil.move(str(root), str(target))
+        return target
+
+    @staticmethod
+    def delete(root: Path) -> None:
+        """Remove the index folder entirely."""
+        shutil.rmtree(root, ignore_errors=True)
+
+    def close(self) -> None:
+        """Release the searcher and the database."""
+        if self._searcher is not None:
+            self._searcher.close()
+            self._searcher = None
+        self._db.close()
+
+    # --- reading --------------------------------------------------------------------
+
+    def _reader(self) -> Any:
+        try:
+            if self._searcher is None:
+                self._searcher = self._ix.searcher(weighting=BM25F())
+            else:
+                self._searcher = self._searcher.refresh()
+        except _DAMAGE as err:
+            raise SearchIndexError(f"index at {self.root} cannot be read: {err}") from err
+        return self._searcher
+
+    def search(
+        self,
+        text: str,
+        *,
+        workspaces: Collection[str] | None = None,
+        limit: int = 5,
+        any_term: bool = False,
+    ) -> list[IndexHit]:
+        """Return the best documents for `text`: all terms must match unless `any_term`."""
+        terms = query_terms(self._analyzer, text)
+        if not terms or limit <= 0:
+            return []
+        per_term = [Or([Term("content", t), Term("keywords", t)]) for t in terms]
+        query: Query = Or(per_term) if any_term else And(per_term)
+        return self._run(query, workspaces, limit)
+
+    def _run(self, query: Query, workspaces: Collection[str] | None, limit: int) -> list[IndexHit]:
+        searcher = self._reader()
+        where = Or([Term("workspace", w) for w in sorted(workspaces)]) if workspaces else None
+        try:
+            results = searcher.search(query, limit=limit + 20, filter=where)
+            hits = [IndexHit(_document(dict(r.fields())), float(r.score)) for r in results]
+        except _DAMAGE as err:
+            raise SearchIndexError(f"index at {self.root} cannot be read: {err}") from err
+        # Ties are broken by key, not by Whoosh's document number, so a rebuilt index
+        # returns the same order as the one it replaces.
+        hits.sort(key=lambda h: (-round(h.score, 6), h.document.key))
+        return hits[:limit]
+
+    def find(
+        self, *, workspace: str | None = None, hash: str | None = None, id_prefix: str | None = None
+    ) -> list[Document]:
+        """Return documents matching every given field exactly (the id by prefix)."""
+        clauses: list[Query] = []
+        if workspace is not None:
+            clauses.append(Term("workspace", workspace))
+        if hash is not None:
+            clauses.append(Term("hash", hash))
+        if id_prefix is not None:
+            clauses.append(Prefix("id", id_prefix))
+        if not clauses:
+            return []
+        searcher = self._reader()
+        try:
+            results = searcher.search(And(clauses), limit=None)
+            return sorted((_document(dict(r.fields())) for r in results), key=lambda d: d.key)
+        except _DAMAGE as err:
+            raise SearchIndexError(f"index at {self.root} cannot be read: {err}") from err
+
+    def documents(self) -> list[Document]:
+        """Return every document (for stats and consistency checks)."""
+        searcher = self._reader()
+        return sorted(
+            (_document(fields) for fields in searcher.all_stored_fields()), key=lambda d: d.key
+        )
+
+    def count(self) -> int:
+        """Return the number of documents."""
+        return int(self._reader().doc_count())
+
+    def size_bytes(self) -> int:
+        """Return the bytes the index takes on disk."""
+        return sum(p.stat().st_size for p in self.root.rglob("*") if p.is_file())
+
+    def entity_keys(self, entities: Iterable[str]) -> dict[str, int]:
+        """Return, per document key, how many of `entities` it mentions."""
+        wanted = sorted({e.lower() for e in entities})
+        if not wanted:
+            return {}
+        marks = ",".join("?" * len(wanted))
+        rows = self._db.execute(
+            f"SELECT key, COUNT(*) FROM entities WHERE entity IN ({marks}) GROUP BY key", wanted
+        )
+        return {key: int(count) for key, count in rows}
+
+    def entities_of(self, key: str) -> list[tuple[str, str]]:
+        """Return the (entity, kind) pairs recorded for one document."""
+        rows = self._db.execute("SELECT entity, kind FROM entities WHERE key = ? ORDER BY 1", [key])
+        return [(entity, kind) for entity, kind in rows]
+
+    def get_meta(self, name: str) -> str | None:
+        """Return a stored metadata value."""
+        row = self._db.execute("SELECT value FROM meta WHERE name = ?", [name]).fetchone()
+        return None if row is None else str(row[0])
+
+    # --- writing --------------------------------------------------------------------
+
+    def apply(
+        self,
+        upserts: Iterable[Document],
+        deletes: Iterable[str] = (),
+        *,
+        meta: dict[str, str] | None = None,
+        limitmb: int = 128,
+    ) -> None:
+        """Add or replace `upserts` and drop `deletes` (keys) in one commit."""
+        upserts = list(upserts)
+        deletes = list(deletes)
+        try:
+            writer = self._ix.writer(timeout=30.0, limitmb=limitmb)
+        except LockError as err:
+            raise SearchIndexError(f"index at {self.root} is locked by another writer") from err
+        try:
+            for key in deletes:
+                writer.delete_by_term("key", key)
+            for doc in upserts:
+                writer.update_document(**_fields(doc))
+            writer.commit()
+        except _DAMAGE as err:
+            writer.cancel()
+            raise SearchIndexError(f"index at {self.root} cannot be written: {err}") from err
+        self._write_entities(upserts, deletes, meta or {})
+
+    def _write_entities(
+        self, upserts: list[Document], deletes: list[str], meta: dict[str, str]
+    ) -> None:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for key in [*deletes, *(d.key for d in upserts)]:
+                db.execute("DELETE FROM entities WHERE key = ?", [key])
+            rows = [
+                (doc.key, entity, kind)
+                for doc in upserts
+                for entity, kind in extract_entities(f"{doc.content}\n{' '.join(doc.keywords)}")
+            ]
+            db.executemany("INSERT INTO entities (key, entity, kind) VALUES (?, ?, ?)", rows)
+            db.executemany(
+                "INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)", sorted(meta.items())
+            )
+            db.execute("COMMIT")
+        except sqlite3.Error as err:
+            db.execute("ROLLBACK")
+            raise SearchIndexError(f"entity table at {self.root} cannot be written: {err}") from err
+
+
+def _create_tables(db: sqlite3.Connection) -> None:
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("CREATE TABLE IF NOT EXISTS entities (key TEXT, entity TEXT, kind TEXT)")
+    db.execute("CREATE INDEX IF NOT EXISTS entities_entity ON entities (entity)")
+    db.execute("CREATE INDEX IF NOT EXISTS entities_key ON entities (key)")
+    db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")

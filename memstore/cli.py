@@ -1,0 +1,256 @@
+"""The command line: a thin typer shell over Store. Only shells read the environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from memstore import __version__
+from memstore.config import Settings
+from memstore.errors import MemstoreError
+from memstore.git import detect_workspace
+from memstore.model import GLOBAL, Hit, to_workspace_name
+from memstore.store import Store, init_vault
+
+app = typer.Typer(
+    help="Local-first memory for coding agents: markdown files in git, searched with BM25.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+VaultOption = Annotated[
+    Path | None,
+    typer.Option("--vault", help="Vault folder (default: $MEMSTORE_VAULT or ~/memstore).", show_default=False),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+WorkspaceOption = Annotated[
+    str | None,
+    typer.Option("-w", "--workspace", help="Workspace (default: detected from the current git repository).", show_default=False),
+]
+
+
+def settings_for(vault: Path | None) -> Settings:
+    """Read the environment once, here in the shell."""
+    return Settings.from_env(os.environ, home=Path.home(), vault=vault)
+
+
+def detected_workspace(vault: Path) -> str | None:
+    """Return the workspace of the current directory's git repository, if it has one."""
+    cwd = Path.cwd()
+    if cwd == vault or vault in cwd.parents:
+        return None
+    name = detect_workspace(cwd)
+    return None if name is None else to_workspace_name(name)
+
+
+def emit_json(data: Any) -> None:
+    typer.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"memstore {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """memstore keeps what agents and people learn as markdown files in a git repository.
+
+    Example:  memstore add "use pnpm, not npm, in this repo" -K pnpm
+    """
+
+
+@app.command()
+def init(
+    path: Annotated[Path | None, typer.Argument(help="Folder for the vault (default: ~/memstore).", show_default=False)] = None,
+    vault: VaultOption = None,
+) -> None:
+    """Create a vault (a git repository of memories), or adopt an existing repository.
+
+    Example:  memstore init ~/memstore
+    """
+    settings = settings_for(path or vault)
+    result = init_vault(settings.vault, settings)
+    verb = "Created" if result.created_repository else "Adopted"
+    typer.echo(f"{verb} vault at {result.path}")
+    if result.changed_files:
+        typer.echo(f"  wrote {', '.join(result.changed_files)} and committed them")
+    typer.echo('Next:  memstore add "what to remember" -K keyword')
+
+
+@app.command()
+def add(
+    text: Annotated[str, typer.Argument(help="The memory text; '-' reads it from standard input.")],
+    workspace: WorkspaceOption = None,
+    kind: Annotated[str, typer.Option("--kind", help="note | trace | lesson | core")] = "note",
+    keyword: Annotated[list[str] | None, typer.Option("-K", "--keyword", help="A keyword (repeatable).")] = None,
+    source: Annotated[str | None, typer.Option("--source", help="Who wrote it (default: $MEMSTORE_SOURCE or cli).")] = None,
+    supersedes: Annotated[list[str] | None, typer.Option("--supersedes", help="Id of a memory this one corrects (repeatable).")] = None,
+    vault: VaultOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Remember something: one markdown file and one git commit (a duplicate bumps 'seen').
+
+    Example:  memstore add "staging deploys need approval from @maria" -w webshop -K deploy
+    """
+    if text == "-":
+        text = sys.stdin.read()
+    settings = settings_for(vault)
+    chosen = workspace or detected_workspace(settings.vault) or GLOBAL
+    with Store.open(settings, create=True) as store:
+        result = store.add(
+            text,
+            workspace=chosen,
+            kind=kind,
+            keywords=tuple(keyword or ()),
+            source=source,
+            supersedes=tuple(supersedes or ()),
+        )
+    if as_json:
+        emit_json(asdict(result))
+    elif result.status == "added":
+        typer.echo(f"added {result.id} to {result.workspace}  ({result.path})")
+    else:
+        typer.echo(f"duplicate of {result.id} in {result.workspace}: seen {result.seen} times  ({result.path})")
+
+
+def hit_json(hit: Hit) -> dict[str, Any]:
+    data = asdict(hit)
+    data["keywords"] = list(hit.keywords)
+    return data
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="Words to look for (plain text; no query syntax).")],
+    workspace: WorkspaceOption = None,
+    k: Annotated[int, typer.Option("-k", help="How many hits at most.", min=1, max=200)] = 5,
+    all_workspaces: Annotated[bool, typer.Option("--all", help="Search every workspace.")] = False,
+    vault: VaultOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Find memories: every word must match; if none do, weaker any-word hits are marked.
+
+    Example:  memstore search "nginx 413 upload" -w webshop
+    """
+    settings = settings_for(vault)
+    scope = None if all_workspaces else (workspace or detected_workspace(settings.vault))
+    with Store.open(settings) as store:
+        result = store.search(query, workspace=scope, k=k)
+    if as_json:
+        emit_json({"query": query, "workspace": scope or "all", "weak": result.weak,
+                   "results": [hit_json(h) for h in result.hits]})
+        return
+    if not result.hits:
+        typer.echo(f"No memory matches {query!r}" + (f" in {scope} or global." if scope else "."))
+        return
+    if result.weak:
+        typer.echo("No memory has every word; these might be related:")
+    for hit in result.hits:
+        mark = "  (weak)" if hit.weak else ""
+        typer.echo(f"{hit.id}  {hit.workspace} · {hit.kind} · {hit.score:.2f}{mark}")
+        for line in hit.content.strip().splitlines()[:6]:
+            typer.echo(f"    {line}")
+
+
+@app.command()
+def show(
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="A memory id or a unique prefix of one.")],
+    vault: VaultOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Print one memory's file, exactly as stored.
+
+    Example:  memstore show k3xq
+    """
+    with Store.open(settings_for(vault)) as store:
+        entry, memory = store.show(memory_id)
+        text = store.vault.path(entry.path).read_text(encoding="utf-8", errors="replace")
+    if as_json:
+        data = asdict(memory)
+        data["extra"] = {key: raw for key, raw in memory.extra}
+        data["path"] = entry.path
+        emit_json(data)
+        return
+    typer.echo(f"# {entry.path}")
+    typer.echo(text, nl=not text.endswith("\n"))
+
+
+@app.command()
+def stats(vault: VaultOption = None, as_json: JsonOption = False) -> None:
+    """Count memories by workspace and kind; show index size and the last commit.
+
+    Example:  memstore stats --json
+    """
+    with Store.open(settings_for(vault)) as store:
+        result = store.stats()
+    if as_json:
+        emit_json(asdict(result))
+        return
+    typer.echo(f"vault      {result.vault}")
+    typer.echo(f"memories   {result.memories}" + (f"  ({result.problems} with problems: memstore doctor)" if result.problems else ""))
+    typer.echo("workspaces " + ", ".join(f"{w} {n}" for w, n in result.by_workspace.items()))
+    typer.echo("kinds      " + ", ".join(f"{k} {n}" for k, n in result.by_kind.items()))
+    typer.echo(f"index      {result.index_bytes / 1024:.0f} KiB")
+    if result.last_commit:
+        typer.echo(f"last       {result.last_commit.commit[:8]} {result.last_commit.summary}")
+
+
+@app.command()
+def reindex(vault: VaultOption = None, as_json: JsonOption = False) -> None:
+    """Rebuild the index from the files (the index is a cache; nothing is lost).
+
+    Example:  memstore reindex
+    """
+    with Store.open(settings_for(vault)) as store:
+        total = len(store.vault.scan())
+        with typer.progressbar(length=total, label="indexing", file=sys.stderr, hidden=as_json or total < 500) as bar:
+            last = 0
+
+            def step(done: int, _total: int) -> None:
+                nonlocal last
+                bar.update(done - last)
+                last = done
+
+            result = store.reindex(step)
+    if as_json:
+        emit_json({"indexed": len(result.updated), "problems": [asdict(p) for p in result.problems]})
+        return
+    typer.echo(f"indexed {len(result.updated)} memories")
+    for problem in result.problems:
+        typer.echo(f"  problem: {problem.path}: {problem.reason}")
+
+
+@app.command()
+def demo(
+    path: Annotated[Path | None, typer.Argument(help="Where to create the demo vault (default: a new temp folder).", show_default=False)] = None,
+) -> None:
+    """Copy the bundled sample vault into a fresh vault and walk through add, search, show, log.
+
+    Example:  memstore demo /tmp/memstore-demo
+    """
+    from memstore.demo import run_demo
+
+    run_demo(path, settings_for(None), typer.echo)
+
+
+def main() -> None:
+    """Run the CLI; an expected failure is one line on stderr and exit status 1."""
+    try:
+        app()
+    except MemstoreError as err:
+        typer.echo(f"Error: {err}", err=True)
+        sys.exit(1)

@@ -1,0 +1,252 @@
+"""The memory file format: markdown + YAML front matter <-> Memory, plus ids, slugs and hashes.
+
+Pure: strings in, values out. Files memstore writes round-trip byte-identical; keys it does
+not know are kept as their raw YAML text; a file whose front matter cannot be read is still a
+memory (its whole text is the body) with `problem` set, and is never rewritten.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import unicodedata
+from typing import Any
+
+import yaml
+
+from memstore.model import GLOBAL, KINDS, Memory
+
+KNOWN_KEYS = (
+    "id",
+    "kind",
+    "keywords",
+    "source",
+    "created",
+    "seen",
+    "recalled",
+    "last_recalled",
+    "supersedes",
+)
+
+_Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _StringTimestampLoader(_Loader):  # type: ignore[misc, valid-type]
+    """A safe loader that leaves timestamps as the strings the user wrote."""
+
+
+# PyYAML reads 2026-11-29T14:12:23Z as a datetime; keep timestamps as strings.
+_StringTimestampLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in _Loader.yaml_implicit_resolvers.items()
+}
+
+_CLOSING = re.compile(r"^---[ \t]*\r?$", re.MULTILINE)
+_TOP_KEY = re.compile(r"^([^\s#][^:]*?):(?:\s|$)")
+_BULLET = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+", re.MULTILINE)
+_PLAIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./+@-]*(?: [A-Za-z0-9_./+@-]+)*$")
+_SPACE = re.compile(r"\s+")
+_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?)?$")
+
+
+# --- hashing, ids and names -------------------------------------------------------------
+
+
+def normalize_text(text: str) -> str:
+    """Return the form two texts share when they say the same thing (for dedup)."""
+    text = unicodedata.normalize("NFC", text)
+    text = _BULLET.sub("", text)
+    return _SPACE.sub(" ", text.casefold()).strip()
+
+
+def content_hash(text: str) -> str:
+    """Return the hash of the normalized text (workspace-independent)."""
+    return hashlib.sha256(normalize_text(text).encode("utf-8")).hexdigest()[:20]
+
+
+def _base32(data: str) -> str:
+    digest = hashlib.sha256(data.encode("utf-8")).digest()
+    return base64.b32encode(digest).decode("ascii").lower().rstrip("=")
+
+
+def derive_id(workspace: str, text: str, length: int = 8) -> str:
+    """Return the stable id a new memory with this text gets in this workspace."""
+    return _base32(f"{workspace}\0{normalize_text(text)}")[:length]
+
+
+def path_id(relative_path: str) -> str:
+    """Return the id of a file without an id of its own (a hand-written note)."""
+    return _base32(f"path\0{relative_path}")[:8]
+
+
+def slugify(text: str, *, words: int = 6, max_len: int = 48) -> str:
+    """Return a short filename-safe slug of the first words of `text`."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    parts = re.findall(r"[a-z0-9]+", ascii_text.lower())[:words]
+    slug = "-".join(parts)[:max_len].strip("-")
+    return slug or "memory"
+
+
+def workspace_of(relative_path: str) -> str:
+    """Return the workspace a vault-relative path belongs to (its first folder)."""
+    parts = relative_path.replace("\\", "/").split("/")
+    return parts[0] if len(parts) > 1 else GLOBAL
+
+
+# --- parsing ----------------------------------------------------------------------------
+
+
+def parse_memory(text: str, *, path: str) -> Memory:
+    """Read a memory file's text; never raises for bad content (sets `problem`)."""
+    text = text.removeprefix("\ufeff")
+    newline = "\r\n" if text.startswith("---\r\n") else "\n"
+    workspace = workspace_of(path)
+    fallback = Memory(
+        id=path_id(path), workspace=workspace, body=text, has_front_matter=False, newline=newline
+    )
+    if not (text.startswith("---\n") or text.startswith("---\r\n")):
+        return fallback
+    closing = _CLOSING.search(text, len("---") + len(newline))
+    if closing is None:
+        return _with_problem(fallback, "front matter opened with '---' is never closed")
+    header = text[len("---") + len(newline) : closing.start()]
+    body = text[closing.end() :].removeprefix("\n")
+    try:
+        data = yaml.load(header, Loader=_StringTimestampLoader) if header.strip() else {}
+    except yaml.YAMLError as err:
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        return _with_problem(fallback, f"malformed YAML front matter: {reason}")
+    if not isinstance(data, dict):
+        return _with_problem(fallback, "front matter is not a mapping of keys to values")
+    return _memory_from(data, header, body, path=path, workspace=workspace, newline=newline)
+
+
+def _with_problem(memory: Memory, reason: str) -> Memory:
+    return Memory(**{**memory.__dict__, "problem": reason})
+
+
+def _memory_from(
+    data: dict[Any, Any], header: str, body: str, *, path: str, workspace: str, newline: str
+) -> Memory:
+    problems: list[str] = []
+    kind = _as_str(data.get("kind", "note"))
+    if kind not in KINDS:
+        problems.append(f"unknown kind {kind!r}")
+        kind = "note"
+    memory_id = _as_str(data.get("id", "")) or path_id(path)
+    return Memory(
+        id=memory_id.lower(),
+        workspace=workspace,
+        body=body,
+        kind=kind,
+        keywords=_as_list(data.get("keywords")),
+        source=_as_str(data.get("source", "")),
+        created=_as_str(data.get("created", "")),
+        seen=_as_count(data.get("seen", 1), "seen", problems, default=1),
+        recalled=_as_count(data.get("recalled", 0), "recalled", problems, default=0),
+        last_recalled=_as_str(data.get("last_recalled", "")),
+        supersedes=tuple(s.lower() for s in _as_list(data.get("supersedes"))),
+        extra=tuple(
+            (key, raw) for key, raw in split_top_level(header) if key not in KNOWN_KEYS
+        ),
+        problem="; ".join(problems),
+        newline=newline,
+    )
+
+
+def _as_str(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value).strip()
+
+
+def _as_list(value: object) -> tuple[str, ...]:
+    if value is None or value == "":
+        return ()
+    items = value if isinstance(value, list) else str(value).split(",")
+    seen: dict[str, None] = {}
+    for item in items:
+        text = _as_str(item)
+        if text:
+            seen.setdefault(text, None)
+    return tuple(seen)
+
+
+def _as_count(value: object, key: str, problems: list[str], *, default: int) -> int:
+    try:
+        count = int(str(value).strip())
+    except ValueError:
+        problems.append(f"{key} is not a whole number: {value!r}")
+        return default
+    return max(count, 0)
+
+
+def split_top_level(header: str) -> list[tuple[str, str]]:
+    """Split front matter into (key, raw text) entries, comments kept with the next key."""
+    entries: list[tuple[str, str]] = []
+    pending: list[str] = []
+    for line in header.splitlines():
+        match = _TOP_KEY.match(line)
+        if match and not line.startswith(("-", "#")):
+            entries.append((match.group(1).strip().strip("'\""), "\n".join([*pending, line])))
+            pending = []
+        elif entries and not (line.startswith("#") or not line.strip()):
+            key, raw = entries[-1]
+            entries[-1] = (key, f"{raw}\n{line}")
+        else:
+            pending.append(line)
+    if pending and entries:
+        key, raw = entries[-1]
+        entries[-1] = (key, "\n".join([raw, *pending]))
+    return entries
+
+
+# --- rendering --------------------------------------------------------------------------
+
+
+def render_scalar(value: str) -> str:
+    """Render a string as YAML that reads back as the same string."""
+    if (_PLAIN.match(value) or _TIMESTAMP.match(value)) and _reads_as(value) == value:
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _reads_as(value: str) -> object:
+    try:
+        return yaml.load(value, Loader=_StringTimestampLoader)
+    except yaml.YAMLError:
+        return None
+
+
+def render_list(values: tuple[str, ...]) -> str:
+    """Render a list of strings as a one-line YAML flow sequence."""
+    return "[" + ", ".join(render_scalar(v) for v in values) + "]"
+
+
+def render_memory(memory: Memory) -> str:
+    """Render a memory as file text: fixed key order, unknown keys verbatim, body verbatim."""
+    if not memory.has_front_matter:
+        return memory.body
+    lines = [
+        "---",
+        f"id: {render_scalar(memory.id)}",
+        f"kind: {memory.kind}",
+        f"keywords: {render_list(memory.keywords)}",
+    ]
+    if memory.source:
+        lines.append(f"source: {render_scalar(memory.source)}")
+    if memory.created:
+        lines.append(f"created: {render_scalar(memory.created)}")
+    lines.append(f"seen: {memory.seen}")
+    if memory.recalled:
+        lines.append(f"recalled: {memory.recalled}")
+    if memory.last_recalled:
+        lines.append(f"last_recalled: {render_scalar(memory.last_recalled)}")
+    if memory.supersedes:
+        lines.append(f"supersedes: {render_list(memory.supersedes)}")
+    lines.extend(raw for _, raw in memory.extra)
+    lines.append("---")
+    return memory.newline.join(lines) + memory.newline + memory.body

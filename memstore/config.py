@@ -1,0 +1,37 @@
+"""Settings for one run: which vault, who is writing, and from where."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_VAULT_NAME = "memstore"
+LOCK_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the service needs to know about its environment, passed in by a shell."""
+
+    vault: Path
+    source: str = "cli"
+    session: str = ""
+    host: str = ""
+    lock_timeout: float = LOCK_TIMEOUT_S
+
+    @classmethod
+    def from_env(
+        cls, env: Mapping[str, str], *, home: Path, vault: Path | None = None, source: str = "cli"
+    ) -> Settings:
+        """Build settings from environment variables; explicit arguments win."""
+        chosen = vault or Path(env.get("MEMSTORE_VAULT") or home / DEFAULT_VAULT_NAME)
+        return cls(
+            vault=Path(os.path.abspath(Path(chosen).expanduser())),
+            source=env.get("MEMSTORE_SOURCE", source) or source,
+            session=env.get("MEMSTORE_SESSION") or secrets.token_hex(6),
+            host=env.get("MEMSTORE_HOST") or socket.gethostname(),
+        )

@@ -1,0 +1,64 @@
+"""The demo: a fresh vault made from the bundled sample vault, and one pass through the job."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from memstore.config import Settings
+from memstore.errors import VaultError
+from memstore.git import Trailers
+from memstore.store import Store, init_vault, summary
+
+
+def sample_vault() -> Path:
+    """Return the sample vault shipped with memstore (in the wheel, or in a checkout)."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "sample_vault", here.parent / "sample-vault"):
+        if candidate.is_dir():
+            return candidate
+    raise VaultError("the sample vault is missing from this installation; reinstall memstore")
+
+
+def run_demo(path: Path | None, settings: Settings, say: Callable[[str], None]) -> Path:
+    """Build a demo vault at `path` (or a temp folder) and show add, search, show and log."""
+    root = path or Path(tempfile.mkdtemp(prefix="memstore-demo-"))
+    if root.exists() and any(root.iterdir()):
+        raise VaultError(f"{root} is not empty; pick a new folder for the demo vault")
+    source = sample_vault()
+    settings = Settings(vault=root.resolve(), source="demo", session=settings.session, host=settings.host)
+    say(f"1. A vault is a git repository of markdown files: {root}")
+    init_vault(settings.vault, settings)
+    for item in sorted(source.iterdir()):
+        if item.is_dir():
+            shutil.copytree(item, settings.vault / item.name)
+    with Store.open(settings) as store:
+        copied = tuple(sorted(store.vault.scan()))
+        store.git.commit(f"import: {len(copied)} memories from the sample vault",
+                         Trailers("demo", settings.session, settings.host), add=copied)
+        stats = store.stats()
+        say(f"   {stats.memories} sample memories in " + ", ".join(f"{w} ({n})" for w, n in stats.by_workspace.items()))
+        say('\n2. memstore add "…" -w webshop -K nginx   (one new file, one commit)')
+        text = "Checkout returns 502 after deploy: the new pods fail readiness because REDIS_URL is unset; add it to the webshop secret."
+        added = store.add(text, workspace="webshop", kind="lesson", keywords=("redis", "deploy", "502"))
+        say(f"   {added.status} {added.id} → {added.path}")
+        again = store.add(text, workspace="webshop", keywords=("checkout",))
+        say(f"   adding it again: {again.status}, seen {again.seen} (no second file)")
+        for query, workspace in (("checkout 502 after deploy", "webshop"), ("nginx upload limit", None), ("lỗi kết nối", None)):
+            say(f"\n3. memstore search {query!r}" + (f" -w {workspace}" if workspace else " --all"))
+            result = store.search(query, workspace=workspace, k=3)
+            if result.weak:
+                say("   (no memory has every word; weak matches)")
+            for hit in result.hits:
+                say(f"   {hit.id}  {hit.workspace} · {hit.kind}  {summary(hit.content, 70)}")
+        entry, _ = store.show(added.id[:4])
+        say(f"\n4. memstore show {added.id[:4]}   (any unique id prefix)\n")
+        for line in store.vault.path(entry.path).read_text(encoding="utf-8").splitlines():
+            say(f"   {line}")
+        say("\n5. git log: every change is one readable commit")
+        for commit in reversed(store.log(limit=5)):
+            say(f"   {commit.commit[:8]}  {commit.summary}")
+    say(f"\nTry it yourself:  memstore search \"deploy\" --all --vault {root}")
+    return root

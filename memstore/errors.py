@@ -1,0 +1,21 @@
+"""The expected failures memstore reports to people and agents, one sentence each."""
+
+
+class MemstoreError(Exception):
+    """A failure the user can fix; its message names the thing and the fix."""
+
+
+class InvalidInputError(MemstoreError):
+    """Text, a name or an option that memstore refuses before changing anything."""
+
+
+class NotFoundError(MemstoreError):
+    """No memory (or vault) matches what was asked for."""
+
+
+class VaultError(MemstoreError):
+    """The vault cannot be opened, created or written."""
+
+
+class LockedError(VaultError):
+    """Another process held the vault's write lock for too long."""

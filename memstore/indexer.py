@@ -1,0 +1,221 @@
+"""Keeps the derived index in step with the vault's files: catch-up, record, full rebuild.
+
+A manifest (sqlite, beside the search index) remembers each indexed file's fingerprint, id
+and content hash. Catch-up compares it with a scan of the vault, so commits made with the
+git CLI, editor saves, deletes and renames are all found the same way, without pygit2.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from index import Document, SearchIndex, SearchIndexError
+from memstore.codec import content_hash
+from memstore.errors import VaultError
+from memstore.model import FileProblem, Memory
+from memstore.vault import Fingerprint, Vault
+
+INDEX_DIR = "index"
+FORMAT = "1"  # bump when documents change shape: a mismatched index is rebuilt
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What the manifest knows of one indexed file."""
+
+    path: str
+    id: str
+    workspace: str
+    hash: str
+    problem: str
+
+
+@dataclass(frozen=True)
+class CatchUp:
+    """What a catch-up changed."""
+
+    updated: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    problems: tuple[FileProblem, ...] = ()
+
+
+def document_for(path: str, memory: Memory) -> Document:
+    """Return the search document for a memory file."""
+    return Document(
+        key=path,
+        id=memory.id,
+        workspace=memory.workspace,
+        kind=memory.kind,
+        content=memory.body,
+        keywords=memory.keywords,
+        source=memory.source,
+        created=memory.created,
+        seen=memory.seen,
+        hash=content_hash(memory.body),
+    )
+
+
+class Indexer:
+    """The search index plus the manifest of what it was built from."""
+
+    def __init__(self, vault: Vault, search: SearchIndex, manifest: sqlite3.Connection) -> None:
+        self.vault = vault
+        self.search = search
+        self._db = manifest
+        self.recovered_from: Path | None = None
+
+    @property
+    def root(self) -> Path:
+        return self.vault.state_dir / INDEX_DIR
+
+    @classmethod
+    def open(cls, vault: Vault) -> Indexer:
+        """Open the index; a damaged or outdated one is moved aside and rebuilt on catch-up."""
+        root = vault.state_dir / INDEX_DIR
+        recovered: Path | None = None
+        try:
+            indexer = cls._open_at(vault, root)
+            if indexer._meta("format") not in (None, FORMAT):
+                indexer.close()
+                SearchIndex.delete(root)
+                indexer = cls._open_at(vault, root)
+        except (SearchIndexError, sqlite3.DatabaseError):
+            recovered = SearchIndex.quarantine(root)
+            indexer = cls._open_at(vault, root)
+        indexer.recovered_from = recovered
+        return indexer
+
+    @classmethod
+    def _open_at(cls, vault: Vault, root: Path) -> Indexer:
+        try:
+            root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as err:
+            raise VaultError(f"cannot create {root}: {err.strerror}; is the vault read-only?") from err
+        search = SearchIndex.open(root / "search")
+        db = sqlite3.connect(root / "manifest.sqlite", timeout=10, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER, "
+            "size INTEGER, id TEXT, workspace TEXT, hash TEXT, problem TEXT)"
+        )
+        db.execute("CREATE INDEX IF NOT EXISTS files_id ON files (id)")
+        db.execute("CREATE INDEX IF NOT EXISTS files_hash ON files (workspace, hash)")
+        db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
+        return cls(vault, search, db)
+
+    def close(self) -> None:
+        self.search.close()
+        self._db.close()
+
+    def _meta(self, name: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE name = ?", [name]).fetchone()
+        return None if row is None else str(row[0])
+
+    # --- lookups --------------------------------------------------------------------
+
+    def by_hash(self, workspace: str, hash: str) -> list[Entry]:
+        """Return indexed files in `workspace` whose text normalizes to `hash`."""
+        return self._entries("workspace = ? AND hash = ?", [workspace, hash])
+
+    def by_id_prefix(self, prefix: str) -> list[Entry]:
+        """Return indexed files whose id starts with `prefix`."""
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return self._entries("id LIKE ? ESCAPE '\\'", [f"{escaped}%"])
+
+    def entries(self) -> list[Entry]:
+        """Return every indexed file."""
+        return self._entries("1 = 1", [])
+
+    def _entries(self, where: str, args: list[str]) -> list[Entry]:
+        rows = self._db.execute(
+            f"SELECT path, id, workspace, hash, problem FROM files WHERE {where} ORDER BY path", args
+        )
+        return [Entry(*row) for row in rows]
+
+    def fingerprints(self) -> dict[str, Fingerprint]:
+        rows = self._db.execute("SELECT path, mtime_ns, size FROM files")
+        return {path: Fingerprint(mtime, size) for path, mtime, size in rows}
+
+    # --- keeping up -----------------------------------------------------------------
+
+    def catch_up(self, progress: Progress | None = None) -> CatchUp:
+        """Index every file changed, added or removed since the index last saw the vault."""
+        on_disk = self.vault.scan()
+        known = self.fingerprints()
+        changed = sorted(p for p, fp in on_disk.items() if known.get(p) != fp)
+        removed = sorted(p for p in known if p not in on_disk)
+        if not changed and not removed:
+            return CatchUp()
+        return self._apply(changed, removed, on_disk, progress)
+
+    def record(self, path: str, memory: Memory) -> None:
+        """Index one file memstore has just written."""
+        self._apply([path], [], {path: self._fingerprint(path)}, None, memories={path: memory})
+
+    def _fingerprint(self, path: str) -> Fingerprint:
+        st = self.vault.path(path).stat()
+        return Fingerprint(st.st_mtime_ns, st.st_size)
+
+    def _apply(
+        self,
+        changed: Iterable[str],
+        removed: Iterable[str],
+        on_disk: dict[str, Fingerprint],
+        progress: Progress | None,
+        memories: dict[str, Memory] | None = None,
+    ) -> CatchUp:
+        changed = list(changed)
+        removed = list(removed)
+        docs: list[Document] = []
+        rows: list[tuple[object, ...]] = []
+        problems: list[FileProblem] = []
+        unreadable: list[str] = []
+        for done, path in enumerate(changed, 1):
+            try:
+                memory = (memories or {}).get(path) or self.vault.read(path)
+            except VaultError as err:
+                # An unreadable file keeps its previous index entry: not a deletion.
+                unreadable.append(path)
+                problems.append(FileProblem(path, str(err)))
+                continue
+            if memory.problem:
+                problems.append(FileProblem(path, memory.problem))
+            doc = document_for(path, memory)
+            docs.append(doc)
+            fp = on_disk[path]
+            rows.append((path, fp.mtime_ns, fp.size, doc.id, doc.workspace, doc.hash, memory.problem))
+            if progress is not None and (done % 200 == 0 or done == len(changed)):
+                progress(done, len(changed))
+        self.search.apply(docs, removed, limitmb=256 if len(docs) > 500 else 64)
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        db.executemany("DELETE FROM files WHERE path = ?", [[p] for p in removed])
+        db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", [FORMAT])
+        db.execute("COMMIT")
+        updated = tuple(p for p in changed if p not in unreadable)
+        return CatchUp(updated, tuple(removed), tuple(problems))
+
+    def problems(self) -> list[FileProblem]:
+        """Return every indexed file that could not be read cleanly."""
+        rows = self._db.execute("SELECT path, problem FROM files WHERE problem != '' ORDER BY path")
+        return [FileProblem(path, problem) for path, problem in rows]
+
+
+def rebuild(vault: Vault, progress: Progress | None = None) -> tuple[Indexer, CatchUp]:
+    """Build a fresh index from the files alone, replacing the old one when it is complete."""
+    final = vault.state_dir / INDEX_DIR
+    fresh = vault.state_dir / f"{INDEX_DIR}.building"
+    SearchIndex.delete(fresh)
+    indexer = Indexer._open_at(vault, fresh)
+    try:
+        result = indexer.catch_up(progress)
+    finally:
+        indexer.close()
+    SearchIndex.delete(final)
+    fresh.rename(final)
+    return Indexer.open(vault), result

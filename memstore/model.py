@@ -1,0 +1,115 @@
+"""Plain values: the memory, its kinds, workspace names, and what add and search return."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from memstore.errors import InvalidInputError
+
+KINDS = ("note", "trace", "lesson", "core", "imported")
+ADDABLE_KINDS = ("note", "trace", "lesson", "core")
+GLOBAL = "global"
+ALL = "all"
+
+_WORKSPACE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+
+
+def check_workspace(name: str, *, for_add: bool = False) -> str:
+    """Return `name` if it is a valid workspace name, else raise InvalidInputError."""
+    if for_add and name == ALL:
+        raise InvalidInputError(
+            "workspace 'all' is reserved for searching every workspace; "
+            "pass a real workspace name with -w"
+        )
+    if not _WORKSPACE.match(name) or ".." in name:
+        raise InvalidInputError(
+            f"invalid workspace name {name!r}; use lowercase letters, digits, '.', '_' "
+            "and '-' (starting with a letter or digit), e.g. -w my-project"
+        )
+    return name
+
+
+def check_kind(kind: str, *, allowed: tuple[str, ...] = ADDABLE_KINDS) -> str:
+    """Return `kind` if it is one of `allowed`, else raise InvalidInputError."""
+    if kind not in allowed:
+        raise InvalidInputError(f"unknown kind {kind!r}; use one of: {', '.join(allowed)}")
+    return kind
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One memory file: front matter fields plus the markdown body, verbatim."""
+
+    id: str
+    workspace: str
+    body: str
+    kind: str = "note"
+    keywords: tuple[str, ...] = ()
+    source: str = ""
+    created: str = ""
+    seen: int = 1
+    recalled: int = 0
+    last_recalled: str = ""
+    supersedes: tuple[str, ...] = ()
+    # Keys memstore does not know, as (key, raw YAML text of that entry), kept verbatim.
+    extra: tuple[tuple[str, str], ...] = ()
+    # False for a hand-written file without front matter: it is never given one unasked.
+    has_front_matter: bool = True
+    # Why the front matter could not be read (the file is still searchable by its text).
+    problem: str = ""
+    # Line ending the file uses ("\n" or "\r\n"), kept when memstore rewrites it.
+    newline: str = "\n"
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result."""
+
+    id: str
+    workspace: str
+    kind: str
+    path: str
+    content: str
+    keywords: tuple[str, ...]
+    source: str
+    created: str
+    seen: int
+    score: float
+    weak: bool
+
+
+@dataclass(frozen=True)
+class AddResult:
+    """What an add did: a new file, or a duplicate folded into an existing one."""
+
+    status: str  # "added" | "duplicate_merged"
+    id: str
+    path: str
+    seen: int
+    workspace: str
+    commit: str = ""
+
+
+@dataclass(frozen=True)
+class FileProblem:
+    """A file the indexer could not read as a memory, and why."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Hits in rank order; `weak` is true when they come from the any-term fallback."""
+
+    hits: tuple[Hit, ...] = ()
+    weak: bool = False
+    problems: tuple[FileProblem, ...] = field(default=())
+
+
+def to_workspace_name(name: str) -> str:
+    """Turn a repository or folder name into a valid workspace name ('My App' → 'my-app')."""
+    cleaned = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-._")[:64]
+    cleaned = cleaned.replace("..", ".")
+    return cleaned if cleaned and cleaned != ALL else GLOBAL

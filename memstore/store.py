@@ -1,0 +1,384 @@
+"""The service: one vault, its git history and its index. CLI, MCP and watcher call this."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from index import IndexHit, SearchIndex, SearchIndexError
+from memstore.codec import content_hash, derive_id, render_memory, slugify
+from memstore.config import Settings
+from memstore.errors import InvalidInputError, NotFoundError, VaultError
+from memstore.git import GitRepo, LogEntry, Trailers, find_enclosing_repository, parent_repository_message
+from memstore.indexer import INDEX_DIR, CatchUp, Entry, Indexer, Progress, rebuild
+from memstore.model import (
+    ADDABLE_KINDS,
+    GLOBAL,
+    AddResult,
+    Hit,
+    Memory,
+    SearchResult,
+    check_kind,
+    check_workspace,
+)
+from memstore.vault import Vault, is_private
+
+MAX_TEXT_BYTES = 100_000
+MAX_KEYWORD_CHARS = 64
+_SOURCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+Clock = Callable[[], datetime]
+
+
+@dataclass(frozen=True)
+class InitResult:
+    """What `init` did."""
+
+    path: Path
+    created_repository: bool
+    changed_files: tuple[str, ...]
+    commit: str
+
+
+@dataclass(frozen=True)
+class Stats:
+    """A summary of the vault."""
+
+    vault: Path
+    memories: int
+    by_workspace: dict[str, int]
+    by_kind: dict[str, int]
+    problems: int
+    index_bytes: int
+    last_commit: LogEntry | None
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def init_vault(path: Path, settings: Settings) -> InitResult:
+    """Create a vault at `path`, or adopt the git repository already there."""
+    if path.exists() and not path.is_dir():
+        raise VaultError(f"{path} is a file, not a folder; choose another vault path")
+    owner = find_enclosing_repository(path) if path.exists() else find_enclosing_repository(path.parent)
+    if owner is not None and owner.resolve() != path.resolve():
+        raise VaultError(parent_repository_message(path, owner))
+    created = owner is None
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as err:
+        raise VaultError(f"cannot create vault folder {path}: {err.strerror}") from err
+    git = GitRepo.init(path)
+    vault = Vault(path)
+    changed = tuple(vault.ensure_layout())
+    commit = ""
+    if changed or not git.head():
+        trailers = Trailers(settings.source, settings.session, settings.host)
+        commit = git.commit("init: memstore vault", trailers, add=changed)
+    return InitResult(path, created, changed, commit)
+
+
+class Store:
+    """A vault opened for reading and writing memories."""
+
+    def __init__(self, settings: Settings, vault: Vault, clock: Clock = _now) -> None:
+        self.settings = settings
+        self.vault = vault
+        self._clock = clock
+        self._git: GitRepo | None = None
+        self._indexer: Indexer | None = None
+
+    @classmethod
+    def open(cls, settings: Settings, *, create: bool = False, clock: Clock = _now) -> Store:
+        """Open the vault in `settings`; with `create`, make it first if it does not exist."""
+        root = settings.vault
+        if root.exists() and not root.is_dir():
+            raise VaultError(f"vault path {root} is a file, not a folder; set MEMSTORE_VAULT or --vault")
+        if not (root / ".git").exists():
+            if create and (not root.exists() or not any(root.iterdir())):
+                init_vault(root, settings)
+            elif not root.exists():
+                raise NotFoundError(f"no vault at {root}; run 'memstore init' (or 'memstore add' to start one)")
+            else:
+                raise VaultError(f"{root} is not a memstore vault; run: memstore init {root}")
+        return cls(settings, Vault(root), clock)
+
+    def close(self) -> None:
+        if self._indexer is not None:
+            self._indexer.close()
+            self._indexer = None
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def git(self) -> GitRepo:
+        if self._git is None:
+            self._git = GitRepo.open(self.vault.root)
+        return self._git
+
+    @property
+    def indexer(self) -> Indexer:
+        if self._indexer is None:
+            self._indexer = Indexer.open(self.vault)
+        return self._indexer
+
+    # --- the read lane --------------------------------------------------------------
+
+    def catch_up(self) -> CatchUp:
+        """Bring the index up to date with the files, unless a writer is busy right now."""
+        with self.vault.try_lock() as locked:
+            if not locked:
+                return CatchUp()  # readers never wait: the writer updates the index itself
+            return self._catch_up_locked()
+
+    def _catch_up_locked(self) -> CatchUp:
+        try:
+            return self.indexer.catch_up()
+        except SearchIndexError:
+            return self._rebuild_damaged()
+
+    def _rebuild_damaged(self) -> CatchUp:
+        # The index broke while open (e.g. a crash mid-commit): set it aside and rebuild.
+        self.close()
+        SearchIndex.quarantine(self.vault.state_dir / INDEX_DIR)
+        self._indexer, result = rebuild(self.vault)
+        return result
+
+    def search(self, query: str, *, workspace: str | None = None, k: int = 5) -> SearchResult:
+        """Return up to `k` hits: all query terms first, any term (weak) if that finds none.
+
+        `workspace` None searches every workspace; a name searches it plus `global`.
+        """
+        if k < 1:
+            raise InvalidInputError(f"-k must be at least 1, not {k}")
+        scope = None if workspace is None else {check_workspace(workspace), GLOBAL}
+        self.catch_up()
+        try:
+            found, weak = self._lexical(query, scope, k)
+        except SearchIndexError:
+            with self.vault.lock(self.settings.lock_timeout):
+                self._rebuild_damaged()
+            found, weak = self._lexical(query, scope, k)
+        hits = tuple(
+            Hit(
+                id=h.document.id,
+                workspace=h.document.workspace,
+                kind=h.document.kind,
+                path=h.document.key,
+                content=h.document.content,
+                keywords=h.document.keywords,
+                source=h.document.source,
+                created=h.document.created,
+                seen=h.document.seen,
+                score=round(h.score, 4),
+                weak=weak,
+            )
+            for h in found
+        )
+        return SearchResult(hits, weak)
+
+    def _lexical(self, query: str, scope: set[str] | None, k: int) -> tuple[list[IndexHit], bool]:
+        index = self.indexer.search
+        found = index.search(query, workspaces=scope, limit=k)
+        if found:
+            return found, False
+        found = index.search(query, workspaces=scope, limit=k, any_term=True)
+        return found, bool(found)
+
+    def resolve(self, id_prefix: str) -> Entry:
+        """Return the one memory whose id starts with `id_prefix`."""
+        prefix = id_prefix.strip().lower()
+        if not re.fullmatch(r"[a-z0-9]{1,40}", prefix):
+            raise InvalidInputError(f"{id_prefix!r} is not a memory id; ids look like k3xq9v2m")
+        self.catch_up()
+        entries = self.indexer.by_id_prefix(prefix)
+        ids = sorted({e.id for e in entries})
+        if not entries:
+            raise NotFoundError(f"no memory with id {id_prefix!r}; run 'memstore search' to find ids")
+        if len(ids) > 1:
+            shown = ", ".join(ids[:5]) + (" …" if len(ids) > 5 else "")
+            raise InvalidInputError(f"id prefix {id_prefix!r} matches {len(ids)} memories ({shown}); type more of it")
+        if len(entries) > 1:
+            paths = ", ".join(e.path for e in entries)
+            raise InvalidInputError(f"id {ids[0]!r} is used by {len(entries)} files ({paths}); rename or remove one")
+        return entries[0]
+
+    def show(self, id_prefix: str) -> tuple[Entry, Memory]:
+        """Return a memory by id (or unique id prefix), read from its file."""
+        entry = self.resolve(id_prefix)
+        return entry, self.vault.read(entry.path)
+
+    def stats(self) -> Stats:
+        """Summarize the vault: memories by workspace and kind, index size, last commit."""
+        self.catch_up()
+        docs = self.indexer.search.documents()
+        log = self.git.log(limit=1)
+        return Stats(
+            vault=self.vault.root,
+            memories=len(docs),
+            by_workspace=dict(sorted(Counter(d.workspace for d in docs).items())),
+            by_kind=dict(sorted(Counter(d.kind for d in docs).items())),
+            problems=len(self.indexer.problems()),
+            index_bytes=self.indexer.search.size_bytes(),
+            last_commit=log[0] if log else None,
+        )
+
+    def problems(self) -> list[tuple[str, str]]:
+        """Return (path, reason) for every file that could not be read cleanly."""
+        self.catch_up()
+        return [(p.path, p.reason) for p in self.indexer.problems()]
+
+    def log(self, limit: int = 20) -> list[LogEntry]:
+        return self.git.log(limit)
+
+    # --- the write lane -------------------------------------------------------------
+
+    def add(
+        self,
+        text: str,
+        *,
+        workspace: str,
+        kind: str = "note",
+        keywords: tuple[str, ...] = (),
+        source: str | None = None,
+        supersedes: tuple[str, ...] = (),
+        allowed_kinds: tuple[str, ...] = ADDABLE_KINDS,
+    ) -> AddResult:
+        """Store a memory: a new file and commit, or a duplicate folded into its file."""
+        body = check_text(text)
+        check_workspace(workspace, for_add=True)
+        check_kind(kind, allowed=allowed_kinds)
+        keywords = check_keywords(keywords)
+        source = check_source(source or self.settings.source)
+        with self.vault.lock(self.settings.lock_timeout):
+            self._catch_up_locked()
+            targets = tuple(self.resolve_locked(s) for s in supersedes)
+            existing = self.indexer.by_hash(workspace, content_hash(body))
+            if existing:
+                return self._merge_duplicate(existing[0], keywords, targets)
+            return self._add_new(body, workspace, kind, keywords, source, targets)
+
+    def resolve_locked(self, id_prefix: str) -> str:
+        try:
+            return self.resolve(id_prefix).id
+        except NotFoundError as err:
+            raise NotFoundError(
+                f"--supersedes {id_prefix!r}: no memory has that id; nothing was stored "
+                "(run 'memstore search' to find the id)"
+            ) from err
+
+    def _add_new(
+        self,
+        body: str,
+        workspace: str,
+        kind: str,
+        keywords: tuple[str, ...],
+        source: str,
+        supersedes: tuple[str, ...],
+    ) -> AddResult:
+        memory_id = self._free_id(workspace, body)
+        path = f"{workspace}/{slugify(body)}-{memory_id}.md"
+        memory = Memory(
+            id=memory_id,
+            workspace=workspace,
+            body=body,
+            kind=kind,
+            keywords=keywords,
+            source=source,
+            created=self._clock().strftime("%Y-%m-%dT%H:%M:%SZ"),
+            supersedes=tuple(dict.fromkeys(supersedes)),
+        )
+        commit = self._write(path, memory, f"add({workspace}): {summary(body)}", source)
+        return AddResult("added", memory_id, path, 1, workspace, commit)
+
+    def _free_id(self, workspace: str, body: str) -> str:
+        for length in range(8, 27, 2):
+            candidate = derive_id(workspace, body, length)
+            if not self.indexer.by_id_prefix(candidate):
+                return candidate
+        raise VaultError(f"no free id for this memory in {workspace}; run 'memstore reindex'")
+
+    def _merge_duplicate(
+        self, entry: Entry, keywords: tuple[str, ...], supersedes: tuple[str, ...]
+    ) -> AddResult:
+        current = self.vault.read(entry.path)
+        if not current.has_front_matter or current.problem:
+            # A hand-written or unreadable file is never rewritten by an add.
+            return AddResult("duplicate_merged", current.id, entry.path, current.seen, current.workspace)
+        merged = replace(
+            current,
+            seen=current.seen + 1,
+            keywords=tuple(dict.fromkeys((*current.keywords, *keywords))),
+            supersedes=tuple(dict.fromkeys((*current.supersedes, *supersedes))),
+        )
+        message = f"seen({current.workspace}): {summary(current.body)} (seen {merged.seen})"
+        commit = self._write(entry.path, merged, message, self.settings.source)
+        return AddResult("duplicate_merged", merged.id, entry.path, merged.seen, merged.workspace, commit)
+
+    def _write(self, path: str, memory: Memory, message: str, source: str) -> str:
+        self.vault.write_atomic(path, render_memory(memory))
+        trailers = Trailers(source, self.settings.session, self.settings.host)
+        commit = self.git.commit(message, trailers, add=(path,))
+        self.indexer.record(path, memory)
+        return commit
+
+    def reindex(self, progress: Progress | None = None) -> CatchUp:
+        """Rebuild the index from the files alone."""
+        with self.vault.lock(self.settings.lock_timeout):
+            self.close()
+            self._indexer, result = rebuild(self.vault, progress)
+            return result
+
+    def is_private(self) -> bool:
+        return is_private(self.vault.root)
+
+
+def summary(body: str, width: int = 60) -> str:
+    """Return the first line of a memory, shortened for a commit message or a listing."""
+    line = " ".join(body.split())
+    return line if len(line) <= width else line[: width - 1].rstrip() + "…"
+
+
+def check_text(text: str) -> str:
+    """Return the body to store for `text`, or raise InvalidInputError."""
+    if "\0" in text:
+        raise InvalidInputError("memory text contains NUL bytes; store plain text, not binary data")
+    size = len(text.encode("utf-8"))
+    if size > MAX_TEXT_BYTES:
+        raise InvalidInputError(
+            f"memory text is {size:,} bytes; the limit is {MAX_TEXT_BYTES:,}: store a short "
+            "summary and point at the document instead"
+        )
+    body = text.strip()
+    if not body:
+        raise InvalidInputError("memory text is empty; pass the text to remember, e.g. memstore add \"…\"")
+    return body.replace("\r\n", "\n") + "\n"
+
+
+def check_keywords(keywords: tuple[str, ...]) -> tuple[str, ...]:
+    """Return cleaned, distinct keywords, or raise InvalidInputError."""
+    cleaned: dict[str, None] = {}
+    for raw in keywords:
+        for word in raw.split(","):
+            word = " ".join(word.split()).lower()
+            if not word:
+                continue
+            if len(word) > MAX_KEYWORD_CHARS or "\0" in word:
+                raise InvalidInputError(f"keyword {word[:20]!r}… is too long; keep keywords under {MAX_KEYWORD_CHARS} characters")
+            cleaned.setdefault(word, None)
+    return tuple(cleaned)
+
+
+def check_source(source: str) -> str:
+    """Return `source` if it is a valid agent or person name, else raise InvalidInputError."""
+    if not _SOURCE.match(source):
+        raise InvalidInputError(f"invalid --source {source!r}; use a short name such as claude-code")
+    return source

@@ -1,0 +1,194 @@
+"""The vault on disk: which files are memories, reading and atomic writing, the write lock."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import stat
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from memstore.codec import parse_memory
+from memstore.errors import LockedError, VaultError
+from memstore.model import Memory
+
+STATE_DIR = ".memstore"
+MAX_FILE_BYTES = 2_000_000  # larger files are reported, not indexed
+GITIGNORE = ".memstore/\n"
+GITATTRIBUTES = "*.md merge=memstore\n"
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """What cheaply tells whether a file changed: modification time and size."""
+
+    mtime_ns: int
+    size: int
+
+
+class Vault:
+    """A folder of workspace folders of markdown memories."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / STATE_DIR
+
+    def relative(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
+
+    def path(self, relative: str) -> Path:
+        return self.root / relative
+
+    # --- scanning -------------------------------------------------------------------
+
+    def scan(self) -> dict[str, Fingerprint]:
+        """Return every memory file (vault-relative path) with its fingerprint.
+
+        Memories live in workspace folders; dotfiles, dot folders, symlinks and files at
+        the vault's top level (README.md and the like) are not memories.
+        """
+        found: dict[str, Fingerprint] = {}
+        try:
+            top = list(os.scandir(self.root))
+        except OSError as err:
+            raise VaultError(f"cannot read vault folder {self.root}: {err.strerror}") from err
+        for entry in top:
+            if not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False):
+                self._scan_dir(entry.path, f"{entry.name}/", found)
+        return found
+
+    def _scan_dir(self, folder: str, prefix: str, found: dict[str, Fingerprint]) -> None:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            return  # an unreadable folder keeps what the index already has
+        for entry in entries:
+            name = entry.name
+            if name.startswith("."):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                self._scan_dir(entry.path, f"{prefix}{name}/", found)
+            elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                found[prefix + name] = Fingerprint(st.st_mtime_ns, st.st_size)
+
+    # --- reading and writing --------------------------------------------------------
+
+    def read(self, relative: str) -> Memory:
+        """Read one memory file; unreadable content becomes a memory with `problem` set."""
+        path = self.path(relative)
+        try:
+            size = os.stat(path, follow_symlinks=False).st_size
+            if size > MAX_FILE_BYTES:
+                return _unreadable(relative, f"file is {size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
+            data = path.read_bytes()
+        except OSError as err:
+            raise VaultError(f"cannot read {relative}: {err.strerror}") from err
+        if b"\0" in data:
+            return _unreadable(relative, "file holds binary data (NUL bytes)")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            memory = parse_memory(data.decode("utf-8", errors="replace"), path=relative)
+            return Memory(**{**memory.__dict__, "problem": "file is not valid UTF-8"})
+        return parse_memory(text, path=relative)
+
+    def write_atomic(self, relative: str, text: str) -> None:
+        """Write a file so that no reader ever sees half of it (temp file + rename)."""
+        path = self.path(relative)
+        tmp = path.with_name(f".{path.name}.tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except OSError as err:
+            tmp.unlink(missing_ok=True)
+            raise VaultError(f"cannot write {relative}: {err.strerror}; check the vault's permissions") from err
+
+    def ensure_layout(self) -> list[str]:
+        """Create the state folder, .gitignore and .gitattributes; return files it changed."""
+        changed = []
+        self.state_dir.mkdir(exist_ok=True, mode=0o700)
+        for name, line in ((".gitignore", GITIGNORE), (".gitattributes", GITATTRIBUTES)):
+            path = self.root / name
+            current = path.read_text(encoding="utf-8") if path.exists() else ""
+            if line.strip() in current.splitlines():
+                continue
+            glue = "" if not current or current.endswith("\n") else "\n"
+            self.write_atomic(name, current + glue + line)
+            changed.append(name)
+        return changed
+
+    # --- the write lock -------------------------------------------------------------
+
+    @contextmanager
+    def lock(self, timeout: float) -> Iterator[None]:
+        """Hold the vault's write lock, waiting at most `timeout` seconds for it."""
+        handle = self._lock_handle()
+        deadline = time.monotonic() + timeout
+        delay = 0.002
+        try:
+            while not _try_flock(handle):
+                if time.monotonic() >= deadline:
+                    raise LockedError(
+                        f"another memstore process has held the vault lock for over {timeout:.0f} s; "
+                        f"try again, or check {self.state_dir / 'lock'}"
+                    )
+                time.sleep(delay)  # bounded back-off while another writer finishes
+                delay = min(delay * 2, 0.05)
+            yield
+        finally:
+            handle.close()
+
+    @contextmanager
+    def try_lock(self) -> Iterator[bool]:
+        """Hold the write lock if it is free right now; yield whether it was taken."""
+        handle = self._lock_handle()
+        try:
+            yield _try_flock(handle)
+        finally:
+            handle.close()
+
+    def _lock_handle(self):  # type: ignore[no-untyped-def]
+        try:
+            self.state_dir.mkdir(exist_ok=True, mode=0o700)
+            return open(self.state_dir / "lock", "a+b")  # noqa: SIM115 (closed by callers)
+        except OSError as err:
+            raise VaultError(
+                f"cannot create the lock in {self.state_dir}: {err.strerror}; "
+                "is the vault read-only?"
+            ) from err
+
+
+def _try_flock(handle) -> bool:  # type: ignore[no-untyped-def]
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as err:
+        if err.errno in (errno.EAGAIN, errno.EACCES):
+            return False
+        raise
+    return True
+
+
+def _unreadable(relative: str, reason: str) -> Memory:
+    memory = parse_memory("", path=relative)
+    return Memory(**{**memory.__dict__, "problem": reason})
+
+
+def is_private(path: Path) -> bool:
+    """Return whether only the owner may read `path`."""
+    return stat.S_IMODE(path.stat().st_mode) & 0o077 == 0
