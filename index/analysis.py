@@ -39,7 +39,7 @@ def identifier_parts(token: str) -> list[str]:
     return list(unique)
 
 
-class IdentifierFilter(Filter):  # type: ignore[misc]
+class IdentifierFilter(Filter):
     """Yield each token whole and then each of its identifier parts."""
 
     def __eq__(self, other: object) -> bool:

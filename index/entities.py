@@ -8,7 +8,10 @@ import re
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("url", re.compile(r"\bhttps?://[^\s<>\"'`)\]]+[^\s<>\"'`)\].,;:!?]")),
     ("mention", re.compile(r"(?<![\w@])@[A-Za-z][\w.-]*\w")),
-    ("path", re.compile(r"(?<![\w/])(?:~|\.{1,2})?(?:/[\w.@-]+){2,}/?|\b[\w-]+(?:/[\w.-]+)+\.\w{1,8}\b")),
+    (
+        "path",
+        re.compile(r"(?<![\w/])(?:~|\.{1,2})?(?:/[\w.@-]+){2,}/?|\b[\w-]+(?:/[\w.-]+)+\.\w{1,8}\b"),
+    ),
     ("version", re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)+(?:[-+][\w.]+)?\b|\bv\d+\.\d+\b")),
     ("code", re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b|\b[A-Z]{2,}[0-9]+\b")),
     ("identifier", re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")),
@@ -26,7 +29,11 @@ def extract_entities(text: str) -> list[tuple[str, str]]:
             start, end = match.span()
             if any(start < e and s < end for s, e in claimed) and kind != "quoted":
                 continue
-            value = next((g for g in match.groups() if g), match.group(0)) if match.groups() else match.group(0)
+            value = (
+                next((g for g in match.groups() if g), match.group(0))
+                if match.groups()
+                else match.group(0)
+            )
             value = value.strip().lower()
             if len(value) >= 2:
                 found.setdefault(value, kind)

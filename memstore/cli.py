@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from dataclasses import asdict
@@ -14,8 +13,9 @@ import typer
 from memstore import __version__
 from memstore.config import Settings
 from memstore.errors import MemstoreError
-from memstore.git import detect_workspace
-from memstore.model import GLOBAL, Hit, to_workspace_name
+from memstore.model import GLOBAL
+from memstore.output import render_json, search_json, search_lines
+from memstore.quicksearch import detected_workspace
 from memstore.store import Store, init_vault
 
 app = typer.Typer(
@@ -28,12 +28,19 @@ app = typer.Typer(
 
 VaultOption = Annotated[
     Path | None,
-    typer.Option("--vault", help="Vault folder (default: $MEMSTORE_VAULT or ~/memstore).", show_default=False),
+    typer.Option(
+        "--vault", help="Vault folder (default: $MEMSTORE_VAULT or ~/memstore).", show_default=False
+    ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 WorkspaceOption = Annotated[
     str | None,
-    typer.Option("-w", "--workspace", help="Workspace (default: detected from the current git repository).", show_default=False),
+    typer.Option(
+        "-w",
+        "--workspace",
+        help="Workspace (default: detected from the current git repository).",
+        show_default=False,
+    ),
 ]
 
 
@@ -42,17 +49,8 @@ def settings_for(vault: Path | None) -> Settings:
     return Settings.from_env(os.environ, home=Path.home(), vault=vault)
 
 
-def detected_workspace(vault: Path) -> str | None:
-    """Return the workspace of the current directory's git repository, if it has one."""
-    cwd = Path.cwd()
-    if cwd == vault or vault in cwd.parents:
-        return None
-    name = detect_workspace(cwd)
-    return None if name is None else to_workspace_name(name)
-
-
 def emit_json(data: Any) -> None:
-    typer.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    typer.echo(render_json(data))
 
 
 def _version(value: bool) -> None:
@@ -64,7 +62,10 @@ def _version(value: bool) -> None:
 @app.callback()
 def main_options(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
     ] = False,
 ) -> None:
     """memstore keeps what agents and people learn as markdown files in a git repository.
@@ -75,7 +76,10 @@ def main_options(
 
 @app.command()
 def init(
-    path: Annotated[Path | None, typer.Argument(help="Folder for the vault (default: ~/memstore).", show_default=False)] = None,
+    path: Annotated[
+        Path | None,
+        typer.Argument(help="Folder for the vault (default: ~/memstore).", show_default=False),
+    ] = None,
     vault: VaultOption = None,
 ) -> None:
     """Create a vault (a git repository of memories), or adopt an existing repository.
@@ -96,9 +100,17 @@ def add(
     text: Annotated[str, typer.Argument(help="The memory text; '-' reads it from standard input.")],
     workspace: WorkspaceOption = None,
     kind: Annotated[str, typer.Option("--kind", help="note | trace | lesson | core")] = "note",
-    keyword: Annotated[list[str] | None, typer.Option("-K", "--keyword", help="A keyword (repeatable).")] = None,
-    source: Annotated[str | None, typer.Option("--source", help="Who wrote it (default: $MEMSTORE_SOURCE or cli).")] = None,
-    supersedes: Annotated[list[str] | None, typer.Option("--supersedes", help="Id of a memory this one corrects (repeatable).")] = None,
+    keyword: Annotated[
+        list[str] | None, typer.Option("-K", "--keyword", help="A keyword (repeatable).")
+    ] = None,
+    source: Annotated[
+        str | None,
+        typer.Option("--source", help="Who wrote it (default: $MEMSTORE_SOURCE or cli)."),
+    ] = None,
+    supersedes: Annotated[
+        list[str] | None,
+        typer.Option("--supersedes", help="Id of a memory this one corrects (repeatable)."),
+    ] = None,
     vault: VaultOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -124,13 +136,9 @@ def add(
     elif result.status == "added":
         typer.echo(f"added {result.id} to {result.workspace}  ({result.path})")
     else:
-        typer.echo(f"duplicate of {result.id} in {result.workspace}: seen {result.seen} times  ({result.path})")
-
-
-def hit_json(hit: Hit) -> dict[str, Any]:
-    data = asdict(hit)
-    data["keywords"] = list(hit.keywords)
-    return data
+        typer.echo(
+            f"duplicate of {result.id} in {result.workspace}: seen {result.seen} times  ({result.path})"
+        )
 
 
 @app.command()
@@ -151,24 +159,16 @@ def search(
     with Store.open(settings) as store:
         result = store.search(query, workspace=scope, k=k)
     if as_json:
-        emit_json({"query": query, "workspace": scope or "all", "weak": result.weak,
-                   "results": [hit_json(h) for h in result.hits]})
-        return
-    if not result.hits:
-        typer.echo(f"No memory matches {query!r}" + (f" in {scope} or global." if scope else "."))
-        return
-    if result.weak:
-        typer.echo("No memory has every word; these might be related:")
-    for hit in result.hits:
-        mark = "  (weak)" if hit.weak else ""
-        typer.echo(f"{hit.id}  {hit.workspace} · {hit.kind} · {hit.score:.2f}{mark}")
-        for line in hit.content.strip().splitlines()[:6]:
-            typer.echo(f"    {line}")
+        emit_json(search_json(result, query, scope))
+    else:
+        typer.echo("\n".join(search_lines(result, query, scope)))
 
 
 @app.command()
 def show(
-    memory_id: Annotated[str, typer.Argument(metavar="ID", help="A memory id or a unique prefix of one.")],
+    memory_id: Annotated[
+        str, typer.Argument(metavar="ID", help="A memory id or a unique prefix of one.")
+    ],
     vault: VaultOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -201,7 +201,10 @@ def stats(vault: VaultOption = None, as_json: JsonOption = False) -> None:
         emit_json(asdict(result))
         return
     typer.echo(f"vault      {result.vault}")
-    typer.echo(f"memories   {result.memories}" + (f"  ({result.problems} with problems: memstore doctor)" if result.problems else ""))
+    typer.echo(
+        f"memories   {result.memories}"
+        + (f"  ({result.problems} with problems: memstore doctor)" if result.problems else "")
+    )
     typer.echo("workspaces " + ", ".join(f"{w} {n}" for w, n in result.by_workspace.items()))
     typer.echo("kinds      " + ", ".join(f"{k} {n}" for k, n in result.by_kind.items()))
     typer.echo(f"index      {result.index_bytes / 1024:.0f} KiB")
@@ -217,7 +220,9 @@ def reindex(vault: VaultOption = None, as_json: JsonOption = False) -> None:
     """
     with Store.open(settings_for(vault)) as store:
         total = len(store.vault.scan())
-        with typer.progressbar(length=total, label="indexing", file=sys.stderr, hidden=as_json or total < 500) as bar:
+        with typer.progressbar(
+            length=total, label="indexing", file=sys.stderr, hidden=as_json or total < 500
+        ) as bar:
             last = 0
 
             def step(done: int, _total: int) -> None:
@@ -227,7 +232,9 @@ def reindex(vault: VaultOption = None, as_json: JsonOption = False) -> None:
 
             result = store.reindex(step)
     if as_json:
-        emit_json({"indexed": len(result.updated), "problems": [asdict(p) for p in result.problems]})
+        emit_json(
+            {"indexed": len(result.updated), "problems": [asdict(p) for p in result.problems]}
+        )
         return
     typer.echo(f"indexed {len(result.updated)} memories")
     for problem in result.problems:
@@ -236,7 +243,12 @@ def reindex(vault: VaultOption = None, as_json: JsonOption = False) -> None:
 
 @app.command()
 def demo(
-    path: Annotated[Path | None, typer.Argument(help="Where to create the demo vault (default: a new temp folder).", show_default=False)] = None,
+    path: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Where to create the demo vault (default: a new temp folder).", show_default=False
+        ),
+    ] = None,
 ) -> None:
     """Copy the bundled sample vault into a fresh vault and walk through add, search, show, log.
 

@@ -29,10 +29,10 @@ KNOWN_KEYS = (
     "supersedes",
 )
 
-_Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _StringTimestampLoader(_Loader):  # type: ignore[misc, valid-type]
+class _StringTimestampLoader(_Loader):
     """A safe loader that leaves timestamps as the strings the user wrote."""
 
 
@@ -47,7 +47,9 @@ _TOP_KEY = re.compile(r"^([^\s#][^:]*?):(?:\s|$)")
 _BULLET = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+", re.MULTILINE)
 _PLAIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./+@-]*(?: [A-Za-z0-9_./+@-]+)*$")
 _SPACE = re.compile(r"\s+")
-_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?)?$")
+_TIMESTAMP = re.compile(
+    r"^\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?)?$"
+)
 
 
 # --- hashing, ids and names -------------------------------------------------------------
@@ -147,9 +149,7 @@ def _memory_from(
         recalled=_as_count(data.get("recalled", 0), "recalled", problems, default=0),
         last_recalled=_as_str(data.get("last_recalled", "")),
         supersedes=tuple(s.lower() for s in _as_list(data.get("supersedes"))),
-        extra=tuple(
-            (key, raw) for key, raw in split_top_level(header) if key not in KNOWN_KEYS
-        ),
+        extra=tuple((key, raw) for key, raw in split_top_level(header) if key not in KNOWN_KEYS),
         problem="; ".join(problems),
         newline=newline,
     )

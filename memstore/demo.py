@@ -28,7 +28,9 @@ def run_demo(path: Path | None, settings: Settings, say: Callable[[str], None]) 
     if root.exists() and any(root.iterdir()):
         raise VaultError(f"{root} is not empty; pick a new folder for the demo vault")
     source = sample_vault()
-    settings = Settings(vault=root.resolve(), source="demo", session=settings.session, host=settings.host)
+    settings = Settings(
+        vault=root.resolve(), source="demo", session=settings.session, host=settings.host
+    )
     say(f"1. A vault is a git repository of markdown files: {root}")
     init_vault(settings.vault, settings)
     for item in sorted(source.iterdir()):
@@ -36,17 +38,29 @@ def run_demo(path: Path | None, settings: Settings, say: Callable[[str], None]) 
             shutil.copytree(item, settings.vault / item.name)
     with Store.open(settings) as store:
         copied = tuple(sorted(store.vault.scan()))
-        store.git.commit(f"import: {len(copied)} memories from the sample vault",
-                         Trailers("demo", settings.session, settings.host), add=copied)
+        store.git.commit(
+            f"import: {len(copied)} memories from the sample vault",
+            Trailers("demo", settings.session, settings.host),
+            add=copied,
+        )
         stats = store.stats()
-        say(f"   {stats.memories} sample memories in " + ", ".join(f"{w} ({n})" for w, n in stats.by_workspace.items()))
+        say(
+            f"   {stats.memories} sample memories in "
+            + ", ".join(f"{w} ({n})" for w, n in stats.by_workspace.items())
+        )
         say('\n2. memstore add "…" -w webshop -K nginx   (one new file, one commit)')
         text = "Checkout returns 502 after deploy: the new pods fail readiness because REDIS_URL is unset; add it to the webshop secret."
-        added = store.add(text, workspace="webshop", kind="lesson", keywords=("redis", "deploy", "502"))
+        added = store.add(
+            text, workspace="webshop", kind="lesson", keywords=("redis", "deploy", "502")
+        )
         say(f"   {added.status} {added.id} → {added.path}")
         again = store.add(text, workspace="webshop", keywords=("checkout",))
         say(f"   adding it again: {again.status}, seen {again.seen} (no second file)")
-        for query, workspace in (("checkout 502 after deploy", "webshop"), ("nginx upload limit", None), ("lỗi kết nối", None)):
+        for query, workspace in (
+            ("checkout 502 after deploy", "webshop"),
+            ("nginx upload limit", None),
+            ("lỗi kết nối", None),
+        ):
             say(f"\n3. memstore search {query!r}" + (f" -w {workspace}" if workspace else " --all"))
             result = store.search(query, workspace=workspace, k=3)
             if result.weak:
@@ -60,5 +74,5 @@ def run_demo(path: Path | None, settings: Settings, say: Callable[[str], None]) 
         say("\n5. git log: every change is one readable commit")
         for commit in reversed(store.log(limit=5)):
             say(f"   {commit.commit[:8]}  {commit.summary}")
-    say(f"\nTry it yourself:  memstore search \"deploy\" --all --vault {root}")
+    say(f'\nTry it yourself:  memstore search "deploy" --all --vault {root}')
     return root

@@ -140,9 +140,16 @@ class GitRepo:
             return []
         pygit2 = _pygit2()
         entries = []
-        for commit in self._repo.walk(self._repo.head.target, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME):
+        for commit in self._repo.walk(
+            self._repo.head.target, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME
+        ):
             entries.append(
-                LogEntry(str(commit.id), commit.message.splitlines()[0], commit.message, commit.commit_time)
+                LogEntry(
+                    str(commit.id),
+                    commit.message.splitlines()[0],
+                    commit.message,
+                    commit.commit_time,
+                )
             )
             if len(entries) >= limit:
                 break

@@ -94,7 +94,9 @@ class Indexer:
         try:
             root.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as err:
-            raise VaultError(f"cannot create {root}: {err.strerror}; is the vault read-only?") from err
+            raise VaultError(
+                f"cannot create {root}: {err.strerror}; is the vault read-only?"
+            ) from err
         search = SearchIndex.open(root / "search")
         db = sqlite3.connect(root / "manifest.sqlite", timeout=10, isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")
@@ -132,7 +134,8 @@ class Indexer:
 
     def _entries(self, where: str, args: list[str]) -> list[Entry]:
         rows = self._db.execute(
-            f"SELECT path, id, workspace, hash, problem FROM files WHERE {where} ORDER BY path", args
+            f"SELECT path, id, workspace, hash, problem FROM files WHERE {where} ORDER BY path",
+            args,
         )
         return [Entry(*row) for row in rows]
 
@@ -187,7 +190,9 @@ class Indexer:
             doc = document_for(path, memory)
             docs.append(doc)
             fp = on_disk[path]
-            rows.append((path, fp.mtime_ns, fp.size, doc.id, doc.workspace, doc.hash, memory.problem))
+            rows.append(
+                (path, fp.mtime_ns, fp.size, doc.id, doc.workspace, doc.hash, memory.problem)
+            )
             if progress is not None and (done % 200 == 0 or done == len(changed)):
                 progress(done, len(changed))
         self.search.apply(docs, removed, limitmb=256 if len(docs) > 500 else 64)

@@ -13,7 +13,13 @@ from index import IndexHit, SearchIndex, SearchIndexError
 from memstore.codec import content_hash, derive_id, render_memory, slugify
 from memstore.config import Settings
 from memstore.errors import InvalidInputError, NotFoundError, VaultError
-from memstore.git import GitRepo, LogEntry, Trailers, find_enclosing_repository, parent_repository_message
+from memstore.git import (
+    GitRepo,
+    LogEntry,
+    Trailers,
+    find_enclosing_repository,
+    parent_repository_message,
+)
 from memstore.indexer import INDEX_DIR, CatchUp, Entry, Indexer, Progress, rebuild
 from memstore.model import (
     ADDABLE_KINDS,
@@ -64,7 +70,9 @@ def init_vault(path: Path, settings: Settings) -> InitResult:
     """Create a vault at `path`, or adopt the git repository already there."""
     if path.exists() and not path.is_dir():
         raise VaultError(f"{path} is a file, not a folder; choose another vault path")
-    owner = find_enclosing_repository(path) if path.exists() else find_enclosing_repository(path.parent)
+    owner = (
+        find_enclosing_repository(path) if path.exists() else find_enclosing_repository(path.parent)
+    )
     if owner is not None and owner.resolve() != path.resolve():
         raise VaultError(parent_repository_message(path, owner))
     created = owner is None
@@ -97,12 +105,16 @@ class Store:
         """Open the vault in `settings`; with `create`, make it first if it does not exist."""
         root = settings.vault
         if root.exists() and not root.is_dir():
-            raise VaultError(f"vault path {root} is a file, not a folder; set MEMSTORE_VAULT or --vault")
+            raise VaultError(
+                f"vault path {root} is a file, not a folder; set MEMSTORE_VAULT or --vault"
+            )
         if not (root / ".git").exists():
             if create and (not root.exists() or not any(root.iterdir())):
                 init_vault(root, settings)
             elif not root.exists():
-                raise NotFoundError(f"no vault at {root}; run 'memstore init' (or 'memstore add' to start one)")
+                raise NotFoundError(
+                    f"no vault at {root}; run 'memstore init' (or 'memstore add' to start one)"
+                )
             else:
                 raise VaultError(f"{root} is not a memstore vault; run: memstore init {root}")
         return cls(settings, Vault(root), clock)
@@ -202,13 +214,19 @@ class Store:
         entries = self.indexer.by_id_prefix(prefix)
         ids = sorted({e.id for e in entries})
         if not entries:
-            raise NotFoundError(f"no memory with id {id_prefix!r}; run 'memstore search' to find ids")
+            raise NotFoundError(
+                f"no memory with id {id_prefix!r}; run 'memstore search' to find ids"
+            )
         if len(ids) > 1:
             shown = ", ".join(ids[:5]) + (" …" if len(ids) > 5 else "")
-            raise InvalidInputError(f"id prefix {id_prefix!r} matches {len(ids)} memories ({shown}); type more of it")
+            raise InvalidInputError(
+                f"id prefix {id_prefix!r} matches {len(ids)} memories ({shown}); type more of it"
+            )
         if len(entries) > 1:
             paths = ", ".join(e.path for e in entries)
-            raise InvalidInputError(f"id {ids[0]!r} is used by {len(entries)} files ({paths}); rename or remove one")
+            raise InvalidInputError(
+                f"id {ids[0]!r} is used by {len(entries)} files ({paths}); rename or remove one"
+            )
         return entries[0]
 
     def show(self, id_prefix: str) -> tuple[Entry, Memory]:
@@ -312,7 +330,9 @@ class Store:
         current = self.vault.read(entry.path)
         if not current.has_front_matter or current.problem:
             # A hand-written or unreadable file is never rewritten by an add.
-            return AddResult("duplicate_merged", current.id, entry.path, current.seen, current.workspace)
+            return AddResult(
+                "duplicate_merged", current.id, entry.path, current.seen, current.workspace
+            )
         merged = replace(
             current,
             seen=current.seen + 1,
@@ -321,7 +341,9 @@ class Store:
         )
         message = f"seen({current.workspace}): {summary(current.body)} (seen {merged.seen})"
         commit = self._write(entry.path, merged, message, self.settings.source)
-        return AddResult("duplicate_merged", merged.id, entry.path, merged.seen, merged.workspace, commit)
+        return AddResult(
+            "duplicate_merged", merged.id, entry.path, merged.seen, merged.workspace, commit
+        )
 
     def _write(self, path: str, memory: Memory, message: str, source: str) -> str:
         self.vault.write_atomic(path, render_memory(memory))
@@ -359,7 +381,9 @@ def check_text(text: str) -> str:
         )
     body = text.strip()
     if not body:
-        raise InvalidInputError("memory text is empty; pass the text to remember, e.g. memstore add \"…\"")
+        raise InvalidInputError(
+            'memory text is empty; pass the text to remember, e.g. memstore add "…"'
+        )
     return body.replace("\r\n", "\n") + "\n"
 
 
@@ -372,7 +396,9 @@ def check_keywords(keywords: tuple[str, ...]) -> tuple[str, ...]:
             if not word:
                 continue
             if len(word) > MAX_KEYWORD_CHARS or "\0" in word:
-                raise InvalidInputError(f"keyword {word[:20]!r}… is too long; keep keywords under {MAX_KEYWORD_CHARS} characters")
+                raise InvalidInputError(
+                    f"keyword {word[:20]!r}… is too long; keep keywords under {MAX_KEYWORD_CHARS} characters"
+                )
             cleaned.setdefault(word, None)
     return tuple(cleaned)
 
@@ -380,5 +406,7 @@ def check_keywords(keywords: tuple[str, ...]) -> tuple[str, ...]:
 def check_source(source: str) -> str:
     """Return `source` if it is a valid agent or person name, else raise InvalidInputError."""
     if not _SOURCE.match(source):
-        raise InvalidInputError(f"invalid --source {source!r}; use a short name such as claude-code")
+        raise InvalidInputError(
+            f"invalid --source {source!r}; use a short name such as claude-code"
+        )
     return source

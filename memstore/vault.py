@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from memstore.codec import parse_memory
 from memstore.errors import LockedError, VaultError
@@ -90,7 +91,9 @@ class Vault:
         try:
             size = os.stat(path, follow_symlinks=False).st_size
             if size > MAX_FILE_BYTES:
-                return _unreadable(relative, f"file is {size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
+                return _unreadable(
+                    relative, f"file is {size:,} bytes; the limit is {MAX_FILE_BYTES:,}"
+                )
             data = path.read_bytes()
         except OSError as err:
             raise VaultError(f"cannot read {relative}: {err.strerror}") from err
@@ -117,7 +120,9 @@ class Vault:
             os.replace(tmp, path)
         except OSError as err:
             tmp.unlink(missing_ok=True)
-            raise VaultError(f"cannot write {relative}: {err.strerror}; check the vault's permissions") from err
+            raise VaultError(
+                f"cannot write {relative}: {err.strerror}; check the vault's permissions"
+            ) from err
 
     def ensure_layout(self) -> list[str]:
         """Create the state folder, .gitignore and .gitattributes; return files it changed."""
@@ -163,10 +168,10 @@ class Vault:
         finally:
             handle.close()
 
-    def _lock_handle(self):  # type: ignore[no-untyped-def]
+    def _lock_handle(self) -> BinaryIO:
         try:
             self.state_dir.mkdir(exist_ok=True, mode=0o700)
-            return open(self.state_dir / "lock", "a+b")  # noqa: SIM115 (closed by callers)
+            return open(self.state_dir / "lock", "a+b")
         except OSError as err:
             raise VaultError(
                 f"cannot create the lock in {self.state_dir}: {err.strerror}; "
@@ -174,7 +179,7 @@ class Vault:
             ) from err
 
 
-def _try_flock(handle) -> bool:  # type: ignore[no-untyped-def]
+def _try_flock(handle: BinaryIO) -> bool:
     try:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as err:

@@ -1,0 +1,5 @@
+"""`python -m memstore` runs the CLI."""
+
+from memstore.launcher import main
+
+main()

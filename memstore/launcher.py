@@ -1,0 +1,19 @@
+"""The `memstore` executable: a plain search takes the lean path, everything else typer."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    """Dispatch the command line."""
+    argv = sys.argv[1:]
+    if argv[:1] == ["search"]:
+        from memstore.quicksearch import run
+
+        status = run(argv[1:])
+        if status is not None:
+            sys.exit(status)
+    from memstore.cli import main as cli_main
+
+    cli_main()
