@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import pickle
 import shutil
 import sqlite3
 import struct
 import time
+import warnings
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,10 +131,11 @@ class SearchIndex:
     def open(cls, root: Path, *, create: bool = True) -> SearchIndex:
         """Open the index under `root`, creating it if missing and allowed."""
         whoosh_dir = root / "whoosh"
+        failure = ""
         try:
-            if whoosh_index.exists_in(str(whoosh_dir)):
-                ix = whoosh_index.open_dir(str(whoosh_dir))
-                ix.doc_count()
+            # Not whoosh's exists_in(): it opens the whole index once more just to say yes.
+            if any(whoosh_dir.glob("_MAIN_*.toc")):
+                ix = _open_whoosh(whoosh_dir)
             elif create:
                 whoosh_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
                 ix = whoosh_index.create_in(str(whoosh_dir), _schema())
@@ -141,7 +144,9 @@ class SearchIndex:
             db = sqlite3.connect(root / "entities.sqlite", timeout=10, isolation_level=None)
             _create_tables(db)
         except (*_DAMAGE, sqlite3.Error) as err:
-            raise SearchIndexError(f"index at {root} cannot be opened: {err}") from err
+            failure = f"{type(err).__name__}: {err}"
+        if failure:
+            raise SearchIndexError(f"index at {root} cannot be opened ({failure})")
         return cls(root, ix, db)
 
     @staticmethod
@@ -168,10 +173,13 @@ class SearchIndex:
 
     def _reader(self) -> Any:
         try:
+            # Not Searcher.refresh(): it reuses segment readers by segment id, so a commit
+            # that only deletes documents stays invisible to the refreshed searcher.
+            if self._searcher is not None and not self._searcher.up_to_date():
+                self._searcher.close()
+                self._searcher = None
             if self._searcher is None:
                 self._searcher = self._ix.searcher(weighting=BM25F())
-            else:
-                self._searcher = self._searcher.refresh()
         except _DAMAGE as err:
             raise SearchIndexError(f"index at {self.root} cannot be read: {err}") from err
         return self._searcher
@@ -310,6 +318,23 @@ class SearchIndex:
         except sqlite3.Error as err:
             db.execute("ROLLBACK")
             raise SearchIndexError(f"entity table at {self.root} cannot be written: {err}") from err
+
+
+def _open_whoosh(folder: Path) -> Any:
+    # On a damaged table of contents Whoosh leaves the file it was parsing open; it is
+    # closed as the error unwinds, and that is not worth a ResourceWarning.
+    failure = ""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        try:
+            ix = whoosh_index.open_dir(str(folder))
+            ix.doc_count()
+        except _DAMAGE as err:
+            failure = f"{type(err).__name__}: {err}"
+        gc.collect()  # the traceback is gone: the leaked file closes here, quietly
+    if failure:
+        raise SearchIndexError(f"index at {folder} cannot be opened ({failure})")
+    return ix
 
 
 def _create_tables(db: sqlite3.Connection) -> None:

@@ -1,0 +1,136 @@
+"""The search engine on its own: BM25F, analysis, hostile queries, entities, damage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from index import Document, SearchIndex, SearchIndexError, extract_entities
+from index.analysis import identifier_parts
+
+DOCS = [
+    Document("w/a.md", "aaaa1111", "webshop", "lesson", "Upload 413: nginx client_max_body_size is too small; raise it.", ("nginx", "upload")),
+    Document("w/b.md", "bbbb2222", "webshop", "note", "Staging deploys need approval from @maria.", ("deploy",)),
+    Document("g/c.md", "cccc3333", "global", "core", "Always use pnpm, never npm.", ("pnpm",)),
+    Document("i/d.md", "dddd4444", "infra", "lesson", "Lỗi kết nối cơ sở dữ liệu means the replica is down.", ("postgres",)),
+    Document("i/e.md", "eeee5555", "infra", "note", "The OrderService reads /etc/webshop/orders.yaml on start.", ()),
+    Document("i/f.md", "ffff6666", "infra", "note", "Deploying terraform needs Atlantis.", ("terraform",)),
+]
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> SearchIndex:
+    opened = SearchIndex.open(tmp_path / "ix")
+    opened.apply(DOCS)
+    yield opened
+    opened.close()
+
+
+def ids(hits: list) -> list[str]:
+    return [h.document.id for h in hits]
+
+
+def test_strict_query_needs_every_term(index: SearchIndex) -> None:
+    assert ids(index.search("nginx upload")) == ["aaaa1111"]
+    assert index.search("nginx approval") == []
+    assert set(ids(index.search("nginx approval", any_term=True))) == {"aaaa1111", "bbbb2222"}
+
+
+def test_stemming_and_accent_folding(index: SearchIndex) -> None:
+    assert "ffff6666" in ids(index.search("deploy terraform"))
+    assert ids(index.search("deploying")) and "bbbb2222" in ids(index.search("deploy approvals"))
+    assert ids(index.search("loi ket noi")) == ["dddd4444"]
+    assert ids(index.search("lỗi kết nối")) == ["dddd4444"]
+
+
+def test_identifiers_are_found_whole_and_by_part(index: SearchIndex) -> None:
+    assert ids(index.search("client_max_body_size")) == ["aaaa1111"]
+    assert ids(index.search("body size")) == ["aaaa1111"]
+    assert ids(index.search("OrderService")) == ["eeee5555"]
+    assert ids(index.search("orders.yaml")) == ["eeee5555"]
+    assert identifier_parts("OrderService") == ["OrderService", "Order", "Service"]
+
+
+def test_keywords_are_searched_but_weigh_less_than_content(tmp_path: Path) -> None:
+    ix = SearchIndex.open(tmp_path / "kw")
+    ix.apply([
+        Document("a", "a", "w", "note", "redis cache eviction", ()),
+        Document("b", "b", "w", "note", "cache eviction policy", ("redis",)),
+    ])
+    assert ids(ix.search("redis")) == ["a", "b"]
+    ix.close()
+
+
+def test_workspace_filter(index: SearchIndex) -> None:
+    assert ids(index.search("pnpm", workspaces={"webshop", "global"})) == ["cccc3333"]
+    assert index.search("pnpm", workspaces={"webshop"}) == []
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(max_size=80) | st.sampled_from(['"', "(", "a AND", "NOT", "*", "~2", "-", "x:y", "[", "\\", "OR OR", "\x00"]))
+def test_any_query_text_is_data_and_never_raises(index: SearchIndex, query: str) -> None:
+    index.search(query)
+    index.search(query, any_term=True)
+
+
+def test_upsert_replaces_and_delete_removes(index: SearchIndex) -> None:
+    index.apply([Document("w/b.md", "bbbb2222", "webshop", "note", "Prod deploys need two approvals.", ())])
+    assert index.search("staging approval") == []
+    assert ids(index.search("prod approvals")) == ["bbbb2222"]
+    index.apply([], ["w/b.md"])
+    assert index.search("prod approvals") == [] and index.count() == len(DOCS) - 1
+
+
+def test_find_by_hash_and_id_prefix(tmp_path: Path) -> None:
+    ix = SearchIndex.open(tmp_path / "f")
+    ix.apply([Document("k", "abcd1234", "w", "note", "x", (), hash="h1")])
+    assert [d.key for d in ix.find(id_prefix="abc")] == ["k"]
+    assert [d.key for d in ix.find(workspace="w", hash="h1")] == ["k"]
+    assert ix.find(workspace="other", hash="h1") == []
+    ix.close()
+
+
+def test_entity_table_records_what_documents_name(index: SearchIndex) -> None:
+    assert index.entity_keys(["client_max_body_size"]) == {"w/a.md": 1}
+    assert index.entity_keys(["@maria", "/etc/webshop/orders.yaml"]) == {"w/b.md": 1, "i/e.md": 1}
+
+
+def test_entity_extraction_kinds() -> None:
+    found = dict(extract_entities(
+        "See https://staging.example.com/api, edit /etc/nginx/nginx.conf and src/app/main.py; "
+        "set client_max_body_size; OrderService threw ERR_PNPM_PEER_DEP on v2.3.1, ask @maria about `make deploy`"
+    ))
+    assert found["https://staging.example.com/api"] == "url"
+    assert found["/etc/nginx/nginx.conf"] == "path" and found["src/app/main.py"] == "path"
+    assert found["client_max_body_size"] == "identifier" and found["orderservice"] == "identifier"
+    assert found["err_pnpm_peer_dep"] == "code" and found["v2.3.1"] == "version"
+    assert found["@maria"] == "mention" and found["make deploy"] == "quoted"
+
+
+def test_damaged_index_raises_search_index_error(tmp_path: Path) -> None:
+    root = tmp_path / "bad"
+    ix = SearchIndex.open(root)
+    ix.apply(DOCS)
+    ix.close()
+    for toc in (root / "whoosh").glob("*.toc"):
+        toc.write_bytes(b"garbage")
+    with pytest.raises(SearchIndexError):
+        SearchIndex.open(root)
+    moved = SearchIndex.quarantine(root)
+    assert moved.exists() and not root.exists()
+
+
+def test_results_do_not_depend_on_segment_layout(tmp_path: Path) -> None:
+    one = SearchIndex.open(tmp_path / "one")
+    one.apply(DOCS)
+    many = SearchIndex.open(tmp_path / "many")
+    for doc in DOCS:
+        many.apply([doc])
+    for query in ("nginx", "deploy", "pnpm npm", "the"):
+        for any_term in (False, True):
+            assert ids(one.search(query, any_term=any_term)) == ids(many.search(query, any_term=any_term))
+    one.close()
+    many.close()
