@@ -8,12 +8,11 @@ memory (its whole text is the body) with `problem` set, and is never rewritten.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import re
 import unicodedata
 from typing import Any
-
-import yaml
 
 from memstore.model import GLOBAL, KINDS, Memory
 
@@ -29,18 +28,32 @@ KNOWN_KEYS = (
     "supersedes",
 )
 
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+@functools.cache
+def _yaml() -> tuple[Any, Any]:
+    """Return PyYAML and a safe loader that leaves timestamps as the strings written.
+
+    Imported on first use: searching an up-to-date index never parses a file.
+    """
+    import yaml
+
+    base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class StringTimestampLoader(base):
+        pass
+
+    # PyYAML reads 2026-11-29T14:12:23Z as a datetime; keep timestamps as strings.
+    StringTimestampLoader.yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in base.yaml_implicit_resolvers.items()
+    }
+    return yaml, StringTimestampLoader
 
 
-class _StringTimestampLoader(_Loader):
-    """A safe loader that leaves timestamps as the strings the user wrote."""
+def _load_yaml(text: str) -> object:
+    yaml, loader = _yaml()
+    return yaml.load(text, Loader=loader)
 
-
-# PyYAML reads 2026-11-29T14:12:23Z as a datetime; keep timestamps as strings.
-_StringTimestampLoader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in _Loader.yaml_implicit_resolvers.items()
-}
 
 _CLOSING = re.compile(r"^---[ \t]*\r?$", re.MULTILINE)
 _TOP_KEY = re.compile(r"^([^\s#][^:]*?):(?:\s|$)")
@@ -115,8 +128,8 @@ def parse_memory(text: str, *, path: str) -> Memory:
     header = text[len("---") + len(newline) : closing.start()]
     body = text[closing.end() :].removeprefix("\n")
     try:
-        data = yaml.load(header, Loader=_StringTimestampLoader) if header.strip() else {}
-    except yaml.YAMLError as err:
+        data = _load_yaml(header) if header.strip() else {}
+    except _yaml()[0].YAMLError as err:
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
         return _with_problem(fallback, f"malformed YAML front matter: {reason}")
     if not isinstance(data, dict):
@@ -216,8 +229,8 @@ def render_scalar(value: str) -> str:
 
 def _reads_as(value: str) -> object:
     try:
-        return yaml.load(value, Loader=_StringTimestampLoader)
-    except yaml.YAMLError:
+        return _load_yaml(value)
+    except _yaml()[0].YAMLError:
         return None
 
 

@@ -7,6 +7,7 @@ git CLI, editor saves, deletes and renames are all found the same way, without p
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -83,7 +84,12 @@ class Indexer:
                 indexer.close()
                 SearchIndex.delete(root)
                 indexer = cls._open_at(vault, root)
-        except (SearchIndexError, sqlite3.DatabaseError):
+        except (SearchIndexError, sqlite3.DatabaseError) as err:
+            if not os.access(vault.state_dir, os.W_OK):
+                raise VaultError(
+                    f"cannot open the index in {vault.state_dir}, which is read-only; "
+                    "make the vault writable (memstore keeps its index there)"
+                ) from err
             recovered = SearchIndex.quarantine(root)
             indexer = cls._open_at(vault, root)
         indexer.recovered_from = recovered

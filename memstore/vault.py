@@ -162,7 +162,11 @@ class Vault:
     @contextmanager
     def try_lock(self) -> Iterator[bool]:
         """Hold the write lock if it is free right now; yield whether it was taken."""
-        handle = self._lock_handle()
+        try:
+            handle = self._lock_handle()
+        except VaultError:
+            yield False  # a read-only vault can still be searched, just not caught up
+            return
         try:
             yield _try_flock(handle)
         finally:

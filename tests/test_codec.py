@@ -17,10 +17,14 @@ from memstore.codec import (
 )
 from memstore.model import KINDS, Memory
 
-words = st.text(alphabet=string.ascii_letters + string.digits + " _-.:/@#'\"äöüếỗ", min_size=1, max_size=20)
+words = st.text(
+    alphabet=string.ascii_letters + string.digits + " _-.:/@#'\"äöüếỗ", min_size=1, max_size=20
+)
 keyword = words.map(str.strip).filter(bool)
 timestamps = st.datetimes().map(lambda d: d.strftime("%Y-%m-%dT%H:%M:%SZ"))
-bodies = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\x00"), max_size=300)
+bodies = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\x00"), max_size=300
+)
 
 
 @st.composite
@@ -36,7 +40,11 @@ def memories(draw: st.DrawFn) -> Memory:
         seen=draw(st.integers(1, 10_000)),
         recalled=draw(st.integers(0, 10_000)),
         last_recalled=draw(st.one_of(st.just(""), timestamps)),
-        supersedes=tuple(dict.fromkeys(draw(st.lists(st.text("abcdefgh234", min_size=8, max_size=8), max_size=3)))),
+        supersedes=tuple(
+            dict.fromkeys(
+                draw(st.lists(st.text("abcdefgh234", min_size=8, max_size=8), max_size=3))
+            )
+        ),
     )
 
 
@@ -114,7 +122,9 @@ def test_normalization_folds_case_whitespace_bullets_and_unicode_forms() -> None
     assert content_hash("* Use pnpm") == content_hash("use   pnpm")
     assert derive_id("global", "Use pnpm") == derive_id("global", "- use  PNPM")
     assert derive_id("global", "Use pnpm") != derive_id("webshop", "Use pnpm")
-    assert len(derive_id("global", "x")) == 8 and derive_id("global", "x", 10).startswith(derive_id("global", "x"))
+    assert len(derive_id("global", "x")) == 8 and derive_id("global", "x", 10).startswith(
+        derive_id("global", "x")
+    )
 
 
 def test_slugs_are_short_ascii_and_never_empty() -> None:

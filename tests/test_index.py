@@ -12,12 +12,42 @@ from index import Document, SearchIndex, SearchIndexError, extract_entities
 from index.analysis import identifier_parts
 
 DOCS = [
-    Document("w/a.md", "aaaa1111", "webshop", "lesson", "Upload 413: nginx client_max_body_size is too small; raise it.", ("nginx", "upload")),
-    Document("w/b.md", "bbbb2222", "webshop", "note", "Staging deploys need approval from @maria.", ("deploy",)),
+    Document(
+        "w/a.md",
+        "aaaa1111",
+        "webshop",
+        "lesson",
+        "Upload 413: nginx client_max_body_size is too small; raise it.",
+        ("nginx", "upload"),
+    ),
+    Document(
+        "w/b.md",
+        "bbbb2222",
+        "webshop",
+        "note",
+        "Staging deploys need approval from @maria.",
+        ("deploy",),
+    ),
     Document("g/c.md", "cccc3333", "global", "core", "Always use pnpm, never npm.", ("pnpm",)),
-    Document("i/d.md", "dddd4444", "infra", "lesson", "Lỗi kết nối cơ sở dữ liệu means the replica is down.", ("postgres",)),
-    Document("i/e.md", "eeee5555", "infra", "note", "The OrderService reads /etc/webshop/orders.yaml on start.", ()),
-    Document("i/f.md", "ffff6666", "infra", "note", "Deploying terraform needs Atlantis.", ("terraform",)),
+    Document(
+        "i/d.md",
+        "dddd4444",
+        "infra",
+        "lesson",
+        "Lỗi kết nối cơ sở dữ liệu means the replica is down.",
+        ("postgres",),
+    ),
+    Document(
+        "i/e.md",
+        "eeee5555",
+        "infra",
+        "note",
+        "The OrderService reads /etc/webshop/orders.yaml on start.",
+        (),
+    ),
+    Document(
+        "i/f.md", "ffff6666", "infra", "note", "Deploying terraform needs Atlantis.", ("terraform",)
+    ),
 ]
 
 
@@ -56,10 +86,12 @@ def test_identifiers_are_found_whole_and_by_part(index: SearchIndex) -> None:
 
 def test_keywords_are_searched_but_weigh_less_than_content(tmp_path: Path) -> None:
     ix = SearchIndex.open(tmp_path / "kw")
-    ix.apply([
-        Document("a", "a", "w", "note", "redis cache eviction", ()),
-        Document("b", "b", "w", "note", "cache eviction policy", ("redis",)),
-    ])
+    ix.apply(
+        [
+            Document("a", "a", "w", "note", "redis cache eviction", ()),
+            Document("b", "b", "w", "note", "cache eviction policy", ("redis",)),
+        ]
+    )
     assert ids(ix.search("redis")) == ["a", "b"]
     ix.close()
 
@@ -70,14 +102,19 @@ def test_workspace_filter(index: SearchIndex) -> None:
 
 
 @settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.text(max_size=80) | st.sampled_from(['"', "(", "a AND", "NOT", "*", "~2", "-", "x:y", "[", "\\", "OR OR", "\x00"]))
+@given(
+    st.text(max_size=80)
+    | st.sampled_from(['"', "(", "a AND", "NOT", "*", "~2", "-", "x:y", "[", "\\", "OR OR", "\x00"])
+)
 def test_any_query_text_is_data_and_never_raises(index: SearchIndex, query: str) -> None:
     index.search(query)
     index.search(query, any_term=True)
 
 
 def test_upsert_replaces_and_delete_removes(index: SearchIndex) -> None:
-    index.apply([Document("w/b.md", "bbbb2222", "webshop", "note", "Prod deploys need two approvals.", ())])
+    index.apply(
+        [Document("w/b.md", "bbbb2222", "webshop", "note", "Prod deploys need two approvals.", ())]
+    )
     assert index.search("staging approval") == []
     assert ids(index.search("prod approvals")) == ["bbbb2222"]
     index.apply([], ["w/b.md"])
@@ -99,10 +136,12 @@ def test_entity_table_records_what_documents_name(index: SearchIndex) -> None:
 
 
 def test_entity_extraction_kinds() -> None:
-    found = dict(extract_entities(
-        "See https://staging.example.com/api, edit /etc/nginx/nginx.conf and src/app/main.py; "
-        "set client_max_body_size; OrderService threw ERR_PNPM_PEER_DEP on v2.3.1, ask @maria about `make deploy`"
-    ))
+    found = dict(
+        extract_entities(
+            "See https://staging.example.com/api, edit /etc/nginx/nginx.conf and src/app/main.py; "
+            "set client_max_body_size; OrderService threw ERR_PNPM_PEER_DEP on v2.3.1, ask @maria about `make deploy`"
+        )
+    )
     assert found["https://staging.example.com/api"] == "url"
     assert found["/etc/nginx/nginx.conf"] == "path" and found["src/app/main.py"] == "path"
     assert found["client_max_body_size"] == "identifier" and found["orderservice"] == "identifier"
@@ -131,6 +170,8 @@ def test_results_do_not_depend_on_segment_layout(tmp_path: Path) -> None:
         many.apply([doc])
     for query in ("nginx", "deploy", "pnpm npm", "the"):
         for any_term in (False, True):
-            assert ids(one.search(query, any_term=any_term)) == ids(many.search(query, any_term=any_term))
+            assert ids(one.search(query, any_term=any_term)) == ids(
+                many.search(query, any_term=any_term)
+            )
     one.close()
     many.close()

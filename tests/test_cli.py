@@ -1,0 +1,274 @@
+"""The CLI as people use it: typer's CliRunner, and the installed executable in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from memstore import __version__
+from memstore.cli import app
+from memstore.quicksearch import parse
+from tests.conftest import commit_count, git, head, vault_bytes
+
+EXE = Path(sys.executable).with_name("memstore")
+runner = CliRunner()
+
+
+def run(
+    *args: str, vault: Path | None = None, cwd: Path | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the installed memstore executable."""
+    env = dict(os.environ)
+    if vault is not None:
+        env["MEMSTORE_VAULT"] = str(vault)
+    return subprocess.run(
+        [str(EXE), *args],
+        cwd=cwd,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+    )
+
+
+def test_version_and_help() -> None:
+    assert run("--version").stdout.strip() == f"memstore {__version__}"
+    for command in ("init", "add", "search", "show", "stats", "reindex", "demo"):
+        result = runner.invoke(app, [command, "--help"])
+        assert result.exit_code == 0 and "Example:" in result.output, command
+
+
+def test_init_creates_a_private_vault_with_its_git_files(tmp_path: Path) -> None:
+    target = tmp_path / "v"
+    result = run("init", str(target))
+    assert result.returncode == 0, result.stderr
+    assert (target / ".gitignore").read_text(encoding="utf-8") == ".memstore/\n"
+    assert (target / ".gitattributes").read_text(encoding="utf-8") == "*.md merge=memstore\n"
+    assert oct(target.stat().st_mode & 0o777) == "0o700"
+    assert oct((target / ".gitignore").stat().st_mode & 0o777) == "0o600"
+    assert git(target, "log", "--format=%s") == "init: memstore vault\n"
+    assert run("init", str(target)).returncode == 0  # idempotent
+    assert commit_count(target) == 1
+
+
+def test_init_adopts_an_existing_repository(tmp_path: Path) -> None:
+    target = tmp_path / "existing"
+    target.mkdir()
+    git(target, "init", "-q")
+    (target / ".gitignore").write_text("*.log", encoding="utf-8")
+    assert run("init", str(target)).returncode == 0
+    assert (target / ".gitignore").read_text(encoding="utf-8") == "*.log\n.memstore/\n"
+
+
+def test_init_refuses_a_folder_inside_another_repository(tmp_path: Path) -> None:
+    outer = tmp_path / "project"
+    (outer / "sample-vault").mkdir(parents=True)
+    git(outer, "init", "-q")
+    result = run("init", str(outer / "sample-vault"))
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and "inside the git repository" in result.stderr
+    assert not (outer / "sample-vault" / ".git").exists()
+    add = run("add", "x", vault=outer / "sample-vault")
+    assert add.returncode == 1 and "memstore init" in add.stderr
+
+
+def test_vault_path_that_is_a_file(tmp_path: Path) -> None:
+    target = tmp_path / "file"
+    target.write_text("x", encoding="utf-8")
+    for args in (("init", str(target)), ("add", "hello"), ("search", "hello")):
+        result = run(*args, vault=target)
+        assert (
+            result.returncode == 1
+            and "is a file" in result.stderr
+            and result.stderr.count("\n") == 1
+        )
+
+
+def test_add_search_show_stats_through_the_executable(tmp_path: Path) -> None:
+    vault = tmp_path / "v"
+    added = run(
+        "add",
+        "Upload 413 is nginx client_max_body_size",
+        "-w",
+        "webshop",
+        "--kind",
+        "lesson",
+        "-K",
+        "nginx",
+        "--json",
+        vault=vault,
+    )
+    assert added.returncode == 0, added.stderr
+    data = json.loads(added.stdout)
+    assert data["status"] == "added" and data["workspace"] == "webshop"
+    again = json.loads(
+        run(
+            "add",
+            "upload 413 is nginx  client_max_body_size",
+            "-w",
+            "webshop",
+            "--json",
+            vault=vault,
+        ).stdout
+    )
+    assert again["status"] == "duplicate_merged" and again["seen"] == 2
+    found = json.loads(run("search", "nginx 413", "--all", "--json", vault=vault).stdout)
+    assert [r["id"] for r in found["results"]] == [data["id"]] and found["weak"] is False
+    text = run("search", "nginx", "-w", "webshop", vault=vault).stdout
+    assert data["id"] in text and "webshop · lesson" in text
+    shown = run("show", data["id"][:4], vault=vault)
+    assert shown.stdout.startswith(f"# {data['path']}\n---\nid: {data['id']}")
+    stats = json.loads(run("stats", "--json", vault=vault).stdout)
+    assert stats["memories"] == 1 and stats["by_workspace"] == {"webshop": 1}
+    assert "seen(webshop)" in run("stats", vault=vault).stdout
+
+
+def test_add_reads_stdin_with_dash(tmp_path: Path) -> None:
+    result = run("add", "-", "-w", "global", "--json", vault=tmp_path / "v", stdin="from a pipe\n")
+    assert json.loads(result.stdout)["status"] == "added"
+
+
+def test_workspace_is_detected_from_the_current_repository(tmp_path: Path) -> None:
+    project = tmp_path / "Shop Front"
+    project.mkdir()
+    git(project, "init", "-q")
+    assert (
+        json.loads(run("add", "one", "--json", vault=tmp_path / "v", cwd=project).stdout)[
+            "workspace"
+        ]
+        == "shop-front"
+    )
+    git(project, "remote", "add", "origin", "git@github.com:acme/webshop.git")
+    assert (
+        json.loads(run("add", "two", "--json", vault=tmp_path / "v", cwd=project).stdout)[
+            "workspace"
+        ]
+        == "webshop"
+    )
+    elsewhere = tmp_path / "plain"
+    elsewhere.mkdir()
+    assert (
+        json.loads(run("add", "three", "--json", vault=tmp_path / "v", cwd=elsewhere).stdout)[
+            "workspace"
+        ]
+        == "global"
+    )
+    scoped = json.loads(run("search", "two", "--json", vault=tmp_path / "v", cwd=project).stdout)
+    assert scoped["workspace"] == "webshop" and len(scoped["results"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("add", ""), "empty"),
+        (("add", "a\x01b", "-w", "ALL"), "invalid workspace"),
+        (("add", "x", "-w", "all"), "reserved"),
+        (("add", "x", "-w", "../x"), "invalid workspace"),
+        (("add", "x", "--supersedes", "nope1234"), "--supersedes"),
+        (("show", "zzzz"), "no memory with id"),
+        (("show", "../../etc/passwd"), "not a memory id"),
+    ],
+)
+def test_errors_are_one_line_exit_1_and_change_nothing(
+    tmp_path: Path, args: tuple[str, ...], message: str
+) -> None:
+    vault = tmp_path / "v"
+    assert run("add", "seed", "-w", "global", vault=vault).returncode == 0
+    before = (head(vault), vault_bytes(vault))
+    result = run(*args, vault=vault)
+    assert result.returncode == 1, result.stdout
+    assert (
+        result.stderr.startswith("Error: ")
+        and result.stderr.count("\n") == 1
+        and message in result.stderr
+    )
+    assert (head(vault), vault_bytes(vault)) == before
+
+
+def test_text_with_nul_bytes_from_stdin_is_refused(tmp_path: Path) -> None:
+    vault = tmp_path / "v"
+    run("add", "seed", vault=vault)
+    before = head(vault)
+    result = run("add", "-", vault=vault, stdin="bin\0ary")
+    assert result.returncode == 1 and "NUL" in result.stderr and head(vault) == before
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    assert run("add", "x", "--kind", vault=tmp_path / "v").returncode == 2
+    assert run("search", "x", "-k", "0", vault=tmp_path / "v").returncode == 2
+    assert run("frobnicate").returncode == 2
+
+
+def test_search_without_a_vault_says_how_to_start(tmp_path: Path) -> None:
+    result = run("search", "x", vault=tmp_path / "none")
+    assert result.returncode == 1 and "memstore init" in result.stderr
+
+
+def test_lean_search_path_prints_what_the_typer_command_prints(sample_vault: Path) -> None:
+    for args in (
+        ["nginx upload"],
+        ["deploy", "-w", "webshop", "-k", "3"],
+        ["zebra nginx", "--all"],
+        ["nothing-here", "--json"],
+    ):
+        lean = run("search", *args, vault=sample_vault)
+        typer_result = runner.invoke(
+            app, ["search", *args], env={"MEMSTORE_VAULT": str(sample_vault)}
+        )
+        assert lean.returncode == typer_result.exit_code == 0
+        assert lean.stdout == typer_result.output
+
+
+def test_lean_search_parser_defers_what_it_does_not_know() -> None:
+    assert parse(["q", "-k", "3", "--all"]) == {"query": "q", "k": "3", "all": "1"}
+    assert parse(["--", "-dash"]) == {"query": "-dash"}
+    assert parse(["-"]) == {"query": "-"}
+    for argv in (["--help"], ["q", "--bogus"], [], ["q", "-k", "0"], ["q", "-k", "x"], ["a", "b"]):
+        assert parse(argv) is None
+
+
+def test_reindex_and_demo(tmp_path: Path) -> None:
+    demo = run("demo", str(tmp_path / "demo"))
+    assert demo.returncode == 0, demo.stderr
+    assert "duplicate_merged" in demo.stdout and "git log" in demo.stdout
+    again = run("reindex", "--json", vault=tmp_path / "demo")
+    assert json.loads(again.stdout)["indexed"] >= 40
+    assert run("demo", str(tmp_path / "demo")).returncode == 1  # not empty: refused
+
+
+def test_read_only_vault_is_a_clear_error(tmp_path: Path) -> None:
+    vault = tmp_path / "v"
+    assert run("add", "seed", vault=vault).returncode == 0
+    before = (head(vault), vault_bytes(vault))
+    if os.geteuid() == 0:  # root ignores permissions: make the mount itself read-only
+        assert shutil.which("unshare"), "unshare is needed to test a read-only vault as root"
+        script = f'mount --bind -o ro "{vault}" "{vault}" && exec "{EXE}" add second -w global'
+        result = subprocess.run(
+            ["unshare", "-m", "sh", "-c", script],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "MEMSTORE_VAULT": str(vault)},
+            timeout=60,
+        )
+    else:
+        for folder in (vault, vault / ".memstore", vault / "global"):
+            folder.chmod(0o500)
+        result = run("add", "second", "-w", "global", vault=vault)
+        for folder in (vault, vault / ".memstore", vault / "global"):
+            folder.chmod(0o700)
+    assert (
+        result.returncode == 1
+        and result.stderr.startswith("Error: ")
+        and result.stderr.count("\n") == 1
+    )
+    assert "read-only" in result.stderr or "permission" in result.stderr.lower()
+    assert (head(vault), vault_bytes(vault)) == before

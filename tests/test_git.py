@@ -1,0 +1,76 @@
+"""Workspace detection from the current repository, and commits that respect other writers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memstore.git import GitRepo, Trailers, detect_workspace
+from memstore.model import to_workspace_name
+from tests.conftest import git
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("git@github.com:acme/webshop.git", "webshop"),
+        ("https://gitlab.example.com/group/sub/Data-Pipeline.git", "Data-Pipeline"),
+        ("ssh://git@host:2222/acme/infra/", "infra"),
+        ("/srv/git/mobile-app", "mobile-app"),
+    ],
+)
+def test_workspace_comes_from_the_remote_repository_name(
+    tmp_path: Path, url: str, expected: str
+) -> None:
+    repo = tmp_path / "checkout"
+    (repo / "src" / "deep").mkdir(parents=True)
+    git(repo, "init", "-q")
+    git(repo, "remote", "add", "origin", url)
+    assert detect_workspace(repo / "src" / "deep") == expected
+
+
+def test_workspace_falls_back_to_the_folder_then_nothing(tmp_path: Path) -> None:
+    repo = tmp_path / "My Project"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    assert detect_workspace(repo) == "My Project"
+    assert to_workspace_name("My Project") == "my-project"
+    assert detect_workspace(tmp_path) is None
+
+
+def test_worktree_uses_the_main_repository_remote(tmp_path: Path) -> None:
+    repo = tmp_path / "main"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    git(repo, "remote", "add", "origin", "git@example.com:acme/shop.git")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "x")
+    git(repo, "worktree", "add", "-q", str(tmp_path / "wt"))
+    assert detect_workspace(tmp_path / "wt") == "shop"
+
+
+def test_workspace_names_are_made_valid() -> None:
+    assert to_workspace_name("Data_Pipeline.v2") == "data_pipeline.v2"
+    assert to_workspace_name("ALL") == "global"
+    assert to_workspace_name("...") == "global"
+
+
+def test_a_commit_by_another_process_is_not_dropped(vault: Path) -> None:
+    repo = GitRepo.open(vault)
+    trailers = Trailers("test", "s", "h")
+    (vault / "global").mkdir()
+    (vault / "global" / "a.md").write_text("a\n", encoding="utf-8")
+    repo.commit("one", trailers, add=("global/a.md",))
+    (vault / "global" / "b.md").write_text("b\n", encoding="utf-8")
+    git(vault, "add", "global/b.md")
+    git(vault, "commit", "-qm", "by the git CLI")
+    (vault / "global" / "c.md").write_text("c\n", encoding="utf-8")
+    repo.commit("three", trailers, add=("global/c.md",))
+    assert git(vault, "ls-files").split() == [
+        ".gitattributes",
+        ".gitignore",
+        "global/a.md",
+        "global/b.md",
+        "global/c.md",
+    ]
+    assert git(vault, "status", "--porcelain") == ""
