@@ -1,0 +1,31 @@
+# Two commands do all the set-up on a fresh machine (Python >= 3.11 and git needed):
+#   make demo   installs memstore into .venv and runs the demo on the bundled sample vault
+#   make test   installs the dev tools into .venv and runs exactly what CI runs
+PYTHON ?= python3
+VENV ?= .venv
+BIN = $(VENV)/bin
+
+.PHONY: demo test check bench
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+demo: $(VENV)/.installed
+	$(BIN)/memstore demo
+
+check: $(VENV)/.installed
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+test: check
+	$(BIN)/python -m pytest
+
+bench: $(VENV)/.installed
+	$(BIN)/python tests/benchmarks/bench_foundation.py --sizes 1000 10000
