@@ -141,7 +141,9 @@ class SearchIndex:
                 ix = whoosh_index.create_in(str(whoosh_dir), _schema())
             else:
                 raise SearchIndexError(f"no index at {root}")
-            db = sqlite3.connect(root / "entities.sqlite", timeout=10, isolation_level=None)
+            db = sqlite3.connect(
+                root / "entities.sqlite", timeout=10, isolation_level=None, check_same_thread=False
+            )
             _create_tables(db)
         except (*_DAMAGE, sqlite3.Error) as err:
             failure = f"{type(err).__name__}: {err}"

@@ -13,8 +13,9 @@ import typer
 from memstore import __version__
 from memstore.config import Settings
 from memstore.errors import MemstoreError
+from memstore.indexer import CatchUp
 from memstore.model import GLOBAL
-from memstore.output import render_json, search_json, search_lines
+from memstore.output import catch_up_lines, doctor_lines, render_json, search_json, search_lines
 from memstore.quicksearch import detected_workspace
 from memstore.store import Store, init_vault
 
@@ -239,6 +240,64 @@ def reindex(vault: VaultOption = None, as_json: JsonOption = False) -> None:
     typer.echo(f"indexed {len(result.updated)} memories")
     for problem in result.problems:
         typer.echo(f"  problem: {problem.path}: {problem.reason}")
+
+
+@app.command()
+def doctor(
+    fix: Annotated[
+        bool, typer.Option("--fix", help="Repair drift by reconciling the index with the files.")
+    ] = False,
+    vault: VaultOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Check that the index matches the files, and list files memstore cannot read.
+
+    Exit status 1 when drift remains. Example:  memstore doctor --fix
+    """
+    with Store.open(settings_for(vault)) as store:
+        found, after = store.doctor(fix=fix)
+    remaining = after if after is not None else found
+    if as_json:
+        emit_json(
+            {
+                "drift": asdict(found),
+                "clean": found.is_clean,
+                "after_fix": asdict(after) if after else None,
+            }
+        )
+    else:
+        typer.echo("\n".join(doctor_lines(found, after)))
+    if not remaining.is_clean:
+        raise typer.Exit(1)
+
+
+@app.command()
+def watch(vault: VaultOption = None) -> None:
+    """Keep the index in step with the files while you edit them (Ctrl-C stops).
+
+    Example:  memstore watch
+    """
+    import signal
+    import threading
+
+    from memstore.watcher import Watcher
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with Store.open(settings_for(vault)) as store:
+        typer.echo(f"watching {store.vault.root} (Ctrl-C to stop)", err=True)
+
+        def report(result: CatchUp, _paths: set[str]) -> None:
+            for line in catch_up_lines(result):
+                typer.echo(line, err=True)
+
+        with Watcher(store, on_batch=report):
+            try:
+                while not stop.wait(0.5):
+                    pass
+            except KeyboardInterrupt:
+                pass
+    typer.echo("stopped", err=True)
 
 
 @app.command()

@@ -44,6 +44,21 @@ class CatchUp:
     problems: tuple[FileProblem, ...] = ()
 
 
+@dataclass(frozen=True)
+class Drift:
+    """How the index differs from the files (empty everywhere means consistent)."""
+
+    missing: tuple[str, ...] = ()  # files the index does not have
+    stale: tuple[str, ...] = ()  # index entries whose file is gone
+    changed: tuple[str, ...] = ()  # index entries that no longer match their file
+    miscounted: tuple[str, ...] = ()  # disagreements between the search index and manifest
+    problems: tuple[FileProblem, ...] = ()  # files that cannot be read cleanly (not drift)
+
+    @property
+    def is_clean(self) -> bool:
+        return not (self.missing or self.stale or self.changed or self.miscounted)
+
+
 def document_for(path: str, memory: Memory) -> Document:
     """Return the search document for a memory file."""
     return Document(
@@ -104,7 +119,9 @@ class Indexer:
                 f"cannot create {root}: {err.strerror}; is the vault read-only?"
             ) from err
         search = SearchIndex.open(root / "search")
-        db = sqlite3.connect(root / "manifest.sqlite", timeout=10, isolation_level=None)
+        db = sqlite3.connect(
+            root / "manifest.sqlite", timeout=10, isolation_level=None, check_same_thread=False
+        )
         db.execute("PRAGMA journal_mode=WAL")
         db.execute(
             "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER, "
@@ -210,6 +227,39 @@ class Indexer:
         db.execute("COMMIT")
         updated = tuple(p for p in changed if p not in unreadable)
         return CatchUp(updated, tuple(removed), tuple(problems))
+
+    def drift(self) -> Drift:
+        """Compare the index with every file, read afresh; change nothing."""
+        indexed = {doc.key: doc for doc in self.search.documents()}
+        manifest = {entry.path: entry for entry in self.entries()}
+        problems: list[FileProblem] = []
+        on_disk = self.vault.scan(problems)
+        changed = []
+        for path in sorted(set(on_disk) & set(indexed)):
+            try:
+                memory = self.vault.read(path)
+            except VaultError as err:
+                problems.append(FileProblem(path, str(err)))
+                continue
+            if memory.problem:
+                problems.append(FileProblem(path, memory.problem))
+            if document_for(path, memory) != indexed[path]:
+                changed.append(path)
+        miscounted = [
+            f"{path}: in the {'manifest' if path in manifest else 'search index'} only"
+            for path in sorted(set(indexed) ^ set(manifest))
+        ]
+        if self.search.count() != len(indexed):
+            miscounted.append(
+                f"search index counts {self.search.count()} documents, holds {len(indexed)}"
+            )
+        return Drift(
+            missing=tuple(sorted(set(on_disk) - set(indexed))),
+            stale=tuple(sorted(set(indexed) - set(on_disk))),
+            changed=tuple(changed),
+            miscounted=tuple(miscounted),
+            problems=tuple(sorted(problems, key=lambda p: p.path)),
+        )
 
     def problems(self) -> list[FileProblem]:
         """Return every indexed file that could not be read cleanly."""

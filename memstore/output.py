@@ -6,6 +6,7 @@ import json
 from dataclasses import asdict
 from typing import Any
 
+from memstore.indexer import CatchUp, Drift
 from memstore.model import Hit, SearchResult
 
 
@@ -38,4 +39,41 @@ def search_lines(result: SearchResult, query: str, scope: str | None) -> list[st
         mark = "  (weak)" if hit.weak else ""
         lines.append(f"{hit.id}  {hit.workspace} · {hit.kind} · {hit.score:.2f}{mark}")
         lines.extend(f"    {line}" for line in hit.content.strip().splitlines()[:6])
+    return lines
+
+
+def catch_up_lines(result: CatchUp) -> list[str]:
+    """Return one line per file a catch-up indexed, removed or could not read."""
+    lines = [f"indexed  {path}" for path in result.updated]
+    lines += [f"removed  {path}" for path in result.removed]
+    lines += [f"problem  {p.path}: {p.reason}" for p in result.problems]
+    return lines
+
+
+def doctor_lines(found: Drift, after: Drift | None) -> list[str]:
+    """Return what `memstore doctor` prints."""
+    lines = []
+    sections = (
+        ("not in the index", found.missing),
+        ("in the index, but the file is gone", found.stale),
+        ("index differs from the file", found.changed),
+        ("index and manifest disagree", found.miscounted),
+    )
+    for title, paths in sections:
+        if paths:
+            lines.append(f"{title} ({len(paths)}):")
+            lines.extend(f"  {path}" for path in paths)
+    if found.problems:
+        lines.append(
+            f"files memstore cannot read cleanly ({len(found.problems)}), never rewritten:"
+        )
+        lines.extend(f"  {p.path}: {p.reason}" for p in found.problems)
+    if found.is_clean:
+        lines.append("index matches the files: no drift")
+    elif after is None:
+        lines.append("drift found: run 'memstore doctor --fix' to reconcile")
+    elif after.is_clean:
+        lines.append("fixed: index now matches the files")
+    else:
+        lines.append("drift remains after --fix; run 'memstore reindex'")
     return lines

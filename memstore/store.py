@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import re
+import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, TypeVar
 
 from index import IndexHit, SearchIndex, SearchIndexError
 from memstore.codec import content_hash, derive_id, render_memory, slugify
@@ -20,7 +23,7 @@ from memstore.git import (
     find_enclosing_repository,
     parent_repository_message,
 )
-from memstore.indexer import INDEX_DIR, CatchUp, Entry, Indexer, Progress, rebuild
+from memstore.indexer import INDEX_DIR, CatchUp, Drift, Entry, Indexer, Progress, rebuild
 from memstore.model import (
     ADDABLE_KINDS,
     GLOBAL,
@@ -62,6 +65,20 @@ class Stats:
     last_commit: LogEntry | None
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _serialized(method: F) -> F:
+    """Run a Store method under the store's mutex (threads share one index and repository)."""
+
+    @functools.wraps(method)
+    def locked(self: Store, *args: Any, **kwargs: Any) -> Any:
+        with self._mutex:
+            return method(self, *args, **kwargs)
+
+    return locked  # type: ignore[return-value]
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -99,6 +116,8 @@ class Store:
         self._clock = clock
         self._git: GitRepo | None = None
         self._indexer: Indexer | None = None
+        # One Store may serve several threads (the MCP server and its watcher).
+        self._mutex = threading.RLock()
 
     @classmethod
     def open(cls, settings: Settings, *, create: bool = False, clock: Clock = _now) -> Store:
@@ -144,12 +163,18 @@ class Store:
 
     # --- the read lane --------------------------------------------------------------
 
-    def catch_up(self) -> CatchUp:
-        """Bring the index up to date with the files, unless a writer is busy right now."""
-        with self.vault.try_lock() as locked:
-            if not locked:
-                return CatchUp()  # readers never wait: the writer updates the index itself
-            return self._catch_up_locked()
+    def catch_up(self, *, wait: bool = False) -> CatchUp:
+        """Bring the index up to date with the files.
+
+        A reader (`wait` False) skips this when a writer holds the lock right now: readers
+        never wait, and the writer updates the index itself. The watcher waits its turn.
+        """
+        with self._mutex:
+            if wait:
+                with self.vault.lock(self.settings.lock_timeout):
+                    return self._catch_up_locked()
+            with self.vault.try_lock() as locked:
+                return self._catch_up_locked() if locked else CatchUp()
 
     def _catch_up_locked(self) -> CatchUp:
         try:
@@ -164,6 +189,7 @@ class Store:
         self._indexer, result = rebuild(self.vault)
         return result
 
+    @_serialized
     def search(self, query: str, *, workspace: str | None = None, k: int = 5) -> SearchResult:
         """Return up to `k` hits: all query terms first, any term (weak) if that finds none.
 
@@ -205,6 +231,7 @@ class Store:
         found = index.search(query, workspaces=scope, limit=k, any_term=True)
         return found, bool(found)
 
+    @_serialized
     def resolve(self, id_prefix: str) -> Entry:
         """Return the one memory whose id starts with `id_prefix`."""
         prefix = id_prefix.strip().lower()
@@ -229,11 +256,13 @@ class Store:
             )
         return entries[0]
 
+    @_serialized
     def show(self, id_prefix: str) -> tuple[Entry, Memory]:
         """Return a memory by id (or unique id prefix), read from its file."""
         entry = self.resolve(id_prefix)
         return entry, self.vault.read(entry.path)
 
+    @_serialized
     def stats(self) -> Stats:
         """Summarize the vault: memories by workspace and kind, index size, last commit."""
         self.catch_up()
@@ -249,16 +278,35 @@ class Store:
             last_commit=log[0] if log else None,
         )
 
+    @_serialized
     def problems(self) -> list[tuple[str, str]]:
         """Return (path, reason) for every file that could not be read cleanly."""
         self.catch_up()
         return [(p.path, p.reason) for p in self.indexer.problems()]
 
+    @_serialized
+    def doctor(self, *, fix: bool = False) -> tuple[Drift, Drift | None]:
+        """Compare the index with the files; with `fix`, reconcile and compare again.
+
+        Returns the drift found and, when fixing, the drift left afterwards.
+        """
+        found = self.indexer.drift()
+        if not fix or found.is_clean:
+            return found, None
+        self.catch_up(wait=True)
+        after = self.indexer.drift()
+        if not after.is_clean:
+            self.reindex()
+            after = self.indexer.drift()
+        return found, after
+
+    @_serialized
     def log(self, limit: int = 20) -> list[LogEntry]:
         return self.git.log(limit)
 
     # --- the write lane -------------------------------------------------------------
 
+    @_serialized
     def add(
         self,
         text: str,
@@ -352,6 +400,7 @@ class Store:
         self.indexer.record(path, memory)
         return commit
 
+    @_serialized
     def reindex(self, progress: Progress | None = None) -> CatchUp:
         """Rebuild the index from the files alone."""
         with self.vault.lock(self.settings.lock_timeout):

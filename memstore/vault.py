@@ -15,7 +15,7 @@ from typing import BinaryIO
 
 from memstore.codec import parse_memory
 from memstore.errors import LockedError, VaultError
-from memstore.model import Memory
+from memstore.model import FileProblem, Memory
 
 STATE_DIR = ".memstore"
 MAX_FILE_BYTES = 2_000_000  # larger files are reported, not indexed
@@ -49,11 +49,12 @@ class Vault:
 
     # --- scanning -------------------------------------------------------------------
 
-    def scan(self) -> dict[str, Fingerprint]:
+    def scan(self, skipped: list[FileProblem] | None = None) -> dict[str, Fingerprint]:
         """Return every memory file (vault-relative path) with its fingerprint.
 
         Memories live in workspace folders; dotfiles, dot folders, symlinks and files at
-        the vault's top level (README.md and the like) are not memories.
+        the vault's top level (README.md and the like) are not memories. Entries that look
+        like memories but are skipped are appended to `skipped` with the reason.
         """
         found: dict[str, Fingerprint] = {}
         try:
@@ -62,20 +63,34 @@ class Vault:
             raise VaultError(f"cannot read vault folder {self.root}: {err.strerror}") from err
         for entry in top:
             if not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False):
-                self._scan_dir(entry.path, f"{entry.name}/", found)
+                self._scan_dir(entry.path, f"{entry.name}/", found, skipped)
         return found
 
-    def _scan_dir(self, folder: str, prefix: str, found: dict[str, Fingerprint]) -> None:
+    def _scan_dir(
+        self,
+        folder: str,
+        prefix: str,
+        found: dict[str, Fingerprint],
+        skipped: list[FileProblem] | None,
+    ) -> None:
         try:
             entries = list(os.scandir(folder))
-        except OSError:
+        except OSError as err:
+            if skipped is not None:
+                skipped.append(FileProblem(prefix, f"folder cannot be read: {err.strerror}"))
             return  # an unreadable folder keeps what the index already has
         for entry in entries:
             name = entry.name
             if name.startswith("."):
                 continue
+            if entry.is_symlink():
+                if skipped is not None and name.endswith(".md"):
+                    skipped.append(FileProblem(prefix + name, "symlink: not followed"))
+                continue
             if entry.is_dir(follow_symlinks=False):
-                self._scan_dir(entry.path, f"{prefix}{name}/", found)
+                if skipped is not None and name.endswith(".md"):
+                    skipped.append(FileProblem(prefix + name, "a folder named like a memory"))
+                self._scan_dir(entry.path, f"{prefix}{name}/", found, skipped)
             elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
                 try:
                     st = entry.stat(follow_symlinks=False)

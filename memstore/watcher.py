@@ -1,0 +1,134 @@
+"""The watcher: watchdog events become debounced batches; each batch runs the same catch-up.
+
+It only collects paths. The work is `Store.catch_up`, the reconcile the CLI runs before a
+search, so events can be lost (an inotify overflow, a watcher started late) without the
+index drifting: every batch rescans, a batch that changed something is followed by one
+more settle scan, and a periodic reconcile catches anything else.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from memstore.debounce import SETTLE_S, Debouncer
+from memstore.errors import MemstoreError
+from memstore.indexer import CatchUp
+from memstore.store import Store
+
+log = logging.getLogger("memstore.watcher")
+RECONCILE_S = 30.0
+OnBatch = Callable[[CatchUp, set[str]], None]
+
+
+def is_relevant(root: Path, path: str, is_directory: bool) -> bool:
+    """Return whether an event on `path` can change a memory."""
+    try:
+        parts = Path(path).relative_to(root).parts
+    except ValueError:
+        return False
+    if not parts or any(part.startswith(".") for part in parts):
+        return False  # .git/, .memstore/, dotfiles, editors' swap and temp files
+    return is_directory or parts[-1].endswith(".md")
+
+
+class _Collector(FileSystemEventHandler):
+    def __init__(self, root: Path, events: queue.SimpleQueue[str]) -> None:
+        self.root = root
+        self.events = events
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in ("opened", "closed_no_write"):
+            return
+        for path in (event.src_path, getattr(event, "dest_path", "")):
+            if path and is_relevant(self.root, str(path), event.is_directory):
+                self.events.put(str(path))
+
+
+class Watcher:
+    """Keep a store's index in step with its vault until stopped."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        on_batch: OnBatch | None = None,
+        reconcile_every: float = RECONCILE_S,
+    ) -> None:
+        self.store = store
+        self.on_batch = on_batch
+        self.reconcile_every = reconcile_every
+        self._events: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._observer = Observer()
+        self.ready = threading.Event()
+
+    def start(self) -> Watcher:
+        """Start watching in a background thread; returns once events are being collected."""
+        root = self.store.vault.root
+        self._observer.schedule(_Collector(root, self._events), str(root), recursive=True)
+        self._observer.start()
+        self._thread = threading.Thread(target=self._run, name="memstore-watcher", daemon=True)
+        self._thread.start()
+        self.ready.wait(timeout=30)
+        return self
+
+    def stop(self) -> None:
+        """Stop watching and wait for the current batch to finish."""
+        self._stop.set()
+        self._events.put("")  # wake the loop
+        self._observer.stop()
+        self._observer.join(timeout=10)
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def __enter__(self) -> Watcher:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _run(self) -> None:
+        debouncer = Debouncer()
+        settle_at: float | None = None
+        next_reconcile = time.monotonic() + self.reconcile_every
+        self._batch(set())  # files may have changed while nothing was watching
+        self.ready.set()
+        while not self._stop.is_set():
+            now = time.monotonic()
+            wake = min(
+                t for t in (debouncer.deadline(), settle_at, next_reconcile) if t is not None
+            )
+            try:
+                path = self._events.get(timeout=max(wake - now, 0.0))
+                if path:
+                    debouncer.note(path, time.monotonic())
+            except queue.Empty:
+                pass
+            now = time.monotonic()
+            paths = debouncer.due(now)
+            if paths or (settle_at is not None and now >= settle_at) or now >= next_reconcile:
+                changed = self._batch(paths)
+                settle_at = now + SETTLE_S if changed else None
+                next_reconcile = now + self.reconcile_every
+
+    def _batch(self, paths: set[str]) -> bool:
+        try:
+            result = self.store.catch_up(wait=True)
+        except MemstoreError as err:
+            log.warning("catch-up failed, will retry: %s", err)
+            return True
+        except Exception:  # the shell's outer loop: log it and keep watching
+            log.exception("unexpected error while indexing; will retry")
+            return True
+        if self.on_batch is not None and (result.updated or result.removed or paths):
+            self.on_batch(result, paths)
+        return bool(result.updated or result.removed)
