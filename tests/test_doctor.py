@@ -1,0 +1,144 @@
+"""The index provably matches the files: doctor finds drift, --fix repairs it, and random
+sequences of edits, renames, deletes, commits and checkouts never leave any."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from index import Document
+from memstore.indexer import rebuild
+from memstore.store import Store, init_vault
+from memstore.vault import Vault
+from tests.conftest import git, settings_at
+
+
+def test_doctor_reports_no_drift_on_a_consistent_vault(sample_vault: Path) -> None:
+    with Store.open(settings_at(sample_vault)) as store:
+        store.catch_up()
+        found, after = store.doctor()
+        assert found.is_clean and after is None
+
+
+def test_doctor_finds_each_kind_of_drift_and_fix_repairs_it(sample_vault: Path) -> None:
+    with Store.open(settings_at(sample_vault)) as store:
+        store.catch_up()
+        victim, edited = sorted(store.vault.scan())[:2]
+        store.indexer.search.apply(
+            [Document("global/ghost-gggggggg.md", "gggggggg", "global", "note", "ghost")]
+        )
+        store.indexer.search.apply([], [victim])
+        path = sample_vault / edited
+        path.write_text(
+            path.read_text(encoding="utf-8") + "edited behind the index's back\n", encoding="utf-8"
+        )
+        found, _ = store.doctor()
+        assert found.missing == (victim,)
+        assert found.stale == ("global/ghost-gggggggg.md",)
+        assert found.changed == (edited,)
+        assert any("ghost" in line for line in found.miscounted)
+        found, after = store.doctor(fix=True)
+        assert not found.is_clean and after is not None and after.is_clean
+
+
+def test_doctor_cli_exit_status(sample_vault: Path) -> None:
+    exe = Path(sys.executable).with_name("memstore")
+    env = {
+        "MEMSTORE_VAULT": str(sample_vault),
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(sample_vault.parent),
+    }
+    never_indexed = subprocess.run([str(exe), "doctor"], env=env, capture_output=True, text=True)
+    assert never_indexed.returncode == 1 and "not in the index (50)" in never_indexed.stdout
+    subprocess.run([str(exe), "reindex"], env=env, check=True, capture_output=True)
+    clean = subprocess.run([str(exe), "doctor"], env=env, capture_output=True, text=True)
+    assert clean.returncode == 0 and "no drift" in clean.stdout
+    with Store.open(settings_at(sample_vault)) as store:
+        store.indexer.search.apply([], [sorted(store.vault.scan())[0]])
+    drifted = subprocess.run([str(exe), "doctor"], env=env, capture_output=True, text=True)
+    assert drifted.returncode == 1 and "not in the index (1)" in drifted.stdout
+    fixed = subprocess.run([str(exe), "doctor", "--fix"], env=env, capture_output=True, text=True)
+    assert fixed.returncode == 0 and "fixed" in fixed.stdout
+
+
+WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
+NAMES = [f"m{n}" for n in range(6)]
+SPACES = ["global", "webshop", "infra"]
+operations = st.one_of(
+    st.tuples(
+        st.just("write"),
+        st.sampled_from(SPACES),
+        st.sampled_from(NAMES),
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
+    ),
+    st.tuples(st.just("delete"), st.sampled_from(SPACES), st.sampled_from(NAMES)),
+    st.tuples(
+        st.just("move"), st.sampled_from(SPACES), st.sampled_from(NAMES), st.sampled_from(SPACES)
+    ),
+    st.tuples(st.just("commit")),
+    st.tuples(st.just("checkout")),
+    st.tuples(st.just("catch_up")),
+)
+
+
+def apply(vault: Path, store: Store, op: tuple) -> None:
+    kind = op[0]
+    if kind == "write":
+        _, space, name, words = op
+        path = vault / space / f"{name}.md"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(
+            f"---\nid: {name}x{space[:3]}\nkind: note\nkeywords: []\nseen: 1\n---\n{' '.join(words)}\n",
+            encoding="utf-8",
+        )
+    elif kind == "delete":
+        (vault / op[1] / f"{op[2]}.md").unlink(missing_ok=True)
+    elif kind == "move":
+        source, target = vault / op[1] / f"{op[2]}.md", vault / op[3] / f"{op[2]}.md"
+        if source.exists() and not target.exists():
+            target.parent.mkdir(exist_ok=True)
+            source.rename(target)
+    elif kind == "commit":
+        git(vault, "add", "-A")
+        git(vault, "commit", "-q", "--allow-empty", "-m", "step")
+    elif kind == "checkout":
+        git(vault, "checkout", "-q", "HEAD", "--", ".")
+        git(vault, "clean", "-qfd", "--", ":!.memstore")
+    else:
+        store.catch_up()
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(operations, min_size=1, max_size=12))
+def test_random_changes_never_leave_drift_and_match_a_fresh_rebuild(
+    tmp_path_factory, ops: list[tuple]
+) -> None:
+    vault = tmp_path_factory.mktemp("prop") / "vault"
+    init_vault(vault, settings_at(vault))
+    with Store.open(settings_at(vault)) as store:
+        for op in ops:
+            apply(vault, store, op)
+        store.catch_up()
+        found, _ = store.doctor()
+        assert found.is_clean, found
+        results = {
+            q: [(h.path, h.score) for h in store.search(q, k=20).hits]
+            for q in [*WORDS, "alpha bravo"]
+        }
+    shutil.rmtree(vault / ".memstore" / "index")
+    fresh, _ = rebuild(Vault(vault))
+    try:
+        for query, expected in results.items():
+            strict = fresh.search.search(query, limit=20) or fresh.search.search(
+                query, limit=20, any_term=True
+            )
+            assert [(h.document.key, round(h.score, 4)) for h in strict] == expected, query
+    finally:
+        fresh.close()

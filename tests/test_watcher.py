@@ -1,0 +1,288 @@
+"""Live indexing with real watchdog observers on real files: every save becomes searchable."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from memstore.debounce import Debouncer
+from memstore.indexer import CatchUp, Indexer
+from memstore.store import Store
+from memstore.vault import Vault
+from memstore.watcher import Watcher, is_relevant
+from tests.conftest import git, settings_at
+
+TIMEOUT = 10.0
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = TIMEOUT) -> None:
+    """Wait for `condition` with a bound (polling, not a fixed sleep)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s")
+        time.sleep(0.01)
+
+
+def memory_text(memory_id: str, body: str, kind: str = "note") -> str:
+    return f"---\nid: {memory_id}\nkind: {kind}\nkeywords: []\nseen: 1\n---\n{body}\n"
+
+
+class Live:
+    """A running watcher plus an independent view of the index (which never catches up)."""
+
+    def __init__(self, vault: Path) -> None:
+        self.vault = vault
+        self.store = Store.open(settings_at(vault))
+        self.batches: list[tuple[CatchUp, set[str]]] = []
+        self._lock = threading.Lock()
+        self.watcher = Watcher(self.store, on_batch=self._note)
+        self.probe = Indexer.open(Vault(vault))
+
+    def _note(self, result: CatchUp, paths: set[str]) -> None:
+        with self._lock:
+            self.batches.append((result, paths))
+
+    def ids(self, query: str) -> list[str]:
+        return [h.document.id for h in self.probe.search.search(query, limit=50)]
+
+    def workspaces(self, query: str) -> set[str]:
+        return {h.document.workspace for h in self.probe.search.search(query, limit=50)}
+
+    def seen_paths(self) -> set[str]:
+        with self._lock:
+            return {p for _, paths in self.batches for p in paths}
+
+
+@pytest.fixture
+def live(vault: Path) -> Iterator[Live]:
+    running = Live(vault)
+    running.watcher.start()
+    yield running
+    running.watcher.stop()
+    running.probe.close()
+    running.store.close()
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def test_in_place_write_becomes_searchable(live: Live) -> None:
+    path = live.vault / "global" / "a-aaaaaaaa.md"
+    write(path, memory_text("aaaaaaaa", "first draft about kubernetes"))
+    wait_until(lambda: live.ids("kubernetes") == ["aaaaaaaa"])
+    with open(path, "r+", encoding="utf-8") as handle:  # in place: truncate and rewrite
+        handle.truncate(0)
+        handle.write(memory_text("aaaaaaaa", "second draft about nomad"))
+    wait_until(lambda: live.ids("nomad") == ["aaaaaaaa"] and live.ids("kubernetes") == [])
+
+
+def test_atomic_save_with_temp_file_and_rename(live: Live) -> None:
+    path = live.vault / "global" / "b-bbbbbbbb.md"
+    write(path, memory_text("bbbbbbbb", "redis on port 6379"))
+    wait_until(lambda: live.ids("redis") == ["bbbbbbbb"])
+    for temp in (".b-bbbbbbbb.md.swp", "b-bbbbbbbb.md.tmp.1234", ".b-bbbbbbbb.md~", "4913"):
+        write(path.with_name(temp), "editor scratch about redis")
+    tmp = path.with_name(".b-bbbbbbbb.md.tmp")
+    write(tmp, memory_text("bbbbbbbb", "redis moved to port 6380"))
+    os.replace(tmp, path)
+    wait_until(lambda: live.ids("6380") == ["bbbbbbbb"])
+    assert live.ids("redis") == ["bbbbbbbb"]  # the scratch files were never indexed
+
+
+def test_backup_then_truncate_then_write(live: Live) -> None:
+    path = live.vault / "global" / "c-cccccccc.md"
+    write(path, memory_text("cccccccc", "vim keeps a backup"))
+    wait_until(lambda: live.ids("backup") == ["cccccccc"])
+    backup = path.with_name("c-cccccccc.md~")
+    backup.write_bytes(path.read_bytes())
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.flush()
+        handle.write(memory_text("cccccccc", "vim wrote the new text in place"))
+    backup.unlink()
+    wait_until(lambda: live.ids("new text") == ["cccccccc"] and live.ids("backup") == [])
+
+
+def test_delete_then_create(live: Live) -> None:
+    path = live.vault / "global" / "d-dddddddd.md"
+    write(path, memory_text("dddddddd", "old text about gradle"))
+    wait_until(lambda: live.ids("gradle") == ["dddddddd"])
+    path.unlink()
+    write(path, memory_text("dddddddd", "new text about maven"))
+    wait_until(lambda: live.ids("maven") == ["dddddddd"] and live.ids("gradle") == [])
+
+
+def test_delete_rename_and_move_between_workspaces(live: Live) -> None:
+    path = live.vault / "webshop" / "e-eeeeeeee.md"
+    write(path, memory_text("eeeeeeee", "checkout uses stripe"))
+    wait_until(lambda: live.workspaces("stripe") == {"webshop"})
+    renamed = path.with_name("stripe-eeeeeeee.md")
+    path.rename(renamed)
+    moved = live.vault / "payments" / renamed.name  # a new workspace folder
+    moved.parent.mkdir()
+    renamed.rename(moved)
+    wait_until(lambda: live.workspaces("stripe") == {"payments"} and len(live.ids("stripe")) == 1)
+    moved.unlink()
+    wait_until(lambda: live.ids("stripe") == [])
+
+
+def test_moving_a_whole_workspace_folder(live: Live) -> None:
+    for n in range(3):
+        write(
+            live.vault / "old" / f"f{n}-ffffff{n}a.md",
+            memory_text(f"ffffff{n}a", f"folder move {n}"),
+        )
+    wait_until(
+        lambda: live.workspaces("folder move") == {"old"} and len(live.ids("folder move")) == 3
+    )
+    (live.vault / "old").rename(live.vault / "new")
+    wait_until(
+        lambda: live.workspaces("folder move") == {"new"} and len(live.ids("folder move")) == 3
+    )
+
+
+def test_git_checkout_and_reset_are_followed(live: Live) -> None:
+    path = live.vault / "global" / "g-gggggggg.md"
+    write(path, memory_text("gggggggg", "version one of the runbook"))
+    git(live.vault, "add", "-A")
+    git(live.vault, "commit", "-qm", "one")
+    write(path, memory_text("gggggggg", "version two of the runbook"))
+    git(live.vault, "commit", "-qam", "two")
+    wait_until(lambda: live.ids("two runbook") == ["gggggggg"])
+    git(live.vault, "checkout", "-q", "HEAD~1", "--", ".")
+    wait_until(lambda: live.ids("one runbook") == ["gggggggg"] and live.ids("two runbook") == [])
+    git(live.vault, "reset", "-q", "--hard", "HEAD")
+    wait_until(lambda: live.ids("two runbook") == ["gggggggg"])
+
+
+def test_a_burst_of_1000_files_is_coalesced(live: Live) -> None:
+    folder = live.vault / "burst"
+    folder.mkdir()
+    for n in range(1000):
+        (folder / f"m{n}-{n:08d}.md").write_text(
+            memory_text(f"{n:08d}", f"burst item {n} zebrafish"), encoding="utf-8"
+        )
+    wait_until(
+        lambda: len(live.ids("zebrafish")) == 50 and live.probe.search.count() >= 1000, timeout=30
+    )
+    batches = [b for b in live.batches if any(p.startswith("burst/") for p in b[0].updated)]
+    assert sum(len(b[0].updated) for b in batches) >= 1000
+    assert len(batches) <= 20  # 1000 files, a handful of index commits — not 1000
+
+
+def test_ignored_paths_never_reach_the_indexer(live: Live) -> None:
+    write(live.vault / ".memstore" / "x.md", "state")
+    write(live.vault / "global" / ".hidden.md", "dotfile")
+    write(live.vault / "global" / "notes.txt", "not markdown")
+    write(live.vault / "global" / "real-rrrrrrrr.md", memory_text("rrrrrrrr", "the real one"))
+    wait_until(lambda: live.ids("real") == ["rrrrrrrr"])
+    assert all(
+        p.endswith("real-rrrrrrrr.md") or not p.endswith((".md", ".txt")) for p in live.seen_paths()
+    )
+    assert not any(
+        ".memstore" in p or ".hidden" in p or p.endswith(".txt") for p in live.seen_paths()
+    )
+
+
+def test_watcher_started_late_catches_up(vault: Path) -> None:
+    write(
+        vault / "global" / "late-llllllll.md",
+        memory_text("llllllll", "written while nobody watched"),
+    )
+    running = Live(vault)
+    with running.watcher:
+        assert running.ids("nobody watched") == [
+            "llllllll"
+        ]  # start() returns after the first catch-up
+    running.probe.close()
+    running.store.close()
+
+
+def test_hostile_files_never_stop_the_watcher_and_are_never_rewritten(
+    live: Live, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.md"
+    outside.write_text(memory_text("oooooooo", "secret outside the vault"), encoding="utf-8")
+    hostile = live.vault / "hostile"
+    hostile.mkdir()
+    files = {
+        "broken.md": b"---\nid: [oops\n---\nbroken yaml albatross\n",
+        "binary.md": b"\x00\x01\x02albatross",
+        "latin1.md": "caf\xe9 albatross".encode("latin-1"),
+        "huge.md": b"albatross " * 5_200_000,
+    }
+    for name, data in files.items():
+        (hostile / name).write_bytes(data)
+    (hostile / "link.md").symlink_to(outside)
+    (hostile / "folder.md").mkdir()
+    write(
+        live.vault / "global" / "after-aaaabbbb.md",
+        memory_text("aaaabbbb", "albatross after the storm"),
+    )
+    wait_until(lambda: "aaaabbbb" in live.ids("albatross"))
+    assert live.ids("secret outside") == []
+    for name, data in files.items():
+        assert (hostile / name).read_bytes() == data
+    found, _ = live.store.doctor()
+    reasons = {p.path: p.reason for p in found.problems}
+    assert "malformed YAML" in reasons["hostile/broken.md"]
+    assert "binary" in reasons["hostile/binary.md"]
+    assert "UTF-8" in reasons["hostile/latin1.md"]
+    assert "limit" in reasons["hostile/huge.md"]
+    assert "symlink" in reasons["hostile/link.md"]
+    assert "folder" in reasons["hostile/folder.md"]
+    assert len(live.ids("broken yaml albatross")) == 1  # the broken file's text is still found
+
+
+def test_an_unreadable_file_keeps_its_previous_entry(store: Store, vault: Path) -> None:
+    added = store.add("permissions can lock me out", workspace="global")
+    path = vault / added.path
+    if os.geteuid() != 0:
+        path.chmod(0o000)
+        path.touch()  # a new fingerprint, so catch-up tries to read it
+        store.catch_up()
+        path.chmod(0o600)
+    else:  # root reads anything: take the file away between the scan and the read instead
+        indexer = store.indexer
+        fingerprints = indexer.fingerprints()
+        path.rename(path.with_name(".aside"))
+        result = indexer._apply([added.path], [], fingerprints, None)
+        assert result.problems and not result.updated and not result.removed
+        path.with_name(".aside").rename(path)
+    assert [h.id for h in store.search("permissions lock").hits] == [added.id]
+
+
+def test_debouncer_waits_for_quiet_but_not_forever() -> None:
+    debouncer = Debouncer(quiet=0.05, max_wait=0.25)
+    assert debouncer.deadline() is None and debouncer.due(0.0) == set()
+    debouncer.note("a", 1.00)
+    debouncer.note("b", 1.04)
+    assert debouncer.due(1.05) == set()
+    assert debouncer.due(1.09) == {"a", "b"}
+    for n in range(30):  # a steady stream still flushes every max_wait
+        debouncer.note(str(n), 2.0 + n * 0.01)
+    assert debouncer.deadline() == pytest.approx(2.25)
+    assert len(debouncer.due(2.25)) == 30
+
+
+def test_relevance_filter(tmp_path: Path) -> None:
+    root = tmp_path
+    assert is_relevant(root, str(root / "global" / "x.md"), False)
+    assert is_relevant(root, str(root / "global"), True)
+    for path in (
+        ".git/index",
+        ".memstore/lock",
+        "global/.x.md.swp",
+        "global/x.md~",
+        "global/x.txt",
+        "global/.#x.md",
+    ):
+        assert not is_relevant(root, str(root / path), False), path
+    assert not is_relevant(root, "/elsewhere/x.md", False)
