@@ -169,11 +169,14 @@ def test_a_burst_of_1000_files_is_coalesced(live: Live) -> None:
         (folder / f"m{n}-{n:08d}.md").write_text(
             memory_text(f"{n:08d}", f"burst item {n} zebrafish"), encoding="utf-8"
         )
-    wait_until(
-        lambda: len(live.ids("zebrafish")) == 50 and live.probe.search.count() >= 1000, timeout=30
-    )
-    batches = [b for b in live.batches if any(p.startswith("burst/") for p in b[0].updated)]
-    assert sum(len(b[0].updated) for b in batches) >= 1000
+
+    def burst_batches() -> list[CatchUp]:
+        with live._lock:
+            return [b for b, _ in live.batches if any(p.startswith("burst/") for p in b.updated)]
+
+    wait_until(lambda: sum(len(b.updated) for b in burst_batches()) >= 1000, timeout=30)
+    assert live.probe.search.count() == 1000 and len(live.ids("zebrafish")) == 50
+    batches = burst_batches()
     assert len(batches) <= 20  # 1000 files, a handful of index commits — not 1000
 
 
