@@ -235,6 +235,20 @@ class SearchIndex:
         except _DAMAGE as err:
             raise SearchIndexError(f"index at {self.root} cannot be read: {err}") from err
 
+    def get(self, keys: Collection[str]) -> dict[str, Document]:
+        """Return the stored documents for `keys` (missing keys are left out)."""
+        if not keys:
+            return {}
+        searcher = self._reader()
+        query = Or([Term("key", key) for key in sorted(keys)])
+        try:
+            return {
+                fields["key"]: _document(fields)
+                for fields in (dict(r.fields()) for r in searcher.search(query, limit=None))
+            }
+        except _DAMAGE as err:
+            raise SearchIndexError(f"index at {self.root} cannot be read: {err}") from err
+
     def documents(self) -> list[Document]:
         """Return every document (for stats and consistency checks)."""
         searcher = self._reader()

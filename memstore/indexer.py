@@ -20,7 +20,7 @@ from memstore.model import FileProblem, Memory
 from memstore.vault import Fingerprint, Vault
 
 INDEX_DIR = "index"
-FORMAT = "1"  # bump when documents change shape: a mismatched index is rebuilt
+FORMAT = "2"  # bump when documents change shape: a mismatched index is rebuilt
 Progress = Callable[[int, int], None]
 
 
@@ -33,6 +33,8 @@ class Entry:
     workspace: str
     hash: str
     problem: str
+    kind: str = "note"
+    supersedes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,8 @@ class Indexer:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute(
             "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER, "
-            "size INTEGER, id TEXT, workspace TEXT, hash TEXT, problem TEXT)"
+            "size INTEGER, id TEXT, workspace TEXT, hash TEXT, problem TEXT, kind TEXT, "
+            "supersedes TEXT)"
         )
         db.execute("CREATE INDEX IF NOT EXISTS files_id ON files (id)")
         db.execute("CREATE INDEX IF NOT EXISTS files_hash ON files (workspace, hash)")
@@ -150,6 +153,20 @@ class Indexer:
         """Return indexed files whose id starts with `prefix`."""
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         return self._entries("id LIKE ? ESCAPE '\\'", [f"{escaped}%"])
+
+    def by_path(self, paths: list[str]) -> list[Entry]:
+        """Return the indexed files among `paths`."""
+        marks = ",".join("?" * len(paths))
+        return self._entries(f"path IN ({marks})", paths) if paths else []
+
+    def superseded_by(self, memory_id: str) -> list[Entry]:
+        """Return the memories that name `memory_id` in their `supersedes`."""
+        return self._entries("(' ' || supersedes || ' ') LIKE ?", [f"% {memory_id} %"])
+
+    def by_kind(self, kind: str, workspaces: set[str] | None) -> list[Entry]:
+        """Return the memories of one kind, in the given workspaces (None: all)."""
+        entries = self._entries("kind = ?", [kind])
+        return [e for e in entries if workspaces is None or e.workspace in workspaces]
 
     def entries(self) -> list[Entry]:
         """Return every indexed file."""
@@ -214,7 +231,10 @@ class Indexer:
             docs.append(doc)
             fp = on_disk[path]
             rows.append(
-                (path, fp.mtime_ns, fp.size, doc.id, doc.workspace, doc.hash, memory.problem)
+                (
+                    *(path, fp.mtime_ns, fp.size, doc.id, doc.workspace, doc.hash, memory.problem),
+                    *(memory.kind, " ".join(memory.supersedes)),
+                )
             )
             if progress is not None and (done % 200 == 0 or done == len(changed)):
                 progress(done, len(changed))
@@ -222,7 +242,7 @@ class Indexer:
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         db.executemany("DELETE FROM files WHERE path = ?", [[p] for p in removed])
-        db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
         db.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", [FORMAT])
         db.execute("COMMIT")
         updated = tuple(p for p in changed if p not in unreadable)

@@ -77,6 +77,30 @@ class Hit:
     seen: int
     score: float
     weak: bool
+    # Ids of the memories that correct this one (their `supersedes` names it).
+    superseded_by: tuple[str, ...] = ()
+    # Up to two related memory ids: the correction first, then memories sharing entities.
+    neighbors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CoreMemory:
+    """A standing rule (kind core) returned beside every recall."""
+
+    id: str
+    workspace: str
+    content: str
+
+
+@dataclass(frozen=True)
+class Recall:
+    """What an agent gets back: hits in rank order, core memories, and a note for it."""
+
+    hits: tuple[Hit, ...]
+    core: tuple[CoreMemory, ...]
+    message: str
+    weak: bool = False
+    dropped: int = 0  # hits left out to fit max_tokens
 
 
 @dataclass(frozen=True)

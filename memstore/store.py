@@ -28,11 +28,21 @@ from memstore.model import (
     ADDABLE_KINDS,
     GLOBAL,
     AddResult,
+    CoreMemory,
     Hit,
     Memory,
+    Recall,
     SearchResult,
     check_kind,
     check_workspace,
+)
+from memstore.ranking import (
+    CORE_BUDGET_TOKENS,
+    HIT_OVERHEAD_TOKENS,
+    attach_corrections,
+    demote_superseded,
+    estimate_tokens,
+    pack,
 )
 from memstore.vault import Vault, is_private
 
@@ -190,15 +200,20 @@ class Store:
         return result
 
     @_serialized
-    def search(self, query: str, *, workspace: str | None = None, k: int = 5) -> SearchResult:
+    def search(
+        self, query: str, *, workspace: str | None = None, k: int = 5, catch_up: bool = True
+    ) -> SearchResult:
         """Return up to `k` hits: all query terms first, any term (weak) if that finds none.
 
         `workspace` None searches every workspace; a name searches it plus `global`.
+        `catch_up` False skips the scan for files changed outside memstore (a running
+        watcher already keeps the index current).
         """
         if k < 1:
             raise InvalidInputError(f"-k must be at least 1, not {k}")
         scope = None if workspace is None else {check_workspace(workspace), GLOBAL}
-        self.catch_up()
+        if catch_up:
+            self.catch_up()
         try:
             found, weak = self._lexical(query, scope, k)
         except SearchIndexError:
@@ -222,6 +237,67 @@ class Store:
             for h in found
         )
         return SearchResult(hits, weak)
+
+    @_serialized
+    def recall(
+        self,
+        query: str,
+        *,
+        workspace: str | None,
+        k: int = 5,
+        max_tokens: int | None = None,
+        catch_up: bool = True,
+    ) -> Recall:
+        """Search, then attach corrections and neighbours, add core memories, fit a budget."""
+        if max_tokens is not None and max_tokens < 1:
+            raise InvalidInputError(f"max_tokens must be at least 1, not {max_tokens}")
+        result = self.search(query, workspace=workspace, k=k, catch_up=catch_up)
+        scope = None if workspace is None else {workspace, GLOBAL}
+        hits = demote_superseded([self._with_neighbors(hit) for hit in result.hits])
+        sizes = [estimate_tokens(hit.content) + HIT_OVERHEAD_TOKENS for hit in hits]
+        kept, dropped = pack(hits, sizes, max_tokens)
+        core = self._core_memories(scope)
+        return Recall(
+            tuple(kept),
+            core,
+            self._recall_message(query, kept, result.weak, dropped),
+            result.weak,
+            dropped,
+        )
+
+    def _with_neighbors(self, hit: Hit) -> Hit:
+        corrections = tuple(e.id for e in self.indexer.superseded_by(hit.id))
+        hit = replace(hit, superseded_by=corrections)
+        index = self.indexer.search
+        shared = index.entity_keys(entity for entity, _ in index.entities_of(hit.path))
+        shared.pop(hit.path, None)
+        ranked = sorted(shared, key=lambda key: (-shared[key], key))[:4]
+        related = [
+            e.id for e in sorted(self.indexer.by_path(ranked), key=lambda e: ranked.index(e.path))
+        ]
+        return attach_corrections(hit, related)
+
+    def _core_memories(self, scope: set[str] | None) -> tuple[CoreMemory, ...]:
+        entries = self.indexer.by_kind("core", scope)
+        documents = self.indexer.search.get([e.path for e in entries])
+        core = [
+            CoreMemory(d.id, d.workspace, d.content.strip())
+            for d in (documents[e.path] for e in entries if e.path in documents)
+        ]
+        core.sort(key=lambda c: (c.workspace == GLOBAL, c.workspace, c.id))
+        kept, _ = pack(core, [estimate_tokens(c.content) + 10 for c in core], CORE_BUDGET_TOKENS)
+        return tuple(kept)
+
+    def _recall_message(self, query: str, hits: list[Hit], weak: bool, dropped: int) -> str:
+        if not hits and not self.indexer.entries():
+            return "Memory is empty. Store what you learn with memory_add."
+        if not hits:
+            return f"No memory matches {query!r}. Proceed; store what you learn with memory_add."
+        found = f"{len(hits)} {'memory' if len(hits) == 1 else 'memories'}"
+        text = f"No memory has every word; {found} might be related." if weak else f"{found} found."
+        if dropped:
+            text += f" {dropped} more left out to fit max_tokens."
+        return text
 
     def _lexical(self, query: str, scope: set[str] | None, k: int) -> tuple[list[IndexHit], bool]:
         index = self.indexer.search

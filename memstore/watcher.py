@@ -71,14 +71,19 @@ class Watcher:
         self._observer = Observer()
         self.ready = threading.Event()
 
-    def start(self) -> Watcher:
-        """Start watching in a background thread; returns once events are being collected."""
+    def start(self, *, wait: bool = True) -> Watcher:
+        """Start watching in a background thread.
+
+        With `wait`, return once the first catch-up is done and events are being collected;
+        `ready` is set at that point either way.
+        """
         root = self.store.vault.root
         self._observer.schedule(_Collector(root, self._events), str(root), recursive=True)
         self._observer.start()
         self._thread = threading.Thread(target=self._run, name="memstore-watcher", daemon=True)
         self._thread.start()
-        self.ready.wait(timeout=30)
+        if wait:
+            self.ready.wait(timeout=60)
         return self
 
     def stop(self) -> None:

@@ -1199,6 +1199,49 @@ def run_many(argvs: Iterable[list[str]], env: dict[str, str], cwd: Path) -> list
     return out
 
 
+SNAPSHOT_ENV = "MEMSTORE_BENCH_SNAPSHOT"
+LIVE_ENV = "MEMSTORE_BENCH_LIVE"
+
+
+def source_base() -> Path:
+    """The folder holding the memstore/ and index/ packages this process imported."""
+    import memstore
+
+    return Path(memstore.__file__).resolve().parent.parent
+
+
+def code_fingerprint(base: Path) -> dict[str, str]:
+    """Hash of the product sources (memstore/, index/), so figures can be tied to a version."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    newest = 0.0
+    for folder in ("memstore", "index"):
+        for f in sorted((base / folder).rglob("*.py")):
+            digest.update(f.relative_to(base).as_posix().encode() + b"\0" + f.read_bytes())
+            newest = max(newest, f.stat().st_mtime)
+    changed = datetime.fromtimestamp(newest, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return {"sha256": digest.hexdigest()[:16], "newest_source_change": changed, "path": str(base)}
+
+
+def exec_from_snapshot(argv: list[str]) -> None:
+    """Copy the product sources aside and rerun this script on the copy.
+
+    The project may be edited while the benchmark runs; in-process code is imported once,
+    but every `memstore` subprocess would load whatever is on disk at that moment. Running
+    everything (this process and its subprocesses, via PYTHONPATH) from one copy keeps the
+    figures of a run consistent with one version of the code.
+    """
+    live = source_base()
+    src = Path(tempfile.mkdtemp(prefix="memstore-bench-src-"))
+    for folder in ("memstore", "index"):
+        shutil.copytree(live / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    path = os.pathsep.join(p for p in (str(src), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, SNAPSHOT_ENV: str(src), LIVE_ENV: str(live), "PYTHONPATH": path}
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable, str(Path(__file__).resolve()), *argv], env)
+
+
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -1289,6 +1332,8 @@ def bench_size(n: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "MEMSTORE_SESSION": "bench",
         "MEMSTORE_HOST": "bench",
     }
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]  # the source snapshot, see exec_from_snapshot
     cwd = tmp  # not inside a git repository: no workspace is detected, search covers all
 
     # -- generate (not measured as a product figure)
@@ -1338,12 +1383,13 @@ def bench_size(n: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         assert not cu.updated and not cu.removed
         cu_times.append(t)
         scan_times.append(timed_ms(store.vault.scan)[0])
-        manifest_times.append(timed_ms(store.indexer.fingerprints)[0])
+        fingerprints = getattr(store.indexer, "fingerprints", None)  # diagnostic only
+        if fingerprints is not None:
+            manifest_times.append(timed_ms(fingerprints)[0])
     res["catch_up_noop"] = summary(cu_times)
-    res["catch_up_parts"] = {
-        "vault_scan": summary(scan_times),
-        "manifest_read": summary(manifest_times),
-    }
+    res["catch_up_parts"] = {"vault_scan": summary(scan_times)}
+    if manifest_times:
+        res["catch_up_parts"]["manifest_read"] = summary(manifest_times)
 
     # -- warm in-process search
     log(f"[N={n}] warm search ×{len(queries)} …")
@@ -1366,9 +1412,11 @@ def bench_size(n: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "no_hits": sum(1 for h in hit_counts if not h),
         "weak_fallback": weak,
     }
-    # the index alone, without the catch-up scan (diagnostic)
-    lex = [timed_ms(lambda q=q: store._lexical(q.text, None, 5))[0] for q in queries]
-    res["search_warm_index_only"] = summary(lex)
+    # the index alone, without the catch-up scan (diagnostic; skipped if the API moved)
+    lexical = getattr(store, "_lexical", None)
+    if lexical is not None:
+        lex = [timed_ms(lambda q=q: lexical(q.text, None, 5))[0] for q in queries]
+        res["search_warm_index_only"] = summary(lex)
     store.close()
 
     # -- FTS5 reference on the same corpus and queries
@@ -1474,6 +1522,9 @@ def ratio(a: float, b: float) -> str:
 def table_rows(r: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
     """(figure, memstore, target, verdict, FTS5 reference and ratio) for one size."""
     fb = r["fts5_build"]
+    parts = r["catch_up_parts"]
+    lex = r.get("search_warm_index_only")
+    fts_fb = r["fts5_warm_and_or_fallback"]
     rows = [
         (
             "first catch-up (empty index)",
@@ -1495,8 +1546,13 @@ def table_rows(r: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
             f"p50 {r['catch_up_noop']['p50']:.1f} / p95 {r['catch_up_noop']['p95']:.1f} ms",
             "",
             "",
-            f"scan {r['catch_up_parts']['vault_scan']['p50']:.1f} + manifest "
-            f"{r['catch_up_parts']['manifest_read']['p50']:.1f} ms (p50)",
+            f"scan {parts['vault_scan']['p50']:.1f} ms"
+            + (
+                f" + manifest {parts['manifest_read']['p50']:.1f} ms"
+                if "manifest_read" in parts
+                else ""
+            )
+            + " (p50)",
         ),
         (
             "in-process add",
@@ -1523,13 +1579,15 @@ def table_rows(r: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
         ),
         (
             "  index only (no catch-up)",
-            f"p50 {r['search_warm_index_only']['p50']:.2f} / p95 {r['search_warm_index_only']['p95']:.2f} ms",
+            f"p50 {lex['p50']:.2f} / p95 {lex['p95']:.2f} ms" if lex else "n/a",
             "",
             "",
-            f"FTS5 AND+OR fallback p50 {r['fts5_warm_and_or_fallback']['p50']:.3f} / p95 "
-            f"{r['fts5_warm_and_or_fallback']['p95']:.3f} ms; "
-            f"{ratio(r['search_warm_index_only']['p50'], r['fts5_warm_and_or_fallback']['p50'])} / "
-            f"{ratio(r['search_warm_index_only']['p95'], r['fts5_warm_and_or_fallback']['p95'])}",
+            f"FTS5 AND+OR fallback p50 {fts_fb['p50']:.3f} / p95 {fts_fb['p95']:.3f} ms"
+            + (
+                f"; {ratio(lex['p50'], fts_fb['p50'])} / {ratio(lex['p95'], fts_fb['p95'])}"
+                if lex
+                else ""
+            ),
         ),
         (
             "cold CLI search (subprocess)",
@@ -1549,7 +1607,8 @@ def print_report(results: list[dict[str, Any]], meta: dict[str, Any]) -> None:
     print()
     print(
         f"memstore foundation benchmark — {meta['date']} — {meta['python']} — "
-        f"{meta['cpus']} CPUs — {meta['platform']}"
+        f"{meta['cpus']} CPUs — {meta['platform']} — code {meta['code']['sha256']} "
+        f"(sources last changed {meta['code']['newest_source_change']})"
     )
     for r in results:
         print()
@@ -1589,7 +1648,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--catchup-runs", type=int, default=50)
     parser.add_argument("--reindex-runs", type=int, default=0, help="0: 3 below 2000 docs, else 1")
     parser.add_argument("--keep", action="store_true", help="keep the temporary vaults")
-    args = parser.parse_args(argv)
+    parser.add_argument(
+        "--no-snapshot",
+        action="store_true",
+        help="run against the live sources instead of a copy taken at start",
+    )
+    raw = sys.argv[1:] if argv is None else argv
+    args = parser.parse_args(raw)
+    if not args.no_snapshot and SNAPSHOT_ENV not in os.environ:
+        exec_from_snapshot(raw)  # does not return
+    snapshot = os.environ.get(SNAPSHOT_ENV)
 
     meta = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -1598,6 +1666,8 @@ def main(argv: list[str] | None = None) -> int:
         "platform": platform.platform(),
         "sqlite": sqlite3.sqlite_version,
         "targets": TARGETS,
+        "code": code_fingerprint(source_base()),
+        "snapshot": bool(snapshot),
     }
     results = []
     started = time.perf_counter()
@@ -1614,6 +1684,19 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 shutil.rmtree(tmp, ignore_errors=True)
     meta["total_wall_s"] = round(time.perf_counter() - started, 1)
+    live = Path(os.environ.get(LIVE_ENV) or source_base())
+    meta["live_code_at_end"] = code_fingerprint(live)
+    if meta["live_code_at_end"]["sha256"] != meta["code"]["sha256"]:
+        log(
+            "note: the project's sources changed during the run; "
+            + (
+                "the figures are for the snapshot taken at start"
+                if snapshot
+                else "subprocess figures may mix versions (use the default snapshot mode)"
+            )
+        )
+    if snapshot and not args.keep:
+        shutil.rmtree(snapshot, ignore_errors=True)
     print_report(results, meta)
     if args.json:
         args.json.write_text(json.dumps({"meta": meta, "results": results}, indent=2) + "\n")

@@ -1,0 +1,260 @@
+"""The MCP server: in-process for the fast cases, the real stdio client for the rest."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from memstore.mcp_server import build_server, tool_cost_tokens
+from memstore.store import Store
+from tests.conftest import commit_count, git, head, vault_bytes
+
+EXE = Path(sys.executable).with_name("memstore")
+
+
+def call(server: Any, tool: str, arguments: dict[str, Any]) -> Any:
+    async def go() -> Any:
+        async with Client(server) as client:
+            return await client.call_tool(tool, arguments)
+
+    return asyncio.run(go())
+
+
+def text_of(result: Any) -> str:
+    return "".join(getattr(part, "text", "") for part in result.content)
+
+
+@pytest.fixture
+def server(store: Store) -> Any:
+    return build_server(store, workspace="webshop", source="claude-code")
+
+
+def test_lists_two_tools_with_short_descriptions(server: Any) -> None:
+    async def go() -> Any:
+        async with Client(server) as client:
+            return await client.list_tools()
+
+    tools = {t.name: t for t in asyncio.run(go()).tools}
+    assert set(tools) == {"memory_recall", "memory_add"}
+    assert tools["memory_recall"].annotations.read_only_hint is True
+    assert tools["memory_add"].annotations.read_only_hint is False
+    assert tools["memory_recall"].output_schema and tools["memory_add"].output_schema
+    assert "keywords" in tools["memory_add"].input_schema["required"]
+    assert "data" in tools["memory_recall"].description
+    assert tool_cost_tokens(server) <= 300
+
+
+def test_add_then_recall_with_structured_output(server: Any, vault: Path) -> None:
+    added = call(
+        server,
+        "memory_add",
+        {
+            "content": "Checkout 502 after deploy: REDIS_URL unset — add it to the secret",
+            "keywords": ["redis", "502"],
+            "kind": "lesson",
+        },
+    )
+    assert not added.is_error
+    out = added.structured_content
+    assert out["status"] == "added" and out["workspace"] == "webshop" and out["seen"] == 1
+    assert "Memstore-Source: claude-code" in git(vault, "log", "-1", "--format=%B")
+    recalled = call(server, "memory_recall", {"query": "502 after deploy"}).structured_content
+    assert [r["id"] for r in recalled["results"]] == [out["id"]]
+    hit = recalled["results"][0]
+    assert (
+        hit["kind"] == "lesson"
+        and hit["keywords"] == ["redis", "502"]
+        and hit["source"] == "claude-code"
+    )
+    assert (
+        hit["weak"] is False
+        and hit["superseded_by"] == []
+        and "1 memory found" in recalled["message"]
+    )
+    again = call(
+        server,
+        "memory_add",
+        {
+            "content": "checkout 502 after deploy: redis_url unset — add it to the secret",
+            "keywords": ["checkout"],
+        },
+    )
+    assert (
+        again.structured_content["status"] == "duplicate_merged"
+        and again.structured_content["seen"] == 2
+    )
+
+
+def test_empty_vault_and_no_match_are_friendly_messages(server: Any) -> None:
+    empty = call(server, "memory_recall", {"query": "anything"})
+    assert not empty.is_error and empty.structured_content["results"] == []
+    assert "empty" in empty.structured_content["message"]
+    call(server, "memory_add", {"content": "pnpm only", "keywords": ["pnpm"]})
+    none = call(server, "memory_recall", {"query": "kubernetes"}).structured_content
+    assert none["results"] == [] and "No memory matches" in none["message"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"content": "x", "keywords": ["a"], "kind": "core"}, "unknown kind 'core'"),
+        ({"content": "x", "keywords": ["a"], "kind": "imported"}, "unknown kind 'imported'"),
+        ({"content": "x", "keywords": ["a"], "workspace": "all"}, "reserved"),
+        ({"content": "x", "keywords": ["a"], "workspace": "../etc"}, "invalid workspace"),
+        ({"content": "  ", "keywords": ["a"]}, "empty"),
+        ({"content": "x", "keywords": ["a"], "supersedes": ["nope1234"]}, "--supersedes"),
+    ],
+)
+def test_refusals_are_tool_errors_and_write_nothing(
+    server: Any, vault: Path, arguments: dict, message: str
+) -> None:
+    before = (head(vault), vault_bytes(vault))
+    result = call(server, "memory_add", arguments)
+    assert result.is_error and message in text_of(result)
+    assert (head(vault), vault_bytes(vault)) == before
+
+
+def test_recall_attaches_the_correction_and_ranks_it_first(server: Any) -> None:
+    old = call(
+        server,
+        "memory_add",
+        {"content": "Deploy staging with make deploy ENV=staging", "keywords": ["deploy"]},
+    ).structured_content
+    new = call(
+        server,
+        "memory_add",
+        {
+            "content": "Deploy staging with ./scripts/deploy.sh --env staging (make deploy is gone)",
+            "keywords": ["deploy"],
+            "supersedes": [old["id"]],
+        },
+    ).structured_content
+    results = call(server, "memory_recall", {"query": "deploy staging"}).structured_content[
+        "results"
+    ]
+    assert [r["id"] for r in results] == [new["id"], old["id"]]
+    assert results[1]["superseded_by"] == [new["id"]] and results[1]["neighbors"][0] == new["id"]
+
+
+def test_max_tokens_packs_whole_memories(server: Any) -> None:
+    for n in range(5):
+        call(
+            server,
+            "memory_add",
+            {"content": f"kafka consumer lag note {n}: " + "detail " * 60, "keywords": ["kafka"]},
+        )
+    full = call(server, "memory_recall", {"query": "kafka lag", "k": 5}).structured_content
+    small = call(
+        server, "memory_recall", {"query": "kafka lag", "k": 5, "max_tokens": 250}
+    ).structured_content
+    assert len(full["results"]) == 5 and 1 <= len(small["results"]) < 5
+    assert all(r["content"] in {f["content"] for f in full["results"]} for r in small["results"])
+    assert "left out to fit max_tokens" in small["message"]
+
+
+def test_core_memories_come_as_a_separate_block(store: Store, server: Any) -> None:
+    store.add("Always use pnpm, never npm", workspace="global", kind="core")
+    store.add("Money is integer cents in the webshop", workspace="webshop", kind="core")
+    store.add("Infra rule that webshop should not see", workspace="infra", kind="core")
+    out = call(server, "memory_recall", {"query": "anything at all"}).structured_content
+    assert sorted(c["content"] for c in out["core_memory"]) == [
+        "Always use pnpm, never npm",
+        "Money is integer cents in the webshop",
+    ]
+
+
+def test_unicode_round_trip(server: Any) -> None:
+    call(
+        server,
+        "memory_add",
+        {
+            "content": "Lỗi kết nối cơ sở dữ liệu = the replica is down 🙂",
+            "keywords": ["postgres", "tiếng việt"],
+        },
+    )
+    out = call(server, "memory_recall", {"query": "loi ket noi"}).structured_content
+    assert (
+        out["results"][0]["content"].startswith("Lỗi kết nối")
+        and "tiếng việt" in out["results"][0]["keywords"]
+    )
+
+
+# --- over real stdio -------------------------------------------------------------------
+
+
+def stdio(vault: Path, cwd: Path | None = None) -> StdioServerParameters:
+    env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
+    return StdioServerParameters(
+        command=str(EXE),
+        args=["serve", "--source", "claude-code"],
+        env=env,
+        cwd=str(cwd or vault.parent),
+    )
+
+
+def test_stdio_server_end_to_end(vault: Path, tmp_path: Path) -> None:
+    project = tmp_path / "shop"
+    project.mkdir()
+    (project / ".git").mkdir()  # a checkout named "shop": the default workspace
+
+    async def go() -> None:
+        started = time.perf_counter()
+        async with Client(stdio(vault, cwd=project)) as client:
+            assert time.perf_counter() - started < 10
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert names == {"memory_recall", "memory_add"}
+            added = await client.call_tool(
+                "memory_add",
+                {"content": "Port 8443 is the admin API", "keywords": ["port", "admin"]},
+            )
+            assert added.structured_content["workspace"] == "shop"
+            refused = await client.call_tool(
+                "memory_add", {"content": "x", "keywords": ["a"], "kind": "core"}
+            )
+            assert refused.is_error and "unknown kind" in text_of(refused)
+            calls = [client.call_tool("memory_recall", {"query": "admin port"}) for _ in range(100)]
+            results = await asyncio.gather(*calls)
+            assert all(
+                r.structured_content["results"][0]["id"] == added.structured_content["id"]
+                for r in results
+            )
+
+    asyncio.run(go())
+    assert commit_count(vault) == 2  # init + one add; a hundred recalls wrote nothing
+
+
+def test_two_servers_on_one_vault_see_each_other(vault: Path) -> None:
+    async def go() -> None:
+        async with Client(stdio(vault)) as one, Client(stdio(vault)) as two:
+            added = await one.call_tool(
+                "memory_add",
+                {
+                    "content": "Feature flags live in LaunchDarkly project web",
+                    "keywords": ["flags"],
+                },
+            )
+            memory_id = added.structured_content["id"]
+            deadline = time.monotonic() + 10
+            while True:  # the other server's watcher indexes the new file within a second
+                found = await two.call_tool(
+                    "memory_recall", {"query": "launchdarkly flags", "workspace": "all"}
+                )
+                if [r["id"] for r in found.structured_content["results"]] == [memory_id]:
+                    break
+                assert time.monotonic() < deadline, "second server never saw the memory"
+                await asyncio.sleep(0.05)
+            second = await two.call_tool(
+                "memory_add",
+                {"content": "Flags are cleaned up every sprint", "keywords": ["flags"]},
+            )
+            assert second.structured_content["status"] == "added"
+
+    asyncio.run(go())
+    assert commit_count(vault) == 3
