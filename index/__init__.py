@@ -1,6 +1,17 @@
 """The search engine: Whoosh BM25F over documents plus an entity table. Knows nothing of files."""
 
+from index.analysis import make_analyzer, query_terms
 from index.engine import Document, IndexHit, SearchIndex, SearchIndexError
 from index.entities import extract_entities
 
-__all__ = ["Document", "IndexHit", "SearchIndex", "SearchIndexError", "extract_entities"]
+__all__ = ["Document", "IndexHit", "SearchIndex", "SearchIndexError", "extract_entities", "terms"]
+
+_ANALYZER = None
+
+
+def terms(text: str) -> set[str]:
+    """Return the distinct index terms of `text` (the same analysis search uses)."""
+    global _ANALYZER
+    if _ANALYZER is None:
+        _ANALYZER = make_analyzer()
+    return set(query_terms(_ANALYZER, text))

@@ -12,11 +12,12 @@ import typer
 
 from memstore import __version__
 from memstore.config import Settings
-from memstore.errors import MemstoreError
+from memstore.errors import InvalidInputError, MemstoreError
+from memstore.git import find_enclosing_repository
 from memstore.indexer import CatchUp
 from memstore.model import GLOBAL
-from memstore.output import catch_up_lines, doctor_lines, render_json, search_json, search_lines
-from memstore.quicksearch import detected_workspace
+from memstore.output import catch_up_lines, doctor_lines, render_json
+from memstore.quicksearch import detected_workspace, print_search
 from memstore.ranking import CHARS_PER_TOKEN, estimate_tokens
 from memstore.store import Store, init_vault
 
@@ -159,6 +160,13 @@ def search(
     workspace: WorkspaceOption = None,
     k: Annotated[int, typer.Option("-k", help="How many hits at most.", min=1, max=200)] = 5,
     all_workspaces: Annotated[bool, typer.Option("--all", help="Search every workspace.")] = False,
+    context: Annotated[
+        bool,
+        typer.Option(
+            "--context",
+            help="Compact lines for an agent's context; silent when nothing confident matches.",
+        ),
+    ] = False,
     vault: VaultOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -170,10 +178,7 @@ def search(
     scope = None if all_workspaces else (workspace or detected_workspace(settings.vault))
     with Store.open(settings) as store:
         result = store.search(query, workspace=scope, k=k)
-    if as_json:
-        emit_json(search_json(result, query, scope))
-    else:
-        typer.echo("\n".join(search_lines(result, query, scope)))
+    print_search(result, query, scope, as_json=as_json, context=context)
 
 
 @app.command()
@@ -368,6 +373,97 @@ def benchmark(vault: VaultOption = None, as_json: JsonOption = False) -> None:
     typer.echo(f"  pointer snippet (CLAUDE.md)        {snippet:5d}")
     typer.echo(f"  core memories ({len(core)})                 {core_tokens:5d}")
     typer.echo(f"  total                              {figures['total']:5d}")
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def hook(
+    ctx: typer.Context,
+    event: Annotated[str, typer.Argument(help="prompt | capture | briefing | codex-notify")],
+) -> None:
+    """Run an agent hook: reads the agent's hook JSON on stdin, prints context, never fails.
+
+    prompt: memories for a UserPromptSubmit; capture [--if-novel] [--min-chars N]: keep the
+    final assistant message (Stop/SessionEnd) as a trace; briefing: memory changes since
+    this agent's last session (SessionStart); codex-notify: Codex's notify program.
+
+    Example:  memstore hook prompt < payload.json
+    """
+    from memstore.agent_hooks import main as hook_main
+
+    raise typer.Exit(hook_main([event, *ctx.args]))
+
+
+@app.command()
+def agents(
+    install: Annotated[
+        str | None,
+        typer.Option(
+            "--install",
+            help="Register memstore with this agent (a name from the list).",
+            show_default=False,
+        ),
+    ] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Write without asking.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """List coding agents and their MCP config files, or register memstore with one.
+
+    Example:  memstore agents --install claude-code
+    """
+    import shutil
+
+    from memstore.agents import apply_install, find_agents, plan_install
+
+    cwd = Path.cwd()
+    found = find_agents(
+        Path.home(),
+        cwd,
+        find_enclosing_repository(cwd),
+        os.environ.get("PATH", "").split(os.pathsep),
+    )
+    if install is None:
+        if as_json:
+            emit_json([{**asdict(a), "path": str(a.path) if a.path else None} for a in found])
+            return
+        for each in found:
+            where = str(each.path) if each.path else each.note
+            typer.echo(f"{each.name:15} {'found' if each.detected else '-':6} {where}")
+        typer.echo("\nRegister with:  memstore agents --install NAME")
+        return
+    agent = next((a for a in found if a.name == install), None)
+    if agent is None:
+        raise InvalidInputError(
+            f"unknown agent {install!r}; use one of: {', '.join(a.name for a in found)}"
+        )
+    exe = shutil.which("memstore") or str(Path(sys.argv[0]).resolve())
+    current = (
+        agent.path.read_text(encoding="utf-8") if agent.path and agent.path.is_file() else None
+    )
+    plan = plan_install(agent, current, str(Path(exe).resolve()))
+    if plan.status == "manual":
+        typer.echo(f"{agent.title}: {plan.reason}. Run:\n\n  {plan.block}")
+        return
+    if plan.status == "unchanged":
+        typer.echo(f"{agent.title}: memstore is already registered in {agent.path}")
+        return
+    if plan.status == "refused":
+        typer.echo(
+            f"Error: {plan.reason}; nothing written. Add this by hand:\n\n{plan.block}", err=True
+        )
+        raise typer.Exit(1)
+    if not yes:
+        if not sys.stdin.isatty():
+            typer.echo(
+                f"no terminal to ask, so nothing was written; rerun with --yes, or add this to {agent.path}:\n\n{plan.block}",
+                err=True,
+            )
+            raise typer.Exit(1)
+        typer.confirm(f"Register memstore in {agent.path}?", abort=True)
+    backup = apply_install(plan)
+    typer.echo(
+        f"{agent.title}: registered memstore in {agent.path}"
+        + (f" (backup: {backup.name})" if backup else "")
+    )
 
 
 @app.command()

@@ -6,6 +6,7 @@ pygit2 is imported lazily so read-only commands that never commit do not pay for
 from __future__ import annotations
 
 import configparser
+import contextlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,15 +135,20 @@ class GitRepo:
             raise VaultError(f"cannot commit to {self.root}: {err}") from err
         return str(oid)
 
-    def log(self, limit: int = 20) -> list[LogEntry]:
-        """Return the newest commits first."""
+    def log(self, limit: int = 20, *, since: str = "") -> list[LogEntry]:
+        """Return the newest commits first; with `since`, only those after that commit."""
         if self._repo.head_is_unborn:
             return []
         pygit2 = _pygit2()
         entries = []
-        for commit in self._repo.walk(
+        walker = self._repo.walk(
             self._repo.head.target, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME
-        ):
+        )
+        if since:
+            # An unknown commit (history rewritten) hides nothing: show the newest commits.
+            with contextlib.suppress(KeyError, ValueError, pygit2.GitError):
+                walker.hide(since)
+        for commit in walker:
             entries.append(
                 LogEntry(
                     str(commit.id),

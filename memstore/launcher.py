@@ -8,6 +8,10 @@ import sys
 def main() -> None:
     """Dispatch the command line."""
     argv = sys.argv[1:]
+    if argv[:1] == ["hook"] and not {"-h", "--help"} & set(argv):
+        from memstore.agent_hooks import main as hook_main
+
+        sys.exit(hook_main(argv[1:]))
     if argv[:1] == ["search"]:
         from memstore.quicksearch import run
 

@@ -13,11 +13,11 @@ from pathlib import Path
 from memstore.config import Settings
 from memstore.errors import MemstoreError
 from memstore.git import detect_workspace
-from memstore.model import to_workspace_name
-from memstore.output import render_json, search_json, search_lines
+from memstore.model import SearchResult, to_workspace_name
+from memstore.output import context_lines, render_json, search_json, search_lines
 from memstore.store import Store
 
-_FLAGS = {"--all": "all", "--json": "json"}
+_FLAGS = {"--all": "all", "--json": "json", "--context": "context"}
 _VALUES = {"-w": "workspace", "--workspace": "workspace", "-k": "k", "--vault": "vault"}
 
 
@@ -64,11 +64,24 @@ def run(argv: list[str]) -> int | None:
     except MemstoreError as err:
         print(f"Error: {err}", file=sys.stderr)
         return 1
-    if "json" in options:
-        print(render_json(search_json(result, options["query"], scope)))
-    else:
-        print("\n".join(search_lines(result, options["query"], scope)))
+    print_search(
+        result, options["query"], scope, as_json="json" in options, context="context" in options
+    )
     return 0
+
+
+def print_search(
+    result: SearchResult, query: str, scope: str | None, *, as_json: bool, context: bool
+) -> None:
+    """Print a search result as JSON, as agent context (silent when nothing), or as text."""
+    if as_json:
+        print(render_json(search_json(result, query, scope)))
+    elif context:
+        lines = context_lines(result)
+        if lines:
+            print("\n".join(lines))
+    else:
+        print("\n".join(search_lines(result, query, scope)))
 
 
 def detected_workspace(vault: Path) -> str | None:

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from index import IndexHit, SearchIndex, SearchIndexError
+from index import IndexHit, SearchIndex, SearchIndexError, terms
 from memstore.codec import content_hash, derive_id, render_memory, slugify
 from memstore.config import Settings
 from memstore.errors import InvalidInputError, NotFoundError, VaultError
@@ -375,6 +375,36 @@ class Store:
             self.reindex()
             after = self.indexer.drift()
         return found, after
+
+    @_serialized
+    def overlap(self, text: str, workspace: str) -> float:
+        """Return how much of `text` an existing memory already says (0–1, term containment).
+
+        The share of the text's index terms found in its most similar memory in the
+        workspace or `global`.
+        """
+        wanted = terms(text)
+        if not wanted:
+            return 1.0
+        self.catch_up()
+        scope = {check_workspace(workspace), GLOBAL}
+        candidates = self.indexer.search.search(text, workspaces=scope, limit=5, any_term=True)
+        best = max((len(wanted & terms(h.document.content)) for h in candidates), default=0)
+        return best / len(wanted)
+
+    @_serialized
+    def changes_since_last_session(self, agent: str) -> tuple[list[LogEntry], bool]:
+        """Return the commits since `agent` last asked (newest first) and remember HEAD.
+
+        The second value is False the first time an agent asks (nothing to compare with).
+        """
+        marker = f"briefing-{check_source(agent)}"
+        since = self.vault.read_state(marker)
+        head = self.git.head()
+        changes = self.git.log(limit=200, since=since) if since and since != head else []
+        if head:
+            self.vault.write_state(marker, head)
+        return changes, bool(since)
 
     @_serialized
     def log(self, limit: int = 20) -> list[LogEntry]:

@@ -153,6 +153,24 @@ class Vault:
             changed.append(name)
         return changed
 
+    def read_state(self, name: str) -> str:
+        """Return a small piece of local state kept under .memstore/ ('' if never written)."""
+        try:
+            return (self.state_dir / "state" / name).read_text(encoding="utf-8").strip()
+        except OSError:
+            return ""
+
+    def write_state(self, name: str, value: str) -> None:
+        """Keep a small piece of local state under .memstore/ (never committed)."""
+        folder = self.state_dir / "state"
+        try:
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            tmp = folder / f".{name}.tmp"
+            tmp.write_text(value + "\n", encoding="utf-8")
+            os.replace(tmp, folder / name)
+        except OSError as err:
+            raise VaultError(f"cannot write {folder / name}: {err.strerror}") from err
+
     # --- the write lock -------------------------------------------------------------
 
     @contextmanager

@@ -1,0 +1,147 @@
+"""Agent hooks: what Claude Code and Codex run on each prompt, at session start and at stop.
+
+A thin, lean shell (no typer): it reads the agent's hook JSON, calls Store, prints context.
+A hook must never break the agent's session, so every failure exits 0 with a note on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from memstore.config import Settings
+from memstore.errors import MemstoreError
+from memstore.git import detect_workspace
+from memstore.model import GLOBAL, to_workspace_name
+from memstore.output import briefing_lines, context_lines
+from memstore.ranking import estimate_tokens
+from memstore.store import Store
+
+MIN_CAPTURE_CHARS = 200  # shorter final messages are chit-chat ("Done!"), not knowledge
+NOVELTY_THRESHOLD = 0.7  # measured: tests/benchmarks/bench_novelty.py (docs/agents.md)
+BRIEFING_TOKENS = 300
+USAGE = "usage: memstore hook prompt|capture|briefing|codex-notify [--if-novel] [--min-chars N]"
+
+
+def workspace_for(payload: Mapping[str, Any], vault: Path) -> str:
+    """Return the workspace of the directory the agent runs in."""
+    cwd = Path(str(payload.get("cwd") or "."))
+    if cwd == vault or vault in cwd.parents:
+        return GLOBAL
+    name = detect_workspace(cwd)
+    return GLOBAL if name is None else to_workspace_name(name)
+
+
+def final_assistant_text(payload: Mapping[str, Any]) -> str:
+    """Return the session's last assistant message, from the payload or its transcript."""
+    for key in ("last_assistant_message", "last-assistant-message"):
+        if isinstance(payload.get(key), str):
+            return str(payload[key])
+    transcript = payload.get("transcript_path")
+    if not transcript:
+        return ""
+    last = ""
+    with open(transcript, encoding="utf-8", errors="replace") as lines:
+        for line in lines:
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            message = entry.get("message") if isinstance(entry, dict) else None
+            if entry.get("type") != "assistant" or not isinstance(message, dict):
+                continue
+            content = message.get("content")
+            parts = (
+                [content]
+                if isinstance(content, str)
+                else [
+                    c.get("text", "")
+                    for c in content or []
+                    if isinstance(c, dict) and c.get("type") == "text"
+                ]
+            )
+            text = "\n".join(p for p in parts if p).strip()
+            if text:
+                last = text
+    return last
+
+
+def prompt_hook(store: Store, payload: Mapping[str, Any]) -> list[str]:
+    """UserPromptSubmit: the confident memories for this prompt, as compact context lines."""
+    prompt = str(payload.get("prompt") or "").strip()
+    if not prompt:
+        return []
+    result = store.search(prompt, workspace=workspace_for(payload, store.vault.root), k=5)
+    return context_lines(result)
+
+
+def capture_hook(
+    store: Store, payload: Mapping[str, Any], *, min_chars: int, if_novel: bool
+) -> list[str]:
+    """Stop / SessionEnd: keep the final assistant message as a trace, if it says something new."""
+    text = final_assistant_text(payload).strip()
+    if len(text) < min_chars:
+        return []
+    workspace = workspace_for(payload, store.vault.root)
+    if if_novel and store.overlap(text, workspace) >= NOVELTY_THRESHOLD:
+        return []
+    result = store.add(text, workspace=workspace, kind="trace")
+    return [f"memstore: kept this session's summary as {result.id} ({result.status})"]
+
+
+def briefing_hook(
+    store: Store, payload: Mapping[str, Any], *, agent: str, max_tokens: int
+) -> list[str]:
+    """SessionStart: what changed in memory since this agent's last session."""
+    changes, known = store.changes_since_last_session(agent)
+    if not known or not changes:
+        return []
+    return briefing_lines(changes, max_tokens=max_tokens, estimate=estimate_tokens)
+
+
+def run(
+    argv: list[str], stdin_text: str, env: Mapping[str, str], home: Path
+) -> tuple[int, str, str]:
+    """Run one hook; return (exit status, stdout, stderr). Never raises."""
+    if not argv or argv[0] not in ("prompt", "capture", "briefing", "codex-notify"):
+        return 2, "", USAGE + "\n"
+    event, flags = argv[0], argv[1:]
+    try:
+        raw = flags.pop() if event == "codex-notify" and flags else stdin_text
+        payload = json.loads(raw or "{}")
+        if not isinstance(payload, dict):
+            raise ValueError("hook input is not a JSON object")
+        min_chars = (
+            int(flags[flags.index("--min-chars") + 1])
+            if "--min-chars" in flags
+            else MIN_CAPTURE_CHARS
+        )
+        agent = "codex" if event == "codex-notify" else env.get("MEMSTORE_SOURCE", "claude-code")
+        settings = Settings.from_env(env, home=home, source=agent)
+        session = str(payload.get("session_id") or payload.get("thread-id") or settings.session)
+        with Store.open(replace(settings, session=session), create=event != "prompt") as store:
+            if event == "prompt":
+                lines = prompt_hook(store, payload)
+            elif event == "briefing":
+                lines = briefing_hook(store, payload, agent=agent, max_tokens=BRIEFING_TOKENS)
+            else:
+                lines = capture_hook(
+                    store, payload, min_chars=min_chars, if_novel="--if-novel" in flags
+                )
+    except (MemstoreError, OSError, ValueError) as err:
+        return 0, "", f"memstore hook {event}: {err}\n"
+    return 0, "\n".join(lines) + ("\n" if lines else ""), ""
+
+
+def main(argv: list[str]) -> int:
+    """Entry point for `memstore hook …` (reads the environment: this is a shell)."""
+    stdin_text = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+    status, out, err = run(argv, stdin_text, os.environ, Path.home())
+    sys.stdout.write(out)
+    sys.stderr.write(err)
+    return status
