@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from whoosh.analysis import STOP_WORDS as WHOOSH_STOP_WORDS
 from whoosh.analysis import (
     CharsetFilter,
     Filter,
@@ -16,6 +17,65 @@ from whoosh.analysis import (
 )
 from whoosh.lang.porter2 import stem
 from whoosh.support.charset import accent_map
+
+# Whoosh's English stop words plus the question words, pronouns and auxiliaries that
+# people and agents put in prompts ("why does X fail?"): with them, a strict all-terms
+# query would demand words that memories rarely contain.
+STOP_WORDS = frozenset(
+    WHOOSH_STOP_WORDS
+    | {
+        "i",
+        "me",
+        "my",
+        "our",
+        "he",
+        "she",
+        "they",
+        "them",
+        "their",
+        "its",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "how",
+        "where",
+        "do",
+        "does",
+        "did",
+        "doing",
+        "was",
+        "were",
+        "been",
+        "being",
+        "has",
+        "had",
+        "am",
+        "would",
+        "should",
+        "could",
+        "shall",
+        "might",
+        "must",
+        "there",
+        "here",
+        "these",
+        "those",
+        "then",
+        "than",
+        "so",
+        "some",
+        "any",
+        "just",
+        "also",
+        "very",
+        "please",
+        "about",
+        "into",
+    }
+)
 
 # A token keeps dotted, slashed and hyphenated runs whole ("nginx.conf", "v2.3.1").
 TOKEN_PATTERN = r"\w+(?:[./\-]\w+)*"
@@ -67,7 +127,7 @@ def make_analyzer() -> Any:
         | IdentifierFilter()
         | LowercaseFilter()
         | CharsetFilter(accent_map)
-        | StopFilter(minsize=1)
+        | StopFilter(stoplist=STOP_WORDS, minsize=1)
         | StemFilter(stemfn=stem, cachesize=50000)
     )
 

@@ -62,10 +62,11 @@ class Document:
 
 @dataclass(frozen=True)
 class IndexHit:
-    """A document and its BM25F score."""
+    """A document, its BM25F score, and the share of the query's terms it contains."""
 
     document: Document
     score: float
+    coverage: float = 1.0
 
 
 def _schema() -> Schema:
@@ -199,8 +200,17 @@ class SearchIndex:
         if not terms or limit <= 0:
             return []
         per_term = [Or([Term("content", t), Term("keywords", t)]) for t in terms]
-        query: Query = Or(per_term) if any_term else And(per_term)
-        return self._run(query, workspaces, limit)
+        if not any_term:
+            return self._run(And(per_term), workspaces, limit)
+        wanted = set(terms)
+        return [
+            IndexHit(hit.document, hit.score, self._coverage(hit.document, wanted))
+            for hit in self._run(Or(per_term), workspaces, limit)
+        ]
+
+    def _coverage(self, doc: Document, wanted: set[str]) -> float:
+        text = f"{doc.content}\n{' '.join(doc.keywords)}"
+        return round(len(wanted & set(query_terms(self._analyzer, text))) / len(wanted), 4)
 
     def _run(self, query: Query, workspaces: Collection[str] | None, limit: int) -> list[IndexHit]:
         searcher = self._reader()

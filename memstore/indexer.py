@@ -20,7 +20,7 @@ from memstore.model import FileProblem, Memory
 from memstore.vault import Fingerprint, Vault
 
 INDEX_DIR = "index"
-FORMAT = "2"  # bump when documents change shape: a mismatched index is rebuilt
+FORMAT = "3"  # bump when documents change shape: a mismatched index is rebuilt
 Progress = Callable[[int, int], None]
 
 

@@ -77,6 +77,8 @@ class Hit:
     seen: int
     score: float
     weak: bool
+    # Share of the query's terms this memory contains (1.0 for an all-terms match).
+    coverage: float = 1.0
     # Ids of the memories that correct this one (their `supersedes` names it).
     superseded_by: tuple[str, ...] = ()
     # Up to two related memory ids: the correction first, then memories sharing entities.

@@ -233,6 +233,7 @@ class Store:
                 seen=h.document.seen,
                 score=round(h.score, 4),
                 weak=weak,
+                coverage=h.coverage,
             )
             for h in found
         )

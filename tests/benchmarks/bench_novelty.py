@@ -39,11 +39,17 @@ def main() -> None:
         )
     )
     print(f"memories: {len(bodies)}; threshold in use: {NOVELTY_THRESHOLD}")
-    print(f"distinct pairs   max {distinct[-1]:.2f}  p95 {distinct[int(len(distinct) * 0.95)]:.2f}  median {statistics.median(distinct):.2f}")
-    print(f"restatements     min {restated[0]:.2f}  p5 {restated[int(len(restated) * 0.05)]:.2f}  median {statistics.median(restated):.2f}")
+    print(
+        f"distinct pairs   max {distinct[-1]:.2f}  p95 {distinct[int(len(distinct) * 0.95)]:.2f}  median {statistics.median(distinct):.2f}"
+    )
+    print(
+        f"restatements     min {restated[0]:.2f}  p5 {restated[int(len(restated) * 0.05)]:.2f}  median {statistics.median(restated):.2f}"
+    )
     skipped = sum(r >= NOVELTY_THRESHOLD for r in restated) / len(restated)
     kept = sum(d < NOVELTY_THRESHOLD for d in distinct) / len(distinct)
-    print(f"at {NOVELTY_THRESHOLD}: {kept:.0%} of distinct memories kept, {skipped:.0%} of restatements skipped")
+    print(
+        f"at {NOVELTY_THRESHOLD}: {kept:.0%} of distinct memories kept, {skipped:.0%} of restatements skipped"
+    )
 
 
 if __name__ == "__main__":

@@ -1,0 +1,123 @@
+"""Measure what the UserPromptSubmit hook puts in an agent's context, on the sample vault.
+
+Each prompt is a sentence a developer might type. "answerable" prompts name a memory file
+(by its id) that should appear; "off-topic" prompts share some words with the vault but are
+not answered by it and should add nothing. For several coverage thresholds this prints how
+many answerable prompts get their memory into the context, and how many off-topic prompts
+stay silent. The hook uses memstore.output.CONTEXT_MIN_COVERAGE.
+
+Run:  python tests/benchmarks/bench_prompt_context.py
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from memstore import output
+from memstore.config import Settings
+from memstore.git import GitRepo, Trailers
+from memstore.store import Store, init_vault
+
+SAMPLE = Path(__file__).resolve().parents[2] / "sample-vault"
+
+ANSWERABLE = [
+    ("why does upload fail with 413 in nginx?", "mfjscswv"),
+    ("how do I deploy the webshop to staging", "ttyrydda"),
+    ("the checkout spec is flaky again, any idea?", "wrjpxql3"),
+    ("which port does local postgres use?", "4gygiocu"),
+    ("how should I store money amounts", "6d5fqblr"),
+    ("next build runs out of heap memory in CI", "epi3cwez"),
+    ("prisma migrate fails with P3009", "jrb5xa2k"),
+    ("stripe webhook signature verification fails", "tpa6kq55"),
+    ("kafka consumer keeps rebalancing", "eazbqdsa"),
+    ("pytest hangs with testcontainers", "5hphxpc5"),
+    ("dbt says duplicate model name stg_orders", "2brrltk3"),
+    ("how do I backfill the orders dag in airflow 3", "wsxcheyz"),
+    ("cert-manager certificate stuck issuing", "7xs3vv32"),
+    ("pod crashloops after the upgrade", "z5654i4j"),
+    ("docker push to ECR says no basic auth credentials", "lbcir3nu"),
+    ("pgbouncer pool saturated and latency spikes", "enpaip3g"),
+    ("where is the terraform state for prod now", "4swkexl5"),
+    ("android 14 crashes when starting a foreground service", "oas5l4jj"),
+    ("ios build fails, signing certificates expired", "yymwfwom"),
+    ("metro cannot resolve modules with pnpm", "3iy6qw5j"),
+    ("gradle error class file version 65", "z6dl5ake"),
+    ("pod install fails on apple silicon with ffi", "idwlhzrn"),
+    ("docker build is really slow", "ovdkt3hk"),
+    ("git commit fails: author identity unknown", "zzyy3qcu"),
+    ("the venv broke after brew upgrade", "l6cvwt5v"),
+    ("can I force push to main?", "6msigexx"),
+    ("should I use npm or pnpm here", "fjhw3bbp"),
+    ("how do I get secrets locally, 1password?", "hmbxir64"),
+]
+OFF_TOPIC = [
+    "write a haiku about autumn leaves",
+    "what is the capital of australia",
+    "refactor this function to use a dataclass",
+    "explain the difference between a process and a thread",
+    "add a dark mode toggle to the settings page",
+    "how do I center a div with flexbox",
+    "translate this error message into french",
+    "what does the upload button look like on mobile",
+    "rename the variable count to total in this file",
+    "why is the sky blue",
+    "summarize the last meeting notes",
+    "generate a regex for email addresses",
+    "what time zone is the sprint review in",
+    "how many tests are in this repository",
+    "make the logo bigger on the landing page",
+    # near-topic: they share words with stored memories, but no memory answers them
+    "how do I publish the mobile app to the play store",
+    "what port does redis use in production",
+    "why does the kafka producer drop messages",
+    "how do I upgrade postgres to version 16",
+    "terraform module for a static s3 website",
+    "stripe refund api rate limits",
+    "docker compose network between two containers",
+    "nginx rate limiting config for the api",
+    "pytest fixture scope session vs module",
+    "airflow sensor timeout for an external task",
+    "gradle build cache on ci",
+    "the ios app icon looks blurry",
+]
+
+
+def build_vault() -> Path:
+    root = Path(tempfile.mkdtemp(prefix="memstore-context-")) / "vault"
+    settings = Settings(vault=root, source="bench", session="bench", host="bench")
+    init_vault(root, settings)
+    for item in SAMPLE.iterdir():
+        if item.is_dir():
+            shutil.copytree(item, root / item.name)
+    with Store.open(settings) as store:
+        paths = tuple(sorted(store.vault.scan()))
+    GitRepo.open(root).commit("import sample", Trailers("bench", "bench", "bench"), add=paths)
+    return root
+
+
+def main() -> None:
+    root = build_vault()
+    settings = Settings(vault=root, source="bench", session="bench", host="bench")
+    with Store.open(settings) as store:
+        answers = [(store.search(p, workspace=None, k=5), want) for p, want in ANSWERABLE]
+        noise = [store.search(p, workspace=None, k=5) for p in OFF_TOPIC]
+    print(
+        f"{len(ANSWERABLE)} answerable prompts, {len(OFF_TOPIC)} off-topic prompts (sample vault)"
+    )
+    print("threshold  answered-in-context  off-topic-silent")
+    for threshold in (0.4, 0.5, 0.6, 0.7, 0.8, 1.01):
+        shown = lambda result: [h for h in result.hits if not h.weak or h.coverage >= threshold]  # noqa: E731
+        answered = sum(any(h.id == want for h in shown(r)) for r, want in answers)
+        silent = sum(not shown(r) for r in noise)
+        mark = "  <- in use" if threshold == output.CONTEXT_MIN_COVERAGE else ""
+        label = "strict only" if threshold > 1 else f"{threshold:.1f}"
+        print(
+            f"{label:>11}  {answered:3d}/{len(ANSWERABLE)} ({answered / len(ANSWERABLE):.0%})       {silent:3d}/{len(OFF_TOPIC)} ({silent / len(OFF_TOPIC):.0%}){mark}"
+        )
+    shutil.rmtree(root.parent)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+"""Hook commands fed real hook payload JSON, through the installed executable."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memstore.store import Store
+from tests.conftest import REPO_ROOT, commit_count, git, settings_at
+
+EXE = Path(sys.executable).with_name("memstore")
+LONG = (
+    "Fixed the flaky checkout test: the Stripe webhook fixture reused a global event id, so the "
+    "second run hit the idempotency cache and returned 200 without creating the order. Each test "
+    "now builds a fresh event id with uuid4 and the suite passed ten times in a row."
+)
+
+
+def hook(
+    event: str, payload: dict | None, vault: Path, *args: str, raw: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "MEMSTORE_VAULT": str(vault), "PATH": f"{EXE.parent}:/usr/bin:/bin"}
+    stdin = raw if raw is not None else json.dumps(payload)
+    return subprocess.run(
+        [str(EXE), "hook", event, *args],
+        input=stdin,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    path = tmp_path / "webshop-checkout"
+    path.mkdir()
+    git(path, "init", "-q")
+    git(path, "remote", "add", "origin", "git@github.com:acme/webshop.git")
+    return path
+
+
+def transcript(tmp_path: Path, final: str) -> Path:
+    path = tmp_path / "transcript.jsonl"
+    lines = [
+        {"type": "user", "message": {"role": "user", "content": "fix the flaky test"}},
+        {
+            "type": "assistant",
+            "message": {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Looking."},
+                    {"type": "tool_use", "name": "Bash", "input": {}},
+                ],
+            },
+        },
+        {
+            "type": "user",
+            "message": {"role": "user", "content": [{"type": "tool_result", "content": "ok"}]},
+        },
+        {
+            "type": "assistant",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": final}]},
+        },
+    ]
+    path.write_text(
+        "\n".join(json.dumps(line) for line in lines) + "\nnot json\n", encoding="utf-8"
+    )
+    return path
+
+
+def test_prompt_hook_prints_matching_memories_and_is_silent_otherwise(
+    sample_vault: Path, project: Path
+) -> None:
+    payload = {
+        "session_id": "s1",
+        "hook_event_name": "UserPromptSubmit",
+        "cwd": str(project),
+        "prompt": "why does upload fail with 413 in nginx?",
+    }
+    result = hook("prompt", payload, sample_vault)
+    assert result.returncode == 0 and result.stderr == ""
+    assert result.stdout.startswith("Relevant memories") and "client_max_body_size" in result.stdout
+    quiet = hook(
+        "prompt", {**payload, "prompt": "tell me about zebras and kangaroos"}, sample_vault
+    )
+    assert quiet.returncode == 0 and quiet.stdout == ""
+
+
+def test_prompt_hook_cuts_long_memories_with_their_id(vault: Path, project: Path) -> None:
+    with Store.open(settings_at(vault)) as store:
+        added = store.add("terraform plan drift " + "word " * 200, workspace="webshop")
+    out = hook("prompt", {"cwd": str(project), "prompt": "terraform drift"}, vault).stdout
+    assert f"(full text: memstore show {added.id})" in out and len(out) < 600
+
+
+def test_capture_keeps_a_long_final_message_as_a_trace(
+    vault: Path, project: Path, tmp_path: Path
+) -> None:
+    payload = {
+        "session_id": "sess-42",
+        "hook_event_name": "Stop",
+        "cwd": str(project),
+        "transcript_path": str(transcript(tmp_path, LONG)),
+    }
+    result = hook("capture", payload, vault, "--if-novel")
+    assert result.returncode == 0 and "kept this session's summary" in result.stdout
+    message = git(vault, "log", "-1", "--format=%B")
+    assert (
+        message.startswith("add(webshop): Fixed the flaky checkout test")
+        and "Memstore-Session: sess-42" in message
+    )
+    with Store.open(settings_at(vault)) as store:
+        hit = store.search("stripe webhook idempotency").hits[0]
+        assert hit.kind == "trace" and hit.source == "claude-code"
+    before = commit_count(vault)
+    again = hook(
+        "capture",
+        {**payload, "transcript_path": str(transcript(tmp_path, LONG + " Verified again."))},
+        vault,
+        "--if-novel",
+    )
+    assert again.stdout == "" and commit_count(vault) == before  # the redundancy gate
+
+
+def test_capture_noise_gate_and_broken_input_never_fail(
+    vault: Path, project: Path, tmp_path: Path
+) -> None:
+    before = commit_count(vault)
+    short = hook(
+        "capture",
+        {"cwd": str(project), "transcript_path": str(transcript(tmp_path, "Done!"))},
+        vault,
+    )
+    assert short.returncode == 0 and short.stdout == ""
+    for raw in ("not json", "[1, 2]", json.dumps({"transcript_path": "/no/such/file"})):
+        broken = hook("capture", None, vault, raw=raw)
+        assert broken.returncode == 0 and broken.stdout == ""
+    assert commit_count(vault) == before
+    assert hook("bogus", {}, vault).returncode == 2
+
+
+def test_briefing_lists_changes_since_the_last_session(vault: Path, project: Path) -> None:
+    payload = {
+        "session_id": "a",
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+        "cwd": str(project),
+    }
+    assert hook("briefing", payload, vault).stdout == ""  # first session: nothing to compare
+    with Store.open(settings_at(vault)) as store:
+        store.add("Use pnpm 9 in the webshop", workspace="webshop")
+        store.add("Staging DB is read-only on Fridays", workspace="global")
+    out = hook("briefing", payload, vault).stdout
+    assert (
+        "2 commits" in out
+        and "add(webshop): Use pnpm 9" in out
+        and "add(global): Staging DB" in out
+    )
+    assert hook("briefing", payload, vault).stdout == ""  # nothing new since
+
+
+def test_codex_notify_reads_the_json_argument(vault: Path, project: Path) -> None:
+    payload = {
+        "type": "agent-turn-complete",
+        "thread-id": "t1",
+        "cwd": str(project),
+        "last-assistant-message": LONG,
+    }
+    env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
+    result = subprocess.run(
+        [str(EXE), "hook", "codex-notify", json.dumps(payload)],
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
+    assert result.returncode == 0 and "kept" in result.stdout
+    assert "Memstore-Source: codex" in git(vault, "log", "-1", "--format=%B")
+
+
+def test_hook_scripts_are_executable_and_call_the_cli(sample_vault: Path, project: Path) -> None:
+    script = REPO_ROOT / "hooks" / "claude-code" / "recall.sh"
+    env = {**os.environ, "MEMSTORE_VAULT": str(sample_vault), "MEMSTORE_BIN": str(EXE)}
+    payload = json.dumps({"cwd": str(project), "prompt": "nginx 413 upload"})
+    result = subprocess.run(
+        [str(script)], input=payload, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0 and "client_max_body_size" in result.stdout
+    for name in ("capture.sh", "briefing.sh"):
+        assert os.access(REPO_ROOT / "hooks" / "claude-code" / name, os.X_OK)
+    settings = json.loads(
+        (REPO_ROOT / "hooks" / "claude-code" / "settings.example.json").read_text(encoding="utf-8")
+    )
+    assert set(settings["hooks"]) == {"SessionStart", "UserPromptSubmit", "Stop"}
