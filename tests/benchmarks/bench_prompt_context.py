@@ -18,6 +18,7 @@ from pathlib import Path
 from memstore import output
 from memstore.config import Settings
 from memstore.git import GitRepo, Trailers
+from memstore.model import Hit, SearchResult
 from memstore.store import Store, init_vault
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample-vault"
@@ -97,6 +98,11 @@ def build_vault() -> Path:
     return root
 
 
+def shown(result: SearchResult, threshold: float) -> list[Hit]:
+    """The hits the prompt hook would put in context at this coverage threshold."""
+    return [h for h in result.hits if not h.weak or h.coverage >= threshold]
+
+
 def main() -> None:
     root = build_vault()
     settings = Settings(vault=root, source="bench", session="bench", host="bench")
@@ -108,9 +114,8 @@ def main() -> None:
     )
     print("threshold  answered-in-context  off-topic-silent")
     for threshold in (0.4, 0.5, 0.6, 0.7, 0.8, 1.01):
-        shown = lambda result: [h for h in result.hits if not h.weak or h.coverage >= threshold]  # noqa: E731
-        answered = sum(any(h.id == want for h in shown(r)) for r, want in answers)
-        silent = sum(not shown(r) for r in noise)
+        answered = sum(any(h.id == want for h in shown(r, threshold)) for r, want in answers)
+        silent = sum(not shown(r, threshold) for r in noise)
         mark = "  <- in use" if threshold == output.CONTEXT_MIN_COVERAGE else ""
         label = "strict only" if threshold > 1 else f"{threshold:.1f}"
         print(
