@@ -831,124 +831,33 @@ TOPICS: dict[str, dict[str, Any]] = {
     },
 }
 
-NOUNS = [
-    "invoice",
-    "user",
-    "session",
-    "token",
-    "order",
-    "cart",
-    "payment",
-    "report",
-    "cache",
-    "queue",
-    "worker",
-    "job",
-    "batch",
-    "schema",
-    "migration",
-    "tenant",
-    "account",
-    "webhook",
-    "export",
-    "import",
-    "metric",
-    "event",
-    "config",
-    "feature",
-    "flag",
-    "coupon",
-    "shipment",
-    "refund",
-    "ledger",
-    "price",
-    "catalog",
-    "inventory",
-    "search",
-    "upload",
-    "avatar",
-]
-VERBS = [
-    "parse",
-    "load",
-    "sync",
-    "retry",
-    "flush",
-    "validate",
-    "render",
-    "fetch",
-    "build",
-    "publish",
-    "consume",
-    "refresh",
-    "resolve",
-    "merge",
-    "emit",
-    "compute",
-    "apply",
-    "reconcile",
-]
-ROLES = [
-    "Service",
-    "Client",
-    "Handler",
-    "Repository",
-    "Factory",
-    "Controller",
-    "Worker",
-    "Parser",
-    "Manager",
-    "Adapter",
-]
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+NOUNS = _words(
+    "invoice user session token order cart payment report cache queue worker job "
+    "batch schema migration tenant account webhook export import metric event config "
+    "feature flag coupon shipment refund ledger price catalog inventory search upload "
+    "avatar"
+)
+VERBS = _words(
+    "parse load sync retry flush validate render fetch build publish consume refresh "
+    "resolve merge emit compute apply reconcile"
+)
+ROLES = _words("Service Client Handler Repository Factory Controller Worker Parser Manager Adapter")
 PROJECTS = ("SHOP", "BILL", "OPS", "MOB", "DATA", "AUTH", "DOCS", "PLAT")
 PEOPLE = ("maria", "jonas", "li", "sam", "fatima", "tom", "priya", "kenji", "ola", "diego")
 HOST_ROLES = ("db", "api", "worker", "cache", "kafka", "search", "gateway", "runner")
 ENVS = ("staging", "prod", "dev", "qa")
 LANG_EXT = ("py", "ts", "go", "kt", "tsx", "sql")
 STOP = set(
-    [
-        "the",
-        "a",
-        "an",
-        "and",
-        "or",
-        "of",
-        "to",
-        "in",
-        "on",
-        "at",
-        "for",
-        "from",
-        "with",
-        "by",
-        "is",
-        "are",
-        "was",
-        "be",
-        "it",
-        "this",
-        "that",
-        "as",
-        "not",
-        "no",
-        "if",
-        "into",
-        "its",
-        "their",
-        "every",
-        "only",
-        "before",
-        "after",
-        "one",
-        "all",
-        "any",
-        "out",
-        "up",
-        "has",
-        "have",
-        "when",
-        "while",
-    ]
+    _words(
+        "the a an and or of to in on at for from with by is are was be it this that as "
+        "not no if into its their every only before after one all any out up has have "
+        "when while"
+    )
 )
 WORD = re.compile(r"[A-Za-z][A-Za-z]{2,}")
 

@@ -1,0 +1,195 @@
+"""memstore's merge rules for one memory file: one pure function, the same for sync and git.
+
+merge_memory(base, ours, theirs) combines two edits of a memory so that counters add up
+exactly, keyword sets and supersede links are unions, and no line anyone added is lost.
+The result never depends on which side is "ours" (swap them: the same file), so machines
+that merge in different orders agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from difflib import SequenceMatcher
+
+from memstore.model import KINDS, Memory
+
+# When both sides changed a kind differently, the more deliberate kind wins: a person's
+# `core` over a `lesson` over a `note` …, independent of which machine merges.
+KIND_RANK = {
+    kind: rank for rank, kind in enumerate(("imported", "trace", "note", "lesson", "core"))
+}
+CONFLICT_HEADER = (
+    "<!-- memstore: this memory was edited differently on two machines; both versions are "
+    "kept below. Keep the right text, delete the rest and the markers, and remove "
+    "`conflict: true`. -->"
+)
+VERSION_MARK = "<!-- memstore: version {n} of 2 -->"
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """The merged memory, and whether its body needed both versions kept."""
+
+    memory: Memory
+    conflict: bool
+
+
+def merge_memory(base: Memory | None, ours: Memory, theirs: Memory) -> MergeResult:
+    """Merge two versions of one memory file (base is None when both sides added it)."""
+    if base is not None and ours == theirs:
+        return MergeResult(ours, False)
+    if base is not None and ours == base:
+        return MergeResult(theirs, False)
+    if base is not None and theirs == base:
+        return MergeResult(ours, False)
+    body, conflict = merge_text(base.body if base else None, ours.body, theirs.body)
+    if not (ours.has_front_matter or theirs.has_front_matter):
+        return MergeResult(replace(ours, body=body, problem=""), conflict)
+    extra = merge_extra(base.extra if base else (), ours.extra, theirs.extra)
+    if conflict and not any(key == "conflict" for key, _ in extra):
+        extra = (*extra, ("conflict", "conflict: true"))
+    merged = Memory(
+        id=pick(base.id if base else None, ours.id, theirs.id),
+        workspace=ours.workspace,
+        body=body,
+        kind=merge_kind(base.kind if base else None, ours.kind, theirs.kind),
+        keywords=union(base.keywords if base else (), ours.keywords, theirs.keywords),
+        source=pick(base.source if base else None, ours.source, theirs.source),
+        created=min_timestamp(ours.created, theirs.created),
+        seen=add_counts(base.seen if base else None, ours.seen, theirs.seen),
+        recalled=add_counts(base.recalled if base else None, ours.recalled, theirs.recalled),
+        last_recalled=max(ours.last_recalled, theirs.last_recalled),
+        supersedes=union(base.supersedes if base else (), ours.supersedes, theirs.supersedes),
+        extra=extra,
+        newline=ours.newline if ours.newline == theirs.newline else "\n",
+    )
+    return MergeResult(merged, conflict)
+
+
+def add_counts(base: int | None, ours: int, theirs: int) -> int:
+    """Counters: each side's increments count once; with no base both sides are new."""
+    if base is None:
+        return ours + theirs
+    return max(base + (ours - base) + (theirs - base), 0)
+
+
+def union(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]) -> tuple[str, ...]:
+    """Sets: what either side has; base order first, then additions in sorted order."""
+    kept = [item for item in base if item in ours or item in theirs]
+    added = sorted({*ours, *theirs} - set(kept))
+    return tuple(dict.fromkeys([*kept, *added]))
+
+
+def pick(base: str | None, ours: str, theirs: str) -> str:
+    """Scalars: the side that changed it; if both did, the greater value (a fixed rule)."""
+    if ours == theirs or theirs == base:
+        return ours
+    if ours == base:
+        return theirs
+    return max(ours, theirs)
+
+
+def merge_kind(base: str | None, ours: str, theirs: str) -> str:
+    if ours != theirs and ours != base and theirs != base:
+        return max(ours, theirs, key=lambda kind: KIND_RANK.get(kind, len(KINDS)))
+    return pick(base, ours, theirs)
+
+
+def min_timestamp(ours: str, theirs: str) -> str:
+    """created: the earliest known time (an empty value is unknown, not earliest)."""
+    known = [t for t in (ours, theirs) if t]
+    return min(known) if known else ""
+
+
+def merge_extra(
+    base: Sequence[tuple[str, str]],
+    ours: Sequence[tuple[str, str]],
+    theirs: Sequence[tuple[str, str]],
+) -> tuple[tuple[str, str], ...]:
+    """User keys, kept as raw YAML: the side that changed each; both changed → the greater text.
+
+    Order: both sides' order when they agree, else the base's order then new keys sorted.
+    """
+    base_map, ours_map, theirs_map = dict(base), dict(ours), dict(theirs)
+    present = set(ours_map) | set(theirs_map)
+    if list(ours_map) == list(theirs_map):
+        order = list(ours_map)
+    else:
+        order = [k for k in base_map if k in present] + sorted(present - set(base_map))
+    merged = []
+    for key in order:
+        a, b, o = ours_map.get(key), theirs_map.get(key), base_map.get(key)
+        if a is None or b is None:  # one side removed it: keep it only if the other changed it
+            survivor = a if b is None else b
+            if survivor is not None and survivor != o:
+                merged.append((key, survivor))
+            continue
+        merged.append((key, pick(o, a, b)))
+    return tuple(merged)
+
+
+def merge_text(base: str | None, ours: str, theirs: str) -> tuple[str, bool]:
+    """Three-way line merge; when both sides changed the same lines, keep both whole texts."""
+    if ours == theirs:
+        return ours, False
+    if base is not None:
+        merged = merge_lines(
+            base.splitlines(keepends=True),
+            ours.splitlines(keepends=True),
+            theirs.splitlines(keepends=True),
+        )
+        if merged is not None:
+            return "".join(merged), False
+    first, second = sorted((ours, theirs))
+    return conflict_body(first, second), True
+
+
+def conflict_body(first: str, second: str) -> str:
+    parts = [
+        CONFLICT_HEADER,
+        VERSION_MARK.format(n=1),
+        first.rstrip("\n"),
+        VERSION_MARK.format(n=2),
+        second.rstrip("\n"),
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def merge_lines(base: list[str], ours: list[str], theirs: list[str]) -> list[str] | None:
+    """Merge line lists; None when both sides changed the same region differently."""
+    result: list[str] = []
+    b0 = o0 = t0 = 0
+    for b1, o1, t1, size in _sync_regions(base, ours, theirs):
+        chunk_b, chunk_o, chunk_t = base[b0:b1], ours[o0:o1], theirs[t0:t1]
+        if chunk_o == chunk_b:
+            result += chunk_t
+        elif chunk_t == chunk_b or chunk_o == chunk_t:
+            result += chunk_o
+        else:
+            return None
+        result += base[b1 : b1 + size]
+        b0, o0, t0 = b1 + size, o1 + size, t1 + size
+    return result
+
+
+def _sync_regions(
+    base: list[str], ours: list[str], theirs: list[str]
+) -> list[tuple[int, int, int, int]]:
+    """Return (base, ours, theirs, length) runs unchanged on both sides, ending with a sentinel."""
+    to_ours = SequenceMatcher(None, base, ours, autojunk=False).get_matching_blocks()
+    to_theirs = SequenceMatcher(None, base, theirs, autojunk=False).get_matching_blocks()
+    regions = []
+    i = j = 0
+    while i < len(to_ours) and j < len(to_theirs):
+        a, b = to_ours[i], to_theirs[j]
+        start = max(a.a, b.a)
+        end = min(a.a + a.size, b.a + b.size)
+        if start < end:
+            regions.append((start, a.b + (start - a.a), b.b + (start - b.a), end - start))
+        if a.a + a.size < b.a + b.size:
+            i += 1
+        else:
+            j += 1
+    regions.append((len(base), len(ours), len(theirs), 0))
+    return regions
