@@ -181,14 +181,21 @@ class Indexer:
 
     def fingerprints(self) -> dict[str, Fingerprint]:
         rows = self._db.execute("SELECT path, mtime_ns, size FROM files")
-        return {path: Fingerprint(mtime, size) for path, mtime, size in rows}
+        return {path: (mtime, size) for path, mtime, size in rows}
 
     # --- keeping up -----------------------------------------------------------------
 
-    def catch_up(self, progress: Progress | None = None) -> CatchUp:
-        """Index every file changed, added or removed since the index last saw the vault."""
-        on_disk = self.vault.scan()
+    def catch_up(
+        self, progress: Progress | None = None, *, workspace: str | None = None
+    ) -> CatchUp:
+        """Index every file changed, added or removed since the index last saw the vault.
+
+        With `workspace`, look only in that folder (the write lane's cheaper check).
+        """
+        on_disk = self.vault.scan(workspace=workspace)
         known = self.fingerprints()
+        if workspace is not None:
+            known = {p: fp for p, fp in known.items() if p.startswith(f"{workspace}/")}
         changed = sorted(p for p, fp in on_disk.items() if known.get(p) != fp)
         removed = sorted(p for p in known if p not in on_disk)
         if not changed and not removed:
@@ -201,7 +208,7 @@ class Indexer:
 
     def _fingerprint(self, path: str) -> Fingerprint:
         st = self.vault.path(path).stat()
-        return Fingerprint(st.st_mtime_ns, st.st_size)
+        return (st.st_mtime_ns, st.st_size)
 
     def _apply(
         self,
@@ -232,7 +239,7 @@ class Indexer:
             fp = on_disk[path]
             rows.append(
                 (
-                    *(path, fp.mtime_ns, fp.size, doc.id, doc.workspace, doc.hash, memory.problem),
+                    *(path, fp[0], fp[1], doc.id, doc.workspace, doc.hash, memory.problem),
                     *(memory.kind, " ".join(memory.supersedes)),
                 )
             )

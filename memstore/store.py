@@ -183,12 +183,14 @@ class Store:
             if wait:
                 with self.vault.lock(self.settings.lock_timeout):
                     return self._catch_up_locked()
+            if self.vault.is_watched():
+                return CatchUp()  # a running watcher (memstore serve / watch) keeps it current
             with self.vault.try_lock() as locked:
                 return self._catch_up_locked() if locked else CatchUp()
 
-    def _catch_up_locked(self) -> CatchUp:
+    def _catch_up_locked(self, workspace: str | None = None) -> CatchUp:
         try:
-            return self.indexer.catch_up()
+            return self.indexer.catch_up(workspace=workspace)
         except SearchIndexError:
             return self._rebuild_damaged()
 
@@ -432,7 +434,9 @@ class Store:
         keywords = check_keywords(keywords)
         source = check_source(source or self.settings.source)
         with self.vault.lock(self.settings.lock_timeout):
-            self._catch_up_locked()
+            if not self.vault.is_watched():
+                # Duplicates live in the same workspace: checking its folder is enough.
+                self._catch_up_locked(workspace)
             targets = tuple(self.resolve_locked(s) for s in supersedes)
             existing = self.indexer.by_hash(workspace, content_hash(body))
             if existing:

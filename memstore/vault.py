@@ -9,7 +9,6 @@ import stat
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -23,12 +22,9 @@ GITIGNORE = ".memstore/\n"
 GITATTRIBUTES = "*.md merge=memstore\n"
 
 
-@dataclass(frozen=True)
-class Fingerprint:
-    """What cheaply tells whether a file changed: modification time and size."""
-
-    mtime_ns: int
-    size: int
+# What cheaply tells whether a file changed: (mtime in ns, size). A plain tuple, because a
+# scan builds one per memory file on every search.
+Fingerprint = tuple[int, int]
 
 
 class Vault:
@@ -49,12 +45,15 @@ class Vault:
 
     # --- scanning -------------------------------------------------------------------
 
-    def scan(self, skipped: list[FileProblem] | None = None) -> dict[str, Fingerprint]:
+    def scan(
+        self, skipped: list[FileProblem] | None = None, *, workspace: str | None = None
+    ) -> dict[str, Fingerprint]:
         """Return every memory file (vault-relative path) with its fingerprint.
 
         Memories live in workspace folders; dotfiles, dot folders, symlinks and files at
         the vault's top level (README.md and the like) are not memories. Entries that look
-        like memories but are skipped are appended to `skipped` with the reason.
+        like memories but are skipped are appended to `skipped` with the reason. With
+        `workspace`, only that folder is scanned.
         """
         found: dict[str, Fingerprint] = {}
         try:
@@ -62,6 +61,8 @@ class Vault:
         except OSError as err:
             raise VaultError(f"cannot read vault folder {self.root}: {err.strerror}") from err
         for entry in top:
+            if workspace is not None and entry.name != workspace:
+                continue
             if not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False):
                 self._scan_dir(entry.path, f"{entry.name}/", found, skipped)
         return found
@@ -79,24 +80,22 @@ class Vault:
             if skipped is not None:
                 skipped.append(FileProblem(prefix, f"folder cannot be read: {err.strerror}"))
             return  # an unreadable folder keeps what the index already has
-        for entry in entries:
+        for entry in entries:  # the hot loop of every catch-up: the common case first
             name = entry.name
-            if name.startswith("."):
+            if name[0] == ".":
                 continue
-            if entry.is_symlink():
-                if skipped is not None and name.endswith(".md"):
-                    skipped.append(FileProblem(prefix + name, "symlink: not followed"))
-                continue
-            if entry.is_dir(follow_symlinks=False):
-                if skipped is not None and name.endswith(".md"):
-                    skipped.append(FileProblem(prefix + name, "a folder named like a memory"))
-                self._scan_dir(entry.path, f"{prefix}{name}/", found, skipped)
-            elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
+            if name.endswith(".md") and entry.is_file(follow_symlinks=False):
                 try:
                     st = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                found[prefix + name] = Fingerprint(st.st_mtime_ns, st.st_size)
+                found[prefix + name] = (st.st_mtime_ns, st.st_size)
+            elif entry.is_dir(follow_symlinks=False):
+                if skipped is not None and name.endswith(".md"):
+                    skipped.append(FileProblem(prefix + name, "a folder named like a memory"))
+                self._scan_dir(entry.path, f"{prefix}{name}/", found, skipped)
+            elif skipped is not None and name.endswith(".md") and entry.is_symlink():
+                skipped.append(FileProblem(prefix + name, "symlink: not followed"))
 
     # --- reading and writing --------------------------------------------------------
 
@@ -171,6 +170,27 @@ class Vault:
         except OSError as err:
             raise VaultError(f"cannot write {folder / name}: {err.strerror}") from err
 
+    # --- knowing whether a watcher keeps the index current --------------------------
+
+    @contextmanager
+    def watching(self) -> Iterator[None]:
+        """Announce, while held, that a watcher keeps this vault's index current."""
+        handle = self._lock_handle("watcher.lock")
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH)  # shared: several watchers may run
+            yield
+        finally:
+            handle.close()
+
+    def is_watched(self) -> bool:
+        """Return whether some process holds `watching()` right now."""
+        try:
+            handle = self._lock_handle("watcher.lock")
+        except VaultError:
+            return False
+        with handle:
+            return not _try_flock(handle)  # our exclusive try fails only against a watcher
+
     # --- the write lock -------------------------------------------------------------
 
     @contextmanager
@@ -205,10 +225,10 @@ class Vault:
         finally:
             handle.close()
 
-    def _lock_handle(self) -> BinaryIO:
+    def _lock_handle(self, name: str = "lock") -> BinaryIO:
         try:
             self.state_dir.mkdir(exist_ok=True, mode=0o700)
-            return open(self.state_dir / "lock", "a+b")
+            return open(self.state_dir / name, "a+b")
         except OSError as err:
             raise VaultError(
                 f"cannot create the lock in {self.state_dir}: {err.strerror}; "

@@ -102,11 +102,16 @@ class Watcher:
         self.stop()
 
     def _run(self) -> None:
+        self._batch(set())  # files may have changed while nothing was watching
+        # While this is held, readers in other processes skip their own scan of the vault.
+        with self.store.vault.watching():
+            self.ready.set()
+            self._loop()
+
+    def _loop(self) -> None:
         debouncer = Debouncer()
         settle_at: float | None = None
         next_reconcile = time.monotonic() + self.reconcile_every
-        self._batch(set())  # files may have changed while nothing was watching
-        self.ready.set()
         while not self._stop.is_set():
             now = time.monotonic()
             wake = min(

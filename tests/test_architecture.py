@@ -7,7 +7,15 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SHELLS = {"cli.py", "quicksearch.py", "launcher.py", "__main__.py"}
+SHELLS = {
+    "cli.py",
+    "quicksearch.py",
+    "launcher.py",
+    "__main__.py",
+    "agent_hooks.py",
+    "mcp_server.py",
+    "watcher.py",
+}
 AMBIENT = re.compile(r"os\.environ|os\.getenv|Path\.home\(|Path\.cwd\(|os\.getcwd\(|expanduser\(")
 
 

@@ -175,3 +175,29 @@ def test_results_do_not_depend_on_segment_layout(tmp_path: Path) -> None:
             )
     one.close()
     many.close()
+
+
+def test_scores_after_updates_and_deletes_equal_a_fresh_build(tmp_path: Path) -> None:
+    updated = SearchIndex.open(tmp_path / "updated")
+    updated.apply(DOCS)
+    for doc in DOCS[:3]:  # rewrite some, identically and not, one commit each
+        updated.apply([doc])
+    changed = Document(
+        "w/b.md", "bbbb2222", "webshop", "note", "Prod deploys need two approvals.", ()
+    )
+    updated.apply([changed])
+    updated.apply([], ["i/f.md"])
+    fresh = SearchIndex.open(tmp_path / "fresh")
+    fresh.apply([changed if d.key == "w/b.md" else d for d in DOCS if d.key != "i/f.md"])
+    for query in ("nginx", "deploy", "pnpm npm", "approvals prod", "webshop orders"):
+        for any_term in (False, True):
+            a = [
+                (h.document.key, round(h.score, 6))
+                for h in updated.search(query, any_term=any_term)
+            ]
+            b = [
+                (h.document.key, round(h.score, 6)) for h in fresh.search(query, any_term=any_term)
+            ]
+            assert a == b, query
+    updated.close()
+    fresh.close()
