@@ -88,7 +88,8 @@ class _LiveStats:
                 df = sum(1 for n in ids if not reader.is_deleted(n))
             else:
                 df = 0
-            self._idf[key] = log(self.count / (df + 1)) + 1  # Whoosh's formula, live counts
+            # Whoosh's formula over live counts (an index of only deleted documents matches nothing)
+            self._idf[key] = log(max(self.count, 1) / (df + 1)) + 1
         return self._idf[key]
 
     def avg_field_length(self, fieldname: str) -> float:
