@@ -15,9 +15,9 @@ from memstore.config import Settings
 from memstore.errors import InvalidInputError, MemstoreError
 from memstore.git import find_enclosing_repository
 from memstore.indexer import CatchUp
+from memstore.lean import detected_workspace, print_add, print_search
 from memstore.model import GLOBAL
 from memstore.output import catch_up_lines, doctor_lines, render_json
-from memstore.quicksearch import detected_workspace, print_search
 from memstore.ranking import CHARS_PER_TOKEN, estimate_tokens
 from memstore.store import Store, init_vault
 
@@ -144,14 +144,7 @@ def add(
             source=source,
             supersedes=tuple(supersedes or ()),
         )
-    if as_json:
-        emit_json(asdict(result))
-    elif result.status == "added":
-        typer.echo(f"added {result.id} to {result.workspace}  ({result.path})")
-    else:
-        typer.echo(
-            f"duplicate of {result.id} in {result.workspace}: seen {result.seen} times  ({result.path})"
-        )
+    print_add(result, as_json=as_json)
 
 
 @app.command()

@@ -1,4 +1,4 @@
-"""The `memstore` executable: a plain search takes the lean path, everything else typer."""
+"""The `memstore` executable: search, add and hook take the lean path, everything else typer."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ def main() -> None:
         from memstore.agent_hooks import main as hook_main
 
         sys.exit(hook_main(argv[1:]))
-    if argv[:1] == ["search"]:
-        from memstore.quicksearch import run
+    if argv[:1] in (["search"], ["add"]):
+        from memstore import lean
 
-        status = run(argv[1:])
+        status = (lean.run_search if argv[0] == "search" else lean.run_add)(argv[1:])
         if status is not None:
             sys.exit(status)
     from memstore.cli import main as cli_main

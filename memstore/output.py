@@ -9,7 +9,7 @@ from typing import Any
 
 from memstore.git import LogEntry
 from memstore.indexer import CatchUp, Drift
-from memstore.model import Hit, SearchResult
+from memstore.model import AddResult, Hit, SearchResult
 
 
 def render_json(data: Any) -> str:
@@ -20,6 +20,15 @@ def hit_json(hit: Hit) -> dict[str, Any]:
     data = asdict(hit)
     data["keywords"] = list(hit.keywords)
     return data
+
+
+def add_line(result: AddResult) -> str:
+    """Return what `memstore add` prints."""
+    if result.status == "added":
+        return f"added {result.id} to {result.workspace}  ({result.path})"
+    return (
+        f"duplicate of {result.id} in {result.workspace}: seen {result.seen} times  ({result.path})"
+    )
 
 
 def search_json(result: SearchResult, query: str, scope: str | None) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SHELLS = {
     "cli.py",
-    "quicksearch.py",
+    "lean.py",
     "launcher.py",
     "__main__.py",
     "agent_hooks.py",
@@ -55,7 +55,7 @@ def test_lean_search_path_does_not_import_typer_pydantic_pygit2_or_yaml() -> Non
     import sys
 
     code = (
-        "import sys; import memstore.quicksearch, memstore.store;"
+        "import sys; import memstore.lean, memstore.store;"
         "print(sorted(m for m in ('typer', 'pydantic', 'pygit2', 'yaml', 'mcp', 'watchdog') if m in sys.modules))"
     )
     out = subprocess.run(

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from memstore import __version__
 from memstore.cli import app
-from memstore.quicksearch import parse
+from memstore.lean import SEARCH_FLAGS, SEARCH_VALUES, parse
 from tests.conftest import commit_count, git, head, vault_bytes
 
 EXE = Path(sys.executable).with_name("memstore")
@@ -228,12 +228,29 @@ def test_lean_search_path_prints_what_the_typer_command_prints(sample_vault: Pat
         assert lean.stdout == typer_result.output
 
 
-def test_lean_search_parser_defers_what_it_does_not_know() -> None:
-    assert parse(["q", "-k", "3", "--all"]) == {"query": "q", "k": "3", "all": "1"}
-    assert parse(["--", "-dash"]) == {"query": "-dash"}
-    assert parse(["-"]) == {"query": "-"}
-    for argv in (["--help"], ["q", "--bogus"], [], ["q", "-k", "0"], ["q", "-k", "x"], ["a", "b"]):
-        assert parse(argv) is None
+def test_lean_add_path_prints_what_the_typer_command_prints(tmp_path: Path) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    for args in (
+        ["Redis runs on 6380 in dev", "-w", "infra", "-K", "redis", "--keyword", "port"],
+        ["Redis runs on 6380 in dev", "-w", "infra", "--json"],
+        ["Deploys need approval", "--kind", "lesson", "--source", "human", "--workspace=webshop"],
+    ):
+        lean = run("add", *args, vault=one)
+        typer_result = runner.invoke(app, ["add", *args], env={"MEMSTORE_VAULT": str(two)})
+        assert lean.returncode == typer_result.exit_code == 0, lean.stderr
+        assert lean.stdout == typer_result.output
+    assert vault_bytes(one) == vault_bytes(two)
+
+
+def test_lean_parser_defers_what_it_does_not_know() -> None:
+    def search(argv: list[str]) -> dict | None:
+        return parse(argv, SEARCH_FLAGS, SEARCH_VALUES, "query")
+
+    assert search(["q", "-k", "3", "--all"]) == {"query": ["q"], "k": ["3"], "all": ["1"]}
+    assert search(["--", "-dash"]) == {"query": ["-dash"]}
+    assert search(["-"]) == {"query": ["-"]}
+    for argv in (["--help"], ["q", "--bogus"], [], ["a", "b"], ["q", "-w"]):
+        assert search(argv) is None, argv
 
 
 def test_reindex_and_demo(tmp_path: Path) -> None:
