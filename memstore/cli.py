@@ -17,7 +17,7 @@ from memstore.git import find_enclosing_repository
 from memstore.indexer import CatchUp
 from memstore.lean import detected_workspace, print_add, print_search
 from memstore.model import GLOBAL
-from memstore.output import catch_up_lines, doctor_lines, render_json
+from memstore.output import catch_up_lines, doctor_lines, render_json, sync_lines
 from memstore.ranking import CHARS_PER_TOKEN, estimate_tokens
 from memstore.store import Store, init_vault
 
@@ -300,7 +300,7 @@ def watch(vault: VaultOption = None) -> None:
             for line in catch_up_lines(result):
                 typer.echo(line, err=True)
 
-        with Watcher(store, on_batch=report):
+        with Watcher(store, on_batch=report, on_tick=store.flush_usage):
             try:
                 while not stop.wait(0.5):
                     pass
@@ -329,7 +329,8 @@ def serve(
     settings = replace(settings_for(vault), source=source)
     chosen = workspace or detected_workspace(settings.vault) or GLOBAL
     with Store.open(settings, create=True) as store:
-        watcher = Watcher(store).start(wait=False)  # answer initialize at once; index meanwhile
+        # Answer initialize at once and index meanwhile; write recall counters every few minutes.
+        watcher = Watcher(store, on_tick=store.flush_usage).start(wait=False)
         try:
             run_stdio(
                 build_server(store, workspace=chosen, source=source, is_live=watcher.ready.is_set)
@@ -457,6 +458,91 @@ def agents(
         f"{agent.title}: registered memstore in {agent.path}"
         + (f" (backup: {backup.name})" if backup else "")
     )
+
+
+remote_app = typer.Typer(
+    help="Show or set the git remote the vault syncs with.", no_args_is_help=True
+)
+app.add_typer(remote_app, name="remote")
+
+
+@remote_app.command("add")
+def remote_add(
+    url: Annotated[str, typer.Argument(help="Any URL git push accepts: SSH, HTTPS or a path.")],
+    name: Annotated[str, typer.Option("--name", help="Remote name.")] = "origin",
+    vault: VaultOption = None,
+) -> None:
+    """Set the remote to sync with (added, or changed if it exists).
+
+    Example:  memstore remote add git@github.com:you/memory.git
+    """
+    with Store.open(settings_for(vault)) as store:
+        store.set_remote(url, name)
+    typer.echo(f"remote {name} = {url}\nNext:  memstore sync")
+
+
+@remote_app.command("show")
+def remote_show(
+    name: Annotated[str, typer.Option("--name", help="Remote name.")] = "origin",
+    vault: VaultOption = None,
+) -> None:
+    """Print the remote's URL (exit 1 when there is none).
+
+    Example:  memstore remote show
+    """
+    with Store.open(settings_for(vault)) as store:
+        url = store.remote_url(name)
+    if not url:
+        typer.echo(f"no remote {name!r}; add one with: memstore remote add URL", err=True)
+        raise typer.Exit(1)
+    typer.echo(url)
+
+
+@app.command()
+def sync(
+    name: Annotated[str, typer.Option("--remote", help="Remote name.")] = "origin",
+    vault: VaultOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Commit edits and usage counters, pull, merge with memstore's rules, push.
+
+    Counters add up exactly, keyword sets unite, and no text is lost: edits that cannot be
+    merged keep both texts, marked, with `conflict: true` (memstore doctor lists them).
+
+    Example:  memstore sync
+    """
+    with Store.open(settings_for(vault)) as store:
+        outcome, flushed, caught_up = store.sync(name)
+    if as_json:
+        emit_json(
+            {
+                **asdict(outcome),
+                "usage_flushed": flushed,
+                "indexed": len(caught_up.updated),
+                "removed": len(caught_up.removed),
+            }
+        )
+        return
+    typer.echo("\n".join(sync_lines(outcome, flushed, caught_up)))
+
+
+@app.command("merge-file", hidden=True)
+def merge_file_command(
+    base: Path, ours: Path, theirs: Path, path: Annotated[str, typer.Argument()] = ""
+) -> None:
+    """git merge driver: merge %O %A %B into %A with memstore's rules (%P names the file).
+
+    Registered by memstore init as merge.memstore.driver. Example:
+    memstore merge-file base.md ours.md theirs.md global/x.md
+    """
+    from memstore.merge import merge_file
+
+    def read(file: Path) -> bytes | None:
+        data = file.read_bytes()
+        return data or None  # git passes an empty base when both sides added the file
+
+    merged = merge_file(path or ours.name, read(base), read(ours), read(theirs))
+    ours.write_bytes(merged.data or b"")
 
 
 @app.command()

@@ -6,7 +6,7 @@ import os
 import secrets
 import socket
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_VAULT_NAME = "memstore"
@@ -22,6 +22,8 @@ class Settings:
     session: str = ""
     host: str = ""
     lock_timeout: float = LOCK_TIMEOUT_S
+    # The environment git runs with when it talks to the remote (SSH agent, credentials).
+    env: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_env(
@@ -34,4 +36,5 @@ class Settings:
             source=env.get("MEMSTORE_SOURCE", source) or source,
             session=env.get("MEMSTORE_SESSION") or secrets.token_hex(6),
             host=env.get("MEMSTORE_HOST") or socket.gethostname(),
+            env=dict(env),
         )

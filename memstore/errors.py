@@ -19,3 +19,7 @@ class VaultError(MemstoreError):
 
 class LockedError(VaultError):
     """Another process held the vault's write lock for too long."""
+
+
+class SyncError(MemstoreError):
+    """The remote could not be reached, refused us, or the sync could not finish."""

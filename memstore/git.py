@@ -8,11 +8,16 @@ from __future__ import annotations
 import configparser
 import contextlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from memstore.errors import VaultError
+
+# Decides one file both sides changed: (path, base, ours, theirs) bytes → merged bytes, or
+# None to delete it. A missing side is None.
+Resolver = Callable[[str, bytes | None, bytes | None, bytes | None], bytes | None]
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,23 @@ class GitRepo:
             raise VaultError(f"cannot create a git repository at {root}: {err}") from err
         return cls(repo, root)
 
+    def register_merge_driver(self) -> bool:
+        """Register memstore's merge rules as the git merge driver for *.md; True if new.
+
+        The driver lives in .git/config (git never copies it with a clone), so each machine
+        runs `memstore init` once on its clone.
+        """
+        config = self._repo.config
+        driver = "memstore merge-file %O %A %B %P"
+        current = config["merge.memstore.driver"] if "merge.memstore.driver" in config else ""  # noqa: SIM401 (pygit2 Config has no get)
+        if current == driver:
+            return False
+        config["merge.memstore.name"] = (
+            "memstore merge rules (counters add up, sets unite, no text lost)"
+        )
+        config["merge.memstore.driver"] = driver
+        return True
+
     def head(self) -> str:
         """Return the commit id HEAD points at, or '' in a repository with no commits."""
         if self._repo.head_is_unborn:
@@ -134,6 +156,143 @@ class GitRepo:
         except pygit2.GitError as err:
             raise VaultError(f"cannot commit to {self.root}: {err}") from err
         return str(oid)
+
+    def branch(self) -> str:
+        """Return the current branch's name (the default branch when HEAD is unborn)."""
+        ref = self._repo.references.get("HEAD")
+        target = ref.target if ref is not None else "refs/heads/main"
+        return str(target).removeprefix("refs/heads/") if isinstance(target, str) else "main"
+
+    def resolve(self, ref: str) -> str:
+        """Return the commit id `ref` names, or '' if it does not exist."""
+        found = self._repo.references.get(ref)
+        return str(found.resolve().target) if found is not None else ""
+
+    def merge_base(self, ours: str, theirs: str) -> str:
+        """Return the best common ancestor of two commits ('' for unrelated histories)."""
+        base = self._repo.merge_base(ours, theirs)
+        return str(base) if base is not None else ""
+
+    def has_changes(self) -> bool:
+        """Return whether the work tree differs from HEAD (ignored files aside)."""
+        pygit2 = _pygit2()
+        flags = pygit2.enums.FileStatus
+        quiet = flags.CURRENT | flags.IGNORED
+        return any(status & ~quiet for status in self._repo.status().values())
+
+    def commit_all(self, message: str, trailers: Trailers) -> str:
+        """Commit every change in the work tree (like `git add -A`); '' if nothing changed."""
+        if not self.has_changes():
+            return ""
+        pygit2 = _pygit2()
+        repo = self._repo
+        try:
+            index = repo.index
+            index.read(False)
+            index.add_all()
+            index.update_all()  # staged removals for deleted files
+            tree = index.write_tree()
+            index.write()
+            if not repo.head_is_unborn and tree == repo.head.peel().tree.id:
+                return ""
+            parents = [] if repo.head_is_unborn else [repo.head.target]
+            signature = self._signature()
+            full = f"{message.rstrip()}\n\n{trailers.render()}"
+            return str(repo.create_commit("HEAD", signature, signature, full, tree, parents))
+        except pygit2.GitError as err:
+            raise VaultError(f"cannot commit to {self.root}: {err}") from err
+
+    def merge_trees(self, base: str, ours: str, theirs: str, resolve: Resolver) -> str:
+        """Merge the trees of three commits; `resolve` decides files both sides changed.
+
+        Returns the merged tree's id. Subtrees equal on two sides are taken whole, so the
+        work is proportional to what changed, not to the size of the vault.
+        """
+        repo = self._repo
+
+        def tree_of(commit: str) -> Any:
+            return repo[commit].peel(_pygit2().Tree) if commit else None
+
+        return str(self._merge_tree(tree_of(base), tree_of(ours), tree_of(theirs), "", resolve))
+
+    def _merge_tree(self, base: Any, ours: Any, theirs: Any, prefix: str, resolve: Resolver) -> Any:
+        pygit2 = _pygit2()
+        repo = self._repo
+        ids = [t.id if t is not None else None for t in (base, ours, theirs)]
+        # Identical trees are taken whole, except when both sides added them: identical
+        # independent adds of a memory still count twice (its `seen`).
+        if ids[1] == ids[2] and not (ids[0] is None and ids[1] is not None):
+            return ids[1]
+        if ids[0] == ids[2]:
+            return ids[1]
+        if ids[0] == ids[1]:
+            return ids[2]
+        entries: dict[str, int] = {}
+        for tree in (base, ours, theirs):
+            for entry in tree or ():
+                entries.setdefault(entry.name, entry.filemode)
+        builder = repo.TreeBuilder()
+        for name in sorted(entries):
+            sides = [
+                tree[name] if tree is not None and name in tree else None
+                for tree in (base, ours, theirs)
+            ]
+            path = f"{prefix}{name}"
+            if any(e is not None and e.type_str == "tree" for e in sides):
+                subtrees = [e if e is not None and e.type_str == "tree" else None for e in sides]
+                b, o, t = (repo[e.id] if e is not None else None for e in subtrees)
+                oid = self._merge_tree(b, o, t, f"{path}/", resolve)
+                mode = pygit2.enums.FileMode.TREE
+            else:
+                oid, mode = self._merge_blob(sides, path, resolve)
+            if oid is not None and not (mode == pygit2.enums.FileMode.TREE and len(repo[oid]) == 0):
+                builder.insert(name, oid, mode)
+        return builder.write()
+
+    def _merge_blob(self, sides: list[Any], path: str, resolve: Resolver) -> tuple[Any, int]:
+        base, ours, theirs = (e.id if e is not None else None for e in sides)
+        mode = next(e.filemode for e in (sides[1], sides[2], sides[0]) if e is not None)
+        if base is None and (ours is None or theirs is None):
+            return ours or theirs, mode  # added on one side only
+        if ours == theirs and base is not None:
+            return ours, mode
+        if ours == base:
+            return theirs, mode  # None: deleted on their side, untouched on ours
+        if theirs == base:
+            return ours, mode
+        texts = [
+            bytes(self._repo[oid].data) if oid is not None else None for oid in (base, ours, theirs)
+        ]
+        merged = resolve(path, texts[0], texts[1], texts[2])
+        if merged is None:
+            return None, mode
+        return self._repo.create_blob(merged), mode
+
+    def commit_merge(
+        self, tree: str, ours: str, theirs: str, message: str, trailers: Trailers
+    ) -> str:
+        """Create a merge commit of `tree` with parents ours and theirs (HEAD is not moved)."""
+        signature = self._signature()
+        full = f"{message.rstrip()}\n\n{trailers.render()}"
+        return str(self._repo.create_commit(None, signature, signature, full, tree, [ours, theirs]))
+
+    def move_to(self, commit: str) -> None:
+        """Check out `commit` into the work tree and point the current branch at it."""
+        pygit2 = _pygit2()
+        repo = self._repo
+        try:
+            repo.checkout_tree(repo[commit], strategy=pygit2.enums.CheckoutStrategy.FORCE)
+            branch = f"refs/heads/{self.branch()}"
+            if branch in repo.references:
+                repo.references[branch].set_target(commit)
+            else:
+                repo.references.create(branch, commit)
+        except pygit2.GitError as err:
+            raise VaultError(f"cannot check out {commit[:8]} in {self.root}: {err}") from err
+
+    def first_parent(self, commit: str) -> str:
+        parents = self._repo[commit].parent_ids
+        return str(parents[0]) if parents else ""
 
     def log(self, limit: int = 20, *, since: str = "") -> list[LogEntry]:
         """Return the newest commits first; with `since`, only those after that commit."""

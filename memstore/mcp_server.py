@@ -110,6 +110,7 @@ def build_server(store: Store, *, workspace: str, source: str, is_live: Any = No
                 k=max(1, min(k, 50)),
                 max_tokens=max_tokens or None,
                 catch_up=not live,
+                record_usage=True,
             )
         except MemstoreError as err:
             raise ToolError(str(err)) from err

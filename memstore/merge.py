@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 
+from memstore.codec import normalize_text, parse_memory, render_memory
 from memstore.model import KINDS, Memory
 
 # When both sides changed a kind differently, the more deliberate kind wins: a person's
@@ -193,3 +194,56 @@ def _sync_regions(
             j += 1
     regions.append((len(base), len(ours), len(theirs), 0))
     return regions
+
+
+@dataclass(frozen=True)
+class FileMerge:
+    """The merged bytes of one file (None: delete it) and what a person should hear about."""
+
+    data: bytes | None
+    note: str = (
+        ""  # "" | "conflict" (both texts kept) | "kept" (deleted on one side, edited on the other)
+    )
+
+
+def merge_file(
+    path: str, base: bytes | None, ours: bytes | None, theirs: bytes | None
+) -> FileMerge:
+    """Merge one file of the vault from its three versions (a missing side is None)."""
+    if ours is None or theirs is None:
+        survivor = ours if theirs is None else theirs
+        if base is None or survivor is None:
+            return FileMerge(survivor)
+        if path.endswith(".md") and not _says_more(path, base, survivor):
+            return FileMerge(None)  # only counters changed: the deletion stands
+        return FileMerge(survivor, "kept")  # a change to text wins over a deletion
+    texts = [_decode(b) for b in (base, ours, theirs)]
+    if texts[1] is None or texts[2] is None:  # not text: keep both files' bytes apart
+        return FileMerge(max(ours, theirs), "conflict")
+    if not path.endswith(".md"):
+        merged_text, conflict = merge_text(texts[0], texts[1], texts[2])
+        return FileMerge(merged_text.encode("utf-8"), "conflict" if conflict else "")
+    memories = [parse_memory(t, path=path) if t is not None else None for t in texts]
+    result = merge_memory(memories[0], memories[1], memories[2])  # type: ignore[arg-type]
+    return FileMerge(
+        render_memory(result.memory).encode("utf-8"), "conflict" if result.conflict else ""
+    )
+
+
+def _decode(data: bytes | None) -> str | None:
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _says_more(path: str, base: bytes, changed: bytes) -> bool:
+    """Return whether `changed` differs from `base` in text or keywords, not just counters."""
+    old, new = (
+        parse_memory(b.decode("utf-8", errors="replace"), path=path) for b in (base, changed)
+    )
+    return normalize_text(old.body) != normalize_text(new.body) or set(old.keywords) != set(
+        new.keywords
+    )

@@ -10,6 +10,7 @@ from typing import Any
 from memstore.git import LogEntry
 from memstore.indexer import CatchUp, Drift
 from memstore.model import AddResult, Hit, SearchResult
+from memstore.sync import SyncOutcome
 
 
 def render_json(data: Any) -> str:
@@ -125,4 +126,30 @@ def briefing_lines(
             break
         lines.append(line)
         used += estimate(line)
+    return lines
+
+
+def sync_lines(outcome: SyncOutcome, flushed: int, caught_up: CatchUp) -> list[str]:
+    """Return what `memstore sync` prints."""
+    lines = []
+    if outcome.recovered:
+        lines.append("finished a sync that was interrupted")
+    if outcome.committed_edits:
+        lines.append(f"committed edits made outside memstore ({outcome.committed_edits[:8]})")
+    if flushed:
+        lines.append(f"wrote recall counters of {flushed} memories")
+    lines.append(
+        {
+            "up to date": "already up to date with the remote",
+            "fast-forward": "pulled the remote's changes",
+            "merged": f"merged the remote's changes ({outcome.merge_commit[:8]})",
+        }.get(outcome.merge, outcome.merge)
+    )
+    for path in outcome.conflicts:
+        lines.append(f"  both versions kept (conflict: true): {path}")
+    for path in outcome.kept:
+        lines.append(f"  deleted on one machine but edited on another, so kept: {path}")
+    if caught_up.updated or caught_up.removed:
+        lines.append(f"index: {len(caught_up.updated)} updated, {len(caught_up.removed)} removed")
+    lines.append("pushed" if outcome.pushed else "nothing to push")
     return lines

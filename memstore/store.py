@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from index import IndexHit, SearchIndex, SearchIndexError, terms
+from memstore import remote
 from memstore.codec import content_hash, derive_id, render_memory, slugify
 from memstore.config import Settings
 from memstore.errors import InvalidInputError, NotFoundError, VaultError
@@ -44,6 +45,8 @@ from memstore.ranking import (
     estimate_tokens,
     pack,
 )
+from memstore.sync import SyncOutcome, sync
+from memstore.usage import Usage
 from memstore.vault import Vault, is_private
 
 MAX_TEXT_BYTES = 100_000
@@ -108,6 +111,7 @@ def init_vault(path: Path, settings: Settings) -> InitResult:
     except OSError as err:
         raise VaultError(f"cannot create vault folder {path}: {err.strerror}") from err
     git = GitRepo.init(path)
+    git.register_merge_driver()
     vault = Vault(path)
     changed = tuple(vault.ensure_layout())
     commit = ""
@@ -126,6 +130,7 @@ class Store:
         self._clock = clock
         self._git: GitRepo | None = None
         self._indexer: Indexer | None = None
+        self.usage = Usage(vault.state_dir / "usage.sqlite")
         # One Store may serve several threads (the MCP server and its watcher).
         self._mutex = threading.RLock()
 
@@ -149,6 +154,7 @@ class Store:
         return cls(settings, Vault(root), clock)
 
     def close(self) -> None:
+        self.usage.close()
         if self._indexer is not None:
             self._indexer.close()
             self._indexer = None
@@ -250,6 +256,7 @@ class Store:
         k: int = 5,
         max_tokens: int | None = None,
         catch_up: bool = True,
+        record_usage: bool = False,
     ) -> Recall:
         """Search, then attach corrections and neighbours, add core memories, fit a budget."""
         if max_tokens is not None and max_tokens < 1:
@@ -260,6 +267,8 @@ class Store:
         sizes = [estimate_tokens(hit.content) + HIT_OVERHEAD_TOKENS for hit in hits]
         kept, dropped = pack(hits, sizes, max_tokens)
         core = self._core_memories(scope)
+        if record_usage:
+            self.usage.record([hit.id for hit in kept], self._timestamp())
         return Recall(
             tuple(kept),
             core,
@@ -470,7 +479,7 @@ class Store:
             kind=kind,
             keywords=keywords,
             source=source,
-            created=self._clock().strftime("%Y-%m-%dT%H:%M:%SZ"),
+            created=self._timestamp(),
             supersedes=tuple(dict.fromkeys(supersedes)),
         )
         commit = self._write(path, memory, f"add({workspace}): {summary(body)}", source)
@@ -510,6 +519,64 @@ class Store:
         commit = self.git.commit(message, trailers, add=(path,))
         self.indexer.record(path, memory)
         return commit
+
+    @_serialized
+    def _timestamp(self) -> str:
+        return self._clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    @_serialized
+    def flush_usage(self) -> int:
+        """Write pending recall counts into the memory files, in one commit; return how many."""
+        with self.vault.lock(self.settings.lock_timeout):
+            return self._flush_usage_locked()
+
+    def _flush_usage_locked(self) -> int:
+        pending = self.usage.pending()
+        written: list[tuple[str, Memory]] = []
+        for memory_id, (count, last) in pending.items():
+            entries = [e for e in self.indexer.by_id_prefix(memory_id) if e.id == memory_id]
+            if not entries:
+                continue  # forgotten meanwhile: its counts go with it
+            current = self.vault.read(entries[0].path)
+            if not current.has_front_matter or current.problem:
+                continue  # a file memstore did not write is never rewritten for a counter
+            updated = replace(
+                current,
+                recalled=current.recalled + count,
+                last_recalled=max(current.last_recalled, last),
+            )
+            self.vault.write_atomic(entries[0].path, render_memory(updated))
+            written.append((entries[0].path, updated))
+        if written:
+            trailers = Trailers(self.settings.source, self.settings.session, self.settings.host)
+            self.git.commit(
+                f"recall: usage of {len(written)} memories",
+                trailers,
+                add=tuple(p for p, _ in written),
+            )
+            for path, memory in written:
+                self.indexer.record(path, memory)
+        self.usage.clear(pending)
+        return len(written)
+
+    @_serialized
+    def set_remote(self, url: str, name: str = "origin") -> None:
+        """Point the vault's remote at `url` (added if missing)."""
+        remote.set_remote(self.vault.root, name, url, self.settings.env)
+
+    def remote_url(self, name: str = "origin") -> str:
+        return remote.remote_url(self.vault.root, name, self.settings.env)
+
+    @_serialized
+    def sync(self, name: str = "origin") -> tuple[SyncOutcome, int, CatchUp]:
+        """Commit edits and usage, fetch, merge with memstore's rules, push, catch up the index."""
+        trailers = Trailers(self.settings.source, self.settings.session, self.settings.host)
+        with self.vault.lock(self.settings.lock_timeout):
+            self._catch_up_locked()
+            flushed = self._flush_usage_locked()
+            outcome = sync(self.vault, self.git, trailers, self.settings.env, name)
+            caught_up = self._catch_up_locked()
+        return outcome, flushed, caught_up
 
     @_serialized
     def reindex(self, progress: Progress | None = None) -> CatchUp:

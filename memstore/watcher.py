@@ -25,6 +25,7 @@ from memstore.store import Store
 
 log = logging.getLogger("memstore.watcher")
 RECONCILE_S = 30.0
+TICK_S = 300.0  # how often a long-running process writes its pending recall counters
 OnBatch = Callable[[CatchUp, set[str]], None]
 
 
@@ -61,9 +62,13 @@ class Watcher:
         *,
         on_batch: OnBatch | None = None,
         reconcile_every: float = RECONCILE_S,
+        on_tick: Callable[[], object] | None = None,
+        tick_every: float = TICK_S,
     ) -> None:
         self.store = store
         self.on_batch = on_batch
+        self.on_tick = on_tick
+        self.tick_every = tick_every
         self.reconcile_every = reconcile_every
         self._events: queue.SimpleQueue[str] = queue.SimpleQueue()
         self._stop = threading.Event()
@@ -87,13 +92,14 @@ class Watcher:
         return self
 
     def stop(self) -> None:
-        """Stop watching and wait for the current batch to finish."""
+        """Stop watching, wait for the current batch, and run the periodic task once more."""
         self._stop.set()
         self._events.put("")  # wake the loop
         self._observer.stop()
         self._observer.join(timeout=10)
         if self._thread is not None:
             self._thread.join(timeout=30)
+        self._tick()  # e.g. recall counters: written before the process ends
 
     def __enter__(self) -> Watcher:
         return self.start()
@@ -112,10 +118,13 @@ class Watcher:
         debouncer = Debouncer()
         settle_at: float | None = None
         next_reconcile = time.monotonic() + self.reconcile_every
+        next_tick = time.monotonic() + self.tick_every
         while not self._stop.is_set():
             now = time.monotonic()
             wake = min(
-                t for t in (debouncer.deadline(), settle_at, next_reconcile) if t is not None
+                t
+                for t in (debouncer.deadline(), settle_at, next_reconcile, next_tick)
+                if t is not None
             )
             try:
                 path = self._events.get(timeout=max(wake - now, 0.0))
@@ -129,6 +138,19 @@ class Watcher:
                 changed = self._batch(paths)
                 settle_at = now + SETTLE_S if changed else None
                 next_reconcile = now + self.reconcile_every
+            if now >= next_tick:
+                self._tick()
+                next_tick = now + self.tick_every
+
+    def _tick(self) -> None:
+        if self.on_tick is None:
+            return
+        try:
+            self.on_tick()
+        except MemstoreError as err:
+            log.warning("periodic task failed, will retry: %s", err)
+        except Exception:  # the shell's outer loop: log it and keep watching
+            log.exception("unexpected error in a periodic task; will retry")
 
     def _batch(self, paths: set[str]) -> bool:
         try:

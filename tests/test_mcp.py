@@ -227,7 +227,11 @@ def test_stdio_server_end_to_end(vault: Path, tmp_path: Path) -> None:
             )
 
     asyncio.run(go())
-    assert commit_count(vault) == 2  # init + one add; a hundred recalls wrote nothing
+    # init, the add, and one commit for the hundred recalls' counters, written at shutdown
+    assert commit_count(vault) == 3
+    assert git(vault, "log", "-1", "--format=%s") == "recall: usage of 1 memories\n"
+    memory = next((vault / "shop").glob("*.md")).read_text(encoding="utf-8")
+    assert "recalled: 100\n" in memory and "last_recalled: " in memory
 
 
 def test_two_servers_on_one_vault_see_each_other(vault: Path) -> None:
@@ -257,4 +261,9 @@ def test_two_servers_on_one_vault_see_each_other(vault: Path) -> None:
             assert second.structured_content["status"] == "added"
 
     asyncio.run(go())
-    assert commit_count(vault) == 3
+    subjects = git(vault, "log", "--format=%s").splitlines()
+    assert [s for s in subjects if not s.startswith("recall:")] == [
+        "add(global): Flags are cleaned up every sprint",
+        "add(global): Feature flags live in LaunchDarkly project web",
+        "init: memstore vault",
+    ]

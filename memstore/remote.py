@@ -1,0 +1,109 @@
+"""The vault's remote, through the git CLI: whatever `git push` works with here works.
+
+SSH with the user's agent and ~/.ssh/config, HTTPS with credential helpers, a bare
+repository on disk — libgit2 supports only some of these, so transport goes through git.
+Nothing here ever force-pushes.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from memstore.errors import SyncError
+
+TIMEOUT_S = 120
+_UNREACHABLE = (
+    "could not resolve host",
+    "connection refused",
+    "network is unreachable",
+    "connection timed out",
+    "unable to access",
+    "does not appear to be a git repository",
+    "no such file or directory",
+    "could not read from remote repository",
+    "repository not found",
+)
+_AUTH = ("authentication failed", "permission denied", "terminal prompts disabled", "403")
+_REJECTED = ("[rejected]", "non-fast-forward", "fetch first", "[remote rejected]")
+
+
+def run_git(
+    root: Path, args: list[str], env: Mapping[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """Run git in the vault without a terminal to prompt on (so it fails rather than hangs)."""
+    environment = {**env, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    try:
+        return subprocess.run(
+            ["git", *args],
+            cwd=root,
+            env=environment,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            timeout=TIMEOUT_S,
+        )
+    except FileNotFoundError as err:
+        raise SyncError("git is not installed; memstore sync needs the git command") from err
+    except subprocess.TimeoutExpired as err:
+        raise SyncError(
+            f"git {args[0]} took over {TIMEOUT_S} s; check the network and try again"
+        ) from err
+
+
+def remote_url(root: Path, name: str, env: Mapping[str, str]) -> str:
+    """Return the URL of remote `name`, or '' if there is none."""
+    done = run_git(root, ["config", "--get", f"remote.{name}.url"], env)
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def set_remote(root: Path, name: str, url: str, env: Mapping[str, str]) -> None:
+    """Add remote `name`, or point it at `url` if it exists."""
+    verb = "set-url" if remote_url(root, name, env) else "add"
+    done = run_git(root, ["remote", verb, name, url], env)
+    if done.returncode != 0:
+        raise SyncError(f"cannot set remote {name!r} to {url}: {_first_line(done.stderr)}")
+
+
+def fetch(root: Path, name: str, env: Mapping[str, str]) -> None:
+    """Fetch remote `name` into refs/remotes/<name>/*."""
+    done = run_git(root, ["fetch", "--quiet", "--no-tags", name], env)
+    if done.returncode != 0:
+        raise _classify(done.stderr, name, remote_url(root, name, env), "fetch from")
+
+
+def push(root: Path, name: str, branch: str, env: Mapping[str, str]) -> bool:
+    """Push the current branch; return False when the remote moved on (never force)."""
+    done = run_git(root, ["push", "--quiet", "--porcelain", name, f"HEAD:refs/heads/{branch}"], env)
+    if done.returncode == 0:
+        return True
+    output = f"{done.stdout}\n{done.stderr}".lower()
+    if any(mark in output for mark in _REJECTED):
+        return False
+    raise _classify(done.stderr or done.stdout, name, remote_url(root, name, env), "push to")
+
+
+def _classify(stderr: str, name: str, url: str, verb: str) -> SyncError:
+    text = stderr.lower()
+    where = f"remote {name!r} ({url})"
+    if any(mark in text for mark in _AUTH):
+        return SyncError(
+            f"{where} refused authentication; check your SSH key or credential helper "
+            f"(plain 'git {verb.split()[0]}' in the vault must work); your commits are kept"
+        )
+    if any(mark in text for mark in _UNREACHABLE):
+        return SyncError(
+            f"cannot {verb} {where}: {_first_line(stderr)}; your commits are kept, "
+            "run 'memstore sync' again when it is reachable"
+        )
+    return SyncError(f"git could not {verb} {where}: {_first_line(stderr)}; your commits are kept")
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return (
+        lines[0].removeprefix("fatal: ").removeprefix("error: ") if lines else "no details from git"
+    )
