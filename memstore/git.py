@@ -189,8 +189,11 @@ class GitRepo:
         try:
             index = repo.index
             index.read(False)
+            deleted = pygit2.enums.FileStatus.WT_DELETED
+            for path, status in repo.status().items():
+                if status & deleted and path in index:
+                    index.remove(path)
             index.add_all()
-            index.update_all()  # staged removals for deleted files
             tree = index.write_tree()
             index.write()
             if not repo.head_is_unborn and tree == repo.head.peel().tree.id:
@@ -219,10 +222,8 @@ class GitRepo:
         pygit2 = _pygit2()
         repo = self._repo
         ids = [t.id if t is not None else None for t in (base, ours, theirs)]
-        # Identical trees are taken whole, except when both sides added them: identical
-        # independent adds of a memory still count twice (its `seen`).
-        if ids[1] == ids[2] and not (ids[0] is None and ids[1] is not None):
-            return ids[1]
+        # A side equal to the base changed nothing: take the other whole. Both sides changed
+        # (even identically) means independent edits: descend, so counters add up.
         if ids[0] == ids[2]:
             return ids[1]
         if ids[0] == ids[1]:
@@ -254,12 +255,12 @@ class GitRepo:
         mode = next(e.filemode for e in (sides[1], sides[2], sides[0]) if e is not None)
         if base is None and (ours is None or theirs is None):
             return ours or theirs, mode  # added on one side only
-        if ours == theirs and base is not None:
-            return ours, mode
         if ours == base:
             return theirs, mode  # None: deleted on their side, untouched on ours
-        if theirs == base:
+        if theirs == base or ours is None is theirs:
             return ours, mode
+        # Both sides changed it, even if identically: identical independent changes of a
+        # memory still count each side's increments.
         texts = [
             bytes(self._repo[oid].data) if oid is not None else None for oid in (base, ours, theirs)
         ]

@@ -55,10 +55,16 @@ class Drift:
     changed: tuple[str, ...] = ()  # index entries that no longer match their file
     miscounted: tuple[str, ...] = ()  # disagreements between the search index and manifest
     problems: tuple[FileProblem, ...] = ()  # files that cannot be read cleanly (not drift)
+    conflicts: tuple[str, ...] = ()  # memories sync left with both texts (`conflict: true`)
 
     @property
     def is_clean(self) -> bool:
         return not (self.missing or self.stale or self.changed or self.miscounted)
+
+
+def has_conflict(memory: Memory) -> bool:
+    """Return whether sync left both versions of this memory's text in it."""
+    return any(key == "conflict" and "true" in raw.lower() for key, raw in memory.extra)
 
 
 def document_for(path: str, memory: Memory) -> Document:
@@ -261,8 +267,8 @@ class Indexer:
         manifest = {entry.path: entry for entry in self.entries()}
         problems: list[FileProblem] = []
         on_disk = self.vault.scan(problems)
-        changed = []
-        for path in sorted(set(on_disk) & set(indexed)):
+        changed, conflicts = [], []
+        for path in sorted(on_disk):
             try:
                 memory = self.vault.read(path)
             except VaultError as err:
@@ -270,6 +276,10 @@ class Indexer:
                 continue
             if memory.problem:
                 problems.append(FileProblem(path, memory.problem))
+            if has_conflict(memory):
+                conflicts.append(path)
+            if path not in indexed:
+                continue
             if document_for(path, memory) != indexed[path]:
                 changed.append(path)
         miscounted = [
@@ -286,6 +296,7 @@ class Indexer:
             changed=tuple(changed),
             miscounted=tuple(miscounted),
             problems=tuple(sorted(problems, key=lambda p: p.path)),
+            conflicts=tuple(conflicts),
         )
 
     def problems(self) -> list[FileProblem]:

@@ -3,7 +3,8 @@
 merge_memory(base, ours, theirs) combines two edits of a memory so that counters add up
 exactly, keyword sets and supersede links are unions, and no line anyone added is lost.
 The result never depends on which side is "ours" (swap them: the same file), so machines
-that merge in different orders agree.
+that merge in different orders agree. Identical sides merge to themselves except that each
+side's counter increments are kept (they were two independent changes).
 """
 
 from __future__ import annotations
@@ -37,9 +38,11 @@ class MergeResult:
 
 
 def merge_memory(base: Memory | None, ours: Memory, theirs: Memory) -> MergeResult:
-    """Merge two versions of one memory file (base is None when both sides added it)."""
-    if base is not None and ours == theirs:
-        return MergeResult(ours, False)
+    """Merge two versions of one memory file (base is None when both sides added it).
+
+    Two identical sides still add up their counters: identical files on two machines
+    mean two independent changes (a change that travelled through git is in the base).
+    """
     if base is not None and ours == base:
         return MergeResult(theirs, False)
     if base is not None and theirs == base:
@@ -77,6 +80,8 @@ def add_counts(base: int | None, ours: int, theirs: int) -> int:
 
 def union(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]) -> tuple[str, ...]:
     """Sets: what either side has; base order first, then additions in sorted order."""
+    if list(ours) == list(theirs):
+        return tuple(ours)
     kept = [item for item in base if item in ours or item in theirs]
     added = sorted({*ours, *theirs} - set(kept))
     return tuple(dict.fromkeys([*kept, *added]))

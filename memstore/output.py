@@ -80,6 +80,11 @@ def doctor_lines(found: Drift, after: Drift | None) -> list[str]:
             f"files memstore cannot read cleanly ({len(found.problems)}), never rewritten:"
         )
         lines.extend(f"  {p.path}: {p.reason}" for p in found.problems)
+    if found.conflicts:
+        lines.append(
+            f"memories with two versions kept by sync ({len(found.conflicts)}): edit each, keep one text, remove `conflict: true`"
+        )
+        lines.extend(f"  {path}" for path in found.conflicts)
     if found.is_clean:
         lines.append("index matches the files: no drift")
     elif after is None:

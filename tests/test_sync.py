@@ -1,0 +1,337 @@
+"""Sync across three clones of one bare remote on disk, standing in for three machines."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from memstore.codec import parse_memory
+from memstore.config import Settings
+from memstore.errors import SyncError
+from memstore.git import Trailers
+from memstore.merge import merge_file
+from memstore.remote import _classify
+from memstore.store import Store, init_vault
+from memstore.sync import MARKER
+from tests.conftest import git, head, vault_bytes
+
+EXE = Path(sys.executable).with_name("memstore")
+
+
+def environment() -> dict[str, str]:
+    return {**os.environ, "PATH": f"{EXE.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def machine_settings(path: Path, host: str) -> Settings:
+    return Settings(vault=path, source="test", session=f"s-{host}", host=host, env=environment())
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> Path:
+    path = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(path)], check=True)
+    return path
+
+
+@pytest.fixture
+def machines(tmp_path: Path, remote: Path) -> list[Store]:
+    """Three vaults syncing through `remote`: A created it, B and C cloned it."""
+    first = tmp_path / "a"
+    init_vault(first, machine_settings(first, "host-a"))
+    stores = [Store.open(machine_settings(first, "host-a"))]
+    stores[0].set_remote(str(remote))
+    stores[0].sync()
+    for name in ("b", "c"):
+        path = tmp_path / name
+        subprocess.run(
+            ["git", "clone", "-q", str(remote), str(path)], check=True, capture_output=True
+        )
+        init_vault(
+            path, machine_settings(path, f"host-{name}")
+        )  # adopts the clone, registers the driver
+        stores.append(Store.open(machine_settings(path, f"host-{name}")))
+    yield stores
+    for store in stores:
+        store.close()
+
+
+def memory_files(store: Store) -> dict[str, bytes]:
+    return {p: d for p, d in vault_bytes(store.vault.root).items() if p.endswith(".md")}
+
+
+def converge(stores: list[Store]) -> None:
+    for store in [*stores, *stores]:
+        store.sync()
+
+
+def test_sync_without_a_remote_says_how_to_add_one(store: Store) -> None:
+    with pytest.raises(SyncError, match="memstore remote add URL"):
+        store.sync()
+
+
+def test_different_memories_on_each_machine_all_arrive(machines: list[Store]) -> None:
+    a, b, c = machines
+    a.add("alpha lesson from A", workspace="global")
+    b.add("bravo lesson from B", workspace="webshop")
+    c.add("charlie lesson from C", workspace="infra")
+    converge(machines)
+    assert memory_files(a) == memory_files(b) == memory_files(c)
+    assert len(memory_files(a)) == 3
+    for store in machines:  # the index follows the merged files at once
+        assert {h.workspace for h in store.search("lesson", k=10).hits} == {
+            "global",
+            "webshop",
+            "infra",
+        }
+
+
+def test_the_same_memory_added_on_two_machines_is_one_file_seen_twice(
+    machines: list[Store],
+) -> None:
+    a, b, _ = machines
+    a.add("Use pnpm, never npm", workspace="global", keywords=("pnpm",))
+    b.add("use pnpm, never npm", workspace="global", keywords=("npm",))
+    converge(machines[:2])
+    files = memory_files(a)
+    assert files == memory_files(b) and len(files) == 1
+    memory = parse_memory(next(iter(files.values())).decode(), path=next(iter(files)))
+    assert memory.seen == 2 and set(memory.keywords) == {"pnpm", "npm"}
+
+
+def test_keywords_added_on_both_sides_unite_and_counts_stay_exact(machines: list[Store]) -> None:
+    a, b, _ = machines
+    a.add("Redis runs on 6380 in dev", workspace="infra", keywords=("redis",))
+    converge(machines[:2])
+    a.add("Redis runs on 6380 in dev", workspace="infra", keywords=("port",))
+    b.add("Redis runs on 6380 in dev", workspace="infra", keywords=("dev",))
+    converge(machines[:2])
+    memory = b.show(a.search("redis 6380").hits[0].id)[1]
+    assert set(memory.keywords) == {"redis", "port", "dev"} and memory.seen == 3
+
+
+def test_a_body_edited_differently_keeps_both_texts_and_doctor_lists_it(
+    machines: list[Store],
+) -> None:
+    a, b, _ = machines
+    added = a.add("Postgres listens on 5432", workspace="infra")
+    converge(machines[:2])
+    for store, text in (
+        (a, "Postgres listens on 5433 now"),
+        (b, "Postgres moved behind pgbouncer on 6432"),
+    ):
+        path = store.vault.root / added.path
+        path.write_text(
+            path.read_text(encoding="utf-8").replace("Postgres listens on 5432", text),
+            encoding="utf-8",
+        )
+    a.sync()
+    outcome, _, _ = b.sync()
+    assert outcome.conflicts == [added.path]
+    text = (b.vault.root / added.path).read_text(encoding="utf-8")
+    assert (
+        "Postgres listens on 5433 now" in text and "Postgres moved behind pgbouncer on 6432" in text
+    )
+    assert "conflict: true" in text
+    found, _ = b.doctor()
+    assert found.conflicts == (added.path,)
+    a.sync()
+    assert memory_files(a) == memory_files(b)
+
+
+def test_delete_on_one_side_and_edit_on_the_other_keeps_the_edit(machines: list[Store]) -> None:
+    a, b, _ = machines
+    edited = a.add("Feature flags live in LaunchDarkly", workspace="global")
+    counted = a.add("Sprint review is on Thursday", workspace="global")
+    converge(machines[:2])
+    (a.vault.root / edited.path).unlink()
+    (a.vault.root / counted.path).unlink()
+    path = b.vault.root / edited.path
+    path.write_text(path.read_text(encoding="utf-8") + "Project key: web.\n", encoding="utf-8")
+    b.add("Sprint review is on Thursday", workspace="global")  # only a counter changes
+    a.sync()
+    outcome, _, _ = b.sync()
+    assert outcome.kept == [edited.path]
+    assert (b.vault.root / edited.path).exists() and not (b.vault.root / counted.path).exists()
+
+
+def test_a_plain_git_pull_uses_the_registered_merge_driver(machines: list[Store]) -> None:
+    a, b, _ = machines
+    a.add("Deploys need approval from maria", workspace="webshop")
+    converge(machines[:2])
+    a.add("Deploys need approval from maria", workspace="webshop", keywords=("deploy",))
+    a.sync()
+    b.add("deploys need approval from maria", workspace="webshop", keywords=("approval",))
+    done = subprocess.run(
+        ["git", "pull", "-q", "--no-rebase", "--no-edit"],
+        cwd=b.vault.root,
+        env=environment(),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    path = next(iter(memory_files(b)))
+    memory = parse_memory((b.vault.root / path).read_text(encoding="utf-8"), path=path)
+    assert (
+        memory.seen == 3
+        and set(memory.keywords) == {"deploy", "approval"}
+        and "<<<<<<<" not in memory.body
+    )
+
+
+def test_recall_counters_are_flushed_in_one_commit_and_add_up_across_machines(
+    machines: list[Store],
+) -> None:
+    a, b, _ = machines
+    added = a.add("Kafka consumer lag alerts at 10k", workspace="data")
+    converge(machines[:2])
+    commits = len(git(a.vault.root, "log", "--format=%s").splitlines())
+    for _ in range(3):
+        a.recall("kafka lag", workspace="data", record_usage=True)
+    for _ in range(2):
+        b.recall("kafka lag", workspace="data", record_usage=True)
+    assert (
+        len(git(a.vault.root, "log", "--format=%s").splitlines()) == commits
+    )  # recall wrote nothing
+    converge(machines[:2])
+    for store in (a, b):
+        assert store.show(added.id)[1].recalled == 5
+    assert (
+        sum(
+            "recall: usage of 1 memories" in s
+            for s in git(a.vault.root, "log", "--format=%s").splitlines()
+        )
+        == 2
+    )
+
+
+def test_an_unreachable_remote_is_a_clear_error_and_keeps_local_commits(
+    store: Store, tmp_path: Path
+) -> None:
+    store.set_remote(str(tmp_path / "missing.git"))
+    added = store.add("kept locally", workspace="global")
+    before = head(store.vault.root)
+    with pytest.raises(SyncError, match="your commits are kept"):
+        store.sync()
+    assert head(store.vault.root) == before and store.show(added.id)
+
+
+def test_authentication_failures_are_named() -> None:
+    error = _classify(
+        "fatal: Authentication failed for 'https://example.com/x.git/'",
+        "origin",
+        "https://example.com/x.git",
+        "fetch from",
+    )
+    assert "refused authentication" in str(error) and "credential helper" in str(error)
+
+
+def test_a_rejected_push_is_retried_after_merging(machines: list[Store], remote: Path) -> None:
+    a, b, _ = machines
+    hook = remote / "hooks" / "pre-receive"
+    flag = remote / "rejected-once"
+    hook.write_text(
+        f"#!/bin/sh\nif [ ! -e '{flag}' ]; then touch '{flag}'; echo 'busy' >&2; exit 1; fi\nexit 0\n",
+        encoding="utf-8",
+    )
+    hook.chmod(0o755)
+    b.add("written on B", workspace="global")
+    outcome, _, _ = b.sync()
+    assert outcome.pushed and flag.exists()
+    a.sync()
+    assert len(memory_files(a)) == 1
+
+
+def test_a_rewritten_remote_loses_nothing(
+    machines: list[Store], remote: Path, tmp_path: Path
+) -> None:
+    a, b, _ = machines
+    a.add("memory that A has", workspace="global")
+    converge(machines[:2])
+    stranger = tmp_path / "stranger"
+    init_vault(stranger, machine_settings(stranger, "host-x"))
+    with Store.open(machine_settings(stranger, "host-x")) as other:
+        other.add("memory from a rewritten history", workspace="global")
+    subprocess.run(
+        ["git", "push", "-q", "-f", str(remote), "HEAD:refs/heads/main"],
+        cwd=stranger,
+        check=True,
+        capture_output=True,
+    )
+    b.add("memory that B adds after the rewrite", workspace="global")
+    converge(machines[:2])
+    texts = {parse_memory(d.decode(), path=p).body.strip() for p, d in memory_files(a).items()}
+    assert texts == {
+        "memory that A has",
+        "memory from a rewritten history",
+        "memory that B adds after the rewrite",
+    }
+    assert memory_files(a) == memory_files(b)
+
+
+def test_a_sync_killed_mid_merge_is_finished_by_the_next(machines: list[Store]) -> None:
+    a, b, _ = machines
+    a.add("from A", workspace="global")
+    a.sync()
+    b.add("from B", workspace="global")
+    from memstore import remote as transport
+
+    transport.fetch(b.vault.root, "origin", environment())
+    ours, theirs = b.git.head(), b.git.resolve("refs/remotes/origin/main")
+    tree = b.git.merge_trees(
+        b.git.merge_base(ours, theirs), ours, theirs, lambda p, x, y, z: merge_file(p, x, y, z).data
+    )
+    commit = b.git.commit_merge(tree, ours, theirs, "sync: merge", Trailers("t", "s", "h"))
+    b.vault.write_state(MARKER, commit)  # killed here: the commit exists, nothing checked out
+    assert not any("from A" in d.decode() for d in memory_files(b).values())
+    outcome, _, _ = b.sync()
+    assert outcome.recovered and outcome.pushed
+    assert {parse_memory(d.decode(), path=p).body.strip() for p, d in memory_files(b).items()} == {
+        "from A",
+        "from B",
+    }
+
+
+def test_twenty_random_rounds_end_identical_with_exact_counters(machines: list[Store]) -> None:
+    rng = random.Random(7)
+    texts = [f"shared lesson number {n}" for n in range(6)]
+    adds: Counter[str] = Counter()
+    recalls: Counter[str] = Counter()
+    appended: list[str] = []
+    notes = {}
+    for store in machines[:1]:
+        for n in range(3):
+            notes[n] = store.add(f"journal {n}", workspace="infra").path
+    converge(machines)
+    for round_number in range(20):
+        for index, store in enumerate(machines):
+            action = rng.choice(["add", "add", "recall", "edit", "sync"])
+            if action == "add":
+                text = rng.choice(texts)
+                store.add(text, workspace="global", keywords=(f"k{rng.randrange(4)}",))
+                adds[text] += 1
+            elif action == "recall":
+                found = store.recall("shared lesson", workspace="global", k=3, record_usage=True)
+                for hit in found.hits:
+                    recalls[hit.content.strip()] += 1
+            elif action == "edit":
+                path = store.vault.root / notes[rng.randrange(3)]
+                line = f"note from machine {index} in round {round_number}"
+                path.write_text(path.read_text(encoding="utf-8") + line + "\n", encoding="utf-8")
+                appended.append(line)
+            else:
+                store.sync()
+    converge(machines)
+    files = memory_files(machines[0])
+    assert files == memory_files(machines[1]) == memory_files(machines[2])
+    memories = [parse_memory(d.decode(), path=p) for p, d in files.items()]
+    shared = {m.body.strip(): m for m in memories if m.body.startswith("shared lesson")}
+    assert {text: m.seen for text, m in shared.items()} == dict(adds)
+    assert {text: m.recalled for text, m in shared.items() if m.recalled} == dict(recalls)
+    journal = "".join(m.body for m in memories if m.body.startswith(("journal", "<!--")))
+    assert all(line in journal for line in appended)
