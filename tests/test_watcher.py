@@ -289,3 +289,92 @@ def test_relevance_filter(tmp_path: Path) -> None:
     ):
         assert not is_relevant(root, str(root / path), False), path
     assert not is_relevant(root, "/elsewhere/x.md", False)
+
+
+def test_lost_events_are_caught_by_the_periodic_reconcile(vault: Path) -> None:
+    store = Store.open(settings_at(vault))
+    probe = Indexer.open(Vault(vault))
+    watcher = Watcher(store, reconcile_every=0.3).start()
+    try:
+        watcher._observer.unschedule_all()  # from here on every event is lost, as in an overflow
+        write(
+            vault / "global" / "lost-lllloooo.md",
+            memory_text("lllloooo", "written while events were lost"),
+        )
+        wait_until(
+            lambda: [h.document.id for h in probe.search.search("events lost")] == ["lllloooo"]
+        )
+    finally:
+        watcher.stop()
+        probe.close()
+        store.close()
+
+
+def test_memstore_watch_exits_cleanly_on_sigterm(vault: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    exe = Path(sys.executable).with_name("memstore")
+    process = subprocess.Popen(
+        [str(exe), "watch", "--vault", str(vault)], stderr=subprocess.PIPE, text=True
+    )
+    try:
+        wait_until(lambda: Vault(vault).is_watched(), timeout=30)
+        write(
+            vault / "global" / "seen-sssseeee.md",
+            memory_text("sssseeee", "indexed by the watch command"),
+        )
+        probe = Indexer.open(Vault(vault))
+        wait_until(
+            lambda: [h.document.id for h in probe.search.search("watch command")] == ["sssseeee"]
+        )
+        probe.close()
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=30)
+        assert process.returncode == 0 and "stopped" in err
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
+def test_three_watchers_and_concurrent_cli_writers_leave_a_consistent_index(vault: Path) -> None:
+    import subprocess
+    import sys
+
+    exe = Path(sys.executable).with_name("memstore")
+    env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
+    watchers = [
+        subprocess.Popen([str(exe), "watch"], env=env, stderr=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    try:
+        wait_until(lambda: Vault(vault).is_watched(), timeout=30)
+        writers = [
+            subprocess.Popen(
+                [str(exe), "add", f"agent {n} learned fact {m}", "-w", "global"],
+                env=env,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for n in range(3)
+            for m in range(5)
+        ]
+        for n in range(10):  # meanwhile a person edits files by hand
+            write(vault / "notes" / f"hand-{n}.md", f"hand written note {n}\n")
+        errors = [w.communicate(timeout=120)[1] for w in writers]
+        assert all(w.returncode == 0 for w in writers) and not any(errors), errors
+        with Store.open(settings_at(vault)) as store:
+            wait_until(lambda: store.indexer.search.count() == 25, timeout=20)
+            found, _ = store.doctor()
+            assert found.is_clean, found
+            assert len({e.path for e in store.indexer.entries()}) == 25
+    finally:
+        for watcher in watchers:
+            watcher.terminate()
+        outputs = [w.communicate(timeout=30)[1] for w in watchers]
+    assert all(w.returncode == 0 for w in watchers)
+    assert not any(
+        "Error" in out or "Traceback" in out or "lock" in out.lower() for out in outputs
+    ), outputs
