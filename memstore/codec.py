@@ -25,6 +25,7 @@ KNOWN_KEYS = (
     "seen",
     "recalled",
     "last_recalled",
+    "confirmed",
     "supersedes",
 )
 
@@ -161,6 +162,7 @@ def _memory_from(
         seen=_as_count(data.get("seen", 1), "seen", problems, default=1),
         recalled=_as_count(data.get("recalled", 0), "recalled", problems, default=0),
         last_recalled=_as_str(data.get("last_recalled", "")),
+        confirmed=_as_count(data.get("confirmed", 0), "confirmed", problems, default=0),
         supersedes=tuple(s.lower() for s in _as_list(data.get("supersedes"))),
         extra=tuple((key, raw) for key, raw in split_top_level(header) if key not in KNOWN_KEYS),
         problem="; ".join(problems),
@@ -258,6 +260,8 @@ def render_memory(memory: Memory) -> str:
         lines.append(f"recalled: {memory.recalled}")
     if memory.last_recalled:
         lines.append(f"last_recalled: {render_scalar(memory.last_recalled)}")
+    if memory.confirmed:
+        lines.append(f"confirmed: {memory.confirmed}")
     if memory.supersedes:
         lines.append(f"supersedes: {render_list(memory.supersedes)}")
     lines.extend(raw for _, raw in memory.extra)

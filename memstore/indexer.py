@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from index import Document, SearchIndex, SearchIndexError
 from memstore.codec import content_hash
@@ -20,7 +21,7 @@ from memstore.model import FileProblem, Memory
 from memstore.vault import Fingerprint, Vault
 
 INDEX_DIR = "index"
-FORMAT = "3"  # bump when documents change shape: a mismatched index is rebuilt
+FORMAT = "4"  # bump when documents change shape: a mismatched index is rebuilt
 Progress = Callable[[int, int], None]
 
 
@@ -35,6 +36,11 @@ class Entry:
     problem: str
     kind: str = "note"
     supersedes: tuple[str, ...] = ()
+    created: str = ""
+    seen: int = 1
+    recalled: int = 0
+    last_recalled: str = ""
+    confirmed: int = 0
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,25 @@ class Drift:
     @property
     def is_clean(self) -> bool:
         return not (self.missing or self.stale or self.changed or self.miscounted)
+
+
+def _entry(row: tuple[Any, ...]) -> Entry:
+    path, memory_id, workspace, hash, problem, kind, supersedes, *counters = row
+    created, seen, recalled, last_recalled, confirmed = counters
+    return Entry(
+        path,
+        memory_id,
+        workspace,
+        hash,
+        problem,
+        kind,
+        tuple((supersedes or "").split()),
+        created or "",
+        seen or 1,
+        recalled or 0,
+        last_recalled or "",
+        confirmed or 0,
+    )
 
 
 def has_conflict(memory: Memory) -> bool:
@@ -134,7 +159,8 @@ class Indexer:
         db.execute(
             "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER, "
             "size INTEGER, id TEXT, workspace TEXT, hash TEXT, problem TEXT, kind TEXT, "
-            "supersedes TEXT)"
+            "supersedes TEXT, created TEXT, seen INTEGER, recalled INTEGER, "
+            "last_recalled TEXT, confirmed INTEGER)"
         )
         db.execute("CREATE INDEX IF NOT EXISTS files_id ON files (id)")
         db.execute("CREATE INDEX IF NOT EXISTS files_hash ON files (workspace, hash)")
@@ -180,10 +206,11 @@ class Indexer:
 
     def _entries(self, where: str, args: list[str]) -> list[Entry]:
         rows = self._db.execute(
-            f"SELECT path, id, workspace, hash, problem FROM files WHERE {where} ORDER BY path",
+            "SELECT path, id, workspace, hash, problem, kind, supersedes, created, seen, "
+            f"recalled, last_recalled, confirmed FROM files WHERE {where} ORDER BY path",
             args,
         )
-        return [Entry(*row) for row in rows]
+        return [_entry(row) for row in rows]
 
     def fingerprints(self) -> dict[str, Fingerprint]:
         rows = self._db.execute("SELECT path, mtime_ns, size FROM files")
@@ -246,7 +273,8 @@ class Indexer:
             rows.append(
                 (
                     *(path, fp[0], fp[1], doc.id, doc.workspace, doc.hash, memory.problem),
-                    *(memory.kind, " ".join(memory.supersedes)),
+                    *(memory.kind, " ".join(memory.supersedes), memory.created, memory.seen),
+                    *(memory.recalled, memory.last_recalled, memory.confirmed),
                 )
             )
             if progress is not None and (done % 200 == 0 or done == len(changed)):
@@ -255,7 +283,9 @@ class Indexer:
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         db.executemany("DELETE FROM files WHERE path = ?", [[p] for p in removed])
-        db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        db.executemany(
+            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
+        )
         db.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", [FORMAT])
         db.execute("COMMIT")
         updated = tuple(p for p in changed if p not in unreadable)

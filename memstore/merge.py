@@ -64,6 +64,7 @@ def merge_memory(base: Memory | None, ours: Memory, theirs: Memory) -> MergeResu
         seen=add_counts(base.seen if base else None, ours.seen, theirs.seen),
         recalled=add_counts(base.recalled if base else None, ours.recalled, theirs.recalled),
         last_recalled=max(ours.last_recalled, theirs.last_recalled),
+        confirmed=add_counts(base.confirmed if base else None, ours.confirmed, theirs.confirmed),
         supersedes=union(base.supersedes if base else (), ours.supersedes, theirs.supersedes),
         extra=extra,
         newline=ours.newline if ours.newline == theirs.newline else "\n",

@@ -51,6 +51,7 @@ class Memory:
     seen: int = 1
     recalled: int = 0
     last_recalled: str = ""
+    confirmed: int = 0  # times a person confirmed it (memstore confirm): slows its decay
     supersedes: tuple[str, ...] = ()
     # Keys memstore does not know, as (key, raw YAML text of that entry), kept verbatim.
     extra: tuple[tuple[str, str], ...] = ()
