@@ -80,6 +80,8 @@ class Hit:
     weak: bool
     # Share of the query's terms this memory contains (1.0 for an all-terms match).
     coverage: float = 1.0
+    # Which view found it: "lexical" (all terms), "any-word", "entity", or a "+" pair.
+    view: str = "lexical"
     # Ids of the memories that correct this one (their `supersedes` names it).
     superseded_by: tuple[str, ...] = ()
     # Up to two related memory ids: the correction first, then memories sharing entities.

@@ -1,9 +1,11 @@
-"""Ordering and fitting recall results: corrections above what they correct, token budgets."""
+"""Ranking recall results: view fusion, boosts and decay, tiers, corrections, token budgets."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import TypeVar
 
 from memstore.model import Hit
@@ -58,3 +60,82 @@ def pack(items: Sequence[T], sizes: Sequence[int], budget: int | None) -> tuple[
         kept.append(item)
         used += size
     return kept, len(items) - len(kept)
+
+
+# --- ranking candidates --------------------------------------------------------------
+# Every constant below is measured on the shipped evaluation fixture (memstore eval) and,
+# where it applies, on LoCoMo; docs/retrieval.md gives the figures behind each.
+
+ENTITY_WEIGHT = 0.5  # a shared exact entity (path, identifier, URL …) next to BM25F
+STRENGTH_WEIGHT = 0.15  # how much a memory in active use outranks a forgotten one
+SEEN_WEIGHT = 0.05  # per doubling of how often the same memory was stored
+STABILITY_DAYS = 60.0  # decay time of a memory never recalled
+RECALL_GAIN = 0.5  # each recall adds half a stability
+CONFIRM_GAIN = 2.0  # a person's confirmation counts four recalls
+CONSOLIDATE_AFTER = 5  # recalls after which a memory decays four times slower
+CONSOLIDATED_FACTOR = 4.0
+CONFIDENT_COVERAGE = 0.6  # a weak hit holding this share of the query's terms is confident
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One memory a view proposed, with what ranking needs to know about it."""
+
+    key: str
+    lexical: float  # BM25F score; 0 when only the entity view found it
+    coverage: float  # share of the query's terms it contains
+    strict: bool  # it contains every query term
+    entities: int  # query entities it names
+    created: str = ""
+    last_recalled: str = ""
+    seen: int = 1
+    recalled: int = 0
+    confirmed: int = 0
+
+
+def days_between(earlier: str, now: datetime) -> float:
+    """Days from an ISO timestamp to `now` (0 when unknown or in the future)."""
+    if not earlier:
+        return 0.0
+    try:
+        then = datetime.fromisoformat(earlier.replace("Z", "+00:00"))
+    except ValueError:
+        return 0.0
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=UTC)
+    return max((now - then).total_seconds() / 86400, 0.0)
+
+
+def strength(candidate: Candidate, now: datetime) -> float:
+    """Reinforcement and decay: exp(-time since last use / stability), in (0, 1]."""
+    stability = STABILITY_DAYS * (
+        1 + RECALL_GAIN * candidate.recalled + CONFIRM_GAIN * candidate.confirmed
+    )
+    if candidate.recalled >= CONSOLIDATE_AFTER or candidate.confirmed:
+        stability *= CONSOLIDATED_FACTOR
+    last_use = max(candidate.last_recalled, candidate.created)
+    return math.exp(-days_between(last_use, now) / stability)
+
+
+def score(candidate: Candidate, best_lexical: float, query_entities: int, now: datetime) -> float:
+    """Fuse the views and apply the boosts; decay lowers a score, it never removes a hit."""
+    lexical = candidate.lexical / best_lexical if best_lexical > 0 else 0.0
+    entity = (
+        ENTITY_WEIGHT * min(candidate.entities, query_entities) / query_entities
+        if query_entities
+        else 0.0
+    )
+    boost = (
+        1
+        + STRENGTH_WEIGHT * strength(candidate, now)
+        + SEEN_WEIGHT * math.log2(max(candidate.seen, 1))
+    )
+    return (lexical + entity) * boost
+
+
+def is_confident(candidate: Candidate, unknown_terms: int) -> bool:
+    """Confident: every query term matched, or an exact entity, or most terms and no term
+    the vault has never seen (a word no memory contains marks a question it cannot answer)."""
+    if candidate.strict or candidate.entities:
+        return True
+    return unknown_terms == 0 and candidate.coverage >= CONFIDENT_COVERAGE

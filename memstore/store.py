@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from index import IndexHit, SearchIndex, SearchIndexError, terms
+from index import SearchIndex, SearchIndexError, terms
 from memstore import remote
 from memstore.codec import content_hash, derive_id, render_memory, slugify
 from memstore.config import Settings
@@ -45,6 +45,7 @@ from memstore.ranking import (
     estimate_tokens,
     pack,
 )
+from memstore.retrieval import find
 from memstore.sync import SyncOutcome, sync
 from memstore.usage import Usage
 from memstore.vault import Vault, is_private
@@ -211,7 +212,7 @@ class Store:
     def search(
         self, query: str, *, workspace: str | None = None, k: int = 5, catch_up: bool = True
     ) -> SearchResult:
-        """Return up to `k` hits: all query terms first, any term (weak) if that finds none.
+        """Return up to `k` hits, ranked: all query terms first, any term if that finds none.
 
         `workspace` None searches every workspace; a name searches it plus `global`.
         `catch_up` False skips the scan for files changed outside memstore (a running
@@ -223,29 +224,11 @@ class Store:
         if catch_up:
             self.catch_up()
         try:
-            found, weak = self._lexical(query, scope, k)
+            return find(self.indexer, query, scope, k, self._clock())
         except SearchIndexError:
             with self.vault.lock(self.settings.lock_timeout):
                 self._rebuild_damaged()
-            found, weak = self._lexical(query, scope, k)
-        hits = tuple(
-            Hit(
-                id=h.document.id,
-                workspace=h.document.workspace,
-                kind=h.document.kind,
-                path=h.document.key,
-                content=h.document.content,
-                keywords=h.document.keywords,
-                source=h.document.source,
-                created=h.document.created,
-                seen=h.document.seen,
-                score=round(h.score, 4),
-                weak=weak,
-                coverage=h.coverage,
-            )
-            for h in found
-        )
-        return SearchResult(hits, weak)
+            return find(self.indexer, query, scope, k, self._clock())
 
     @_serialized
     def recall(
@@ -310,14 +293,6 @@ class Store:
         if dropped:
             text += f" {dropped} more left out to fit max_tokens."
         return text
-
-    def _lexical(self, query: str, scope: set[str] | None, k: int) -> tuple[list[IndexHit], bool]:
-        index = self.indexer.search
-        found = index.search(query, workspaces=scope, limit=k)
-        if found:
-            return found, False
-        found = index.search(query, workspaces=scope, limit=k, any_term=True)
-        return found, bool(found)
 
     @_serialized
     def resolve(self, id_prefix: str) -> Entry:
