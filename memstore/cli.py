@@ -545,6 +545,37 @@ def merge_file_command(
     ours.write_bytes(merged.data or b"")
 
 
+@app.command("eval")
+def eval_command(
+    fixture: Annotated[
+        Path | None,
+        typer.Option(
+            "--fixture",
+            help="Fixture JSON (default: the shipped recall-eval.json).",
+            show_default=False,
+        ),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Measure recall on a fixture in a throwaway vault: recall@k, MRR, off-corpus silence.
+
+    Example:  memstore eval --json > eval.json
+    """
+    from memstore.evaluation import (
+        DEFAULT_FIXTURE,
+        evaluate,
+        load_fixture,
+        report_json,
+        report_lines,
+    )
+
+    report = evaluate(load_fixture(fixture or DEFAULT_FIXTURE))
+    if as_json:
+        emit_json(report_json(report))
+    else:
+        typer.echo("\n".join(report_lines(report)))
+
+
 @app.command()
 def demo(
     path: Annotated[

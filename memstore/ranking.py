@@ -75,6 +75,8 @@ CONFIRM_GAIN = 2.0  # a person's confirmation counts four recalls
 CONSOLIDATE_AFTER = 5  # recalls after which a memory decays four times slower
 CONSOLIDATED_FACTOR = 4.0
 CONFIDENT_COVERAGE = 0.6  # a weak hit holding this share of the query's terms is confident
+DOMINANT_RATIO = 0.6  # a first hit whose runner-up scores at most this share of it …
+DOMINANT_COVERAGE = 0.4  # … and that holds this share of the query's terms is confident
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,12 @@ def score(candidate: Candidate, best_lexical: float, query_entities: int, now: d
         + SEEN_WEIGHT * math.log2(max(candidate.seen, 1))
     )
     return (lexical + entity) * boost
+
+
+def is_dominant(first: float, second: float, coverage: float) -> bool:
+    """A first hit far ahead of the rest, matching a good part of the query, is confident:
+    a question the vault cannot answer tends to spread its words over several memories."""
+    return first > 0 and second / first <= DOMINANT_RATIO and coverage >= DOMINANT_COVERAGE
 
 
 def is_confident(candidate: Candidate, unknown_terms: int) -> bool:

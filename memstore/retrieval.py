@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from index import Document, IndexHit, extract_entities
 from memstore.indexer import Entry, Indexer
 from memstore.model import Hit, SearchResult
-from memstore.ranking import Candidate, is_confident, score
+from memstore.ranking import Candidate, is_confident, is_dominant, score
 
 CANDIDATES = 30  # per view, before ranking cuts to k
 
@@ -48,10 +49,20 @@ def find(
         candidates, key=lambda c: (-round(score(c, best, len(entities), now), 6), c.key)
     )[:k]
     unknown = index.unknown_terms(text)
-    hits = tuple(
-        _hit(documents[c.key], c, score(c, best, len(entities), now), unknown) for c in ranked
-    )
-    return SearchResult(hits, weak=all(hit.weak for hit in hits))
+    values = [score(c, best, len(entities), now) for c in ranked]
+    hits = [
+        _hit(documents[c.key], c, value, unknown) for c, value in zip(ranked, values, strict=True)
+    ]
+    runner_up = values[1] if len(values) > 1 else 0.0
+    if hits[0].weak and is_dominant(values[0], runner_up, hits[0].coverage):
+        hits[0] = replace(hits[0], weak=False)
+    return SearchResult(tuple(hits), weak=all(hit.weak for hit in hits))
+
+
+def hit_for(document: Document, score: float, weak: bool) -> Hit:
+    """Return a hit for a memory found through another (its correction), not by the query."""
+    candidate = Candidate(document.key, 0.0, 0.0, False, 0)
+    return replace(_hit(document, candidate, score, 0), weak=weak, view="correction")
 
 
 def _candidate(

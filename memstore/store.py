@@ -45,7 +45,7 @@ from memstore.ranking import (
     estimate_tokens,
     pack,
 )
-from memstore.retrieval import find
+from memstore.retrieval import find, hit_for
 from memstore.sync import SyncOutcome, sync
 from memstore.usage import Usage
 from memstore.vault import Vault, is_private
@@ -246,7 +246,8 @@ class Store:
             raise InvalidInputError(f"max_tokens must be at least 1, not {max_tokens}")
         result = self.search(query, workspace=workspace, k=k, catch_up=catch_up)
         scope = None if workspace is None else {workspace, GLOBAL}
-        hits = demote_superseded([self._with_neighbors(hit) for hit in result.hits])
+        hits = [self._with_neighbors(hit) for hit in result.hits]
+        hits = demote_superseded(self._with_corrections(hits))
         sizes = [estimate_tokens(hit.content) + HIT_OVERHEAD_TOKENS for hit in hits]
         kept, dropped = pack(hits, sizes, max_tokens)
         core = self._core_memories(scope)
@@ -259,6 +260,26 @@ class Store:
             result.weak,
             dropped,
         )
+
+    def _with_corrections(self, hits: list[Hit]) -> list[Hit]:
+        """Bring in the correction of a superseded hit that the query did not find itself:
+        the agent should see what is true now, ranked just above what it replaced."""
+        found = {hit.id for hit in hits}
+        missing = {c: hit for hit in hits for c in hit.superseded_by if c not in found}
+        if not missing:
+            return hits
+        entries = [e for c in missing for e in self.indexer.by_id_prefix(c) if e.id == c]
+        documents = self.indexer.search.get([e.path for e in entries])
+        extra = [
+            self._with_neighbors(
+                hit_for(documents[e.path], missing[e.id].score, missing[e.id].weak)
+            )
+            for e in entries
+            if e.path in documents
+        ]
+        # Ties go to the correction: it sorts before the memory it replaces.
+        ordered = sorted([*extra, *hits], key=lambda h: -h.score)
+        return ordered[: len(hits)]
 
     def _with_neighbors(self, hit: Hit) -> Hit:
         corrections = tuple(e.id for e in self.indexer.superseded_by(hit.id))
