@@ -76,7 +76,7 @@ CONSOLIDATE_AFTER = 5  # recalls after which a memory decays four times slower
 CONSOLIDATED_FACTOR = 4.0
 CONFIDENT_COVERAGE = 0.6  # a weak hit holding this share of the query's terms is confident
 DOMINANT_RATIO = 0.6  # a first hit whose runner-up scores at most this share of it …
-DOMINANT_COVERAGE = 0.4  # … and that holds this share of the query's terms is confident
+DOMINANT_COVERAGE = 0.5  # … and that holds this share of the query's terms is confident
 
 
 @dataclass(frozen=True)

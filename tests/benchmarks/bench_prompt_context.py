@@ -4,7 +4,8 @@ Each prompt is a sentence a developer might type. "answerable" prompts name a me
 (by its id) that should appear; "off-topic" prompts share some words with the vault but are
 not answered by it and should add nothing. For several coverage thresholds this prints how
 many answerable prompts get their memory into the context, and how many off-topic prompts
-stay silent. The hook uses memstore.output.CONTEXT_MIN_COVERAGE.
+stay silent. The hook puts the confident tier in context (memstore.ranking.is_confident,
+is_dominant); the other rows show simpler rules for comparison.
 
 Run:  python tests/benchmarks/bench_prompt_context.py
 """
@@ -15,7 +16,6 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from memstore import output
 from memstore.config import Settings
 from memstore.git import GitRepo, Trailers
 from memstore.model import Hit, SearchResult
@@ -98,9 +98,12 @@ def build_vault() -> Path:
     return root
 
 
-def shown(result: SearchResult, threshold: float) -> list[Hit]:
-    """The hits the prompt hook would put in context at this coverage threshold."""
-    return [h for h in result.hits if not h.weak or h.coverage >= threshold]
+def shown(result: SearchResult, threshold: float | None) -> list[Hit]:
+    """The hits that would enter the context: the confident tier (threshold None, what the
+    hook uses), or, for comparison, strict hits plus weak hits of at least this coverage."""
+    if threshold is None:
+        return [h for h in result.hits if not h.weak]
+    return [h for h in result.hits if h.view.startswith("lexical") or h.coverage >= threshold]
 
 
 def main() -> None:
@@ -112,14 +115,15 @@ def main() -> None:
     print(
         f"{len(ANSWERABLE)} answerable prompts, {len(OFF_TOPIC)} off-topic prompts (sample vault)"
     )
-    print("threshold  answered-in-context  off-topic-silent")
-    for threshold in (0.4, 0.5, 0.6, 0.7, 0.8, 1.01):
+    print("rule                         answered-in-context  off-topic-silent")
+    rules: list[tuple[str, float | None]] = [("confident tier (in use)", None)]
+    rules += [(f"coverage >= {t:.1f}", t) for t in (0.4, 0.5, 0.6, 0.7, 0.8)]
+    rules.append(("strict only", 1.01))
+    for label, threshold in rules:
         answered = sum(any(h.id == want for h in shown(r, threshold)) for r, want in answers)
         silent = sum(not shown(r, threshold) for r in noise)
-        mark = "  <- in use" if threshold == output.CONTEXT_MIN_COVERAGE else ""
-        label = "strict only" if threshold > 1 else f"{threshold:.1f}"
         print(
-            f"{label:>11}  {answered:3d}/{len(ANSWERABLE)} ({answered / len(ANSWERABLE):.0%})       {silent:3d}/{len(OFF_TOPIC)} ({silent / len(OFF_TOPIC):.0%}){mark}"
+            f"{label:28s} {answered:3d}/{len(ANSWERABLE)} ({answered / len(ANSWERABLE):.0%})        {silent:3d}/{len(OFF_TOPIC)} ({silent / len(OFF_TOPIC):.0%})"
         )
     shutil.rmtree(root.parent)
 
