@@ -26,7 +26,10 @@ from index.analysis import make_analyzer, query_terms
 from index.entities import extract_entities
 
 SCHEMA_VERSION = "1"
-KEYWORD_BOOST = 0.6  # keywords count, but below the text a person or agent wrote
+BM25_B = 0.3  # length normalization (Whoosh's default)
+BM25_K1 = 1.2  # term-frequency saturation (Whoosh's default)
+KEYWORD_BOOST = 0.6
+EXPANSION_BOOST = 0.3  # keywords count, but below the text a person or agent wrote
 # Anything Whoosh raises when its files are damaged: a crash mid-commit leaves any of these.
 _DAMAGE = (
     whoosh_index.IndexError,
@@ -146,11 +149,10 @@ class Document:
 
 @dataclass(frozen=True)
 class IndexHit:
-    """A document, its BM25F score, and the share of the query's terms it contains."""
+    """A document and its BM25F score."""
 
     document: Document
     score: float
-    coverage: float = 1.0
 
 
 def _schema() -> Schema:
@@ -266,7 +268,7 @@ class SearchIndex:
                 self._searcher.close()
                 self._searcher = None
             if self._searcher is None:
-                searcher = self._ix.searcher(weighting=LiveBM25F())
+                searcher = self._ix.searcher(weighting=LiveBM25F(B=BM25_B, K1=BM25_K1))
                 searcher._live_stats = _LiveStats(searcher.reader(), self._lengths(searcher))
                 self._searcher = searcher
         except _DAMAGE as err:
@@ -296,23 +298,52 @@ class SearchIndex:
         workspaces: Collection[str] | None = None,
         limit: int = 5,
         any_term: bool = False,
+        expansion: Collection[str] = (),
     ) -> list[IndexHit]:
         """Return the best documents for `text`: all terms must match unless `any_term`."""
         terms = query_terms(self._analyzer, text)
         if not terms or limit <= 0:
             return []
         per_term = [Or([Term("content", t), Term("keywords", t)]) for t in terms]
-        if not any_term:
-            return self._run(And(per_term), workspaces, limit)
-        wanted = set(terms)
-        return [
-            IndexHit(hit.document, hit.score, self._coverage(hit.document, wanted))
-            for hit in self._run(Or(per_term), workspaces, limit)
-        ]
+        query: Query = Or(per_term) if any_term else And(per_term)
+        if expansion:
+            extra = [Term("content", t, boost=EXPANSION_BOOST) for t in expansion if t not in terms]
+            query = Or([query, *extra])
+        return self._run(query, workspaces, limit)
+
+    def expansion_terms(
+        self, documents: list[Document], exclude: Collection[str], count: int
+    ) -> list[str]:
+        """Return the terms most characteristic of `documents` (tf × idf), for feedback."""
+        reader = self._reader()
+        total = max(reader.doc_count(), 1)
+        weights: dict[str, float] = {}
+        for doc in documents:
+            for term in query_terms(self._analyzer, doc.content):
+                if term in exclude or len(term) < 3:
+                    continue
+                df = reader.doc_frequency("content", term)
+                weights[term] = weights.get(term, 0.0) + log((total + 1) / (df + 1))
+        return sorted(weights, key=lambda t: (-weights[t], t))[:count]
+
+    def coverage(self, doc: Document, text: str) -> float:
+        """Return the share of `text`'s terms that `doc` contains."""
+        wanted = set(query_terms(self._analyzer, text))
+        return self._coverage(doc, wanted) if wanted else 0.0
 
     def _coverage(self, doc: Document, wanted: set[str]) -> float:
         text = f"{doc.content}\n{' '.join(doc.keywords)}"
         return round(len(wanted & set(query_terms(self._analyzer, text))) / len(wanted), 4)
+
+    def unknown_terms(self, text: str) -> int:
+        """Return how many of `text`'s terms no document contains."""
+        reader = self._reader()
+        return sum(
+            1
+            for term in query_terms(self._analyzer, text)
+            if not reader.doc_frequency("content", term)
+            and not reader.doc_frequency("keywords", term)
+        )
 
     def _run(self, query: Query, workspaces: Collection[str] | None, limit: int) -> list[IndexHit]:
         searcher = self._reader()

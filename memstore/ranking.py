@@ -67,6 +67,7 @@ def pack(items: Sequence[T], sizes: Sequence[int], budget: int | None) -> tuple[
 # where it applies, on LoCoMo; docs/retrieval.md gives the figures behind each.
 
 ENTITY_WEIGHT = 0.5  # a shared exact entity (path, identifier, URL …) next to BM25F
+STRICT_BONUS = 1.0  # a memory holding every query word ranks above ones holding some
 STRENGTH_WEIGHT = 0.15  # how much a memory in active use outranks a forgotten one
 SEEN_WEIGHT = 0.05  # per doubling of how often the same memory was stored
 STABILITY_DAYS = 60.0  # decay time of a memory never recalled
@@ -132,7 +133,7 @@ def score(candidate: Candidate, best_lexical: float, query_entities: int, now: d
         + STRENGTH_WEIGHT * strength(candidate, now)
         + SEEN_WEIGHT * math.log2(max(candidate.seen, 1))
     )
-    return (lexical + entity) * boost
+    return (lexical + entity + (STRICT_BONUS if candidate.strict else 0.0)) * boost
 
 
 def is_dominant(first: float, second: float, coverage: float) -> bool:

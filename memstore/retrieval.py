@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from index import Document, IndexHit, extract_entities
+from index import Document, IndexHit, SearchIndex, extract_entities, terms
 from memstore.indexer import Entry, Indexer
 from memstore.model import Hit, SearchResult
 from memstore.ranking import Candidate, is_confident, is_dominant, score
 
 CANDIDATES = 30  # per view, before ranking cuts to k
+FEEDBACK_DOCS = 3  # pseudo-relevance feedback: the any-word search's first hits …
+FEEDBACK_TERMS = 15  # … lend their most characteristic terms to a second, boosted search
 
 
 def find(
@@ -19,8 +21,10 @@ def find(
     """Return the `k` best memories for `text` in `scope` (None: every workspace)."""
     index = indexer.search
     strict = index.search(text, workspaces=scope, limit=CANDIDATES)
-    loose = [] if strict else index.search(text, workspaces=scope, limit=CANDIDATES, any_term=True)
-    lexical: dict[str, IndexHit] = {h.document.key: h for h in strict or loose}
+    # Memories holding only some of the words fill the places all-words matches leave.
+    loose = [] if len(strict) >= k else _loose(index, text, scope)
+    lexical: dict[str, IndexHit] = {h.document.key: h for h in [*loose, *strict]}
+    complete = {h.document.key for h in strict}
     entities = [entity for entity, _ in extract_entities(text)]
     named = index.entity_keys(entities) if entities else {}
     documents: dict[str, Document] = {key: h.document for key, h in lexical.items()}
@@ -34,29 +38,51 @@ def find(
         return SearchResult()
     entries = {entry.path: entry for entry in indexer.by_path(list(documents))}
     candidates = [
-        _candidate(
-            key,
-            lexical.get(key),
-            bool(strict),
-            named.get(key, 0),
-            entries.get(key),
-            index.coverage(doc, text),
-        )
-        for key, doc in documents.items()
+        _candidate(key, lexical.get(key), key in complete, named.get(key, 0), entries.get(key))
+        for key in documents
     ]
     best = max(c.lexical for c in candidates)
-    ranked = sorted(
-        candidates, key=lambda c: (-round(score(c, best, len(entities), now), 6), c.key)
-    )[:k]
+    values = {c.key: score(c, best, len(entities), now) for c in candidates}
+    ranked = sorted(candidates, key=lambda c: (-round(values[c.key], 6), c.key))[:k]
     unknown = index.unknown_terms(text)
-    values = [score(c, best, len(entities), now) for c in ranked]
-    hits = [
-        _hit(documents[c.key], c, value, unknown) for c, value in zip(ranked, values, strict=True)
-    ]
-    runner_up = values[1] if len(values) > 1 else 0.0
-    if hits[0].weak and is_dominant(values[0], runner_up, hits[0].coverage):
+    hits = []
+    for candidate in ranked:
+        doc = documents[candidate.key]
+        coverage = 1.0 if candidate.strict else index.coverage(doc, text)
+        candidate = replace(candidate, coverage=coverage)
+        hits.append(_hit(doc, candidate, values[candidate.key], unknown))
+    runner_up = values[ranked[1].key] if len(ranked) > 1 else 0.0
+    if hits[0].weak and is_dominant(values[ranked[0].key], runner_up, hits[0].coverage):
         hits[0] = replace(hits[0], weak=False)
     return SearchResult(tuple(hits), weak=all(hit.weak for hit in hits))
+
+
+def _loose(index: SearchIndex, text: str, scope: set[str] | None) -> list[IndexHit]:
+    """Any-word search whose tail is refilled by pseudo-relevance feedback.
+
+    The first hits stay as the query found them; the terms most characteristic of them feed
+    a second search whose results fill the places after them, scored just below.
+    """
+    first = index.search(text, workspaces=scope, limit=CANDIDATES, any_term=True)
+    if len(first) <= FEEDBACK_DOCS or not FEEDBACK_TERMS:
+        return first
+    head = first[:FEEDBACK_DOCS]
+    extra = index.expansion_terms(
+        [h.document for h in head], exclude=set(terms(text)), count=FEEDBACK_TERMS
+    )
+    kept = {h.document.key for h in head}
+    second = [
+        h
+        for h in index.search(
+            text, workspaces=scope, limit=CANDIDATES, any_term=True, expansion=extra
+        )
+        if h.document.key not in kept
+    ]
+    if not second:
+        return first
+    floor = min(h.score for h in head) * 0.99
+    top = second[0].score or 1.0
+    return [*head, *(IndexHit(h.document, floor * h.score / top) for h in second)]
 
 
 def hit_for(document: Document, score: float, weak: bool) -> Hit:
@@ -66,12 +92,7 @@ def hit_for(document: Document, score: float, weak: bool) -> Hit:
 
 
 def _candidate(
-    key: str,
-    hit: IndexHit | None,
-    strict: bool,
-    entities: int,
-    entry: Entry | None,
-    coverage: float,
+    key: str, hit: IndexHit | None, strict: bool, entities: int, entry: Entry | None
 ) -> Candidate:
     signals = {}
     if entry is not None:
@@ -85,8 +106,8 @@ def _candidate(
     return Candidate(
         key=key,
         lexical=hit.score if hit else 0.0,
-        coverage=hit.coverage if hit else coverage,
-        strict=bool(hit) and strict,
+        coverage=0.0,  # measured for the hits that make the cut
+        strict=strict,
         entities=entities,
         **signals,  # type: ignore[arg-type]
     )
