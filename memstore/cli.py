@@ -545,6 +545,24 @@ def merge_file_command(
     ours.write_bytes(merged.data or b"")
 
 
+@app.command()
+def confirm(
+    memory_id: Annotated[
+        str, typer.Argument(metavar="ID", help="A memory id or a unique prefix of one.")
+    ],
+    vault: VaultOption = None,
+) -> None:
+    """Vouch for a memory: it decays more slowly and ranks a little higher (one commit).
+
+    Example:  memstore confirm k3xq
+    """
+    with Store.open(settings_for(vault)) as store:
+        memory = store.confirm(memory_id)
+    typer.echo(
+        f"confirmed {memory.id} ({memory.confirmed} time{'s' if memory.confirmed != 1 else ''})"
+    )
+
+
 @app.command("eval")
 def eval_command(
     fixture: Annotated[

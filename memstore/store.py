@@ -575,6 +575,21 @@ class Store:
         return outcome, flushed, caught_up
 
     @_serialized
+    def confirm(self, id_prefix: str) -> Memory:
+        """Record that a person vouches for a memory: it decays more slowly from now on."""
+        with self.vault.lock(self.settings.lock_timeout):
+            entry = self.resolve(id_prefix)
+            current = self.vault.read(entry.path)
+            if not current.has_front_matter or current.problem:
+                raise InvalidInputError(
+                    f"{entry.path} has no front matter memstore can update; add `confirmed: 1` by hand"
+                )
+            confirmed = replace(current, confirmed=current.confirmed + 1)
+            message = f"confirm({current.workspace}): {summary(current.body)} (confirmed {confirmed.confirmed})"
+            self._write(entry.path, confirmed, message, self.settings.source)
+            return confirmed
+
+    @_serialized
     def reindex(self, progress: Progress | None = None) -> CatchUp:
         """Rebuild the index from the files alone."""
         with self.vault.lock(self.settings.lock_timeout):

@@ -1,0 +1,133 @@
+"""Ranking's pure rules: decay and reinforcement, tiers, corrections, token budgets."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memstore.model import Hit
+from memstore.ranking import (
+    Candidate,
+    attach_corrections,
+    demote_superseded,
+    is_confident,
+    is_dominant,
+    pack,
+    score,
+    strength,
+)
+from memstore.store import Store
+from tests.conftest import git
+
+NOW = datetime(2026, 11, 29, tzinfo=UTC)
+
+
+def ago(days: float) -> str:
+    return (NOW - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def candidate(**fields: object) -> Candidate:
+    base = {
+        "key": "k",
+        "lexical": 1.0,
+        "coverage": 1.0,
+        "strict": True,
+        "entities": 0,
+        "created": ago(30),
+    }
+    return Candidate(**{**base, **fields})  # type: ignore[arg-type]
+
+
+def hit(memory_id: str, superseded_by: tuple[str, ...] = (), score_: float = 1.0) -> Hit:
+    return Hit(
+        memory_id,
+        "global",
+        "note",
+        f"global/{memory_id}.md",
+        "text",
+        (),
+        "",
+        "",
+        1,
+        score_,
+        False,
+        superseded_by=superseded_by,
+    )
+
+
+@given(st.floats(0, 3000), st.floats(0, 3000))
+def test_decay_lowers_strength_with_time_but_never_to_zero(a: float, b: float) -> None:
+    young, old = sorted((a, b))
+    s_young, s_old = (
+        strength(candidate(created=ago(young)), NOW),
+        strength(candidate(created=ago(old)), NOW),
+    )
+    assert 0 < s_old <= s_young <= 1
+
+
+@given(st.integers(0, 20), st.integers(0, 5), st.floats(1, 2000))
+def test_recalls_and_confirmations_slow_the_decay(
+    recalled: int, confirmed: int, days: float
+) -> None:
+    plain = strength(candidate(created=ago(days)), NOW)
+    used = strength(candidate(created=ago(days), recalled=recalled + 1, confirmed=confirmed), NOW)
+    assert used >= plain
+
+
+def test_a_memory_that_keeps_coming_back_consolidates() -> None:
+    four = strength(candidate(created=ago(400), recalled=4), NOW)
+    five = strength(candidate(created=ago(400), recalled=5), NOW)
+    assert five > four * 2  # the consolidated tier decays four times slower
+
+
+def test_last_use_counts_from_the_latest_recall() -> None:
+    stale = candidate(created=ago(300))
+    fresh = replace(stale, last_recalled=ago(1))
+    assert strength(fresh, NOW) > strength(stale, NOW)
+
+
+def test_decay_lowers_rank_but_a_better_match_still_wins() -> None:
+    old_strong = candidate(key="a", lexical=1.0, created=ago(1000))
+    new_weak = candidate(key="b", lexical=0.5, created=ago(0), strict=False)
+    assert score(old_strong, 1.0, 0, NOW) > score(new_weak, 1.0, 0, NOW)
+    assert score(old_strong, 1.0, 0, NOW) > 0
+
+
+def test_tiers() -> None:
+    assert is_confident(candidate(), unknown_terms=3)
+    assert is_confident(candidate(strict=False, coverage=0.1, entities=1), unknown_terms=2)
+    assert is_confident(candidate(strict=False, coverage=0.6), unknown_terms=0)
+    assert not is_confident(candidate(strict=False, coverage=0.6), unknown_terms=1)
+    assert (
+        is_dominant(1.0, 0.5, 0.5)
+        and not is_dominant(1.0, 0.7, 0.9)
+        and not is_dominant(1.0, 0.1, 0.2)
+    )
+
+
+def test_superseded_hits_move_below_their_correction() -> None:
+    hits = [hit("old", superseded_by=("new",)), hit("other"), hit("new")]
+    assert [h.id for h in demote_superseded(hits)] == ["other", "new", "old"]
+    assert attach_corrections(hits[0], ["x", "y"]).neighbors == ("new", "x")
+
+
+@given(st.lists(st.integers(1, 50), max_size=12), st.one_of(st.none(), st.integers(0, 200)))
+def test_pack_keeps_order_never_cuts_and_fits_the_budget(
+    sizes: list[int], budget: int | None
+) -> None:
+    items = list(range(len(sizes)))
+    kept, dropped = pack(items, sizes, budget)
+    assert kept == sorted(kept) and len(kept) + dropped == len(items)
+    if budget is not None:
+        assert sum(sizes[i] for i in kept) <= budget
+
+
+def test_confirm_is_one_commit_and_raises_strength(store: Store, vault) -> None:  # type: ignore[no-untyped-def]
+    added = store.add("Staging uses the shared redis on 6380", workspace="global")
+    memory = store.confirm(added.id[:5])
+    assert memory.confirmed == 1 and store.show(added.id)[1].confirmed == 1
+    assert git(vault, "log", "-1", "--format=%s").startswith("confirm(global): Staging uses")
+    assert store.confirm(added.id).confirmed == 2
