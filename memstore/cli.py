@@ -20,6 +20,7 @@ from memstore.model import GLOBAL
 from memstore.output import catch_up_lines, doctor_lines, render_json, sync_lines
 from memstore.ranking import CHARS_PER_TOKEN, estimate_tokens
 from memstore.store import Store, init_vault
+from memstore.upkeep import register
 
 POINTER_SNIPPET = """\
 ## Memory (memstore)
@@ -124,6 +125,9 @@ def add(
         list[str] | None,
         typer.Option("--supersedes", help="Id of a memory this one corrects (repeatable)."),
     ] = None,
+    allow_secret: Annotated[
+        bool, typer.Option("--allow-secret", help="Store text that looks like a credential anyway.")
+    ] = False,
     vault: VaultOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -143,6 +147,7 @@ def add(
             keywords=tuple(keyword or ()),
             source=source,
             supersedes=tuple(supersedes or ()),
+            allow_secret=allow_secret,
         )
     print_add(result, as_json=as_json)
 
@@ -160,6 +165,15 @@ def search(
             help="Compact lines for an agent's context; silent when nothing confident matches.",
         ),
     ] = False,
+    archived: Annotated[
+        bool, typer.Option("--archived", help="Include archived memories.")
+    ] = False,
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of", metavar="DATE", help="Search the vault as it was then (YYYY-MM-DD)."
+        ),
+    ] = None,
     vault: VaultOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -170,7 +184,12 @@ def search(
     settings = settings_for(vault)
     scope = None if all_workspaces else (workspace or detected_workspace(settings.vault))
     with Store.open(settings) as store:
-        result = store.search(query, workspace=scope, k=k)
+        if as_of:
+            from memstore.history import History
+
+            result = History(store).search_as_of(query, as_of, workspace=scope, k=k)
+        else:
+            result = store.search(query, workspace=scope, k=k, archived=archived)
     print_search(result, query, scope, as_json=as_json, context=context)
 
 
@@ -179,14 +198,25 @@ def show(
     memory_id: Annotated[
         str, typer.Argument(metavar="ID", help="A memory id or a unique prefix of one.")
     ],
+    as_of: Annotated[
+        str | None,
+        typer.Option("--as-of", metavar="DATE", help="The memory as it was then (YYYY-MM-DD)."),
+    ] = None,
     vault: VaultOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Print one memory's file, exactly as stored.
+    """Print one memory's file, exactly as stored (or as it was on a date).
 
-    Example:  memstore show k3xq
+    Example:  memstore show k3xq --as-of 2026-11-01
     """
     with Store.open(settings_for(vault)) as store:
+        if as_of:
+            from memstore.history import History
+
+            path, old = History(store).show_as_of(memory_id, as_of)
+            typer.echo(f"# {path} as of {as_of}")
+            typer.echo(old, nl=not old.endswith("\n"))
+            return
         entry, memory = store.show(memory_id)
         text = store.vault.path(entry.path).read_text(encoding="utf-8", errors="replace")
     if as_json:
@@ -610,6 +640,9 @@ def demo(
     from memstore.demo import run_demo
 
     run_demo(path, settings_for(None), typer.echo)
+
+
+register(app)
 
 
 def main() -> None:

@@ -26,6 +26,7 @@ KNOWN_KEYS = (
     "recalled",
     "last_recalled",
     "confirmed",
+    "archived",
     "supersedes",
 )
 
@@ -163,6 +164,7 @@ def _memory_from(
         recalled=_as_count(data.get("recalled", 0), "recalled", problems, default=0),
         last_recalled=_as_str(data.get("last_recalled", "")),
         confirmed=_as_count(data.get("confirmed", 0), "confirmed", problems, default=0),
+        archived=_as_str(data.get("archived", "")),
         supersedes=tuple(s.lower() for s in _as_list(data.get("supersedes"))),
         extra=tuple((key, raw) for key, raw in split_top_level(header) if key not in KNOWN_KEYS),
         problem="; ".join(problems),
@@ -262,6 +264,8 @@ def render_memory(memory: Memory) -> str:
         lines.append(f"last_recalled: {render_scalar(memory.last_recalled)}")
     if memory.confirmed:
         lines.append(f"confirmed: {memory.confirmed}")
+    if memory.archived:
+        lines.append(f"archived: {render_scalar(memory.archived)}")
     if memory.supersedes:
         lines.append(f"supersedes: {render_list(memory.supersedes)}")
     lines.extend(raw for _, raw in memory.extra)

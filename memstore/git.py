@@ -37,6 +37,21 @@ class Trailers:
 
 
 @dataclass(frozen=True)
+class Commit:
+    """One commit of the vault's history and the paths it changed."""
+
+    id: str
+    message: str
+    time: int
+    paths: frozenset[str]
+    parent: str
+
+    def trailer(self, name: str) -> str:
+        match = re.search(rf"^Memstore-{name}: (.+)$", self.message, re.MULTILINE)
+        return match.group(1).strip() if match else ""
+
+
+@dataclass(frozen=True)
 class LogEntry:
     """One commit, for showing what happened."""
 
@@ -291,6 +306,122 @@ class GitRepo:
         except pygit2.GitError as err:
             raise VaultError(f"cannot check out {commit[:8]} in {self.root}: {err}") from err
 
+    def paths_ever(self, suffix: str) -> set[str]:
+        """Return every path ending in `suffix` that any commit of any ref ever held."""
+        found: set[str] = set()
+        for commit in self._all_commits():
+            found.update(p for p in _flatten(commit.tree) if p.endswith(suffix))
+        return found
+
+    def purge_paths(self, paths: set[str], scrub: str = "", replacement: str = "[purged]") -> int:
+        """Rewrite every commit of every ref without `paths`; return how many changed.
+
+        `scrub`, when given, is replaced by `replacement` in every commit message (commit
+        summaries quote the memory's text).
+
+        Messages, authors and times are kept; refs move to the rewritten commits. The old
+        objects stay until the caller expires the reflog and prunes (remote.prune_unreachable).
+        """
+        pygit2 = _pygit2()
+        repo = self._repo
+        rewritten: dict[str, str] = {}
+        changed = 0
+        for commit in self._all_commits():  # parents before children
+            tree = self._tree_without(commit.tree, paths, "")
+            parents = [rewritten.get(str(p), str(p)) for p in commit.parent_ids]
+            message = commit.message.replace(scrub, replacement) if scrub else commit.message
+            unchanged = message == commit.message and parents == [str(p) for p in commit.parent_ids]
+            if tree == commit.tree.id and unchanged:
+                continue
+            new = repo.create_commit(None, commit.author, commit.committer, message, tree, parents)
+            rewritten[str(commit.id)] = str(new)
+            changed += 1
+        for ref in list(repo.references):
+            reference = repo.references[ref]
+            if (
+                reference.type == pygit2.enums.ReferenceType.DIRECT
+                and str(reference.target) in rewritten
+            ):
+                reference.set_target(rewritten[str(reference.target)])
+        if rewritten:
+            repo.checkout_head(strategy=pygit2.enums.CheckoutStrategy.FORCE)
+        return changed
+
+    def _all_commits(self) -> list[Any]:
+        """Every commit reachable from any ref, parents before children not guaranteed."""
+        pygit2 = _pygit2()
+        repo = self._repo
+        seen: dict[str, Any] = {}
+        for ref in repo.references:
+            target = repo.references[ref].resolve().target
+            obj = repo.get(target)
+            if obj is None or obj.type != pygit2.enums.ObjectType.COMMIT:
+                continue
+            for commit in repo.walk(target, pygit2.enums.SortMode.TOPOLOGICAL):
+                if str(commit.id) in seen:
+                    continue
+                seen[str(commit.id)] = commit
+        ordered = sorted(seen.values(), key=lambda c: (c.commit_time, str(c.id)))
+        return _topological(ordered)
+
+    def _tree_without(self, tree: Any, paths: set[str], prefix: str) -> Any:
+        if not any(p.startswith(prefix) for p in paths):
+            return tree.id
+        builder = self._repo.TreeBuilder(tree)
+        for entry in tree:
+            path = f"{prefix}{entry.name}"
+            if entry.type_str == "tree":
+                sub = self._tree_without(self._repo[entry.id], paths, f"{path}/")
+                if sub != entry.id:
+                    builder.remove(entry.name)
+                    if len(self._repo[sub]):
+                        builder.insert(entry.name, sub, entry.filemode)
+            elif path in paths:
+                builder.remove(entry.name)
+        return builder.write()
+
+    def history(self) -> list[Commit]:
+        """Every commit of HEAD's history, newest first, with the paths each one changed."""
+        if self._repo.head_is_unborn:
+            return []
+        pygit2 = _pygit2()
+        out = []
+        for commit in self._repo.walk(
+            self._repo.head.target, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME
+        ):
+            parent = commit.parents[0].tree if commit.parents else None
+            diff = (
+                commit.tree.diff_to_tree(parent, swap=True)
+                if parent is not None
+                else commit.tree.diff_to_tree(swap=True)
+            )
+            paths = {d.delta.new_file.path for d in diff} | {d.delta.old_file.path for d in diff}
+            out.append(
+                Commit(
+                    str(commit.id),
+                    commit.message,
+                    commit.commit_time,
+                    frozenset(paths),
+                    str(commit.parent_ids[0]) if commit.parent_ids else "",
+                )
+            )
+        return out
+
+    def read_at(self, commit: str, path: str) -> bytes | None:
+        """Return a file's bytes as of `commit`, or None if it did not exist then."""
+        if not commit:
+            return None
+        tree = self._repo[commit].peel(_pygit2().Tree)
+        try:
+            return bytes(self._repo[tree[path].id].data)
+        except KeyError:
+            return None
+
+    def files_at(self, commit: str) -> dict[str, bytes]:
+        """Return every file of `commit`'s tree (path → bytes)."""
+        tree = self._repo[commit].peel(_pygit2().Tree)
+        return {path: self.read_at(commit, path) or b"" for path in _flatten(tree)}
+
     def first_parent(self, commit: str) -> str:
         parents = self._repo[commit].parent_ids
         return str(parents[0]) if parents else ""
@@ -320,6 +451,50 @@ class GitRepo:
             if len(entries) >= limit:
                 break
         return entries
+
+
+def _flatten(tree: Any, prefix: str = "") -> list[str]:
+    paths = []
+    for entry in tree:
+        if entry.type_str == "tree":
+            paths.extend(
+                _flatten(
+                    entry.peel(_pygit2().Tree) if hasattr(entry, "peel") else entry,
+                    f"{prefix}{entry.name}/",
+                )
+            )
+        else:
+            paths.append(f"{prefix}{entry.name}")
+    return paths
+
+
+def _topological(commits: list[Any]) -> list[Any]:
+    """Order commits so every parent comes before its children."""
+    by_id = {str(c.id): c for c in commits}
+    done: set[str] = set()
+    ordered: list[Any] = []
+
+    def visit(commit: Any) -> None:
+        stack = [(commit, False)]
+        while stack:
+            current, expanded = stack.pop()
+            key = str(current.id)
+            if key in done:
+                continue
+            if expanded:
+                done.add(key)
+                ordered.append(current)
+                continue
+            stack.append((current, True))
+            stack.extend(
+                (by_id[str(p)], False)
+                for p in current.parent_ids
+                if str(p) in by_id and str(p) not in done
+            )
+
+    for commit in commits:
+        visit(commit)
+    return ordered
 
 
 def parent_repository_message(root: Path, owner: Path) -> str:

@@ -21,7 +21,7 @@ from memstore.model import FileProblem, Memory
 from memstore.vault import Fingerprint, Vault
 
 INDEX_DIR = "index"
-FORMAT = "4"  # bump when documents change shape: a mismatched index is rebuilt
+FORMAT = "5"  # bump when documents change shape: a mismatched index is rebuilt
 Progress = Callable[[int, int], None]
 
 
@@ -41,6 +41,7 @@ class Entry:
     recalled: int = 0
     last_recalled: str = ""
     confirmed: int = 0
+    archived: str = ""
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ class Drift:
 
 def _entry(row: tuple[Any, ...]) -> Entry:
     path, memory_id, workspace, hash, problem, kind, supersedes, *counters = row
-    created, seen, recalled, last_recalled, confirmed = counters
+    created, seen, recalled, last_recalled, confirmed, archived = counters
     return Entry(
         path,
         memory_id,
@@ -84,6 +85,7 @@ def _entry(row: tuple[Any, ...]) -> Entry:
         recalled or 0,
         last_recalled or "",
         confirmed or 0,
+        archived or "",
     )
 
 
@@ -160,7 +162,7 @@ class Indexer:
             "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER, "
             "size INTEGER, id TEXT, workspace TEXT, hash TEXT, problem TEXT, kind TEXT, "
             "supersedes TEXT, created TEXT, seen INTEGER, recalled INTEGER, "
-            "last_recalled TEXT, confirmed INTEGER)"
+            "last_recalled TEXT, confirmed INTEGER, archived TEXT)"
         )
         db.execute("CREATE INDEX IF NOT EXISTS files_id ON files (id)")
         db.execute("CREATE INDEX IF NOT EXISTS files_hash ON files (workspace, hash)")
@@ -207,7 +209,7 @@ class Indexer:
     def _entries(self, where: str, args: list[str]) -> list[Entry]:
         rows = self._db.execute(
             "SELECT path, id, workspace, hash, problem, kind, supersedes, created, seen, "
-            f"recalled, last_recalled, confirmed FROM files WHERE {where} ORDER BY path",
+            f"recalled, last_recalled, confirmed, archived FROM files WHERE {where} ORDER BY path",
             args,
         )
         return [_entry(row) for row in rows]
@@ -234,6 +236,10 @@ class Indexer:
         if not changed and not removed:
             return CatchUp()
         return self._apply(changed, removed, on_disk, progress)
+
+    def remove(self, paths: list[str]) -> None:
+        """Drop files memstore has just deleted from the index."""
+        self._apply([], paths, {}, None)
 
     def record(self, path: str, memory: Memory) -> None:
         """Index one file memstore has just written."""
@@ -274,7 +280,7 @@ class Indexer:
                 (
                     *(path, fp[0], fp[1], doc.id, doc.workspace, doc.hash, memory.problem),
                     *(memory.kind, " ".join(memory.supersedes), memory.created, memory.seen),
-                    *(memory.recalled, memory.last_recalled, memory.confirmed),
+                    *(memory.recalled, memory.last_recalled, memory.confirmed, memory.archived),
                 )
             )
             if progress is not None and (done % 200 == 0 or done == len(changed)):
@@ -284,7 +290,8 @@ class Indexer:
         db.execute("BEGIN IMMEDIATE")
         db.executemany("DELETE FROM files WHERE path = ?", [[p] for p in removed])
         db.executemany(
-            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
+            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
         )
         db.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", [FORMAT])
         db.execute("COMMIT")

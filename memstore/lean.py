@@ -24,7 +24,7 @@ Options = dict[str, list[str]]
 
 SEARCH_FLAGS = {"--all": "all", "--json": "json", "--context": "context"}
 SEARCH_VALUES = {"-w": "workspace", "--workspace": "workspace", "-k": "k", "--vault": "vault"}
-ADD_FLAGS = {"--json": "json"}
+ADD_FLAGS = {"--json": "json", "--allow-secret": "allow_secret"}
 ADD_VALUES = {
     "-w": "workspace",
     "--workspace": "workspace",
@@ -139,6 +139,7 @@ def run_add(argv: list[str]) -> int | None:
                 keywords=tuple(options.get("keyword", ())),
                 source=last(options, "source") or None,
                 supersedes=tuple(options.get("supersedes", ())),
+                allow_secret="allow_secret" in options,
             )
     except MemstoreError as err:
         print(f"Error: {err}", file=sys.stderr)

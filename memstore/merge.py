@@ -65,6 +65,7 @@ def merge_memory(base: Memory | None, ours: Memory, theirs: Memory) -> MergeResu
         recalled=add_counts(base.recalled if base else None, ours.recalled, theirs.recalled),
         last_recalled=max(ours.last_recalled, theirs.last_recalled),
         confirmed=add_counts(base.confirmed if base else None, ours.confirmed, theirs.confirmed),
+        archived=pick(base.archived if base else None, ours.archived, theirs.archived),
         supersedes=union(base.supersedes if base else (), ours.supersedes, theirs.supersedes),
         extra=extra,
         newline=ours.newline if ours.newline == theirs.newline else "\n",
@@ -252,4 +253,36 @@ def _says_more(path: str, base: bytes, changed: bytes) -> bool:
     )
     return normalize_text(old.body) != normalize_text(new.body) or set(old.keywords) != set(
         new.keywords
+    )
+
+
+def restore_memory(current: Memory, exported: Memory) -> Memory:
+    """Fold an exported copy of a memory into the vault's: idempotent, nothing lost.
+
+    Restoring the same export again changes nothing: counters take the larger value (an
+    export is a snapshot, not an independent change), sets unite, and an exported text the
+    current one does not already contain is kept beside it, marked as a conflict.
+    """
+    if current == exported:
+        return current
+    body = current.body
+    if normalize_text(exported.body) and normalize_text(exported.body) not in normalize_text(
+        current.body
+    ):
+        first, second = sorted((current.body, exported.body))
+        body = conflict_body(first, second)
+    extra = tuple(dict({**dict(exported.extra), **dict(current.extra)}).items())
+    if body != current.body and not any(key == "conflict" for key, _ in extra):
+        extra = (*extra, ("conflict", "conflict: true"))
+    return replace(
+        current,
+        body=body,
+        keywords=union(current.keywords, current.keywords, exported.keywords),
+        supersedes=union(current.supersedes, current.supersedes, exported.supersedes),
+        seen=max(current.seen, exported.seen),
+        recalled=max(current.recalled, exported.recalled),
+        confirmed=max(current.confirmed, exported.confirmed),
+        last_recalled=max(current.last_recalled, exported.last_recalled),
+        created=min_timestamp(current.created, exported.created),
+        extra=extra,
     )

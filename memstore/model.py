@@ -52,6 +52,7 @@ class Memory:
     recalled: int = 0
     last_recalled: str = ""
     confirmed: int = 0  # times a person confirmed it (memstore confirm): slows its decay
+    archived: str = ""  # when it was archived: out of ordinary recall, found with --archived
     supersedes: tuple[str, ...] = ()
     # Keys memstore does not know, as (key, raw YAML text of that entry), kept verbatim.
     extra: tuple[tuple[str, str], ...] = ()

@@ -107,3 +107,11 @@ def _first_line(text: str) -> str:
     return (
         lines[0].removeprefix("fatal: ").removeprefix("error: ") if lines else "no details from git"
     )
+
+
+def prune_unreachable(root: Path, env: Mapping[str, str]) -> None:
+    """Expire the reflog and delete unreachable objects, so rewritten history is gone."""
+    for args in (["reflog", "expire", "--expire=now", "--all"], ["gc", "--quiet", "--prune=now"]):
+        done = run_git(root, args, env)
+        if done.returncode != 0:
+            raise SyncError(f"git {args[0]} failed in {root}: {_first_line(done.stderr)}")

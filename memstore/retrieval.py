@@ -16,9 +16,18 @@ FEEDBACK_TERMS = 15  # … lend their most characteristic terms to a second, boo
 
 
 def find(
-    indexer: Indexer, text: str, scope: set[str] | None, k: int, now: datetime
+    indexer: Indexer,
+    text: str,
+    scope: set[str] | None,
+    k: int,
+    now: datetime,
+    *,
+    archived: bool = False,
 ) -> SearchResult:
-    """Return the `k` best memories for `text` in `scope` (None: every workspace)."""
+    """Return the `k` best memories for `text` in `scope` (None: every workspace).
+
+    Archived memories are left out unless `archived` is true.
+    """
     index = indexer.search
     strict = index.search(text, workspaces=scope, limit=CANDIDATES)
     # Memories holding only some of the words fill the places all-words matches leave.
@@ -37,6 +46,12 @@ def find(
     if not documents:
         return SearchResult()
     entries = {entry.path: entry for entry in indexer.by_path(list(documents))}
+    if not archived:
+        documents = {
+            key: d for key, d in documents.items() if not getattr(entries.get(key), "archived", "")
+        }
+        if not documents:
+            return SearchResult()
     candidates = [
         _candidate(key, lexical.get(key), key in complete, named.get(key, 0), entries.get(key))
         for key in documents

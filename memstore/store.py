@@ -46,6 +46,7 @@ from memstore.ranking import (
     pack,
 )
 from memstore.retrieval import find, hit_for
+from memstore.secrets import find_secrets
 from memstore.sync import SyncOutcome, sync
 from memstore.usage import Usage
 from memstore.vault import Vault, is_private
@@ -189,13 +190,14 @@ class Store:
         with self._mutex:
             if wait:
                 with self.vault.lock(self.settings.lock_timeout):
-                    return self._catch_up_locked()
+                    return self.catch_up_locked()
             if self.vault.is_watched():
                 return CatchUp()  # a running watcher (memstore serve / watch) keeps it current
             with self.vault.try_lock() as locked:
-                return self._catch_up_locked() if locked else CatchUp()
+                return self.catch_up_locked() if locked else CatchUp()
 
-    def _catch_up_locked(self, workspace: str | None = None) -> CatchUp:
+    def catch_up_locked(self, workspace: str | None = None) -> CatchUp:
+        """Catch up the index; the caller holds the vault's write lock."""
         try:
             return self.indexer.catch_up(workspace=workspace)
         except SearchIndexError:
@@ -210,7 +212,13 @@ class Store:
 
     @_serialized
     def search(
-        self, query: str, *, workspace: str | None = None, k: int = 5, catch_up: bool = True
+        self,
+        query: str,
+        *,
+        workspace: str | None = None,
+        k: int = 5,
+        catch_up: bool = True,
+        archived: bool = False,
     ) -> SearchResult:
         """Return up to `k` hits, ranked: all query terms first, any term if that finds none.
 
@@ -224,11 +232,11 @@ class Store:
         if catch_up:
             self.catch_up()
         try:
-            return find(self.indexer, query, scope, k, self._clock())
+            return find(self.indexer, query, scope, k, self._clock(), archived=archived)
         except SearchIndexError:
             with self.vault.lock(self.settings.lock_timeout):
                 self._rebuild_damaged()
-            return find(self.indexer, query, scope, k, self._clock())
+            return find(self.indexer, query, scope, k, self._clock(), archived=archived)
 
     @_serialized
     def recall(
@@ -431,9 +439,21 @@ class Store:
         source: str | None = None,
         supersedes: tuple[str, ...] = (),
         allowed_kinds: tuple[str, ...] = ADDABLE_KINDS,
+        allow_secret: bool = False,
+        merge_duplicate: bool = True,
     ) -> AddResult:
-        """Store a memory: a new file and commit, or a duplicate folded into its file."""
+        """Store a memory: a new file and commit, or a duplicate folded into its file.
+
+        A text that looks like it holds a credential is refused unless `allow_secret`; with
+        `merge_duplicate` false a duplicate is reported and left untouched (re-imports).
+        """
         body = check_text(text)
+        found = [] if allow_secret else find_secrets(body)
+        if found:
+            raise InvalidInputError(
+                f"memory text contains what looks like {found[0]}; remove it "
+                "(memory is shared through git), or pass --allow-secret to store it anyway"
+            )
         check_workspace(workspace, for_add=True)
         check_kind(kind, allowed=allowed_kinds)
         keywords = check_keywords(keywords)
@@ -441,11 +461,16 @@ class Store:
         with self.vault.lock(self.settings.lock_timeout):
             if not self.vault.is_watched():
                 # Duplicates live in the same workspace: checking its folder is enough.
-                self._catch_up_locked(workspace)
+                self.catch_up_locked(workspace)
             targets = tuple(self.resolve_locked(s) for s in supersedes)
             existing = self.indexer.by_hash(workspace, content_hash(body))
+            if existing and not merge_duplicate:
+                current = existing[0]
+                return AddResult(
+                    "duplicate_skipped", current.id, current.path, current.seen, workspace
+                )
             if existing:
-                return self._merge_duplicate(existing[0], keywords, targets)
+                return self._merge_duplicate(existing[0], keywords, targets, source)
             return self._add_new(body, workspace, kind, keywords, source, targets)
 
     def resolve_locked(self, id_prefix: str) -> str:
@@ -478,7 +503,7 @@ class Store:
             created=self._timestamp(),
             supersedes=tuple(dict.fromkeys(supersedes)),
         )
-        commit = self._write(path, memory, f"add({workspace}): {summary(body)}", source)
+        commit = self.write_memory(path, memory, f"add({workspace}): {summary(body)}", source)
         return AddResult("added", memory_id, path, 1, workspace, commit)
 
     def _free_id(self, workspace: str, body: str) -> str:
@@ -489,7 +514,7 @@ class Store:
         raise VaultError(f"no free id for this memory in {workspace}; run 'memstore reindex'")
 
     def _merge_duplicate(
-        self, entry: Entry, keywords: tuple[str, ...], supersedes: tuple[str, ...]
+        self, entry: Entry, keywords: tuple[str, ...], supersedes: tuple[str, ...], source: str
     ) -> AddResult:
         current = self.vault.read(entry.path)
         if not current.has_front_matter or current.problem:
@@ -504,12 +529,13 @@ class Store:
             supersedes=tuple(dict.fromkeys((*current.supersedes, *supersedes))),
         )
         message = f"seen({current.workspace}): {summary(current.body)} (seen {merged.seen})"
-        commit = self._write(entry.path, merged, message, self.settings.source)
+        commit = self.write_memory(entry.path, merged, message, source)
         return AddResult(
             "duplicate_merged", merged.id, entry.path, merged.seen, merged.workspace, commit
         )
 
-    def _write(self, path: str, memory: Memory, message: str, source: str) -> str:
+    def write_memory(self, path: str, memory: Memory, message: str, source: str) -> str:
+        """Write one memory atomically, commit it, and index it (the caller holds the lock)."""
         self.vault.write_atomic(path, render_memory(memory))
         trailers = Trailers(source, self.settings.session, self.settings.host)
         commit = self.git.commit(message, trailers, add=(path,))
@@ -568,26 +594,54 @@ class Store:
         """Commit edits and usage, fetch, merge with memstore's rules, push, catch up the index."""
         trailers = Trailers(self.settings.source, self.settings.session, self.settings.host)
         with self.vault.lock(self.settings.lock_timeout):
-            self._catch_up_locked()
+            self.catch_up_locked()
             flushed = self._flush_usage_locked()
             outcome = sync(self.vault, self.git, trailers, self.settings.env, name)
-            caught_up = self._catch_up_locked()
+            caught_up = self.catch_up_locked()
         return outcome, flushed, caught_up
 
     @_serialized
-    def confirm(self, id_prefix: str) -> Memory:
-        """Record that a person vouches for a memory: it decays more slowly from now on."""
+    def update(
+        self, id_prefix: str, change: Callable[[Memory], Memory], verb: str
+    ) -> tuple[Memory, bool]:
+        """Apply `change` to one memory and commit it as `verb(workspace): …`.
+
+        Returns the memory and whether anything changed (an unchanged memory is not
+        rewritten, so commands like promote are idempotent).
+        """
         with self.vault.lock(self.settings.lock_timeout):
             entry = self.resolve(id_prefix)
             current = self.vault.read(entry.path)
             if not current.has_front_matter or current.problem:
                 raise InvalidInputError(
-                    f"{entry.path} has no front matter memstore can update; add `confirmed: 1` by hand"
+                    f"{entry.path} has no front matter memstore can update; add front matter by "
+                    "hand (see docs/file-format.md) or fix the reported problem first"
                 )
-            confirmed = replace(current, confirmed=current.confirmed + 1)
-            message = f"confirm({current.workspace}): {summary(current.body)} (confirmed {confirmed.confirmed})"
-            self._write(entry.path, confirmed, message, self.settings.source)
-            return confirmed
+            updated = change(current)
+            if updated == current:
+                return current, False
+            message = f"{verb}({current.workspace}): {summary(current.body)}"
+            self.write_memory(entry.path, updated, message, self.settings.source)
+            return updated, True
+
+    def confirm(self, id_prefix: str) -> Memory:
+        """Record that a person vouches for a memory: it decays more slowly from now on."""
+        memory, _ = self.update(
+            id_prefix, lambda m: replace(m, confirmed=m.confirmed + 1), "confirm"
+        )
+        return memory
+
+    @_serialized
+    def delete(self, entry: Entry, message: str) -> str:
+        """Delete a memory's file in one commit and drop it from the index (lock held by caller)."""
+        try:
+            self.vault.path(entry.path).unlink()
+        except OSError as err:
+            raise VaultError(f"cannot delete {entry.path}: {err.strerror}") from err
+        trailers = Trailers(self.settings.source, self.settings.session, self.settings.host)
+        commit = self.git.commit(message, trailers, remove=(entry.path,))
+        self.indexer.remove([entry.path])
+        return commit
 
     @_serialized
     def reindex(self, progress: Progress | None = None) -> CatchUp:

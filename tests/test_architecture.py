@@ -15,6 +15,7 @@ SHELLS = {
     "agent_hooks.py",
     "mcp_server.py",
     "watcher.py",
+    "upkeep.py",
 }
 AMBIENT = re.compile(r"os\.environ|os\.getenv|Path\.home\(|Path\.cwd\(|os\.getcwd\(|expanduser\(")
 

@@ -1,0 +1,304 @@
+"""Keeping memory healthy: audit, near-duplicates and dedupe, promote, archive, forget, gc."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from index import terms
+from memstore import remote
+from memstore.codec import render_memory
+from memstore.errors import InvalidInputError
+from memstore.git import Trailers
+from memstore.indexer import Entry, has_conflict
+from memstore.merge import union
+from memstore.model import KINDS, Memory, check_kind
+from memstore.ranking import CORE_BUDGET_TOKENS, Candidate, estimate_tokens, strength
+from memstore.secrets import find_secrets
+from memstore.store import Store, summary
+
+NEAR_DUPLICATE = 0.7  # term containment; the capture gate's measured threshold (docs/agents.md)
+RECALL_FLOOR = 0.05  # strength below which a memory has decayed out of mind
+NEVER_RECALLED_DAYS = 30
+STORED_OFTEN = 3  # seen this often and never recalled: stored again and again, never read
+
+
+@dataclass
+class Audit:
+    """A read-only report on what the vault holds."""
+
+    memories: int = 0
+    by_workspace: dict[str, int] = field(default_factory=dict)
+    by_kind: dict[str, int] = field(default_factory=dict)
+    by_source: dict[str, int] = field(default_factory=dict)
+    near_duplicates: list[tuple[str, str, float]] = field(default_factory=list)
+    superseded: list[tuple[str, list[str]]] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    malformed: list[tuple[str, str]] = field(default_factory=list)
+    core_tokens: int = 0
+    core_cap: int = CORE_BUDGET_TOKENS
+    never_recalled: list[str] = field(default_factory=list)
+    decayed: list[str] = field(default_factory=list)
+    stored_never_read: list[str] = field(default_factory=list)
+    prunable_traces: list[str] = field(default_factory=list)
+    secrets: list[tuple[str, str]] = field(default_factory=list)
+    archived: list[str] = field(default_factory=list)
+
+
+def _candidate(entry: Entry) -> Candidate:
+    return Candidate(
+        entry.path,
+        0.0,
+        0.0,
+        False,
+        0,
+        entry.created,
+        entry.last_recalled,
+        entry.seen,
+        entry.recalled,
+        entry.confirmed,
+    )
+
+
+class Curator:
+    """The memory-keeping commands, over one open store."""
+
+    def __init__(self, store: Store, now: datetime) -> None:
+        self.store = store
+        self.now = now
+
+    # --- audit ---------------------------------------------------------------------
+
+    def audit(self, workspace: str | None = None) -> Audit:
+        """Report on the vault; reads files and the index, writes nothing."""
+        store = self.store
+        store.catch_up()
+        entries = [
+            e for e in store.indexer.entries() if workspace is None or e.workspace == workspace
+        ]
+        report = Audit(memories=len(entries))
+        report.by_workspace = dict(sorted(Counter(e.workspace for e in entries).items()))
+        report.by_kind = dict(sorted(Counter(e.kind for e in entries).items()))
+        documents = store.indexer.search.get([e.path for e in entries])
+        report.by_source = dict(
+            sorted(Counter(d.source or "unknown" for d in documents.values()).items())
+        )
+        ids = {e.id: e for e in store.indexer.entries()}
+        replaced: dict[str, list[str]] = {}
+        for entry in entries:
+            for old in entry.supersedes:
+                replaced.setdefault(old, []).append(entry.id)
+        report.superseded = sorted((old, new) for old, new in replaced.items() if old in ids)
+        for entry in entries:
+            doc = documents.get(entry.path)
+            text = doc.content if doc else ""
+            if entry.problem:
+                report.malformed.append((entry.path, entry.problem))
+            if entry.archived:
+                report.archived.append(entry.id)
+            for name in find_secrets(text):
+                report.secrets.append((entry.id, name))
+            memory_strength = strength(_candidate(entry), self.now)
+            age = (self.now - _parse(entry.created)).days if entry.created else 0
+            if entry.recalled == 0 and age >= NEVER_RECALLED_DAYS:
+                report.never_recalled.append(entry.id)
+            if memory_strength < RECALL_FLOOR:
+                report.decayed.append(entry.id)
+            if entry.seen >= STORED_OFTEN and entry.recalled == 0:
+                report.stored_never_read.append(entry.id)
+            if (
+                entry.kind == "trace"
+                and (entry.archived or (entry.recalled == 0 and age >= NEVER_RECALLED_DAYS))
+                and entry.id not in replaced
+            ):
+                report.prunable_traces.append(entry.id)
+        report.conflicts = [e.path for e in entries if has_conflict(store.vault.read(e.path))]
+        core = [documents[e.path] for e in entries if e.kind == "core" and e.path in documents]
+        report.core_tokens = sum(estimate_tokens(d.content) + 10 for d in core)
+        report.near_duplicates = self.near_duplicates(workspace)
+        return report
+
+    def near_duplicates(self, workspace: str | None = None) -> list[tuple[str, str, float]]:
+        """Pairs of memories of one workspace that say nearly the same thing, most similar first."""
+        store = self.store
+        index = store.indexer.search
+        kept = set(store.vault.read_state("dedupe-kept").split())
+        pairs: dict[tuple[str, str], float] = {}
+        for doc in index.documents():
+            if workspace is not None and doc.workspace != workspace:
+                continue
+            mine = terms(doc.content)
+            if not mine:
+                continue
+            for hit in index.search(
+                doc.content, workspaces={doc.workspace}, limit=4, any_term=True
+            ):
+                other = hit.document
+                if other.key == doc.key:
+                    continue
+                theirs = terms(other.content)
+                overlap = len(mine & theirs) / max(min(len(mine), len(theirs)), 1)
+                a, b = sorted((doc.id, other.id))
+                if overlap >= NEAR_DUPLICATE and f"{a}:{b}" not in kept:
+                    pairs[(a, b)] = round(max(overlap, pairs.get((a, b), 0.0)), 3)
+        return sorted(((a, b, v) for (a, b), v in pairs.items()), key=lambda p: (-p[2], p[0], p[1]))
+
+    # --- changing one memory ---------------------------------------------------------
+
+    def promote(self, id_prefix: str, kind: str) -> tuple[Memory, bool]:
+        check_kind(kind, allowed=KINDS)
+        return self.store.update(id_prefix, lambda m: replace(m, kind=kind), f"promote:{kind}")
+
+    def archive(self, id_prefix: str) -> tuple[Memory, bool]:
+        stamp = self.now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return self.store.update(
+            id_prefix, lambda m: m if m.archived else replace(m, archived=stamp), "archive"
+        )
+
+    def revive(self, id_prefix: str) -> tuple[Memory, bool]:
+        return self.store.update(id_prefix, lambda m: replace(m, archived=""), "revive")
+
+    def correcting(self, entry: Entry) -> list[Entry]:
+        """Memories that name `entry` as the memory they correct."""
+        return self.store.indexer.superseded_by(entry.id)
+
+    def forget(self, entry: Entry, *, force: bool = False) -> str:
+        """Delete one memory's file in one commit (refused if another memory corrects it)."""
+        named = self.correcting(entry)
+        if named and not force:
+            raise InvalidInputError(
+                f"{entry.id} is the memory {named[0].id} corrects (supersedes); forgetting it "
+                "breaks that link — pass --force to forget it anyway"
+            )
+        store = self.store
+        with store.vault.lock(store.settings.lock_timeout):
+            current = store.vault.read(entry.path)
+            return store.delete(entry, f"forget({entry.workspace}): {summary(current.body)}")
+
+    def purge(self, entry: Entry, *, force: bool = False) -> tuple[int, set[str]]:
+        """Forget a memory and remove it from every commit of the local history."""
+        store = self.store
+        exists = store.vault.path(entry.path).exists()
+        text = summary(store.vault.read(entry.path).body) if exists else ""
+        if exists:
+            self.forget(entry, force=force)
+        with store.vault.lock(store.settings.lock_timeout):
+            paths = store.git.paths_ever(f"-{entry.id}.md") | {entry.path}
+            changed = store.git.purge_paths(
+                paths, scrub=text, replacement=f"[purged memory {entry.id}]"
+            )
+            remote.prune_unreachable(store.vault.root, store.settings.env)
+        store.reindex()  # the old index still holds the text in its segment files
+        return changed, paths
+
+    # --- duplicates ------------------------------------------------------------------
+
+    def merge_duplicate(self, id_prefix: str) -> tuple[Memory, str]:
+        """Fold a memory's nearest duplicate into it: newer text, summed counters, united
+        keywords, supersede links redirected; one commit. Returns (kept, removed id)."""
+        store = self.store
+        entry = store.resolve(id_prefix)
+        partner = next(
+            (
+                b if a == entry.id else a
+                for a, b, _ in self.near_duplicates(entry.workspace)
+                if entry.id in (a, b)
+            ),
+            None,
+        )
+        if partner is None:
+            raise InvalidInputError(
+                f"{entry.id} has no near-duplicate; see 'memstore dedupe --list'"
+            )
+        other = store.resolve(partner)
+        with store.vault.lock(store.settings.lock_timeout):
+            first, second = store.vault.read(entry.path), store.vault.read(other.path)
+            newer, older = (first, second) if first.created >= second.created else (second, first)
+            keep_entry, drop_entry = (entry, other) if newer is first else (other, entry)
+            merged = replace(
+                newer,
+                seen=newer.seen + older.seen,
+                recalled=newer.recalled + older.recalled,
+                confirmed=newer.confirmed + older.confirmed,
+                last_recalled=max(newer.last_recalled, older.last_recalled),
+                created=min(t for t in (newer.created, older.created) if t)
+                if (newer.created or older.created)
+                else "",
+                keywords=union((), newer.keywords, older.keywords),
+                supersedes=tuple(
+                    s for s in union((), newer.supersedes, older.supersedes) if s != newer.id
+                ),
+            )
+            touched = {keep_entry.path: merged}
+            for follower in store.indexer.superseded_by(older.id):
+                if follower.path == keep_entry.path:
+                    continue
+                memory = store.vault.read(follower.path)
+                touched[follower.path] = replace(
+                    memory,
+                    supersedes=tuple(
+                        dict.fromkeys(newer.id if s == older.id else s for s in memory.supersedes)
+                    ),
+                )
+            for path, memory in touched.items():
+                store.vault.write_atomic(path, render_memory(memory))
+            store.vault.path(drop_entry.path).unlink()
+            trailers = Trailers(store.settings.source, store.settings.session, store.settings.host)
+            store.git.commit(
+                f"dedupe({newer.workspace}): {summary(newer.body)} (merged {older.id})",
+                trailers,
+                add=tuple(touched),
+                remove=(drop_entry.path,),
+            )
+            store.indexer.remove([drop_entry.path])
+            for path, memory in touched.items():
+                store.indexer.record(path, memory)
+        return merged, older.id
+
+    def keep_both(self, id_prefix: str) -> list[str]:
+        """Mark a memory's near-duplicate pairs as reviewed: they are not listed again."""
+        store = self.store
+        entry = store.resolve(id_prefix)
+        pairs = [
+            f"{a}:{b}" for a, b, _ in self.near_duplicates(entry.workspace) if entry.id in (a, b)
+        ]
+        if not pairs:
+            raise InvalidInputError(f"{entry.id} has no near-duplicate to keep apart")
+        kept = set(store.vault.read_state("dedupe-kept").split()) | set(pairs)
+        store.vault.write_state("dedupe-kept", " ".join(sorted(kept)))
+        return pairs
+
+    # --- gc --------------------------------------------------------------------------
+
+    def gc(
+        self, *, prune_traces_days: int | None = None, dry_run: bool = False
+    ) -> tuple[list[str], list[str]]:
+        """Remove leftover derived state and, if asked, archived traces older than N days.
+
+        Returns (state folders removed, trace ids removed). A trace another memory names
+        as its correction is never removed.
+        """
+        store = self.store
+        state = store.vault.state_dir
+        leftovers = sorted(
+            str(p.relative_to(store.vault.root)) for p in state.glob("index.*") if p.is_dir()
+        )
+        traces: list[Entry] = []
+        if prune_traces_days is not None:
+            for entry in store.indexer.entries():
+                if entry.kind != "trace" or not entry.archived or self.correcting(entry):
+                    continue
+                if (self.now - _parse(entry.archived)).days >= prune_traces_days:
+                    traces.append(entry)
+        if not dry_run:
+            for folder in leftovers:
+                shutil.rmtree(store.vault.root / folder, ignore_errors=True)
+            for entry in traces:
+                self.forget(entry)
+        return leftovers, [e.id for e in traces]
+
+
+def _parse(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))

@@ -1,0 +1,411 @@
+"""The memory-keeping commands of the CLI, a thin typer shell over Curator, History, transfer.
+
+audit, dedupe, promote, archive, revive, forget, log, revert, import, export, restore, gc.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from memstore.config import Settings
+from memstore.curation import Curator
+from memstore.errors import InvalidInputError
+from memstore.history import History
+from memstore.model import GLOBAL, KINDS
+from memstore.output import render_json
+from memstore.store import Store, summary
+
+VaultOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--vault", help="Vault folder (default: $MEMSTORE_VAULT or ~/memstore).", show_default=False
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+IdArgument = Annotated[
+    str, typer.Argument(metavar="ID", help="A memory id or a unique prefix of one.")
+]
+
+
+def _settings(vault: Path | None) -> Settings:
+    return Settings.from_env(os.environ, home=Path.home(), vault=vault)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _echo_json(data: Any) -> None:
+    typer.echo(render_json(data))
+
+
+def _ask(question: str, yes: bool) -> None:
+    """Confirm with the person at the terminal; without one, only --yes may proceed."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise InvalidInputError(
+            "no terminal to ask for confirmation; rerun with --yes (or --dry-run to see what would happen)"
+        )
+    typer.confirm(question, abort=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the memory-keeping commands to the CLI."""
+
+    @app.command()
+    def audit(
+        workspace: Annotated[
+            str | None, typer.Option("-w", "--workspace", help="Only this workspace.")
+        ] = None,
+        vault: VaultOption = None,
+        as_json: JsonOption = False,
+    ) -> None:
+        """Report what the vault holds and what needs care; changes nothing.
+
+        Example:  memstore audit -w webshop
+        """
+        with Store.open(_settings(vault)) as store:
+            report = Curator(store, _now()).audit(workspace)
+        if as_json:
+            _echo_json(asdict(report))
+            return
+        lines = [
+            f"memories: {report.memories}",
+            "by workspace: " + ", ".join(f"{w} {n}" for w, n in report.by_workspace.items()),
+            "by kind: " + ", ".join(f"{k} {n}" for k, n in report.by_kind.items()),
+            "written by: " + ", ".join(f"{s} {n}" for s, n in report.by_source.items()),
+            f"core memory: ~{report.core_tokens} tokens of a {report.core_cap}-token cap",
+        ]
+        sections = [
+            (
+                "near-duplicates (memstore dedupe)",
+                [f"{a} ~ {b} ({v:.0%} shared terms)" for a, b, v in report.near_duplicates],
+            ),
+            (
+                "superseded, with what replaced them",
+                [f"{old} -> {', '.join(new)}" for old, new in report.superseded],
+            ),
+            ("sync conflicts (both versions kept)", report.conflicts),
+            ("files memstore cannot read cleanly", [f"{p}: {r}" for p, r in report.malformed]),
+            (
+                "possible secrets (memstore forget --purge)",
+                [f"{i}: {what}" for i, what in report.secrets],
+            ),
+            ("never recalled (30+ days old)", report.never_recalled),
+            ("decayed below the recall floor", report.decayed),
+            ("stored 3+ times, never recalled", report.stored_never_read),
+            ("prunable traces (memstore archive / gc)", report.prunable_traces),
+            ("archived", report.archived),
+        ]
+        for title, items in sections:
+            if items:
+                lines.append(f"{title} ({len(items)}):")
+                lines.extend(f"  {item}" for item in items[:50])
+                if len(items) > 50:
+                    lines.append(f"  … {len(items) - 50} more (--json lists all)")
+        typer.echo("\n".join(lines))
+
+    @app.command()
+    def dedupe(
+        list_pairs: Annotated[
+            bool, typer.Option("--list", help="List near-duplicate pairs.")
+        ] = False,
+        merge: Annotated[
+            str | None,
+            typer.Option("--merge", metavar="ID", help="Fold ID's near-duplicate into it."),
+        ] = None,
+        keep_both: Annotated[
+            str | None, typer.Option("--keep-both", metavar="ID", help="Stop listing ID's pairs.")
+        ] = None,
+        vault: VaultOption = None,
+    ) -> None:
+        """Review near-duplicate memories one by one: merge them or keep both.
+
+        Example:  memstore dedupe --list ; memstore dedupe --merge k3xq
+        """
+        with Store.open(_settings(vault)) as store:
+            curator = Curator(store, _now())
+            if merge:
+                kept, removed = curator.merge_duplicate(merge)
+                typer.echo(f"merged {removed} into {kept.id} (seen {kept.seen}): one commit")
+            elif keep_both:
+                kept_apart = curator.keep_both(keep_both)
+                typer.echo(f"kept apart: {', '.join(kept_apart)}")
+            else:
+                pairs = curator.near_duplicates()
+                if not pairs:
+                    typer.echo("no near-duplicates")
+                for a, b, overlap in pairs:
+                    texts = [summary(store.show(x)[1].body, 70) for x in (a, b)]
+                    typer.echo(f"{a} ~ {b}  {overlap:.0%}\n  {a}: {texts[0]}\n  {b}: {texts[1]}")
+        _ = list_pairs  # listing is the default action
+
+    @app.command()
+    def promote(
+        memory_id: IdArgument,
+        kind: Annotated[str, typer.Option("--kind", help=" | ".join(KINDS))],
+        vault: VaultOption = None,
+    ) -> None:
+        """Change a memory's kind (e.g. a lesson that became a standing rule: core).
+
+        Example:  memstore promote k3xq --kind core
+        """
+        with Store.open(_settings(vault)) as store:
+            memory, changed = Curator(store, _now()).promote(memory_id, kind)
+        typer.echo(f"{memory.id} is {'now' if changed else 'already'} {memory.kind}")
+
+    @app.command()
+    def archive(memory_id: IdArgument, vault: VaultOption = None) -> None:
+        """Take a memory out of ordinary recall; `search --archived` still finds it.
+
+        Example:  memstore archive k3xq
+        """
+        with Store.open(_settings(vault)) as store:
+            memory, changed = Curator(store, _now()).archive(memory_id)
+        typer.echo(
+            f"{memory.id} {'archived' if changed else 'was already archived'}; undo with: memstore revive {memory.id}"
+        )
+
+    @app.command()
+    def revive(memory_id: IdArgument, vault: VaultOption = None) -> None:
+        """Bring an archived memory back into recall.
+
+        Example:  memstore revive k3xq
+        """
+        with Store.open(_settings(vault)) as store:
+            memory, changed = Curator(store, _now()).revive(memory_id)
+        typer.echo(f"{memory.id} {'revived' if changed else 'was not archived'}")
+
+    @app.command()
+    def forget(
+        memory_id: IdArgument,
+        yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+        dry_run: Annotated[
+            bool, typer.Option("--dry-run", help="Show what would happen; change nothing.")
+        ] = False,
+        force: Annotated[
+            bool,
+            typer.Option("--force", help="Even if another memory names it as the one it corrects."),
+        ] = False,
+        purge: Annotated[
+            bool,
+            typer.Option("--purge", help="Also remove it from every commit of the local history."),
+        ] = False,
+        vault: VaultOption = None,
+    ) -> None:
+        """Delete a memory in one commit (git keeps it in history; --purge removes it there too).
+
+        Example:  memstore forget k3xq --yes
+        """
+        with Store.open(_settings(vault)) as store:
+            curator = Curator(store, _now())
+            entry, memory = store.show(memory_id)
+            typer.echo(f"# {entry.path}\n{memory.body.rstrip()}")
+            named = curator.correcting(entry)
+            if named and not force:
+                raise InvalidInputError(
+                    f"{entry.id} is the memory {named[0].id} corrects (supersedes); pass --force to forget it anyway"
+                )
+            if dry_run:
+                typer.echo(
+                    f"would forget {entry.id}"
+                    + (" and purge it from the local history" if purge else "")
+                )
+                return
+            if purge:
+                _ask(
+                    f"Forget {entry.id} and rewrite the local history without it? This cannot be undone.",
+                    yes,
+                )
+                changed, paths = curator.purge(entry, force=force)
+                branch = store.git.branch()
+                typer.echo(
+                    f"purged {entry.id} from {changed} commits ({', '.join(sorted(paths))}).\n"
+                    f"The remote and other clones still have it: run 'git push --force origin {branch}' in "
+                    f"{store.vault.root}, then re-clone (or 'git fetch && git reset --hard origin/{branch}') on every "
+                    "other machine, and rotate the secret if it was one."
+                )
+                return
+            _ask(f"Forget {entry.id}?", yes)
+            curator.forget(entry, force=force)
+            typer.echo(f"forgot {entry.id} (one commit; 'git revert' brings it back)")
+
+    @app.command()
+    def log(
+        memory_id: Annotated[
+            str | None, typer.Argument(metavar="[ID]", help="Only commits touching this memory.")
+        ] = None,
+        source: Annotated[
+            str | None, typer.Option("--source", help="Only commits by this agent or person.")
+        ] = None,
+        since: Annotated[
+            str | None, typer.Option("--since", help="Only commits from this date (YYYY-MM-DD).")
+        ] = None,
+        limit: Annotated[int, typer.Option("-n", help="At most this many.")] = 50,
+        vault: VaultOption = None,
+        as_json: JsonOption = False,
+    ) -> None:
+        """Who wrote what and when, from the commits' Memstore-* trailers.
+
+        Example:  memstore log --source claude-code --since 2026-11-01
+        """
+        with Store.open(_settings(vault)) as store:
+            changes = History(store).log(memory_id, source=source, since=since)[:limit]
+        if as_json:
+            _echo_json([asdict(c) for c in changes])
+            return
+        for change in changes:
+            who = change.source or "git"
+            typer.echo(f"{change.commit[:8]} {change.time} {who:12} {change.summary}")
+
+    @app.command()
+    def revert(
+        session: Annotated[
+            str, typer.Option("--session", help="The Memstore-Session of the changes to undo.")
+        ],
+        yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+        vault: VaultOption = None,
+    ) -> None:
+        """Undo every change one agent session made, in one commit (e.g. after a prompt injection).
+
+        Example:  memstore revert --session 4f1c2a9e
+        """
+        with Store.open(_settings(vault)) as store:
+            history = History(store)
+            changes = [c for c in history.log() if c.session == session]
+            for change in changes:
+                typer.echo(f"{change.commit[:8]} {change.summary}")
+            if changes:
+                _ask(f"Undo these {len(changes)} commits?", yes)
+            made, changed, kept = history.revert_session(session)
+        typer.echo(
+            f"reverted {len(changed)} files in {made[:8]}" if made else "nothing left to undo"
+        )
+        for path in kept:
+            typer.echo(f"  kept (edited by others since): {path}")
+
+    @app.command("import")
+    def import_command(
+        paths: Annotated[
+            list[Path],
+            typer.Argument(help="CLAUDE.md, AGENTS.md, .cursor/rules/*.mdc, .kiro/steering/*.md …"),
+        ],
+        workspace: Annotated[
+            str | None,
+            typer.Option(
+                "-w",
+                "--workspace",
+                help="Workspace (default: detected from the file's repository).",
+            ),
+        ] = None,
+        whole_file: Annotated[
+            bool,
+            typer.Option("--whole-file", help="One memory per file instead of one per bullet."),
+        ] = False,
+        dry_run: Annotated[
+            bool, typer.Option("--dry-run", help="Show what would be created.")
+        ] = False,
+        vault: VaultOption = None,
+    ) -> None:
+        """Turn instruction files into memories of kind `imported` (the files are never edited).
+
+        Example:  memstore import CLAUDE.md --dry-run
+        """
+        from memstore.lean import detected_workspace
+        from memstore.transfer import import_files
+
+        settings = _settings(vault)
+        chosen = workspace or detected_workspace(settings.vault) or GLOBAL
+        with Store.open(settings, create=True) as store:
+            report = import_files(
+                store, paths, workspace=chosen, whole_file=whole_file, dry_run=dry_run
+            )
+        if dry_run:
+            typer.echo(f"would create {len(report.created)} memories in {chosen}:")
+            for text in report.created:
+                typer.echo(f"  - {summary(text, 90)}")
+            return
+        typer.echo(
+            f"created {len(report.created)} memories in {chosen}; {report.unchanged} already there"
+        )
+        for text, reason in report.refused:
+            typer.echo(f"  refused {text!r}: {reason}", err=True)
+
+    @app.command()
+    def export(
+        workspace: Annotated[
+            str | None, typer.Option("-w", "--workspace", help="Only this workspace.")
+        ] = None,
+        output: Annotated[
+            Path | None,
+            typer.Option("-o", "--output", help="Write to this file (default: stdout)."),
+        ] = None,
+        vault: VaultOption = None,
+    ) -> None:
+        """Write every memory (id, front matter, body) as JSON.
+
+        Example:  memstore export -o memory.json
+        """
+        from memstore.transfer import export as run_export
+
+        with Store.open(_settings(vault)) as store:
+            data = run_export(store, workspace)
+        text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+        if output:
+            output.write_text(text, encoding="utf-8")
+            typer.echo(f"exported {len(data['memories'])} memories to {output}", err=True)
+        else:
+            typer.echo(text, nl=False)
+
+    @app.command()
+    def restore(
+        file: Annotated[Path, typer.Argument(help="A file written by memstore export.")],
+        vault: VaultOption = None,
+    ) -> None:
+        """Merge an export into the vault (ids kept, so supersede links survive); idempotent.
+
+        Example:  memstore restore memory.json
+        """
+        from memstore.transfer import read_export
+        from memstore.transfer import restore as run_restore
+
+        with Store.open(_settings(vault), create=True) as store:
+            added, merged, unchanged = run_restore(store, read_export(file))
+        typer.echo(f"restored: {added} added, {merged} merged, {unchanged} unchanged")
+
+    @app.command()
+    def gc(
+        prune_traces: Annotated[
+            int | None,
+            typer.Option(
+                "--prune-traces",
+                metavar="DAYS",
+                help="Forget archived traces archived this many days ago.",
+            ),
+        ] = None,
+        dry_run: Annotated[
+            bool, typer.Option("--dry-run", help="Report what would be removed.")
+        ] = False,
+        vault: VaultOption = None,
+    ) -> None:
+        """Remove leftover derived state and, if asked, old archived traces.
+
+        Example:  memstore gc --prune-traces 90 --dry-run
+        """
+        with Store.open(_settings(vault)) as store:
+            folders, traces = Curator(store, _now()).gc(
+                prune_traces_days=prune_traces, dry_run=dry_run
+            )
+        verb = "would remove" if dry_run else "removed"
+        typer.echo(f"{verb} {len(folders)} leftover index folders, {len(traces)} archived traces")
+        for item in [*folders, *traces]:
+            typer.echo(f"  {item}")
