@@ -371,32 +371,78 @@ def serve(
 
 @app.command()
 def benchmark(vault: VaultOption = None, as_json: JsonOption = False) -> None:
-    """Print memstore's fixed per-session token cost for an agent (tool descriptions, core).
+    """Compare memstore's fixed per-session token cost with the instruction files found here.
 
-    Example:  memstore benchmark
+    Example:  memstore benchmark --json
     """
     from memstore.mcp_server import build_server, tool_cost_tokens
 
     settings = settings_for(vault)
+    workspace = detected_workspace(settings.vault)
     with Store.open(settings, create=True) as store:
-        tools = tool_cost_tokens(build_server(store, workspace=GLOBAL, source="mcp"))
-        core = store.recall("", workspace=None).core
+        tools = tool_cost_tokens(build_server(store, workspace=workspace or GLOBAL, source="mcp"))
+        core = store.recall("", workspace=workspace).core
     core_tokens = sum(estimate_tokens(c.content) + 10 for c in core)
     snippet = estimate_tokens(POINTER_SNIPPET)
+    total = tools + snippet + core_tokens
+    files = instruction_files(Path.cwd(), Path.home())
+    sizes = {
+        str(path): estimate_tokens(path.read_text(encoding="utf-8", errors="replace"))
+        for path in files
+    }
     figures = {
         "mcp_tools": tools,
         "pointer_snippet": snippet,
         "core_memory": core_tokens,
-        "total": tools + snippet + core_tokens,
+        "total": total,
     }
     if as_json:
-        emit_json({"estimated_tokens": figures, "chars_per_token": CHARS_PER_TOKEN})
+        emit_json(
+            {
+                "estimated_tokens": figures,
+                "instruction_files": sizes,
+                "chars_per_token": CHARS_PER_TOKEN,
+                "error": "±25%",
+            }
+        )
         return
-    typer.echo(f"fixed per-session cost (estimated at {CHARS_PER_TOKEN} characters per token):")
-    typer.echo(f"  MCP tool descriptions and schemas  {tools:5d}")
-    typer.echo(f"  pointer snippet (CLAUDE.md)        {snippet:5d}")
-    typer.echo(f"  core memories ({len(core)})                 {core_tokens:5d}")
-    typer.echo(f"  total                              {figures['total']:5d}")
+    typer.echo(
+        f"estimated tokens per session ({CHARS_PER_TOKEN} characters a token, ±25% for real tokenizers):"
+    )
+    typer.echo(f"  memstore: MCP tool descriptions and schemas  {tools:6d}")
+    typer.echo(f"  memstore: pointer snippet (CLAUDE.md)        {snippet:6d}")
+    typer.echo(f"  memstore: core memories ({len(core)})                {core_tokens:6d}")
+    typer.echo(
+        f"  memstore: total, fixed                       {total:6d}   (recalled memories come on demand)"
+    )
+    if not sizes:
+        typer.echo(
+            "  no instruction files found here (CLAUDE.md, AGENTS.md, .cursor/rules, .kiro/steering …)"
+        )
+    for path, tokens in sizes.items():
+        typer.echo(f"  instruction file {path}: {tokens} tokens, every session")
+    if sizes:
+        typer.echo(
+            f"  instruction files, total: {sum(sizes.values())} tokens every session ({sum(sizes.values()) - total:+d} vs memstore)"
+        )
+
+
+def instruction_files(cwd: Path, home: Path) -> list[Path]:
+    """Return the agent instruction files that apply to work in `cwd`."""
+    root = find_enclosing_repository(cwd) or cwd
+    names = [
+        "CLAUDE.md",
+        "CLAUDE.local.md",
+        "AGENTS.md",
+        ".cursorrules",
+        ".github/copilot-instructions.md",
+    ]
+    found = [root / name for name in names]
+    found += sorted((root / ".cursor" / "rules").glob("*.mdc")) + sorted(
+        (root / ".kiro" / "steering").glob("*.md")
+    )
+    found += [home / ".claude" / "CLAUDE.md", home / ".codex" / "AGENTS.md"]
+    return [path for path in found if path.is_file()]
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

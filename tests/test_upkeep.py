@@ -370,3 +370,27 @@ def test_every_new_command_has_help_with_an_example(command: str) -> None:
 
 def test_settings_helper_is_used(vault: Path) -> None:
     assert settings_at(vault).vault == vault
+
+
+def test_benchmark_compares_instruction_files_with_memstores_fixed_cost(
+    vault: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    git(project, "init", "-q")
+    (project / "CLAUDE.md").write_text(
+        "# Rules\n" + "- always run the full test suite before pushing\n" * 40, encoding="utf-8"
+    )
+    done = subprocess.run(
+        [str(EXE), "benchmark", "--json"],
+        cwd=project,
+        env={**os.environ, "MEMSTORE_VAULT": str(vault)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["estimated_tokens"]["mcp_tools"] <= 300
+    text = (project / "CLAUDE.md").read_text(encoding="utf-8")
+    assert data["instruction_files"] == {str(project / "CLAUDE.md"): (len(text) + 3) // 4}
