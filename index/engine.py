@@ -26,10 +26,13 @@ from index.analysis import make_analyzer, query_terms
 from index.entities import extract_entities
 
 SCHEMA_VERSION = "1"
-BM25_B = 0.3  # length normalization (Whoosh's default)
+BM25_B = 0.3  # length normalization (Whoosh's default is 0.75; docs/retrieval.md)
 BM25_K1 = 1.2  # term-frequency saturation (Whoosh's default)
-KEYWORD_BOOST = 0.6
-EXPANSION_BOOST = 0.3  # keywords count, but below the text a person or agent wrote
+KEYWORD_BOOST = 0.6  # keywords count, but below the text a person or agent wrote
+EXPANSION_BOOST = 0.3  # feedback terms weigh a third of the query's own
+EXPANSION_MAX_DF = 0.05  # feedback terms must occur in at most 5% of documents
+COMMON_TERM_DF = 0.1  # any-word queries skip terms in over 10% of documents …
+COMMON_TERM_MIN = 1000  # … once that is over 1,000 documents (small vaults keep every term)
 # Anything Whoosh raises when its files are damaged: a crash mid-commit leaves any of these.
 _DAMAGE = (
     whoosh_index.IndexError,
@@ -304,12 +307,31 @@ class SearchIndex:
         terms = query_terms(self._analyzer, text)
         if not terms or limit <= 0:
             return []
+        if any_term:
+            terms = self._selective(terms)
         per_term = [Or([Term("content", t), Term("keywords", t)]) for t in terms]
         query: Query = Or(per_term) if any_term else And(per_term)
         if expansion:
             extra = [Term("content", t, boost=EXPANSION_BOOST) for t in expansion if t not in terms]
             query = Or([query, *extra])
         return self._run(query, workspaces, limit)
+
+    def _selective(self, terms: list[str]) -> list[str]:
+        """Drop terms most documents contain from an any-word query (keep at least three).
+
+        They add almost nothing to a BM25 ranking (their idf is near zero) and their long
+        posting lists are most of the query's cost in a large vault.
+        """
+        reader = self._reader()
+        limit = max(COMMON_TERM_DF * reader.doc_count(), COMMON_TERM_MIN)
+        df = {
+            t: reader.doc_frequency("content", t) + reader.doc_frequency("keywords", t)
+            for t in terms
+        }
+        kept = [t for t in terms if df[t] <= limit]
+        if len(kept) < min(3, len(terms)):
+            kept = sorted(terms, key=lambda t: df[t])[: min(3, len(terms))]
+        return [t for t in terms if t in kept]
 
     def expansion_terms(
         self, documents: list[Document], exclude: Collection[str], count: int
@@ -318,11 +340,14 @@ class SearchIndex:
         reader = self._reader()
         total = max(reader.doc_count(), 1)
         weights: dict[str, float] = {}
+        common = max(EXPANSION_MAX_DF * total, 5)
         for doc in documents:
             for term in query_terms(self._analyzer, doc.content):
                 if term in exclude or len(term) < 3:
                     continue
                 df = reader.doc_frequency("content", term)
+                if df > common:
+                    continue  # a common word says little, and costs a long posting list
                 weights[term] = weights.get(term, 0.0) + log((total + 1) / (df + 1))
         return sorted(weights, key=lambda t: (-weights[t], t))[:count]
 
@@ -383,14 +408,20 @@ class SearchIndex:
         if not keys:
             return {}
         searcher = self._reader()
-        query = Or([Term("key", key) for key in sorted(keys)])
+        found = {}
         try:
-            return {
-                fields["key"]: _document(fields)
-                for fields in (dict(r.fields()) for r in searcher.search(query, limit=None))
-            }
+            # One term lookup per key: a query OR-ing hundreds of keys is far slower in Whoosh.
+            for key in keys:
+                number = searcher.document_number(key=key)
+                if number is not None:
+                    found[key] = _document(searcher.stored_fields(number))
         except _DAMAGE as err:
             raise SearchIndexError(f"index at {self.root} cannot be read: {err}") from err
+        return found
+
+    def version(self) -> int:
+        """Return a number that changes whenever the index does (for caches)."""
+        return int(self._ix.latest_generation())
 
     def documents(self) -> list[Document]:
         """Return every document (for stats and consistency checks)."""

@@ -21,7 +21,7 @@ from memstore.model import FileProblem, Memory
 from memstore.vault import Fingerprint, Vault
 
 INDEX_DIR = "index"
-FORMAT = "5"  # bump when documents change shape: a mismatched index is rebuilt
+FORMAT = "6"  # bump when documents change shape: a mismatched index is rebuilt
 Progress = Callable[[int, int], None]
 
 
@@ -165,6 +165,10 @@ class Indexer:
             "last_recalled TEXT, confirmed INTEGER, archived TEXT)"
         )
         db.execute("CREATE INDEX IF NOT EXISTS files_id ON files (id)")
+        db.execute("CREATE TABLE IF NOT EXISTS links (old TEXT, path TEXT)")
+        db.execute("CREATE INDEX IF NOT EXISTS links_old ON links (old)")
+        db.execute("CREATE INDEX IF NOT EXISTS links_path ON links (path)")
+        db.execute("CREATE INDEX IF NOT EXISTS files_kind ON files (kind)")
         db.execute("CREATE INDEX IF NOT EXISTS files_hash ON files (workspace, hash)")
         db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
         return cls(vault, search, db)
@@ -195,12 +199,16 @@ class Indexer:
 
     def superseded_by(self, memory_id: str) -> list[Entry]:
         """Return the memories that name `memory_id` in their `supersedes`."""
-        return self._entries("(' ' || supersedes || ' ') LIKE ?", [f"% {memory_id} %"])
+        return self._entries("path IN (SELECT path FROM links WHERE old = ?)", [memory_id])
 
     def by_kind(self, kind: str, workspaces: set[str] | None) -> list[Entry]:
         """Return the memories of one kind, in the given workspaces (None: all)."""
         entries = self._entries("kind = ?", [kind])
         return [e for e in entries if workspaces is None or e.workspace in workspaces]
+
+    def count(self) -> int:
+        """Return how many files are indexed."""
+        return int(self._db.execute("SELECT COUNT(*) FROM files").fetchone()[0])
 
     def entries(self) -> list[Entry]:
         """Return every indexed file."""
@@ -293,6 +301,10 @@ class Indexer:
             "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
+        touched = [[p] for p in [*removed, *(row[0] for row in rows)]]
+        db.executemany("DELETE FROM links WHERE path = ?", touched)
+        links = [(old, row[0]) for row in rows for old in str(row[8]).split()]
+        db.executemany("INSERT INTO links VALUES (?, ?)", links)
         db.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", [FORMAT])
         db.execute("COMMIT")
         updated = tuple(p for p in changed if p not in unreadable)

@@ -133,6 +133,7 @@ class Store:
         self._git: GitRepo | None = None
         self._indexer: Indexer | None = None
         self.usage = Usage(vault.state_dir / "usage.sqlite")
+        self._core_cache: dict[object, tuple[CoreMemory, ...]] = {}
         # One Store may serve several threads (the MCP server and its watcher).
         self._mutex = threading.RLock()
 
@@ -181,7 +182,7 @@ class Store:
 
     # --- the read lane --------------------------------------------------------------
 
-    def catch_up(self, *, wait: bool = False) -> CatchUp:
+    def catch_up(self, *, wait: bool = False, workspaces: set[str] | None = None) -> CatchUp:
         """Bring the index up to date with the files.
 
         A reader (`wait` False) skips this when a writer holds the lock right now: readers
@@ -190,7 +191,14 @@ class Store:
         with self._mutex:
             if wait:
                 with self.vault.lock(self.settings.lock_timeout):
-                    return self.catch_up_locked()
+                    if workspaces is None:
+                        return self.catch_up_locked()
+                    results = [self.catch_up_locked(workspace) for workspace in sorted(workspaces)]
+                    return CatchUp(
+                        tuple(p for r in results for p in r.updated),
+                        tuple(p for r in results for p in r.removed),
+                        tuple(p for r in results for p in r.problems),
+                    )
             if self.vault.is_watched():
                 return CatchUp()  # a running watcher (memstore serve / watch) keeps it current
             with self.vault.try_lock() as locked:
@@ -302,6 +310,13 @@ class Store:
         return attach_corrections(hit, related)
 
     def _core_memories(self, scope: set[str] | None) -> tuple[CoreMemory, ...]:
+        # The block is the same for every recall until the index changes: compute it once.
+        key = (self.indexer.search.version(), tuple(sorted(scope)) if scope else None)
+        if key not in self._core_cache:
+            self._core_cache = {key: self._read_core_memories(scope)}
+        return self._core_cache[key]
+
+    def _read_core_memories(self, scope: set[str] | None) -> tuple[CoreMemory, ...]:
         entries = self.indexer.by_kind("core", scope)
         documents = self.indexer.search.get([e.path for e in entries])
         core = [
@@ -313,7 +328,7 @@ class Store:
         return tuple(kept)
 
     def _recall_message(self, query: str, hits: list[Hit], weak: bool, dropped: int) -> str:
-        if not hits and not self.indexer.entries():
+        if not hits and not self.indexer.count():
             return "Memory is empty. Store what you learn with memory_add."
         if not hits:
             return f"No memory matches {query!r}. Proceed; store what you learn with memory_add."

@@ -2,8 +2,9 @@
 
 It only collects paths. The work is `Store.catch_up`, the reconcile the CLI runs before a
 search, so events can be lost (an inotify overflow, a watcher started late) without the
-index drifting: every batch rescans, a batch that changed something is followed by one
-more settle scan, and a periodic reconcile catches anything else.
+index drifting: every batch rescans the workspace folders it touched, a batch that changed
+something is followed by one more settle scan of them, and a full reconcile runs at start
+and every 30 s.
 """
 
 from __future__ import annotations
@@ -15,7 +16,18 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 
 from memstore.debounce import SETTLE_S, Debouncer
@@ -24,6 +36,16 @@ from memstore.indexer import CatchUp
 from memstore.store import Store
 
 log = logging.getLogger("memstore.watcher")
+CHANGES = (
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileClosedEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+)
 RECONCILE_S = 30.0
 TICK_S = 300.0  # how often a long-running process writes its pending recall counters
 OnBatch = Callable[[CatchUp, set[str]], None]
@@ -83,7 +105,11 @@ class Watcher:
         `ready` is set at that point either way.
         """
         root = self.store.vault.root
-        self._observer.schedule(_Collector(root, self._events), str(root), recursive=True)
+        # Only events that can change a file: git reading thousands of objects per commit
+        # (opened / closed-without-writing) would otherwise all reach Python.
+        self._observer.schedule(
+            _Collector(root, self._events), str(root), recursive=True, event_filter=list(CHANGES)
+        )
         self._observer.start()
         self._thread = threading.Thread(target=self._run, name="memstore-watcher", daemon=True)
         self._thread.start()
@@ -107,8 +133,19 @@ class Watcher:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def _workspaces(self, paths: set[str]) -> set[str] | None:
+        """The workspace folders events touched; None (scan everything) when unsure."""
+        root = self.store.vault.root
+        found = set()
+        for path in paths:
+            parts = Path(path).relative_to(root).parts
+            if len(parts) < 2:
+                return None  # a workspace folder itself was created, moved or deleted
+            found.add(parts[0])
+        return found or None
+
     def _run(self) -> None:
-        self._batch(set())  # files may have changed while nothing was watching
+        self._batch(set(), everything=True)  # files may have changed while nothing was watching
         # While this is held, readers in other processes skip their own scan of the vault.
         with self.store.vault.watching():
             self.ready.set()
@@ -119,6 +156,7 @@ class Watcher:
         settle_at: float | None = None
         next_reconcile = time.monotonic() + self.reconcile_every
         next_tick = time.monotonic() + self.tick_every
+        settle_paths: set[str] = set()
         while not self._stop.is_set():
             now = time.monotonic()
             wake = min(
@@ -134,9 +172,15 @@ class Watcher:
                 pass
             now = time.monotonic()
             paths = debouncer.due(now)
-            if paths or (settle_at is not None and now >= settle_at) or now >= next_reconcile:
+            if paths:
                 changed = self._batch(paths)
-                settle_at = now + SETTLE_S if changed else None
+                settle_at = now + SETTLE_S if changed else settle_at
+                settle_paths |= paths
+            elif settle_at is not None and now >= settle_at:
+                self._batch(settle_paths)
+                settle_at, settle_paths = None, set()
+            elif now >= next_reconcile:
+                self._batch(set(), everything=True)
                 next_reconcile = now + self.reconcile_every
             if now >= next_tick:
                 self._tick()
@@ -152,9 +196,10 @@ class Watcher:
         except Exception:  # the shell's outer loop: log it and keep watching
             log.exception("unexpected error in a periodic task; will retry")
 
-    def _batch(self, paths: set[str]) -> bool:
+    def _batch(self, paths: set[str], *, everything: bool = False) -> bool:
         try:
-            result = self.store.catch_up(wait=True)
+            scope = None if everything else self._workspaces(paths)
+            result = self.store.catch_up(wait=True, workspaces=scope)
         except MemstoreError as err:
             log.warning("catch-up failed, will retry: %s", err)
             return True
