@@ -30,8 +30,9 @@ def find(
     """
     index = indexer.search
     strict = index.search(text, workspaces=scope, limit=CANDIDATES)
-    # Memories holding only some of the words fill the places all-words matches leave.
-    loose = [] if len(strict) >= k else _loose(index, text, scope)
+    # Memories holding only some of the words fill the places all-words matches leave;
+    # feedback (a second, costlier search) runs only when no memory holds every word.
+    loose = [] if len(strict) >= k else _loose(index, text, scope, feedback=not strict)
     lexical: dict[str, IndexHit] = {h.document.key: h for h in [*loose, *strict]}
     complete = {h.document.key for h in strict}
     entities = [entity for entity, _ in extract_entities(text)]
@@ -72,14 +73,16 @@ def find(
     return SearchResult(tuple(hits), weak=all(hit.weak for hit in hits))
 
 
-def _loose(index: SearchIndex, text: str, scope: set[str] | None) -> list[IndexHit]:
+def _loose(
+    index: SearchIndex, text: str, scope: set[str] | None, *, feedback: bool
+) -> list[IndexHit]:
     """Any-word search whose tail is refilled by pseudo-relevance feedback.
 
     The first hits stay as the query found them; the terms most characteristic of them feed
     a second search whose results fill the places after them, scored just below.
     """
     first = index.search(text, workspaces=scope, limit=CANDIDATES, any_term=True)
-    if len(first) <= FEEDBACK_DOCS or not FEEDBACK_TERMS:
+    if not feedback or len(first) <= FEEDBACK_DOCS or not FEEDBACK_TERMS:
         return first
     head = first[:FEEDBACK_DOCS]
     extra = index.expansion_terms(
