@@ -31,8 +31,8 @@ BM25_K1 = 1.2  # term-frequency saturation (Whoosh's default)
 KEYWORD_BOOST = 0.6  # keywords count, but below the text a person or agent wrote
 EXPANSION_BOOST = 0.3  # feedback terms weigh a third of the query's own
 EXPANSION_MAX_DF = 0.05  # feedback terms must occur in at most 5% of documents
-COMMON_TERM_DF = 0.1  # any-word queries skip terms in over 10% of documents …
-COMMON_TERM_MIN = 1000  # … once that is over 1,000 documents (small vaults keep every term)
+COMMON_TERM_MIN = 1000  # above this many documents an any-word query keeps …
+ANY_TERM_LIMIT = 3  # … only its rarest terms (small vaults keep every term)
 # Anything Whoosh raises when its files are damaged: a crash mid-commit leaves any of these.
 _DAMAGE = (
     whoosh_index.IndexError,
@@ -317,20 +317,20 @@ class SearchIndex:
         return self._run(query, workspaces, limit)
 
     def _selective(self, terms: list[str]) -> list[str]:
-        """Drop terms most documents contain from an any-word query (keep at least three).
+        """In a large vault, keep an any-word query to its few rarest terms.
 
-        They add almost nothing to a BM25 ranking (their idf is near zero) and their long
-        posting lists are most of the query's cost in a large vault.
+        Terms most documents contain add almost nothing to a BM25 ranking (their idf is near
+        zero), and their long posting lists are most of the query's cost: above
+        COMMON_TERM_MIN documents the query keeps its ANY_TERM_LIMIT rarest terms.
         """
         reader = self._reader()
-        limit = max(COMMON_TERM_DF * reader.doc_count(), COMMON_TERM_MIN)
+        if reader.doc_count() <= COMMON_TERM_MIN:
+            return terms
         df = {
             t: reader.doc_frequency("content", t) + reader.doc_frequency("keywords", t)
             for t in terms
         }
-        kept = [t for t in terms if df[t] <= limit]
-        if len(kept) < min(3, len(terms)):
-            kept = sorted(terms, key=lambda t: df[t])[: min(3, len(terms))]
+        kept = set(sorted(terms, key=lambda t: (df[t], t))[:ANY_TERM_LIMIT])
         return [t for t in terms if t in kept]
 
     def expansion_terms(

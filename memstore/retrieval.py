@@ -12,7 +12,8 @@ from memstore.ranking import Candidate, is_confident, is_dominant, score
 
 CANDIDATES = 30  # per view, before ranking cuts to k
 FEEDBACK_DOCS = 3  # pseudo-relevance feedback: the any-word search's first hits …
-FEEDBACK_TERMS = 15  # … lend their most characteristic terms to a second, boosted search
+FEEDBACK_TERMS = 15  # … lend their most characteristic terms to a second, boosted search …
+FEEDBACK_MAX_MEMORIES = 5000  # … in vaults up to this size (above, it costs more than it helps)
 
 
 def find(
@@ -83,6 +84,8 @@ def _loose(
     """
     first = index.search(text, workspaces=scope, limit=CANDIDATES, any_term=True)
     if not feedback or len(first) <= FEEDBACK_DOCS or not FEEDBACK_TERMS:
+        return first
+    if index.count() > FEEDBACK_MAX_MEMORIES:
         return first
     head = first[:FEEDBACK_DOCS]
     extra = index.expansion_terms(
