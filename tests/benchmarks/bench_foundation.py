@@ -10,11 +10,20 @@ folder (files written directly and committed in one commit, so generation is not
 measured), then measures:
 
   * cold first catch-up (empty index) and `Store.reindex()` (full rebuild): wall, mem/s
-  * `Store.catch_up()` with nothing changed (the scan every search and add pays)
+  * `Store.catch_up()` with nothing changed (the scan an unwatched reader pays)
   * warm in-process `Store.search(q, workspace=None, k=5)` over 300 queries
-  * cold `memstore search "<q>" --vault V` subprocesses, with `python -c pass` as floor
+  * cold `memstore search "<q>" --vault V` subprocesses, with `python -c pass` as floor,
+    and the per-prompt agent hook `memstore hook prompt` (payload on stdin)
   * SQLite FTS5 (porter unicode61) on the same corpus and queries: build, warm, cold
   * in-process `Store.add` (200 new memories) and CLI `memstore add` (20 runs)
+
+Search and add are measured in two configurations:
+
+  * plain: no watcher, so every reader and writer scans the vault for outside changes;
+  * with watcher: the way memstore runs beside an agent. In-process figures run with a
+    `memstore.watcher.Watcher(store)` started in the same process (as `memstore serve`
+    does); CLI figures run while a `memstore watch --vault V` subprocess holds
+    `<V>/.memstore/watcher.lock`, so the CLI skips its catch-up scan.
 
 Everything runs against temporary folders that are removed at the end.
 """
@@ -22,6 +31,7 @@ Everything runs against temporary folders that are removed at the end.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import platform
@@ -1095,17 +1105,127 @@ def timed_ms(fn: Callable[[], Any]) -> tuple[float, Any]:
     return (time.perf_counter() - t0) * 1000, out
 
 
-def run_many(argvs: Iterable[list[str]], env: dict[str, str], cwd: Path) -> list[float]:
+def run_many(
+    argvs: Iterable[list[str]],
+    env: dict[str, str],
+    cwd: Path,
+    inputs: Sequence[str] | None = None,
+) -> list[float]:
     out = []
-    for argv in argvs:
+    for i, argv in enumerate(argvs):
+        stdin = None if inputs is None else inputs[i]
         t0 = time.perf_counter()
-        proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True)
+        proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, input=stdin)
         out.append((time.perf_counter() - t0) * 1000)
         if proc.returncode != 0:
             raise RuntimeError(
                 f"{argv[:3]}… failed ({proc.returncode}): {proc.stderr.strip()[:400]}"
             )
     return out
+
+
+def memstore_command() -> str:
+    """The `memstore` executable of this interpreter's environment."""
+    bindir = Path(sys.executable).parent
+    exe = str(bindir / "memstore") if (bindir / "memstore").exists() else shutil.which("memstore")
+    if not exe:
+        raise SystemExit("the memstore command is not installed (activate the venv)")
+    return exe
+
+
+def subprocess_env(home: Path) -> dict[str, str]:
+    """A small, fixed environment for memstore subprocesses (temporary HOME, the snapshot)."""
+    bindir = Path(sys.executable).parent
+    env = {
+        "HOME": str(home),
+        "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
+        "LANG": os.environ.get("LANG", "C.UTF-8"),
+        "MEMSTORE_SESSION": "bench",
+        "MEMSTORE_HOST": "bench",
+    }
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]  # the source snapshot, see exec_from_snapshot
+    return env
+
+
+def wait_for(condition: Callable[[], bool], timeout: float, what: str, poll: float = 0.01) -> float:
+    """Poll `condition` until true (bounded); return the seconds it took."""
+    t0 = time.perf_counter()
+    deadline = t0 + timeout
+    while not condition():
+        if time.perf_counter() > deadline:
+            raise RuntimeError(f"{what}: not done within {timeout:.0f} s")
+        time.sleep(poll)
+    return time.perf_counter() - t0
+
+
+class WatchProcess:
+    """`memstore watch --vault V` in the background, the way it runs beside an agent."""
+
+    def __init__(self, exe: str, root: Path, env: dict[str, str], cwd: Path) -> None:
+        self.root = root
+        self.stderr_path = cwd / f"watch-{os.getpid()}-{time.monotonic_ns()}.log"
+        self._stderr = open(self.stderr_path, "w")  # noqa: SIM115 (closed in stop)
+        self.proc = subprocess.Popen(
+            [exe, "watch", "--vault", str(root)],
+            env=env,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self._stderr,
+        )
+        self.ready_s = 0.0
+
+    def wait_ready(self, timeout: float = 120.0) -> WatchProcess:
+        """Return once the watcher holds `<V>/.memstore/watcher.lock` (its first catch-up done)."""
+        vault = Vault(self.root)
+
+        def ready() -> bool:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"memstore watch exited early: {self.stderr_text()[-400:]}")
+            return vault.is_watched()
+
+        self.ready_s = wait_for(ready, timeout, "memstore watch to hold watcher.lock")
+        return self
+
+    def stderr_text(self) -> str:
+        if not self._stderr.closed:
+            self._stderr.flush()
+        return self.stderr_path.read_text(errors="replace")
+
+    def stop(self, timeout: float = 30.0) -> int | None:
+        if self.proc.poll() is None:
+            self.proc.terminate()  # `memstore watch` stops cleanly on SIGTERM
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._stderr.close()
+        return self.proc.returncode
+
+    def __enter__(self) -> WatchProcess:
+        return self.wait_ready()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def cpu_mark() -> tuple[float, float, float]:
+    """(wall, CPU seconds of every process on the machine, CPU seconds of this process tree)."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
+    busy = (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+    t = os.times()
+    return time.perf_counter(), busy, t.user + t.system + t.children_user + t.children_system
+
+
+def foreign_load(start: tuple[float, float, float]) -> dict[str, float]:
+    """How busy other processes kept the machine since `start` (they skew the figures)."""
+    end = cpu_mark()
+    wall = end[0] - start[0]
+    others = max(0.0, (end[1] - start[1]) - (end[2] - start[2]))
+    return {"wall_s": round(wall, 1), "cpu_s": round(others, 1), "cores": round(others / wall, 2)}
 
 
 SNAPSHOT_ENV = "MEMSTORE_BENCH_SNAPSHOT"
@@ -1133,7 +1253,7 @@ def code_fingerprint(base: Path) -> dict[str, str]:
     return {"sha256": digest.hexdigest()[:16], "newest_source_change": changed, "path": str(base)}
 
 
-def exec_from_snapshot(argv: list[str]) -> None:
+def exec_from_snapshot(argv: list[str], script: str | None = None) -> None:
     """Copy the product sources aside and rerun this script on the copy.
 
     The project may be edited while the benchmark runs; in-process code is imported once,
@@ -1148,7 +1268,8 @@ def exec_from_snapshot(argv: list[str]) -> None:
     path = os.pathsep.join(p for p in (str(src), os.environ.get("PYTHONPATH", "")) if p)
     env = {**os.environ, SNAPSHOT_ENV: str(src), LIVE_ENV: str(live), "PYTHONPATH": path}
     sys.stdout.flush()
-    os.execve(sys.executable, [sys.executable, str(Path(__file__).resolve()), *argv], env)
+    target = Path(script or __file__).resolve()
+    os.execve(sys.executable, [sys.executable, str(target), *argv], env)
 
 
 def log(msg: str) -> None:
@@ -1222,27 +1343,64 @@ FTS_COLD = (
 # --- one size ---------------------------------------------------------------------------
 
 
+def warm_search(store: Store, queries: Sequence[Query], warmup: int) -> dict[str, Any]:
+    """Time `Store.search(q, workspace=None, k=5)` (default catch_up) over every query."""
+    for q in queries[:warmup]:
+        store.search(q.text, workspace=None, k=5)
+    per_cat: dict[str, list[float]] = {}
+    times: list[float] = []
+    hit_counts: list[int] = []
+    weak = 0
+    for q in queries:
+        t, r = timed_ms(lambda q=q: store.search(q.text, workspace=None, k=5))
+        times.append(t)
+        per_cat.setdefault(q.category, []).append(t)
+        hit_counts.append(len(r.hits))
+        weak += r.weak
+    return {
+        "all": summary(times),
+        "by_category": {c: summary(v) for c, v in sorted(per_cat.items())},
+        "outcomes": {
+            "with_hits": sum(1 for h in hit_counts if h),
+            "no_hits": sum(1 for h in hit_counts if not h),
+            "weak_fallback": weak,
+        },
+    }
+
+
+def add_all(store: Store, items: Sequence[Generated]) -> tuple[list[float], dict[str, int]]:
+    """Time `Store.add` for each item; return the times and the statuses seen."""
+    times = []
+    statuses: dict[str, int] = {}
+    for g in items:
+        t, r = timed_ms(
+            lambda g=g: store.add(g.body, workspace=g.workspace, kind=g.kind, keywords=g.keywords)
+        )
+        times.append(t)
+        statuses[r.status] = statuses.get(r.status, 0) + 1
+    return times, statuses
+
+
+def add_argvs(exe: str, root: Path, items: Sequence[Generated]) -> list[list[str]]:
+    argvs = []
+    for g in items:
+        argv = [exe, "add", g.body, "-w", g.workspace, "--kind", g.kind, "--vault", str(root)]
+        for kw in g.keywords:
+            argv += ["-K", kw]
+        argvs.append(argv)
+    return argvs
+
+
 def bench_size(n: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    from memstore.watcher import Watcher
+
     res: dict[str, Any] = {"n": n}
     home = tmp / "home"
     home.mkdir()
     root = tmp / "vault"
     settings = Settings(vault=root, source="bench", session="bench", host="bench")
-    bindir = Path(sys.executable).parent
-    memstore_exe = (
-        str(bindir / "memstore") if (bindir / "memstore").exists() else shutil.which("memstore")
-    )
-    if not memstore_exe:
-        raise SystemExit("the memstore command is not installed (activate the venv)")
-    env = {
-        "HOME": str(home),
-        "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
-        "LANG": os.environ.get("LANG", "C.UTF-8"),
-        "MEMSTORE_SESSION": "bench",
-        "MEMSTORE_HOST": "bench",
-    }
-    if os.environ.get("PYTHONPATH"):
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]  # the source snapshot, see exec_from_snapshot
+    memstore_exe = memstore_command()
+    env = subprocess_env(home)
     cwd = tmp  # not inside a git repository: no workspace is detected, search covers all
 
     # -- generate (not measured as a product figure)
@@ -1283,7 +1441,7 @@ def bench_size(n: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "per_s": round(n / (statistics.median(times) / 1000), 1),
     }
 
-    # -- catch-up with nothing changed (what every search and add pays first)
+    # -- catch-up with nothing changed (what every search and add pays first when unwatched)
     log(f"[N={n}] no-op catch-up …")
     store.catch_up()
     cu_times, scan_times, manifest_times = [], [], []
@@ -1299,33 +1457,37 @@ def bench_size(n: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     res["catch_up_parts"] = {"vault_scan": summary(scan_times)}
     if manifest_times:
         res["catch_up_parts"]["manifest_read"] = summary(manifest_times)
+    res["is_watched_check"] = summary(
+        [timed_ms(store.vault.is_watched)[0] for _ in range(args.catchup_runs)]
+    )
 
-    # -- warm in-process search
-    log(f"[N={n}] warm search ×{len(queries)} …")
-    for q in queries[: args.warmup]:
-        store.search(q.text, workspace=None, k=5)
-    per_cat: dict[str, list[float]] = {}
-    warm: list[float] = []
-    hit_counts: list[int] = []
-    weak = 0
-    for q in queries:
-        t, r = timed_ms(lambda q=q: store.search(q.text, workspace=None, k=5))
-        warm.append(t)
-        per_cat.setdefault(q.category, []).append(t)
-        hit_counts.append(len(r.hits))
-        weak += r.weak
-    res["search_warm"] = summary(warm)
-    res["search_warm_by_category"] = {c: summary(v) for c, v in sorted(per_cat.items())}
-    res["search_outcomes"] = {
-        "with_hits": sum(1 for h in hit_counts if h),
-        "no_hits": sum(1 for h in hit_counts if not h),
-        "weak_fallback": weak,
-    }
-    # the index alone, without the catch-up scan (diagnostic; skipped if the API moved)
-    lexical = getattr(store, "_lexical", None)
-    if lexical is not None:
-        lex = [timed_ms(lambda q=q: lexical(q.text, None, 5))[0] for q in queries]
-        res["search_warm_index_only"] = summary(lex)
+    # -- warm in-process search, plain: every search scans the vault first
+    log(f"[N={n}] warm search, plain ×{len(queries)} …")
+    plain = warm_search(store, queries, args.warmup)
+    res["search_warm"] = plain["all"]
+    res["search_warm_by_category"] = plain["by_category"]
+    res["search_outcomes"] = plain["outcomes"]
+    # the same searches without any catch-up: the search pipeline alone (diagnostic)
+    nocu = [
+        timed_ms(lambda q=q: store.search(q.text, workspace=None, k=5, catch_up=False))[0]
+        for q in queries
+    ]
+    res["search_warm_index_only"] = summary(nocu)
+
+    # -- warm in-process search with a Watcher in the same process (as `memstore serve`)
+    log(f"[N={n}] warm search, with watcher ×{len(queries)} …")
+    t, watcher = timed_ms(lambda: Watcher(store).start())
+    try:
+        if not store.vault.is_watched():
+            raise RuntimeError("the in-process watcher did not take watcher.lock")
+        res["watcher_start_ms"] = round(t, 1)
+        watched = warm_search(store, queries, args.warmup)
+    finally:
+        watcher.stop()
+    res["search_warm_watched"] = watched["all"]
+    res["search_warm_watched_by_category"] = watched["by_category"]
+    if watched["outcomes"] != plain["outcomes"]:
+        log(f"note: outcomes differ with watcher: {watched['outcomes']} vs {plain['outcomes']}")
     store.close()
 
     # -- FTS5 reference on the same corpus and queries
@@ -1346,73 +1508,94 @@ def bench_size(n: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     res["fts5_warm_and_or_fallback"] = summary(fts_fb)
     res["fts5_queries_with_hits"] = fts_hits
 
-    # -- cold processes: interpreter floor, memstore search, FTS5 one-query process
+    # -- cold processes, plain: interpreter floor, memstore search, FTS5 one-query process
     cli_queries = [q for q in queries if fts_match(q.text)][
         :: max(1, len(queries) // args.cli_runs)
     ]
     cli_queries = cli_queries[: args.cli_runs]
-    log(f"[N={n}] cold processes ×{len(cli_queries)} …")
+    search_argvs = [[memstore_exe, "search", q.text, "--vault", str(root)] for q in cli_queries]
+    log(f"[N={n}] cold processes, plain ×{len(cli_queries)} …")
     py = sys.executable
     run_many([[py, "-c", "pass"]] * 3, env, cwd)  # warm the page cache
     floor = run_many([[py, "-c", "pass"]] * len(cli_queries), env, cwd)
-    run_many([[memstore_exe, "search", cli_queries[0].text, "--vault", str(root)]] * 2, env, cwd)
-    cli = run_many(
-        [[memstore_exe, "search", q.text, "--vault", str(root)] for q in cli_queries], env, cwd
-    )
+    run_many(search_argvs[:2], env, cwd)
+    cli = run_many(search_argvs, env, cwd)
     fts_cold = run_many(
         [[py, "-c", FTS_COLD, str(db_path), fts_match(q.text)] for q in cli_queries], env, cwd
     )
     res["python_floor"] = summary(floor)
     res["cli_search"] = summary(cli)
     res["fts5_cold_query"] = summary(fts_cold)
+    # the per-prompt agent hook: same lean path, payload on stdin, vault from the environment
+    hook_env = {**env, "MEMSTORE_VAULT": str(root)}
+    hook_argvs = [[memstore_exe, "hook", "prompt"]] * len(cli_queries)
+    hook_inputs = [
+        json.dumps({"prompt": q.text, "cwd": str(cwd), "session_id": "bench"}) for q in cli_queries
+    ]
+    hook_check = subprocess.run(
+        hook_argvs[0], env=hook_env, cwd=cwd, capture_output=True, text=True, input=hook_inputs[0]
+    )
+    if hook_check.stderr.strip():  # a hook exits 0 even when it fails: make a failure visible
+        raise RuntimeError(f"memstore hook prompt complained: {hook_check.stderr.strip()[:400]}")
+    run_many(hook_argvs[:2], hook_env, cwd, hook_inputs[:2])
+    res["cli_hook_prompt"] = summary(run_many(hook_argvs, hook_env, cwd, hook_inputs))
 
-    # -- in-process add: new distinct memories through Store.add
-    log(f"[N={n}] in-process add ×{args.adds} …")
+    # -- fresh memories for the add measurements (none is a duplicate of the vault)
     existing = {(g.workspace, g.body) for g in items}
     fresh: list[Generated] = []
     add_corpus = Corpus(SEED + n + 1)
-    while len(fresh) < args.adds + args.cli_adds:
+    while len(fresh) < 2 * (args.adds + args.cli_adds):
         g = add_corpus.make()
         if (g.workspace, g.body) not in existing:
             existing.add((g.workspace, g.body))
             fresh.append(g)
-    store = Store(settings, store.vault)
+    adds_plain = fresh[: args.adds]
+    adds_watched = fresh[args.adds : 2 * args.adds]
+    cli_plain = fresh[2 * args.adds : 2 * args.adds + args.cli_adds]
+    cli_watched = fresh[2 * args.adds + args.cli_adds :]
+
+    # -- in-process add, plain and with a watcher in the same process
+    log(f"[N={n}] in-process add, plain ×{args.adds} …")
+    store = Store(settings, Vault(root))
     store.catch_up()  # open the index outside the measurement
-    adds = []
-    statuses: dict[str, int] = {}
-    for g in fresh[: args.adds]:
-        t, r = timed_ms(
-            lambda g=g: store.add(g.body, workspace=g.workspace, kind=g.kind, keywords=g.keywords)
-        )
-        adds.append(t)
-        statuses[r.status] = statuses.get(r.status, 0) + 1
-    store.close()
+    adds, statuses = add_all(store, adds_plain)
     res["add_inprocess"] = summary(adds)
     res["add_statuses"] = statuses
+    log(f"[N={n}] in-process add, with watcher ×{args.adds} …")
+    with Watcher(store):
+        adds, statuses = add_all(store, adds_watched)
+    res["add_inprocess_watched"] = summary(adds)
+    res["add_watched_statuses"] = statuses
+    store.close()
 
-    # -- CLI add
-    log(f"[N={n}] CLI add ×{args.cli_adds} …")
-    argvs = []
-    for g in fresh[args.adds :]:
-        argv = [
-            memstore_exe,
-            "add",
-            g.body,
-            "-w",
-            g.workspace,
-            "--kind",
-            g.kind,
-            "--vault",
-            str(root),
-        ]
-        for kw in g.keywords:
-            argv += ["-K", kw]
-        argvs.append(argv)
-    res["cli_add"] = summary(run_many(argvs, env, cwd))
+    # -- CLI add, plain
+    log(f"[N={n}] CLI add, plain ×{args.cli_adds} …")
+    res["cli_add"] = summary(run_many(add_argvs(memstore_exe, root, cli_plain), env, cwd))
+
+    # -- cold processes beside a running `memstore watch`
+    log(f"[N={n}] starting memstore watch …")
+    with WatchProcess(memstore_exe, root, env, cwd) as watch:
+        res["watch_ready_s"] = round(watch.ready_s, 2)
+        log(f"[N={n}] cold search, with watcher ×{len(cli_queries)} …")
+        run_many(search_argvs[:2], env, cwd)
+        res["cli_search_watched"] = summary(run_many(search_argvs, env, cwd))
+        res["cli_hook_prompt_watched"] = summary(run_many(hook_argvs, hook_env, cwd, hook_inputs))
+        log(f"[N={n}] CLI add, with watcher ×{args.cli_adds} …")
+        res["cli_add_watched"] = summary(
+            run_many(add_argvs(memstore_exe, root, cli_watched), env, cwd)
+        )
+        # let the watcher index the last add before it is stopped
+        time.sleep(1.0)
+    res["watch_exit_code"] = watch.proc.returncode
 
     with Store(settings, Vault(root)) as check:
         check.catch_up()
         res["final_memories"] = len(check.indexer.entries())
+        drift = check.indexer.drift()
+        res["final_drift_clean"] = drift.is_clean
+    expected = n + 2 * args.adds + 2 * args.cli_adds
+    if res["final_memories"] != expected:
+        log(f"note: {res['final_memories']} memories at the end, expected {expected}")
     return res
 
 
@@ -1434,6 +1617,50 @@ def table_rows(r: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
     parts = r["catch_up_parts"]
     lex = r.get("search_warm_index_only")
     fts_fb = r["fts5_warm_and_or_fallback"]
+    fts_and = r["fts5_warm_and"]
+
+    def add_row(label: str, key: str) -> tuple[str, str, str, str, str]:
+        a = r[key]
+        return (
+            label,
+            f"p50 {a['p50']:.1f} / p95 {a['p95']:.1f} ms",
+            "p50 <= 40 ms",
+            status(a["p50"], TARGETS["add_p50_ms"], False),
+            "",
+        )
+
+    def cli_add_row(label: str, key: str) -> tuple[str, str, str, str, str]:
+        a = r[key]
+        return (
+            label,
+            f"median {a['median']:.0f} ms (p95 {a['p95']:.0f})",
+            "median <= 300 ms",
+            status(a["median"], TARGETS["cli_add_median_ms"], False),
+            "",
+        )
+
+    def warm_row(label: str, key: str) -> tuple[str, str, str, str, str]:
+        w = r[key]
+        return (
+            label,
+            f"p50 {w['p50']:.2f} / p95 {w['p95']:.2f} ms",
+            "p95 <= 15 ms",
+            status(w["p95"], TARGETS["search_warm_p95_ms"], False),
+            f"FTS5 AND p50 {fts_and['p50']:.3f} / p95 {fts_and['p95']:.3f} ms; "
+            f"{ratio(w['p50'], fts_and['p50'])} / {ratio(w['p95'], fts_and['p95'])}",
+        )
+
+    def cli_search_row(label: str, key: str) -> tuple[str, str, str, str, str]:
+        c = r[key]
+        return (
+            label,
+            f"median {c['median']:.0f} / p95 {c['p95']:.0f} ms",
+            "median <= 200 ms",
+            status(c["median"], TARGETS["cli_search_median_ms"], False),
+            f"FTS5 cold process median {r['fts5_cold_query']['median']:.0f} ms; "
+            f"{ratio(c['median'], r['fts5_cold_query']['median'])}",
+        )
+
     rows = [
         (
             "first catch-up (empty index)",
@@ -1461,33 +1688,16 @@ def table_rows(r: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                 if "manifest_read" in parts
                 else ""
             )
-            + " (p50)",
+            + f" (p50); is_watched() {r['is_watched_check']['p50']:.3f} ms",
         ),
+        add_row("in-process add, plain", "add_inprocess"),
+        add_row("in-process add, with watcher", "add_inprocess_watched"),
+        cli_add_row("CLI add, plain", "cli_add"),
+        cli_add_row("CLI add, with watcher", "cli_add_watched"),
+        warm_row("warm search, plain", "search_warm"),
+        warm_row("warm search, with watcher", "search_warm_watched"),
         (
-            "in-process add",
-            f"p50 {r['add_inprocess']['p50']:.1f} / p95 {r['add_inprocess']['p95']:.1f} ms",
-            "p50 <= 40 ms",
-            status(r["add_inprocess"]["p50"], TARGETS["add_p50_ms"], False),
-            "",
-        ),
-        (
-            "CLI add (subprocess)",
-            f"median {r['cli_add']['median']:.0f} ms (p95 {r['cli_add']['p95']:.0f})",
-            "median <= 300 ms",
-            status(r["cli_add"]["median"], TARGETS["cli_add_median_ms"], False),
-            "",
-        ),
-        (
-            "warm search (Store.search)",
-            f"p50 {r['search_warm']['p50']:.2f} / p95 {r['search_warm']['p95']:.2f} ms",
-            "p95 <= 15 ms",
-            status(r["search_warm"]["p95"], TARGETS["search_warm_p95_ms"], False),
-            f"FTS5 AND p50 {r['fts5_warm_and']['p50']:.3f} / p95 {r['fts5_warm_and']['p95']:.3f} ms; "
-            f"{ratio(r['search_warm']['p50'], r['fts5_warm_and']['p50'])} / "
-            f"{ratio(r['search_warm']['p95'], r['fts5_warm_and']['p95'])}",
-        ),
-        (
-            "  index only (no catch-up)",
+            "  search only (catch_up=False)",
             f"p50 {lex['p50']:.2f} / p95 {lex['p95']:.2f} ms" if lex else "n/a",
             "",
             "",
@@ -1498,14 +1708,22 @@ def table_rows(r: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                 else ""
             ),
         ),
+        cli_search_row("cold CLI search, plain", "cli_search"),
+        cli_search_row("cold CLI search, with watcher", "cli_search_watched"),
         (
-            "cold CLI search (subprocess)",
-            f"p50 {r['cli_search']['p50']:.0f} / median {r['cli_search']['median']:.0f} / "
-            f"p95 {r['cli_search']['p95']:.0f} ms",
-            "median <= 200 ms",
-            status(r["cli_search"]["median"], TARGETS["cli_search_median_ms"], False),
-            f"FTS5 cold process median {r['fts5_cold_query']['median']:.0f} ms; "
-            f"{ratio(r['cli_search']['median'], r['fts5_cold_query']['median'])}",
+            "cold `memstore hook prompt`, plain",
+            f"median {r['cli_hook_prompt']['median']:.0f} / p95 {r['cli_hook_prompt']['p95']:.0f} ms",
+            "",
+            "",
+            "",
+        ),
+        (
+            "cold `memstore hook prompt`, with watcher",
+            f"median {r['cli_hook_prompt_watched']['median']:.0f} / "
+            f"p95 {r['cli_hook_prompt_watched']['p95']:.0f} ms",
+            "",
+            "",
+            "",
         ),
         ("python -c pass (floor)", f"median {r['python_floor']['median']:.0f} ms", "", "", ""),
     ]
@@ -1517,7 +1735,8 @@ def print_report(results: list[dict[str, Any]], meta: dict[str, Any]) -> None:
     print(
         f"memstore foundation benchmark — {meta['date']} — {meta['python']} — "
         f"{meta['cpus']} CPUs — {meta['platform']} — code {meta['code']['sha256']} "
-        f"(sources last changed {meta['code']['newest_source_change']})"
+        f"(sources last changed {meta['code']['newest_source_change']}); other processes "
+        f"used {meta['other_processes']['cores']:.2f} cores on average during the run"
     )
     for r in results:
         print()
@@ -1538,10 +1757,19 @@ def print_report(results: list[dict[str, Any]], meta: dict[str, Any]) -> None:
                 + "  "
                 + row[4]
             )
-        cats = r["search_warm_by_category"]
+        for label, key in (
+            ("plain", "search_warm_by_category"),
+            ("with watcher", "search_warm_watched_by_category"),
+        ):
+            cats = r[key]
+            print(
+                f"  warm search by query kind, {label} (p50/p95 ms): "
+                + ", ".join(f"{c} {v['p50']:.2f}/{v['p95']:.2f}" for c, v in cats.items())
+            )
         print(
-            "  warm search by query kind (p50/p95 ms): "
-            + ", ".join(f"{c} {v['p50']:.2f}/{v['p95']:.2f}" for c, v in cats.items())
+            f"  watcher ready: in-process {r['watcher_start_ms']:.0f} ms, "
+            f"memstore watch {r['watch_ready_s']:.2f} s; memories at the end "
+            f"{r['final_memories']:,}, index consistent with the files: {r['final_drift_clean']}"
         )
 
 
@@ -1567,8 +1795,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_snapshot and SNAPSHOT_ENV not in os.environ:
         exec_from_snapshot(raw)  # does not return
     snapshot = os.environ.get(SNAPSHOT_ENV)
+    if snapshot and not args.keep:  # also when the run fails
+        atexit.register(shutil.rmtree, snapshot, ignore_errors=True)
 
-    meta = {
+    meta: dict[str, Any] = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "python": f"Python {platform.python_version()}",
         "cpus": os.cpu_count(),
@@ -1580,6 +1810,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     results = []
     started = time.perf_counter()
+    mark = cpu_mark()
     for n in args.sizes:
         tmp = Path(tempfile.mkdtemp(prefix=f"memstore-bench-{n}-"))
         try:
@@ -1593,6 +1824,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 shutil.rmtree(tmp, ignore_errors=True)
     meta["total_wall_s"] = round(time.perf_counter() - started, 1)
+    meta["other_processes"] = foreign_load(mark)
     live = Path(os.environ.get(LIVE_ENV) or source_base())
     meta["live_code_at_end"] = code_fingerprint(live)
     if meta["live_code_at_end"]["sha256"] != meta["code"]["sha256"]:
