@@ -29,6 +29,9 @@ class Usage:
                     self.path, timeout=10, isolation_level=None, check_same_thread=False
                 )
                 db.execute("PRAGMA journal_mode=WAL")
+                # Counters, not text: skipping the fsync per recall keeps recall fast; a power
+                # cut can lose the last few counts, never a memory.
+                db.execute("PRAGMA synchronous=NORMAL")
                 db.execute(
                     "CREATE TABLE IF NOT EXISTS pending (id TEXT PRIMARY KEY, count INTEGER, last TEXT)"
                 )
