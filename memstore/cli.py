@@ -11,7 +11,6 @@ from typing import Annotated, Any
 import typer
 
 from memstore import __version__
-from memstore.config import Settings
 from memstore.errors import InvalidInputError, MemstoreError
 from memstore.git import find_enclosing_repository
 from memstore.indexer import CatchUp
@@ -20,7 +19,7 @@ from memstore.model import GLOBAL
 from memstore.output import catch_up_lines, doctor_lines, render_json, sync_lines
 from memstore.ranking import CHARS_PER_TOKEN, estimate_tokens
 from memstore.store import Store, init_vault
-from memstore.upkeep import register
+from memstore.upkeep import JsonOption, VaultOption, register, shell_settings
 
 POINTER_SNIPPET = """\
 ## Memory (memstore)
@@ -38,13 +37,6 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-VaultOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--vault", help="Vault folder (default: $MEMSTORE_VAULT or ~/memstore).", show_default=False
-    ),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 WorkspaceOption = Annotated[
     str | None,
     typer.Option(
@@ -56,9 +48,7 @@ WorkspaceOption = Annotated[
 ]
 
 
-def settings_for(vault: Path | None) -> Settings:
-    """Read the environment once, here in the shell."""
-    return Settings.from_env(os.environ, home=Path.home(), vault=vault)
+settings_for = shell_settings
 
 
 def emit_json(data: Any) -> None:

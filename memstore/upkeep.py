@@ -35,7 +35,8 @@ IdArgument = Annotated[
 ]
 
 
-def _settings(vault: Path | None) -> Settings:
+def shell_settings(vault: Path | None) -> Settings:
+    """Read the environment once, here in the shell (the CLI shares this)."""
     return Settings.from_env(os.environ, home=Path.home(), vault=vault)
 
 
@@ -73,7 +74,7 @@ def register(app: typer.Typer) -> None:
 
         Example:  memstore audit -w webshop
         """
-        with Store.open(_settings(vault)) as store:
+        with Store.open(shell_settings(vault)) as store:
             report = Curator(store, _now()).audit(workspace)
         if as_json:
             _echo_json(asdict(report))
@@ -132,7 +133,7 @@ def register(app: typer.Typer) -> None:
 
         Example:  memstore dedupe --list ; memstore dedupe --merge k3xq
         """
-        with Store.open(_settings(vault)) as store:
+        with Store.open(shell_settings(vault)) as store:
             curator = Curator(store, _now())
             if merge:
                 kept, removed = curator.merge_duplicate(merge)
@@ -159,7 +160,7 @@ def register(app: typer.Typer) -> None:
 
         Example:  memstore promote k3xq --kind core
         """
-        with Store.open(_settings(vault)) as store:
+        with Store.open(shell_settings(vault)) as store:
             memory, changed = Curator(store, _now()).promote(memory_id, kind)
         typer.echo(f"{memory.id} is {'now' if changed else 'already'} {memory.kind}")
 
@@ -169,7 +170,7 @@ def register(app: typer.Typer) -> None:
 
         Example:  memstore archive k3xq
         """
-        with Store.open(_settings(vault)) as store:
+        with Store.open(shell_settings(vault)) as store:
             memory, changed = Curator(store, _now()).archive(memory_id)
         typer.echo(
             f"{memory.id} {'archived' if changed else 'was already archived'}; undo with: memstore revive {memory.id}"
@@ -181,7 +182,7 @@ def register(app: typer.Typer) -> None:
 
         Example:  memstore revive k3xq
         """
-        with Store.open(_settings(vault)) as store:
+        with Store.open(shell_settings(vault)) as store:
             memory, changed = Curator(store, _now()).revive(memory_id)
         typer.echo(f"{memory.id} {'revived' if changed else 'was not archived'}")
 
@@ -206,7 +207,7 @@ def register(app: typer.Typer) -> None:
 
         Example:  memstore forget k3xq --yes
         """
-        with Store.open(_settings(vault)) as store:
+        with Store.open(shell_settings(vault)) as store:
             curator = Curator(store, _now())
             entry, memory = store.show(memory_id)
             typer.echo(f"# {entry.path}\n{memory.body.rstrip()}")
@@ -258,7 +259,7 @@ def register(app: typer.Typer) -> None:
 
         Example:  memstore log --source claude-code --since 2026-11-01
         """
-        with Store.open(_settings(vault)) as store:
+        with Store.open(shell_settings(vault)) as store:
             changes = History(store).log(memory_id, source=source, since=since)[:limit]
         if as_json:
             _echo_json([asdict(c) for c in changes])
@@ -279,7 +280,7 @@ def register(app: typer.Typer) -> None:
 
         Example:  memstore revert --session 4f1c2a9e
         """
-        with Store.open(_settings(vault)) as store:
+        with Store.open(shell_settings(vault)) as store:
             history = History(store)
             changes = [c for c in history.log() if c.session == session]
             for change in changes:
@@ -323,7 +324,7 @@ def register(app: typer.Typer) -> None:
         from memstore.lean import detected_workspace
         from memstore.transfer import import_files
 
-        settings = _settings(vault)
+        settings = shell_settings(vault)
         chosen = workspace or detected_workspace(settings.vault) or GLOBAL
         with Store.open(settings, create=True) as store:
             report = import_files(
@@ -357,7 +358,7 @@ def register(app: typer.Typer) -> None:
         """
         from memstore.transfer import export as run_export
 
-        with Store.open(_settings(vault)) as store:
+        with Store.open(shell_settings(vault)) as store:
             data = run_export(store, workspace)
         text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
         if output:
@@ -378,7 +379,7 @@ def register(app: typer.Typer) -> None:
         from memstore.transfer import read_export
         from memstore.transfer import restore as run_restore
 
-        with Store.open(_settings(vault), create=True) as store:
+        with Store.open(shell_settings(vault), create=True) as store:
             added, merged, unchanged = run_restore(store, read_export(file))
         typer.echo(f"restored: {added} added, {merged} merged, {unchanged} unchanged")
 
@@ -401,7 +402,7 @@ def register(app: typer.Typer) -> None:
 
         Example:  memstore gc --prune-traces 90 --dry-run
         """
-        with Store.open(_settings(vault)) as store:
+        with Store.open(shell_settings(vault)) as store:
             folders, traces = Curator(store, _now()).gc(
                 prune_traces_days=prune_traces, dry_run=dry_run
             )
