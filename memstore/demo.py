@@ -66,7 +66,8 @@ def run_demo(path: Path | None, settings: Settings, say: Callable[[str], None]) 
             if result.weak:
                 say("   (no memory has every word; weak matches)")
             for hit in result.hits:
-                say(f"   {hit.id}  {hit.workspace} · {hit.kind}  {summary(hit.content, 70)}")
+                mark = "  (weak: might be related)" if hit.weak else ""
+                say(f"   {hit.id}  {hit.workspace} · {hit.kind}  {summary(hit.content, 60)}{mark}")
         entry, _ = store.show(added.id[:4])
         say(f"\n4. memstore show {added.id[:4]}   (any unique id prefix)\n")
         for line in store.vault.path(entry.path).read_text(encoding="utf-8").splitlines():
