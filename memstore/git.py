@@ -149,28 +149,70 @@ class GitRepo:
         add: tuple[str, ...] = (),
         remove: tuple[str, ...] = (),
     ) -> str:
-        """Stage `add` and `remove` (vault-relative paths) and commit them; return the id."""
+        """Commit `add` and `remove` (vault-relative paths) on top of HEAD; return the id.
+
+        The new tree is HEAD's tree with only these paths changed (built directly, which
+        at 10,000 files is far cheaper than writing a tree from the whole git index), and
+        the git index is updated for the same paths so `git status` stays clean. Other
+        changes a person staged by hand are neither committed nor lost.
+        """
         pygit2 = _pygit2()
         repo = self._repo
         try:
+            changes: dict[str, Any] = {
+                p: repo.create_blob(self.root.joinpath(p).read_bytes()) for p in add
+            }
+            changes.update({p: None for p in remove})
+            base = None if repo.head_is_unborn else repo.head.peel(pygit2.Commit).tree
+            tree = self._tree_with(base, changes)
+            parents = [] if repo.head_is_unborn else [repo.head.target]
+            signature = self._signature()
+            full = f"{message.rstrip()}\n\n{trailers.render()}"
+            oid = repo.create_commit("HEAD", signature, signature, full, tree, parents)
             index = repo.index
-            # The index object is cached per Repository: reload it, or a commit made by
-            # another process since we opened the repository would be dropped from HEAD.
+            # The index object is cached per Repository: reload it, or changes another
+            # process wrote to it since we opened the repository would be overwritten.
             index.read(False)
             for path in add:
                 index.add(path)
             for path in remove:
                 if path in index:
                     index.remove(path)
-            tree = index.write_tree()  # before index.write(), so the tree cache is saved
             index.write()
-            parents = [] if repo.head_is_unborn else [repo.head.target]
-            signature = self._signature()
-            full = f"{message.rstrip()}\n\n{trailers.render()}"
-            oid = repo.create_commit("HEAD", signature, signature, full, tree, parents)
-        except pygit2.GitError as err:
+        except (OSError, pygit2.GitError) as err:
             raise VaultError(f"cannot commit to {self.root}: {err}") from err
         return str(oid)
+
+    def _tree_with(self, base: Any, changes: dict[str, Any]) -> Any:
+        """Return the id of `base` (a tree or None) with paths set to blobs or removed."""
+        pygit2 = _pygit2()
+        repo = self._repo
+        builder = repo.TreeBuilder(base) if base is not None else repo.TreeBuilder()
+        here: dict[str, Any] = {}
+        below: dict[str, dict[str, Any]] = {}
+        for path, blob in changes.items():
+            head, _, rest = path.partition("/")
+            if rest:
+                below.setdefault(head, {})[rest] = blob
+            else:
+                here[head] = blob
+        for name, blob in here.items():
+            if blob is None:
+                if base is not None and name in base:
+                    builder.remove(name)
+            else:
+                builder.insert(name, blob, pygit2.enums.FileMode.BLOB)
+        for name, sub in below.items():
+            current = base[name] if base is not None and name in base else None
+            subtree = (
+                repo[current.id] if current is not None and current.type_str == "tree" else None
+            )
+            oid = self._tree_with(subtree, sub)
+            if len(repo[oid]):
+                builder.insert(name, oid, pygit2.enums.FileMode.TREE)
+            elif current is not None:
+                builder.remove(name)
+        return builder.write()
 
     def branch(self) -> str:
         """Return the current branch's name (the default branch when HEAD is unborn)."""

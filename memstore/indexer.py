@@ -222,8 +222,13 @@ class Indexer:
         )
         return [_entry(row) for row in rows]
 
-    def fingerprints(self) -> dict[str, Fingerprint]:
-        rows = self._db.execute("SELECT path, mtime_ns, size FROM files")
+    def fingerprints(self, workspace: str | None = None) -> dict[str, Fingerprint]:
+        if workspace is None:
+            rows = self._db.execute("SELECT path, mtime_ns, size FROM files")
+        else:
+            rows = self._db.execute(
+                "SELECT path, mtime_ns, size FROM files WHERE workspace = ?", [workspace]
+            )
         return {path: (mtime, size) for path, mtime, size in rows}
 
     # --- keeping up -----------------------------------------------------------------
@@ -236,9 +241,7 @@ class Indexer:
         With `workspace`, look only in that folder (the write lane's cheaper check).
         """
         on_disk = self.vault.scan(workspace=workspace)
-        known = self.fingerprints()
-        if workspace is not None:
-            known = {p: fp for p, fp in known.items() if p.startswith(f"{workspace}/")}
+        known = self.fingerprints(workspace)
         changed = sorted(p for p, fp in on_disk.items() if known.get(p) != fp)
         removed = sorted(p for p in known if p not in on_disk)
         if not changed and not removed:
