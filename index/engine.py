@@ -25,7 +25,6 @@ from whoosh.writing import LockError
 from index.analysis import make_analyzer, query_terms
 from index.entities import extract_entities
 
-SCHEMA_VERSION = "1"
 BM25_B = 0.3  # length normalization (Whoosh's default is 0.75; docs/retrieval.md)
 BM25_K1 = 1.2  # term-frequency saturation (Whoosh's default)
 KEYWORD_BOOST = 0.6  # keywords count, but below the text a person or agent wrote

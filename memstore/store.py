@@ -49,7 +49,7 @@ from memstore.retrieval import find, hit_for
 from memstore.secrets import find_secrets
 from memstore.sync import SyncOutcome, sync
 from memstore.usage import Usage
-from memstore.vault import Vault, is_private
+from memstore.vault import Vault
 
 MAX_TEXT_BYTES = 100_000
 MAX_KEYWORD_CHARS = 64
@@ -665,9 +665,6 @@ class Store:
             self.close()
             self._indexer, result = rebuild(self.vault, progress)
             return result
-
-    def is_private(self) -> bool:
-        return is_private(self.vault.root)
 
 
 def summary(body: str, width: int = 60) -> str:

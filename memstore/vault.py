@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import stat
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -249,8 +248,3 @@ def _try_flock(handle: BinaryIO) -> bool:
 def _unreadable(relative: str, reason: str) -> Memory:
     memory = parse_memory("", path=relative)
     return Memory(**{**memory.__dict__, "problem": reason})
-
-
-def is_private(path: Path) -> bool:
-    """Return whether only the owner may read `path`."""
-    return stat.S_IMODE(path.stat().st_mode) & 0o077 == 0
