@@ -36,6 +36,17 @@ from memstore.indexer import CatchUp
 from memstore.store import Store
 
 log = logging.getLogger("memstore.watcher")
+
+
+class _BenignShutdownRace(logging.Filter):
+    """watchdog logs an error when an event races its own shutdown; nothing is lost (the
+    next start reconciles), so a person should not see it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "called when the thread is inactive" not in record.getMessage()
+
+
+logging.getLogger("watchdog.observers.inotify").addFilter(_BenignShutdownRace())
 CHANGES = (
     FileCreatedEvent,
     FileDeletedEvent,
