@@ -13,6 +13,7 @@ import logging
 import queue
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -47,6 +48,10 @@ class _BenignShutdownRace(logging.Filter):
 
 
 logging.getLogger("watchdog.observers.inotify").addFilter(_BenignShutdownRace())
+# watchdog warns when a folder created while it adds watches is watched twice; harmless.
+warnings.filterwarnings(
+    "ignore", message="Callback with id .* already exists", category=RuntimeWarning
+)
 CHANGES = (
     FileCreatedEvent,
     FileDeletedEvent,
