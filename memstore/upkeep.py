@@ -148,7 +148,6 @@ def register(app: typer.Typer) -> None:
                 for a, b, overlap in pairs:
                     texts = [summary(store.show(x)[1].body, 70) for x in (a, b)]
                     typer.echo(f"{a} ~ {b}  {overlap:.0%}\n  {a}: {texts[0]}\n  {b}: {texts[1]}")
-        _ = list_pairs  # listing is the default action
 
     @app.command()
     def promote(

@@ -14,7 +14,7 @@ import pytest
 from memstore.mcp_server import build_server
 from memstore.store import Store
 from memstore.transfer import split_instructions
-from tests.conftest import commit_count, git, head, settings_at, vault_bytes
+from tests.conftest import commit_count, git, head, vault_bytes
 from tests.test_mcp import call, text_of
 
 EXE = Path(sys.executable).with_name("memstore")
@@ -322,9 +322,8 @@ def test_export_restore_round_trip_keeps_ids_and_is_idempotent(vault: Path, tmp_
     assert commit_count(other) == commits
     assert "0 added, 0 merged, 2 unchanged" in cli(vault, "restore", str(exported)).stdout
     cli(other, "add", "Use node 22 LTS", "-K", "lts")
-    assert (
-        "1 merged" in cli(vault, "restore", str(exported)).stdout or True
-    )  # other vault changed, not this one
+    # the other vault changed, not this one: the old export still brings nothing new here
+    assert "0 added, 0 merged, 2 unchanged" in cli(vault, "restore", str(exported)).stdout
     back = tmp_path / "back.json"
     cli(other, "export", "-o", str(back))
     assert "1 merged" in cli(vault, "restore", str(back)).stdout
@@ -366,31 +365,3 @@ def test_gc_reports_with_dry_run_and_prunes_old_archived_traces(vault: Path, sto
 def test_every_new_command_has_help_with_an_example(command: str) -> None:
     done = subprocess.run([str(EXE), command, "--help"], capture_output=True, text=True)
     assert done.returncode == 0 and "Example" in done.stdout
-
-
-def test_settings_helper_is_used(vault: Path) -> None:
-    assert settings_at(vault).vault == vault
-
-
-def test_benchmark_compares_instruction_files_with_memstores_fixed_cost(
-    vault: Path, tmp_path: Path
-) -> None:
-    project = tmp_path / "project"
-    project.mkdir()
-    git(project, "init", "-q")
-    (project / "CLAUDE.md").write_text(
-        "# Rules\n" + "- always run the full test suite before pushing\n" * 40, encoding="utf-8"
-    )
-    done = subprocess.run(
-        [str(EXE), "benchmark", "--json"],
-        cwd=project,
-        env={**os.environ, "MEMSTORE_VAULT": str(vault)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    data = json.loads(done.stdout)
-    assert data["estimated_tokens"]["mcp_tools"] <= 300
-    text = (project / "CLAUDE.md").read_text(encoding="utf-8")
-    assert data["instruction_files"] == {str(project / "CLAUDE.md"): (len(text) + 3) // 4}
