@@ -18,12 +18,19 @@ from typing import Any
 
 from whoosh import index as whoosh_index
 from whoosh.fields import ID, NUMERIC, STORED, TEXT, Schema
-from whoosh.query import And, Or, Prefix, Query, Term
-from whoosh.scoring import BM25F, BM25FScorer, WeightScorer
+from whoosh.query import And, Prefix, Query, Term
 from whoosh.writing import LockError
 
 from index.analysis import make_analyzer, query_terms
 from index.entities import extract_entities
+from index.scoring import (
+    SCORED_FIELDS,
+    LiveStats,
+    PostingCache,
+    TermQuery,
+    live_field_lengths,
+    score,
+)
 
 BM25_B = 0.3  # length normalization (Whoosh's default is 0.75; docs/retrieval.md)
 BM25_K1 = 1.2  # term-frequency saturation (Whoosh's default)
@@ -45,88 +52,6 @@ _DAMAGE = (
     struct.error,
     pickle.UnpicklingError,
 )
-
-
-class LiveBM25F(BM25F):
-    """BM25F whose statistics count live documents only.
-
-    Whoosh keeps a replaced or deleted document in its segment statistics (document count,
-    term frequencies, field lengths) until segments merge, so after updates the same query
-    scores differently from a fresh rebuild. Counting live documents only makes an updated
-    index rank exactly like one rebuilt from the files.
-    """
-
-    def scorer(self, searcher: Any, fieldname: str, text: Any, qf: int = 1) -> Any:
-        if not searcher.schema[fieldname].scorable:
-            return WeightScorer.for_(searcher, fieldname, text)
-        parent = searcher.get_parent()
-        stats = getattr(parent, "_live_stats", None)
-        if stats is None:  # SearchIndex._reader sets it; a bare Whoosh searcher computes it
-            stats = parent._live_stats = _LiveStats(
-                parent.reader(), live_field_lengths(parent.reader())
-            )
-        b = self._field_B.get(fieldname, self.B)
-        return _LiveScorer(searcher, fieldname, text, b, self.K1, qf, stats)
-
-
-class _LiveStats:
-    """Document count, document frequencies and field lengths over live documents."""
-
-    def __init__(self, reader: Any, lengths: dict[str, int]) -> None:
-        self.reader = reader
-        self.lengths = lengths
-        self.count = reader.doc_count()
-        total = reader.doc_count_all()
-        self.deleted = (
-            [n for n in range(total) if reader.is_deleted(n)] if total != self.count else []
-        )
-        self._idf: dict[tuple[str, Any], float] = {}
-
-    def idf(self, fieldname: str, text: Any) -> float:
-        key = (fieldname, text)
-        if key not in self._idf:
-            reader = self.reader
-            if not self.deleted:
-                df = reader.doc_frequency(fieldname, text)
-            elif (fieldname, text) in reader:
-                ids = reader.postings(fieldname, text).all_ids()
-                df = sum(1 for n in ids if not reader.is_deleted(n))
-            else:
-                df = 0
-            # Whoosh's formula over live counts (an index of only deleted documents matches nothing)
-            self._idf[key] = log(max(self.count, 1) / (df + 1)) + 1
-        return self._idf[key]
-
-    def avg_field_length(self, fieldname: str) -> float:
-        return self.lengths.get(fieldname, 0) / (self.count or 1)
-
-
-SCORED_FIELDS = ("content", "keywords")
-
-
-def live_field_lengths(reader: Any) -> dict[str, int]:
-    """Sum the field lengths of live documents (Whoosh's own totals keep merged-away ones)."""
-    ids = list(reader.all_doc_ids())
-    return {f: sum(reader.doc_field_length(n, f, 0) or 0 for n in ids) for f in SCORED_FIELDS}
-
-
-class _LiveScorer(BM25FScorer):
-    def __init__(
-        self,
-        searcher: Any,
-        fieldname: str,
-        text: Any,
-        b: float,
-        k1: float,
-        qf: int,
-        stats: _LiveStats,
-    ) -> None:
-        self.idf = stats.idf(fieldname, text)
-        self.avgfl = stats.avg_field_length(fieldname) or 1
-        self.B = b
-        self.K1 = k1
-        self.qf = qf
-        self.setup(searcher, fieldname, text)
 
 
 class SearchIndexError(Exception):
@@ -213,6 +138,8 @@ class SearchIndex:
         self._db = db
         self._analyzer = make_analyzer()
         self._searcher: Any = None
+        self._stats: LiveStats | None = None
+        self._postings = PostingCache()
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -270,8 +197,9 @@ class SearchIndex:
                 self._searcher.close()
                 self._searcher = None
             if self._searcher is None:
-                searcher = self._ix.searcher(weighting=LiveBM25F(B=BM25_B, K1=BM25_K1))
-                searcher._live_stats = _LiveStats(searcher.reader(), self._lengths(searcher))
+                searcher = self._ix.searcher()
+                self._stats = LiveStats(searcher.reader(), self._lengths(searcher))
+                self._postings.forget_except(r for r, _ in searcher.reader().leaf_readers())
                 self._searcher = searcher
         except _DAMAGE as err:
             raise SearchIndexError(f"index at {self.root} cannot be read: {err}") from err
@@ -308,12 +236,32 @@ class SearchIndex:
             return []
         if any_term:
             terms = self._selective(terms)
-        per_term = [Or([Term("content", t), Term("keywords", t)]) for t in terms]
-        query: Query = Or(per_term) if any_term else And(per_term)
-        if expansion:
-            extra = [Term("content", t, boost=EXPANSION_BOOST) for t in expansion if t not in terms]
-            query = Or([query, *extra])
-        return self._run(query, workspaces, limit)
+        query = TermQuery(
+            tuple(terms),
+            require_all=not any_term,
+            extra=tuple(t for t in expansion if t not in terms),
+            extra_boost=EXPANSION_BOOST,
+        )
+        searcher = self._reader()
+        assert self._stats is not None  # set with the searcher
+        try:
+            best = score(
+                searcher.reader(),
+                self._stats,
+                self._postings,
+                query,
+                b=BM25_B,
+                k1=BM25_K1,
+                allowed=workspaces or None,
+                limit=limit,
+            )
+            hits = [IndexHit(_document(searcher.stored_fields(n)), value) for value, n in best]
+        except _DAMAGE as err:
+            raise SearchIndexError(f"index at {self.root} cannot be read: {err}") from err
+        # Ties are broken by key, not by document number, so a rebuilt index returns the
+        # same order as the one it replaces.
+        hits.sort(key=lambda h: (-round(h.score, 6), h.document.key))
+        return hits[:limit]
 
     def _selective(self, terms: list[str]) -> list[str]:
         """In a large vault, keep an any-word query to its few rarest terms.
@@ -368,19 +316,6 @@ class SearchIndex:
             if not reader.doc_frequency("content", term)
             and not reader.doc_frequency("keywords", term)
         )
-
-    def _run(self, query: Query, workspaces: Collection[str] | None, limit: int) -> list[IndexHit]:
-        searcher = self._reader()
-        where = Or([Term("workspace", w) for w in sorted(workspaces)]) if workspaces else None
-        try:
-            results = searcher.search(query, limit=limit + 20, filter=where)
-            hits = [IndexHit(_document(dict(r.fields())), float(r.score)) for r in results]
-        except _DAMAGE as err:
-            raise SearchIndexError(f"index at {self.root} cannot be read: {err}") from err
-        # Ties are broken by key, not by Whoosh's document number, so a rebuilt index
-        # returns the same order as the one it replaces.
-        hits.sort(key=lambda h: (-round(h.score, 6), h.document.key))
-        return hits[:limit]
 
     def find(
         self, *, workspace: str | None = None, hash: str | None = None, id_prefix: str | None = None
