@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import time
@@ -46,6 +47,11 @@ def test_lists_two_tools_with_short_descriptions(server: Any) -> None:
     assert tools["memory_recall"].annotations.read_only_hint is True
     assert tools["memory_add"].annotations.read_only_hint is False
     assert tools["memory_recall"].output_schema and tools["memory_add"].output_schema
+    # written out in place: clients validate every result, and a $ref per hit costs them
+    hit = tools["memory_recall"].output_schema["properties"]["results"]["items"]
+    assert "superseded_by" in hit["properties"]
+    assert "$ref" not in json.dumps([t.output_schema for t in tools.values()])
+    assert '"title"' not in json.dumps([t.input_schema for t in tools.values()])
     assert "keywords" in tools["memory_add"].input_schema["required"]
     assert "data" in tools["memory_recall"].description
     assert tool_cost_tokens(server) <= 300
