@@ -1,4 +1,4 @@
-"""Recall's pipeline over the index: lexical and entity views, fused, ranked and tiered."""
+"""Recall's pipeline over the index: views fused, ranked and tiered; corrections, neighbours, core."""
 
 from __future__ import annotations
 
@@ -7,8 +7,18 @@ from datetime import datetime
 
 from index import Document, IndexHit, SearchIndex, extract_entities, terms
 from memstore.indexer import Entry, Indexer
-from memstore.model import Hit, SearchResult
-from memstore.ranking import Candidate, is_confident, is_dominant, score
+from memstore.model import GLOBAL, CoreMemory, Hit, SearchResult
+from memstore.ranking import (
+    CORE_BUDGET_TOKENS,
+    Candidate,
+    attach_corrections,
+    demote_superseded,
+    estimate_tokens,
+    is_confident,
+    is_dominant,
+    pack,
+    score,
+)
 
 CANDIDATES = 30  # per view, before ranking cuts to k
 FEEDBACK_DOCS = 3  # pseudo-relevance feedback: the any-word search's first hits …
@@ -106,10 +116,70 @@ def _loose(
     return [*head, *(IndexHit(h.document, floor * h.score / top) for h in second)]
 
 
-def hit_for(document: Document, score: float, weak: bool) -> Hit:
+def _hit_for(document: Document, score: float, weak: bool) -> Hit:
     """Return a hit for a memory found through another (its correction), not by the query."""
     candidate = Candidate(document.key, 0.0, 0.0, False, 0)
     return replace(_hit(document, candidate, score, 0), weak=weak, view="correction")
+
+
+def with_corrections(indexer: Indexer, hits: list[Hit]) -> list[Hit]:
+    """Bring in the correction of a superseded hit that the query did not find itself, and
+    rank what is superseded below what corrects it: the agent should see what is true now."""
+    found = {hit.id for hit in hits}
+    missing = {c: hit for hit in hits for c in hit.superseded_by if c not in found}
+    if not missing:
+        return demote_superseded(hits)
+    entries = [e for c in missing for e in indexer.by_id_prefix(c) if e.id == c]
+    documents = indexer.search.get([e.path for e in entries])
+    extra = [
+        with_neighbors(
+            indexer, _hit_for(documents[e.path], missing[e.id].score, missing[e.id].weak)
+        )
+        for e in entries
+        if e.path in documents
+    ]
+    # Ties go to the correction: it sorts before the memory it replaces.
+    ordered = sorted([*extra, *hits], key=lambda h: -h.score)
+    return demote_superseded(ordered[: len(hits)])
+
+
+def with_neighbors(indexer: Indexer, hit: Hit) -> Hit:
+    """Attach the ids of the memories that correct `hit` and of up to four that share its
+    entities."""
+    corrections = tuple(e.id for e in indexer.superseded_by(hit.id))
+    hit = replace(hit, superseded_by=corrections)
+    index = indexer.search
+    shared = index.entity_keys(entity for entity, _ in index.entities_of(hit.path))
+    shared.pop(hit.path, None)
+    ranked = sorted(shared, key=lambda key: (-shared[key], key))[:4]
+    related = [e.id for e in sorted(indexer.by_path(ranked), key=lambda e: ranked.index(e.path))]
+    return attach_corrections(hit, related)
+
+
+def core_memories(indexer: Indexer, scope: set[str] | None) -> tuple[CoreMemory, ...]:
+    """Return the core memories of `scope` (None: all) that fit the core block's budget."""
+    entries = indexer.by_kind("core", scope)
+    documents = indexer.search.get([e.path for e in entries])
+    core = [
+        CoreMemory(d.id, d.workspace, d.content.strip())
+        for d in (documents[e.path] for e in entries if e.path in documents)
+    ]
+    core.sort(key=lambda c: (c.workspace == GLOBAL, c.workspace, c.id))
+    kept, _ = pack(core, [estimate_tokens(c.content) + 10 for c in core], CORE_BUDGET_TOKENS)
+    return tuple(kept)
+
+
+def recall_message(indexer: Indexer, query: str, hits: list[Hit], weak: bool, dropped: int) -> str:
+    """Return the one line a recall says about what it found (friendly when nothing)."""
+    if not hits and not indexer.count():
+        return "Memory is empty. Store what you learn with memory_add."
+    if not hits:
+        return f"No memory matches {query!r}. Proceed; store what you learn with memory_add."
+    found = f"{len(hits)} {'memory' if len(hits) == 1 else 'memories'}"
+    text = f"No memory has every word; {found} might be related." if weak else f"{found} found."
+    if dropped:
+        text += f" {dropped} more left out to fit max_tokens."
+    return text
 
 
 def _candidate(

@@ -30,7 +30,6 @@ from memstore.model import (
     GLOBAL,
     AddResult,
     CoreMemory,
-    Hit,
     Memory,
     Recall,
     SearchResult,
@@ -38,14 +37,17 @@ from memstore.model import (
     check_workspace,
 )
 from memstore.ranking import (
-    CORE_BUDGET_TOKENS,
     HIT_OVERHEAD_TOKENS,
-    attach_corrections,
-    demote_superseded,
     estimate_tokens,
     pack,
 )
-from memstore.retrieval import find, hit_for
+from memstore.retrieval import (
+    core_memories,
+    find,
+    recall_message,
+    with_corrections,
+    with_neighbors,
+)
 from memstore.secrets import find_secrets
 from memstore.sync import SyncOutcome, sync
 from memstore.usage import Usage
@@ -262,81 +264,23 @@ class Store:
             raise InvalidInputError(f"max_tokens must be at least 1, not {max_tokens}")
         result = self.search(query, workspace=workspace, k=k, catch_up=catch_up)
         scope = None if workspace is None else {workspace, GLOBAL}
-        hits = [self._with_neighbors(hit) for hit in result.hits]
-        hits = demote_superseded(self._with_corrections(hits))
+        hits = with_corrections(
+            self.indexer, [with_neighbors(self.indexer, h) for h in result.hits]
+        )
         sizes = [estimate_tokens(hit.content) + HIT_OVERHEAD_TOKENS for hit in hits]
         kept, dropped = pack(hits, sizes, max_tokens)
         core = self._core_memories(scope)
         if record_usage:
             self.usage.record([hit.id for hit in kept], self._timestamp())
-        return Recall(
-            tuple(kept),
-            core,
-            self._recall_message(query, kept, result.weak, dropped),
-            result.weak,
-            dropped,
-        )
-
-    def _with_corrections(self, hits: list[Hit]) -> list[Hit]:
-        """Bring in the correction of a superseded hit that the query did not find itself:
-        the agent should see what is true now, ranked just above what it replaced."""
-        found = {hit.id for hit in hits}
-        missing = {c: hit for hit in hits for c in hit.superseded_by if c not in found}
-        if not missing:
-            return hits
-        entries = [e for c in missing for e in self.indexer.by_id_prefix(c) if e.id == c]
-        documents = self.indexer.search.get([e.path for e in entries])
-        extra = [
-            self._with_neighbors(
-                hit_for(documents[e.path], missing[e.id].score, missing[e.id].weak)
-            )
-            for e in entries
-            if e.path in documents
-        ]
-        # Ties go to the correction: it sorts before the memory it replaces.
-        ordered = sorted([*extra, *hits], key=lambda h: -h.score)
-        return ordered[: len(hits)]
-
-    def _with_neighbors(self, hit: Hit) -> Hit:
-        corrections = tuple(e.id for e in self.indexer.superseded_by(hit.id))
-        hit = replace(hit, superseded_by=corrections)
-        index = self.indexer.search
-        shared = index.entity_keys(entity for entity, _ in index.entities_of(hit.path))
-        shared.pop(hit.path, None)
-        ranked = sorted(shared, key=lambda key: (-shared[key], key))[:4]
-        related = [
-            e.id for e in sorted(self.indexer.by_path(ranked), key=lambda e: ranked.index(e.path))
-        ]
-        return attach_corrections(hit, related)
+        message = recall_message(self.indexer, query, kept, result.weak, dropped)
+        return Recall(tuple(kept), core, message, result.weak, dropped)
 
     def _core_memories(self, scope: set[str] | None) -> tuple[CoreMemory, ...]:
         # The block is the same for every recall until the index changes: compute it once.
         key = (self.indexer.search.version(), tuple(sorted(scope)) if scope else None)
         if key not in self._core_cache:
-            self._core_cache = {key: self._read_core_memories(scope)}
+            self._core_cache = {key: core_memories(self.indexer, scope)}
         return self._core_cache[key]
-
-    def _read_core_memories(self, scope: set[str] | None) -> tuple[CoreMemory, ...]:
-        entries = self.indexer.by_kind("core", scope)
-        documents = self.indexer.search.get([e.path for e in entries])
-        core = [
-            CoreMemory(d.id, d.workspace, d.content.strip())
-            for d in (documents[e.path] for e in entries if e.path in documents)
-        ]
-        core.sort(key=lambda c: (c.workspace == GLOBAL, c.workspace, c.id))
-        kept, _ = pack(core, [estimate_tokens(c.content) + 10 for c in core], CORE_BUDGET_TOKENS)
-        return tuple(kept)
-
-    def _recall_message(self, query: str, hits: list[Hit], weak: bool, dropped: int) -> str:
-        if not hits and not self.indexer.count():
-            return "Memory is empty. Store what you learn with memory_add."
-        if not hits:
-            return f"No memory matches {query!r}. Proceed; store what you learn with memory_add."
-        found = f"{len(hits)} {'memory' if len(hits) == 1 else 'memories'}"
-        text = f"No memory has every word; {found} might be related." if weak else f"{found} found."
-        if dropped:
-            text += f" {dropped} more left out to fit max_tokens."
-        return text
 
     @_serialized
     def resolve(self, id_prefix: str) -> Entry:
