@@ -25,7 +25,10 @@ from memstore.store import Store
 MIN_CAPTURE_CHARS = 200  # shorter final messages are chit-chat ("Done!"), not knowledge
 NOVELTY_THRESHOLD = 0.7  # measured: tests/benchmarks/bench_novelty.py (docs/agents.md)
 BRIEFING_TOKENS = 300
-USAGE = "usage: memstore hook prompt|capture|briefing|codex-notify [--if-novel] [--min-chars N]"
+USAGE = (
+    "usage: memstore hook prompt|capture|briefing|codex-notify"
+    " [--if-novel] [--min-chars N] [--source AGENT]"
+)
 
 
 def workspace_for(payload: Mapping[str, Any], vault: Path) -> str:
@@ -116,12 +119,9 @@ def run(
         payload = json.loads(raw or "{}")
         if not isinstance(payload, dict):
             raise ValueError("hook input is not a JSON object")
-        min_chars = (
-            int(flags[flags.index("--min-chars") + 1])
-            if "--min-chars" in flags
-            else MIN_CAPTURE_CHARS
-        )
-        agent = "codex" if event == "codex-notify" else env.get("MEMSTORE_SOURCE", "claude-code")
+        min_chars = int(_option(flags, "--min-chars") or MIN_CAPTURE_CHARS)
+        default_agent = "codex" if event == "codex-notify" else "claude-code"
+        agent = _option(flags, "--source") or env.get("MEMSTORE_SOURCE", default_agent)
         settings = Settings.from_env(env, home=home, source=agent)
         session = str(payload.get("session_id") or payload.get("thread-id") or settings.session)
         with Store.open(replace(settings, session=session), create=event != "prompt") as store:
@@ -130,12 +130,24 @@ def run(
             elif event == "briefing":
                 lines = briefing_hook(store, payload, agent=agent, max_tokens=BRIEFING_TOKENS)
             else:
-                lines = capture_hook(
+                # Nothing on stdout: Codex counts any non-JSON stdout of a Stop hook as a failure.
+                notes = capture_hook(
                     store, payload, min_chars=min_chars, if_novel="--if-novel" in flags
                 )
+                return 0, "", "".join(f"{note}\n" for note in notes)
     except (MemstoreError, OSError, ValueError) as err:
         return 0, "", f"memstore hook {event}: {err}\n"
     return 0, "\n".join(lines) + ("\n" if lines else ""), ""
+
+
+def _option(flags: list[str], name: str) -> str:
+    """Return the value after `name` in `flags` ("" when absent)."""
+    if name not in flags:
+        return ""
+    at = flags.index(name) + 1
+    if at >= len(flags) or flags[at].startswith("--"):
+        raise ValueError(f"{name} needs a value")
+    return flags[at]
 
 
 def main(argv: list[str]) -> int:

@@ -109,7 +109,8 @@ def test_capture_keeps_a_long_final_message_as_a_trace(
         "transcript_path": str(transcript(tmp_path, LONG)),
     }
     result = hook("capture", payload, vault, "--if-novel")
-    assert result.returncode == 0 and "kept this session's summary" in result.stdout
+    assert result.returncode == 0 and result.stdout == ""
+    assert "kept this session's summary" in result.stderr
     message = git(vault, "log", "-1", "--format=%B")
     assert (
         message.startswith("add(webshop): Fixed the flaky checkout test")
@@ -181,8 +182,72 @@ def test_codex_notify_reads_the_json_argument(vault: Path, project: Path) -> Non
         stdin=subprocess.DEVNULL,
         timeout=60,
     )
-    assert result.returncode == 0 and "kept" in result.stdout
+    assert result.returncode == 0 and "kept" in result.stderr
     assert "Memstore-Source: codex" in git(vault, "log", "-1", "--format=%B")
+
+
+def codex_payload(event: str, cwd: Path, **fields: object) -> dict[str, object]:
+    """A Codex hook payload with every field its published input schema requires."""
+    return {
+        "session_id": "019a-codex-session",
+        "transcript_path": None,
+        "cwd": str(cwd),
+        "hook_event_name": event,
+        "model": "gpt-5-codex",
+        "permission_mode": "default",
+        **({"turn_id": "turn-1"} if event != "SessionStart" else {}),
+        **fields,
+    }
+
+
+def test_codex_hooks_recall_capture_and_brief_with_their_payloads(
+    vault: Path, project: Path
+) -> None:
+    example = json.loads((REPO_ROOT / "hooks" / "codex" / "hooks.example.json").read_text())
+    commands = {
+        event: group[0]["hooks"][0]["command"].split() for event, group in example["hooks"].items()
+    }
+    assert set(commands) == {"SessionStart", "UserPromptSubmit", "Stop"}
+    assert all(
+        c[:2] == ["memstore", "hook"] and c[-2:] == ["--source", "codex"] for c in commands.values()
+    )
+
+    def run(event: str, payload: dict[str, object]) -> subprocess.CompletedProcess[str]:
+        return hook(commands[event][2], payload, vault, *commands[event][3:])
+
+    start = codex_payload("SessionStart", project, source="startup")
+    assert run("SessionStart", start).stdout == ""  # first session: nothing to compare
+    with Store.open(settings_at(vault)) as store:
+        store.add("Checkout tests need STRIPE_TEST_KEY from 1Password", workspace="webshop")
+    prompt = run(
+        "UserPromptSubmit",
+        codex_payload(
+            "UserPromptSubmit", project, prompt="why do checkout tests need a stripe key?"
+        ),
+    )
+    # Codex adds plain stdout as context, but reads stdout starting with { or [ as JSON
+    assert prompt.returncode == 0 and "STRIPE_TEST_KEY" in prompt.stdout
+    assert prompt.stdout.lstrip()[0] not in "{["
+    stop = codex_payload("Stop", project, stop_hook_active=False, last_assistant_message=LONG)
+    captured = run("Stop", stop)
+    # a Stop hook's stdout must be empty (or JSON): anything else fails the hook in Codex
+    assert captured.returncode == 0 and captured.stdout == "" and "kept" in captured.stderr
+    message = git(vault, "log", "-1", "--format=%B")
+    assert "Memstore-Source: codex" in message and "Memstore-Session: 019a-codex-session" in message
+    again = run("Stop", {**stop, "last_assistant_message": None})  # Codex sends null when none
+    assert again.returncode == 0 and again.stdout == "" and again.stderr == ""
+    briefing = run("SessionStart", start)
+    assert "add(webshop): Checkout tests need STRIPE_TEST_KEY" in briefing.stdout
+    assert briefing.stdout.lstrip()[0] not in "{["
+
+
+def test_hook_options_need_values(vault: Path, project: Path) -> None:
+    for args in (("--source",), ("--min-chars", "--if-novel")):
+        result = hook(
+            "capture", {"cwd": str(project), "last_assistant_message": LONG}, vault, *args
+        )
+        assert result.returncode == 0 and result.stdout == ""
+        assert f"{args[0]} needs a value" in result.stderr
 
 
 def test_hook_scripts_are_executable_and_call_the_cli(sample_vault: Path, project: Path) -> None:
