@@ -320,7 +320,7 @@ def watch(vault: VaultOption = None) -> None:
             for line in catch_up_lines(result):
                 typer.echo(line, err=True)
 
-        with Watcher(store, on_batch=report, on_tick=store.flush_usage):
+        with Watcher(store, on_batch=report, on_tick=store.tidy):
             try:
                 while not stop.wait(0.5):
                     pass
@@ -350,7 +350,7 @@ def serve(
     chosen = workspace or detected_workspace(settings.vault) or GLOBAL
     with Store.open(settings, create=True) as store:
         # Answer initialize at once and index meanwhile; write recall counters every few minutes.
-        watcher = Watcher(store, on_tick=store.flush_usage).start(wait=False)
+        watcher = Watcher(store, on_tick=store.tidy).start(wait=False)
         try:
             run_stdio(
                 build_server(store, workspace=chosen, source=source, is_live=watcher.ready.is_set)

@@ -272,14 +272,9 @@ class Curator:
 
     # --- gc --------------------------------------------------------------------------
 
-    def gc(
-        self, *, prune_traces_days: int | None = None, dry_run: bool = False
-    ) -> tuple[list[str], list[str]]:
-        """Remove leftover derived state and, if asked, archived traces older than N days.
-
-        Returns (state folders removed, trace ids removed). A trace another memory names
-        as its correction is never removed.
-        """
+    def gc(self, *, prune_traces_days: int | None = None, dry_run: bool = False) -> Collected:
+        """Remove leftover derived state, pack git history and, if asked, forget archived
+        traces older than N days. A trace another memory names as its correction stays."""
         store = self.store
         state = store.vault.state_dir
         leftovers = sorted(
@@ -292,12 +287,27 @@ class Curator:
                     continue
                 if (self.now - _parse(entry.archived)).days >= prune_traces_days:
                     traces.append(entry)
-        if not dry_run:
-            for folder in leftovers:
-                shutil.rmtree(store.vault.root / folder, ignore_errors=True)
-            for entry in traces:
-                self.forget(entry)
-        return leftovers, [e.id for e in traces]
+        before = remote.count_objects(store.vault.root, store.settings.env)
+        if dry_run:
+            return Collected(leftovers, [e.id for e in traces], before, None)
+        for folder in leftovers:
+            shutil.rmtree(store.vault.root / folder, ignore_errors=True)
+        for entry in traces:
+            self.forget(entry)
+        with store.vault.lock(store.settings.lock_timeout):
+            remote.pack(store.vault.root, store.settings.env, auto=False)
+        after = remote.count_objects(store.vault.root, store.settings.env)
+        return Collected(leftovers, [e.id for e in traces], before, after)
+
+
+@dataclass(frozen=True)
+class Collected:
+    """What `gc` removed (or would remove) and the history's size before and after packing."""
+
+    folders: list[str]
+    traces: list[str]
+    before: remote.ObjectCounts
+    after: remote.ObjectCounts | None  # None on a dry run
 
 
 def _parse(stamp: str) -> datetime:

@@ -7,13 +7,16 @@ Nothing here ever force-pushes.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from memstore.errors import SyncError
 
 TIMEOUT_S = 120
+GC_AUTO = 6700  # git's default gc.auto: past about this many loose objects, `git gc --auto` packs
 _UNREACHABLE = (
     "could not resolve host",
     "connection refused",
@@ -47,7 +50,7 @@ def run_git(
             timeout=TIMEOUT_S,
         )
     except FileNotFoundError as err:
-        raise SyncError("git is not installed; memstore sync needs the git command") from err
+        raise SyncError("git is not installed; memstore sync and gc need the git command") from err
     except subprocess.TimeoutExpired as err:
         raise SyncError(
             f"git {args[0]} took over {TIMEOUT_S} s; check the network and try again"
@@ -115,3 +118,44 @@ def prune_unreachable(root: Path, env: Mapping[str, str]) -> None:
         done = run_git(root, args, env)
         if done.returncode != 0:
             raise SyncError(f"git {args[0]} failed in {root}: {_first_line(done.stderr)}")
+
+
+@dataclass(frozen=True)
+class ObjectCounts:
+    """What `git count-objects -v` says about the vault's history."""
+
+    loose: int
+    loose_kib: int
+    packed_kib: int
+
+
+def count_objects(root: Path, env: Mapping[str, str]) -> ObjectCounts:
+    """Return the loose object count and the loose and packed sizes of the vault's history."""
+    done = run_git(root, ["count-objects", "-v"], env)
+    if done.returncode != 0:
+        raise SyncError(f"git count-objects failed in {root}: {_first_line(done.stderr)}")
+    values = dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
+    return ObjectCounts(
+        int(values.get("count", 0)), int(values.get("size", 0)), int(values.get("size-pack", 0))
+    )
+
+
+def needs_packing(root: Path) -> bool:
+    """Say whether `git gc --auto` would pack: git's own estimate, from the one folder
+    objects/17 (more than gc.auto ÷ 256 loose objects there).
+
+    memstore commits through libgit2, which never packs; without this, every memory leaves
+    a few loose objects behind for good (a 10,000-memory vault: ~50 MB of them).
+    """
+    try:
+        with os.scandir(root / ".git" / "objects" / "17") as entries:
+            return sum(1 for _ in entries) > -(-GC_AUTO // 256)
+    except OSError:
+        return False
+
+
+def pack(root: Path, env: Mapping[str, str], *, auto: bool) -> None:
+    """Pack loose objects with `git gc`; with `auto`, git decides and may work in the background."""
+    done = run_git(root, ["gc", "--quiet", *(["--auto"] if auto else [])], env)
+    if done.returncode != 0:
+        raise SyncError(f"git gc failed in {root}: {_first_line(done.stderr)}")

@@ -511,6 +511,13 @@ class Store:
         with self.vault.lock(self.settings.lock_timeout):
             return self._flush_usage_locked()
 
+    def tidy(self) -> None:
+        """Flush recall counters and pack git history past git's own threshold: what a
+        long-running shell (serve, watch) does every few minutes."""
+        self.flush_usage()
+        if remote.needs_packing(self.vault.root):
+            remote.pack(self.vault.root, self.settings.env, auto=True)
+
     def _flush_usage_locked(self) -> int:
         pending = self.usage.pending()
         written: list[tuple[str, Memory]] = []
@@ -557,6 +564,8 @@ class Store:
             flushed = self._flush_usage_locked()
             outcome = sync(self.vault, self.git, trailers, self.settings.env, name)
             caught_up = self.catch_up_locked()
+            if remote.needs_packing(self.vault.root):
+                remote.pack(self.vault.root, self.settings.env, auto=True)
         return outcome, flushed, caught_up
 
     @_serialized

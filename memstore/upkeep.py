@@ -397,15 +397,26 @@ def register(app: typer.Typer) -> None:
         ] = False,
         vault: VaultOption = None,
     ) -> None:
-        """Remove leftover derived state and, if asked, old archived traces.
+        """Remove leftover derived state, pack git history and, if asked, old archived traces.
 
         Example:  memstore gc --prune-traces 90 --dry-run
         """
         with Store.open(shell_settings(vault)) as store:
-            folders, traces = Curator(store, _now()).gc(
-                prune_traces_days=prune_traces, dry_run=dry_run
-            )
+            done = Curator(store, _now()).gc(prune_traces_days=prune_traces, dry_run=dry_run)
         verb = "would remove" if dry_run else "removed"
-        typer.echo(f"{verb} {len(folders)} leftover index folders, {len(traces)} archived traces")
-        for item in [*folders, *traces]:
+        typer.echo(
+            f"{verb} {len(done.folders)} leftover index folders, {len(done.traces)} archived traces"
+        )
+        for item in [*done.folders, *done.traces]:
             typer.echo(f"  {item}")
+        before = done.before
+        size = _kib(before.loose_kib + before.packed_kib)
+        if done.after is None:
+            typer.echo(f"would pack {before.loose:,} loose git objects (history: {size})")
+        else:
+            after = _kib(done.after.loose_kib + done.after.packed_kib)
+            typer.echo(f"packed {before.loose:,} loose git objects (history: {size} → {after})")
+
+
+def _kib(kib: int) -> str:
+    return f"{kib / 1024:.1f} MB" if kib >= 1024 else f"{kib} KB"

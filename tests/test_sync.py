@@ -9,6 +9,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pygit2
 import pytest
 
 from memstore.codec import parse_memory
@@ -16,7 +17,7 @@ from memstore.config import Settings
 from memstore.errors import SyncError
 from memstore.git import Trailers
 from memstore.merge import merge_file
-from memstore.remote import _classify
+from memstore.remote import GC_AUTO, _classify, count_objects, needs_packing
 from memstore.store import Store, init_vault
 from memstore.sync import MARKER
 from tests.conftest import git, head, vault_bytes
@@ -335,3 +336,27 @@ def test_twenty_random_rounds_end_identical_with_exact_counters(machines: list[S
     assert {text: m.recalled for text, m in shared.items() if m.recalled} == dict(recalls)
     journal = "".join(m.body for m in memories if m.body.startswith(("journal", "<!--")))
     assert all(line in journal for line in appended)
+
+
+def test_sync_packs_history_once_git_would(machines: list[Store]) -> None:
+    laptop = machines[0]
+    repo = pygit2.Repository(str(laptop.vault.root))
+    objects = repo.path.rstrip("/") + "/objects/17"
+    # reachable loose objects the way libgit2 leaves them (kept under a ref of their own,
+    # outside the vault's files), until objects/17 holds git's threshold
+    tree = repo.TreeBuilder()
+    n = 0
+    while not os.path.isdir(objects) or len(os.listdir(objects)) <= -(-GC_AUTO // 256):
+        tree.insert(
+            f"f{n}", repo.create_blob(f"loose object {n}".encode()), pygit2.GIT_FILEMODE_BLOB
+        )
+        n += 1
+    who = pygit2.Signature("test", "test@example.com")
+    repo.create_commit("refs/test/loose", who, who, "loose objects", tree.write(), [])
+    assert needs_packing(laptop.vault.root)
+    subprocess.run(["git", "config", "gc.autoDetach", "false"], cwd=laptop.vault.root, check=True)
+    laptop.add("Packing happens during sync", workspace="global")
+    laptop.sync()
+    assert not needs_packing(laptop.vault.root)
+    counts = count_objects(laptop.vault.root, environment())
+    assert counts.packed_kib > 0 and counts.loose < n
