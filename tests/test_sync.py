@@ -7,6 +7,7 @@ import random
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pygit2
@@ -41,7 +42,7 @@ def remote(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def machines(tmp_path: Path, remote: Path) -> list[Store]:
+def machines(tmp_path: Path, remote: Path) -> Iterator[list[Store]]:
     """Three vaults syncing through `remote`: A created it, B and C cloned it."""
     first = tmp_path / "a"
     init_vault(first, machine_settings(first, "host-a"))
