@@ -34,6 +34,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",  # reflows a docstring paragraph instead of keeping its line breaks
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -442,11 +443,17 @@ def hook(
 ) -> None:
     """Run an agent hook: reads the agent's hook JSON on stdin, prints context, never fails.
 
-    prompt: memories for a UserPromptSubmit; capture [--if-novel] [--min-chars N]: keep the
-    final assistant message (Stop/SessionEnd) as a trace; briefing: memory changes since
-    this agent's last session (SessionStart); codex-notify: Codex's notify program.
+    prompt: the memories that match a UserPromptSubmit's prompt.
 
-    Example:  memstore hook prompt < payload.json
+    capture [--if-novel] [--min-chars N]: keep the final assistant message (Stop) as a trace.
+
+    briefing: memory changes since this agent's last session (SessionStart).
+
+    codex-notify: Codex's notify program (Codex versions without hooks).
+
+    --source AGENT names the agent (default claude-code; Codex's hooks pass codex).
+
+    Example:  memstore hook prompt --source codex < payload.json
     """
     from memstore.agent_hooks import main as hook_main
 
