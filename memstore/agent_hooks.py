@@ -112,7 +112,8 @@ def run(
 ) -> tuple[int, str, str]:
     """Run one hook; return (exit status, stdout, stderr). Never raises."""
     if not argv or argv[0] not in ("prompt", "capture", "briefing", "codex-notify"):
-        return 2, "", USAGE + "\n"
+        # Still 0: an agent reads exit 2 from a prompt hook as "block this prompt".
+        return 0, "", USAGE + "\n"
     event, flags = argv[0], argv[1:]
     try:
         raw = flags.pop() if event == "codex-notify" and flags else stdin_text

@@ -91,8 +91,14 @@ def init(
     """
     settings = settings_for(path or vault)
     result = init_vault(settings.vault, settings)
-    verb = "Created" if result.created_repository else "Adopted"
-    typer.echo(f"{verb} vault at {result.path}")
+    if result.created_repository:
+        typer.echo(f"Created vault at {result.path}")
+    elif result.commit or result.checked_out or result.registered_merge_driver:
+        typer.echo(f"Adopted vault at {result.path}")
+    else:
+        typer.echo(f"Vault at {result.path} is already set up")
+    if result.checked_out:
+        typer.echo(f"  checked out {result.checked_out} (the clone had checked out nothing)")
     if result.changed_files:
         typer.echo(f"  wrote {', '.join(result.changed_files)} and committed them")
     typer.echo('Next:  memstore add "what to remember" -K keyword')
@@ -168,7 +174,7 @@ def search(
     vault: VaultOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Find memories: every word must match; if none do, weaker any-word hits are marked.
+    """Find memories: every word first; partial matches fill in, marked weak when unsure.
 
     Example:  memstore search "nginx 413 upload" -w webshop
     """

@@ -334,6 +334,46 @@ class GitRepo:
         full = f"{message.rstrip()}\n\n{trailers.render()}"
         return str(self._repo.create_commit(None, signature, signature, full, tree, [ours, theirs]))
 
+    def adopt_remote_branch(self) -> str:
+        """In a repository without commits, check out the remote's branch; return its name.
+
+        A clone of a bare repository whose HEAD names a branch nobody pushed (git's default
+        `master` beside memstore's `main`) checks out nothing; committing there would start
+        a second, unrelated history. This takes `<remote>/main`, or the only remote branch,
+        and points HEAD at a local branch of that name. Without one, HEAD moves to `main`.
+        Returns '' when there was nothing to adopt.
+        """
+        repo = self._repo
+        if not repo.head_is_unborn:
+            return ""
+        remote_branches = sorted(
+            name
+            for name in repo.references
+            if name.startswith("refs/remotes/") and not name.endswith("/HEAD")
+        )
+        mains = [name for name in remote_branches if name.endswith("/main")]
+        chosen = mains[:1] or (remote_branches if len(remote_branches) == 1 else [])
+        if not chosen:
+            repo.set_head("refs/heads/main")
+            return ""
+        branch = chosen[0].split("/", 3)[3]
+        commit = str(repo.references[chosen[0]].target)
+        pygit2 = _pygit2()
+        try:
+            # SAFE: a file already in the work tree is never overwritten (the checkout fails)
+            repo.checkout_tree(repo[commit], strategy=pygit2.enums.CheckoutStrategy.SAFE)
+        except pygit2.GitError as err:
+            raise VaultError(
+                f"cannot check out {chosen[0].removeprefix('refs/remotes/')} in {self.root}: "
+                f"{err}; move the files in the way aside and run 'memstore init' again"
+            ) from err
+        repo.references.create(f"refs/heads/{branch}", commit, force=True)
+        repo.set_head(f"refs/heads/{branch}")
+        remote_name = chosen[0].split("/")[2]
+        repo.config[f"branch.{branch}.remote"] = remote_name
+        repo.config[f"branch.{branch}.merge"] = f"refs/heads/{branch}"
+        return f"{remote_name}/{branch}"
+
     def move_to(self, commit: str) -> None:
         """Check out `commit` into the work tree and point the current branch at it."""
         pygit2 = _pygit2()

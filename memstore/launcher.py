@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 
 
 def main() -> None:
     """Dispatch the command line."""
     argv = sys.argv[1:]
+    if argv[:1] not in (["serve"], ["watch"], ["hook"]):
+        # `memstore log | head`: end quietly when the reader leaves, as cat and git do. Not
+        # for the long-running shells (they flush counters on the way out) or agent hooks.
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     if argv[:1] == ["hook"] and not {"-h", "--help"} & set(argv):
         from memstore.agent_hooks import main as hook_main
 

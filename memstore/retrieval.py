@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -122,32 +123,41 @@ def _hit_for(document: Document, score: float, weak: bool) -> Hit:
     return replace(_hit(document, candidate, score, 0), weak=weak, view="correction")
 
 
-def with_corrections(indexer: Indexer, hits: list[Hit]) -> list[Hit]:
-    """Bring in the correction of a superseded hit that the query did not find itself, and
-    rank what is superseded below what corrects it: the agent should see what is true now."""
+def with_corrections(
+    indexer: Indexer, hits: Sequence[Hit], k: int, scope: set[str] | None
+) -> list[Hit]:
+    """Link each hit to the memories that supersede it, bring in a correction in `scope`
+    that the query did not find itself, and rank what is superseded just below what
+    corrects it, keeping at most `k`: a reader should see what is true now."""
+    hits = [_linked(indexer, hit) for hit in hits]
     found = {hit.id for hit in hits}
     missing = {c: hit for hit in hits for c in hit.superseded_by if c not in found}
     if not missing:
         return demote_superseded(hits)
-    entries = [e for c in missing for e in indexer.by_id_prefix(c) if e.id == c]
+    entries = [
+        e
+        for c in missing
+        for e in indexer.by_id_prefix(c)
+        if e.id == c and (scope is None or e.workspace in scope)
+    ]
     documents = indexer.search.get([e.path for e in entries])
     extra = [
-        with_neighbors(
-            indexer, _hit_for(documents[e.path], missing[e.id].score, missing[e.id].weak)
-        )
+        _linked(indexer, _hit_for(documents[e.path], missing[e.id].score, missing[e.id].weak))
         for e in entries
         if e.path in documents
     ]
     # Ties go to the correction: it sorts before the memory it replaces.
     ordered = sorted([*extra, *hits], key=lambda h: -h.score)
-    return demote_superseded(ordered[: len(hits)])
+    return demote_superseded(ordered[:k])
+
+
+def _linked(indexer: Indexer, hit: Hit) -> Hit:
+    return replace(hit, superseded_by=tuple(e.id for e in indexer.superseded_by(hit.id)))
 
 
 def with_neighbors(indexer: Indexer, hit: Hit) -> Hit:
-    """Attach the ids of the memories that correct `hit` and of up to four that share its
-    entities."""
-    corrections = tuple(e.id for e in indexer.superseded_by(hit.id))
-    hit = replace(hit, superseded_by=corrections)
+    """Attach the ids of the memories that correct `hit` (see with_corrections) and of up to
+    four that share its entities."""
     index = indexer.search
     shared = index.entity_keys(entity for entity, _ in index.entities_of(hit.path))
     shared.pop(hit.path, None)

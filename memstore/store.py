@@ -67,6 +67,8 @@ class InitResult:
     created_repository: bool
     changed_files: tuple[str, ...]
     commit: str
+    checked_out: str = ""  # the remote branch an empty clone took, e.g. "origin/main"
+    registered_merge_driver: bool = False
 
 
 @dataclass(frozen=True)
@@ -115,14 +117,15 @@ def init_vault(path: Path, settings: Settings) -> InitResult:
     except OSError as err:
         raise VaultError(f"cannot create vault folder {path}: {err.strerror}") from err
     git = GitRepo.init(path)
-    git.register_merge_driver()
+    registered = git.register_merge_driver()
+    adopted = git.adopt_remote_branch()
     vault = Vault(path)
     changed = tuple(vault.ensure_layout())
     commit = ""
     if changed or not git.head():
         trailers = Trailers(settings.source, settings.session, settings.host)
         commit = git.commit("init: memstore vault", trailers, add=changed)
-    return InitResult(path, created, changed, commit)
+    return InitResult(path, created, changed, commit, adopted, registered)
 
 
 class Store:
@@ -230,7 +233,8 @@ class Store:
         catch_up: bool = True,
         archived: bool = False,
     ) -> SearchResult:
-        """Return up to `k` hits, ranked: all query terms first, any term if that finds none.
+        """Return up to `k` hits, ranked: all query terms first, then any term; a memory
+        another corrects comes just below its correction.
 
         `workspace` None searches every workspace; a name searches it plus `global`.
         `catch_up` False skips the scan for files changed outside memstore (a running
@@ -242,11 +246,13 @@ class Store:
         if catch_up:
             self.catch_up()
         try:
-            return find(self.indexer, query, scope, k, self._clock(), archived=archived)
+            result = find(self.indexer, query, scope, k, self._clock(), archived=archived)
         except SearchIndexError:
             with self.vault.lock(self.settings.lock_timeout):
                 self._rebuild_damaged()
-            return find(self.indexer, query, scope, k, self._clock(), archived=archived)
+            result = find(self.indexer, query, scope, k, self._clock(), archived=archived)
+        hits = with_corrections(self.indexer, result.hits, k, scope)
+        return replace(result, hits=tuple(hits))
 
     @_serialized
     def recall(
@@ -264,9 +270,7 @@ class Store:
             raise InvalidInputError(f"max_tokens must be at least 1, not {max_tokens}")
         result = self.search(query, workspace=workspace, k=k, catch_up=catch_up)
         scope = None if workspace is None else {workspace, GLOBAL}
-        hits = with_corrections(
-            self.indexer, [with_neighbors(self.indexer, h) for h in result.hits]
-        )
+        hits = [with_neighbors(self.indexer, hit) for hit in result.hits]
         sizes = [estimate_tokens(hit.content) + HIT_OVERHEAD_TOKENS for hit in hits]
         kept, dropped = pack(hits, sizes, max_tokens)
         core = self._core_memories(scope)

@@ -20,7 +20,7 @@ from memstore.curation import Curator
 from memstore.errors import InvalidInputError
 from memstore.history import History
 from memstore.model import GLOBAL, KINDS
-from memstore.output import render_json
+from memstore.output import count, render_json
 from memstore.store import Store, summary
 
 VaultOption = Annotated[
@@ -273,22 +273,32 @@ def register(app: typer.Typer) -> None:
             str, typer.Option("--session", help="The Memstore-Session of the changes to undo.")
         ],
         yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+        dry_run: Annotated[
+            bool, typer.Option("--dry-run", help="List the session's commits; change nothing.")
+        ] = False,
         vault: VaultOption = None,
     ) -> None:
         """Undo every change one agent session made, in one commit (e.g. after a prompt injection).
 
-        Example:  memstore revert --session 4f1c2a9e
+        Example:  memstore revert --session 4f1c2a9e --dry-run
         """
         with Store.open(shell_settings(vault)) as store:
             history = History(store)
             changes = [c for c in history.log() if c.session == session]
             for change in changes:
                 typer.echo(f"{change.commit[:8]} {change.summary}")
-            if changes:
-                _ask(f"Undo these {len(changes)} commits?", yes)
+            if not changes:
+                typer.echo(f"no commit carries Memstore-Session: {session} (see memstore log)")
+                return
+            if dry_run:
+                typer.echo(f"would undo {count(len(changes), 'commit')}")
+                return
+            _ask(f"Undo these {count(len(changes), 'commit')}?", yes)
             made, changed, kept = history.revert_session(session)
         typer.echo(
-            f"reverted {len(changed)} files in {made[:8]}" if made else "nothing left to undo"
+            f"reverted {count(len(changed), 'file')} in {made[:8]}"
+            if made
+            else "nothing left to undo"
         )
         for path in kept:
             typer.echo(f"  kept (edited by others since): {path}")
@@ -330,12 +340,15 @@ def register(app: typer.Typer) -> None:
                 store, paths, workspace=chosen, whole_file=whole_file, dry_run=dry_run
             )
         if dry_run:
-            typer.echo(f"would create {len(report.created)} memories in {chosen}:")
+            typer.echo(
+                f"would create {count(len(report.created), 'memory', 'memories')} in {chosen}:"
+            )
             for text in report.created:
                 typer.echo(f"  - {summary(text, 90)}")
             return
         typer.echo(
-            f"created {len(report.created)} memories in {chosen}; {report.unchanged} already there"
+            f"created {count(len(report.created), 'memory', 'memories')} in {chosen}; "
+            f"{report.unchanged} already there"
         )
         for text, reason in report.refused:
             typer.echo(f"  refused {text!r}: {reason}", err=True)
@@ -362,7 +375,10 @@ def register(app: typer.Typer) -> None:
         text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
         if output:
             output.write_text(text, encoding="utf-8")
-            typer.echo(f"exported {len(data['memories'])} memories to {output}", err=True)
+            typer.echo(
+                f"exported {count(len(data['memories']), 'memory', 'memories')} to {output}",
+                err=True,
+            )
         else:
             typer.echo(text, nl=False)
 

@@ -300,3 +300,20 @@ def test_read_only_vault_is_a_clear_error(tmp_path: Path) -> None:
     )
     assert "read-only" in result.stderr or "permission" in result.stderr.lower()
     assert (head(vault), vault_bytes(vault)) == before
+
+
+@pytest.mark.parametrize("args", [["search", "deploy", "--all", "--json"], ["log"], ["stats"]])
+def test_a_reader_that_leaves_early_ends_the_command_quietly(
+    sample_vault: Path, args: list[str]
+) -> None:
+    env = {**os.environ, "MEMSTORE_VAULT": str(sample_vault)}
+    subprocess.run([str(EXE), "reindex"], env=env, check=True, capture_output=True)
+    # `memstore … | head -0`: the pipe's reader is gone before anything is written
+    with subprocess.Popen(
+        [str(EXE), *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()
+        err = proc.stderr.read()
+        assert proc.wait(timeout=60) == -13  # ended by SIGPIPE, like cat or git
+    assert err == b""  # no traceback, no "Exception ignored"

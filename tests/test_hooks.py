@@ -143,7 +143,8 @@ def test_capture_noise_gate_and_broken_input_never_fail(
         broken = hook("capture", None, vault, raw=raw)
         assert broken.returncode == 0 and broken.stdout == ""
     assert commit_count(vault) == before
-    assert hook("bogus", {}, vault).returncode == 2
+    typo = hook("Prompt", {"prompt": "x"}, vault)  # exit 2 would block the agent's prompt
+    assert typo.returncode == 0 and typo.stdout == "" and typo.stderr.startswith("usage:")
 
 
 def test_briefing_lists_changes_since_the_last_session(vault: Path, project: Path) -> None:
@@ -264,3 +265,32 @@ def test_hook_scripts_are_executable_and_call_the_cli(sample_vault: Path, projec
         (REPO_ROOT / "hooks" / "claude-code" / "settings.example.json").read_text(encoding="utf-8")
     )
     assert set(settings["hooks"]) == {"SessionStart", "UserPromptSubmit", "Stop"}
+
+
+def test_search_and_prompt_hook_put_the_correction_first(vault: Path, project: Path) -> None:
+    with Store.open(settings_at(vault)) as store:
+        old = store.add("Run the API locally with make dev on port 3000", workspace="webshop")
+        new = store.add(
+            "Run the API locally with docker compose up; make dev was removed",
+            workspace="webshop",
+            supersedes=(old.id,),
+        )
+    env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
+    found = subprocess.run(
+        [str(EXE), "search", "make dev", "-w", "webshop", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    hits = json.loads(found.stdout)["results"]
+    assert [h["id"] for h in hits] == [new.id, old.id]
+    assert hits[1]["superseded_by"] == [new.id]
+    text = subprocess.run(
+        [str(EXE), "search", "make dev", "-w", "webshop"], env=env, capture_output=True, text=True
+    ).stdout
+    assert f"(superseded by {new.id})" in text
+    context = hook(
+        "prompt", {"cwd": str(project), "prompt": "how do I run make dev?"}, vault
+    ).stdout
+    assert f"[{new.id}]" in context and f"[{old.id}]" not in context

@@ -15,7 +15,7 @@ import pytest
 
 from memstore.codec import parse_memory
 from memstore.config import Settings
-from memstore.errors import SyncError
+from memstore.errors import SyncError, VaultError
 from memstore.git import Trailers
 from memstore.merge import merge_file
 from memstore.remote import GC_AUTO, _classify, count_objects, needs_packing
@@ -361,3 +361,56 @@ def test_sync_packs_history_once_git_would(machines: list[Store]) -> None:
     assert not needs_packing(laptop.vault.root)
     counts = count_objects(laptop.vault.root, environment())
     assert counts.packed_kib > 0 and counts.loose < n
+
+
+def test_a_clone_of_a_bare_remote_on_master_takes_main_instead_of_forking(
+    tmp_path: Path,
+) -> None:
+    # `git init --bare` without -b: its HEAD names `master`, a branch memstore never pushes
+    bare = tmp_path / "plain.git"
+    subprocess.run(
+        ["git", "-c", "init.defaultBranch=master", "init", "-q", "--bare", str(bare)], check=True
+    )
+    first = tmp_path / "first"
+    init_vault(first, machine_settings(first, "host-a"))
+    with Store.open(machine_settings(first, "host-a")) as store:
+        store.add("Deploys go through the release train on Tuesdays", workspace="global")
+        store.set_remote(str(bare))
+        store.sync()
+    second = tmp_path / "second"
+    clone = subprocess.run(
+        ["git", "clone", str(bare), str(second)], capture_output=True, text=True, check=True
+    )
+    assert "nonexistent ref" in clone.stderr  # the clone checked out nothing
+    env = {**environment(), "MEMSTORE_VAULT": str(second)}
+    init = subprocess.run([str(EXE), "init"], env=env, capture_output=True, text=True)
+    assert init.returncode == 0 and "checked out origin/main" in init.stdout
+    found = subprocess.run(
+        [str(EXE), "search", "release train"], env=env, capture_output=True, text=True
+    )
+    assert "Tuesdays" in found.stdout
+    assert subprocess.run([str(EXE), "sync"], env=env, capture_output=True).returncode == 0
+    branches = git(bare, "for-each-ref", "--format=%(refname)", "refs/heads")
+    assert branches.split() == ["refs/heads/main"]  # one history, no second root on master
+    assert git(second, "rev-parse", "HEAD") == git(bare, "rev-parse", "main")
+
+
+def test_init_never_overwrites_files_in_an_empty_clone(tmp_path: Path, remote: Path) -> None:
+    first = tmp_path / "first"
+    init_vault(first, machine_settings(first, "host-a"))
+    with Store.open(machine_settings(first, "host-a")) as store:
+        store.add("Use pnpm, never npm", workspace="global")
+        store.set_remote(str(remote))
+        store.sync()
+    second = tmp_path / "second"
+    second.mkdir()
+    git(second, "init", "-q", "-b", "trunk")
+    git(second, "remote", "add", "origin", str(remote))
+    git(second, "fetch", "-q", "origin")
+    mine = second / "global"
+    mine.mkdir()
+    path = next((first / "global").glob("*.md"))
+    (mine / path.name).write_text("my own words\n")
+    with pytest.raises(VaultError, match="move the files in the way aside"):
+        init_vault(second, machine_settings(second, "host-b"))
+    assert (mine / path.name).read_text() == "my own words\n"
