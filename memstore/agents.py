@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import time
 import tomllib
@@ -90,9 +91,9 @@ def find_agents(home: Path, cwd: Path, repo_root: Path | None, path_dirs: list[s
     ]
 
 
-def server_entry(agent: Agent, exe: str) -> dict[str, object]:
-    """Return the server definition for one agent's config."""
-    args = ["serve", "--source", agent.name]
+def server_entry(agent: Agent, exe: str, vault: str = "") -> dict[str, object]:
+    """Return the server definition for one agent's config (`vault`: '' for the default)."""
+    args = ["serve", *(["--vault", vault] if vault else []), "--source", agent.name]
     if agent.key == "servers":  # VS Code
         return {"type": "stdio", "command": exe, "args": args}
     if agent.name == "claude-code":
@@ -100,25 +101,29 @@ def server_entry(agent: Agent, exe: str) -> dict[str, object]:
     return {"command": exe, "args": args}
 
 
-def render_block(agent: Agent, exe: str) -> str:
+def render_block(agent: Agent, exe: str, vault: str = "") -> str:
     """Return the snippet to add by hand."""
-    entry = server_entry(agent, exe)
+    entry = server_entry(agent, exe, vault)
     if agent.key == "mcp_servers":
         return _toml_table(entry)
     return json.dumps({agent.key: {SERVER_NAME: entry}}, indent=2)
 
 
-def claude_add_line(exe: str) -> str:
-    return f"claude mcp add --scope user {SERVER_NAME} -- {exe} serve --source claude-code"
+def claude_add_line(exe: str, vault: str = "") -> str:
+    where = f" --vault {shlex.quote(vault)}" if vault else ""
+    return f"claude mcp add --scope user {SERVER_NAME} -- {exe} serve{where} --source claude-code"
 
 
-def plan_install(agent: Agent, current: str | None, exe: str) -> InstallPlan:
-    """Decide what to write into `agent`'s config, given its current text (None: no file)."""
-    block = render_block(agent, exe)
+def plan_install(agent: Agent, current: str | None, exe: str, vault: str = "") -> InstallPlan:
+    """Decide what to write into `agent`'s config, given its current text (None: no file).
+
+    `vault` is written into the server's arguments unless it is '' (the default vault).
+    """
+    block = render_block(agent, exe, vault)
     if agent.path is None:
-        return InstallPlan(agent, claude_add_line(exe), None, "manual", agent.note)
+        return InstallPlan(agent, claude_add_line(exe, vault), None, "manual", agent.note)
     if agent.key == "mcp_servers":
-        return _plan_toml(agent, current, exe, block)
+        return _plan_toml(agent, current, server_entry(agent, exe, vault), block)
     try:
         data = json.loads(current) if current and current.strip() else {}
     except json.JSONDecodeError as err:
@@ -134,7 +139,7 @@ def plan_install(agent: Agent, current: str | None, exe: str) -> InstallPlan:
             agent, block, None, "refused", f"{agent.path} does not hold a '{agent.key}' object"
         )
     servers = dict(data.get(agent.key, {}))
-    entry = server_entry(agent, exe)
+    entry = server_entry(agent, exe, vault)
     if servers.get(SERVER_NAME) == entry:
         return InstallPlan(agent, block, None, "unchanged")
     servers[SERVER_NAME] = entry
@@ -152,13 +157,14 @@ def _toml_table(entry: dict[str, object]) -> str:
 _TABLE = re.compile(rf"^\[mcp_servers\.{SERVER_NAME}\][^\n]*\n(?:(?!\[)[^\n]*\n?)*", re.MULTILINE)
 
 
-def _plan_toml(agent: Agent, current: str | None, exe: str, block: str) -> InstallPlan:
+def _plan_toml(
+    agent: Agent, current: str | None, entry: dict[str, object], block: str
+) -> InstallPlan:
     text = current or ""
     try:
         before = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         return InstallPlan(agent, block, None, "refused", f"{agent.path} is not valid TOML ({err})")
-    entry = server_entry(agent, exe)
     if before.get("mcp_servers", {}).get(SERVER_NAME) == entry:
         return InstallPlan(agent, block, None, "unchanged")
     if _TABLE.search(text):
@@ -182,6 +188,19 @@ def _plan_toml(agent: Agent, current: str | None, exe: str, block: str) -> Insta
             f"{agent.path} defines mcp_servers in a form memstore will not edit",
         )
     return InstallPlan(agent, block, new_text, "write")
+
+
+def is_registered(agent: Agent) -> bool:
+    """Say whether the agent's config file already names a memstore server."""
+    if agent.path is None or not agent.path.is_file():
+        return False
+    try:
+        text = agent.path.read_text(encoding="utf-8")
+        data = tomllib.loads(text) if agent.key == "mcp_servers" else json.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False  # unreadable or malformed: --install says why
+    servers = data.get(agent.key) if isinstance(data, dict) else None
+    return isinstance(servers, dict) and SERVER_NAME in servers
 
 
 def apply_install(plan: InstallPlan) -> Path | None:

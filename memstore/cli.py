@@ -478,14 +478,18 @@ def agents(
     ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Write without asking.")] = False,
     as_json: JsonOption = False,
+    vault: VaultOption = None,
 ) -> None:
     """List coding agents and their MCP config files, or register memstore with one.
+
+    The server is registered with the vault in effect: --vault, else $MEMSTORE_VAULT (written
+    into the agent's config), else the default ~/memstore.
 
     Example:  memstore agents --install claude-code
     """
     import shutil
 
-    from memstore.agents import apply_install, find_agents, plan_install
+    from memstore.agents import apply_install, find_agents, is_registered, plan_install
 
     cwd = Path.cwd()
     found = find_agents(
@@ -496,11 +500,23 @@ def agents(
     )
     if install is None:
         if as_json:
-            emit_json([{**asdict(a), "path": str(a.path) if a.path else None} for a in found])
+            emit_json(
+                [
+                    {
+                        **asdict(a),
+                        "path": str(a.path) if a.path else None,
+                        "registered": is_registered(a),
+                    }
+                    for a in found
+                ]
+            )
             return
+        typer.echo(f"{'agent':15} {'on this machine':16} {'memstore registered':20} config")
         for each in found:
             where = str(each.path) if each.path else each.note
-            typer.echo(f"{each.name:15} {'found' if each.detected else '-':6} {where}")
+            here = "yes" if each.detected else "not found"
+            registered = "yes" if is_registered(each) else "no"
+            typer.echo(f"{each.name:15} {here:16} {registered:20} {where}")
         typer.echo("\nRegister with:  memstore agents --install NAME")
         return
     agent = next((a for a in found if a.name == install), None)
@@ -512,7 +528,11 @@ def agents(
     current = (
         agent.path.read_text(encoding="utf-8") if agent.path and agent.path.is_file() else None
     )
-    plan = plan_install(agent, current, str(Path(exe).resolve()))
+    chosen = vault or (
+        Path(os.environ["MEMSTORE_VAULT"]) if os.environ.get("MEMSTORE_VAULT") else None
+    )
+    where = str(chosen.expanduser().resolve()) if chosen else ""
+    plan = plan_install(agent, current, str(Path(exe).resolve()), where)
     if plan.status == "manual":
         typer.echo(f"{agent.title}: {plan.reason}. Run:\n\n  {plan.block}")
         return

@@ -26,9 +26,12 @@ def project(tmp_path: Path) -> Path:
 
 
 def agents_run(
-    *args: str, home: Path, cwd: Path, stdin: str | None = None
+    *args: str, home: Path, cwd: Path, stdin: str | None = None, vault: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HOME": str(home), "PATH": f"{EXE.parent}:/usr/bin:/bin"}
+    env.pop("MEMSTORE_VAULT", None)
+    if vault is not None:
+        env["MEMSTORE_VAULT"] = str(vault)
     return subprocess.run(
         [str(EXE), "agents", *args],
         cwd=cwd,
@@ -47,8 +50,34 @@ def test_lists_every_agent_with_its_config_path(hermetic: Path, project: Path) -
     assert found["claude-code"].path == project / ".mcp.json"
     assert found["codex"].path == hermetic / ".codex" / "config.toml" and found["codex"].detected
     assert found["vscode"].path == project / ".vscode" / "mcp.json" and not found["vscode"].detected
-    out = agents_run(home=hermetic, cwd=project).stdout
-    assert "codex" in out and "found" in out and str(project / ".mcp.json") in out
+    out = agents_run(home=hermetic, cwd=project).stdout.splitlines()
+    assert out[0].split()[:2] == ["agent", "on"]  # a header names the columns
+    codex = next(line for line in out if line.startswith("codex"))
+    assert codex.split()[1:3] == ["yes", "no"]  # here, not registered yet
+    assert any(str(project / ".mcp.json") in line for line in out)
+
+
+def test_install_names_the_vault_in_effect_and_the_list_shows_it_registered(
+    hermetic: Path, project: Path, tmp_path: Path
+) -> None:
+    vault = tmp_path / "team-vault"
+    result = agents_run("--install", "codex", "--yes", home=hermetic, cwd=project, vault=vault)
+    assert result.returncode == 0, result.stderr
+    data = tomllib.loads((hermetic / ".codex" / "config.toml").read_text(encoding="utf-8"))
+    # without it, the agent's server would open ~/memstore while the person uses team-vault
+    assert data["mcp_servers"]["memstore"]["args"] == [
+        "serve",
+        "--vault",
+        str(vault.resolve()),
+        "--source",
+        "codex",
+    ]
+    listed = agents_run(home=hermetic, cwd=project).stdout.splitlines()
+    assert next(line for line in listed if line.startswith("codex")).split()[1:3] == ["yes", "yes"]
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    line = agents_run("--install", "claude-code", home=hermetic, cwd=outside, vault=vault).stdout
+    assert f"serve --vault {vault.resolve()} --source claude-code" in line
 
 
 def test_claude_code_merges_into_project_mcp_json_with_backup(
