@@ -123,7 +123,7 @@ def build_server(store: Store, *, workspace: str, source: str, is_live: Any = No
     )
     def memory_add(
         content: str,
-        keywords: list[str],
+        keywords: list[str] = [],  # noqa: B006 (read, never mutated; optional per the issue)
         kind: str = "note",
         workspace: str = "",
         supersedes: list[str] = [],  # noqa: B006 (read, never mutated; keeps the schema short)

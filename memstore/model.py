@@ -32,6 +32,9 @@ def check_workspace(name: str, *, for_add: bool = False) -> str:
 
 def check_kind(kind: str, *, allowed: tuple[str, ...] = ADDABLE_KINDS) -> str:
     """Return `kind` if it is one of `allowed`, else raise InvalidInputError."""
+    if kind in KINDS and kind not in allowed:
+        who = "memstore import" if kind == "imported" else "a person (memstore promote)"
+        raise InvalidInputError(f"kind {kind!r} is set by {who}; use one of: {', '.join(allowed)}")
     if kind not in allowed:
         raise InvalidInputError(f"unknown kind {kind!r}; use one of: {', '.join(allowed)}")
     return kind

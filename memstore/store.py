@@ -415,7 +415,8 @@ class Store:
         if found:
             raise InvalidInputError(
                 f"memory text contains what looks like {found[0]}; remove it "
-                "(memory is shared through git), or pass --allow-secret to store it anyway"
+                "(memory is shared through git); a person can store it anyway with "
+                "memstore add --allow-secret"
             )
         check_workspace(workspace, for_add=True)
         check_kind(kind, allowed=allowed_kinds)
@@ -441,8 +442,8 @@ class Store:
             return self.resolve(id_prefix).id
         except NotFoundError as err:
             raise NotFoundError(
-                f"--supersedes {id_prefix!r}: no memory has that id; nothing was stored "
-                "(run 'memstore search' to find the id)"
+                f"supersedes {id_prefix!r}: no memory has that id; nothing was stored "
+                "(memstore search or memory_recall shows ids)"
             ) from err
 
     def _add_new(

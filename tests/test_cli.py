@@ -173,7 +173,7 @@ def test_workspace_is_detected_from_the_current_repository(tmp_path: Path) -> No
         (("add", "a\x01b", "-w", "ALL"), "invalid workspace"),
         (("add", "x", "-w", "all"), "reserved"),
         (("add", "x", "-w", "../x"), "invalid workspace"),
-        (("add", "x", "--supersedes", "nope1234"), "--supersedes"),
+        (("add", "x", "--supersedes", "nope1234"), "supersedes 'nope1234'"),
         (("show", "zzzz"), "no memory with id"),
         (("show", "../../etc/passwd"), "not a memory id"),
     ],

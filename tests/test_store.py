@@ -81,7 +81,7 @@ def test_supersedes_records_the_correction(store: Store) -> None:
 
 def test_unknown_supersedes_id_stores_nothing(store: Store, vault: Path) -> None:
     before = (head(vault), vault_bytes(vault))
-    with pytest.raises(NotFoundError, match="--supersedes 'zzzzzzzz'"):
+    with pytest.raises(NotFoundError, match="supersedes 'zzzzzzzz': no memory has that id"):
         store.add("something new", workspace="global", supersedes=("zzzzzzzz",))
     assert (head(vault), vault_bytes(vault)) == before
 
@@ -97,7 +97,7 @@ def test_unknown_supersedes_id_stores_nothing(store: Store, vault: Path) -> None
         ({"text": "ok", "workspace": "a/b"}, "invalid workspace"),
         ({"text": "ok", "workspace": "ALL"}, "invalid workspace"),
         ({"text": "ok", "workspace": "all"}, "reserved"),
-        ({"text": "ok", "kind": "imported"}, "unknown kind"),
+        ({"text": "ok", "kind": "imported"}, "set by memstore import"),
         ({"text": "ok", "source": "bad source!"}, "invalid --source"),
         ({"text": "ok", "keywords": ("k" * 80,)}, "too long"),
     ],
