@@ -154,7 +154,9 @@ def build_server(store: Store, *, workspace: str, source: str, is_live: Any = No
     default_workspace = workspace
     default_source = source
     for tool in server._tool_manager.list_tools():
-        # Every session pays for these schemas in tokens: drop pydantic's generated titles.
+        # Every session pays for these in tokens: one line of description (not the
+        # docstring's indentation), and no pydantic-generated titles.
+        tool.description = " ".join((tool.description or "").split())
         tool.parameters = _plain_schema(tool.parameters)
         # Clients validate every result against the output schema; resolving a $ref per
         # hit was half of the Python client's cost of a recall (~1 ms).
