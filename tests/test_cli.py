@@ -317,3 +317,15 @@ def test_a_reader_that_leaves_early_ends_the_command_quietly(
         err = proc.stderr.read()
         assert proc.wait(timeout=60) == -13  # ended by SIGPIPE, like cat or git
     assert err == b""  # no traceback, no "Exception ignored"
+
+
+def test_text_that_starts_with_a_dash_is_text(tmp_path: Path) -> None:
+    vault = tmp_path / "v"
+    added = run("add", "- staging deploys need approval", "-w", "webshop", vault=vault)
+    assert added.returncode == 0, added.stderr
+    assert (
+        "- staging deploys need approval"
+        in run("search", "- staging deploys", "-w", "webshop", vault=vault).stdout
+    )
+    flag_like = run("search", "-w", "webshop", "--", "-Werror", vault=vault)
+    assert flag_like.returncode == 0 and "No memory matches '-Werror'" in flag_like.stdout
