@@ -16,7 +16,7 @@ from memstore.git import find_enclosing_repository
 from memstore.indexer import CatchUp
 from memstore.lean import detected_workspace, print_add, print_search
 from memstore.model import GLOBAL
-from memstore.output import catch_up_lines, doctor_lines, render_json, sync_lines
+from memstore.output import catch_up_lines, count, doctor_lines, render_json, sync_lines
 from memstore.ranking import CHARS_PER_TOKEN, estimate_tokens
 from memstore.store import Store, init_vault
 from memstore.upkeep import JsonOption, VaultOption, register, shell_settings
@@ -612,6 +612,7 @@ def sync(
     """
     with Store.open(settings_for(vault)) as store:
         outcome, flushed, caught_up = store.sync(name)
+        unreadable = sorted(p.path for p in store.indexer.problems())
     if as_json:
         emit_json(
             {
@@ -623,6 +624,12 @@ def sync(
         )
         return
     typer.echo("\n".join(sync_lines(outcome, flushed, caught_up)))
+    if outcome.committed_edits and unreadable:
+        shown = ", ".join(unreadable[:5]) + (" …" if len(unreadable) > 5 else "")
+        typer.echo(
+            f"note: the vault holds {count(len(unreadable), 'file')} memstore cannot read "
+            f"({shown}); they were committed like any edit. memstore doctor says why."
+        )
 
 
 @app.command("merge-file", hidden=True)

@@ -414,3 +414,15 @@ def test_init_never_overwrites_files_in_an_empty_clone(tmp_path: Path, remote: P
     with pytest.raises(VaultError, match="move the files in the way aside"):
         init_vault(second, machine_settings(second, "host-b"))
     assert (mine / path.name).read_text() == "my own words\n"
+
+
+def test_sync_names_unreadable_files_it_committed(machines: list[Store]) -> None:
+    root = machines[0].vault.root
+    (root / "global" / "blob.md").write_bytes(b"\x00\x01binary\xff")
+    env = {**environment(), "MEMSTORE_VAULT": str(root)}
+    done = subprocess.run([str(EXE), "sync"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "committed edits made outside memstore" in done.stdout
+    assert "1 file memstore cannot read (global/blob.md)" in done.stdout
+    again = subprocess.run([str(EXE), "sync"], env=env, capture_output=True, text=True)
+    assert "cannot read" not in again.stdout  # said once, when it was committed
