@@ -418,6 +418,7 @@ def test_init_never_overwrites_files_in_an_empty_clone(tmp_path: Path, remote: P
 
 def test_sync_names_unreadable_files_it_committed(machines: list[Store]) -> None:
     root = machines[0].vault.root
+    (root / "global").mkdir(exist_ok=True)
     (root / "global" / "blob.md").write_bytes(b"\x00\x01binary\xff")
     env = {**environment(), "MEMSTORE_VAULT": str(root)}
     done = subprocess.run([str(EXE), "sync"], env=env, capture_output=True, text=True)
