@@ -33,7 +33,8 @@ USAGE = (
 
 def workspace_for(payload: Mapping[str, Any], vault: Path) -> str:
     """Return the workspace of the directory the agent runs in."""
-    cwd = Path(str(payload.get("cwd") or "."))
+    # Agents send their cwd; without one, the hook runs where the agent started it.
+    cwd = Path(str(payload.get("cwd") or Path.cwd())).resolve()
     if cwd == vault or vault in cwd.parents:
         return GLOBAL
     name = detect_workspace(cwd)

@@ -211,7 +211,7 @@ def show(
             from memstore.history import History
 
             path, old = History(store).show_as_of(memory_id, as_of)
-            typer.echo(f"# {path} as of {as_of}")
+            typer.echo(f"# {path} as of {as_of}", err=True)  # stdout: the file, byte for byte
             typer.echo(old, nl=not old.endswith("\n"))
             return
         entry, memory = store.show(memory_id)
@@ -222,7 +222,7 @@ def show(
         data["path"] = entry.path
         emit_json(data)
         return
-    typer.echo(f"# {entry.path}")
+    typer.echo(f"# {entry.path}", err=True)  # stdout: the file, byte for byte
     typer.echo(text, nl=not text.endswith("\n"))
 
 

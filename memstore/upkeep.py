@@ -79,6 +79,9 @@ def register(app: typer.Typer) -> None:
         if as_json:
             _echo_json(asdict(report))
             return
+        if workspace and not report.memories:
+            typer.echo(f"no memory in workspace {workspace!r} (memstore stats lists workspaces)")
+            return
         lines = [
             f"memories: {report.memories}",
             "by workspace: " + ", ".join(f"{w} {n}" for w, n in report.by_workspace.items()),
@@ -242,7 +245,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def log(
         memory_id: Annotated[
-            str | None, typer.Argument(metavar="[ID]", help="Only commits touching this memory.")
+            str | None, typer.Argument(metavar="ID", help="Only commits touching this memory.")
         ] = None,
         source: Annotated[
             str | None, typer.Option("--source", help="Only commits by this agent or person.")
@@ -263,6 +266,8 @@ def register(app: typer.Typer) -> None:
         if as_json:
             _echo_json([asdict(c) for c in changes])
             return
+        if not changes:
+            typer.echo("no commit matches" if memory_id or source or since else "no commits yet")
         for change in changes:
             who = change.source or "git"
             typer.echo(f"{change.commit[:8]} {change.time} {who:12} {change.summary}")

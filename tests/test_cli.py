@@ -126,7 +126,8 @@ def test_add_search_show_stats_through_the_executable(tmp_path: Path) -> None:
     text = run("search", "nginx", "-w", "webshop", vault=vault).stdout
     assert data["id"] in text and "webshop · lesson" in text
     shown = run("show", data["id"][:4], vault=vault)
-    assert shown.stdout.startswith(f"# {data['path']}\n---\nid: {data['id']}")
+    assert shown.stderr == f"# {data['path']}\n"  # stdout is the file itself, byte for byte
+    assert shown.stdout.encode() == (vault / data["path"]).read_bytes()
     stats = json.loads(run("stats", "--json", vault=vault).stdout)
     assert stats["memories"] == 1 and stats["by_workspace"] == {"webshop": 1}
     assert "seen(webshop)" in run("stats", vault=vault).stdout
