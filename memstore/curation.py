@@ -121,10 +121,18 @@ class Curator:
         return report
 
     def near_duplicates(self, workspace: str | None = None) -> list[tuple[str, str, float]]:
-        """Pairs of memories of one workspace that say nearly the same thing, most similar first."""
+        """Pairs of memories of one workspace that say nearly the same thing, most similar first.
+
+        Pairs kept apart with --keep-both are left out, and so is a correction with the memory
+        it supersedes: the two are alike by design, not duplicates.
+        """
         store = self.store
         index = store.indexer.search
-        kept = set(store.vault.read_state("dedupe-kept").split())
+        apart = set(store.vault.read_state("dedupe-kept").split()) | {
+            ":".join(sorted((entry.id, old)))
+            for entry in store.indexer.entries()
+            for old in entry.supersedes
+        }
         pairs: dict[tuple[str, str], float] = {}
         for doc in index.documents():
             if workspace is not None and doc.workspace != workspace:
@@ -141,7 +149,7 @@ class Curator:
                 theirs = terms(other.content)
                 overlap = len(mine & theirs) / max(min(len(mine), len(theirs)), 1)
                 a, b = sorted((doc.id, other.id))
-                if overlap >= NEAR_DUPLICATE and f"{a}:{b}" not in kept:
+                if overlap >= NEAR_DUPLICATE and f"{a}:{b}" not in apart:
                     pairs[(a, b)] = round(max(overlap, pairs.get((a, b), 0.0)), 3)
         return sorted(((a, b, v) for (a, b), v in pairs.items()), key=lambda p: (-p[2], p[0], p[1]))
 

@@ -455,20 +455,12 @@ class Store:
         source: str,
         supersedes: tuple[str, ...],
     ) -> AddResult:
-        memory_id = self._free_id(workspace, body)
-        path = f"{workspace}/{slugify(body)}-{memory_id}.md"
-        memory = Memory(
-            id=memory_id,
-            workspace=workspace,
-            body=body,
-            kind=kind,
-            keywords=keywords,
-            source=source,
-            created=self._timestamp(),
-            supersedes=tuple(dict.fromkeys(supersedes)),
+        path, memory = self.plan_memory(
+            body, workspace=workspace, kind=kind, keywords=keywords, source=source
         )
+        memory = replace(memory, supersedes=tuple(dict.fromkeys(supersedes)))
         commit = self.write_memory(path, memory, f"add({workspace}): {summary(body)}", source)
-        return AddResult("added", memory_id, path, 1, workspace, commit)
+        return AddResult("added", memory.id, path, 1, workspace, commit)
 
     def _free_id(self, workspace: str, body: str) -> str:
         for length in range(8, 27, 2):
@@ -497,6 +489,26 @@ class Store:
         return AddResult(
             "duplicate_merged", merged.id, entry.path, merged.seen, merged.workspace, commit
         )
+
+    @_serialized
+    def plan_memory(
+        self, body: str, *, workspace: str, kind: str, keywords: tuple[str, ...], source: str
+    ) -> tuple[str, Memory]:
+        """Return the path and memory `add` would write for a new `body`; writes nothing.
+
+        The id is free among the memories indexed now; the caller holds the vault lock.
+        """
+        memory_id = self._free_id(workspace, body)
+        memory = Memory(
+            id=memory_id,
+            workspace=workspace,
+            body=body,
+            kind=kind,
+            keywords=keywords,
+            source=source,
+            created=self._timestamp(),
+        )
+        return f"{workspace}/{slugify(body)}-{memory_id}.md", memory
 
     def write_memory(self, path: str, memory: Memory, message: str, source: str) -> str:
         """Write one memory atomically, commit it, and index it (the caller holds the lock)."""
