@@ -363,6 +363,17 @@ def test_sync_packs_history_once_git_would(machines: list[Store]) -> None:
     assert counts.packed_kib > 0 and counts.loose < n
 
 
+def pushed_vault(tmp_path: Path, remote: Path, text: str) -> Path:
+    """A first machine's vault holding one memory, synced to `remote`."""
+    first = tmp_path / "first"
+    init_vault(first, machine_settings(first, "host-a"))
+    with Store.open(machine_settings(first, "host-a")) as store:
+        store.add(text, workspace="global")
+        store.set_remote(str(remote))
+        store.sync()
+    return first
+
+
 def test_a_clone_of_a_bare_remote_on_master_takes_main_instead_of_forking(
     tmp_path: Path,
 ) -> None:
@@ -371,12 +382,7 @@ def test_a_clone_of_a_bare_remote_on_master_takes_main_instead_of_forking(
     subprocess.run(
         ["git", "-c", "init.defaultBranch=master", "init", "-q", "--bare", str(bare)], check=True
     )
-    first = tmp_path / "first"
-    init_vault(first, machine_settings(first, "host-a"))
-    with Store.open(machine_settings(first, "host-a")) as store:
-        store.add("Deploys go through the release train on Tuesdays", workspace="global")
-        store.set_remote(str(bare))
-        store.sync()
+    pushed_vault(tmp_path, bare, "Deploys go through the release train on Tuesdays")
     second = tmp_path / "second"
     clone = subprocess.run(
         ["git", "clone", str(bare), str(second)], capture_output=True, text=True, check=True
@@ -396,12 +402,7 @@ def test_a_clone_of_a_bare_remote_on_master_takes_main_instead_of_forking(
 
 
 def test_init_never_overwrites_files_in_an_empty_clone(tmp_path: Path, remote: Path) -> None:
-    first = tmp_path / "first"
-    init_vault(first, machine_settings(first, "host-a"))
-    with Store.open(machine_settings(first, "host-a")) as store:
-        store.add("Use pnpm, never npm", workspace="global")
-        store.set_remote(str(remote))
-        store.sync()
+    first = pushed_vault(tmp_path, remote, "Use pnpm, never npm")
     second = tmp_path / "second"
     second.mkdir()
     git(second, "init", "-q", "-b", "trunk")
