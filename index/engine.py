@@ -140,6 +140,7 @@ class SearchIndex:
         self._searcher: Any = None
         self._stats: LiveStats | None = None
         self._postings = PostingCache()
+        self._frequencies: dict[tuple[str, str], int] = {}  # for the current searcher
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -200,6 +201,7 @@ class SearchIndex:
                 searcher = self._ix.searcher()
                 self._stats = LiveStats(searcher.reader(), self._lengths(searcher))
                 self._postings.forget_except(r for r, _ in searcher.reader().leaf_readers())
+                self._frequencies = {}
                 self._searcher = searcher
         except _DAMAGE as err:
             raise SearchIndexError(f"index at {self.root} cannot be read: {err}") from err
@@ -263,6 +265,17 @@ class SearchIndex:
         hits.sort(key=lambda h: (-round(h.score, 6), h.document.key))
         return hits[:limit]
 
+    def _frequency(self, fieldname: str, term: str) -> int:
+        """Return how many documents hold `term` (Whoosh's count, deleted ones included).
+
+        The caller has called _reader() in this operation (which empties the cache when the
+        index changed); Whoosh asks every segment each time, ~10 µs a term.
+        """
+        key = (fieldname, term)
+        if key not in self._frequencies:
+            self._frequencies[key] = self._searcher.reader().doc_frequency(fieldname, term)
+        return self._frequencies[key]
+
     def _selective(self, terms: list[str]) -> list[str]:
         """In a large vault, keep an any-word query to its few rarest terms.
 
@@ -273,10 +286,7 @@ class SearchIndex:
         reader = self._reader()
         if reader.doc_count() <= COMMON_TERM_MIN:
             return terms
-        df = {
-            t: reader.doc_frequency("content", t) + reader.doc_frequency("keywords", t)
-            for t in terms
-        }
+        df = {t: self._frequency("content", t) + self._frequency("keywords", t) for t in terms}
         kept = set(sorted(terms, key=lambda t: (df[t], t))[:ANY_TERM_LIMIT])
         return [t for t in terms if t in kept]
 
@@ -292,7 +302,7 @@ class SearchIndex:
             for term in query_terms(self._analyzer, doc.content):
                 if term in exclude or len(term) < 3:
                     continue
-                df = reader.doc_frequency("content", term)
+                df = self._frequency("content", term)
                 if df > common:
                     continue  # a common word says little, and costs a long posting list
                 weights[term] = weights.get(term, 0.0) + log((total + 1) / (df + 1))
@@ -309,12 +319,11 @@ class SearchIndex:
 
     def unknown_terms(self, text: str) -> int:
         """Return how many of `text`'s terms no document contains."""
-        reader = self._reader()
+        self._reader()
         return sum(
             1
             for term in query_terms(self._analyzer, text)
-            if not reader.doc_frequency("content", term)
-            and not reader.doc_frequency("keywords", term)
+            if not self._frequency("content", term) and not self._frequency("keywords", term)
         )
 
     def find(

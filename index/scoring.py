@@ -23,6 +23,7 @@ from math import log
 from typing import Any
 
 SCORED_FIELDS = ("content", "keywords")
+_NONE: tuple[list[int], list[float]] = ([], [])
 CACHE_POSTINGS = 1_000_000  # posting entries kept across queries (~10 bytes each as lists)
 
 
@@ -54,11 +55,12 @@ class LiveStats:
             else:
                 df = 0
                 for segment, _ in self.reader.leaf_readers():
-                    if (fieldname, text) in segment:
-                        ids = cache.postings(segment, fieldname, text)[0]
-                        df += len(ids)
-                        if segment.has_deletions():
-                            df -= len(segment.deleted_docs_set.intersection(ids))
+                    if not segment.doc_count_all():
+                        continue
+                    ids = cache.postings(segment, fieldname, text)[0]
+                    df += len(ids)
+                    if ids and segment.has_deletions():
+                        df -= len(segment.deleted_docs_set.intersection(ids))
             # Whoosh's formula over live counts (an index of only deleted documents matches nothing)
             self._idf[key] = log(max(self.count, 1) / (df + 1)) + 1
         return self._idf[key]
@@ -91,12 +93,13 @@ class PostingCache:
         if found is not None:
             self._lists.move_to_end(key)
             return found
-        found = _read_postings(segment, fieldname, text)
+        # a term the segment lacks is kept too (as an empty list): asking Whoosh costs ~10 µs
+        found = _read_postings(segment, fieldname, text) if (fieldname, text) in segment else _NONE
         self._lists[key] = found
-        self._size += len(found[0])
+        self._size += _size(found)
         while self._size > self.limit and len(self._lists) > 1:
-            _, (ids, _) = self._lists.popitem(last=False)
-            self._size -= len(ids)
+            _, evicted = self._lists.popitem(last=False)
+            self._size -= _size(evicted)
         return found
 
     def lengths(self, segment: Any, fieldname: str) -> list[int]:
@@ -112,7 +115,7 @@ class PostingCache:
         """Drop what belongs to segments no longer in the index."""
         live = {_segment_id(s) for s in segments if s.doc_count_all()}
         for gone in [k for k in self._lists if k[0] not in live]:
-            self._size -= len(self._lists.pop(gone)[0])
+            self._size -= _size(self._lists.pop(gone))
         for stale in [k for k in self._lengths if k[0] not in live]:
             del self._lengths[stale]
 
@@ -143,8 +146,7 @@ def score(
         if allowed is not None:
             keep = set()
             for name in allowed:
-                if ("workspace", name) in segment:
-                    keep.update(cache.postings(segment, "workspace", name)[0])
+                keep.update(cache.postings(segment, "workspace", name)[0])
         totals = _segment_scores(segment, stats, cache, query, b, k1)
         found.extend(
             (value, base + n)
@@ -196,9 +198,9 @@ def _term_scores(
     """Return each document's BM25 score for one term, summed over `fields`."""
     scores: dict[int, float] = {}
     for fieldname in fields:
-        if (fieldname, text) not in segment:
-            continue
         ids, weights = cache.postings(segment, fieldname, text)
+        if not ids:
+            continue
         lengths = cache.lengths(segment, fieldname)
         idf = stats.idf(fieldname, text, cache)
         avgfl = stats.avg_field_length(fieldname) or 1
@@ -209,6 +211,10 @@ def _term_scores(
                 value *= boost
             scores[n] = scores[n] + value if n in scores else value
     return scores
+
+
+def _size(postings: tuple[list[int], list[float]]) -> int:
+    return max(len(postings[0]), 1)  # an absent term's entry counts too
 
 
 def _segment_id(segment: Any) -> str:

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from index import terms
+from index import Document, terms
 from memstore import remote
 from memstore.codec import render_memory
 from memstore.errors import InvalidInputError
@@ -134,10 +134,17 @@ class Curator:
             for old in entry.supersedes
         }
         pairs: dict[tuple[str, str], float] = {}
+        analysed: dict[str, set[str]] = {}  # each text's terms, worked out once
+
+        def terms_of(doc: Document) -> set[str]:
+            if doc.key not in analysed:
+                analysed[doc.key] = terms(doc.content)
+            return analysed[doc.key]
+
         for doc in index.documents():
             if workspace is not None and doc.workspace != workspace:
                 continue
-            mine = terms(doc.content)
+            mine = terms_of(doc)
             if not mine:
                 continue
             for hit in index.search(
@@ -146,7 +153,7 @@ class Curator:
                 other = hit.document
                 if other.key == doc.key:
                     continue
-                theirs = terms(other.content)
+                theirs = terms_of(other)
                 overlap = len(mine & theirs) / max(min(len(mine), len(theirs)), 1)
                 a, b = sorted((doc.id, other.id))
                 if overlap >= NEAR_DUPLICATE and f"{a}:{b}" not in apart:
