@@ -12,6 +12,7 @@ import functools
 import hashlib
 import re
 import unicodedata
+from dataclasses import replace
 from typing import Any
 
 from memstore.model import GLOBAL, KINDS, Memory
@@ -133,10 +134,17 @@ def parse_memory(text: str, *, path: str) -> Memory:
         data = _load_yaml(header) if header.strip() else {}
     except _yaml()[0].YAMLError as err:
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-        return _with_problem(fallback, f"malformed YAML front matter: {reason}")
+        # Keep the id the file states, so `show <id>` finds it. The body stays the whole
+        # text: a merge of two such files must not drop the lines it cannot parse.
+        stated = _STATED_ID.search(header)
+        salvaged = replace(fallback, id=stated.group(1).lower()) if stated else fallback
+        return _with_problem(salvaged, f"malformed YAML front matter: {reason}")
     if not isinstance(data, dict):
         return _with_problem(fallback, "front matter is not a mapping of keys to values")
     return _memory_from(data, header, body, path=path, workspace=workspace, newline=newline)
+
+
+_STATED_ID = re.compile(r"^id:[ \t]*[\"']?([A-Za-z0-9]{4,40})[\"']?[ \t]*$", re.MULTILINE)
 
 
 def _with_problem(memory: Memory, reason: str) -> Memory:

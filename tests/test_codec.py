@@ -98,6 +98,9 @@ def test_malformed_yaml_is_reported_and_the_text_stays_findable() -> None:
     assert memory.problem.startswith("malformed YAML front matter")
     assert "nginx returns 413" in memory.body
     assert not memory.has_front_matter  # so nothing ever rewrites it with new front matter
+    stated = parse_memory("---\nid: brokn123\nkeywords: [a\n---\nthe text\n", path="w/b.md")
+    # the id the file states still finds it; every line stays in the text (nothing lost)
+    assert stated.id == "brokn123" and stated.problem and stated.body.startswith("---\nid:")
 
 
 def test_unclosed_front_matter_and_non_mapping_are_problems_not_crashes() -> None:
