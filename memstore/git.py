@@ -8,6 +8,7 @@ from __future__ import annotations
 import configparser
 import contextlib
 import re
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,14 +112,15 @@ class GitRepo:
             raise VaultError(f"cannot create a git repository at {root}: {err}") from err
         return cls(repo, root)
 
-    def register_merge_driver(self) -> bool:
+    def register_merge_driver(self, executable: str = "memstore") -> bool:
         """Register memstore's merge rules as the git merge driver for *.md; True if new.
 
         The driver lives in .git/config (git never copies it with a clone), so each machine
-        runs `memstore init` once on its clone.
+        runs `memstore init` once on its clone. `executable` is best an absolute path: git
+        clients started outside a shell (editors, GUIs) may not have memstore on PATH.
         """
         config = self._repo.config
-        driver = "memstore merge-file %O %A %B %P"
+        driver = f"{shlex.quote(executable)} merge-file %O %A %B %P"
         current = config["merge.memstore.driver"] if "merge.memstore.driver" in config else ""  # noqa: SIM401 (pygit2 Config has no get)
         if current == driver:
             return False

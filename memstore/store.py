@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+import shutil
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -117,7 +118,9 @@ def init_vault(path: Path, settings: Settings) -> InitResult:
     except OSError as err:
         raise VaultError(f"cannot create vault folder {path}: {err.strerror}") from err
     git = GitRepo.init(path)
-    registered = git.register_merge_driver()
+    registered = git.register_merge_driver(
+        shutil.which("memstore", path=settings.env.get("PATH", "")) or "memstore"
+    )
     adopted = git.adopt_remote_branch()
     vault = Vault(path)
     changed = tuple(vault.ensure_layout())

@@ -169,10 +169,12 @@ def test_a_plain_git_pull_uses_the_registered_merge_driver(machines: list[Store]
     a.add("Deploys need approval from maria", workspace="webshop", keywords=("deploy",))
     a.sync()
     b.add("deploys need approval from maria", workspace="webshop", keywords=("approval",))
+    # registered by absolute path: a git started without memstore on PATH still merges
+    assert git(b.vault.root, "config", "merge.memstore.driver").startswith(f"{EXE} merge-file")
     done = subprocess.run(
         ["git", "pull", "-q", "--no-rebase", "--no-edit"],
         cwd=b.vault.root,
-        env=environment(),
+        env={**os.environ, "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,
     )
