@@ -132,7 +132,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
         vault: VaultOption = None,
     ) -> None:
-        """Review near-duplicate memories one by one: merge them or keep both.
+        """List near-duplicate pairs with their texts; then merge a pair or keep both apart.
+
+        Without an option (or with --list) it lists the pairs and changes nothing.
 
         Example:  memstore dedupe --list ; memstore dedupe --merge k3xq
         """
