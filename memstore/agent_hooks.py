@@ -27,7 +27,7 @@ NOVELTY_THRESHOLD = 0.7  # measured: tests/benchmarks/bench_novelty.py (docs/age
 BRIEFING_TOKENS = 300
 USAGE = (
     "usage: memstore hook prompt|capture|briefing|codex-notify"
-    " [--if-novel] [--min-chars N] [--source AGENT]"
+    " [--if-novel] [--min-chars N] [--source AGENT] [--vault PATH]"
 )
 
 
@@ -47,7 +47,7 @@ def final_assistant_text(payload: Mapping[str, Any]) -> str:
         if isinstance(payload.get(key), str):
             return str(payload[key])
     transcript = payload.get("transcript_path")
-    if not transcript:
+    if not isinstance(transcript, str) or not transcript:
         return ""
     last = ""
     with open(transcript, encoding="utf-8", errors="replace") as lines:
@@ -56,16 +56,17 @@ def final_assistant_text(payload: Mapping[str, Any]) -> str:
                 entry = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            message = entry.get("message") if isinstance(entry, dict) else None
-            if entry.get("type") != "assistant" or not isinstance(message, dict):
+            if not isinstance(entry, dict) or entry.get("type") != "assistant":
                 continue
-            content = message.get("content")
+            message = entry.get("message")
+            content = message.get("content") if isinstance(message, dict) else None
+            blocks = content if isinstance(content, list) else []
             parts = (
                 [content]
                 if isinstance(content, str)
                 else [
-                    c.get("text", "")
-                    for c in content or []
+                    str(c.get("text", ""))
+                    for c in blocks
                     if isinstance(c, dict) and c.get("type") == "text"
                 ]
             )
@@ -118,15 +119,21 @@ def run(
     event, flags = argv[0], argv[1:]
     try:
         raw = flags.pop() if event == "codex-notify" and flags else stdin_text
+        _check_flags(flags)
         payload = json.loads(raw or "{}")
         if not isinstance(payload, dict):
             raise ValueError("hook input is not a JSON object")
         min_chars = int(_option(flags, "--min-chars") or MIN_CAPTURE_CHARS)
         default_agent = "codex" if event == "codex-notify" else "claude-code"
         agent = _option(flags, "--source") or env.get("MEMSTORE_SOURCE", default_agent)
-        settings = Settings.from_env(env, home=home, source=agent)
+        vault = _option(flags, "--vault")
+        settings = Settings.from_env(
+            env, home=home, source=agent, vault=Path(vault).expanduser() if vault else None
+        )
         session = str(payload.get("session_id") or payload.get("thread-id") or settings.session)
-        with Store.open(replace(settings, session=session), create=event != "prompt") as store:
+        # Never create a vault: a hook that made ~/memstore would split memory from the
+        # vault the agent's server uses.
+        with Store.open(replace(settings, session=session)) as store:
             if event == "prompt":
                 lines = prompt_hook(store, payload)
             elif event == "briefing":
@@ -139,7 +146,23 @@ def run(
                 return 0, "", "".join(f"{note}\n" for note in notes)
     except (MemstoreError, OSError, ValueError) as err:
         return 0, "", f"memstore hook {event}: {err}\n"
+    except Exception as err:  # a shell's outer loop: a hook must never break the session
+        return 0, "", f"memstore hook {event}: unexpected {type(err).__name__}: {err}\n"
     return 0, "\n".join(lines) + ("\n" if lines else ""), ""
+
+
+FLAGS = ("--if-novel",)
+OPTIONS = ("--min-chars", "--source", "--vault")
+
+
+def _check_flags(flags: list[str]) -> None:
+    """Raise ValueError naming the first flag the hook does not know."""
+    rest = iter(flags)
+    for flag in rest:
+        if flag in OPTIONS:
+            next(rest, None)
+        elif flag not in FLAGS:
+            raise ValueError(f"unknown option {flag!r}; {USAGE}")
 
 
 def _option(flags: list[str], name: str) -> str:

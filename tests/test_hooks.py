@@ -294,3 +294,42 @@ def test_search_and_prompt_hook_put_the_correction_first(vault: Path, project: P
         "prompt", {"cwd": str(project), "prompt": "how do I run make dev?"}, vault
     ).stdout
     assert f"[{new.id}]" in context and f"[{old.id}]" not in context
+
+
+def test_hooks_take_vault_never_create_one_and_name_unknown_flags(
+    vault: Path, project: Path, tmp_path: Path
+) -> None:
+    with Store.open(settings_at(vault)) as store:
+        store.add("Staging deploys need approval from maria", workspace="webshop")
+    elsewhere = tmp_path / "not-a-vault"
+    payload = {"cwd": str(project), "prompt": "who approves staging deploys?"}
+    # MEMSTORE_VAULT points elsewhere; --vault (what agents --install writes) wins
+    found = hook("prompt", payload, elsewhere, "--vault", str(vault))
+    assert "maria" in found.stdout
+    for event in ("prompt", "capture", "briefing"):
+        missing = hook(event, {"cwd": str(project), "last_assistant_message": LONG}, elsewhere)
+        assert missing.returncode == 0 and missing.stdout == "" and "no vault" in missing.stderr
+    assert not elsewhere.exists()  # a hook never makes a second vault
+    typo = hook("capture", payload, vault, "--if-novle")
+    assert typo.returncode == 0 and "unknown option '--if-novle'" in typo.stderr
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ["[1, 2, 3]"],
+        ['{"type": "assistant", "message": {"content": 5}}'],
+        ['{"type": "assistant", "message": "text"}', "not json"],
+    ],
+)
+def test_capture_survives_odd_transcripts(
+    vault: Path, project: Path, tmp_path: Path, lines: list[str]
+) -> None:
+    path = tmp_path / "odd.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    before = commit_count(vault)
+    done = hook("capture", {"cwd": str(project), "transcript_path": str(path)}, vault)
+    assert done.returncode == 0 and done.stdout == "" and "Traceback" not in done.stderr
+    bool_path = hook("capture", {"cwd": str(project), "transcript_path": True}, vault)
+    assert bool_path.returncode == 0 and bool_path.stdout == ""
+    assert commit_count(vault) == before
