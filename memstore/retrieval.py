@@ -183,6 +183,11 @@ def recall_message(indexer: Indexer, query: str, hits: list[Hit], weak: bool, dr
     """Return the one line a recall says about what it found (friendly when nothing)."""
     if not hits and not indexer.count():
         return "Memory is empty. Store what you learn with memory_add."
+    if not hits and dropped:
+        return (
+            f"{dropped} {'memory matches' if dropped == 1 else 'memories match'}, but none "
+            "fits max_tokens; ask again with a larger max_tokens."
+        )
     if not hits:
         return f"No memory matches {query!r}. Proceed; store what you learn with memory_add."
     found = f"{len(hits)} {'memory' if len(hits) == 1 else 'memories'}"

@@ -268,7 +268,10 @@ class Store:
         catch_up: bool = True,
         record_usage: bool = False,
     ) -> Recall:
-        """Search, then attach corrections and neighbours, add core memories, fit a budget."""
+        """Search, then attach corrections and neighbours, add core memories, fit a budget.
+
+        `max_tokens` covers hits and core memories together (hits first, whole or not at all).
+        """
         if max_tokens is not None and max_tokens < 1:
             raise InvalidInputError(f"max_tokens must be at least 1, not {max_tokens}")
         result = self.search(query, workspace=workspace, k=k, catch_up=catch_up)
@@ -277,6 +280,13 @@ class Store:
         sizes = [estimate_tokens(hit.content) + HIT_OVERHEAD_TOKENS for hit in hits]
         kept, dropped = pack(hits, sizes, max_tokens)
         core = self._core_memories(scope)
+        if max_tokens is not None:
+            # The budget covers the whole answer: core memories fill what the hits leave.
+            taken = {id(hit) for hit in kept}
+            left = max_tokens - sum(
+                n for hit, n in zip(hits, sizes, strict=True) if id(hit) in taken
+            )
+            core = tuple(pack(core, [estimate_tokens(c.content) + 10 for c in core], left)[0])
         if record_usage:
             self.usage.record([hit.id for hit in kept], self._timestamp())
         message = recall_message(self.indexer, query, kept, result.weak, dropped)

@@ -162,7 +162,8 @@ def test_recall_attaches_the_correction_and_ranks_it_first(server: Any) -> None:
     assert results[1]["superseded_by"] == [new["id"]] and results[1]["neighbors"][0] == new["id"]
 
 
-def test_max_tokens_packs_whole_memories(server: Any) -> None:
+def test_max_tokens_packs_whole_memories(store: Store, server: Any) -> None:
+    store.add("Always use pnpm, never npm", workspace="global", kind="core")
     for n in range(5):
         call(
             server,
@@ -174,8 +175,15 @@ def test_max_tokens_packs_whole_memories(server: Any) -> None:
         server, "memory_recall", {"query": "kafka lag", "k": 5, "max_tokens": 250}
     ).structured_content
     assert len(full["results"]) == 5 and 1 <= len(small["results"]) < 5
+    assert full["core_memory"]  # without a budget, the core block comes whole
     assert all(r["content"] in {f["content"] for f in full["results"]} for r in small["results"])
     assert "left out to fit max_tokens" in small["message"]
+    tiny = call(
+        server, "memory_recall", {"query": "kafka lag", "k": 5, "max_tokens": 10}
+    ).structured_content
+    # matches that do not fit are not "no match", and the budget covers core memory too
+    assert tiny["results"] == [] and tiny["core_memory"] == []
+    assert "5 memories match, but none fits max_tokens" in tiny["message"]
 
 
 def test_core_memories_come_as_a_separate_block(store: Store, server: Any) -> None:
