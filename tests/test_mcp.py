@@ -100,6 +100,15 @@ def test_add_then_recall_with_structured_output(server: Any, vault: Path) -> Non
     )
 
 
+def test_results_text_is_compact_json_equal_to_the_structured_result(server: Any) -> None:
+    call(server, "memory_add", {"content": "Use pnpm 9 — never npm", "keywords": ["pnpm"]})
+    found = call(server, "memory_recall", {"query": "pnpm"})
+    text = text_of(found)
+    # clients that show the model the text copy get the same data, without indentation
+    assert json.loads(text) == found.structured_content
+    assert "\n" not in text and ", " not in text.split('"content"')[0] and "—" in text
+
+
 def test_add_without_keywords_is_accepted(server: Any) -> None:
     added = call(server, "memory_add", {"content": "The CI cache key includes the lockfile hash"})
     assert not added.is_error and added.structured_content["status"] == "added"
