@@ -84,9 +84,13 @@ def find_agents(home: Path, cwd: Path, repo_root: Path | None, path_dirs: list[s
         Agent(
             "vscode",
             "VS Code",
-            project / ".vscode" / "mcp.json",
+            project / ".vscode" / "mcp.json" if repo_root else None,
             "servers",
             on_path("code") or (home / ".vscode").exists(),
+            ""
+            if repo_root
+            else "not in a git repository: VS Code reads .vscode/mcp.json in a project; run "
+            "this inside one, or add this with 'MCP: Add Server' (user settings)",
         ),
     ]
 
@@ -121,7 +125,8 @@ def plan_install(agent: Agent, current: str | None, exe: str, vault: str = "") -
     """
     block = render_block(agent, exe, vault)
     if agent.path is None:
-        return InstallPlan(agent, claude_add_line(exe, vault), None, "manual", agent.note)
+        by_hand = claude_add_line(exe, vault) if agent.name == "claude-code" else block
+        return InstallPlan(agent, by_hand, None, "manual", agent.note)
     if agent.key == "mcp_servers":
         return _plan_toml(agent, current, server_entry(agent, exe, vault), block)
     try:
@@ -140,7 +145,14 @@ def plan_install(agent: Agent, current: str | None, exe: str, vault: str = "") -
         )
     servers = dict(data.get(agent.key, {}))
     entry = server_entry(agent, exe, vault)
-    if servers.get(SERVER_NAME) == entry:
+    registered = servers.get(SERVER_NAME)
+    if isinstance(registered, dict):
+        # keys the person added (env values, timeout …) stay; only how to start memstore changes
+        entry = {
+            **registered,
+            **{k: v for k, v in entry.items() if k not in registered or k != "env"},
+        }
+    if registered == entry:
         return InstallPlan(agent, block, None, "unchanged")
     servers[SERVER_NAME] = entry
     merged = {**data, agent.key: servers}
@@ -165,8 +177,9 @@ def _plan_toml(
         before = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         return InstallPlan(agent, block, None, "refused", f"{agent.path} is not valid TOML ({err})")
-    if before.get("mcp_servers", {}).get(SERVER_NAME) == entry:
-        return InstallPlan(agent, block, None, "unchanged")
+    registered = before.get("mcp_servers", {}).get(SERVER_NAME)
+    if isinstance(registered, dict) and all(registered.get(k) == v for k, v in entry.items()):
+        return InstallPlan(agent, block, None, "unchanged")  # any other keys are the person's
     if _TABLE.search(text):
         new_text = _TABLE.sub(lambda _: block + "\n", text, count=1)
     else:

@@ -19,7 +19,7 @@ from memstore.model import GLOBAL
 from memstore.output import catch_up_lines, count, doctor_lines, render_json, sync_lines
 from memstore.ranking import CHARS_PER_TOKEN, estimate_tokens
 from memstore.store import Store, init_vault
-from memstore.upkeep import JsonOption, VaultOption, register, shell_settings
+from memstore.upkeep import JsonOption, VaultOption, progress_bar, register, shell_settings
 
 POINTER_SNIPPET = """\
 ## Memory (memstore)
@@ -257,16 +257,7 @@ def reindex(vault: VaultOption = None, as_json: JsonOption = False) -> None:
     """
     with Store.open(settings_for(vault)) as store:
         total = len(store.vault.scan())
-        with typer.progressbar(
-            length=total, label="indexing", file=sys.stderr, hidden=as_json or total < 500
-        ) as bar:
-            last = 0
-
-            def step(done: int, _total: int) -> None:
-                nonlocal last
-                bar.update(done - last)
-                last = done
-
+        with progress_bar("indexing", total, hidden=as_json or total < 500) as step:
             result = store.reindex(step)
     if as_json:
         emit_json(
@@ -534,7 +525,8 @@ def agents(
     where = str(chosen.expanduser().resolve()) if chosen else ""
     plan = plan_install(agent, current, str(Path(exe).resolve()), where)
     if plan.status == "manual":
-        typer.echo(f"{agent.title}: {plan.reason}. Run:\n\n  {plan.block}")
+        what = "Run" if agent.name == "claude-code" else "Add"
+        typer.echo(f"{agent.title}: {plan.reason}. {what}:\n\n  {plan.block}")
         return
     if plan.status == "unchanged":
         typer.echo(f"{agent.title}: memstore is already registered in {agent.path}")

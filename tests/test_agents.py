@@ -188,3 +188,45 @@ def test_without_a_terminal_and_without_yes_nothing_is_written(
 def test_unknown_agent_is_an_error(hermetic: Path, project: Path) -> None:
     result = agents_run("--install", "emacs", home=hermetic, cwd=project)
     assert result.returncode == 1 and "unknown agent 'emacs'" in result.stderr
+
+
+def test_reinstall_keeps_what_the_person_added_to_the_entry(hermetic: Path, project: Path) -> None:
+    assert (
+        agents_run("--install", "claude-code", "--yes", home=hermetic, cwd=project).returncode == 0
+    )
+    config = project / ".mcp.json"
+    data = json.loads(config.read_text(encoding="utf-8"))
+    data["mcpServers"]["memstore"]["env"] = {"MEMSTORE_SOURCE": "cc"}
+    data["mcpServers"]["memstore"]["timeout"] = 20000
+    config.write_text(json.dumps(data), encoding="utf-8")
+    again = agents_run("--install", "claude-code", "--yes", home=hermetic, cwd=project)
+    assert "already registered" in again.stdout
+    entry = json.loads(config.read_text(encoding="utf-8"))["mcpServers"]["memstore"]
+    assert entry["env"] == {"MEMSTORE_SOURCE": "cc"} and entry["timeout"] == 20000
+    codex = hermetic / ".codex" / "config.toml"
+    assert agents_run("--install", "codex", "--yes", home=hermetic, cwd=project).returncode == 0
+    codex.write_text(
+        codex.read_text(encoding="utf-8")
+        + 'startup_timeout_sec = 20\n\n[mcp_servers.memstore.env]\nMEMSTORE_SOURCE = "cx"\n',
+        encoding="utf-8",
+    )
+    before = codex.read_text(encoding="utf-8")
+    assert (
+        "already registered"
+        in agents_run("--install", "codex", "--yes", home=hermetic, cwd=project).stdout
+    )
+    assert codex.read_text(encoding="utf-8") == before
+
+
+def test_vscode_outside_a_repository_prints_the_block_instead_of_writing(
+    hermetic: Path, tmp_path: Path
+) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    result = agents_run("--install", "vscode", "--yes", home=hermetic, cwd=plain)
+    assert (
+        result.returncode == 0
+        and '"servers"' in result.stdout
+        and "MCP: Add Server" in result.stdout
+    )
+    assert not list(plain.iterdir()) and not (hermetic / ".vscode").exists()
