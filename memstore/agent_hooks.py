@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import replace
@@ -104,9 +105,23 @@ def briefing_hook(
 ) -> list[str]:
     """SessionStart: what changed in memory since this agent's last session."""
     changes, known = store.changes_since_last_session(agent)
+    workspace = workspace_for(payload, store.vault.root)
+    changes = [c for c in changes if _concerns(c.summary, workspace)]
     if not known or not changes:
         return []
     return briefing_lines(changes, max_tokens=max_tokens, estimate=estimate_tokens)
+
+
+_BOOKKEEPING = ("recall:", "sync:")  # counters and merges: the changes they carry show apart
+_SCOPED = re.compile(r"^[\w-]+\(([^)]*)\):")  # "add(webshop): …"
+
+
+def _concerns(summary: str, workspace: str) -> bool:
+    """Say whether a commit belongs in a briefing for `workspace`."""
+    if summary.startswith(_BOOKKEEPING):
+        return False
+    scoped = _SCOPED.match(summary)
+    return scoped is None or scoped.group(1) in (workspace, GLOBAL)
 
 
 def run(

@@ -158,11 +158,16 @@ def test_briefing_lists_changes_since_the_last_session(vault: Path, project: Pat
     with Store.open(settings_at(vault)) as store:
         store.add("Use pnpm 9 in the webshop", workspace="webshop")
         store.add("Staging DB is read-only on Fridays", workspace="global")
+        store.add("Invoices are numbered per tenant", workspace="billing")  # another project
+        store.recall("pnpm", workspace="webshop", record_usage=True)
+        assert store.flush_usage() == 1  # a "recall: usage" commit: bookkeeping
     out = hook("briefing", payload, vault).stdout
     assert (
         "2 commits" in out
         and "add(webshop): Use pnpm 9" in out
         and "add(global): Staging DB" in out
+        and "billing" not in out
+        and "recall:" not in out
     )
     assert hook("briefing", payload, vault).stdout == ""  # nothing new since
 
