@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
@@ -304,9 +306,6 @@ def watch(vault: VaultOption = None) -> None:
 
     Example:  memstore watch
     """
-    import signal
-    import threading
-
     from memstore.watcher import Watcher
 
     stop = threading.Event()
@@ -349,6 +348,7 @@ def serve(
     with Store.open(settings, create=True) as store:
         # Answer initialize at once and index meanwhile; write recall counters every few minutes.
         watcher = Watcher(store, on_tick=store.tidy).start(wait=False)
+        _stop_on_signals(watcher, store)
         try:
             run_stdio(
                 build_server(store, workspace=chosen, source=source, is_live=watcher.ready.is_set)
@@ -455,6 +455,28 @@ def hook(
     from memstore.agent_hooks import main as hook_main
 
     raise typer.Exit(hook_main([event, *ctx.args]))
+
+
+def _stop_on_signals(watcher: Any, store: Store) -> None:
+    """On Ctrl-C or SIGTERM, write recall counters and exit at once.
+
+    The stdio transport reads stdin in a thread that nothing can interrupt: left to asyncio,
+    Ctrl-C waits for the next line of input, and SIGTERM would skip the counters.
+    """
+    stopping = threading.Event()
+
+    def stop(signum: int, _frame: object) -> None:
+        if not stopping.is_set():  # a second signal ends at once
+            stopping.set()
+            try:
+                watcher.stop()  # runs the periodic task once more: recall counters
+                store.close()
+            finally:
+                os._exit(128 + signum)
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
 
 
 @app.command()

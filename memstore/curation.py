@@ -12,7 +12,7 @@ from memstore import remote
 from memstore.codec import render_memory
 from memstore.errors import InvalidInputError
 from memstore.git import Trailers
-from memstore.indexer import Entry, has_conflict
+from memstore.indexer import Entry, Progress, has_conflict
 from memstore.merge import union
 from memstore.model import KINDS, Memory, check_kind
 from memstore.ranking import CORE_BUDGET_TOKENS, Candidate, estimate_tokens, strength
@@ -71,8 +71,10 @@ class Curator:
 
     # --- audit ---------------------------------------------------------------------
 
-    def audit(self, workspace: str | None = None) -> Audit:
-        """Report on the vault; reads files and the index, writes nothing."""
+    def audit(self, workspace: str | None = None, progress: Progress | None = None) -> Audit:
+        """Report on the vault; reads files and the index, writes nothing.
+
+        `progress(done, total)` follows the near-duplicate comparison, the long part."""
         store = self.store
         store.catch_up()
         entries = [
@@ -117,10 +119,12 @@ class Curator:
         report.conflicts = [e.path for e in entries if has_conflict(store.vault.read(e.path))]
         core = [documents[e.path] for e in entries if e.kind == "core" and e.path in documents]
         report.core_tokens = sum(estimate_tokens(d.content) + 10 for d in core)
-        report.near_duplicates = self.near_duplicates(workspace)
+        report.near_duplicates = self.near_duplicates(workspace, progress)
         return report
 
-    def near_duplicates(self, workspace: str | None = None) -> list[tuple[str, str, float]]:
+    def near_duplicates(
+        self, workspace: str | None = None, progress: Progress | None = None
+    ) -> list[tuple[str, str, float]]:
         """Pairs of memories of one workspace that say nearly the same thing, most similar first.
 
         Pairs kept apart with --keep-both are left out, and so is a correction with the memory
@@ -141,9 +145,12 @@ class Curator:
                 analysed[doc.key] = terms(doc.content)
             return analysed[doc.key]
 
-        for doc in index.documents():
-            if workspace is not None and doc.workspace != workspace:
-                continue
+        documents = [
+            doc for doc in index.documents() if workspace is None or doc.workspace == workspace
+        ]
+        for done, doc in enumerate(documents, 1):
+            if progress is not None and (done % 200 == 0 or done == len(documents)):
+                progress(done, len(documents))
             mine = terms_of(doc)
             if not mine:
                 continue

@@ -568,7 +568,7 @@ class Store:
         if written:
             trailers = Trailers(self.settings.source, self.settings.session, self.settings.host)
             self.git.commit(
-                f"recall: usage of {len(written)} memories",
+                f"recall: usage of {len(written)} {'memory' if len(written) == 1 else 'memories'}",
                 trailers,
                 add=tuple(p for p, _ in written),
             )

@@ -5,9 +5,11 @@ audit, dedupe, promote, archive, revive, forget, log, revert, import, export, re
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -59,6 +61,25 @@ def _ask(question: str, yes: bool) -> None:
     typer.confirm(question, abort=True)
 
 
+@contextlib.contextmanager
+def progress_bar(label: str, total: int, *, hidden: bool) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr, moved by the (done, total) calls of long work."""
+    with typer.progressbar(length=total, label=label, file=sys.stderr, hidden=hidden) as bar:
+        last = 0
+
+        def step(done: int, _total: int) -> None:
+            nonlocal last
+            bar.update(done - last)
+            last = done
+
+        yield step
+
+
+def _comparing(store: Store, quiet: bool) -> contextlib.AbstractContextManager[Any]:
+    total = store.indexer.count()
+    return progress_bar("comparing", total, hidden=quiet or total < 2000)
+
+
 def register(app: typer.Typer) -> None:
     """Add the memory-keeping commands to the CLI."""
 
@@ -74,8 +95,8 @@ def register(app: typer.Typer) -> None:
 
         Example:  memstore audit -w webshop
         """
-        with Store.open(shell_settings(vault)) as store:
-            report = Curator(store, _now()).audit(workspace)
+        with Store.open(shell_settings(vault)) as store, _comparing(store, as_json) as step:
+            report = Curator(store, _now()).audit(workspace, step)
         if as_json:
             _echo_json(asdict(report))
             return
@@ -147,7 +168,8 @@ def register(app: typer.Typer) -> None:
                 kept_apart = curator.keep_both(keep_both)
                 typer.echo(f"kept apart: {', '.join(kept_apart)}")
             else:
-                pairs = curator.near_duplicates()
+                with _comparing(store, False) as step:
+                    pairs = curator.near_duplicates(progress=step)
                 if not pairs:
                     typer.echo("no near-duplicates")
                 for a, b, overlap in pairs:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -15,7 +17,9 @@ from mcp import Client, StdioServerParameters
 
 from memstore.mcp_server import build_server, tool_cost_tokens
 from memstore.store import Store
-from tests.conftest import commit_count, git, head, vault_bytes
+from memstore.vault import Vault
+from tests.conftest import commit_count, git, head, settings_at, vault_bytes
+from tests.test_watcher import wait_until
 
 EXE = Path(sys.executable).with_name("memstore")
 
@@ -265,7 +269,7 @@ def test_stdio_server_end_to_end(vault: Path, tmp_path: Path) -> None:
     asyncio.run(go())
     # init, the add, and one commit for the hundred recalls' counters, written at shutdown
     assert commit_count(vault) == 3
-    assert git(vault, "log", "-1", "--format=%s") == "recall: usage of 1 memories\n"
+    assert git(vault, "log", "-1", "--format=%s") == "recall: usage of 1 memory\n"
     memory = next((vault / "shop").glob("*.md")).read_text(encoding="utf-8")
     assert "recalled: 100\n" in memory and "last_recalled: " in memory
 
@@ -303,3 +307,27 @@ def test_two_servers_on_one_vault_see_each_other(vault: Path) -> None:
         "add(global): Feature flags live in LaunchDarkly project web",
         "init: memstore vault",
     ]
+
+
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_serve_stops_on_a_signal_and_writes_recall_counters(
+    vault: Path, signum: int, status: int
+) -> None:
+    with Store.open(settings_at(vault)) as store:
+        added = store.add("The staging database is read-only on Fridays", workspace="global")
+    env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
+    # stdin stays open: the transport is blocked reading it, as under an idle agent
+    with subprocess.Popen(
+        [str(EXE), "serve"],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as server:
+        wait_until(Vault(vault).is_watched, 60)
+        with Store.open(settings_at(vault)) as store:
+            store.recall("staging database", workspace="global", record_usage=True)
+        server.send_signal(signum)
+        assert server.wait(timeout=30) == status
+    assert git(vault, "log", "-1", "--format=%s").strip() == "recall: usage of 1 memory"
+    assert "recalled: 1" in next(vault.glob(f"global/*{added.id}.md")).read_text()

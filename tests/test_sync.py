@@ -207,7 +207,7 @@ def test_recall_counters_are_flushed_in_one_commit_and_add_up_across_machines(
         assert store.show(added.id)[1].recalled == 5
     assert (
         sum(
-            "recall: usage of 1 memories" in s
+            "recall: usage of 1 memory" in s
             for s in git(a.vault.root, "log", "--format=%s").splitlines()
         )
         == 2
