@@ -399,7 +399,9 @@ def benchmark(vault: VaultOption = None, as_json: JsonOption = False) -> None:
     )
     typer.echo(f"  memstore: MCP tool descriptions and schemas  {tools:6d}")
     typer.echo(f"  memstore: pointer snippet (CLAUDE.md)        {snippet:6d}")
-    typer.echo(f"  memstore: core memories ({len(core)})                {core_tokens:6d}")
+    typer.echo(
+        f"  memstore: core memories ({len(core)})                {core_tokens:6d}   (with the first recall)"
+    )
     typer.echo(
         f"  memstore: total, fixed                       {total:6d}   (recalled memories come on demand)"
     )

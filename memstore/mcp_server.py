@@ -115,7 +115,16 @@ def build_server(store: Store, *, workspace: str, source: str, is_live: Any = No
             )
         except MemstoreError as err:
             raise ToolError(str(err)) from err
-        return compact(recall_output(found))
+        out = recall_output(found)
+        # One server is one agent session: the core block comes once (and again when it
+        # changes), not with every answer (~400 tokens each time).
+        block = tuple((c.id, c.workspace, c.content) for c in found.core)
+        if block and block == sent_core.get(chosen):
+            out["core_memory"] = []
+            out["message"] += " Core memory: unchanged since this session's first recall."
+        elif block:
+            sent_core[chosen] = block
+        return compact(out)
 
     @server.tool(
         annotations=ToolAnnotations(
@@ -155,6 +164,7 @@ def build_server(store: Store, *, workspace: str, source: str, is_live: Any = No
 
     default_workspace = workspace
     default_source = source
+    sent_core: dict[str, tuple[tuple[str, str, str], ...]] = {}  # per workspace asked
     for tool in server._tool_manager.list_tools():
         # Every session pays for these in tokens: one line of description (not the
         # docstring's indentation), and no pydantic-generated titles.

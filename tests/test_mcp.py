@@ -208,6 +208,13 @@ def test_core_memories_come_as_a_separate_block(store: Store, server: Any) -> No
         "Always use pnpm, never npm",
         "Money is integer cents in the webshop",
     ]
+    # later answers of the same session leave the unchanged block out …
+    again = call(server, "memory_recall", {"query": "pnpm"}).structured_content
+    assert again["core_memory"] == [] and "Core memory: unchanged" in again["message"]
+    # … until it changes
+    store.add("Every price shows VAT included", workspace="webshop", kind="core")
+    changed = call(server, "memory_recall", {"query": "pnpm"}).structured_content
+    assert len(changed["core_memory"]) == 3
 
 
 def test_unicode_round_trip(server: Any) -> None:
