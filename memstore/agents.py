@@ -132,12 +132,14 @@ def plan_install(agent: Agent, current: str | None, exe: str, vault: str = "") -
     try:
         data = json.loads(current) if current and current.strip() else {}
     except json.JSONDecodeError as err:
+        commented = "//" in (current or "") or "/*" in (current or "")
+        why = (
+            "holds comments or trailing commas (JSONC), which memstore will not rewrite"
+            if commented
+            else "is not valid JSON"
+        )
         return InstallPlan(
-            agent,
-            block,
-            None,
-            "refused",
-            f"{agent.path} is not valid JSON ({err.msg} at line {err.lineno})",
+            agent, block, None, "refused", f"{agent.path} {why} ({err.msg} at line {err.lineno})"
         )
     if not isinstance(data, dict) or not isinstance(data.get(agent.key, {}), dict):
         return InstallPlan(

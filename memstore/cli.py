@@ -8,7 +8,7 @@ import sys
 import threading
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 
@@ -17,7 +17,7 @@ from memstore.errors import InvalidInputError, MemstoreError
 from memstore.git import find_enclosing_repository
 from memstore.indexer import CatchUp
 from memstore.lean import detected_workspace, print_add, print_search
-from memstore.model import GLOBAL
+from memstore.model import GLOBAL, CoreMemory
 from memstore.output import catch_up_lines, count, doctor_lines, render_json, sync_lines
 from memstore.ranking import CHARS_PER_TOKEN, estimate_tokens
 from memstore.store import Store, init_vault
@@ -367,9 +367,13 @@ def benchmark(vault: VaultOption = None, as_json: JsonOption = False) -> None:
 
     settings = settings_for(vault)
     workspace = detected_workspace(settings.vault)
-    with Store.open(settings, create=True) as store:
-        tools = tool_cost_tokens(build_server(store, workspace=workspace or GLOBAL, source="mcp"))
-        core = store.recall("", workspace=workspace).core
+    core: tuple[CoreMemory, ...] = ()
+    if (settings.vault / ".git").exists():  # a read-only command: never create a vault
+        with Store.open(settings) as store:
+            core = store.recall("", workspace=workspace).core
+    # listing the tools never touches the store
+    unused = cast(Store, None)
+    tools = tool_cost_tokens(build_server(unused, workspace=workspace or GLOBAL, source="mcp"))
     core_tokens = sum(estimate_tokens(c.content) + 10 for c in core)
     snippet = estimate_tokens(POINTER_SNIPPET)
     total = tools + snippet + core_tokens
