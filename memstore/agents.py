@@ -218,8 +218,12 @@ def is_registered(agent: Agent) -> bool:
     return isinstance(servers, dict) and SERVER_NAME in servers
 
 
-def apply_install(plan: InstallPlan) -> Path | None:
-    """Write the plan's new text (after backing up the original); return the backup path."""
+def apply_install(plan: InstallPlan, backups: Path | None = None) -> Path | None:
+    """Write the plan's new text (after backing up the original); return the backup path.
+
+    `backups` is the folder for the backup (default: beside the file). For a file inside a
+    project, the shell passes the repository's .git folder, where no commit can pick it up.
+    """
     path = plan.agent.path
     if plan.status != "write" or plan.new_text is None or path is None:
         raise InvalidInputError(f"nothing to write for {plan.agent.title}")
@@ -227,7 +231,9 @@ def apply_install(plan: InstallPlan) -> Path | None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists():
-            backup = path.with_name(f"{path.name}.bak-{time.strftime('%Y%m%dT%H%M%S')}")
+            folder = backups or path.parent
+            folder.mkdir(parents=True, exist_ok=True)
+            backup = folder / f"{path.name}.bak-{time.strftime('%Y%m%dT%H%M%S')}"
             shutil.copy2(path, backup)
         tmp = path.with_name(f".{path.name}.memstore-tmp")
         tmp.write_text(plan.new_text, encoding="utf-8")

@@ -572,10 +572,11 @@ def agents(
             )
             raise typer.Exit(1)
         typer.confirm(f"Register memstore in {agent.path}?", abort=True)
-    backup = apply_install(plan)
+    project = find_enclosing_repository(agent.path.parent) if agent.path else None
+    backup = apply_install(plan, project / ".git" / "memstore-backups" if project else None)
     typer.echo(
         f"{agent.title}: registered memstore in {agent.path}"
-        + (f" (backup: {backup.name})" if backup else "")
+        + (f" (backup: {backup})" if backup else "")
     )
 
 

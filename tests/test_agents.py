@@ -96,9 +96,12 @@ def test_claude_code_merges_into_project_mcp_json_with_backup(
         entry["args"] == ["serve", "--source", "claude-code"]
         and Path(entry["command"]).is_absolute()
     )
-    assert len(list(project.glob(".mcp.json.bak-*"))) == 1
+    # the backup goes where no commit of the project can pick it up
+    backups = project / ".git" / "memstore-backups"
+    assert len(list(backups.glob(".mcp.json.bak-*"))) == 1 and not list(project.glob("*.bak-*"))
+    assert git(project, "status", "--porcelain").split() == ["??", ".mcp.json"]
     again = agents_run("--install", "claude-code", "--yes", home=hermetic, cwd=project)
-    assert "already registered" in again.stdout and len(list(project.glob(".mcp.json.bak-*"))) == 1
+    assert "already registered" in again.stdout and len(list(backups.glob(".mcp.json.bak-*"))) == 1
     assert not (hermetic / ".claude.json").exists()
 
 
