@@ -24,7 +24,7 @@ from typing import Any
 
 SCORED_FIELDS = ("content", "keywords")
 _NONE: tuple[list[int], list[float]] = ([], [])
-CACHE_POSTINGS = 1_000_000  # posting entries kept across queries (~10 bytes each as lists)
+CACHE_POSTINGS = 300_000  # posting entries kept across queries (~75 bytes each: ~25 MB)
 
 
 @dataclass(frozen=True)

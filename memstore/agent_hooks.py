@@ -36,6 +36,7 @@ def workspace_for(payload: Mapping[str, Any], vault: Path) -> str:
     """Return the workspace of the directory the agent runs in."""
     # Agents send their cwd; without one, the hook runs where the agent started it.
     cwd = Path(str(payload.get("cwd") or Path.cwd())).resolve()
+    vault = vault.resolve()  # the cwd is resolved too: a symlinked vault is still the vault
     if cwd == vault or vault in cwd.parents:
         return GLOBAL
     name = detect_workspace(cwd)
@@ -112,7 +113,7 @@ def briefing_hook(
     return briefing_lines(changes, max_tokens=max_tokens, estimate=estimate_tokens)
 
 
-_BOOKKEEPING = ("recall:", "sync:")  # counters and merges: the changes they carry show apart
+_BOOKKEEPING = ("recall:", "sync: merge")  # counters; merges (their commits show apart)
 _SCOPED = re.compile(r"^[\w-]+\(([^)]*)\):")  # "add(webshop): …"
 
 
@@ -148,7 +149,7 @@ def run(
         session = str(payload.get("session_id") or payload.get("thread-id") or settings.session)
         # Never create a vault: a hook that made ~/memstore would split memory from the
         # vault the agent's server uses.
-        with Store.open(replace(settings, session=session)) as store:
+        with Store.open(replace(settings, source=agent, session=session)) as store:
             if event == "prompt":
                 lines = prompt_hook(store, payload)
             elif event == "briefing":

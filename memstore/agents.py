@@ -14,6 +14,7 @@ import shlex
 import shutil
 import time
 import tomllib
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -161,11 +162,29 @@ def plan_install(agent: Agent, current: str | None, exe: str, vault: str = "") -
     return InstallPlan(agent, block, json.dumps(merged, indent=2) + "\n", "write")
 
 
-def _toml_table(entry: dict[str, object]) -> str:
-    args = ", ".join(json.dumps(a) for a in entry["args"])  # type: ignore[attr-defined]
-    return (
-        f"[mcp_servers.{SERVER_NAME}]\ncommand = {json.dumps(entry['command'])}\nargs = [{args}]\n"
-    )
+def _toml_table(entry: dict[str, object], skip: Collection[str] = ()) -> str:
+    """Render memstore's [mcp_servers.memstore] table (`skip`: keys kept as sub-tables)."""
+    lines = [f"[mcp_servers.{SERVER_NAME}]"]
+    lines += [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in entry.items() if k not in skip]
+    return "\n".join(lines) + "\n"
+
+
+def _toml_key(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return (
+            "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
+        )
+    return json.dumps(str(value))  # a JSON string is a TOML basic string
 
 
 _TABLE = re.compile(rf"^\[mcp_servers\.{SERVER_NAME}\][^\n]*\n(?:(?!\[)[^\n]*\n?)*", re.MULTILINE)
@@ -180,8 +199,14 @@ def _plan_toml(
     except tomllib.TOMLDecodeError as err:
         return InstallPlan(agent, block, None, "refused", f"{agent.path} is not valid TOML ({err})")
     registered = before.get("mcp_servers", {}).get(SERVER_NAME)
-    if isinstance(registered, dict) and all(registered.get(k) == v for k, v in entry.items()):
-        return InstallPlan(agent, block, None, "unchanged")  # any other keys are the person's
+    if isinstance(registered, dict):
+        if all(registered.get(k) == v for k, v in entry.items()):
+            return InstallPlan(agent, block, None, "unchanged")  # other keys are the person's
+        entry = {**registered, **entry}  # keys the person added (timeouts, env) stay
+        subtables = set(
+            re.findall(rf"^\[mcp_servers\.{SERVER_NAME}\.([A-Za-z0-9_-]+)\]", text, re.M)
+        )
+        block = _toml_table(entry, skip=subtables)
     if _TABLE.search(text):
         new_text = _TABLE.sub(lambda _: block + "\n", text, count=1)
     else:

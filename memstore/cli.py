@@ -348,12 +348,13 @@ def serve(
     with Store.open(settings, create=True) as store:
         # Answer initialize at once and index meanwhile; write recall counters every few minutes.
         watcher = Watcher(store, on_tick=store.tidy).start(wait=False)
-        _stop_on_signals(watcher, store)
+        stopping = _stop_on_signals(watcher, store)
         try:
             run_stdio(
                 build_server(store, workspace=chosen, source=source, is_live=watcher.ready.is_set)
             )
         finally:
+            stopping.set()
             watcher.stop()
 
 
@@ -463,8 +464,9 @@ def hook(
     raise typer.Exit(hook_main([event, *ctx.args]))
 
 
-def _stop_on_signals(watcher: Any, store: Store) -> None:
-    """On Ctrl-C or SIGTERM, write recall counters and exit at once.
+def _stop_on_signals(watcher: Any, store: Store) -> threading.Event:
+    """On Ctrl-C or SIGTERM, write recall counters and exit at once; return the event the
+    normal shutdown sets (a signal after it ends the process without a second flush).
 
     The stdio transport reads stdin in a thread that nothing can interrupt: left to asyncio,
     Ctrl-C waits for the next line of input, and SIGTERM would skip the counters.
@@ -472,17 +474,19 @@ def _stop_on_signals(watcher: Any, store: Store) -> None:
     stopping = threading.Event()
 
     def stop(signum: int, _frame: object) -> None:
-        if not stopping.is_set():  # a second signal ends at once
-            stopping.set()
-            try:
-                watcher.stop()  # runs the periodic task once more: recall counters
-                store.close()
-            finally:
-                os._exit(128 + signum)
-        os._exit(128 + signum)
+        if stopping.is_set():  # shutting down already, or a second signal
+            os._exit(128 + signum)
+        stopping.set()
+        try:
+            watcher.stop()  # runs the periodic task once more: recall counters
+            store.hold()  # a tool call already writing finishes; no other starts
+            store.close()
+        finally:
+            os._exit(128 + signum)
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
+    return stopping
 
 
 @app.command()
@@ -573,7 +577,10 @@ def agents(
             raise typer.Exit(1)
         typer.confirm(f"Register memstore in {agent.path}?", abort=True)
     project = find_enclosing_repository(agent.path.parent) if agent.path else None
-    backup = apply_install(plan, project / ".git" / "memstore-backups" if project else None)
+    git_dir = project / ".git" if project else None
+    # in a worktree or submodule .git is a file: the backup then stays beside the config
+    backups = git_dir / "memstore-backups" if git_dir and git_dir.is_dir() else None
+    backup = apply_install(plan, backups)
     typer.echo(
         f"{agent.title}: registered memstore in {agent.path}"
         + (f" (backup: {backup})" if backup else "")

@@ -353,12 +353,18 @@ class GitRepo:
             for name in repo.references
             if name.startswith("refs/remotes/") and not name.endswith("/HEAD")
         )
-        mains = [name for name in remote_branches if name.endswith("/main")]
+        # <remote>/main exactly (not feature/main), origin's first
+        mains = sorted(
+            (name for name in remote_branches if name.count("/") == 3 and name.endswith("/main")),
+            key=lambda name: (name != "refs/remotes/origin/main", name),
+        )
         chosen = mains[:1] or (remote_branches if len(remote_branches) == 1 else [])
         if not chosen:
             repo.set_head("refs/heads/main")
             return ""
         branch = chosen[0].split("/", 3)[3]
+        if f"refs/heads/{branch}" in repo.references:
+            return ""  # a local branch of that name exists: never move it
         commit = str(repo.references[chosen[0]].target)
         pygit2 = _pygit2()
         try:
@@ -369,7 +375,7 @@ class GitRepo:
                 f"cannot check out {chosen[0].removeprefix('refs/remotes/')} in {self.root}: "
                 f"{err}; move the files in the way aside and run 'memstore init' again"
             ) from err
-        repo.references.create(f"refs/heads/{branch}", commit, force=True)
+        repo.references.create(f"refs/heads/{branch}", commit)
         repo.set_head(f"refs/heads/{branch}")
         remote_name = chosen[0].split("/")[2]
         repo.config[f"branch.{branch}.remote"] = remote_name

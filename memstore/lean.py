@@ -56,7 +56,7 @@ def parse(
         elif arg.startswith("--") and "=" in arg and arg.split("=", 1)[0] in values:
             name, value = arg.split("=", 1)
             options.setdefault(values[name], []).append(value)
-        elif positional not in options and arg.startswith("-") and any(c.isspace() for c in arg):
+        elif positional not in options and arg[:2] in ("- ", "-\t"):
             options[positional] = [
                 arg
             ]  # "- staging deploys need …": a pasted bullet, not an option

@@ -164,6 +164,11 @@ class Store:
                 raise VaultError(f"{root} is not a memstore vault; run: memstore init {root}")
         return cls(settings, Vault(root), clock)
 
+    def hold(self) -> None:
+        """Wait for the operation under way, then keep every other out (the process is
+        about to exit; nothing releases this)."""
+        self._mutex.acquire()
+
     def close(self) -> None:
         self.usage.close()
         if self._indexer is not None:
@@ -546,7 +551,8 @@ class Store:
         long-running shell (serve, watch) does every few minutes."""
         self.flush_usage()
         if remote.needs_packing(self.vault.root):
-            remote.pack(self.vault.root, self.settings.env, auto=True)
+            with self.vault.lock(self.settings.lock_timeout):
+                remote.pack(self.vault.root, self.settings.env, auto=True)
 
     def _flush_usage_locked(self) -> int:
         pending = self.usage.pending()

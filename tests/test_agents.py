@@ -219,6 +219,14 @@ def test_reinstall_keeps_what_the_person_added_to_the_entry(hermetic: Path, proj
         in agents_run("--install", "codex", "--yes", home=hermetic, cwd=project).stdout
     )
     assert codex.read_text(encoding="utf-8") == before
+    # a new vault changes how memstore starts; the person's keys and sub-table stay
+    moved = agents_run(
+        "--install", "codex", "--yes", home=hermetic, cwd=project, vault=project / "v"
+    )
+    assert moved.returncode == 0, moved.stderr
+    entry = tomllib.loads(codex.read_text(encoding="utf-8"))["mcp_servers"]["memstore"]
+    assert entry["startup_timeout_sec"] == 20 and entry["env"] == {"MEMSTORE_SOURCE": "cx"}
+    assert entry["args"][:2] == ["serve", "--vault"]
 
 
 def test_vscode_outside_a_repository_prints_the_block_instead_of_writing(

@@ -338,3 +338,17 @@ def test_capture_survives_odd_transcripts(
     bool_path = hook("capture", {"cwd": str(project), "transcript_path": True}, vault)
     assert bool_path.returncode == 0 and bool_path.stdout == ""
     assert commit_count(vault) == before
+
+
+def test_source_flag_wins_over_the_environment(vault: Path, project: Path) -> None:
+    env = {**os.environ, "MEMSTORE_VAULT": str(vault), "MEMSTORE_SOURCE": "claude-code"}
+    done = subprocess.run(
+        [str(EXE), "hook", "capture", "--source", "codex"],
+        input=json.dumps({"cwd": str(project), "last_assistant_message": LONG}),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and "kept" in done.stderr
+    assert "Memstore-Source: codex" in git(vault, "log", "-1", "--format=%B")

@@ -430,3 +430,16 @@ def test_sync_names_unreadable_files_it_committed(machines: list[Store]) -> None
     assert "1 file memstore cannot read (global/blob.md)" in done.stdout
     again = subprocess.run([str(EXE), "sync"], env=env, capture_output=True, text=True)
     assert "cannot read" not in again.stdout  # said once, when it was committed
+
+
+def test_init_takes_origin_main_not_a_branch_that_ends_in_main(
+    tmp_path: Path, remote: Path
+) -> None:
+    first = pushed_vault(tmp_path, remote, "Use pnpm, never npm")
+    git(first, "push", "-q", "origin", "HEAD:refs/heads/feature/main")
+    git(remote, "symbolic-ref", "HEAD", "refs/heads/master")  # as plain `git init --bare`
+    second = tmp_path / "second"
+    subprocess.run(["git", "clone", "-q", str(remote), str(second)], capture_output=True)
+    result = init_vault(second, machine_settings(second, "host-b"))
+    assert result.checked_out == "origin/main"
+    assert git(second, "symbolic-ref", "HEAD").strip() == "refs/heads/main"
