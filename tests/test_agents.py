@@ -105,16 +105,6 @@ def test_claude_code_merges_into_project_mcp_json_with_backup(
     assert not (hermetic / ".claude.json").exists()
 
 
-def test_claude_code_outside_a_repository_prints_the_claude_mcp_add_line(
-    hermetic: Path, tmp_path: Path
-) -> None:
-    plain = tmp_path / "plain"
-    plain.mkdir()
-    result = agents_run("--install", "claude-code", "--yes", home=hermetic, cwd=plain)
-    assert result.returncode == 0 and "claude mcp add --scope user memstore --" in result.stdout
-    assert not list(plain.iterdir()) and not (hermetic / ".claude.json").exists()
-
-
 def test_codex_toml_keeps_other_settings(hermetic: Path, project: Path) -> None:
     config = hermetic / ".codex" / "config.toml"
     config.parent.mkdir()
@@ -229,15 +219,19 @@ def test_reinstall_keeps_what_the_person_added_to_the_entry(hermetic: Path, proj
     assert entry["args"][:2] == ["serve", "--vault"]
 
 
-def test_vscode_outside_a_repository_prints_the_block_instead_of_writing(
-    hermetic: Path, tmp_path: Path
+@pytest.mark.parametrize(
+    ("name", "printed"),
+    [
+        ("claude-code", "claude mcp add --scope user memstore --"),
+        ("vscode", '"servers"'),  # the block for VS Code's "MCP: Add Server"
+    ],
+)
+def test_outside_a_repository_the_block_is_printed_and_nothing_written(
+    hermetic: Path, tmp_path: Path, name: str, printed: str
 ) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
-    result = agents_run("--install", "vscode", "--yes", home=hermetic, cwd=plain)
-    assert (
-        result.returncode == 0
-        and '"servers"' in result.stdout
-        and "MCP: Add Server" in result.stdout
-    )
-    assert not list(plain.iterdir()) and not (hermetic / ".vscode").exists()
+    result = agents_run("--install", name, "--yes", home=hermetic, cwd=plain)
+    assert result.returncode == 0 and printed in result.stdout
+    assert not list(plain.iterdir()) and not (hermetic / ".claude.json").exists()
+    assert not (hermetic / ".vscode").exists()
