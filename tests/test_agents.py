@@ -222,16 +222,16 @@ def test_reinstall_keeps_what_the_person_added_to_the_entry(hermetic: Path, proj
 @pytest.mark.parametrize(
     ("name", "printed"),
     [
-        ("claude-code", "claude mcp add --scope user memstore --"),
-        ("vscode", '"servers"'),  # the block for VS Code's "MCP: Add Server"
+        ("claude-code", ["claude mcp add --scope user memstore --"]),
+        ("vscode", ['"servers"', "MCP: Add Server"]),  # the block, and where it goes
     ],
 )
 def test_outside_a_repository_the_block_is_printed_and_nothing_written(
-    hermetic: Path, tmp_path: Path, name: str, printed: str
+    hermetic: Path, tmp_path: Path, name: str, printed: list[str]
 ) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
     result = agents_run("--install", name, "--yes", home=hermetic, cwd=plain)
-    assert result.returncode == 0 and printed in result.stdout
+    assert result.returncode == 0 and all(text in result.stdout for text in printed)
     assert not list(plain.iterdir()) and not (hermetic / ".claude.json").exists()
     assert not (hermetic / ".vscode").exists()
