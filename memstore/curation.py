@@ -319,7 +319,8 @@ class Curator:
         with store.vault.lock(store.settings.lock_timeout):
             remote.pack(store.vault.root, store.settings.env, auto=False)
         after = remote.count_objects(store.vault.root, store.settings.env)
-        return Collected(leftovers, [e.id for e in traces], before, after)
+        segments = store.compact_index()
+        return Collected(leftovers, [e.id for e in traces], before, after, segments)
 
 
 @dataclass(frozen=True)
@@ -330,6 +331,7 @@ class Collected:
     traces: list[str]
     before: remote.ObjectCounts
     after: remote.ObjectCounts | None  # None on a dry run
+    index_segments: int = 0  # how many segments the index had before it was compacted
 
 
 def _parse(stamp: str) -> datetime:

@@ -547,12 +547,33 @@ class Store:
             return self._flush_usage_locked()
 
     def tidy(self) -> None:
-        """Flush recall counters and pack git history past git's own threshold: what a
-        long-running shell (serve, watch) does every few minutes."""
+        """Flush recall counters, pack git history past git's own threshold and compact an
+        index of many segments: what a long-running shell (serve, watch) does every few
+        minutes."""
         self.flush_usage()
         if remote.needs_packing(self.vault.root):
             with self.vault.lock(self.settings.lock_timeout):
                 remote.pack(self.vault.root, self.settings.env, auto=True)
+        with self._mutex:
+            crowded = self.indexer.search.needs_compacting()
+        if crowded:
+            self.compact_index()
+
+    def compact_index(self) -> int:
+        """Merge the index into one segment; return how many it had.
+
+        Seconds at 10,000 memories, so it works on an index object of its own and leaves
+        the store to other threads: searches go on reading the segments they have until
+        it commits. The vault lock keeps memstore's writers out meanwhile.
+        """
+        with self.vault.lock(self.settings.lock_timeout):
+            own = SearchIndex.open(self.indexer.search.root, create=False)
+            try:
+                before = own.segment_count()
+                own.compact()
+            finally:
+                own.close()
+        return before
 
     def _flush_usage_locked(self) -> int:
         pending = self.usage.pending()

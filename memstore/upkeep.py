@@ -461,6 +461,7 @@ def register(app: typer.Typer) -> None:
         else:
             after = _kib(done.after.loose_kib + done.after.packed_kib)
             typer.echo(f"packed {before.loose:,} loose git objects (history: {size} → {after})")
+            typer.echo(f"compacted the index: {count(done.index_segments, 'segment')} → 1")
 
 
 def _kib(kib: int) -> str:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from index import Document, SearchIndex, SearchIndexError, extract_entities
+from index import Document, SearchIndex, SearchIndexError, engine, extract_entities
 from index.analysis import identifier_parts
 
 DOCS = [
@@ -201,3 +201,23 @@ def test_scores_after_updates_and_deletes_equal_a_fresh_build(tmp_path: Path) ->
             assert a == b, query
     updated.close()
     fresh.close()
+
+
+def test_commits_leave_large_segments_alone_and_compact_merges_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # scaled down: "large" is above 5 documents here (500 in use)
+    monkeypatch.setattr(engine, "MERGE_MAX_DOCS", 5)
+    index = SearchIndex.open(tmp_path / "ix")
+    index.apply(
+        [Document(f"w/{n}.md", f"{n:08x}", "w", "note", f"kafka lag {n}") for n in range(10)]
+    )
+    for n in range(12):  # one document a commit, as adds do
+        index.apply([Document(f"w/x{n}.md", f"x{n:07x}", "w", "note", f"redis note {n}")])
+    # Whoosh's own policy folds the 10-document segment into a merge within these commits
+    sizes = sorted(r.doc_count_all() for r, _ in index._reader().reader().leaf_readers())
+    assert sizes[-1] == 10 and index.segment_count() > 1
+    before = index.search("kafka lag", limit=5)
+    index.compact()
+    assert index.segment_count() == 1 and index.search("kafka lag", limit=5) == before
+    index.close()
