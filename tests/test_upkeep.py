@@ -346,6 +346,7 @@ def test_gc_reports_with_dry_run_and_prunes_old_archived_traces(vault: Path, sto
     # libgit2 never packs: gc does, and the history is whole afterwards
     # (git keeps unreachable objects younger than two weeks loose: none here is reachable-only)
     assert "packed" in done.stdout and loose_objects(vault) < loose // 4
+    assert "compacted the index:" in done.stdout and "→ 1" in done.stdout
     assert subprocess.run(["git", "fsck", "--no-progress"], cwd=vault).returncode == 0
 
 
