@@ -153,7 +153,8 @@ def plan_install(agent: Agent, current: str | None, exe: str, vault: str = "") -
         # keys the person added (env values, timeout …) stay; only how to start memstore changes
         entry = {
             **registered,
-            **{k: v for k, v in entry.items() if k not in registered or k != "env"},
+            **entry,
+            **({"env": registered["env"]} if "env" in registered else {}),
         }
     if registered == entry:
         return InstallPlan(agent, block, None, "unchanged")
