@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import socket
 from collections.abc import Mapping
@@ -35,6 +36,6 @@ class Settings:
             vault=Path(os.path.abspath(Path(chosen).expanduser())),
             source=env.get("MEMSTORE_SOURCE", source) or source,
             session=env.get("MEMSTORE_SESSION") or secrets.token_hex(6),
-            host=env.get("MEMSTORE_HOST") or socket.gethostname(),
+            host=env.get("MEMSTORE_HOST") or re.sub(r"[^A-Za-z0-9._-]+", "-", socket.gethostname()),
             env=dict(env),
         )

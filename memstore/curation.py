@@ -236,6 +236,7 @@ class Curator:
             )
         other = store.resolve(partner)
         with store.vault.lock(store.settings.lock_timeout):
+            store.commit_edits([entry.path, other.path])
             first, second = store.vault.read(entry.path), store.vault.read(other.path)
             newer, older = (first, second) if first.created >= second.created else (second, first)
             keep_entry, drop_entry = (entry, other) if newer is first else (other, entry)

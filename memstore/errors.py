@@ -23,3 +23,7 @@ class LockedError(VaultError):
 
 class SyncError(MemstoreError):
     """The remote could not be reached, refused us, or the sync could not finish."""
+
+
+class UncommittedEditError(VaultError):
+    """A file changed on disk while memstore was about to overwrite it; nothing moved."""

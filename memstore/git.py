@@ -7,14 +7,20 @@ from __future__ import annotations
 
 import configparser
 import contextlib
+import logging
+import os
 import re
 import shlex
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memstore.errors import VaultError
+from memstore.errors import InvalidInputError, UncommittedEditError, VaultError
+from memstore.faults import crash_point
+
+log = logging.getLogger(__name__)
 
 # Decides one file both sides changed: (path, base, ours, theirs) bytes → merged bytes, or
 # None to delete it. A missing side is None.
@@ -29,12 +35,30 @@ class Trailers:
     session: str
     host: str
 
+    def __post_init__(self) -> None:
+        for name in ("source", "session", "host"):
+            check_trailer_value(name, getattr(self, name))
+
     def render(self) -> str:
-        return (
-            f"Memstore-Source: {self.source}\n"
-            f"Memstore-Session: {self.session}\n"
-            f"Memstore-Host: {self.host}\n"
+        # A person's edit belongs to no session: it has no Session trailer to revert by.
+        session = f"Memstore-Session: {self.session}\n" if self.session else ""
+        return f"Memstore-Source: {self.source}\n{session}Memstore-Host: {self.host}\n"
+
+
+_TRAILER_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}")
+
+
+def check_trailer_value(name: str, value: str) -> str:
+    """Return `value` if it fits on one trailer line, else raise InvalidInputError."""
+    if value and not _TRAILER_VALUE.fullmatch(value):
+        variable = {"source": "MEMSTORE_SOURCE", "session": "MEMSTORE_SESSION"}.get(
+            name, "MEMSTORE_HOST"
         )
+        raise InvalidInputError(
+            f"invalid {name} {value[:40]!r} for a commit trailer; set {variable} to letters, "
+            "digits and . _ : @ + - (one line, at most 128 characters)"
+        )
+    return value
 
 
 @dataclass(frozen=True)
@@ -171,19 +195,33 @@ class GitRepo:
             signature = self._signature()
             full = f"{message.rstrip()}\n\n{trailers.render()}"
             oid = repo.create_commit("HEAD", signature, signature, full, tree, parents)
-            index = repo.index
-            # The index object is cached per Repository: reload it, or changes another
-            # process wrote to it since we opened the repository would be overwritten.
-            index.read(False)
-            for path in add:
-                index.add(path)
-            for path in remove:
-                if path in index:
-                    index.remove(path)
-            index.write()
         except (OSError, pygit2.GitError) as err:
             raise VaultError(f"cannot commit to {self.root}: {err}") from err
+        crash_point("git-commit")
+        # The commit stands from here on: a failure to update git's index only leaves
+        # `git status` stale, which the next memstore command repairs.
+        try:
+            self._stage(add, remove)
+        except (OSError, pygit2.GitError) as err:
+            log.warning(
+                "committed %s, but git's index was not updated (%s); the next memstore "
+                "command repairs it",
+                str(oid)[:8],
+                err,
+            )
         return str(oid)
+
+    def _stage(self, add: tuple[str, ...], remove: tuple[str, ...]) -> None:
+        index = self._repo.index
+        # The index object is cached per Repository: reload it, or changes another
+        # process wrote to it since we opened the repository would be overwritten.
+        index.read(False)
+        for path in add:
+            index.add(path)
+        for path in remove:
+            if path in index:
+                index.remove(path)
+        index.write()
 
     def _tree_with(self, base: Any, changes: dict[str, Any]) -> Any:
         """Return the id of `base` (a tree or None) with paths set to blobs or removed."""
@@ -232,37 +270,64 @@ class GitRepo:
         base = self._repo.merge_base(ours, theirs)
         return str(base) if base is not None else ""
 
-    def has_changes(self) -> bool:
-        """Return whether the work tree differs from HEAD (ignored files aside)."""
-        pygit2 = _pygit2()
-        flags = pygit2.enums.FileStatus
-        quiet = flags.CURRENT | flags.IGNORED
-        return any(status & ~quiet for status in self._repo.status().values())
-
-    def commit_all(self, message: str, trailers: Trailers) -> str:
-        """Commit every change in the work tree (like `git add -A`); '' if nothing changed."""
-        if not self.has_changes():
-            return ""
+    def repair_index(self) -> list[str]:
+        """Point git's index back at HEAD for files whose index entry a killed commit left
+        stale; return them. Files that differ from HEAD on disk (a person's work) are left.
+        """
         pygit2 = _pygit2()
         repo = self._repo
+        if repo.head_is_unborn:
+            return []
         try:
             index = repo.index
             index.read(False)
-            deleted = pygit2.enums.FileStatus.WT_DELETED
-            for path, status in repo.status().items():
-                if status & deleted and path in index:
+            tree = repo.head.peel(pygit2.Commit).tree
+            stale = {d.new_file.path or d.old_file.path for d in index.diff_to_tree(tree).deltas}
+            fixed = [p for p in sorted(stale) if p not in self.changed_paths([p])]
+            for path in fixed:
+                if (self.root / path).is_file():
+                    index.add(path)
+                elif path in index:
                     index.remove(path)
-            index.add_all()
-            tree = index.write_tree()
-            index.write()
-            if not repo.head_is_unborn and tree == repo.head.peel().tree.id:
-                return ""
-            parents = [] if repo.head_is_unborn else [repo.head.target]
-            signature = self._signature()
-            full = f"{message.rstrip()}\n\n{trailers.render()}"
-            return str(repo.create_commit("HEAD", signature, signature, full, tree, parents))
+            index.write()  # also dates the index after HEAD, so the check stays cheap
+        except (OSError, pygit2.GitError) as err:
+            raise VaultError(f"cannot repair git's index in {self.root}: {err}") from err
+        return fixed
+
+    def changed_paths(self, paths: Iterable[str] | None = None) -> list[str]:
+        """Return the files that differ from HEAD: of `paths`, or (None) anywhere.
+
+        Checking named paths hashes just those files; None asks git's status, whose cost
+        grows with the vault.
+        """
+        if paths is None:
+            return self._status_paths()
+        pygit2 = _pygit2()
+        tree = None if self._repo.head_is_unborn else self._repo.head.peel(pygit2.Commit).tree
+        changed = []
+        for path in dict.fromkeys(paths):
+            try:
+                committed = tree[path].id if tree is not None else None
+            except KeyError:
+                committed = None
+            file = self.root / path
+            try:
+                on_disk = pygit2.hashfile(str(file)) if file.is_file() else None
+            except (OSError, pygit2.GitError):
+                on_disk = None
+            if committed != on_disk:
+                changed.append(path)
+        return changed
+
+    def _status_paths(self) -> list[str]:
+        pygit2 = _pygit2()
+        flags = pygit2.enums.FileStatus
+        quiet = flags.CURRENT | flags.IGNORED
+        try:
+            status = self._repo.status()
         except pygit2.GitError as err:
-            raise VaultError(f"cannot commit to {self.root}: {err}") from err
+            raise VaultError(f"cannot read git status in {self.root}: {err}") from err
+        return sorted(path for path, state in status.items() if state & ~quiet)
 
     def merge_trees(self, base: str, ours: str, theirs: str, resolve: Resolver) -> str:
         """Merge the trees of three commits; `resolve` decides files both sides changed.
@@ -382,19 +447,47 @@ class GitRepo:
         repo.config[f"branch.{branch}.merge"] = f"refs/heads/{branch}"
         return f"{remote_name}/{branch}"
 
-    def move_to(self, commit: str) -> None:
-        """Check out `commit` into the work tree and point the current branch at it."""
+    def move_to(self, commit: str, *, force_paths: Iterable[str] = ()) -> None:
+        """Check out `commit` into the work tree and point the current branch at it.
+
+        The checkout never overwrites a file that differs from HEAD (a person's edit made
+        while a sync fetched): it raises UncommittedEditError instead, and nothing moves.
+        `force_paths` may be overwritten all the same (files the caller knows are its own).
+        """
         pygit2 = _pygit2()
         repo = self._repo
+        strategy = pygit2.enums.CheckoutStrategy
+        forced = list(force_paths)
         try:
-            repo.checkout_tree(repo[commit], strategy=pygit2.enums.CheckoutStrategy.FORCE)
+            if forced:
+                repo.checkout_tree(repo[commit], paths=forced, strategy=strategy.FORCE)
+            repo.checkout_tree(repo[commit], strategy=strategy.SAFE)
+        except pygit2.GitError as err:
+            if "conflict" in str(err).lower():
+                raise UncommittedEditError(
+                    f"a file changed while memstore checked out {commit[:8]}: {err}"
+                ) from err
+            raise VaultError(f"cannot check out {commit[:8]} in {self.root}: {err}") from err
+        crash_point("checkout")
+        try:
             branch = f"refs/heads/{self.branch()}"
             if branch in repo.references:
                 repo.references[branch].set_target(commit)
             else:
                 repo.references.create(branch, commit)
+            # Date git's index after the branch, or the next command takes it for a
+            # killed commit's leftovers and compares it with HEAD.
+            repo.index.read(False)
+            repo.index.write()
         except pygit2.GitError as err:
-            raise VaultError(f"cannot check out {commit[:8]} in {self.root}: {err}") from err
+            raise VaultError(f"cannot move {self.branch()} to {commit[:8]}: {err}") from err
+
+    def read_work_file(self, path: str) -> bytes | None:
+        """Return the bytes of a work tree file, or None if there is none."""
+        try:
+            return (self.root / path).read_bytes()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
 
     def paths_ever(self, suffix: str) -> set[str]:
         """Return every path ending in `suffix` that any commit of any ref ever held."""
@@ -541,6 +634,90 @@ class GitRepo:
             if len(entries) >= limit:
                 break
         return entries
+
+
+# Lock files git and libgit2 leave behind when killed mid-write.
+GIT_LOCKS = ("index.lock", "HEAD.lock", "packed-refs.lock", "config.lock", "ORIG_HEAD.lock")
+STALE_LOCK_S = 5.0
+
+
+def git_debris(root: Path) -> tuple[list[Path], bool]:
+    """Return git lock files under the vault and whether git's index is older than HEAD.
+
+    Only stats files (no pygit2): every command that takes the vault lock calls this.
+    """
+    git_dir = root / ".git"
+    locks = [git_dir / name for name in GIT_LOCKS if (git_dir / name).exists()]
+    with contextlib.suppress(OSError):
+        locks += [p for p in (git_dir / "refs" / "heads").rglob("*.lock")]
+    return locks, _index_older_than_head(git_dir)
+
+
+def _index_older_than_head(git_dir: Path) -> bool:
+    try:
+        head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
+    except OSError:
+        return False
+    if not head.startswith("ref: "):
+        return False
+    try:
+        moved = (git_dir / head.removeprefix("ref: ")).stat().st_mtime_ns
+    except OSError:
+        return False  # unborn, or a packed ref: no commit of ours is pending
+    try:
+        return (git_dir / "index").stat().st_mtime_ns < moved
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
+def clear_stale_locks(root: Path, locks: list[Path], now: float | None = None) -> list[str]:
+    """Remove lock files no live git process holds and nobody touched for a few seconds.
+
+    The caller holds memstore's vault lock, so no memstore process is writing git now:
+    an old lock with no git process of this vault alive is a killed process's debris.
+    Returns the names removed.
+    """
+    now = time.time() if now is None else now
+    removed = []
+    alive: bool | None = None
+    for lock in locks:
+        try:
+            age = now - lock.stat().st_mtime
+        except OSError:
+            continue
+        if age < STALE_LOCK_S:
+            continue
+        if alive is None:
+            alive = git_running_in(root)
+        if alive:
+            break
+        with contextlib.suppress(FileNotFoundError):
+            lock.unlink()
+        removed.append(lock.relative_to(root).as_posix())
+    return removed
+
+
+def git_running_in(root: Path) -> bool:
+    """Return whether a git process is working in (or on) the vault right now."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True  # cannot tell: never remove a lock that might be live
+    target = str(root.resolve())
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if not (entry / "comm").read_text(encoding="utf-8").startswith("git"):
+                continue
+            cwd = os.readlink(entry / "cwd")
+            args = (entry / "cmdline").read_bytes().decode("utf-8", "replace")
+        except OSError:
+            continue
+        if cwd == target or cwd.startswith(target + "/") or target in args:
+            return True
+    return False
 
 
 def _flatten(tree: Any, prefix: str = "") -> list[str]:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 
 from memstore.errors import InvalidInputError, NotFoundError
-from memstore.git import Commit, Trailers
+from memstore.git import Commit
 from memstore.indexer import rebuild
 from memstore.merge import merge_file
 from memstore.model import GLOBAL, SearchResult, check_workspace
@@ -145,6 +145,9 @@ class History:
                 f"no commit carries Memstore-Session: {session}; see 'memstore log'"
             )
         with store.vault.lock(store.settings.lock_timeout):
+            # A person's uncommitted edit is committed on its own first: the revert then
+            # sees it as later work by someone else and keeps it.
+            store.commit_edits({p for c in commits for p in c.paths})
             state: dict[str, bytes | None] = {}
             kept: list[str] = []
             for commit in commits:  # newest first: undo in reverse order
@@ -163,7 +166,7 @@ class History:
                     store.vault.path(path).unlink(missing_ok=True)
                 else:
                     store.vault.write_atomic(path, data.decode("utf-8"))
-            trailers = Trailers(store.settings.source, store.settings.session, store.settings.host)
+            trailers = store.trailers
             message = f"revert(session {session}): {len(commits)} commits, {len(changed)} files"
             made = ""
             if changed:

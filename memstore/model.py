@@ -146,3 +146,9 @@ def to_workspace_name(name: str) -> str:
     cleaned = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-._")[:64]
     cleaned = cleaned.replace("..", ".")
     return cleaned if cleaned and cleaned != ALL else GLOBAL
+
+
+def summary(body: str, width: int = 60) -> str:
+    """Return the first line of a memory, shortened for a commit message or a listing."""
+    line = " ".join(body.split())
+    return line if len(line) <= width else line[: width - 1].rstrip() + "…"

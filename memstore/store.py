@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import functools
+import logging
 import re
 import shutil
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,12 +18,16 @@ from index import SearchIndex, SearchIndexError, terms
 from memstore import remote
 from memstore.codec import content_hash, derive_id, render_memory, slugify
 from memstore.config import Settings
+from memstore.edits import commit_edits
 from memstore.errors import InvalidInputError, NotFoundError, VaultError
+from memstore.faults import crash_point
 from memstore.git import (
     GitRepo,
     LogEntry,
     Trailers,
+    clear_stale_locks,
     find_enclosing_repository,
+    git_debris,
     parent_repository_message,
 )
 from memstore.indexer import INDEX_DIR, CatchUp, Drift, Entry, Indexer, Progress, rebuild
@@ -36,6 +41,7 @@ from memstore.model import (
     SearchResult,
     check_kind,
     check_workspace,
+    summary,
 )
 from memstore.ranking import (
     HIT_OVERHEAD_TOKENS,
@@ -56,6 +62,7 @@ from memstore.vault import Vault
 
 MAX_TEXT_BYTES = 100_000
 MAX_KEYWORD_CHARS = 64
+log = logging.getLogger(__name__)
 _SOURCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 Clock = Callable[[], datetime]
 
@@ -140,10 +147,13 @@ class Store:
         self._clock = clock
         self._git: GitRepo | None = None
         self._indexer: Indexer | None = None
+        # Checked here, before anything is written: trailers are single lines.
+        self.trailers = Trailers(settings.source, settings.session, settings.host)
         self.usage = Usage(vault.state_dir / "usage.sqlite")
         self._core_cache: dict[object, tuple[CoreMemory, ...]] = {}
         # One Store may serve several threads (the MCP server and its watcher).
         self._mutex = threading.RLock()
+        vault.on_lock = self._heal
 
     @classmethod
     def open(cls, settings: Settings, *, create: bool = False, clock: Clock = _now) -> Store:
@@ -186,6 +196,33 @@ class Store:
         if self._git is None:
             self._git = GitRepo.open(self.vault.root)
         return self._git
+
+    def _heal(self) -> None:
+        """Clear what a killed process left in git (runs each time the vault lock is taken).
+
+        Costs a few stats unless there is something to repair.
+        """
+        locks, index_stale = git_debris(self.vault.root)
+        if locks:
+            removed = clear_stale_locks(self.vault.root, locks)
+            if removed:
+                log.warning(
+                    "removed %s left by a killed process (no git process was using it)",
+                    ", ".join(removed),
+                )
+        if index_stale:
+            fixed = self.git.repair_index()
+            if fixed:
+                log.warning(
+                    "repaired git's index for %d file(s) a killed commit left staged wrong (%s)",
+                    len(fixed),
+                    ", ".join(fixed[:3]) + (" …" if len(fixed) > 3 else ""),
+                )
+
+    def commit_edits(self, paths: Iterable[str] | None) -> list[str]:
+        """Commit outside edits among `paths` (None: every file) on their own, before a write
+        of memstore's touches them (the caller holds the lock). Returns the commits made."""
+        return commit_edits(self.vault, self.git, self.settings.host, paths)
 
     @property
     def indexer(self) -> Indexer:
@@ -311,7 +348,13 @@ class Store:
         if not re.fullmatch(r"[a-z0-9]{1,40}", prefix):
             raise InvalidInputError(f"{id_prefix!r} is not a memory id; ids look like k3xq9v2m")
         self.catch_up()
+        return self._resolve_indexed(id_prefix, prefix)
+
+    def _resolve_indexed(self, id_prefix: str, prefix: str) -> Entry:
         entries = self.indexer.by_id_prefix(prefix)
+        exact = [e for e in entries if e.id == prefix]
+        if exact:
+            entries = exact  # an id that is also a prefix of longer ids names itself
         ids = sorted({e.id for e in entries})
         if not entries:
             raise NotFoundError(
@@ -444,7 +487,7 @@ class Store:
             if not self.vault.is_watched():
                 # Duplicates live in the same workspace: checking its folder is enough.
                 self.catch_up_locked(workspace)
-            targets = tuple(self.resolve_locked(s) for s in supersedes)
+            targets = tuple(self._resolve_target(s) for s in supersedes)
             existing = self.indexer.by_hash(workspace, content_hash(body))
             if existing and not merge_duplicate:
                 current = existing[0]
@@ -455,9 +498,20 @@ class Store:
                 return self._merge_duplicate(existing[0], keywords, targets, source)
             return self._add_new(body, workspace, kind, keywords, source, targets)
 
-    def resolve_locked(self, id_prefix: str) -> str:
+    def resolve_locked(self, id_prefix: str) -> Entry:
+        """Return the one memory `id_prefix` names; the caller holds the vault lock.
+
+        Catches up first, so a memory written by hand since the last catch-up is found.
+        """
+        prefix = id_prefix.strip().lower()
+        if not re.fullmatch(r"[a-z0-9]{1,40}", prefix):
+            raise InvalidInputError(f"{id_prefix!r} is not a memory id; ids look like k3xq9v2m")
+        self.catch_up_locked()
+        return self._resolve_indexed(id_prefix, prefix)
+
+    def _resolve_target(self, id_prefix: str) -> str:
         try:
-            return self.resolve(id_prefix).id
+            return self.resolve_locked(id_prefix).id
         except NotFoundError as err:
             raise NotFoundError(
                 f"supersedes {id_prefix!r}: no memory has that id; nothing was stored "
@@ -529,12 +583,29 @@ class Store:
         return f"{workspace}/{slugify(body)}-{memory_id}.md", memory
 
     def write_memory(self, path: str, memory: Memory, message: str, source: str) -> str:
-        """Write one memory atomically, commit it, and index it (the caller holds the lock)."""
-        self.vault.write_atomic(path, render_memory(memory))
+        """Write one memory atomically, commit it, and index it (the caller holds the lock).
+
+        A person's uncommitted edit of that file is committed first, on its own. If the
+        commit fails, the file is put back as it was: a failed write changes nothing.
+        """
         trailers = Trailers(source, self.settings.session, self.settings.host)
-        commit = self.git.commit(message, trailers, add=(path,))
+        self.commit_edits([path])
+        before = self.git.read_work_file(path)
+        self.vault.write_atomic(path, render_memory(memory))
+        crash_point("memory-written")
+        try:
+            commit = self.git.commit(message, trailers, add=(path,))
+        except VaultError:
+            self._put_back(path, before)
+            raise
         self.indexer.record(path, memory)
         return commit
+
+    def _put_back(self, path: str, data: bytes | None) -> None:
+        if data is None:
+            self.vault.path(path).unlink(missing_ok=True)
+        else:
+            self.vault.write_bytes_atomic(path, data)
 
     @_serialized
     def _timestamp(self) -> str:
@@ -578,9 +649,15 @@ class Store:
     def _flush_usage_locked(self) -> int:
         pending = self.usage.pending()
         written: list[tuple[str, Memory]] = []
+        found = {
+            memory_id: [e for e in self.indexer.by_id_prefix(memory_id) if e.id == memory_id]
+            for memory_id in pending
+        }
+        # A person's edit of a recalled memory is committed on its own, not in the flush.
+        self.commit_edits(entries[0].path for entries in found.values() if entries)
         for memory_id, (count, last) in pending.items():
-            entries = [e for e in self.indexer.by_id_prefix(memory_id) if e.id == memory_id]
-            if not entries:
+            entries = found[memory_id]
+            if not entries or not self.vault.path(entries[0].path).is_file():
                 continue  # forgotten meanwhile: its counts go with it
             current = self.vault.read(entries[0].path)
             if not current.has_front_matter or current.problem:
@@ -593,10 +670,9 @@ class Store:
             self.vault.write_atomic(entries[0].path, render_memory(updated))
             written.append((entries[0].path, updated))
         if written:
-            trailers = Trailers(self.settings.source, self.settings.session, self.settings.host)
             self.git.commit(
                 f"recall: usage of {len(written)} {'memory' if len(written) == 1 else 'memories'}",
-                trailers,
+                self.trailers,
                 add=tuple(p for p, _ in written),
             )
             for path, memory in written:
@@ -615,11 +691,10 @@ class Store:
     @_serialized
     def sync(self, name: str = "origin") -> tuple[SyncOutcome, int, CatchUp]:
         """Commit edits and usage, fetch, merge with memstore's rules, push, catch up the index."""
-        trailers = Trailers(self.settings.source, self.settings.session, self.settings.host)
         with self.vault.lock(self.settings.lock_timeout):
             self.catch_up_locked()
             flushed = self._flush_usage_locked()
-            outcome = sync(self.vault, self.git, trailers, self.settings.env, name)
+            outcome = sync(self.vault, self.git, self.trailers, self.settings.env, name)
             caught_up = self.catch_up_locked()
             if remote.needs_packing(self.vault.root):
                 remote.pack(self.vault.root, self.settings.env, auto=True)
@@ -635,7 +710,7 @@ class Store:
         rewritten, so commands like promote are idempotent).
         """
         with self.vault.lock(self.settings.lock_timeout):
-            entry = self.resolve(id_prefix)
+            entry = self.resolve_locked(id_prefix)
             current = self.vault.read(entry.path)
             if not current.has_front_matter or current.problem:
                 raise InvalidInputError(
@@ -659,12 +734,17 @@ class Store:
     @_serialized
     def delete(self, entry: Entry, message: str) -> str:
         """Delete a memory's file in one commit and drop it from the index (lock held by caller)."""
+        self.commit_edits([entry.path])
+        before = self.git.read_work_file(entry.path)
         try:
             self.vault.path(entry.path).unlink()
         except OSError as err:
             raise VaultError(f"cannot delete {entry.path}: {err.strerror}") from err
-        trailers = Trailers(self.settings.source, self.settings.session, self.settings.host)
-        commit = self.git.commit(message, trailers, remove=(entry.path,))
+        try:
+            commit = self.git.commit(message, self.trailers, remove=(entry.path,))
+        except VaultError:
+            self._put_back(entry.path, before)
+            raise
         self.indexer.remove([entry.path])
         return commit
 
@@ -677,17 +757,11 @@ class Store:
             return result
 
 
-def summary(body: str, width: int = 60) -> str:
-    """Return the first line of a memory, shortened for a commit message or a listing."""
-    line = " ".join(body.split())
-    return line if len(line) <= width else line[: width - 1].rstrip() + "…"
-
-
 def check_text(text: str) -> str:
     """Return the body to store for `text`, or raise InvalidInputError."""
     if "\0" in text:
         raise InvalidInputError("memory text contains NUL bytes; store plain text, not binary data")
-    size = len(text.encode("utf-8"))
+    size = len(check_encodable(text, "memory text").encode("utf-8"))
     if size > MAX_TEXT_BYTES:
         raise InvalidInputError(
             f"memory text is {size:,} bytes; the limit is {MAX_TEXT_BYTES:,}: store a short "
@@ -701,12 +775,26 @@ def check_text(text: str) -> str:
     return body.replace("\r\n", "\n") + "\n"
 
 
+def check_encodable(text: str, what: str) -> str:
+    """Return `text` if it can be written as UTF-8, else raise InvalidInputError.
+
+    Invalid UTF-8 on a command line or stdin reaches Python as lone surrogates.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise InvalidInputError(
+            f"{what} is not valid UTF-8 (byte {err.start}); pass plain UTF-8 text"
+        ) from err
+    return text
+
+
 def check_keywords(keywords: tuple[str, ...]) -> tuple[str, ...]:
     """Return cleaned, distinct keywords, or raise InvalidInputError."""
     cleaned: dict[str, None] = {}
     for raw in keywords:
         for word in raw.split(","):
-            word = " ".join(word.split()).lower()
+            word = " ".join(check_encodable(word, "a keyword").split()).lower()
             if not word:
                 continue
             if len(word) > MAX_KEYWORD_CHARS or "\0" in word:

@@ -11,7 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from memstore import remote
-from memstore.errors import SyncError
+from memstore.edits import commit_edits
+from memstore.errors import SyncError, UncommittedEditError
+from memstore.faults import crash_point
 from memstore.git import GitRepo, Trailers
 from memstore.merge import merge_file
 from memstore.vault import Vault
@@ -34,14 +36,26 @@ class SyncOutcome:
     recovered: bool = False  # finished a sync that was interrupted
 
 
-def finish_interrupted(vault: Vault, git: GitRepo) -> bool:
-    """Complete a merge whose commit exists but whose checkout did not finish."""
+def finish_interrupted(vault: Vault, git: GitRepo, host: str) -> bool:
+    """Complete a merge whose commit exists but whose checkout did not finish.
+
+    A killed checkout leaves some files at the merge's version: those are memstore's own
+    and may be overwritten. A file that differs from both HEAD and the merge is a person's
+    edit: it is committed on its own first, and the next merge starts from there.
+    """
     pending = vault.read_state(MARKER)
     if not pending:
         return False
     head = git.head()
     if head != pending and git.first_parent(pending) == head:
-        git.move_to(pending)
+        dirty = git.changed_paths()
+        ours = [p for p in dirty if git.read_work_file(p) == git.read_at(pending, p)]
+        if len(ours) == len(dirty):
+            git.move_to(pending, force_paths=ours)
+        else:
+            # Put memstore's half-checked-out files back to HEAD, keep the person's edits.
+            git.move_to(head, force_paths=ours)
+            commit_edits(vault, git, host, [p for p in dirty if p not in ours])
     vault.write_state(MARKER, "")
     return True
 
@@ -50,31 +64,49 @@ def sync(
     vault: Vault, git: GitRepo, trailers: Trailers, env: Mapping[str, str], name: str = "origin"
 ) -> SyncOutcome:
     """Bring the vault and remote `name` to the same history (the caller holds the lock)."""
-    outcome = SyncOutcome(recovered=finish_interrupted(vault, git))
+    outcome = SyncOutcome(recovered=finish_interrupted(vault, git, trailers.host))
     if not remote.remote_url(vault.root, name, env):
         raise SyncError(
             f"the vault has no remote {name!r}; add one with 'memstore remote add URL' "
             "(any URL git push accepts, e.g. git@github.com:you/memory.git or a bare repo path)"
         )
-    outcome.committed_edits = git.commit_all(
-        f"sync: edits made outside memstore on {trailers.host}", trailers
-    )
+    outcome.committed_edits = _commit_edits(vault, git, trailers.host)
     branch = git.branch()
-    for _ in range(ATTEMPTS):
+    attempt = 0
+    while attempt < ATTEMPTS:
         remote.fetch(vault.root, name, env)
+        crash_point("sync-fetched")
         theirs = git.resolve(f"refs/remotes/{name}/{branch}")
         outcome.fetched = theirs
-        _merge(vault, git, trailers, theirs, outcome)
+        try:
+            _merge(vault, git, trailers, theirs, outcome)
+        except UncommittedEditError as err:
+            # A person saved a file the merge touches while we fetched: commit the edit on
+            # its own and merge again (not a try: the remote did not move).
+            committed = _commit_edits(vault, git, trailers.host)
+            if not committed:
+                raise SyncError(
+                    f"{err}; nothing was overwritten — move that file aside and sync again"
+                ) from err
+            outcome.committed_edits = committed
+            continue
         if theirs and git.head() == theirs:
             outcome.pushed = False
             return outcome
+        crash_point("sync-push")
         if remote.push(vault.root, name, branch, env):
             outcome.pushed = True
             return outcome
+        attempt += 1
     raise SyncError(
         f"the remote kept changing while syncing ({ATTEMPTS} tries); your commits are kept, "
         "run 'memstore sync' again"
     )
+
+
+def _commit_edits(vault: Vault, git: GitRepo, host: str) -> str:
+    made = commit_edits(vault, git, host, None)
+    return made[-1] if made else ""
 
 
 def _merge(
@@ -99,11 +131,16 @@ def _merge(
             outcome.kept.append(path)
         return merged.data
 
+    outcome.conflicts.clear()
+    outcome.kept.clear()
     tree = git.merge_trees(base, ours, theirs, resolve)
     message = f"sync: merge from {trailers.host}"
     commit = git.commit_merge(tree, ours, theirs, message, trailers)
+    crash_point("sync-merge-commit")
     vault.write_state(MARKER, commit)  # a sync killed from here on is finished by the next
-    git.move_to(commit)
-    vault.write_state(MARKER, "")
+    try:
+        git.move_to(commit)
+    finally:
+        vault.write_state(MARKER, "")
     outcome.merge = "merged"
     outcome.merge_commit = commit

@@ -5,8 +5,9 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
@@ -31,6 +32,8 @@ class Vault:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        # Runs whenever this process takes the write lock (the store heals git debris there).
+        self.on_lock: Callable[[], None] | None = None
 
     @property
     def state_dir(self) -> Path:
@@ -121,13 +124,17 @@ class Vault:
 
     def write_atomic(self, relative: str, text: str) -> None:
         """Write a file so that no reader ever sees half of it (temp file + rename)."""
+        self.write_bytes_atomic(relative, text.encode("utf-8"))
+
+    def write_bytes_atomic(self, relative: str, data: bytes) -> None:
+        """Write a file's exact bytes atomically (owner-only, like every vault file)."""
         path = self.path(relative)
         tmp = path.with_name(f".{path.name}.tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-                handle.write(text)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, path)
@@ -194,19 +201,18 @@ class Vault:
 
     @contextmanager
     def lock(self, timeout: float) -> Iterator[None]:
-        """Hold the vault's write lock, waiting at most `timeout` seconds for it."""
+        """Hold the vault's write lock; give up only if one holder keeps it `timeout` seconds.
+
+        Writers queue: a waiter's clock restarts each time the lock changes hands, so eight
+        processes adding at once all get their turn. Once held, `on_lock` runs first (it
+        clears what a killed process left behind).
+        """
         handle = self._lock_handle()
-        deadline = time.monotonic() + timeout
-        delay = 0.002
         try:
-            while not _try_flock(handle):
-                if time.monotonic() >= deadline:
-                    raise LockedError(
-                        f"another memstore process has held the vault lock for over {timeout:.0f} s; "
-                        f"try again, or check {self.state_dir / 'lock'}"
-                    )
-                time.sleep(delay)  # bounded back-off while another writer finishes
-                delay = min(delay * 2, 0.05)
+            _wait_for(handle, timeout, self.state_dir / "lock")
+            _announce_holder(handle)
+            if self.on_lock is not None:
+                self.on_lock()
             yield
         finally:
             handle.close()
@@ -220,7 +226,12 @@ class Vault:
             yield False  # a read-only vault can still be searched, just not caught up
             return
         try:
-            yield _try_flock(handle)
+            taken = _try_flock(handle)
+            if taken:
+                _announce_holder(handle)
+                if self.on_lock is not None:
+                    self.on_lock()
+            yield taken
         finally:
             handle.close()
 
@@ -233,6 +244,50 @@ class Vault:
                 f"cannot create the lock in {self.state_dir}: {err.strerror}; "
                 "is the vault read-only?"
             ) from err
+
+
+def _wait_for(handle: BinaryIO, timeout: float, where: Path) -> None:
+    """Take the lock on `handle`, waiting while holders come and go.
+
+    Every waiter polls at the same short interval (a long waiter is not slowed by back-off),
+    and the deadline restarts whenever another holder takes over: only a holder that keeps
+    the lock `timeout` seconds makes this give up.
+    """
+    holder = _holder(where)
+    deadline = time.monotonic() + timeout
+    while not _try_flock(handle):
+        now = time.monotonic()
+        current = _holder(where)
+        if current != holder:
+            holder, deadline = current, now + timeout
+        elif now >= deadline:
+            pid, _, command = holder.partition(" ")
+            who = f"process {pid} ({command.strip() or 'memstore'})" if pid else "another process"
+            raise LockedError(
+                f"{who} has held the vault lock for over {timeout:.0f} s and is still running; "
+                f"wait for it to finish or stop it (the lock is {where})"
+            )
+        time.sleep(0.005)  # bounded poll: the holder releases within a commit or two
+
+
+def _announce_holder(handle: BinaryIO) -> None:
+    """Write who holds the lock into the lock file (waiters read it to see progress)."""
+    command = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv[:3]))
+    record = f"{os.getpid()} {command} {time.time_ns()}\n".encode("utf-8", "replace")
+    try:
+        handle.seek(0)
+        handle.truncate()
+        handle.write(record)
+        handle.flush()
+    except OSError:
+        pass  # the record only informs waiters; the flock is what excludes them
+
+
+def _holder(where: Path) -> str:
+    try:
+        return where.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return ""
 
 
 def _try_flock(handle: BinaryIO) -> bool:

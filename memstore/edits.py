@@ -1,0 +1,56 @@
+"""Outside edits: files a person changed by hand, committed on their own before memstore's.
+
+A change memstore did not make never rides inside an agent's add, a usage flush, a merge
+or a revert: each writer first commits the files it is about to touch if they differ from
+HEAD, as `edit(<workspace>): …` with `Memstore-Source: editor` and no session (so
+`revert --session` never undoes it). Sync and the watcher commit every outside edit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from memstore.git import GitRepo, Trailers
+from memstore.model import summary
+from memstore.vault import Vault
+
+EDITOR = "editor"
+
+
+def commit_edits(vault: Vault, git: GitRepo, host: str, paths: Iterable[str] | None) -> list[str]:
+    """Commit outside edits among `paths` (None: anywhere), one commit per workspace.
+
+    Returns the commits made (none when nothing differs from HEAD).
+    """
+    changed = [p for p in git.changed_paths(paths) if _is_vault_file(p)]
+    by_workspace: dict[str, list[str]] = {}
+    for path in changed:
+        workspace = path.split("/", 1)[0] if "/" in path else "vault"
+        by_workspace.setdefault(workspace, []).append(path)
+    trailers = Trailers(EDITOR, "", host)
+    commits = []
+    for workspace, group in sorted(by_workspace.items()):
+        present = tuple(p for p in group if vault.path(p).is_file())
+        gone = tuple(p for p in group if p not in present)
+        message = f"edit({workspace}): {_describe(vault, present, gone)}"
+        commits.append(git.commit(message, trailers, add=present, remove=gone))
+    return commits
+
+
+def _is_vault_file(path: str) -> bool:
+    # memstore's scratch files (.name.tmp) and dot folders are never a person's edit
+    if path in (".gitignore", ".gitattributes"):
+        return True
+    return not any(part.startswith(".") for part in path.split("/"))
+
+
+def _describe(vault: Vault, present: tuple[str, ...], gone: tuple[str, ...]) -> str:
+    if len(present) == 1 and not gone:
+        memory = vault.read(present[0]) if present[0].endswith(".md") else None
+        text = " ".join(memory.body.split()) if memory is not None else ""
+        return summary(text) if text else present[0]
+    if len(gone) == 1 and not present:
+        return f"removed {gone[0].rsplit('/', 1)[-1]}"
+    names = [p.rsplit("/", 1)[-1] for p in (*present, *gone)]
+    shown = ", ".join(names[:3]) + (" …" if len(names) > 3 else "")
+    return f"{len(names)} files ({shown})"
