@@ -10,15 +10,23 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any, cast
 
+import click
 import typer
 
 from memstore import __version__
 from memstore.errors import InvalidInputError, MemstoreError
 from memstore.git import find_enclosing_repository
 from memstore.indexer import CatchUp
-from memstore.lean import detected_workspace, print_add, print_search
+from memstore.lean import detected_workspace, print_add, print_search, read_stdin
 from memstore.model import GLOBAL, CoreMemory
-from memstore.output import catch_up_lines, count, doctor_lines, render_json, sync_lines
+from memstore.output import (
+    catch_up_lines,
+    count,
+    doctor_lines,
+    printable,
+    render_json,
+    sync_lines,
+)
 from memstore.ranking import CHARS_PER_TOKEN, estimate_tokens
 from memstore.store import Store, init_vault
 from memstore.upkeep import JsonOption, VaultOption, progress_bar, register, shell_settings
@@ -135,7 +143,7 @@ def add(
     Example:  memstore add "staging deploys need approval from @maria" -w webshop -K deploy
     """
     if text == "-":
-        text = sys.stdin.read()
+        text = read_stdin()
     settings = settings_for(vault)
     chosen = workspace or detected_workspace(settings.vault) or GLOBAL
     with Store.open(settings, create=True) as store:
@@ -206,6 +214,10 @@ def show(
 ) -> None:
     """Print one memory's file, exactly as stored (or as it was on a date).
 
+    Piped or redirected, the output is the file's bytes. On a terminal, control characters
+    (escape sequences, bidi overrides) show as escapes such as `\\x1b`, so a file cannot
+    drive the terminal.
+
     Example:  memstore show k3xq --as-of 2026-11-01
     """
     with Store.open(settings_for(vault)) as store:
@@ -213,19 +225,31 @@ def show(
             from memstore.history import History
 
             path, old = History(store).show_as_of(memory_id, as_of)
-            typer.echo(f"# {path} as of {as_of}", err=True)  # stdout: the file, byte for byte
-            typer.echo(old, nl=not old.endswith("\n"))
+            typer.echo(printable(f"# {path} as of {as_of}"), err=True)
+            print_file(old.encode("utf-8", "surrogateescape"))
             return
         entry, memory = store.show(memory_id)
-        text = store.vault.path(entry.path).read_text(encoding="utf-8", errors="replace")
+        data = store.vault.path(entry.path).read_bytes()
     if as_json:
-        data = asdict(memory)
-        data["extra"] = {key: raw for key, raw in memory.extra}
-        data["path"] = entry.path
-        emit_json(data)
+        fields = asdict(memory)
+        fields["extra"] = {key: raw for key, raw in memory.extra}
+        fields["path"] = entry.path
+        emit_json(fields)
         return
-    typer.echo(f"# {entry.path}", err=True)  # stdout: the file, byte for byte
-    typer.echo(text, nl=not text.endswith("\n"))
+    typer.echo(printable(f"# {entry.path}"), err=True)
+    print_file(data)
+
+
+def print_file(data: bytes) -> None:
+    """Write a file to stdout byte for byte; on a terminal, with control characters escaped."""
+    if sys.stdout.isatty():
+        text = printable(data.decode("utf-8", errors="replace"))
+        typer.echo(text, nl=not text.endswith("\n"))
+        return
+    sys.stdout.flush()
+    out = click.get_binary_stream("stdout")
+    out.write(data)
+    out.flush()
 
 
 @app.command()
@@ -244,11 +268,15 @@ def stats(vault: VaultOption = None, as_json: JsonOption = False) -> None:
         f"memories   {result.memories}"
         + (f"  ({result.problems} with problems: memstore doctor)" if result.problems else "")
     )
-    typer.echo("workspaces " + ", ".join(f"{w} {n}" for w, n in result.by_workspace.items()))
+    typer.echo(
+        printable("workspaces " + ", ".join(f"{w} {n}" for w, n in result.by_workspace.items()))
+    )
     typer.echo("kinds      " + ", ".join(f"{k} {n}" for k, n in result.by_kind.items()))
     typer.echo(f"index      {result.index_bytes / 1024:.0f} KiB")
     if result.last_commit:
-        typer.echo(f"last       {result.last_commit.commit[:8]} {result.last_commit.summary}")
+        typer.echo(
+            printable(f"last       {result.last_commit.commit[:8]} {result.last_commit.summary}")
+        )
 
 
 @app.command()
@@ -268,7 +296,7 @@ def reindex(vault: VaultOption = None, as_json: JsonOption = False) -> None:
         return
     typer.echo(f"indexed {len(result.updated)} memories")
     for problem in result.problems:
-        typer.echo(f"  problem: {problem.path}: {problem.reason}")
+        typer.echo(printable(f"  problem: {problem.path}: {problem.reason}"))
 
 
 @app.command()
@@ -692,9 +720,8 @@ def confirm(
     """
     with Store.open(settings_for(vault)) as store:
         memory = store.confirm(memory_id)
-    typer.echo(
-        f"confirmed {memory.id} ({memory.confirmed} time{'s' if memory.confirmed != 1 else ''})"
-    )
+    times = count(memory.confirmed, "time")
+    typer.echo(printable(f"confirmed {memory.id} ({times})"))
 
 
 @app.command("eval")
@@ -754,5 +781,5 @@ def main() -> None:
     try:
         app()
     except MemstoreError as err:
-        typer.echo(f"Error: {err}", err=True)
+        typer.echo(printable(f"Error: {err}"), err=True)
         sys.exit(1)

@@ -14,10 +14,17 @@ from dataclasses import asdict
 from pathlib import Path
 
 from memstore.config import Settings
-from memstore.errors import MemstoreError
+from memstore.errors import InvalidInputError, MemstoreError
 from memstore.git import detect_workspace
 from memstore.model import GLOBAL, AddResult, SearchResult, to_workspace_name
-from memstore.output import add_line, context_lines, render_json, search_json, search_lines
+from memstore.output import (
+    add_line,
+    context_lines,
+    printable,
+    render_json,
+    search_json,
+    search_lines,
+)
 from memstore.store import Store
 
 Options = dict[str, list[str]]
@@ -104,7 +111,7 @@ def run_search(argv: list[str]) -> int | None:
         with Store.open(settings) as store:
             result = store.search(query, workspace=scope, k=int(k))
     except MemstoreError as err:
-        print(f"Error: {err}", file=sys.stderr)
+        print(printable(f"Error: {err}"), file=sys.stderr)
         return 1
     print_search(result, query, scope, as_json="json" in options, context="context" in options)
     return 0
@@ -131,10 +138,10 @@ def run_add(argv: list[str]) -> int | None:
         return None
     settings = settings_from(options)
     text = last(options, "text")
-    if text == "-":
-        text = sys.stdin.read()
     workspace = last(options, "workspace") or detected_workspace(settings.vault) or GLOBAL
     try:
+        if text == "-":
+            text = read_stdin()
         with Store.open(settings, create=True) as store:
             result = store.add(
                 text,
@@ -146,10 +153,25 @@ def run_add(argv: list[str]) -> int | None:
                 allow_secret="allow_secret" in options,
             )
     except MemstoreError as err:
-        print(f"Error: {err}", file=sys.stderr)
+        print(printable(f"Error: {err}"), file=sys.stderr)
         return 1
     print_add(result, as_json="json" in options)
     return 0
+
+
+def read_stdin() -> str:
+    """Return standard input as text; raise InvalidInputError when it is not UTF-8."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # a text-only stream (an embedding program's): already decoded
+        return sys.stdin.read()
+    data = stream.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InvalidInputError(
+            f"standard input is not valid UTF-8 (byte {err.start}: 0x{data[err.start]:02x}); "
+            "convert it first, e.g. iconv -f latin1 -t utf-8"
+        ) from err
 
 
 def print_add(result: AddResult, *, as_json: bool) -> None:

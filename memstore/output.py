@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
@@ -18,8 +19,32 @@ def count(n: int, one: str, many: str = "") -> str:
     return f"{n:,} {one if n == 1 else many or one + 's'}"
 
 
+# What a terminal would act on instead of showing: C0 controls but tab and newline (a CR
+# only outside CRLF), DEL and C1 (ESC starts colour, cursor and title sequences; 0x9b is a
+# one-byte CSI), bidi overrides and isolates (they reorder what is shown), and lone
+# surrogates (invalid UTF-8 that reached Python; writing them raises).
+_CONTROL = re.compile(
+    "\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"
+    "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+# JSON escapes C0 itself; the rest of _CONTROL it would write raw.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """Return `text` with control characters written as visible escapes (ESC → \\x1b)."""
+    return _CONTROL.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 def render_json(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, indent=2, default=str)
+    """Return indented JSON; control characters, bidi marks and lone surrogates as \\u escapes."""
+    text = json.dumps(data, ensure_ascii=False, indent=2, default=str)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def hit_json(hit: Hit) -> dict[str, Any]:
@@ -31,8 +56,8 @@ def hit_json(hit: Hit) -> dict[str, Any]:
 def add_line(result: AddResult) -> str:
     """Return what `memstore add` prints."""
     if result.status == "added":
-        return f"added {result.id} to {result.workspace}  ({result.path})"
-    return (
+        return printable(f"added {result.id} to {result.workspace}  ({result.path})")
+    return printable(
         f"duplicate of {result.id} in {result.workspace}: seen {result.seen} times  ({result.path})"
     )
 
@@ -50,7 +75,7 @@ def search_lines(result: SearchResult, query: str, scope: str | None) -> list[st
     """Return what `memstore search` prints for a result."""
     if not result.hits:
         where = f" in {scope} or global." if scope else "."
-        return [f"No memory matches {query!r}{where}"]
+        return [printable(f"No memory matches {query!r}{where}")]
     lines = ["No memory has every word; these might be related:"] if result.weak else []
     for hit in result.hits:
         mark = "  (weak)" if hit.weak else ""
@@ -58,7 +83,7 @@ def search_lines(result: SearchResult, query: str, scope: str | None) -> list[st
             mark += f"  (superseded by {', '.join(hit.superseded_by)})"
         lines.append(f"{hit.id}  {hit.workspace} · {hit.kind} · {hit.score:.2f}{mark}")
         lines.extend(f"    {line}" for line in hit.content.strip().splitlines()[:6])
-    return lines
+    return [printable(line) for line in lines]
 
 
 def catch_up_lines(result: CatchUp) -> list[str]:
@@ -66,7 +91,7 @@ def catch_up_lines(result: CatchUp) -> list[str]:
     lines = [f"indexed  {path}" for path in result.updated]
     lines += [f"removed  {path}" for path in result.removed]
     lines += [f"problem  {p.path}: {p.reason}" for p in result.problems]
-    return lines
+    return [printable(line) for line in lines]
 
 
 def doctor_lines(found: Drift, after: Drift | None) -> list[str]:
@@ -100,7 +125,7 @@ def doctor_lines(found: Drift, after: Drift | None) -> list[str]:
         lines.append("fixed: index now matches the files")
     else:
         lines.append("drift remains after --fix; run 'memstore reindex'")
-    return lines
+    return [printable(line) for line in lines]
 
 
 CONTEXT_CHARS = 300
@@ -119,7 +144,7 @@ def context_lines(result: SearchResult, width: int = CONTEXT_CHARS) -> list[str]
         text = " ".join(hit.content.split())
         if len(text) > width:
             text = text[:width].rsplit(" ", 1)[0] + f" … (full text: memstore show {hit.id})"
-        lines.append(f"- [{hit.id}] {text}")
+        lines.append(printable(f"- [{hit.id}] {text}"))
     return lines
 
 
@@ -137,7 +162,7 @@ def briefing_lines(
             break
         lines.append(line)
         used += estimate(line)
-    return lines
+    return [printable(line) for line in lines]
 
 
 def sync_lines(outcome: SyncOutcome, flushed: int, caught_up: CatchUp) -> list[str]:
@@ -163,4 +188,4 @@ def sync_lines(outcome: SyncOutcome, flushed: int, caught_up: CatchUp) -> list[s
     if caught_up.updated or caught_up.removed:
         lines.append(f"index: {len(caught_up.updated)} updated, {len(caught_up.removed)} removed")
     lines.append("pushed" if outcome.pushed else "nothing to push")
-    return lines
+    return [printable(line) for line in lines]

@@ -330,3 +330,114 @@ def test_text_that_starts_with_a_dash_is_text(tmp_path: Path) -> None:
     )
     flag_like = run("search", "-w", "webshop", "--", "-Werror", vault=vault)
     assert flag_like.returncode == 0 and "No memory matches '-Werror'" in flag_like.stdout
+
+
+# --- bad bytes and control characters ---------------------------------------------------
+
+# Python's strict handling, as under an en_US.UTF-8 locale (the C.UTF-8 locale of CI would
+# hide a crash behind surrogateescape).
+STRICT = {"PYTHONIOENCODING": "utf-8:strict"}
+TYPER_MAIN = [sys.executable, "-c", "from memstore.cli import main; main()"]
+
+
+def run_bytes(
+    command: list[str], args: list[bytes], vault: Path, stdin: bytes = b""
+) -> subprocess.CompletedProcess[bytes]:
+    """Run a memstore entry with raw bytes as arguments and stdin."""
+    env = {**os.environ, **STRICT, "MEMSTORE_VAULT": str(vault)}
+    return subprocess.run(
+        [*command, *args], env=env, input=stdin, capture_output=True, timeout=60, check=False
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "message"),
+    [
+        ([b"add", b"-", b"-w", b"global"], b"caf\xe9 in latin-1\n", b"standard input is not"),
+        ([b"add", b"caf\xe9 in latin-1", b"-w", b"global"], b"", b"not valid UTF-8"),
+        ([b"add", b"fine text", b"-K", b"\xff\xfe"], b"", b"not valid UTF-8"),
+    ],
+)
+def test_invalid_utf8_is_one_line_error_on_both_paths_and_writes_nothing(
+    tmp_path: Path, args: list[bytes], stdin: bytes, message: bytes
+) -> None:
+    vault = tmp_path / "v"
+    assert run("add", "seed", "-w", "global", vault=vault).returncode == 0
+    before = (head(vault), vault_bytes(vault))
+    lean = run_bytes([str(EXE)], args, vault, stdin)
+    full = run_bytes(TYPER_MAIN, args, vault, stdin)
+    assert lean.returncode == full.returncode == 1, lean.stderr
+    assert lean.stderr.startswith(b"Error: ") and lean.stderr.count(b"\n") == 1, lean.stderr
+    assert message in lean.stderr and lean.stderr == full.stderr
+    assert lean.stdout == full.stdout == b""
+    assert (head(vault), vault_bytes(vault)) == before
+
+
+def test_stdin_in_utf8_with_crlf_is_added(tmp_path: Path) -> None:
+    vault = tmp_path / "v"
+    done = run_bytes([str(EXE)], [b"add", b"-", b"--json"], vault, "café\r\nline two\r\n".encode())
+    assert done.returncode == 0, done.stderr
+    path = vault / json.loads(done.stdout)["path"]
+    assert path.read_bytes().endswith("café\nline two\n".encode())
+
+
+HOSTILE = "red \x1b[31mALERT\x1b[0m \x1b]0;title\x07 \u202eevil\u202c \x9b2J bell\x07 cr\rover"
+
+
+def hostile_vault(tmp_path: Path) -> tuple[Path, str]:
+    vault = tmp_path / "v"
+    added = run("add", HOSTILE, "-w", "global", "-K", "alert", "--json", vault=vault)
+    assert added.returncode == 0, added.stderr
+    return vault, json.loads(added.stdout)["id"]
+
+
+def test_search_prints_control_characters_as_escapes_and_json_keeps_them(
+    tmp_path: Path,
+) -> None:
+    vault, memory_id = hostile_vault(tmp_path)
+    env = {"MEMSTORE_VAULT": str(vault)}
+    for args in (["ALERT"], ["ALERT", "--context"], ["nothing\x1b[2J"]):
+        lean = run_bytes([str(EXE)], [b"search", *(a.encode() for a in args)], vault)
+        typer_result = runner.invoke(app, ["search", *args], env=env)
+        assert lean.returncode == typer_result.exit_code == 0
+        assert lean.stdout == typer_result.stdout_bytes
+        shown = lean.stdout.decode("utf-8")
+        for char in "\x1b\x07\x9b\u202e\u202c\r":
+            assert char not in shown, (args, char)
+    shown = runner.invoke(app, ["search", "ALERT"], env=env).output
+    assert "red \\x1b[31mALERT\\x1b[0m" in shown and "\\u202eevil" in shown
+    raw = run("search", "ALERT", "--json", vault=vault).stdout
+    assert "\\u001b[31m" in raw and "\\u202e" in raw and "\x1b" not in raw
+    assert json.loads(raw)["results"][0]["content"] == HOSTILE + "\n"
+    assert memory_id in shown
+
+
+def test_show_is_byte_exact_when_piped_and_escaped_on_a_terminal(tmp_path: Path) -> None:
+    import pty
+
+    vault, memory_id = hostile_vault(tmp_path)
+    path = next((vault / "global").glob("*.md"))
+    path.write_bytes(path.read_bytes() + b"latin-1 \xe9 by hand")  # no final newline
+    git(vault, "commit", "-qam", "hand edit")
+    piped = run_bytes([str(EXE)], [b"show", memory_id.encode()], vault)
+    assert piped.returncode == 0 and piped.stdout == path.read_bytes()
+    main_fd, terminal = pty.openpty()
+    env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
+    with subprocess.Popen(
+        [str(EXE), "show", memory_id], stdout=terminal, stderr=subprocess.PIPE, env=env
+    ) as proc:
+        os.close(terminal)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(main_fd, 65536)  # EIO once the process closed the terminal
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+        assert proc.wait(timeout=60) == 0
+    os.close(main_fd)
+    text = seen.decode("utf-8").replace("\r\n", "\n")  # the terminal's own line discipline
+    assert "\x1b" not in text and "\u202e" not in text and "\x07" not in text
+    assert "red \\x1b[31mALERT" in text and "latin-1 \ufffd by hand\n" in text
