@@ -25,6 +25,9 @@ class Settings:
     lock_timeout: float = LOCK_TIMEOUT_S
     # The environment git runs with when it talks to the remote (SSH agent, credentials).
     env: Mapping[str, str] = field(default_factory=dict)
+    # The absolute path of the running memstore executable ('' if unknown): what git's
+    # merge driver entry should run.
+    executable: str = ""
 
     @classmethod
     def from_env(
@@ -38,4 +41,5 @@ class Settings:
             session=env.get("MEMSTORE_SESSION") or secrets.token_hex(6),
             host=env.get("MEMSTORE_HOST") or re.sub(r"[^A-Za-z0-9._-]+", "-", socket.gethostname()),
             env=dict(env),
+            executable=env.get("MEMSTORE_EXECUTABLE", ""),
         )

@@ -154,6 +154,11 @@ class GitRepo:
         config["merge.memstore.driver"] = driver
         return True
 
+    def merge_driver_command(self) -> str:
+        """Return the command git runs for memstore's merge driver ('' if none is set)."""
+        config = self._repo.config
+        return str(config["merge.memstore.driver"]) if "merge.memstore.driver" in config else ""
+
     def head(self) -> str:
         """Return the commit id HEAD points at, or '' in a repository with no commits."""
         if self._repo.head_is_unborn:

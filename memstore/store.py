@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import re
 import shutil
 import threading
@@ -126,7 +127,9 @@ def init_vault(path: Path, settings: Settings) -> InitResult:
         raise VaultError(f"cannot create vault folder {path}: {err.strerror}") from err
     git = GitRepo.init(path)
     registered = git.register_merge_driver(
-        shutil.which("memstore", path=settings.env.get("PATH", "")) or "memstore"
+        settings.executable
+        or shutil.which("memstore", path=settings.env.get("PATH", ""))
+        or "memstore"
     )
     adopted = git.adopt_remote_branch()
     vault = Vault(path)
@@ -219,9 +222,36 @@ class Store:
                     ", ".join(fixed[:3]) + (" …" if len(fixed) > 3 else ""),
                 )
 
+    def ensure_merge_driver(self) -> bool:
+        """Point git's merge driver entry at this memstore when the command it names is gone
+        (memstore reinstalled elsewhere, or registered before it was on PATH); True if fixed.
+        """
+        current = self.git.merge_driver_command()
+        program = current.split(" ", 1)[0].strip("'\"")
+        path = self.settings.env.get("PATH", "")
+        if program and (
+            shutil.which(program, path=path) if "/" not in program else os.access(program, os.X_OK)
+        ):
+            return False
+        if not self.settings.executable:
+            return False
+        with self.vault.lock(self.settings.lock_timeout):
+            fixed = self.git.register_merge_driver(self.settings.executable)
+        if fixed and current:
+            log.warning(
+                "git's merge driver pointed at %s, which does not exist; it now runs %s",
+                program,
+                self.settings.executable,
+            )
+        return fixed
+
     def commit_edits(self, paths: Iterable[str] | None) -> list[str]:
         """Commit outside edits among `paths` (None: every file) on their own, before a write
         of memstore's touches them (the caller holds the lock). Returns the commits made."""
+        if paths is not None:
+            paths = list(paths)
+            if len(paths) > 500:
+                paths = None  # git's status is cheaper than hashing this many files
         return commit_edits(self.vault, self.git, self.settings.host, paths)
 
     @property
@@ -691,6 +721,7 @@ class Store:
     @_serialized
     def sync(self, name: str = "origin") -> tuple[SyncOutcome, int, CatchUp]:
         """Commit edits and usage, fetch, merge with memstore's rules, push, catch up the index."""
+        self.ensure_merge_driver()
         with self.vault.lock(self.settings.lock_timeout):
             self.catch_up_locked()
             flushed = self._flush_usage_locked()

@@ -110,6 +110,7 @@ class Watcher:
         self.reconcile_every = reconcile_every
         self._events: queue.SimpleQueue[str] = queue.SimpleQueue()
         self._stop = threading.Event()
+        self._touched: set[str] = set()  # vault paths changed since edits were last committed
         self._thread: threading.Thread | None = None
         self._observer = Observer()
         self.ready = threading.Event()
@@ -121,6 +122,10 @@ class Watcher:
         `ready` is set at that point either way.
         """
         root = self.store.vault.root
+        try:
+            self.store.ensure_merge_driver()  # serve and watch run long: a good time to check
+        except MemstoreError as err:
+            log.warning("could not check git's merge driver entry: %s", err)
         # Only events that can change a file: git reading thousands of objects per commit
         # (opened / closed-without-writing) would otherwise all reach Python.
         self._observer.schedule(
@@ -194,9 +199,11 @@ class Watcher:
                 settle_paths |= paths
             elif settle_at is not None and now >= settle_at:
                 self._batch(settle_paths)
+                self._commit_edits()
                 settle_at, settle_paths = None, set()
             elif now >= next_reconcile:
                 self._batch(set(), everything=True)
+                self._commit_edits()
                 next_reconcile = now + self.reconcile_every
             if now >= next_tick:
                 self._tick()
@@ -212,10 +219,25 @@ class Watcher:
         except Exception:  # the shell's outer loop: log it and keep watching
             log.exception("unexpected error in a periodic task; will retry")
 
+    def _commit_edits(self) -> None:
+        """Commit the files people changed, once they have settled (one commit a workspace)."""
+        touched, self._touched = self._touched, set()
+        if not touched:
+            return
+        try:
+            with self.store.vault.lock(self.store.settings.lock_timeout):
+                self.store.commit_edits(touched)
+        except MemstoreError as err:
+            self._touched |= touched  # retried after the next batch
+            log.warning("could not commit edits made by hand, will retry: %s", err)
+
     def _batch(self, paths: set[str], *, everything: bool = False) -> bool:
+        root = self.store.vault.root
+        self._touched |= {Path(p).relative_to(root).as_posix() for p in paths if p.endswith(".md")}
         try:
             scope = None if everything else self._workspaces(paths)
             result = self.store.catch_up(wait=True, workspaces=scope)
+            self._touched |= {*result.updated, *result.removed}
         except MemstoreError as err:
             log.warning("catch-up failed, will retry: %s", err)
             return True
