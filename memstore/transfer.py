@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import json
+import os
 import re
+import stat
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,12 +16,13 @@ from typing import Any
 
 from memstore import __version__
 from memstore.codec import content_hash, parse_memory, render_memory
-from memstore.errors import InvalidInputError
+from memstore.errors import InvalidInputError, VaultError
 from memstore.git import Trailers
 from memstore.merge import restore_memory
 from memstore.model import Memory, check_workspace
 from memstore.secrets import find_secrets
 from memstore.store import Store, check_keywords, check_source, check_text
+from memstore.vault import Vault
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*\S)\s*$")
 _BULLET = re.compile(r"^(\s*)(?:[-*+]|\d{1,3}[.)])\s+(.*)$")
@@ -226,74 +232,368 @@ def _new_pieces(
             yield name, body, keywords
 
 
+# --- export and restore -------------------------------------------------------------
+
+EXPORT_FORMAT = "memstore-export"
+# version 2 added "base64": the exact bytes of a file that is not valid UTF-8 ("text" then
+# holds a readable, lossy copy, which is all a version-1 reader uses)
+EXPORT_VERSION = 2
+MAX_NAME_BYTES = 255  # the longest file or folder name ext4, APFS and most others take
+
+
 def export(store: Store, workspace: str | None = None) -> dict[str, Any]:
-    """Every memory with its path, id, workspace and file text."""
+    """Every memory with its path, id, workspace and the file's exact content."""
     store.catch_up()
-    memories = []
-    for entry in store.indexer.entries():
-        if workspace is not None and entry.workspace != workspace:
-            continue
-        text = store.vault.path(entry.path).read_text(encoding="utf-8", errors="replace")
-        memories.append(
-            {"path": entry.path, "id": entry.id, "workspace": entry.workspace, "text": text}
-        )
+    memories = [
+        _exported_file(store.vault, entry.path, entry.id, entry.workspace)
+        for entry in store.indexer.entries()
+        if workspace is None or entry.workspace == workspace
+    ]
     return {
-        "format": "memstore-export",
-        "version": 1,
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
         "memstore": __version__,
         "memories": memories,
     }
 
 
-def restore(store: Store, data: dict[str, Any]) -> tuple[int, int, int]:
-    """Merge an export into the vault (ids kept); returns (added, merged, unchanged). Idempotent."""
+def _exported_file(vault: Vault, path: str, memory_id: str, workspace: str) -> dict[str, str]:
+    data = _read_bytes(vault, path)
+    item = {
+        "path": path,
+        "id": memory_id,
+        "workspace": workspace,
+        "text": data.decode("utf-8", errors="replace"),
+    }
+    if not _is_utf8(data):
+        item["base64"] = base64.b64encode(data).decode("ascii")
+    return item
+
+
+def write_export(path: Path, text: str) -> None:
+    """Write an export's JSON text to `path`, readable by its owner only (created 0600)."""
+    target = Path(os.path.realpath(path))  # through a symlink: keep the link, update its file
+    try:
+        if target.exists() and not target.is_file():
+            # a pipe or device (/dev/stdout, a FIFO) cannot be replaced: write into it
+            with open(target, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            return
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:  # mkstemp creates it 0600
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, target)
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+    except OSError as err:
+        raise InvalidInputError(
+            f"cannot write export {path}: {err.strerror}; choose a writable file with -o"
+        ) from err
+
+
+@dataclass(frozen=True)
+class ExportedFile:
+    """One file of an export, checked: a safe vault-relative path and its exact bytes."""
+
+    path: str
+    data: bytes
+
+    def parse(self) -> Memory:
+        return parse_memory(self.data.decode("utf-8", errors="replace"), path=self.path)
+
+
+@dataclass
+class RestoreReport:
+    added: int = 0
+    merged: int = 0
+    unchanged: int = 0
+    kept: list[tuple[str, str]] = field(default_factory=list)  # (path, why left as it was)
+
+
+def read_export(path: Path) -> list[ExportedFile]:
+    """Read and check a whole export file, or raise InvalidInputError naming what is wrong."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise InvalidInputError(
+            f"cannot read export {path}: {err}; pass a file 'memstore export' wrote"
+        ) from err
+    return parse_export(data)
+
+
+def parse_export(data: Any) -> list[ExportedFile]:
+    """Check every entry of an export before anything is written.
+
+    Raises InvalidInputError naming the first entry with an unsafe path or unreadable
+    content. Version-1 exports (a "text" field only) are read as before.
+    """
     if (
         not isinstance(data, dict)
-        or data.get("format") != "memstore-export"
+        or data.get("format") != EXPORT_FORMAT
         or not isinstance(data.get("memories"), list)
     ):
         raise InvalidInputError(
             "not a memstore export (expected the JSON 'memstore export' writes)"
         )
-    added = merged = unchanged = 0
-    store.catch_up()
-    with store.vault.lock(store.settings.lock_timeout):
-        existing = {e.id: e for e in store.indexer.entries()}
-        changed: list[str] = []
-        for item in data["memories"]:
-            path = str(item.get("path", ""))
-            if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*/[^/\0]+\.md", path) or ".." in path:
-                raise InvalidInputError(
-                    f"export entry has an unsafe path {path!r}; nothing was restored after it"
-                )
-            exported = parse_memory(str(item.get("text", "")), path=path)
-            current_entry = existing.get(exported.id)
-            target = current_entry.path if current_entry else path
-            if current_entry is None:
-                store.vault.write_atomic(target, str(item["text"]))
-                added += 1
-                changed.append(target)
-                continue
-            current = store.vault.read(target)
-            result = restore_memory(current, exported) if current.has_front_matter else current
-            if result == current:
-                unchanged += 1
-                continue
-            store.vault.write_atomic(target, render_memory(result))
-            merged += 1
-            changed.append(target)
-        if changed:
-            trailers = Trailers(store.settings.source, store.settings.session, store.settings.host)
-            store.git.commit(
-                f"restore: {added} added, {merged} merged", trailers, add=tuple(changed)
+    version = data.get("version", 1)
+    if isinstance(version, bool) or version not in range(1, EXPORT_VERSION + 1):
+        raise InvalidInputError(
+            f"export format version {version!r} is not one this memstore reads "
+            f"(1 to {EXPORT_VERSION}); upgrade memstore and restore again"
+        )
+    files: dict[str, ExportedFile] = {}
+    for number, item in enumerate(data["memories"], 1):
+        exported = _parse_entry(item, number)
+        if exported.path in files:
+            raise InvalidInputError(
+                f"export entry {number} repeats the path {exported.path!r}; "
+                "nothing was restored: remove one of the two entries"
             )
-        store.catch_up_locked()
-    return added, merged, unchanged
+        files[exported.path] = exported
+    return list(files.values())
 
 
-def read_export(path: Path) -> dict[str, Any]:
+def _parse_entry(item: Any, number: int) -> ExportedFile:
+    path = item.get("path") if isinstance(item, dict) else None
+    if not isinstance(path, str):
+        raise InvalidInputError(f"export entry {number} has no path; nothing was restored")
+    problem = path_problem(path)
+    if problem:
+        raise InvalidInputError(
+            f"export entry {number} has an unsafe path {path!r} ({problem}); nothing was restored"
+        )
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
-        raise InvalidInputError(f"cannot read export {path}: {err}") from err
-    return data if isinstance(data, dict) else {}
+        encoded = item.get("base64")
+        if encoded is not None:
+            if not isinstance(encoded, str):
+                raise ValueError("its base64 is not a string")
+            return ExportedFile(path, base64.b64decode(encoded, validate=True))
+        text = item.get("text")
+        if not isinstance(text, str):
+            raise ValueError("it has no text")
+        return ExportedFile(path, text.encode("utf-8"))
+    except ValueError as err:  # also binascii.Error and UnicodeEncodeError (lone surrogates)
+        raise InvalidInputError(
+            f"export entry {number} ({path!r}) has unreadable content: {err}; nothing was restored"
+        ) from err
+
+
+def path_problem(path: str) -> str:
+    """Return why `path` is no safe place in a vault to restore a memory to ('' if it is).
+
+    Safe: relative, inside a workspace folder, a `.md` file, no `.`/`..` or hidden name
+    (`.git`, `.memstore`) at any depth. A backslash is an ordinary character on POSIX,
+    but a name that a backslash would turn into `..` is refused all the same.
+    """
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return "not valid UTF-8"
+    parts = path.split("/")
+    if path.startswith("/"):
+        return "an absolute path"
+    if len(parts) < 2:
+        return "not inside a workspace folder"
+    if not path.endswith(".md") or "\0" in path:
+        return "not a .md file"
+    for part in parts:
+        if not part:
+            return "an empty folder name"
+        if any(piece in (".", "..") for piece in part.split("\\")):
+            return f"{part!r} names a parent or current folder"
+        if part.startswith((".", "\\")):
+            return f"{part!r} is hidden; .git, .memstore and dotfiles are never memories"
+        if len(part.encode("utf-8")) > MAX_NAME_BYTES:
+            return f"a name longer than {MAX_NAME_BYTES} bytes"
+    return ""
+
+
+def restore(store: Store, files: list[ExportedFile]) -> RestoreReport:
+    """Merge an export into the vault: all or nothing, one commit, idempotent.
+
+    A memory the vault lacks is written byte for byte at its exported path; one it holds
+    (same id) is merged into its file, keeping ids so supersede links survive. Raises
+    InvalidInputError, changing nothing, when a target is unsafe in this vault.
+    """
+    report = RestoreReport()
+    with store.vault.lock(store.settings.lock_timeout):
+        store.catch_up_locked()
+        plan = _plan_restore(store, files, report)
+        if plan:
+            _apply_restore(store, plan, report)
+            store.catch_up_locked()
+    return report
+
+
+def _plan_restore(
+    store: Store, files: list[ExportedFile], report: RestoreReport
+) -> dict[str, bytes]:
+    """Return every file restore writes (path → bytes) and count the rest; reads only."""
+    placed = {entry.id: entry.path for entry in store.indexer.entries()}
+    plan: dict[str, bytes] = {}
+    for exported in files:
+        memory = exported.parse()
+        target = placed.get(memory.id)
+        if target is None:
+            _check_target(store.vault, exported.path)
+            if os.path.lexists(store.vault.path(exported.path)):
+                report.kept.append((exported.path, "the vault holds another memory there"))
+                continue
+            plan[exported.path] = exported.data
+            placed[memory.id] = exported.path
+            report.added += 1
+            continue
+        _check_target(store.vault, target)
+        current = plan[target] if target in plan else _read_bytes(store.vault, target)
+        if current == exported.data:
+            report.unchanged += 1
+            continue
+        reason = _unmergeable(current, exported)
+        if reason:
+            report.kept.append((target, reason))
+            continue
+        mine = parse_memory(current.decode("utf-8"), path=target)
+        result = restore_memory(mine, memory)
+        if result == mine:
+            report.unchanged += 1
+            continue
+        plan[target] = render_memory(result).encode("utf-8")
+        report.merged += 1
+    return plan
+
+
+def _unmergeable(current: bytes, exported: ExportedFile) -> str:
+    """Return why the vault's copy and the exported one cannot be merged ('' if they can)."""
+    for side, data in (("the vault's copy", current), ("the exported copy", exported.data)):
+        if not _is_utf8(data):
+            return f"{side} is not valid UTF-8"
+        memory = parse_memory(data.decode("utf-8"), path=exported.path)
+        if memory.problem:
+            return f"{side} cannot be read: {memory.problem}"
+        if not memory.has_front_matter:
+            return f"{side} has no front matter to merge"
+    return ""
+
+
+def _check_target(vault: Vault, relative: str) -> None:
+    """Raise InvalidInputError unless every existing part of the path is a real folder
+    (no symlink out of the vault) and the file, if there, is a regular file."""
+    path = vault.path(relative)
+    for folder in reversed(path.relative_to(vault.root).parents[:-1]):
+        mode = _lstat_mode(vault.root / folder)
+        if mode is not None and not stat.S_ISDIR(mode):
+            raise InvalidInputError(
+                f"cannot restore {relative}: {folder.as_posix()} in the vault is not a "
+                "folder (a symlink or a file); nothing was restored"
+            )
+    mode = _lstat_mode(path)
+    if mode is not None and not stat.S_ISREG(mode):
+        raise InvalidInputError(
+            f"cannot restore {relative}: it is a symlink or a folder in the vault; "
+            "nothing was restored"
+        )
+
+
+def _lstat_mode(path: Path) -> int | None:
+    try:
+        return os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise VaultError(f"cannot read {path}: {err.strerror}") from err
+
+
+def _apply_restore(store: Store, plan: dict[str, bytes], report: RestoreReport) -> None:
+    """Write the planned files, then commit them once; on any failure undo every write."""
+    head = store.git.head()
+    undo = _Undo(store.vault)
+    is_committed = False
+    try:
+        for path, data in plan.items():
+            undo.make_room(path)
+            _write_file(store.vault, path, data)
+        trailers = Trailers(store.settings.source, store.settings.session, store.settings.host)
+        message = f"restore: {report.added} added, {report.merged} merged"
+        store.git.commit(message, trailers, add=tuple(plan))
+        is_committed = True
+    finally:
+        # a commit that failed after moving HEAD keeps its files: they are in git
+        if not is_committed and store.git.head() == head:
+            undo.apply()
+
+
+@dataclass
+class _Undo:
+    """What restore changed on disk so far, to put back if it cannot finish."""
+
+    vault: Vault
+    files: list[tuple[str, bytes | None]] = field(default_factory=list)  # path, old bytes
+    folders: list[Path] = field(default_factory=list)
+
+    def make_room(self, relative: str) -> None:
+        """Create the missing folders of `relative` (0700); remember what was there."""
+        path = self.vault.path(relative)
+        for folder in reversed(path.relative_to(self.vault.root).parents[:-1]):
+            full = self.vault.root / folder
+            if os.path.lexists(full):
+                continue
+            try:
+                os.mkdir(full, 0o700)
+            except OSError as err:
+                raise VaultError(f"cannot create folder {folder}: {err.strerror}") from err
+            self.folders.append(full)
+        old = _read_bytes(self.vault, relative) if os.path.lexists(path) else None
+        self.files.append((relative, old))
+
+    def apply(self) -> None:
+        """Put back every file and remove every folder this restore made (best effort)."""
+        for relative, old in reversed(self.files):
+            with contextlib.suppress(OSError, VaultError):
+                if old is None:
+                    self.vault.path(relative).unlink(missing_ok=True)
+                else:
+                    _write_file(self.vault, relative, old)
+        for folder in reversed(self.folders):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+
+
+def _write_file(vault: Vault, relative: str, data: bytes) -> None:
+    """Write a file's exact bytes, 0600, so that no reader sees half of it."""
+    path = vault.path(relative)
+    tmp = ""
+    try:
+        # a short hidden temp name: the indexer skips it, and a 255-byte name still fits
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as err:
+        if tmp:
+            Path(tmp).unlink(missing_ok=True)
+        raise VaultError(
+            f"cannot write {relative}: {err.strerror}; check the vault's permissions"
+        ) from err
+
+
+def _read_bytes(vault: Vault, relative: str) -> bytes:
+    """Read a memory file's bytes, never through a symlink."""
+    try:
+        fd = os.open(vault.path(relative), os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read()
+    except OSError as err:
+        raise VaultError(f"cannot read {relative}: {err.strerror}; run 'memstore doctor'") from err
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True

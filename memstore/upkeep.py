@@ -398,12 +398,13 @@ def register(app: typer.Typer) -> None:
         Example:  memstore export -o memory.json
         """
         from memstore.transfer import export as run_export
+        from memstore.transfer import write_export
 
         with Store.open(shell_settings(vault)) as store:
             data = run_export(store, workspace)
         text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
         if output:
-            output.write_text(text, encoding="utf-8")
+            write_export(output, text)
             typer.echo(
                 f"exported {count(len(data['memories']), 'memory', 'memories')} to {output}",
                 err=True,
@@ -423,9 +424,16 @@ def register(app: typer.Typer) -> None:
         from memstore.transfer import read_export
         from memstore.transfer import restore as run_restore
 
+        files = read_export(file)  # checked whole before the vault is opened or created
         with Store.open(shell_settings(vault), create=True) as store:
-            added, merged, unchanged = run_restore(store, read_export(file))
-        typer.echo(f"restored: {added} added, {merged} merged, {unchanged} unchanged")
+            report = run_restore(store, files)
+        kept = f", {len(report.kept)} kept as they were" if report.kept else ""
+        typer.echo(
+            f"restored: {report.added} added, {report.merged} merged, "
+            f"{report.unchanged} unchanged{kept}"
+        )
+        for path, reason in report.kept:
+            typer.echo(f"  kept {path}: {reason}", err=True)
 
     @app.command()
     def gc(
