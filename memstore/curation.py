@@ -18,6 +18,7 @@ from memstore.model import KINDS, Memory, check_kind
 from memstore.ranking import CORE_BUDGET_TOKENS, Candidate, estimate_tokens, strength
 from memstore.secrets import find_secrets
 from memstore.store import Store, summary
+from memstore.vault import MAX_FILE_BYTES
 
 NEAR_DUPLICATE = 0.7  # term containment; the capture gate's measured threshold (docs/agents.md)
 RECALL_FLOOR = 0.05  # strength below which a memory has decayed out of mind
@@ -45,6 +46,16 @@ class Audit:
     prunable_traces: list[str] = field(default_factory=list)
     secrets: list[tuple[str, str]] = field(default_factory=list)
     archived: list[str] = field(default_factory=list)
+
+
+def _file_secrets(store: Store, entry: Entry) -> list[str]:
+    """Kinds of credential anywhere in a memory's file: front matter, unknown keys, body."""
+    try:
+        with store.vault.path(entry.path).open("rb") as file:
+            data = file.read(MAX_FILE_BYTES)
+    except OSError:
+        return []  # gone or unreadable since the catch-up: nothing to scan
+    return find_secrets(data.decode("utf-8", errors="replace"))
 
 
 def _candidate(entry: Entry) -> Candidate:
@@ -94,14 +105,11 @@ class Curator:
                 replaced.setdefault(old, []).append(entry.id)
         report.superseded = sorted((old, new) for old, new in replaced.items() if old in ids)
         for entry in entries:
-            doc = documents.get(entry.path)
-            text = doc.content if doc else ""
             if entry.problem:
                 report.malformed.append((entry.path, entry.problem))
             if entry.archived:
                 report.archived.append(entry.id)
-            for name in find_secrets(text):
-                report.secrets.append((entry.id, name))
+            report.secrets.extend((entry.id, name) for name in _file_secrets(store, entry))
             memory_strength = strength(_candidate(entry), self.now)
             age = (self.now - _parse(entry.created)).days if entry.created else 0
             if entry.recalled == 0 and age >= NEVER_RECALLED_DAYS:
