@@ -17,6 +17,7 @@ from typing import Any
 from memstore import __version__
 from memstore.codec import content_hash, parse_memory, render_memory
 from memstore.errors import InvalidInputError, VaultError
+from memstore.faults import crash_point
 from memstore.git import Trailers
 from memstore.merge import restore_memory
 from memstore.model import Memory, check_workspace
@@ -507,7 +508,11 @@ def _lstat_mode(path: Path) -> int | None:
 
 
 def _apply_restore(store: Store, plan: dict[str, bytes], report: RestoreReport) -> None:
-    """Write the planned files, then commit them once; on any failure undo every write."""
+    """Write the planned files, then commit them once; on any failure undo every write.
+
+    A person's uncommitted edit of a file it merges into is committed first, on its own.
+    """
+    store.commit_edits(plan)
     head = store.git.head()
     undo = _Undo(store.vault)
     is_committed = False
@@ -515,6 +520,7 @@ def _apply_restore(store: Store, plan: dict[str, bytes], report: RestoreReport) 
         for path, data in plan.items():
             undo.make_room(path)
             _write_file(store.vault, path, data)
+        crash_point("restore-written")
         trailers = Trailers(store.settings.source, store.settings.session, store.settings.host)
         message = f"restore: {report.added} added, {report.merged} merged"
         store.git.commit(message, trailers, add=tuple(plan))

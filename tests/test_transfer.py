@@ -357,3 +357,25 @@ def test_restored_files_are_owner_only_and_so_are_the_folders_made_for_them(
     with umask(0):
         assert cli(other, "restore", str(exported)).returncode == 0
     assert modes(other) == {("file", 0o600), ("folder", 0o700)}
+
+
+def test_a_person_s_uncommitted_edit_is_committed_on_its_own_before_a_restore_merges(
+    vault: Path, tmp_path: Path
+) -> None:
+    memory_id = json.loads(cli(vault, "add", "merge target memory", "-w", "h", "--json").stdout)[
+        "id"
+    ]
+    item = json.loads(cli(vault, "export").stdout)["memories"][0]
+    exported = tmp_path / "e.json"
+    item["text"] = item["text"].replace("seen: 1", "seen: 7")
+    exported.write_text(json.dumps(export_data([item])), encoding="utf-8")
+    path = vault / item["path"]
+    path.write_bytes(path.read_bytes() + b"a line the person added\n")
+    done = cli(vault, "restore", str(exported))
+    assert "1 merged" in done.stdout, done.stderr
+    assert git(vault, "log", "-2", "--format=%s").splitlines()[1].startswith("edit(h): ")
+    assert "a line the person added" in git(vault, "show", "HEAD~1", "--", item["path"])
+    restored = git(vault, "show", "HEAD", "--", item["path"])
+    assert "+seen: 7" in restored and "a line the person added" not in restored
+    assert json.loads(cli(vault, "show", memory_id, "--json").stdout)["seen"] == 7
+    assert git_is_clean(vault)
