@@ -10,9 +10,20 @@ import logging
 from collections.abc import Mapping
 from typing import Annotated, Any
 
+import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp.types import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    CallToolResult,
+    ErrorData,
+    JSONRPCError,
+    TextContent,
+    ToolAnnotations,
+)
 from typing_extensions import TypedDict
 
 from memstore import __version__
@@ -222,4 +233,62 @@ def tool_cost_tokens(server: MCPServer) -> int:
 def run_stdio(server: MCPServer) -> None:
     """Serve MCP over stdin/stdout until the client closes the connection."""
     logging.getLogger("mcp").setLevel(logging.WARNING)
-    server.run("stdio")
+    anyio.run(_serve_stdio, server)
+
+
+async def _serve_stdio(server: MCPServer) -> None:
+    """Serve like `server.run("stdio")`, but answer requests the SDK cannot read.
+
+    The SDK drops a line it cannot validate (a lone surrogate such as "\\ud800" in a tool
+    argument is one) without a reply, so the client waits forever.
+    """
+    lowlevel = server._lowlevel_server
+    async with stdio_server() as (read_stream, write_stream):
+        relay_send, relay_receive = anyio.create_memory_object_stream[SessionMessage | Exception]()
+
+        async def relay() -> None:
+            async with relay_send:
+                async for item in read_stream:
+                    refusal = unreadable_request(item) if isinstance(item, Exception) else None
+                    if refusal is None:
+                        await relay_send.send(item)
+                    else:
+                        await write_stream.send(SessionMessage(refusal))
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(relay)
+            options = lowlevel.create_initialization_options()
+            await lowlevel.run(relay_receive, write_stream, options)
+            tasks.cancel_scope.cancel()
+
+
+def unreadable_request(error: Exception) -> JSONRPCError | None:
+    """Return the error reply to a request line the SDK could not validate, if it has an id."""
+    errors = getattr(error, "errors", None)
+    line = errors()[0].get("input") if callable(errors) and errors() else None
+    try:
+        request = json.loads(line) if isinstance(line, str) else None
+    except ValueError:
+        return None
+    request_id = request.get("id") if isinstance(request, dict) else None
+    if not isinstance(request_id, str | int) or isinstance(request_id, bool):
+        return None  # a notification, or no id to answer: nothing to reply to
+    if _has_surrogate(request):
+        code, message = (
+            INVALID_PARAMS,
+            "the request holds a lone surrogate (e.g. \\ud800), which is not Unicode text; "
+            "send valid UTF-8 strings",
+        )
+    else:
+        code, message = INVALID_REQUEST, f"invalid request: {errors()[0].get('msg', '')}"
+    return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
+
+
+def _has_surrogate(value: object) -> bool:
+    if isinstance(value, str):
+        return any("\ud800" <= char <= "\udfff" for char in value)
+    if isinstance(value, dict):
+        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_surrogate(v) for v in value)
+    return False

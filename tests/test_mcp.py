@@ -338,3 +338,73 @@ def test_serve_stops_on_a_signal_and_writes_recall_counters(
         assert server.wait(timeout=30) == status
     assert git(vault, "log", "-1", "--format=%s").strip() == "recall: usage of 1 memory"
     assert "recalled: 1" in next(vault.glob(f"global/*{added.id}.md")).read_text()
+
+
+# --- text that is not Unicode ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"content": "bad \ud800 text", "keywords": ["a"]},
+        {"content": "fine text", "keywords": ["\udcff"]},
+        {"content": "fine text", "source": "\ud800"},
+        {"content": "fine text", "workspace": "\udcff"},
+    ],
+)
+def test_lone_surrogates_in_process_are_tool_errors_and_write_nothing(
+    server: Any, vault: Path, arguments: dict[str, Any]
+) -> None:
+    before = (head(vault), vault_bytes(vault))
+    result = call(server, "memory_add", arguments)
+    assert result.is_error and "\n" not in text_of(result).strip()
+    assert (head(vault), vault_bytes(vault)) == before
+
+
+def read_reply(proc: subprocess.Popen[bytes], timeout: float = 30) -> dict[str, Any]:
+    """Return the server's next JSON-RPC message, failing if none comes in `timeout` s."""
+    import select
+
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    assert ready, f"no reply from memstore serve within {timeout} s"
+    return json.loads(proc.stdout.readline())
+
+
+def test_stdio_request_with_a_lone_surrogate_gets_an_error_reply(vault: Path) -> None:
+    # mcp's Python client cannot send one (it encodes strictly); a JavaScript client can:
+    # JSON.stringify("\ud800") is the escape below.
+    before = (head(vault), vault_bytes(vault))
+    env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
+    proc = subprocess.Popen(
+        [str(EXE), "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
+    )
+    assert proc.stdin is not None
+
+    def send(line: str) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(line.encode("ascii") + b"\n")
+        proc.stdin.flush()
+
+    try:
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}}
+        hello["clientInfo"] = {"name": "test", "version": "1"}
+        send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}))
+        assert read_reply(proc)["id"] == 1
+        send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        arguments = '{"content":"bad \\ud800 text","keywords":["a"]}'
+        send(
+            '{"jsonrpc":"2.0","id":2,"method":"tools/call",'
+            f'"params":{{"name":"memory_add","arguments":{arguments}}}}}'
+        )
+        refused = read_reply(proc)
+        assert refused["id"] == 2 and "lone surrogate" in refused["error"]["message"]
+        call_recall = {"name": "memory_recall", "arguments": {"query": "bad text"}}
+        send(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call_recall}))
+        assert read_reply(proc)["result"]["isError"] is False  # the server is still serving
+    finally:
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+        assert proc.stdout is not None
+        proc.stdout.close()
+    assert (head(vault), vault_bytes(vault)) == before
