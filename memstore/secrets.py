@@ -29,37 +29,12 @@ _PREFIX = re.compile(
     r"|pypi-|ya29\.)"
 )
 _MAX_JOIN = 120  # characters: longer than any key a split is looked for in
-_PLACEHOLDER_WORDS = frozenset(
-    [
-        "password",
-        "passwd",
-        "pwd",
-        "secret",
-        "token",
-        "apikey",
-        "changeme",
-        "changeit",
-        "example",
-        "yourpassword",
-        "mypassword",
-        "redacted",
-        "removed",
-        "hidden",
-        "none",
-        "null",
-        "nil",
-        "undefined",
-        "empty",
-        "required",
-        "optional",
-        "unset",
-        "notset",
-        "placeholder",
-        "dummy",
-        "xxxxxx",
-        "vault",
-    ]
+_STAND_INS = (
+    "password passwd pwd secret token apikey changeme changeit example yourpassword mypassword "
+    "redacted removed hidden none null nil undefined empty required optional unset notset "
+    "placeholder dummy vault"
 )
+_PLACEHOLDER_WORDS = frozenset(_STAND_INS.split())
 _CODE_REFERENCE = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+$|[A-Za-z_][\w.]*[(\[]")
 
 
@@ -77,9 +52,10 @@ def is_placeholder(value: str) -> bool:
     lowered = re.sub(r"[-_ ]", "", value.lower())
     return (
         not value
-        or value[0] in "<${[(%*!…#"
+        or value[0] in "<${[(%*…"
+        or value.startswith("#{")
         or len(set(value)) == 1
-        or lowered in _PLACEHOLDER_WORDS
+        or lowered.lstrip("!") in _PLACEHOLDER_WORDS
         or lowered.startswith("your")
         or lowered.endswith("here")
         or _CODE_REFERENCE.match(value) is not None
@@ -87,11 +63,10 @@ def is_placeholder(value: str) -> bool:
 
 
 def looks_random(value: str) -> bool:
-    """Tell whether `value` reads like generated key material rather than words joined up."""
-    has_digit = any(c.isdigit() for c in value)
-    has_upper = any(c.isupper() for c in value)
-    has_lower = any(c.islower() for c in value)
-    return has_digit and (has_upper or has_lower) and not (has_lower and not has_upper)
+    """Tell whether `value` reads like generated key material rather than words joined up.
+
+    Words run together lack digits or capitals; a key has both (lowercase hex is let go)."""
+    return any(c.isdigit() for c in value) and any(c.isupper() for c in value)
 
 
 def _is_random_base64(value: str) -> bool:
@@ -316,9 +291,11 @@ def find_secrets(text: str) -> list[str]:
 def find_secret_in_fields(fields: Mapping[str, str | Sequence[str]]) -> tuple[str, str] | None:
     """Return (field, kind) for the first field that holds a credential, or None.
 
-    A list field (keywords) is scanned joined by spaces, so a key split across items is seen."""
+    A list field (keywords, as given: before they are lowercased) is scanned joined by spaces,
+    commas read as spaces, so a key split across items is seen."""
     for name, value in fields.items():
-        found = find_secrets(value if isinstance(value, str) else " ".join(value))
+        text = value if isinstance(value, str) else " ".join(value).replace(",", " ")
+        found = find_secrets(text)
         if found:
             return name, found[0]
     return None

@@ -197,7 +197,8 @@ def test_uuids_are_never_refused(value: object) -> None:
         (["-K", "AKIA", "-K", "IOSF", "-K", "ODNN", "-K", "7EXA", "-K", "MPLE"], {}),
         (["--source", GITHUB_TOKEN], {}),
         ([], {"MEMSTORE_SESSION": "xoxp-1234567890-FAKEaBcDeFgHiJ"}),
-        ([], {"MEMSTORE_SOURCE": "postgres://admin:S3cr3t@db/app"}),
+        (["-K", "AKIA,IOSF,ODNN,7EXA,MPLE"], {}),
+        ([], {"MEMSTORE_SOURCE": "glpat-EXAMPLEa1b2c3d4e5f6g"}),
     ],
 )
 def test_add_refuses_a_secret_in_any_field_it_writes(
