@@ -275,9 +275,10 @@ class GitRepo:
         base = self._repo.merge_base(ours, theirs)
         return str(base) if base is not None else ""
 
-    def repair_index(self) -> list[str]:
-        """Point git's index back at HEAD for files whose index entry a killed commit left
-        stale; return them. Files that differ from HEAD on disk (a person's work) are left.
+    def repair_index(self, paths: Iterable[str] | None = None) -> list[str]:
+        """Point git's index back at HEAD for files whose entry a killed commit left stale;
+        return them. `paths` limits the check (None: every entry that differs from HEAD).
+        Files that differ from HEAD on disk (a person's work) are left alone.
         """
         pygit2 = _pygit2()
         repo = self._repo
@@ -287,14 +288,20 @@ class GitRepo:
             index = repo.index
             index.read(False)
             tree = repo.head.peel(pygit2.Commit).tree
-            stale = {d.new_file.path or d.old_file.path for d in index.diff_to_tree(tree).deltas}
+            if paths is None:
+                stale = {
+                    d.new_file.path or d.old_file.path for d in index.diff_to_tree(tree).deltas
+                }
+            else:
+                stale = {p for p in paths if _entry_id(index, p) != _entry_id(tree, p)}
             fixed = [p for p in sorted(stale) if p not in self.changed_paths([p])]
             for path in fixed:
                 if (self.root / path).is_file():
                     index.add(path)
                 elif path in index:
                     index.remove(path)
-            index.write()  # also dates the index after HEAD, so the check stays cheap
+            if fixed or paths is None:
+                index.write()  # also dates the index after HEAD, so the check stays cheap
         except (OSError, pygit2.GitError) as err:
             raise VaultError(f"cannot repair git's index in {self.root}: {err}") from err
         return fixed
@@ -639,6 +646,14 @@ class GitRepo:
             if len(entries) >= limit:
                 break
         return entries
+
+
+def _entry_id(container: Any, path: str) -> Any:
+    """The object id at `path` in a tree or git index, or None."""
+    try:
+        return container[path].id
+    except KeyError:
+        return None
 
 
 # Lock files git and libgit2 leave behind when killed mid-write.

@@ -1,0 +1,218 @@
+"""A person's edit is first-class: committed on its own, never swept into memstore's commits,
+never undone by `revert --session`; and the writer's own debris (git locks, a stale git
+index, a held vault lock) never needs a person."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from memstore.config import Settings
+from memstore.errors import InvalidInputError, LockedError
+from memstore.history import History
+from memstore.store import Store
+from memstore.vault import Vault
+from tests.conftest import commit_count, git, settings_at
+from tests.test_upkeep import cli
+
+
+def trailer(vault: Path, rev: str, name: str) -> str:
+    return git(vault, "log", "-1", f"--format=%(trailers:key=Memstore-{name},valueonly)", rev)
+
+
+def subjects(vault: Path, n: int) -> list[str]:
+    return git(vault, "log", f"-{n}", "--format=%s").splitlines()
+
+
+def changed_in(vault: Path, rev: str) -> str:
+    return git(vault, "show", "--format=", "--unified=0", rev)
+
+
+def test_a_hand_edit_is_not_swept_into_a_usage_flush(store: Store, vault: Path) -> None:
+    added = store.add("Deploys to staging need approval from maria", workspace="webshop")
+    store.recall("staging approval", workspace="webshop", record_usage=True)
+    path = vault / added.path
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("Since November: approval from tom as well.\n")
+
+    assert store.flush_usage() == 1
+
+    flush, edit = subjects(vault, 2)
+    assert flush == "recall: usage of 1 memory"
+    assert edit.startswith("edit(webshop): Deploys to staging need approval")
+    assert trailer(vault, "HEAD~1", "Source").strip() == "editor"
+    assert trailer(vault, "HEAD~1", "Session").strip() == ""
+    assert "approval from tom" in changed_in(vault, "HEAD~1")
+    assert "approval from tom" not in changed_in(vault, "HEAD")
+    assert "recalled: 1" in changed_in(vault, "HEAD")
+
+
+def test_revert_session_never_undoes_a_hand_edit(vault: Path) -> None:
+    agent = Settings(vault=vault, source="claude-code", session="agent-1", host="h")
+    with Store.open(agent) as store:
+        added = store.add("Use pnpm, not npm, in this repository", workspace="web")
+        store.recall("pnpm", workspace="web", record_usage=True)
+        path = vault / added.path
+        path.write_text(path.read_text(encoding="utf-8") + "Also for CI.\n", encoding="utf-8")
+        store.flush_usage()
+
+    with Store.open(settings_at(vault)) as person:
+        History(person).revert_session("agent-1")
+
+    assert path.exists() and "Also for CI." in path.read_text(encoding="utf-8")
+    assert git(vault, "status", "--porcelain") == ""
+
+
+def test_a_duplicate_add_commits_the_hand_edit_first(store: Store, vault: Path) -> None:
+    added = store.add("nginx client_max_body_size causes upload 413", workspace="ops")
+    path = vault / added.path
+    text = path.read_text(encoding="utf-8").replace("causes upload 413", "causes upload 413")
+    path.write_text(text + "Checked on 2026-11-30.\n", encoding="utf-8")
+    store.catch_up()  # the index knows the edited text; the edit is not committed yet
+
+    store.add(
+        "nginx client_max_body_size causes upload 413\nChecked on 2026-11-30.", workspace="ops"
+    )
+
+    seen, edit = subjects(vault, 2)
+    assert seen.startswith("seen(ops)") and edit.startswith("edit(ops)")
+    assert "Checked on" in changed_in(vault, "HEAD~1")
+    assert "Checked on" not in changed_in(vault, "HEAD")
+
+
+def test_update_finds_a_memory_written_by_hand_since_the_last_catch_up(
+    store: Store, vault: Path
+) -> None:
+    store.add("something to index first", workspace="notes")
+    (vault / "notes" / "by-hand-abcd2345.md").write_text(
+        "---\nid: abcd2345\nkind: note\n---\nWritten in an editor a moment ago.\n",
+        encoding="utf-8",
+    )
+    confirmed = store.confirm("abcd2345")
+    assert confirmed.confirmed == 1
+
+
+def test_an_exact_id_wins_over_a_longer_id_it_prefixes(store: Store, vault: Path) -> None:
+    for memory_id in ("gafx", "gafxzzzz"):
+        (vault / "notes").mkdir(exist_ok=True)
+        (vault / "notes" / f"m-{memory_id}.md").write_text(
+            f"---\nid: {memory_id}\nkind: note\n---\nmemory {memory_id}\n", encoding="utf-8"
+        )
+    entry, _ = store.show("gafx")
+    assert entry.id == "gafx"
+    with pytest.raises(InvalidInputError, match="matches 2 memories"):
+        store.show("gaf")
+
+
+def test_a_forged_trailer_is_refused_before_anything_is_written(vault: Path) -> None:
+    before = commit_count(vault)
+    done = cli(
+        vault,
+        "add",
+        "text",
+        "-w",
+        "notes",
+        env={"MEMSTORE_SESSION": "abc\nMemstore-Source: forged"},
+    )
+    assert done.returncode == 1
+    assert "MEMSTORE_SESSION" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert commit_count(vault) == before
+    with pytest.raises(InvalidInputError):
+        Store.open(Settings(vault=vault, session="a\nb", host="h"))
+
+
+def test_a_stale_git_index_lock_is_removed_and_the_add_succeeds(vault: Path) -> None:
+    lock = vault / ".git" / "index.lock"
+    lock.write_bytes(b"")
+    old = time.time() - 60
+    os.utime(lock, (old, old))
+
+    done = cli(vault, "add", "after a crash", "-w", "notes", "--json")
+
+    assert done.returncode == 0, done.stderr
+    assert "removed .git/index.lock" in done.stderr
+    assert not lock.exists()
+    assert git(vault, "status", "--porcelain") == ""
+    assert json.loads(done.stdout)["status"] == "added"
+
+
+def test_a_lock_held_by_a_live_git_process_is_kept_and_the_add_still_succeeds(
+    vault: Path,
+) -> None:
+    lock = vault / ".git" / "index.lock"
+    lock.write_bytes(b"")
+    old = time.time() - 60
+    os.utime(lock, (old, old))
+    # A person's git at work in the vault (waiting on its input, as `git commit` waits
+    # for an editor): its lock must not be taken away.
+    person = subprocess.Popen(
+        ["git", "hash-object", "--stdin"], cwd=vault, stdin=subprocess.PIPE, text=True
+    )
+    try:
+        before = commit_count(vault)
+        done = cli(vault, "add", "while git runs", "-w", "notes")
+        assert done.returncode == 0, done.stderr
+        assert lock.exists()
+        assert commit_count(vault) == before + 1  # committed, reported as added
+        assert "the next memstore command repairs it" in done.stderr
+    finally:
+        person.communicate("x", timeout=10)
+    lock.unlink()
+    assert cli(vault, "search", "git runs", "-w", "notes").returncode == 0
+    assert git(vault, "status", "--porcelain") == ""
+
+
+def test_a_kill_between_commit_and_git_index_is_repaired_by_the_next_command(
+    vault: Path,
+) -> None:
+    done = cli(
+        vault, "add", "killed mid-commit", "-w", "notes", env={"MEMSTORE_CRASH_AT": "git-commit"}
+    )
+    assert done.returncode == -9
+    assert git(vault, "status", "--porcelain") != ""  # D + ?? for the new memory
+
+    after = cli(vault, "search", "anything", "-w", "notes")
+
+    assert after.returncode == 0
+    assert "repaired git's index" in after.stderr
+    assert git(vault, "status", "--porcelain") == ""
+    git(vault, "commit", "-qam", "a person's unrelated commit", "--allow-empty")
+    assert "killed-mid-commit" in git(vault, "ls-files")
+
+
+def test_writers_queue_while_the_lock_changes_hands(vault: Path) -> None:
+    order: list[int] = []
+
+    def hold(n: int) -> None:
+        with Vault(vault).lock(5):
+            order.append(n)
+            time.sleep(0.3)  # one writer's turn; longer than the last waiter's timeout alone
+
+    threads = [threading.Thread(target=hold, args=(n,)) for n in range(4)]
+    threads[0].start()
+    while not order:
+        time.sleep(0.001)
+    for thread in threads[1:]:
+        thread.start()
+    # Three more turns of 0.3 s are ahead of it: it waits on their progress, not a clock.
+    with Vault(vault).lock(0.4):
+        order.append(9)
+    for thread in threads:
+        thread.join(5)
+    assert sorted(order) == [0, 1, 2, 3, 9]
+
+
+def test_a_stuck_holder_is_named_when_the_wait_gives_up(vault: Path) -> None:
+    holding = Vault(vault)
+    with (
+        holding.lock(5),
+        pytest.raises(LockedError, match=rf"process {os.getpid()} "),
+        Vault(vault).lock(0.2),
+    ):
+        pass
