@@ -8,6 +8,7 @@ Nothing here ever force-pushes.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ _UNREACHABLE = (
     "repository not found",
 )
 _AUTH = ("authentication failed", "permission denied", "terminal prompts disabled", "403")
-_REJECTED = ("[rejected]", "non-fast-forward", "fetch first", "[remote rejected]")
+_REJECTED = ("[rejected]", "non-fast-forward", "fetch first")
 
 
 def run_git(
@@ -83,10 +84,31 @@ def push(root: Path, name: str, branch: str, env: Mapping[str, str]) -> bool:
     done = run_git(root, ["push", "--quiet", "--porcelain", name, f"HEAD:refs/heads/{branch}"], env)
     if done.returncode == 0:
         return True
-    output = f"{done.stdout}\n{done.stderr}".lower()
-    if any(mark in output for mark in _REJECTED):
+    output = f"{done.stdout}\n{done.stderr}"
+    declined = _declined(output)
+    if declined:
+        raise SyncError(
+            f"remote {name!r} declined the push: {declined}; your commits are kept — "
+            "ask the remote's owner, or fix what it names and run 'memstore sync' again"
+        )
+    if any(mark in output.lower() for mark in _REJECTED):
         return False
     raise _classify(done.stderr or done.stdout, name, remote_url(root, name, env), "push to")
+
+
+def _declined(output: str) -> str:
+    """Return the server's reason when it refused the push itself (a hook, a protected
+    branch), '' when it did not. Only a remote that moved on is worth merging and retrying."""
+    if "[remote rejected]" not in output:
+        return ""
+    said = [
+        line.removeprefix("remote:").strip()
+        for line in output.splitlines()
+        if line.startswith("remote:") and line.removeprefix("remote:").strip()
+    ]
+    reason = re.search(r"\[remote rejected\]\s*\(([^)]*)\)", output)
+    parts = [*said[:2], *([reason.group(1)] if reason else [])]
+    return "; ".join(parts) or "no reason given"
 
 
 def _classify(stderr: str, name: str, url: str, verb: str) -> SyncError:
