@@ -376,6 +376,6 @@ def test_a_person_s_uncommitted_edit_is_committed_on_its_own_before_a_restore_me
     assert git(vault, "log", "-2", "--format=%s").splitlines()[1].startswith("edit(h): ")
     assert "a line the person added" in git(vault, "show", "HEAD~1", "--", item["path"])
     restored = git(vault, "show", "HEAD", "--", item["path"])
-    assert "+seen: 7" in restored and "a line the person added" not in restored
+    assert "+seen: 7" in restored and "+a line the person added" not in restored
     assert json.loads(cli(vault, "show", memory_id, "--json").stdout)["seen"] == 7
     assert git_is_clean(vault)
