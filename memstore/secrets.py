@@ -28,6 +28,7 @@ _PREFIX = re.compile(
     r"(?:AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|xox[abposr]-|sk-|[rs]k_live_|AIza|npm_|hf_"
     r"|pypi-|ya29\.)"
 )
+_SPLIT_MARK = re.compile(r"[-.]")
 _MAX_JOIN = 120  # characters: longer than any key a split is looked for in
 _STAND_INS = (
     "password passwd pwd secret token apikey changeme changeit example yourpassword mypassword "
@@ -278,7 +279,10 @@ def find_secrets(text: str) -> list[str]:
     """Return what kinds of credential `text` seems to contain (empty: none found)."""
     normalized = normalize(text)
     # Each join on a line of its own: a line break ends a token for every rule.
-    joins = "\n".join(j for run in _runs(normalized) for j in _joins(run))
+    # Keys split by dashes or dots (AKIA-IOSF-…) are split by spaces once those are read as spaces.
+    undashed = _SPLIT_MARK.sub(" ", normalized)
+    runs = [*_runs(normalized), *(_runs(undashed) if undashed != normalized else ())]
+    joins = "\n".join(j for run in runs for j in _joins(run))
     found: list[str] = []
     for rule in _RULES:
         if rule.kind not in found and (

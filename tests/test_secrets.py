@@ -161,7 +161,7 @@ def _mixed(value: str) -> bool:
     | st.text(_BASE32, min_size=16, max_size=16).map(lambda tail: "AKIA" + tail)
     | st.text(_BASE62, min_size=36, max_size=36).filter(_mixed).map(lambda tail: "ghp_" + tail),
     st.integers(1, 10),
-    st.sampled_from([" ", "  ", "\u00a0", "\u3000", "\n"]),
+    st.sampled_from([" ", "  ", "\u00a0", "\u3000", "\n", "-", "."]),
 )
 def test_a_key_split_into_equal_groups_is_still_found(key: str, size: int, gap: str) -> None:
     groups = [key[i : i + size] for i in range(0, len(key), size)]
