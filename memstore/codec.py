@@ -279,3 +279,137 @@ def render_memory(memory: Memory) -> str:
     lines.extend(raw for _, raw in memory.extra)
     lines.append("---")
     return memory.newline.join(lines) + memory.newline + memory.body
+
+
+# --- patching a file in place ----------------------------------------------------------
+
+
+def render_changes(text: str, before: Memory, after: Memory) -> str:
+    """Return `text` (read as `before`) changed to say `after`, touching only changed keys.
+
+    Each changed key's block is replaced in place (a one-line value keeps its trailing
+    comment); a new key goes before the closing `---`. Every other byte stays: comments,
+    order, quoting, CRLF, a BOM, the body. Falls back to `render_memory(after)` when the
+    body or the line ending changed, or when the patched text would not read as `after`.
+    """
+    if after.body != before.body or after.newline != before.newline:
+        return render_memory(after)
+    if not (before.has_front_matter and after.has_front_matter):
+        return text if before == after else render_memory(after)
+    patched = _patch_front_matter(text, before, after)
+    if patched is None or not _reads_as_memory(patched, after):
+        return render_memory(after)
+    return patched
+
+
+def _patch_front_matter(text: str, before: Memory, after: Memory) -> str | None:
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    text = text.removeprefix("\ufeff")
+    opening = "---" + before.newline
+    closing = _CLOSING.search(text, len(opening)) if text.startswith(opening) else None
+    if closing is None:
+        return None
+    lines = [line + "\n" for line in text[len(opening) : closing.start()].split("\n")][:-1]
+    blocks = _blocks(lines)
+    if len(blocks) != len({key for key, _, _ in blocks}):
+        return None  # a key stated twice: which one YAML keeps is not ours to guess
+    where = {key: (first, end) for key, first, end in blocks}
+    replaced: dict[int, tuple[int, list[str]]] = {}  # first line -> (end, new lines)
+    appended: list[str] = []
+    for key, new in _changed_blocks(before, after):
+        if key in where:
+            first, end = where[key]
+            if new and end - first == 1:
+                new = [_with_comment(new[0], lines[first])]
+            ending = lines[end - 1][len(lines[end - 1].rstrip("\r\n")) :]
+            replaced[first] = (end, [line + ending for line in new])
+        elif new:
+            appended += [line + before.newline for line in new]
+    out: list[str] = []
+    index = 0
+    while index < len(lines):
+        end, new = replaced.get(index, (index + 1, [lines[index]]))
+        out += new
+        index = end
+    return bom + opening + "".join(out + appended) + text[closing.start() :]
+
+
+def _blocks(lines: list[str]) -> list[tuple[str, int, int]]:
+    """Return (key, first line, end line) of each top-level key, trailing comments excluded."""
+    starts = [
+        (number, match.group(1).strip().strip("'\""))
+        for number, line in enumerate(lines)
+        if (match := _TOP_KEY.match(line)) and not line.startswith(("-", "#"))
+    ]
+    blocks = []
+    for n, (first, key) in enumerate(starts):
+        end = starts[n + 1][0] if n + 1 < len(starts) else len(lines)
+        while end > first + 1 and _is_note(lines[end - 1]):
+            end -= 1  # comments and blank lines after a value belong to what follows
+        blocks.append((key, first, end))
+    return blocks
+
+
+def _is_note(line: str) -> bool:
+    stripped = line.strip()
+    return not stripped or stripped.startswith("#")
+
+
+def _changed_blocks(before: Memory, after: Memory) -> list[tuple[str, list[str]]]:
+    """Return (key, new lines without endings; [] deletes) for every key that changed."""
+    changed = [
+        (key, [f"{key}: {_render_value(getattr(after, key))}"])
+        for key in KNOWN_KEYS
+        if getattr(before, key) != getattr(after, key)
+    ]
+    old, new = dict(before.extra), dict(after.extra)
+    for key, raw in after.extra:
+        if old.get(key) != raw:
+            lines = raw.split("\n")
+            first = next(i for i, line in enumerate(lines) if not _is_note(line))
+            body = lines[first:] if key in old else lines  # a new key brings its comments
+            while len(body) > 1 and _is_note(body[-1]):
+                body.pop()
+            changed.append((key, body))
+    changed += [(key, []) for key in old if key not in new]
+    return changed
+
+
+def _render_value(value: object) -> str:
+    if isinstance(value, tuple):
+        return render_list(value)
+    if isinstance(value, int):
+        return str(value)
+    return render_scalar(str(value))
+
+
+def _with_comment(new: str, old: str) -> str:
+    """Return line `new` with the `# comment` that ended `old`, at the same column if it fits."""
+    content = old.rstrip("\r\n")
+    try:
+        whole = _load_yaml(content)
+        for match in re.finditer(r"[ \t]+#", content):
+            if _load_yaml(content[: match.start()]) == whole:
+                column = match.end() - 1
+                return new + " " * max(1, column - len(new)) + content[column:]
+    except _yaml()[0].YAMLError:
+        pass
+    return new
+
+
+def _reads_as_memory(text: str, expected: Memory) -> bool:
+    """Return whether `text` parses to `expected` (comments may attach to other keys)."""
+    hint = f"{expected.workspace}/memory.md"
+    parsed = parse_memory(text, path=hint)
+    if parsed.id == path_id(hint):
+        parsed = replace(parsed, id=expected.id)  # no id stated: it comes from the real path
+
+    def meaning(memory: Memory) -> Memory:
+        extra = tuple((key, _without_notes(raw)) for key, raw in memory.extra)
+        return replace(memory, extra=extra, workspace="", problem="")
+
+    return meaning(parsed) == meaning(expected)
+
+
+def _without_notes(raw: str) -> str:
+    return "\n".join(line for line in raw.split("\n") if not _is_note(line))

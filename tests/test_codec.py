@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import re
 import string
+from dataclasses import replace
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from memstore.codec import (
+    KNOWN_KEYS,
     content_hash,
     derive_id,
     normalize_text,
     parse_memory,
+    render_changes,
+    render_list,
     render_memory,
+    render_scalar,
     slugify,
 )
 from memstore.model import KINDS, Memory
@@ -134,3 +140,198 @@ def test_slugs_are_short_ascii_and_never_empty() -> None:
     assert slugify("Upload 413 is NOT the app — lỗi kết nối đ") == "upload-413-is-not-the-app"
     assert slugify("!!! ???") == "memory"
     assert len(slugify("word " * 50)) <= 48
+
+
+# --- render_changes: a hand-written file keeps every byte but the changed keys ---------
+
+HAND_WRITTEN = """\
+---
+# written by hand; memstore must keep this comment
+id: abcdefgh
+kind: lesson                 # note | trace | lesson | core | imported
+keywords:
+  - nginx
+  - "413"   # quoted on purpose
+source: claude-code
+seen: 3                      # times this memory was stored
+tags: [ops, oncall]   # mine
+mode: 0755
+---
+upload 413 is nginx client_max_body_size
+"""
+
+
+def test_confirm_on_a_hand_written_file_adds_one_line_and_keeps_the_rest() -> None:
+    before = parse_memory(HAND_WRITTEN, path="infra/x.md")
+    after = render_changes(HAND_WRITTEN, before, replace(before, confirmed=1))
+    assert after == HAND_WRITTEN.replace("mode: 0755\n", "mode: 0755\nconfirmed: 1\n")
+
+
+def test_a_changed_counter_keeps_its_comment_at_the_same_column() -> None:
+    before = parse_memory(HAND_WRITTEN, path="infra/x.md")
+    after = render_changes(HAND_WRITTEN, before, replace(before, seen=4, kind="note"))
+    assert after == HAND_WRITTEN.replace("seen: 3 ", "seen: 4 ").replace(
+        "kind: lesson   ", "kind: note     "
+    )
+    longer = render_changes(HAND_WRITTEN, before, replace(before, seen=10**30))
+    assert f"seen: {10**30} # times this memory was stored\n" in longer
+
+
+def test_changed_keywords_replace_only_their_block() -> None:
+    before = parse_memory(HAND_WRITTEN, path="infra/x.md")
+    after = render_changes(HAND_WRITTEN, before, replace(before, keywords=("nginx", "413", "up")))
+    block = 'keywords:\n  - nginx\n  - "413"   # quoted on purpose\n'
+    assert after == HAND_WRITTEN.replace(block, 'keywords: [nginx, "413", up]\n')
+
+
+def test_crlf_bom_and_unknown_keys_stay_and_new_keys_go_before_the_closing_line() -> None:
+    text = "\ufeff" + HAND_WRITTEN.replace("\n", "\r\n")
+    before = parse_memory(text, path="infra/x.md")
+    changed = replace(before, recalled=2, extra=(*before.extra, ("conflict", "conflict: true")))
+    after = render_changes(text, before, changed)
+    assert after == text.replace(
+        "mode: 0755\r\n", "mode: 0755\r\nrecalled: 2\r\nconflict: true\r\n"
+    )
+    dropped = replace(before, extra=before.extra[1:])
+    assert render_changes(text, before, dropped) == text.replace(
+        "tags: [ops, oncall]   # mine\r\n", ""
+    )
+
+
+def test_render_changes_falls_back_only_when_it_must() -> None:
+    before = parse_memory(HAND_WRITTEN, path="infra/x.md")
+    new_body = replace(before, body="a new text\n", seen=4)
+    assert render_changes(HAND_WRITTEN, before, new_body) == render_memory(new_body)
+    twice = HAND_WRITTEN.replace("mode: 0755\n", "mode: 0755\nseen: 5\n")  # YAML keeps the last
+    stated = parse_memory(twice, path="infra/x.md")
+    assert render_changes(twice, stated, replace(stated, seen=6)) == render_memory(
+        replace(stated, seen=6)
+    )
+    flow = "---\n{id: abcdefgh, seen: 2}\n---\nbody\n"
+    from_flow = parse_memory(flow, path="infra/x.md")
+    assert render_changes(flow, from_flow, replace(from_flow, seen=3)) == render_memory(
+        replace(from_flow, seen=3)
+    )
+    plain = "# a note with no front matter\n"
+    note = parse_memory(plain, path="global/n.md")
+    assert render_changes(plain, note, note) == plain
+
+
+def test_a_file_without_an_id_line_does_not_gain_one() -> None:
+    text = "---\nkind: note   # mine\n---\nbody\n"
+    before = parse_memory(text, path="global/n.md")
+    assert render_changes(text, before, replace(before, confirmed=2)) == text.replace(
+        "---\nbody", "confirmed: 2\n---\nbody"
+    )
+
+
+# Hand-written front matter: each entry is (key or "" for a comment/blank line, its lines).
+plain_words = st.sampled_from(["nginx", "413", "no", "null", "a b", "x:y", "#tag", "Ünï", "yes"])
+comment_text = st.sampled_from(["", " note", " seen: 99", " # twice", " ünicode", "  "])
+SOURCES = ["claude-code", '"human"', "cli"]
+CREATED = ["2026-11-29T14:12:23Z", '"2026-01-02"']
+spacing = st.sampled_from([" ", "  ", "\t", "        "])
+
+
+@st.composite
+def hand_entries(draw: st.DrawFn) -> list[tuple[str, list[str]]]:
+    def tail() -> str:
+        return draw(
+            st.one_of(st.just(""), st.builds(lambda s, c: f"{s}#{c}", spacing, comment_text))
+        )
+
+    entries: list[tuple[str, list[str]]] = [
+        ("id", [f"id: {draw(st.text('abcdefgh234567', min_size=8, max_size=8))}{tail()}"]),
+        ("kind", [f"kind: {draw(st.sampled_from(KINDS))}{tail()}"]),
+        ("seen", [f"seen: {draw(st.integers(1, 999))}{tail()}"]),
+        ("source", [f"source: {draw(st.sampled_from(SOURCES))}{tail()}"]),
+        (
+            "created",
+            [f"created: {draw(st.sampled_from(CREATED))}"],
+        ),
+        ("tags", [f"tags: [ops, oncall]{tail()}"]),
+        ("reviewed", [f"reviewed: no{tail()}"]),
+        (
+            "aliases",
+            ["aliases:", "  - one", *draw(st.sampled_from([[], ["  # inside"]])), "  - two"],
+        ),
+    ]
+    words = draw(st.lists(plain_words, unique=True, max_size=4))
+    if draw(st.booleans()) and words:
+        items = [f"  - {render_scalar(w)}" for w in words]
+        entries.append(("keywords", ["keywords:", *items]))
+    else:
+        entries.append(("keywords", [f"keywords: {render_list(tuple(words))}{tail()}"]))
+    optional = [
+        ("recalled", [f"recalled: {draw(st.integers(0, 50))}{tail()}"]),
+        ("confirmed", [f"confirmed: {draw(st.integers(0, 5))}"]),
+        ("archived", ["archived: 2026-10-01T00:00:00Z"]),
+    ]
+    entries += [entry for entry in optional if draw(st.booleans())]
+    entries = draw(st.permutations(entries))
+    for _ in range(draw(st.integers(0, 4))):
+        position = draw(st.integers(0, len(entries)))
+        entries.insert(
+            position, ("", [draw(st.sampled_from(["", "# a comment", "#", "# seen: 7"]))])
+        )
+    return entries
+
+
+timestamp_or_empty = st.sampled_from(["", "2026-12-01T09:00:00Z", "2027-01-01T00:00:00Z"])
+
+
+@st.composite
+def field_changes(draw: st.DrawFn, memory: Memory) -> Memory:
+    options = {
+        "seen": st.integers(0, 10**6),
+        "recalled": st.integers(0, 10**6),
+        "confirmed": st.integers(0, 99),
+        "last_recalled": timestamp_or_empty,
+        "archived": timestamp_or_empty,
+        "kind": st.sampled_from(KINDS),
+        "source": st.sampled_from(["", "codex", "a person", "no"]),
+        "keywords": st.lists(plain_words, unique=True, max_size=5).map(tuple),
+        "supersedes": st.lists(st.text("abcdefgh234", min_size=8, max_size=8), max_size=2).map(
+            lambda ids: tuple(dict.fromkeys(ids))
+        ),
+    }
+    chosen = draw(st.lists(st.sampled_from(sorted(options)), unique=True, max_size=4))
+    changed = replace(memory, **{name: draw(options[name]) for name in chosen})
+    if draw(st.booleans()):
+        changed = replace(changed, extra=(*changed.extra, ("conflict", "conflict: true")))
+    return changed
+
+
+@given(hand_entries(), st.sampled_from(["\n", "\r\n"]), st.booleans(), st.data())
+def test_render_changes_rewrites_only_changed_keys(
+    entries: list[tuple[str, list[str]]], newline: str, bom: bool, data: st.DataObject
+) -> None:
+    header = [line for _, lines in entries for line in lines]
+    body = f"body line{newline}---{newline}more{newline}"
+    text = ("\ufeff" if bom else "") + newline.join(["---", *header, "---"]) + newline + body
+    before = parse_memory(text, path="infra/x.md")
+    assert not before.problem and before.has_front_matter
+    after = data.draw(field_changes(before))
+    result = render_changes(text, before, after)
+
+    parsed = parse_memory(result, path="infra/x.md")
+    notes = re.compile(r"^\s*(#.*)?$")
+
+    def meaning(memory: Memory) -> Memory:
+        extra = tuple(
+            (key, "\n".join(line for line in raw.split("\n") if not notes.match(line)))
+            for key, raw in memory.extra
+        )
+        return replace(memory, extra=extra)
+
+    assert meaning(parsed) == meaning(after)
+    assert result.endswith(newline + "---" + newline + body) and result.startswith(text[:4])
+    changed = {key for key in KNOWN_KEYS if getattr(before, key) != getattr(after, key)}
+    added = len(after.extra) - len(before.extra)
+    kept = [line for key, lines in entries if key not in changed for line in lines]
+    lines = result.removeprefix("\ufeff").split(newline)
+    out = lines[1 : lines.index("---", 1)]
+    assert len(out) == len(kept) + len(changed) + added  # one line per changed key
+    cursor = 0
+    for line in kept:  # every other line, byte for byte and in order
+        cursor = out.index(line, cursor) + 1
