@@ -250,7 +250,8 @@ def test_an_edit_made_during_a_sync_is_kept(pair: Pair, tmp_path: Path, case: st
     finally:
         gate.open()
     rc, output = finish(syncing)
-    assert rc == 0, output
+    # it may finish, or stop and say why in one line; either way the edit stays
+    assert rc == 0 or (rc == 1 and len(output.strip().splitlines()) == 1), output
     assert line in pair.b.text(memory["path"]) or line in pair.b.committed(memory["path"]), (
         f"the edit made during the {case} sync is gone"
     )
