@@ -352,7 +352,52 @@ class GitRepo:
         def tree_of(commit: str) -> Any:
             return repo[commit].peel(_pygit2().Tree) if commit else None
 
-        return str(self._merge_tree(tree_of(base), tree_of(ours), tree_of(theirs), "", resolve))
+        trees = self._follow_moves(tree_of(base), tree_of(ours), tree_of(theirs))
+        return str(self._merge_tree(*trees, "", resolve))
+
+    def _follow_moves(self, base: Any, ours: Any, theirs: Any) -> tuple[Any, Any, Any]:
+        """Carry each side's moves of a file (same name, another folder: a memory moved to
+        another workspace) into the other side and the base, so an edit on one side and a
+        move on the other meet in one file instead of leaving two with one id."""
+        if base is None or ours is None or theirs is None:
+            return base, ours, theirs
+        mine, yours = self._moves(base, ours), self._moves(base, theirs)
+        moved = {**yours, **mine}
+        for old, new in yours.items():
+            if old in mine and mine[old] != new:  # both moved it: one fixed choice
+                keep, drop = sorted((mine[old], new))
+                moved[old], moved[drop] = keep, keep
+        if not moved:
+            return base, ours, theirs
+        return (
+            self._apply_moves(base, moved),
+            self._apply_moves(ours, moved),
+            self._apply_moves(theirs, moved),
+        )
+
+    def _moves(self, base: Any, side: Any) -> dict[str, str]:
+        diff = base.diff_to_tree(side)
+        gone = [d.old_file.path for d in diff.deltas if d.status_char() == "D"]
+        added = [d.new_file.path for d in diff.deltas if d.status_char() == "A"]
+        by_name: dict[str, list[str]] = {}
+        for path in added:
+            by_name.setdefault(path.rsplit("/", 1)[-1], []).append(path)
+        return {
+            old: by_name[name][0]
+            for old in gone
+            if len(by_name.get(name := old.rsplit("/", 1)[-1], [])) == 1
+        }
+
+    def _apply_moves(self, tree: Any, moved: dict[str, str]) -> Any:
+        changes: dict[str, Any] = {}
+        for old, new in moved.items():
+            entry = _entry_id(tree, old)
+            if entry is None:
+                continue
+            changes[old] = None
+            if _entry_id(tree, new) is None:
+                changes[new] = entry
+        return self._repo[self._tree_with(tree, changes)] if changes else tree
 
     def _merge_tree(self, base: Any, ours: Any, theirs: Any, prefix: str, resolve: Resolver) -> Any:
         pygit2 = _pygit2()
@@ -493,6 +538,15 @@ class GitRepo:
             repo.index.write()
         except pygit2.GitError as err:
             raise VaultError(f"cannot move {self.branch()} to {commit[:8]}: {err}") from err
+
+    def paths_between(self, old: str, new: str) -> list[str]:
+        """Return the paths that differ between two commits ('' old: all of `new`)."""
+        pygit2 = _pygit2()
+        new_tree = self._repo[new].peel(pygit2.Tree)
+        if not old:
+            return _flatten(new_tree)
+        diff = self._repo[old].peel(pygit2.Tree).diff_to_tree(new_tree)
+        return sorted({d.new_file.path for d in diff.deltas})
 
     def read_work_file(self, path: str) -> bytes | None:
         """Return the bytes of a work tree file, or None if there is none."""

@@ -36,6 +36,7 @@ def _set_up_process() -> None:
     import os
 
     logging.basicConfig(format="memstore: %(message)s", level=logging.WARNING)
+    os.umask(0o077)  # memories are private: files this process (and git under it) writes are too
     program = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
     if os.path.basename(program) == "memstore" and os.access(program, os.X_OK):
         os.environ.setdefault("MEMSTORE_EXECUTABLE", program)

@@ -71,6 +71,23 @@ def sync(
             "(any URL git push accepts, e.g. git@github.com:you/memory.git or a bare repo path)"
         )
     outcome.committed_edits = _commit_edits(vault, git, trailers.host)
+    start = git.head()
+    try:
+        _fetch_merge_push(vault, git, trailers, env, name, outcome)
+    finally:
+        if git.head() != start:
+            vault.make_private(git.paths_between(start, git.head()))
+    return outcome
+
+
+def _fetch_merge_push(
+    vault: Vault,
+    git: GitRepo,
+    trailers: Trailers,
+    env: Mapping[str, str],
+    name: str,
+    outcome: SyncOutcome,
+) -> None:
     branch = git.branch()
     attempt = 0
     while attempt < ATTEMPTS:
@@ -92,11 +109,11 @@ def sync(
             continue
         if theirs and git.head() == theirs:
             outcome.pushed = False
-            return outcome
+            return
         crash_point("sync-push")
         if remote.push(vault.root, name, branch, env):
             outcome.pushed = True
-            return outcome
+            return
         attempt += 1
     raise SyncError(
         f"the remote kept changing while syncing ({ATTEMPTS} tries); your commits are kept, "

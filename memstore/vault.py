@@ -7,7 +7,7 @@ import fcntl
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
@@ -157,6 +157,42 @@ class Vault:
             self.write_atomic(name, current + glue + line)
             changed.append(name)
         return changed
+
+    def make_private(self, paths: Iterable[str] | None = None) -> None:
+        """Make memory folders 0700 and files 0600: of `paths` (vault-relative), or all.
+
+        Checkouts and clones create files by the umask (often 0644): memories may hold
+        what only their owner should read.
+        """
+        try:
+            os.chmod(self.root, 0o700)
+            for relative in self._every_path() if paths is None else paths:
+                self._make_private(relative)
+        except OSError as err:
+            raise VaultError(
+                f"cannot make the vault private ({err.filename}: {err.strerror}); "
+                f"run: chmod -R go-rwx {self.root}"
+            ) from err
+
+    def _every_path(self) -> list[str]:
+        found = []
+        for folder, dirs, files in os.walk(self.root):
+            here = Path(folder)
+            if here == self.root:
+                dirs[:] = [d for d in dirs if d not in (".git", STATE_DIR)]
+            found += [self.relative(here / name) for name in (*dirs, *files)]
+        return found
+
+    def _make_private(self, relative: str) -> None:
+        parts = relative.split("/")
+        if parts[0] in (".git", STATE_DIR):
+            return
+        path = self.root
+        for part in parts:
+            path = path / part
+            if path.is_symlink() or not path.exists():
+                return  # deleted by the change: nothing left to protect
+            os.chmod(path, 0o700 if path.is_dir() else 0o600)
 
     def read_state(self, name: str) -> str:
         """Return a small piece of local state kept under .memstore/ ('' if never written)."""

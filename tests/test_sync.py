@@ -235,19 +235,39 @@ def test_authentication_failures_are_named() -> None:
     assert "refused authentication" in str(error) and "credential helper" in str(error)
 
 
-def test_a_rejected_push_is_retried_after_merging(machines: list[Store], remote: Path) -> None:
-    a, b, _ = machines
-    hook = remote / "hooks" / "pre-receive"
-    flag = remote / "rejected-once"
-    hook.write_text(
-        f"#!/bin/sh\nif [ ! -e '{flag}' ]; then touch '{flag}'; echo 'busy' >&2; exit 1; fi\nexit 0\n",
+def test_a_rejected_push_is_retried_after_merging(
+    machines: list[Store], remote: Path, tmp_path: Path
+) -> None:
+    a, b, c = machines
+    converge([a, b, c])
+    c.add("written on C while B fetches", workspace="global")
+    # B's fetch ends, then C pushes before B does: B's push is rejected as behind.
+    flag = tmp_path / "pushed-once"
+    script = tmp_path / "upload-pack-then-push"
+    script.write_text(
+        f'#!/bin/sh\ngit-upload-pack "$@"\nstatus=$?\n'
+        f"if [ ! -e '{flag}' ]; then touch '{flag}'; "
+        f"git -C '{c.vault.root}' push -q '{remote}' HEAD:refs/heads/main; fi\n"
+        "exit $status\n",
         encoding="utf-8",
     )
-    hook.chmod(0o755)
+    script.chmod(0o755)
+    git(b.vault.root, "config", "remote.origin.uploadpack", str(script))
     b.add("written on B", workspace="global")
     outcome, _, _ = b.sync()
-    assert outcome.pushed and flag.exists()
+    assert outcome.pushed and flag.exists() and outcome.merge == "merged"
     a.sync()
+    assert len(memory_files(a)) == 2
+
+
+def test_a_push_the_server_declines_names_its_reason(machines: list[Store], remote: Path) -> None:
+    a, _, _ = machines
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'policy: no pushes on Fridays' >&2\nexit 1\n", "utf-8")
+    hook.chmod(0o755)
+    a.add("written on A", workspace="global")
+    with pytest.raises(SyncError, match="declined the push: policy: no pushes on Fridays"):
+        a.sync()
     assert len(memory_files(a)) == 1
 
 
@@ -443,3 +463,27 @@ def test_init_takes_origin_main_not_a_branch_that_ends_in_main(
     result = init_vault(second, machine_settings(second, "host-b"))
     assert result.checked_out == "origin/main"
     assert git(second, "symbolic-ref", "HEAD").strip() == "refs/heads/main"
+
+
+def test_a_memory_moved_on_one_machine_and_edited_on_the_other_stays_one_file(
+    machines: list[Store],
+) -> None:
+    a, b, _ = machines
+    added = a.add("Staging deploys need approval from maria", workspace="webshop")
+    converge([a, b])
+    moved = f"ops/{added.path.split('/', 1)[1]}"
+    (a.vault.root / "ops").mkdir()
+    (a.vault.root / added.path).rename(a.vault.root / moved)
+    a.sync()
+    edited = b.vault.root / added.path
+    edited.write_text(
+        edited.read_text(encoding="utf-8") + "Tom can approve too.\n", encoding="utf-8"
+    )
+    b.sync()
+    a.sync()
+
+    for store in (a, b):
+        files = [p for p in memory_files(store) if p.endswith(f"-{added.id}.md")]
+        assert files == [moved]
+        assert "Tom can approve too." in (store.vault.root / moved).read_text(encoding="utf-8")
+        assert store.show(added.id)[0].path == moved
