@@ -243,7 +243,7 @@ MAX_NAME_BYTES = 255  # the longest file or folder name ext4, APFS and most othe
 
 
 def export(store: Store, workspace: str | None = None) -> dict[str, Any]:
-    """Every memory with its path, id, workspace and the file's exact content."""
+    """Return every memory with its path, id, workspace and the file's exact content."""
     store.catch_up()
     memories = [
         _exported_file(store.vault, entry.path, entry.id, entry.workspace)
@@ -280,7 +280,7 @@ def write_export(path: Path, text: str) -> None:
             with open(target, "w", encoding="utf-8") as handle:
                 handle.write(text)
             return
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:64]}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:  # mkstemp creates it 0600
                 handle.write(text)
@@ -308,6 +308,8 @@ class ExportedFile:
 
 @dataclass
 class RestoreReport:
+    """What a restore did, memory by memory."""
+
     added: int = 0
     merged: int = 0
     unchanged: int = 0

@@ -417,7 +417,7 @@ def register(app: typer.Typer) -> None:
         file: Annotated[Path, typer.Argument(help="A file written by memstore export.")],
         vault: VaultOption = None,
     ) -> None:
-        """Merge an export into the vault (ids kept, so supersede links survive); idempotent.
+        """Merge an export into the vault, all or nothing (ids kept, so supersede links survive).
 
         Example:  memstore restore memory.json
         """
