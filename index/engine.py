@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import pickle
 import shutil
 import sqlite3
 import struct
 import time
 import warnings
-from collections.abc import Collection, Iterable
+import zlib
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from math import log
 from pathlib import Path
@@ -18,6 +20,8 @@ from typing import Any
 
 from whoosh import index as whoosh_index
 from whoosh.fields import ID, NUMERIC, STORED, TEXT, Schema
+from whoosh.filedb.filestore import StorageError
+from whoosh.filedb.filetables import FileFormatError
 from whoosh.query import And, Prefix, Query, Term
 from whoosh.writing import MERGE_SMALL, LockError
 
@@ -29,6 +33,7 @@ from index.scoring import (
     PostingCache,
     TermQuery,
     live_field_lengths,
+    read_postings,
     score,
 )
 
@@ -41,7 +46,8 @@ COMMON_TERM_MIN = 1000  # above this many documents an any-word query keeps …
 ANY_TERM_LIMIT = 3  # … only its rarest terms (small vaults keep every term)
 MERGE_MAX_DOCS = 500  # a commit merges segments up to this size; larger ones on compact()
 COMPACT_SEGMENTS = 12  # more segments than this and the long-running shells compact
-# Anything Whoosh raises when its files are damaged: a crash mid-commit leaves any of these.
+# Anything Whoosh raises when its files are damaged: a crash mid-commit or stray bytes
+# leave any of these (and a bare Exception, see _guard).
 _DAMAGE = (
     whoosh_index.IndexError,
     OSError,
@@ -51,8 +57,12 @@ _DAMAGE = (
     IndexError,
     AttributeError,
     TypeError,
+    OverflowError,
     struct.error,
+    zlib.error,
     pickle.UnpicklingError,
+    FileFormatError,
+    StorageError,
 )
 
 
@@ -148,40 +158,55 @@ class SearchIndex:
 
     @classmethod
     def open(cls, root: Path, *, create: bool = True) -> SearchIndex:
-        """Open the index under `root`, creating it if missing and allowed."""
+        """Open the index under `root`, creating it if missing and allowed.
+
+        Raises SearchIndexError when it is damaged: unreadable, or missing a part (a table
+        of contents, the entity table) that an index holding documents always has.
+        """
         whoosh_dir = root / "whoosh"
-        failure = ""
-        try:
-            # Not whoosh's exists_in(): it opens the whole index once more just to say yes.
+        entities = root / "entities.sqlite"
+        # Not whoosh's exists_in(): it opens the whole index once more just to say yes.
+        with _guard(root, "opened"):
             if any(whoosh_dir.glob("_MAIN_*.toc")):
                 ix = _open_whoosh(whoosh_dir)
-            elif create:
+                if not entities.is_file():
+                    raise SearchIndexError(f"index at {root} has lost its entity table")
+            elif create and not whoosh_dir.exists():
                 whoosh_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
                 ix = whoosh_index.create_in(str(whoosh_dir), _schema())
+            elif whoosh_dir.exists():
+                raise SearchIndexError(f"index at {root} has lost its table of contents")
             else:
                 raise SearchIndexError(f"no index at {root}")
             db = sqlite3.connect(
-                root / "entities.sqlite", timeout=10, isolation_level=None, check_same_thread=False
+                entities, timeout=10, isolation_level=None, check_same_thread=False
             )
-            _create_tables(db)
-        except (*_DAMAGE, sqlite3.Error) as err:
-            failure = f"{type(err).__name__}: {err}"
-        if failure:
-            raise SearchIndexError(f"index at {root} cannot be opened ({failure})")
+            try:
+                _create_tables(db)
+            except sqlite3.Error:
+                db.close()
+                raise
         return cls(root, ix, db)
 
     @staticmethod
     def quarantine(root: Path) -> Path:
         """Move a damaged index aside (kept for inspection) and return where it went."""
-        target = root.with_name(f"{root.name}.damaged-{time.strftime('%Y%m%dT%H%M%S')}")
-        if root.exists():
-            shutil.move(str(root), str(target))
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        target = root.with_name(f"{root.name}.damaged-{stamp}")
+        if os.path.lexists(target):  # two in one second, or another process's
+            target = root.with_name(f"{root.name}.damaged-{stamp}-{os.getpid()}-{time.time_ns()}")
+        with contextlib.suppress(FileNotFoundError):  # another process moved it first
+            os.rename(root, target)
         return target
 
     @staticmethod
     def delete(root: Path) -> None:
-        """Remove the index folder entirely."""
-        shutil.rmtree(root, ignore_errors=True)
+        """Remove the index folder entirely (or a file in its place)."""
+        if root.is_dir() and not root.is_symlink():
+            shutil.rmtree(root, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                root.unlink()
 
     def close(self) -> None:
         """Release the searcher and the database."""
@@ -189,6 +214,12 @@ class SearchIndex:
             self._searcher.close()
             self._searcher = None
         self._db.close()
+
+    def take_over(self, other: SearchIndex) -> None:
+        """Close this index and become `other` (a rebuilt one): references stay valid."""
+        with contextlib.suppress(*_DAMAGE, sqlite3.Error):  # it is damaged: close what closes
+            self.close()
+        self.__dict__.update(other.__dict__)
 
     # --- reading --------------------------------------------------------------------
 
@@ -205,8 +236,9 @@ class SearchIndex:
                 self._postings.forget_except(r for r, _ in searcher.reader().leaf_readers())
                 self._frequencies = {}
                 self._searcher = searcher
-        except _DAMAGE as err:
-            raise SearchIndexError(f"index at {self.root} cannot be read: {err}") from err
+        except Exception as err:
+            _raise_if_damage(err, self.root)
+            raise
         return self._searcher
 
     def _lengths(self, searcher: Any) -> dict[str, int]:
@@ -217,7 +249,8 @@ class SearchIndex:
         if cached:
             return {f: int(v) for f, v in zip(SCORED_FIELDS, cached.split(","), strict=True)}
         lengths = live_field_lengths(searcher.reader())
-        with contextlib.suppress(sqlite3.Error):  # a read-only vault just recomputes next time
+        # A read-only vault just recomputes next time; a damaged table showed in get_meta.
+        with contextlib.suppress(sqlite3.OperationalError):
             self._db.execute("DELETE FROM meta WHERE name LIKE 'live-lengths@%'")
             self._db.execute(
                 "INSERT OR REPLACE INTO meta VALUES (?, ?)",
@@ -260,8 +293,9 @@ class SearchIndex:
                 limit=limit,
             )
             hits = [IndexHit(_document(searcher.stored_fields(n)), value) for value, n in best]
-        except _DAMAGE as err:
-            raise SearchIndexError(f"index at {self.root} cannot be read: {err}") from err
+        except Exception as err:
+            _raise_if_damage(err, self.root)
+            raise
         # Ties are broken by key, not by document number, so a rebuilt index returns the
         # same order as the one it replaces.
         hits.sort(key=lambda h: (-round(h.score, 6), h.document.key))
@@ -275,7 +309,8 @@ class SearchIndex:
         """
         key = (fieldname, term)
         if key not in self._frequencies:
-            self._frequencies[key] = self._searcher.reader().doc_frequency(fieldname, term)
+            with _guard(self.root, "read"):
+                self._frequencies[key] = self._searcher.reader().doc_frequency(fieldname, term)
         return self._frequencies[key]
 
     def _selective(self, terms: list[str]) -> list[str]:
@@ -345,8 +380,9 @@ class SearchIndex:
         try:
             results = searcher.search(And(clauses), limit=None)
             return sorted((_document(dict(r.fields())) for r in results), key=lambda d: d.key)
-        except _DAMAGE as err:
-            raise SearchIndexError(f"index at {self.root} cannot be read: {err}") from err
+        except Exception as err:
+            _raise_if_damage(err, self.root)
+            raise
 
     def get(self, keys: Collection[str]) -> dict[str, Document]:
         """Return the stored documents for `keys` (missing keys are left out)."""
@@ -360,24 +396,52 @@ class SearchIndex:
                 number = searcher.document_number(key=key)
                 if number is not None:
                     found[key] = _document(searcher.stored_fields(number))
-        except _DAMAGE as err:
-            raise SearchIndexError(f"index at {self.root} cannot be read: {err}") from err
+        except Exception as err:
+            _raise_if_damage(err, self.root)
+            raise
         return found
 
     def version(self) -> int:
         """Return a number that changes whenever the index does (for caches)."""
-        return int(self._ix.latest_generation())
+        with _guard(self.root, "read"):
+            return int(self._ix.latest_generation())
 
     def documents(self) -> list[Document]:
         """Return every document (for stats and consistency checks)."""
         searcher = self._reader()
-        return sorted(
-            (_document(fields) for fields in searcher.all_stored_fields()), key=lambda d: d.key
-        )
+        with _guard(self.root, "read"):
+            stored = [_document(fields) for fields in searcher.all_stored_fields()]
+        return sorted(stored, key=lambda d: d.key)
 
     def count(self) -> int:
-        """Return the number of documents."""
-        return int(self._reader().doc_count())
+        """Return the number of documents (from the table of contents alone: cheap)."""
+        with _guard(self.root, "read"):
+            return sum(int(segment.doc_count()) for segment in self._ix._segments())
+
+    def verify(self) -> None:
+        """Read every posting list, field length, stored field and entity row (slow: doctor).
+
+        Raises SearchIndexError naming the damage; a cheap open does not find damage in
+        the middle of a segment, which a search may meet only later.
+        """
+        searcher = self._reader()
+        with _guard(self.root, "read"):
+            for segment, _ in searcher.reader().leaf_readers():
+                for fieldname in segment.indexed_field_names():
+                    for text in segment.lexicon(fieldname):
+                        ids, _weights = read_postings(segment, fieldname, text)
+                        if ids and not 0 <= min(ids) <= max(ids) < segment.doc_count_all():
+                            raise SearchIndexError(
+                                f"index at {self.root} has a posting list out of range"
+                            )
+                for fieldname in SCORED_FIELDS:
+                    for number in range(segment.doc_count_all()):
+                        segment.doc_field_length(number, fieldname, 0)
+            for _fields in searcher.all_stored_fields():
+                pass
+            check = self._db.execute("PRAGMA quick_check").fetchone()[0]
+        if check != "ok":
+            raise SearchIndexError(f"entity table at {self.root} is damaged ({check})")
 
     def size_bytes(self) -> int:
         """Return the bytes the index takes on disk."""
@@ -389,19 +453,25 @@ class SearchIndex:
         if not wanted:
             return {}
         marks = ",".join("?" * len(wanted))
-        rows = self._db.execute(
-            f"SELECT key, COUNT(*) FROM entities WHERE entity IN ({marks}) GROUP BY key", wanted
-        )
+        with _guard(self.root, "read"):
+            rows = self._db.execute(
+                f"SELECT key, COUNT(*) FROM entities WHERE entity IN ({marks}) GROUP BY key",
+                wanted,
+            ).fetchall()
         return {key: int(count) for key, count in rows}
 
     def entities_of(self, key: str) -> list[tuple[str, str]]:
         """Return the (entity, kind) pairs recorded for one document."""
-        rows = self._db.execute("SELECT entity, kind FROM entities WHERE key = ? ORDER BY 1", [key])
+        with _guard(self.root, "read"):
+            rows = self._db.execute(
+                "SELECT entity, kind FROM entities WHERE key = ? ORDER BY 1", [key]
+            ).fetchall()
         return [(entity, kind) for entity, kind in rows]
 
     def get_meta(self, name: str) -> str | None:
         """Return a stored metadata value."""
-        row = self._db.execute("SELECT value FROM meta WHERE name = ?", [name]).fetchone()
+        with _guard(self.root, "read"):
+            row = self._db.execute("SELECT value FROM meta WHERE name = ?", [name]).fetchone()
         return None if row is None else str(row[0])
 
     # --- writing --------------------------------------------------------------------
@@ -417,25 +487,35 @@ class SearchIndex:
         """Add or replace `upserts` and drop `deletes` (keys) in one commit."""
         upserts = list(upserts)
         deletes = list(deletes)
-        try:
-            writer = self._ix.writer(timeout=30.0, limitmb=limitmb)
-        except LockError as err:
-            raise SearchIndexError(f"index at {self.root} is locked by another writer") from err
+        writer = self._writer(limitmb)
         try:
             for key in deletes:
                 writer.delete_by_term("key", key)
             for doc in upserts:
                 writer.update_document(**_fields(doc))
             writer.commit(mergetype=_merge_small_segments)
-        except _DAMAGE as err:
-            writer.cancel()
-            raise SearchIndexError(f"index at {self.root} cannot be written: {err}") from err
+        except Exception as err:
+            with contextlib.suppress(Exception):  # the damage may break cancelling too
+                writer.cancel()
+            _raise_if_damage(err, self.root, "written")
+            raise
         self._write_entities(upserts, deletes, meta or {})
+
+    def _writer(self, limitmb: int = 128) -> Any:
+        try:
+            return self._ix.writer(timeout=30.0, limitmb=limitmb)
+        except LockError as err:
+            raise SearchIndexError(f"index at {self.root} is locked by another writer") from err
+        except Exception as err:
+            _raise_if_damage(err, self.root, "written")
+            raise
 
     def segment_count(self) -> int:
         """Return how many segments the index has (each costs a little on every search)."""
-        leaves = self._reader().reader().leaf_readers()
-        return sum(1 for reader, _ in leaves if reader.doc_count_all())
+        searcher = self._reader()
+        with _guard(self.root, "read"):
+            leaves = searcher.reader().leaf_readers()
+            return sum(1 for reader, _ in leaves if reader.doc_count_all())
 
     def needs_compacting(self) -> bool:
         """Say whether enough segments piled up that searches pay for them."""
@@ -443,22 +523,21 @@ class SearchIndex:
 
     def compact(self) -> None:
         """Merge every segment into one (seconds at 10,000 documents)."""
-        try:
-            writer = self._ix.writer(timeout=30.0)
-        except LockError as err:
-            raise SearchIndexError(f"index at {self.root} is locked by another writer") from err
+        writer = self._writer()
         try:
             writer.commit(optimize=True)
-        except _DAMAGE as err:
-            writer.cancel()
-            raise SearchIndexError(f"index at {self.root} cannot be written: {err}") from err
+        except Exception as err:
+            with contextlib.suppress(Exception):  # the damage may break cancelling too
+                writer.cancel()
+            _raise_if_damage(err, self.root, "written")
+            raise
 
     def _write_entities(
         self, upserts: list[Document], deletes: list[str], meta: dict[str, str]
     ) -> None:
         db = self._db
-        db.execute("BEGIN IMMEDIATE")
         try:
+            db.execute("BEGIN IMMEDIATE")
             for key in [*deletes, *(d.key for d in upserts)]:
                 db.execute("DELETE FROM entities WHERE key = ?", [key])
             rows = [
@@ -472,8 +551,12 @@ class SearchIndex:
             )
             db.execute("COMMIT")
         except sqlite3.Error as err:
-            db.execute("ROLLBACK")
-            raise SearchIndexError(f"entity table at {self.root} cannot be written: {err}") from err
+            if db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
+            raise SearchIndexError(
+                f"entity table at {self.root} cannot be written ({_name(err)})"
+            ) from err
 
 
 def _merge_small_segments(writer: Any, segments: list[Any]) -> list[Any]:
@@ -496,12 +579,42 @@ def _open_whoosh(folder: Path) -> Any:
         try:
             ix = whoosh_index.open_dir(str(folder))
             ix.doc_count()
-        except _DAMAGE as err:
-            failure = f"{type(err).__name__}: {err}"
+        except Exception as err:
+            if not _is_damage(err):
+                raise
+            failure = _name(err)
         gc.collect()  # the traceback is gone: the leaked file closes here, quietly
     if failure:
         raise SearchIndexError(f"index at {folder} cannot be opened ({failure})")
     return ix
+
+
+def _is_damage(err: BaseException) -> bool:
+    # Whoosh raises a bare Exception for some damaged blocks ("Block tag error"): that exact
+    # type counts as damage, a subclass of it not (it is a bug of ours, and stays loud).
+    return isinstance(err, (*_DAMAGE, sqlite3.DatabaseError)) or type(err) is Exception
+
+
+def _name(err: BaseException) -> str:
+    return f"{type(err).__name__}: {err}"
+
+
+def _raise_if_damage(err: BaseException, root: Path, action: str = "read") -> None:
+    """Raise SearchIndexError from `err` when it is what damaged files raise."""
+    if isinstance(err, SearchIndexError):
+        raise err
+    if _is_damage(err):
+        raise SearchIndexError(f"index at {root} cannot be {action} ({_name(err)})") from err
+
+
+@contextlib.contextmanager
+def _guard(root: Path, action: str) -> Iterator[None]:
+    """Turn what damaged files make Whoosh or sqlite raise into SearchIndexError."""
+    try:
+        yield
+    except Exception as err:  # narrowed by _raise_if_damage; anything else is re-raised
+        _raise_if_damage(err, root, action)
+        raise
 
 
 def _create_tables(db: sqlite3.Connection) -> None:

@@ -94,7 +94,7 @@ class PostingCache:
             self._lists.move_to_end(key)
             return found
         # a term the segment lacks is kept too (as an empty list): asking Whoosh costs ~10 µs
-        found = _read_postings(segment, fieldname, text) if (fieldname, text) in segment else _NONE
+        found = read_postings(segment, fieldname, text) if (fieldname, text) in segment else _NONE
         self._lists[key] = found
         self._size += _size(found)
         while self._size > self.limit and len(self._lists) > 1:
@@ -221,7 +221,8 @@ def _segment_id(segment: Any) -> str:
     return str(segment.segment().segment_id())
 
 
-def _read_postings(segment: Any, fieldname: str, text: str) -> tuple[list[int], list[float]]:
+def read_postings(segment: Any, fieldname: str, text: str) -> tuple[list[int], list[float]]:
+    """Return one segment's (document numbers, weights) for a term, deleted ones included."""
     # The raw posting list, deleted documents included (the deleted set changes while the
     # segment lives; callers filter). Whoosh's own matcher API hands out one posting per
     # call; its block attributes give a whole block at once, twice as fast.

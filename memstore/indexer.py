@@ -3,16 +3,25 @@
 A manifest (sqlite, beside the search index) remembers each indexed file's fingerprint, id
 and content hash. Catch-up compares it with a scan of the vault, so commits made with the
 git CLI, editor saves, deletes and renames are all found the same way, without pygit2.
+
+The index is a cache: found damaged (on open, by a cheap check under the write lock, or
+by any read or write that fails), it is moved aside and rebuilt from the files, and one
+warning says so. Where .memstore/ cannot be written, a temporary index answers instead.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import logging
 import os
+import shutil
 import sqlite3
+import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from index import Document, SearchIndex, SearchIndexError
 from memstore.codec import content_hash
@@ -23,6 +32,8 @@ from memstore.vault import Fingerprint, Vault
 INDEX_DIR = "index"
 FORMAT = "6"  # bump when documents change shape: a mismatched index is rebuilt
 Progress = Callable[[int, int], None]
+F = TypeVar("F", bound=Callable[..., Any])
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -110,6 +121,23 @@ def document_for(path: str, memory: Memory) -> Document:
     )
 
 
+def _healing(method: F) -> F:
+    """Run an Indexer method; on damage, rebuild the index from the files and run it again."""
+
+    @functools.wraps(method)
+    def healed(self: Indexer, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except SearchIndexError as err:
+            self.heal(err)
+        try:
+            return method(self, *args, **kwargs)
+        except SearchIndexError as err:
+            raise VaultError(f"{err}, even rebuilt; run 'memstore reindex'") from err
+
+    return healed  # type: ignore[return-value]
+
+
 class Indexer:
     """The search index plus the manifest of what it was built from."""
 
@@ -118,6 +146,7 @@ class Indexer:
         self.search = search
         self._db = manifest
         self.recovered_from: Path | None = None
+        self._temporary: Path | None = None  # where a read-only vault's index was built
 
     @property
     def root(self) -> Path:
@@ -125,121 +154,187 @@ class Indexer:
 
     @classmethod
     def open(cls, vault: Vault) -> Indexer:
-        """Open the index; a damaged or outdated one is moved aside and rebuilt on catch-up."""
+        """Open the index; a missing, damaged or outdated one is rebuilt from the files."""
         root = vault.state_dir / INDEX_DIR
-        recovered: Path | None = None
+        if not os.path.lexists(root):
+            return cls._recover(vault, None)
         try:
-            indexer = cls._open_at(vault, root)
+            indexer = cls._open_at(vault, root, create=False)
+        except SearchIndexError as err:
+            return cls._recover(vault, err)
+        try:
             if indexer._meta("format") not in (None, FORMAT):
-                indexer.close()
-                SearchIndex.delete(root)
-                indexer = cls._open_at(vault, root)
-        except (SearchIndexError, sqlite3.DatabaseError) as err:
-            if not os.access(vault.state_dir, os.W_OK):
-                raise VaultError(
-                    f"cannot open the index in {vault.state_dir}, which is read-only; "
-                    "make the vault writable (memstore keeps its index there)"
-                ) from err
-            recovered = SearchIndex.quarantine(root)
-            indexer = cls._open_at(vault, root)
-        indexer.recovered_from = recovered
+                raise SearchIndexError(f"index at {root} has an older format")
+        except SearchIndexError as err:
+            indexer.close()
+            return cls._recover(vault, err)
         return indexer
 
     @classmethod
-    def _open_at(cls, vault: Vault, root: Path) -> Indexer:
+    def _recover(cls, vault: Vault, err: SearchIndexError | None) -> Indexer:
+        """Move a damaged index aside (`err` None: there is none), rebuild it, say so."""
+        root = vault.state_dir / INDEX_DIR
         try:
-            root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        except OSError as err:
-            raise VaultError(
-                f"cannot create {root}: {err.strerror}; is the vault read-only?"
-            ) from err
-        search = SearchIndex.open(root / "search")
-        db = sqlite3.connect(
-            root / "manifest.sqlite", timeout=10, isolation_level=None, check_same_thread=False
-        )
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER, "
-            "size INTEGER, id TEXT, workspace TEXT, hash TEXT, problem TEXT, kind TEXT, "
-            "supersedes TEXT, created TEXT, seen INTEGER, recalled INTEGER, "
-            "last_recalled TEXT, confirmed INTEGER, archived TEXT)"
-        )
-        db.execute("CREATE INDEX IF NOT EXISTS files_id ON files (id)")
-        db.execute("CREATE TABLE IF NOT EXISTS links (old TEXT, path TEXT)")
-        db.execute("CREATE INDEX IF NOT EXISTS links_old ON links (old)")
-        db.execute("CREATE INDEX IF NOT EXISTS links_path ON links (path)")
-        db.execute("CREATE INDEX IF NOT EXISTS files_kind ON files (kind)")
-        db.execute("CREATE INDEX IF NOT EXISTS files_hash ON files (workspace, hash)")
-        db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
+            moved = SearchIndex.quarantine(root) if err is not None else None
+            indexer, result = rebuild(vault)
+        except (OSError, VaultError, SearchIndexError) as failure:
+            indexer, result = _temporary(vault)
+            reason = str(err) if err else f"no index at {root}"
+            log.warning(
+                "%s, and %s cannot be written (%s): searched a temporary index of %d memory "
+                "files; make it writable to keep one",
+                reason,
+                vault.state_dir,
+                getattr(failure, "strerror", None) or failure,
+                len(result.updated),
+            )
+            return indexer
+        indexer.recovered_from = moved
+        if moved is not None:
+            log.warning(
+                "%s: moved it aside to %s and rebuilt it from %d memory files",
+                err,
+                moved.relative_to(vault.root),
+                len(result.updated),
+            )
+        elif result.updated:
+            log.warning(
+                "no index in %s: built it from %d memory files",
+                vault.state_dir,
+                len(result.updated),
+            )
+        return indexer
+
+    def heal(self, err: SearchIndexError) -> CatchUp:
+        """Replace this damaged index by one rebuilt from the files; this object and its
+        `search` stay valid for whoever holds them."""
+        with contextlib.suppress(sqlite3.Error):  # it is damaged: close what closes
+            self._db.close()
+        if self._temporary is not None:
+            shutil.rmtree(self._temporary, ignore_errors=True)
+        fresh = Indexer._recover(self.vault, err)
+        self.search.take_over(fresh.search)
+        self._db, self._temporary = fresh._db, fresh._temporary
+        self.recovered_from = fresh.recovered_from
+        return CatchUp(updated=tuple(self.fingerprints()))
+
+    def check(self) -> None:
+        """Raise SearchIndexError unless the search index holds one document per manifest
+        entry (cheap; only meaningful while no writer is between its two commits)."""
+        files = int(self._query("SELECT COUNT(*) FROM files", [])[0][0])
+        documents = self.search.count()
+        if files != documents:
+            raise SearchIndexError(
+                f"index at {self.root} holds {documents} documents for {files} indexed files"
+            )
+
+    @classmethod
+    def _open_at(cls, vault: Vault, root: Path, *, create: bool = True) -> Indexer:
+        if create:
+            try:
+                root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            except OSError as err:
+                raise VaultError(f"cannot create {root}: {err.strerror}") from err
+        elif not root.is_dir():
+            raise SearchIndexError(f"index at {root} is not a folder")
+        manifest = root / "manifest.sqlite"
+        if not create and not manifest.is_file():
+            raise SearchIndexError(f"index at {root} has lost its manifest")
+        db = _connect(manifest)
+        try:
+            rows = _query(db, "SELECT 1 FROM files LIMIT 1", [])
+            search = SearchIndex.open(root / "search", create=not rows)
+        except SearchIndexError:
+            db.close()
+            raise
         return cls(vault, search, db)
 
     def close(self) -> None:
         self.search.close()
         self._db.close()
+        if self._temporary is not None:
+            shutil.rmtree(self._temporary, ignore_errors=True)
 
     def _meta(self, name: str) -> str | None:
-        row = self._db.execute("SELECT value FROM meta WHERE name = ?", [name]).fetchone()
-        return None if row is None else str(row[0])
+        rows = self._query("SELECT value FROM meta WHERE name = ?", [name])
+        return None if not rows else str(rows[0][0])
+
+    def _query(self, sql: str, args: Iterable[object]) -> list[tuple[Any, ...]]:
+        return _query(self._db, sql, args)
 
     # --- lookups --------------------------------------------------------------------
 
+    @_healing
     def by_hash(self, workspace: str, hash: str) -> list[Entry]:
         """Return indexed files in `workspace` whose text normalizes to `hash`."""
         return self._entries("workspace = ? AND hash = ?", [workspace, hash])
 
+    @_healing
     def by_id_prefix(self, prefix: str) -> list[Entry]:
         """Return indexed files whose id starts with `prefix`."""
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         return self._entries("id LIKE ? ESCAPE '\\'", [f"{escaped}%"])
 
+    @_healing
     def by_path(self, paths: list[str]) -> list[Entry]:
         """Return the indexed files among `paths`."""
         marks = ",".join("?" * len(paths))
         return self._entries(f"path IN ({marks})", paths) if paths else []
 
+    @_healing
     def superseded_by(self, memory_id: str) -> list[Entry]:
         """Return the memories that name `memory_id` in their `supersedes`."""
         return self._entries("path IN (SELECT path FROM links WHERE old = ?)", [memory_id])
 
+    @_healing
     def by_kind(self, kind: str, workspaces: set[str] | None) -> list[Entry]:
         """Return the memories of one kind, in the given workspaces (None: all)."""
         entries = self._entries("kind = ?", [kind])
         return [e for e in entries if workspaces is None or e.workspace in workspaces]
 
+    @_healing
     def count(self) -> int:
         """Return how many files are indexed."""
-        return int(self._db.execute("SELECT COUNT(*) FROM files").fetchone()[0])
+        return int(self._query("SELECT COUNT(*) FROM files", [])[0][0])
 
+    @_healing
     def entries(self) -> list[Entry]:
         """Return every indexed file."""
         return self._entries("1 = 1", [])
 
     def _entries(self, where: str, args: list[str]) -> list[Entry]:
-        rows = self._db.execute(
+        rows = self._query(
             "SELECT path, id, workspace, hash, problem, kind, supersedes, created, seen, "
             f"recalled, last_recalled, confirmed, archived FROM files WHERE {where} ORDER BY path",
             args,
         )
         return [_entry(row) for row in rows]
 
+    @_healing
     def fingerprints(self, workspace: str | None = None) -> dict[str, Fingerprint]:
         if workspace is None:
-            rows = self._db.execute("SELECT path, mtime_ns, size FROM files")
+            rows = self._query("SELECT path, mtime_ns, size FROM files", [])
         else:
-            rows = self._db.execute(
+            rows = self._query(
                 "SELECT path, mtime_ns, size FROM files WHERE workspace = ?", [workspace]
             )
         return {path: (mtime, size) for path, mtime, size in rows}
 
     # --- keeping up -----------------------------------------------------------------
 
+    @_healing
     def catch_up(
         self, progress: Progress | None = None, *, workspace: str | None = None
     ) -> CatchUp:
         """Index every file changed, added or removed since the index last saw the vault.
 
-        With `workspace`, look only in that folder (the write lane's cheaper check).
+        With `workspace`, look only in that folder (the write lane's cheaper check). The
+        caller holds the vault's write lock.
         """
+        self.check()
+        return self._catch_up(progress, workspace)
+
+    def _catch_up(self, progress: Progress | None, workspace: str | None = None) -> CatchUp:
         on_disk = self.vault.scan(workspace=workspace)
         known = self.fingerprints(workspace)
         changed = sorted(p for p, fp in on_disk.items() if known.get(p) != fp)
@@ -248,10 +343,12 @@ class Indexer:
             return CatchUp()
         return self._apply(changed, removed, on_disk, progress)
 
+    @_healing
     def remove(self, paths: list[str]) -> None:
         """Drop files memstore has just deleted from the index."""
         self._apply([], paths, {}, None)
 
+    @_healing
     def record(self, path: str, memory: Memory) -> None:
         """Index one file memstore has just written."""
         self._apply([path], [], {path: self._fingerprint(path)}, None, memories={path: memory})
@@ -297,24 +394,38 @@ class Indexer:
             if progress is not None and (done % 200 == 0 or done == len(changed)):
                 progress(done, len(changed))
         self.search.apply(docs, removed, limitmb=256 if len(docs) > 500 else 64)
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        db.executemany("DELETE FROM files WHERE path = ?", [[p] for p in removed])
-        db.executemany(
-            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            rows,
-        )
-        touched = [[p] for p in [*removed, *(row[0] for row in rows)]]
-        db.executemany("DELETE FROM links WHERE path = ?", touched)
-        links = [(old, row[0]) for row in rows for old in str(row[8]).split()]
-        db.executemany("INSERT INTO links VALUES (?, ?)", links)
-        db.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", [FORMAT])
-        db.execute("COMMIT")
+        self._write_manifest(rows, removed)
         updated = tuple(p for p in changed if p not in unreadable)
         return CatchUp(updated, tuple(removed), tuple(problems))
 
+    def _write_manifest(self, rows: list[tuple[object, ...]], removed: list[str]) -> None:
+        db = self._db
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            db.executemany("DELETE FROM files WHERE path = ?", [[p] for p in removed])
+            db.executemany(
+                "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            touched = [[p] for p in [*removed, *(row[0] for row in rows)]]
+            db.executemany("DELETE FROM links WHERE path = ?", touched)
+            links = [(old, row[0]) for row in rows for old in str(row[8]).split()]
+            db.executemany("INSERT INTO links VALUES (?, ?)", links)
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", [FORMAT])
+            db.execute("COMMIT")
+        except sqlite3.Error as err:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise SearchIndexError(f"manifest at {self.root} cannot be written ({err})") from err
+
+    @_healing
     def drift(self) -> Drift:
-        """Compare the index with every file, read afresh; change nothing."""
+        """Compare the index with every file, read afresh; change nothing but a damaged
+        index, which this check reads whole and rebuilds (saying so in a warning)."""
+        self.search.verify()
+        check = self._query("PRAGMA quick_check", [])[0][0]
+        if check != "ok":
+            raise SearchIndexError(f"manifest at {self.root} is damaged ({check})")
         indexed = {doc.key: doc for doc in self.search.documents()}
         manifest = {entry.path: entry for entry in self.entries()}
         problems: list[FileProblem] = []
@@ -351,22 +462,74 @@ class Indexer:
             conflicts=tuple(conflicts),
         )
 
+    @_healing
     def problems(self) -> list[FileProblem]:
         """Return every indexed file that could not be read cleanly."""
-        rows = self._db.execute("SELECT path, problem FROM files WHERE problem != '' ORDER BY path")
+        rows = self._query("SELECT path, problem FROM files WHERE problem != '' ORDER BY path", [])
         return [FileProblem(path, problem) for path, problem in rows]
 
 
 def rebuild(vault: Vault, progress: Progress | None = None) -> tuple[Indexer, CatchUp]:
     """Build a fresh index from the files alone, replacing the old one when it is complete."""
     final = vault.state_dir / INDEX_DIR
-    fresh = vault.state_dir / f"{INDEX_DIR}.building"
+    # One building folder per process: two processes healing at once must not share one.
+    fresh = vault.state_dir / f"{INDEX_DIR}.building-{os.getpid()}"
     SearchIndex.delete(fresh)
     indexer = Indexer._open_at(vault, fresh)
     try:
-        result = indexer.catch_up(progress)
+        result = indexer._catch_up(progress)
     finally:
         indexer.close()
     SearchIndex.delete(final)
-    fresh.rename(final)
-    return Indexer.open(vault), result
+    try:
+        fresh.rename(final)
+    except OSError:
+        SearchIndex.delete(fresh)  # another process put a complete index there meanwhile
+    return Indexer._open_at(vault, final, create=False), result
+
+
+def _temporary(vault: Vault) -> tuple[Indexer, CatchUp]:
+    """Build an index of the vault in a temporary folder (removed when it is closed)."""
+    folder = Path(tempfile.mkdtemp(prefix="memstore-index-"))
+    indexer = Indexer._open_at(vault, folder / INDEX_DIR)
+    indexer._temporary = folder
+    try:
+        return indexer, indexer._catch_up(None)
+    except SearchIndexError as err:
+        indexer.close()
+        raise VaultError(f"cannot build an index of {vault.root}: {err}") from err
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """Open (creating if missing) the manifest database."""
+    try:
+        db = sqlite3.connect(path, timeout=10, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as err:
+        raise SearchIndexError(f"manifest at {path} cannot be opened ({err})") from err
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER, "
+            "size INTEGER, id TEXT, workspace TEXT, hash TEXT, problem TEXT, kind TEXT, "
+            "supersedes TEXT, created TEXT, seen INTEGER, recalled INTEGER, "
+            "last_recalled TEXT, confirmed INTEGER, archived TEXT)"
+        )
+        db.execute("CREATE INDEX IF NOT EXISTS files_id ON files (id)")
+        db.execute("CREATE TABLE IF NOT EXISTS links (old TEXT, path TEXT)")
+        db.execute("CREATE INDEX IF NOT EXISTS links_old ON links (old)")
+        db.execute("CREATE INDEX IF NOT EXISTS links_path ON links (path)")
+        db.execute("CREATE INDEX IF NOT EXISTS files_kind ON files (kind)")
+        db.execute("CREATE INDEX IF NOT EXISTS files_hash ON files (workspace, hash)")
+        db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
+    except sqlite3.Error as err:
+        db.close()
+        raise SearchIndexError(f"manifest at {path} cannot be opened ({err})") from err
+    return db
+
+
+def _query(db: sqlite3.Connection, sql: str, args: Iterable[object]) -> list[tuple[Any, ...]]:
+    """Run a manifest query; damage (or any sqlite failure) becomes SearchIndexError."""
+    try:
+        return db.execute(sql, list(args)).fetchall()
+    except sqlite3.Error as err:
+        raise SearchIndexError(f"the index manifest cannot be read ({err})") from err
