@@ -10,7 +10,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any, cast
 
-import click
 import typer
 
 from memstore import __version__
@@ -246,10 +245,13 @@ def print_file(data: bytes) -> None:
         text = printable(data.decode("utf-8", errors="replace"))
         typer.echo(text, nl=not text.endswith("\n"))
         return
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # a text-only stream (an embedding program's)
+        typer.echo(data.decode("utf-8", errors="replace"), nl=False)
+        return
     sys.stdout.flush()
-    out = click.get_binary_stream("stdout")
-    out.write(data)
-    out.flush()
+    buffer.write(data)
+    buffer.flush()
 
 
 @app.command()

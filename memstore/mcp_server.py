@@ -24,6 +24,7 @@ from mcp.types import (
     TextContent,
     ToolAnnotations,
 )
+from pydantic import ValidationError
 from typing_extensions import TypedDict
 
 from memstore import __version__
@@ -264,8 +265,8 @@ async def _serve_stdio(server: MCPServer) -> None:
 
 def unreadable_request(error: Exception) -> JSONRPCError | None:
     """Return the error reply to a request line the SDK could not validate, if it has an id."""
-    errors = getattr(error, "errors", None)
-    line = errors()[0].get("input") if callable(errors) and errors() else None
+    details = error.errors() if isinstance(error, ValidationError) else []
+    line = details[0].get("input") if details else None
     try:
         request = json.loads(line) if isinstance(line, str) else None
     except ValueError:
@@ -280,7 +281,7 @@ def unreadable_request(error: Exception) -> JSONRPCError | None:
             "send valid UTF-8 strings",
         )
     else:
-        code, message = INVALID_REQUEST, f"invalid request: {errors()[0].get('msg', '')}"
+        code, message = INVALID_REQUEST, f"invalid request: {details[0].get('msg', '')}"
     return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
 
 
