@@ -504,21 +504,18 @@ class GitRepo:
         repo.config[f"branch.{branch}.merge"] = f"refs/heads/{branch}"
         return f"{remote_name}/{branch}"
 
-    def move_to(self, commit: str, *, force_paths: Iterable[str] = ()) -> None:
+    def move_to(self, commit: str, *, force: bool = False) -> None:
         """Check out `commit` into the work tree and point the current branch at it.
 
         The checkout never overwrites a file that differs from HEAD (a person's edit made
         while a sync fetched): it raises UncommittedEditError instead, and nothing moves.
-        `force_paths` may be overwritten all the same (files the caller knows are its own).
+        `force` overwrites all the same (the caller knows every changed file is its own).
         """
         pygit2 = _pygit2()
         repo = self._repo
         strategy = pygit2.enums.CheckoutStrategy
-        forced = list(force_paths)
         try:
-            if forced:
-                repo.checkout_tree(repo[commit], paths=forced, strategy=strategy.FORCE)
-            repo.checkout_tree(repo[commit], strategy=strategy.SAFE)
+            repo.checkout_tree(repo[commit], strategy=strategy.FORCE if force else strategy.SAFE)
         except pygit2.GitError as err:
             if "conflict" in str(err).lower():
                 raise UncommittedEditError(
@@ -538,6 +535,18 @@ class GitRepo:
             repo.index.write()
         except pygit2.GitError as err:
             raise VaultError(f"cannot move {self.branch()} to {commit[:8]}: {err}") from err
+
+    def restore_paths(self, commit: str, paths: list[str]) -> None:
+        """Put `paths` back as `commit` has them (files memstore itself half wrote)."""
+        if not paths:
+            return
+        pygit2 = _pygit2()
+        try:
+            self._repo.checkout_tree(
+                self._repo[commit], paths=paths, strategy=pygit2.enums.CheckoutStrategy.FORCE
+            )
+        except pygit2.GitError as err:
+            raise VaultError(f"cannot restore {paths[0]} in {self.root}: {err}") from err
 
     def paths_between(self, old: str, new: str) -> list[str]:
         """Return the paths that differ between two commits ('' old: all of `new`)."""

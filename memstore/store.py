@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -9,7 +10,7 @@ import re
 import shutil
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any, TypeVar
 
 from index import SearchIndex, SearchIndexError, terms
 from memstore import remote
-from memstore.codec import content_hash, derive_id, render_memory, slugify
+from memstore.codec import content_hash, derive_id, render_changes, render_memory, slugify
 from memstore.config import Settings
 from memstore.edits import commit_edits
 from memstore.errors import InvalidInputError, NotFoundError, VaultError
@@ -31,7 +32,7 @@ from memstore.git import (
     git_debris,
     parent_repository_message,
 )
-from memstore.indexer import INDEX_DIR, CatchUp, Drift, Entry, Indexer, Progress, rebuild
+from memstore.indexer import CatchUp, Drift, Entry, Indexer, Progress, rebuild
 from memstore.model import (
     ADDABLE_KINDS,
     GLOBAL,
@@ -56,7 +57,7 @@ from memstore.retrieval import (
     with_corrections,
     with_neighbors,
 )
-from memstore.secrets import find_secrets
+from memstore.secrets import find_secret_in_fields
 from memstore.sync import SyncOutcome, sync
 from memstore.usage import Usage
 from memstore.vault import Vault
@@ -64,6 +65,7 @@ from memstore.vault import Vault
 MAX_TEXT_BYTES = 100_000
 MAX_KEYWORD_CHARS = 64
 log = logging.getLogger(__name__)
+WRITING = "writing"  # state file: paths a writer is between writing and committing
 _SOURCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 Clock = Callable[[], datetime]
 
@@ -133,6 +135,7 @@ def init_vault(path: Path, settings: Settings) -> InitResult:
     )
     adopted = git.adopt_remote_branch()
     vault = Vault(path)
+    vault.make_private()  # a clone or an adopted repository was made with the umask's modes
     changed = tuple(vault.ensure_layout())
     commit = ""
     if changed or not git.head():
@@ -205,6 +208,7 @@ class Store:
 
         Costs a few stats unless there is something to repair.
         """
+        self._undo_killed_write()
         locks, index_stale = git_debris(self.vault.root)
         if locks:
             removed = clear_stale_locks(self.vault.root, locks)
@@ -288,15 +292,13 @@ class Store:
         """Catch up the index; the caller holds the vault's write lock."""
         try:
             return self.indexer.catch_up(workspace=workspace)
-        except SearchIndexError:
-            return self._rebuild_damaged()
+        except SearchIndexError as err:
+            return self._rebuild_damaged(err)
 
-    def _rebuild_damaged(self) -> CatchUp:
+    def _rebuild_damaged(self, err: SearchIndexError) -> CatchUp:
         # The index broke while open (e.g. a crash mid-commit): set it aside and rebuild.
-        self.close()
-        SearchIndex.quarantine(self.vault.state_dir / INDEX_DIR)
-        self._indexer, result = rebuild(self.vault)
-        return result
+        self._core_cache = {}
+        return self.indexer.heal(err)
 
     @_serialized
     def search(
@@ -322,9 +324,9 @@ class Store:
             self.catch_up()
         try:
             result = find(self.indexer, query, scope, k, self._clock(), archived=archived)
-        except SearchIndexError:
-            with self.vault.lock(self.settings.lock_timeout):
-                self._rebuild_damaged()
+        except SearchIndexError as err:
+            # Not under the vault lock: a read-only vault's search still answers.
+            self._rebuild_damaged(err)
             result = find(self.indexer, query, scope, k, self._clock(), archived=archived)
         hits = with_corrections(self.indexer, result.hits, k, scope)
         return replace(result, hits=tuple(hits))
@@ -502,10 +504,18 @@ class Store:
         `merge_duplicate` false a duplicate is reported and left untouched (re-imports).
         """
         body = check_text(text)
-        found = [] if allow_secret else find_secrets(body)
+        fields = {
+            "text": body,
+            "keywords": keywords,
+            "source": source or self.settings.source,
+            "session": self.settings.session,
+        }
+        found = None if allow_secret else find_secret_in_fields(fields)
         if found:
+            field, kind = found
+            where = "memory text" if field == "text" else f"the memory's {field}"
             raise InvalidInputError(
-                f"memory text contains what looks like {found[0]}; remove it "
+                f"{where} contains what looks like {kind}; remove it "
                 "(memory is shared through git); a person can store it anyway with "
                 "memstore add --allow-secret"
             )
@@ -621,15 +631,65 @@ class Store:
         trailers = Trailers(source, self.settings.session, self.settings.host)
         self.commit_edits([path])
         before = self.git.read_work_file(path)
-        self.vault.write_atomic(path, render_memory(memory))
-        crash_point("memory-written")
-        try:
-            commit = self.git.commit(message, trailers, add=(path,))
-        except VaultError:
-            self._put_back(path, before)
-            raise
+        with self.writing([path]):
+            self.vault.write_atomic(path, self._render_over(path, before, memory))
+            crash_point("memory-written")
+            try:
+                commit = self.git.commit(message, trailers, add=(path,))
+            except VaultError:
+                self._put_back(path, before)
+                raise
         self.indexer.record(path, memory)
         return commit
+
+    def _render_over(self, path: str, before: bytes | None, memory: Memory) -> str:
+        """The file text for `memory`: an existing file keeps every line it does not change
+        (a person's comments, key order and quoting)."""
+        if before is None:
+            return render_memory(memory)
+        try:
+            text = before.decode("utf-8")
+        except UnicodeDecodeError:
+            return render_memory(memory)
+        return render_changes(text, self.vault.read(path), memory)
+
+    @contextlib.contextmanager
+    def writing(self, paths: Iterable[str]) -> Iterator[None]:
+        """Note `paths` as being written until their commit is made (the caller holds the
+        lock), so a process killed in between is undone by the next one: a write that was
+        never committed was never reported, and files a person edited were committed first.
+        """
+        self.note_writing(paths)
+        yield
+        self.note_writing([])
+
+    def note_writing(self, paths: Iterable[str]) -> None:
+        """Record the paths written but not yet committed (empty: none); see `writing`."""
+        self.vault.write_state(WRITING, "\n".join(paths))
+
+    def _undo_killed_write(self) -> None:
+        paths = [p for p in self.vault.read_state(WRITING).splitlines() if p]
+        if not paths:
+            return
+        undone = []
+        head = self.git.head()
+        for path in paths:
+            committed = self.git.read_at(head, path)
+            if self.git.read_work_file(path) != committed:
+                self._put_back(path, committed)
+                undone.append(path)
+        restaged = self.git.repair_index(paths)
+        self.vault.write_state(WRITING, "")
+        if undone:
+            log.warning(
+                "undid an uncommitted write of %s by a process that was killed (it reported nothing)",
+                ", ".join(undone[:3]) + (" …" if len(undone) > 3 else ""),
+            )
+        elif restaged:
+            log.warning(
+                "repaired git's index for %s, which a process killed mid-commit left stale",
+                ", ".join(restaged[:3]) + (" …" if len(restaged) > 3 else ""),
+            )
 
     def _put_back(self, path: str, data: bytes | None) -> None:
         if data is None:
@@ -697,14 +757,18 @@ class Store:
                 recalled=current.recalled + count,
                 last_recalled=max(current.last_recalled, last),
             )
-            self.vault.write_atomic(entries[0].path, render_memory(updated))
             written.append((entries[0].path, updated))
-        if written:
-            self.git.commit(
-                f"recall: usage of {len(written)} {'memory' if len(written) == 1 else 'memories'}",
-                self.trailers,
-                add=tuple(p for p, _ in written),
-            )
+        with self.writing(p for p, _ in written):
+            for path, memory in written:
+                before = self.git.read_work_file(path)
+                self.vault.write_atomic(path, self._render_over(path, before, memory))
+            crash_point("memory-written")
+            if written:
+                self.git.commit(
+                    f"recall: usage of {len(written)} {'memory' if len(written) == 1 else 'memories'}",
+                    self.trailers,
+                    add=tuple(p for p, _ in written),
+                )
             for path, memory in written:
                 self.indexer.record(path, memory)
         self.usage.clear(pending)
@@ -767,24 +831,33 @@ class Store:
         """Delete a memory's file in one commit and drop it from the index (lock held by caller)."""
         self.commit_edits([entry.path])
         before = self.git.read_work_file(entry.path)
-        try:
-            self.vault.path(entry.path).unlink()
-        except OSError as err:
-            raise VaultError(f"cannot delete {entry.path}: {err.strerror}") from err
-        try:
-            commit = self.git.commit(message, self.trailers, remove=(entry.path,))
-        except VaultError:
-            self._put_back(entry.path, before)
-            raise
+        with self.writing([entry.path]):
+            try:
+                self.vault.path(entry.path).unlink()
+            except OSError as err:
+                raise VaultError(f"cannot delete {entry.path}: {err.strerror}") from err
+            crash_point("memory-written")
+            try:
+                commit = self.git.commit(message, self.trailers, remove=(entry.path,))
+            except VaultError:
+                self._put_back(entry.path, before)
+                raise
         self.indexer.remove([entry.path])
         return commit
 
     @_serialized
     def reindex(self, progress: Progress | None = None) -> CatchUp:
         """Rebuild the index from the files alone."""
+
+        def step(done: int, total: int) -> None:
+            if done * 2 >= total:
+                crash_point("reindex")
+            if progress is not None:
+                progress(done, total)
+
         with self.vault.lock(self.settings.lock_timeout):
             self.close()
-            self._indexer, result = rebuild(self.vault, progress)
+            self._indexer, result = rebuild(self.vault, step)
             return result
 
 

@@ -51,10 +51,10 @@ def finish_interrupted(vault: Vault, git: GitRepo, host: str) -> bool:
         dirty = git.changed_paths()
         ours = [p for p in dirty if git.read_work_file(p) == git.read_at(pending, p)]
         if len(ours) == len(dirty):
-            git.move_to(pending, force_paths=ours)
+            git.move_to(pending, force=True)
         else:
             # Put memstore's half-checked-out files back to HEAD, keep the person's edits.
-            git.move_to(head, force_paths=ours)
+            git.restore_paths(head, ours)
             commit_edits(vault, git, host, [p for p in dirty if p not in ours])
     vault.write_state(MARKER, "")
     return True

@@ -21,7 +21,7 @@ from memstore.faults import crash_point
 from memstore.git import Trailers
 from memstore.merge import restore_memory
 from memstore.model import Memory, check_workspace
-from memstore.secrets import find_secrets
+from memstore.secrets import find_secret_in_fields
 from memstore.store import Store, check_keywords, check_source, check_text
 from memstore.vault import Vault
 
@@ -147,6 +147,7 @@ def import_files(
         try:
             for name, body, keywords in _new_pieces(store, sources, workspace, whole_file, report):
                 path, memory = _plan_imported(store, body, keywords, workspace, source, report)
+                store.note_writing([*origins, path])  # a kill before the commit is undone
                 store.vault.write_atomic(path, render_memory(memory))
                 origins[path] = name
                 report.created.append(memory.id)
@@ -154,7 +155,9 @@ def import_files(
             # one commit for the whole import (and for what a failure left written), so
             # one `git revert` undoes it
             if origins:
+                crash_point("import-written")
                 _commit_import(store, origins, workspace, source)
+            store.note_writing([])
         store.catch_up_locked(workspace)  # one index update, not one per memory
     return report
 
@@ -215,10 +218,11 @@ def _new_pieces(
             try:
                 body = check_text(piece.text)
                 keywords = check_keywords(piece.keywords)
-                found = find_secrets(body)
+                found = find_secret_in_fields({"body": body, "keywords": piece.keywords})
                 if found:
                     raise InvalidInputError(
-                        f"contains what looks like {found[0]}; memory is shared through git, "
+                        f"its {found[0]} contains what looks like {found[1]}; memory is shared "
+                        "through git, "
                         "so remove it from the file (or store it with 'memstore add "
                         "--allow-secret')"
                     )
@@ -519,14 +523,14 @@ def _apply_restore(store: Store, plan: dict[str, bytes], report: RestoreReport) 
     undo = _Undo(store.vault)
     is_committed = False
     try:
-        for path, data in plan.items():
-            undo.make_room(path)
-            _write_file(store.vault, path, data)
-        crash_point("restore-written")
-        trailers = Trailers(store.settings.source, store.settings.session, store.settings.host)
-        message = f"restore: {report.added} added, {report.merged} merged"
-        store.git.commit(message, trailers, add=tuple(plan))
-        is_committed = True
+        with store.writing(plan):  # a kill before the commit is undone by the next command
+            for path, data in plan.items():
+                undo.make_room(path)
+                _write_file(store.vault, path, data)
+            crash_point("restore-written")
+            message = f"restore: {report.added} added, {report.merged} merged"
+            store.git.commit(message, store.trailers, add=tuple(plan))
+            is_committed = True
     finally:
         # a commit that failed after moving HEAD keeps its files: they are in git
         if not is_committed and store.git.head() == head:
