@@ -131,7 +131,7 @@ class Vault:
         path = self.path(relative)
         tmp = path.with_name(f".{path.name}.tmp")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._make_folders(path.parent)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
@@ -143,6 +143,15 @@ class Vault:
             raise VaultError(
                 f"cannot write {relative}: {err.strerror}; check the vault's permissions"
             ) from err
+
+    def _make_folders(self, folder: Path) -> None:
+        # One at a time: mkdir(parents=True) gives the mode to the last folder only.
+        missing = []
+        while not folder.exists() and folder != self.root:
+            missing.append(folder)
+            folder = folder.parent
+        for new in reversed(missing):
+            new.mkdir(mode=0o700, exist_ok=True)
 
     def ensure_layout(self) -> list[str]:
         """Create the state folder, .gitignore and .gitattributes; return files it changed."""

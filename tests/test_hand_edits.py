@@ -216,3 +216,75 @@ def test_a_stuck_holder_is_named_when_the_wait_gives_up(vault: Path) -> None:
         Vault(vault).lock(0.2),
     ):
         pass
+
+
+def test_confirm_changes_only_its_line_of_a_hand_written_file(store: Store, vault: Path) -> None:
+    (vault / "notes").mkdir()
+    path = vault / "notes" / "kept-k3xq9v2m.md"
+    original = (
+        "---\n"
+        "id: k3xq9v2m   # chosen by hand\n"
+        "kind: lesson\n"
+        "# reviewed with maria\n"
+        "keywords:\n"
+        "  - nginx\n"
+        "  - '413'\n"
+        "tags: [ops]\n"
+        "---\n"
+        "Upload 413 is nginx client_max_body_size.\n"
+    )
+    path.write_text(original, encoding="utf-8")
+
+    store.confirm("k3xq9v2m")
+
+    after = path.read_text(encoding="utf-8")
+    assert after == original.replace("tags: [ops]\n", "tags: [ops]\nconfirmed: 1\n")
+    assert subjects(vault, 2) == [
+        "confirm(notes): Upload 413 is nginx client_max_body_size.",
+        "edit(notes): Upload 413 is nginx client_max_body_size.",
+    ]
+
+
+def test_files_are_private_after_a_clone_is_adopted_and_after_sync(tmp_path: Path) -> None:
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    first = tmp_path / "first"
+    assert cli(first, "init", str(first)).returncode == 0
+    assert cli(first, "add", "shared fact", "-w", "team").returncode == 0
+    assert cli(first, "remote", "add", str(remote)).returncode == 0
+    assert cli(first, "sync").returncode == 0
+    clone = tmp_path / "clone"
+    old = os.umask(0o022)
+    try:
+        git(tmp_path, "clone", "-q", str(remote), str(clone))
+    finally:
+        os.umask(old)
+    assert cli(clone, "init", str(clone)).returncode == 0
+    assert cli(first, "add", "second fact", "-w", "newspace").returncode == 0
+    assert cli(first, "sync").returncode == 0
+    with Store.open(settings_at(clone)) as store:
+        store.sync()  # in process, with this test's umask: sync itself makes them private
+    modes = {
+        p.relative_to(clone).as_posix(): p.stat().st_mode & 0o777
+        for p in [clone, *clone.glob("*"), *clone.glob("*/*.md")]
+        if not p.name.startswith(".")
+    }
+    assert "newspace" in modes and "team" in modes
+    assert all(mode in (0o700, 0o600) for mode in modes.values()), modes
+
+
+def test_sync_repairs_a_merge_driver_that_points_nowhere(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    assert cli(vault, "init", str(vault)).returncode == 0
+    git(vault, "config", "merge.memstore.driver", "/nowhere/memstore merge-file %O %A %B %P")
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    assert cli(vault, "remote", "add", str(remote)).returncode == 0
+
+    done = cli(vault, "sync")
+
+    assert done.returncode == 0, done.stderr
+    assert "/nowhere/memstore" in done.stderr
+    driver = git(vault, "config", "merge.memstore.driver").strip()
+    program = driver.split(" ", 1)[0].strip("'")
+    assert os.access(program, os.X_OK) and program.endswith("/memstore")
