@@ -48,7 +48,7 @@ def normalize(text: str) -> str:
 
 
 def is_placeholder(value: str) -> bool:
-    """Tell whether a credential value is a stand-in (<pass>, ${PASS}, changeme, os.environ[…])."""
+    """Tell whether a credential value is a stand-in (<pass>, ${PASS}, changeme, an environment lookup)."""
     value = value.strip("'\"`.,;)")
     lowered = re.sub(r"[-_ ]", "", value.lower())
     return (
