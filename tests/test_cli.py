@@ -441,3 +441,34 @@ def test_show_is_byte_exact_when_piped_and_escaped_on_a_terminal(tmp_path: Path)
     text = seen.decode("utf-8").replace("\r\n", "\n")  # the terminal's own line discipline
     assert "\x1b" not in text and "\u202e" not in text and "\x07" not in text
     assert "red \\x1b[31mALERT" in text and "latin-1 \ufffd by hand\n" in text
+
+
+def test_confirm_on_a_hand_written_file_changes_only_its_counter_line(tmp_path: Path) -> None:
+    vault = tmp_path / "v"
+    assert run("init", str(vault)).returncode == 0
+    text = (
+        "---\n"
+        "# my own notes on this one\n"
+        "id: hand1234\n"
+        "kind: lesson            # I set this\n"
+        "keywords:\n"
+        "  - nginx\n"
+        "  - '413'\n"
+        "tags: [ops]   # mine\n"
+        "---\n"
+        "upload 413 is nginx client_max_body_size\n"
+    )
+    (vault / "infra").mkdir()
+    (vault / "infra" / "upload-limit.md").write_text(text, encoding="utf-8")
+    git(vault, "add", "-A")
+    git(vault, "commit", "-qm", "hand-written")
+    for times in (1, 2):
+        done = run("confirm", "hand1234", vault=vault)
+        assert done.returncode == 0, done.stderr
+        diff = git(vault, "show", "--format=", "--unified=0", "HEAD").splitlines()
+        changes = [line for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+        assert changes == (
+            ["+confirmed: 1"] if times == 1 else ["-confirmed: 1", "+confirmed: 2"]
+        ), diff
+    expected = text.replace("tags: [ops]   # mine\n", "tags: [ops]   # mine\nconfirmed: 2\n")
+    assert (vault / "infra" / "upload-limit.md").read_text(encoding="utf-8") == expected
