@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import logging
 import os
 import sys
 import time
@@ -16,6 +17,7 @@ from memstore.codec import parse_memory
 from memstore.errors import LockedError, VaultError
 from memstore.model import FileProblem, Memory
 
+log = logging.getLogger(__name__)
 STATE_DIR = ".memstore"
 MAX_FILE_BYTES = 2_000_000  # larger files are reported, not indexed
 GITIGNORE = ".memstore/\n"
@@ -214,12 +216,31 @@ class Vault:
         """Keep a small piece of local state under .memstore/ (never committed)."""
         folder = self.state_dir / "state"
         try:
+            self._clear_way(self.state_dir, folder=True)
+            self._clear_way(folder, folder=True)
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
             tmp = folder / f".{name}.tmp"
             tmp.write_text(value + "\n", encoding="utf-8")
             os.replace(tmp, folder / name)
         except OSError as err:
             raise VaultError(f"cannot write {folder / name}: {err.strerror}") from err
+
+    def _clear_way(self, path: Path, *, folder: bool) -> None:
+        """Set aside what stands where memstore keeps derived state (a file where its folder
+        goes, a folder where its lock file goes): everything under .memstore/ is memstore's
+        own, so the odd thing is damage, moved to .git/memstore-damaged/ (never committed)
+        and named on stderr."""
+        if not os.path.lexists(path) or (path.is_dir() == folder and not path.is_symlink()):
+            return
+        aside = self.root / ".git" / "memstore-damaged" / f"{path.name}-{time.time_ns()}"
+        aside.parent.mkdir(exist_ok=True, mode=0o700)
+        os.replace(path, aside)
+        log.warning(
+            "%s was a %s; moved it to %s and carried on",
+            self.relative(path),
+            "folder" if path.is_dir() else "file",
+            self.relative(aside),
+        )
 
     # --- knowing whether a watcher keeps the index current --------------------------
 
@@ -282,7 +303,9 @@ class Vault:
 
     def _lock_handle(self, name: str = "lock") -> BinaryIO:
         try:
+            self._clear_way(self.state_dir, folder=True)
             self.state_dir.mkdir(exist_ok=True, mode=0o700)
+            self._clear_way(self.state_dir / name, folder=False)
             return open(self.state_dir / name, "a+b")
         except OSError as err:
             raise VaultError(
