@@ -343,6 +343,19 @@ def test_a_memory_moved_on_one_machine_and_edited_on_the_other_is_one_file(pair:
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
 
 
+def test_doctor_names_an_id_two_files_share(pair: Pair) -> None:
+    memory = pair.a.add("Checkout uses stripe with webhooks on /hooks/stripe")
+    copy = pair.a.root / "payments" / Path(memory["path"]).name
+    copy.parent.mkdir()
+    shutil.copy(pair.a.root / memory["path"], copy)  # as an old merge or a person's cp left it
+    git(pair.a.root, "add", "payments")
+    git(pair.a.root, "commit", "-qm", "copy a memory by hand")
+    pair.a.run("search", "stripe webhooks", "--all")  # the index catches up with the copy
+    doctor = pair.a.run("doctor", ok=False)
+    output = (doctor.stdout + doctor.stderr).lower()
+    assert "duplicate" in output and memory["id"] in output, doctor.stdout + doctor.stderr
+
+
 def test_a_memory_forgotten_on_one_machine_and_edited_on_the_other_is_kept(pair: Pair) -> None:
     memory = shared_memory(pair, "Feature flags live in LaunchDarkly")
     pair.a.run("forget", memory["id"], "--yes")
