@@ -755,30 +755,29 @@ def _index_older_than_head(git_dir: Path) -> bool:
         return False
 
 
-def clear_stale_locks(root: Path, locks: list[Path], now: float | None = None) -> list[str]:
-    """Remove lock files no live git process holds and nobody touched for a few seconds.
+def clear_stale_locks(root: Path, locks: list[Path]) -> list[str]:
+    """Remove lock files no live git process holds; return the names removed.
 
-    The caller holds memstore's vault lock, so no memstore process is writing git now:
-    an old lock with no git process of this vault alive is a killed process's debris.
-    Returns the names removed.
+    The caller holds memstore's vault lock, so no memstore process is writing git now: a
+    lock with no git process of this vault alive is a killed process's debris. A lock
+    younger than a few seconds is given until then (a git command may be starting); a live
+    git process keeps every lock it has.
     """
-    now = time.time() if now is None else now
-    removed = []
-    alive: bool | None = None
+    removed: list[str] = []
     for lock in locks:
-        try:
-            age = now - lock.stat().st_mtime
-        except OSError:
-            continue
-        if age < STALE_LOCK_S:
-            continue
-        if alive is None:
-            alive = git_running_in(root)
-        if alive:
-            break
-        with contextlib.suppress(FileNotFoundError):
-            lock.unlink()
-        removed.append(lock.relative_to(root).as_posix())
+        while True:
+            try:
+                age = time.time() - lock.stat().st_mtime
+            except OSError:
+                break  # gone meanwhile: its owner finished
+            if git_running_in(root):
+                return removed
+            if age >= STALE_LOCK_S:
+                with contextlib.suppress(FileNotFoundError):
+                    lock.unlink()
+                removed.append(lock.relative_to(root).as_posix())
+                break
+            time.sleep(min(STALE_LOCK_S - age, 0.25))  # bounded: at most STALE_LOCK_S in all
     return removed
 
 

@@ -208,7 +208,6 @@ class Store:
 
         Costs a few stats unless there is something to repair.
         """
-        self._undo_killed_write()
         locks, index_stale = git_debris(self.vault.root)
         if locks:
             removed = clear_stale_locks(self.vault.root, locks)
@@ -217,8 +216,13 @@ class Store:
                     "removed %s left by a killed process (no git process was using it)",
                     ", ".join(removed),
                 )
+        self._undo_killed_write()
         if index_stale:
-            fixed = self.git.repair_index()
+            try:
+                fixed = self.git.repair_index()
+            except VaultError as err:
+                log.warning("%s; the next memstore command tries again", err)
+                return
             if fixed:
                 log.warning(
                     "repaired git's index for %d file(s) a killed commit left staged wrong (%s)",
@@ -678,7 +682,11 @@ class Store:
             if self.git.read_work_file(path) != committed:
                 self._put_back(path, committed)
                 undone.append(path)
-        restaged = self.git.repair_index(paths)
+        try:
+            restaged = self.git.repair_index(paths)
+        except VaultError as err:
+            log.warning("%s; the next memstore command tries again", err)
+            return  # the journal stays: the next lock holder repairs the index
         self.vault.write_state(WRITING, "")
         if undone:
             log.warning(
