@@ -1,10 +1,18 @@
 """The search engine: Whoosh BM25F over documents plus an entity table. Knows nothing of files."""
 
 from index.analysis import make_analyzer, query_terms
-from index.engine import Document, IndexHit, SearchIndex, SearchIndexError
+from index.engine import Document, IndexHit, SearchIndex, SearchIndexError, connect_read_only
 from index.entities import extract_entities
 
-__all__ = ["Document", "IndexHit", "SearchIndex", "SearchIndexError", "extract_entities", "terms"]
+__all__ = [
+    "Document",
+    "IndexHit",
+    "SearchIndex",
+    "SearchIndexError",
+    "connect_read_only",
+    "extract_entities",
+    "terms",
+]
 
 _ANALYZER = None
 

@@ -23,6 +23,7 @@ from whoosh.fields import ID, NUMERIC, STORED, TEXT, Schema
 from whoosh.filedb.filestore import StorageError
 from whoosh.filedb.filetables import FileFormatError
 from whoosh.query import And, Prefix, Query, Term
+from whoosh.reading import TermNotFound
 from whoosh.writing import MERGE_SMALL, LockError
 
 from index.analysis import make_analyzer, query_terms
@@ -63,6 +64,7 @@ _DAMAGE = (
     pickle.UnpicklingError,
     FileFormatError,
     StorageError,
+    TermNotFound,
 )
 
 
@@ -178,14 +180,17 @@ class SearchIndex:
                 raise SearchIndexError(f"index at {root} has lost its table of contents")
             else:
                 raise SearchIndexError(f"no index at {root}")
-            db = sqlite3.connect(
-                entities, timeout=10, isolation_level=None, check_same_thread=False
-            )
-            try:
-                _create_tables(db)
-            except sqlite3.Error:
-                db.close()
-                raise
+            if entities.is_file() and not os.access(root, os.W_OK):
+                db = connect_read_only(entities)  # a read-only vault can still be searched
+            else:
+                db = sqlite3.connect(
+                    entities, timeout=10, isolation_level=None, check_same_thread=False
+                )
+                try:
+                    _create_tables(db)
+                except sqlite3.Error:
+                    db.close()
+                    raise
         return cls(root, ix, db)
 
     @staticmethod
@@ -425,23 +430,22 @@ class SearchIndex:
         the middle of a segment, which a search may meet only later.
         """
         searcher = self._reader()
-        with _guard(self.root, "read"):
+        try:
             for segment, _ in searcher.reader().leaf_readers():
-                for fieldname in segment.indexed_field_names():
-                    for text in segment.lexicon(fieldname):
-                        ids, _weights = read_postings(segment, fieldname, text)
-                        if ids and not 0 <= min(ids) <= max(ids) < segment.doc_count_all():
-                            raise SearchIndexError(
-                                f"index at {self.root} has a posting list out of range"
-                            )
-                for fieldname in SCORED_FIELDS:
-                    for number in range(segment.doc_count_all()):
-                        segment.doc_field_length(number, fieldname, 0)
+                _read_segment(segment)
             for _fields in searcher.all_stored_fields():
                 pass
             check = self._db.execute("PRAGMA quick_check").fetchone()[0]
-        if check != "ok":
-            raise SearchIndexError(f"entity table at {self.root} is damaged ({check})")
+            if check != "ok":
+                raise SearchIndexError(f"entity table is damaged ({' '.join(check.split())})")
+            # Stray bytes in a posting list may still decode: the checksums tell.
+            for name, size, crc in self._db.execute("SELECT name, size, crc FROM segments"):
+                path = self.root / "whoosh" / name
+                if path.exists() and _checksum(path) != (size, crc):
+                    raise SearchIndexError(f"segment {name} does not match its checksum")
+        except Exception as err:  # reading all of a damaged index can raise anything
+            detail = str(err) if isinstance(err, SearchIndexError) else _name(err)
+            raise SearchIndexError(f"index at {self.root} is damaged ({detail})") from err
 
     def size_bytes(self) -> int:
         """Return the bytes the index takes on disk."""
@@ -531,6 +535,7 @@ class SearchIndex:
                 writer.cancel()
             _raise_if_damage(err, self.root, "written")
             raise
+        self._write_entities([], [], {})
 
     def _write_entities(
         self, upserts: list[Document], deletes: list[str], meta: dict[str, str]
@@ -549,6 +554,7 @@ class SearchIndex:
             db.executemany(
                 "INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)", sorted(meta.items())
             )
+            self._record_checksums()
             db.execute("COMMIT")
         except sqlite3.Error as err:
             if db.in_transaction:
@@ -557,6 +563,17 @@ class SearchIndex:
             raise SearchIndexError(
                 f"entity table at {self.root} cannot be written ({_name(err)})"
             ) from err
+
+    def _record_checksums(self) -> None:
+        """Checksum each segment file new since the last commit (Whoosh never changes one)."""
+        on_disk = {path.name: path for path in (self.root / "whoosh").glob("*.seg")}
+        known = {name for (name,) in self._db.execute("SELECT name FROM segments")}
+        gone = [[name] for name in known - set(on_disk)]
+        self._db.executemany("DELETE FROM segments WHERE name = ?", gone)
+        for name in sorted(set(on_disk) - known):
+            with contextlib.suppress(FileNotFoundError):  # merged away meanwhile
+                size, crc = _checksum(on_disk[name])
+                self._db.execute("INSERT INTO segments VALUES (?, ?, ?)", [name, size, crc])
 
 
 def _merge_small_segments(writer: Any, segments: list[Any]) -> list[Any]:
@@ -579,9 +596,7 @@ def _open_whoosh(folder: Path) -> Any:
         try:
             ix = whoosh_index.open_dir(str(folder))
             ix.doc_count()
-        except Exception as err:
-            if not _is_damage(err):
-                raise
+        except Exception as err:  # a garbled table of contents unpickles into anything
             failure = _name(err)
         gc.collect()  # the traceback is gone: the leaked file closes here, quietly
     if failure:
@@ -617,9 +632,38 @@ def _guard(root: Path, action: str) -> Iterator[None]:
         raise
 
 
+def connect_read_only(path: Path) -> sqlite3.Connection:
+    """Open an sqlite file in a folder that cannot be written (no WAL, no journal)."""
+    uri = f"{path.resolve().as_uri()}?immutable=1"
+    return sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+
+
+def _read_segment(segment: Any) -> None:
+    """Read every posting list and field length of one segment."""
+    for fieldname in segment.indexed_field_names():
+        for text in segment.lexicon(fieldname):
+            ids, _weights = read_postings(segment, fieldname, text)
+            if ids and not 0 <= min(ids) <= max(ids) < segment.doc_count_all():
+                raise SearchIndexError(f"a posting list of {text!r} points past the segment")
+    for fieldname in SCORED_FIELDS:
+        for number in range(segment.doc_count_all()):
+            segment.doc_field_length(number, fieldname, 0)
+
+
+def _checksum(path: Path) -> tuple[int, int]:
+    """Return a file's size and CRC-32."""
+    crc = size = 0
+    with path.open("rb") as file:
+        while block := file.read(1 << 20):
+            crc = zlib.crc32(block, crc)
+            size += len(block)
+    return size, crc
+
+
 def _create_tables(db: sqlite3.Connection) -> None:
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("CREATE TABLE IF NOT EXISTS entities (key TEXT, entity TEXT, kind TEXT)")
     db.execute("CREATE INDEX IF NOT EXISTS entities_entity ON entities (entity)")
     db.execute("CREATE INDEX IF NOT EXISTS entities_key ON entities (key)")
     db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
+    db.execute("CREATE TABLE IF NOT EXISTS segments (name TEXT PRIMARY KEY, size INT, crc INT)")

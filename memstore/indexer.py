@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from index import Document, SearchIndex, SearchIndexError
+from index import Document, SearchIndex, SearchIndexError, connect_read_only
 from memstore.codec import content_hash
 from memstore.errors import VaultError
 from memstore.model import FileProblem, Memory
@@ -154,10 +154,14 @@ class Indexer:
 
     @classmethod
     def open(cls, vault: Vault) -> Indexer:
-        """Open the index; a missing, damaged or outdated one is rebuilt from the files."""
+        """Open the index; a damaged or outdated one is rebuilt from the files, a missing one
+        is created empty (the next catch-up fills it)."""
         root = vault.state_dir / INDEX_DIR
         if not os.path.lexists(root):
-            return cls._recover(vault, None)
+            try:  # a first index, empty: the next catch-up fills it
+                return cls._open_at(vault, root)
+            except (VaultError, SearchIndexError):
+                return cls._recover(vault, None)
         try:
             indexer = cls._open_at(vault, root, create=False)
         except SearchIndexError as err:
@@ -179,7 +183,7 @@ class Indexer:
             indexer, result = rebuild(vault)
         except (OSError, VaultError, SearchIndexError) as failure:
             indexer, result = _temporary(vault)
-            reason = str(err) if err else f"no index at {root}"
+            reason = _one_line(err) if err else f"no index at {root}"
             log.warning(
                 "%s, and %s cannot be written (%s): searched a temporary index of %d memory "
                 "files; make it writable to keep one",
@@ -190,10 +194,10 @@ class Indexer:
             )
             return indexer
         indexer.recovered_from = moved
-        if moved is not None:
+        if err is not None and moved is not None:
             log.warning(
                 "%s: moved it aside to %s and rebuilt it from %d memory files",
-                err,
+                _one_line(err),
                 moved.relative_to(vault.root),
                 len(result.updated),
             )
@@ -425,7 +429,7 @@ class Indexer:
         self.search.verify()
         check = self._query("PRAGMA quick_check", [])[0][0]
         if check != "ok":
-            raise SearchIndexError(f"manifest at {self.root} is damaged ({check})")
+            raise SearchIndexError(f"the index manifest is damaged ({_one_line(check)})")
         indexed = {doc.key: doc for doc in self.search.documents()}
         manifest = {entry.path: entry for entry in self.entries()}
         problems: list[FileProblem] = []
@@ -500,8 +504,17 @@ def _temporary(vault: Vault) -> tuple[Indexer, CatchUp]:
         raise VaultError(f"cannot build an index of {vault.root}: {err}") from err
 
 
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split())  # sqlite's integrity reports span lines
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     """Open (creating if missing) the manifest database."""
+    if path.is_file() and not os.access(path.parent, os.W_OK):
+        try:  # a read-only vault can still be searched
+            return connect_read_only(path)
+        except sqlite3.Error as err:
+            raise SearchIndexError(f"manifest at {path} cannot be opened ({err})") from err
     try:
         db = sqlite3.connect(path, timeout=10, isolation_level=None, check_same_thread=False)
     except sqlite3.Error as err:
