@@ -672,8 +672,11 @@ class Store:
         self.vault.write_state(WRITING, "\n".join(paths))
 
     def _undo_killed_write(self) -> None:
-        paths = [p for p in self.vault.read_state(WRITING).splitlines() if p]
+        # A garbled journal must never make this touch a file outside the vault's memories.
+        paths = [p for p in self.vault.read_state(WRITING).splitlines() if _is_memory_path(p)]
         if not paths:
+            if self.vault.read_state(WRITING):
+                self.vault.write_state(WRITING, "")
             return
         undone = []
         head = self.git.head()
@@ -867,6 +870,17 @@ class Store:
             self.close()
             self._indexer, result = rebuild(self.vault, step)
             return result
+
+
+def _is_memory_path(path: str) -> bool:
+    parts = path.split("/")
+    return (
+        len(parts) >= 2
+        and path.endswith(".md")
+        and "\0" not in path
+        and "\ufffd" not in path
+        and all(part and not part.startswith(".") for part in parts)
+    )
 
 
 def check_text(text: str) -> str:

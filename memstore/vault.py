@@ -208,9 +208,11 @@ class Vault:
     def read_state(self, name: str) -> str:
         """Return a small piece of local state kept under .memstore/ ('' if never written)."""
         try:
-            return (self.state_dir / "state" / name).read_text(encoding="utf-8").strip()
+            data = (self.state_dir / "state" / name).read_bytes()
         except OSError:
             return ""
+        # State is derived: a garbled file reads as text anyway (its own checks then fail)
+        return data.decode("utf-8", errors="replace").strip()
 
     def write_state(self, name: str, value: str) -> None:
         """Keep a small piece of local state under .memstore/ (never committed)."""
