@@ -308,8 +308,12 @@ class Curator:
         traces older than N days. A trace another memory names as its correction stays."""
         store = self.store
         state = store.vault.state_dir
+        # Set-aside damage and half-built indexes (a rebuild holds the vault lock, which the
+        # removal below takes, so one in progress is never removed).
+        damaged = store.vault.root / ".git" / "memstore-damaged"
         leftovers = sorted(
-            str(p.relative_to(store.vault.root)) for p in state.glob("index.*") if p.is_dir()
+            str(p.relative_to(store.vault.root))
+            for p in [*state.glob("index.*"), *([damaged] if damaged.exists() else [])]
         )
         traces: list[Entry] = []
         if prune_traces_days is not None:
@@ -321,8 +325,13 @@ class Curator:
         before = remote.count_objects(store.vault.root, store.settings.env)
         if dry_run:
             return Collected(leftovers, [e.id for e in traces], before, None)
-        for folder in leftovers:
-            shutil.rmtree(store.vault.root / folder, ignore_errors=True)
+        with store.vault.lock(store.settings.lock_timeout):
+            for leftover in leftovers:
+                path = store.vault.root / leftover
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink(missing_ok=True)
         for entry in traces:
             self.forget(entry)
         with store.vault.lock(store.settings.lock_timeout):
