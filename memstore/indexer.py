@@ -74,10 +74,19 @@ class Drift:
     miscounted: tuple[str, ...] = ()  # disagreements between the search index and manifest
     problems: tuple[FileProblem, ...] = ()  # files that cannot be read cleanly (not drift)
     conflicts: tuple[str, ...] = ()  # memories sync left with both texts (`conflict: true`)
+    duplicate_ids: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (id, the files using it)
 
     @property
     def is_clean(self) -> bool:
         return not (self.missing or self.stale or self.changed or self.miscounted)
+
+
+def _shared_ids(entries: Iterable[Entry]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The ids more than one file uses (a copy by hand, an old merge of a moved memory)."""
+    by_id: dict[str, list[str]] = {}
+    for entry in entries:
+        by_id.setdefault(entry.id, []).append(entry.path)
+    return tuple((i, tuple(sorted(p))) for i, p in sorted(by_id.items()) if len(p) > 1)
 
 
 def _entry(row: tuple[Any, ...]) -> Entry:
@@ -464,6 +473,7 @@ class Indexer:
             miscounted=tuple(miscounted),
             problems=tuple(sorted(problems, key=lambda p: p.path)),
             conflicts=tuple(conflicts),
+            duplicate_ids=_shared_ids(manifest.values()),
         )
 
     @_healing

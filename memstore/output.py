@@ -117,6 +117,14 @@ def doctor_lines(found: Drift, after: Drift | None) -> list[str]:
             f"memories with two versions kept by sync ({len(found.conflicts)}): edit each, keep one text, remove `conflict: true`"
         )
         lines.extend(f"  {path}" for path in found.conflicts)
+    if found.duplicate_ids:
+        lines.append(
+            f"duplicate ids ({len(found.duplicate_ids)}): one memory in two files; keep one "
+            "(merge the texts by hand) and delete the other"
+        )
+        lines.extend(
+            f"  {memory_id}: {', '.join(paths)}" for memory_id, paths in found.duplicate_ids
+        )
     if found.is_clean:
         lines.append("index matches the files: no drift")
     elif after is None:

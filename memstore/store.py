@@ -653,8 +653,10 @@ class Store:
             return render_memory(memory)
         try:
             text = before.decode("utf-8")
-        except UnicodeDecodeError:
-            return render_memory(memory)
+        except UnicodeDecodeError as err:
+            raise InvalidInputError(
+                f"{path} is not valid UTF-8; fix its encoding before memstore changes it"
+            ) from err
         return render_changes(text, self.vault.read(path), memory)
 
     @contextlib.contextmanager
@@ -910,7 +912,7 @@ def check_encodable(text: str, what: str) -> str:
         text.encode("utf-8")
     except UnicodeEncodeError as err:
         raise InvalidInputError(
-            f"{what} is not valid UTF-8 (byte {err.start}); pass plain UTF-8 text"
+            f"{what} is not valid UTF-8 (character {err.start + 1}); pass plain UTF-8 text"
         ) from err
     return text
 

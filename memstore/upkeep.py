@@ -22,7 +22,7 @@ from memstore.curation import Curator
 from memstore.errors import InvalidInputError
 from memstore.history import History
 from memstore.model import GLOBAL, KINDS
-from memstore.output import count, render_json
+from memstore.output import count, printable, render_json
 from memstore.store import Store, summary
 
 VaultOption = Annotated[
@@ -48,6 +48,11 @@ def _now() -> datetime:
 
 def _echo_json(data: Any) -> None:
     typer.echo(render_json(data))
+
+
+def _say(text: str, err: bool = False) -> None:
+    """Print one message for a person: memory text never reaches the terminal raw."""
+    typer.echo(printable(text), err=err)
 
 
 def _ask(question: str, yes: bool) -> None:
@@ -101,7 +106,7 @@ def register(app: typer.Typer) -> None:
             _echo_json(asdict(report))
             return
         if workspace and not report.memories:
-            typer.echo(f"no memory in workspace {workspace!r} (memstore stats lists workspaces)")
+            _say(f"no memory in workspace {workspace!r} (memstore stats lists workspaces)")
             return
         lines = [
             f"memories: {report.memories}",
@@ -137,7 +142,7 @@ def register(app: typer.Typer) -> None:
                 lines.extend(f"  {item}" for item in items[:50])
                 if len(items) > 50:
                     lines.append(f"  … {len(items) - 50} more (--json lists all)")
-        typer.echo("\n".join(lines))
+        _say("\n".join(lines))
 
     @app.command()
     def dedupe(
@@ -163,18 +168,18 @@ def register(app: typer.Typer) -> None:
             curator = Curator(store, _now())
             if merge:
                 kept, removed = curator.merge_duplicate(merge)
-                typer.echo(f"merged {removed} into {kept.id} (seen {kept.seen}): one commit")
+                _say(f"merged {removed} into {kept.id} (seen {kept.seen}): one commit")
             elif keep_both:
                 kept_apart = curator.keep_both(keep_both)
-                typer.echo(f"kept apart: {', '.join(kept_apart)}")
+                _say(f"kept apart: {', '.join(kept_apart)}")
             else:
                 with _comparing(store, False) as step:
                     pairs = curator.near_duplicates(progress=step)
                 if not pairs:
-                    typer.echo("no near-duplicates")
+                    _say("no near-duplicates")
                 for a, b, overlap in pairs:
                     texts = [summary(store.show(x)[1].body, 70) for x in (a, b)]
-                    typer.echo(f"{a} ~ {b}  {overlap:.0%}\n  {a}: {texts[0]}\n  {b}: {texts[1]}")
+                    _say(f"{a} ~ {b}  {overlap:.0%}\n  {a}: {texts[0]}\n  {b}: {texts[1]}")
 
     @app.command()
     def promote(
@@ -188,7 +193,7 @@ def register(app: typer.Typer) -> None:
         """
         with Store.open(shell_settings(vault)) as store:
             memory, changed = Curator(store, _now()).promote(memory_id, kind)
-        typer.echo(f"{memory.id} is {'now' if changed else 'already'} {memory.kind}")
+        _say(f"{memory.id} is {'now' if changed else 'already'} {memory.kind}")
 
     @app.command()
     def archive(memory_id: IdArgument, vault: VaultOption = None) -> None:
@@ -198,7 +203,7 @@ def register(app: typer.Typer) -> None:
         """
         with Store.open(shell_settings(vault)) as store:
             memory, changed = Curator(store, _now()).archive(memory_id)
-        typer.echo(
+        _say(
             f"{memory.id} {'archived' if changed else 'was already archived'}; undo with: memstore revive {memory.id}"
         )
 
@@ -210,7 +215,7 @@ def register(app: typer.Typer) -> None:
         """
         with Store.open(shell_settings(vault)) as store:
             memory, changed = Curator(store, _now()).revive(memory_id)
-        typer.echo(f"{memory.id} {'revived' if changed else 'was not archived'}")
+        _say(f"{memory.id} {'revived' if changed else 'was not archived'}")
 
     @app.command()
     def forget(
@@ -236,14 +241,14 @@ def register(app: typer.Typer) -> None:
         with Store.open(shell_settings(vault)) as store:
             curator = Curator(store, _now())
             entry, memory = store.show(memory_id)
-            typer.echo(f"# {entry.path}\n{memory.body.rstrip()}")
+            _say(f"# {entry.path}\n{memory.body.rstrip()}")
             named = curator.correcting(entry)
             if named and not force:
                 raise InvalidInputError(
                     f"{entry.id} is the memory {named[0].id} corrects (supersedes); pass --force to forget it anyway"
                 )
             if dry_run:
-                typer.echo(
+                _say(
                     f"would forget {entry.id}"
                     + (" and purge it from the local history" if purge else "")
                 )
@@ -255,7 +260,7 @@ def register(app: typer.Typer) -> None:
                 )
                 changed, paths = curator.purge(entry, force=force)
                 branch = store.git.branch()
-                typer.echo(
+                _say(
                     f"purged {entry.id} from {changed} commits ({', '.join(sorted(paths))}).\n"
                     f"The remote and other clones still have it: run 'git push --force origin {branch}' in "
                     f"{store.vault.root}, then re-clone (or 'git fetch && git reset --hard origin/{branch}') on every "
@@ -264,7 +269,7 @@ def register(app: typer.Typer) -> None:
                 return
             _ask(f"Forget {entry.id}?", yes)
             curator.forget(entry, force=force)
-            typer.echo(f"forgot {entry.id} (one commit; 'git revert' brings it back)")
+            _say(f"forgot {entry.id} (one commit; 'git revert' brings it back)")
 
     @app.command()
     def log(
@@ -291,10 +296,10 @@ def register(app: typer.Typer) -> None:
             _echo_json([asdict(c) for c in changes])
             return
         if not changes:
-            typer.echo("no commit matches" if memory_id or source or since else "no commits yet")
+            _say("no commit matches" if memory_id or source or since else "no commits yet")
         for change in changes:
             who = change.source or "git"
-            typer.echo(f"{change.commit[:8]} {change.time} {who:12} {change.summary}")
+            _say(f"{change.commit[:8]} {change.time} {who:12} {change.summary}")
 
     @app.command()
     def revert(
@@ -315,22 +320,22 @@ def register(app: typer.Typer) -> None:
             history = History(store)
             changes = [c for c in history.log() if c.session == session]
             for change in changes:
-                typer.echo(f"{change.commit[:8]} {change.summary}")
+                _say(f"{change.commit[:8]} {change.summary}")
             if not changes:
-                typer.echo(f"no commit carries Memstore-Session: {session} (see memstore log)")
+                _say(f"no commit carries Memstore-Session: {session} (see memstore log)")
                 return
             if dry_run:
-                typer.echo(f"would undo {count(len(changes), 'commit')}")
+                _say(f"would undo {count(len(changes), 'commit')}")
                 return
             _ask(f"Undo these {count(len(changes), 'commit')}?", yes)
             made, changed, kept = history.revert_session(session)
-        typer.echo(
+        _say(
             f"reverted {count(len(changed), 'file')} in {made[:8]}"
             if made
             else "nothing left to undo"
         )
         for path in kept:
-            typer.echo(f"  kept (edited by others since): {path}")
+            _say(f"  kept (edited by others since): {path}")
 
     @app.command("import")
     def import_command(
@@ -369,18 +374,16 @@ def register(app: typer.Typer) -> None:
                 store, paths, workspace=chosen, whole_file=whole_file, dry_run=dry_run
             )
         if dry_run:
-            typer.echo(
-                f"would create {count(len(report.created), 'memory', 'memories')} in {chosen}:"
-            )
+            _say(f"would create {count(len(report.created), 'memory', 'memories')} in {chosen}:")
             for text in report.created:
-                typer.echo(f"  - {summary(text, 90)}")
+                _say(f"  - {summary(text, 90)}")
             return
-        typer.echo(
+        _say(
             f"created {count(len(report.created), 'memory', 'memories')} in {chosen}; "
             f"{report.unchanged} already there"
         )
         for text, reason in report.refused:
-            typer.echo(f"  refused {text!r}: {reason}", err=True)
+            _say(f"  refused {text!r}: {reason}", err=True)
 
     @app.command()
     def export(
@@ -405,7 +408,7 @@ def register(app: typer.Typer) -> None:
         text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
         if output:
             write_export(output, text)
-            typer.echo(
+            _say(
                 f"exported {count(len(data['memories']), 'memory', 'memories')} to {output}",
                 err=True,
             )
@@ -428,12 +431,12 @@ def register(app: typer.Typer) -> None:
         with Store.open(shell_settings(vault), create=True) as store:
             report = run_restore(store, files)
         kept = f", {len(report.kept)} kept as they were" if report.kept else ""
-        typer.echo(
+        _say(
             f"restored: {report.added} added, {report.merged} merged, "
             f"{report.unchanged} unchanged{kept}"
         )
         for path, reason in report.kept:
-            typer.echo(f"  kept {path}: {reason}", err=True)
+            _say(f"  kept {path}: {reason}", err=True)
 
     @app.command()
     def gc(
@@ -457,19 +460,19 @@ def register(app: typer.Typer) -> None:
         with Store.open(shell_settings(vault)) as store:
             done = Curator(store, _now()).gc(prune_traces_days=prune_traces, dry_run=dry_run)
         verb = "would remove" if dry_run else "removed"
-        typer.echo(
+        _say(
             f"{verb} {len(done.folders)} leftover index folders, {len(done.traces)} archived traces"
         )
         for item in [*done.folders, *done.traces]:
-            typer.echo(f"  {item}")
+            _say(f"  {item}")
         before = done.before
         size = _kib(before.loose_kib + before.packed_kib)
         if done.after is None:
-            typer.echo(f"would pack {before.loose:,} loose git objects (history: {size})")
+            _say(f"would pack {before.loose:,} loose git objects (history: {size})")
         else:
             after = _kib(done.after.loose_kib + done.after.packed_kib)
-            typer.echo(f"packed {before.loose:,} loose git objects (history: {size} → {after})")
-            typer.echo(f"compacted the index: {count(done.index_segments, 'segment')} → 1")
+            _say(f"packed {before.loose:,} loose git objects (history: {size} → {after})")
+            _say(f"compacted the index: {count(done.index_segments, 'segment')} → 1")
 
 
 def _kib(kib: int) -> str:

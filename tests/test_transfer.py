@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -293,7 +294,14 @@ def test_restore_that_cannot_commit_puts_every_file_back(vault: Path, tmp_path: 
     branch = git(vault, "symbolic-ref", "HEAD").strip()
     lock = vault / ".git" / f"{branch}.lock"  # another git process is updating the branch
     lock.write_text("", encoding="utf-8")
-    done = cli(vault, "restore", str(exported))
+    # ... and is alive (waiting on its input), so the lock is its and stays
+    person = subprocess.Popen(
+        ["git", "hash-object", "--stdin"], cwd=vault, stdin=subprocess.PIPE, text=True
+    )
+    try:
+        done = cli(vault, "restore", str(exported))
+    finally:
+        person.communicate("x", timeout=10)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     lock.unlink()
     assert vault_bytes(vault) == before and head(vault) == commit and git_is_clean(vault)
