@@ -187,25 +187,24 @@ def test_a_kill_between_commit_and_git_index_is_repaired_by_the_next_command(
 
 
 def test_writers_queue_while_the_lock_changes_hands(vault: Path) -> None:
-    order: list[int] = []
+    turns: list[int] = []
 
-    def hold(n: int) -> None:
-        with Vault(vault).lock(5):
-            order.append(n)
-            time.sleep(0.3)  # one writer's turn; longer than the last waiter's timeout alone
+    def writers() -> None:
+        for n in range(4):  # four writers' turns back to back, 0.3 s each
+            with Vault(vault).lock(5):
+                turns.append(n)
+                time.sleep(0.3)  # one writer's commit; the waiter's timeout is 0.4 s
 
-    threads = [threading.Thread(target=hold, args=(n,)) for n in range(4)]
-    threads[0].start()
-    while not order:
+    queue = threading.Thread(target=writers)
+    queue.start()
+    while not turns:
         time.sleep(0.001)
-    for thread in threads[1:]:
-        thread.start()
-    # Three more turns of 0.3 s are ahead of it: it waits on their progress, not a clock.
-    with Vault(vault).lock(0.4):
-        order.append(9)
-    for thread in threads:
-        thread.join(5)
-    assert sorted(order) == [0, 1, 2, 3, 9]
+    # It waits about 1.2 s in all, far past its 0.4 s timeout, because the lock keeps
+    # changing hands; only one holder keeping it 0.4 s would make it give up.
+    with Vault(vault).lock(0.4):  # raises LockedError if it gives up
+        turns.append(9)
+    queue.join(5)
+    assert sorted(turns) == [0, 1, 2, 3, 9]
 
 
 def test_a_stuck_holder_is_named_when_the_wait_gives_up(vault: Path) -> None:
