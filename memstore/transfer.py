@@ -526,7 +526,7 @@ def _apply_restore(store: Store, plan: dict[str, bytes], report: RestoreReport) 
         with store.writing(plan):  # a kill before the commit is undone by the next command
             for path, data in plan.items():
                 undo.make_room(path)
-                _write_file(store.vault, path, data)
+                store.vault.write_bytes_atomic(path, data)
             crash_point("restore-written")
             message = f"restore: {report.added} added, {report.merged} merged"
             store.git.commit(message, store.trailers, add=tuple(plan))
@@ -567,30 +567,10 @@ class _Undo:
                 if old is None:
                     self.vault.path(relative).unlink(missing_ok=True)
                 else:
-                    _write_file(self.vault, relative, old)
+                    self.vault.write_bytes_atomic(relative, old)
         for folder in reversed(self.folders):
             with contextlib.suppress(OSError):
                 folder.rmdir()
-
-
-def _write_file(vault: Vault, relative: str, data: bytes) -> None:
-    """Write a file's exact bytes, 0600, so that no reader sees half of it."""
-    path = vault.path(relative)
-    tmp = ""
-    try:
-        # a short hidden temp name: the indexer skips it, and a 255-byte name still fits
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except OSError as err:
-        if tmp:
-            Path(tmp).unlink(missing_ok=True)
-        raise VaultError(
-            f"cannot write {relative}: {err.strerror}; check the vault's permissions"
-        ) from err
 
 
 def _read_bytes(vault: Vault, relative: str) -> bytes:

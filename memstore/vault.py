@@ -7,6 +7,7 @@ import fcntl
 import logging
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -131,17 +132,19 @@ class Vault:
     def write_bytes_atomic(self, relative: str, data: bytes) -> None:
         """Write a file's exact bytes atomically (owner-only, like every vault file)."""
         path = self.path(relative)
-        tmp = path.with_name(f".{path.name}.tmp")
+        tmp = ""
         try:
             self._make_folders(path.parent)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            # A short hidden temp name (0600): the indexer skips it, a 255-byte name still fits.
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, path)
         except OSError as err:
-            tmp.unlink(missing_ok=True)
+            if tmp:
+                Path(tmp).unlink(missing_ok=True)
             raise VaultError(
                 f"cannot write {relative}: {err.strerror}; check the vault's permissions"
             ) from err
