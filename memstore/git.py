@@ -367,6 +367,17 @@ class GitRepo:
             if old in mine and mine[old] != new:  # both moved it: one fixed choice
                 keep, drop = sorted((mine[old], new))
                 moved[old], moved[drop] = keep, keep
+        # Follow a move only where nothing else stands at its destination: otherwise plain
+        # delete-vs-change keeps the other side's edit at the old path.
+        moved = {
+            old: new
+            for old, new in moved.items()
+            if _entry_id(base, new) is None
+            and not any(
+                _entry_id(t, old) is not None and _entry_id(t, new) is not None
+                for t in (ours, theirs)
+            )
+        }
         if not moved:
             return base, ours, theirs
         return (
@@ -395,8 +406,7 @@ class GitRepo:
             if entry is None:
                 continue
             changes[old] = None
-            if _entry_id(tree, new) is None:
-                changes[new] = entry
+            changes[new] = entry
         return self._repo[self._tree_with(tree, changes)] if changes else tree
 
     def _merge_tree(self, base: Any, ours: Any, theirs: Any, prefix: str, resolve: Resolver) -> Any:

@@ -235,8 +235,8 @@ class Vault:
         goes, a folder where its lock file goes): everything under .memstore/ is memstore's
         own, so the odd thing is damage, moved to .git/memstore-damaged/ (never committed)
         and named on stderr."""
-        if not os.path.lexists(path) or (path.is_dir() == folder and not path.is_symlink()):
-            return
+        if not os.path.lexists(path) or path.is_dir() == folder:
+            return  # (a symlink to the right kind of thing is a person's choice: kept)
         aside = self.root / ".git" / "memstore-damaged" / f"{path.name}-{time.time_ns()}"
         aside.parent.mkdir(exist_ok=True, mode=0o700)
         os.replace(path, aside)
@@ -334,7 +334,7 @@ def _wait_for(handle: BinaryIO, timeout: float, where: Path) -> None:
         if current != holder:
             holder, deadline = current, now + timeout
         elif now >= deadline:
-            pid, _, command = holder.partition(" ")
+            pid, _, command = holder.rpartition(" ")[0].partition(" ")
             who = f"process {pid} ({command.strip() or 'memstore'})" if pid else "another process"
             raise LockedError(
                 f"{who} has held the vault lock for over {timeout:.0f} s and is still running; "

@@ -487,3 +487,23 @@ def test_a_memory_moved_on_one_machine_and_edited_on_the_other_stays_one_file(
         assert files == [moved]
         assert "Tom can approve too." in (store.vault.root / moved).read_text(encoding="utf-8")
         assert store.show(added.id)[0].path == moved
+
+
+def test_a_move_onto_a_name_the_other_machine_also_uses_keeps_both_texts(
+    machines: list[Store],
+) -> None:
+    a, b, _ = machines
+    (a.vault.root / "global").mkdir()
+    (a.vault.root / "global" / "notes.md").write_text("shared notes\n", encoding="utf-8")
+    a.sync()
+    b.sync()
+    (a.vault.root / "proj").mkdir()
+    (a.vault.root / "global" / "notes.md").rename(a.vault.root / "proj" / "notes.md")
+    a.sync()
+    (b.vault.root / "global" / "notes.md").write_text("shared notes\nB's edit\n", "utf-8")
+    (b.vault.root / "proj").mkdir()
+    (b.vault.root / "proj" / "notes.md").write_text("B's own project notes\n", "utf-8")
+    b.sync()
+
+    texts = "\n".join(memory_files(b)[p].decode() for p in memory_files(b))
+    assert "B's edit" in texts and "B's own project notes" in texts
