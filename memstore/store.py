@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import logging
 import os
 import re
 import shutil
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,7 +19,14 @@ from typing import Any, TypeVar
 
 from index import SearchIndex, SearchIndexError, terms
 from memstore import remote
-from memstore.codec import content_hash, derive_id, render_changes, render_memory, slugify
+from memstore.codec import (
+    content_hash,
+    derive_id,
+    parse_memory,
+    render_changes,
+    render_memory,
+    slugify,
+)
 from memstore.config import Settings
 from memstore.edits import commit_edits
 from memstore.errors import InvalidInputError, NotFoundError, VaultError
@@ -33,6 +41,7 @@ from memstore.git import (
     parent_repository_message,
 )
 from memstore.indexer import CatchUp, Drift, Entry, Indexer, Progress, rebuild
+from memstore.merge import merge_file
 from memstore.model import (
     ADDABLE_KINDS,
     GLOBAL,
@@ -58,7 +67,7 @@ from memstore.retrieval import (
     with_neighbors,
 )
 from memstore.secrets import find_secret_in_fields
-from memstore.sync import SyncOutcome, sync
+from memstore.sync import MARKER, SyncOutcome, finish_interrupted, sync
 from memstore.usage import Usage
 from memstore.vault import Vault
 
@@ -216,6 +225,13 @@ class Store:
                     "removed %s left by a killed process (no git process was using it)",
                     ", ".join(removed),
                 )
+        if self.vault.read_state(MARKER):
+            # before anything commits edits: a half-done checkout is memstore's, not a person's
+            try:
+                if finish_interrupted(self.vault, self.git, self.settings.host):
+                    log.warning("finished a sync that was stopped during its checkout")
+            except VaultError as err:
+                log.warning("%s; the next memstore command tries again", err)
         self._undo_killed_write()
         if index_stale:
             try:
@@ -601,7 +617,7 @@ class Store:
             supersedes=tuple(dict.fromkeys((*current.supersedes, *supersedes))),
         )
         message = f"seen({current.workspace}): {summary(current.body)} (seen {merged.seen})"
-        commit = self.write_memory(entry.path, merged, message, source)
+        commit = self.write_memory(entry.path, merged, message, source, basis=current)
         return AddResult(
             "duplicate_merged", merged.id, entry.path, merged.seen, merged.workspace, commit
         )
@@ -626,83 +642,100 @@ class Store:
         )
         return f"{workspace}/{slugify(body)}-{memory_id}.md", memory
 
-    def write_memory(self, path: str, memory: Memory, message: str, source: str) -> str:
+    def write_memory(
+        self, path: str, memory: Memory, message: str, source: str, basis: Memory | None = None
+    ) -> str:
         """Write one memory atomically, commit it, and index it (the caller holds the lock).
 
-        A person's uncommitted edit of that file is committed first, on its own. If the
-        commit fails, the file is put back as it was: a failed write changes nothing.
+        `basis` is the memory as the caller read it. A person's uncommitted edit of the file
+        is committed first, on its own; if that edit came after the caller read the file,
+        memstore's change is merged into it by the merge rules instead of overwriting it.
+        If the commit fails, the file is put back as it was: a failed write changes nothing.
         """
         trailers = Trailers(source, self.settings.session, self.settings.host)
         self.commit_edits([path])
         before = self.git.read_work_file(path)
-        with self.writing([path]):
-            self.vault.write_atomic(path, self._render_over(path, before, memory))
+        data = self._render_over(path, before, memory, basis)
+        with self.writing({path: data}):
+            self.vault.write_bytes_atomic(path, data)
             crash_point("memory-written")
             try:
                 commit = self.git.commit(message, trailers, add=(path,))
             except VaultError:
                 self._put_back(path, before)
                 raise
-        self.indexer.record(path, memory)
+        self.indexer.record(path, self.vault.read(path))
         return commit
 
-    def _render_over(self, path: str, before: bytes | None, memory: Memory) -> str:
-        """The file text for `memory`: an existing file keeps every line it does not change
-        (a person's comments, key order and quoting)."""
+    def _render_over(
+        self, path: str, before: bytes | None, memory: Memory, basis: Memory | None = None
+    ) -> bytes:
+        """The file's bytes for `memory`: an existing file keeps every line it does not
+        change (a person's comments, key order and quoting); a file a person changed since
+        `basis` was read gets memstore's change merged in."""
         if before is None:
-            return render_memory(memory)
+            return render_memory(memory).encode("utf-8")
         try:
             text = before.decode("utf-8")
         except UnicodeDecodeError as err:
             raise InvalidInputError(
                 f"{path} is not valid UTF-8; fix its encoding before memstore changes it"
             ) from err
-        return render_changes(text, self.vault.read(path), memory)
+        on_disk = parse_memory(text, path=path)
+        if basis is not None and on_disk != basis:
+            ours = render_memory(memory).encode("utf-8")
+            merged = merge_file(path, render_memory(basis).encode("utf-8"), ours, before)
+            return merged.data if merged.data is not None else ours
+        return render_changes(text, on_disk, memory).encode("utf-8")
 
     @contextlib.contextmanager
-    def writing(self, paths: Iterable[str]) -> Iterator[None]:
-        """Note `paths` as being written until their commit is made (the caller holds the
-        lock), so a process killed in between is undone by the next one: a write that was
-        never committed was never reported, and files a person edited were committed first.
-        """
-        self.note_writing(paths)
-        yield
-        self.note_writing([])
+    def writing(self, files: Mapping[str, bytes | None]) -> Iterator[None]:
+        """Journal the files about to be written (path → the bytes memstore writes, None
+        for a deletion) until their commit is made or given up (the caller holds the lock).
 
-    def note_writing(self, paths: Iterable[str]) -> None:
-        """Record the paths written but not yet committed (empty: none); see `writing`."""
-        self.vault.write_state(WRITING, "\n".join(paths))
+        A process killed in between is undone by the next one — only where the file still
+        holds what memstore wrote: the write was never reported, and anything else on disk
+        is a person's, kept for an edit commit.
+        """
+        self.note_writing(files)
+        try:
+            yield
+        finally:
+            self.note_writing({})
+
+    def note_writing(self, files: Mapping[str, bytes | None]) -> None:
+        """Record the files written but not yet committed (empty: none); see `writing`."""
+        self.vault.write_state(
+            WRITING, "\n".join(f"{_digest(data)} {path}" for path, data in files.items())
+        )
 
     def _undo_killed_write(self) -> None:
+        journal = [line.partition(" ") for line in self.vault.read_state(WRITING).splitlines()]
         # A garbled journal must never make this touch a file outside the vault's memories.
-        paths = [p for p in self.vault.read_state(WRITING).splitlines() if _is_memory_path(p)]
-        if not paths:
-            if self.vault.read_state(WRITING):
+        entries = [(path, digest) for digest, _, path in journal if _is_memory_path(path)]
+        if not entries:
+            if journal:
                 self.vault.write_state(WRITING, "")
             return
-        undone = []
+        undone, kept = [], []
         head = self.git.head()
-        for path in paths:
-            committed = self.git.read_at(head, path)
-            if self.git.read_work_file(path) != committed:
-                self._put_back(path, committed)
-                undone.append(path)
+        for path, digest in entries:
+            committed, now = self.git.read_at(head, path), self.git.read_work_file(path)
+            if now == committed:
+                continue  # the commit was made, or nothing was written yet
+            if _digest(now) != digest:
+                kept.append(path)  # changed since the killed write: a person's, never undone
+                continue
+            self._put_back(path, committed)
+            undone.append(path)
+        paths = [path for path, _ in entries]
         try:
             restaged = self.git.repair_index(paths)
         except VaultError as err:
             log.warning("%s; the next memstore command tries again", err)
             return  # the journal stays: the next lock holder repairs the index
         self.vault.write_state(WRITING, "")
-        if undone:
-            log.warning(
-                "undid an uncommitted write of %s by a process that was killed (it reported nothing)",
-                ", ".join(undone[:3]) + (" …" if len(undone) > 3 else ""),
-            )
-        elif restaged:
-            log.warning(
-                "repaired git's index for %s, which a process killed mid-commit left stale",
-                ", ".join(restaged[:3]) + (" …" if len(restaged) > 3 else ""),
-            )
+        _report_healed(undone, kept, restaged)
 
     def _put_back(self, path: str, data: bytes | None) -> None:
         if data is None:
@@ -771,17 +804,24 @@ class Store:
                 last_recalled=max(current.last_recalled, last),
             )
             written.append((entries[0].path, updated))
-        with self.writing(p for p, _ in written):
-            for path, memory in written:
-                before = self.git.read_work_file(path)
-                self.vault.write_atomic(path, self._render_over(path, before, memory))
+        befores = {path: self.git.read_work_file(path) for path, _ in written}
+        files = {path: self._render_over(path, befores[path], m) for path, m in written}
+        with self.writing(files):
+            for path, data in files.items():
+                self.vault.write_bytes_atomic(path, data)
             crash_point("memory-written")
             if written:
-                self.git.commit(
-                    f"recall: usage of {len(written)} {'memory' if len(written) == 1 else 'memories'}",
-                    self.trailers,
-                    add=tuple(p for p, _ in written),
-                )
+                try:
+                    self.git.commit(
+                        f"recall: usage of {len(written)} "
+                        f"{'memory' if len(written) == 1 else 'memories'}",
+                        self.trailers,
+                        add=tuple(files),
+                    )
+                except VaultError:
+                    for path, old in befores.items():
+                        self._put_back(path, old)
+                    raise
             for path, memory in written:
                 self.indexer.record(path, memory)
         self.usage.clear(pending)
@@ -829,7 +869,7 @@ class Store:
             if updated == current:
                 return current, False
             message = f"{verb}({current.workspace}): {summary(current.body)}"
-            self.write_memory(entry.path, updated, message, self.settings.source)
+            self.write_memory(entry.path, updated, message, self.settings.source, basis=current)
             return updated, True
 
     def confirm(self, id_prefix: str) -> Memory:
@@ -844,7 +884,7 @@ class Store:
         """Delete a memory's file in one commit and drop it from the index (lock held by caller)."""
         self.commit_edits([entry.path])
         before = self.git.read_work_file(entry.path)
-        with self.writing([entry.path]):
+        with self.writing({entry.path: None}):
             try:
                 self.vault.path(entry.path).unlink()
             except OSError as err:
@@ -872,6 +912,31 @@ class Store:
             self.close()
             self._indexer, result = rebuild(self.vault, step)
             return result
+
+
+def _digest(data: bytes | None) -> str:
+    return hashlib.sha1(data).hexdigest() if data is not None else "-"
+
+
+def _report_healed(undone: list[str], kept: list[str], restaged: list[str]) -> None:
+    def names(paths: list[str]) -> str:
+        return ", ".join(paths[:3]) + (" …" if len(paths) > 3 else "")
+
+    if undone:
+        log.warning(
+            "undid an uncommitted write of %s by a process that was killed (it reported nothing)",
+            names(undone),
+        )
+    if kept:
+        log.warning(
+            "kept %s as found: a killed process was writing it and someone changed it since",
+            names(kept),
+        )
+    if restaged and not undone:
+        log.warning(
+            "repaired git's index for %s, which a process killed mid-commit left stale",
+            names(restaged),
+        )
 
 
 def _is_memory_path(path: str) -> bool:

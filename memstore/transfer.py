@@ -144,11 +144,13 @@ def import_files(
         if not store.vault.is_watched():
             store.catch_up_locked(workspace)
         origins: dict[str, str] = {}  # each path written → the file its piece came from
+        written: dict[str, bytes | None] = {}
         try:
             for name, body, keywords in _new_pieces(store, sources, workspace, whole_file, report):
                 path, memory = _plan_imported(store, body, keywords, workspace, source, report)
-                store.note_writing([*origins, path])  # a kill before the commit is undone
-                store.vault.write_atomic(path, render_memory(memory))
+                written[path] = render_memory(memory).encode("utf-8")
+                store.note_writing(written)  # a kill before the commit is undone
+                store.vault.write_bytes_atomic(path, written[path] or b"")
                 origins[path] = name
                 report.created.append(memory.id)
         finally:
@@ -157,7 +159,7 @@ def import_files(
             if origins:
                 crash_point("import-written")
                 _commit_import(store, origins, workspace, source)
-            store.note_writing([])
+            store.note_writing({})
         store.catch_up_locked(workspace)  # one index update, not one per memory
     return report
 

@@ -9,6 +9,7 @@ import os
 import subprocess
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ import pytest
 from memstore.config import Settings
 from memstore.errors import InvalidInputError, LockedError
 from memstore.history import History
+from memstore.model import Memory
 from memstore.store import Store
 from memstore.vault import Vault
 from tests.conftest import commit_count, git, settings_at
@@ -287,3 +289,63 @@ def test_sync_repairs_a_merge_driver_that_points_nowhere(tmp_path: Path) -> None
     driver = git(vault, "config", "merge.memstore.driver").strip()
     program = driver.split(" ", 1)[0].strip("'")
     assert os.access(program, os.X_OK) and program.endswith("/memstore")
+
+
+def test_a_killed_write_is_not_undone_over_an_edit_made_after_it(vault: Path) -> None:
+    assert cli(vault, "add", "Rotate the staging TLS cert in March", "-w", "ops").returncode == 0
+    done = cli(
+        vault,
+        "add",
+        "Rotate the staging TLS cert in March",
+        "-w",
+        "ops",
+        env={"MEMSTORE_CRASH_AT": "memory-written"},
+    )
+    assert done.returncode == -9  # killed between its write and its commit
+    path = next((vault / "ops").glob("*.md"))
+    path.write_text(path.read_text(encoding="utf-8") + "Owner: tom.\n", encoding="utf-8")
+
+    after = cli(vault, "search", "staging cert", "-w", "ops")
+
+    assert after.returncode == 0 and "kept ops/" in after.stderr
+    assert "Owner: tom." in path.read_text(encoding="utf-8")
+
+
+def test_a_failed_commit_leaves_no_journal_to_undo_a_later_edit(vault: Path) -> None:
+    assert cli(vault, "add", "Feature flags live in LaunchDarkly", "-w", "web").returncode == 0
+    branch = git(vault, "symbolic-ref", "HEAD").strip()
+    lock = vault / ".git" / f"{branch}.lock"
+    lock.write_bytes(b"")
+    person = subprocess.Popen(  # a live git process: its lock is kept, the commit fails
+        ["git", "hash-object", "--stdin"], cwd=vault, stdin=subprocess.PIPE, text=True
+    )
+    try:
+        failed = cli(vault, "add", "Feature flags live in LaunchDarkly", "-w", "web")
+    finally:
+        person.communicate("x", timeout=10)
+    lock.unlink()
+    assert failed.returncode == 1
+    path = next((vault / "web").glob("*.md"))
+    path.write_text(path.read_text(encoding="utf-8") + "Project key: web.\n", encoding="utf-8")
+
+    assert cli(vault, "search", "flags", "-w", "web").returncode == 0
+    assert "Project key: web." in path.read_text(encoding="utf-8")
+
+
+def test_an_edit_saved_while_memstore_updates_the_file_is_merged_not_overwritten(
+    store: Store, vault: Path
+) -> None:
+    added = store.add("Postgres listens on 5432", workspace="ops")
+    path = vault / added.path
+
+    def confirm_while_a_person_saves(memory: Memory) -> Memory:
+        # the person's save lands after memstore read the file, before it writes
+        path.write_text(path.read_text(encoding="utf-8") + "Behind pgbouncer.\n", "utf-8")
+        return replace(memory, confirmed=memory.confirmed + 1)
+
+    store.update(added.id, confirm_while_a_person_saves, "confirm")
+
+    text = path.read_text(encoding="utf-8")
+    assert "Behind pgbouncer." in text and "confirmed: 1" in text
+    confirm, edit = subjects(vault, 2)
+    assert confirm.startswith("confirm(ops)") and edit.startswith("edit(ops)")

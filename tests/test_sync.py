@@ -313,8 +313,9 @@ def test_a_sync_killed_mid_merge_is_finished_by_the_next(machines: list[Store]) 
     commit = b.git.commit_merge(tree, ours, theirs, "sync: merge", Trailers("t", "s", "h"))
     b.vault.write_state(MARKER, commit)  # killed here: the commit exists, nothing checked out
     assert not any("from A" in d.decode() for d in memory_files(b).values())
-    outcome, _, _ = b.sync()
-    assert outcome.recovered and outcome.pushed
+    outcome, _, _ = b.sync()  # taking the lock finishes the merge, before edits are committed
+    assert outcome.pushed and b.git.head() == commit and not b.vault.read_state(MARKER)
+    assert not any(c.message.startswith("edit(") for c in b.git.history())
     assert {parse_memory(d.decode(), path=p).body.strip() for p, d in memory_files(b).items()} == {
         "from A",
         "from B",
