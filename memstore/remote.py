@@ -79,9 +79,11 @@ def fetch(root: Path, name: str, env: Mapping[str, str]) -> None:
         raise _classify(done.stderr, name, remote_url(root, name, env), "fetch from")
 
 
-def push(root: Path, name: str, branch: str, env: Mapping[str, str]) -> bool:
-    """Push the current branch; return False when the remote moved on (never force)."""
-    done = run_git(root, ["push", "--quiet", "--porcelain", name, f"HEAD:refs/heads/{branch}"], env)
+def push(root: Path, name: str, branch: str, env: Mapping[str, str], *, commit: str = "") -> bool:
+    """Push `commit` (default HEAD) to the branch; return False when the remote moved on
+    (never force)."""
+    refspec = f"{commit or 'HEAD'}:refs/heads/{branch}"
+    done = run_git(root, ["push", "--quiet", "--porcelain", name, refspec], env)
     if done.returncode == 0:
         return True
     output = f"{done.stdout}\n{done.stderr}"

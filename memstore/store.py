@@ -842,7 +842,15 @@ class Store:
         with self.vault.lock(self.settings.lock_timeout):
             self.catch_up_locked()
             flushed = self._flush_usage_locked()
-            outcome = sync(self.vault, self.git, self.trailers, self.settings.env, name)
+        outcome = sync(
+            self.vault,
+            self.git,
+            self.trailers,
+            self.settings.env,
+            name,
+            lambda: self.vault.lock(self.settings.lock_timeout),
+        )
+        with self.vault.lock(self.settings.lock_timeout):
             caught_up = self.catch_up_locked()
             if remote.needs_packing(self.vault.root):
                 remote.pack(self.vault.root, self.settings.env, auto=True)

@@ -7,7 +7,8 @@ lets the next sync finish a sync that was killed half-way. Never force-pushes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from memstore import remote
@@ -61,64 +62,74 @@ def finish_interrupted(vault: Vault, git: GitRepo, host: str) -> bool:
 
 
 def sync(
-    vault: Vault, git: GitRepo, trailers: Trailers, env: Mapping[str, str], name: str = "origin"
-) -> SyncOutcome:
-    """Bring the vault and remote `name` to the same history (the caller holds the lock)."""
-    outcome = SyncOutcome(recovered=finish_interrupted(vault, git, trailers.host))
-    if not remote.remote_url(vault.root, name, env):
-        raise SyncError(
-            f"the vault has no remote {name!r}; add one with 'memstore remote add URL' "
-            "(any URL git push accepts, e.g. git@github.com:you/memory.git or a bare repo path)"
-        )
-    outcome.committed_edits = _commit_edits(vault, git, trailers.host)
-    start = git.head()
-    try:
-        _fetch_merge_push(vault, git, trailers, env, name, outcome)
-    finally:
-        if git.head() != start:
-            vault.make_private(git.paths_between(start, git.head()))
-    return outcome
-
-
-def _fetch_merge_push(
     vault: Vault,
     git: GitRepo,
     trailers: Trailers,
     env: Mapping[str, str],
     name: str,
-    outcome: SyncOutcome,
-) -> None:
+    locked: Callable[[], AbstractContextManager[object]],
+) -> SyncOutcome:
+    """Bring the vault and remote `name` to the same history.
+
+    `locked()` holds the vault's write lock: local steps (committing edits, merging,
+    checking out) run under it; fetch and push do not, so an add never waits on the network.
+    """
+    with locked():
+        outcome = SyncOutcome(recovered=finish_interrupted(vault, git, trailers.host))
+        if not remote.remote_url(vault.root, name, env):
+            raise SyncError(
+                f"the vault has no remote {name!r}; add one with 'memstore remote add URL' "
+                "(any URL git push accepts, e.g. git@github.com:you/memory.git or a bare repo "
+                "path)"
+            )
+        outcome.committed_edits = _commit_edits(vault, git, trailers.host)
     branch = git.branch()
     attempt = 0
     while attempt < ATTEMPTS:
         remote.fetch(vault.root, name, env)
         crash_point("sync-fetched")
-        theirs = git.resolve(f"refs/remotes/{name}/{branch}")
-        outcome.fetched = theirs
-        try:
-            _merge(vault, git, trailers, theirs, outcome)
-        except UncommittedEditError as err:
-            # A person saved a file the merge touches while we fetched: commit the edit on
-            # its own and merge again (not a try: the remote did not move).
-            committed = _commit_edits(vault, git, trailers.host)
-            if not committed:
-                raise SyncError(
-                    f"{err}; nothing was overwritten — move that file aside and sync again"
-                ) from err
-            outcome.committed_edits = committed
-            continue
-        if theirs and git.head() == theirs:
+        with locked():
+            theirs = git.resolve(f"refs/remotes/{name}/{branch}")
+            outcome.fetched = theirs
+            if not _merge_locked(vault, git, trailers, theirs, outcome):
+                continue  # a file changed under the checkout: its edit is committed; again
+            head = git.head()
+        if theirs and head == theirs:
             outcome.pushed = False
-            return
+            return outcome
         crash_point("sync-push")
-        if remote.push(vault.root, name, branch, env):
+        if remote.push(vault.root, name, branch, env, commit=head):
             outcome.pushed = True
-            return
+            return outcome
         attempt += 1
     raise SyncError(
         f"the remote kept changing while syncing ({ATTEMPTS} tries); your commits are kept, "
         "run 'memstore sync' again"
     )
+
+
+def _merge_locked(
+    vault: Vault, git: GitRepo, trailers: Trailers, theirs: str, outcome: SyncOutcome
+) -> bool:
+    """Commit edits saved meanwhile, merge `theirs`; False when a file changed under the
+    checkout (its edit is then committed and the merge must run again)."""
+    committed = _commit_edits(vault, git, trailers.host)
+    outcome.committed_edits = committed or outcome.committed_edits
+    start = git.head()
+    try:
+        _merge(vault, git, trailers, theirs, outcome)
+    except UncommittedEditError as err:
+        committed = _commit_edits(vault, git, trailers.host)
+        if not committed:
+            raise SyncError(
+                f"{err}; nothing was overwritten — move that file aside and sync again"
+            ) from err
+        outcome.committed_edits = committed
+        return False
+    finally:
+        if git.head() != start:
+            vault.make_private(git.paths_between(start, git.head()))
+    return True
 
 
 def _commit_edits(vault: Vault, git: GitRepo, host: str) -> str:

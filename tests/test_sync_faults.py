@@ -461,3 +461,26 @@ def test_an_outside_edit_is_committed_on_its_own(pair: Pair, then: str) -> None:
     assert message.startswith("edit("), message
     assert "Memstore-Source: editor" in message, message
     assert not message.startswith(("recall:", "sync:", "add(")), message
+
+
+def test_an_add_never_waits_on_a_syncs_network(pair: Pair, tmp_path: Path) -> None:
+    pair.a.add("Remote side: deploys freeze on Fridays")
+    pair.a.sync()
+    gate = FetchGate(pair.b, tmp_path)
+    syncing = pair.b.start("sync")
+    try:
+        gate.wait_inside(syncing)
+        # the sync is inside its fetch and may stay there as long as the network takes:
+        # an add meanwhile neither waits for it nor fails
+        done = pair.b.run("add", "Added while the sync fetched", "-w", "global", "--json", ok=False)
+        assert syncing.poll() is None  # the fetch was still going on
+    finally:
+        gate.open()
+    assert done.returncode == 0, done.stderr
+    rc, output = finish(syncing)
+    assert rc == 0, output
+    gate.remove()
+    pair.b.sync()
+    pair.a.sync()
+    bodies = " ".join(m.body for m in pair.a.memories().values())
+    assert "Added while the sync fetched" in bodies and "freeze on Fridays" in bodies
