@@ -424,9 +424,16 @@ def test_every_command_meets_damage_without_a_traceback(
         assert done.stdout == pristine.shown
     if command.startswith("doctor"):
         assert "no drift" in done.stdout
+    checked = done
+    if damage.deep and not command.startswith("doctor"):
+        # Garbage inside a segment that still decodes is met for sure only by doctor's full
+        # read (a search reads just its terms' postings): the documented contract is that
+        # doctor finds and heals it, so the results are compared after doctor.
+        checked = memstore(pristine.home, vault, "doctor")
+        assert checked.returncode == 0 and "no drift" in checked.stdout, checked.stdout
     after = search(pristine.home, vault, QUERIES[0])
     assert ids(after) == pristine.results[QUERIES[0]]
-    said = notices(done, after)
+    said = notices(done, checked, after) if checked is not done else notices(done, after)
     # a damaged part a command never reads may wait for the next one that does (doctor reads all)
     assert len(said) == 1 or (len(said) == 0 and command in ("show", "add")), said
     if command == "add":
