@@ -215,18 +215,7 @@ def bulk_vault(path: Path, count: int) -> None:
     """A vault of `count` memories written as files and committed by hand (fast to build)."""
     init_vault(path, settings_at(path))
     rng = random.Random(7)
-    words = [
-        "nginx",
-        "postgres",
-        "deploy",
-        "cache",
-        "upload",
-        "retry",
-        "queue",
-        "index",
-        "token",
-        "webhook",
-    ]
+    words = " ".join(TEXTS).lower().split()  # the memories above, reshuffled
     for n in range(count):
         folder = path / f"ws{n % 5}"
         folder.mkdir(exist_ok=True)
