@@ -11,7 +11,6 @@ from index import Document, terms
 from memstore import remote
 from memstore.codec import render_memory
 from memstore.errors import InvalidInputError
-from memstore.git import Trailers
 from memstore.indexer import Entry, Progress, has_conflict
 from memstore.merge import union
 from memstore.model import KINDS, Memory, check_kind
@@ -276,7 +275,7 @@ class Curator:
             for path, memory in touched.items():
                 store.vault.write_atomic(path, render_memory(memory))
             store.vault.path(drop_entry.path).unlink()
-            trailers = Trailers(store.settings.source, store.settings.session, store.settings.host)
+            trailers = store.trailers
             store.git.commit(
                 f"dedupe({newer.workspace}): {summary(newer.body)} (merged {older.id})",
                 trailers,

@@ -396,9 +396,7 @@ class Store:
     @_serialized
     def resolve(self, id_prefix: str) -> Entry:
         """Return the one memory whose id starts with `id_prefix`."""
-        prefix = id_prefix.strip().lower()
-        if not re.fullmatch(r"[a-z0-9]{1,40}", prefix):
-            raise InvalidInputError(f"{id_prefix!r} is not a memory id; ids look like k3xq9v2m")
+        prefix = check_id(id_prefix)
         self.catch_up()
         return self._resolve_indexed(id_prefix, prefix)
 
@@ -563,9 +561,7 @@ class Store:
 
         Catches up first, so a memory written by hand since the last catch-up is found.
         """
-        prefix = id_prefix.strip().lower()
-        if not re.fullmatch(r"[a-z0-9]{1,40}", prefix):
-            raise InvalidInputError(f"{id_prefix!r} is not a memory id; ids look like k3xq9v2m")
+        prefix = check_id(id_prefix)
         self.catch_up_locked()
         return self._resolve_indexed(id_prefix, prefix)
 
@@ -664,7 +660,7 @@ class Store:
             except VaultError:
                 self._put_back(path, before)
                 raise
-        self.indexer.record(path, self.vault.read(path))
+        self.indexer.record(path, parse_memory(data.decode("utf-8"), path=path))
         return commit
 
     def _render_over(
@@ -956,6 +952,14 @@ def _is_memory_path(path: str) -> bool:
         and "\ufffd" not in path
         and all(part and not part.startswith(".") for part in parts)
     )
+
+
+def check_id(id_prefix: str) -> str:
+    """Return `id_prefix` normalized, or raise InvalidInputError if it cannot be an id."""
+    prefix = id_prefix.strip().lower()
+    if not re.fullmatch(r"[a-z0-9]{1,40}", prefix):
+        raise InvalidInputError(f"{id_prefix!r} is not a memory id; ids look like k3xq9v2m")
+    return prefix
 
 
 def check_text(text: str) -> str:
