@@ -1,0 +1,339 @@
+"""The lean client of the resident index: ask the vault's daemon over its socket, or say no one answered.
+
+It imports only the standard library and memstore.config/errors (never Whoosh, pygit2 or the
+store): a search that the daemon answers costs an interpreter, this module and one round trip.
+
+How a command uses it (the launcher for search/add, agent hooks, `memstore serve`):
+
+    if daemon_allowed(os.environ, argv):
+        reply = ask(vault_of(argv, os.environ, cwd), Request(op, argv, cwd, dict(os.environ), stdin))
+    if reply is None or reply.status is None:
+        ...run the command in this process, as before...
+
+`ask` returns None when no daemon answered; it then starts one in the background (a new
+session, stdio to `.memstore/daemon.log`) for the next command, and the caller runs in-process
+this time. A reply whose status is None means "the daemon cannot handle this one": run it
+in-process too. Protocol: a 4-byte big-endian length, then UTF-8 JSON; stdin travels base64.
+Every message carries `IDENTITY` (memstore's version, the protocol and the code's
+fingerprint): a daemon running other code refuses the request and stops.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import socket
+import struct
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memstore import __version__
+from memstore.config import DEFAULT_VAULT_NAME
+
+PROTOCOL = 1
+STATE_DIR = ".memstore"
+SOCKET_NAME = "daemon.sock"
+LOCK_NAME = "daemon.lock"  # flock held for the daemon's whole life: two never run for one vault
+LOG_NAME = "daemon.log"
+SPAWN_MARK = "daemon.spawned"  # when a client last started one (no start storms if it dies)
+SPAWN_PAUSE_S = 10.0
+CONNECT_TIMEOUT_S = 1.0
+REPLY_TIMEOUT_S = 120.0  # the daemon bounds its own requests well below this
+MAX_MESSAGE = 256 * 1024 * 1024
+SUN_PATH_MAX = 100  # sockaddr_un holds 108 bytes; longer paths go through /proc/self/fd
+
+
+@dataclass(frozen=True)
+class Request:
+    op: str  # "search" | "add" | "hook" | "tool" | "status" | "stop"
+    argv: list[str]  # the command's arguments after the op word (for "tool": [tool name])
+    cwd: str  # the caller's working directory
+    env: dict[str, str]  # the caller's environment (the whole os.environ)
+    stdin: bytes = b""  # what the caller read from stdin (hook payload, `add -`, tool args JSON)
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int | None  # exit status; None = "not handled here, run in-process"
+    stdout: str = ""
+    stderr: str = ""
+    data: dict[str, object] = field(default_factory=dict)  # structured extras (status op)
+
+
+def daemon_allowed(env: Mapping[str, str], argv: list[str] = []) -> bool:  # noqa: B006 (read-only)
+    """Return whether this command may use (and start) a daemon: no MEMSTORE_NO_DAEMON, no --no-daemon."""
+    if env.get("MEMSTORE_NO_DAEMON", "") not in ("", "0"):
+        return False
+    return "--no-daemon" not in _options_part(argv)
+
+
+def _options_part(argv: list[str]) -> list[str]:
+    """The arguments before `--` (after it everything is text)."""
+    return argv[: argv.index("--")] if "--" in argv else list(argv)
+
+
+def resolve_vault(value: str | None, env: Mapping[str, str], cwd: str) -> Path:
+    """Return the absolute vault path: `value` (--vault), else $MEMSTORE_VAULT, else ~/memstore.
+
+    Relative paths are the caller's (`cwd`), not this process's: the daemon resolves them too.
+    """
+    home = env.get("HOME") or "/"
+    chosen = value or env.get("MEMSTORE_VAULT") or os.path.join(home, DEFAULT_VAULT_NAME)
+    if chosen == "~" or chosen.startswith("~/"):
+        chosen = home + chosen[1:]
+    return Path(os.path.normpath(os.path.join(cwd or "/", chosen)))
+
+
+def vault_of(argv: list[str], env: Mapping[str, str], cwd: str) -> Path:
+    """Return the vault a command line names (its last --vault), as `resolve_vault` does."""
+    value = None
+    rest = _options_part(argv)
+    for at, arg in enumerate(rest):
+        if arg == "--vault" and at + 1 < len(rest):
+            value = rest[at + 1]
+        elif arg.startswith("--vault="):
+            value = arg.split("=", 1)[1]
+    return resolve_vault(value, env, cwd)
+
+
+def state_dir(vault: Path) -> Path:
+    return vault / STATE_DIR
+
+
+def socket_path(vault: Path) -> Path:
+    return state_dir(vault) / SOCKET_NAME
+
+
+_identity: str | None = None
+
+
+def identity() -> str:
+    """Return this memstore's identity: version, protocol and a fingerprint of its code.
+
+    An editable install changes code without a version bump; the fingerprint (names, sizes
+    and mtimes of the package's .py files: two directory listings) tells those apart too.
+    """
+    global _identity
+    if _identity is None:
+        digest = hashlib.sha256()
+        package = Path(__file__).resolve().parent
+        for folder in (package, package.parent / "index"):
+            with contextlib.suppress(OSError), os.scandir(folder) as entries:
+                for entry in sorted(entries, key=lambda e: e.name):
+                    if entry.name.endswith(".py"):
+                        info = entry.stat()
+                        digest.update(f"{entry.name}:{info.st_size}:{info.st_mtime_ns};".encode())
+        _identity = f"{__version__}/{PROTOCOL}/{digest.hexdigest()[:16]}"
+    return _identity
+
+
+@contextlib.contextmanager
+def short_address(path: Path) -> Iterator[str]:
+    """Yield an AF_UNIX address for `path` that fits sockaddr_un (via a directory fd if long)."""
+    if len(os.fsencode(path)) <= SUN_PATH_MAX:
+        yield str(path)
+        return
+    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{folder}/{path.name}"
+    finally:
+        os.close(folder)
+
+
+def send_message(sock: socket.socket, message: dict[str, object]) -> None:
+    data = json.dumps(message, ensure_ascii=False).encode("utf-8")
+    sock.sendall(struct.pack(">I", len(data)) + data)
+
+
+def read_message(sock: socket.socket) -> dict[str, object]:
+    """Read one framed message; raise ConnectionError on a short read or a bad frame."""
+    (size,) = struct.unpack(">I", _read_exactly(sock, 4))
+    if size > MAX_MESSAGE:
+        raise ConnectionError(f"message of {size} bytes is too large")
+    try:
+        message = json.loads(_read_exactly(sock, size).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ConnectionError(f"unreadable message: {err}") from err
+    if not isinstance(message, dict):
+        raise ConnectionError("message is not a JSON object")
+    return message
+
+
+def _read_exactly(sock: socket.socket, size: int) -> bytes:
+    chunks, left = [], size
+    while left:
+        chunk = sock.recv(min(left, 1 << 20))
+        if not chunk:
+            raise ConnectionError("the other side closed the connection")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def encode_request(request: Request) -> dict[str, object]:
+    return {
+        "v": identity(),
+        "op": request.op,
+        "argv": list(request.argv),
+        "cwd": request.cwd,
+        "env": dict(request.env),
+        "stdin": base64.b64encode(request.stdin).decode("ascii"),
+    }
+
+
+def decode_request(message: Mapping[str, object]) -> Request:
+    """Return the Request in `message`; raise ValueError when a field is missing or wrong."""
+    argv, env = message.get("argv"), message.get("env")
+    op, cwd, stdin = message.get("op"), message.get("cwd"), message.get("stdin", "")
+    if not (isinstance(op, str) and isinstance(cwd, str) and isinstance(stdin, str)):
+        raise ValueError("request needs op, cwd and stdin as strings")
+    if not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)):
+        raise ValueError("request argv is not a list of strings")
+    if not (isinstance(env, dict) and all(isinstance(v, str) for v in env.values())):
+        raise ValueError("request env is not a string mapping")
+    return Request(op, argv, cwd, {str(k): v for k, v in env.items()}, base64.b64decode(stdin))
+
+
+def encode_reply(reply: Reply) -> dict[str, object]:
+    return {
+        "v": identity(),
+        "status": reply.status,
+        "stdout": reply.stdout,
+        "stderr": reply.stderr,
+        "data": reply.data,
+    }
+
+
+def _decode_reply(message: Mapping[str, object]) -> Reply | None:
+    status, out, err = message.get("status"), message.get("stdout"), message.get("stderr")
+    data = message.get("data")
+    if status is not None and not isinstance(status, int):
+        return None
+    if not isinstance(out, str) or not isinstance(err, str):
+        return None
+    return Reply(status, out, err, data if isinstance(data, dict) else {})
+
+
+def connect(vault: Path, timeout: float = CONNECT_TIMEOUT_S) -> socket.socket | None:
+    """Return a connection to the vault's daemon, or None when none listens there."""
+    path = socket_path(vault)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        with short_address(path) as address:
+            sock.connect(address)
+    except OSError:  # no socket file, a stale one (refused), a full backlog, a path gone
+        sock.close()
+        return None
+    return sock
+
+
+def ask(vault: Path, request: Request, *, start: bool = True) -> Reply | None:
+    """Return the daemon's reply, or None when no daemon answered.
+
+    With `start` (and the caller's environment allowing a daemon), a None also means a
+    daemon was started in the background for the next command; this one runs in-process.
+    """
+    reply = _exchange(vault, request)
+    if reply is None and start and daemon_allowed(request.env, request.argv):
+        start_daemon(vault, request.env)
+    return reply
+
+
+def _exchange(vault: Path, request: Request) -> Reply | None:
+    sock = connect(vault)
+    if sock is None:
+        return None
+    with sock:
+        try:
+            send_message(sock, encode_request(request))
+            sock.settimeout(REPLY_TIMEOUT_S)
+            message = read_message(sock)
+        except (OSError, ConnectionError, struct.error):
+            return None  # the daemon went away mid-request (killed, stopping): run here
+    if message.get("refused"):
+        return None  # another memstore version: it stops itself; the next command starts ours
+    return _decode_reply(message)
+
+
+def is_running(vault: Path) -> bool:
+    """Return whether a daemon holds the vault's daemon lock (running or starting)."""
+    try:
+        handle = os.open(state_dir(vault) / LOCK_NAME, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as err:
+        return err.errno in (errno.EWOULDBLOCK, errno.EAGAIN)
+    finally:
+        os.close(handle)  # closing drops a lock we took
+    return False
+
+
+def start_daemon(vault: Path, env: Mapping[str, str]) -> bool:
+    """Start a daemon for `vault` in the background unless one runs or started moments ago.
+
+    Returns whether one was started. Never waits for it: it answers from the next command on.
+    """
+    folder = state_dir(vault)
+    if not (vault / ".git").exists() or is_running(vault):
+        return False
+    mark = folder / SPAWN_MARK
+    with contextlib.suppress(OSError):
+        if time.time() - mark.stat().st_mtime < SPAWN_PAUSE_S:
+            return False  # one was started just now (and is still starting, or died: see its log)
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        mark.write_bytes(b"")
+        log = os.open(folder / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    except OSError:
+        return False  # a read-only vault: no daemon, every command runs in-process
+    try:
+        _spawn(vault, env, log)
+    finally:
+        os.close(log)
+    return True
+
+
+def _spawn(vault: Path, env: Mapping[str, str], log: int) -> None:
+    import subprocess
+    import sys
+    import threading
+
+    child_env = {k: v for k, v in env.items() if k != "MEMSTORE_CRASH_AT"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memstore", "daemon", "--background", "--vault", str(vault)],
+        env=child_env,
+        cwd="/",  # never pin a folder the person may want to remove or unmount
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=log,
+        start_new_session=True,  # no terminal's Ctrl-C or hangup reaches it
+        close_fds=True,
+    )
+    # A long-lived caller (memstore serve) reaps it when it exits; a CLI process is gone by then.
+    threading.Thread(target=process.wait, name="memstore-daemon-reaper", daemon=True).start()
+
+
+def status(vault: Path) -> Reply | None:
+    """Return the running daemon's status reply (its `data` holds the figures), or None."""
+    return _exchange(vault, Request("status", [], "/", {}))
+
+
+def stop(vault: Path, timeout: float = 30.0) -> bool:
+    """Ask the vault's daemon to stop and wait until it has; return whether one was running."""
+    reply = _exchange(vault, Request("stop", [], "/", {}))
+    if reply is None and not is_running(vault):
+        return False
+    deadline = time.monotonic() + timeout
+    while is_running(vault) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return True
