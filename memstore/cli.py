@@ -15,11 +15,9 @@ import typer
 from memstore import __version__
 from memstore.errors import InvalidInputError, MemstoreError
 from memstore.git import find_enclosing_repository
-from memstore.indexer import CatchUp
 from memstore.lean import detected_workspace, print_add, print_search, read_stdin
 from memstore.model import GLOBAL, CoreMemory
 from memstore.output import (
-    catch_up_lines,
     count,
     doctor_lines,
     printable,
@@ -334,26 +332,112 @@ def doctor(
 def watch(vault: VaultOption = None) -> None:
     """Keep the index in step with the files while you edit them (Ctrl-C stops).
 
+    The same process as `memstore daemon` in the foreground, without the idle exit: it also
+    answers searches and adds over the vault's socket.
+
     Example:  memstore watch
     """
-    from memstore.watcher import Watcher
+    from memstore.daemon import reporter, serve
 
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with Store.open(settings_for(vault)) as store:
-        typer.echo(f"watching {store.vault.root} (Ctrl-C to stop)", err=True)
+    settings = settings_for(vault)
 
-        def report(result: CatchUp, _paths: set[str]) -> None:
-            for line in catch_up_lines(result):
-                typer.echo(line, err=True)
+    def say(line: str) -> None:
+        typer.echo(line, err=True)
 
-        with Watcher(store, on_batch=report, on_tick=store.tidy):
-            try:
-                while not stop.wait(0.5):
-                    pass
-            except KeyboardInterrupt:
-                pass
-    typer.echo("stopped", err=True)
+    say(f"watching {settings.vault} (Ctrl-C to stop)")
+    status = serve(
+        settings.vault, os.environ, idle_exit=0, foreground=True, say=say, on_batch=reporter(say)
+    )
+    raise typer.Exit(status)
+
+
+@app.command()
+def daemon(
+    vault: VaultOption = None,
+    idle_exit: Annotated[
+        float | None,
+        typer.Option(
+            "--idle-exit",
+            metavar="SECONDS",
+            help="Exit after this long without a request (0: never; default 0 here, 1800 "
+            "when a command starts it).",
+            min=0,
+        ),
+    ] = None,
+    stop: Annotated[bool, typer.Option("--stop", help="Stop the vault's daemon and exit.")] = False,
+    background: Annotated[bool, typer.Option("--background", hidden=True)] = False,
+) -> None:
+    """Run the vault's resident index in the foreground (search, add, hook and serve start one
+    in the background on their own; see docs/daemon.md).
+
+    Example:  memstore daemon --idle-exit 600
+    """
+    from memstore.daemon import run_from_command_line
+
+    argv = [*(["--vault", str(vault)] if vault else []), *(["--stop"] if stop else [])]
+    argv += ["--background"] if background else []
+    argv += ["--idle-exit", str(idle_exit)] if idle_exit is not None else []
+    status = run_from_command_line(argv, os.environ, os.getcwd())
+    raise typer.Exit(status or 0)
+
+
+@app.command()
+def status(vault: VaultOption = None, as_json: JsonOption = False) -> None:
+    """Say whether the vault's daemon runs: pid, memories, uptime, memory, last catch-up.
+
+    Exit status 0 when it runs, 3 when it does not (as `systemctl status`).
+
+    Example:  memstore status --json
+    """
+    from memstore import client
+
+    settings = settings_for(vault)
+    reply = client.status(settings.vault)
+    data = dict(reply.data) if reply is not None and reply.status == 0 else {}
+    if not data:
+        data = {"running": False, "vault": str(settings.vault)}
+        data["starting"] = client.is_running(settings.vault)  # locked, not answering yet
+        data["allowed"] = client.daemon_allowed(os.environ)
+    if as_json:
+        emit_json(data)
+    else:
+        for line in _status_lines(data):
+            typer.echo(line)
+    raise typer.Exit(0 if data["running"] else 3)
+
+
+def _status_lines(data: dict[str, Any]) -> list[str]:
+    """Return what `memstore status` prints for the daemon's figures."""
+    if not data["running"]:
+        state = "starting (catching up)" if data.get("starting") else "not running"
+        hint = (
+            "the next search, add, hook or serve starts one"
+            if data.get("allowed")
+            else "MEMSTORE_NO_DAEMON is set: commands run in-process"
+        )
+        return [f"memstore daemon: {state} for {data['vault']}", f"  {hint}"]
+    idle = data["idle_exit_s"]
+    exits = f"after {idle:.0f} s idle (at {data['exits_at']})" if idle else "when stopped"
+    caught = data["last_catch_up"]
+    return [
+        f"memstore daemon: running (pid {data['pid']})",
+        f"  vault          {data['vault']}",
+        f"  memories       {data['memories']}",
+        f"  uptime         {_duration(data['uptime_s'])} (since {data['started']})",
+        f"  memory         {data['rss_mib']} MiB resident",
+        f"  last catch-up  {caught} ({_duration(data['last_catch_up_ago_s'])} ago)"
+        if caught
+        else "  last catch-up  none yet",
+        f"  requests       {data['requests']}",
+        f"  exits          {exits}",
+        f"  socket         {data['socket']}",
+    ]
+
+
+def _duration(seconds: float) -> str:
+    whole = int(seconds)
+    hours, rest = divmod(whole, 3600)
+    return f"{hours}h {rest // 60:02d}m" if hours else f"{rest // 60}m {rest % 60:02d}s"
 
 
 @app.command()

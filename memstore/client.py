@@ -3,10 +3,11 @@
 It imports only the standard library and memstore.config/errors (never Whoosh, pygit2 or the
 store): a search that the daemon answers costs an interpreter, this module and one round trip.
 
-How a command uses it (the launcher for search/add, agent hooks, `memstore serve`):
+How a shell uses it (the launcher for search/add, agent hooks, `memstore serve`), with `env`
+its whole environment and `cwd` its working directory:
 
-    if daemon_allowed(os.environ, argv):
-        reply = ask(vault_of(argv, os.environ, cwd), Request(op, argv, cwd, dict(os.environ), stdin))
+    if daemon_allowed(env, argv):
+        reply = ask(vault_of(argv, env, cwd), Request(op, argv, cwd, env, stdin))
     if reply is None or reply.status is None:
         ...run the command in this process, as before...
 

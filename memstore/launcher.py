@@ -1,41 +1,94 @@
-"""The `memstore` executable: search, add and hook take the lean path, everything else typer."""
+"""The `memstore` executable: search, add and hook take the lean path, everything else typer.
+
+search and add ask the vault's daemon first (memstore/client.py); when none answers they
+run in this process through the same function (memstore/lean.py), so both print the same.
+Until then this process imports only the client: no logging, no store, no Whoosh.
+"""
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
+
+LONG_RUNNING = (["serve"], ["watch"], ["hook"], ["daemon"])
 
 
 def main() -> None:
     """Dispatch the command line."""
     argv = sys.argv[1:]
     _set_up_process()
-    if argv[:1] not in (["serve"], ["watch"], ["hook"]):
+    argv = _take_no_daemon(argv)
+    if argv[:1] not in LONG_RUNNING:
         # `memstore log | head`: end quietly when the reader leaves, as cat and git do. Not
         # for the long-running shells (they flush counters on the way out) or agent hooks.
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    if argv[:1] in (["search"], ["add"]):
+        _run_lean(argv[0], argv[1:])  # exits unless the typer command should answer
+    _set_up_logging()
     if argv[:1] == ["hook"] and not {"-h", "--help"} & set(argv):
         from memstore.agent_hooks import main as hook_main
 
         sys.exit(hook_main(argv[1:]))
-    if argv[:1] in (["search"], ["add"]):
-        from memstore import lean
+    if argv[:1] == ["daemon"]:
+        from memstore.daemon import run_from_command_line
 
-        status = (lean.run_search if argv[0] == "search" else lean.run_add)(argv[1:])
+        status = run_from_command_line(argv[1:], os.environ, _cwd())
         if status is not None:
             sys.exit(status)
     from memstore.cli import main as cli_main
 
+    sys.argv[1:] = argv
     cli_main()
 
 
-def _set_up_process() -> None:
-    """Warnings print as one line on stderr; git's merge driver entry and the reliability
-    suite's crash points learn how this process was started."""
-    import logging
-    import os
+def _run_lean(op: str, argv: list[str]) -> None:
+    """Run search or add through the daemon, else here; return only to defer to typer."""
+    from memstore import client, lean
 
-    logging.basicConfig(format="memstore: %(message)s", level=logging.WARNING)
+    stdin = _read_stdin() if lean.wants_stdin(op, argv) else b""
+    cwd = _cwd()
+    request = client.Request(op, argv, cwd, dict(os.environ), stdin)
+    reply = None
+    if client.daemon_allowed(request.env, argv):
+        reply = client.ask(client.vault_of(argv, request.env, cwd), request)
+    if reply is None or reply.status is None:
+        _set_up_logging()
+        reply = lean.RUNNERS[op](request, lean.open_in_process)
+    if reply.status is None:
+        return
+    sys.stdout.write(reply.stdout)
+    sys.stderr.write(reply.stderr)
+    sys.stdout.flush()
+    sys.exit(reply.status)
+
+
+def _read_stdin() -> bytes:
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # a text-only stream (an embedding program's): already decoded
+        return sys.stdin.read().encode("utf-8", "surrogateescape") if sys.stdin else b""
+    return bytes(stream.read())
+
+
+def _cwd() -> str:
+    try:
+        return os.getcwd()
+    except OSError:  # the current folder was removed: no repository to detect
+        return ""
+
+
+def _take_no_daemon(argv: list[str]) -> list[str]:
+    """Remove a `--no-daemon` flag (before any `--`); it sets MEMSTORE_NO_DAEMON=1 for this run."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    if "--no-daemon" not in argv[:end]:
+        return argv
+    os.environ["MEMSTORE_NO_DAEMON"] = "1"  # for the rest of this process and what it starts
+    return [a for a in argv[:end] if a != "--no-daemon"] + argv[end:]
+
+
+def _set_up_process() -> None:
+    """Git's merge driver entry and the reliability suite's crash points learn how this
+    process was started; files it writes are private."""
     os.umask(0o077)  # memories are private: files this process (and git under it) writes are too
     program = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
     if os.path.basename(program) == "memstore" and os.access(program, os.X_OK):
@@ -45,3 +98,10 @@ def _set_up_process() -> None:
         from memstore.faults import arm
 
         arm(crash_at)
+
+
+def _set_up_logging() -> None:
+    """Warnings print as one line on stderr (not needed while the daemon answers)."""
+    import logging
+
+    logging.basicConfig(format="memstore: %(message)s", level=logging.WARNING)

@@ -2,32 +2,36 @@
 
 typer imports pydantic (~90 ms) before it parses a single option. These parsers handle
 exactly the options the typer commands define; anything else (help, a typo, a missing
-value) returns None so the typer command answers it, with its usual messages and exit
-codes. A test checks both paths print the same thing.
+value) returns a Reply with status None so the typer command answers it, with its usual
+messages and exit codes. A test checks both paths print the same thing.
+
+A command is a function of its Request (arguments, working directory, environment, stdin)
+and a way to open the store, returning a Reply: the launcher runs it in this process with
+`open_in_process`, the daemon runs the very same function over its resident store. The
+store and its output module are imported only when a command runs here, so asking the
+daemon first costs none of them.
 """
 
 from __future__ import annotations
 
-import os
 import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from memstore.client import Reply, Request, resolve_vault
 from memstore.config import Settings
 from memstore.errors import InvalidInputError, MemstoreError
-from memstore.git import detect_workspace
 from memstore.model import GLOBAL, AddResult, SearchResult, to_workspace_name
-from memstore.output import (
-    add_line,
-    context_lines,
-    printable,
-    render_json,
-    search_json,
-    search_lines,
-)
-from memstore.store import Store
+from memstore.repo_name import detect_workspace
+
+if TYPE_CHECKING:
+    from memstore.store import Store
 
 Options = dict[str, list[str]]
+OpenStore = Callable[[Settings, bool], AbstractContextManager["Store"]]  # (settings, create)
 
 SEARCH_FLAGS = {"--all": "all", "--json": "json", "--context": "context"}
 SEARCH_VALUES = {"-w": "workspace", "--workspace": "workspace", "-k": "k", "--vault": "vault"}
@@ -42,6 +46,7 @@ ADD_VALUES = {
     "--supersedes": "supersedes",
     "--vault": "vault",
 }
+DEFER = Reply(None)  # let the typer command answer (help, a typo, a missing value)
 
 
 def parse(
@@ -80,69 +85,100 @@ def last(options: Options, name: str, default: str = "") -> str:
     return options[name][-1] if name in options else default
 
 
-def settings_from(options: Options) -> Settings:
-    vault = Path(last(options, "vault")) if "vault" in options else None
-    return Settings.from_env(os.environ, home=Path.home(), vault=vault)
+def wants_stdin(op: str, argv: list[str]) -> bool:
+    """Return whether command `op` reads its text from standard input (`memstore add -`)."""
+    options = parse(argv, ADD_FLAGS, ADD_VALUES, "text") if op == "add" else None
+    return options is not None and last(options, "text") == "-"
 
 
-def detected_workspace(vault: Path) -> str | None:
-    """Return the workspace of the current directory's git repository, if it has one."""
-    cwd = Path.cwd()
+def open_in_process(settings: Settings, create: bool) -> AbstractContextManager[Store]:
+    """Open the vault in this process (the path without a daemon)."""
+    from memstore.store import Store
+
+    return Store.open(settings, create=create)
+
+
+def settings_for(request: Request, options: Options) -> Settings:
+    """Return the caller's settings: its environment, with paths relative to its directory."""
+    vault = resolve_vault(last(options, "vault") or None, request.env, request.cwd)
+    home = Path(request.env.get("HOME") or "/")
+    return Settings.from_env(request.env, home=home, vault=vault)
+
+
+def workspace_at(vault: Path, cwd: Path) -> str | None:
+    """Return the workspace of `cwd`'s git repository, if it has one outside the vault."""
     if cwd == vault or vault in cwd.parents:
         return None
     name = detect_workspace(cwd)
     return None if name is None else to_workspace_name(name)
 
 
-def run_search(argv: list[str]) -> int | None:
-    """Run `memstore search`; None defers to the typer command."""
-    options = parse(argv, SEARCH_FLAGS, SEARCH_VALUES, "query")
+def detected_workspace(vault: Path) -> str | None:
+    """Return the workspace of the current directory's git repository, if it has one."""
+    return workspace_at(vault, Path.cwd())
+
+
+def _workspace_of(request: Request, vault: Path) -> str | None:
+    return workspace_at(vault, Path(request.cwd)) if request.cwd else None
+
+
+def run_search(request: Request, open_store: OpenStore = open_in_process) -> Reply:
+    """Run `memstore search`; a None status defers to the typer command."""
+    options = parse(request.argv, SEARCH_FLAGS, SEARCH_VALUES, "query")
     k = last(options or {}, "k", "5")
     if options is None or not k.isdigit() or not 1 <= int(k) <= 200:
-        return None
-    settings = settings_from(options)
+        return DEFER
+    settings = settings_for(request, options)
     query = last(options, "query")
     scope = (
         None
         if "all" in options
-        else (last(options, "workspace") or detected_workspace(settings.vault))
+        else (last(options, "workspace") or _workspace_of(request, settings.vault))
     )
     try:
-        with Store.open(settings) as store:
+        with open_store(settings, False) as store:
             result = store.search(query, workspace=scope, k=int(k))
     except MemstoreError as err:
-        print(printable(f"Error: {err}"), file=sys.stderr)
-        return 1
-    print_search(result, query, scope, as_json="json" in options, context="context" in options)
-    return 0
+        return _error(err)
+    text = search_text(
+        result, query, scope, as_json="json" in options, context="context" in options
+    )
+    return Reply(0, text)
+
+
+def search_text(
+    result: SearchResult, query: str, scope: str | None, *, as_json: bool, context: bool
+) -> str:
+    """Return a search result as JSON, as agent context (empty when nothing), or as text."""
+    from memstore.output import context_lines, render_json, search_json, search_lines
+
+    if as_json:
+        return render_json(search_json(result, query, scope)) + "\n"
+    if context:
+        lines = context_lines(result)
+        return "\n".join(lines) + "\n" if lines else ""
+    return "\n".join(search_lines(result, query, scope)) + "\n"
 
 
 def print_search(
     result: SearchResult, query: str, scope: str | None, *, as_json: bool, context: bool
 ) -> None:
     """Print a search result as JSON, as agent context (silent when nothing), or as text."""
-    if as_json:
-        print(render_json(search_json(result, query, scope)))
-    elif context:
-        lines = context_lines(result)
-        if lines:
-            print("\n".join(lines))
-    else:
-        print("\n".join(search_lines(result, query, scope)))
+    sys.stdout.write(search_text(result, query, scope, as_json=as_json, context=context))
 
 
-def run_add(argv: list[str]) -> int | None:
-    """Run `memstore add`; None defers to the typer command."""
-    options = parse(argv, ADD_FLAGS, ADD_VALUES, "text")
+def run_add(request: Request, open_store: OpenStore = open_in_process) -> Reply:
+    """Run `memstore add`; a None status defers to the typer command."""
+    options = parse(request.argv, ADD_FLAGS, ADD_VALUES, "text")
     if options is None:
-        return None
-    settings = settings_from(options)
+        return DEFER
+    settings = settings_for(request, options)
     text = last(options, "text")
-    workspace = last(options, "workspace") or detected_workspace(settings.vault) or GLOBAL
+    workspace = last(options, "workspace") or _workspace_of(request, settings.vault) or GLOBAL
     try:
         if text == "-":
-            text = read_stdin()
-        with Store.open(settings, create=True) as store:
+            text = decode_stdin(request.stdin)
+        with open_store(settings, True) as store:
             result = store.add(
                 text,
                 workspace=workspace,
@@ -153,18 +189,18 @@ def run_add(argv: list[str]) -> int | None:
                 allow_secret="allow_secret" in options,
             )
     except MemstoreError as err:
-        print(printable(f"Error: {err}"), file=sys.stderr)
-        return 1
-    print_add(result, as_json="json" in options)
-    return 0
+        return _error(err)
+    return Reply(0, add_text(result, as_json="json" in options))
 
 
-def read_stdin() -> str:
-    """Return standard input as text; raise InvalidInputError when it is not UTF-8."""
-    stream = getattr(sys.stdin, "buffer", None)
-    if stream is None:  # a text-only stream (an embedding program's): already decoded
-        return sys.stdin.read()
-    data = stream.read()
+def _error(err: MemstoreError) -> Reply:
+    from memstore.output import printable
+
+    return Reply(1, "", printable(f"Error: {err}") + "\n")
+
+
+def decode_stdin(data: bytes) -> str:
+    """Return stdin's bytes as text; raise InvalidInputError when they are not UTF-8."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -174,5 +210,22 @@ def read_stdin() -> str:
         ) from err
 
 
+def read_stdin() -> str:
+    """Return standard input as text; raise InvalidInputError when it is not UTF-8."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # a text-only stream (an embedding program's): already decoded
+        return sys.stdin.read()
+    return decode_stdin(stream.read())
+
+
+def add_text(result: AddResult, *, as_json: bool) -> str:
+    from memstore.output import add_line, render_json
+
+    return (render_json(asdict(result)) if as_json else add_line(result)) + "\n"
+
+
 def print_add(result: AddResult, *, as_json: bool) -> None:
-    print(render_json(asdict(result)) if as_json else add_line(result))
+    sys.stdout.write(add_text(result, as_json=as_json))
+
+
+RUNNERS: dict[str, Callable[[Request, OpenStore], Reply]] = {"search": run_search, "add": run_add}

@@ -917,6 +917,21 @@ class Store:
             self._indexer, result = rebuild(self.vault, step)
             return result
 
+    @contextlib.contextmanager
+    def acting_for(self, settings: Settings) -> Iterator[Store]:
+        """Serve one request with its caller's settings (source, session, host, environment),
+        holding the store meanwhile; the daemon's own settings return afterwards."""
+        if settings.vault != self.settings.vault:
+            raise VaultError(f"this store serves {self.settings.vault}, not {settings.vault}")
+        with self._mutex:
+            saved = self.settings, self.trailers
+            trailers = Trailers(settings.source, settings.session, settings.host)
+            self.settings, self.trailers = settings, trailers
+            try:
+                yield self
+            finally:
+                self.settings, self.trailers = saved
+
 
 def _digest(data: bytes | None) -> str:
     return hashlib.sha1(data).hexdigest() if data is not None else "-"

@@ -114,6 +114,7 @@ class Watcher:
         self._thread: threading.Thread | None = None
         self._observer = Observer()
         self.ready = threading.Event()
+        self.last_catch_up: float | None = None  # wall-clock time the last catch-up finished
 
     def start(self, *, wait: bool = True) -> Watcher:
         """Start watching in a background thread.
@@ -237,6 +238,7 @@ class Watcher:
         try:
             scope = None if everything else self._workspaces(paths)
             result = self.store.catch_up(wait=True, workspaces=scope)
+            self.last_catch_up = time.time()
             self._touched |= {*result.updated, *result.removed}
         except MemstoreError as err:
             log.warning("catch-up failed, will retry: %s", err)

@@ -1,0 +1,492 @@
+"""The resident index: one process per vault keeps the index warm and current and answers over a socket.
+
+It is the watcher grown up (watchman and git's fsmonitor daemon are the model): a Watcher
+keeps the index in step with the files, and `.memstore/daemon.sock` (owner-only) answers the
+lean client's requests (memstore/client.py) one at a time, each with the caller's arguments,
+directory, environment and stdin — never this process's. A flock on `.memstore/daemon.lock`,
+held for the daemon's life, keeps a second one from starting. It exits when idle, when its
+vault or `.memstore/` disappears, or on SIGTERM, writing pending recall counters on the way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from memstore import lean
+from memstore.client import (
+    LOCK_NAME,
+    LOG_NAME,
+    Reply,
+    Request,
+    decode_request,
+    encode_reply,
+    identity,
+    read_message,
+    send_message,
+    short_address,
+    socket_path,
+    state_dir,
+)
+from memstore.config import Settings
+from memstore.errors import MemstoreError
+from memstore.indexer import CatchUp
+from memstore.output import catch_up_lines
+from memstore.store import Store
+from memstore.watcher import Watcher
+
+log = logging.getLogger("memstore.daemon")
+
+IDLE_EXIT_S = 1800.0  # measured: docs/daemon.md ("Why 30 minutes")
+CHECK_EVERY_S = 0.5  # how often the main loop looks at idleness, the vault and the socket
+BUSY_WAIT_S = 5.0  # a request waiting longer for its turn is answered "run it yourself"
+REQUEST_LIMIT_S = 90.0  # a request still running after this: the daemon is wedged; it exits
+IO_TIMEOUT_S = 10.0  # reading a request, writing a reply
+LOG_LIMIT = 1 << 20  # the log starts over past 1 MiB
+
+Handler = Callable[[Store, Request], Reply]
+Say = Callable[[str], None]
+
+
+class NotHereError(Exception):
+    """The request names another vault than this daemon's: the caller runs it itself."""
+
+
+def resident(store: Store) -> lean.OpenStore:
+    """Return how a lean command opens "the store" in the daemon: this one, acting for the caller."""
+
+    @contextlib.contextmanager
+    def open_store(settings: Settings, create: bool) -> Iterator[Store]:
+        if not _same_path(settings.vault, store.vault.root):
+            raise NotHereError(str(settings.vault))
+        with store.acting_for(replace(settings, vault=store.settings.vault)) as acting:
+            yield acting
+
+    return open_store
+
+
+def _same_path(a: Path, b: Path) -> bool:
+    try:
+        return a == b or os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _lean(run: Callable[[Request, lean.OpenStore], Reply]) -> Handler:
+    return lambda store, request: run(request, resident(store))
+
+
+# op → handler. agent_hooks.answer ("hook") and memstore.tools.answer ("tool") join here.
+HANDLERS: dict[str, Handler] = {
+    "search": _lean(lean.run_search),
+    "add": _lean(lean.run_add),
+}
+
+
+class _RequestLog(logging.Handler):
+    """Warnings logged while a request is served go back to its caller's stderr, as they
+    would in-process (e.g. "removed .git/index.lock left by a killed process")."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.local = threading.local()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        lines = getattr(self.local, "lines", None)
+        if lines is not None:
+            lines.append(f"memstore: {record.getMessage()}\n")
+
+    @contextlib.contextmanager
+    def capture(self) -> Iterator[list[str]]:
+        self.local.lines = lines = []
+        try:
+            yield lines
+        finally:
+            self.local.lines = None
+
+
+class Daemon:
+    """Serve one vault's store over its socket until stopped, idle, or its vault is gone."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        idle_exit: float = IDLE_EXIT_S,
+        on_batch: Callable[[CatchUp, set[str]], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.idle_exit = idle_exit
+        self.watcher = Watcher(store, on_batch=on_batch, on_tick=store.tidy)
+        self.socket_path = socket_path(store.vault.root)
+        self.started = time.time()
+        self.requests = 0
+        self.stop_reason = ""
+        self._last_request = time.monotonic()
+        self._stop = threading.Event()
+        self._serving = threading.Lock()
+        self._busy_since: float | None = None
+        self._socket_inode = 0
+        self._request_log = _RequestLog()
+
+    def stop(self, reason: str) -> None:
+        """Ask the main loop to end (from any thread or a signal handler)."""
+        self.stop_reason = self.stop_reason or reason
+        self._stop.set()
+
+    def run(self, say: Say) -> None:
+        """Catch up, warm the index, listen, and serve until a reason to stop; then clean up."""
+        logging.getLogger().addHandler(self._request_log)
+        self.watcher.start(wait=True)
+        try:
+            self._warm()
+            with self._listening() as listener:
+                say(f"serving {self.store.vault.root} on {self.socket_path} (pid {os.getpid()})")
+                self._serve(listener)
+        finally:
+            with _acquired(self._serving, REQUEST_LIMIT_S):  # a request under way finishes
+                self.watcher.stop()  # runs store.tidy once more: recall counters reach the files
+            logging.getLogger().removeHandler(self._request_log)
+        say(f"stopped: {self.stop_reason or 'asked to'}")
+
+    def _warm(self) -> None:
+        """Load what the first query would (searcher, field lengths), so it is answered warm."""
+        try:
+            self.store.search("memstore", k=1, catch_up=False)
+        except MemstoreError as err:
+            log.warning("could not warm the index: %s", err)
+
+    @contextlib.contextmanager
+    def _listening(self) -> Iterator[socket.socket]:
+        listener = _bind(self.socket_path)
+        self._socket_inode = os.stat(self.socket_path).st_ino
+        try:
+            yield listener
+        finally:
+            listener.close()
+            if self._socket_is_ours():
+                with contextlib.suppress(OSError):
+                    self.socket_path.unlink()
+
+    def _serve(self, listener: socket.socket) -> None:
+        listener.settimeout(CHECK_EVERY_S)
+        while not self._stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                conn = None
+            if conn is not None:
+                threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+            reason = self._reason_to_stop()
+            if reason:
+                self.stop(reason)
+
+    def _reason_to_stop(self) -> str:
+        now = time.monotonic()
+        busy = self._busy_since
+        if busy is not None and now - busy > REQUEST_LIMIT_S:
+            # Wedged (a hung file system, a bug): leave so the next command starts afresh.
+            # Killed state heals (vault lock, git locks, the write journal); counters wait on disk.
+            log.error("a request ran over %.0f s; exiting", REQUEST_LIMIT_S)
+            os._exit(75)
+        if self.idle_exit > 0 and busy is None and now - self._last_request > self.idle_exit:
+            return f"idle for {self.idle_exit:.0f} s"
+        if not (self.store.vault.root / ".git").exists():
+            return f"the vault {self.store.vault.root} is gone"
+        if not self._socket_is_ours():
+            return f"{self.socket_path} was removed or replaced"
+        return ""
+
+    def _socket_is_ours(self) -> bool:
+        try:
+            return os.stat(self.socket_path).st_ino == self._socket_inode
+        except OSError:
+            return False
+
+    def _handle(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                conn.settimeout(IO_TIMEOUT_S)
+                answer = self._answer(read_message(conn))
+                conn.settimeout(IO_TIMEOUT_S)
+                send_message(conn, answer)
+            except (OSError, ConnectionError, struct.error) as err:
+                log.info("a client went away: %s", err)  # its command runs in-process instead
+            except Exception:  # a shell's outer loop: one bad request never ends the daemon
+                log.exception("unexpected error while answering a request")
+
+    def _answer(self, message: Mapping[str, object]) -> dict[str, object]:
+        if message.get("v") != identity():
+            self.stop(f"a client of other memstore code asked ({message.get('v')})")
+            return {"v": identity(), "refused": "version"}
+        try:
+            request = decode_request(message)
+        except ValueError as err:
+            return {"v": identity(), "refused": f"bad request: {err}"}
+        self._last_request = time.monotonic()
+        if request.op == "status":
+            return encode_reply(Reply(0, "", "", self.status()))
+        if request.op == "stop":
+            self.stop("asked to stop")
+            return encode_reply(Reply(0))
+        return encode_reply(self._serve_one(request))
+
+    def _serve_one(self, request: Request) -> Reply:
+        handler = HANDLERS.get(request.op)
+        if handler is None or not self._serving.acquire(timeout=BUSY_WAIT_S):
+            return Reply(None)  # unknown here, or busy: the caller runs it itself
+        self._busy_since = time.monotonic()
+        try:
+            with self._request_log.capture() as warnings:
+                reply = handler(self.store, request)
+        except NotHereError:
+            return Reply(None)
+        except Exception:  # the caller runs it in-process and shows the same traceback
+            log.exception("request %s %s failed", request.op, request.argv)
+            return Reply(None)
+        finally:
+            self._busy_since = None
+            self._last_request = time.monotonic()
+            self.requests += 1
+            self._serving.release()
+        return replace(reply, stderr="".join(warnings) + reply.stderr) if warnings else reply
+
+    def status(self) -> dict[str, object]:
+        """Return what `memstore status` shows: pid, vault, memories, uptime, memory, catch-up."""
+        try:
+            memories: int | None = self.store.indexer.search.count()
+        except MemstoreError:
+            memories = None
+        now = time.time()
+        idle_left = self.idle_exit - (time.monotonic() - self._last_request)
+        last = self.watcher.last_catch_up
+        return {
+            "running": True,
+            "pid": os.getpid(),
+            "vault": str(self.store.vault.root),
+            "socket": str(self.socket_path),
+            "memories": memories,
+            "started": _iso(self.started),
+            "uptime_s": round(now - self.started, 1),
+            "rss_mib": resident_mib(),
+            "last_catch_up": _iso(last) if last else None,
+            "last_catch_up_ago_s": round(now - last, 1) if last else None,
+            "idle_exit_s": self.idle_exit,
+            "exits_at": _iso(now + idle_left) if self.idle_exit > 0 else None,
+            "requests": self.requests,
+            "version": identity(),
+        }
+
+
+def _iso(stamp: float) -> str:
+    return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def resident_mib() -> float | None:
+    """Return this process's resident memory in MiB (Linux /proc; None elsewhere)."""
+    try:
+        with open("/proc/self/status", encoding="utf-8") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return None
+
+
+@contextlib.contextmanager
+def _acquired(lock: threading.Lock, timeout: float) -> Iterator[bool]:
+    got = lock.acquire(timeout=timeout)
+    try:
+        yield got
+    finally:
+        if got:
+            lock.release()
+
+
+def _bind(path: Path) -> socket.socket:
+    """Listen on `path`, owner-only; a socket file left there (a killed daemon's) is replaced.
+
+    Only the holder of the daemon lock binds, so whatever sits at `path` is stale.
+    """
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        with short_address(path) as address:
+            listener.bind(address)
+        os.chmod(path, 0o600)
+        listener.listen(64)
+    except OSError:
+        listener.close()
+        raise
+    return listener
+
+
+# --- the process ------------------------------------------------------------------------
+
+
+def take_lock(vault: Path, *, wait: bool, say: Say) -> int | None:
+    """Return a descriptor holding the vault's daemon lock, or None if another daemon has it
+    (with `wait`, wait for it to end instead; None then only if stopped by a signal)."""
+    folder = state_dir(vault)
+    folder.mkdir(mode=0o700, exist_ok=True)
+    os.chmod(folder, 0o700)
+    fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    said = False
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if not wait:
+                os.close(fd)
+                return None
+            if not said:
+                say(f"another memstore daemon serves {vault}; waiting for it to stop")
+                said = True
+            time.sleep(0.5)
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
+
+
+def serve(
+    vault: Path,
+    env: Mapping[str, str],
+    *,
+    idle_exit: float,
+    foreground: bool,
+    say: Say,
+    on_batch: Callable[[CatchUp, set[str]], None] | None = None,
+) -> int:
+    """Run the daemon for `vault` until it stops; return the exit status."""
+    if not (vault / ".git").exists():
+        say(f"Error: no vault at {vault}; run 'memstore init' (or 'memstore add' to start one)")
+        return 1
+    daemon: Daemon | None = None
+    stopped = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        stopped.set()
+        if daemon is not None:
+            daemon.stop(f"signal {signal.Signals(signum).name}")
+        else:
+            raise KeyboardInterrupt  # still waiting for the lock: just leave
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        lock = take_lock(vault, wait=foreground, say=say)
+    except KeyboardInterrupt:
+        return 0
+    if lock is None:
+        return 0  # another daemon serves this vault: nothing to do
+    try:
+        home = Path(env.get("HOME") or "/")
+        with Store.open(Settings.from_env(env, home=home, vault=vault)) as store:
+            daemon = Daemon(store, idle_exit=idle_exit, on_batch=on_batch)
+            if stopped.is_set():
+                return 0
+            daemon.run(say)
+    except MemstoreError as err:
+        say(f"Error: {err}")
+        return 1
+    finally:
+        os.close(lock)  # the next daemon may start
+    return 0
+
+
+def idle_exit_from(env: Mapping[str, str], default: float = IDLE_EXIT_S) -> float:
+    """Return the idle time before a daemon exits: $MEMSTORE_DAEMON_IDLE seconds, else default."""
+    try:
+        return float(env.get("MEMSTORE_DAEMON_IDLE") or default)
+    except ValueError:
+        return default
+
+
+def run_from_command_line(argv: list[str], env: Mapping[str, str], cwd: str) -> int | None:
+    """Run `memstore daemon [--vault PATH] [--idle-exit SECONDS] [--stop] [--background]`;
+    None lets the typer command answer (help, a typo)."""
+    from memstore.client import resolve_vault, stop
+
+    options = _parse(argv)
+    if options is None:
+        return None
+    vault = resolve_vault(options.get("vault"), env, cwd)
+    if "stop" in options:
+        print(f"stopped the daemon for {vault}" if stop(vault) else f"no daemon runs for {vault}")
+        return 0
+    background = "background" in options
+    if background:
+        _start_log(vault)
+    default = idle_exit_from(env) if background else 0.0
+    seconds = float(options["idle"]) if "idle" in options else default
+    say = _say(background)
+    return serve(
+        vault,
+        env,
+        idle_exit=seconds,
+        foreground=not background,
+        say=say,
+        on_batch=None if background else reporter(say),
+    )
+
+
+def reporter(say: Say) -> Callable[[CatchUp, set[str]], None]:
+    """Return a batch callback that says which files a catch-up indexed (foreground runs)."""
+
+    def report(result: CatchUp, _paths: set[str]) -> None:
+        for line in catch_up_lines(result):
+            say(line)
+
+    return report
+
+
+def _parse(argv: list[str]) -> dict[str, str] | None:
+    """Return the daemon command's options, or None to let typer answer."""
+    options: dict[str, str] = {}
+    rest = list(argv)
+    while rest:
+        arg = rest.pop(0)
+        name, _, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        if name in ("--background", "--stop") and not value:
+            options[name[2:]] = "1"
+        elif name in ("--vault", "--idle-exit") and (value or rest):
+            options[name[2:].split("-")[0]] = value or rest.pop(0)
+        else:
+            return None
+    idle = options.get("idle", "0")
+    if not idle.replace(".", "", 1).isdigit():
+        return None
+    return options
+
+
+def _start_log(vault: Path) -> None:
+    """Start the log (stdout and stderr already point at it) over when it grew past its limit."""
+    log_path = state_dir(vault) / LOG_NAME
+    with contextlib.suppress(OSError):
+        if log_path.stat().st_size > LOG_LIMIT:
+            os.truncate(log_path, 0)
+    root = logging.getLogger()
+    for handler in root.handlers:
+        handler.setFormatter(logging.Formatter("%(asctime)s memstore daemon: %(message)s"))
+    log.setLevel(logging.INFO)
+
+
+def _say(background: bool) -> Say:
+    if background:
+        return lambda line: log.info("%s", line)
+    return lambda line: print(line, file=sys.stderr, flush=True)

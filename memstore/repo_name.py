@@ -1,0 +1,56 @@
+"""Which repository a folder belongs to, read from .git directly (no pygit2): its workspace name."""
+
+from __future__ import annotations
+
+import configparser
+import re
+from pathlib import Path
+
+_REMOTE_NAME = re.compile(r"([^/:]+?)(?:\.git)?/*$")
+
+
+def find_enclosing_repository(path: Path) -> Path | None:
+    """Return the work tree root of the git repository containing `path`, if any."""
+    for folder in [path, *path.parents]:
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def detect_workspace(cwd: Path) -> str | None:
+    """Return the workspace for work in `cwd`: the repository's remote name, else its folder.
+
+    Reads .git/config directly (no pygit2) because it runs on every search.
+    """
+    root = find_enclosing_repository(cwd)
+    if root is None:
+        return None
+    remote = _remote_url(root / ".git")
+    if remote:
+        match = _REMOTE_NAME.search(remote.strip())
+        if match:
+            return match.group(1)
+    return root.name
+
+
+def _remote_url(git_dir: Path) -> str:
+    if git_dir.is_file():  # a worktree or submodule: "gitdir: <path>"
+        text = git_dir.read_text(encoding="utf-8", errors="replace").strip()
+        if not text.startswith("gitdir:"):
+            return ""
+        git_dir = (git_dir.parent / text.removeprefix("gitdir:").strip()).resolve()
+        common = git_dir / "commondir"
+        if common.exists():
+            git_dir = (git_dir / common.read_text(encoding="utf-8").strip()).resolve()
+    parser = configparser.ConfigParser(strict=False, interpolation=None)
+    try:
+        parser.read(git_dir / "config", encoding="utf-8")
+    except (configparser.Error, OSError, UnicodeDecodeError):
+        return ""
+    sections = [s for s in parser.sections() if s.startswith("remote ")]
+    sections.sort(key=lambda s: (s != 'remote "origin"', s))
+    for section in sections:
+        url = parser.get(section, "url", fallback="")
+        if url:
+            return url
+    return ""
