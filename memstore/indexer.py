@@ -18,8 +18,9 @@ import os
 import shutil
 import sqlite3
 import tempfile
+import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -32,6 +33,11 @@ from memstore.vault import Fingerprint, Vault
 INDEX_DIR = "index"
 FORMAT = "6"  # bump when documents change shape: a mismatched index is rebuilt
 Progress = Callable[[int, int], None]
+FULL_EVERY_S = 300  # a quick catch-up misses in-place writes: a full one at least this often
+# A folder changed this recently may change again within the same clock tick, unseen: it
+# is stored as RACY and listed again by the next catch-up (git's "racy" rule).
+RACY_NS = 2_000_000_000
+RACY = -1
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger(__name__)
 
@@ -53,6 +59,15 @@ class Entry:
     last_recalled: str = ""
     confirmed: int = 0
     archived: str = ""
+
+
+@dataclass(frozen=True)
+class Folders:
+    """Folder modification times a catch-up saw, for the manifest's `folders` table."""
+
+    mtimes: dict[str, int]
+    gone: tuple[str, ...] = ()  # folders to forget, with everything under them
+    replaced: str | None = None  # a subtree listed whole ('' the vault): its rows start anew
 
 
 @dataclass(frozen=True)
@@ -156,6 +171,7 @@ class Indexer:
         self._db = manifest
         self.recovered_from: Path | None = None
         self._temporary: Path | None = None  # where a read-only vault's index was built
+        self._full_due = False  # set by drift(): the next catch-up compares every file
 
     @property
     def root(self) -> Path:
@@ -337,24 +353,124 @@ class Indexer:
 
     @_healing
     def catch_up(
-        self, progress: Progress | None = None, *, workspace: str | None = None
+        self,
+        progress: Progress | None = None,
+        *,
+        workspace: str | None = None,
+        full: bool | None = None,
     ) -> CatchUp:
         """Index every file changed, added or removed since the index last saw the vault.
 
-        With `workspace`, look only in that folder (the write lane's cheaper check). The
-        caller holds the vault's write lock.
+        Quick unless `full` (None: when due, see docs/search.md): only folders whose
+        modification time changed are listed again, which finds every new, deleted,
+        renamed or atomically saved file but not a file rewritten in place; a full
+        catch-up compares every file. With `workspace`, look only in that folder (the
+        write lane's check). The caller holds the vault's write lock.
         """
         self.check()
-        return self._catch_up(progress, workspace)
+        if full is None:
+            full = self._is_full_due(workspace)
+        if full:
+            return self._catch_up(progress, workspace)
+        return self._quick_catch_up(workspace)
+
+    def _is_full_due(self, workspace: str | None) -> bool:
+        """Say whether a catch-up must compare every file (in its scope)."""
+        if self._full_due or self.vault.is_watched():
+            return True  # a watcher's catch-ups follow its events: in-place writes too
+        if not self.vault.moved_by_commits_only(self._git_seen(), self.vault.head()):
+            return True  # a checkout, merge or reset by hand may have rewritten files in place
+        if workspace is not None:
+            return False  # the time-based full catch-up is the whole vault's (readers')
+        try:
+            last = float(self._meta("full-at") or 0)
+        except ValueError:
+            last = 0
+        return not 0 <= time.time() - last < FULL_EVERY_S
+
+    def _git_seen(self) -> tuple[str, int]:
+        head, _, size = (self._meta("git") or "").partition(" ")
+        return head, int(size) if size.isdigit() else 0
 
     def _catch_up(self, progress: Progress | None, workspace: str | None = None) -> CatchUp:
-        on_disk = self.vault.scan(workspace=workspace)
+        """Compare every file (of `workspace`, or the vault) with the manifest."""
+        started, head = time.time_ns(), self.vault.head()
+        folders: dict[str, int] = {}
+        on_disk = self.vault.scan(workspace=workspace, folders=folders)
         known = self.fingerprints(workspace)
         changed = sorted(p for p, fp in on_disk.items() if known.get(p) != fp)
         removed = sorted(p for p in known if p not in on_disk)
-        if not changed and not removed:
+        meta = {}
+        if workspace is None:
+            meta = {"full-at": f"{started / 1e9:.3f}", "git": f"{head[0]} {head[1]}"}
+            self._full_due = False
+        scope = Folders(_settled(folders, started), replaced=workspace or "")
+        return self._apply(changed, removed, on_disk, progress, folders=scope, meta=meta)
+
+    def _quick_catch_up(self, workspace: str | None) -> CatchUp:
+        """List again only the folders whose modification time changed."""
+        started, head = time.time_ns(), self.vault.head()
+        known = self._folders(workspace)
+        if (workspace or "") not in known:
+            return self._catch_up(None, workspace)  # never listed: (first) full catch-up
+        meta = {} if head == self._git_seen() else {"git": f"{head[0]} {head[1]}"}
+        dirty = sorted(f for f, mtime in known.items() if self.vault.folder_mtime(f) != mtime)
+        if not dirty:
+            if meta:
+                self._write_manifest([], [], Folders({}), meta)
             return CatchUp()
-        return self._apply(changed, removed, on_disk, progress)
+        on_disk: dict[str, Fingerprint] = {}
+        listed: dict[str, int] = {}
+        gone: set[str] = set()
+        for folder in dirty:
+            if any(_is_under(folder, g) for g in gone):
+                continue
+            subfolders = self.vault.scan_folder(folder, on_disk, None, listed)
+            if folder not in listed:
+                gone.add(folder)  # gone, no longer a folder, or unreadable
+                continue
+            for sub in subfolders:
+                if sub not in known:
+                    self.vault.scan_tree(sub, on_disk, None, listed)
+            gone.update(f for f in known if _parent(f) == folder and f not in subfolders)
+        unreadable = {f for f in gone if self.vault.folder_mtime(f) is not None}
+        gone -= unreadable  # an unreadable folder keeps what the index has
+        indexed = self._fingerprints_in(listed, gone)
+        changed = sorted(p for p, fp in on_disk.items() if indexed.get(p) != fp)
+        removed = sorted(p for p in indexed if p not in on_disk)
+        folders = Folders(_settled(listed, started), gone=tuple(sorted(gone)))
+        return self._apply(changed, removed, on_disk, None, folders=folders, meta=meta)
+
+    def _folders(self, workspace: str | None) -> dict[str, int]:
+        """Return the folders (of `workspace`, or all) with the mtime they were listed at."""
+        if workspace is None:
+            rows = self._query("SELECT path, mtime_ns FROM folders", [])
+        else:
+            low, high = _subtree(workspace)
+            rows = self._query(
+                "SELECT path, mtime_ns FROM folders WHERE path = ? OR (path >= ? AND path < ?)",
+                [workspace, low, high],
+            )
+        return {path: mtime for path, mtime in rows}
+
+    def _fingerprints_in(
+        self, listed: Iterable[str], gone: Iterable[str]
+    ) -> dict[str, Fingerprint]:
+        """Return the indexed files directly in `listed` folders and anywhere under `gone`."""
+        found: dict[str, Fingerprint] = {}
+        for folder, whole in [*((f, False) for f in listed), *((f, True) for f in gone)]:
+            if not folder:
+                continue  # the vault's own folder holds no memories
+            low, high = _subtree(folder)
+            rows = self._query(
+                "SELECT path, mtime_ns, size FROM files WHERE path >= ? AND path < ?", [low, high]
+            )
+            found.update(
+                (path, (mtime, size))
+                for path, mtime, size in rows
+                if whole or "/" not in path[len(low) :]
+            )
+        return found
 
     @_healing
     def remove(self, paths: list[str]) -> None:
@@ -377,6 +493,9 @@ class Indexer:
         on_disk: dict[str, Fingerprint],
         progress: Progress | None,
         memories: dict[str, Memory] | None = None,
+        *,
+        folders: Folders | None = None,
+        meta: dict[str, str] | None = None,
     ) -> CatchUp:
         changed = list(changed)
         removed = list(removed)
@@ -406,12 +525,22 @@ class Indexer:
             )
             if progress is not None and (done % 200 == 0 or done == len(changed)):
                 progress(done, len(changed))
-        self.search.apply(docs, removed, limitmb=256 if len(docs) > 500 else 64)
-        self._write_manifest(rows, removed)
+        if docs or removed:
+            self.search.apply(docs, removed, limitmb=256 if len(docs) > 500 else 64)
+        if unreadable and folders is not None:  # list their folders again next time
+            retry = {_parent(p): RACY for p in unreadable}
+            folders = replace(folders, mtimes={**folders.mtimes, **retry})
+        self._write_manifest(rows, removed, folders or Folders({}), meta or {})
         updated = tuple(p for p in changed if p not in unreadable)
         return CatchUp(updated, tuple(removed), tuple(problems))
 
-    def _write_manifest(self, rows: list[tuple[object, ...]], removed: list[str]) -> None:
+    def _write_manifest(
+        self,
+        rows: list[tuple[object, ...]],
+        removed: list[str],
+        folders: Folders,
+        meta: dict[str, str],
+    ) -> None:
         db = self._db
         try:
             db.execute("BEGIN IMMEDIATE")
@@ -424,17 +553,31 @@ class Indexer:
             db.executemany("DELETE FROM links WHERE path = ?", touched)
             links = [(old, row[0]) for row in rows for old in str(row[8]).split()]
             db.executemany("INSERT INTO links VALUES (?, ?)", links)
-            db.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", [FORMAT])
+            self._write_folders(folders)
+            meta = {**meta, "format": FORMAT}
+            db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", sorted(meta.items()))
             db.execute("COMMIT")
         except sqlite3.Error as err:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise SearchIndexError(f"manifest at {self.root} cannot be written ({err})") from err
 
+    def _write_folders(self, folders: Folders) -> None:
+        db = self._db
+        if folders.replaced == "":
+            db.execute("DELETE FROM folders")
+        for folder in [*folders.gone, *([folders.replaced] if folders.replaced else [])]:
+            db.execute("DELETE FROM folders WHERE path = ?", [folder])
+            db.execute("DELETE FROM folders WHERE path >= ? AND path < ?", list(_subtree(folder)))
+        db.executemany(
+            "INSERT OR REPLACE INTO folders VALUES (?, ?)", sorted(folders.mtimes.items())
+        )
+
     @_healing
     def drift(self) -> Drift:
         """Compare the index with every file, read afresh; change nothing but a damaged
         index, which this check reads whole and rebuilds (saying so in a warning)."""
+        self._full_due = True  # whatever this finds, the next catch-up compares every file
         self.search.verify()
         check = self._query("PRAGMA quick_check", [])[0][0]
         if check != "ok":
@@ -514,6 +657,24 @@ def _temporary(vault: Vault) -> tuple[Indexer, CatchUp]:
         raise VaultError(f"cannot build an index of {vault.root}: {err}") from err
 
 
+def _settled(folders: dict[str, int], started: int) -> dict[str, int]:
+    """Return `folders` with those changed too recently to trust marked RACY."""
+    return {f: m if m < started - RACY_NS else RACY for f, m in folders.items()}
+
+
+def _subtree(folder: str) -> tuple[str, str]:
+    """Return the bounds of the paths under a folder, for a range query ('0' follows '/')."""
+    return f"{folder}/", f"{folder}0"
+
+
+def _parent(folder: str) -> str:
+    return folder.rpartition("/")[0]
+
+
+def _is_under(folder: str, parent: str) -> bool:
+    return bool(parent) and folder.startswith(f"{parent}/")
+
+
 def _one_line(err: BaseException) -> str:
     return " ".join(str(err).split())  # sqlite's integrity reports span lines
 
@@ -544,6 +705,7 @@ def _connect(path: Path) -> sqlite3.Connection:
         db.execute("CREATE INDEX IF NOT EXISTS files_kind ON files (kind)")
         db.execute("CREATE INDEX IF NOT EXISTS files_hash ON files (workspace, hash)")
         db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
+        db.execute("CREATE TABLE IF NOT EXISTS folders (path TEXT PRIMARY KEY, mtime_ns INTEGER)")
     except sqlite3.Error as err:
         db.close()
         raise SearchIndexError(f"manifest at {path} cannot be opened ({err})") from err

@@ -6,6 +6,7 @@ import errno
 import fcntl
 import logging
 import os
+import stat
 import sys
 import tempfile
 import time
@@ -23,6 +24,8 @@ STATE_DIR = ".memstore"
 MAX_FILE_BYTES = 2_000_000  # larger files are reported, not indexed
 GITIGNORE = ".memstore/\n"
 GITATTRIBUTES = "*.md merge=memstore\n"
+# Reflog entries of moves that change no file in the work tree.
+_COMMITS = ("commit: ", "commit (initial): ", "commit (amend): ")
 
 
 # What cheaply tells whether a file changed: (mtime in ns, size). A plain tuple, because a
@@ -51,56 +54,94 @@ class Vault:
     # --- scanning -------------------------------------------------------------------
 
     def scan(
-        self, skipped: list[FileProblem] | None = None, *, workspace: str | None = None
+        self,
+        skipped: list[FileProblem] | None = None,
+        *,
+        workspace: str | None = None,
+        folders: dict[str, int] | None = None,
     ) -> dict[str, Fingerprint]:
         """Return every memory file (vault-relative path) with its fingerprint.
 
         Memories live in workspace folders; dotfiles, dot folders, symlinks and files at
         the vault's top level (README.md and the like) are not memories. Entries that look
         like memories but are skipped are appended to `skipped` with the reason. With
-        `workspace`, only that folder is scanned.
+        `workspace`, only that folder is scanned. `folders` receives the modification
+        time of every folder scanned ('' is the vault's own), taken before it is listed.
         """
         found: dict[str, Fingerprint] = {}
-        try:
-            top = list(os.scandir(self.root))
-        except OSError as err:
-            raise VaultError(f"cannot read vault folder {self.root}: {err.strerror}") from err
-        for entry in top:
-            if workspace is not None and entry.name != workspace:
-                continue
-            if not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False):
-                self._scan_dir(entry.path, f"{entry.name}/", found, skipped)
+        if workspace is None:
+            self.scan_tree("", found, skipped, folders)
+        elif os.path.isdir(self.path(workspace)) and not os.path.islink(self.path(workspace)):
+            self.scan_tree(workspace, found, skipped, folders)
         return found
 
-    def _scan_dir(
+    def scan_tree(
         self,
         folder: str,
-        prefix: str,
         found: dict[str, Fingerprint],
-        skipped: list[FileProblem] | None,
+        skipped: list[FileProblem] | None = None,
+        folders: dict[str, int] | None = None,
     ) -> None:
+        """Add the memory files under `folder` ('' for the vault) to `found`, recursively."""
+        pending = [folder]
+        while pending:
+            current = pending.pop()
+            pending += self.scan_folder(current, found, skipped, folders)
+
+    def scan_folder(
+        self,
+        folder: str,
+        found: dict[str, Fingerprint],
+        skipped: list[FileProblem] | None = None,
+        folders: dict[str, int] | None = None,
+    ) -> list[str]:
+        """Add the memory files directly in `folder` to `found`; return its subfolders.
+
+        `folders` receives the folder's modification time, taken before listing it (a
+        change made while it is listed shows as a newer time next time); a folder that
+        cannot be read is left out of `folders` and `found` (the index keeps what it has).
+        """
+        is_root = folder == ""
+        where = self.root if is_root else self.root / folder
+        prefix = "" if is_root else f"{folder}/"
         try:
-            entries = list(os.scandir(folder))
+            if folders is not None:
+                folders[folder] = os.stat(where, follow_symlinks=False).st_mtime_ns
+            entries = list(os.scandir(where))
         except OSError as err:
+            if is_root:
+                raise VaultError(f"cannot read vault folder {self.root}: {err.strerror}") from err
+            if folders is not None:
+                folders.pop(folder, None)
             if skipped is not None:
                 skipped.append(FileProblem(prefix, f"folder cannot be read: {err.strerror}"))
-            return  # an unreadable folder keeps what the index already has
-        for entry in entries:  # the hot loop of every catch-up: the common case first
+            return []
+        subfolders = []
+        for entry in entries:  # the hot loop of every full catch-up: the common case first
             name = entry.name
             if name[0] == ".":
                 continue
-            if name.endswith(".md") and entry.is_file(follow_symlinks=False):
+            if not is_root and name.endswith(".md") and entry.is_file(follow_symlinks=False):
                 try:
                     st = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
                 found[prefix + name] = (st.st_mtime_ns, st.st_size)
             elif entry.is_dir(follow_symlinks=False):
-                if skipped is not None and name.endswith(".md"):
+                if skipped is not None and name.endswith(".md") and not is_root:
                     skipped.append(FileProblem(prefix + name, "a folder named like a memory"))
-                self._scan_dir(entry.path, f"{prefix}{name}/", found, skipped)
+                subfolders.append(prefix + name)
             elif skipped is not None and name.endswith(".md") and entry.is_symlink():
-                skipped.append(FileProblem(prefix + name, "symlink: not followed"))
+                skipped += [] if is_root else [FileProblem(prefix + name, "symlink: not followed")]
+        return subfolders
+
+    def folder_mtime(self, folder: str) -> int | None:
+        """Return a folder's modification time in ns (None: gone, or no longer a folder)."""
+        try:
+            st = os.stat(self.root / folder if folder else self.root, follow_symlinks=False)
+        except OSError:
+            return None
+        return st.st_mtime_ns if stat.S_ISDIR(st.st_mode) else None
 
     # --- reading and writing --------------------------------------------------------
 
@@ -247,6 +288,54 @@ class Vault:
             self.relative(aside),
         )
 
+    # --- noticing git moving HEAD -----------------------------------------------------
+
+    def head(self) -> tuple[str, int]:
+        """Return git's HEAD commit id ('' if unborn or unreadable) and its reflog's size.
+
+        Plain file reads (no pygit2): a search pays for this on every catch-up.
+        """
+        git = self.root / ".git"
+        try:
+            head = (git / "HEAD").read_text(encoding="utf-8").strip()
+        except OSError:
+            head = ""
+        try:
+            size = os.stat(git / "logs" / "HEAD").st_size
+        except OSError:
+            size = 0
+        if head.startswith("ref: "):
+            head = _read_ref(git, head[len("ref: ") :].strip())
+        return head, size
+
+    def moved_by_commits_only(self, old: tuple[str, int], new: tuple[str, int]) -> bool:
+        """Say whether HEAD went from `old` to `new` (see `head`) by commits alone.
+
+        A commit changes no file in the work tree; a checkout, merge, pull or reset does
+        (libgit2 rewrites files in place, which a folder's mtime does not show). Git's
+        reflog names each move: anything but an unbroken chain of `commit` entries from
+        `old` to `new` (or no reflog) answers False.
+        """
+        if old == new:
+            return True
+        (old_head, old_size), (new_head, new_size) = old, new
+        if not old_head or not new_head or new_size <= old_size:
+            return False
+        try:
+            with open(self.root / ".git" / "logs" / "HEAD", "rb") as log_file:
+                log_file.seek(old_size)
+                tail = log_file.read(new_size - old_size)
+        except OSError:
+            return False
+        current = old_head
+        for line in tail.decode("utf-8", errors="replace").splitlines():
+            ids, _, message = line.partition("\t")
+            parts = ids.split(" ", 2)
+            if len(parts) < 3 or parts[0] != current or not message.startswith(_COMMITS):
+                return False
+            current = parts[1]
+        return current == new_head
+
     # --- knowing whether a watcher keeps the index current --------------------------
 
     @contextmanager
@@ -371,6 +460,23 @@ def _try_flock(handle: BinaryIO) -> bool:
             return False
         raise
     return True
+
+
+def _read_ref(git: Path, name: str) -> str:
+    """Return the commit id a ref names ('' when it names none yet)."""
+    try:
+        return (git / name).read_text(encoding="utf-8").strip()
+    except OSError:
+        pass
+    try:
+        packed = (git / "packed-refs").read_text(encoding="utf-8")
+    except OSError:
+        return ""
+    for line in packed.splitlines():
+        oid, _, ref = line.partition(" ")
+        if ref == name:
+            return oid
+    return ""
 
 
 def _unreadable(relative: str, reason: str) -> Memory:
