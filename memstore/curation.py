@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import shutil
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from index import Document, terms
 from memstore import remote
 from memstore.codec import render_memory
 from memstore.errors import InvalidInputError
@@ -16,6 +16,7 @@ from memstore.merge import union
 from memstore.model import KINDS, Memory, check_kind
 from memstore.ranking import CORE_BUDGET_TOKENS, Candidate, estimate_tokens, strength
 from memstore.secrets import find_secrets
+from memstore.similar import similar_pairs, term_sets
 from memstore.store import Store, summary
 from memstore.vault import MAX_FILE_BYTES
 
@@ -47,14 +48,16 @@ class Audit:
     archived: list[str] = field(default_factory=list)
 
 
-def _file_secrets(store: Store, entry: Entry) -> list[str]:
-    """Kinds of credential anywhere in a memory's file: front matter, unknown keys, body."""
+def _scan_file(store: Store, entry: Entry) -> tuple[list[str], bool]:
+    """Kinds of credential anywhere in a memory's file, and whether sync left a conflict in it."""
     try:
         with store.vault.path(entry.path).open("rb") as file:
             data = file.read(MAX_FILE_BYTES)
     except OSError:
-        return []  # gone or unreadable since the catch-up: nothing to scan
-    return find_secrets(data.decode("utf-8", errors="replace"))
+        return [], False  # gone or unreadable since the catch-up: nothing to scan
+    # Only a file naming `conflict` can be one: parsing every file's YAML costs more than the scan.
+    conflict = b"conflict" in data and has_conflict(store.vault.read(entry.path))
+    return find_secrets(data.decode("utf-8", errors="replace")), conflict
 
 
 def _candidate(entry: Entry) -> Candidate:
@@ -84,7 +87,8 @@ class Curator:
     def audit(self, workspace: str | None = None, progress: Progress | None = None) -> Audit:
         """Report on the vault; reads files and the index, writes nothing.
 
-        `progress(done, total)` follows the near-duplicate comparison, the long part."""
+        `progress(done, total)` follows the two long parts: reading every file (the first
+        half), then comparing the memories for near-duplicates (the second)."""
         store = self.store
         store.catch_up()
         entries = [
@@ -93,7 +97,8 @@ class Curator:
         report = Audit(memories=len(entries))
         report.by_workspace = dict(sorted(Counter(e.workspace for e in entries).items()))
         report.by_kind = dict(sorted(Counter(e.kind for e in entries).items()))
-        documents = store.indexer.search.get([e.path for e in entries])
+        paths = {e.path for e in entries}
+        documents = {d.key: d for d in store.indexer.search.documents() if d.key in paths}
         report.by_source = dict(
             sorted(Counter(d.source or "unknown" for d in documents.values()).items())
         )
@@ -103,31 +108,45 @@ class Curator:
             for old in entry.supersedes:
                 replaced.setdefault(old, []).append(entry.id)
         report.superseded = sorted((old, new) for old, new in replaced.items() if old in ids)
-        for entry in entries:
-            if entry.problem:
-                report.malformed.append((entry.path, entry.problem))
-            if entry.archived:
-                report.archived.append(entry.id)
-            report.secrets.extend((entry.id, name) for name in _file_secrets(store, entry))
-            memory_strength = strength(_candidate(entry), self.now)
-            age = (self.now - _parse(entry.created)).days if entry.created else 0
-            if entry.recalled == 0 and age >= NEVER_RECALLED_DAYS:
-                report.never_recalled.append(entry.id)
-            if memory_strength < RECALL_FLOOR:
-                report.decayed.append(entry.id)
-            if entry.seen >= STORED_OFTEN and entry.recalled == 0:
-                report.stored_never_read.append(entry.id)
-            if (
-                entry.kind == "trace"
-                and (entry.archived or (entry.recalled == 0 and age >= NEVER_RECALLED_DAYS))
-                and entry.id not in replaced
-            ):
-                report.prunable_traces.append(entry.id)
-        report.conflicts = [e.path for e in entries if has_conflict(store.vault.read(e.path))]
+        count = len(entries)
+        for done, entry in enumerate(entries, 1):
+            self._review(entry, replaced, report)
+            if progress is not None and (done % 200 == 0 or done == count):
+                progress(done, 2 * count)
         core = [documents[e.path] for e in entries if e.kind == "core" and e.path in documents]
         report.core_tokens = sum(estimate_tokens(d.content) + 10 for d in core)
-        report.near_duplicates = self.near_duplicates(workspace, progress)
+        report.near_duplicates = self.near_duplicates(
+            workspace,
+            None
+            if progress is None
+            else lambda done, total: progress(count + done * count // total, 2 * count),
+        )
         return report
+
+    def _review(self, entry: Entry, replaced: dict[str, list[str]], report: Audit) -> None:
+        """Add what one memory needs (its file scanned, its use weighed) to the report."""
+        if entry.problem:
+            report.malformed.append((entry.path, entry.problem))
+        if entry.archived:
+            report.archived.append(entry.id)
+        secrets, conflict = _scan_file(self.store, entry)
+        report.secrets.extend((entry.id, name) for name in secrets)
+        if conflict:
+            report.conflicts.append(entry.path)
+        memory_strength = strength(_candidate(entry), self.now)
+        age = (self.now - _parse(entry.created)).days if entry.created else 0
+        if entry.recalled == 0 and age >= NEVER_RECALLED_DAYS:
+            report.never_recalled.append(entry.id)
+        if memory_strength < RECALL_FLOOR:
+            report.decayed.append(entry.id)
+        if entry.seen >= STORED_OFTEN and entry.recalled == 0:
+            report.stored_never_read.append(entry.id)
+        if (
+            entry.kind == "trace"
+            and (entry.archived or (entry.recalled == 0 and age >= NEVER_RECALLED_DAYS))
+            and entry.id not in replaced
+        ):
+            report.prunable_traces.append(entry.id)
 
     def near_duplicates(
         self, workspace: str | None = None, progress: Progress | None = None
@@ -138,41 +157,38 @@ class Curator:
         it supersedes: the two are alike by design, not duplicates.
         """
         store = self.store
+        store.catch_up()  # cheap after audit's; the list must not miss a memory added since
         index = store.indexer.search
         apart = set(store.vault.read_state("dedupe-kept").split()) | {
             ":".join(sorted((entry.id, old)))
             for entry in store.indexer.entries()
             for old in entry.supersedes
         }
-        pairs: dict[tuple[str, str], float] = {}
-        analysed: dict[str, set[str]] = {}  # each text's terms, worked out once
-
-        def terms_of(doc: Document) -> set[str]:
-            if doc.key not in analysed:
-                analysed[doc.key] = terms(doc.content)
-            return analysed[doc.key]
-
         documents = [
             doc for doc in index.documents() if workspace is None or doc.workspace == workspace
         ]
-        for done, doc in enumerate(documents, 1):
-            if progress is not None and (done % 200 == 0 or done == len(documents)):
-                progress(done, len(documents))
-            mine = terms_of(doc)
-            if not mine:
-                continue
-            for hit in index.search(
-                doc.content, workspaces={doc.workspace}, limit=4, any_term=True
-            ):
-                other = hit.document
-                if other.key == doc.key:
-                    continue
-                theirs = terms_of(other)
-                overlap = len(mine & theirs) / max(min(len(mine), len(theirs)), 1)
-                a, b = sorted((doc.id, other.id))
-                if overlap >= NEAR_DUPLICATE and f"{a}:{b}" not in apart:
-                    pairs[(a, b)] = round(max(overlap, pairs.get((a, b), 0.0)), 3)
+        found = similar_pairs(
+            zip(
+                [doc.key for doc in documents],
+                [doc.workspace for doc in documents],
+                term_sets([doc.content for doc in documents]),
+                strict=True,
+            ),
+            NEAR_DUPLICATE,
+            progress,
+        )
+        ids = {doc.key: doc.id for doc in documents}
+        pairs: dict[tuple[str, str], float] = {}
+        for (first, second), share in found.items():
+            a, b = sorted((ids[first], ids[second]))
+            if f"{a}:{b}" not in apart:
+                pairs[(a, b)] = round(max(share, pairs.get((a, b), 0.0)), 3)
         return sorted(((a, b, v) for (a, b), v in pairs.items()), key=lambda p: (-p[2], p[0], p[1]))
+
+    def bodies(self, ids: Iterable[str]) -> dict[str, str]:
+        """The text of each memory named, as indexed (no catch-up per memory: one for all)."""
+        wanted = set(ids)
+        return {d.id: d.content for d in self.store.indexer.search.documents() if d.id in wanted}
 
     # --- changing one memory ---------------------------------------------------------
 

@@ -80,9 +80,13 @@ def progress_bar(label: str, total: int, *, hidden: bool) -> Iterator[Callable[[
         yield step
 
 
-def _comparing(store: Store, quiet: bool) -> contextlib.AbstractContextManager[Any]:
+def _comparing(
+    store: Store, label: str, passes: int, quiet: bool
+) -> contextlib.AbstractContextManager[Any]:
+    """A bar over `passes` runs through the memories; only on a terminal, only when long."""
     total = store.indexer.count()
-    return progress_bar("comparing", total, hidden=quiet or total < 2000)
+    hidden = quiet or total < 2000 or not sys.stderr.isatty()
+    return progress_bar(label, passes * total, hidden=hidden)
 
 
 def register(app: typer.Typer) -> None:
@@ -100,7 +104,8 @@ def register(app: typer.Typer) -> None:
 
         Example:  memstore audit -w webshop
         """
-        with Store.open(shell_settings(vault)) as store, _comparing(store, as_json) as step:
+        settings = shell_settings(vault)
+        with Store.open(settings) as store, _comparing(store, "auditing", 2, as_json) as step:
             report = Curator(store, _now()).audit(workspace, step)
         if as_json:
             _echo_json(asdict(report))
@@ -173,12 +178,13 @@ def register(app: typer.Typer) -> None:
                 kept_apart = curator.keep_both(keep_both)
                 _say(f"kept apart: {', '.join(kept_apart)}")
             else:
-                with _comparing(store, False) as step:
+                with _comparing(store, "comparing", 1, False) as step:
                     pairs = curator.near_duplicates(progress=step)
                 if not pairs:
                     _say("no near-duplicates")
+                bodies = curator.bodies(x for a, b, _ in pairs for x in (a, b))
                 for a, b, overlap in pairs:
-                    texts = [summary(store.show(x)[1].body, 70) for x in (a, b)]
+                    texts = [summary(bodies.get(x, ""), 70) for x in (a, b)]
                     _say(f"{a} ~ {b}  {overlap:.0%}\n  {a}: {texts[0]}\n  {b}: {texts[1]}")
 
     @app.command()
