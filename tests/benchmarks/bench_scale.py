@@ -612,20 +612,38 @@ def running_daemon(s: Sized) -> Iterator[int | None]:
 
 
 def warm_client(s: Sized) -> dict[str, Any]:
-    """Warm `memory_recall`s through the lean client from this process (one round trip each)."""
-    client = importlib.import_module("memstore.client")
-    cwd = str(s.tmp)
-    env = {**s.env, "MEMSTORE_VAULT": str(s.root)}
+    """Warm `memory_recall`s through the lean client from this process (one round trip each).
 
-    def recall(text: str) -> None:
-        payload = json.dumps({"query": text, "workspace": "all"}).encode("utf-8")
-        reply = client.ask(s.root, client.Request("tool", ["memory_recall"], cwd, env, payload))
-        if reply is None or reply.status is None:
-            raise RuntimeError(f"the daemon did not answer memory_recall: {reply}")
+    Code whose daemon has no tool op yet is asked `search` instead (said in the figures).
+    """
+    client = importlib.import_module("memstore.client")
+    cwd, env = str(s.tmp), {**s.env, "MEMSTORE_VAULT": str(s.root)}
+    try:
+        tools = importlib.import_module("memstore.tools")
+    except ImportError:
+        tools = None
+
+    def request(text: str) -> Any:
+        if tools is None:
+            return client.Request("search", [text, "--vault", str(s.root)], cwd, env)
+        payload = tools.call_payload(
+            {"query": text, "workspace": "all"},
+            vault=s.root,
+            workspace="",
+            source="bench",
+            session="bench",
+        )
+        return client.Request("tool", ["memory_recall"], cwd, env, payload)
+
+    def ask(text: str) -> None:
+        reply = client.ask(s.root, request(text), start=False)
+        if reply is None or reply.status not in (0, 1):  # search exits 1 when nothing matches
+            raise RuntimeError(f"the daemon did not answer: {reply}")
 
     for q in s.queries[: s.args.warmup]:
-        recall(q.text)
-    return bf.summary([bf.timed_ms(lambda q=q: recall(q.text))[0] for q in s.queries])
+        ask(q.text)
+    times = [bf.timed_ms(lambda q=q: ask(q.text))[0] for q in s.queries]
+    return {**bf.summary(times), "op": "search" if tools is None else "memory_recall"}
 
 
 def daemon_phase(s: Sized) -> None:
@@ -1016,6 +1034,11 @@ def parse_args(raw: list[str]) -> argparse.Namespace:
     parser.add_argument("--cache", type=Path, help="keep and reuse the generated remotes here")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folders")
     parser.add_argument("--no-snapshot", action="store_true")
+    parser.add_argument(
+        "--from-git",
+        metavar="REV",
+        help="measure the sources committed at REV (e.g. HEAD), not the working tree",
+    )
     args = parser.parse_args(raw)
     if args.quick:
         args.sizes = [300]
@@ -1025,18 +1048,42 @@ def parse_args(raw: list[str]) -> argparse.Namespace:
     return args
 
 
-def git_head() -> str:
+def git_head(rev: str = "HEAD") -> str:
+    """The short hash of `rev` in this checkout."""
     done = subprocess.run(
-        ["git", "-C", str(Path(__file__).resolve().parent), "rev-parse", "--short", "HEAD"],
+        ["git", "-C", str(Path(__file__).resolve().parent), "rev-parse", "--short", rev],
         capture_output=True,
         text=True,
     )
     return done.stdout.strip() or "?"
 
 
+GIT_SOURCES_ENV = "MEMSTORE_BENCH_GIT_SOURCES"
+
+
+def exec_from_git(rev: str, argv: list[str]) -> None:
+    """Rerun this script on the product sources as committed at `rev` (then snapshot as usual)."""
+    repo = Path(__file__).resolve().parents[2]
+    folder = Path(tempfile.mkdtemp(prefix="memstore-bench-git-"))
+    archive = subprocess.run(
+        ["git", "-C", str(repo), "archive", rev, "memstore", "index"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    path = os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, GIT_SOURCES_ENV: str(folder), "PYTHONPATH": path}
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable, str(Path(__file__).resolve()), *argv], env)
+
+
 def main(argv: list[str] | None = None) -> int:
     raw = sys.argv[1:] if argv is None else argv
     args = parse_args(raw)
+    if args.from_git and GIT_SOURCES_ENV not in os.environ:
+        exec_from_git(args.from_git, raw)  # does not return
+    if os.environ.get(GIT_SOURCES_ENV) and not args.keep:
+        atexit.register(shutil.rmtree, os.environ[GIT_SOURCES_ENV], ignore_errors=True)
     if not args.no_snapshot and bf.SNAPSHOT_ENV not in os.environ:
         bf.exec_from_snapshot(raw, __file__)  # does not return
     snapshot = os.environ.get(bf.SNAPSHOT_ENV)
@@ -1049,7 +1096,8 @@ def main(argv: list[str] | None = None) -> int:
         "platform": platform.platform(),
         "sqlite": sqlite3.sqlite_version,
         "code": bf.code_fingerprint(bf.source_base()),
-        "git_head": git_head(),
+        "git_head": git_head(args.from_git or "HEAD"),
+        "from_git": bool(args.from_git),
         "snapshot": bool(snapshot),
         "daemon": daemon_supported(),
     }
