@@ -259,8 +259,8 @@ class Daemon:
         finally:
             self._busy_since = None
             self._last_request = time.monotonic()
-            self.requests += 1
             self._serving.release()
+        self.requests += reply.status is not None  # answered here, not handed back
         return replace(reply, stderr="".join(warnings) + reply.stderr) if warnings else reply
 
     def status(self) -> dict[str, object]:

@@ -167,9 +167,12 @@ class Watcher:
         return found or None
 
     def _run(self) -> None:
-        self._batch(set(), everything=True)  # files may have changed while nothing was watching
-        # While this is held, readers in other processes skip their own scan of the vault.
+        # While this is held, readers in other processes skip their own scan of the vault, and
+        # a catch-up compares every file (the indexer's rule while a watcher runs). Taken before
+        # the first catch-up: files may have been rewritten in place while nothing watched,
+        # which only that full comparison finds.
         with self.store.vault.watching():
+            self._batch(set(), everything=True)
             self.ready.set()
             self._loop()
 

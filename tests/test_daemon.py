@@ -1,0 +1,384 @@
+"""The resident index: the installed `memstore` executable with and without its daemon.
+
+Every test runs real processes on real vaults: the daemon is started the way a person's
+commands start it (or with `memstore daemon`), killed with SIGKILL, refused, starved of its
+vault. Ordinary tests run with MEMSTORE_NO_DAEMON=1 (conftest); these unset it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import stat
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from memstore import client
+from memstore.store import Store
+from tests.conftest import SAMPLE_VAULT, git, settings_at
+
+EXE = Path(sys.executable).with_name("memstore")
+TIMEOUT = 30.0
+STARTED: list[subprocess.Popen[bytes]] = []  # daemons a test started itself: reaped after it
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> None:
+    """Wait for `condition` with a bound (polling, not a fixed sleep)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout} s")
+        time.sleep(0.02)
+
+
+def make_vault(path: Path) -> Path:
+    """A vault holding the sample vault's memories, committed (through the real executable)."""
+    env = {**os.environ, "MEMSTORE_NO_DAEMON": "1"}
+    subprocess.run([str(EXE), "init", str(path)], env=env, check=True, capture_output=True)
+    for item in SAMPLE_VAULT.iterdir():
+        if item.is_dir():
+            shutil.copytree(item, path / item.name)
+    git(path, "add", "-A")
+    git(path, "commit", "-qm", "import sample vault")
+    return path
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """The environment of a person's shell with daemons allowed; every daemon is gone after."""
+    allowed = {k: v for k, v in os.environ.items() if k != "MEMSTORE_NO_DAEMON"}
+    allowed["MEMSTORE_DAEMON_IDLE"] = "120"  # a daemon a test forgets still ends
+    yield allowed
+    for process in STARTED:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=30)
+    STARTED.clear()
+    for lock in tmp_path.rglob(client.LOCK_NAME):
+        vault = lock.parent.parent
+        if client.is_running(vault):
+            pid = daemon_pid(vault)
+            with _suppress_gone():
+                os.kill(pid, signal.SIGKILL)
+            wait_until(lambda v=vault: not client.is_running(v), "daemon killed")  # type: ignore[misc]
+
+
+class _suppress_gone:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, *_: object) -> bool:
+        return kind is ProcessLookupError
+
+
+def run(env: dict[str, str], *args: str, stdin: str | None = None, cwd: Path | None = None):  # type: ignore[no-untyped-def]
+    return subprocess.run(
+        [str(EXE), *args],
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+        cwd=cwd,
+    )
+
+
+def daemon_pid(vault: Path) -> int:
+    return int((vault / ".memstore" / client.LOCK_NAME).read_text(encoding="utf-8").split()[0])
+
+
+def status(vault: Path) -> dict[str, object]:
+    reply = client.status(vault)
+    return dict(reply.data) if reply is not None else {}
+
+
+def start_daemon(env: dict[str, str], vault: Path) -> subprocess.Popen[bytes]:
+    """Start `memstore daemon --background` as the client does, and wait until it answers."""
+    with open(vault / ".memstore" / client.LOG_NAME, "ab") as log:
+        process = subprocess.Popen(
+            [str(EXE), "daemon", "--background", "--vault", str(vault)],
+            env=env,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+    STARTED.append(process)
+    wait_until(lambda: bool(status(vault)) or process.poll() is not None, "daemon answers")
+    assert process.poll() is None, "daemon exited at start"
+    return process
+
+
+def requests_served(vault: Path) -> int:
+    return int(status(vault)["requests"])  # type: ignore[call-overload]
+
+
+def test_first_command_starts_a_daemon_and_the_next_is_answered_by_it(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    vault = make_vault(tmp_path / "vault")
+    env["MEMSTORE_VAULT"] = str(vault)
+    first = run(env, "search", "nginx upload")
+    assert first.returncode == 0 and "nginx" in first.stdout, first.stderr
+    wait_until(lambda: bool(status(vault)), "the started daemon answers")
+    second = run(env, "search", "nginx upload")
+    assert (second.returncode, second.stdout, second.stderr) == (0, first.stdout, "")
+    assert requests_served(vault) == 1
+    assert run(env, "search", "nginx upload", "--no-daemon").stdout == first.stdout
+    assert requests_served(vault) == 1  # --no-daemon did not ask it
+
+
+QUERIES: list[list[str]] = [
+    ["search", "nginx upload"],
+    ["search", "deploy staging approval", "--json"],
+    ["search", "pnpm", "--context"],
+    ["search", "zzzz nothing matches", "--context"],
+    ["search", "migrations database", "--all", "-k", "2"],
+    ["search", "deploy", "-w", "webshop"],
+    ["search", "deploy", "-w", "Not A Workspace"],  # an error, exit 1
+    ["search", "deploy", "-k", "0"],  # typer's usage error, exit 2
+    ["search", "--help"],
+    ["add", "the CI cache key must include the lockfile hash", "-K", "ci", "-w", "webshop"],
+    ["add", "the CI cache key must include the lockfile hash", "-K", "ci", "-w", "webshop"],
+    ["add", "-", "--json"],
+    ["add", "AKIAIOSFODNN7EXAMPLE is the deploy key"],  # refused: looks like a secret
+    ["add", "workspace all is reserved", "-w", "all"],
+]
+
+
+def test_daemon_and_in_process_print_the_same(tmp_path: Path, env: dict[str, str]) -> None:
+    served, alone = make_vault(tmp_path / "served"), make_vault(tmp_path / "alone")
+    start_daemon(env, served)
+    repo = tmp_path / "webshop"  # a project checkout: its workspace is detected from here
+    repo.mkdir()
+    git(repo, "init", "-q")
+    no_daemon = {**env, "MEMSTORE_NO_DAEMON": "1"}
+    for args in QUERIES:
+        stdin = "piped text: always run migrations before deploy\n" if "-" in args else None
+        outputs = []
+        for vault, environment in ((served, env), (alone, no_daemon)):
+            done = run({**environment, "MEMSTORE_VAULT": str(vault)}, *args, stdin=stdin, cwd=repo)
+            out = re.sub(r'"commit": "[0-9a-f]{40}"', "<commit>", done.stdout)
+            outputs.append((done.returncode, out.replace(str(vault), "<vault>"), done.stderr))
+        assert outputs[0] == outputs[1], args
+    # every search and add above (not --help, not -k 0) was answered by the daemon
+    assert requests_served(served) == len(QUERIES) - 2
+    assert not (alone / ".memstore" / client.SOCKET_NAME).exists()
+
+
+def test_a_client_search_imports_neither_whoosh_nor_pygit2(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    vault = make_vault(tmp_path / "vault")
+    start_daemon(env, vault)
+    code = (
+        "import sys\n"
+        "sys.argv = ['memstore', 'search', 'nginx upload']\n"
+        "from memstore.launcher import main\n"
+        "try:\n    main()\nexcept SystemExit as done:\n    status = done.code\n"
+        "heavy = ('whoosh', 'pygit2', 'yaml', 'frontmatter', 'watchdog', 'typer', 'logging',"
+        " 'memstore.store', 'memstore.indexer', 'memstore.git', 'memstore.output', 'index')\n"
+        "print(status, sorted(m for m in heavy if m in sys.modules), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**env, "MEMSTORE_VAULT": str(vault)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "nginx" in done.stdout
+    assert done.stderr.strip() == "0 []"
+
+
+def test_socket_is_owner_only_and_works_under_a_long_vault_path(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    deep = tmp_path / ("d" * 60) / ("e" * 60) / "vault"
+    assert len(str(deep / ".memstore" / "daemon.sock")) > 108
+    vault = make_vault(deep)
+    start_daemon(env, vault)
+    sock = vault / ".memstore" / client.SOCKET_NAME
+    assert stat.S_ISSOCK(sock.stat().st_mode)
+    assert stat.S_IMODE(sock.stat().st_mode) == 0o600
+    assert stat.S_IMODE(sock.parent.stat().st_mode) == 0o700
+    done = run({**env, "MEMSTORE_VAULT": str(vault)}, "search", "nginx upload")
+    assert done.returncode == 0 and "nginx" in done.stdout
+    assert requests_served(vault) == 1
+
+
+def test_two_daemons_never_run_for_one_vault(tmp_path: Path, env: dict[str, str]) -> None:
+    vault = make_vault(tmp_path / "vault")
+    first = start_daemon(env, vault)
+    second = subprocess.run(
+        [str(EXE), "daemon", "--background", "--vault", str(vault)],
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
+    assert second.returncode == 0  # it found the lock held and left
+    assert status(vault)["pid"] == first.pid == daemon_pid(vault)
+
+
+def test_a_daemon_killed_with_sigkill_is_replaced_and_leaves_nothing_to_repair(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    vault = make_vault(tmp_path / "vault")
+    env["MEMSTORE_VAULT"] = str(vault)
+    old = start_daemon(env, vault)
+    os.kill(old.pid, signal.SIGKILL)
+    old.wait(timeout=10)
+    assert (vault / ".memstore" / client.SOCKET_NAME).exists()  # stale: refuses connections
+    done = run(env, "search", "nginx upload")  # in-process; starts a new daemon
+    assert done.returncode == 0 and "nginx" in done.stdout and done.stderr == ""
+    wait_until(lambda: bool(status(vault)), "the replacement daemon answers")
+    assert status(vault)["pid"] != old.pid
+    assert run(env, "search", "nginx upload").stdout == done.stdout
+    assert requests_served(vault) == 1
+
+
+def test_kill_during_an_add_through_the_daemon_then_a_plain_command_works(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    vault = make_vault(tmp_path / "vault")
+    env["MEMSTORE_VAULT"] = str(vault)
+    # The daemon (only it) dies by SIGKILL between writing the file and committing it.
+    dying = start_daemon({**env, "MEMSTORE_CRASH_AT": "memory-written"}, vault)
+    text = "rotate the signing key every ninety days"
+    done = run(env, "add", text, "-w", "global")
+    assert dying.wait(timeout=30) == -signal.SIGKILL
+    # The client saw its daemon vanish and ran the add itself: it healed and committed once.
+    assert done.returncode == 0 and "added" in done.stdout, done.stderr
+    files = [p for p in (vault / "global").rglob("*.md") if text in p.read_text(encoding="utf-8")]
+    assert len(files) == 1
+    assert git(vault, "status", "--porcelain") == ""
+    no_daemon = {**env, "MEMSTORE_NO_DAEMON": "1"}
+    doctor = run(no_daemon, "doctor")
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    again = run(env, "add", "a plain add after the kill", "-w", "global")
+    assert again.returncode == 0 and again.stderr == ""
+    assert git(vault, "status", "--porcelain") == ""
+
+
+def test_files_stay_the_truth_across_a_stopped_daemon(tmp_path: Path, env: dict[str, str]) -> None:
+    vault = make_vault(tmp_path / "vault")
+    env["MEMSTORE_VAULT"] = str(vault)
+    start_daemon(env, vault)
+    assert run(env, "daemon", "--stop").returncode == 0
+    assert not client.is_running(vault)
+    # While nothing watches: a new file, an edited one, a deleted one, a moved one.
+    (vault / "global" / "hand-written.md").write_text(
+        "deploy freezes start on fridays at noon\n", encoding="utf-8"
+    )
+    memories = sorted(p for p in vault.rglob("*.md") if ".git" not in p.parts)
+    edited = next(p for p in memories if "nginx" in p.read_text(encoding="utf-8"))
+    edited.write_text(
+        edited.read_text(encoding="utf-8") + "\nalso check the ingress deploy limit\n",
+        encoding="utf-8",
+    )
+    removed = next(p for p in memories if "pnpm" in p.read_text(encoding="utf-8"))
+    removed.unlink()
+    start_daemon(env, vault)
+    queries = ["deploy", "nginx ingress limit", "pnpm", "fridays noon"]
+    served = [run(env, "search", q, "--all", "--json").stdout for q in queries]
+    assert requests_served(vault) == len(queries)
+    no_daemon = {**env, "MEMSTORE_NO_DAEMON": "1"}
+    assert run(no_daemon, "reindex").returncode == 0
+    fresh = [run(no_daemon, "search", q, "--all", "--json").stdout for q in queries]
+    assert served == fresh
+    assert "hand-written" in fresh[3]  # the file written while no daemon ran is found
+
+
+def test_daemon_exits_when_idle_and_writes_recall_counters(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    vault = make_vault(tmp_path / "vault")
+    with Store.open(settings_at(vault)) as store:  # a recall elsewhere: counted locally
+        hits = store.recall("nginx upload", workspace=None, record_usage=True).hits
+    process = start_daemon({**env, "MEMSTORE_DAEMON_IDLE": "1"}, vault)
+    assert process.wait(timeout=30) == 0
+    assert not (vault / ".memstore" / client.SOCKET_NAME).exists()
+    assert git(vault, "log", "-1", "--format=%s") == f"recall: usage of {len(hits)} memories\n"
+    written = git(vault, "show", "--name-only", "--format=", "HEAD")
+    assert hits and all(hit.id in written for hit in hits)
+    log = (vault / ".memstore" / client.LOG_NAME).read_text(encoding="utf-8")
+    assert "stopped: idle for 1 s" in log
+
+
+@pytest.mark.parametrize("remove", [".memstore", "vault"])
+def test_daemon_exits_when_its_vault_or_state_folder_disappears(
+    tmp_path: Path, env: dict[str, str], remove: str
+) -> None:
+    vault = make_vault(tmp_path / "vault")
+    process = start_daemon(env, vault)
+    shutil.rmtree(vault / ".memstore" if remove == ".memstore" else vault)
+    assert process.wait(timeout=30) == 0
+
+
+def test_status_says_whether_it_runs(tmp_path: Path, env: dict[str, str]) -> None:
+    vault = make_vault(tmp_path / "vault")
+    env["MEMSTORE_VAULT"] = str(vault)
+    stopped = run(env, "status")
+    assert stopped.returncode == 3 and "not running" in stopped.stdout
+    assert json.loads(run(env, "status", "--json").stdout)["running"] is False
+    process = start_daemon(env, vault)
+    running = run(env, "status")
+    assert running.returncode == 0 and f"pid {process.pid}" in running.stdout
+    data = json.loads(run(env, "status", "--json").stdout)
+    assert data["running"] is True and data["vault"] == str(vault)
+    assert data["memories"] == len(list((vault).glob("*/*.md")))
+    assert data["last_catch_up"] and data["rss_mib"] > 0 and data["idle_exit_s"] == 120
+
+
+def test_a_daemon_of_other_code_refuses_and_stops(tmp_path: Path, env: dict[str, str]) -> None:
+    vault = make_vault(tmp_path / "vault")
+    process = start_daemon(env, vault)
+    request = client.encode_request(client.Request("search", ["nginx"], "/", env))
+    conn = client.connect(vault)
+    assert conn is not None
+    with conn:
+        client.send_message(conn, {**request, "v": "0.0.1/0/someotherbuild"})
+        assert client.read_message(conn)["refused"] == "version"
+    assert process.wait(timeout=30) == 0
+    done = run({**env, "MEMSTORE_VAULT": str(vault)}, "search", "nginx upload")
+    assert done.returncode == 0 and "nginx" in done.stdout  # ran in-process meanwhile
+
+
+def test_clients_that_vanish_do_not_kill_the_daemon(tmp_path: Path, env: dict[str, str]) -> None:
+    vault = make_vault(tmp_path / "vault")
+    start_daemon(env, vault)
+    half = client.connect(vault)
+    assert half is not None
+    half.sendall(struct.pack(">I", 1000) + b"{")  # half a request, then gone
+    half.close()
+    gone = client.connect(vault)
+    assert gone is not None
+    request = client.Request("search", ["nginx upload"], "/", {**env, "MEMSTORE_VAULT": str(vault)})
+    client.send_message(gone, client.encode_request(request))
+    gone.shutdown(socket.SHUT_RDWR)  # leaves before the reply
+    gone.close()
+    garbage = client.connect(vault)
+    assert garbage is not None
+    with garbage:
+        garbage.sendall(struct.pack(">I", 3) + b"\xff\xfe!")
+    done = run({**env, "MEMSTORE_VAULT": str(vault)}, "search", "nginx upload")
+    assert done.returncode == 0 and "nginx" in done.stdout
+    wait_until(lambda: requests_served(vault) == 2, "both searches served")
+
+
+def test_a_request_for_another_vault_runs_in_process(tmp_path: Path, env: dict[str, str]) -> None:
+    vault, other = make_vault(tmp_path / "vault"), make_vault(tmp_path / "other")
+    start_daemon(env, vault)
+    request = client.Request("search", ["nginx upload", "--vault", str(other)], "/", env)
+    reply = client.ask(vault, request, start=False)
+    assert reply is not None and reply.status is None
