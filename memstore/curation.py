@@ -167,16 +167,9 @@ class Curator:
         documents = [
             doc for doc in index.documents() if workspace is None or doc.workspace == workspace
         ]
-        found = similar_pairs(
-            zip(
-                [doc.key for doc in documents],
-                [doc.workspace for doc in documents],
-                term_sets([doc.content for doc in documents]),
-                strict=True,
-            ),
-            NEAR_DUPLICATE,
-            progress,
-        )
+        sets = term_sets([doc.content for doc in documents])
+        items = [(d.key, d.workspace, t) for d, t in zip(documents, sets, strict=True)]
+        found = similar_pairs(items, NEAR_DUPLICATE, progress)
         ids = {doc.key: doc.id for doc in documents}
         pairs: dict[tuple[str, str], float] = {}
         for (first, second), share in found.items():
