@@ -37,6 +37,9 @@ from index.scoring import (
     read_postings,
     score,
 )
+from index.storage import read_in_place
+
+read_in_place()
 
 BM25_B = 0.3  # length normalization (Whoosh's default is 0.75; docs/retrieval.md)
 BM25_K1 = 1.2  # term-frequency saturation (Whoosh's default)
