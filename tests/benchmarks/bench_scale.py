@@ -653,6 +653,15 @@ def daemon_phase(s: Sized) -> None:
         mcp_phase(s, s.env, "serve")
         return
     s.res["daemon"] = True
+    try:
+        daemon_figures(s)
+    except RuntimeError as err:  # a daemon that never answers: say so, keep the other figures
+        s.res["daemon"] = False
+        s.res["daemon_error"] = str(err)[:600]
+        s.log(f"daemon figures not measured: {err}")
+
+
+def daemon_figures(s: Sized) -> None:
     with running_daemon(s) as pid:
         s.log(f"cold CLI search, daemon running ×{len(s.cli_queries)} …")
         argvs = s.search_argvs()
@@ -704,12 +713,11 @@ def bench_size(n: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     with_hits = [q for q in s.queries if bf.fts_match(q.text)]
     s.cli_queries = with_hits[:: max(1, len(with_hits) // args.cli_runs)][: args.cli_runs]
     s.fresh = fresh_memories(items, n, args.adds + 2 * args.cli_adds)
-    top_up(s)
-    fts_phase(s)
-    warm_inprocess(s)
-    cold_nodaemon(s)
-    upkeep(s)
-    daemon_phase(s)
+    s.res["phase_s"] = {"setup": s.res["setup_s"]}
+    for step in (top_up, fts_phase, warm_inprocess, cold_nodaemon, upkeep, daemon_phase):
+        started = time.perf_counter()
+        step(s)
+        s.res["phase_s"][step.__name__] = round(time.perf_counter() - started, 1)
     with Store(s.settings, Vault(root)) as store:
         store.catch_up()
         s.res["final_memories"] = len(store.indexer.entries())
@@ -812,6 +820,17 @@ FIGURES = (
         lambda r: _get(r, "mcp_recall_daemon", "p95") or _get(r, "mcp_recall_serve", "p95"),
         "ms",
         limit=lambda r: 20.0,
+    ),
+    Figure(
+        "largest PSS of 3 `serve`s",
+        "≤ ½ daemon's (shared)",
+        lambda r: max(
+            (x.get("pss_mib", 0) for x in _get(r, "serve_memory_daemon", "each") or []),
+            default=None,
+        ),
+        "MiB",
+        limit=lambda r: 0.5 * (_get(r, "daemon_memory", "pss_mib") or 0),
+        needs_daemon=True,
     ),
     Figure(
         "RSS of 3 `serve` + daemon",
@@ -1014,6 +1033,7 @@ def print_report(results: list[dict[str, Any]], meta: dict[str, Any], sizes: Seq
             f"{clone['sync_peak_rss_mib']} MiB); adds {r['add_statuses']}; memories at the end "
             f"{r['final_memories']:,}; search outcomes {r.get('search_outcomes')}; daemon "
             f"{'yes, started in ' + str(r.get('daemon_start_s')) + ' s' if r.get('daemon') else 'no'}"
+            f"{'; ' + r['daemon_error'] if r.get('daemon_error') else ''}; phases (s) {r['phase_s']}"
         )
 
 
@@ -1059,6 +1079,7 @@ def git_head(rev: str = "HEAD") -> str:
 
 
 GIT_SOURCES_ENV = "MEMSTORE_BENCH_GIT_SOURCES"
+GIT_REV_ENV = "MEMSTORE_BENCH_GIT_REV"
 
 
 def exec_from_git(rev: str, argv: list[str]) -> None:
@@ -1072,7 +1093,12 @@ def exec_from_git(rev: str, argv: list[str]) -> None:
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
     path = os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p)
-    env = {**os.environ, GIT_SOURCES_ENV: str(folder), "PYTHONPATH": path}
+    env = {
+        **os.environ,
+        GIT_SOURCES_ENV: str(folder),
+        GIT_REV_ENV: git_head(rev),
+        "PYTHONPATH": path,
+    }
     sys.stdout.flush()
     os.execve(sys.executable, [sys.executable, str(Path(__file__).resolve()), *argv], env)
 
@@ -1096,7 +1122,7 @@ def main(argv: list[str] | None = None) -> int:
         "platform": platform.platform(),
         "sqlite": sqlite3.sqlite_version,
         "code": bf.code_fingerprint(bf.source_base()),
-        "git_head": git_head(args.from_git or "HEAD"),
+        "git_head": os.environ.get(GIT_REV_ENV) or git_head(),
         "from_git": bool(args.from_git),
         "snapshot": bool(snapshot),
         "daemon": daemon_supported(),
