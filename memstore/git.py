@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memstore.codec import parse_memory
 from memstore.errors import InvalidInputError, UncommittedEditError, VaultError
 from memstore.faults import crash_point
 
@@ -358,15 +359,20 @@ class GitRepo:
     def _follow_moves(self, base: Any, ours: Any, theirs: Any) -> tuple[Any, Any, Any]:
         """Carry each side's moves of a file (same name, another folder: a memory moved to
         another workspace) into the other side and the base, so an edit on one side and a
-        move on the other meet in one file instead of leaving two with one id."""
-        if base is None or ours is None or theirs is None:
+        move on the other meet in one file instead of leaving two with one id. One memory
+        both sides added in different folders of its workspace (two layouts, or two months)
+        meets the same way, at the first of its two paths."""
+        if ours is None or theirs is None:
             return base, ours, theirs
-        mine, yours = self._moves(base, ours), self._moves(base, theirs)
+        start = base if base is not None else self._repo[self._repo.TreeBuilder().write()]
+        mine, mine_added = self._moves(start, ours)
+        yours, yours_added = self._moves(start, theirs)
         moved = {**yours, **mine}
         for old, new in yours.items():
             if old in mine and mine[old] != new:  # both moved it: one fixed choice
                 keep, drop = sorted((mine[old], new))
                 moved[old], moved[drop] = keep, keep
+        moved.update(self._added_twice(mine_added, yours_added, ours, theirs))
         # Follow a move only where nothing else stands at its destination: otherwise plain
         # delete-vs-change keeps the other side's edit at the old path.
         moved = {
@@ -381,23 +387,52 @@ class GitRepo:
         if not moved:
             return base, ours, theirs
         return (
-            self._apply_moves(base, moved),
+            self._apply_moves(base, moved) if base is not None else None,
             self._apply_moves(ours, moved),
             self._apply_moves(theirs, moved),
         )
 
-    def _moves(self, base: Any, side: Any) -> dict[str, str]:
+    def _moves(self, base: Any, side: Any) -> tuple[dict[str, str], dict[str, list[str]]]:
+        """Return a side's moves (old path → new) and what it added, by file name."""
         diff = base.diff_to_tree(side)
         gone = [d.old_file.path for d in diff.deltas if d.status_char() == "D"]
         added = [d.new_file.path for d in diff.deltas if d.status_char() == "A"]
         by_name: dict[str, list[str]] = {}
         for path in added:
             by_name.setdefault(path.rsplit("/", 1)[-1], []).append(path)
-        return {
+        moves = {
             old: by_name[name][0]
             for old in gone
             if len(by_name.get(name := old.rsplit("/", 1)[-1], [])) == 1
         }
+        return moves, by_name
+
+    def _added_twice(
+        self, mine: dict[str, list[str]], yours: dict[str, list[str]], ours: Any, theirs: Any
+    ) -> dict[str, str]:
+        """One memory each side added under a different folder of one workspace: the later
+        of its two paths → the first (the same on every machine, whichever side merges)."""
+        moved = {}
+        for name in mine.keys() & yours.keys():
+            if len(mine[name]) != 1 or len(yours[name]) != 1:
+                continue
+            here, there = mine[name][0], yours[name][0]
+            if here == there or here.split("/", 1)[0] != there.split("/", 1)[0]:
+                continue
+            if self._same_memory(here, ours[here].id, there, theirs[there].id):
+                first, second = sorted((here, there))
+                moved[second] = first
+        return moved
+
+    def _same_memory(self, here: str, one: Any, there: str, other: Any) -> bool:
+        """Whether two blobs are memory files with one id in their front matter."""
+        memories = [
+            parse_memory(bytes(self._repo[oid].data).decode("utf-8", "replace"), path=path)
+            for path, oid in ((here, one), (there, other))
+        ]
+        return all(m.has_front_matter and not m.problem for m in memories) and (
+            memories[0].id == memories[1].id
+        )
 
     def _apply_moves(self, tree: Any, moved: dict[str, str]) -> Any:
         changes: dict[str, Any] = {}

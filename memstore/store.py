@@ -625,6 +625,8 @@ class Store:
         """Return the path and memory `add` would write for a new `body`; writes nothing.
 
         The id is free among the memories indexed now; the caller holds the vault lock.
+        The file goes in a folder for the month it was created (UTC), so no git tree a
+        commit rewrites grows with the vault (docs/file-format.md, "Where files go").
         """
         memory_id = self._free_id(workspace, body)
         memory = Memory(
@@ -636,7 +638,7 @@ class Store:
             source=source,
             created=self._timestamp(),
         )
-        return f"{workspace}/{slugify(body)}-{memory_id}.md", memory
+        return memory_path(memory), memory
 
     def write_memory(
         self, path: str, memory: Memory, message: str, source: str, basis: Memory | None = None
@@ -967,6 +969,11 @@ def _is_memory_path(path: str) -> bool:
         and "\ufffd" not in path
         and all(part and not part.startswith(".") for part in parts)
     )
+
+
+def memory_path(memory: Memory) -> str:
+    """Return where a new memory's file goes: `<workspace>/<YYYY-MM>/<slug>-<id>.md`."""
+    return f"{memory.workspace}/{memory.created[:7]}/{slugify(memory.body)}-{memory.id}.md"
 
 
 def check_id(id_prefix: str) -> str:

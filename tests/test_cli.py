@@ -416,7 +416,7 @@ def test_show_is_byte_exact_when_piped_and_escaped_on_a_terminal(tmp_path: Path)
     import pty
 
     vault, memory_id = hostile_vault(tmp_path)
-    path = next((vault / "global").glob("*.md"))
+    path = next((vault / "global").rglob("*.md"))
     path.write_bytes(path.read_bytes() + b"latin-1 \xe9 by hand")  # no final newline
     git(vault, "commit", "-qam", "hand edit")
     piped = run_bytes([str(EXE)], [b"show", memory_id.encode()], vault)

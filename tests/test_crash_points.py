@@ -42,7 +42,7 @@ def killed(done: subprocess.CompletedProcess[str]) -> bool:
 
 
 def memory_texts(vault: Path) -> str:
-    return "\n".join(p.read_text(encoding="utf-8") for p in vault.glob("*/*.md"))
+    return "\n".join(p.read_text(encoding="utf-8") for p in vault.glob("[!.]*/**/*.md"))
 
 
 def searches(vault: Path) -> list[object]:

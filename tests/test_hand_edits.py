@@ -267,7 +267,7 @@ def test_files_are_private_after_a_clone_is_adopted_and_after_sync(tmp_path: Pat
         store.sync()  # in process, with this test's umask: sync itself makes them private
     modes = {
         p.relative_to(clone).as_posix(): p.stat().st_mode & 0o777
-        for p in [clone, *clone.glob("*"), *clone.glob("*/*.md")]
+        for p in [clone, *clone.glob("*"), *clone.glob("[!.]*/**/*")]
         if not p.name.startswith(".")
     }
     assert "newspace" in modes and "team" in modes
@@ -302,7 +302,7 @@ def test_a_killed_write_is_not_undone_over_an_edit_made_after_it(vault: Path) ->
         env={"MEMSTORE_CRASH_AT": "memory-written"},
     )
     assert done.returncode == -9  # killed between its write and its commit
-    path = next((vault / "ops").glob("*.md"))
+    path = next((vault / "ops").rglob("*.md"))
     path.write_text(path.read_text(encoding="utf-8") + "Owner: tom.\n", encoding="utf-8")
 
     after = cli(vault, "search", "staging cert", "-w", "ops")
@@ -325,7 +325,7 @@ def test_a_failed_commit_leaves_no_journal_to_undo_a_later_edit(vault: Path) -> 
         person.communicate("x", timeout=10)
     lock.unlink()
     assert failed.returncode == 1
-    path = next((vault / "web").glob("*.md"))
+    path = next((vault / "web").rglob("*.md"))
     path.write_text(path.read_text(encoding="utf-8") + "Project key: web.\n", encoding="utf-8")
 
     assert cli(vault, "search", "flags", "-w", "web").returncode == 0

@@ -277,7 +277,7 @@ def test_stdio_server_end_to_end(vault: Path, tmp_path: Path) -> None:
     # init, the add, and one commit for the hundred recalls' counters, written at shutdown
     assert commit_count(vault) == 3
     assert git(vault, "log", "-1", "--format=%s") == "recall: usage of 1 memory\n"
-    memory = next((vault / "shop").glob("*.md")).read_text(encoding="utf-8")
+    memory = next((vault / "shop").rglob("*.md")).read_text(encoding="utf-8")
     assert "recalled: 100\n" in memory and "last_recalled: " in memory
 
 
@@ -337,7 +337,7 @@ def test_serve_stops_on_a_signal_and_writes_recall_counters(
         server.send_signal(signum)
         assert server.wait(timeout=30) == status
     assert git(vault, "log", "-1", "--format=%s").strip() == "recall: usage of 1 memory"
-    assert "recalled: 1" in next(vault.glob(f"global/*{added.id}.md")).read_text()
+    assert "recalled: 1" in next(vault.glob(f"global/*/*{added.id}.md")).read_text()
 
 
 # --- text that is not Unicode ----------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -27,8 +28,9 @@ def test_add_writes_one_file_and_one_commit_with_trailers(store: Store, vault: P
         keywords=("nginx", "413"),
     )
     assert result.status == "added" and result.seen == 1
-    assert result.path == f"webshop/upload-413-is-nginx-client-max-{result.id}.md"
     text = (vault / result.path).read_text(encoding="utf-8")
+    month = re.search(r"^created: (\d{4}-\d\d)-", text, re.MULTILINE).group(1)  # type: ignore[union-attr]
+    assert result.path == f"webshop/{month}/upload-413-is-nginx-client-max-{result.id}.md"
     assert text.startswith(
         f'---\nid: {result.id}\nkind: lesson\nkeywords: [nginx, "413"]\nsource: test\n'
     )
@@ -50,7 +52,7 @@ def test_duplicate_add_bumps_seen_instead_of_new_file(store: Store, vault: Path)
     first = store.add("Use pnpm, not npm", workspace="global", keywords=("pnpm",))
     second = store.add("- use  PNPM, not npm ", workspace="global", keywords=("npm", "pnpm"))
     assert second.status == "duplicate_merged" and second.id == first.id and second.seen == 2
-    files = list((vault / "global").glob("*.md"))
+    files = list((vault / "global").rglob("*.md"))
     assert len(files) == 1
     memory = store.show(first.id)[1]
     assert memory.seen == 2 and memory.keywords == ("pnpm", "npm")

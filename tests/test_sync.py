@@ -431,9 +431,9 @@ def test_init_never_overwrites_files_in_an_empty_clone(tmp_path: Path, remote: P
     git(second, "init", "-q", "-b", "trunk")
     git(second, "remote", "add", "origin", str(remote))
     git(second, "fetch", "-q", "origin")
-    mine = second / "global"
-    mine.mkdir()
-    path = next((first / "global").glob("*.md"))
+    path = next((first / "global").rglob("*.md"))
+    mine = second / path.parent.relative_to(first)
+    mine.mkdir(parents=True)
     (mine / path.name).write_text("my own words\n")
     with pytest.raises(VaultError, match="move the files in the way aside"):
         init_vault(second, machine_settings(second, "host-b"))
@@ -472,7 +472,7 @@ def test_a_memory_moved_on_one_machine_and_edited_on_the_other_stays_one_file(
     a, b, _ = machines
     added = a.add("Staging deploys need approval from maria", workspace="webshop")
     converge([a, b])
-    moved = f"ops/{added.path.split('/', 1)[1]}"
+    moved = f"ops/{added.path.rsplit('/', 1)[1]}"
     (a.vault.root / "ops").mkdir()
     (a.vault.root / added.path).rename(a.vault.root / moved)
     a.sync()
