@@ -1,7 +1,11 @@
 """Agent hooks: what Claude Code and Codex run on each prompt, at session start and at stop.
 
-A thin, lean shell (no typer): it reads the agent's hook JSON, calls Store, prints context.
-A hook must never break the agent's session, so every failure exits 0 with a note on stderr.
+A thin, lean shell (no typer): it reads the agent's hook JSON and hands it, with its
+arguments, directory and environment, to the vault's daemon (memstore/client.py), or runs
+the very same `answer` in this process when no daemon answers or none is allowed. Asking
+the daemon imports neither Whoosh nor pygit2. A hook must never break or stall the agent's
+session: every failure exits 0 with a note on stderr, and a hook that runs past its time
+budget leaves the work to finish in the background and exits 0 with a note.
 """
 
 from __future__ import annotations
@@ -9,41 +13,49 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import sys
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from memstore.client import Reply, Request, ask, daemon_allowed, resolve_vault
 from memstore.config import Settings
 from memstore.errors import MemstoreError
-from memstore.git import detect_workspace
+from memstore.lean import OpenStore, open_in_process
 from memstore.model import GLOBAL, to_workspace_name
-from memstore.output import briefing_lines, context_lines
-from memstore.ranking import estimate_tokens
-from memstore.store import Store
+from memstore.repo_name import detect_workspace
+
+if TYPE_CHECKING:
+    from memstore.store import Store
 
 MIN_CAPTURE_CHARS = 200  # shorter final messages are chit-chat ("Done!"), not knowledge
 NOVELTY_THRESHOLD = 0.7  # measured: tests/benchmarks/bench_novelty.py (docs/agents.md)
 BRIEFING_TOKENS = 300
+# Seconds a hook may keep the agent waiting (MEMSTORE_HOOK_BUDGET overrides). Below the
+# timeouts agents give hooks (Codex's example: 10 s, 30 s for Stop; Claude Code: 60 s).
+BUDGET_S = {"prompt": 4.0, "briefing": 4.0, "capture": 20.0, "codex-notify": 20.0}
+EVENTS = tuple(BUDGET_S)
 USAGE = (
     "usage: memstore hook prompt|capture|briefing|codex-notify"
     " [--if-novel] [--min-chars N] [--source AGENT] [--vault PATH]"
 )
 
 
-def workspace_for(payload: Mapping[str, Any], vault: Path) -> str:
-    """Return the workspace of the directory the agent runs in."""
+def workspace_for(payload: Mapping[str, Any], vault: Path, cwd: str) -> str:
+    """Return the workspace of the directory the agent runs in (`cwd`: the hook's own)."""
     # Agents send their cwd; without one, the hook runs where the agent started it.
-    cwd = Path(str(payload.get("cwd") or Path.cwd())).resolve()
+    where = Path(cwd or "/", str(payload.get("cwd") or "")).resolve()
     vault = vault.resolve()  # the cwd is resolved too: a symlinked vault is still the vault
-    if cwd == vault or vault in cwd.parents:
+    if where == vault or vault in where.parents:
         return GLOBAL
-    name = detect_workspace(cwd)
+    name = detect_workspace(where)
     return GLOBAL if name is None else to_workspace_name(name)
 
 
-def final_assistant_text(payload: Mapping[str, Any]) -> str:
+def final_assistant_text(payload: Mapping[str, Any], cwd: str = "") -> str:
     """Return the session's last assistant message, from the payload or its transcript."""
     for key in ("last_assistant_message", "last-assistant-message"):
         if isinstance(payload.get(key), str):
@@ -52,7 +64,7 @@ def final_assistant_text(payload: Mapping[str, Any]) -> str:
     if not isinstance(transcript, str) or not transcript:
         return ""
     last = ""
-    with open(transcript, encoding="utf-8", errors="replace") as lines:
+    with open(Path(cwd or "/", transcript), encoding="utf-8", errors="replace") as lines:
         for line in lines:
             try:
                 entry = json.loads(line)
@@ -78,23 +90,25 @@ def final_assistant_text(payload: Mapping[str, Any]) -> str:
     return last
 
 
-def prompt_hook(store: Store, payload: Mapping[str, Any]) -> list[str]:
+def prompt_hook(store: Store, payload: Mapping[str, Any], cwd: str) -> list[str]:
     """UserPromptSubmit: the confident memories for this prompt, as compact context lines."""
+    from memstore.output import context_lines  # imports the index: not on the daemon path
+
     prompt = str(payload.get("prompt") or "").strip()
     if not prompt:
         return []
-    result = store.search(prompt, workspace=workspace_for(payload, store.vault.root), k=5)
+    result = store.search(prompt, workspace=workspace_for(payload, store.vault.root, cwd), k=5)
     return context_lines(result)
 
 
 def capture_hook(
-    store: Store, payload: Mapping[str, Any], *, min_chars: int, if_novel: bool
+    store: Store, payload: Mapping[str, Any], cwd: str, *, min_chars: int, if_novel: bool
 ) -> list[str]:
     """Stop / SessionEnd: keep the final assistant message as a trace, if it says something new."""
-    text = final_assistant_text(payload).strip()
+    text = final_assistant_text(payload, cwd).strip()
     if len(text) < min_chars:
         return []
-    workspace = workspace_for(payload, store.vault.root)
+    workspace = workspace_for(payload, store.vault.root, cwd)
     if if_novel and store.overlap(text, workspace) >= NOVELTY_THRESHOLD:
         return []
     result = store.add(text, workspace=workspace, kind="trace")
@@ -102,11 +116,14 @@ def capture_hook(
 
 
 def briefing_hook(
-    store: Store, payload: Mapping[str, Any], *, agent: str, max_tokens: int
+    store: Store, payload: Mapping[str, Any], cwd: str, *, agent: str, max_tokens: int
 ) -> list[str]:
     """SessionStart: what changed in memory since this agent's last session."""
+    from memstore.output import briefing_lines
+    from memstore.ranking import estimate_tokens
+
     changes, known = store.changes_since_last_session(agent)
-    workspace = workspace_for(payload, store.vault.root)
+    workspace = workspace_for(payload, store.vault.root, cwd)
     changes = [c for c in changes if _concerns(c.summary, workspace)]
     if not known or not changes:
         return []
@@ -125,46 +142,52 @@ def _concerns(summary: str, workspace: str) -> bool:
     return scoped is None or scoped.group(1) in (workspace, GLOBAL)
 
 
-def run(
-    argv: list[str], stdin_text: str, env: Mapping[str, str], home: Path
-) -> tuple[int, str, str]:
-    """Run one hook; return (exit status, stdout, stderr). Never raises."""
-    if not argv or argv[0] not in ("prompt", "capture", "briefing", "codex-notify"):
+def answer(request: Request, open_store: OpenStore = open_in_process) -> Reply:
+    """Run one hook for `request` (its arguments, directory, environment and payload); the
+    daemon runs it over its resident store, the hook process over its own. Never raises."""
+    argv = list(request.argv)
+    if not argv or argv[0] not in EVENTS:
         # Still 0: an agent reads exit 2 from a prompt hook as "block this prompt".
-        return 0, "", USAGE + "\n"
+        return Reply(0, "", USAGE + "\n")
     event, flags = argv[0], argv[1:]
     try:
-        raw = flags.pop() if event == "codex-notify" and flags else stdin_text
-        _check_flags(flags)
-        payload = json.loads(raw or "{}")
-        if not isinstance(payload, dict):
-            raise ValueError("hook input is not a JSON object")
-        min_chars = int(_option(flags, "--min-chars") or MIN_CAPTURE_CHARS)
-        default_agent = "codex" if event == "codex-notify" else "claude-code"
-        agent = _option(flags, "--source") or env.get("MEMSTORE_SOURCE", default_agent)
-        vault = _option(flags, "--vault")
-        settings = Settings.from_env(
-            env, home=home, source=agent, vault=Path(vault).expanduser() if vault else None
-        )
-        session = str(payload.get("session_id") or payload.get("thread-id") or settings.session)
-        # Never create a vault: a hook that made ~/memstore would split memory from the
-        # vault the agent's server uses.
-        with Store.open(replace(settings, source=agent, session=session)) as store:
-            if event == "prompt":
-                lines = prompt_hook(store, payload)
-            elif event == "briefing":
-                lines = briefing_hook(store, payload, agent=agent, max_tokens=BRIEFING_TOKENS)
-            else:
-                # Nothing on stdout: Codex counts any non-JSON stdout of a Stop hook as a failure.
-                notes = capture_hook(
-                    store, payload, min_chars=min_chars, if_novel="--if-novel" in flags
-                )
-                return 0, "", "".join(f"{note}\n" for note in notes)
+        lines = _run_event(event, flags, request, open_store)
     except (MemstoreError, OSError, ValueError) as err:
-        return 0, "", f"memstore hook {event}: {err}\n"
+        return Reply(0, "", f"memstore hook {event}: {err}\n")
     except Exception as err:  # a shell's outer loop: a hook must never break the session
-        return 0, "", f"memstore hook {event}: unexpected {type(err).__name__}: {err}\n"
-    return 0, "\n".join(lines) + ("\n" if lines else ""), ""
+        return Reply(0, "", f"memstore hook {event}: unexpected {type(err).__name__}: {err}\n")
+    if event in ("capture", "codex-notify"):
+        # Nothing on stdout: Codex counts any non-JSON stdout of a Stop hook as a failure.
+        return Reply(0, "", "".join(f"{line}\n" for line in lines))
+    return Reply(0, "".join(f"{line}\n" for line in lines), "")
+
+
+def _run_event(event: str, flags: list[str], request: Request, open_store: OpenStore) -> list[str]:
+    """Return the lines hook `event` says; raise what the caller turns into a note."""
+    env = request.env
+    raw = flags.pop() if event == "codex-notify" and flags else request.stdin.decode("utf-8")
+    _check_flags(flags)
+    payload = json.loads(raw or "{}")
+    if not isinstance(payload, dict):
+        raise ValueError("hook input is not a JSON object")
+    min_chars = int(_option(flags, "--min-chars") or MIN_CAPTURE_CHARS)
+    default_agent = "codex" if event == "codex-notify" else "claude-code"
+    agent = _option(flags, "--source") or env.get("MEMSTORE_SOURCE", default_agent)
+    vault = resolve_vault(_option(flags, "--vault") or None, env, request.cwd)
+    home = Path(env.get("HOME") or "/")
+    settings = Settings.from_env(env, home=home, source=agent, vault=vault)
+    session = str(payload.get("session_id") or payload.get("thread-id") or settings.session)
+    # Never create a vault: a hook that made ~/memstore would split memory from the
+    # vault the agent's server uses.
+    with open_store(replace(settings, source=agent, session=session), False) as store:
+        if event == "prompt":
+            return prompt_hook(store, payload, request.cwd)
+        if event == "briefing":
+            return briefing_hook(
+                store, payload, request.cwd, agent=agent, max_tokens=BRIEFING_TOKENS
+            )
+        if_novel = "--if-novel" in flags
+        return capture_hook(store, payload, request.cwd, min_chars=min_chars, if_novel=if_novel)
 
 
 FLAGS = ("--if-novel",)
@@ -191,10 +214,114 @@ def _option(flags: list[str], name: str) -> str:
     return flags[at]
 
 
+def respond(request: Request) -> Reply:
+    """Ask the vault's daemon to run the hook (starting one for next time if none runs);
+    run it here when none answers or none is allowed."""
+    reply = None
+    if daemon_allowed(request.env, request.argv):
+        try:
+            vault = resolve_vault(_vault_flag(request.argv), request.env, request.cwd)
+        except ValueError:
+            vault = None  # "--vault" without a value: answer() says so
+        reply = ask(vault, request) if vault is not None else None
+    if reply is None or reply.status is None:
+        reply = answer(request)
+    return reply
+
+
+def _vault_flag(argv: list[str]) -> str | None:
+    flags = argv[1:-1] if argv[:1] == ["codex-notify"] else argv[1:]
+    return _option(flags, "--vault") or None
+
+
+def budget(event: str, env: Mapping[str, str]) -> float:
+    """Return the seconds hook `event` may keep the agent waiting."""
+    try:
+        return float(env.get("MEMSTORE_HOOK_BUDGET") or BUDGET_S.get(event, 4.0))
+    except ValueError:
+        return BUDGET_S.get(event, 4.0)
+
+
+def within_budget(work: Callable[[], Reply], seconds: float, event: str) -> Reply:
+    """Return what `work` replies, or, past `seconds`, a note while it finishes on its own.
+
+    `work` runs in a child process with no hold on the agent's pipes: an answer late for
+    this prompt still completes (a capture still commits, an index catch-up still lands).
+    """
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        os.close(reader)
+        _work_in_child(work, writer, event)
+    os.close(writer)
+    try:
+        ready, _, _ = select.select([reader], [], [], seconds)
+        if not ready:
+            return Reply(
+                0,
+                "",
+                f"memstore hook {event}: no answer within {seconds:g} s; it finishes in the "
+                "background (MEMSTORE_HOOK_BUDGET sets the limit)\n",
+            )
+        data = _read_all(reader)
+    finally:
+        os.close(reader)
+    os.waitpid(pid, 0)
+    try:
+        status, out, err = json.loads(data)
+        return Reply(int(status), str(out), str(err))
+    except (ValueError, TypeError):
+        return Reply(0, "", f"memstore hook {event}: the hook process ended without an answer\n")
+
+
+def _work_in_child(work: Callable[[], Reply], writer: int, event: str) -> None:
+    """Run `work` with stdio away from the agent's pipes; send its reply to `writer`; exit."""
+    status = 0
+    try:
+        # What the work itself writes to stderr (warnings) comes back with its reply.
+        with tempfile.TemporaryFile() as spill:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            os.dup2(devnull, 0)
+            os.dup2(devnull, 1)
+            os.dup2(spill.fileno(), 2)
+            reply = _run_guarded(work, event)
+            sys.stderr.flush()
+            spill.seek(0)
+            spilled = spill.read().decode("utf-8", "replace")
+        answer = json.dumps([reply.status or 0, reply.stdout, spilled + reply.stderr])
+        view = memoryview(answer.encode("utf-8"))
+        while view:
+            view = view[os.write(writer, view) :]
+    except OSError:
+        status = 1  # the hook process left (past its budget): nobody reads this
+    finally:
+        os._exit(status)
+
+
+def _run_guarded(work: Callable[[], Reply], event: str) -> Reply:
+    try:
+        return work()
+    except Exception as err:  # a shell's outer loop: the agent still gets exit 0
+        return Reply(0, "", f"memstore hook {event}: unexpected {type(err).__name__}: {err}\n")
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 16):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def main(argv: list[str]) -> int:
     """Entry point for `memstore hook …` (reads the environment: this is a shell)."""
-    stdin_text = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
-    status, out, err = run(argv, stdin_text, os.environ, Path.home())
-    sys.stdout.write(out)
-    sys.stderr.write(err)
-    return status
+    stdin = b"" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read()
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the current folder was removed
+        cwd = ""
+    request = Request("hook", list(argv), cwd, dict(os.environ), stdin)
+    event = argv[0] if argv else ""
+    reply = within_budget(lambda: respond(request), budget(event, request.env), event)
+    sys.stdout.write(reply.stdout)
+    sys.stderr.write(reply.stderr)
+    return reply.status or 0

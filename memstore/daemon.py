@@ -25,7 +25,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from memstore import lean
+from memstore import agent_hooks, lean, tools
 from memstore.client import (
     LOCK_NAME,
     LOG_NAME,
@@ -92,6 +92,8 @@ def _lean(run: Callable[[Request, lean.OpenStore], Reply]) -> Handler:
 HANDLERS: dict[str, Handler] = {
     "search": _lean(lean.run_search),
     "add": _lean(lean.run_add),
+    "hook": _lean(agent_hooks.answer),
+    "tool": _lean(tools.answer),
 }
 
 

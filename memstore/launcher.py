@@ -30,6 +30,12 @@ def main() -> None:
         from memstore.agent_hooks import main as hook_main
 
         sys.exit(hook_main(argv[1:]))
+    if argv[:1] == ["serve"]:
+        from memstore.mcp_server import main as serve_main  # through the daemon; None: typer
+
+        served = serve_main(argv[1:])
+        if served is not None:
+            sys.exit(served)
     if argv[:1] == ["daemon"]:
         from memstore.daemon import run_from_command_line
 

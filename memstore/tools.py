@@ -1,0 +1,202 @@
+"""The MCP tools' logic without mcp: a tool call's arguments in, the JSON the tool returns out.
+
+`memstore serve` runs it in-process (no daemon) or forwards each call to the vault's
+daemon, which answers with `answer`; both give the agent the same JSON. Importing this
+module imports neither mcp, Whoosh nor pygit2: the lean serve shell uses it too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, MutableMapping
+from contextlib import AbstractContextManager
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from typing_extensions import TypedDict
+
+from memstore.config import Settings
+from memstore.errors import MemstoreError
+from memstore.model import ALL, GLOBAL, Recall, to_workspace_name
+from memstore.repo_name import detect_workspace
+
+if TYPE_CHECKING:
+    from memstore.client import Reply, Request
+    from memstore.store import Store
+
+OpenStore = Callable[[Settings, bool], AbstractContextManager["Store"]]  # as memstore.lean's
+
+AGENT_KINDS = ("note", "trace", "lesson")  # core and imported are for people to set
+TOOLS = ("memory_recall", "memory_add")
+
+
+class HitOut(TypedDict):
+    id: str
+    content: str
+    workspace: str
+    kind: str
+    keywords: list[str]
+    source: str
+    created: str
+    score: float
+    weak: bool
+    neighbors: list[str]
+    superseded_by: list[str]
+
+
+class CoreOut(TypedDict):
+    id: str
+    workspace: str
+    content: str
+
+
+class RecallOut(TypedDict):
+    results: list[HitOut]
+    core_memory: list[CoreOut]
+    message: str
+
+
+class AddOut(TypedDict):
+    status: str
+    id: str
+    seen: int
+    workspace: str
+
+
+SentCore = MutableMapping[str, tuple[tuple[str, str, str], ...]]
+
+
+def recall_output(recall: Recall) -> RecallOut:
+    """Return a recall as the JSON object memory_recall answers with."""
+    return {
+        "results": [
+            {
+                "id": h.id,
+                "content": h.content,
+                "workspace": h.workspace,
+                "kind": h.kind,
+                "keywords": list(h.keywords),
+                "source": h.source,
+                "created": h.created,
+                "score": h.score,
+                "weak": h.weak,
+                "neighbors": list(h.neighbors),
+                "superseded_by": list(h.superseded_by),
+            }
+            for h in recall.hits
+        ],
+        "core_memory": [
+            {"id": c.id, "workspace": c.workspace, "content": c.content} for c in recall.core
+        ],
+        "message": recall.message,
+    }
+
+
+def recall(store: Store, arguments: Mapping[str, Any], *, workspace: str, live: bool) -> RecallOut:
+    """Run memory_recall (`workspace`: the session's default; `live`: a watcher keeps the
+    index current, so skip the scan for changed files)."""
+    chosen = str(arguments.get("workspace") or workspace)
+    found = store.recall(
+        str(arguments.get("query", "")),
+        workspace=None if chosen == ALL else chosen,
+        k=max(1, min(int(arguments.get("k", 5)), 50)),
+        max_tokens=int(arguments.get("max_tokens", 0)) or None,
+        catch_up=not live,
+        record_usage=True,
+    )
+    return recall_output(found)
+
+
+def add(store: Store, arguments: Mapping[str, Any], *, workspace: str, source: str) -> AddOut:
+    """Run memory_add (`workspace`, `source`: the session's defaults)."""
+    result = store.add(
+        str(arguments.get("content", "")),
+        workspace=str(arguments.get("workspace") or workspace),
+        kind=str(arguments.get("kind") or "note"),
+        keywords=tuple(arguments.get("keywords") or ()),
+        source=str(arguments.get("source") or source) or None,
+        supersedes=tuple(arguments.get("supersedes") or ()),
+        allowed_kinds=AGENT_KINDS,
+    )
+    return {
+        "status": result.status,
+        "id": result.id,
+        "seen": result.seen,
+        "workspace": result.workspace,
+    }
+
+
+def without_repeated_core(out: RecallOut, asked: str, sent_core: SentCore) -> RecallOut:
+    """Leave out the core block this session was already sent for workspace `asked`.
+
+    One server is one agent session: the core block comes once (and again when it
+    changes), not with every answer (~400 tokens each time).
+    """
+    block = tuple((c["id"], c["workspace"], c["content"]) for c in out["core_memory"])
+    if block and block == sent_core.get(asked):
+        message = out["message"] + " Core memory: unchanged since this session's first recall."
+        return {**out, "core_memory": [], "message": message}
+    if block:
+        sent_core[asked] = block
+    return out
+
+
+def answer(request: Request, open_store: OpenStore) -> Reply:
+    """Answer one tool call `memstore serve` forwarded: status 0 with the tool's JSON, or 1
+    with the one-line message the agent gets as a tool error.
+
+    `request.argv` is [tool name]; `request.stdin` the JSON `call_payload` made.
+    """
+    from memstore.client import Reply
+
+    if len(request.argv) != 1 or request.argv[0] not in TOOLS:
+        return Reply(2, "", f"unknown tool {request.argv!r}; memstore serves {', '.join(TOOLS)}\n")
+    try:
+        call = json.loads(request.stdin or b"{}")
+        arguments = dict(call["arguments"])
+        settings = Settings.from_env(
+            request.env, home=Path(request.env.get("HOME") or "/"), vault=Path(call["vault"])
+        )
+        settings = replace(settings, source=str(call["source"]), session=str(call["session"]))
+        workspace = str(call.get("workspace") or "") or workspace_at(settings.vault, request.cwd)
+        with open_store(settings, False) as store:
+            if request.argv[0] == "memory_recall":
+                live = store.vault.is_watched()
+                out: Mapping[str, Any] = recall(store, arguments, workspace=workspace, live=live)
+            else:
+                out = add(store, arguments, workspace=workspace, source=settings.source)
+    except MemstoreError as err:
+        return Reply(1, "", str(err))
+    except (KeyError, ValueError, TypeError) as err:  # not what the serve shell sends
+        return Reply(2, "", f"malformed tool call: {err!r}\n")
+    # ASCII: the reply crosses a socket; the shell decodes it and writes the agent's copy
+    return Reply(0, json.dumps(out, separators=(",", ":")), "")
+
+
+def call_payload(
+    arguments: Mapping[str, Any], *, vault: Path, workspace: str, source: str, session: str
+) -> bytes:
+    """Return a forwarded tool call's stdin: the arguments and the session they come from.
+
+    `workspace` is the session's default ("": the daemon detects it from the caller's cwd).
+    """
+    call = {
+        "arguments": dict(arguments),
+        "vault": str(vault),
+        "workspace": workspace,
+        "source": source,
+        "session": session,
+    }
+    return json.dumps(call).encode("ascii")  # \\u escapes keep lone surrogates for the checks
+
+
+def workspace_at(vault: Path, cwd: str) -> str:
+    """Return the workspace of `cwd`'s repository (global inside the vault or outside any)."""
+    if not cwd:
+        return GLOBAL
+    where = Path(cwd)
+    if where == vault or vault in where.parents:
+        return GLOBAL
+    name = detect_workspace(where)
+    return GLOBAL if name is None else to_workspace_name(name)
