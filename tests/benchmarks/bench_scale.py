@@ -1012,10 +1012,12 @@ def print_report(results: list[dict[str, Any]], meta: dict[str, Any], sizes: Seq
         f"{meta['total_wall_s']:.0f} s in all"
     )
     head = ["figure", "target", *(f"{n:,}" for n in sizes), "FTS5 (same sizes)", "met/missed"]
-    rows = [head, *report_rows(results, sizes)]
+    rule = ["-" * len(c) for c in head]
+    rows = [head, rule, *report_rows(results, sizes)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    rows[1] = ["-" * w for w in widths]
     print()
-    for row in rows:
+    for row in rows:  # a markdown table
         print("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |")
     for r in results:
         clone = r["clone"]
@@ -1046,6 +1048,7 @@ def parse_args(raw: list[str]) -> argparse.Namespace:
     parser.add_argument("--cache", type=Path, help="keep and reuse the generated remotes here")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folders")
     parser.add_argument("--no-snapshot", action="store_true")
+    parser.add_argument("--report", type=Path, help="print the table of a --json file; run nothing")
     parser.add_argument(
         "--from-git",
         metavar="REV",
@@ -1098,6 +1101,10 @@ def exec_from_git(rev: str, argv: list[str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     raw = sys.argv[1:] if argv is None else argv
     args = parse_args(raw)
+    if args.report:
+        saved = json.loads(args.report.read_text(encoding="utf-8"))
+        print_report(saved["results"], saved["meta"], [r["n"] for r in saved["results"]])
+        return 0
     if args.from_git and GIT_SOURCES_ENV not in os.environ:
         exec_from_git(args.from_git, raw)  # does not return
     if os.environ.get(GIT_SOURCES_ENV) and not args.keep:
