@@ -1027,7 +1027,7 @@ def print_report(results: list[dict[str, Any]], meta: dict[str, Any], sizes: Seq
             f"{clone['sync_peak_rss_mib']} MiB); adds {r['add_statuses']}; memories at the end "
             f"{r['final_memories']:,}; search outcomes {r.get('search_outcomes')}; daemon "
             f"{'yes, started in ' + str(r.get('daemon_start_s')) + ' s' if r.get('daemon') else 'no'}"
-            f"{'; ' + r['daemon_error'] if r.get('daemon_error') else ''}; phases (s) {r['phase_s']}"
+            f"{'; ' + r['daemon_error'] if r.get('daemon_error') else ''}; phases (s) {r.get('phase_s')}"
         )
 
 
