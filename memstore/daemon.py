@@ -159,9 +159,18 @@ class Daemon:
                 self._serve(listener)
         finally:
             with _acquired(self._serving, REQUEST_LIMIT_S):  # a request under way finishes
-                self.watcher.stop()  # runs store.tidy once more: recall counters reach the files
+                self.watcher.stop(final_tick=False)
+                self._flush_usage()
             logging.getLogger().removeHandler(self._request_log)
         say(f"stopped: {self.stop_reason or 'asked to'}")
+
+    def _flush_usage(self) -> None:
+        """Write pending recall counters into the files on the way out (not the rest of
+        store.tidy: packing git history can take minutes at 100k memories)."""
+        try:
+            self.store.flush_usage()
+        except MemstoreError as err:
+            log.warning("could not write recall counters (kept for the next run): %s", err)
 
     def _warm(self) -> None:
         """Load what the first query would (searcher, field lengths), so it is answered warm."""

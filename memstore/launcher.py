@@ -8,7 +8,6 @@ Until then this process imports only the client: no logging, no store, no Whoosh
 from __future__ import annotations
 
 import os
-import signal
 import sys
 
 LONG_RUNNING = (["serve"], ["watch"], ["hook"], ["daemon"])
@@ -19,13 +18,11 @@ def main() -> None:
     argv = sys.argv[1:]
     _set_up_process()
     argv = _take_no_daemon(argv)
-    if argv[:1] not in LONG_RUNNING:
-        # `memstore log | head`: end quietly when the reader leaves, as cat and git do. Not
-        # for the long-running shells (they flush counters on the way out) or agent hooks.
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     if argv[:1] in (["search"], ["add"]):
         _run_lean(argv[0], argv[1:])  # exits unless the typer command should answer
     _set_up_logging()
+    if argv[:1] not in LONG_RUNNING:
+        _end_quietly_on_a_closed_pipe()
     if argv[:1] == ["hook"] and not {"-h", "--help"} & set(argv):
         from memstore.agent_hooks import main as hook_main
 
@@ -49,24 +46,45 @@ def main() -> None:
 
 
 def _run_lean(op: str, argv: list[str]) -> None:
-    """Run search or add through the daemon, else here; return only to defer to typer."""
-    from memstore import client, lean
+    """Run search or add through the daemon, else here; return only to defer to typer.
 
-    stdin = _read_stdin() if lean.wants_stdin(op, argv) else b""
+    A search answered by the daemon imports the client and nothing else of memstore.
+    """
+    from memstore import client
+
+    stdin = b""
+    if op == "add":
+        from memstore.lean import wants_stdin
+
+        stdin = _read_stdin() if wants_stdin(op, argv) else b""
     cwd = _cwd()
     request = client.Request(op, argv, cwd, dict(os.environ), stdin)
     reply = None
     if client.daemon_allowed(request.env, argv):
         reply = client.ask(client.vault_of(argv, request.env, cwd), request)
     if reply is None or reply.status is None:
+        from memstore import lean
+
         _set_up_logging()
+        _end_quietly_on_a_closed_pipe()
         reply = lean.RUNNERS[op](request, lean.open_in_process)
     if reply.status is None:
         return
-    sys.stdout.write(reply.stdout)
+    try:
+        sys.stdout.write(reply.stdout)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `memstore search … | head -1`: the reader left, as with SIGPIPE
+        os._exit(141)
     sys.stderr.write(reply.stderr)
-    sys.stdout.flush()
     sys.exit(reply.status)
+
+
+def _end_quietly_on_a_closed_pipe() -> None:
+    """`memstore log | head`: end quietly when the reader leaves, as cat and git do. Not
+    for the long-running shells (they flush counters on the way out) or agent hooks."""
+    import signal
+
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 
 
 def _read_stdin() -> bytes:

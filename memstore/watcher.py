@@ -139,15 +139,17 @@ class Watcher:
             self.ready.wait(timeout=60)
         return self
 
-    def stop(self) -> None:
-        """Stop watching, wait for the current batch, and run the periodic task once more."""
+    def stop(self, *, final_tick: bool = True) -> None:
+        """Stop watching, wait for the current batch, and (`final_tick`) run the periodic task
+        once more."""
         self._stop.set()
         self._events.put("")  # wake the loop
         self._observer.stop()
         self._observer.join(timeout=10)
         if self._thread is not None:
             self._thread.join(timeout=30)
-        self._tick()  # e.g. recall counters: written before the process ends
+        if final_tick:
+            self._tick()  # e.g. recall counters: written before the process ends
 
     def __enter__(self) -> Watcher:
         return self.start()
@@ -167,10 +169,12 @@ class Watcher:
         return found or None
 
     def _run(self) -> None:
+        self._batch(set(), everything=True)  # files may have changed while nothing was watching
         # While this is held, readers in other processes skip their own scan of the vault, and
-        # a catch-up compares every file (the indexer's rule while a watcher runs). Taken before
-        # the first catch-up: files may have been rewritten in place while nothing watched,
-        # which only that full comparison finds.
+        # a catch-up compares every file (the indexer's rule while a watcher runs): the second
+        # one finds files rewritten in place while nothing watched, which a quick catch-up
+        # (folder mtimes) cannot. Taken only now, so no reader skips its scan of an index
+        # that is not current yet.
         with self.store.vault.watching():
             self._batch(set(), everything=True)
             self.ready.set()
