@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from memstore.agent_hooks import answer, budget
+from memstore.client import Request
 from memstore.store import Store
 from tests.conftest import REPO_ROOT, commit_count, git, settings_at
 
@@ -352,3 +354,29 @@ def test_source_flag_wins_over_the_environment(vault: Path, project: Path) -> No
     )
     assert done.returncode == 0 and "kept" in done.stderr
     assert "Memstore-Source: codex" in git(vault, "log", "-1", "--format=%B")
+
+
+def test_a_hook_answers_for_the_callers_directory_not_its_own(
+    vault: Path, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the daemon runs hooks for callers elsewhere: the payload's cwd, else the caller's
+    with Store.open(settings_at(vault)) as store:
+        store.add("Staging deploys need approval from maria", workspace="webshop")
+        store.add("Staging deploys in billing need no approval", workspace="billing")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # this process's own directory: no project
+    env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
+    payload = json.dumps({"prompt": "who approves staging deploys?"}).encode()
+    reply = answer(Request("hook", ["prompt"], str(project), env, payload))
+    assert reply.status == 0 and "maria" in reply.stdout and "billing" not in reply.stdout
+    transcript_at = transcript(project, LONG).name  # a relative path, from the caller's cwd
+    stop = json.dumps({"transcript_path": transcript_at, "session_id": "rel"}).encode()
+    kept = answer(Request("hook", ["capture"], str(project), env, stop))
+    assert "kept this session's summary" in kept.stderr
+    assert git(vault, "log", "-1", "--format=%s").startswith("add(webshop): Fixed the flaky")
+
+
+def test_hook_budget_comes_from_the_environment_or_the_event() -> None:
+    assert budget("prompt", {}) == 4.0 and budget("capture", {}) == 20.0
+    assert budget("prompt", {"MEMSTORE_HOOK_BUDGET": "1.5"}) == 1.5
+    assert budget("prompt", {"MEMSTORE_HOOK_BUDGET": "soon"}) == 4.0

@@ -15,7 +15,13 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from memstore.mcp_server import build_server, tool_cost_tokens
+from memstore.mcp_server import (
+    Forwarder,
+    build_server,
+    tool_cost_tokens,
+    tool_descriptions,
+    tools_server,
+)
 from memstore.store import Store
 from memstore.vault import Vault
 from tests.conftest import commit_count, git, head, settings_at, vault_bytes
@@ -60,7 +66,18 @@ def test_lists_two_tools_with_short_descriptions(server: Any) -> None:
     assert tools["memory_add"].input_schema["required"] == ["content"]
     assert "Always pass 2-5 keywords" in tools["memory_add"].description
     assert "data" in tools["memory_recall"].description
-    assert tool_cost_tokens(server) <= 300
+    assert tool_cost_tokens(server) <= 289  # what every session pays: it must not grow
+
+
+def test_the_daemon_shell_lists_the_same_tools_at_the_same_cost(server: Any, vault: Path) -> None:
+    shell = tools_server(Forwarder(settings_at(vault), workspace="", cwd=str(vault), env={}))
+    assert tool_descriptions(shell) == tool_descriptions(server)
+    assert tool_cost_tokens(shell) == tool_cost_tokens(server)
+    allowed = {k: v for k, v in os.environ.items() if k != "MEMSTORE_NO_DAEMON"}
+    helped = subprocess.run(
+        [str(EXE), "serve", "--help"], env=allowed, capture_output=True, text=True, timeout=60
+    )
+    assert helped.returncode == 0 and "Run the MCP server" in helped.stdout
 
 
 def test_add_then_recall_with_structured_output(server: Any, vault: Path) -> None:
