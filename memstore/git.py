@@ -101,12 +101,21 @@ def find_enclosing_repository(path: Path) -> Path | None:
     return None
 
 
+# Paths committed while git's index was left behind (see GitRepo.commit): "<pid> <path>"
+# lines, in .git/ beside the index they describe.
+INDEX_LAG = "memstore-index-lag"
+# A git index this big (about 30,000 files) costs a write proportional to the vault on
+# every commit: commits that may defer it then leave it to sync_index (docs/file-format.md).
+DEFER_INDEX_BYTES = 4_000_000
+
+
 class GitRepo:
     """The git repository whose work tree is exactly the vault."""
 
     def __init__(self, repo: Any, root: Path) -> None:
         self._repo = repo
         self.root = root
+        self.defer_index_bytes = DEFER_INDEX_BYTES
 
     @classmethod
     def open(cls, root: Path) -> GitRepo:
@@ -180,17 +189,23 @@ class GitRepo:
         *,
         add: tuple[str, ...] = (),
         remove: tuple[str, ...] = (),
+        defer_index: bool = False,
     ) -> str:
         """Commit `add` and `remove` (vault-relative paths) on top of HEAD; return the id.
 
-        The new tree is HEAD's tree with only these paths changed (built directly, which
-        at 10,000 files is far cheaper than writing a tree from the whole git index), and
-        the git index is updated for the same paths so `git status` stays clean. Other
-        changes a person staged by hand are neither committed nor lost.
+        The new tree is HEAD's tree with only these paths changed (built directly: only
+        the trees on their way are rewritten), and the git index is updated for the same
+        paths so `git status` stays clean. Other changes a person staged by hand are
+        neither committed nor lost. With `defer_index`, a large git index (written whole
+        each time) is left for `sync_index`, and the paths are noted for it first.
         """
         pygit2 = _pygit2()
         repo = self._repo
+        paths = (*add, *remove)
+        deferred = defer_index and self._index_is_large() and not any("\n" in p for p in paths)
         try:
+            if deferred:
+                self._note_lag(paths)  # before the commit: a kill after it still names them
             changes: dict[str, Any] = {
                 p: repo.create_blob(self.root.joinpath(p).read_bytes()) for p in add
             }
@@ -204,6 +219,8 @@ class GitRepo:
         except (OSError, pygit2.GitError) as err:
             raise VaultError(f"cannot commit to {self.root}: {err}") from err
         crash_point("git-commit")
+        if deferred:
+            return str(oid)
         # The commit stands from here on: a failure to update git's index only leaves
         # `git status` stale, which the next memstore command repairs.
         try:
@@ -222,12 +239,71 @@ class GitRepo:
         # The index object is cached per Repository: reload it, or changes another
         # process wrote to it since we opened the repository would be overwritten.
         index.read(False)
+        lagging = self.index_lag()[1]
+        self._stage_as_head(index, lagging)  # one write brings deferred paths along
         for path in add:
             index.add(path)
         for path in remove:
             if path in index:
                 index.remove(path)
         index.write()
+        if lagging:
+            self._lag_file().unlink(missing_ok=True)
+
+    def _index_is_large(self) -> bool:
+        try:
+            return (self.root / ".git" / "index").stat().st_size >= self.defer_index_bytes
+        except OSError:
+            return False
+
+    def _lag_file(self) -> Path:
+        return self.root / ".git" / INDEX_LAG
+
+    def _note_lag(self, paths: tuple[str, ...]) -> None:
+        with open(self._lag_file(), "a", encoding="utf-8") as lag:
+            lag.write("".join(f"{os.getpid()} {path}\n" for path in paths))
+
+    def index_lag(self) -> tuple[set[int], list[str]]:
+        """Return the processes that deferred git's index and the paths they committed."""
+        return read_index_lag(self.root)
+
+    def sync_index(self) -> list[str]:
+        """Bring git's index up to HEAD for the paths commits left it behind on; return them.
+
+        An entry becomes what HEAD holds: a file a person changed since shows as their
+        unstaged change, as it would after any commit.
+        """
+        lagging = self.index_lag()[1]
+        if not lagging:
+            return []
+        pygit2 = _pygit2()
+        try:
+            index = self._repo.index
+            index.read(False)
+            self._stage_as_head(index, lagging)
+            index.write()
+        except (OSError, pygit2.GitError) as err:
+            raise VaultError(f"cannot update git's index in {self.root}: {err}") from err
+        self._lag_file().unlink(missing_ok=True)
+        return lagging
+
+    def _stage_as_head(self, index: Any, paths: list[str]) -> None:
+        if not paths:
+            return
+        pygit2 = _pygit2()
+        tree = None if self._repo.head_is_unborn else self._repo.head.peel(pygit2.Commit).tree
+        for path in paths:
+            try:
+                committed = tree[path] if tree is not None else None
+            except KeyError:
+                committed = None
+            if committed is None:
+                if path in index:
+                    index.remove(path)
+            elif path not in self.changed_paths([path]):
+                index.add(path)  # the file as committed, with its stat data: status stays fast
+            else:
+                index.add(pygit2.IndexEntry(path, committed.id, committed.filemode))
 
     def _tree_with(self, base: Any, changes: dict[str, Any]) -> Any:
         """Return the id of `base` (a tree or None) with paths set to blobs or removed."""
@@ -285,6 +361,7 @@ class GitRepo:
         repo = self._repo
         if repo.head_is_unborn:
             return []
+        self.sync_index()  # deferred on purpose: not a killed commit's leftovers
         try:
             index = repo.index
             index.read(False)
@@ -336,6 +413,7 @@ class GitRepo:
         pygit2 = _pygit2()
         flags = pygit2.enums.FileStatus
         quiet = flags.CURRENT | flags.IGNORED
+        self.sync_index()
         try:
             status = self._repo.status()
         except pygit2.GitError as err:
@@ -559,6 +637,7 @@ class GitRepo:
         pygit2 = _pygit2()
         repo = self._repo
         strategy = pygit2.enums.CheckoutStrategy
+        self.sync_index()  # a checkout compares the work tree with git's index
         try:
             repo.checkout_tree(repo[commit], strategy=strategy.FORCE if force else strategy.SAFE)
         except pygit2.GitError as err:
@@ -586,6 +665,7 @@ class GitRepo:
         if not paths:
             return
         pygit2 = _pygit2()
+        self.sync_index()
         try:
             self._repo.checkout_tree(
                 self._repo[commit], paths=paths, strategy=pygit2.enums.CheckoutStrategy.FORCE
@@ -647,6 +727,7 @@ class GitRepo:
             ):
                 reference.set_target(rewritten[str(reference.target)])
         if rewritten:
+            self.sync_index()
             repo.checkout_head(strategy=pygit2.enums.CheckoutStrategy.FORCE)
         return changed
 
@@ -779,6 +860,35 @@ def git_debris(root: Path) -> tuple[list[Path], bool]:
     with contextlib.suppress(OSError):
         locks += [p for p in (git_dir / "refs" / "heads").rglob("*.lock")]
     return locks, _index_older_than_head(git_dir)
+
+
+def index_lags(root: Path) -> bool:
+    """Whether some commit left git's index behind HEAD for `sync_index` (one stat)."""
+    return (root / ".git" / INDEX_LAG).exists()
+
+
+def read_index_lag(root: Path) -> tuple[set[int], list[str]]:
+    """Return the processes that deferred git's index and the paths they committed."""
+    try:
+        text = (root / ".git" / INDEX_LAG).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return set(), []
+    pids: set[int] = set()
+    paths: list[str] = []
+    for line in text.splitlines():
+        pid, _, path = line.partition(" ")
+        if pid.isdigit() and path:
+            pids.add(int(pid))
+            paths.append(path)
+    return pids, list(dict.fromkeys(paths))
+
+
+def index_lag_idle(root: Path) -> float:
+    """Seconds since a commit last left git's index behind HEAD (0 if it is not behind)."""
+    try:
+        return max(0.0, time.time() - (root / ".git" / INDEX_LAG).stat().st_mtime)
+    except OSError:
+        return 0.0
 
 
 def _index_older_than_head(git_dir: Path) -> bool:

@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -38,7 +39,10 @@ from memstore.git import (
     clear_stale_locks,
     find_enclosing_repository,
     git_debris,
+    index_lag_idle,
+    index_lags,
     parent_repository_message,
+    read_index_lag,
 )
 from memstore.indexer import CatchUp, Drift, Entry, Indexer, Progress, rebuild
 from memstore.merge import merge_file
@@ -75,6 +79,10 @@ MAX_TEXT_BYTES = 100_000
 MAX_KEYWORD_CHARS = 64
 log = logging.getLogger(__name__)
 WRITING = "writing"  # state file: paths a writer is between writing and committing
+# A large git index is staged once writes pause this long (at most INDEX_LAG_MAX_S after
+# the first), not on every add: writing it costs in proportion to the vault.
+INDEX_QUIET_S = 0.5
+INDEX_LAG_MAX_S = 5.0
 _SOURCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 Clock = Callable[[], datetime]
 
@@ -168,6 +176,9 @@ class Store:
         self._core_cache: dict[object, tuple[CoreMemory, ...]] = {}
         # One Store may serve several threads (the MCP server and its watcher).
         self._mutex = threading.RLock()
+        self._index_timer: threading.Timer | None = None
+        self._index_due = 0.0  # when git's index is staged: writes paused, or lag too long
+        self._index_since = 0.0
         vault.on_lock = self._heal
 
     @classmethod
@@ -195,6 +206,7 @@ class Store:
         self._mutex.acquire()
 
     def close(self) -> None:
+        self._sync_git_index(final=True)
         self.usage.close()
         if self._indexer is not None:
             self._indexer.close()
@@ -233,9 +245,11 @@ class Store:
             except VaultError as err:
                 log.warning("%s; the next memstore command tries again", err)
         self._undo_killed_write()
-        if index_stale:
+        lagging = index_lags(self.vault.root)  # a person's `git status` re-dates the index
+        if (index_stale or lagging) and not self._index_lag_is_live():
             try:
-                fixed = self.git.repair_index()
+                self.git.sync_index()  # deferred staging a process left unfinished: routine
+                fixed = self.git.repair_index() if index_stale else []
             except VaultError as err:
                 log.warning("%s; the next memstore command tries again", err)
                 return
@@ -245,6 +259,54 @@ class Store:
                     len(fixed),
                     ", ".join(fixed[:3]) + (" …" if len(fixed) > 3 else ""),
                 )
+
+    def _index_lag_is_live(self) -> bool:
+        """Whether git's index lags HEAD only because a live process defers staging it."""
+        pids, lagging = read_index_lag(self.vault.root)  # no pygit2: runs in every process
+        return (
+            bool(lagging)
+            and any(_is_alive(pid) for pid in pids)
+            and index_lag_idle(self.vault.root) < 2 * INDEX_LAG_MAX_S
+        )
+
+    def _stage_later(self) -> None:
+        """Have git's index catch up once writes pause (see GitRepo.commit's defer_index)."""
+        if not self.git.index_lag()[1]:
+            return
+        with self._mutex:
+            now = time.monotonic()
+            self._index_due = min(now + INDEX_QUIET_S, self._index_since + INDEX_LAG_MAX_S)
+            if self._index_timer is None:
+                self._index_since = now
+                self._index_due = now + INDEX_QUIET_S
+                self._start_index_timer(INDEX_QUIET_S)
+
+    def _start_index_timer(self, delay: float) -> None:
+        self._index_timer = threading.Timer(delay, self._sync_git_index)
+        self._index_timer.daemon = True
+        self._index_timer.start()
+
+    def _sync_git_index(self, *, final: bool = False) -> None:
+        """Stage what this process's commits deferred, when no write is under way."""
+        with self._mutex:
+            timer, self._index_timer = self._index_timer, None
+            if final and timer is not None:
+                timer.cancel()
+            elif not final:
+                wait = self._index_due - time.monotonic()
+                if wait > 0:
+                    self._start_index_timer(wait)
+                    return
+            if self._git is None or os.getpid() not in self.git.index_lag()[0]:
+                return
+            try:
+                with self.vault.try_lock() as locked:
+                    if locked:
+                        self.git.sync_index()
+                    elif not final:
+                        self._start_index_timer(INDEX_QUIET_S)  # a writer is busy: after it
+            except VaultError as err:
+                log.warning("%s; the next memstore command tries again", err)
 
     def ensure_merge_driver(self) -> bool:
         """Point git's merge driver entry at this memstore when the command it names is gone
@@ -658,10 +720,11 @@ class Store:
             self.vault.write_bytes_atomic(path, data)
             crash_point("memory-written")
             try:
-                commit = self.git.commit(message, trailers, add=(path,))
+                commit = self.git.commit(message, trailers, add=(path,), defer_index=True)
             except VaultError:
                 self._put_back(path, before)
                 raise
+        self._stage_later()
         self.indexer.record(path, parse_memory(data.decode("utf-8"), path=path))
         return commit
 
@@ -897,10 +960,13 @@ class Store:
                 raise VaultError(f"cannot delete {entry.path}: {err.strerror}") from err
             crash_point("memory-written")
             try:
-                commit = self.git.commit(message, self.trailers, remove=(entry.path,))
+                commit = self.git.commit(
+                    message, self.trailers, remove=(entry.path,), defer_index=True
+                )
             except VaultError:
                 self._put_back(entry.path, before)
                 raise
+        self._stage_later()
         self.indexer.remove([entry.path])
         return commit
 
@@ -933,6 +999,16 @@ class Store:
                 yield self
             finally:
                 self.settings, self.trailers = saved
+
+
+def _is_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
 
 
 def _digest(data: bytes | None) -> str:

@@ -34,7 +34,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_foundation as bf
 
-from memstore import remote
 from memstore.codec import derive_id, render_memory, slugify
 from memstore.config import Settings
 from memstore.git import GitRepo, Trailers
@@ -98,9 +97,10 @@ def build(root: Path, n: int, layout: str, settings: Settings) -> None:
         if len(batch) == BATCH or made == n:
             git.commit(f"import: {len(batch)} generated memories", trailers, add=tuple(batch))
             batch = []
-    remote.pack(root, {}, auto=False)
+    subprocess.run(["git", "gc", "--quiet"], cwd=root, check=True)  # as memstore's tidy would
     with Store.open(settings) as store:
         store.reindex()
+    (root / ".git" / "bench-built").touch()
 
 
 def text(rng: random.Random, n: int) -> str:
@@ -160,7 +160,8 @@ def run(n: int, args: argparse.Namespace) -> None:
     base = Path(args.vault_dir) if args.vault_dir else Path(tempfile.mkdtemp(prefix="bench-add-"))
     root = base / f"{args.layout}-{n}"
     settings = Settings(vault=root, source="bench", session="bench", host="bench")
-    if not (root / ".git").exists():
+    if not (root / ".git" / "bench-built").exists():
+        shutil.rmtree(root, ignore_errors=True)
         start = time.perf_counter()
         build(root, n, args.layout, settings)
         print(f"  built {n:,} memories ({args.layout}) in {time.perf_counter() - start:.0f} s")
