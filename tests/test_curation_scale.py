@@ -1,10 +1,12 @@
 """Near-duplicates at scale: candidates from rare terms find every pair all-pairs finds, and
 audit/dedupe show progress on a terminal only.
 
-Also the benchmark behind the figures in docs/upkeep.md (not a test; run it with the code to
-measure on the path, e.g. PYTHONPATH=/tmp/base for the code before):
+Also the benchmark behind the figures in docs/upkeep.md (not a test), from the checkout:
 
-    python -m tests.test_curation_scale --sizes 1000 3000 10000 [--pairs-out pairs.json]
+    .venv/bin/python -m tests.test_curation_scale --sizes 1000 3000 10000 --root /tmp/curation
+
+It measures the memstore first on sys.path; for other code (a worktree of an older commit),
+run it from outside the checkout: cd /tmp && PYTHONPATH=/old/tree:/work/main python -m ...
 """
 
 from __future__ import annotations
@@ -188,7 +190,7 @@ def test_dedupe_lists_every_pair_of_a_cluster_larger_than_a_search_page(vault: P
 def large_vault(root: Path, count: int) -> Path:
     """A vault of `count` distinct generated memories, written as files and committed at once."""
     init_vault(root, Settings(vault=root, source="t", session="t", host="t"))
-    corpus, written = Corpus(SEED), set()
+    corpus, written = Corpus(SEED), set[str]()
     while len(written) < count:
         made = corpus.make()
         memory_id = derive_id(made.workspace, made.body, 10)
@@ -276,7 +278,7 @@ def _measure(count: int, root: Path, reference: bool, timeout: float) -> dict[st
     figures["cli_audit_json_s"] = _run_cli(vault, "audit", "--json", timeout=timeout)
     figures["cli_dedupe_list_s"] = _run_cli(vault, "dedupe", "--list", timeout=timeout)
     if reference:
-        items = [(d.id, d.workspace, terms(d.content)) for d in documents]
+        items = [(d.id, d.workspace, frozenset(terms(d.content))) for d in documents]
         expected = all_pairs(items, NEAR_DUPLICATE)
         found = {(a, b) for a, b, _ in pairs}
         figures["all_pairs"] = len(expected)
