@@ -23,10 +23,8 @@ from math import log
 from typing import Any
 
 from whoosh.codec.whoosh3 import LENGTHS_COLUMN as _LENGTHS_COLUMN
-from whoosh.util.numeric import byte_to_length
 
-# A stored length byte to the length it stands for; 0 means the field is absent.
-_BYTE_TO_LENGTH: tuple[int | None, ...] = (None, *(byte_to_length(b) for b in range(1, 256)))
+from index.storage import BYTE_TO_LENGTH
 
 SCORED_FIELDS = ("content", "keywords")
 _NONE: tuple[list[int], list[float]] = ([], [])
@@ -104,7 +102,7 @@ def field_lengths(segment: Any, fieldname: str) -> list[int | None]:
         raw = column._dbfile.get(column._basepos, column._count)
     except AttributeError:  # another codec: the public, slower way
         return [segment.doc_field_length(n, fieldname, None) for n in range(count)]
-    table = _BYTE_TO_LENGTH
+    table = BYTE_TO_LENGTH
     return [table[b] for b in raw] + [None] * (count - len(raw))
 
 

@@ -54,8 +54,77 @@ def _yaml() -> tuple[Any, Any]:
 
 
 def _load_yaml(text: str) -> object:
+    simple = _load_simple(text)
+    if simple is not None:
+        return simple
     yaml, loader = _yaml()
     return yaml.load(text, Loader=loader)
+
+
+# The front matter memstore writes, line by line: `key: value`, each value a plain word
+# (or words), a double-quoted string without escapes, a whole number, or a flow list of
+# those. Anything else (comments, nesting, escapes, other scalars) goes to PyYAML.
+_SIMPLE_LINE = re.compile(r"([a-z_][a-z0-9_]*): (\S.*)")
+_SIMPLE_WORDS = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./+@-]*(?: [A-Za-z0-9_./+@-]+)*")
+_SIMPLE_STAMP = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./+@-]*(?::[A-Za-z0-9_./+@-]+)*")
+_SIMPLE_QUOTED = re.compile(r'"([^"\\\x00-\x1f\x7f]*)"')
+_WHOLE = re.compile(r"0|[1-9][0-9]{0,17}")
+_STR = "tag:yaml.org,2002:str"
+
+
+def _load_simple(text: str) -> dict[str, object] | None:
+    """Return what PyYAML reads from `text`, if it is simple enough to read here; else None.
+
+    A reindex reads every file: PyYAML's C loader still spends ~150 µs building Python
+    objects for ten lines. Here a line costs a regular expression; scalars are resolved
+    with PyYAML's own implicit resolvers, so a word reads as PyYAML would read it.
+    """
+    if not text.isascii():
+        return None
+    data: dict[str, object] = {}
+    for line in text.split("\n"):
+        if not line:
+            continue  # a blank line means nothing in YAML
+        match = _SIMPLE_LINE.fullmatch(line)
+        if match is None or match.group(1) in data or _implicit_tag(match.group(1)) != _STR:
+            return None  # (YAML 1.1 reads a key like `no` or `on` as a boolean)
+        key, raw = match.groups()
+        if raw[0] == "[" and raw[-1] == "]":
+            items = [item.strip() for item in raw[1:-1].split(",")] if raw[1:-1].strip() else []
+            values = [_simple_scalar(item, flow=True) for item in items]
+            if any(v is None for v in values):
+                return None
+            data[key] = values
+        else:
+            value = _simple_scalar(raw, flow=False)
+            if value is None:
+                return None
+            data[key] = value
+    return data
+
+
+def _simple_scalar(raw: str, *, flow: bool) -> object:
+    """Return the string or whole number `raw` reads as in YAML, or None if unsure."""
+    quoted = _SIMPLE_QUOTED.fullmatch(raw)
+    if quoted is not None:
+        return quoted.group(1)
+    if not (_SIMPLE_WORDS.fullmatch(raw) or (not flow and _SIMPLE_STAMP.fullmatch(raw))):
+        return None
+    tag = _implicit_tag(raw)
+    if tag == _STR:
+        return raw
+    if tag == "tag:yaml.org,2002:int" and _WHOLE.fullmatch(raw):
+        return int(raw)
+    return None
+
+
+def _implicit_tag(value: str) -> str:
+    """Return the tag PyYAML's resolver gives a plain scalar (as BaseResolver.resolve)."""
+    resolvers = _yaml()[1].yaml_implicit_resolvers
+    for tag, pattern in [*resolvers.get(value[0], []), *resolvers.get(None, [])]:
+        if pattern.match(value):
+            return str(tag)
+    return _STR
 
 
 _CLOSING = re.compile(r"^---[ \t]*\r?$", re.MULTILINE)

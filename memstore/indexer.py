@@ -19,7 +19,7 @@ import shutil
 import sqlite3
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -31,7 +31,7 @@ from memstore.model import FileProblem, Memory
 from memstore.vault import Fingerprint, Vault
 
 INDEX_DIR = "index"
-FORMAT = "6"  # bump when documents change shape: a mismatched index is rebuilt
+FORMAT = "7"  # bump when documents or the schema change: a mismatched index is rebuilt
 Progress = Callable[[int, int], None]
 FULL_EVERY_S = 300  # a quick catch-up misses in-place writes: a full one at least this often
 # A folder changed this recently may change again within the same clock tick, unseen: it
@@ -405,7 +405,8 @@ class Indexer:
             meta = {"full-at": f"{started / 1e9:.3f}", "git": f"{head[0]} {head[1]}"}
             self._full_due = False
         scope = Folders(_settled(folders, started), replaced=workspace or "")
-        return self._apply(changed, removed, on_disk, progress, folders=scope, meta=meta)
+        new = {p for p in changed if p not in known}
+        return self._apply(changed, removed, on_disk, progress, folders=scope, meta=meta, new=new)
 
     def _quick_catch_up(self, workspace: str | None) -> CatchUp:
         """List again only the folders whose modification time changed."""
@@ -439,7 +440,8 @@ class Indexer:
         changed = sorted(p for p, fp in on_disk.items() if indexed.get(p) != fp)
         removed = sorted(p for p in indexed if p not in on_disk)
         folders = Folders(_settled(listed, started), gone=tuple(sorted(gone)))
-        return self._apply(changed, removed, on_disk, None, folders=folders, meta=meta)
+        new = {p for p in changed if p not in indexed}
+        return self._apply(changed, removed, on_disk, None, folders=folders, meta=meta, new=new)
 
     def _folders(self, workspace: str | None) -> dict[str, int]:
         """Return the folders (of `workspace`, or all) with the mtime they were listed at."""
@@ -480,7 +482,9 @@ class Indexer:
     @_healing
     def record(self, path: str, memory: Memory) -> None:
         """Index one file memstore has just written."""
-        self._apply([path], [], {path: self._fingerprint(path)}, None, memories={path: memory})
+        fingerprint = {path: self._fingerprint(path)}
+        new = () if self.by_path([path]) else (path,)
+        self._apply([path], [], fingerprint, None, memories={path: memory}, new=new)
 
     def _fingerprint(self, path: str) -> Fingerprint:
         st = self.vault.path(path).stat()
@@ -496,6 +500,7 @@ class Indexer:
         *,
         folders: Folders | None = None,
         meta: dict[str, str] | None = None,
+        new: Collection[str] = (),
     ) -> CatchUp:
         changed = list(changed)
         removed = list(removed)
@@ -526,7 +531,7 @@ class Indexer:
             if progress is not None and (done % 200 == 0 or done == len(changed)):
                 progress(done, len(changed))
         if docs or removed:
-            self.search.apply(docs, removed, limitmb=256 if len(docs) > 500 else 64)
+            self.search.apply(docs, removed, limitmb=_limitmb(len(docs)), new=new)
         if unreadable and folders is not None:  # list their folders again next time
             retry = {_parent(p): RACY for p in unreadable}
             folders = replace(folders, mtimes={**folders.mtimes, **retry})
@@ -655,6 +660,11 @@ def _temporary(vault: Vault) -> tuple[Indexer, CatchUp]:
     except SearchIndexError as err:
         indexer.close()
         raise VaultError(f"cannot build an index of {vault.root}: {err}") from err
+
+
+def _limitmb(documents: int) -> int:
+    """Return the memory Whoosh may fill before it spills postings to disk (in MB)."""
+    return 64 if documents <= 500 else 256 if documents <= 10_000 else 1024
 
 
 def _settled(folders: dict[str, int], started: int) -> dict[str, int]:
