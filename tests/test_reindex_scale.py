@@ -1,0 +1,123 @@
+"""Reindex at scale: a rebuilt index answers exactly as the one kept up to date by writes."""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import git, settings_at
+
+from memstore.codec import derive_id, render_memory, slugify
+from memstore.model import Memory
+from memstore.store import Store
+
+WORDS = [
+    "nginx",
+    "upload",
+    "limit",
+    "postgres",
+    "replica",
+    "timeout",
+    "deploy",
+    "staging",
+    "approval",
+    "pnpm",
+    "lockfile",
+    "kafka",
+    "consumer",
+    "lag",
+    "redis",
+    "eviction",
+    "jwt",
+    "expiry",
+    "docker",
+    "cache",
+    "terraform",
+    "atlantis",
+    "helm",
+    "rollback",
+    "webhook",
+    "retry",
+    "queue",
+    "worker",
+    "cron",
+    "backup",
+    "restore",
+    "index",
+    "shard",
+    "query",
+    "planner",
+]
+IDENTS = ("client_max_body_size", "OrderService", "src/api/upload.ts", "v2.3.1", "JIRA-4821")
+QUERIES = ("nginx upload", "postgres replica timeout", "OrderService", "kafka lag", "helm", "zzz")
+
+
+def generate(vault: Path, count: int, seed: int = 7) -> list[str]:
+    """Write `count` memories in both layouts (flat and month folders), one commit."""
+    rng = random.Random(seed)
+    paths = []
+    for n in range(count):
+        workspace = rng.choice(("webshop", "infra", "global"))
+        body = " ".join(rng.choices(WORDS, k=rng.randint(6, 18)))
+        if rng.random() < 0.3:
+            body += f" Seen in {rng.choice(IDENTS)}."
+        body += f" #{n}\n"
+        memory = Memory(
+            id=derive_id(workspace, body, 10),
+            workspace=workspace,
+            body=body,
+            kind=rng.choice(("note", "lesson", "trace")),
+            keywords=tuple(rng.sample(WORDS, 2)),
+            created=f"2026-{rng.randint(1, 11):02d}-0{rng.randint(1, 9)}T10:00:00Z",
+        )
+        folder = workspace if n % 3 == 0 else f"{workspace}/{memory.created[:7]}"
+        relative = f"{folder}/{slugify(body)}-{memory.id}.md"
+        (vault / folder).mkdir(parents=True, exist_ok=True)
+        (vault / relative).write_text(render_memory(memory), encoding="utf-8")
+        paths.append(relative)
+    git(vault, "add", "-A")
+    git(vault, "commit", "-qm", f"import {count} memories")
+    return paths
+
+
+def answers(store: Store) -> list[list[tuple[str, str, float]]]:
+    return [
+        [(h.id, h.path, round(h.score, 9)) for h in store.search(q, workspace=None, k=10).hits]
+        for q in QUERIES
+    ]
+
+
+def check_rebuild_answers_the_same(vault: Path, count: int) -> None:
+    paths = generate(vault, count)
+    with Store.open(settings_at(vault)) as store:
+        store.catch_up()
+        for n in range(20):  # the write lane's one-document updates, on top
+            store.add(f"kafka consumer lag alert number {n} on OrderService", workspace="infra")
+        for path in paths[:: max(count // 10, 1)]:  # hand edits: replaced documents
+            text = (vault / path).read_text(encoding="utf-8")
+            (vault / path).write_text(text + "helm rollback nginx\n", encoding="utf-8")
+        with store.vault.lock(5):  # in-place writes: the full catch-up finds them
+            store.indexer.catch_up(full=True)
+        incremental = answers(store)
+        steps: list[tuple[int, int]] = []
+        result = store.reindex(lambda done, total: steps.append((done, total)))
+        assert answers(store) == incremental
+    assert len(result.updated) == count + 20
+    assert steps[-1] == (count + 20, count + 20)
+    assert [d for d, _ in steps] == sorted(d for d, _ in steps)
+    shutil.rmtree(vault / ".memstore")
+    with Store.open(settings_at(vault)) as fresh:
+        assert answers(fresh) == incremental
+
+
+def test_a_rebuilt_index_answers_like_the_one_kept_by_writes(vault: Path) -> None:
+    check_rebuild_answers_the_same(vault, 600)
+
+
+@pytest.mark.long
+def test_a_rebuilt_index_of_20k_memories_answers_like_the_one_kept_by_writes(
+    vault: Path,
+) -> None:
+    check_rebuild_answers_the_same(vault, 20_000)
