@@ -456,7 +456,7 @@ class GitRepo:
         moved = {
             old: new
             for old, new in moved.items()
-            if _entry_id(base, new) is None
+            if _entry_id(start, new) is None
             and not any(
                 _entry_id(t, old) is not None and _entry_id(t, new) is not None
                 for t in (ours, theirs)

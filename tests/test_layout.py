@@ -289,3 +289,45 @@ def test_a_process_killed_with_its_git_index_behind_is_caught_up_quietly(vault: 
     assert "written just before the kill" in search.stdout
     assert "repaired" not in search.stderr and "killed" not in search.stderr
     assert git(vault, "status", "--porcelain") == ""
+
+
+def test_another_process_leaves_a_live_writers_deferred_index_alone(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("memstore.store.INDEX_QUIET_S", 60.0)  # the writer stays mid-burst
+    exe = Path(sys.executable).with_name("memstore")
+    env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
+    with Store.open(settings_at(vault)) as store:
+        store.git.defer_index_bytes = 0
+        added = store.add("The staging VPN needs a token", workspace="ops")
+        search = subprocess.run(
+            [str(exe), "search", "VPN token", "-w", "ops"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert added.id in search.stdout and search.stderr == ""
+        assert store.git.index_lag()[1] == [added.path]  # still the writer's to stage
+    assert git(vault, "status", "--porcelain") == ""
+
+
+def test_two_vaults_started_apart_fold_the_memory_both_hold_on_their_first_sync(
+    tmp_path: Path, remote: Path
+) -> None:
+    a_root, b_root = tmp_path / "a", tmp_path / "b"
+    text = "Builds need node 20"
+    init_vault(a_root, machine_settings(a_root, "host-a"))
+    with Store.open(machine_settings(a_root, "host-a"), clock=at(MARCH)) as a:  # type: ignore[arg-type]
+        added = a.add(text, workspace="web")
+        a.set_remote(str(remote))
+        a.sync()
+    init_vault(b_root, machine_settings(b_root, "host-b"))
+    old = flat_file(b_root, "web", text)
+    with Store.open(machine_settings(b_root, "host-b")) as b:
+        b.set_remote(str(remote))
+        b.sync()
+        assert [p.relative_to(b_root).as_posix() for p in (b_root / "web").rglob("*.md")] == [
+            added.path
+        ]
+        assert b.show(old.id)[1].seen == 2
