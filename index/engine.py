@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from whoosh import index as whoosh_index
-from whoosh.fields import ID, NUMERIC, STORED, TEXT, Schema
+from whoosh.fields import ID, STORED, TEXT, Schema
 from whoosh.filedb.filestore import StorageError
 from whoosh.filedb.filetables import FileFormatError
 from whoosh.query import And, Prefix, Query, Term
@@ -105,7 +105,7 @@ def _schema() -> Schema:
         key=ID(stored=True, unique=True),
         id=ID(stored=True),
         workspace=ID(stored=True),
-        kind=ID(stored=True),
+        kind=STORED(),  # never searched: kept, not indexed (no postings to write)
         hash=ID(stored=True),
         # No positions (phrase=False): scoring reads term frequencies only, and positions
         # cost every commit their encoding and the index its size.
@@ -113,7 +113,7 @@ def _schema() -> Schema:
         keywords=TEXT(analyzer=analyzer, stored=True, phrase=False, field_boost=KEYWORD_BOOST),
         source=STORED(),
         created=STORED(),
-        seen=NUMERIC(stored=True),
+        seen=STORED(),
     )
 
 

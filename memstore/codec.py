@@ -118,6 +118,7 @@ def _simple_scalar(raw: str, *, flow: bool) -> object:
     return None
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def _implicit_tag(value: str) -> str:
     """Return the tag PyYAML's resolver gives a plain scalar (as BaseResolver.resolve)."""
     resolvers = _yaml()[1].yaml_implicit_resolvers
@@ -189,14 +190,21 @@ def parse_memory(text: str, *, path: str) -> Memory:
     text = text.removeprefix("\ufeff")
     newline = "\r\n" if text.startswith("---\r\n") else "\n"
     workspace = workspace_of(path)
-    fallback = Memory(
-        id=path_id(path), workspace=workspace, body=text, has_front_matter=False, newline=newline
-    )
+
+    def fallback() -> Memory:  # built only when needed: path_id hashes the path
+        return Memory(
+            id=path_id(path),
+            workspace=workspace,
+            body=text,
+            has_front_matter=False,
+            newline=newline,
+        )
+
     if not (text.startswith("---\n") or text.startswith("---\r\n")):
-        return fallback
+        return fallback()
     closing = _CLOSING.search(text, len("---") + len(newline))
     if closing is None:
-        return _with_problem(fallback, "front matter opened with '---' is never closed")
+        return _with_problem(fallback(), "front matter opened with '---' is never closed")
     header = text[len("---") + len(newline) : closing.start()]
     body = text[closing.end() :].removeprefix("\n")
     try:
@@ -206,10 +214,10 @@ def parse_memory(text: str, *, path: str) -> Memory:
         # Keep the id the file states, so `show <id>` finds it. The body stays the whole
         # text: a merge of two such files must not drop the lines it cannot parse.
         stated = _STATED_ID.search(header)
-        salvaged = replace(fallback, id=stated.group(1).lower()) if stated else fallback
+        salvaged = replace(fallback(), id=stated.group(1).lower()) if stated else fallback()
         return _with_problem(salvaged, f"malformed YAML front matter: {reason}")
     if not isinstance(data, dict):
-        return _with_problem(fallback, "front matter is not a mapping of keys to values")
+        return _with_problem(fallback(), "front matter is not a mapping of keys to values")
     return _memory_from(data, header, body, path=path, workspace=workspace, newline=newline)
 
 
