@@ -30,7 +30,6 @@ import socket
 import time
 import zlib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from memstore import __version__
@@ -51,21 +50,69 @@ MAX_MESSAGE = 256 * 1024 * 1024
 SUN_PATH_MAX = 100  # sockaddr_un holds 108 bytes; longer paths go through /proc/self/fd
 
 
-@dataclass(frozen=True)
-class Request:
+class _Value:
+    """A frozen value with fields in `__slots__`: what @dataclass(frozen=True) would give, written
+    out because importing dataclasses (and inspect with it) costs the client ~10 ms."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is frozen: cannot set {name}")
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, _Value)
+            and type(other) is type(self)
+            and self._values() == other._values()
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # argv and env are lists and dicts
+
+    def __repr__(self) -> str:
+        fields = ", ".join(
+            f"{n}={v!r}" for n, v in zip(self.__slots__, self._values(), strict=True)
+        )
+        return f"{type(self).__name__}({fields})"
+
+
+class Request(_Value):
+    """One command for the daemon, with everything it may read of its caller."""
+
+    __slots__ = ("op", "argv", "cwd", "env", "stdin")  # noqa: RUF023 (the constructor's order)
     op: str  # "search" | "add" | "hook" | "tool" | "status" | "stop"
     argv: list[str]  # the command's arguments after the op word (for "tool": [tool name])
     cwd: str  # the caller's working directory
     env: dict[str, str]  # the caller's environment (the whole os.environ)
-    stdin: bytes = b""  # what the caller read from stdin (hook payload, `add -`, tool args JSON)
+    stdin: bytes  # what the caller read from stdin (hook payload, `add -`, tool args JSON)
+
+    def __init__(
+        self, op: str, argv: list[str], cwd: str, env: dict[str, str], stdin: bytes = b""
+    ) -> None:
+        for name, value in zip(self.__slots__, (op, argv, cwd, env, stdin), strict=True):
+            object.__setattr__(self, name, value)
 
 
-@dataclass(frozen=True)
-class Reply:
+class Reply(_Value):
+    """The daemon's answer: what the command would have printed, and its exit status."""
+
+    __slots__ = ("status", "stdout", "stderr", "data")  # noqa: RUF023 (the constructor's order)
     status: int | None  # exit status; None = "not handled here, run in-process"
-    stdout: str = ""
-    stderr: str = ""
-    data: dict[str, object] = field(default_factory=dict)  # structured extras (status op)
+    stdout: str
+    stderr: str
+    data: dict[str, object]  # structured extras (the status op's figures)
+
+    def __init__(
+        self,
+        status: int | None,
+        stdout: str = "",
+        stderr: str = "",
+        data: dict[str, object] | None = None,
+    ) -> None:
+        for name, value in zip(self.__slots__, (status, stdout, stderr, data or {}), strict=True):
+            object.__setattr__(self, name, value)
 
 
 def daemon_allowed(env: Mapping[str, str], argv: list[str] = []) -> bool:  # noqa: B006 (read-only)

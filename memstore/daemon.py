@@ -112,7 +112,8 @@ class _RequestLog(logging.Handler):
 
     @contextlib.contextmanager
     def capture(self) -> Iterator[list[str]]:
-        self.local.lines = lines = []
+        lines: list[str] = []
+        self.local.lines = lines
         try:
             yield lines
         finally:
@@ -272,7 +273,9 @@ class Daemon:
             self._last_request = time.monotonic()
             self._serving.release()
         self.requests += reply.status is not None  # answered here, not handed back
-        return replace(reply, stderr="".join(warnings) + reply.stderr) if warnings else reply
+        if warnings:
+            return Reply(reply.status, reply.stdout, "".join(warnings) + reply.stderr, reply.data)
+        return reply
 
     def status(self) -> dict[str, object]:
         """Return what `memstore status` shows: pid, vault, memories, uptime, memory, catch-up."""

@@ -10,6 +10,7 @@ and every 30 s.
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import time
@@ -157,6 +158,33 @@ class Watcher:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def _already_indexed(self, paths: set[str]) -> bool:
+        """Say whether every path is a memory file the index holds exactly as it is on disk.
+
+        Then a catch-up would find nothing, and it would compare every file of the
+        workspace (at 100k memories: a quarter second, twice per add, holding the store).
+        Folder events, and files the index lacks or has with another size or time, say no.
+        """
+        root = self.store.vault.root
+        by_workspace: dict[str, list[str]] = {}
+        for path in paths:
+            relative = Path(path).relative_to(root)
+            if len(relative.parts) < 2 or not path.endswith(".md"):
+                return False
+            by_workspace.setdefault(relative.parts[0], []).append(relative.as_posix())
+        if not by_workspace:
+            return False
+        try:
+            for workspace, files in by_workspace.items():
+                known = self.store.indexer.fingerprints(workspace)
+                for file in files:
+                    info = os.stat(root / file)
+                    if known.get(file) != (info.st_mtime_ns, info.st_size):
+                        return False
+        except (OSError, MemstoreError):
+            return False  # deleted meanwhile, or the index is busy being repaired: catch up
+        return True
+
     def _workspaces(self, paths: set[str]) -> set[str] | None:
         """The workspace folders events touched; None (scan everything) when unsure."""
         root = self.store.vault.root
@@ -242,6 +270,8 @@ class Watcher:
     def _batch(self, paths: set[str], *, everything: bool = False) -> bool:
         root = self.store.vault.root
         self._touched |= {Path(p).relative_to(root).as_posix() for p in paths if p.endswith(".md")}
+        if not everything and self._already_indexed(paths):
+            return False  # memstore's own write (it indexes what it writes): nothing to scan
         try:
             scope = None if everything else self._workspaces(paths)
             result = self.store.catch_up(wait=True, workspaces=scope)
