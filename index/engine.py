@@ -675,6 +675,9 @@ def _checksum(path: Path) -> tuple[int, int]:
 
 def _create_tables(db: sqlite3.Connection) -> None:
     db.execute("PRAGMA journal_mode=WAL")
+    # A cache: a power cut may lose the last commit (the count check then rebuilds),
+    # never corrupt it; a killed process loses nothing. Saves an fsync per write.
+    db.execute("PRAGMA synchronous=NORMAL")
     db.execute("CREATE TABLE IF NOT EXISTS entities (key TEXT, entity TEXT, kind TEXT)")
     db.execute("CREATE INDEX IF NOT EXISTS entities_entity ON entities (entity)")
     db.execute("CREATE INDEX IF NOT EXISTS entities_key ON entities (key)")

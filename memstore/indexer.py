@@ -38,6 +38,7 @@ FULL_EVERY_S = 300  # a quick catch-up misses in-place writes: a full one at lea
 # is stored as RACY and listed again by the next catch-up (git's "racy" rule).
 RACY_NS = 2_000_000_000
 RACY = -1
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger(__name__)
 
@@ -302,7 +303,12 @@ class Indexer:
     def by_id_prefix(self, prefix: str) -> list[Entry]:
         """Return indexed files whose id starts with `prefix`."""
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        return self._entries("id LIKE ? ESCAPE '\\'", [f"{escaped}%"])
+        # The range lets sqlite use the id index (LIKE alone reads every row: 50 ms at
+        # 100,000); ids are stored lowercase, and LIKE folds ASCII case only.
+        low = prefix.translate(_ASCII_LOWER)
+        return self._entries(
+            "id >= ? AND id < ? AND id LIKE ? ESCAPE '\\'", [low, f"{low}\U0010ffff", f"{escaped}%"]
+        )
 
     @_healing
     def by_path(self, paths: list[str]) -> list[Entry]:
@@ -702,6 +708,9 @@ def _connect(path: Path) -> sqlite3.Connection:
         raise SearchIndexError(f"manifest at {path} cannot be opened ({err})") from err
     try:
         db.execute("PRAGMA journal_mode=WAL")
+        # A cache: a power cut may lose the last commit (the count check then rebuilds),
+        # never corrupt it; a killed process loses nothing. Saves an fsync per write.
+        db.execute("PRAGMA synchronous=NORMAL")
         db.execute(
             "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER, "
             "size INTEGER, id TEXT, workspace TEXT, hash TEXT, problem TEXT, kind TEXT, "
