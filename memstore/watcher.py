@@ -4,7 +4,9 @@ It only collects paths. The work is `Store.catch_up`, the reconcile the CLI runs
 search, so events can be lost (an inotify overflow, a watcher started late) without the
 index drifting: every batch rescans the workspace folders it touched, a batch that changed
 something is followed by one more settle scan of them, and a full reconcile runs at start
-and every 30 s.
+and every 30 s — less often while nothing happens (doubling up to every 5 minutes, the
+CLI's own full catch-up interval; any event brings it back to 30 s), so an idle daemon at
+100,000 memories costs ~0.2% of a core instead of ~2%.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ CHANGES = (
     DirMovedEvent,
 )
 RECONCILE_S = 30.0
+RECONCILE_MAX_S = 300.0  # the quietest pace of reconciles (a full compare: ~0.5 s at 100k)
 TICK_S = 300.0  # how often a long-running process writes its pending recall counters
 OnBatch = Callable[[CatchUp, set[str]], None]
 
@@ -211,7 +214,8 @@ class Watcher:
     def _loop(self) -> None:
         debouncer = Debouncer()
         settle_at: float | None = None
-        next_reconcile = time.monotonic() + self.reconcile_every
+        pace = self.reconcile_every
+        next_reconcile = time.monotonic() + pace
         next_tick = time.monotonic() + self.tick_every
         settle_paths: set[str] = set()
         while not self._stop.is_set():
@@ -233,14 +237,18 @@ class Watcher:
                 changed = self._batch(paths)
                 settle_at = now + SETTLE_S if changed else settle_at
                 settle_paths |= paths
+                pace = self.reconcile_every  # things happen: reconcile at the full pace
+                next_reconcile = min(next_reconcile, now + pace)
             elif settle_at is not None and now >= settle_at:
                 self._batch(settle_paths)
                 self._commit_edits()
                 settle_at, settle_paths = None, set()
             elif now >= next_reconcile:
-                self._batch(set(), everything=True)
+                found = self._batch(set(), everything=True)
                 self._commit_edits()
-                next_reconcile = now + self.reconcile_every
+                quiet = max(self.reconcile_every, RECONCILE_MAX_S)
+                pace = self.reconcile_every if found else min(pace * 2, quiet)
+                next_reconcile = now + pace
             if now >= next_tick:
                 self._tick()
                 next_tick = now + self.tick_every
