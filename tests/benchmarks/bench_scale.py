@@ -198,6 +198,8 @@ def build_remote(
             "Memstore-Host: bench-remote\n"
         )
         parent = repo.create_commit(branch, sig, sig, message, tree, [parent])
+    # a hosted remote keeps its objects packed; loose ones would make every fetch pack them
+    subprocess.run(["git", "-C", str(bare), "repack", "-a", "-d", "-q"], check=True)
     folders = {p.rsplit("/", 1)[0] for p in paths}
     return {
         "commits": -(-len(memories) // batch),
@@ -412,6 +414,13 @@ class Sized:
 
 def make_vault(s: Sized, cache: Path | None) -> list[bf.Generated]:
     """Build (or reuse) the remote, then init + remote add + sync the measured vault."""
+    items, bare = prepare_remote(s, cache)
+    clone_vault(s, bare)
+    return items
+
+
+def prepare_remote(s: Sized, cache: Path | None) -> tuple[list[bf.Generated], Path]:
+    """Generate the memories and the bare remote holding them (reused from `cache` if there)."""
     s.log("generating memories …")
     pairs = generate(s.n, bf.SEED + s.n)
     memories = [m for _, m in pairs]
@@ -429,6 +438,11 @@ def make_vault(s: Sized, cache: Path | None) -> list[bf.Generated]:
         s.res["remote"]["build_s"] = round(time.perf_counter() - t0, 1)
         if cached is not None:
             shutil.copytree(bare, cached)
+    return [g for g, _ in pairs], bare
+
+
+def clone_vault(s: Sized, bare: Path) -> None:
+    """`memstore init` + `remote add` + `sync`: the vault as a second machine gets it (timed)."""
     s.log("memstore init + remote add + sync …")
     steps = (
         ("init", [s.exe, "init", str(s.root)]),
@@ -445,7 +459,6 @@ def make_vault(s: Sized, cache: Path | None) -> list[bf.Generated]:
             clone["sync_peak_rss_mib"] = round(rss / 1024, 1)
             clone["sync_output"] = done.stdout.strip().splitlines()[-4:]
     s.res["clone"] = clone
-    return [g for g, _ in pairs]
 
 
 def top_up(s: Sized) -> None:
@@ -454,7 +467,16 @@ def top_up(s: Sized) -> None:
     s.log(f"in-process Store.add ×{len(items)} …")
     with Store(s.settings, Vault(s.root)) as store:
         store.catch_up()  # open the index outside the measurement
-        times, statuses = bf.add_all(store, items)
+        times: list[float] = []
+        statuses: dict[str, int] = {}
+        started = time.perf_counter()
+        for chunk in range(0, len(items), 10):  # at least 50 adds, then within the budget
+            if chunk >= 50 and time.perf_counter() - started > s.args.phase_budget:
+                break
+            more, seen = bf.add_all(store, items[chunk : chunk + 10])
+            times += more
+            for status, count in seen.items():
+                statuses[status] = statuses.get(status, 0) + count
     s.res["add_inprocess"] = bf.summary(times)
     s.res["add_statuses"] = statuses
 
@@ -675,12 +697,12 @@ def daemon_figures(s: Sized) -> None:
         s.res["daemon_memory"] = resident(pid) if pid else {}
 
 
-def bench_size(n: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+def sized(n: int, args: argparse.Namespace, tmp: Path) -> Sized:
     home = tmp / "home"
     home.mkdir()
     root = tmp / "vault"
     env = bf.subprocess_env(home)
-    s = Sized(
+    return Sized(
         n=n,
         args=args,
         tmp=tmp,
@@ -694,6 +716,14 @@ def bench_size(n: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         fresh=[],
         res={"n": n},
     )
+
+
+def bench_size(n: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    s = sized(n, args, tmp)
+    if args.prepare:
+        prepare_remote(s, args.cache)
+        return s.res
+    root = s.root
     mark = bf.cpu_mark()
     t0 = time.perf_counter()
     items = make_vault(s, args.cache)
@@ -702,6 +732,12 @@ def bench_size(n: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     with_hits = [q for q in s.queries if bf.fts_match(q.text)]
     s.cli_queries = with_hits[:: max(1, len(with_hits) // args.cli_runs)][: args.cli_runs]
     s.fresh = fresh_memories(items, n, args.adds + 2 * args.cli_adds)
+    s.res["planned"] = {
+        "search_warm_nodaemon": len(s.queries),
+        "client_recall_warm": len(s.queries),
+        "mcp_recall_daemon": len(s.queries),
+        "add_inprocess": args.adds,
+    }
     s.res["phase_s"] = {"setup": s.res["setup_s"]}
     for step in (top_up, fts_phase, warm_inprocess, cold_nodaemon, upkeep, daemon_phase):
         started = time.perf_counter()
@@ -753,6 +789,7 @@ class Figure:
     floor: float | None = None  # value must be >= this
     judged_at: str = "largest"  # "largest" size measured, or "all"
     needs_daemon: bool = False
+    runs: str | None = None  # the result whose run count to show when a budget cut it short
 
 
 def _fts_cold(r: dict[str, Any]) -> float | None:
@@ -768,6 +805,7 @@ FIGURES = (
         _fts_cold,
         limit=lambda r: 1.5 * (_fts_cold(r) or 0),
         needs_daemon=True,
+        runs="cli_search_daemon",
     ),
     Figure(
         "warm recall p95, through the client",
@@ -777,6 +815,7 @@ FIGURES = (
         lambda r: _get(r, "fts5_warm", "p95"),
         limit=lambda r: 30.0,
         needs_daemon=True,
+        runs="client_recall_warm",
     ),
     Figure(
         "client peak RSS (cold search)",
@@ -786,6 +825,7 @@ FIGURES = (
         lambda r: _get(r, "fts5_cold", "peak_rss_mib"),
         limit=lambda r: 40.0,
         needs_daemon=True,
+        runs="cli_search_daemon",
     ),
     Figure(
         "daemon RSS",
@@ -802,6 +842,7 @@ FIGURES = (
         "ms",
         limit=lambda r: 250.0,
         needs_daemon=True,
+        runs="cli_add_daemon",
     ),
     Figure(
         "MCP `memory_recall` p95 (stdio)",
@@ -809,6 +850,7 @@ FIGURES = (
         lambda r: _get(r, "mcp_recall_daemon", "p95") or _get(r, "mcp_recall_serve", "p95"),
         "ms",
         limit=lambda r: 20.0,
+        runs="mcp_recall_daemon",
     ),
     Figure(
         "largest PSS of 3 `serve`s",
@@ -854,6 +896,7 @@ FIGURES = (
         "ms",
         lambda r: _get(r, "fts5_warm", "p50"),
         limit=lambda r: 300.0,
+        runs="search_warm_nodaemon",
     ),
     Figure(
         "warm in-process search p95, no daemon",
@@ -861,6 +904,7 @@ FIGURES = (
         lambda r: _get(r, "search_warm_nodaemon", "p95"),
         "ms",
         lambda r: _get(r, "fts5_warm", "p95"),
+        runs="search_warm_nodaemon",
     ),
     Figure(
         "cold `memstore search` median, no daemon",
@@ -869,6 +913,7 @@ FIGURES = (
         "ms",
         _fts_cold,
         limit=lambda r: 1000.0,
+        runs="cli_search_nodaemon",
     ),
     Figure(
         "peak RSS of a search process, no daemon",
@@ -876,6 +921,7 @@ FIGURES = (
         lambda r: _get(r, "cli_search_nodaemon", "peak_rss_mib"),
         "MiB",
         lambda r: _get(r, "fts5_cold", "peak_rss_mib"),
+        runs="cli_search_nodaemon",
     ),
     Figure(
         "in-process `Store.add` p50",
@@ -884,6 +930,7 @@ FIGURES = (
         "ms",
         limit=lambda r: 50.0,
         judged_at="all",
+        runs="add_inprocess",
     ),
     Figure(
         "in-process `Store.add` p95",
@@ -892,12 +939,14 @@ FIGURES = (
         "ms",
         limit=lambda r: 120.0,
         judged_at="all",
+        runs="add_inprocess",
     ),
     Figure(
         "CLI `memstore add` median, no daemon",
         "",
         lambda r: _get(r, "cli_add_nodaemon", "median"),
         "ms",
+        runs="cli_add_nodaemon",
     ),
     Figure(
         "`memstore reindex`",
@@ -946,10 +995,11 @@ def cell(fig: Figure, r: dict[str, Any] | None) -> str:
         return "not run"
     if fig.needs_daemon and not r.get("daemon"):
         return NA_DAEMON
-    if fig.label.startswith(("`memstore audit", "`memstore dedupe")):
-        key = "audit" if "audit" in fig.label else "dedupe"
+    for key in ("reindex", "audit", "dedupe"):
         stopped = _get(r, key, "stopped_after_s")
-        if stopped:
+        if fig.label.startswith(f"`memstore {key}") and stopped:
+            if key == "reindex":
+                return f"< {r['n'] / stopped:,.0f} mem/s (stopped after {stopped:.0f} s)"
             return f"> {stopped:.0f} s (stopped)"
     text = fmt(fig.value(r), fig.unit)
     runs = _runs_note(fig, r)
@@ -957,9 +1007,13 @@ def cell(fig: Figure, r: dict[str, Any] | None) -> str:
 
 
 def _runs_note(fig: Figure, r: dict[str, Any]) -> str:
-    if "no daemon" in fig.label and "warm" in fig.label:
-        n = _get(r, "search_warm_nodaemon", "n")
-        return f" (n={n})" if n and n < r.get("queries", 10**9) else ""
+    """ " (n=X)" when a phase ran fewer times than planned (its time budget ran out)."""
+    runs = _get(r, fig.runs) if fig.runs else None
+    if not isinstance(runs, dict) or "n" not in runs:
+        return ""
+    planned = _get(r, "planned", fig.runs or "")
+    if runs.get("stopped_early") or (planned and runs["n"] < planned):
+        return f" (n={runs['n']})"
     return ""
 
 
@@ -1031,6 +1085,10 @@ def print_report(results: list[dict[str, Any]], meta: dict[str, Any], sizes: Seq
         )
 
 
+def parser_error(message: str) -> None:
+    raise SystemExit(f"bench_scale.py: {message}")
+
+
 def parse_args(raw: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
@@ -1044,7 +1102,10 @@ def parse_args(raw: list[str]) -> argparse.Namespace:
     parser.add_argument("--cli-runs", type=int, default=30)
     parser.add_argument("--min-runs", type=int, default=30)
     parser.add_argument("--phase-budget", type=float, default=60.0, help="seconds per slow phase")
-    parser.add_argument("--upkeep-timeout", type=float, default=120.0)
+    parser.add_argument("--upkeep-timeout", type=float, default=90.0)
+    parser.add_argument(
+        "--prepare", action="store_true", help="only build the remotes into --cache, then exit"
+    )
     parser.add_argument("--cache", type=Path, help="keep and reuse the generated remotes here")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folders")
     parser.add_argument("--no-snapshot", action="store_true")
@@ -1105,6 +1166,8 @@ def main(argv: list[str] | None = None) -> int:
         saved = json.loads(args.report.read_text(encoding="utf-8"))
         print_report(saved["results"], saved["meta"], [r["n"] for r in saved["results"]])
         return 0
+    if args.prepare and not args.cache:
+        parser_error("--prepare needs --cache DIR (where the remotes are kept)")
     if args.from_git and GIT_SOURCES_ENV not in os.environ:
         exec_from_git(args.from_git, raw)  # does not return
     if os.environ.get(GIT_SOURCES_ENV) and not args.keep:
@@ -1135,7 +1198,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(tempfile.mkdtemp(prefix=f"memstore-scale-{n}-"))
         try:
             results.append(bench_size(n, args, tmp))
-            bf.log(f"[N={n}] done in {results[-1]['bench_wall_s']} s")
+            bf.log(f"[N={n}] done in {results[-1].get('bench_wall_s')} s")
         finally:
             if args.keep:
                 bf.log(f"kept {tmp}")
@@ -1145,6 +1208,9 @@ def main(argv: list[str] | None = None) -> int:
     meta["other_processes"] = bf.foreign_load(mark)
     live = Path(os.environ.get(bf.LIVE_ENV) or bf.source_base())
     meta["live_code_at_end"] = bf.code_fingerprint(live)
+    if args.prepare:
+        bf.log(f"remotes ready in {args.cache}: {[r['remote'] for r in results]}")
+        return 0
     print_report(results, meta, args.sizes)
     if args.json:
         args.json.write_text(
