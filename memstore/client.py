@@ -368,7 +368,10 @@ def _spawn(vault: Path, env: Mapping[str, str], log: int) -> None:
     import sys
     import threading
 
-    child_env = {k: v for k, v in env.items() if k != "MEMSTORE_CRASH_AT"}
+    # Its own session and source for its own commits (recall counters, hand edits); each
+    # request brings the caller's. A crash point armed for the caller is not the daemon's.
+    own = ("MEMSTORE_CRASH_AT", "MEMSTORE_SESSION", "MEMSTORE_SOURCE")
+    child_env = {k: v for k, v in env.items() if k not in own}
     process = subprocess.Popen(
         [sys.executable, "-m", "memstore", "daemon", "--background", "--vault", str(vault)],
         env=child_env,

@@ -259,6 +259,9 @@ class Daemon:
         handler = HANDLERS.get(request.op)
         if handler is None or not self._serving.acquire(timeout=BUSY_WAIT_S):
             return Reply(None)  # unknown here, or busy: the caller runs it itself
+        if self._stop.is_set():
+            self._serving.release()
+            return Reply(None)  # stopping: the store may be closed by the time it would run
         self._busy_since = time.monotonic()
         try:
             with self._request_log.capture() as warnings:
@@ -410,11 +413,13 @@ def serve(
         return 0  # another daemon serves this vault: nothing to do
     try:
         home = Path(env.get("HOME") or "/")
-        with Store.open(Settings.from_env(env, home=home, vault=vault)) as store:
+        settings = Settings.from_env(env, home=home, vault=vault, source="daemon")
+        with Store.open(settings) as store:
             daemon = Daemon(store, idle_exit=idle_exit, on_batch=on_batch)
-            if stopped.is_set():
-                return 0
-            daemon.run(say)
+            if not stopped.is_set():
+                daemon.run(say)
+    except KeyboardInterrupt:
+        pass  # a signal before the daemon existed: nothing to clean up but the lock
     except MemstoreError as err:
         say(f"Error: {err}")
         return 1
