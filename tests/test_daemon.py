@@ -382,3 +382,50 @@ def test_a_request_for_another_vault_runs_in_process(tmp_path: Path, env: dict[s
     request = client.Request("search", ["nginx upload", "--vault", str(other)], "/", env)
     reply = client.ask(vault, request, start=False)
     assert reply is not None and reply.status is None
+
+
+def test_a_healing_warning_reaches_the_caller_both_ways(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    served, alone = make_vault(tmp_path / "served"), make_vault(tmp_path / "alone")
+    start_daemon(env, served)
+    outputs = []
+    for vault, environment in ((served, env), (alone, {**env, "MEMSTORE_NO_DAEMON": "1"})):
+        lock = vault / ".git" / "index.lock"  # a killed git's, long ago: removed, and said so
+        lock.write_bytes(b"")
+        os.utime(lock, (time.time() - 600, time.time() - 600))
+        done = run({**environment, "MEMSTORE_VAULT": str(vault)}, "add", "healed then added")
+        outputs.append((done.returncode, done.stdout, done.stderr))
+        assert not lock.exists()
+    assert outputs[0] == outputs[1]
+    assert "index.lock" in outputs[0][2]
+    assert requests_served(served) == 1
+
+
+def test_a_relative_vault_is_the_callers(tmp_path: Path, env: dict[str, str]) -> None:
+    vault = make_vault(tmp_path / "vault")
+    start_daemon(env, vault)
+    done = run(env, "search", "nginx upload", "--vault", "vault", cwd=tmp_path)
+    assert done.returncode == 0 and "nginx" in done.stdout
+    assert requests_served(vault) == 1
+
+
+def test_memstore_watch_is_the_daemon_in_the_foreground(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    vault = make_vault(tmp_path / "vault")
+    watch = subprocess.Popen(
+        [str(EXE), "watch", "--vault", str(vault)], env=env, stderr=subprocess.PIPE, text=True
+    )
+    STARTED.append(watch)  # type: ignore[arg-type]
+    wait_until(lambda: bool(status(vault)) or watch.poll() is not None, "watch answers")
+    assert status(vault)["pid"] == watch.pid and status(vault)["idle_exit_s"] == 0
+    watch.send_signal(signal.SIGTERM)
+    _, err = watch.communicate(timeout=30)
+    assert watch.returncode == 0 and "watching" in err and "stopped" in err
+
+
+def test_the_client_knows_the_default_vault_name_without_importing_config() -> None:
+    from memstore.config import DEFAULT_VAULT_NAME
+
+    assert client.DEFAULT_VAULT_NAME == DEFAULT_VAULT_NAME
