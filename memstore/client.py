@@ -30,14 +30,16 @@ import socket
 import time
 import zlib
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 
 from memstore import __version__
 
+TYPE_CHECKING = False  # not typing's: importing typing costs the client ~2 ms
+if TYPE_CHECKING:  # pathlib (with urllib.parse) is imported only where a Path is returned
+    from pathlib import Path
+
 PROTOCOL = 1
-DEFAULT_VAULT_NAME = (
-    "memstore"  # config.DEFAULT_VAULT_NAME (a test checks); not imported: it costs ~10 ms
-)
+# config.DEFAULT_VAULT_NAME (a test checks); config is not imported: it costs ~10 ms
+DEFAULT_VAULT_NAME = "memstore"
 STATE_DIR = ".memstore"
 SOCKET_NAME = "daemon.sock"
 LOCK_NAME = "daemon.lock"  # flock held for the daemon's whole life: two never run for one vault
@@ -132,15 +134,22 @@ def resolve_vault(value: str | None, env: Mapping[str, str], cwd: str) -> Path:
 
     Relative paths are the caller's (`cwd`), not this process's: the daemon resolves them too.
     """
+    from pathlib import Path
+
+    return Path(_resolve(value, env, cwd))
+
+
+def _resolve(value: str | None, env: Mapping[str, str], cwd: str) -> str:
     home = env.get("HOME") or "/"
     chosen = value or env.get("MEMSTORE_VAULT") or os.path.join(home, DEFAULT_VAULT_NAME)
     if chosen == "~" or chosen.startswith("~/"):
         chosen = home + chosen[1:]
-    return Path(os.path.normpath(os.path.join(cwd or "/", chosen)))
+    return os.path.normpath(os.path.join(cwd or "/", chosen))
 
 
-def vault_of(argv: list[str], env: Mapping[str, str], cwd: str) -> Path:
-    """Return the vault a command line names (its last --vault), as `resolve_vault` does."""
+def vault_of(argv: list[str], env: Mapping[str, str], cwd: str) -> str:
+    """Return the vault a command line names (its last --vault), as `resolve_vault` does, as
+    text (a Path would cost the client pathlib's import)."""
     value = None
     rest = _options_part(argv)
     for at, arg in enumerate(rest):
@@ -148,15 +157,21 @@ def vault_of(argv: list[str], env: Mapping[str, str], cwd: str) -> Path:
             value = rest[at + 1]
         elif arg.startswith("--vault="):
             value = arg.split("=", 1)[1]
-    return resolve_vault(value, env, cwd)
+    return _resolve(value, env, cwd)
 
 
-def state_dir(vault: Path) -> Path:
-    return vault / STATE_DIR
+def state_dir(vault: Path | str) -> Path:
+    from pathlib import Path
+
+    return Path(vault, STATE_DIR)
 
 
-def socket_path(vault: Path) -> Path:
+def socket_path(vault: Path | str) -> Path:
     return state_dir(vault) / SOCKET_NAME
+
+
+def _in_state(vault: Path | str, name: str) -> str:
+    return os.path.join(os.fspath(vault), STATE_DIR, name)
 
 
 _identity: str | None = None
@@ -171,8 +186,8 @@ def identity() -> str:
     global _identity
     if _identity is None:
         listing = []
-        package = Path(__file__).resolve().parent
-        for folder in (package, package.parent / "index"):
+        package = os.path.dirname(os.path.realpath(__file__))
+        for folder in (package, os.path.join(os.path.dirname(package), "index")):
             with contextlib.suppress(OSError), os.scandir(folder) as entries:
                 for entry in entries:
                     if entry.name.endswith(".py"):
@@ -184,14 +199,15 @@ def identity() -> str:
 
 
 @contextlib.contextmanager
-def short_address(path: Path) -> Iterator[str]:
+def short_address(path: Path | str) -> Iterator[str]:
     """Yield an AF_UNIX address for `path` that fits sockaddr_un (via a directory fd if long)."""
-    if len(os.fsencode(path)) <= SUN_PATH_MAX:
-        yield str(path)
+    text = os.fspath(path)
+    if len(os.fsencode(text)) <= SUN_PATH_MAX:
+        yield text
         return
-    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    folder = os.open(os.path.dirname(text), os.O_RDONLY | os.O_DIRECTORY)
     try:
-        yield f"/proc/self/fd/{folder}/{path.name}"
+        yield f"/proc/self/fd/{folder}/{os.path.basename(text)}"
     finally:
         os.close(folder)
 
@@ -281,9 +297,9 @@ def _decode_reply(message: Mapping[str, object]) -> Reply | None:
     return Reply(status, out, err, data if isinstance(data, dict) else {})
 
 
-def connect(vault: Path, timeout: float = CONNECT_TIMEOUT_S) -> socket.socket | None:
+def connect(vault: Path | str, timeout: float = CONNECT_TIMEOUT_S) -> socket.socket | None:
     """Return a connection to the vault's daemon, or None when none listens there."""
-    path = socket_path(vault)
+    path = _in_state(vault, SOCKET_NAME)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
@@ -295,7 +311,7 @@ def connect(vault: Path, timeout: float = CONNECT_TIMEOUT_S) -> socket.socket | 
     return sock
 
 
-def ask(vault: Path, request: Request, *, start: bool = True) -> Reply | None:
+def ask(vault: Path | str, request: Request, *, start: bool = True) -> Reply | None:
     """Return the daemon's reply, or None when no daemon answered.
 
     With `start` (and the caller's environment allowing a daemon), a None also means a
@@ -307,7 +323,7 @@ def ask(vault: Path, request: Request, *, start: bool = True) -> Reply | None:
     return reply
 
 
-def _exchange(vault: Path, request: Request) -> Reply | None:
+def _exchange(vault: Path | str, request: Request) -> Reply | None:
     sock = connect(vault)
     if sock is None:
         return None
@@ -323,10 +339,10 @@ def _exchange(vault: Path, request: Request) -> Reply | None:
     return _decode_reply(message)
 
 
-def is_running(vault: Path) -> bool:
+def is_running(vault: Path | str) -> bool:
     """Return whether a daemon holds the vault's daemon lock (running or starting)."""
     try:
-        handle = os.open(state_dir(vault) / LOCK_NAME, os.O_RDONLY)
+        handle = os.open(_in_state(vault, LOCK_NAME), os.O_RDONLY)
     except OSError:
         return False
     try:
@@ -338,22 +354,22 @@ def is_running(vault: Path) -> bool:
     return False
 
 
-def start_daemon(vault: Path, env: Mapping[str, str]) -> bool:
+def start_daemon(vault: Path | str, env: Mapping[str, str]) -> bool:
     """Start a daemon for `vault` in the background unless one runs or started moments ago.
 
     Returns whether one was started. Never waits for it: it answers from the next command on.
     """
-    folder = state_dir(vault)
-    if not (vault / ".git").exists() or is_running(vault):
+    if not os.path.exists(os.path.join(vault, ".git")) or is_running(vault):
         return False
-    mark = folder / SPAWN_MARK
+    mark = _in_state(vault, SPAWN_MARK)
     with contextlib.suppress(OSError):
-        if time.time() - mark.stat().st_mtime < SPAWN_PAUSE_S:
+        if time.time() - os.stat(mark).st_mtime < SPAWN_PAUSE_S:
             return False  # one was started just now (and is still starting, or died: see its log)
     try:
-        folder.mkdir(mode=0o700, exist_ok=True)
-        mark.write_bytes(b"")
-        log = os.open(folder / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        os.makedirs(os.path.dirname(mark), mode=0o700, exist_ok=True)
+        os.close(os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+        os.utime(mark)
+        log = os.open(_in_state(vault, LOG_NAME), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     except OSError:
         return False  # a read-only vault: no daemon, every command runs in-process
     try:
@@ -363,7 +379,7 @@ def start_daemon(vault: Path, env: Mapping[str, str]) -> bool:
     return True
 
 
-def _spawn(vault: Path, env: Mapping[str, str], log: int) -> None:
+def _spawn(vault: Path | str, env: Mapping[str, str], log: int) -> None:
     import subprocess
     import sys
     import threading
@@ -373,7 +389,7 @@ def _spawn(vault: Path, env: Mapping[str, str], log: int) -> None:
     own = ("MEMSTORE_CRASH_AT", "MEMSTORE_SESSION", "MEMSTORE_SOURCE")
     child_env = {k: v for k, v in env.items() if k not in own}
     process = subprocess.Popen(
-        [sys.executable, "-m", "memstore", "daemon", "--background", "--vault", str(vault)],
+        [sys.executable, "-m", "memstore", "daemon", "--background", "--vault", os.fspath(vault)],
         env=child_env,
         cwd="/",  # never pin a folder the person may want to remove or unmount
         stdin=subprocess.DEVNULL,
@@ -386,12 +402,12 @@ def _spawn(vault: Path, env: Mapping[str, str], log: int) -> None:
     threading.Thread(target=process.wait, name="memstore-daemon-reaper", daemon=True).start()
 
 
-def status(vault: Path) -> Reply | None:
+def status(vault: Path | str) -> Reply | None:
     """Return the running daemon's status reply (its `data` holds the figures), or None."""
     return _exchange(vault, Request("status", [], "/", {}))
 
 
-def stop(vault: Path, timeout: float = 30.0) -> bool:
+def stop(vault: Path | str, timeout: float = 30.0) -> bool:
     """Ask the vault's daemon to stop and wait until it has; return whether one was running."""
     reply = _exchange(vault, Request("stop", [], "/", {}))
     if reply is None and not is_running(vault):
