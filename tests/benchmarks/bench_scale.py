@@ -407,6 +407,17 @@ class Sized:
     def search_argvs(self) -> list[list[str]]:
         return [[self.exe, "search", q.text, "--vault", str(self.root)] for q in self.cli_queries]
 
+    @contextlib.contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        """Log `name` and record how long it took (res["steps_s"])."""
+        self.log(f"{name} …")
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            steps = self.res.setdefault("steps_s", {})
+            steps[name] = round(time.perf_counter() - started, 1)
+
     def take_fresh(self, count: int) -> list[bf.Generated]:
         taken, self.fresh = self.fresh[:count], self.fresh[count:]
         return taken
@@ -577,8 +588,9 @@ async def mcp_recalls(
     return {**bf.summary(times), "errors": errors}
 
 
-async def serve_memory(params: Any, count: int, query: str) -> dict[str, Any]:
-    """Resident sizes of `count` `memstore serve` processes, each after one recall."""
+async def serve_memory(params: Any, count: int, query: str, daemon: int | None) -> dict[str, Any]:
+    """Resident sizes of `count` `memstore serve` processes, each after one recall, and of
+    the daemon at that moment."""
     from mcp import Client
 
     async with contextlib.AsyncExitStack() as stack:
@@ -586,7 +598,9 @@ async def serve_memory(params: Any, count: int, query: str) -> dict[str, Any]:
         for client in clients:
             await client.call_tool("memory_recall", {"query": query, "workspace": "all"})
         sizes = [resident(pid) for pid in children_running("serve")]
+        beside = resident(daemon) if daemon else {}
     return {
+        "daemon": beside,
         "processes": len(sizes),
         "each": sizes,
         "rss_mib": round(sum(x.get("rss_mib", 0) for x in sizes), 1),
@@ -594,14 +608,16 @@ async def serve_memory(params: Any, count: int, query: str) -> dict[str, Any]:
     }
 
 
-def mcp_phase(s: Sized, env: dict[str, str], label: str) -> None:
+def mcp_phase(s: Sized, env: dict[str, str], label: str, daemon: int | None = None) -> None:
     params = bench_mcp.server_params(s.exe, s.root, env, s.tmp)
-    s.log(f"MCP memory_recall ×≤{len(s.queries)}, {label} …")
-    s.res[f"mcp_recall_{label}"] = asyncio.run(
-        mcp_recalls(params, s.queries, s.args.warmup, s.args.phase_budget)
-    )
-    s.log(f"three memstore serve processes, {label} …")
-    s.res[f"serve_memory_{label}"] = asyncio.run(serve_memory(params, 3, s.queries[0].text))
+    with s.step(f"MCP memory_recall ×≤{len(s.queries)}, {label}"):
+        s.res[f"mcp_recall_{label}"] = asyncio.run(
+            mcp_recalls(params, s.queries, s.args.warmup, s.args.phase_budget)
+        )
+    with s.step(f"three memstore serve processes, {label}"):
+        s.res[f"serve_memory_{label}"] = asyncio.run(
+            serve_memory(params, 3, s.queries[0].text, daemon)
+        )
 
 
 @contextlib.contextmanager
@@ -619,7 +635,8 @@ def running_daemon(s: Sized) -> Iterator[int | None]:
         yield pid
     finally:
         s.res["daemon_status_at_end"] = dict(getattr(client.status(s.root), "data", {}) or {})
-        client.stop(s.root)
+        with s.step("stopping the daemon"):
+            client.stop(s.root)
 
 
 def warm_client(s: Sized) -> dict[str, Any]:
@@ -674,26 +691,26 @@ def daemon_phase(s: Sized) -> None:
 
 def daemon_figures(s: Sized) -> None:
     with running_daemon(s) as pid:
-        s.log(f"cold CLI search, daemon running ×{len(s.cli_queries)} …")
         argvs = s.search_argvs()
-        run_timed(argvs[:2], s.env, s.tmp, budget_s=0, min_runs=2)
-        runs = run_timed(
-            argvs, s.env, s.tmp, budget_s=s.args.phase_budget, min_runs=s.args.min_runs
-        )
-        s.res["cli_search_daemon"] = runs.figures()
-        s.log("warm recall through the client …")
-        s.res["client_recall_warm"] = warm_client(s)
+        with s.step(f"cold CLI search, daemon running ×{len(argvs)}"):
+            run_timed(argvs[:2], s.env, s.tmp, budget_s=0, min_runs=2)
+            runs = run_timed(
+                argvs, s.env, s.tmp, budget_s=s.args.phase_budget, min_runs=s.args.min_runs
+            )
+            s.res["cli_search_daemon"] = runs.figures()
+        with s.step("warm recall through the client"):
+            s.res["client_recall_warm"] = warm_client(s)
         items = s.take_fresh(s.args.cli_adds)
-        s.log(f"CLI add, daemon running ×{len(items)} …")
-        runs = run_timed(
-            bf.add_argvs(s.exe, s.root, items),
-            s.env,
-            s.tmp,
-            budget_s=s.args.phase_budget,
-            min_runs=5,
-        )
-        s.res["cli_add_daemon"] = runs.figures()
-        mcp_phase(s, s.env, "daemon")
+        with s.step(f"CLI add, daemon running ×{len(items)}"):
+            runs = run_timed(
+                bf.add_argvs(s.exe, s.root, items),
+                s.env,
+                s.tmp,
+                budget_s=s.args.phase_budget,
+                min_runs=5,
+            )
+            s.res["cli_add_daemon"] = runs.figures()
+        mcp_phase(s, s.env, "daemon", pid)
         s.res["daemon_memory"] = resident(pid) if pid else {}
 
 
@@ -860,7 +877,7 @@ FIGURES = (
             default=None,
         ),
         "MiB",
-        limit=lambda r: 0.5 * (_get(r, "daemon_memory", "pss_mib") or 0),
+        limit=lambda r: 0.5 * (_get(r, "serve_memory_daemon", "daemon", "pss_mib") or 0),
         needs_daemon=True,
     ),
     Figure(
@@ -872,7 +889,7 @@ FIGURES = (
                 or _get(r, "serve_memory_serve", "rss_mib")
                 or 0
             )
-            + (_get(r, "daemon_memory", "rss_mib") or 0)
+            + (_get(r, "serve_memory_daemon", "daemon", "rss_mib") or 0)
         ),
         "MiB",
     ),
@@ -885,7 +902,7 @@ FIGURES = (
                 or _get(r, "serve_memory_serve", "pss_mib")
                 or 0
             )
-            + (_get(r, "daemon_memory", "pss_mib") or 0)
+            + (_get(r, "serve_memory_daemon", "daemon", "pss_mib") or 0)
         ),
         "MiB",
     ),
@@ -1081,7 +1098,7 @@ def print_report(results: list[dict[str, Any]], meta: dict[str, Any], sizes: Seq
             f"{clone['sync_peak_rss_mib']} MiB); adds {r['add_statuses']}; memories at the end "
             f"{r['final_memories']:,}; search outcomes {r.get('search_outcomes')}; daemon "
             f"{'yes, started in ' + str(r.get('daemon_start_s')) + ' s' if r.get('daemon') else 'no'}"
-            f"{'; ' + r['daemon_error'] if r.get('daemon_error') else ''}; phases (s) {r.get('phase_s')}"
+            f"{'; ' + r['daemon_error'] if r.get('daemon_error') else ''}; phases (s) {r.get('phase_s')}; daemon steps (s) {r.get('steps_s')}"
         )
 
 
