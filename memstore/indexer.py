@@ -415,17 +415,35 @@ class Indexer:
         return self._apply(changed, removed, on_disk, progress, folders=scope, meta=meta, new=new)
 
     def _quick_catch_up(self, workspace: str | None) -> CatchUp:
-        """List again only the folders whose modification time changed."""
+        """List again only the folders whose modification time changed.
+
+        Writes nothing unless a file changed: a read-only command leaves the index as it
+        was (a folder still unsettled, or HEAD moved by commits, is looked at again next
+        time, and the full catch-up records both).
+        """
         started, head = time.time_ns(), self.vault.head()
         known = self._folders(workspace)
         if (workspace or "") not in known:
             return self._catch_up(None, workspace)  # never listed: (first) full catch-up
-        meta = {} if head == self._git_seen() else {"git": f"{head[0]} {head[1]}"}
         dirty = sorted(f for f, mtime in known.items() if self.vault.folder_mtime(f) != mtime)
         if not dirty:
-            if meta:
-                self._write_manifest([], [], Folders({}), meta)
             return CatchUp()
+        on_disk, listed, gone = self._list_again(dirty, known)
+        indexed = self._fingerprints_in(listed, gone)
+        changed = sorted(p for p, fp in on_disk.items() if indexed.get(p) != fp)
+        removed = sorted(p for p in indexed if p not in on_disk)
+        if not changed and not removed:
+            return CatchUp()
+        folders = Folders(_settled(listed, started), gone=tuple(sorted(gone)))
+        meta = {"git": f"{head[0]} {head[1]}"}  # HEAD moved by commits alone, if at all
+        new = {p for p in changed if p not in indexed}
+        return self._apply(changed, removed, on_disk, None, folders=folders, meta=meta, new=new)
+
+    def _list_again(
+        self, dirty: list[str], known: dict[str, int]
+    ) -> tuple[dict[str, Fingerprint], dict[str, int], set[str]]:
+        """List the `dirty` folders (and folders new under them); return the files found,
+        the folders listed with their mtimes, and the known folders that are gone."""
         on_disk: dict[str, Fingerprint] = {}
         listed: dict[str, int] = {}
         gone: set[str] = set()
@@ -441,13 +459,7 @@ class Indexer:
                     self.vault.scan_tree(sub, on_disk, None, listed)
             gone.update(f for f in known if _parent(f) == folder and f not in subfolders)
         unreadable = {f for f in gone if self.vault.folder_mtime(f) is not None}
-        gone -= unreadable  # an unreadable folder keeps what the index has
-        indexed = self._fingerprints_in(listed, gone)
-        changed = sorted(p for p, fp in on_disk.items() if indexed.get(p) != fp)
-        removed = sorted(p for p in indexed if p not in on_disk)
-        folders = Folders(_settled(listed, started), gone=tuple(sorted(gone)))
-        new = {p for p in changed if p not in indexed}
-        return self._apply(changed, removed, on_disk, None, folders=folders, meta=meta, new=new)
+        return on_disk, listed, gone - unreadable  # an unreadable folder keeps its entries
 
     def _folders(self, workspace: str | None) -> dict[str, int]:
         """Return the folders (of `workspace`, or all) with the mtime they were listed at."""
