@@ -15,22 +15,17 @@ import os
 import re
 import select
 import sys
-import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memstore.client import Reply, Request, ask, daemon_allowed, resolve_vault
-from memstore.config import Settings
-from memstore.errors import MemstoreError
-from memstore.lean import OpenStore, open_in_process
-from memstore.model import GLOBAL, to_workspace_name
-from memstore.repo_name import detect_workspace
 
+# Everything else is imported where it is used: a hook the daemon answers costs an
+# interpreter, this module and the client (dataclasses, the model, tempfile: ~30 ms more).
 if TYPE_CHECKING:
+    from memstore.lean import OpenStore
     from memstore.store import Store
-
 MIN_CAPTURE_CHARS = 200  # shorter final messages are chit-chat ("Done!"), not knowledge
 NOVELTY_THRESHOLD = 0.7  # measured: tests/benchmarks/bench_novelty.py (docs/agents.md)
 BRIEFING_TOKENS = 300
@@ -46,6 +41,9 @@ USAGE = (
 
 def workspace_for(payload: Mapping[str, Any], vault: Path, cwd: str) -> str:
     """Return the workspace of the directory the agent runs in (`cwd`: the hook's own)."""
+    from memstore.model import GLOBAL, to_workspace_name
+    from memstore.repo_name import detect_workspace
+
     # Agents send their cwd; without one, the hook runs where the agent started it.
     where = Path(cwd or "/", str(payload.get("cwd") or "")).resolve()
     vault = vault.resolve()  # the cwd is resolved too: a symlinked vault is still the vault
@@ -136,22 +134,28 @@ _SCOPED = re.compile(r"^[\w-]+\(([^)]*)\):")  # "add(webshop): …"
 
 def _concerns(summary: str, workspace: str) -> bool:
     """Say whether a commit belongs in a briefing for `workspace`."""
+    from memstore.model import GLOBAL
+
     if summary.startswith(_BOOKKEEPING):
         return False
     scoped = _SCOPED.match(summary)
     return scoped is None or scoped.group(1) in (workspace, GLOBAL)
 
 
-def answer(request: Request, open_store: OpenStore = open_in_process) -> Reply:
+def answer(request: Request, open_store: OpenStore | None = None) -> Reply:
     """Run one hook for `request` (its arguments, directory, environment and payload); the
-    daemon runs it over its resident store, the hook process over its own. Never raises."""
+    daemon runs it over its resident store, the hook process over its own (`open_store`
+    None). Never raises."""
+    from memstore.errors import MemstoreError
+    from memstore.lean import open_in_process
+
     argv = list(request.argv)
     if not argv or argv[0] not in EVENTS:
         # Still 0: an agent reads exit 2 from a prompt hook as "block this prompt".
         return Reply(0, "", USAGE + "\n")
     event, flags = argv[0], argv[1:]
     try:
-        lines = _run_event(event, flags, request, open_store)
+        lines = _run_event(event, flags, request, open_store or open_in_process)
     except (MemstoreError, OSError, ValueError) as err:
         return Reply(0, "", f"memstore hook {event}: {err}\n")
     except Exception as err:  # a shell's outer loop: a hook must never break the session
@@ -164,6 +168,10 @@ def answer(request: Request, open_store: OpenStore = open_in_process) -> Reply:
 
 def _run_event(event: str, flags: list[str], request: Request, open_store: OpenStore) -> list[str]:
     """Return the lines hook `event` says; raise what the caller turns into a note."""
+    from dataclasses import replace
+
+    from memstore.config import Settings
+
     env = request.env
     raw = flags.pop() if event == "codex-notify" and flags else request.stdin.decode("utf-8")
     _check_flags(flags)
@@ -276,6 +284,8 @@ def within_budget(work: Callable[[], Reply], seconds: float, event: str) -> Repl
 
 def _work_in_child(work: Callable[[], Reply], writer: int, event: str) -> None:
     """Run `work` with stdio away from the agent's pipes; send its reply to `writer`; exit."""
+    import tempfile
+
     status = 0
     try:
         # What the work itself writes to stderr (warnings) comes back with its reply.
