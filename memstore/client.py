@@ -26,16 +26,17 @@ import errno
 import fcntl
 import json
 import os
-import socket
 import time
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from memstore import __version__
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the client ~2 ms
 if TYPE_CHECKING:  # pathlib (with urllib.parse) is imported only where a Path is returned
+    import socket
     from pathlib import Path
+    from typing import Any
 
 PROTOCOL = 1
 # config.DEFAULT_VAULT_NAME (a test checks); config is not imported: it costs ~10 ms
@@ -299,8 +300,18 @@ def _decode_reply(message: Mapping[str, object]) -> Reply | None:
 
 def connect(vault: Path | str, timeout: float = CONNECT_TIMEOUT_S) -> socket.socket | None:
     """Return a connection to the vault's daemon, or None when none listens there."""
+    import socket
+
+    return _connect(vault, timeout, socket.socket)
+
+
+def _connect(vault: Path | str, timeout: float, make: Callable[[int, int], Any]) -> Any:
+    # The client asks through _socket, the C module under socket.py: socket.py (with enum
+    # and selectors) costs a search ~2 ms of imports, for nothing it uses.
+    import _socket
+
     path = _in_state(vault, SOCKET_NAME)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = make(_socket.AF_UNIX, _socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
         with short_address(path) as address:
@@ -324,16 +335,19 @@ def ask(vault: Path | str, request: Request, *, start: bool = True) -> Reply | N
 
 
 def _exchange(vault: Path | str, request: Request) -> Reply | None:
-    sock = connect(vault)
+    import _socket
+
+    sock = _connect(vault, CONNECT_TIMEOUT_S, _socket.socket)
     if sock is None:
         return None
-    with sock:
-        try:
-            send_message(sock, encode_request(request))
-            sock.settimeout(REPLY_TIMEOUT_S)
-            message = read_message(sock)
-        except (OSError, ConnectionError):
-            return None  # the daemon went away mid-request (killed, stopping): run here
+    try:
+        send_message(sock, encode_request(request))
+        sock.settimeout(REPLY_TIMEOUT_S)
+        message = read_message(sock)
+    except (OSError, ConnectionError):
+        return None  # the daemon went away mid-request (killed, stopping): run here
+    finally:
+        sock.close()
     if message.get("refused"):
         return None  # another memstore version: it stops itself; the next command starts ours
     return _decode_reply(message)
