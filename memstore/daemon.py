@@ -132,6 +132,7 @@ class Daemon:
     ) -> None:
         self.store = store
         self.idle_exit = idle_exit
+        self.identity = identity()  # the code this process loaded, named before it can change
         self.watcher = Watcher(store, on_batch=on_batch, on_tick=store.tidy)
         self.socket_path = socket_path(store.vault.root)
         self.started = time.time()
