@@ -21,8 +21,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from memstore import client
+from memstore.mcp_server import Forwarder
 from memstore.vault import Vault
-from tests.conftest import git
+from tests.conftest import git, settings_at
 from tests.test_daemon import (
     EXE,
     daemon_pid,
@@ -286,3 +287,19 @@ def test_serve_answers_after_its_daemon_is_killed_between_two_calls(
     assert not second.is_error
     assert second.structured_content["results"] == first.structured_content["results"]
     assert status(vault)["requests"] == 1
+
+
+def test_a_serve_shell_older_than_the_code_on_disk_still_reaches_a_daemon(
+    tmp_path: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # memstore was upgraded under a running agent session: its shell names the old code
+    vault = make_vault(tmp_path / "vault")
+    start_daemon(env, vault)
+    before = daemon_pid(vault)
+    monkeypatch.setattr(client, "_identity", "0.0.1/1/0123abcd")
+    forwarder = Forwarder(settings_at(vault), workspace="", cwd=str(tmp_path), env=env)
+    arguments = {"query": "nginx upload 413", "workspace": "all", "k": 5, "max_tokens": 0}
+    out = forwarder("memory_recall", arguments)
+    assert "client_max_body_size" in json.dumps(out)
+    assert forwarder._store is None  # a daemon answered: the shell never opened the index
+    assert daemon_pid(vault) != before  # the old daemon stopped; one of the code on disk answered
