@@ -6,6 +6,8 @@ puts files where memstore wrote them before issue 12 (`<workspace>/<slug>-<id>.m
 `sharded` where it writes them now (`<workspace>/<YYYY-MM>/<slug>-<id>.md`). The timed adds
 go wherever the running code puts a new memory. The reference beside it is the git command
 line committing one new file of the same size in the same vault (`git add` + `git commit`).
+Under each figure: the parts of an add by owner (p50/p95 of time spent in each, timed by a
+wrapper on every add) and what writing git's index file whole costs at that size.
 
     python tests/benchmarks/bench_add_scale.py --memories 1000 10000 100000 --adds 60
     python tests/benchmarks/bench_add_scale.py --memories 100000 --vault-dir /tmp/h1/v \\
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import importlib
 import pstats
 import random
 import shutil
@@ -29,6 +32,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -41,6 +45,16 @@ from memstore.model import Memory
 from memstore.store import Store, init_vault
 
 BATCH = 5_000  # memories per commit while building: a sync or an import's worth
+# Timed on every add (a wrapper, no profiler): where an add's time goes, by owner.
+TIMED = (
+    ("memstore.indexer", "Indexer", "catch_up", "indexer: freshness check"),
+    ("memstore.indexer", "Indexer", "record", "indexer: index one document"),
+    ("memstore.indexer", "Indexer", "by_id_prefix", "indexer: free id lookups"),
+    ("memstore.git", "GitRepo", "commit", "git: commit (blob, trees, commit, git index)"),
+    ("memstore.git", "GitRepo", "changed_paths", "git: outside-edit check"),
+    ("memstore.vault", "Vault", "write_bytes_atomic", "file: atomic write (fsync)"),
+    ("memstore.store", "Store", "_heal", "lock-time heal"),
+)
 # The functions whose cumulative time --profile reports, by the part of the code that owns them.
 PARTS = (
     ("indexer.py", "catch_up", "freshness check (indexer)"),
@@ -108,14 +122,35 @@ def text(rng: random.Random, n: int) -> str:
     return f"timed add {n}: {' '.join(words)} behaves differently after the upgrade #{rng.random()}"
 
 
-def time_adds(store: Store, adds: int, rng: random.Random) -> list[float]:
-    timings = []
+def timed(spent: dict[str, float], label: str, method: Any) -> Any:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            spent[label] = spent.get(label, 0.0) + time.perf_counter() - start
+
+    return wrapper
+
+
+def time_adds(
+    store: Store, adds: int, rng: random.Random
+) -> tuple[list[float], dict[str, list[float]]]:
+    """Time each add, and the parts in TIMED within it."""
+    spent: dict[str, float] = {}
+    for module, cls, name, label in TIMED:
+        owner = getattr(importlib.import_module(module), cls)
+        setattr(owner, name, timed(spent, label, getattr(owner, name)))
+    timings, parts = [], {label: [] for *_, label in TIMED}
     for n in range(adds):
         body = text(rng, n)
+        spent.clear()
         start = time.perf_counter()
         store.add(body, workspace="webshop", keywords=("bench",))
         timings.append((time.perf_counter() - start) * 1000)
-    return timings
+        for label in parts:
+            parts[label].append(spent.get(label, 0.0) * 1000)
+    return timings, parts
 
 
 def time_git_cli(root: Path, adds: int, rng: random.Random) -> list[float]:
@@ -137,6 +172,26 @@ def time_git_cli(root: Path, adds: int, rng: random.Random) -> list[float]:
     subprocess.run(["git", "commit", "-q", "-m", "drop reference"], cwd=root, check=True)
     shutil.rmtree(folder, ignore_errors=True)
     return timings
+
+
+def index_file_ms(root: Path) -> str:
+    """What writing git's index file whole costs at this size (median of 5)."""
+    import pygit2
+
+    index = pygit2.Repository(str(root)).index
+    reads, writes = [], []
+    for _ in range(5):
+        start = time.perf_counter()
+        index.read(True)
+        reads.append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        index.write()
+        writes.append((time.perf_counter() - start) * 1000)
+    size = (root / ".git" / "index").stat().st_size / 1e6
+    return (
+        f"git index file: {len(index):,} entries, {size:.1f} MB: read "
+        f"{statistics.median(reads):.1f} ms, write {statistics.median(writes):.1f} ms"
+    )
 
 
 def pct(values: list[float], q: float) -> float:
@@ -171,7 +226,7 @@ def run(n: int, args: argparse.Namespace) -> None:
         profile = cProfile.Profile() if args.profile else None
         if profile is not None:
             profile.enable()
-        timings = time_adds(store, args.adds, rng)
+        timings, parts = time_adds(store, args.adds, rng)
         if profile is not None:
             profile.disable()
     reference = time_git_cli(root, args.adds, rng)
@@ -180,7 +235,13 @@ def run(n: int, args: argparse.Namespace) -> None:
         f"  p95 {pct(timings, 0.95):6.1f} ms   |  git add+commit p50 "
         f"{statistics.median(reference):6.1f} ms  p95 {pct(reference, 0.95):6.1f} ms"
     )
+    print(f"    {index_file_ms(root)}")
+    for label, values in parts.items():
+        print(
+            f"    {label:46} p50 {statistics.median(values):6.1f}  p95 {pct(values, 0.95):6.1f} ms"
+        )
     if profile is not None:
+        print("  cProfile, cumulative per add:")
         report_profile(profile, args.adds)
     if not args.vault_dir:
         shutil.rmtree(base, ignore_errors=True)
