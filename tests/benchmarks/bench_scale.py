@@ -637,6 +637,24 @@ def running_daemon(s: Sized) -> Iterator[int | None]:
         s.res["daemon_status_at_end"] = dict(getattr(client.status(s.root), "data", {}) or {})
         with s.step("stopping the daemon"):
             client.stop(s.root)
+            s.res["daemon_stop"] = wait_gone(pid, 180.0)
+
+
+def wait_gone(pid: int | None, timeout: float) -> dict[str, Any]:
+    """Wait (bounded) for process `pid` to end; say how long it took or that it did not."""
+    if pid is None:
+        return {}
+    try:
+        return {
+            "gone_after_s": round(
+                bf.wait_for(
+                    lambda: not Path(f"/proc/{pid}").exists(), timeout, "the daemon to exit", 0.05
+                ),
+                2,
+            )
+        }
+    except RuntimeError:
+        return {"still_running_after_s": timeout}
 
 
 def warm_client(s: Sized) -> dict[str, Any]:
@@ -868,6 +886,13 @@ FIGURES = (
         "ms",
         limit=lambda r: 20.0,
         runs="mcp_recall_daemon",
+    ),
+    Figure(
+        "daemon: `client.stop` → process gone",
+        "",
+        lambda r: _get(r, "steps_s", "stopping the daemon"),
+        "s",
+        needs_daemon=True,
     ),
     Figure(
         "largest PSS of 3 `serve`s",
