@@ -843,6 +843,12 @@ FIGURES = (
         runs="cli_search_daemon",
     ),
     Figure(
+        "  `python -c pass` (interpreter floor)",
+        "",
+        lambda r: _get(r, "python_floor", "median"),
+        "ms",
+    ),
+    Figure(
         "warm recall p95, through the client",
         "≤ 30 ms",
         lambda r: _get(r, "client_recall_warm", "p95"),
