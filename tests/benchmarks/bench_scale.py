@@ -54,6 +54,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -77,26 +78,13 @@ SOURCES = ("claude-code", "codex", "cli", "cursor")
 # --- the remote: N memories in many commits ----------------------------------------------
 
 
-def layout_function() -> Callable[[Memory], str] | None:
-    """The code's own path-for-a-memory function, if it exposes one (sharded layouts)."""
-    for module, name in (
-        ("memstore.layout", "memory_path"),
-        ("memstore.codec", "memory_path"),
-        ("memstore.vault", "memory_path"),
-        ("memstore.store", "memory_path"),
-    ):
-        with contextlib.suppress(ImportError):
-            fn = getattr(importlib.import_module(module), name, None)
-            if callable(fn):
-                return fn  # type: ignore[no-any-return]
-    return None
-
-
 def memory_path(memory: Memory) -> str:
-    """Where the code under test would put `memory` (flat `<workspace>/<slug>-<id>.md` before sharding)."""
-    fn = layout_function()
-    if fn is not None:
-        return fn(memory)
+    """Where the code under test puts a new memory (flat `<workspace>/<slug>-<id>.md` before
+    the sharded layout's `memstore.store.memory_path` existed)."""
+    store = importlib.import_module("memstore.store")
+    layout = getattr(store, "memory_path", None)
+    if layout is not None:
+        return str(layout(memory))
     return f"{memory.workspace}/{slugify(memory.body)}-{memory.id}.md"
 
 
@@ -183,7 +171,7 @@ def build_remote(
     repo = pygit2.Repository(str(bare))
     branch = repo.head.name
     parent = repo.head.target
-    writer = TreeWriter(repo, repo.get(parent).tree.id)
+    writer = TreeWriter(repo, repo[parent].tree.id)
     paths: list[str] = []
     for start in range(0, len(memories), batch):
         chunk = memories[start : start + batch]
@@ -347,9 +335,7 @@ def fts_warm(db_path: Path, queries: Sequence[bf.Query], warmup: int) -> dict[st
     db = sqlite3.connect(db_path)
     for q in queries[:warmup]:
         bf.fts_search(db, q.text, 5, fallback=True)
-    times = [
-        bf.timed_ms(lambda q=q: bf.fts_search(db, q.text, 5, fallback=True))[0] for q in queries
-    ]
+    times = [bf.timed_ms(partial(bf.fts_search, db, q.text, 5, fallback=True))[0] for q in queries]
     db.close()
     return bf.summary(times)
 
@@ -514,7 +500,7 @@ def warm_inprocess(s: Sized) -> None:
     with Store(s.settings, Vault(s.root)) as store:
         store.catch_up()
         probe = [
-            bf.timed_ms(lambda q=q: store.search(q.text, workspace=None, k=5))[0]
+            bf.timed_ms(partial(store.search, q.text, workspace=None, k=5))[0]
             for q in s.queries[:10]
         ]
         per = max(sum(probe) / len(probe) / 1000, 1e-4)
@@ -688,7 +674,7 @@ def warm_client(s: Sized) -> dict[str, Any]:
 
     for q in s.queries[: s.args.warmup]:
         ask(q.text)
-    times = [bf.timed_ms(lambda q=q: ask(q.text))[0] for q in s.queries]
+    times = [bf.timed_ms(partial(ask, q.text))[0] for q in s.queries]
     return {**bf.summary(times), "op": "search" if tools is None else "memory_recall"}
 
 
