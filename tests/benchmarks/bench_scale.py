@@ -693,6 +693,23 @@ def daemon_phase(s: Sized) -> None:
         s.log(f"daemon figures not measured: {err}")
 
 
+def hook_prompts(s: Sized) -> dict[str, Any]:
+    """The per-prompt agent hook: a fresh `memstore hook prompt` per prompt (payload on stdin)."""
+    env = {**s.env, "MEMSTORE_VAULT": str(s.root)}
+    inputs = [
+        json.dumps({"prompt": q.text, "cwd": str(s.tmp), "session_id": "bench"})
+        for q in s.cli_queries
+    ]
+    argvs = [[s.exe, "hook", "prompt"]] * len(inputs)
+    _, _, first = run_one(argvs[0], env, s.tmp, inputs[0])
+    if first.stderr.strip():  # a hook exits 0 even when it fails: make a failure visible
+        raise RuntimeError(f"memstore hook prompt complained: {first.stderr.strip()[:400]}")
+    runs = run_timed(
+        argvs, env, s.tmp, budget_s=s.args.phase_budget, min_runs=s.args.min_runs, inputs=inputs
+    )
+    return runs.figures()
+
+
 def daemon_figures(s: Sized) -> None:
     with running_daemon(s) as pid:
         argvs = s.search_argvs()
@@ -702,6 +719,8 @@ def daemon_figures(s: Sized) -> None:
                 argvs, s.env, s.tmp, budget_s=s.args.phase_budget, min_runs=s.args.min_runs
             )
             s.res["cli_search_daemon"] = runs.figures()
+        with s.step(f"cold `memstore hook prompt`, daemon running ×{len(argvs)}"):
+            s.res["cli_hook_daemon"] = hook_prompts(s)
         with s.step("warm recall through the client"):
             s.res["client_recall_warm"] = warm_client(s)
         items = s.take_fresh(s.args.cli_adds)
@@ -833,6 +852,15 @@ FIGURES = (
         "",
         lambda r: _get(r, "python_floor", "median"),
         "ms",
+    ),
+    Figure(
+        "cold `memstore hook prompt` median, daemon",
+        "",
+        lambda r: _get(r, "cli_hook_daemon", "median"),
+        "ms",
+        _fts_cold,
+        needs_daemon=True,
+        runs="cli_hook_daemon",
     ),
     Figure(
         "warm recall p95, through the client",
