@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -146,6 +147,7 @@ class Forwarder:
         self.env = dict(env)
         self._local: Runner | None = None
         self._store: Store | None = None
+        self._opening = threading.Lock()
 
     def __call__(self, name: str, arguments: dict[str, Any]) -> Mapping[str, Any]:
         payload = tools.call_payload(
@@ -158,7 +160,6 @@ class Forwarder:
         reply = self._ask(client.Request("tool", [name], self.cwd, self.env, payload))
         if reply is None:
             return self._in_process()(name, arguments)
-        self.close()  # the daemon is back: the index this process opened meanwhile goes
         if reply.status == 0:
             return cast(Mapping[str, Any], json.loads(reply.stdout))
         raise ToolError(reply.stderr.strip() or f"{name} failed (status {reply.status})")
@@ -182,19 +183,22 @@ class Forwarder:
         return reply
 
     def _in_process(self) -> Runner:
-        if self._local is None:
-            from memstore.store import Store
+        """Return how to run a call here: a store of this process's own, opened once (tool
+        calls run in worker threads) and kept until it exits."""
+        with self._opening:
+            if self._local is None:
+                from memstore.store import Store
 
-            self._store = Store.open(self.settings)
-            workspace = self.workspace or tools.workspace_at(self.settings.vault, self.cwd)
-            self._local = build_runner(
-                self._store, workspace=workspace, source=self.settings.source
-            )
-        return self._local
+                self._store = Store.open(self.settings)
+                workspace = self.workspace or tools.workspace_at(self.settings.vault, self.cwd)
+                self._local = build_runner(
+                    self._store, workspace=workspace, source=self.settings.source
+                )
+            return self._local
 
     def close(self) -> None:
-        """Close the store this process opened while no daemon answered, writing the
-        recall counters it kept."""
+        """Close the store this process opened when no daemon answered (at exit), writing
+        the recall counters it kept."""
         if self._store is not None:
             try:
                 self._store.flush_usage()

@@ -191,13 +191,16 @@ TOOL_CALLS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
+def text_of(result: Any) -> str:
+    return "".join(getattr(part, "text", "") for part in result.content)
+
+
 async def answers(params: StdioServerParameters) -> list[tuple[bool, str]]:
     async with Client(params) as session:
         found = []
         for name, arguments in TOOL_CALLS:
             result = await session.call_tool(name, arguments)
-            text = "".join(getattr(part, "text", "") for part in result.content)
-            found.append((bool(result.is_error), text))
+            found.append((bool(result.is_error), text_of(result)))
         return found
 
 
@@ -303,3 +306,24 @@ def test_a_serve_shell_older_than_the_code_on_disk_still_reaches_a_daemon(
     assert "client_max_body_size" in json.dumps(out)
     assert forwarder._store is None  # a daemon answered: the shell never opened the index
     assert daemon_pid(vault) != before  # the old daemon stopped; one of the code on disk answered
+
+
+def test_serve_answers_in_process_when_no_daemon_can_start(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    vault = make_vault(tmp_path / "vault")
+    # a client started one moments ago and it died at once: no new one for a while
+    (vault / ".memstore").mkdir(exist_ok=True)
+    (vault / ".memstore" / client.SPAWN_MARK).write_bytes(b"")
+
+    async def go() -> Any:
+        async with Client(serve_params(env, vault, tmp_path)) as session:
+            arguments = {"query": "nginx upload 413", "workspace": "all"}
+            return await session.call_tool("memory_recall", arguments)
+
+    started = time.monotonic()
+    found = asyncio.run(go())
+    assert not found.is_error and "client_max_body_size" in text_of(found)
+    assert time.monotonic() - started < 20  # it did not wait for a daemon that is not coming
+    assert not client.is_running(vault)
+    assert git(vault, "log", "-1", "--format=%s").startswith("recall: usage of")  # at its exit
