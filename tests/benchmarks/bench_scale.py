@@ -1221,15 +1221,8 @@ def exec_from_git(rev: str, argv: list[str]) -> None:
     os.execve(sys.executable, [sys.executable, str(Path(__file__).resolve()), *argv], env)
 
 
-def main(argv: list[str] | None = None) -> int:
-    raw = sys.argv[1:] if argv is None else argv
-    args = parse_args(raw)
-    if args.report:
-        saved = json.loads(args.report.read_text(encoding="utf-8"))
-        print_report(saved["results"], saved["meta"], [r["n"] for r in saved["results"]])
-        return 0
-    if args.prepare and not args.cache:
-        parser_error("--prepare needs --cache DIR (where the remotes are kept)")
+def enter_sources(args: argparse.Namespace, raw: list[str]) -> str | None:
+    """Rerun on the sources to measure (committed at --from-git, then a snapshot copy)."""
     if args.from_git and GIT_SOURCES_ENV not in os.environ:
         exec_from_git(args.from_git, raw)  # does not return
     if os.environ.get(GIT_SOURCES_ENV) and not args.keep:
@@ -1239,7 +1232,11 @@ def main(argv: list[str] | None = None) -> int:
     snapshot = os.environ.get(bf.SNAPSHOT_ENV)
     if snapshot and not args.keep:  # also when the run fails
         atexit.register(shutil.rmtree, snapshot, ignore_errors=True)
-    meta: dict[str, Any] = {
+    return snapshot
+
+
+def run_meta(args: argparse.Namespace, snapshot: str | None) -> dict[str, Any]:
+    return {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "python": f"Python {platform.python_version()}",
         "cpus": os.cpu_count(),
@@ -1251,11 +1248,11 @@ def main(argv: list[str] | None = None) -> int:
         "snapshot": bool(snapshot),
         "daemon": daemon_supported(),
     }
-    if args.cache:
-        args.cache.mkdir(parents=True, exist_ok=True)
+
+
+def run_sizes(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Each size in its own temporary folder, removed afterwards unless --keep."""
     results = []
-    started = time.perf_counter()
-    mark = bf.cpu_mark()
     for n in args.sizes:
         tmp = Path(tempfile.mkdtemp(prefix=f"memstore-scale-{n}-"))
         try:
@@ -1266,6 +1263,24 @@ def main(argv: list[str] | None = None) -> int:
                 bf.log(f"kept {tmp}")
             else:
                 shutil.rmtree(tmp, ignore_errors=True)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    raw = sys.argv[1:] if argv is None else argv
+    args = parse_args(raw)
+    if args.report:
+        saved = json.loads(args.report.read_text(encoding="utf-8"))
+        print_report(saved["results"], saved["meta"], [r["n"] for r in saved["results"]])
+        return 0
+    if args.prepare and not args.cache:
+        parser_error("--prepare needs --cache DIR (where the remotes are kept)")
+    meta = run_meta(args, enter_sources(args, raw))
+    if args.cache:
+        args.cache.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    mark = bf.cpu_mark()
+    results = run_sizes(args)
     meta["total_wall_s"] = round(time.perf_counter() - started, 1)
     meta["other_processes"] = bf.foreign_load(mark)
     live = Path(os.environ.get(bf.LIVE_ENV) or bf.source_base())
