@@ -1,7 +1,14 @@
 """The search engine: Whoosh BM25F over documents plus an entity table. Knows nothing of files."""
 
 from index.analysis import make_analyzer, query_terms
-from index.engine import Document, IndexHit, SearchIndex, SearchIndexError, connect_read_only
+from index.engine import (
+    Document,
+    IndexHit,
+    SearchIndex,
+    SearchIndexError,
+    connect_read_only,
+    document_entities,
+)
 from index.entities import extract_entities
 
 __all__ = [
@@ -10,6 +17,7 @@ __all__ = [
     "SearchIndex",
     "SearchIndexError",
     "connect_read_only",
+    "document_entities",
     "extract_entities",
     "terms",
 ]

@@ -12,7 +12,7 @@ import struct
 import time
 import warnings
 import zlib
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from math import log
 from pathlib import Path
@@ -493,19 +493,24 @@ class SearchIndex:
         meta: dict[str, str] | None = None,
         limitmb: int = 128,
         new: Collection[str] = (),
+        entities: Mapping[str, list[tuple[str, str]]] | None = None,
     ) -> None:
         """Add or replace `upserts` and drop `deletes` (keys) in one commit.
 
+        `upserts` is read as it is indexed (a generator may still be reading files).
         `new` names keys the caller knows the index does not hold: they are added without
         looking for an old version (at 100,000 documents the look-up is most of an update).
+        `entities` holds `extract_entities` already run for some keys (filled by the time
+        the last document is read).
         """
-        upserts = list(upserts)
+        docs: list[Document] = []
         deletes = list(deletes)
         writer = self._writer(limitmb)
         try:
             for key in deletes:
                 writer.delete_by_term("key", key)
             for doc in upserts:
+                docs.append(doc)
                 if doc.key in new:
                     writer.add_document(**_fields(doc))
                 else:
@@ -516,7 +521,7 @@ class SearchIndex:
                 writer.cancel()
             _raise_if_damage(err, self.root, "written")
             raise
-        self._write_entities(upserts, deletes, meta or {})
+        self._write_entities(docs, deletes, meta or {}, new, entities or {})
 
     def _writer(self, limitmb: int = 128) -> Any:
         try:
@@ -551,17 +556,25 @@ class SearchIndex:
         self._write_entities([], [], {})
 
     def _write_entities(
-        self, upserts: list[Document], deletes: list[str], meta: dict[str, str]
+        self,
+        upserts: list[Document],
+        deletes: list[str],
+        meta: dict[str, str],
+        new: Collection[str] = (),
+        found: Mapping[str, list[tuple[str, str]]] | None = None,
     ) -> None:
         db = self._db
+        found = found or {}
         try:
             db.execute("BEGIN IMMEDIATE")
-            for key in [*deletes, *(d.key for d in upserts)]:
-                db.execute("DELETE FROM entities WHERE key = ?", [key])
+            stale = [*deletes, *(d.key for d in upserts if d.key not in new)]
+            db.executemany("DELETE FROM entities WHERE key = ?", [[key] for key in stale])
             rows = [
                 (doc.key, entity, kind)
                 for doc in upserts
-                for entity, kind in extract_entities(f"{doc.content}\n{' '.join(doc.keywords)}")
+                for entity, kind in (
+                    found[doc.key] if doc.key in found else document_entities(doc)
+                )
             ]
             db.executemany("INSERT INTO entities (key, entity, kind) VALUES (?, ?, ?)", rows)
             db.executemany(
@@ -587,6 +600,11 @@ class SearchIndex:
             with contextlib.suppress(FileNotFoundError):  # merged away meanwhile
                 size, crc = _checksum(on_disk[name])
                 self._db.execute("INSERT INTO segments VALUES (?, ?, ?)", [name, size, crc])
+
+
+def document_entities(doc: Document) -> list[tuple[str, str]]:
+    """Return the (entity, kind) pairs the entity table records for a document."""
+    return extract_entities(f"{doc.content}\n{' '.join(doc.keywords)}")
 
 
 def _merge_small_segments(writer: Any, segments: list[Any]) -> list[Any]:

@@ -15,16 +15,20 @@ import contextlib
 import functools
 import logging
 import os
+import pickle
 import shutil
 import sqlite3
+import subprocess
+import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from index import Document, SearchIndex, SearchIndexError, connect_read_only
+from index import Document, SearchIndex, SearchIndexError, connect_read_only, document_entities
 from memstore.codec import content_hash
 from memstore.errors import VaultError
 from memstore.model import FileProblem, Memory
@@ -522,34 +526,39 @@ class Indexer:
     ) -> CatchUp:
         changed = list(changed)
         removed = list(removed)
-        docs: list[Document] = []
         rows: list[tuple[object, ...]] = []
         problems: list[FileProblem] = []
         unreadable: list[str] = []
-        for done, path in enumerate(changed, 1):
-            try:
-                memory = (memories or {}).get(path) or self.vault.read(path)
-            except VaultError as err:
-                # An unreadable file keeps its previous index entry: not a deletion.
-                unreadable.append(path)
-                problems.append(FileProblem(path, str(err)))
-                continue
-            if memory.problem:
-                problems.append(FileProblem(path, memory.problem))
-            doc = document_for(path, memory)
-            docs.append(doc)
-            fp = on_disk[path]
-            rows.append(
-                (
-                    *(path, fp[0], fp[1], doc.id, doc.workspace, doc.hash, memory.problem),
-                    *(memory.kind, " ".join(memory.supersedes), memory.created, memory.seen),
-                    *(memory.recalled, memory.last_recalled, memory.confirmed, memory.archived),
+        entities: dict[str, list[tuple[str, str]]] = {}
+
+        def documents() -> Iterator[Document]:
+            reads = _read_files(self.vault, changed, memories or {})
+            for done, (path, memory, error, found) in enumerate(reads, 1):
+                if progress is not None and (done % 200 == 0 or done == len(changed)):
+                    progress(done, len(changed))
+                if memory is None:
+                    # An unreadable file keeps its previous index entry: not a deletion.
+                    unreadable.append(path)
+                    problems.append(FileProblem(path, error))
+                    continue
+                if memory.problem:
+                    problems.append(FileProblem(path, memory.problem))
+                doc = document_for(path, memory)
+                if found is not None:
+                    entities[path] = found
+                fp = on_disk[path]
+                rows.append(
+                    (
+                        *(path, fp[0], fp[1], doc.id, doc.workspace, doc.hash, memory.problem),
+                        *(memory.kind, " ".join(memory.supersedes), memory.created, memory.seen),
+                        *(memory.recalled, memory.last_recalled, memory.confirmed, memory.archived),
+                    )
                 )
-            )
-            if progress is not None and (done % 200 == 0 or done == len(changed)):
-                progress(done, len(changed))
-        if docs or removed:
-            self.search.apply(docs, removed, limitmb=_limitmb(len(docs)), new=new)
+                yield doc
+
+        if changed or removed:
+            limitmb = _limitmb(len(changed))
+            self.search.apply(documents(), removed, limitmb=limitmb, new=new, entities=entities)
         if unreadable and folders is not None:  # list their folders again next time
             retry = {_parent(p): RACY for p in unreadable}
             folders = replace(folders, mtimes={**folders.mtimes, **retry})
@@ -647,6 +656,109 @@ class Indexer:
         """Return every indexed file that could not be read cleanly."""
         rows = self._query("SELECT path, problem FROM files WHERE problem != '' ORDER BY path", [])
         return [FileProblem(path, problem) for path, problem in rows]
+
+
+# --- reading many files in a second process -----------------------------------------------
+
+# (path, memory or None, why it could not be read, its entities if already extracted)
+Read = tuple[str, Memory | None, str, list[tuple[str, str]] | None]
+READER_MIN = 5000  # fewer files are read here: starting the reader costs ~0.2 s
+READER_CHUNK = 1000
+
+
+def _read_files(vault: Vault, paths: list[str], memories: dict[str, Memory]) -> Iterator[Read]:
+    """Read `paths` in order; a large batch is read (and its entities found) by a second
+    process while this one indexes, a chunk ahead (a rebuild: ~25% of the work)."""
+    if len(paths) < READER_MIN or memories:
+        for path in paths:
+            yield _read_one(vault, path, memories)
+        return
+    chunks = [paths[i : i + READER_CHUNK] for i in range(0, len(paths), READER_CHUNK)]
+    reader = _Reader.start(vault.root, chunks)
+    try:
+        for chunk in chunks:
+            batch = reader.receive() if reader is not None else None
+            if batch is None:
+                reader = None  # it failed: this process reads the rest
+                batch = [_read_one(vault, path, memories) for path in chunk]
+            yield from batch
+    finally:
+        if reader is not None:
+            reader.stop()
+
+
+def _read_one(vault: Vault, path: str, memories: dict[str, Memory]) -> Read:
+    try:
+        return path, memories.get(path) or vault.read(path), "", None
+    except VaultError as err:
+        return path, None, str(err), None
+
+
+class _Reader:
+    """A second Python process that reads and parses memory files (pickles over pipes).
+
+    A thread feeds it every chunk of paths while this process reads its answers in order:
+    the pipes' own buffers pace it, and neither side waits on the other's write.
+    """
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self._process = process
+
+    @classmethod
+    def start(cls, root: Path, chunks: list[list[str]]) -> _Reader | None:
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-c", "from memstore.indexer import serve_reads; serve_reads()"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+            )
+        except OSError:
+            return None
+        feeder = threading.Thread(target=_feed, args=(process, [str(root), *chunks]), daemon=True)
+        feeder.start()
+        return cls(process)
+
+    def receive(self) -> list[Read] | None:
+        try:
+            return pickle.load(self._process.stdout)  # type: ignore[arg-type]
+        except (OSError, EOFError, ValueError, pickle.UnpicklingError):
+            self.stop()
+            return None
+
+    def stop(self) -> None:
+        self._process.kill()  # done, or failed: what it still had to say is not needed
+        self._process.wait()
+        with contextlib.suppress(OSError):
+            self._process.stdout.close()  # type: ignore[union-attr]
+
+
+def _feed(process: subprocess.Popen[bytes], messages: list[object]) -> None:
+    """Write every message to the reader's stdin, then close it (a thread of its own)."""
+    try:
+        for message in messages:
+            pickle.dump(message, process.stdin)  # type: ignore[arg-type]
+    except (OSError, ValueError):
+        pass  # it is gone or was stopped: receive() says so
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            process.stdin.close()  # type: ignore[union-attr]
+
+
+def serve_reads() -> None:
+    """Run as the reader process: read chunks of paths named on stdin, answer on stdout."""
+    vault = Vault(Path(pickle.load(sys.stdin.buffer)))
+    while True:
+        try:
+            paths = pickle.load(sys.stdin.buffer)
+        except EOFError:
+            return
+        batch = []
+        for path in paths:
+            path, memory, error, _ = _read_one(vault, path, {})
+            found = None if memory is None else document_entities(document_for(path, memory))
+            batch.append((path, memory, error, found))
+        pickle.dump(batch, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
 
 
 def rebuild(vault: Vault, progress: Progress | None = None) -> tuple[Indexer, CatchUp]:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import random
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 from conftest import git, settings_at
 
+from memstore import indexer as indexer_module
 from memstore.codec import derive_id, render_memory, slugify
 from memstore.model import Memory
 from memstore.store import Store
@@ -121,3 +123,23 @@ def test_a_rebuilt_index_of_20k_memories_answers_like_the_one_kept_by_writes(
     vault: Path,
 ) -> None:
     check_rebuild_answers_the_same(vault, 20_000)
+
+
+@pytest.mark.parametrize("executable", [None, "/bin/true", "/nonexistent/python"])
+def test_a_rebuild_read_by_a_second_process_answers_the_same(
+    vault: Path, monkeypatch: pytest.MonkeyPatch, executable: str | None
+) -> None:
+    """Large batches are read by a reader process; one that dies or never starts is
+    replaced by reading in this process, with the same result."""
+    paths = generate(vault, 300)
+    (vault / paths[5]).write_bytes(b"\xff\xfe not utf-8 \x00")
+    with Store.open(settings_at(vault)) as store:
+        in_process = answers(store)  # 300 files: read in this process
+        monkeypatch.setattr(indexer_module, "READER_MIN", 50)
+        monkeypatch.setattr(indexer_module, "READER_CHUNK", 32)
+        if executable is not None:
+            monkeypatch.setattr(sys, "executable", executable)
+        result = store.reindex()
+        assert answers(store) == in_process
+    assert len(result.updated) == 300
+    assert [p.path for p in result.problems] == [paths[5]]
