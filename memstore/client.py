@@ -1,6 +1,6 @@
 """The lean client of the resident index: ask the vault's daemon over its socket, or say no one answered.
 
-It imports only the standard library and memstore.config/errors (never Whoosh, pygit2 or the
+It imports a few standard modules and nothing else of memstore (never Whoosh, pygit2 or the
 store): a search that the daemon answers costs an interpreter, this module and one round trip.
 
 How a shell uses it (the launcher for search/add, agent hooks, `memstore serve`), with `env`
@@ -14,8 +14,8 @@ its whole environment and `cwd` its working directory:
 `ask` returns None when no daemon answered; it then starts one in the background (a new
 session, stdio to `.memstore/daemon.log`) for the next command, and the caller runs in-process
 this time. A reply whose status is None means "the daemon cannot handle this one": run it
-in-process too. Protocol: a 4-byte big-endian length, then UTF-8 JSON; stdin travels base64.
-Every message carries `IDENTITY` (memstore's version, the protocol and the code's
+in-process too. Protocol: length-prefixed frames of length-prefixed fields (below).
+Every message carries `identity()` (memstore's version, the protocol and the code's
 fingerprint): a daemon running other code refuses the request and stops.
 """
 
@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import json
 import os
 import time
 import zlib
@@ -38,7 +37,7 @@ if TYPE_CHECKING:  # pathlib (with urllib.parse) is imported only where a Path i
     from pathlib import Path
     from typing import Any
 
-PROTOCOL = 1
+PROTOCOL = 2
 # config.DEFAULT_VAULT_NAME (a test checks); config is not imported: it costs ~10 ms
 DEFAULT_VAULT_NAME = "memstore"
 STATE_DIR = ".memstore"
@@ -213,23 +212,32 @@ def short_address(path: Path | str) -> Iterator[str]:
         os.close(folder)
 
 
-def send_message(sock: socket.socket, message: dict[str, object]) -> None:
-    data = json.dumps(message, ensure_ascii=False).encode("utf-8")
-    sock.sendall(len(data).to_bytes(4, "big") + data)
+# --- the wire: a frame is a 4-byte big-endian length and that many bytes, which are fields,
+# each a 4-byte length and its bytes. Text is UTF-8 (surrogateescape: any environment or
+# path round-trips); stdin travels as it was read. No JSON on the client's path: json (with
+# re) is a third of a lean search's imports. The status op's figures are JSON in one field.
+
+Frame = list[bytes]
 
 
-def read_message(sock: socket.socket) -> dict[str, object]:
-    """Read one framed message; raise ConnectionError on a short read or a bad frame."""
+def send_frame(sock: socket.socket, fields: Frame) -> None:
+    body = b"".join(len(f).to_bytes(4, "big") + f for f in fields)
+    sock.sendall(len(body).to_bytes(4, "big") + body)
+
+
+def read_frame(sock: socket.socket) -> Frame:
+    """Read one frame; raise ConnectionError on a short read or a malformed frame."""
     size = int.from_bytes(_read_exactly(sock, 4), "big")
     if size > MAX_MESSAGE:
         raise ConnectionError(f"message of {size} bytes is too large")
-    try:
-        message = json.loads(_read_exactly(sock, size).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ConnectionError(f"unreadable message: {err}") from err
-    if not isinstance(message, dict):
-        raise ConnectionError("message is not a JSON object")
-    return message
+    body, fields, at = _read_exactly(sock, size), [], 0
+    while at < size:
+        length = int.from_bytes(body[at : at + 4], "big")
+        if at + 4 + length > size:
+            raise ConnectionError("malformed message: a field runs past its end")
+        fields.append(body[at + 4 : at + 4 + length])
+        at += 4 + length
+    return fields
 
 
 def _read_exactly(sock: socket.socket, size: int) -> bytes:
@@ -243,59 +251,73 @@ def _read_exactly(sock: socket.socket, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def encode_request(request: Request) -> dict[str, object]:
-    return {
-        "v": identity(),
-        "op": request.op,
-        "argv": list(request.argv),
-        "cwd": request.cwd,
-        "env": dict(request.env),
-        "stdin": _base64(request.stdin),
-    }
+def _bytes(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
 
 
-def decode_request(message: Mapping[str, object]) -> Request:
-    """Return the Request in `message`; raise ValueError when a field is missing or wrong."""
-    argv, env = message.get("argv"), message.get("env")
-    op, cwd, stdin = message.get("op"), message.get("cwd"), message.get("stdin", "")
-    if not (isinstance(op, str) and isinstance(cwd, str) and isinstance(stdin, str)):
-        raise ValueError("request needs op, cwd and stdin as strings")
-    if not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)):
-        raise ValueError("request argv is not a list of strings")
-    if not (isinstance(env, dict) and all(isinstance(v, str) for v in env.values())):
-        raise ValueError("request env is not a string mapping")
-    import base64
-
-    data = base64.b64decode(stdin, validate=True) if stdin else b""
-    return Request(op, argv, cwd, {str(k): v for k, v in env.items()}, data)
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "surrogateescape")
 
 
-def _base64(data: bytes) -> str:
-    if not data:
-        return ""  # the usual case: base64 is not even imported
-    import base64
-
-    return base64.b64encode(data).decode("ascii")
-
-
-def encode_reply(reply: Reply) -> dict[str, object]:
-    return {
-        "v": identity(),
-        "status": reply.status,
-        "stdout": reply.stdout,
-        "stderr": reply.stderr,
-        "data": reply.data,
-    }
+def encode_request(request: Request, name: str | None = None) -> Frame:
+    """Return the frame for `request`, naming this code (or `name`)."""
+    env = [_bytes(part) for pair in request.env.items() for part in pair]
+    head = [b"request", _bytes(name or identity()), _bytes(request.op), _bytes(request.cwd)]
+    return [
+        *head,
+        bytes(request.stdin),
+        b"%d" % len(request.argv),
+        *map(_bytes, request.argv),
+        *env,
+    ]
 
 
-def _decode_reply(message: Mapping[str, object]) -> Reply | None:
-    status, out, err = message.get("status"), message.get("stdout"), message.get("stderr")
-    data = message.get("data")
-    if status is not None and not isinstance(status, int):
+def decode_request(fields: Frame) -> Request:
+    """Return the Request in a frame; raise ValueError when it is not a well-formed one."""
+    if len(fields) < 6 or fields[0] != b"request" or not fields[5].isdigit():
+        raise ValueError("not a request frame")
+    count = int(fields[5])
+    argv, env = fields[6 : 6 + count], fields[6 + count :]
+    if len(argv) != count or len(env) % 2:
+        raise ValueError("request frame has a broken argument or environment list")
+    pairs = {_text(env[i]): _text(env[i + 1]) for i in range(0, len(env), 2)}
+    return Request(_text(fields[2]), [_text(a) for a in argv], _text(fields[3]), pairs, fields[4])
+
+
+def sender(fields: Frame) -> str:
+    """Return the code a frame names (its identity), '' when it names none."""
+    return _text(fields[1]) if len(fields) > 1 else ""
+
+
+def encode_reply(reply: Reply) -> Frame:
+    status = b"" if reply.status is None else b"%d" % reply.status
+    data = b""
+    if reply.data:
+        import json
+
+        data = json.dumps(reply.data).encode("ascii")
+    return [b"reply", _bytes(identity()), status, _bytes(reply.stdout), _bytes(reply.stderr), data]
+
+
+def refusal(reason: str) -> Frame:
+    return [b"refused", _bytes(identity()), _bytes(reason)]
+
+
+def decode_reply(fields: Frame) -> Reply | None:
+    """Return the Reply in a frame, or None for a refusal or anything malformed."""
+    if len(fields) != 6 or fields[0] != b"reply":
         return None
-    if not isinstance(out, str) or not isinstance(err, str):
+    status = fields[2]
+    if status and not status.lstrip(b"-").isdigit():
         return None
-    return Reply(status, out, err, data if isinstance(data, dict) else {})
+    data: dict[str, object] = {}
+    if fields[5]:
+        import json
+
+        loaded = json.loads(fields[5])
+        data = loaded if isinstance(loaded, dict) else {}
+    code = int(status) if status else None
+    return Reply(code, _text(fields[3]), _text(fields[4]), data)
 
 
 def connect(vault: Path | str, timeout: float = CONNECT_TIMEOUT_S) -> socket.socket | None:
@@ -341,16 +363,16 @@ def _exchange(vault: Path | str, request: Request) -> Reply | None:
     if sock is None:
         return None
     try:
-        send_message(sock, encode_request(request))
+        send_frame(sock, encode_request(request))
         sock.settimeout(REPLY_TIMEOUT_S)
-        message = read_message(sock)
+        fields = read_frame(sock)
     except (OSError, ConnectionError):
         return None  # the daemon went away mid-request (killed, stopping): run here
     finally:
         sock.close()
-    if message.get("refused"):
-        return None  # another memstore version: it stops itself; the next command starts ours
-    return _decode_reply(message)
+    # A refusal (other memstore code: it stops itself, the next command starts ours) or a
+    # malformed reply is None too: the command runs here.
+    return decode_reply(fields)
 
 
 def is_running(vault: Path | str) -> bool:

@@ -16,7 +16,6 @@ import logging
 import os
 import signal
 import socket
-import struct
 import sys
 import threading
 import time
@@ -29,13 +28,16 @@ from memstore import agent_hooks, lean, tools
 from memstore.client import (
     LOCK_NAME,
     LOG_NAME,
+    Frame,
     Reply,
     Request,
     decode_request,
     encode_reply,
     identity,
-    read_message,
-    send_message,
+    read_frame,
+    refusal,
+    send_frame,
+    sender,
     short_address,
     socket_path,
     state_dir,
@@ -232,22 +234,22 @@ class Daemon:
         with conn:
             try:
                 conn.settimeout(IO_TIMEOUT_S)
-                answer = self._answer(read_message(conn))
+                answer = self._answer(read_frame(conn))
                 conn.settimeout(IO_TIMEOUT_S)
-                send_message(conn, answer)
-            except (OSError, ConnectionError, struct.error) as err:
+                send_frame(conn, answer)
+            except (OSError, ConnectionError) as err:
                 log.info("a client went away: %s", err)  # its command runs in-process instead
             except Exception:  # a shell's outer loop: one bad request never ends the daemon
                 log.exception("unexpected error while answering a request")
 
-    def _answer(self, message: Mapping[str, object]) -> dict[str, object]:
-        if message.get("v") != identity():
-            self.stop(f"a client of other memstore code asked ({message.get('v')})")
-            return {"v": identity(), "refused": "version"}
+    def _answer(self, fields: Frame) -> Frame:
+        if sender(fields) != self.identity:
+            self.stop(f"a client of other memstore code asked ({sender(fields)!r})")
+            return refusal("version")
         try:
-            request = decode_request(message)
+            request = decode_request(fields)
         except ValueError as err:
-            return {"v": identity(), "refused": f"bad request: {err}"}
+            return refusal(f"bad request: {err}")
         self._last_request = time.monotonic()
         if request.op == "status":
             return encode_reply(Reply(0, "", "", self.status()))
@@ -304,7 +306,7 @@ class Daemon:
             "idle_exit_s": self.idle_exit,
             "exits_at": _iso(now + idle_left) if self.idle_exit > 0 else None,
             "requests": self.requests,
-            "version": identity(),
+            "version": self.identity,
         }
 
 

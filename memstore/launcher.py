@@ -60,14 +60,21 @@ def _run_lean(op: str, argv: list[str]) -> None:
     cwd = _cwd()
     request = client.Request(op, argv, cwd, dict(os.environ), stdin)
     reply = None
-    if client.daemon_allowed(request.env, argv):
-        reply = client.ask(client.vault_of(argv, request.env, cwd), request)
+    allowed = client.daemon_allowed(request.env, argv)
+    vault = client.vault_of(argv, request.env, cwd)
+    if allowed:
+        reply = client.ask(vault, request, start=False)
     if reply is None or reply.status is None:
         from memstore import lean
 
         _set_up_logging()
         _end_quietly_on_a_closed_pipe()
         reply = lean.RUNNERS[op](request, lean.open_in_process)
+        if allowed and reply.status is not None:
+            # Only now: a daemon starting meanwhile would hold the vault lock for its first
+            # catch-up, and this command's own catch-up (a reader's: it never waits) would
+            # be skipped.
+            client.start_daemon(vault, request.env)
     if reply.status is None:
         return
     try:

@@ -343,12 +343,13 @@ def test_status_says_whether_it_runs(tmp_path: Path, env: dict[str, str]) -> Non
 def test_a_daemon_of_other_code_refuses_and_stops(tmp_path: Path, env: dict[str, str]) -> None:
     vault = make_vault(tmp_path / "vault")
     process = start_daemon(env, vault)
-    request = client.encode_request(client.Request("search", ["nginx"], "/", env))
+    request = client.Request("search", ["nginx"], "/", env)
     conn = client.connect(vault)
     assert conn is not None
     with conn:
-        client.send_message(conn, {**request, "v": "0.0.1/0/someotherbuild"})
-        assert client.read_message(conn)["refused"] == "version"
+        client.send_frame(conn, client.encode_request(request, name="0.0.1/1/someotherbuild"))
+        answer = client.read_frame(conn)
+        assert answer[0] == b"refused" and client.decode_reply(answer) is None
     assert process.wait(timeout=30) == 0
     done = run({**env, "MEMSTORE_VAULT": str(vault)}, "search", "nginx upload")
     assert done.returncode == 0 and "nginx" in done.stdout  # ran in-process meanwhile
@@ -364,7 +365,7 @@ def test_clients_that_vanish_do_not_kill_the_daemon(tmp_path: Path, env: dict[st
     gone = client.connect(vault)
     assert gone is not None
     request = client.Request("search", ["nginx upload"], "/", {**env, "MEMSTORE_VAULT": str(vault)})
-    client.send_message(gone, client.encode_request(request))
+    client.send_frame(gone, client.encode_request(request))
     gone.shutdown(socket.SHUT_RDWR)  # leaves before the reply
     gone.close()
     garbage = client.connect(vault)
@@ -429,3 +430,19 @@ def test_the_client_knows_the_default_vault_name_without_importing_config() -> N
     from memstore.config import DEFAULT_VAULT_NAME
 
     assert client.DEFAULT_VAULT_NAME == DEFAULT_VAULT_NAME
+
+
+def test_frames_carry_any_environment_arguments_and_stdin_exactly() -> None:
+    request = client.Request(
+        "add",
+        ["-", "--json", "", "ünïcödé ✓", "x\udcff"],  # an argument that was not UTF-8 bytes
+        "/tmp/caf\udce9",
+        {"PATH": "/bin", "ODD": "\udc80\udcfe", "EMPTY": ""},
+        b"\x00\xff binary stdin\n",
+    )
+    assert client.decode_request(client.encode_request(request)) == request
+    reply = client.Reply(3, "out ✓\n", "err\udcff\n", {"figures": [1, 2.5, None]})
+    assert client.decode_reply(client.encode_reply(reply)) == reply
+    assert client.decode_reply(client.encode_reply(client.Reply(None))) == client.Reply(None)
+    with pytest.raises(ValueError):
+        client.decode_request([b"request", b"id", b"op"])
