@@ -572,9 +572,7 @@ class SearchIndex:
             rows = [
                 (doc.key, entity, kind)
                 for doc in upserts
-                for entity, kind in (
-                    found[doc.key] if doc.key in found else document_entities(doc)
-                )
+                for entity, kind in (found[doc.key] if doc.key in found else document_entities(doc))
             ]
             db.executemany("INSERT INTO entities (key, entity, kind) VALUES (?, ?, ?)", rows)
             db.executemany(
