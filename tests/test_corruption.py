@@ -274,6 +274,7 @@ def environment(home: Path, vault: Path) -> dict[str, str]:
         MEMSTORE_VAULT=str(vault),
         MEMSTORE_SESSION="corruption-test",
         MEMSTORE_HOST="test-host",
+        MEMSTORE_NO_DAEMON="1",  # the fixture copies .memstore/: no daemon socket in it
     )
     return env
 
