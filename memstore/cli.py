@@ -14,7 +14,6 @@ import typer
 
 from memstore import __version__
 from memstore.errors import InvalidInputError, MemstoreError
-from memstore.git import find_enclosing_repository
 from memstore.lean import detected_workspace, print_add, print_search, read_stdin
 from memstore.model import GLOBAL, CoreMemory
 from memstore.output import (
@@ -25,6 +24,7 @@ from memstore.output import (
     sync_lines,
 )
 from memstore.ranking import CHARS_PER_TOKEN, estimate_tokens
+from memstore.repo_name import find_enclosing_repository
 from memstore.store import Store, init_vault
 from memstore.upkeep import JsonOption, VaultOption, progress_bar, register, shell_settings
 

@@ -5,7 +5,6 @@ pygit2 is imported lazily so read-only commands that never commit do not pay for
 
 from __future__ import annotations
 
-import configparser
 import contextlib
 import logging
 import os
@@ -20,6 +19,7 @@ from typing import Any
 from memstore.codec import parse_memory
 from memstore.errors import InvalidInputError, UncommittedEditError, VaultError
 from memstore.faults import crash_point
+from memstore.repo_name import find_enclosing_repository
 
 log = logging.getLogger(__name__)
 
@@ -91,14 +91,6 @@ def _pygit2() -> Any:
     import pygit2
 
     return pygit2
-
-
-def find_enclosing_repository(path: Path) -> Path | None:
-    """Return the work tree root of the git repository containing `path`, if any."""
-    for folder in [path, *path.parents]:
-        if (folder / ".git").exists():
-            return folder
-    return None
 
 
 # Paths committed while git's index was left behind (see GitRepo.commit): "<pid> <path>"
@@ -1008,45 +1000,3 @@ def parent_repository_message(root: Path, owner: Path) -> str:
         f"its own: copy the folder outside it (cp -r {root} ~/memstore) and run "
         f"'memstore init ~/memstore', or run 'memstore demo'"
     )
-
-
-_REMOTE_NAME = re.compile(r"([^/:]+?)(?:\.git)?/*$")
-
-
-def detect_workspace(cwd: Path) -> str | None:
-    """Return the workspace for work in `cwd`: the repository's remote name, else its folder.
-
-    Reads .git/config directly (no pygit2) because it runs on every search.
-    """
-    root = find_enclosing_repository(cwd)
-    if root is None:
-        return None
-    remote = _remote_url(root / ".git")
-    if remote:
-        match = _REMOTE_NAME.search(remote.strip())
-        if match:
-            return match.group(1)
-    return root.name
-
-
-def _remote_url(git_dir: Path) -> str:
-    if git_dir.is_file():  # a worktree or submodule: "gitdir: <path>"
-        text = git_dir.read_text(encoding="utf-8", errors="replace").strip()
-        if not text.startswith("gitdir:"):
-            return ""
-        git_dir = (git_dir.parent / text.removeprefix("gitdir:").strip()).resolve()
-        common = git_dir / "commondir"
-        if common.exists():
-            git_dir = (git_dir / common.read_text(encoding="utf-8").strip()).resolve()
-    parser = configparser.ConfigParser(strict=False, interpolation=None)
-    try:
-        parser.read(git_dir / "config", encoding="utf-8")
-    except (configparser.Error, OSError, UnicodeDecodeError):
-        return ""
-    sections = [s for s in parser.sections() if s.startswith("remote ")]
-    sections.sort(key=lambda s: (s != 'remote "origin"', s))
-    for section in sections:
-        url = parser.get(section, "url", fallback="")
-        if url:
-            return url
-    return ""

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from memstore.git import GitRepo, Trailers, detect_workspace
+from memstore.git import GitRepo, Trailers
 from memstore.model import to_workspace_name
+from memstore.repo_name import detect_workspace
 from tests.conftest import git
 
 
