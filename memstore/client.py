@@ -213,7 +213,8 @@ def short_address(path: Path | str) -> Iterator[str]:
 
 
 # --- the wire: a frame is a 4-byte big-endian length and that many bytes, which are fields,
-# each a 4-byte length and its bytes. Text is UTF-8 (surrogateescape: any environment or
+# each a 4-byte length and its bytes. Every protocol version keeps this framing and the first
+# two fields (kind, identity), so a daemon of any version can read who asks and refuse. Text is UTF-8 (surrogateescape: any environment or
 # path round-trips); stdin travels as it was read. No JSON on the client's path: json (with
 # re) is a third of a lean search's imports. The status op's figures are JSON in one field.
 
@@ -226,15 +227,16 @@ def send_frame(sock: socket.socket, fields: Frame) -> None:
 
 
 def read_frame(sock: socket.socket) -> Frame:
-    """Read one frame; raise ConnectionError on a short read or a malformed frame."""
+    """Read one frame; raise ConnectionError on a short read (the other side left) and
+    ValueError on a frame this protocol cannot read (another protocol, or garbage)."""
     size = int.from_bytes(_read_exactly(sock, 4), "big")
     if size > MAX_MESSAGE:
-        raise ConnectionError(f"message of {size} bytes is too large")
+        raise ValueError(f"message of {size} bytes is too large")
     body, fields, at = _read_exactly(sock, size), [], 0
     while at < size:
         length = int.from_bytes(body[at : at + 4], "big")
         if at + 4 + length > size:
-            raise ConnectionError("malformed message: a field runs past its end")
+            raise ValueError("malformed message: a field runs past its end")
         fields.append(body[at + 4 : at + 4 + length])
         at += 4 + length
     return fields
@@ -366,8 +368,8 @@ def _exchange(vault: Path | str, request: Request) -> Reply | None:
         send_frame(sock, encode_request(request))
         sock.settimeout(REPLY_TIMEOUT_S)
         fields = read_frame(sock)
-    except (OSError, ConnectionError):
-        return None  # the daemon went away mid-request (killed, stopping): run here
+    except (OSError, ConnectionError, ValueError):
+        return None  # the daemon went away mid-request (killed, stopping), or spoke nonsense
     finally:
         sock.close()
     # A refusal (other memstore code: it stops itself, the next command starts ours) or a

@@ -239,6 +239,10 @@ class Daemon:
                 send_frame(conn, answer)
             except (OSError, ConnectionError) as err:
                 log.info("a client went away: %s", err)  # its command runs in-process instead
+            except ValueError as err:
+                # Only its owner can connect: a frame this code cannot read comes from a
+                # memstore whose protocol it does not know. Make way for that one's daemon.
+                self.stop(f"a client spoke another protocol ({err})")
             except Exception:  # a shell's outer loop: one bad request never ends the daemon
                 log.exception("unexpected error while answering a request")
 

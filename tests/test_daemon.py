@@ -368,13 +368,21 @@ def test_clients_that_vanish_do_not_kill_the_daemon(tmp_path: Path, env: dict[st
     client.send_frame(gone, client.encode_request(request))
     gone.shutdown(socket.SHUT_RDWR)  # leaves before the reply
     gone.close()
-    garbage = client.connect(vault)
-    assert garbage is not None
-    with garbage:
-        garbage.sendall(struct.pack(">I", 3) + b"\xff\xfe!")
     done = run({**env, "MEMSTORE_VAULT": str(vault)}, "search", "nginx upload")
     assert done.returncode == 0 and "nginx" in done.stdout
     wait_until(lambda: requests_served(vault) == 2, "both searches served")
+
+
+def test_a_frame_of_another_protocol_stops_the_daemon(tmp_path: Path, env: dict[str, str]) -> None:
+    vault = make_vault(tmp_path / "vault")
+    process = start_daemon(env, vault)
+    other = client.connect(vault)
+    assert other is not None
+    with other:  # a complete frame this protocol cannot read (e.g. protocol 1's JSON)
+        other.sendall(struct.pack(">I", 9) + b'{"v": 1}\n')
+    assert process.wait(timeout=30) == 0
+    log = (vault / ".memstore" / client.LOG_NAME).read_text(encoding="utf-8")
+    assert "a client spoke another protocol" in log
 
 
 def test_a_request_for_another_vault_runs_in_process(tmp_path: Path, env: dict[str, str]) -> None:
