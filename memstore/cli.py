@@ -409,7 +409,9 @@ def status(vault: VaultOption = None, as_json: JsonOption = False) -> None:
 def _status_lines(data: dict[str, Any]) -> list[str]:
     """Return what `memstore status` prints for the daemon's figures."""
     if not data["running"]:
-        state = "starting (catching up)" if data.get("starting") else "not running"
+        # It holds the lock but does not answer: catching up after its start, finishing a
+        # request on its way out, or a daemon of another memstore that this status just stopped.
+        state = "starting or stopping" if data.get("starting") else "not running"
         hint = (
             "the next search, add, hook or serve starts one"
             if data.get("allowed")
