@@ -12,8 +12,10 @@ import struct
 import time
 import warnings
 import zlib
+from collections import Counter, OrderedDict
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import chain
 from math import log
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,7 @@ COMMON_TERM_MIN = 1000  # above this many documents an any-word query keeps …
 ANY_TERM_LIMIT = 3  # … only its rarest terms (small vaults keep every term)
 MERGE_MAX_DOCS = 500  # a commit merges segments up to this size; larger ones on compact()
 COMPACT_SEGMENTS = 12  # more segments than this and the long-running shells compact
+CACHE_ENTITY_ROWS = 200_000  # entity rows' keys kept across look-ups (~10 MB at most)
 # Anything Whoosh raises when its files are damaged: a crash mid-commit or stray bytes
 # leave any of these (and a bare Exception, see _guard).
 _DAMAGE = (
@@ -160,6 +163,9 @@ class SearchIndex:
         self._stats: LiveStats | None = None
         self._postings = PostingCache()
         self._frequencies: dict[tuple[str, str], int] = {}  # for the current searcher
+        self._entity_cache: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        self._entity_cache_size = 0
+        self._entity_version: tuple[int, int] | None = None
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -461,13 +467,38 @@ class SearchIndex:
         wanted = sorted({e.lower() for e in entities})
         if not wanted:
             return {}
-        marks = ",".join("?" * len(wanted))
         with _guard(self.root, "read"):
-            rows = self._db.execute(
-                f"SELECT key, COUNT(*) FROM entities WHERE entity IN ({marks}) GROUP BY key",
-                wanted,
-            ).fetchall()
-        return {key: int(count) for key, count in rows}
+            keys_of = self._entity_rows(wanted)
+        # Counter counts in C: an entity such as a person's @name has thousands of rows
+        return dict(Counter(chain.from_iterable(keys_of[e] for e in wanted)))
+
+    def _entity_rows(self, wanted: list[str]) -> dict[str, tuple[str, ...]]:
+        """Return the keys of each entity's rows, from the table or the cache of them."""
+        # The cache holds while no connection changes the table: data_version counts the
+        # others' commits, total_changes this one's.
+        version = (self._db.execute("PRAGMA data_version").fetchone()[0], self._db.total_changes)
+        cache = self._entity_cache
+        if version != self._entity_version:
+            cache.clear()
+            self._entity_cache_size = 0
+            self._entity_version = version
+        missing = [e for e in wanted if e not in cache]
+        if missing:
+            rows: dict[str, list[str]] = {e: [] for e in missing}
+            marks = ",".join("?" * len(missing))
+            query = f"SELECT entity, key FROM entities WHERE entity IN ({marks})"
+            for entity, key in self._db.execute(query, missing):
+                rows[entity].append(key)
+            for entity, keys in rows.items():
+                cache[entity] = tuple(keys)
+                self._entity_cache_size += len(keys) + 1
+        found = {e: cache[e] for e in wanted}
+        for entity in wanted:
+            cache.move_to_end(entity)
+        while self._entity_cache_size > CACHE_ENTITY_ROWS and len(cache) > len(wanted):
+            _, evicted = cache.popitem(last=False)
+            self._entity_cache_size -= len(evicted) + 1
+        return found
 
     def entities_of(self, key: str) -> list[tuple[str, str]]:
         """Return the (entity, kind) pairs recorded for one document."""

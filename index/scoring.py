@@ -29,6 +29,8 @@ from index.storage import BYTE_TO_LENGTH
 SCORED_FIELDS = ("content", "keywords")
 _NONE: tuple[list[int], list[float]] = ([], [])
 CACHE_POSTINGS = 300_000  # posting entries kept across queries (~75 bytes each: ~25 MB)
+TIE_MARGIN = 1e-5  # wider than any two scores equal to six decimals are apart
+CACHE_SCORES = 200_000  # term scores kept per index version (~100 bytes each: ~20 MB)
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,11 @@ class LiveStats:
         self.count = reader.doc_count()
         self.has_deleted = reader.doc_count_all() != self.count
         self._idf: dict[tuple[str, str], float] = {}
+        self._norms: dict[tuple[str, str], list[float]] = {}
+        # Each term's scores per segment, for this index version (a daemon asks the same
+        # words again and again): ~100 bytes an entry, least recent out past the limit.
+        self.scores: OrderedDict[tuple[str, str, str, float], dict[int, float]] = OrderedDict()
+        self.scores_size = 0
 
     def idf(self, fieldname: str, text: str, cache: PostingCache) -> float:
         key = (fieldname, text)
@@ -71,6 +78,28 @@ class LiveStats:
 
     def avg_field_length(self, fieldname: str) -> float:
         return self.lengths.get(fieldname, 0) / (self.count or 1)
+
+    def norms(
+        self, segment: Any, fieldname: str, cache: PostingCache, b: float, k1: float
+    ) -> list[float]:
+        """Return BM25's length part, k1 × ((1 − b) + b × length / average), per document."""
+        key = (_segment_id(segment), fieldname)
+        if key not in self._norms:
+            avgfl = self.avg_field_length(fieldname) or 1
+            lengths = cache.lengths(segment, fieldname)
+            # Lengths are quantized to a byte: a few hundred values at most, each computed
+            # exactly as whoosh.scoring.bm25 does.
+            table = {n: k1 * ((1 - b) + b * n / avgfl) for n in set(lengths)}
+            self._norms[key] = [table[n] for n in lengths]
+        return self._norms[key]
+
+    def remember(self, key: tuple[str, str, str, float], scores: dict[int, float]) -> None:
+        """Keep one term's scores in a segment, dropping the least recent past the limit."""
+        self.scores[key] = scores
+        self.scores_size += max(len(scores), 1)
+        while self.scores_size > CACHE_SCORES and len(self.scores) > 1:
+            _, evicted = self.scores.popitem(last=False)
+            self.scores_size -= max(len(evicted), 1)
 
 
 def live_field_lengths(reader: Any) -> dict[str, int]:
@@ -177,17 +206,29 @@ def score(
             for name in allowed:
                 keep.update(cache.postings(segment, "workspace", name)[0])
         totals = _segment_scores(segment, stats, cache, query, b, k1)
-        found.extend(
-            (value, base + n)
-            for n, value in totals.items()
-            if n not in deleted and (keep is None or n in keep)
-        )
+        if deleted or keep is not None:
+            live = totals.keys() - deleted
+            if keep is not None:
+                live &= keep
+            if len(live) < len(totals):
+                totals = {n: totals[n] for n in live}
+        floor = _floor(totals, limit)
+        found.extend((value, base + n) for n, value in totals.items() if value >= floor)
     best = heapq.nlargest(limit, found, key=lambda pair: (pair[0], -pair[1]))
     if len(best) == limit and len(found) > limit:
         last = round(best[-1][0], 6)
         taken = {n for _, n in best}
         best += [pair for pair in found if round(pair[0], 6) == last and pair[1] not in taken]
     return best
+
+
+def _floor(totals: dict[int, float], limit: int) -> float:
+    """Return a score below which no document of `totals` can be among the `limit` best
+    nor tie with the last of them to six decimals (the best of every segment then qualify:
+    the last place overall scores at least each segment's own `limit`-th)."""
+    if limit <= 0 or len(totals) <= limit:
+        return float("-inf")
+    return heapq.nlargest(limit, totals.values())[-1] - TIE_MARGIN
 
 
 def _segment_scores(
@@ -199,19 +240,35 @@ def _segment_scores(
     totals: dict[int, float] = {}
     if query.require_all:
         if per_term and all(per_term):
-            common = set(per_term[0]).intersection(*per_term[1:])
-            totals = {n: sum(scores[n] for scores in per_term) for n in common}
+            # only the documents holding every term are summed (set operations, in C)
+            smallest = min(per_term, key=len)
+            common: Any = smallest.keys()
+            for scores in per_term:
+                if scores is not smallest:
+                    common = common & scores.keys()
+            # sum() adds from 0 in the terms' order: 0 + a is a, then + b, + c …
+            totals = {n: per_term[0][n] for n in common} if len(per_term) > 1 else dict(smallest)
+            for scores in per_term[1:]:
+                totals = {n: value + scores[n] for n, value in totals.items()}
     else:
         for scores in per_term:
-            for n, value in scores.items():
-                totals[n] = totals[n] + value if n in totals else value
+            _add(totals, scores)
     for text in query.extra:
         if text in query.terms:
             continue
-        boosted = _term_scores(segment, stats, cache, text, ("content",), query.extra_boost, b, k1)
-        for n, value in boosted.items():
-            totals[n] = totals[n] + value if n in totals else value
+        _add(
+            totals,
+            _term_scores(segment, stats, cache, text, ("content",), query.extra_boost, b, k1),
+        )
     return totals
+
+
+def _add(totals: dict[int, float], scores: dict[int, float]) -> None:
+    """Add `scores` into `totals` (totals[n] + value where both hold n), looping in Python
+    over the documents both hold only."""
+    both = {n: totals[n] + scores[n] for n in (totals.keys() & scores.keys())}
+    totals.update(scores)
+    totals.update(both)
 
 
 def _term_scores(
@@ -224,22 +281,49 @@ def _term_scores(
     b: float,
     k1: float,
 ) -> dict[int, float]:
-    """Return each document's BM25 score for one term, summed over `fields`."""
+    """Return each document's BM25 score for one term, summed over `fields` (kept in
+    `stats` for the next query; callers must not change the dictionary)."""
+    key = (_segment_id(segment), ",".join(fields), text, boost)
+    found = stats.scores.get(key)
+    if found is not None:
+        stats.scores.move_to_end(key)
+        return found
     scores: dict[int, float] = {}
     for fieldname in fields:
         ids, weights = cache.postings(segment, fieldname, text)
         if not ids:
             continue
-        lengths = cache.lengths(segment, fieldname)
-        idf = stats.idf(fieldname, text, cache)
-        avgfl = stats.avg_field_length(fieldname) or 1
-        for n, tf in zip(ids, weights, strict=True):
-            # whoosh.scoring.bm25, written out the same way so the floats come out the same
-            value = idf * ((tf * (k1 + 1)) / (tf + k1 * ((1 - b) + b * lengths[n] / avgfl)))
-            if boost != 1.0:
-                value *= boost
+        field_scores = _field_scores(ids, weights, stats, cache, segment, fieldname, text, b, k1)
+        if boost != 1.0:
+            field_scores = {n: value * boost for n, value in field_scores.items()}
+        if not scores:
+            scores = field_scores
+            continue
+        for n, value in field_scores.items():
             scores[n] = scores[n] + value if n in scores else value
+    stats.remember(key, scores)
     return scores
+
+
+def _field_scores(
+    ids: list[int],
+    weights: list[float],
+    stats: LiveStats,
+    cache: PostingCache,
+    segment: Any,
+    fieldname: str,
+    text: str,
+    b: float,
+    k1: float,
+) -> dict[int, float]:
+    idf = stats.idf(fieldname, text, cache)
+    norms = stats.norms(segment, fieldname, cache, b, k1)
+    k1_plus_1 = k1 + 1
+    # whoosh.scoring.bm25, idf * ((tf * (k1 + 1)) / (tf + k1 * ((1 - b) + b * dl / avgfl))),
+    # with the length part looked up: the same operations in the same order, the same floats
+    return {
+        n: idf * ((tf * k1_plus_1) / (tf + norms[n])) for n, tf in zip(ids, weights, strict=True)
+    }
 
 
 def _size(postings: tuple[list[int], list[float]]) -> int:
