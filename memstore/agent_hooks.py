@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memstore.client import Reply, Request, ask, daemon_allowed, resolve_vault
+from memstore.client import Reply, Request, ask, daemon_allowed, resolve_vault, start_daemon
 
 # Everything else is imported where it is used: a hook the daemon answers costs an
 # interpreter, this module and the client (dataclasses, the model, tempfile: ~30 ms more).
@@ -223,17 +223,22 @@ def _option(flags: list[str], name: str) -> str:
 
 
 def respond(request: Request) -> Reply:
-    """Ask the vault's daemon to run the hook (starting one for next time if none runs);
-    run it here when none answers or none is allowed."""
+    """Ask the vault's daemon to run the hook; run it here when none answers or none is
+    allowed, and then start one for the next hook."""
     reply = None
+    vault = None
     if daemon_allowed(request.env, request.argv):
         try:
             vault = resolve_vault(_vault_flag(request.argv), request.env, request.cwd)
         except ValueError:
             vault = None  # "--vault" without a value: answer() says so
-        reply = ask(vault, request) if vault is not None else None
+        reply = ask(vault, request, start=False) if vault is not None else None
     if reply is None or reply.status is None:
         reply = answer(request)
+        if vault is not None and reply.status is not None:
+            # Only now: a daemon starting meanwhile holds the vault lock for its first
+            # catch-up, and this hook's own catch-up (a reader's: it never waits) is skipped.
+            start_daemon(vault, request.env)
     return reply
 
 

@@ -198,6 +198,13 @@ def identity() -> str:
     return _identity
 
 
+def forget_identity() -> None:
+    """Name the code on disk at the next request (a long-lived caller that outlived an
+    upgrade: the daemons it would start run the new code and refuse the old identity)."""
+    global _identity
+    _identity = None
+
+
 @contextlib.contextmanager
 def short_address(path: Path | str) -> Iterator[str]:
     """Yield an AF_UNIX address for `path` that fits sockaddr_un (via a directory fd if long)."""

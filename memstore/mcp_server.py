@@ -177,7 +177,7 @@ class Forwarder:
                 return None
             # A daemon refuses (and stops for) a client of other code. This shell outlives
             # upgrades: name the code on disk now, or it would stop every new daemon it asks.
-            client._identity = None
+            client.forget_identity()
             time.sleep(0.02)  # polling a socket that is not there yet: no event to wait on
             reply = client.ask(vault, request)  # starts one if the last has just stopped
         return reply
