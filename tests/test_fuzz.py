@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from memstore import cli, lean
+from memstore import cli, client, lean
 from memstore.mcp_server import build_server
 from memstore.store import Store
 from tests.conftest import settings_at, vault_bytes
@@ -142,7 +142,14 @@ def run_in_process(argv: list[str], stdin: bytes) -> tuple[int, bytes, bytes]:
         with bounded(BOUND):
             status = None
             if argv[:1] in (["search"], ["add"]):
-                status = (lean.run_search if argv[0] == "search" else lean.run_add)(argv[1:])
+                op, rest = argv[0], argv[1:]
+                data = stdin if lean.wants_stdin(op, rest) else b""
+                request = client.Request(op, rest, os.getcwd(), dict(os.environ), data)
+                reply = lean.RUNNERS[op](request, lean.open_in_process)
+                status = reply.status
+                if status is not None:
+                    streams["stdout"].write(reply.stdout)
+                    streams["stderr"].write(reply.stderr)
             if status is None:
                 try:
                     cli.main()
