@@ -192,3 +192,83 @@ def test_an_empty_index_finds_nothing(tmp_path: Path) -> None:
     assert index.search("nginx", limit=5) == []
     assert index.search("nginx", limit=5, any_term=True, expansion=["kafka"]) == []
     index.close()
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    terms=st.lists(st.sampled_from(TERMS), min_size=1, max_size=3, unique=True),
+    require_all=st.booleans(),
+    allowed=st.one_of(st.none(), st.lists(st.sampled_from(WORKSPACES), min_size=1, unique=True)),
+    limit=st.integers(min_value=1, max_value=12),
+)
+def test_the_best_and_those_tied_with_the_last_equal_a_full_sort(
+    layered: SearchIndex,
+    terms: list[str],
+    require_all: bool,
+    allowed: list[str] | None,
+    limit: int,
+) -> None:
+    # equal documents score equal: ties at the cut are common here, across segments
+    query = TermQuery(tuple(terms), require_all=require_all)
+    ranked = sorted(_reference(layered, query, allowed).items(), key=lambda p: (-p[1], p[0]))
+    wanted = {n for n, _ in ranked[:limit]}
+    if len(ranked) > limit:
+        last = round(ranked[limit - 1][1], 6)
+        wanted |= {n for n, value in ranked if round(value, 6) == last}
+    reader = layered._reader().reader()
+    got = score(
+        reader,
+        _stats(layered),
+        layered._postings,
+        query,
+        b=BM25_B,
+        k1=BM25_K1,
+        allowed=allowed,
+        limit=limit,
+    )
+    assert {n for _, n in got} == wanted
+
+
+def test_cached_scores_follow_the_index_and_stay_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("index.scoring.CACHE_SCORES", 40)  # evicted mid-query
+    rng = random.Random(11)
+    index = SearchIndex.open(tmp_path / "ix")
+    queries = [" ".join(rng.sample(WORDS, rng.randint(1, 3))) for _ in range(30)]
+    for batch in range(4):
+        index.apply([_doc(rng, batch * 30 + i) for i in range(30)])
+        fresh = SearchIndex.open(tmp_path / "ix")  # nothing cached
+        for text in queries * 2:  # the second time from the cache
+            for any_term in (False, True):
+                got = index.search(text, limit=8, any_term=any_term)
+                want = fresh.search(text, limit=8, any_term=any_term)
+                assert [(h.document.key, h.score) for h in got] == [
+                    (h.document.key, h.score) for h in want
+                ]
+        fresh.close()
+        assert index._stats is not None and index._stats.scores
+        assert index._stats.scores_size <= 40 + max(map(len, index._stats.scores.values()))
+    index.close()
+
+
+def test_entity_look_ups_see_writes_of_this_and_other_connections(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("index.engine.CACHE_ENTITY_ROWS", 2)  # evicted between look-ups
+    reader = SearchIndex.open(tmp_path / "ix")
+    writer = SearchIndex.open(tmp_path / "ix")  # another process's connection, in effect
+    first = Document("w/a.md", "aaaaaaaa", "w", "note", "ask @maria about tmp_path")
+    assert reader.entity_keys(["@maria", "tmp_path"]) == {}
+    writer.apply([first])
+    assert reader.entity_keys(["@Maria", "tmp_path"]) == {"w/a.md": 2}
+    second = Document("w/b.md", "bbbbbbbb", "w", "note", "@maria again")
+    reader.apply([second])
+    assert reader.entity_keys(["@maria"]) == {"w/a.md": 1, "w/b.md": 1}
+    writer.apply([], ["w/a.md"])
+    assert reader.entity_keys(["@maria", "tmp_path"]) == {"w/b.md": 1}
+    assert reader.entity_keys(["tmp_path", "@maria"]) == {"w/b.md": 1}
+    writer.close()
+    reader.close()
