@@ -131,3 +131,13 @@ def test_confirm_is_one_commit_and_raises_strength(store: Store, vault) -> None:
     assert memory.confirmed == 1 and store.show(added.id)[1].confirmed == 1
     assert git(vault, "log", "-1", "--format=%s").startswith("confirm(global): Staging uses")
     assert store.confirm(added.id).confirmed == 2
+
+
+@given(
+    counts=st.dictionaries(st.text(min_size=1, max_size=4), st.integers(1, 4), max_size=60),
+    limit=st.integers(1, 8),
+)
+def test_most_shared_equals_a_full_sort(counts: dict[str, int], limit: int) -> None:
+    from memstore.retrieval import most_shared
+
+    assert most_shared(counts, limit) == sorted(counts, key=lambda k: (-counts[k], k))[:limit]
