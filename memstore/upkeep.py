@@ -1,6 +1,7 @@
 """The memory-keeping commands of the CLI, a thin typer shell over Curator, History, transfer.
 
-audit, dedupe, promote, archive, revive, forget, log, revert, import, export, restore, gc.
+audit, dedupe, promote, archive, revive, forget, log, revert, import, export, restore, gc,
+edit (over editing).
 """
 
 from __future__ import annotations
@@ -479,6 +480,40 @@ def register(app: typer.Typer) -> None:
             after = _kib(done.after.loose_kib + done.after.packed_kib)
             _say(f"packed {before.loose:,} loose git objects (history: {size} → {after})")
             _say(f"compacted the index: {count(done.index_segments, 'segment')} → 1")
+
+    @app.command()
+    def edit(memory_id: IdArgument, vault: VaultOption = None) -> None:
+        """Open a memory in $VISUAL or $EDITOR; a valid save is one `edit(…)` commit.
+
+        The editor works on a copy: a broken front matter is named and the editor opened
+        again (or, without a terminal, nothing is saved).
+
+        Example:  EDITOR=nano memstore edit k3xq
+        """
+        from memstore.editing import choose_editor, edit_memory, run_editor
+
+        settings = shell_settings(vault)
+        command, origin = choose_editor(os.environ.get("VISUAL", ""), os.environ.get("EDITOR", ""))
+        edited = edit_memory(
+            lambda: Store.open(settings),
+            memory_id,
+            lambda copy: run_editor(command, origin, copy),
+            _reopen,
+        )
+        if not edited.commit:
+            _say(f"{edited.id}: no change; nothing saved")
+            return
+        merged = " (merged with a change made while you edited)" if edited.merged else ""
+        _say(f"saved {edited.id} in {edited.commit[:8]}: {edited.path}{merged}")
+
+
+def _reopen(problem: str) -> bool:
+    """Name what is wrong with an edit and ask whether to open it again (only on a terminal;
+    without one the edit fails, and the error names the problem)."""
+    if not sys.stdin.isatty():
+        return False
+    _say(f"Error: {problem}", err=True)
+    return typer.confirm("re-open?", default=True, err=True)
 
 
 def _kib(kib: int) -> str:
