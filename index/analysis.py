@@ -205,3 +205,15 @@ def query_terms(analyzer: Any, text: str) -> list[str]:
     for token in analyzer(text, mode="query"):
         terms.setdefault(token.text, None)
     return list(terms)
+
+
+def term_sources(analyzer: Any, text: str) -> dict[str, str]:
+    """Return each term of `text` with the word or identifier part it came from (lowercase),
+    the first one when several give the same term."""
+    sources: dict[str, str] = {}
+    for match in re.finditer(TOKEN_PATTERN, text):
+        for part in _cached_parts(match.group(0)):
+            own = next(iter(analyzer(part, mode="query")), None)
+            if own is not None:
+                sources.setdefault(own.text, part.lower())
+    return sources

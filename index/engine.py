@@ -28,7 +28,7 @@ from whoosh.query import And, Prefix, Query, Term
 from whoosh.reading import TermNotFound
 from whoosh.writing import MERGE_SMALL, LockError
 
-from index.analysis import make_analyzer, query_terms
+from index.analysis import make_analyzer, query_terms, term_sources
 from index.entities import extract_entities
 from index.scoring import (
     SCORED_FIELDS,
@@ -40,6 +40,7 @@ from index.scoring import (
     score,
 )
 from index.storage import read_in_place
+from index.typos import StandIn, max_distance, near_terms, nearest_surface, ranked
 
 read_in_place()
 
@@ -163,6 +164,7 @@ class SearchIndex:
         self._stats: LiveStats | None = None
         self._postings = PostingCache()
         self._frequencies: dict[tuple[str, str], int] = {}  # for the current searcher
+        self._stand_ins: dict[tuple[str, str], StandIn | None] = {}  # for the current searcher
         self._entity_cache: OrderedDict[str, tuple[str, ...]] = OrderedDict()
         self._entity_cache_size = 0
         self._entity_version: tuple[int, int] | None = None
@@ -251,6 +253,7 @@ class SearchIndex:
                 self._stats = LiveStats(searcher.reader(), self._lengths(searcher))
                 self._postings.forget_except(r for r, _ in searcher.reader().leaf_readers())
                 self._frequencies = {}
+                self._stand_ins = {}
                 self._searcher = searcher
         except Exception as err:
             _raise_if_damage(err, self.root)
@@ -282,9 +285,13 @@ class SearchIndex:
         limit: int = 5,
         any_term: bool = False,
         expansion: Collection[str] = (),
+        typos: bool = False,
     ) -> list[IndexHit]:
-        """Return the best documents for `text`: all terms must match unless `any_term`."""
-        terms = query_terms(self._analyzer, text)
+        """Return the best documents for `text`: all terms must match unless `any_term`.
+
+        With `typos`, a term no document holds is searched as its stand-in (`stand_ins`).
+        """
+        terms = self._terms(text, typos)
         if not terms or limit <= 0:
             return []
         if any_term:
@@ -361,23 +368,95 @@ class SearchIndex:
                 weights[term] = weights.get(term, 0.0) + log((total + 1) / (df + 1))
         return sorted(weights, key=lambda t: (-weights[t], t))[:count]
 
-    def coverage(self, doc: Document, text: str) -> float:
-        """Return the share of `text`'s terms that `doc` contains."""
-        wanted = set(query_terms(self._analyzer, text))
+    def coverage(self, doc: Document, text: str, *, typos: bool = False) -> float:
+        """Return the share of `text`'s terms (with `typos`, stand-ins for unknown ones)
+        that `doc` contains."""
+        wanted = set(self._terms(text, typos))
         return self._coverage(doc, wanted) if wanted else 0.0
 
     def _coverage(self, doc: Document, wanted: set[str]) -> float:
         text = f"{doc.content}\n{' '.join(doc.keywords)}"
         return round(len(wanted & set(query_terms(self._analyzer, text))) / len(wanted), 4)
 
-    def unknown_terms(self, text: str) -> int:
-        """Return how many of `text`'s terms no document contains."""
+    def unknown_terms(self, text: str, *, typos: bool = False) -> int:
+        """Return how many of `text`'s terms no document contains (with `typos`, those
+        without a stand-in)."""
         self._reader()
-        return sum(
-            1
-            for term in query_terms(self._analyzer, text)
-            if not self._frequency("content", term) and not self._frequency("keywords", term)
-        )
+        return sum(1 for term in self._terms(text, typos) if not self._known(term))
+
+    def _known(self, term: str) -> bool:
+        return bool(self._frequency("content", term) or self._frequency("keywords", term))
+
+    def _terms(self, text: str, typos: bool) -> list[str]:
+        """Return the query terms of `text`, each unknown one replaced by its stand-in."""
+        terms = query_terms(self._analyzer, text)
+        if not typos:
+            return terms
+        found = self._stand_ins_of(terms, term_sources(self._analyzer, text))
+        swapped = {s.term: s.stand_in_term for s in found}
+        return list(dict.fromkeys(swapped.get(term, term) for term in terms))
+
+    def stand_ins(self, text: str) -> list[StandIn]:
+        """Return a stand-in for each term of `text` that no document holds and that is
+        near a term some document does: typo tolerance (index/typos.py)."""
+        terms = query_terms(self._analyzer, text)
+        return self._stand_ins_of(terms, term_sources(self._analyzer, text))
+
+    def _stand_ins_of(self, terms: list[str], sources: dict[str, str]) -> list[StandIn]:
+        self._reader()
+        found = []
+        for term in terms:
+            word = sources.get(term, term)
+            if (term, word) not in self._stand_ins:
+                known = self._known(term)
+                self._stand_ins[term, word] = None if known else self._nearest(term, word)
+            best = self._stand_ins[term, word]
+            if best is not None:
+                found.append(best)
+        return found
+
+    def _nearest(self, term: str, word: str) -> StandIn | None:
+        """Return the stand-in for unknown `term` (typed as `word`), if a known term is near."""
+        edits = max_distance(term)
+        if not edits:
+            return None
+        with _guard(self.root, "read"):
+            lookups = [
+                segment.cursor(field).find
+                for segment, _ in self._searcher.reader().leaf_readers()
+                for field in SCORED_FIELDS
+                if segment.doc_count()
+            ]
+            near = near_terms(term, edits, lookups)
+        frequencies = {
+            t: self._frequency("content", t) + self._frequency("keywords", t) for t in near
+        }
+        for apart, candidate in ranked(term, frequencies):
+            surface = nearest_surface(word, self._surfaces(candidate))
+            if surface is not None:
+                return StandIn(word, term, surface, apart, candidate)
+        return None
+
+    def _surfaces(self, term: str, documents: int = 3) -> set[str]:
+        """Return the words that analyze to `term` in a few of the documents holding it."""
+        reader = self._searcher.reader()
+        found: set[str] = set()
+        with _guard(self.root, "read"):
+            for field in SCORED_FIELDS:
+                if not reader.doc_frequency(field, term):
+                    continue
+                postings = reader.postings(field, term)
+                for _ in range(documents):
+                    if not postings.is_active():  # past the end, or only replaced documents
+                        break
+                    text = reader.stored_fields(postings.id()).get(field) or ""
+                    found.update(
+                        w for t, w in term_sources(self._analyzer, text).items() if t == term
+                    )
+                    postings.next()
+                if found:
+                    break
+        return found
 
     def find(
         self, *, workspace: str | None = None, hash: str | None = None, id_prefix: str | None = None

@@ -8,6 +8,8 @@ from dataclasses import replace
 from datetime import datetime
 
 from index import Document, IndexHit, SearchIndex, extract_entities, terms
+from index.typos import StandIn
+from memstore.conflicts import display_text
 from memstore.indexer import Entry, Indexer
 from memstore.model import GLOBAL, CoreMemory, Hit, SearchResult
 from memstore.ranking import (
@@ -42,7 +44,8 @@ def find(
     Archived memories are left out unless `archived` is true.
     """
     index = indexer.search
-    strict = index.search(text, workspaces=scope, limit=CANDIDATES)
+    # typos=True: a word no memory holds is searched as its nearest known term (marked).
+    strict = index.search(text, workspaces=scope, limit=CANDIDATES, typos=True)
     # Memories holding only some of the words fill the places all-words matches leave;
     # feedback (a second, costlier search) runs only when no memory holds every word.
     loose = [] if len(strict) >= k else _loose(index, text, scope, feedback=not strict)
@@ -71,11 +74,11 @@ def find(
     best = max(c.lexical for c in candidates)
     values = {c.key: score(c, best, len(entities), now) for c in candidates}
     ranked = sorted(candidates, key=lambda c: (-round(values[c.key], 6), c.key))[:k]
-    unknown = index.unknown_terms(text)
+    unknown = index.unknown_terms(text, typos=True)
     hits = []
     for candidate in ranked:
         doc = documents[candidate.key]
-        coverage = 1.0 if candidate.strict else index.coverage(doc, text)
+        coverage = 1.0 if candidate.strict else index.coverage(doc, text, typos=True)
         candidate = replace(candidate, coverage=coverage)
         hits.append(_hit(doc, candidate, values[candidate.key], unknown))
     runner_up = values[ranked[1].key] if len(ranked) > 1 else 0.0
@@ -92,7 +95,7 @@ def _loose(
     The first hits stay as the query found them; the terms most characteristic of them feed
     a second search whose results fill the places after them, scored just below.
     """
-    first = index.search(text, workspaces=scope, limit=CANDIDATES, any_term=True)
+    first = index.search(text, workspaces=scope, limit=CANDIDATES, any_term=True, typos=True)
     if not feedback or len(first) <= FEEDBACK_DOCS or not FEEDBACK_TERMS:
         return first
     if index.count() > FEEDBACK_MAX_MEMORIES:
@@ -105,7 +108,7 @@ def _loose(
     second = [
         h
         for h in index.search(
-            text, workspaces=scope, limit=CANDIDATES, any_term=True, expansion=extra
+            text, workspaces=scope, limit=CANDIDATES, any_term=True, expansion=extra, typos=True
         )
         if h.document.key not in kept
     ]
@@ -182,7 +185,7 @@ def core_memories(indexer: Indexer, scope: set[str] | None) -> tuple[CoreMemory,
     entries = indexer.by_kind("core", scope)
     documents = indexer.search.get([e.path for e in entries])
     core = [
-        CoreMemory(d.id, d.workspace, d.content.strip())
+        CoreMemory(d.id, d.workspace, display_text(d.content).strip())
         for d in (documents[e.path] for e in entries if e.path in documents)
     ]
     core.sort(key=lambda c: (c.workspace == GLOBAL, c.workspace, c.id))
@@ -205,7 +208,20 @@ def recall_message(indexer: Indexer, query: str, hits: list[Hit], weak: bool, dr
     text = f"No memory has every word; {found} might be related." if weak else f"{found} found."
     if dropped:
         text += f" {dropped} more left out to fit max_tokens."
-    return text
+    return typo_note(indexer, query) + text
+
+
+def stand_ins(indexer: Indexer, query: str) -> list[StandIn]:
+    """Return the stand-ins a search of `query` used for words no memory holds."""
+    return indexer.search.stand_ins(query)
+
+
+def typo_note(indexer: Indexer, query: str) -> str:
+    """Return the sentence that says which words were searched as others ("" if none)."""
+    found = stand_ins(indexer, query)
+    if not found:
+        return ""
+    return f"Searched unknown words as known ones: {', '.join(s.label() for s in found)}. "
 
 
 def _candidate(
@@ -244,7 +260,7 @@ def _hit(doc: Document, candidate: Candidate, value: float, unknown: int) -> Hit
         workspace=doc.workspace,
         kind=doc.kind,
         path=doc.key,
-        content=doc.content,
+        content=display_text(doc.content),  # a conflict's versions, without markers
         keywords=doc.keywords,
         source=doc.source,
         created=doc.created,

@@ -7,12 +7,19 @@ many answerable prompts get their memory into the context, and how many off-topi
 stay silent. The hook puts the confident tier in context (memstore.ranking.is_confident,
 is_dominant); the other rows show simpler rules for comparison.
 
-Run:  python tests/benchmarks/bench_prompt_context.py
+The natural-language set (tests/data/prompts-natural.json: chatty prompts and prompts with
+typos, written for issue 13) is measured beside the original one; `-v` lists every prompt
+the hook answers wrongly or not at all.
+
+Run:  python tests/benchmarks/bench_prompt_context.py [-v]
+      PYTHONPATH=<other checkout> python tests/benchmarks/bench_prompt_context.py  (before)
 """
 
 from __future__ import annotations
 
+import json
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -22,6 +29,7 @@ from memstore.model import Hit, SearchResult
 from memstore.store import Store, init_vault
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample-vault"
+NATURAL = Path(__file__).resolve().parents[1] / "data" / "prompts-natural.json"
 
 ANSWERABLE = [
     ("why does upload fail with 413 in nginx?", "mfjscswv"),
@@ -106,15 +114,25 @@ def shown(result: SearchResult, threshold: float | None) -> list[Hit]:
     return [h for h in result.hits if h.view.startswith("lexical") or h.coverage >= threshold]
 
 
-def main() -> None:
-    root = build_vault()
-    settings = Settings(vault=root, source="bench", session="bench", host="bench")
-    with Store.open(settings) as store:
-        answers = [(store.search(p, workspace=None, k=5), want) for p, want in ANSWERABLE]
-        noise = [store.search(p, workspace=None, k=5) for p in OFF_TOPIC]
-    print(
-        f"{len(ANSWERABLE)} answerable prompts, {len(OFF_TOPIC)} off-topic prompts (sample vault)"
-    )
+def natural_prompts(tag: str = "") -> tuple[list[tuple[str, str]], list[str]]:
+    """Return the natural-language set's answerable (prompt, id) pairs and off-topic prompts,
+    those with `tag` only when given."""
+    data = json.loads(NATURAL.read_text(encoding="utf-8"))
+    answerable = [
+        (q["prompt"], q["want"]) for q in data["answerable"] if not tag or tag in q["tags"]
+    ]
+    off_topic = [q["prompt"] for q in data["off_topic"] if not tag or tag in q["tags"]]
+    return answerable, off_topic
+
+
+def measure(
+    store: Store, name: str, answerable: list[tuple[str, str]], off_topic: list[str], verbose: bool
+) -> None:
+    """Print, for each rule, how many answerable prompts reach their memory and how many
+    off-topic prompts stay silent."""
+    answers = [(store.search(p, workspace=None, k=5), want) for p, want in answerable]
+    noise = [store.search(p, workspace=None, k=5) for p in off_topic]
+    print(f"\n{name}: {len(answerable)} answerable prompts, {len(off_topic)} off-topic prompts")
     print("rule                         answered-in-context  off-topic-silent")
     rules: list[tuple[str, float | None]] = [("confident tier (in use)", None)]
     rules += [(f"coverage >= {t:.1f}", t) for t in (0.4, 0.5, 0.6, 0.7, 0.8)]
@@ -123,8 +141,30 @@ def main() -> None:
         answered = sum(any(h.id == want for h in shown(r, threshold)) for r, want in answers)
         silent = sum(not shown(r, threshold) for r in noise)
         print(
-            f"{label:28s} {answered:3d}/{len(ANSWERABLE)} ({answered / len(ANSWERABLE):.0%})        {silent:3d}/{len(OFF_TOPIC)} ({silent / len(OFF_TOPIC):.0%})"
+            f"{label:28s} {answered:3d}/{len(answerable)} ({answered / len(answerable):.0%})"
+            f"        {silent:3d}/{len(off_topic)} ({silent / len(off_topic):.0%})"
         )
+    if verbose:
+        for (prompt, want), (result, _) in zip(answerable, answers, strict=True):
+            ids = [h.id for h in shown(result, None)]
+            if want not in ids:
+                print(f"  missed  {prompt!r}: want {want}, context {ids}")
+        for prompt, result in zip(off_topic, noise, strict=True):
+            if shown(result, None):
+                print(f"  noise   {prompt!r}: context {[h.id for h in shown(result, None)]}")
+
+
+def main() -> None:
+    verbose = "-v" in sys.argv[1:]
+    root = build_vault()
+    settings = Settings(vault=root, source="bench", session="bench", host="bench")
+    with Store.open(settings) as store:
+        measure(store, "benchmark (sample vault)", ANSWERABLE, OFF_TOPIC, verbose)
+        for tag, name in (("", "natural-language set"), ("typo", "  of which with typos")):
+            answerable, off_topic = natural_prompts(tag)
+            measure(store, name, answerable, off_topic, verbose)
+        answerable, off_topic = natural_prompts()
+        measure(store, "both sets", ANSWERABLE + answerable, OFF_TOPIC + off_topic, verbose=False)
     shutil.rmtree(root.parent)
 
 

@@ -1,0 +1,128 @@
+"""Typo tolerance: a query term no document holds is stood in for by the nearest known term.
+
+Only terms with document frequency 0 get a stand-in, so a term the index knows is never
+corrected. The stand-in is a vocabulary term within edit distance 1 (terms of 4 to 7
+characters) or 2 (8 or more), a swap of two neighbouring letters counting as one edit
+(optimal string alignment); the nearest wins, then the one most documents hold. Terms with
+digits are left alone (versions, error codes and sizes are values, not misspelled words).
+
+The vocabulary is never loaded whole: a Levenshtein automaton of the term walks each
+segment's sorted term table, asking only for the first term at or after a string it could
+still accept (`whoosh.automata.fsa.find_all_matches`), a few dozen look-ups per segment.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from whoosh.automata.fsa import ANY, EPSILON, NFA, find_all_matches
+
+ONE_EDIT_MIN = 4  # terms this long may stand in at one edit …
+TWO_EDITS_MIN = 8  # … and this long at two
+
+
+@dataclass(frozen=True)
+class StandIn:
+    """A query term no document holds, and the known term searched in its place."""
+
+    word: str  # the query's word, as typed (lowercase)
+    term: str  # its term (analyzed: folded, stemmed)
+    stand_in: str  # the stand-in as memories write it (the form nearest to `word`)
+    distance: int  # edits between `term` and `stand_in_term`
+    stand_in_term: str  # the known term searched instead of `term`
+
+    def label(self) -> str:
+        """Return how the substitution reads in output: 'teraform → terraform'."""
+        return f"{self.word} → {self.stand_in}"
+
+
+def max_distance(term: str) -> int:
+    """Return how many edits a stand-in for `term` may be away (0: none is looked for)."""
+    if len(term) < ONE_EDIT_MIN or any(c.isdigit() for c in term):
+        return 0
+    return 2 if len(term) >= TWO_EDITS_MIN else 1
+
+
+@functools.lru_cache(maxsize=512)
+def automaton(term: str, edits: int) -> Any:
+    """Return a DFA accepting the strings within `edits` of `term` (a swap is one edit)."""
+    nfa = NFA((0, 0))
+    size = len(term)
+    for i, char in enumerate(term):
+        for e in range(edits + 1):
+            nfa.add_transition((i, e), char, (i + 1, e))
+            if e == edits:
+                continue
+            nfa.add_transition((i, e), ANY, (i, e + 1))  # a letter inserted
+            nfa.add_transition((i, e), EPSILON, (i + 1, e + 1))  # a letter left out
+            nfa.add_transition((i, e), ANY, (i + 1, e + 1))  # a letter replaced
+            if i + 1 < size and term[i + 1] != char:  # two letters swapped
+                nfa.add_transition((i, e), term[i + 1], ("swap", i, e))
+                nfa.add_transition(("swap", i, e), char, (i + 2, e + 1))
+    for e in range(edits + 1):
+        if e < edits:
+            nfa.add_transition((size, e), ANY, (size, e + 1))
+        nfa.add_final_state((size, e))
+    return nfa.to_dfa()
+
+
+def distance(a: str, b: str) -> int:
+    """Return the optimal-string-alignment distance between `a` and `b`."""
+    before: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        current = [i]
+        for j, y in enumerate(b, 1):
+            cost = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y))
+            if i > 1 and j > 1 and x == b[j - 2] and a[i - 2] == y:
+                cost = min(cost, before[j - 2] + 1)
+            current.append(cost)
+        before, previous = previous, current
+    return previous[-1]
+
+
+def near_terms(term: str, edits: int, lookups: Iterable[Callable[[str], str | None]]) -> set[str]:
+    """Return the terms within `edits` of `term` in sorted term tables.
+
+    Each lookup returns a table's first term at or after its argument (None past the end).
+    """
+    dfa = automaton(term, edits)
+    found: set[str] = set()
+    for lookup in lookups:
+        found.update(find_all_matches(dfa, lookup))
+    return found
+
+
+def ranked(term: str, frequencies: dict[str, int]) -> list[tuple[int, str]]:
+    """Return the possible stand-ins for `term` among known terms (with their document
+    frequencies) and their distances, best first: the nearest, then the most frequent.
+
+    Two edits are allowed only when the first letter is kept (few typos change it, and a
+    real word the vault lacks is often a longer or shorter one it has: upstream, stream).
+    """
+    edits = max_distance(term)
+    found = []
+    for candidate, df in frequencies.items():
+        if df <= 0 or candidate == term or any(c.isdigit() for c in candidate):
+            continue
+        apart = distance(term, candidate)
+        if apart <= edits and (apart == 1 or candidate[:1] == term[:1]):
+            found.append((apart, -df, candidate))
+    return [(apart, candidate) for apart, _, candidate in sorted(found)]
+
+
+def nearest_surface(word: str, surfaces: Iterable[str]) -> str | None:
+    """Return the form of a stand-in, as memories write it, nearest to the query's `word`,
+    if it is within the edits `word`'s own length allows (None otherwise).
+
+    Stems hide how far apart two words are ("refuses" → refus, one edit from reus, which is
+    "reuse"): comparing the written forms keeps a real word the vault lacks from standing
+    in for another.
+    """
+    best = min(sorted(surfaces), key=lambda s: distance(word, s), default=None)
+    if best is None or distance(word, best) > max(max_distance(word), 0):
+        return None
+    return best
