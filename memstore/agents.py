@@ -1,8 +1,8 @@
-"""Registering memstore with coding agents: find their MCP configs, plan a merge, apply it.
+"""Registering memstore with coding agents: find them, plan adding or removing memstore's MCP server, apply it.
 
-`plan_install` is pure (text in, text out); `apply_install` backs up and writes. Nothing here
-ever writes ~/.claude.json; a config that does not parse is refused and the block to add by
-hand is returned instead.
+`plan_install` and `plan_uninstall` are pure (text in, text out); `write_config` backs up and
+writes. Nothing here ever writes ~/.claude.json; a config that does not parse is refused and
+the block to add by hand is returned instead. Hooks are memstore.hook_config's.
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ import shlex
 import shutil
 import time
 import tomllib
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
 from memstore.errors import InvalidInputError, VaultError
+from memstore.hook_config import json_refusal
 
 SERVER_NAME = "memstore"
 
@@ -31,8 +32,10 @@ class Agent:
     title: str
     path: Path | None  # None: memstore cannot write it (instructions are printed instead)
     key: str  # the table of servers: mcpServers, servers or mcp_servers
-    detected: bool
+    installed: bool  # the agent's program (or app) is on this machine
     note: str = ""
+    configured: bool = False  # the agent's config folder exists (memstore may have made it)
+    hooks_path: Path | None = None  # where memstore's hooks go; None: no hooks for this agent
 
 
 @dataclass(frozen=True)
@@ -45,53 +48,98 @@ class InstallPlan:
     status: str  # "write" | "unchanged" | "refused" | "manual"
     reason: str = ""
 
+    @property
+    def path(self) -> Path | None:
+        return self.agent.path
 
-def find_agents(home: Path, cwd: Path, repo_root: Path | None, path_dirs: list[str]) -> list[Agent]:
-    """Return the agents memstore knows, where their config lives, and whether they are here."""
 
-    def on_path(command: str) -> bool:
-        return any((Path(d) / command).exists() for d in path_dirs)
+def _program_finder(path_dirs: list[str]) -> Callable[..., bool]:
+    """Return a test: is one of these programs on PATH or at one of these paths?"""
+    search = os.pathsep.join(d for d in path_dirs if d)
 
+    def found(*commands: str, at: tuple[Path, ...] = ()) -> bool:
+        on_path = bool(search) and any(shutil.which(c, path=search) for c in commands)
+        return on_path or any(p.is_dir() if p.suffix == ".app" else _runnable(p) for p in at)
+
+    return found
+
+
+def _runnable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def _mac_apps(home: Path, apps: Path, name: str) -> tuple[Path, ...]:
+    return (apps / "Applications" / name, home / "Applications" / name)
+
+
+def find_agents(
+    home: Path,
+    cwd: Path,
+    repo_root: Path | None,
+    path_dirs: list[str],
+    apps: Path = Path("/"),
+) -> list[Agent]:
+    """Return the agents memstore knows, where their config lives, and whether they are here.
+
+    An agent is installed when its program is found (on `path_dirs`, or where its installer
+    puts it; `apps` is the root holding /Applications); a config folder alone only makes it
+    configured, since memstore itself may have written that config.
+    """
+    found = _program_finder(path_dirs)
     project = repo_root or cwd
     desktop = home / ".config" / "Claude" / "claude_desktop_config.json"
     mac_desktop = home / "Library" / "Application Support" / "Claude" / "claude_desktop_config.json"
     if mac_desktop.parent.exists():
         desktop = mac_desktop
     cursor_project = project / ".cursor" / "mcp.json"
+    claude_bins = (home / ".local" / "bin" / "claude", home / ".claude" / "local" / "claude")
     return [
         Agent(
             "claude-code",
             "Claude Code",
             project / ".mcp.json" if repo_root else None,
             "mcpServers",
-            on_path("claude") or (home / ".claude").exists(),
+            found("claude", at=claude_bins),
             "" if repo_root else "not in a git repository: use the printed 'claude mcp add' line",
+            (home / ".claude").exists() or (home / ".claude.json").exists(),
+            (repo_root or home) / ".claude" / "settings.json",
         ),
         Agent(
             "codex",
             "Codex CLI",
             home / ".codex" / "config.toml",
             "mcp_servers",
-            on_path("codex") or (home / ".codex").exists(),
+            found("codex"),
+            configured=(home / ".codex").exists(),
+            hooks_path=home / ".codex" / "hooks.json",
         ),
         Agent(
             "cursor",
             "Cursor",
             cursor_project if repo_root else home / ".cursor" / "mcp.json",
             "mcpServers",
-            on_path("cursor") or (home / ".cursor").exists(),
+            found("cursor", at=_mac_apps(home, apps, "Cursor.app")),
+            configured=(home / ".cursor").exists(),
         ),
-        Agent("claude-desktop", "Claude Desktop", desktop, "mcpServers", desktop.parent.exists()),
+        Agent(
+            "claude-desktop",
+            "Claude Desktop",
+            desktop,
+            "mcpServers",
+            found("claude-desktop", at=_mac_apps(home, apps, "Claude.app")),
+            configured=desktop.parent.exists(),
+        ),
         Agent(
             "vscode",
             "VS Code",
             project / ".vscode" / "mcp.json" if repo_root else None,
             "servers",
-            on_path("code") or (home / ".vscode").exists(),
+            found("code", at=_mac_apps(home, apps, "Visual Studio Code.app")),
             ""
             if repo_root
             else "not in a git repository: VS Code reads .vscode/mcp.json in a project; run "
             "this inside one, or add this with 'MCP: Add Server' (user settings)",
+            (home / ".vscode").exists(),
         ),
     ]
 
@@ -133,15 +181,7 @@ def plan_install(agent: Agent, current: str | None, exe: str, vault: str = "") -
     try:
         data = json.loads(current) if current and current.strip() else {}
     except json.JSONDecodeError as err:
-        commented = "//" in (current or "") or "/*" in (current or "")
-        why = (
-            "holds comments or trailing commas (JSONC), which memstore will not rewrite"
-            if commented
-            else "is not valid JSON"
-        )
-        return InstallPlan(
-            agent, block, None, "refused", f"{agent.path} {why} ({err.msg} at line {err.lineno})"
-        )
+        return InstallPlan(agent, block, None, "refused", json_refusal(agent.path, current, err))
     if not isinstance(data, dict) or not isinstance(data.get(agent.key, {}), dict):
         return InstallPlan(
             agent, block, None, "refused", f"{agent.path} does not hold a '{agent.key}' object"
@@ -244,6 +284,77 @@ def is_registered(agent: Agent) -> bool:
     return isinstance(servers, dict) and SERVER_NAME in servers
 
 
+def claude_remove_line() -> str:
+    return f"claude mcp remove --scope user {SERVER_NAME}"
+
+
+def plan_uninstall(agent: Agent, current: str | None) -> InstallPlan:
+    """Decide how to take memstore's server out of `agent`'s config, keeping everything else."""
+    if agent.path is None:
+        by_hand = claude_remove_line() if agent.name == "claude-code" else ""
+        return InstallPlan(agent, by_hand, None, "manual", agent.note)
+    if current is None or not current.strip():
+        return InstallPlan(agent, "", None, "unchanged")
+    if agent.key == "mcp_servers":
+        return _unplan_toml(agent, current)
+    try:
+        data = json.loads(current)
+    except json.JSONDecodeError as err:
+        return InstallPlan(agent, "", None, "refused", json_refusal(agent.path, current, err))
+    servers = data.get(agent.key) if isinstance(data, dict) else None
+    if not isinstance(servers, dict) or SERVER_NAME not in servers:
+        return InstallPlan(agent, "", None, "unchanged")
+    rest = {k: v for k, v in servers.items() if k != SERVER_NAME}
+    # a table memstore emptied goes too: install then uninstall gives back what was there
+    merged = (
+        {**data, agent.key: rest} if rest else {k: v for k, v in data.items() if k != agent.key}
+    )
+    return InstallPlan(agent, "", json.dumps(merged, indent=2) + "\n", "write")
+
+
+_SUBTABLE = re.compile(
+    rf"^\[mcp_servers\.{SERVER_NAME}\.[^\]\n]+\][^\n]*\n(?:(?!\[)[^\n]*\n?)*", re.MULTILINE
+)
+
+
+def _unplan_toml(agent: Agent, current: str) -> InstallPlan:
+    try:
+        before = tomllib.loads(current)
+    except tomllib.TOMLDecodeError as err:
+        return InstallPlan(agent, "", None, "refused", f"{agent.path} is not valid TOML ({err})")
+    servers = before.get("mcp_servers", {})
+    if not isinstance(servers, dict) or SERVER_NAME not in servers:
+        return InstallPlan(agent, "", None, "unchanged")
+    new_text = _SUBTABLE.sub("", _TABLE.sub("", current))
+    new_text = new_text.rstrip("\n") + "\n" if new_text.strip() else ""
+    try:
+        after = tomllib.loads(new_text)
+    except tomllib.TOMLDecodeError:
+        after = None
+    rest = {k: v for k, v in servers.items() if k != SERVER_NAME}
+    expected = {k: v for k, v in before.items() if k != "mcp_servers"}
+    if rest or "mcp_servers" in (after or {}):
+        expected["mcp_servers"] = rest
+    if after != expected:
+        return InstallPlan(
+            agent,
+            "",
+            None,
+            "refused",
+            f"{agent.path} defines mcp_servers in a form memstore will not edit",
+        )
+    return InstallPlan(agent, "", new_text, "write")
+
+
+def runs_codex_notify(config_text: str | None) -> bool:
+    """Say whether a Codex config.toml runs memstore's notify capture (a second capture path)."""
+    try:
+        notify = tomllib.loads(config_text or "").get("notify")
+    except tomllib.TOMLDecodeError:
+        return False
+    return isinstance(notify, list) and "codex-notify" in notify
+
+
 def apply_install(plan: InstallPlan, backups: Path | None = None) -> Path | None:
     """Write the plan's new text (after backing up the original); return the backup path.
 
@@ -253,17 +364,33 @@ def apply_install(plan: InstallPlan, backups: Path | None = None) -> Path | None
     path = plan.agent.path
     if plan.status != "write" or plan.new_text is None or path is None:
         raise InvalidInputError(f"nothing to write for {plan.agent.title}")
+    return write_config(path, plan.new_text, backups)
+
+
+def write_config(path: Path, text: str, backups: Path | None = None) -> Path | None:
+    """Replace an agent's config file atomically, keeping a copy of the old one; return the copy."""
     backup = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists():
             folder = backups or path.parent
             folder.mkdir(parents=True, exist_ok=True)
-            backup = folder / f"{path.name}.bak-{time.strftime('%Y%m%dT%H%M%S')}"
+            backup = _free_name(folder / f"{path.name}.bak-{time.strftime('%Y%m%dT%H%M%S')}")
             shutil.copy2(path, backup)
         tmp = path.with_name(f".{path.name}.memstore-tmp")
-        tmp.write_text(plan.new_text, encoding="utf-8")
+        tmp.write_text(text, encoding="utf-8")
+        if backup is not None:
+            shutil.copymode(backup, tmp)  # the person's file keeps its permissions
         os.replace(tmp, path)
     except OSError as err:
         raise VaultError(f"cannot write {path}: {err.strerror}; add the block by hand") from err
     return backup
+
+
+def _free_name(path: Path) -> Path:
+    """Return `path`, or `path-2`, `path-3` … : a second write in the same second keeps both copies."""
+    candidate, n = path, 1
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.name}-{n}")
+    return candidate

@@ -12,8 +12,8 @@ from typing import Annotated, Any, cast
 
 import typer
 
-from memstore import __version__
-from memstore.errors import InvalidInputError, MemstoreError
+from memstore import __version__, agents_cli, conflicts_cli
+from memstore.errors import MemstoreError
 from memstore.lean import detected_workspace, print_add, print_search, read_stdin
 from memstore.model import GLOBAL, CoreMemory
 from memstore.output import (
@@ -91,13 +91,22 @@ def init(
         typer.Argument(help="Folder for the vault (default: ~/memstore).", show_default=False),
     ] = None,
     vault: VaultOption = None,
+    adopt_any: Annotated[
+        bool,
+        typer.Option(
+            "--adopt-any",
+            help="Make the repository a vault even though it holds files that are not memories"
+            " (memstore commits every file in its vault).",
+        ),
+    ] = False,
 ) -> None:
-    """Create a vault (a git repository of memories), or adopt an existing repository.
+    """Create a vault (a git repository of memories), or adopt an empty repository or a
+    clone of a vault.
 
     Example:  memstore init ~/memstore
     """
     settings = settings_for(path or vault)
-    result = init_vault(settings.vault, settings)
+    result = init_vault(settings.vault, settings, adopt_any=adopt_any)
     if result.created_repository:
         typer.echo(f"Created vault at {result.path}")
     elif result.commit or result.checked_out or result.registered_merge_driver:
@@ -108,6 +117,9 @@ def init(
         typer.echo(f"  checked out {result.checked_out} (the clone had checked out nothing)")
     if result.changed_files:
         typer.echo(f"  wrote {', '.join(result.changed_files)} and committed them")
+    identity = [change for change in result.plain_git if change.startswith("user.")]
+    if identity:
+        typer.echo(f"  git identity for merges in this vault: {', '.join(identity)}")
     typer.echo('Next:  memstore add "what to remember" -K keyword')
     typer.echo("\nPaste this into CLAUDE.md or AGENTS.md so your agent uses it:\n")
     typer.echo(POINTER_SNIPPET)
@@ -605,108 +617,27 @@ def _stop_on_signals(watcher: Any, store: Store) -> threading.Event:
     return stopping
 
 
-@app.command()
-def agents(
-    install: Annotated[
-        str | None,
-        typer.Option(
-            "--install",
-            help="Register memstore with this agent (a name from the list).",
-            show_default=False,
-        ),
-    ] = None,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Write without asking.")] = False,
-    as_json: JsonOption = False,
-    vault: VaultOption = None,
-) -> None:
-    """List coding agents and their MCP config files, or register memstore with one.
-
-    The server is registered with the vault in effect: --vault, else $MEMSTORE_VAULT (written
-    into the agent's config), else the default ~/memstore.
-
-    Example:  memstore agents --install claude-code
-    """
-    import shutil
-
-    from memstore.agents import apply_install, find_agents, is_registered, plan_install
-
-    cwd = Path.cwd()
-    found = find_agents(
-        Path.home(),
-        cwd,
-        find_enclosing_repository(cwd),
-        os.environ.get("PATH", "").split(os.pathsep),
-    )
-    if install is None:
-        if as_json:
-            emit_json(
-                [
-                    {
-                        **asdict(a),
-                        "path": str(a.path) if a.path else None,
-                        "registered": is_registered(a),
-                    }
-                    for a in found
-                ]
-            )
-            return
-        typer.echo(f"{'agent':15} {'on this machine':16} {'memstore registered':20} config")
-        for each in found:
-            where = str(each.path) if each.path else each.note
-            here = "yes" if each.detected else "not found"
-            registered = "yes" if is_registered(each) else "no"
-            typer.echo(f"{each.name:15} {here:16} {registered:20} {where}")
-        typer.echo("\nRegister with:  memstore agents --install NAME")
-        return
-    agent = next((a for a in found if a.name == install), None)
-    if agent is None:
-        raise InvalidInputError(
-            f"unknown agent {install!r}; use one of: {', '.join(a.name for a in found)}"
-        )
-    exe = shutil.which("memstore") or str(Path(sys.argv[0]).resolve())
-    current = (
-        agent.path.read_text(encoding="utf-8") if agent.path and agent.path.is_file() else None
-    )
-    chosen = vault or (
-        Path(os.environ["MEMSTORE_VAULT"]) if os.environ.get("MEMSTORE_VAULT") else None
-    )
-    where = str(chosen.expanduser().resolve()) if chosen else ""
-    plan = plan_install(agent, current, str(Path(exe).resolve()), where)
-    if plan.status == "manual":
-        what = "Run" if agent.name == "claude-code" else "Add"
-        typer.echo(f"{agent.title}: {plan.reason}. {what}:\n\n  {plan.block}")
-        return
-    if plan.status == "unchanged":
-        typer.echo(f"{agent.title}: memstore is already registered in {agent.path}")
-        return
-    if plan.status == "refused":
-        typer.echo(
-            f"Error: {plan.reason}; nothing written. Add this by hand:\n\n{plan.block}", err=True
-        )
-        raise typer.Exit(1)
-    if not yes:
-        if not sys.stdin.isatty():
-            typer.echo(
-                f"no terminal to ask, so nothing was written; rerun with --yes, or add this to {agent.path}:\n\n{plan.block}",
-                err=True,
-            )
-            raise typer.Exit(1)
-        typer.confirm(f"Register memstore in {agent.path}?", abort=True)
-    project = find_enclosing_repository(agent.path.parent) if agent.path else None
-    git_dir = project / ".git" if project else None
-    # in a worktree or submodule .git is a file: the backup then stays beside the config
-    backups = git_dir / "memstore-backups" if git_dir and git_dir.is_dir() else None
-    backup = apply_install(plan, backups)
-    typer.echo(
-        f"{agent.title}: registered memstore in {agent.path}"
-        + (f" (backup: {backup})" if backup else "")
-    )
-
-
-remote_app = typer.Typer(
-    help="Show or set the git remote the vault syncs with.", no_args_is_help=True
-)
+remote_app = typer.Typer(help="Show or set the git remote the vault syncs with.")
 app.add_typer(remote_app, name="remote")
+
+
+@remote_app.callback(invoke_without_command=True)
+def remote_default(context: typer.Context, vault: VaultOption = None) -> None:
+    """Show or set the git remote the vault syncs with (alone: print each remote and its URL).
+
+    Example:  memstore remote
+    """
+    if context.invoked_subcommand is not None:
+        return
+    from memstore import remote
+
+    with Store.open(settings_for(vault)) as store:
+        urls = remote.remote_urls(store.vault.root, store.settings.env)
+    if not urls:
+        typer.echo("no remote; add one with: memstore remote add URL", err=True)
+        raise typer.Exit(1)
+    for remote_name, url in urls.items():
+        typer.echo(f"{remote_name}\t{url}")
 
 
 @remote_app.command("add")
@@ -715,13 +646,17 @@ def remote_add(
     name: Annotated[str, typer.Option("--name", help="Remote name.")] = "origin",
     vault: VaultOption = None,
 ) -> None:
-    """Set the remote to sync with (added, or changed if it exists).
+    """Set the remote to sync with (added, or changed if it exists), and set up a plain
+    `git pull` / `git push` in the vault.
 
     Example:  memstore remote add git@github.com:you/memory.git
     """
     with Store.open(settings_for(vault)) as store:
-        store.set_remote(url, name)
-    typer.echo(f"remote {name} = {url}\nNext:  memstore sync")
+        changed = store.set_remote(url, name)
+    typer.echo(f"remote {name} = {url}")
+    if changed:
+        typer.echo(f"  git pull and git push work here too: {', '.join(changed)}")
+    typer.echo("Next:  memstore sync")
 
 
 @remote_app.command("show")
@@ -862,6 +797,8 @@ def demo(
 
 
 register(app)
+agents_cli.register(app)
+conflicts_cli.register(app)
 
 
 def main() -> None:

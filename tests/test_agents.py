@@ -48,12 +48,14 @@ def test_lists_every_agent_with_its_config_path(hermetic: Path, project: Path) -
     found = {a.name: a for a in find_agents(hermetic, project, project, [])}
     assert set(found) == {"claude-code", "codex", "cursor", "claude-desktop", "vscode"}
     assert found["claude-code"].path == project / ".mcp.json"
-    assert found["codex"].path == hermetic / ".codex" / "config.toml" and found["codex"].detected
-    assert found["vscode"].path == project / ".vscode" / "mcp.json" and not found["vscode"].detected
+    assert found["codex"].path == hermetic / ".codex" / "config.toml" and found["codex"].configured
+    assert (
+        found["vscode"].path == project / ".vscode" / "mcp.json" and not found["vscode"].installed
+    )
     out = agents_run(home=hermetic, cwd=project).stdout.splitlines()
     assert out[0].split()[:2] == ["agent", "on"]  # a header names the columns
     codex = next(line for line in out if line.startswith("codex"))
-    assert codex.split()[1:3] == ["yes", "no"]  # here, not registered yet
+    assert codex.split()[1:4] == ["configured", "no", "no"]  # no program; nothing registered
     assert any(str(project / ".mcp.json") in line for line in out)
 
 
@@ -72,8 +74,13 @@ def test_install_names_the_vault_in_effect_and_the_list_shows_it_registered(
         "--source",
         "codex",
     ]
+    # the hooks open the same vault as the server
+    hooks = json.loads((hermetic / ".codex" / "hooks.json").read_text(encoding="utf-8"))
+    prompt = hooks["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    assert prompt.endswith(f"hook prompt --source codex --vault {vault.resolve()}")
     listed = agents_run(home=hermetic, cwd=project).stdout.splitlines()
-    assert next(line for line in listed if line.startswith("codex")).split()[1:3] == ["yes", "yes"]
+    codex = next(line for line in listed if line.startswith("codex")).split()
+    assert codex[1:4] == ["configured", "yes", "yes"]  # memstore wrote ~/.codex, not Codex
     outside = tmp_path / "plain"
     outside.mkdir()
     line = agents_run("--install", "claude-code", home=hermetic, cwd=outside, vault=vault).stdout
@@ -99,9 +106,10 @@ def test_claude_code_merges_into_project_mcp_json_with_backup(
     # the backup goes where no commit of the project can pick it up
     backups = project / ".git" / "memstore-backups"
     assert len(list(backups.glob(".mcp.json.bak-*"))) == 1 and not list(project.glob("*.bak-*"))
-    assert git(project, "status", "--porcelain").split() == ["??", ".mcp.json"]
+    assert git(project, "status", "--porcelain").split() == ["??", ".claude/", "??", ".mcp.json"]
     again = agents_run("--install", "claude-code", "--yes", home=hermetic, cwd=project)
     assert "already registered" in again.stdout and len(list(backups.glob(".mcp.json.bak-*"))) == 1
+    assert "hooks are already in" in again.stdout
     assert not (hermetic / ".claude.json").exists()
 
 

@@ -1,0 +1,267 @@
+"""The `memstore agents` command: list coding agents; register memstore (MCP server and hooks) with one, or take it out.
+
+A thin shell over memstore.agents (MCP configs) and memstore.hook_config (hook settings).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from memstore.agents import (
+    Agent,
+    InstallPlan,
+    find_agents,
+    is_registered,
+    plan_install,
+    plan_uninstall,
+    runs_codex_notify,
+    write_config,
+)
+from memstore.errors import InvalidInputError
+from memstore.hook_config import HOOKS, HooksPlan, hooks_state, plan_add_hooks, plan_remove_hooks
+from memstore.output import render_json
+from memstore.repo_name import find_enclosing_repository
+from memstore.upkeep import JsonOption, VaultOption
+
+Plan = InstallPlan | HooksPlan
+
+
+def register(app: typer.Typer) -> None:
+    """Add the agents command to the CLI."""
+    app.command()(agents)
+
+
+def agents(
+    install: Annotated[
+        str | None,
+        typer.Option(
+            "--install",
+            help="Register memstore with this agent (a name from the list), with its hooks.",
+            show_default=False,
+        ),
+    ] = None,
+    uninstall: Annotated[
+        str | None,
+        typer.Option(
+            "--uninstall",
+            help="Take memstore's MCP server and hooks out of this agent's config.",
+            show_default=False,
+        ),
+    ] = None,
+    no_hooks: Annotated[
+        bool, typer.Option("--no-hooks", help="Only the MCP server: leave the hooks alone.")
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Write without asking.")] = False,
+    as_json: JsonOption = False,
+    vault: VaultOption = None,
+) -> None:
+    """List coding agents and their MCP config files, or register memstore with one.
+
+    --install also adds memstore's hooks (Claude Code: .claude/settings.json of the project, or
+    ~/.claude/settings.json outside one; Codex: ~/.codex/hooks.json) unless --no-hooks. The
+    server is registered with the vault in effect: --vault, else $MEMSTORE_VAULT (written into
+    the agent's config), else the default ~/memstore.
+
+    Example:  memstore agents --install claude-code
+    """
+    if install and uninstall:
+        raise typer.BadParameter("use --install or --uninstall, not both")
+    cwd = Path.cwd()
+    found = find_agents(
+        Path.home(),
+        cwd,
+        find_enclosing_repository(cwd),
+        os.environ.get("PATH", "").split(os.pathsep),
+    )
+    if install is None and uninstall is None:
+        _list(found, as_json)
+        return
+    agent = _named(found, install or uninstall or "")
+    if install:
+        _install(agent, _vault_in_effect(vault), yes, no_hooks)
+    else:
+        _uninstall(agent, yes, no_hooks)
+
+
+def _named(found: list[Agent], name: str) -> Agent:
+    agent = next((a for a in found if a.name == name), None)
+    if agent is None:
+        raise InvalidInputError(
+            f"unknown agent {name!r}; use one of: {', '.join(a.name for a in found)}"
+        )
+    return agent
+
+
+def _vault_in_effect(vault: Path | None) -> str:
+    """The vault to write into the agent's config: '' for the default one."""
+    chosen = vault or (
+        Path(os.environ["MEMSTORE_VAULT"]) if os.environ.get("MEMSTORE_VAULT") else None
+    )
+    return str(chosen.expanduser().resolve()) if chosen else ""
+
+
+def _read(path: Path | None) -> str | None:
+    return path.read_text(encoding="utf-8") if path and path.is_file() else None
+
+
+def _hooks_column(agent: Agent) -> str:
+    if agent.hooks_path is None:
+        return "-"
+    return hooks_state(_read(agent.hooks_path), HOOKS[agent.name])
+
+
+def _list(found: list[Agent], as_json: bool) -> None:
+    if as_json:
+        rows = [
+            {
+                **asdict(a),
+                "path": str(a.path) if a.path else None,
+                "hooks_path": str(a.hooks_path) if a.hooks_path else None,
+                "registered": is_registered(a),
+                "hooks": _hooks_column(a),
+            }
+            for a in found
+        ]
+        typer.echo(render_json(rows))
+        return
+    typer.echo(f"{'agent':15} {'on this machine':16} {'mcp server':11} {'hooks':6} config")
+    for each in found:
+        where = str(each.path) if each.path else each.note
+        # a config folder alone is not the agent: memstore may have written it
+        here = "installed" if each.installed else ("configured" if each.configured else "not found")
+        registered = "yes" if is_registered(each) else "no"
+        typer.echo(f"{each.name:15} {here:16} {registered:11} {_hooks_column(each):6} {where}")
+    typer.echo("\nRegister with:  memstore agents --install NAME   (remove: --uninstall NAME)")
+
+
+def _memstore_exe() -> str:
+    exe = shutil.which("memstore") or str(Path(sys.argv[0]).resolve())
+    return str(Path(exe).resolve())
+
+
+def _events(agent: Agent) -> str:
+    return ", ".join(dict.fromkeys(spec.event for spec in HOOKS[agent.name]))
+
+
+def _install(agent: Agent, where: str, yes: bool, no_hooks: bool) -> None:
+    exe = _memstore_exe()
+    server = plan_install(agent, _read(agent.path), exe, where)
+    plans: list[Plan] = [server]
+    if agent.hooks_path is not None and not no_hooks:
+        plans.append(
+            plan_add_hooks(
+                agent.hooks_path, _read(agent.hooks_path), HOOKS[agent.name], exe, agent.name, where
+            )
+        )
+    _refuse_if_any(plans, no_hooks)
+    if server.status == "manual":
+        what = "Run" if agent.name == "claude-code" else "Add"
+        typer.echo(f"{agent.title}: {server.reason}. {what}:\n\n  {server.block}\n")
+    for plan in plans:
+        if plan.status == "unchanged":
+            typer.echo(f"{agent.title}: {_done_already(agent, plan)}")
+    pending = [p for p in plans if p.status == "write"]
+    if not pending:
+        return
+    question = " and ".join(_install_phrase(agent, p) for p in pending)
+    _confirm(question[0].upper() + question[1:] + "?", pending, yes)
+    for plan in pending:
+        backup = _write(plan)
+        typer.echo(
+            f"{agent.title}: {_install_done(agent, plan)}"
+            + (f" (backup: {backup})" if backup else "")
+        )
+    if any(isinstance(p, HooksPlan) for p in pending) and agent.name == "codex":
+        typer.echo("Codex runs a new hook only once you approve it: start codex and open /hooks.")
+        if runs_codex_notify(_read(agent.path)):
+            typer.echo(
+                f"Note: {agent.path} also runs 'memstore hook codex-notify' as notify; keep one "
+                "of the two (remove that notify line, or uninstall and rerun with --no-hooks)."
+            )
+
+
+def _done_already(agent: Agent, plan: Plan) -> str:
+    if isinstance(plan, HooksPlan):
+        return f"memstore's hooks are already in {plan.path}"
+    return f"memstore is already registered in {agent.path}"
+
+
+def _install_phrase(agent: Agent, plan: Plan) -> str:
+    if isinstance(plan, HooksPlan):
+        return f"add memstore's hooks ({_events(agent)}) to {plan.path}"
+    return f"register memstore in {agent.path}"
+
+
+def _install_done(agent: Agent, plan: Plan) -> str:
+    if isinstance(plan, HooksPlan):
+        return f"added memstore's hooks ({_events(agent)}) to {plan.path}"
+    return f"registered memstore in {agent.path}"
+
+
+def _uninstall(agent: Agent, yes: bool, no_hooks: bool) -> None:
+    server = plan_uninstall(agent, _read(agent.path))
+    plans: list[Plan] = [server]
+    if agent.hooks_path is not None and not no_hooks:
+        plans.append(plan_remove_hooks(agent.hooks_path, _read(agent.hooks_path)))
+    _refuse_if_any(plans, no_hooks)
+    if server.status == "manual":
+        typer.echo(
+            f"{agent.title}: {server.reason.split(':')[0]}; no project config to change here"
+            + (f". Run:\n\n  {server.block}\n" if server.block else "")
+        )
+    for plan in plans:
+        if plan.status == "unchanged":
+            what = "no memstore hooks in" if isinstance(plan, HooksPlan) else "memstore is not in"
+            typer.echo(f"{agent.title}: {what} {plan.path}")
+    pending = [p for p in plans if p.status == "write"]
+    if not pending:
+        return
+    paths = " and ".join(str(p.path) for p in pending)
+    _confirm(f"Remove memstore from {paths}?", pending, yes)
+    for plan in pending:
+        backup = _write(plan)
+        what = "memstore's hooks" if isinstance(plan, HooksPlan) else "memstore"
+        typer.echo(
+            f"{agent.title}: removed {what} from {plan.path}"
+            + (f" (backup: {backup})" if backup else "")
+        )
+
+
+def _refuse_if_any(plans: list[Plan], no_hooks: bool) -> None:
+    """A file memstore will not rewrite stops the whole command before anything is written."""
+    refused = [p for p in plans if p.status == "refused"]
+    for plan in refused:
+        by_hand = f" Add this by hand:\n\n{plan.block}" if plan.block else ""
+        typer.echo(f"Error: {plan.reason}; nothing written.{by_hand}", err=True)
+        if isinstance(plan, HooksPlan) and not no_hooks:
+            typer.echo("(--no-hooks leaves the hooks file alone)", err=True)
+    if refused:
+        raise typer.Exit(1)
+
+
+def _confirm(question: str, pending: list[Plan], yes: bool) -> None:
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        typer.echo("no terminal to ask, so nothing was written; rerun with --yes", err=True)
+        for plan in (p for p in pending if p.block):
+            typer.echo(f"or add this to {plan.path}:\n\n{plan.block}", err=True)
+        raise typer.Exit(1)
+    typer.confirm(question, abort=True)
+
+
+def _write(plan: Plan) -> Path | None:
+    path = Path(str(plan.path))
+    project = find_enclosing_repository(path.parent)
+    git_dir = project / ".git" if project else None
+    # in a worktree or submodule .git is a file: the backup then stays beside the config
+    backups = git_dir / "memstore-backups" if git_dir and git_dir.is_dir() else None
+    assert plan.new_text is not None  # only "write" plans get here
+    return write_config(path, plan.new_text, backups)
