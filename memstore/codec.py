@@ -306,6 +306,41 @@ def split_top_level(header: str) -> list[tuple[str, str]]:
     return entries
 
 
+# --- the ids a memory absorbed ------------------------------------------------------------
+
+# `merged: [id, …]` names the memories `dedupe --merge` folded into this one, so their ids
+# keep resolving. It is kept among the user keys (`extra`): the merge rules keep a list
+# a side changed, and a file with the key reads as before in any memstore.
+MERGED_KEY = "merged"
+
+
+def merged_ids(memory: Memory) -> tuple[str, ...]:
+    """Return the ids of the memories folded into `memory` (its `merged:` key), lowercased."""
+    raw = dict(memory.extra).get(MERGED_KEY)
+    if raw is None:
+        return ()
+    try:
+        data = _load_yaml(raw)
+    except _yaml()[0].YAMLError:
+        return ()  # a hand-broken key: the memory still reads; only the aliases are lost
+    value = data.get(MERGED_KEY) if isinstance(data, dict) else None
+    return tuple(dict.fromkeys(i.lower() for i in _as_list(value)))
+
+
+def with_merged(memory: Memory, ids: tuple[str, ...]) -> Memory:
+    """Return `memory` with `ids` added to its `merged:` key (order kept, no repeats)."""
+    every = tuple(dict.fromkeys((*merged_ids(memory), *(i.lower() for i in ids))))
+    line = f"{MERGED_KEY}: {render_list(every)}"
+    extra = dict(memory.extra)
+    above = []  # the comments written above the key stay
+    for old in extra.get(MERGED_KEY, "").split("\n"):
+        if not _is_note(old):
+            break
+        above.append(old)
+    extra[MERGED_KEY] = "\n".join([*above, line])
+    return replace(memory, extra=tuple(extra.items()))
+
+
 # --- rendering --------------------------------------------------------------------------
 
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from memstore import remote
-from memstore.codec import render_memory
+from memstore.codec import merged_ids, render_memory, with_merged
 from memstore.errors import InvalidInputError
 from memstore.indexer import Entry, Progress, has_conflict
-from memstore.merge import union
+from memstore.merge import KIND_RANK, union
 from memstore.model import KINDS, Memory, check_kind
 from memstore.ranking import CORE_BUDGET_TOKENS, Candidate, estimate_tokens, strength
 from memstore.secrets import find_secrets
@@ -234,8 +234,12 @@ class Curator:
     # --- duplicates ------------------------------------------------------------------
 
     def merge_duplicate(self, id_prefix: str) -> tuple[Memory, str]:
-        """Fold a memory's nearest duplicate into it: newer text, summed counters, united
-        keywords, supersede links redirected; one commit. Returns (kept, removed id)."""
+        """Fold a memory's nearest duplicate into it, in one commit; returns (kept, folded id).
+
+        The memory named keeps its id, file and text; counters are summed, keywords united,
+        the higher kind kept (core > lesson > note > trace), the folded id recorded in its
+        `merged:` key (so the id still resolves) and supersede links to it redirected.
+        """
         store = self.store
         entry = store.resolve(id_prefix)
         partner = next(
@@ -253,48 +257,27 @@ class Curator:
         other = store.resolve(partner)
         with store.vault.lock(store.settings.lock_timeout):
             store.commit_edits([entry.path, other.path])
-            first, second = store.vault.read(entry.path), store.vault.read(other.path)
-            newer, older = (first, second) if first.created >= second.created else (second, first)
-            keep_entry, drop_entry = (entry, other) if newer is first else (other, entry)
-            merged = replace(
-                newer,
-                seen=newer.seen + older.seen,
-                recalled=newer.recalled + older.recalled,
-                confirmed=newer.confirmed + older.confirmed,
-                last_recalled=max(newer.last_recalled, older.last_recalled),
-                created=min(t for t in (newer.created, older.created) if t)
-                if (newer.created or older.created)
-                else "",
-                keywords=union((), newer.keywords, older.keywords),
-                supersedes=tuple(
-                    s for s in union((), newer.supersedes, older.supersedes) if s != newer.id
-                ),
-            )
-            touched = {keep_entry.path: merged}
-            for follower in store.indexer.superseded_by(older.id):
-                if follower.path == keep_entry.path:
+            kept = fold(store.vault.read(entry.path), store.vault.read(other.path))
+            touched = {entry.path: kept}
+            for follower in store.indexer.superseded_by(other.id):
+                if follower.path == entry.path:
                     continue
                 memory = store.vault.read(follower.path)
-                touched[follower.path] = replace(
-                    memory,
-                    supersedes=tuple(
-                        dict.fromkeys(newer.id if s == older.id else s for s in memory.supersedes)
-                    ),
-                )
+                links = (entry.id if s == other.id else s for s in memory.supersedes)
+                touched[follower.path] = replace(memory, supersedes=tuple(dict.fromkeys(links)))
             for path, memory in touched.items():
                 store.vault.write_atomic(path, render_memory(memory))
-            store.vault.path(drop_entry.path).unlink()
-            trailers = store.trailers
+            store.vault.path(other.path).unlink()
             store.git.commit(
-                f"dedupe({newer.workspace}): {summary(newer.body)} (merged {older.id})",
-                trailers,
+                f"dedupe({kept.workspace}): {summary(kept.body)} (merged {other.id})",
+                store.trailers,
                 add=tuple(touched),
-                remove=(drop_entry.path,),
+                remove=(other.path,),
             )
-            store.indexer.remove([drop_entry.path])
+            store.indexer.remove([other.path])
             for path, memory in touched.items():
                 store.indexer.record(path, memory)
-        return merged, older.id
+        return kept, other.id
 
     def keep_both(self, id_prefix: str) -> list[str]:
         """Mark a memory's near-duplicate pairs as reviewed: they are not listed again."""
@@ -358,6 +341,35 @@ class Collected:
     before: remote.ObjectCounts
     after: remote.ObjectCounts | None  # None on a dry run
     index_segments: int = 0  # how many segments the index had before it was compacted
+
+
+def fold(kept: Memory, folded: Memory) -> Memory:
+    """Return `kept` with `folded` merged into it: its text and id stay, nothing is downgraded."""
+    created = [t for t in (kept.created, folded.created) if t]
+    return with_merged(
+        replace(
+            kept,
+            kind=max(kept.kind, folded.kind, key=lambda kind: KIND_RANK.get(kind, -1)),
+            seen=kept.seen + folded.seen,
+            recalled=kept.recalled + folded.recalled,
+            confirmed=kept.confirmed + folded.confirmed,
+            last_recalled=max(kept.last_recalled, folded.last_recalled),
+            created=min(created) if created else "",
+            # Archived only if both were: folding in a memory still in use revives it.
+            archived=kept.archived if folded.archived else "",
+            keywords=union((), kept.keywords, folded.keywords),
+            supersedes=tuple(
+                s for s in union((), kept.supersedes, folded.supersedes) if s != kept.id
+            ),
+            # The folded memory's own keys (a person's tags) are kept beside the survivor's.
+            extra=(
+                *kept.extra,
+                *((k, raw) for k, raw in folded.extra if k not in dict(kept.extra)),
+            ),
+            has_front_matter=True,  # asked to merge: the counters and the alias need one
+        ),
+        (folded.id, *merged_ids(folded)),
+    )
 
 
 def _parse(stamp: str) -> datetime:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shlex
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -22,8 +24,16 @@ def sample_vault() -> Path:
     raise VaultError("the sample vault is missing from this installation; reinstall memstore")
 
 
-def run_demo(path: Path | None, settings: Settings, say: Callable[[str], None]) -> Path:
-    """Build a demo vault at `path` (or a temp folder) and show add, search, show and log."""
+def run_demo(
+    path: Path | None,
+    settings: Settings,
+    say: Callable[[str], None],
+    program: str | None = None,
+) -> Path:
+    """Build a demo vault at `path` (or a temp folder) and show add, search, show and log.
+
+    The closing hint names `program` (default: this memstore's absolute path), so it runs
+    from a shell whose PATH does not hold memstore's folder."""
     root = path or Path(tempfile.mkdtemp(prefix="memstore-demo-"))
     if root.exists() and any(root.iterdir()):
         raise VaultError(f"{root} is not empty; pick a new folder for the demo vault")
@@ -56,12 +66,14 @@ def run_demo(path: Path | None, settings: Settings, say: Callable[[str], None]) 
         say(f"   {added.status} {added.id} → {added.path}")
         again = store.add(text, workspace="webshop", keywords=("checkout",))
         say(f"   adding it again: {again.status}, seen {again.seen} (no second file)")
-        for query, workspace in (
+        searches = (
             ("checkout 502 after deploy", "webshop"),
             ("nginx upload limit", None),
             ("lỗi kết nối", None),
-        ):
-            say(f"\n3. memstore search {query!r}" + (f" -w {workspace}" if workspace else " --all"))
+        )
+        for step, (query, workspace) in enumerate(searches, 3):
+            scope = f" -w {workspace}" if workspace else " --all"
+            say(f"\n{step}. memstore search {query!r}{scope}")
             result = store.search(query, workspace=workspace, k=3)
             if result.weak:
                 say("   (no memory has every word; weak matches)")
@@ -69,11 +81,21 @@ def run_demo(path: Path | None, settings: Settings, say: Callable[[str], None]) 
                 mark = "  (weak: might be related)" if hit.weak else ""
                 say(f"   {hit.id}  {hit.workspace} · {hit.kind}  {summary(hit.content, 60)}{mark}")
         entry, _ = store.show(added.id[:4])
-        say(f"\n4. memstore show {added.id[:4]}   (any unique id prefix)\n")
+        step = 3 + len(searches)
+        say(f"\n{step}. memstore show {added.id[:4]}   (any unique id prefix)\n")
         for line in store.vault.path(entry.path).read_text(encoding="utf-8").splitlines():
             say(f"   {line}")
-        say("\n5. git log: every change is one readable commit")
+        say(f"\n{step + 1}. git log: every change is one readable commit")
         for commit in reversed(store.log(limit=5)):
             say(f"   {commit.commit[:8]}  {commit.summary}")
-    say(f'\nTry it yourself:  memstore search "deploy" --all --vault {root}')
+    vault = shlex.quote(str(settings.vault))
+    say(f'\nTry it yourself:  {program or this_program()} search "deploy" --all --vault {vault}')
     return root
+
+
+def this_program() -> str:
+    """Return a shell command that runs this memstore whatever PATH holds: its absolute path."""
+    script = Path(sys.argv[0])
+    if script.name == "memstore":  # the installed executable (a venv's bin, pipx's link)
+        return shlex.quote(str(script.absolute()))
+    return f"{shlex.quote(sys.executable)} -m memstore"

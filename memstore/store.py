@@ -23,6 +23,7 @@ from memstore import remote
 from memstore.codec import (
     content_hash,
     derive_id,
+    merged_ids,
     parse_memory,
     render_changes,
     render_memory,
@@ -463,7 +464,8 @@ class Store:
         return self._resolve_indexed(id_prefix, prefix)
 
     def _resolve_indexed(self, id_prefix: str, prefix: str) -> Entry:
-        entries = self.indexer.by_id_prefix(prefix)
+        # An id `dedupe --merge` folded away names the memory it was merged into.
+        entries = self.indexer.by_id_prefix(prefix) or self._merged_into(prefix)
         exact = [e for e in entries if e.id == prefix]
         if exact:
             entries = exact  # an id that is also a prefix of longer ids names itself
@@ -483,6 +485,26 @@ class Store:
                 f"id {ids[0]!r} is used by {len(entries)} files ({paths}); rename or remove one"
             )
         return entries[0]
+
+    def _merged_into(self, prefix: str) -> list[Entry]:
+        """Return the memories whose `merged:` key names an id starting with `prefix`.
+
+        Asked only when no memory has such an id. A merge sums `seen`, so only memories
+        stored twice or more are read, and only those whose file names a `merged:` key.
+        """
+        found = []
+        for entry in self.indexer.entries():
+            if entry.seen < 2:
+                continue
+            try:
+                data = self.vault.path(entry.path).read_bytes()
+            except OSError:
+                continue  # gone since the catch-up: not the memory asked for
+            if b"\nmerged:" in data and any(
+                folded.startswith(prefix) for folded in merged_ids(self.vault.read(entry.path))
+            ):
+                found.append(entry)
+        return found
 
     @_serialized
     def show(self, id_prefix: str) -> tuple[Entry, Memory]:

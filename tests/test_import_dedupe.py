@@ -187,3 +187,50 @@ def test_dedupe_leaves_a_correction_and_the_memory_it_corrects_apart(vault: Path
     listed = cli(vault, "dedupe", "--list").stdout
     assert "{} ~ {}".format(*sorted((old, twin))) in listed
     assert "{} ~ {}".format(*sorted((old, correction))) not in listed
+
+
+def test_dedupe_merge_keeps_the_memory_named_never_downgrades_and_the_folded_id_resolves(
+    vault: Path,
+) -> None:
+    lesson = added_id(
+        vault,
+        "Staging deploys need an approval from Maria before merging the release branch",
+        "--kind",
+        "lesson",
+        "-K",
+        "deploy",
+    )
+    note = added_id(  # newer, and only a note
+        vault,
+        "Staging deploys need an approval from Maria before merging the release branch today",
+        "-K",
+        "approval",
+    )
+    follower = added_id(vault, "Approvals moved to the #release channel", "--supersedes", note)
+    commits = commit_count(vault)
+    done = cli(vault, "dedupe", "--merge", lesson)
+    assert done.returncode == 0, done.stderr
+    assert f"merged {note} into {lesson}" in done.stdout and commit_count(vault) == commits + 1
+    kept = json.loads(cli(vault, "show", lesson, "--json").stdout)
+    assert kept["id"] == lesson and kept["kind"] == "lesson" and kept["seen"] == 2
+    assert kept["body"].strip().endswith("release branch")  # the named memory's own text
+    assert set(kept["keywords"]) == {"deploy", "approval"}
+    # The folded id still names the memory: show, links and new links find it.
+    assert f"merged: [{note}]" in cli(vault, "show", lesson).stdout
+    shown = cli(vault, "show", note)
+    assert shown.returncode == 0 and f"id: {lesson}" in shown.stdout
+    assert cli(vault, "show", note[:5]).returncode == 0
+    assert json.loads(cli(vault, "show", follower, "--json").stdout)["supersedes"] == [lesson]
+    later = added_id(vault, "Approvals moved again, to #deploys", "--supersedes", note)
+    assert json.loads(cli(vault, "show", later, "--json").stdout)["supersedes"] == [lesson]
+
+
+def test_dedupe_merge_into_a_note_keeps_the_lesson_kind_of_its_duplicate(vault: Path) -> None:
+    lesson = added_id(
+        vault, "Kafka consumer lag alert on orders fires at 10k messages", "--kind", "lesson"
+    )
+    note = added_id(vault, "Kafka consumer lag alert on orders fires at 10k messages daily")
+    assert cli(vault, "dedupe", "--merge", note).returncode == 0
+    kept = json.loads(cli(vault, "show", note, "--json").stdout)
+    assert kept["kind"] == "lesson" and kept["body"].strip().endswith("daily")
+    assert f"id: {note}" in cli(vault, "show", lesson).stdout
