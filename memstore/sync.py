@@ -12,6 +12,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from memstore import remote
+from memstore.conflicts import is_conflicted
 from memstore.edits import commit_edits
 from memstore.errors import SyncError, UncommittedEditError
 from memstore.faults import crash_point
@@ -83,6 +84,7 @@ def sync(
                 "path)"
             )
         outcome.committed_edits = _commit_edits(vault, git, trailers.host)
+        begun = git.head()
     branch = git.branch()
     attempt = 0
     while attempt < ATTEMPTS:
@@ -94,6 +96,7 @@ def sync(
             if not _merge_locked(vault, git, trailers, theirs, outcome):
                 continue  # a file changed under the checkout: its edit is committed; again
             head = git.head()
+        _note_conflicts(git, begun, head, outcome)
         if theirs and head == theirs:
             outcome.pushed = False
             return outcome
@@ -130,6 +133,17 @@ def _merge_locked(
         if git.head() != start:
             vault.make_private(git.paths_between(start, git.head()))
     return True
+
+
+def _note_conflicts(git: GitRepo, begun: str, head: str, outcome: SyncOutcome) -> None:
+    """Add to `outcome.conflicts` the memories that hold versions kept by a merge and that
+    this sync brought in: a merge another machine made arrives as a file with markers."""
+    arrived = []
+    for path in git.paths_between(begun, head) if begun != head else []:
+        data = git.read_at(head, path) if path.endswith(".md") else None
+        if data and b"<!-- memstore:" in data and is_conflicted(data.decode("utf-8", "replace")):
+            arrived.append(path)
+    outcome.conflicts = list(dict.fromkeys([*outcome.conflicts, *sorted(arrived)]))
 
 
 def _commit_edits(vault: Vault, git: GitRepo, host: str) -> str:
