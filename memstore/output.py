@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
+from memstore.conflicts import split_label, sync_hint
 from memstore.git import LogEntry
 from memstore.indexer import CatchUp, Drift
 from memstore.model import AddResult, Hit, SearchResult
@@ -81,8 +82,10 @@ def search_lines(result: SearchResult, query: str, scope: str | None) -> list[st
         mark = "  (weak)" if hit.weak else ""
         if hit.superseded_by:
             mark += f"  (superseded by {', '.join(hit.superseded_by)})"
+        conflict, text = split_label(hit.content)  # "(conflict: 2 versions)" goes up here
+        mark += f"  {conflict}" if conflict else ""
         lines.append(f"{hit.id}  {hit.workspace} · {hit.kind} · {hit.score:.2f}{mark}")
-        lines.extend(f"    {line}" for line in hit.content.strip().splitlines()[:6])
+        lines.extend(f"    {line}" for line in text.strip().splitlines()[:6])
     return [printable(line) for line in lines]
 
 
@@ -193,6 +196,7 @@ def sync_lines(outcome: SyncOutcome, flushed: int, caught_up: CatchUp) -> list[s
         lines.append(f"  both versions kept (conflict: true): {path}")
     for path in outcome.kept:
         lines.append(f"  deleted on one machine but edited on another, so kept: {path}")
+    lines += sync_hint(outcome.conflicts)
     if caught_up.updated or caught_up.removed:
         lines.append(f"index: {len(caught_up.updated)} updated, {len(caught_up.removed)} removed")
     lines.append("pushed" if outcome.pushed else "nothing to push")
