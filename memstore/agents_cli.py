@@ -135,7 +135,7 @@ def _list(found: list[Agent], as_json: bool) -> None:
     for each in found:
         where = str(each.path) if each.path else each.note
         # a config folder alone is not the agent: memstore may have written it
-        here = "installed" if each.installed else ("configured" if each.configured else "not found")
+        here = "installed" if each.installed else ("configured" if each.configured else "no")
         registered = "yes" if is_registered(each) else "no"
         typer.echo(f"{each.name:15} {here:16} {registered:11} {_hooks_column(each):6} {where}")
     typer.echo("\nRegister with:  memstore agents --install NAME   (remove: --uninstall NAME)")

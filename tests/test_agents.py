@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tomllib
@@ -12,6 +13,16 @@ from pathlib import Path
 import pytest
 
 from memstore.agents import apply_install, find_agents, plan_install
+from memstore.hook_config import (
+    CLAUDE_CODE_HOOKS,
+    HookSpec,
+    hook_command,
+    memstore_hook_event,
+    plan_add_hooks,
+    plan_remove_hooks,
+    render_hooks,
+)
+from memstore.hook_config import CODEX_HOOKS as CODEX_HOOKS_SPECS
 from tests.conftest import git
 
 EXE = Path(sys.executable).with_name("memstore")
@@ -26,9 +37,16 @@ def project(tmp_path: Path) -> Path:
 
 
 def agents_run(
-    *args: str, home: Path, cwd: Path, stdin: str | None = None, vault: Path | None = None
+    *args: str,
+    home: Path,
+    cwd: Path,
+    stdin: str | None = None,
+    vault: Path | None = None,
+    path_first: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HOME": str(home), "PATH": f"{EXE.parent}:/usr/bin:/bin"}
+    """Run the installed `memstore agents` with this HOME (and `path_first` ahead on PATH)."""
+    first = f"{path_first}:" if path_first else ""
+    env = {**os.environ, "HOME": str(home), "PATH": f"{first}{EXE.parent}:/usr/bin:/bin"}
     env.pop("MEMSTORE_VAULT", None)
     if vault is not None:
         env["MEMSTORE_VAULT"] = str(vault)
@@ -243,3 +261,339 @@ def test_outside_a_repository_the_block_is_printed_and_nothing_written(
     assert result.returncode == 0 and all(text in result.stdout for text in printed)
     assert not list(plain.iterdir()) and not (hermetic / ".claude.json").exists()
     assert not (hermetic / ".vscode").exists()
+
+
+# --- item 7: installed means the program is found ------------------------------------------
+
+
+def fake_program(folder: Path, name: str) -> Path:
+    """Put a small real executable called `name` into `folder` (a stand-in for the agent)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    program = folder / name
+    program.write_text(f'#!/bin/sh\necho "{name} (fake) 1.0"\n', encoding="utf-8")
+    program.chmod(0o755)
+    return program
+
+
+def test_a_config_folder_alone_is_configured_not_installed(hermetic: Path, tmp_path: Path) -> None:
+    for folder in (".codex", ".claude", ".cursor", ".vscode", ".config/Claude"):
+        (hermetic / folder).mkdir(parents=True)
+    (hermetic / ".codex" / "config.toml").write_text(
+        '[mcp_servers.memstore]\ncommand = "memstore"\nargs = ["serve"]\n', encoding="utf-8"
+    )
+    apps = tmp_path / "root"  # stands for "/" (where /Applications lives)
+    found = {a.name: a for a in find_agents(hermetic, tmp_path, None, [], apps=apps)}
+    assert {n for n, a in found.items() if a.installed} == set()
+    assert {n for n, a in found.items() if a.configured} == set(found)
+    bin_dir = tmp_path / "bin"
+    fake_program(bin_dir, "codex")
+    (bin_dir / "cursor").write_text("not a program\n", encoding="utf-8")  # not executable
+    fake_program(hermetic / ".local" / "bin", "claude")  # Claude Code's installer puts it here
+    (apps / "Applications" / "Claude.app").mkdir(parents=True)  # macOS app bundle
+    found = {a.name: a for a in find_agents(hermetic, tmp_path, None, [str(bin_dir)], apps=apps)}
+    assert {n for n, a in found.items() if a.installed} == {
+        "codex",
+        "claude-code",
+        "claude-desktop",
+    }
+    listed = agents_run(home=hermetic, cwd=tmp_path).stdout.splitlines()
+    assert next(line for line in listed if line.startswith("codex")).split()[1:3] == [
+        "configured",
+        "yes",
+    ]
+
+
+def test_the_list_says_installed_when_the_program_is_on_path(
+    hermetic: Path, tmp_path: Path
+) -> None:
+    bin_dir = tmp_path / "bin"
+    fake_program(bin_dir, "codex")
+    listed = agents_run(home=hermetic, cwd=tmp_path, path_first=bin_dir).stdout.splitlines()
+    assert next(line for line in listed if line.startswith("codex")).split()[1] == "installed"
+    assert next(line for line in listed if line.startswith("cursor")).split()[1] == "no"
+
+
+# --- hooks --------------------------------------------------------------------------------
+
+USER_SETTINGS = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(npm test)"]},
+    "hooks": {
+        "PreToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/audit-bash"}]}
+        ],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send 'Claude is done'"}]}],
+    },
+}
+
+
+def _commands(settings: dict, event: str) -> list[str]:
+    return [h["command"] for g in settings["hooks"].get(event, []) for h in g["hooks"]]
+
+
+def test_install_claude_code_merges_its_hooks_into_user_settings_backed_up_and_removable(
+    hermetic: Path, tmp_path: Path
+) -> None:
+    settings = hermetic / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    original = json.dumps(USER_SETTINGS, indent=4)
+    settings.write_text(original, encoding="utf-8")
+    bin_dir = tmp_path / "bin"
+    fake_program(bin_dir, "claude")
+    plain = tmp_path / "plain"  # outside any repository: the user's settings
+    plain.mkdir()
+    run = agents_run(
+        "--install", "claude-code", "--yes", home=hermetic, cwd=plain, path_first=bin_dir
+    )
+    assert run.returncode == 0, run.stderr
+    assert "claude mcp add --scope user memstore" in run.stdout  # the server: by hand, as before
+    data = json.loads(settings.read_text(encoding="utf-8"))
+    assert {k: v for k, v in data.items() if k != "hooks"} == {
+        "model": "opus",
+        "permissions": {"allow": ["Bash(npm test)"]},
+    }
+    assert data["hooks"]["PreToolUse"] == USER_SETTINGS["hooks"]["PreToolUse"]
+    exe = str(EXE.resolve())
+    assert _commands(data, "Stop") == [
+        "notify-send 'Claude is done'",  # the person's hook stays, first
+        f"{exe} hook capture --if-novel",
+    ]
+    assert _commands(data, "SessionStart") == [f"{exe} hook briefing"]
+    assert _commands(data, "UserPromptSubmit") == [f"{exe} hook prompt"]
+    backups = list(settings.parent.glob("settings.json.bak-*"))
+    assert [b.read_text(encoding="utf-8") for b in backups] == [original]
+    assert not (hermetic / ".claude.json").exists() and not list(plain.iterdir())
+
+    installed = settings.read_text(encoding="utf-8")
+    again = agents_run(
+        "--install", "claude-code", "--yes", home=hermetic, cwd=plain, path_first=bin_dir
+    )
+    assert again.returncode == 0 and "hooks are already in" in again.stdout
+    assert settings.read_text(encoding="utf-8") == installed
+    assert len(list(settings.parent.glob("settings.json.bak-*"))) == 1
+    listed = agents_run(home=hermetic, cwd=plain, path_first=bin_dir).stdout.splitlines()
+    claude = next(line for line in listed if line.startswith("claude-code")).split()
+    assert claude[1] == "installed" and claude[3] == "yes"
+
+    removed = agents_run("--uninstall", "claude-code", "--yes", home=hermetic, cwd=plain)
+    assert removed.returncode == 0, removed.stderr
+    assert "claude mcp remove --scope user memstore" in removed.stdout
+    assert json.loads(settings.read_text(encoding="utf-8")) == USER_SETTINGS
+    # both copies are kept, even within the same second
+    copies = sorted(settings.parent.glob("settings.json.bak-*"))
+    assert len(copies) == 2 and original in [c.read_text(encoding="utf-8") for c in copies]
+    nothing = agents_run("--uninstall", "claude-code", "--yes", home=hermetic, cwd=plain)
+    assert "no memstore hooks in" in nothing.stdout
+
+
+def test_the_installed_prompt_hook_recalls_from_the_vault_the_server_uses(
+    hermetic: Path, tmp_path: Path
+) -> None:
+    vault = tmp_path / "team-vault"
+    env = {**os.environ, "HOME": str(hermetic), "MEMSTORE_VAULT": str(vault)}
+    subprocess.run([str(EXE), "init", str(vault)], env=env, check=True, capture_output=True)
+    text = "upload 413 behind nginx: raise client_max_body_size in the server block"
+    subprocess.run(
+        [str(EXE), "add", text, "--vault", str(vault)], env=env, check=True, capture_output=True
+    )
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    run = agents_run("--install", "claude-code", "--yes", home=hermetic, cwd=plain, vault=vault)
+    assert run.returncode == 0, run.stderr
+    settings = json.loads((hermetic / ".claude" / "settings.json").read_text(encoding="utf-8"))
+    (command,) = _commands(settings, "UserPromptSubmit")
+    payload = {"prompt": "nginx upload 413 client_max_body_size", "cwd": str(plain)}
+    env.pop("MEMSTORE_VAULT")  # the agent's environment does not name the vault
+    hook = subprocess.run(
+        ["/bin/sh", "-c", command],
+        input=json.dumps(payload),
+        env=env,
+        cwd=plain,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert hook.returncode == 0 and "client_max_body_size" in hook.stdout, hook.stderr
+
+
+def test_install_in_a_project_writes_project_settings_and_uninstall_restores_both_files(
+    hermetic: Path, project: Path
+) -> None:
+    mcp = project / ".mcp.json"
+    mcp.write_text(json.dumps({"mcpServers": {"other": {"command": "x"}}}), encoding="utf-8")
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps(USER_SETTINGS), encoding="utf-8")
+    run = agents_run("--install", "claude-code", "--yes", home=hermetic, cwd=project)
+    assert run.returncode == 0, run.stderr
+    assert "memstore" in json.loads(mcp.read_text(encoding="utf-8"))["mcpServers"]
+    data = json.loads(settings.read_text(encoding="utf-8"))
+    assert len(_commands(data, "Stop")) == 2 and len(_commands(data, "SessionStart")) == 1
+    assert not (hermetic / ".claude").exists()  # the project's scope, like the MCP server
+    backups = project / ".git" / "memstore-backups"
+    assert {p.name.split(".bak-")[0] for p in backups.iterdir()} == {".mcp.json", "settings.json"}
+    removed = agents_run("--uninstall", "claude-code", "--yes", home=hermetic, cwd=project)
+    assert removed.returncode == 0, removed.stderr
+    assert json.loads(mcp.read_text(encoding="utf-8")) == {
+        "mcpServers": {"other": {"command": "x"}}
+    }
+    assert json.loads(settings.read_text(encoding="utf-8")) == USER_SETTINGS
+    assert len(list(backups.iterdir())) == 4
+    assert not list(project.glob("*.bak-*")) and not list(settings.parent.glob("*.bak-*"))
+
+
+CODEX_HOOKS = {
+    "hooks": {
+        "SessionStart": [
+            {"matcher": "startup", "hooks": [{"type": "command", "command": "echo hello"}]}
+        ],
+        "PostToolUse": [{"hooks": [{"type": "command", "command": "./lint.sh", "timeout": 5}]}],
+    }
+}
+CODEX_CONFIG = 'model = "o4"\nnotify = ["say", "done"]\n\n[mcp_servers.other]\ncommand = "other"\n'
+
+
+def test_install_codex_merges_hooks_json_idempotently_and_uninstall_restores_the_files(
+    hermetic: Path, tmp_path: Path
+) -> None:
+    codex = hermetic / ".codex"
+    codex.mkdir()
+    (codex / "config.toml").write_text(CODEX_CONFIG, encoding="utf-8")
+    (codex / "hooks.json").write_text(json.dumps(CODEX_HOOKS), encoding="utf-8")
+    bin_dir = tmp_path / "bin"
+    fake_program(bin_dir, "codex")
+    run = agents_run("--install", "codex", "--yes", home=hermetic, cwd=tmp_path, path_first=bin_dir)
+    assert run.returncode == 0, run.stderr
+    assert "/hooks" in run.stdout  # Codex runs a new hook only once approved there
+    hooks = json.loads((codex / "hooks.json").read_text(encoding="utf-8"))
+    assert hooks["hooks"]["PostToolUse"] == CODEX_HOOKS["hooks"]["PostToolUse"]
+    start = hooks["hooks"]["SessionStart"]
+    assert start[0] == CODEX_HOOKS["hooks"]["SessionStart"][0] and start[1]["matcher"] == (
+        "startup|resume"
+    )
+    exe = str(EXE.resolve())
+    assert start[1]["hooks"] == [
+        {"type": "command", "command": f"{exe} hook briefing --source codex", "timeout": 10}
+    ]
+    assert _commands(hooks, "Stop") == [f"{exe} hook capture --if-novel --source codex"]
+    first = {p.name: p.read_text(encoding="utf-8") for p in codex.iterdir()}
+    again = agents_run("--install", "codex", "--yes", home=hermetic, cwd=tmp_path)
+    assert "already registered" in again.stdout and "hooks are already in" in again.stdout
+    assert {p.name: p.read_text(encoding="utf-8") for p in codex.iterdir()} == first
+    removed = agents_run("--uninstall", "codex", "--yes", home=hermetic, cwd=tmp_path)
+    assert removed.returncode == 0, removed.stderr
+    assert (codex / "config.toml").read_text(encoding="utf-8") == CODEX_CONFIG
+    assert json.loads((codex / "hooks.json").read_text(encoding="utf-8")) == CODEX_HOOKS
+    assert len(list(codex.glob("*.bak-*"))) == 4
+
+
+def test_no_hooks_registers_only_the_server_and_uninstall_no_hooks_keeps_them(
+    hermetic: Path, tmp_path: Path
+) -> None:
+    codex = hermetic / ".codex"
+    run = agents_run("--install", "codex", "--yes", "--no-hooks", home=hermetic, cwd=tmp_path)
+    assert run.returncode == 0 and not (codex / "hooks.json").exists()
+    assert agents_run("--install", "codex", "--yes", home=hermetic, cwd=tmp_path).returncode == 0
+    hooks = (codex / "hooks.json").read_text(encoding="utf-8")
+    out = agents_run("--uninstall", "codex", "--yes", "--no-hooks", home=hermetic, cwd=tmp_path)
+    assert out.returncode == 0 and (codex / "hooks.json").read_text(encoding="utf-8") == hooks
+    assert "memstore" not in tomllib.loads((codex / "config.toml").read_text(encoding="utf-8")).get(
+        "mcp_servers", {}
+    )
+
+
+def test_a_settings_file_memstore_will_not_rewrite_stops_the_whole_install(
+    hermetic: Path, project: Path
+) -> None:
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    jsonc = '{\n  // my hooks\n  "hooks": {}\n}\n'
+    settings.write_text(jsonc, encoding="utf-8")
+    run = agents_run("--install", "claude-code", "--yes", home=hermetic, cwd=project)
+    assert run.returncode == 1 and "JSONC" in run.stderr and "--no-hooks" in run.stderr
+    first = run.stderr.splitlines()[0]
+    assert first.startswith("Error: ") and str(settings) in first and "nothing written" in first
+    assert settings.read_text(encoding="utf-8") == jsonc and not (project / ".mcp.json").exists()
+    only_server = agents_run(
+        "--install", "claude-code", "--yes", "--no-hooks", home=hermetic, cwd=project
+    )
+    assert only_server.returncode == 0 and (project / ".mcp.json").exists()
+    assert settings.read_text(encoding="utf-8") == jsonc
+
+
+def test_without_a_terminal_no_hooks_are_written_either(hermetic: Path, tmp_path: Path) -> None:
+    result = agents_run("--install", "claude-code", home=hermetic, cwd=tmp_path, stdin="")
+    assert result.returncode == 1 and "nothing was written" in result.stderr
+    assert '"UserPromptSubmit"' in result.stderr  # what to add by hand
+    assert not (hermetic / ".claude").exists()
+
+
+def test_install_and_uninstall_together_is_a_usage_error(hermetic: Path, tmp_path: Path) -> None:
+    both = agents_run("--install", "codex", "--uninstall", "codex", home=hermetic, cwd=tmp_path)
+    assert both.returncode == 2 and not (hermetic / ".codex").exists()
+
+
+def test_hooks_set_up_by_hand_are_updated_in_place_not_doubled() -> None:
+    by_hand = {
+        "hooks": {
+            "UserPromptSubmit": [
+                {"hooks": [{"type": "command", "command": "memstore hook prompt", "timeout": 9}]}
+            ],
+            # the README's once-per-session choice for capture
+            "SessionEnd": [{"hooks": [{"type": "command", "command": "memstore hook capture"}]}],
+            "SessionStart": [
+                {
+                    "hooks": [
+                        {
+                            "type": "command",
+                            "command": "/src/memstore/hooks/claude-code/briefing.sh",
+                        }
+                    ]
+                }
+            ],
+        }
+    }
+    plan = plan_add_hooks(
+        Path("s.json"), json.dumps(by_hand), CLAUDE_CODE_HOOKS, "/opt/memstore", "claude-code"
+    )
+    assert plan.status == "write" and plan.new_text is not None
+    hooks = json.loads(plan.new_text)["hooks"]
+    assert hooks["UserPromptSubmit"] == [
+        {"hooks": [{"type": "command", "command": "/opt/memstore hook prompt", "timeout": 9}]}
+    ]
+    assert "Stop" not in hooks and _commands({"hooks": hooks}, "SessionEnd") == [
+        "/opt/memstore hook capture --if-novel"
+    ]
+    assert _commands({"hooks": hooks}, "SessionStart") == ["/opt/memstore hook briefing"]
+    removed = plan_remove_hooks(Path("s.json"), plan.new_text)
+    assert removed.new_text is not None and json.loads(removed.new_text) == {}
+
+
+def test_a_path_with_spaces_is_quoted_in_the_hook_command() -> None:
+    spec = CLAUDE_CODE_HOOKS[1]
+    command = hook_command("/Users/A B/bin/memstore", spec, "codex", "/Users/A B/vault")
+    assert shlex.split(command) == [
+        "/Users/A B/bin/memstore",
+        "hook",
+        "prompt",
+        "--source",
+        "codex",
+        "--vault",
+        "/Users/A B/vault",
+    ]
+    assert memstore_hook_event(command) == "prompt"
+    assert memstore_hook_event("notify-send memstore hook prompt") is None
+
+
+@pytest.mark.parametrize(
+    ("example", "specs", "source"),
+    [
+        ("claude-code/settings.example.json", CLAUDE_CODE_HOOKS, "claude-code"),
+        ("codex/hooks.example.json", CODEX_HOOKS_SPECS, "codex"),
+    ],
+)
+def test_the_example_hook_files_are_what_install_writes(
+    example: str, specs: tuple[HookSpec, ...], source: str
+) -> None:
+    text = (Path(__file__).parents[1] / "hooks" / example).read_text(encoding="utf-8")
+    assert json.loads(text) == render_hooks(specs, "memstore", source)
