@@ -199,10 +199,24 @@ class WordCachedAnalyzer(Analyzer):
         return tuple(token.text for token in self._chain(word, mode="index"))
 
 
+# English contractions: the tokenizer splits "doesn't" into "doesn" and "t", "what's" into
+# "what" and "s": fragments no memory is about, that made a prompt look like it asked for
+# words the vault has never seen. A query reads them as the words they shorten.
+_CONTRACTION = re.compile(r"(?i)\b(can|won|shan)['’]t\b|n['’]t\b|['’](?:s|re|ve|ll|d|m)\b")
+_EXPANDED = {"can": "can", "won": "will", "shan": "shall"}
+
+
+def expand_contractions(text: str) -> str:
+    """Return `text` with contractions read as their words ("doesn't" → "does", "it's" → "it")."""
+    if "'" not in text and "’" not in text:
+        return text
+    return _CONTRACTION.sub(lambda m: _EXPANDED[m[1].lower()] if m[1] else "", text)
+
+
 def query_terms(analyzer: Any, text: str) -> list[str]:
-    """Return the distinct terms of a query, in order."""
+    """Return the distinct terms of a query, in order (contractions read as their words)."""
     terms: dict[str, None] = {}
-    for token in analyzer(text, mode="query"):
+    for token in analyzer(expand_contractions(text), mode="query"):
         terms.setdefault(token.text, None)
     return list(terms)
 

@@ -374,6 +374,19 @@ class SearchIndex:
         wanted = set(self._terms(text, typos))
         return self._coverage(doc, wanted) if wanted else 0.0
 
+    def coverage_of(self, doc: Document, terms: Collection[str]) -> float:
+        """Return the share of `terms` (index terms, not text) that `doc` contains."""
+        return self._coverage(doc, set(terms)) if terms else 0.0
+
+    def term_frequencies(self, text: str, *, typos: bool = False) -> dict[str, int]:
+        """Return how many documents hold each of `text`'s terms (with `typos`, stand-ins
+        for unknown ones), in content or keywords, as Whoosh counts them."""
+        self._reader()
+        return {
+            term: self._frequency("content", term) + self._frequency("keywords", term)
+            for term in self._terms(text, typos)
+        }
+
     def _coverage(self, doc: Document, wanted: set[str]) -> float:
         text = f"{doc.content}\n{' '.join(doc.keywords)}"
         return round(len(wanted & set(query_terms(self._analyzer, text))) / len(wanted), 4)

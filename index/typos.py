@@ -3,7 +3,8 @@
 Only terms with document frequency 0 get a stand-in, so a term the index knows is never
 corrected. The stand-in is a vocabulary term within edit distance 1 (terms of 4 to 7
 characters) or 2 (8 or more), a swap of two neighbouring letters counting as one edit
-(optimal string alignment); the nearest wins, then the one most documents hold. Terms with
+(optimal string alignment), with the first letter kept; the nearest wins, then the one most
+documents hold, if a form of it memories write is as near to the word typed. Terms with
 digits are left alone (versions, error codes and sizes are values, not misspelled words).
 
 The vocabulary is never loaded whole: a Levenshtein automaton of the term walks each
@@ -100,8 +101,9 @@ def ranked(term: str, frequencies: dict[str, int]) -> list[tuple[int, str]]:
     """Return the possible stand-ins for `term` among known terms (with their document
     frequencies) and their distances, best first: the nearest, then the most frequent.
 
-    Two edits are allowed only when the first letter is kept (few typos change it, and a
-    real word the vault lacks is often a longer or shorter one it has: upstream, stream).
+    The first letter must be kept: few typos change it, and a real word the vault lacks is
+    often one letter from a word it has but another first letter (mock, lock; jest, test)
+    or a longer form of one (upstream, stream).
     """
     edits = max_distance(term)
     found = []
@@ -109,7 +111,7 @@ def ranked(term: str, frequencies: dict[str, int]) -> list[tuple[int, str]]:
         if df <= 0 or candidate == term or any(c.isdigit() for c in candidate):
             continue
         apart = distance(term, candidate)
-        if apart <= edits and (apart == 1 or candidate[:1] == term[:1]):
+        if apart <= edits and candidate[:1] == term[:1]:
             found.append((apart, -df, candidate))
     return [(apart, candidate) for apart, _, candidate in sorted(found)]
 

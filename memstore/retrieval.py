@@ -28,6 +28,12 @@ CANDIDATES = 30  # per view, before ranking cuts to k
 FEEDBACK_DOCS = 3  # pseudo-relevance feedback: the any-word search's first hits …
 FEEDBACK_TERMS = 15  # … lend their most characteristic terms to a second, boosted search …
 FEEDBACK_MAX_MEMORIES = 5000  # … in vaults up to this size (above, it costs more than it helps)
+# Tiers (docs/retrieval.md, measured on the eval fixture and the prompt benchmark):
+UNKNOWN_SHARE = 0.25  # words no memory holds veto the coverage rule above this share
+FAR_AHEAD_RATIO = 0.5  # a first hit whose runner-up scores at most this share of it …
+DISTINCTIVE_SHARE = 0.1  # … and that holds, of the terms in at most this share of memories, …
+FAR_AHEAD_COVERAGE = 0.6  # … this share …
+FAR_AHEAD_TERMS = 3  # … and at least this many, is confident
 
 
 def find(
@@ -74,17 +80,47 @@ def find(
     best = max(c.lexical for c in candidates)
     values = {c.key: score(c, best, len(entities), now) for c in candidates}
     ranked = sorted(candidates, key=lambda c: (-round(values[c.key], 6), c.key))[:k]
-    unknown = index.unknown_terms(text, typos=True)
-    hits = []
-    for candidate in ranked:
-        doc = documents[candidate.key]
-        coverage = 1.0 if candidate.strict else index.coverage(doc, text, typos=True)
-        candidate = replace(candidate, coverage=coverage)
-        hits.append(_hit(doc, candidate, values[candidate.key], unknown))
-    runner_up = values[ranked[1].key] if len(ranked) > 1 else 0.0
-    if hits[0].weak and is_dominant(values[ranked[0].key], runner_up, hits[0].coverage):
-        hits[0] = replace(hits[0], weak=False)
+    hits = _tiered(index, text, [(c, documents[c.key], values[c.key]) for c in ranked])
     return SearchResult(tuple(hits), weak=all(hit.weak for hit in hits))
+
+
+def _tiered(
+    index: SearchIndex, text: str, ranked: list[tuple[Candidate, Document, float]]
+) -> list[Hit]:
+    """Return the ranked candidates as hits, each marked confident or weak (docs/retrieval.md)."""
+    frequencies = index.term_frequencies(text, typos=True)
+    unknown = sum(1 for df in frequencies.values() if not df)
+    # A word no memory holds vetoes the coverage rule only when it is a good part of the
+    # query: one new word in a long prompt ("hey", "1MB") does not make it unanswerable.
+    veto = unknown if unknown > UNKNOWN_SHARE * len(frequencies) else 0
+    hits = []
+    for candidate, doc, value in ranked:
+        coverage = 1.0 if candidate.strict else index.coverage(doc, text, typos=True)
+        hits.append(_hit(doc, replace(candidate, coverage=coverage), value, veto))
+    first, runner_up = ranked[0][2], ranked[1][2] if len(ranked) > 1 else 0.0
+    if hits[0].weak and (
+        is_dominant(first, runner_up, hits[0].coverage)
+        or _far_ahead(index, ranked[0][1], first, runner_up, frequencies)
+    ):
+        hits[0] = replace(hits[0], weak=False)
+    return hits
+
+
+def _far_ahead(
+    index: SearchIndex, doc: Document, first: float, runner_up: float, frequencies: dict[str, int]
+) -> bool:
+    """Say whether the first hit, scoring at least twice its runner-up, holds most (and at
+    least FAR_AHEAD_TERMS) of the query's distinctive terms: those some memory holds but no
+    more than DISTINCTIVE_SHARE of them. A prompt's request words ("fix", "fails", "can
+    you") are in many memories, or in none, and say nothing about which memory it wants."""
+    if first <= 0 or runner_up / first > FAR_AHEAD_RATIO:
+        return False
+    limit = DISTINCTIVE_SHARE * index.count()
+    distinctive = {term for term, df in frequencies.items() if 0 < df <= limit}
+    if len(distinctive) < FAR_AHEAD_TERMS:
+        return False
+    held = index.coverage_of(doc, distinctive)
+    return held >= FAR_AHEAD_COVERAGE and held * len(distinctive) >= FAR_AHEAD_TERMS
 
 
 def _loose(
