@@ -28,6 +28,9 @@ class Settings:
     # The absolute path of the running memstore executable ('' if unknown): what git's
     # merge driver entry should run.
     executable: str = ""
+    # Whether Store.open(create=True) may make the vault when it is missing: only at the
+    # default path, so a typo in MEMSTORE_VAULT or --vault is not silently a new vault.
+    may_create_vault: bool = True
 
     @classmethod
     def from_env(
@@ -35,11 +38,14 @@ class Settings:
     ) -> Settings:
         """Build settings from environment variables; explicit arguments win."""
         chosen = vault or Path(env.get("MEMSTORE_VAULT") or home / DEFAULT_VAULT_NAME)
+        path = os.path.abspath(Path(chosen).expanduser())
+        default = os.path.abspath(home / DEFAULT_VAULT_NAME)
         return cls(
-            vault=Path(os.path.abspath(Path(chosen).expanduser())),
+            vault=Path(path),
             source=env.get("MEMSTORE_SOURCE", source) or source,
             session=env.get("MEMSTORE_SESSION") or secrets.token_hex(6),
             host=env.get("MEMSTORE_HOST") or re.sub(r"[^A-Za-z0-9._-]+", "-", socket.gethostname()),
             env=dict(env),
             executable=env.get("MEMSTORE_EXECUTABLE", ""),
+            may_create_vault=path == default or os.path.realpath(path) == os.path.realpath(default),
         )

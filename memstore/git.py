@@ -99,6 +99,9 @@ INDEX_LAG = "memstore-index-lag"
 # A git index this big (about 30,000 files) costs a write proportional to the vault on
 # every commit: commits that may defer it then leave it to sync_index (docs/file-format.md).
 DEFER_INDEX_BYTES = 4_000_000
+# Who memstore's commits are by when the user has no git identity (and git's merges too:
+# prepare_plain_git writes it into .git/config then).
+_FALLBACK_IDENTITY = {"user.name": "memstore", "user.email": "memstore@localhost"}
 
 
 class GitRepo:
@@ -172,7 +175,9 @@ class GitRepo:
         try:
             return self._repo.default_signature
         except (KeyError, pygit2.GitError):
-            return pygit2.Signature("memstore", "memstore@localhost")
+            return pygit2.Signature(
+                _FALLBACK_IDENTITY["user.name"], _FALLBACK_IDENTITY["user.email"]
+            )
 
     def commit(
         self,
@@ -573,15 +578,9 @@ class GitRepo:
         full = f"{message.rstrip()}\n\n{trailers.render()}"
         return str(self._repo.create_commit(None, signature, signature, full, tree, [ours, theirs]))
 
-    def adopt_remote_branch(self) -> str:
-        """In a repository without commits, check out the remote's branch; return its name.
-
-        A clone of a bare repository whose HEAD names a branch nobody pushed (git's default
-        `master` beside memstore's `main`) checks out nothing; committing there would start
-        a second, unrelated history. This takes `<remote>/main`, or the only remote branch,
-        and points HEAD at a local branch of that name. Without one, HEAD moves to `main`.
-        Returns '' when there was nothing to adopt.
-        """
+    def branch_to_adopt(self) -> str:
+        """Return the remote branch `adopt_remote_branch` would check out (a ref name), ''
+        when there is none: HEAD has commits, or no single remote branch stands out."""
         repo = self._repo
         if not repo.head_is_unborn:
             return ""
@@ -596,28 +595,67 @@ class GitRepo:
             key=lambda name: (name != "refs/remotes/origin/main", name),
         )
         chosen = mains[:1] or (remote_branches if len(remote_branches) == 1 else [])
+        return chosen[0] if chosen else ""
+
+    def adopt_remote_branch(self) -> str:
+        """In a repository without commits, check out the remote's branch; return its name.
+
+        A clone of a bare repository whose HEAD names a branch nobody pushed (git's default
+        `master` beside memstore's `main`) checks out nothing; committing there would start
+        a second, unrelated history. This takes `<remote>/main`, or the only remote branch,
+        and points HEAD at a local branch of that name. Without one, HEAD moves to `main`.
+        Returns '' when there was nothing to adopt.
+        """
+        repo = self._repo
+        if not repo.head_is_unborn:
+            return ""
+        chosen = self.branch_to_adopt()
         if not chosen:
             repo.set_head("refs/heads/main")
             return ""
-        branch = chosen[0].split("/", 3)[3]
+        branch = chosen.split("/", 3)[3]
         if f"refs/heads/{branch}" in repo.references:
             return ""  # a local branch of that name exists: never move it
-        commit = str(repo.references[chosen[0]].target)
+        commit = str(repo.references[chosen].target)
         pygit2 = _pygit2()
         try:
             # SAFE: a file already in the work tree is never overwritten (the checkout fails)
             repo.checkout_tree(repo[commit], strategy=pygit2.enums.CheckoutStrategy.SAFE)
         except pygit2.GitError as err:
             raise VaultError(
-                f"cannot check out {chosen[0].removeprefix('refs/remotes/')} in {self.root}: "
+                f"cannot check out {chosen.removeprefix('refs/remotes/')} in {self.root}: "
                 f"{err}; move the files in the way aside and run 'memstore init' again"
             ) from err
         repo.references.create(f"refs/heads/{branch}", commit)
         repo.set_head(f"refs/heads/{branch}")
-        remote_name = chosen[0].split("/")[2]
+        remote_name = chosen.split("/")[2]
         repo.config[f"branch.{branch}.remote"] = remote_name
         repo.config[f"branch.{branch}.merge"] = f"refs/heads/{branch}"
         return f"{remote_name}/{branch}"
+
+    def prepare_plain_git(self, remote: str = "") -> list[str]:
+        """Set up this repository so a plain `git pull` / `git push` works; return what changed.
+
+        In .git/config only, never over a value set there: merge on pull (so git runs
+        memstore's merge driver), the current branch's upstream on `remote` (when given),
+        and an identity for git's merge commits when the user has none anywhere. That
+        identity is memstore's own fallback signature, and it is removed again once the
+        user has one of their own (a local value would hide it).
+        """
+        config = self._repo.config
+        local_level = _pygit2().enums.ConfigLevel.LOCAL  # the repository's own .git/config
+        local = {entry.name for entry in config if entry.level == local_level}
+        changed = []
+        if "pull.rebase" not in local:
+            config["pull.rebase"] = "false"
+            changed.append("pull.rebase=false")
+        branch = self.branch()
+        if remote and f"branch.{branch}.remote" not in local:
+            config[f"branch.{branch}.remote"] = remote
+            config[f"branch.{branch}.merge"] = f"refs/heads/{branch}"
+            changed.append(f"branch {branch} tracks {remote}/{branch}")
+        others = {entry.name for entry in config if entry.level != local_level}
+        return changed + _prepare_identity(config, local, others)
 
     def move_to(self, commit: str, *, force: bool = False) -> None:
         """Check out `commit` into the work tree and point the current branch at it.
@@ -991,6 +1029,19 @@ def _topological(commits: list[Any]) -> list[Any]:
     for commit in commits:
         visit(commit)
     return ordered
+
+
+def _prepare_identity(config: Any, local: set[str], others: set[str]) -> list[str]:
+    """Give git an identity in .git/config when the user has none; take it back once they do."""
+    changed = []
+    for key, value in _FALLBACK_IDENTITY.items():
+        if key not in others and key not in local:
+            config[key] = value
+            changed.append(f"{key}={value} (you have none)")
+        elif key in others and key in local and str(config[key]) == value:
+            del config[key]
+            changed.append(f"{key}={value} removed (yours applies)")
+    return changed
 
 
 def parent_repository_message(root: Path, owner: Path) -> str:

@@ -64,6 +64,16 @@ def remote_url(root: Path, name: str, env: Mapping[str, str]) -> str:
     return done.stdout.strip() if done.returncode == 0 else ""
 
 
+def remote_urls(root: Path, env: Mapping[str, str]) -> dict[str, str]:
+    """Return every remote of the vault with its URL (name → URL), in git's order."""
+    done = run_git(root, ["config", "--get-regexp", r"^remote\..*\.url$"], env)
+    urls = {}
+    for line in done.stdout.splitlines() if done.returncode == 0 else []:
+        key, _, url = line.partition(" ")
+        urls[key.removeprefix("remote.").removesuffix(".url")] = url
+    return urls
+
+
 def set_remote(root: Path, name: str, url: str, env: Mapping[str, str]) -> None:
     """Add remote `name`, or point it at `url` if it exists."""
     verb = "set-url" if remote_url(root, name, env) else "add"

@@ -8,6 +8,7 @@ import hashlib
 import logging
 import os
 import re
+import shlex
 import shutil
 import threading
 import time
@@ -74,7 +75,7 @@ from memstore.retrieval import (
 from memstore.secrets import find_secret_in_fields
 from memstore.sync import MARKER, SyncOutcome, finish_interrupted, sync
 from memstore.usage import Usage
-from memstore.vault import Vault
+from memstore.vault import Vault, first_stranger, has_vault_mark
 
 MAX_TEXT_BYTES = 100_000
 MAX_KEYWORD_CHARS = 64
@@ -98,6 +99,7 @@ class InitResult:
     commit: str
     checked_out: str = ""  # the remote branch an empty clone took, e.g. "origin/main"
     registered_merge_driver: bool = False
+    plain_git: tuple[str, ...] = ()  # what .git/config got so plain git pull works
 
 
 @dataclass(frozen=True)
@@ -131,8 +133,12 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def init_vault(path: Path, settings: Settings) -> InitResult:
-    """Create a vault at `path`, or adopt the git repository already there."""
+def init_vault(path: Path, settings: Settings, *, adopt_any: bool = False) -> InitResult:
+    """Create a vault at `path`, or adopt the git repository already there.
+
+    Only an empty folder or repository, a clone of a vault, or one whose files all read as
+    memories is adopted, unless `adopt_any`: memstore commits every file in its vault.
+    """
     if path.exists() and not path.is_dir():
         raise VaultError(f"{path} is a file, not a folder; choose another vault path")
     owner = (
@@ -140,6 +146,8 @@ def init_vault(path: Path, settings: Settings) -> InitResult:
     )
     if owner is not None and owner.resolve() != path.resolve():
         raise VaultError(parent_repository_message(path, owner))
+    if path.exists() and not adopt_any:
+        _refuse_strangers(path, is_repository=owner is not None)
     created = owner is None
     try:
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -159,7 +167,29 @@ def init_vault(path: Path, settings: Settings) -> InitResult:
     if changed or not git.head():
         trailers = Trailers(settings.source, settings.session, settings.host)
         commit = git.commit("init: memstore vault", trailers, add=changed)
-    return InitResult(path, created, changed, commit, adopted, registered)
+    plain_git = tuple(git.prepare_plain_git())
+    return InitResult(path, created, changed, commit, adopted, registered, plain_git)
+
+
+def _refuse_strangers(path: Path, *, is_repository: bool) -> None:
+    """Refuse to make a vault of a folder holding files that are not memories (a project)."""
+    vault = Vault(path)
+    if vault.has_vault_mark():
+        return
+    stranger = vault.stranger()
+    if not stranger and is_repository:
+        git = GitRepo.open(path)
+        branch = git.branch_to_adopt()  # what an empty clone would check out
+        files = git.files_at(git.resolve(branch)) if branch else {}
+        if not has_vault_mark(files.get(".gitattributes", b"")):
+            stranger = first_stranger(sorted(files), files.__getitem__)
+    if stranger:
+        what = "a git repository" if is_repository else "a folder"
+        raise VaultError(
+            f"{path} is {what} with files that are not memories ({stranger}); pick an empty "
+            f"folder, e.g. 'memstore init ~/memstore', or pass --adopt-any to make this "
+            f"{'repository' if is_repository else 'folder'} a vault"
+        )
 
 
 class Store:
@@ -191,8 +221,15 @@ class Store:
                 f"vault path {root} is a file, not a folder; set MEMSTORE_VAULT or --vault"
             )
         if not (root / ".git").exists():
-            if create and (not root.exists() or not any(root.iterdir())):
+            is_empty = not root.exists() or not any(root.iterdir())
+            if create and is_empty and settings.may_create_vault:
                 init_vault(root, settings)
+            elif is_empty and not settings.may_create_vault:
+                # Made only at the default path: anywhere else it is most likely a typo.
+                raise NotFoundError(
+                    f"there is no vault at {root}; run 'memstore init {shlex.quote(str(root))}' "
+                    "to make one there, or fix MEMSTORE_VAULT / --vault"
+                )
             elif not root.exists():
                 raise NotFoundError(
                     f"no vault at {root}; run 'memstore init' (or 'memstore add' to start one)"
@@ -911,9 +948,12 @@ class Store:
         return len(written)
 
     @_serialized
-    def set_remote(self, url: str, name: str = "origin") -> None:
-        """Point the vault's remote at `url` (added if missing)."""
+    def set_remote(self, url: str, name: str = "origin") -> list[str]:
+        """Point the vault's remote at `url` (added if missing) and set up a plain `git pull`
+        (GitRepo.prepare_plain_git); return the git settings that changed."""
         remote.set_remote(self.vault.root, name, url, self.settings.env)
+        with self.vault.lock(self.settings.lock_timeout):
+            return self.git.prepare_plain_git(name)
 
     def remote_url(self, name: str = "origin") -> str:
         return remote.remote_url(self.vault.root, name, self.settings.env)
@@ -937,6 +977,9 @@ class Store:
             caught_up = self.catch_up_locked()
             if remote.needs_packing(self.vault.root):
                 remote.pack(self.vault.root, self.settings.env, auto=True)
+            plain_git = self.git.prepare_plain_git(name)  # a vault set up before it did this
+        if plain_git:
+            log.warning("set up a plain git pull in this vault: %s", ", ".join(plain_git))
         return outcome, flushed, caught_up
 
     @_serialized

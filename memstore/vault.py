@@ -6,6 +6,7 @@ import errno
 import fcntl
 import logging
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -15,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from memstore.codec import parse_memory
+from memstore.codec import parse_memory, path_id
 from memstore.errors import LockedError, VaultError
 from memstore.model import FileProblem, Memory
 
@@ -24,6 +25,9 @@ STATE_DIR = ".memstore"
 MAX_FILE_BYTES = 2_000_000  # larger files are reported, not indexed
 GITIGNORE = ".memstore/\n"
 GITATTRIBUTES = "*.md merge=memstore\n"
+# Files a repository made on a forge starts with: they do not make it somebody's project.
+_FURNITURE = re.compile(r"(readme|license|licence|copying)(\.[a-z0-9]+)?", re.IGNORECASE)
+FRONT_MATTER_BYTES = 65_536  # how much of a file `looks_like_memory` reads
 # Reflog entries of moves that change no file in the work tree.
 _COMMITS = ("commit: ", "commit (initial): ", "commit (amend): ")
 
@@ -142,6 +146,50 @@ class Vault:
         except OSError:
             return None
         return st.st_mtime_ns if stat.S_ISDIR(st.st_mode) else None
+
+    # --- adopting a folder ----------------------------------------------------------
+
+    def has_vault_mark(self) -> bool:
+        """Say whether the folder's .gitattributes sends markdown to memstore's merge driver
+        (it was made a vault before: this one, or the one it was cloned from)."""
+        try:
+            return has_vault_mark(_read_head(self.root / ".gitattributes"))
+        except OSError:
+            return False
+
+    def stranger(self) -> str:
+        """Return the first file in the folder that is not a memory (nor a README or
+        LICENSE at the top), '' when there is none: only such a folder is adopted."""
+        return first_stranger(self.every_file(), self._head_of)
+
+    def every_file(self) -> Iterator[str]:
+        """Yield every file in the folder (vault-relative, in order), outside dot folders;
+        a folder that cannot be read is yielded as it is (nothing vouches for it)."""
+        pending = [""]
+        while pending:
+            folder = pending.pop()
+            try:
+                entries = sorted(os.scandir(self.path(folder)), key=lambda entry: entry.name)
+            except OSError:
+                yield folder
+                continue
+            subfolders = []
+            for entry in entries:
+                relative = f"{folder}/{entry.name}" if folder else entry.name
+                if entry.name.startswith("."):
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    subfolders.append(relative)
+                else:
+                    yield relative
+            pending += reversed(subfolders)
+
+    def _head_of(self, relative: str) -> bytes:
+        path = self.path(relative)
+        try:
+            return b"" if os.path.islink(path) else _read_head(path)
+        except OSError:
+            return b""
 
     # --- reading and writing --------------------------------------------------------
 
@@ -460,6 +508,45 @@ def _try_flock(handle: BinaryIO) -> bool:
             return False
         raise
     return True
+
+
+def has_vault_mark(gitattributes: bytes) -> bool:
+    """Say whether a .gitattributes names memstore's merge driver (outside a comment)."""
+    lines = gitattributes.decode("utf-8", errors="replace").splitlines()
+    return any("merge=memstore" in line.split("#", 1)[0].split() for line in lines)
+
+
+def looks_like_memory(relative: str, head: bytes) -> bool:
+    """Say whether a file reads as one memstore wrote: markdown in a workspace folder whose
+    front matter states an id (`head` is the file's start, FRONT_MATTER_BYTES of it)."""
+    if "/" not in relative or not relative.endswith(".md"):
+        return False
+    memory = parse_memory(head.decode("utf-8", errors="replace"), path=relative)
+    return memory.has_front_matter and memory.id != path_id(relative)
+
+
+def first_stranger(files: Iterable[str], head_of: Callable[[str], bytes]) -> str:
+    """Return the first of `files` (vault-relative) that is not a memory, '' if none.
+
+    Dotfiles (.gitignore, .github/) and a README or LICENSE at the top do not count.
+    """
+    for relative in files:
+        if any(part.startswith(".") for part in relative.split("/")):
+            continue
+        if "/" not in relative and _FURNITURE.fullmatch(relative):
+            continue
+        if not looks_like_memory(relative, head_of(relative)):
+            return relative
+    return ""
+
+
+def _read_head(path: Path) -> bytes:
+    """Read at most FRONT_MATTER_BYTES from the start of a file (never waits on a pipe)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        return os.read(fd, FRONT_MATTER_BYTES)
+    finally:
+        os.close(fd)
 
 
 def _read_bytes(path: Path, size: int) -> bytes:

@@ -40,6 +40,13 @@ def run(
     )
 
 
+def new_vault(path: Path) -> Path:
+    """Make a vault at `path` with `memstore init` (only ~/memstore is made on first add)."""
+    made = run("init", str(path))
+    assert made.returncode == 0, made.stderr
+    return path
+
+
 def test_version_and_help() -> None:
     assert run("--version").stdout.strip() == f"memstore {__version__}"
     for command in ("init", "add", "search", "show", "stats", "reindex", "demo"):
@@ -94,7 +101,7 @@ def test_vault_path_that_is_a_file(tmp_path: Path) -> None:
 
 
 def test_add_search_show_stats_through_the_executable(tmp_path: Path) -> None:
-    vault = tmp_path / "v"
+    vault = new_vault(tmp_path / "v")
     added = run(
         "add",
         "Upload 413 is nginx client_max_body_size",
@@ -134,7 +141,8 @@ def test_add_search_show_stats_through_the_executable(tmp_path: Path) -> None:
 
 
 def test_add_reads_stdin_with_dash(tmp_path: Path) -> None:
-    result = run("add", "-", "-w", "global", "--json", vault=tmp_path / "v", stdin="from a pipe\n")
+    vault = new_vault(tmp_path / "v")
+    result = run("add", "-", "-w", "global", "--json", vault=vault, stdin="from a pipe\n")
     assert json.loads(result.stdout)["status"] == "added"
 
 
@@ -142,6 +150,7 @@ def test_workspace_is_detected_from_the_current_repository(tmp_path: Path) -> No
     project = tmp_path / "Shop Front"
     project.mkdir()
     git(project, "init", "-q")
+    new_vault(tmp_path / "v")
     assert (
         json.loads(run("add", "one", "--json", vault=tmp_path / "v", cwd=project).stdout)[
             "workspace"
@@ -182,7 +191,7 @@ def test_workspace_is_detected_from_the_current_repository(tmp_path: Path) -> No
 def test_errors_are_one_line_exit_1_and_change_nothing(
     tmp_path: Path, args: tuple[str, ...], message: str
 ) -> None:
-    vault = tmp_path / "v"
+    vault = new_vault(tmp_path / "v")
     assert run("add", "seed", "-w", "global", vault=vault).returncode == 0
     before = (head(vault), vault_bytes(vault))
     result = run(*args, vault=vault)
@@ -196,7 +205,7 @@ def test_errors_are_one_line_exit_1_and_change_nothing(
 
 
 def test_text_with_nul_bytes_from_stdin_is_refused(tmp_path: Path) -> None:
-    vault = tmp_path / "v"
+    vault = new_vault(tmp_path / "v")
     run("add", "seed", vault=vault)
     before = head(vault)
     result = run("add", "-", vault=vault, stdin="bin\0ary")
@@ -230,7 +239,7 @@ def test_lean_search_path_prints_what_the_typer_command_prints(sample_vault: Pat
 
 
 def test_lean_add_path_prints_what_the_typer_command_prints(tmp_path: Path) -> None:
-    one, two = tmp_path / "one", tmp_path / "two"
+    one, two = new_vault(tmp_path / "one"), new_vault(tmp_path / "two")
     for args in (
         ["Redis runs on 6380 in dev", "-w", "infra", "-K", "redis", "--keyword", "port"],
         ["Redis runs on 6380 in dev", "-w", "infra", "--json"],
@@ -275,7 +284,7 @@ def test_reindex_and_demo(tmp_path: Path) -> None:
 
 
 def test_read_only_vault_is_a_clear_error(tmp_path: Path) -> None:
-    vault = tmp_path / "v"
+    vault = new_vault(tmp_path / "v")
     assert run("add", "seed", vault=vault).returncode == 0
     before = (head(vault), vault_bytes(vault))
     if os.geteuid() == 0:  # root ignores permissions: make the mount itself read-only
@@ -321,7 +330,7 @@ def test_a_reader_that_leaves_early_ends_the_command_quietly(
 
 
 def test_text_that_starts_with_a_dash_is_text(tmp_path: Path) -> None:
-    vault = tmp_path / "v"
+    vault = new_vault(tmp_path / "v")
     added = run("add", "- staging deploys need approval", "-w", "webshop", vault=vault)
     assert added.returncode == 0, added.stderr
     assert (
@@ -361,7 +370,7 @@ def run_bytes(
 def test_invalid_utf8_is_one_line_error_on_both_paths_and_writes_nothing(
     tmp_path: Path, args: list[bytes], stdin: bytes, message: bytes
 ) -> None:
-    vault = tmp_path / "v"
+    vault = new_vault(tmp_path / "v")
     assert run("add", "seed", "-w", "global", vault=vault).returncode == 0
     before = (head(vault), vault_bytes(vault))
     lean = run_bytes([str(EXE)], args, vault, stdin)
@@ -374,7 +383,7 @@ def test_invalid_utf8_is_one_line_error_on_both_paths_and_writes_nothing(
 
 
 def test_stdin_in_utf8_with_crlf_is_added(tmp_path: Path) -> None:
-    vault = tmp_path / "v"
+    vault = new_vault(tmp_path / "v")
     done = run_bytes([str(EXE)], [b"add", b"-", b"--json"], vault, "café\r\nline two\r\n".encode())
     assert done.returncode == 0, done.stderr
     path = vault / json.loads(done.stdout)["path"]
@@ -385,7 +394,7 @@ HOSTILE = "red \x1b[31mALERT\x1b[0m \x1b]0;title\x07 \u202eevil\u202c \x9b2J bel
 
 
 def hostile_vault(tmp_path: Path) -> tuple[Path, str]:
-    vault = tmp_path / "v"
+    vault = new_vault(tmp_path / "v")
     added = run("add", HOSTILE, "-w", "global", "-K", "alert", "--json", vault=vault)
     assert added.returncode == 0, added.stderr
     return vault, json.loads(added.stdout)["id"]

@@ -434,10 +434,12 @@ def test_init_never_overwrites_files_in_an_empty_clone(tmp_path: Path, remote: P
     path = next((first / "global").rglob("*.md"))
     mine = second / path.parent.relative_to(first)
     mine.mkdir(parents=True)
-    (mine / path.name).write_text("my own words\n")
+    # a memory of its own (a file that is not one would stop init before any checkout)
+    words = "---\nid: mine1234\n---\nmy own words\n"
+    (mine / path.name).write_text(words, encoding="utf-8")
     with pytest.raises(VaultError, match="move the files in the way aside"):
         init_vault(second, machine_settings(second, "host-b"))
-    assert (mine / path.name).read_text() == "my own words\n"
+    assert (mine / path.name).read_text(encoding="utf-8") == words
 
 
 def test_sync_names_unreadable_files_it_committed(machines: list[Store]) -> None:
