@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 MIN_CAPTURE_CHARS = 200  # shorter final messages are chit-chat ("Done!"), not knowledge
 NOVELTY_THRESHOLD = 0.7  # measured: tests/benchmarks/bench_novelty.py (docs/agents.md)
 BRIEFING_TOKENS = 300
+TRACE_KEYWORDS = 6  # a captured trace's keywords: what it names, then its rarest words
+MAX_TRACE_KEYWORD = 40  # longer words (a URL, a long path) make poor keywords
 # Seconds a hook may keep the agent waiting (MEMSTORE_HOOK_BUDGET overrides). Below the
 # timeouts agents give hooks (Codex's example: 10 s, 30 s for Stop; Claude Code: 60 s).
 BUDGET_S = {"prompt": 4.0, "briefing": 4.0, "capture": 20.0, "codex-notify": 20.0}
@@ -109,8 +111,41 @@ def capture_hook(
     workspace = workspace_for(payload, store.vault.root, cwd)
     if if_novel and store.overlap(text, workspace) >= NOVELTY_THRESHOLD:
         return []
-    result = store.add(text, workspace=workspace, kind="trace")
+    keywords = trace_keywords(store, text)
+    result = store.add(text, workspace=workspace, kind="trace", keywords=keywords)
     return [f"memstore: kept this session's summary as {result.id} ({result.status})"]
+
+
+def trace_keywords(store: Store, text: str) -> tuple[str, ...]:
+    """Return keywords for a captured trace: the things it names, then its rarest words.
+
+    Rarest in the vault: words no memory holds yet first, then the rest by how few
+    memories hold them; words most memories hold are left out. Ties keep the order of
+    `specific_words` (repeated, then longer words).
+    """
+    from index import Document, extract_entities, terms
+    from memstore.codec import specific_words
+
+    words = [w for w in specific_words(text) if len(w) <= MAX_TRACE_KEYWORD][:20]
+    named = {value for value, _ in extract_entities(text)}
+    search = store.indexer.search
+    # The daemon's watcher thread may catch up meanwhile: read the index under the
+    # store's lock, as every Store method does.
+    with store._mutex:
+        store.catch_up()
+        unseen = {w for w in words if search.unknown_terms(w)}
+        probe = Document("", "", "", "trace", " ".join(words))
+        rarest = search.expansion_terms([probe], (), 4 * len(words))
+    place = {term: n for n, term in enumerate(rarest)}
+
+    def rarity(word: str) -> tuple[int, int]:
+        if word in named or word in unseen:
+            return (0, 0)
+        known = [place[t] for t in terms(word) if t in place]
+        return (1, min(known)) if known else (2, 0)
+
+    ranked = sorted(words, key=rarity)  # stable: ties keep specific_words' order
+    return tuple(w for w in ranked if rarity(w)[0] < 2)[:TRACE_KEYWORDS]
 
 
 def briefing_hook(

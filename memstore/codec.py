@@ -12,6 +12,7 @@ import functools
 import hashlib
 import re
 import unicodedata
+from collections import Counter
 from dataclasses import replace
 from typing import Any
 
@@ -168,12 +169,83 @@ def path_id(relative_path: str) -> str:
     return _base32(f"path\0{relative_path}")[:8]
 
 
-def slugify(text: str, *, words: int = 6, max_len: int = 48) -> str:
+SLUG_WORDS = 6
+
+
+def slugify(text: str, *, words: int = SLUG_WORDS, max_len: int = 48) -> str:
     """Return a short filename-safe slug of the first words of `text`."""
-    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
-    parts = re.findall(r"[a-z0-9]+", ascii_text.lower())[:words]
-    slug = "-".join(parts)[:max_len].strip("-")
+    slug = "-".join(_ascii_words(text)[:words])[:max_len].strip("-")
     return slug or "memory"
+
+
+def _ascii_words(text: str) -> list[str]:
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    return re.findall(r"[a-z0-9]+", ascii_text.lower())
+
+
+# Words an agent's closing message is full of that name nothing ("Found it: the fix is done").
+# fmt: off
+_NARRATION = frozenset({
+    "found", "find", "fixed", "fix", "done", "added", "add", "updated", "update", "changed",
+    "change", "now", "because", "like", "make", "made", "sure", "need", "needs", "needed",
+    "used", "use", "using", "work", "works", "worked", "working", "without", "still", "only",
+    "more", "other", "all", "each", "both", "after", "before", "while", "since", "until",
+    "then", "once", "again", "instead", "already", "actually", "turns", "turned", "out",
+    "seems", "seem", "seemed", "looks", "look", "looked", "think", "thing", "things", "way",
+    "got", "get", "gets", "let", "lets", "summary", "session", "next", "first", "also", "just",
+    "able", "well", "good",
+})
+# fmt: on
+_NAMED = ("code", "identifier", "path", "version", "mention")
+
+
+def specific_words(text: str) -> list[str]:
+    """Return the words of `text` that say what it is about, most specific first.
+
+    The things it names (identifiers, codes, paths, versions) first, then words with digits
+    or inner punctuation, then plain words: those the text repeats (its topic), then the
+    longer; function words and narration ("found", "done", "now") are left out. Ties keep
+    the text's order. Pure: the same text gives the same words on every machine.
+    """
+    from index.analysis import STOP_WORDS, TOKEN_PATTERN
+    from index.entities import extract_entities
+
+    named = {value for value, kind in extract_entities(text) if kind in _NAMED}
+    first: dict[str, int] = {}
+    count: Counter[str] = Counter()
+    for match in re.finditer(TOKEN_PATTERN, text.lower()):
+        word = match.group(0).strip("./-_")
+        technical = bool(_TECHNICAL.search(word))
+        if len(word) >= (2 if technical else 3) and word not in STOP_WORDS | _NARRATION:
+            first.setdefault(word, match.start())
+            count[word] += 1
+
+    def rank(word: str) -> tuple[int, int, int, int]:
+        if word in named or (word.strip("@/~") in named):
+            return (0, 0, 0, first[word])
+        if _TECHNICAL.search(word):
+            return (1, 0, 0, first[word])
+        return (2, -count[word], -len(word), first[word])
+
+    return sorted(first, key=rank)
+
+
+_TECHNICAL = re.compile(r"[\d_./]")
+
+
+def trace_slug(text: str, words: int = 4) -> str:
+    """Return a file name slug of `text`'s most specific words (for a trace: an agent's
+    closing message, whose first words are mostly preamble)."""
+    parts: list[str] = []
+    taken = 0
+    for word in specific_words(text):
+        more = _ascii_words(word)
+        if more and len(parts) + len(more) <= SLUG_WORDS and len("-".join(parts + more)) <= 48:
+            parts += more  # whole words only: a word cut in half says nothing
+            taken += 1
+        if taken == words:
+            break
+    return "-".join(parts) if parts else slugify(text)
 
 
 def workspace_of(relative_path: str) -> str:

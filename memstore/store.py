@@ -29,6 +29,7 @@ from memstore.codec import (
     render_changes,
     render_memory,
     slugify,
+    trace_slug,
 )
 from memstore.config import Settings
 from memstore.edits import commit_edits
@@ -1113,8 +1114,13 @@ def _is_memory_path(path: str) -> bool:
 
 
 def memory_path(memory: Memory) -> str:
-    """Return where a new memory's file goes: `<workspace>/<YYYY-MM>/<slug>-<id>.md`."""
-    return f"{memory.workspace}/{memory.created[:7]}/{slugify(memory.body)}-{memory.id}.md"
+    """Return where a new memory's file goes: `<workspace>/<YYYY-MM>/<slug>-<id>.md`.
+
+    A trace (an agent's closing message, "Found it: the …") is named by its most specific
+    words rather than its first ones.
+    """
+    slug = trace_slug(memory.body) if memory.kind == "trace" else slugify(memory.body)
+    return f"{memory.workspace}/{memory.created[:7]}/{slug}-{memory.id}.md"
 
 
 def check_id(id_prefix: str) -> str:

@@ -380,3 +380,26 @@ def test_hook_budget_comes_from_the_environment_or_the_event() -> None:
     assert budget("prompt", {}) == 4.0 and budget("capture", {}) == 20.0
     assert budget("prompt", {"MEMSTORE_HOOK_BUDGET": "1.5"}) == 1.5
     assert budget("prompt", {"MEMSTORE_HOOK_BUDGET": "soon"}) == 4.0
+
+
+def test_capture_names_a_trace_by_its_specific_words_and_gives_it_keywords(
+    vault: Path, project: Path
+) -> None:
+    with Store.open(settings_at(vault)) as store:
+        for n in range(8):  # words most memories hold say little about this one
+            store.add(f"the nightly container job number {n} ran", workspace="webshop")
+    final = (
+        "Found it: the backup container ships without pg_dump, so the nightly restore job "
+        "silently produced empty archives. I added postgresql-client-16 to the Dockerfile and "
+        "re-ran the job; the restore works now."
+    )
+    done = hook("capture", {"cwd": str(project), "last_assistant_message": final}, vault)
+    assert done.returncode == 0 and "kept" in done.stderr
+    with Store.open(settings_at(vault)) as store:
+        trace = store.indexer.by_kind("trace", None)[0]
+        memory = store.vault.read(trace.path)
+    name = Path(trace.path).name
+    assert name.startswith("pg-dump-postgresql-client-16-"), name
+    assert {"pg_dump", "postgresql-client-16", "restore"} <= set(memory.keywords)
+    assert not {"found", "nightly", "container", "the"} & set(memory.keywords)
+    assert 3 <= len(memory.keywords) <= 6
