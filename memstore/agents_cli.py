@@ -108,13 +108,24 @@ def _vault_in_effect(vault: Path | None) -> str:
 
 
 def _read(path: Path | None) -> str | None:
-    return path.read_text(encoding="utf-8") if path and path.is_file() else None
+    """Return a config file's text, None when there is none (a file it cannot read stops here)."""
+    if path is None or not path.is_file():
+        return None
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        # never plan from "no file" over a file that is there: it would be replaced
+        why = err.strerror if isinstance(err, OSError) else "it is not UTF-8 text"
+        raise InvalidInputError(f"cannot read {path} ({why}); nothing written") from err
 
 
 def _hooks_column(agent: Agent) -> str:
     if agent.hooks_path is None:
         return "-"
-    return hooks_state(_read(agent.hooks_path), HOOKS[agent.name])
+    try:
+        return hooks_state(_read(agent.hooks_path), HOOKS[agent.name])
+    except InvalidInputError:
+        return "?"
 
 
 def _list(found: list[Agent], as_json: bool) -> None:

@@ -597,3 +597,63 @@ def test_the_example_hook_files_are_what_install_writes(
 ) -> None:
     text = (Path(__file__).parents[1] / "hooks" / example).read_text(encoding="utf-8")
     assert json.loads(text) == render_hooks(specs, "memstore", source)
+
+
+def test_it_asks_before_writing_and_no_leaves_every_file_alone(
+    hermetic: Path, project: Path
+) -> None:
+    def answer(reply: bytes) -> subprocess.CompletedProcess[str]:
+        controller, terminal = os.openpty()  # a real terminal on stdin, as a person has
+        env = {**os.environ, "HOME": str(hermetic), "PATH": f"{EXE.parent}:/usr/bin:/bin"}
+        with subprocess.Popen(
+            [str(EXE), "agents", "--install", "claude-code"],
+            cwd=project,
+            env=env,
+            stdin=terminal,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        ) as proc:
+            os.close(terminal)
+            os.write(controller, reply)
+            out, err = proc.communicate(timeout=60)
+        os.close(controller)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+    declined = answer(b"n\n")
+    assert (
+        declined.returncode == 1 and str(project / ".claude" / "settings.json") in declined.stdout
+    )
+    assert str(project / ".mcp.json") in declined.stdout  # one question names both files
+    assert not (project / ".mcp.json").exists() and not (project / ".claude").exists()
+    accepted = answer(b"y\n")
+    assert accepted.returncode == 0, accepted.stderr
+    assert (project / ".mcp.json").exists() and (project / ".claude" / "settings.json").exists()
+
+
+def test_a_settings_file_that_is_not_text_is_refused_not_replaced(
+    hermetic: Path, tmp_path: Path
+) -> None:
+    settings = hermetic / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_bytes(b'{"hooks": {}, "name": "\xff"}')
+    run = agents_run("--install", "claude-code", "--yes", home=hermetic, cwd=tmp_path)
+    assert run.returncode == 1 and run.stderr.startswith(f"Error: cannot read {settings}")
+    assert settings.read_bytes() == b'{"hooks": {}, "name": "\xff"}'
+    listed = agents_run(home=hermetic, cwd=tmp_path).stdout
+    assert (
+        next(line for line in listed.splitlines() if line.startswith("claude-code")).split()[3]
+        == "?"
+    )
+
+
+def test_the_json_list_tells_installed_from_configured(hermetic: Path, tmp_path: Path) -> None:
+    (hermetic / ".codex").mkdir()
+    bin_dir = tmp_path / "bin"
+    fake_program(bin_dir, "claude")
+    rows = json.loads(agents_run("--json", home=hermetic, cwd=tmp_path, path_first=bin_dir).stdout)
+    by_name = {row["name"]: row for row in rows}
+    assert (by_name["codex"]["installed"], by_name["codex"]["configured"]) == (False, True)
+    assert by_name["claude-code"]["installed"] is True
+    assert by_name["claude-code"]["hooks_path"] == str(hermetic / ".claude" / "settings.json")
+    assert by_name["claude-code"]["hooks"] == "no" and by_name["cursor"]["hooks"] == "-"
