@@ -26,7 +26,14 @@ from memstore.output import (
 from memstore.ranking import CHARS_PER_TOKEN, estimate_tokens
 from memstore.repo_name import find_enclosing_repository
 from memstore.store import Store, init_vault
-from memstore.upkeep import JsonOption, VaultOption, progress_bar, register, shell_settings
+from memstore.upkeep import (
+    JsonOption,
+    QuietOption,
+    VaultOption,
+    progress_bar,
+    register,
+    shell_settings,
+)
 
 POINTER_SNIPPET = """\
 ## Memory (memstore)
@@ -292,21 +299,23 @@ def stats(vault: VaultOption = None, as_json: JsonOption = False) -> None:
 
 
 @app.command()
-def reindex(vault: VaultOption = None, as_json: JsonOption = False) -> None:
+def reindex(
+    vault: VaultOption = None, as_json: JsonOption = False, quiet: QuietOption = False
+) -> None:
     """Rebuild the index from the files (the index is a cache; nothing is lost).
 
     Example:  memstore reindex
     """
-    with Store.open(settings_for(vault)) as store:
-        total = len(store.vault.scan())
-        with progress_bar("indexing", total, hidden=as_json or total < 500) as step:
-            result = store.reindex(step)
+    bar = progress_bar("indexing", quiet=quiet or as_json)
+    with Store.open(settings_for(vault)) as store, bar as step:
+        result = store.reindex(step)
     if as_json:
         emit_json(
             {"indexed": len(result.updated), "problems": [asdict(p) for p in result.problems]}
         )
         return
-    typer.echo(f"indexed {len(result.updated)} memories")
+    if not quiet:
+        typer.echo(f"indexed {len(result.updated)} memories")
     for problem in result.problems:
         typer.echo(printable(f"  problem: {problem.path}: {problem.reason}"))
 
@@ -681,6 +690,7 @@ def sync(
     name: Annotated[str, typer.Option("--remote", help="Remote name.")] = "origin",
     vault: VaultOption = None,
     as_json: JsonOption = False,
+    quiet: QuietOption = False,
 ) -> None:
     """Commit edits and usage counters, pull, merge with memstore's rules, push.
 
@@ -702,8 +712,12 @@ def sync(
             }
         )
         return
-    typer.echo("\n".join(sync_lines(outcome, flushed, caught_up)))
-    if outcome.committed_edits and unreadable:
+    lines = sync_lines(outcome, flushed, caught_up)
+    if quiet:  # only what needs a person: the memories whose versions were kept
+        lines = [line for line in lines if line.startswith(" ")]
+    if lines:
+        typer.echo("\n".join(lines))
+    if outcome.committed_edits and unreadable and not quiet:
         shown = ", ".join(unreadable[:5]) + (" …" if len(unreadable) > 5 else "")
         typer.echo(
             f"note: the vault holds {count(len(unreadable), 'file')} memstore cannot read "

@@ -9,7 +9,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from memstore.codec import content_hash, parse_memory, render_memory
 from memstore.errors import InvalidInputError, VaultError
 from memstore.faults import crash_point
 from memstore.git import Trailers
+from memstore.indexer import Progress
 from memstore.merge import restore_memory
 from memstore.model import Memory, check_workspace
 from memstore.secrets import find_secret_in_fields
@@ -123,21 +124,30 @@ class ImportReport:
 
 
 def import_files(
-    store: Store, paths: list[Path], *, workspace: str, whole_file: bool, dry_run: bool
+    store: Store,
+    paths: list[Path],
+    *,
+    workspace: str,
+    whole_file: bool,
+    dry_run: bool,
+    progress: Progress | None = None,
 ) -> ImportReport:
     """Add each new piece of each file as kind `imported`, all in one commit.
 
     The source files are only read. A piece the workspace already holds is counted as
     unchanged; one that looks like a credential is refused and reported.
+    `progress(done, total)` follows the pieces.
     """
     check_workspace(workspace, for_add=True)
-    sources = [(path.name, read_instructions(path)) for path in paths]
+    pieces = [
+        (path.name, piece)
+        for path in paths
+        for piece in split_instructions(read_instructions(path), whole_file=whole_file)
+    ]
     report = ImportReport()
     if dry_run:
         store.catch_up()
-        report.created = [
-            body for _, body, _ in _new_pieces(store, sources, workspace, whole_file, report)
-        ]
+        report.created = [body for _, body, _ in _new_pieces(store, pieces, workspace, report)]
         return report
     source = check_source(store.settings.source)
     with store.vault.lock(store.settings.lock_timeout):
@@ -146,7 +156,7 @@ def import_files(
         origins: dict[str, str] = {}  # each path written → the file its piece came from
         written: dict[str, bytes | None] = {}
         try:
-            for name, body, keywords in _new_pieces(store, sources, workspace, whole_file, report):
+            for name, body, keywords in _new_pieces(store, pieces, workspace, report, progress):
                 path, memory = _plan_imported(store, body, keywords, workspace, source, report)
                 written[path] = render_memory(memory).encode("utf-8")
                 store.note_writing(written)  # a kill before the commit is undone
@@ -207,36 +217,39 @@ def read_instructions(path: Path) -> str:
 
 def _new_pieces(
     store: Store,
-    sources: list[tuple[str, str]],
+    pieces: list[tuple[str, Piece]],
     workspace: str,
-    whole_file: bool,
     report: ImportReport,
+    progress: Progress | None = None,
 ) -> Iterator[tuple[str, str, tuple[str, ...]]]:
     """Yield (file name, body, keywords) for each piece the workspace does not hold yet;
     count the pieces it holds and report the ones refused."""
     seen: set[str] = set()
-    for name, text in sources:
-        for piece in split_instructions(text, whole_file=whole_file):
-            try:
-                body = check_text(piece.text)
-                keywords = check_keywords(piece.keywords)
-                found = find_secret_in_fields({"body": body, "keywords": piece.keywords})
-                if found:
-                    raise InvalidInputError(
-                        f"its {found[0]} contains what looks like {found[1]}; memory is shared "
-                        "through git, "
-                        "so remove it from the file (or store it with 'memstore add "
-                        "--allow-secret')"
-                    )
-            except InvalidInputError as err:
-                report.refused.append((piece.text[:60], str(err)))
-                continue
-            digest = content_hash(body)
-            if digest in seen or store.indexer.by_hash(workspace, digest):
-                report.unchanged += 1
-                continue
-            seen.add(digest)
-            yield name, body, keywords
+    for done, (name, piece) in enumerate(pieces):
+        if progress is not None:
+            progress(done, len(pieces))
+        try:
+            body = check_text(piece.text)
+            keywords = check_keywords(piece.keywords)
+            found = find_secret_in_fields({"body": body, "keywords": piece.keywords})
+            if found:
+                raise InvalidInputError(
+                    f"its {found[0]} contains what looks like {found[1]}; memory is shared "
+                    "through git, "
+                    "so remove it from the file (or store it with 'memstore add "
+                    "--allow-secret')"
+                )
+        except InvalidInputError as err:
+            report.refused.append((piece.text[:60], str(err)))
+            continue
+        digest = content_hash(body)
+        if digest in seen or store.indexer.by_hash(workspace, digest):
+            report.unchanged += 1
+            continue
+        seen.add(digest)
+        yield name, body, keywords
+    if progress is not None:
+        progress(len(pieces), len(pieces))
 
 
 # --- export and restore -------------------------------------------------------------
@@ -420,30 +433,37 @@ def path_problem(path: str) -> str:
     return ""
 
 
-def restore(store: Store, files: list[ExportedFile]) -> RestoreReport:
+def restore(
+    store: Store, files: list[ExportedFile], progress: Progress | None = None
+) -> RestoreReport:
     """Merge an export into the vault: all or nothing, one commit, idempotent.
 
     A memory the vault lacks is written byte for byte at its exported path; one it holds
     (same id) is merged into its file, keeping ids so supersede links survive. Raises
     InvalidInputError, changing nothing, when a target is unsafe in this vault.
+    `progress(done, total)` follows the files checked, then the files written.
     """
     report = RestoreReport()
+    n = len(files)
+    step = progress or (lambda _done, _total: None)
     with store.vault.lock(store.settings.lock_timeout):
         store.catch_up_locked()
-        plan = _plan_restore(store, files, report)
+        plan = _plan_restore(store, files, report, lambda done: step(done, 2 * n))
         if plan:
-            _apply_restore(store, plan, report)
+            _apply_restore(store, plan, report, lambda done: step(n + done * n // len(plan), 2 * n))
             store.catch_up_locked()
+    step(2 * n, 2 * n)
     return report
 
 
 def _plan_restore(
-    store: Store, files: list[ExportedFile], report: RestoreReport
+    store: Store, files: list[ExportedFile], report: RestoreReport, step: Callable[[int], None]
 ) -> dict[str, bytes]:
     """Return every file restore writes (path → bytes) and count the rest; reads only."""
     placed = {entry.id: entry.path for entry in store.indexer.entries()}
     plan: dict[str, bytes] = {}
-    for exported in files:
+    for done, exported in enumerate(files):
+        step(done)
         memory = exported.parse()
         target = placed.get(memory.id)
         if target is None:
@@ -515,7 +535,9 @@ def _lstat_mode(path: Path) -> int | None:
         raise VaultError(f"cannot read {path}: {err.strerror}") from err
 
 
-def _apply_restore(store: Store, plan: dict[str, bytes], report: RestoreReport) -> None:
+def _apply_restore(
+    store: Store, plan: dict[str, bytes], report: RestoreReport, step: Callable[[int], None]
+) -> None:
     """Write the planned files, then commit them once; on any failure undo every write.
 
     A person's uncommitted edit of a file it merges into is committed first, on its own.
@@ -526,9 +548,11 @@ def _apply_restore(store: Store, plan: dict[str, bytes], report: RestoreReport) 
     is_committed = False
     try:
         with store.writing(plan):  # a kill before the commit is undone by the next command
-            for path, data in plan.items():
+            for done, (path, data) in enumerate(plan.items()):
+                step(done)
                 undo.make_room(path)
                 store.vault.write_bytes_atomic(path, data)
+            step(len(plan))
             crash_point("restore-written")
             message = f"restore: {report.added} added, {report.merged} merged"
             store.git.commit(message, store.trailers, add=tuple(plan))

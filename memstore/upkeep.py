@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -67,27 +68,61 @@ def _ask(question: str, yes: bool) -> None:
     typer.confirm(question, abort=True)
 
 
-@contextlib.contextmanager
-def progress_bar(label: str, total: int, *, hidden: bool) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar on stderr, moved by the (done, total) calls of long work."""
-    with typer.progressbar(length=total, label=label, file=sys.stderr, hidden=hidden) as bar:
-        last = 0
+PROGRESS_DELAY_S = 1.0  # work shorter than this shows no bar at all
 
-        def step(done: int, _total: int) -> None:
-            nonlocal last
-            bar.update(done - last)
-            last = done
+
+def _no_progress(_done: int, _total: int) -> None:
+    """Ignore progress: a pipe, a file, --quiet or --json."""
+
+
+def _progress_delay() -> float:
+    """Seconds of work before a bar appears: $MEMSTORE_PROGRESS_DELAY, else 1."""
+    try:
+        return max(0.0, float(os.environ.get("MEMSTORE_PROGRESS_DELAY") or PROGRESS_DELAY_S))
+    except ValueError:
+        return PROGRESS_DELAY_S
+
+
+@contextlib.contextmanager
+def progress_bar(label: str, *, quiet: bool = False) -> Iterator[Callable[[int, int], None]]:
+    """A bar with counts on stderr, moved by the (done, total) calls of long work.
+
+    Only on a terminal, never with --quiet, and only once the work has run for
+    PROGRESS_DELAY_S: a quick run, a pipe or a file gets nothing.
+    """
+    if quiet or not sys.stderr.isatty():
+        yield _no_progress
+        return
+    start, delay = time.monotonic(), _progress_delay()
+    with contextlib.ExitStack() as stack:
+        bar: Any = None
+
+        def step(done: int, total: int) -> None:
+            nonlocal bar
+            if bar is None:
+                if time.monotonic() - start < delay:
+                    return
+                bar = stack.enter_context(
+                    typer.progressbar(
+                        length=max(total, 1),
+                        label=label,
+                        file=sys.stderr,
+                        show_pos=True,
+                        show_percent=True,
+                    )
+                )
+            bar.length = max(total, 1)  # a total may grow: restore reads, then writes
+            bar.update(done - bar.pos)
 
         yield step
 
 
-def _comparing(
-    store: Store, label: str, passes: int, quiet: bool
-) -> contextlib.AbstractContextManager[Any]:
-    """A bar over `passes` runs through the memories; only on a terminal, only when long."""
-    total = store.indexer.count()
-    hidden = quiet or total < 2000 or not sys.stderr.isatty()
-    return progress_bar(label, passes * total, hidden=hidden)
+QuietOption = Annotated[
+    bool,
+    typer.Option(
+        "--quiet", "-q", help="No progress bar and no summary; problems and errors still print."
+    ),
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -100,13 +135,15 @@ def register(app: typer.Typer) -> None:
         ] = None,
         vault: VaultOption = None,
         as_json: JsonOption = False,
+        quiet: QuietOption = False,
     ) -> None:
         """Report what the vault holds and what needs care; changes nothing.
 
         Example:  memstore audit -w webshop
         """
         settings = shell_settings(vault)
-        with Store.open(settings) as store, _comparing(store, "auditing", 2, as_json) as step:
+        bar = progress_bar("auditing", quiet=quiet or as_json)
+        with Store.open(settings) as store, bar as step:
             report = Curator(store, _now()).audit(workspace, step)
         if as_json:
             _echo_json(asdict(report))
@@ -163,6 +200,7 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option("--keep-both", metavar="ID", help="Stop listing ID's pairs.")
         ] = None,
         vault: VaultOption = None,
+        quiet: QuietOption = False,
     ) -> None:
         """List near-duplicate pairs with their texts; then merge a pair or keep both apart.
 
@@ -174,12 +212,14 @@ def register(app: typer.Typer) -> None:
             curator = Curator(store, _now())
             if merge:
                 kept, removed = curator.merge_duplicate(merge)
-                _say(f"merged {removed} into {kept.id} (seen {kept.seen}): one commit")
+                if not quiet:
+                    _say(f"merged {removed} into {kept.id} (seen {kept.seen}): one commit")
             elif keep_both:
                 kept_apart = curator.keep_both(keep_both)
-                _say(f"kept apart: {', '.join(kept_apart)}")
+                if not quiet:
+                    _say(f"kept apart: {', '.join(kept_apart)}")
             else:
-                with _comparing(store, "comparing", 1, False) as step:
+                with progress_bar("comparing", quiet=quiet) as step:
                     pairs = curator.near_duplicates(progress=step)
                 if not pairs:
                     _say("no near-duplicates")
@@ -366,6 +406,7 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--dry-run", help="Show what would be created.")
         ] = False,
         vault: VaultOption = None,
+        quiet: QuietOption = False,
     ) -> None:
         """Turn instruction files into memories of kind `imported` (the files are never edited).
 
@@ -376,19 +417,26 @@ def register(app: typer.Typer) -> None:
 
         settings = shell_settings(vault)
         chosen = workspace or detected_workspace(settings.vault) or GLOBAL
-        with Store.open(settings, create=True) as store:
+        bar = progress_bar("importing", quiet=quiet or dry_run)
+        with Store.open(settings, create=True) as store, bar as step:
             report = import_files(
-                store, paths, workspace=chosen, whole_file=whole_file, dry_run=dry_run
+                store,
+                paths,
+                workspace=chosen,
+                whole_file=whole_file,
+                dry_run=dry_run,
+                progress=step,
             )
         if dry_run:
             _say(f"would create {count(len(report.created), 'memory', 'memories')} in {chosen}:")
             for text in report.created:
                 _say(f"  - {summary(text, 90)}")
             return
-        _say(
-            f"created {count(len(report.created), 'memory', 'memories')} in {chosen}; "
-            f"{report.unchanged} already there"
-        )
+        if not quiet:
+            _say(
+                f"created {count(len(report.created), 'memory', 'memories')} in {chosen}; "
+                f"{report.unchanged} already there"
+            )
         for text, reason in report.refused:
             _say(f"  refused {text!r}: {reason}", err=True)
 
@@ -426,6 +474,7 @@ def register(app: typer.Typer) -> None:
     def restore(
         file: Annotated[Path, typer.Argument(help="A file written by memstore export.")],
         vault: VaultOption = None,
+        quiet: QuietOption = False,
     ) -> None:
         """Merge an export into the vault, all or nothing (ids kept, so supersede links survive).
 
@@ -435,13 +484,15 @@ def register(app: typer.Typer) -> None:
         from memstore.transfer import restore as run_restore
 
         files = read_export(file)  # checked whole before the vault is opened or created
-        with Store.open(shell_settings(vault), create=True) as store:
-            report = run_restore(store, files)
+        bar = progress_bar("restoring", quiet=quiet)
+        with Store.open(shell_settings(vault), create=True) as store, bar as step:
+            report = run_restore(store, files, step)
         kept = f", {len(report.kept)} kept as they were" if report.kept else ""
-        _say(
-            f"restored: {report.added} added, {report.merged} merged, "
-            f"{report.unchanged} unchanged{kept}"
-        )
+        if not quiet:
+            _say(
+                f"restored: {report.added} added, {report.merged} merged, "
+                f"{report.unchanged} unchanged{kept}"
+            )
         for path, reason in report.kept:
             _say(f"  kept {path}: {reason}", err=True)
 
@@ -459,6 +510,7 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--dry-run", help="Report what would be removed.")
         ] = False,
         vault: VaultOption = None,
+        quiet: QuietOption = False,
     ) -> None:
         """Remove leftover derived state, pack git history and, if asked, old archived traces.
 
@@ -466,6 +518,8 @@ def register(app: typer.Typer) -> None:
         """
         with Store.open(shell_settings(vault)) as store:
             done = Curator(store, _now()).gc(prune_traces_days=prune_traces, dry_run=dry_run)
+        if quiet and not dry_run:
+            return
         verb = "would remove" if dry_run else "removed"
         _say(
             f"{verb} {len(done.folders)} leftover index folders, {len(done.traces)} archived traces"
