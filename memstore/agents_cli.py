@@ -269,10 +269,11 @@ def _confirm(question: str, pending: list[Plan], yes: bool) -> None:
 
 
 def _write(plan: Plan) -> Path | None:
-    path = Path(str(plan.path))
+    path = Path(plan.path) if plan.path is not None else None
+    if path is None or plan.new_text is None:  # only "write" plans get here
+        raise InvalidInputError("nothing to write")
     project = find_enclosing_repository(path.parent)
     git_dir = project / ".git" if project else None
     # in a worktree or submodule .git is a file: the backup then stays beside the config
     backups = git_dir / "memstore-backups" if git_dir and git_dir.is_dir() else None
-    assert plan.new_text is not None  # only "write" plans get here
     return write_config(path, plan.new_text, backups)

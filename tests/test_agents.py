@@ -657,3 +657,12 @@ def test_the_json_list_tells_installed_from_configured(hermetic: Path, tmp_path:
     assert by_name["claude-code"]["installed"] is True
     assert by_name["claude-code"]["hooks_path"] == str(hermetic / ".claude" / "settings.json")
     assert by_name["claude-code"]["hooks"] == "no" and by_name["cursor"]["hooks"] == "-"
+
+
+def test_codex_install_warns_when_notify_already_captures(hermetic: Path, tmp_path: Path) -> None:
+    config = hermetic / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('notify = ["memstore", "hook", "codex-notify"]\n', encoding="utf-8")
+    run = agents_run("--install", "codex", "--yes", home=hermetic, cwd=tmp_path)
+    assert run.returncode == 0 and "also runs 'memstore hook codex-notify'" in run.stdout
+    assert tomllib.loads(config.read_text(encoding="utf-8"))["notify"][-1] == "codex-notify"
