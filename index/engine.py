@@ -53,6 +53,7 @@ COMMON_TERM_MIN = 1000  # above this many documents an any-word query keeps …
 ANY_TERM_LIMIT = 3  # … only its rarest terms (small vaults keep every term)
 MERGE_MAX_DOCS = 500  # a commit merges segments up to this size; larger ones on compact()
 COMPACT_SEGMENTS = 12  # more segments than this and the long-running shells compact
+CACHE_QUERIES = 1000  # queries whose stand-ins are kept for the index version
 CACHE_ENTITY_ROWS = 200_000  # entity rows' keys kept across look-ups (~10 MB at most)
 # Anything Whoosh raises when its files are damaged: a crash mid-commit or stray bytes
 # leave any of these (and a bare Exception, see _guard).
@@ -165,6 +166,7 @@ class SearchIndex:
         self._postings = PostingCache()
         self._frequencies: dict[tuple[str, str], int] = {}  # for the current searcher
         self._stand_ins: dict[tuple[str, str], StandIn | None] = {}  # for the current searcher
+        self._resolved: dict[str, list[str]] = {}  # query text → its terms with stand-ins
         self._entity_cache: OrderedDict[str, tuple[str, ...]] = OrderedDict()
         self._entity_cache_size = 0
         self._entity_version: tuple[int, int] | None = None
@@ -254,6 +256,7 @@ class SearchIndex:
                 self._postings.forget_except(r for r, _ in searcher.reader().leaf_readers())
                 self._frequencies = {}
                 self._stand_ins = {}
+                self._resolved = {}
                 self._searcher = searcher
         except Exception as err:
             _raise_if_damage(err, self.root)
@@ -291,6 +294,7 @@ class SearchIndex:
 
         With `typos`, a term no document holds is searched as its stand-in (`stand_ins`).
         """
+        searcher = self._reader()
         terms = self._terms(text, typos)
         if not terms or limit <= 0:
             return []
@@ -302,7 +306,6 @@ class SearchIndex:
             extra=tuple(t for t in expansion if t not in terms),
             extra_boost=EXPANSION_BOOST,
         )
-        searcher = self._reader()
         assert self._stats is not None  # set with the searcher
         try:
             best = score(
@@ -400,27 +403,43 @@ class SearchIndex:
     def _known(self, term: str) -> bool:
         return bool(self._frequency("content", term) or self._frequency("keywords", term))
 
+    def document_count(self) -> int:
+        """Return how many live documents the current searcher sees (no look at the disk)."""
+        if self._stats is None:
+            self._reader()
+        assert self._stats is not None  # set with the searcher
+        return self._stats.count
+
     def _terms(self, text: str, typos: bool) -> list[str]:
-        """Return the query terms of `text`, each unknown one replaced by its stand-in."""
-        terms = query_terms(self._analyzer, text)
+        """Return the query terms of `text`, each unknown one replaced by its stand-in (with
+        `typos`; against the searcher of this operation, kept for its index version)."""
         if not typos:
-            return terms
-        found = self._stand_ins_of(terms, term_sources(self._analyzer, text))
-        swapped = {s.term: s.stand_in_term for s in found}
-        return list(dict.fromkeys(swapped.get(term, term) for term in terms))
+            return query_terms(self._analyzer, text)
+        if text not in self._resolved:
+            terms = query_terms(self._analyzer, text)
+            found = self._stand_ins_of(terms, term_sources(self._analyzer, text))
+            swapped = {s.term: s.stand_in_term for s in found}
+            if len(self._resolved) > CACHE_QUERIES:
+                self._resolved.clear()
+            self._resolved[text] = list(dict.fromkeys(swapped.get(t, t) for t in terms))
+        return self._resolved[text]
 
     def stand_ins(self, text: str) -> list[StandIn]:
         """Return a stand-in for each term of `text` that no document holds and that is
         near a term some document does: typo tolerance (index/typos.py)."""
+        self._reader()
         terms = query_terms(self._analyzer, text)
         return self._stand_ins_of(terms, term_sources(self._analyzer, text))
 
     def _stand_ins_of(self, terms: list[str], sources: dict[str, str]) -> list[StandIn]:
-        self._reader()
+        if self._searcher is None:
+            self._reader()
         found = []
         for term in terms:
             word = sources.get(term, term)
             if (term, word) not in self._stand_ins:
+                if len(self._stand_ins) > CACHE_QUERIES:
+                    self._stand_ins.clear()
                 known = self._known(term)
                 self._stand_ins[term, word] = None if known else self._nearest(term, word)
             best = self._stand_ins[term, word]

@@ -49,11 +49,15 @@ def max_distance(term: str) -> int:
 
 @functools.lru_cache(maxsize=512)
 def automaton(term: str, edits: int) -> Any:
-    """Return a DFA accepting the strings within `edits` of `term` (a swap is one edit)."""
+    """Return a DFA accepting the strings within `edits` of `term` (a swap is one edit)
+    that begin with its first letter (which also keeps the walk to one stretch of the table)."""
     nfa = NFA((0, 0))
     size = len(term)
+    nfa.add_transition((0, 0), term[0], (1, 0))
     for i, char in enumerate(term):
         for e in range(edits + 1):
+            if i == 0:
+                continue
             nfa.add_transition((i, e), char, (i + 1, e))
             if e == edits:
                 continue

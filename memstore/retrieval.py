@@ -115,7 +115,7 @@ def _far_ahead(
     you") are in many memories, or in none, and say nothing about which memory it wants."""
     if first <= 0 or runner_up / first > FAR_AHEAD_RATIO:
         return False
-    limit = DISTINCTIVE_SHARE * index.count()
+    limit = DISTINCTIVE_SHARE * index.document_count()
     distinctive = {term for term, df in frequencies.items() if 0 < df <= limit}
     if len(distinctive) < FAR_AHEAD_TERMS:
         return False
