@@ -1,0 +1,159 @@
+"""Plain `git pull` / `git push` in a vault, by hand, with no git set-up of the person's own.
+
+HOME is an empty folder (no ~/.gitconfig, no identity, no pull mode): what makes git work
+is what `memstore init` and `memstore remote add` wrote into the vault's .git/config.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import git
+
+EXE = Path(sys.executable).with_name("memstore")
+TEXT = "upload 413 is nginx client_max_body_size, not the app"
+
+
+@pytest.fixture
+def bare_env(tmp_path: Path) -> dict[str, str]:
+    """A person's environment with an empty HOME: no git config anywhere."""
+    home = tmp_path / "empty-home"
+    home.mkdir()
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GIT_", "MEMSTORE_VAULT")) and k != "XDG_CONFIG_HOME"
+    }
+    return {
+        **env,
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "PATH": f"{EXE.parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+
+
+def sh(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run a command as a person would in a shell at `cwd`."""
+    return subprocess.run(
+        list(args), cwd=cwd, env=env, capture_output=True, text=True, encoding="utf-8", timeout=60
+    )
+
+
+def ok(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 0, f"{done.args}: {done.stdout}{done.stderr}"
+    return done.stdout
+
+
+def memory_file(vault: Path) -> str:
+    (path,) = (vault / "global").rglob("upload-413*.md")
+    return path.read_text(encoding="utf-8")
+
+
+def test_plain_git_pull_merges_through_the_driver_and_git_push_works(
+    tmp_path: Path, bare_env: dict[str, str]
+) -> None:
+    remote = tmp_path / "memory.git"
+    ok(sh(bare_env, tmp_path, "git", "init", "-q", "--bare", "-b", "main", str(remote)))
+    a, b = tmp_path / "a", tmp_path / "b"
+    ok(sh(bare_env, tmp_path, "memstore", "init", str(a)))
+    added = ok(sh(bare_env, a, "memstore", "remote", "add", str(remote), "--vault", str(a)))
+    assert "branch main tracks origin/main" in added and "pull.rebase=false" not in added
+    ok(sh(bare_env, a, "memstore", "add", TEXT, "-K", "nginx", "--vault", str(a)))
+    ok(sh(bare_env, a, "git", "push"))  # the upstream is set: no arguments needed
+    ok(sh(bare_env, tmp_path, "git", "clone", "-q", str(remote), str(b)))
+    ok(sh(bare_env, tmp_path, "memstore", "init", str(b)))
+    # both machines store the same memory again (seen 1 → 2 on each) and something of their own
+    for vault, word in ((a, "proxy"), (b, "upload")):
+        ok(sh(bare_env, vault, "memstore", "add", TEXT, "-K", word, "--vault", str(vault)))
+        ok(sh(bare_env, vault, "memstore", "add", f"only on {vault.name}", "--vault", str(vault)))
+    ok(sh(bare_env, a, "git", "push"))
+
+    pulled = sh(bare_env, b, "git", "pull")
+
+    assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+    assert "CONFLICT" not in pulled.stdout
+    merged = memory_file(b)
+    assert "seen: 3\n" in merged and "keywords: [nginx, proxy, upload]\n" in merged
+    assert "<<<<<<<" not in merged and "conflict" not in merged
+    author = ok(sh(bare_env, b, "git", "log", "-1", "--format=%an <%ae> %P"))
+    assert author.startswith("memstore <memstore@localhost> ") and len(author.split()) == 4
+    ok(sh(bare_env, b, "git", "push"))
+    ok(sh(bare_env, a, "git", "pull"))  # a fast-forward on the first machine
+    assert memory_file(a) == merged
+    assert git(a, "rev-parse", "HEAD") == git(remote, "rev-parse", "main")
+    assert sh(bare_env, a, "memstore", "sync", "--vault", str(a)).stderr == ""
+
+
+def test_a_persons_identity_and_tracking_are_left_alone(tmp_path: Path) -> None:
+    # conftest's HOME has an identity: memstore writes none of its own
+    remote, vault = tmp_path / "memory.git", tmp_path / "v"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    subprocess.run([str(EXE), "init", str(vault)], check=True, capture_output=True)
+    git(vault, "config", "branch.main.remote", "backup")
+    git(vault, "config", "branch.main.merge", "refs/heads/main")
+    done = subprocess.run(
+        [str(EXE), "remote", "add", str(remote), "--vault", str(vault)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "git pull" not in done.stdout  # nothing to set up
+    local = git(vault, "config", "--local", "--list")
+    assert "user." not in local and "branch.main.remote=backup" in local
+    assert "pull.rebase=false" in local
+
+
+def test_the_stand_in_identity_goes_once_the_person_has_one(
+    tmp_path: Path, bare_env: dict[str, str]
+) -> None:
+    remote, vault = tmp_path / "memory.git", tmp_path / "v"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    made = ok(sh(bare_env, tmp_path, "memstore", "init", str(vault)))
+    assert "user.email=memstore@localhost" in made
+    assert "user.name=memstore" in git(vault, "config", "--local", "--list")
+    ok(sh(bare_env, vault, "git", "config", "--global", "user.name", "Ada"))
+    ok(sh(bare_env, vault, "git", "config", "--global", "user.email", "ada@example.com"))
+    done = ok(sh(bare_env, vault, "memstore", "remote", "add", str(remote), "--vault", str(vault)))
+    assert "user.email=memstore@localhost removed" in done
+    assert "user." not in git(vault, "config", "--local", "--list")
+    assert ok(sh(bare_env, vault, "git", "var", "GIT_COMMITTER_IDENT")).startswith("Ada ")
+
+
+def test_sync_sets_up_plain_git_in_a_vault_made_before(tmp_path: Path) -> None:
+    remote, vault = tmp_path / "memory.git", tmp_path / "v"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    subprocess.run([str(EXE), "init", str(vault)], check=True, capture_output=True)
+    git(vault, "remote", "add", "origin", str(remote))  # by hand, as before memstore did this
+    git(vault, "config", "--unset", "pull.rebase")
+    env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
+    done = subprocess.run([str(EXE), "sync"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == (
+        "memstore: set up a plain git pull in this vault: pull.rebase=false, "
+        "branch main tracks origin/main\n"
+    )
+    assert git(vault, "rev-parse", "--abbrev-ref", "main@{upstream}") == "origin/main\n"
+    again = subprocess.run([str(EXE), "sync"], env=env, capture_output=True, text=True)
+    assert again.returncode == 0 and again.stderr == ""
+
+
+def test_remote_alone_prints_the_remotes(tmp_path: Path) -> None:
+    vault = tmp_path / "v"
+    env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
+    subprocess.run([str(EXE), "init", str(vault)], check=True, capture_output=True)
+    none = subprocess.run([str(EXE), "remote"], env=env, capture_output=True, text=True)
+    assert none.returncode == 1
+    assert none.stderr == "no remote; add one with: memstore remote add URL\n"
+    git(vault, "remote", "add", "origin", "git@example.com:me/memory.git")
+    git(vault, "remote", "add", "backup", "/mnt/usb/memory.git")
+    shown = subprocess.run([str(EXE), "remote"], env=env, capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == "origin\tgit@example.com:me/memory.git\nbackup\t/mnt/usb/memory.git\n"
+    help_text = subprocess.run([str(EXE), "remote", "--help"], capture_output=True, text=True)
+    assert "add" in help_text.stdout and "show" in help_text.stdout

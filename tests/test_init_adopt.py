@@ -1,0 +1,201 @@
+"""Which folders `memstore init` makes a vault of, and where a vault is made without asking.
+
+init adopts an empty folder or repository, a clone of a vault, or a repository whose files
+all read as memories; anything else (a code project) is refused in one line, unchanged,
+unless --adopt-any. `add` (and every command that opens with create) makes a vault only at
+the default path, so a typo in MEMSTORE_VAULT or --vault is not silently a new vault.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memstore.config import Settings
+from memstore.errors import NotFoundError
+from memstore.store import Store
+from tests.conftest import git, head
+
+EXE = Path(sys.executable).with_name("memstore")
+MEMORY = "---\nid: k3xq9v2m\nkind: lesson\nkeywords: [nginx]\n---\nupload 413 is nginx\n"
+
+
+def run(*args: str, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run the installed memstore executable with extra environment variables."""
+    return subprocess.run(
+        [str(EXE), *args],
+        cwd=cwd,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+    )
+
+
+def repository(path: Path, files: dict[str, str], *, commit: bool = True) -> Path:
+    """A git repository holding `files` (committed unless told otherwise)."""
+    path.mkdir(parents=True)
+    git(path, "init", "-q", "-b", "main")
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text, encoding="utf-8")
+    if commit and files:
+        git(path, "add", "-A")
+        git(path, "commit", "-qm", "start")
+    return path
+
+
+def snapshot(path: Path) -> tuple[str, str, str, list[str]]:
+    """What init must not change: HEAD, status, git config and the folder's entries."""
+    commit = subprocess.run(
+        ["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=path, capture_output=True, text=True
+    )
+    return (
+        commit.stdout,
+        git(path, "status", "--porcelain", "--ignored"),
+        (path / ".git" / "config").read_text(encoding="utf-8"),
+        sorted(p.name for p in path.iterdir()),
+    )
+
+
+def assert_refused(done: subprocess.CompletedProcess[str], path: Path, stranger: str) -> None:
+    assert done.returncode == 1, done.stdout
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"Error: {path} is a ")
+    assert f"files that are not memories ({stranger})" in done.stderr
+    assert "memstore init ~/memstore" in done.stderr and "--adopt-any" in done.stderr
+
+
+def test_init_dot_in_a_code_project_refuses_and_changes_nothing(tmp_path: Path) -> None:
+    project = repository(
+        tmp_path / "shop",
+        {"docs/setup.md": "# Setup\nrun make\n", "src/app.py": "print('hi')\n"},
+    )
+    before = snapshot(project)
+    done = run("init", ".", cwd=project)
+    assert_refused(done, project, "docs/setup.md")
+    assert "is a git repository" in done.stderr
+    assert snapshot(project) == before
+    assert not (project / ".gitattributes").exists() and not (project / ".memstore").exists()
+
+
+def test_init_refuses_a_repository_whose_markdown_is_not_memories(tmp_path: Path) -> None:
+    notes = repository(
+        tmp_path / "notes", {"ws/real.md": MEMORY, "ws/todo.md": "- buy milk\n"}, commit=False
+    )
+    before = snapshot(notes)
+    assert_refused(run("init", str(notes)), notes, "ws/todo.md")
+    assert snapshot(notes) == before
+
+
+def test_init_refuses_a_folder_of_other_files(tmp_path: Path) -> None:
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    (folder / "report.pdf").write_bytes(b"%PDF-1.4")
+    done = run("init", str(folder))
+    assert_refused(done, folder, "report.pdf")
+    assert "is a folder" in done.stderr
+    assert sorted(p.name for p in folder.iterdir()) == ["report.pdf"]
+
+
+def test_init_refuses_an_empty_clone_of_a_code_project(tmp_path: Path) -> None:
+    # A bare repository whose HEAD names `master` while the work went to `main`: the clone
+    # checks out nothing, and init would otherwise check the project out into a "vault".
+    project = repository(tmp_path / "project", {"Makefile": "all:\n"})
+    bare = tmp_path / "project.git"
+    git(tmp_path, "-c", "init.defaultBranch=master", "init", "-q", "--bare", str(bare))
+    git(project, "push", "-q", str(bare), "main")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(bare), str(clone)], check=True, capture_output=True)
+    assert_refused(run("init", str(clone)), clone, "Makefile")
+    assert sorted(p.name for p in clone.iterdir()) == [".git"]
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {},  # git init, nothing else
+        {"README.md": "# memory\n", "LICENSE": "MIT\n", ".gitignore": "*.log\n"},  # a forge's
+        {"webshop/k3xq9v2m.md": MEMORY, "README.md": "my memories\n"},  # memories by hand
+        {"notes.txt": "x\n", ".gitattributes": "*.md merge=memstore\n"},  # a vault's clone
+    ],
+    ids=["empty", "forge-made", "memories", "vault-clone"],
+)
+def test_init_adopts_an_empty_repository_a_vault_or_memories(
+    tmp_path: Path, files: dict[str, str]
+) -> None:
+    path = repository(tmp_path / "memory", files)
+    done = run("init", str(path))
+    assert done.returncode == 0, done.stderr
+    assert (path / ".gitattributes").read_text(encoding="utf-8").endswith("merge=memstore\n")
+    assert git(path, "status", "--porcelain") == ""
+
+
+def test_adopt_any_makes_a_code_project_a_vault(tmp_path: Path) -> None:
+    project = repository(tmp_path / "shop", {"docs/setup.md": "# Setup\n", "app.py": "x = 1\n"})
+    done = run("init", str(project), "--adopt-any")
+    assert done.returncode == 0, done.stderr
+    assert "Adopted vault" in done.stdout
+    assert git(project, "log", "-1", "--format=%s") == "init: memstore vault\n"
+    assert run("init", str(project)).returncode == 0  # now a vault: no flag needed again
+
+
+def test_a_typo_in_memstore_vault_is_not_a_new_vault(tmp_path: Path) -> None:
+    typo = tmp_path / "memstrore"
+    done = run("add", "upload 413 is nginx", MEMSTORE_VAULT=str(typo))
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"Error: there is no vault at {typo}; run 'memstore init {typo}' to make one there, "
+        "or fix MEMSTORE_VAULT / --vault\n"
+    )
+    assert not typo.exists()
+    flag = run("add", "upload 413 is nginx", "--vault", str(typo))
+    assert flag.returncode == 1 and flag.stderr == done.stderr and not typo.exists()
+
+
+def test_the_daemon_path_and_serve_give_the_same_line(tmp_path: Path) -> None:
+    typo = tmp_path / "memstrore"
+    allowed = {k: v for k, v in os.environ.items() if k != "MEMSTORE_NO_DAEMON"}
+    for args in (("add", "upload 413 is nginx"), ("serve",)):
+        done = subprocess.run(
+            [str(EXE), *args],
+            env={**allowed, "MEMSTORE_VAULT": str(typo)},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            timeout=60,
+        )
+        assert done.returncode == 1, args
+        assert done.stderr.startswith(f"Error: there is no vault at {typo}; run 'memstore init")
+        assert done.stderr.count("\n") == 1
+        assert not typo.exists()  # no vault, no .memstore for a daemon
+
+
+def test_add_makes_the_default_vault_and_an_initialized_one_elsewhere_works(
+    tmp_path: Path, hermetic: Path
+) -> None:
+    done = run("add", "upload 413 is nginx")  # no MEMSTORE_VAULT: ~/memstore
+    assert done.returncode == 0, done.stderr
+    assert head(hermetic / "memstore")
+    elsewhere = tmp_path / "work-memory"
+    assert run("init", str(elsewhere)).returncode == 0
+    assert run("add", "deploys on Tuesdays", MEMSTORE_VAULT=str(elsewhere)).returncode == 0
+
+
+def test_store_open_with_create_makes_only_the_default_vault(
+    tmp_path: Path, hermetic: Path
+) -> None:
+    env = {"MEMSTORE_VAULT": str(tmp_path / "typo")}
+    with pytest.raises(NotFoundError, match="there is no vault at"):
+        Store.open(Settings.from_env(env, home=hermetic), create=True)
+    assert not (tmp_path / "typo").exists()
+    explicit = Settings.from_env({}, home=hermetic, vault=Path("~/memstore").expanduser())
+    assert explicit.may_create_vault
+    with Store.open(explicit, create=True) as store:
+        assert store.vault.root == hermetic / "memstore"
