@@ -316,3 +316,41 @@ def test_resolve_needs_one_way_to_settle(pair: Pair) -> None:
         [str(EXE), "conflicts", "resolve", pair.id], env=env, capture_output=True, text=True
     )
     assert out.returncode == 1 and "--keep mine" in out.stderr
+
+
+def test_a_plain_git_pull_merge_counts_as_made_here(
+    machines: tuple[Store, Store], tmp_path: Path
+) -> None:
+    a, b = machines
+    added = a.add(BEFORE, workspace="infra")
+    a.sync()
+    b.sync()
+    edit_text(a, added.path, BEFORE, MINE_ON_A)
+    edit_text(b, added.path, BEFORE, MINE_ON_B)
+    a.sync()
+    b.commit_edits(None)
+    env = {**os.environ, "PATH": f"{EXE.parent}{os.pathsep}{os.environ['PATH']}"}
+    subprocess.run(
+        ["git", "pull", "-q", "--no-rebase", "--no-edit"],
+        cwd=b.vault.root,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    (found,) = find_conflicts(b)
+    assert found.versions[found.mine - 1] == MINE_ON_B  # git's merge has no Memstore-Host
+    settle(b, added.id, "theirs")
+    assert parse_memory(file_text(b, added.path), path=added.path).body == MINE_ON_A + "\n"
+
+
+def test_when_history_cannot_tell_mine_is_refused_and_a_number_works(store: Store) -> None:
+    added = store.add(BEFORE, workspace="infra")
+    edit_text(store, added.path, BEFORE + "\n", conflict_body("one text", "another text"))
+    before = commit_count(store.vault.root) + 1  # the hand edit is committed on its own
+    with pytest.raises(InvalidInputError, match="--keep 1"):
+        settle(store, added.id, "mine")
+    (found,) = find_conflicts(store)
+    assert found.mine == 0 and found.versions == ("one text", "another text")
+    settle(store, added.id, "2")
+    assert commit_count(store.vault.root) == before + 1
+    assert parse_memory(file_text(store, added.path), path=added.path).body == "another text\n"
