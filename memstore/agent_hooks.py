@@ -91,14 +91,18 @@ def final_assistant_text(payload: Mapping[str, Any], cwd: str = "") -> str:
 
 
 def prompt_hook(store: Store, payload: Mapping[str, Any], cwd: str) -> list[str]:
-    """UserPromptSubmit: the confident memories for this prompt, as compact context lines."""
+    """UserPromptSubmit: the confident memories for this prompt, as compact context lines
+    (after the header, which words no memory holds were searched as others)."""
     from memstore.output import context_lines  # imports the index: not on the daemon path
+    from memstore.retrieval import typo_note
 
     prompt = str(payload.get("prompt") or "").strip()
     if not prompt:
         return []
     result = store.search(prompt, workspace=workspace_for(payload, store.vault.root, cwd), k=5)
-    return context_lines(result)
+    lines = context_lines(result)
+    note = typo_note(store.indexer, prompt).strip() if lines else ""
+    return [lines[0], f"({note})", *lines[1:]] if note else lines
 
 
 def capture_hook(
