@@ -166,7 +166,8 @@ class SearchIndex:
         self._postings = PostingCache()
         self._frequencies: dict[tuple[str, str], int] = {}  # for the current searcher
         self._stand_ins: dict[tuple[str, str], StandIn | None] = {}  # for the current searcher
-        self._resolved: dict[str, list[str]] = {}  # query text → its terms with stand-ins
+        # query text → its terms with stand-ins in place, and the stand-ins
+        self._resolved: dict[str, tuple[list[str], tuple[StandIn, ...]]] = {}
         self._entity_cache: OrderedDict[str, tuple[str, ...]] = OrderedDict()
         self._entity_cache_size = 0
         self._entity_version: tuple[int, int] | None = None
@@ -415,21 +416,27 @@ class SearchIndex:
         `typos`; against the searcher of this operation, kept for its index version)."""
         if not typos:
             return query_terms(self._analyzer, text)
+        return self._resolve(text)[0]
+
+    def stand_ins(self, text: str) -> list[StandIn]:
+        """Return a stand-in for each term of `text` that no document holds and that is
+        near a term some document does: typo tolerance (index/typos.py). A search of `text`
+        just made has them at hand (no second look at the index)."""
+        if text not in self._resolved:
+            self._reader()
+        return list(self._resolve(text)[1])
+
+    def _resolve(self, text: str) -> tuple[list[str], tuple[StandIn, ...]]:
+        """Return `text`'s terms with stand-ins in place, and the stand-ins."""
         if text not in self._resolved:
             terms = query_terms(self._analyzer, text)
             found = self._stand_ins_of(terms, term_sources(self._analyzer, text))
             swapped = {s.term: s.stand_in_term for s in found}
             if len(self._resolved) > CACHE_QUERIES:
                 self._resolved.clear()
-            self._resolved[text] = list(dict.fromkeys(swapped.get(t, t) for t in terms))
+            resolved = list(dict.fromkeys(swapped.get(t, t) for t in terms))
+            self._resolved[text] = (resolved, tuple(found))
         return self._resolved[text]
-
-    def stand_ins(self, text: str) -> list[StandIn]:
-        """Return a stand-in for each term of `text` that no document holds and that is
-        near a term some document does: typo tolerance (index/typos.py)."""
-        self._reader()
-        terms = query_terms(self._analyzer, text)
-        return self._stand_ins_of(terms, term_sources(self._analyzer, text))
 
     def _stand_ins_of(self, terms: list[str], sources: dict[str, str]) -> list[StandIn]:
         if self._searcher is None:
