@@ -82,6 +82,7 @@ def test_restore_takes_back_every_file_export_wrote_byte_for_byte(
     done = cli(vault, "export", "-o", str(exported))
     assert done.returncode == 0, done.stderr
     other = tmp_path / "other"
+    assert cli(other, "init", str(other)).returncode == 0  # only ~/memstore is made unasked
     done = cli(other, "restore", str(exported))
     assert done.returncode == 0, done.stderr
     assert f"{len(ODD_FILES)} added" in done.stdout
@@ -363,6 +364,7 @@ def test_restored_files_are_owner_only_and_so_are_the_folders_made_for_them(
     cli(vault, "export", "-o", str(exported))
     other = tmp_path / "other"
     with umask(0):
+        assert cli(other, "init", str(other)).returncode == 0
         assert cli(other, "restore", str(exported)).returncode == 0
     assert modes(other) == {("file", 0o600), ("folder", 0o700)}
 

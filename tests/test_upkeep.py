@@ -315,6 +315,7 @@ def test_export_restore_round_trip_keeps_ids_and_is_idempotent(vault: Path, tmp_
     exported = tmp_path / "memory.json"
     assert cli(vault, "export", "-o", str(exported)).returncode == 0
     other = tmp_path / "other"
+    assert cli(other, "init", str(other)).returncode == 0  # only ~/memstore is made unasked
     assert "2 added" in cli(other, "restore", str(exported)).stdout
     assert json.loads(cli(other, "show", new, "--json").stdout)["supersedes"] == [old]
     commits = commit_count(other)
