@@ -98,19 +98,24 @@ def main() -> None:
         print(line("mix, a term no memory holds (warm caches)", [timed(store, t) for t in unknown]))
         rng = random.Random(SEED)
         pairs = [p for p in (misspell(t, rng) for t in queries) if p][:100]
-        right, wrong, fixed = [], [], 0
+        right, wrong, fixed, mistaken = [], [], 0, 0
         for typo_text, original, word in pairs:
             right.append(timed(store, original))
             forget_stand_ins(store)
             wrong.append(timed(store, typo_text))
             if hasattr(index, "stand_ins"):
                 meant = terms(word)  # its stem: the stand-in is a term of the index
-                fixed += any(s.stand_in_term in meant for s in index.stand_ins(typo_text))
+                found = [s for s in index.stand_ins(typo_text) if s.word not in original]
+                fixed += any(s.stand_in_term in meant for s in found)
+                mistaken += any(s.stand_in_term not in meant for s in found)
         print(line("spelled right", right))
         print(line("one word misspelled, stand-in not cached", wrong))
         added = [w - r for w, r in zip(wrong, right, strict=True)]
         print(line("added by the misspelling (paired)", added))
-        print(f"misspelled word stood in for by the word meant: {fixed}/{len(pairs)}")
+        print(
+            f"misspelled word stood in for by the word meant: {fixed}/{len(pairs)}, "
+            f"by another word: {mistaken}/{len(pairs)}"
+        )
 
 
 if __name__ == "__main__":
