@@ -130,6 +130,11 @@ def settle(store: Store, id_prefix: str, keep: str) -> Settled:
         entry = store.resolve_locked(id_prefix)
         current = store.vault.read(entry.path)
         versions = conflicted_versions(current, entry.id)
+        if current.problem:
+            raise InvalidInputError(
+                f"memory {entry.id}'s front matter cannot be read ({current.problem}); settle "
+                f"it with 'memstore conflicts resolve {entry.id} --edit' and fix it there"
+            )
         numbers = _chosen(keep, versions, lambda: _mine(store, entry.path, versions))
         settled = replace(
             current, body=settled_body(versions, numbers), extra=without_conflict_flag(current)
@@ -225,11 +230,6 @@ def conflicted_versions(memory: Memory, memory_id: str) -> Versions:
         raise InvalidInputError(
             f"memory {memory_id} holds one version, nothing to resolve "
             "('memstore conflicts' lists the memories that hold two)"
-        )
-    if memory.problem:
-        raise InvalidInputError(
-            f"memory {memory_id}'s front matter cannot be read ({memory.problem}); "
-            f"fix it by hand first, or settle it with 'memstore conflicts resolve {memory_id} --edit'"
         )
     return versions
 

@@ -23,7 +23,7 @@ from memstore.errors import InvalidInputError
 from memstore.mcp_server import build_server
 from memstore.merge import conflict_body, merge_text
 from memstore.output import context_lines, search_lines, sync_lines
-from memstore.resolution import find_conflicts, settle
+from memstore.resolution import find_conflicts, settle, settle_by_editing
 from memstore.store import Store, init_vault
 from tests.conftest import commit_count, git
 from tests.test_sync import machine_settings
@@ -186,6 +186,8 @@ def test_sync_names_a_conflict_pulled_into_a_merge_of_its_own(
     a.add("Redis runs on 6380", workspace="infra")  # A has news of its own: a real merge
     outcome, _, _ = a.sync()
     assert outcome.merge == "merged" and outcome.conflicts == [added.path]
+    (found,) = find_conflicts(a)  # A's own merge: its first parent holds A's text
+    assert found.versions[found.mine - 1] == MINE_ON_A
 
 
 # --- listing --------------------------------------------------------------------------------
@@ -357,3 +359,21 @@ def test_when_history_cannot_tell_mine_is_refused_and_a_number_works(store: Stor
     settle(store, added.id, "2")
     assert commit_count(store.vault.root) == before + 1
     assert parse_memory(file_text(store, added.path), path=added.path).body == "another text\n"
+
+
+def test_a_conflict_with_broken_front_matter_is_settled_in_the_editor(store: Store) -> None:
+    added = store.add(BEFORE, workspace="infra")
+    file = store.vault.root / added.path
+    text = file.read_text(encoding="utf-8").replace("kind: note", "kind: [note")
+    file.write_text(text.replace(BEFORE + "\n", conflict_body("one", "two")), encoding="utf-8")
+    with pytest.raises(InvalidInputError, match="--edit"):
+        settle(store, added.id, "1")
+
+    def fix(copy: Path) -> None:  # a person: repairs the YAML, keeps one text
+        head, _, _ = copy.read_text(encoding="utf-8").partition("<!-- memstore:")
+        copy.write_text(head.replace("kind: [note", "kind: note") + "two\n", encoding="utf-8")
+
+    done = settle_by_editing(lambda: Store.open(store.settings), added.id, fix, lambda _: False)
+    assert done is not None and done.kept == "edited"
+    memory = parse_memory(file.read_text(encoding="utf-8"), path=added.path)
+    assert memory.problem == "" and memory.body == "two\n" and memory.kind == "note"
