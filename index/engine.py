@@ -54,6 +54,7 @@ ANY_TERM_LIMIT = 3  # … only its rarest terms (small vaults keep every term)
 MERGE_MAX_DOCS = 500  # a commit merges segments up to this size; larger ones on compact()
 COMPACT_SEGMENTS = 12  # more segments than this and the long-running shells compact
 CACHE_QUERIES = 1000  # queries whose stand-ins are kept for the index version
+MAX_STAND_INS = 8  # unknown terms of one query looked at for a stand-in
 CACHE_ENTITY_ROWS = 200_000  # entity rows' keys kept across look-ups (~10 MB at most)
 # Anything Whoosh raises when its files are damaged: a crash mid-commit or stray bytes
 # leave any of these (and a bare Exception, see _guard).
@@ -439,16 +440,18 @@ class SearchIndex:
         return self._resolved[text]
 
     def _stand_ins_of(self, terms: list[str], sources: dict[str, str]) -> list[StandIn]:
+        """Return the stand-ins of the first MAX_STAND_INS unknown `terms` (a pasted log or
+        stack trace holds many words no memory does, and is no typo)."""
         if self._searcher is None:
             self._reader()
         found = []
-        for term in terms:
+        unknown = [t for t in terms if not self._known(t)]
+        for term in unknown[:MAX_STAND_INS]:
             word = sources.get(term, term)
             if (term, word) not in self._stand_ins:
                 if len(self._stand_ins) > CACHE_QUERIES:
                     self._stand_ins.clear()
-                known = self._known(term)
-                self._stand_ins[term, word] = None if known else self._nearest(term, word)
+                self._stand_ins[term, word] = self._nearest(term, word)
             best = self._stand_ins[term, word]
             if best is not None:
                 found.append(best)

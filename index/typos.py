@@ -5,7 +5,8 @@ corrected. The stand-in is a vocabulary term within edit distance 1 (terms of 4 
 characters) or 2 (8 or more), a swap of two neighbouring letters counting as one edit
 (optimal string alignment), with the first letter kept; the nearest wins, then the one most
 documents hold, if a form of it memories write is as near to the word typed. Terms with
-digits are left alone (versions, error codes and sizes are values, not misspelled words).
+digits are left alone (versions, error codes and sizes are values, not misspelled words),
+and so are terms over 40 characters (pasted, not typed).
 
 The vocabulary is never loaded whole: a Levenshtein automaton of the term walks each
 segment's sorted term table, asking only for the first term at or after a string it could
@@ -23,6 +24,7 @@ from whoosh.automata.fsa import ANY, EPSILON, NFA, find_all_matches
 
 ONE_EDIT_MIN = 4  # terms this long may stand in at one edit …
 TWO_EDITS_MIN = 8  # … and this long at two
+LONGEST = 40  # longer terms are pasted, not typed (and their automaton costs more)
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,7 @@ class StandIn:
 
 def max_distance(term: str) -> int:
     """Return how many edits a stand-in for `term` may be away (0: none is looked for)."""
-    if len(term) < ONE_EDIT_MIN or any(c.isdigit() for c in term):
+    if not ONE_EDIT_MIN <= len(term) <= LONGEST or any(c.isdigit() for c in term):
         return 0
     return 2 if len(term) >= TWO_EDITS_MIN else 1
 

@@ -36,6 +36,7 @@ def test_a_swap_of_neighbouring_letters_is_one_edit() -> None:
 def test_only_words_of_four_letters_without_digits_may_stand_in() -> None:
     assert [max_distance(t) for t in ("teh", "kafk", "ngnix", "teraform")] == [0, 1, 1, 2]
     assert max_distance("p3008") == 0 and max_distance("1mb") == 0
+    assert max_distance("x" * 41) == 0  # pasted, not typed
 
 
 def test_the_automaton_walks_a_sorted_table_for_terms_within_reach() -> None:
