@@ -4,6 +4,9 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
+# Wheels of memstore's dependencies, pip, pipx and the build backend: tests/test_newcomer.py
+# runs the README's install lines into a fresh HOME from these, without the network.
+WHEELHOUSE = $(VENV)/wheelhouse
 
 .PHONY: demo test check bench
 
@@ -24,7 +27,11 @@ check: $(VENV)/.installed
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-test: check
+$(WHEELHOUSE): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip download --quiet --dest $(WHEELHOUSE) . pip pipx hatchling
+	touch $@
+
+test: check $(WHEELHOUSE)
 	$(BIN)/python -m pytest
 
 bench: $(VENV)/.installed
