@@ -14,20 +14,22 @@ daemon first costs none of them.
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from contextlib import AbstractContextManager
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memstore.client import Reply, Request, resolve_vault
 from memstore.config import Settings
 from memstore.errors import InvalidInputError, MemstoreError
-from memstore.model import GLOBAL, AddResult, SearchResult, to_workspace_name
+from memstore.model import GLOBAL, AddResult, SearchResult, check_workspace, to_workspace_name
 from memstore.repo_name import detect_workspace
 
 if TYPE_CHECKING:
+    from memstore.output import Elsewhere
     from memstore.store import Store
 
 Options = dict[str, list[str]]
@@ -52,33 +54,77 @@ DEFER = Reply(None)  # let the typer command answer (help, a typo, a missing val
 def parse(
     argv: list[str], flags: dict[str, str], values: dict[str, str], positional: str
 ) -> Options | None:
-    """Return the options in `argv` (values listed in order), or None to defer to typer."""
+    """Return the options in `argv` (values listed in order) and its words joined by spaces
+    as `positional`, or None to defer to typer (help, an unknown option, a missing value)."""
     options: Options = {}
+    words: list[str] = []
     rest = list(argv)
     while rest:
         arg = rest.pop(0)
         if arg == "--":
-            if len(rest) != 1 or positional in options:
-                return None
-            options[positional] = [rest.pop(0)]
-        elif arg in flags:
+            words += rest
+            break
+        if arg in flags:
             options[flags[arg]] = ["1"]
         elif arg in values and rest:
             options.setdefault(values[arg], []).append(rest.pop(0))
         elif arg.startswith("--") and "=" in arg and arg.split("=", 1)[0] in values:
             name, value = arg.split("=", 1)
             options.setdefault(values[name], []).append(value)
-        elif positional not in options and arg[:2] in ("- ", "-\t"):
-            options[positional] = [
-                arg
-            ]  # "- staging deploys need …": a pasted bullet, not an option
-        elif (arg.startswith("-") and arg != "-") or positional in options:
+        elif is_option_like(arg):
             return None
         else:
-            options[positional] = [arg]
-    if positional not in options:
+            words.append(arg)  # "- staging deploys …", "---", "-5 °C": text, not an option
+    if not words:
         return None
+    options[positional] = [" ".join(words)]
     return options
+
+
+def is_option_like(arg: str) -> bool:
+    """Return whether `arg` reads as an option (dashes, then a letter, no space before any
+    '='), not as text such as '- a pasted bullet', '---' or '-5 °C in the morning'."""
+    head = arg.split("=", 1)[0]
+    name = head[2:] if head.startswith("--") else head[1:] if head.startswith("-") else ""
+    return name[:1].isalpha() and not any(c.isspace() for c in head)
+
+
+def words_last(
+    argv: list[str], flags: Collection[str], values: Collection[str]
+) -> tuple[list[str], list[str]]:
+    """Return `argv` with its options first and its words after a `--` (so typer takes text
+    that starts with a dash as text, as `parse` does), and the unknown options in it (left
+    among the words, for a message that shows the text they belong to)."""
+    front: list[str] = []
+    words: list[str] = []
+    unknown: list[str] = []
+    rest = list(argv)
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--":
+            words += rest
+            break
+        if arg in values:
+            if not rest:  # a value is missing: typer says so
+                return argv, []
+            front += [arg, rest.pop(0)]
+        elif arg in flags or _is_attached(arg, flags, values):
+            front.append(arg)
+        elif is_option_like(arg):
+            unknown.append(arg)
+            words.append(arg)
+        else:
+            words.append(arg)
+    return [*front, "--", *words], unknown
+
+
+def _is_attached(arg: str, flags: Collection[str], values: Collection[str]) -> bool:
+    """`--kind=lesson`, `-k3`, `-wwebshop` (and `--all=1`, for typer to refuse): an option
+    and a value in one argument."""
+    if arg.startswith("--") and "=" in arg:
+        name = arg.split("=", 1)[0]
+        return name in values or name in flags
+    return len(arg) > 2 and arg[:2] in values
 
 
 def last(options: Options, name: str, default: str = "") -> str:
@@ -135,36 +181,89 @@ def run_search(request: Request, open_store: OpenStore = open_in_process) -> Rep
         if "all" in options
         else (last(options, "workspace") or _workspace_of(request, settings.vault))
     )
+    context = "context" in options
     try:
         with open_store(settings, False) as store:
             result = store.search(query, workspace=scope, k=int(k))
+            elsewhere = None
+            if not context:
+                vault = settings.vault if "vault" in options else None
+                elsewhere = look_elsewhere(store, result, query, scope, vault=vault)
     except MemstoreError as err:
         return _error(err)
     text = search_text(
-        result, query, scope, as_json="json" in options, context="context" in options
+        result, query, scope, as_json="json" in options, context=context, elsewhere=elsewhere
     )
     return Reply(0, text)
 
 
+ELSEWHERE_LIMIT = 30  # memories counted in other workspaces; more show as "30+"
+
+
+def look_elsewhere(
+    store: Store,
+    result: SearchResult,
+    query: str,
+    scope: str | None,
+    *,
+    vault: Path | None = None,
+    archived: bool = False,
+) -> Elsewhere | None:
+    """Return what other workspaces hold for `query` when its search in `scope` found
+    nothing (one more search, capped); None when there was no scope or it found something.
+
+    `vault` (when the command line named one) and `archived` go into the command that
+    shows them.
+    """
+    from shlex import quote
+
+    from memstore.output import Elsewhere
+
+    if scope is None or result.hits:
+        return None
+    found = store.search(
+        query, workspace=None, k=ELSEWHERE_LIMIT, catch_up=False, archived=archived
+    )
+    hits = [hit for hit in found.hits if hit.workspace not in (scope, GLOBAL)]
+    command = f"memstore search {quote(query)} --all"
+    command += " --archived" if archived else ""
+    command += f" --vault {quote(str(vault))}" if vault else ""
+    weak = all(hit.weak for hit in hits)
+    return Elsewhere(len(hits), weak, len(found.hits) >= ELSEWHERE_LIMIT, command)
+
+
 def search_text(
-    result: SearchResult, query: str, scope: str | None, *, as_json: bool, context: bool
+    result: SearchResult,
+    query: str,
+    scope: str | None,
+    *,
+    as_json: bool,
+    context: bool,
+    elsewhere: Elsewhere | None = None,
 ) -> str:
     """Return a search result as JSON, as agent context (empty when nothing), or as text."""
     from memstore.output import context_lines, render_json, search_json, search_lines
 
     if as_json:
-        return render_json(search_json(result, query, scope)) + "\n"
+        return render_json(search_json(result, query, scope, elsewhere)) + "\n"
     if context:
         lines = context_lines(result)
         return "\n".join(lines) + "\n" if lines else ""
-    return "\n".join(search_lines(result, query, scope)) + "\n"
+    return "\n".join(search_lines(result, query, scope, elsewhere)) + "\n"
 
 
 def print_search(
-    result: SearchResult, query: str, scope: str | None, *, as_json: bool, context: bool
+    result: SearchResult,
+    query: str,
+    scope: str | None,
+    *,
+    as_json: bool,
+    context: bool,
+    elsewhere: Elsewhere | None = None,
 ) -> None:
     """Print a search result as JSON, as agent context (silent when nothing), or as text."""
-    sys.stdout.write(search_text(result, query, scope, as_json=as_json, context=context))
+    text = search_text(result, query, scope, as_json=as_json, context=context, elsewhere=elsewhere)
+    sys.stdout.write(text)
 
 
 def run_add(request: Request, open_store: OpenStore = open_in_process) -> Reply:
@@ -229,3 +328,62 @@ def print_add(result: AddResult, *, as_json: bool) -> None:
 
 
 RUNNERS: dict[str, Callable[[Request, OpenStore], Reply]] = {"search": run_search, "add": run_add}
+
+
+# --- shell completion (typer calls these while a person presses Tab) ---------------------
+# Cheap reads only: a folder listing and one read-only query of the index's manifest. No
+# index open, no catch-up, no vault created; any failure completes nothing.
+
+COMPLETIONS = 100
+
+
+def complete_workspace(ctx: Any, incomplete: str) -> list[str]:
+    """Return the vault's workspaces (its top folders, and `global`) that start with
+    `incomplete`."""
+    names = {GLOBAL}
+    try:
+        with os.scandir(_completion_vault(ctx)) as entries:
+            names.update(e.name for e in entries if e.is_dir(follow_symlinks=False))
+    except (OSError, MemstoreError, ValueError):
+        return []
+    return sorted(n for n in names if n.startswith(incomplete) and _is_valid(check_workspace, n))
+
+
+def complete_id(ctx: Any, incomplete: str) -> list[str]:
+    """Return up to COMPLETIONS memory ids that start with `incomplete`, from the manifest."""
+    import sqlite3
+
+    from memstore.indexer import INDEX_DIR
+    from memstore.vault import Vault
+
+    prefix = incomplete.lower()
+    try:
+        manifest = Vault(_completion_vault(ctx)).state_dir / INDEX_DIR / "manifest.sqlite"
+        if not manifest.is_file():
+            return []
+        db = sqlite3.connect(f"{manifest.resolve().as_uri()}?mode=ro", uri=True, timeout=0.2)
+        try:
+            # The manifest's `files` table (memstore/indexer.py): one row per memory file.
+            rows = db.execute(
+                "SELECT DISTINCT id FROM files WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
+                [prefix, prefix + "\U0010ffff", COMPLETIONS],
+            ).fetchall()
+        finally:
+            db.close()
+    except (OSError, MemstoreError, ValueError, sqlite3.Error):
+        return []
+    return [str(row[0]) for row in rows]
+
+
+def _completion_vault(ctx: Any) -> Path:
+    """Return the vault a command line being completed names (--vault, else the environment)."""
+    typed = getattr(ctx, "params", {}).get("vault")
+    return resolve_vault(str(typed) if typed else None, os.environ, os.getcwd())
+
+
+def _is_valid(check: Callable[[str], str], name: str) -> bool:
+    try:
+        check(name)
+    except MemstoreError:
+        return False
+    return True

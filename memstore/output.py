@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from memstore.conflicts import split_label, sync_hint
@@ -63,20 +63,38 @@ def add_line(result: AddResult) -> str:
     )
 
 
-def search_json(result: SearchResult, query: str, scope: str | None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Elsewhere:
+    """What other workspaces hold for a query that found nothing in its workspace."""
+
+    matches: int
+    weak: bool  # only partial matches (some of the words)
+    capped: bool  # counting stopped at `matches`: there may be more
+    command: str  # the search that shows them
+
+
+def search_json(
+    result: SearchResult, query: str, scope: str | None, elsewhere: Elsewhere | None = None
+) -> dict[str, Any]:
     return {
         "query": query,
         "workspace": scope or "all",
         "weak": result.weak,
         "results": [hit_json(h) for h in result.hits],
+        "other_workspaces": asdict(elsewhere) if elsewhere else None,
     }
 
 
-def search_lines(result: SearchResult, query: str, scope: str | None) -> list[str]:
+def search_lines(
+    result: SearchResult, query: str, scope: str | None, elsewhere: Elsewhere | None = None
+) -> list[str]:
     """Return what `memstore search` prints for a result."""
     if not result.hits:
         where = f" in {scope} or global." if scope else "."
-        return [printable(f"No memory matches {query!r}{where}")]
+        lines = [f"No memory matches {query!r}{where}"]
+        if elsewhere and elsewhere.matches:
+            lines.append(elsewhere_line(elsewhere))
+        return [printable(line) for line in lines]
     lines = ["No memory has every word; these might be related:"] if result.weak else []
     for hit in result.hits:
         mark = "  (weak)" if hit.weak else ""
@@ -87,6 +105,14 @@ def search_lines(result: SearchResult, query: str, scope: str | None) -> list[st
         lines.append(f"{hit.id}  {hit.workspace} · {hit.kind} · {hit.score:.2f}{mark}")
         lines.extend(f"    {line}" for line in text.strip().splitlines()[:6])
     return [printable(line) for line in lines]
+
+
+def elsewhere_line(elsewhere: Elsewhere) -> str:
+    """Return "3 matches in other workspaces: memstore search 'nginx upload' --all"."""
+    number = f"{elsewhere.matches}+" if elsewhere.capped else str(elsewhere.matches)
+    what = "partial match" if elsewhere.weak else "match"
+    noun = what if elsewhere.matches == 1 and not elsewhere.capped else what + "es"
+    return f"{number} {noun} in other workspaces: {elsewhere.command}"
 
 
 def catch_up_lines(result: CatchUp) -> list[str]:
@@ -163,7 +189,9 @@ def briefing_lines(
     changes: list[LogEntry], *, max_tokens: int, estimate: Callable[[str], int]
 ) -> list[str]:
     """Return a SessionStart briefing: memory commits since the agent's last session."""
-    header = f"Memory changed since your last session ({len(changes)} commits, newest first):"
+    header = (
+        f"Memory changed since your last session ({count(len(changes), 'commit')}, newest first):"
+    )
     lines = [header]
     used = estimate(header)
     for change in changes:
@@ -184,7 +212,7 @@ def sync_lines(outcome: SyncOutcome, flushed: int, caught_up: CatchUp) -> list[s
     if outcome.committed_edits:
         lines.append(f"committed edits made outside memstore ({outcome.committed_edits[:8]})")
     if flushed:
-        lines.append(f"wrote recall counters of {flushed} memories")
+        lines.append(f"wrote recall counters of {count(flushed, 'memory', 'memories')}")
     lines.append(
         {
             "up to date": "already up to date with the remote",

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from typing_extensions import TypedDict
 
 from memstore.config import Settings
-from memstore.errors import MemstoreError
+from memstore.errors import InvalidInputError, MemstoreError
 from memstore.model import ALL, GLOBAL, Recall, to_workspace_name
 from memstore.repo_name import detect_workspace
 
@@ -110,8 +110,14 @@ def recall(store: Store, arguments: Mapping[str, Any], *, workspace: str, live: 
 
 def add(store: Store, arguments: Mapping[str, Any], *, workspace: str, source: str) -> AddOut:
     """Run memory_add (`workspace`, `source`: the session's defaults)."""
+    content = str(arguments.get("content") or "")
+    if not content.strip():  # store.add's message is for a person at a shell
+        raise InvalidInputError(
+            "content is empty; pass the fact to remember as `content`, one self-contained "
+            "sentence or two (e.g. symptom — cause — fix)"
+        )
     result = store.add(
-        str(arguments.get("content", "")),
+        content,
         workspace=str(arguments.get("workspace") or workspace),
         kind=str(arguments.get("kind") or "note"),
         keywords=tuple(arguments.get("keywords") or ()),

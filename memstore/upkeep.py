@@ -23,6 +23,7 @@ from memstore.config import Settings
 from memstore.curation import Curator
 from memstore.errors import InvalidInputError
 from memstore.history import History
+from memstore.lean import complete_id, complete_workspace
 from memstore.model import GLOBAL, KINDS
 from memstore.output import count, printable, render_json
 from memstore.store import Store, summary
@@ -35,7 +36,10 @@ VaultOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 IdArgument = Annotated[
-    str, typer.Argument(metavar="ID", help="A memory id or a unique prefix of one.")
+    str,
+    typer.Argument(
+        metavar="ID", help="A memory id or a unique prefix of one.", autocompletion=complete_id
+    ),
 ]
 
 
@@ -131,7 +135,13 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def audit(
         workspace: Annotated[
-            str | None, typer.Option("-w", "--workspace", help="Only this workspace.")
+            str | None,
+            typer.Option(
+                "-w",
+                "--workspace",
+                help="Only this workspace.",
+                autocompletion=complete_workspace,
+            ),
         ] = None,
         vault: VaultOption = None,
         as_json: JsonOption = False,
@@ -443,7 +453,13 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def export(
         workspace: Annotated[
-            str | None, typer.Option("-w", "--workspace", help="Only this workspace.")
+            str | None,
+            typer.Option(
+                "-w",
+                "--workspace",
+                help="Only this workspace.",
+                autocompletion=complete_workspace,
+            ),
         ] = None,
         output: Annotated[
             Path | None,

@@ -1,0 +1,345 @@
+"""`memstore list` (alias `ls`) and `memstore stats`: what the vault holds, read from the index.
+
+Both read the index's manifest (one row per memory file) and the stored fields of the few
+memories they show, never the files: a list of a 100,000-memory vault costs one table read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from index import Document, SearchIndexError
+from memstore.errors import InvalidInputError, NotFoundError
+from memstore.indexer import Entry
+from memstore.lean import complete_workspace
+from memstore.model import KINDS, check_kind, check_workspace
+from memstore.output import count, printable, render_json
+from memstore.store import Stats, Store
+from memstore.upkeep import JsonOption, VaultOption, shell_settings
+
+SUMMARY_CHARS = 72  # a memory's first line, cut to this in the text listing
+_AGE = re.compile(r"^(\d{1,5})([hdw])$")
+_AGE_UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What `memstore list` keeps."""
+
+    workspace: str | None = None
+    kind: str | None = None
+    source: str | None = None
+    since: str = ""  # an ISO timestamp (or date): memories created then or later
+    archived: bool = False
+
+
+@dataclass(frozen=True)
+class Row:
+    """One memory in a listing."""
+
+    id: str
+    workspace: str
+    kind: str
+    source: str
+    created: str
+    path: str
+    summary: str  # the first line of its text
+
+
+@dataclass(frozen=True)
+class Listing:
+    """The memories shown (newest first) and counts of all that matched."""
+
+    rows: tuple[Row, ...]
+    total: int
+    by_workspace: dict[str, int]
+    by_kind: dict[str, int]
+
+
+def parse_since(value: str, now: datetime) -> str:
+    """Return the ISO cutoff for `--since`: a date (YYYY-MM-DD) or an age (12h, 7d, 2w)."""
+    age = _AGE.match(value.strip().lower())
+    if age:
+        cutoff = now - int(age.group(1)) * _AGE_UNITS[age.group(2)]
+        return cutoff.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        return datetime.strptime(value.strip(), "%Y-%m-%d").strftime("%Y-%m-%d")
+    except ValueError:
+        raise InvalidInputError(
+            f"--since {value!r} is neither a date nor an age; use e.g. 2026-11-01, 7d, 2w or 12h"
+        ) from None
+
+
+def select(entries: Iterable[Entry], filters: Filters) -> list[Entry]:
+    """Return the entries `filters` keeps, newest first (undated ones last, by path)."""
+    kept = [
+        e
+        for e in entries
+        if (filters.workspace is None or e.workspace == filters.workspace)
+        and (filters.kind is None or e.kind == filters.kind)
+        and (not filters.since or e.created >= filters.since)
+        and (filters.archived or not e.archived)
+    ]
+    kept.sort(key=lambda e: e.path)
+    kept.sort(key=lambda e: e.created, reverse=True)  # stable: ties stay in path order
+    return kept
+
+
+def summary(content: str) -> str:
+    """Return the first non-empty line of a memory's text."""
+    return next((line.strip() for line in content.splitlines() if line.strip()), "")
+
+
+def read_listing(store: Store, filters: Filters, limit: int) -> Listing:
+    """Return the memories `filters` keeps, at most `limit` of them (0: all), with counts."""
+    store.catch_up()
+    entries = select(_indexed(store, lambda: store.indexer.entries()), filters)
+    if filters.source is not None:
+        sources = _indexed(store, lambda: _sources(store, filters.workspace))
+        entries = [e for e in entries if sources.get(e.path) == filters.source]
+    shown = entries[:limit] if limit else entries
+    documents = _indexed(store, lambda: store.indexer.search.get([e.path for e in shown]))
+    rows = tuple(_row(e, documents.get(e.path)) for e in shown)
+    return Listing(
+        rows,
+        len(entries),
+        dict(sorted(Counter(e.workspace for e in entries).items())),
+        dict(sorted(Counter(e.kind for e in entries).items())),
+    )
+
+
+def _sources(store: Store, workspace: str | None) -> dict[str, str]:
+    """Return each memory's source (path → source), for one workspace or all."""
+    index = store.indexer.search
+    documents = index.find(workspace=workspace) if workspace else index.documents()
+    return {d.key: d.source for d in documents}
+
+
+def _indexed(store: Store, read: Callable[[], T]) -> T:
+    """Run `read` on the index; a damaged index is rebuilt from the files and read again."""
+    try:
+        return read()
+    except SearchIndexError as err:
+        store.indexer.heal(err)
+        return read()
+
+
+def _row(entry: Entry, document: Document | None) -> Row:
+    return Row(
+        id=entry.id,
+        workspace=entry.workspace,
+        kind=entry.kind,
+        source=document.source if document else "",
+        created=entry.created,
+        path=entry.path,
+        summary=summary(document.content) if document else "",
+    )
+
+
+def listing_lines(listing: Listing) -> list[str]:
+    """Return what `memstore list` prints: one line a memory, then the counts."""
+    if not listing.total:
+        return ["No memories match."]
+    lines = []
+    for row in listing.rows:
+        text = row.summary
+        if len(text) > SUMMARY_CHARS:
+            text = text[: SUMMARY_CHARS - 1].rstrip() + "…"
+        when = row.created[:10] or "undated"
+        lines.append(
+            f"{row.id}  {when}  {row.workspace} · {row.kind} · {row.source or '?'}  {text}"
+        )
+    shown = len(listing.rows)
+    more = f" (--limit 0 lists all {listing.total:,})" if shown < listing.total else ""
+    lines.append(f"{shown:,} of {count(listing.total, 'memory', 'memories')}, newest first{more}")
+    lines.append("  workspaces  " + _counts(listing.by_workspace))
+    lines.append("  kinds       " + _counts(listing.by_kind))
+    return [printable(line) for line in lines]
+
+
+def listing_json(listing: Listing) -> dict[str, Any]:
+    return {
+        "total": listing.total,
+        "shown": len(listing.rows),
+        "by_workspace": listing.by_workspace,
+        "by_kind": listing.by_kind,
+        "memories": [asdict(row) for row in listing.rows],
+    }
+
+
+@dataclass(frozen=True)
+class WorkspaceStats:
+    """A summary of one workspace."""
+
+    vault: str
+    workspace: str
+    memories: int
+    by_kind: dict[str, int]
+    by_source: dict[str, int]
+    archived: int
+    problems: int
+    oldest: str
+    newest: str
+
+
+def workspace_stats(store: Store, workspace: str) -> WorkspaceStats:
+    """Summarize one workspace; raise NotFoundError when it holds no memory."""
+    check_workspace(workspace)
+    store.catch_up()
+    entries = [
+        e for e in _indexed(store, lambda: store.indexer.entries()) if e.workspace == workspace
+    ]
+    if not entries:
+        known = sorted({e.workspace for e in store.indexer.entries()})
+        raise NotFoundError(
+            f"no memories in workspace {workspace!r}; workspaces: {', '.join(known) or 'none yet'}"
+        )
+    sources = _indexed(store, lambda: _sources(store, workspace))
+    dates = sorted(e.created for e in entries if e.created)
+    return WorkspaceStats(
+        vault=str(store.vault.root),
+        workspace=workspace,
+        memories=len(entries),
+        by_kind=dict(sorted(Counter(e.kind for e in entries).items())),
+        by_source=dict(Counter(sources.get(e.path) or "?" for e in entries).most_common()),
+        archived=sum(1 for e in entries if e.archived),
+        problems=sum(1 for e in entries if e.problem),
+        oldest=dates[0] if dates else "",
+        newest=dates[-1] if dates else "",
+    )
+
+
+def workspace_stats_lines(stats: WorkspaceStats) -> list[str]:
+    """Return what `memstore stats -w WS` prints."""
+    problems = f"  ({stats.problems} with problems: memstore doctor)" if stats.problems else ""
+    archived = f"  ({stats.archived} archived)" if stats.archived else ""
+    lines = [
+        f"vault      {stats.vault}",
+        f"workspace  {stats.workspace}",
+        f"memories   {stats.memories:,}{archived}{problems}",
+        f"kinds      {_counts(stats.by_kind)}",
+        f"sources    {_counts(stats.by_source)}",
+    ]
+    if stats.newest:
+        lines.append(f"created    {stats.oldest[:10]} … {stats.newest[:10]}")
+    return [printable(line) for line in lines]
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{name} {n:,}" for name, n in counts.items()) or "none"
+
+
+WorkspaceFilter = Annotated[
+    str | None,
+    typer.Option(
+        "-w",
+        "--workspace",
+        help="Only this workspace (default: every workspace).",
+        show_default=False,
+        autocompletion=complete_workspace,
+    ),
+]
+
+
+def register(app: typer.Typer) -> None:
+    """Add `list` (and its alias `ls`) and `stats` to the CLI."""
+
+    def list_command(
+        workspace: WorkspaceFilter = None,
+        kind: Annotated[
+            str | None,
+            typer.Option("--kind", help=" | ".join(KINDS), show_default=False),
+        ] = None,
+        source: Annotated[
+            str | None,
+            typer.Option(
+                "--source", help="Only memories by this agent or person.", show_default=False
+            ),
+        ] = None,
+        since: Annotated[
+            str | None,
+            typer.Option(
+                "--since",
+                metavar="WHEN",
+                help="Only memories created since a date or age (2026-11-01, 7d, 2w, 12h).",
+            ),
+        ] = None,
+        limit: Annotated[
+            int, typer.Option("-n", "--limit", help="Show at most this many (0: all).", min=0)
+        ] = 50,
+        archived: Annotated[
+            bool, typer.Option("--archived", help="Include archived memories.")
+        ] = False,
+        vault: VaultOption = None,
+        as_json: JsonOption = False,
+    ) -> None:
+        """List memories, newest first, with counts by workspace and kind (alias: ls).
+
+        Example:  memstore list -w webshop --kind lesson --since 7d
+        """
+        now = datetime.now(UTC)
+        filters = Filters(
+            workspace=check_workspace(workspace) if workspace else None,
+            kind=check_kind(kind, allowed=KINDS) if kind else None,
+            source=source,
+            since=parse_since(since, now) if since else "",
+            archived=archived,
+        )
+        with Store.open(shell_settings(vault)) as store:
+            listing = read_listing(store, filters, limit)
+        if as_json:
+            typer.echo(render_json(listing_json(listing)))
+        else:
+            typer.echo("\n".join(listing_lines(listing)))
+
+    app.command("list")(list_command)
+    app.command("ls", hidden=True)(list_command)
+
+    @app.command()
+    def stats(
+        workspace: WorkspaceFilter = None, vault: VaultOption = None, as_json: JsonOption = False
+    ) -> None:
+        """Count memories by workspace and kind; show index size and the last commit.
+
+        With -w: one workspace's memories by kind and source, and their dates.
+
+        Example:  memstore stats -w webshop
+        """
+        with Store.open(shell_settings(vault)) as store:
+            if workspace:
+                one = workspace_stats(store, workspace)
+            else:
+                result = store.stats()
+        if workspace:
+            typer.echo(
+                render_json(asdict(one)) if as_json else "\n".join(workspace_stats_lines(one))
+            )
+            return
+        if as_json:
+            typer.echo(render_json(asdict(result)))
+            return
+        for line in _vault_stats_lines(result):
+            typer.echo(line)
+
+
+def _vault_stats_lines(result: Stats) -> list[str]:
+    """Return what `memstore stats` prints for the whole vault."""
+    problems = f"  ({result.problems} with problems: memstore doctor)" if result.problems else ""
+    lines = [
+        f"vault      {result.vault}",
+        f"memories   {result.memories}{problems}",
+        "workspaces " + ", ".join(f"{w} {n}" for w, n in result.by_workspace.items()),
+        "kinds      " + ", ".join(f"{k} {n}" for k, n in result.by_kind.items()),
+        f"index      {result.index_bytes / 1024:.0f} KiB",
+    ]
+    if result.last_commit:
+        lines.append(f"last       {result.last_commit.commit[:8]} {result.last_commit.summary}")
+    return [printable(line) for line in lines]

@@ -1,0 +1,337 @@
+"""The command line as a newcomer types it: unquoted words, text that starts with a dash,
+a hint when another workspace has the answer, flags shown as flags, shell completion."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from memstore import lean
+from memstore.cli import app
+from memstore.client import Request
+from memstore.git import LogEntry
+from memstore.indexer import CatchUp
+from memstore.output import briefing_lines, sync_lines
+from memstore.sync import SyncOutcome
+from tests.conftest import head, vault_bytes
+from tests.test_daemon import (
+    env,  # noqa: F401 (a pytest fixture, asked for by name)
+    requests_served,
+    start_daemon,
+)
+from tests.test_mcp import (
+    call,
+    server,  # noqa: F401 (a pytest fixture, asked for by name)
+    text_of,
+)
+
+EXE = Path(sys.executable).with_name("memstore")
+runner = CliRunner()
+
+
+def run(
+    *args: str, vault: Path, under: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the installed executable (search and add take the lean path)."""
+    environment = {**(under if under is not None else os.environ), "MEMSTORE_VAULT": str(vault)}
+    return subprocess.run(
+        [str(EXE), *args],
+        env=environment,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+    )
+
+
+def typer_run(*args: str, vault: Path) -> Any:
+    """Run the typer command itself (what the lean path defers to)."""
+    return runner.invoke(app, list(args), env={"MEMSTORE_VAULT": str(vault)})
+
+
+def body_of(vault: Path, memory_id: str) -> str:
+    found = [p for p in vault.rglob(f"*{memory_id}.md")]
+    assert len(found) == 1, found
+    return found[0].read_text(encoding="utf-8").split("---\n", 2)[2]
+
+
+# --- unquoted words -----------------------------------------------------------------------
+
+
+def test_unquoted_words_are_one_query_and_print_the_same_on_both_paths(vault: Path) -> None:
+    added = run(
+        "add", "nginx", "upload", "limit", "is", "client_max_body_size", "-w", "web", vault=vault
+    )
+    assert added.returncode == 0, added.stderr
+    lean_out = run("search", "nginx", "upload", "-w", "web", "limit", vault=vault)
+    typer_out = typer_run("search", "nginx", "upload", "-w", "web", "limit", vault=vault)
+    assert lean_out.returncode == typer_out.exit_code == 0, lean_out.stderr
+    assert lean_out.stdout == typer_out.output
+    assert "client_max_body_size" in lean_out.stdout and "(weak)" not in lean_out.stdout
+
+
+def test_unquoted_words_are_one_memory_on_both_paths(vault: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    assert run("init", str(other), vault=other).returncode == 0
+    lean_out = run("add", "use", "pnpm", "not", "npm", "-w", "infra", "-K", "pnpm", vault=vault)
+    typer_out = typer_run(
+        "add", "use", "pnpm", "not", "npm", "-w", "infra", "-K", "pnpm", vault=other
+    )
+    assert lean_out.returncode == typer_out.exit_code == 0, lean_out.stderr
+    assert lean_out.stdout == typer_out.output
+    memory_id = lean_out.stdout.split()[1]
+    assert body_of(vault, memory_id) == body_of(other, memory_id) == "use pnpm not npm\n"
+
+
+def test_the_lean_parser_joins_words_and_keeps_deferring_what_it_does_not_know() -> None:
+    def search(argv: list[str]) -> dict[str, list[str]] | None:
+        return lean.parse(argv, lean.SEARCH_FLAGS, lean.SEARCH_VALUES, "query")
+
+    assert search(["nginx", "-w", "web", "upload", "limit"]) == {
+        "query": ["nginx upload limit"],
+        "workspace": ["web"],
+    }
+    assert search(["a", "--", "-b", "--all"]) == {"query": ["a -b --all"]}
+    assert search(["--- a note", "-5"]) == {"query": ["--- a note -5"]}
+    for argv in (["--help"], ["q", "--bogus"], [], ["q", "-w"], ["q", "--all=1"]):
+        assert search(argv) is None, argv
+
+
+# --- text that starts with a dash ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("words", "text"),
+    [
+        (["---", "a", "note", "after", "a", "rule"], "--- a note after a rule"),
+        (["--- quoted, with spaces"], "--- quoted, with spaces"),
+        (["-5", "degrees", "breaks", "the", "build", "agent"], "-5 degrees breaks the build agent"),
+        (["--", "--verbose", "is", "deprecated"], "--verbose is deprecated"),
+    ],
+)
+def test_text_that_starts_with_dashes_is_text_on_both_paths(
+    vault: Path, tmp_path: Path, words: list[str], text: str
+) -> None:
+    other = tmp_path / "other"
+    assert run("init", str(other), vault=other).returncode == 0
+    lean_out = run("add", "-w", "notes", *words, vault=vault)
+    typer_out = typer_run("add", "-w", "notes", *words, vault=other)
+    assert lean_out.returncode == typer_out.exit_code == 0, lean_out.stderr
+    assert lean_out.stdout == typer_out.output
+    assert body_of(vault, lean_out.stdout.split()[1]) == text + "\n"
+
+
+def test_an_unknown_option_names_the_fix_and_changes_nothing(vault: Path) -> None:
+    before = (head(vault), vault_bytes(vault))
+    text = run("add", "--verbose", "is", "deprecated", vault=vault)
+    assert text.returncode == 2
+    assert "No such option: --verbose" in text.stderr
+    assert "memstore add -- '--verbose is deprecated'" in text.stderr
+    typo = run("add", "x", "--kidn", "lesson", vault=vault)
+    assert typo.returncode == 2 and "Did you mean --kind?" in typo.stderr
+    assert (head(vault), vault_bytes(vault)) == before
+
+
+# --- a hint when another workspace has it -------------------------------------------------
+
+
+def test_no_match_here_points_at_the_matches_elsewhere_on_both_paths(vault: Path) -> None:
+    for text, workspace in (
+        ("nginx upload limit is client_max_body_size", "webshop"),
+        ("nginx upload size must match the proxy", "billing"),
+        ("use pnpm, not npm", "infra-tools"),
+    ):
+        assert run("add", text, "-w", workspace, vault=vault).returncode == 0
+    lean_out = run("search", "nginx upload", "-w", "infra-tools", vault=vault)
+    typer_out = typer_run("search", "nginx upload", "-w", "infra-tools", vault=vault)
+    assert (
+        lean_out.stdout
+        == typer_out.output
+        == (
+            "No memory matches 'nginx upload' in infra-tools or global.\n"
+            "2 matches in other workspaces: memstore search 'nginx upload' --all\n"
+        )
+    )
+    shown = run("search", "nginx upload", "--all", vault=vault).stdout
+    assert shown.count("nginx upload") == 2
+
+
+def test_the_hint_counts_nothing_it_cannot_show(vault: Path) -> None:
+    assert run("add", "use pnpm, not npm", "-w", "infra-tools", vault=vault).returncode == 0
+    none = run("search", "kubernetes", "-w", "webshop", vault=vault)
+    assert none.stdout == "No memory matches 'kubernetes' in webshop or global.\n"
+    context = run("search", "pnpm", "-w", "webshop", "--context", vault=vault)
+    assert context.stdout == ""  # agent context stays silent
+    data = json.loads(run("search", "pnpm", "-w", "webshop", "--json", vault=vault).stdout)
+    assert data["other_workspaces"] == {
+        "matches": 1,
+        "weak": False,
+        "capped": False,
+        "command": "memstore search pnpm --all",
+    }
+    found = json.loads(run("search", "pnpm", "-w", "infra-tools", "--json", vault=vault).stdout)
+    assert found["other_workspaces"] is None and len(found["results"]) == 1
+
+
+def test_the_hint_names_the_vault_and_archived_when_the_command_did(vault: Path) -> None:
+    assert run("add", "use pnpm, not npm", "-w", "infra-tools", vault=vault).returncode == 0
+    lean_out = run("search", "pnpm", "-w", "web", "--vault", str(vault), vault=vault)
+    typer_out = typer_run("search", "pnpm", "-w", "web", "--vault", str(vault), vault=vault)
+    assert lean_out.stdout == typer_out.output
+    assert lean_out.stdout.endswith(f"memstore search pnpm --all --vault {vault}\n")
+    archived = typer_run("search", "pnpm", "-w", "web", "--archived", vault=vault).output
+    assert archived.endswith("memstore search pnpm --all --archived\n")
+
+
+def test_the_daemon_prints_the_hint_as_the_command_does_in_process(
+    vault: Path,
+    env: dict[str, str],  # noqa: F811 (the fixture imported above)
+) -> None:
+    alone = {**env, "MEMSTORE_NO_DAEMON": "1"}
+    assert (
+        run("add", "use pnpm, not npm", "-w", "infra-tools", vault=vault, under=alone).returncode
+        == 0
+    )
+    start_daemon(env, vault)
+    served = run("search", "pnpm", "-w", "webshop", vault=vault, under=env)
+    assert requests_served(vault) == 1
+    in_process = run("search", "pnpm", "-w", "webshop", vault=vault, under=alone)
+    assert served.stdout == in_process.stdout
+    assert served.stdout.endswith("1 match in other workspaces: memstore search pnpm --all\n")
+
+
+def test_the_lean_command_counts_through_the_store_it_is_given(vault: Path) -> None:
+    assert run("add", "use pnpm, not npm", "-w", "infra-tools", vault=vault).returncode == 0
+    caller = {"HOME": str(vault.parent), "MEMSTORE_VAULT": str(vault)}
+    request = Request("search", ["pnpm", "-w", "web"], str(vault.parent), caller, b"")
+    reply = lean.run_search(request, lean.open_in_process)
+    assert reply.status == 0 and "1 match in other workspaces" in reply.stdout
+
+
+# --- help, plurals, the MCP error ---------------------------------------------------------
+
+
+def every_command() -> list[list[str]]:
+    group = typer.main.get_command(app)
+    found = []
+    for name, command in group.commands.items():  # type: ignore[attr-defined]
+        found.append([name])
+        found += [[name, sub] for sub in getattr(command, "commands", {})]
+    return found
+
+
+def test_flags_are_shown_as_flags_in_every_help() -> None:
+    for words in [[], *every_command()]:
+        result = runner.invoke(app, [*words, "--help"])
+        assert result.exit_code == 0, words
+        assert "<bool>" not in result.output, words
+    search = runner.invoke(app, ["search", "--help"]).output
+    assert "  --all  " in search and "-h, --help" in search
+
+
+def test_a_flag_given_a_value_says_it_takes_none() -> None:
+    result = runner.invoke(app, ["search", "x", "--all=true"])
+    assert result.exit_code == 2 and "does not take a value" in result.output
+
+
+def test_the_command_list_shows_each_whole_first_line() -> None:
+    listed = runner.invoke(app, ["--help"]).output.split("Commands:")[1]
+    assert "..." not in listed and "(e.g.\n" not in listed  # click cut them at a '.'
+    assert "Remember something: one markdown file and one git commit (a duplicate" in " ".join(
+        listed.split()
+    )
+
+
+def test_counts_read_in_the_singular() -> None:
+    change = LogEntry("0" * 40, "add(global): one", "add(global): one", 0)
+    header = briefing_lines([change], max_tokens=500, estimate=len)[0]
+    assert "(1 commit, newest first)" in header
+    lines = sync_lines(SyncOutcome(), 1, CatchUp())
+    assert "wrote recall counters of 1 memory" in lines
+
+
+def test_reindex_says_one_memory(vault: Path) -> None:
+    assert run("add", "one memory only", "-w", "notes", vault=vault).returncode == 0
+    assert "indexed 1 memory\n" in run("reindex", vault=vault).stdout
+
+
+def test_the_mcp_error_for_empty_content_speaks_to_the_agent(server: Any) -> None:  # noqa: F811
+    result = call(server, "memory_add", {"content": "   ", "keywords": ["a"]})
+    assert result.is_error
+    message = text_of(result)
+    assert "content" in message and "empty" in message and "memstore add" not in message
+
+
+# --- shell completion ---------------------------------------------------------------------
+
+
+def complete(words: str, vault: Path) -> list[str]:
+    """Ask the installed executable for bash completions of the line `words`."""
+    shell = {
+        **os.environ,
+        "MEMSTORE_VAULT": str(vault),
+        "_MEMSTORE_COMPLETE": "complete_bash",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(len(words.split(" ")) - 1),
+    }
+    done = subprocess.run([str(EXE)], env=shell, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    return done.stdout.split()
+
+
+def test_completion_offers_workspaces_and_id_prefixes(vault: Path) -> None:
+    ids = []
+    for text, workspace in (("one", "infra-tools"), ("two", "infra"), ("three", "webshop")):
+        added = run("add", f"memory number {text}", "-w", workspace, vault=vault)
+        ids.append(added.stdout.split()[1])
+    assert complete("memstore search -w inf", vault) == ["infra", "infra-tools"]
+    assert complete("memstore list -w ", vault) == ["global", "infra", "infra-tools", "webshop"]
+    assert complete("memstore add note -w web", vault) == ["webshop"]
+    assert complete(f"memstore show {ids[0][:3]}", vault) == [
+        i for i in ids if i.startswith(ids[0][:3])
+    ]
+    assert sorted(complete("memstore forget ", vault)) == sorted(ids)
+    assert complete("memstore li", vault) == ["list"]
+
+
+def test_completion_never_creates_or_indexes_a_vault(tmp_path: Path, vault: Path) -> None:
+    missing = tmp_path / "nowhere"
+    assert complete("memstore show ", missing) == []
+    assert complete("memstore search -w ", missing) == []
+    assert not missing.exists()
+    # a vault whose index is gone: no ids (no rebuild while a person presses Tab)
+    assert run("add", "kept in the file", "-w", "notes", vault=vault).returncode == 0
+    shutil.rmtree(vault / ".memstore" / "index")
+    assert complete("memstore show ", vault) == []
+    assert not (vault / ".memstore" / "index").exists()
+    assert complete("memstore stats -w ", vault) == ["global", "notes"]
+
+
+def test_the_completion_script_installs_for_a_named_shell(tmp_path: Path) -> None:
+    shell = {**os.environ, "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
+    shown = subprocess.run(
+        [str(EXE), "--show-completion", "bash"],
+        env=shell,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 0 and "_MEMSTORE_COMPLETE=complete_bash" in shown.stdout
+    installed = subprocess.run(
+        [str(EXE), "--install-completion", "bash"],
+        env=shell,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert installed.returncode == 0, installed.stderr
+    assert "memstore" in (Path(os.environ["HOME"]) / ".bashrc").read_text(encoding="utf-8")
