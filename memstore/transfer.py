@@ -136,7 +136,8 @@ def import_files(
 
     The source files are only read. A piece the workspace already holds is counted as
     unchanged; one that looks like a credential is refused and reported.
-    `progress(done, total)` follows the pieces.
+    `progress(done, total)` counts pieces: half the total for reading and writing them,
+    the other half for the commit and the index update (done at once when they are).
     """
     check_workspace(workspace, for_add=True)
     pieces = [
@@ -150,13 +151,15 @@ def import_files(
         report.created = [body for _, body, _ in _new_pieces(store, pieces, workspace, report)]
         return report
     source = check_source(store.settings.source)
+    step = progress or (lambda _done, _total: None)
     with store.vault.lock(store.settings.lock_timeout):
         if not store.vault.is_watched():
             store.catch_up_locked(workspace)
         origins: dict[str, str] = {}  # each path written → the file its piece came from
         written: dict[str, bytes | None] = {}
         try:
-            for name, body, keywords in _new_pieces(store, pieces, workspace, report, progress):
+            halves = _new_pieces(store, pieces, workspace, report, lambda d, t: step(d // 2, t))
+            for name, body, keywords in halves:
                 path, memory = _plan_imported(store, body, keywords, workspace, source, report)
                 written[path] = render_memory(memory).encode("utf-8")
                 store.note_writing(written)  # a kill before the commit is undone
@@ -171,6 +174,7 @@ def import_files(
                 _commit_import(store, origins, workspace, source)
             store.note_writing({})
         store.catch_up_locked(workspace)  # one index update, not one per memory
+    step(len(pieces), len(pieces))
     return report
 
 
@@ -441,18 +445,21 @@ def restore(
     A memory the vault lacks is written byte for byte at its exported path; one it holds
     (same id) is merged into its file, keeping ids so supersede links survive. Raises
     InvalidInputError, changing nothing, when a target is unsafe in this vault.
-    `progress(done, total)` follows the files checked, then the files written.
+    `progress(done, total)` counts files: a third of the total for checking them, a third
+    for writing, the last for the commit and the index update (done at once when they are).
     """
     report = RestoreReport()
     n = len(files)
     step = progress or (lambda _done, _total: None)
     with store.vault.lock(store.settings.lock_timeout):
         store.catch_up_locked()
-        plan = _plan_restore(store, files, report, lambda done: step(done, 2 * n))
+        plan = _plan_restore(store, files, report, lambda done: step(done // 3, n))
         if plan:
-            _apply_restore(store, plan, report, lambda done: step(n + done * n // len(plan), 2 * n))
+            _apply_restore(
+                store, plan, report, lambda done: step((n + done * n // len(plan)) // 3, n)
+            )
             store.catch_up_locked()
-    step(2 * n, 2 * n)
+    step(n, n)
     return report
 
 
