@@ -277,3 +277,21 @@ def test_with_no_editor_set_a_default_is_used_or_the_error_says_how_to_set_one(
     vi.chmod(0o755)
     assert choose_editor("", " ") == (["vi"], "the default editor")
     assert choose_editor("", "code --wait") == (["code", "--wait"], "$EDITOR")
+
+
+@pytest.mark.parametrize("point", ["memory-written", "git-commit"])
+def test_an_edit_killed_before_its_commit_is_undone_by_the_next_command(
+    tmp_path: Path, point: str
+) -> None:
+    from tests.test_crash_points import TEXTS, assert_healthy, killed, make_vault, memory_texts
+    from tests.test_upkeep import cli
+
+    vault = tmp_path / "vault"
+    ids = make_vault(vault)
+    ed = editor(tmp_path, "text = text.replace('maria', 'maria or tom')")
+    env = {"MEMSTORE_CRASH_AT": point, "EDITOR": ed, "TMPDIR": str(tmp_path)}
+    assert killed(cli(vault, "edit", ids[1], env=env))
+    assert_healthy(vault, list(TEXTS))
+    assert "maria or tom" not in memory_texts(vault)  # never reported saved: undone
+    copies = list(tmp_path.glob("memstore-edit-*/*.md"))  # the person's text outlives the kill
+    assert len(copies) == 1 and "maria or tom" in copies[0].read_text(encoding="utf-8")
