@@ -1,5 +1,5 @@
 """A newcomer's first session, scripted: the README's install lines into a fresh HOME, then
-init, add, search, edit, show, an agent's hooks, and two vaults syncing with a plain
+init, add, search, list, edit, show, an agent's hooks, and two vaults syncing with a plain
 `git pull` in a third clone — every command the installed `memstore` a person would run.
 
 The install reads nothing from the network: pip takes every wheel from the wheelhouse that
@@ -110,7 +110,7 @@ def test_the_readme_install_lines_work_in_a_fresh_home(installed: Machine) -> No
     assert installed.sh("memstore --version").stdout.startswith("memstore ")
 
 
-def test_a_newcomer_inits_adds_searches_edits_and_shows(installed: Machine) -> None:
+def test_a_newcomer_inits_adds_searches_lists_edits_and_shows(installed: Machine) -> None:
     scratch = installed.home / "notes"  # outside any git repository
     scratch.mkdir()
     sh = installed.sh
@@ -127,6 +127,11 @@ def test_a_newcomer_inits_adds_searches_edits_and_shows(installed: Machine) -> N
     assert added["workspace"] == "global"
     sh('memstore add "Staging deploys need approval from @maria" -w webshop')
     assert memory in sh('memstore search "nginx upload limit"', cwd=scratch).stdout
+    assert memory in sh("memstore search nginx upload limit", cwd=scratch).stdout  # unquoted
+    listed = json.loads(sh("memstore list --json").stdout)
+    assert listed["by_workspace"] == {"global": 1, "webshop": 1}
+    assert memory in {m["id"] for m in listed["memories"]}
+    assert memory in sh("memstore ls -w global").stdout
     # An editor that changes the text: one edit(…) commit, and search sees it at once.
     editor = installed.home / "editor.sh"
     editor.write_text('#!/bin/sh\nsed -i "s/server block/server block of nginx.conf/" "$1"\n')
