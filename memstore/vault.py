@@ -164,14 +164,18 @@ class Vault:
 
     def every_file(self) -> Iterator[str]:
         """Yield every file in the folder (vault-relative, in order), outside dot folders;
-        a folder that cannot be read is yielded as it is (nothing vouches for it)."""
+        a subfolder that cannot be read is yielded as `name/` (nothing vouches for it)."""
         pending = [""]
         while pending:
             folder = pending.pop()
             try:
                 entries = sorted(os.scandir(self.path(folder)), key=lambda entry: entry.name)
-            except OSError:
-                yield folder
+            except OSError as err:
+                if not folder:
+                    raise VaultError(
+                        f"cannot read vault folder {self.root}: {err.strerror}"
+                    ) from err
+                yield f"{folder}/"
                 continue
             subfolders = []
             for entry in entries:
