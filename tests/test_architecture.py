@@ -16,6 +16,7 @@ SHELLS = {
     "mcp_server.py",
     "watcher.py",
     "upkeep.py",
+    "agents_cli.py",
 }
 AMBIENT = re.compile(r"os\.environ|os\.getenv|Path\.home\(|Path\.cwd\(|os\.getcwd\(|expanduser\(")
 

@@ -1,0 +1,164 @@
+"""`memstore list` / `ls` and `memstore stats -w`: what the vault holds, from the index."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from memstore.cli import app
+from memstore.errors import InvalidInputError
+from memstore.listing import parse_since
+from tests.conftest import git
+
+runner = CliRunner()
+NOW = datetime.now(UTC)
+
+MEMORIES = [  # id, workspace, kind, source, created, text
+    ("aaaa1111", "webshop", "lesson", "claude-code", "2026-11-02T09:00:00Z", "nginx 413 upload"),
+    ("bbbb2222", "webshop", "note", "cli", "2026-11-20T09:00:00Z", "staging deploys need approval"),
+    ("cccc3333", "infra", "note", "codex", "2026-10-01T09:00:00Z", "terraform state lives in s3"),
+    ("dddd4444", "global", "core", "cli", "2026-11-25T09:00:00Z", "use pnpm, not npm"),
+]
+
+
+def memory_file(memory_id: str, kind: str, source: str, created: str, text: str) -> str:
+    return (
+        f"---\nid: {memory_id}\nkind: {kind}\nkeywords: []\nsource: {source}\n"
+        f"created: {created}\nseen: 1\n---\n{text}\n\nmore lines after the first\n"
+    )
+
+
+@pytest.fixture
+def listed(vault: Path) -> Path:
+    """A vault holding MEMORIES, written by hand and committed."""
+    for memory_id, workspace, kind, source, created, text in MEMORIES:
+        folder = vault / workspace / created[:7]
+        folder.mkdir(parents=True, exist_ok=True)
+        body = memory_file(memory_id, kind, source, created, text)
+        (folder / f"{memory_id}.md").write_text(body, encoding="utf-8")
+    git(vault, "add", "-A")
+    git(vault, "commit", "-qm", "memories by hand")
+    return vault
+
+
+def cli(vault: Path, *args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args), env={"MEMSTORE_VAULT": str(vault)})
+    return result.exit_code, result.output
+
+
+def ids(output: str) -> list[str]:
+    return [line.split()[0] for line in output.splitlines() if line[:8].isalnum()]
+
+
+def test_list_shows_every_memory_newest_first_with_counts(listed: Path) -> None:
+    status, output = cli(listed, "list")
+    assert status == 0, output
+    assert ids(output) == ["dddd4444", "bbbb2222", "aaaa1111", "cccc3333"]
+    assert "bbbb2222  2026-11-20  webshop · note · cli  staging deploys need approval" in output
+    assert "4 of 4 memories, newest first" in output
+    assert "workspaces  global 1, infra 1, webshop 2" in output
+    assert "kinds       core 1, lesson 1, note 2" in output
+    assert cli(listed, "ls") == (status, output)  # the alias
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["-w", "webshop"], ["bbbb2222", "aaaa1111"]),
+        (["--kind", "note"], ["bbbb2222", "cccc3333"]),
+        (["--source", "cli"], ["dddd4444", "bbbb2222"]),
+        (["--source", "cli", "-w", "webshop"], ["bbbb2222"]),
+        (["--since", "2026-11-02"], ["dddd4444", "bbbb2222", "aaaa1111"]),
+        (["--since", "2026-11-03", "--kind", "note"], ["bbbb2222"]),
+        (["-w", "nowhere"], []),
+    ],
+)
+def test_list_filters(listed: Path, args: list[str], expected: list[str]) -> None:
+    status, output = cli(listed, "list", *args)
+    assert status == 0, output
+    assert ids(output) == expected
+    if not expected:
+        assert output == "No memories match.\n"
+
+
+def test_list_limit_says_how_to_see_the_rest(listed: Path) -> None:
+    _, output = cli(listed, "list", "--limit", "2")
+    assert ids(output) == ["dddd4444", "bbbb2222"]
+    assert "2 of 4 memories, newest first (--limit 0 lists all 4)" in output
+    assert "workspaces  global 1, infra 1, webshop 2" in output  # counts cover all matches
+    assert len(ids(cli(listed, "list", "-n", "0")[1])) == 4
+
+
+def test_list_since_an_age_and_archived_memories(listed: Path) -> None:
+    added = runner.invoke(
+        app, ["add", "fresh today", "-w", "infra"], env={"MEMSTORE_VAULT": str(listed)}
+    )
+    fresh = added.output.split()[1]
+    assert ids(cli(listed, "list", "--since", "7d")[1]) == [fresh]
+    assert (
+        runner.invoke(app, ["archive", fresh], env={"MEMSTORE_VAULT": str(listed)}).exit_code == 0
+    )
+    assert fresh not in ids(cli(listed, "list")[1])
+    assert ids(cli(listed, "list", "--archived")[1])[0] == fresh
+
+
+def test_list_json_has_rows_and_counts(listed: Path) -> None:
+    status, output = cli(listed, "list", "-w", "webshop", "--json", "--limit", "1")
+    data = json.loads(output)
+    assert status == 0 and data["total"] == 2 and data["shown"] == 1
+    assert data["by_kind"] == {"lesson": 1, "note": 1}
+    assert data["memories"] == [
+        {
+            "id": "bbbb2222",
+            "workspace": "webshop",
+            "kind": "note",
+            "source": "cli",
+            "created": "2026-11-20T09:00:00Z",
+            "path": "webshop/2026-11/bbbb2222.md",
+            "summary": "staging deploys need approval",
+        }
+    ]
+
+
+def test_list_refuses_bad_filters_in_one_line(listed: Path) -> None:
+    for args, message in (
+        (["--since", "yesterday"], "use e.g. 2026-11-01, 7d, 2w or 12h"),
+        (["--kind", "lessons"], "unknown kind 'lessons'"),
+        (["-w", "Not A Workspace"], "invalid workspace name"),
+    ):
+        result = runner.invoke(app, ["list", *args], env={"MEMSTORE_VAULT": str(listed)})
+        assert result.exit_code == 1 and message in str(result.exception), args
+
+
+def test_since_reads_dates_and_ages() -> None:
+    now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    assert parse_since("7d", now) == "2026-11-24T12:00:00Z"
+    assert parse_since("2w", now) == "2026-11-17T12:00:00Z"
+    assert parse_since("12h", now) == "2026-12-01T00:00:00Z"
+    assert parse_since("2026-11-03", now) == "2026-11-03"
+    with pytest.raises(InvalidInputError):
+        parse_since("last week", now)
+
+
+def test_stats_of_one_workspace(listed: Path) -> None:
+    status, output = cli(listed, "stats", "-w", "webshop")
+    assert status == 0, output
+    assert "workspace  webshop" in output and "memories   2" in output
+    assert "kinds      lesson 1, note 1" in output
+    assert "sources    claude-code 1, cli 1" in output
+    assert "created    2026-11-02 … 2026-11-20" in output
+    data = json.loads(cli(listed, "stats", "-w", "webshop", "--json")[1])
+    assert data["memories"] == 2 and data["by_source"] == {"claude-code": 1, "cli": 1}
+    assert cli(listed, "stats")[1].startswith(f"vault      {listed}\nmemories   4\n")
+
+
+def test_stats_of_an_unknown_workspace_names_the_ones_there_are(listed: Path) -> None:
+    result = runner.invoke(app, ["stats", "-w", "shop"], env={"MEMSTORE_VAULT": str(listed)})
+    assert result.exit_code == 1
+    assert str(result.exception) == (
+        "no memories in workspace 'shop'; workspaces: global, infra, webshop"
+    )
