@@ -707,7 +707,14 @@ def remote_default(context: typer.Context, vault: VaultOption = None) -> None:
 
 @remote_app.command("add")
 def remote_add(
-    url: Annotated[str, typer.Argument(help="Any URL git push accepts: SSH, HTTPS or a path.")],
+    words: Annotated[
+        list[str],
+        typer.Argument(
+            help="URL (any URL git push accepts: SSH, HTTPS or a path), or NAME URL as git takes them.",
+            metavar="[NAME] URL",
+            show_default=False,
+        ),
+    ],
     name: Annotated[str, typer.Option("--name", help="Remote name.")] = "origin",
     vault: VaultOption = None,
 ) -> None:
@@ -716,6 +723,15 @@ def remote_add(
 
     Example:  memstore remote add git@github.com:you/memory.git
     """
+    if len(words) == 2:
+        name, url = words  # git's own order: git remote add origin URL
+    elif len(words) == 1:
+        url = words[0]
+    else:
+        raise typer.BadParameter(
+            f"expected URL or NAME URL, got {len(words)} words; quote a URL with spaces",
+            param_hint="URL",
+        )
     with Store.open(settings_for(vault)) as store:
         changed = store.set_remote(url, name)
     typer.echo(f"remote {name} = {url}")
@@ -755,8 +771,11 @@ def sync(
 
     Example:  memstore sync
     """
-    with Store.open(settings_for(vault)) as store:
-        outcome, flushed, caught_up = store.sync(name)
+    with (
+        Store.open(settings_for(vault)) as store,
+        progress_bar("indexing what sync brought", quiet=quiet or as_json) as progress,
+    ):
+        outcome, flushed, caught_up = store.sync(name, progress)
         unreadable = sorted(p.path for p in store.indexer.problems())
     if as_json:
         emit_json(

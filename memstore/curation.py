@@ -294,9 +294,18 @@ class Curator:
 
     # --- gc --------------------------------------------------------------------------
 
-    def gc(self, *, prune_traces_days: int | None = None, dry_run: bool = False) -> Collected:
+    def gc(
+        self,
+        *,
+        prune_traces_days: int | None = None,
+        dry_run: bool = False,
+        progress: Progress | None = None,
+    ) -> Collected:
         """Remove leftover derived state, pack git history and, if asked, forget archived
-        traces older than N days. A trace another memory names as its correction stays."""
+        traces older than N days. A trace another memory names as its correction stays.
+
+        `progress(done, total)` counts the traces forgotten, then packing and compacting
+        as one step each."""
         store = self.store
         state = store.vault.state_dir
         # Set-aside damage and half-built indexes (a rebuild holds the vault lock, which the
@@ -323,12 +332,17 @@ class Curator:
                     shutil.rmtree(path, ignore_errors=True)
                 else:
                     path.unlink(missing_ok=True)
-        for entry in traces:
+        steps = len(traces) + 2
+        step = progress or (lambda done, total: None)
+        for done, entry in enumerate(traces, 1):
             self.forget(entry)
+            step(done, steps)
         with store.vault.lock(store.settings.lock_timeout):
             remote.pack(store.vault.root, store.settings.env, auto=False)
+        step(steps - 1, steps)
         after = remote.count_objects(store.vault.root, store.settings.env)
         segments = store.compact_index()
+        step(steps, steps)
         return Collected(leftovers, [e.id for e in traces], before, after, segments)
 
 

@@ -170,10 +170,19 @@ def _healing(method: F) -> F:
 class Indexer:
     """The search index plus the manifest of what it was built from."""
 
-    def __init__(self, vault: Vault, search: SearchIndex, manifest: sqlite3.Connection) -> None:
+    def __init__(
+        self,
+        vault: Vault,
+        search: SearchIndex,
+        manifest: sqlite3.Connection,
+        opened: tuple[Path, tuple[int, int] | None] = (Path(), None),
+    ) -> None:
         self.vault = vault
         self.search = search
         self._db = manifest
+        # the manifest's path and (device, inode) when it was opened: another process's
+        # reindex or rebuild puts a new folder there, and `follow` reopens it
+        self._opened = opened
         self.recovered_from: Path | None = None
         self._temporary: Path | None = None  # where a read-only vault's index was built
         self._full_due = False  # set by drift(): the next catch-up compares every file
@@ -247,10 +256,35 @@ class Indexer:
         if self._temporary is not None:
             shutil.rmtree(self._temporary, ignore_errors=True)
         fresh = Indexer._recover(self.vault, err)
-        self.search.take_over(fresh.search)
-        self._db, self._temporary = fresh._db, fresh._temporary
+        self._become(fresh)
         self.recovered_from = fresh.recovered_from
         return CatchUp(updated=tuple(self.fingerprints()))
+
+    def is_replaced(self) -> bool:
+        """Say whether another process has put a new index where this one was opened (its
+        reindex, or its rebuild of a damaged index): this one's files are gone from disk."""
+        path, identity = self._opened
+        if identity is None or self._temporary is not None:
+            return False
+        now = _identity(path)
+        # None: being replaced right now, or deleted; keep this one until a new one stands
+        return now is not None and now != identity
+
+    def follow(self) -> bool:
+        """Reopen the index when another process replaced it (`is_replaced`); this object
+        and its `search` stay valid for whoever holds them. Return whether it did."""
+        if not self.is_replaced():
+            return False
+        fresh = Indexer.open(self.vault)
+        self._db.close()
+        self._become(fresh)
+        self._full_due = False
+        return True
+
+    def _become(self, fresh: Indexer) -> None:
+        """Take over `fresh`'s index and manifest (this one's are closed or damaged)."""
+        self.search.take_over(fresh.search)
+        self._db, self._temporary, self._opened = fresh._db, fresh._temporary, fresh._opened
 
     def check(self) -> None:
         """Raise SearchIndexError unless the search index holds one document per manifest
@@ -274,14 +308,16 @@ class Indexer:
         manifest = root / "manifest.sqlite"
         if not create and not manifest.is_file():
             raise SearchIndexError(f"index at {root} has lost its manifest")
+        identity = _identity(manifest)  # before connecting: a replacement between shows later
         db = _connect(manifest)
+        identity = identity or _identity(manifest)  # one this connection just created
         try:
             rows = _query(db, "SELECT 1 FROM files LIMIT 1", [])
             search = SearchIndex.open(root / "search", create=not rows)
         except SearchIndexError:
             db.close()
             raise
-        return cls(vault, search, db)
+        return cls(vault, search, db, (manifest, identity))
 
     def close(self) -> None:
         self.search.close()
@@ -382,7 +418,7 @@ class Indexer:
             full = self._is_full_due(workspace)
         if full:
             return self._catch_up(progress, workspace)
-        return self._quick_catch_up(workspace)
+        return self._quick_catch_up(workspace, progress)
 
     def _is_full_due(self, workspace: str | None) -> bool:
         """Say whether a catch-up must compare every file (in its scope)."""
@@ -418,7 +454,7 @@ class Indexer:
         new = {p for p in changed if p not in known}
         return self._apply(changed, removed, on_disk, progress, folders=scope, meta=meta, new=new)
 
-    def _quick_catch_up(self, workspace: str | None) -> CatchUp:
+    def _quick_catch_up(self, workspace: str | None, progress: Progress | None) -> CatchUp:
         """List again only the folders whose modification time changed.
 
         Writes nothing unless a file changed: a read-only command leaves the index as it
@@ -428,7 +464,7 @@ class Indexer:
         started, head = time.time_ns(), self.vault.head()
         known = self._folders(workspace)
         if (workspace or "") not in known:
-            return self._catch_up(None, workspace)  # never listed: (first) full catch-up
+            return self._catch_up(progress, workspace)  # never listed: (first) full catch-up
         dirty = sorted(f for f, mtime in known.items() if self.vault.folder_mtime(f) != mtime)
         if not dirty:
             return CatchUp()
@@ -441,7 +477,7 @@ class Indexer:
         folders = Folders(_settled(listed, started), gone=tuple(sorted(gone)))
         meta = {"git": f"{head[0]} {head[1]}"}  # HEAD moved by commits alone, if at all
         new = {p for p in changed if p not in indexed}
-        return self._apply(changed, removed, on_disk, None, folders=folders, meta=meta, new=new)
+        return self._apply(changed, removed, on_disk, progress, folders=folders, meta=meta, new=new)
 
     def _list_again(
         self, dirty: list[str], known: dict[str, int]
@@ -817,6 +853,15 @@ def _is_under(folder: str, parent: str) -> bool:
 
 def _one_line(err: BaseException) -> str:
     return " ".join(str(err).split())  # sqlite's integrity reports span lines
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """Return the (device, inode) of the file at `path`, None when there is none."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
 
 
 def _connect(path: Path) -> sqlite3.Connection:

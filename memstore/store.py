@@ -125,6 +125,7 @@ def _serialized(method: F) -> F:
     @functools.wraps(method)
     def locked(self: Store, *args: Any, **kwargs: Any) -> Any:
         with self._mutex:
+            self._follow_index()
             return method(self, *args, **kwargs)
 
     return locked  # type: ignore[return-value]
@@ -263,11 +264,18 @@ class Store:
             self._git = GitRepo.open(self.vault.root)
         return self._git
 
+    def _follow_index(self) -> None:
+        """Reopen the index if another process replaced it (`memstore reindex` beside a
+        daemon): this process would otherwise write to files no longer on disk."""
+        if self._indexer is not None and self._indexer.follow():
+            self._core_cache = {}
+
     def _heal(self) -> None:
         """Clear what a killed process left in git (runs each time the vault lock is taken).
 
         Costs a few stats unless there is something to repair.
         """
+        self._follow_index()  # a rebuild finishes under the lock: after it, none can start
         locks, index_stale = git_debris(self.vault.root)
         if locks:
             removed = clear_stale_locks(self.vault.root, locks)
@@ -409,10 +417,12 @@ class Store:
             with self.vault.try_lock() as locked:
                 return self.catch_up_locked() if locked else CatchUp()
 
-    def catch_up_locked(self, workspace: str | None = None) -> CatchUp:
+    def catch_up_locked(
+        self, workspace: str | None = None, progress: Progress | None = None
+    ) -> CatchUp:
         """Catch up the index; the caller holds the vault's write lock."""
         try:
-            return self.indexer.catch_up(workspace=workspace)
+            return self.indexer.catch_up(progress, workspace=workspace)
         except SearchIndexError as err:
             return self._rebuild_damaged(err)
 
@@ -960,8 +970,11 @@ class Store:
         return remote.remote_url(self.vault.root, name, self.settings.env)
 
     @_serialized
-    def sync(self, name: str = "origin") -> tuple[SyncOutcome, int, CatchUp]:
-        """Commit edits and usage, fetch, merge with memstore's rules, push, catch up the index."""
+    def sync(
+        self, name: str = "origin", progress: Progress | None = None
+    ) -> tuple[SyncOutcome, int, CatchUp]:
+        """Commit edits and usage, fetch, merge with memstore's rules, push, catch up the
+        index (`progress` follows the indexing of what the pull brought)."""
         self.ensure_merge_driver()
         with self.vault.lock(self.settings.lock_timeout):
             self.catch_up_locked()
@@ -975,7 +988,7 @@ class Store:
             lambda: self.vault.lock(self.settings.lock_timeout),
         )
         with self.vault.lock(self.settings.lock_timeout):
-            caught_up = self.catch_up_locked()
+            caught_up = self.catch_up_locked(progress=progress)
             if remote.needs_packing(self.vault.root):
                 remote.pack(self.vault.root, self.settings.env, auto=True)
             plain_git = self.git.prepare_plain_git(name)  # a vault set up before it did this

@@ -532,8 +532,13 @@ def register(app: typer.Typer) -> None:
 
         Example:  memstore gc --prune-traces 90 --dry-run
         """
-        with Store.open(shell_settings(vault)) as store:
-            done = Curator(store, _now()).gc(prune_traces_days=prune_traces, dry_run=dry_run)
+        with (
+            Store.open(shell_settings(vault)) as store,
+            progress_bar("collecting", quiet=quiet) as progress,
+        ):
+            done = Curator(store, _now()).gc(
+                prune_traces_days=prune_traces, dry_run=dry_run, progress=progress
+            )
         if quiet and not dry_run:
             return
         verb = "would remove" if dry_run else "removed"

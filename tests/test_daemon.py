@@ -299,6 +299,28 @@ def test_files_stay_the_truth_across_a_stopped_daemon(tmp_path: Path, env: dict[
     assert "hand-written" in fresh[3]  # the file written while no daemon ran is found
 
 
+def test_a_reindex_beside_a_running_daemon_hides_nothing_added_after_it(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    vault = make_vault(tmp_path / "vault")
+    env["MEMSTORE_VAULT"] = str(vault)
+    start_daemon(env, vault)
+    assert run(env, "search", "nginx").returncode == 0  # the daemon has its index open
+    no_daemon = {**env, "MEMSTORE_NO_DAEMON": "1"}
+    assert run(no_daemon, "reindex", "-q").returncode == 0  # a new index folder, elsewhere
+    served = requests_served(vault)
+    added = run(env, "add", "the release train leaves on tuesdays at ten", "--json")
+    assert added.returncode == 0, added.stderr
+    memory = json.loads(added.stdout)["id"]
+    assert requests_served(vault) == served + 1  # the daemon wrote it
+    assert memory in run(env, "search", "release train tuesdays", "--json").stdout
+    assert memory in run(env, "list", "--json").stdout
+    assert run(env, "show", memory).returncode == 0
+    assert memory in run(no_daemon, "search", "release train tuesdays", "--json").stdout
+    checked = run(no_daemon, "doctor")
+    assert checked.returncode == 0 and "no drift" in checked.stdout, checked.stdout
+
+
 def test_daemon_exits_when_idle_and_writes_recall_counters(
     tmp_path: Path, env: dict[str, str]
 ) -> None:

@@ -184,3 +184,26 @@ def test_sync_quiet_prints_nothing_when_nothing_needs_a_person(tmp_path: Path) -
     assert done.returncode == 0, done.stderr
     assert done.stdout == "" and done.stderr == ""
     assert git(remote, "log", "-1", "--format=%s").startswith("add(global): a memory to push")
+
+
+def test_gc_on_a_terminal_counts_its_steps(tmp_path: Path) -> None:
+    vault = generated_vault(tmp_path / "vault", 5)
+    code, shown = on_a_terminal(vault, "gc", **NOW)
+    assert code == 0 and "collecting" in shown and "100%" in shown, shown
+    assert re.search(r"\b2/2\b", shown), shown  # packing and compacting: one step each
+
+
+def test_a_sync_that_brings_many_memories_shows_its_indexing(tmp_path: Path) -> None:
+    source = generated_vault(tmp_path / "source", 40)
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(source, "remote", "add", "origin", str(remote))
+    assert run(source, "sync").returncode == 0
+    vault = tmp_path / "vault"
+    assert run(vault, "init", str(vault)).returncode == 0
+    assert run(vault, "remote", "add", "origin", str(remote)).returncode == 0
+    code, shown = on_a_terminal(vault, "sync", **NOW)
+    assert code == 0 and "indexing what sync brought" in shown and "100%" in shown, shown
+    assert re.search(r"\b(\d+)/\1\b", shown), shown
+    quiet_code, quiet = on_a_terminal(vault, "sync", "--quiet", **NOW)
+    assert quiet_code == 0 and quiet == "", quiet
