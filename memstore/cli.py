@@ -682,7 +682,7 @@ def _stop_on_signals(watcher: Any, store: Store) -> threading.Event:
     return stopping
 
 
-remote_app = typer.Typer(help="Show or set the git remote the vault syncs with.")
+remote_app = typer.Typer(cls=CommandList, help="Show or set the git remote the vault syncs with.")
 app.add_typer(remote_app, name="remote")
 
 
@@ -886,7 +886,7 @@ def demo(
 register(app)
 listing.register(app)
 agents_cli.register(app)
-conflicts_cli.register(app)
+conflicts_cli.register(app, CommandList)
 
 
 def main() -> None:

@@ -32,9 +32,10 @@ Example:  memstore conflicts
 conflicts_app = typer.Typer(help=HELP, invoke_without_command=True)
 
 
-def register(app: typer.Typer) -> None:
-    """Add the conflicts command and its resolve subcommand to the CLI."""
-    app.add_typer(conflicts_app, name="conflicts")
+def register(app: typer.Typer, group: type[typer.core.TyperGroup]) -> None:
+    """Add the conflicts command and its resolve subcommand to the CLI (`group` lists the
+    subcommands as the main help does)."""
+    app.add_typer(conflicts_app, name="conflicts", cls=group)
 
 
 @conflicts_app.callback(invoke_without_command=True)

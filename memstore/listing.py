@@ -16,6 +16,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from index import Document, SearchIndexError
+from memstore.conflicts import display_text, split_label
 from memstore.errors import InvalidInputError, NotFoundError
 from memstore.indexer import Entry
 from memstore.lean import complete_workspace
@@ -94,8 +95,11 @@ def select(entries: Iterable[Entry], filters: Filters) -> list[Entry]:
 
 
 def summary(content: str) -> str:
-    """Return the first non-empty line of a memory's text."""
-    return next((line.strip() for line in content.splitlines() if line.strip()), "")
+    """Return the first non-empty line of a memory's text; a conflicted one's first version,
+    marked, never a marker line."""
+    mark, text = split_label(display_text(content))
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return f"{mark} {first}" if mark else first
 
 
 def read_listing(store: Store, filters: Filters, limit: int) -> Listing:

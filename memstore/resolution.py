@@ -1,10 +1,11 @@
 """Memories sync kept in two versions: list them, tell whose version is whose, settle one.
 
-"Mine" is this machine's version: the merge that kept both texts put the version of the
-machine that ran it in its first parent. So when this machine made the merge (its
-`Memstore-Host` trailer names this host, or it has none: git's own merge by `git pull`
-here), mine is the first parent's text; when another machine made it and this one pulled
-it, mine is the other text. Version numbers in the file follow the texts' sort order, not
+"Mine" is this vault's version: the merge that kept both texts put the version of the
+vault that ran it in its first parent. So when this vault made the merge (git's reflog
+shows HEAD reaching it from that parent; without a reflog, its `Memstore-Host` trailer
+names this host, or it has none: git's own merge by `git pull` here), mine is the first
+parent's text; when another vault made it and this one pulled it, mine is the other text
+(two vaults on one machine are told apart too). Version numbers in the file follow the texts' sort order, not
 their machines (the merge must not depend on who merges), so this is read from history.
 """
 
@@ -73,14 +74,15 @@ def find_conflicts(store: Store, workspace: str | None = None) -> list[Conflict]
         memory = store.vault.read(path)
         versions = split_versions(memory.body)
         if versions is not None:
-            mine = mine_version(store.git, path, versions.texts, store.settings.host)
+            mine = mine_version(store, path, versions.texts)
             found.append(Conflict(memory.id, memory.workspace, path, versions.texts, mine))
     return found
 
 
-def mine_version(git: GitRepo, path: str, texts: Sequence[str], host: str) -> int:
-    """Return the number (1-based) of this machine's version of a conflicted file at HEAD;
+def mine_version(store: Store, path: str, texts: Sequence[str]) -> int:
+    """Return the number (1-based) of this vault's version of a conflicted file at HEAD;
     0 when history cannot tell (no merge found, or its sides match neither text)."""
+    git = store.git
     commit = git.head()
     parent = git.first_parent(commit)
     for _ in range(HISTORY_STEPS):
@@ -96,7 +98,7 @@ def mine_version(git: GitRepo, path: str, texts: Sequence[str], host: str) -> in
     ours = [n for n, text in enumerate(texts, 1) if text == body]
     if len(ours) != 1:
         return 0
-    if _merged_by(git, commit, parent) in ("", host):
+    if _is_made_here(store, commit, parent):
         return ours[0]
     return 3 - ours[0] if len(texts) == 2 else 0
 
@@ -110,6 +112,16 @@ def _texts_at(git: GitRepo, commit: str, path: str) -> tuple[str, ...] | None:
 def _plain(body: str) -> str:
     """A body as a version of it reads: newlines only, no blank lines around it."""
     return "\n".join(body.splitlines()).strip("\n")
+
+
+def _is_made_here(store: Store, commit: str, parent: str) -> bool:
+    """Say whether this vault made merge `commit` (whose first parent is `parent`): HEAD
+    came to it from that parent. Without a reflog to tell, by its Memstore-Host trailer
+    (none: git's own merge, by `git pull` here)."""
+    came_from = store.vault.arrived_from(commit)
+    if came_from is not None:
+        return came_from == parent
+    return _merged_by(store.git, commit, parent) in ("", store.settings.host)
 
 
 def _merged_by(git: GitRepo, commit: str, parent: str) -> str:
@@ -256,7 +268,7 @@ def _chosen(keep: str, versions: Versions, mine: Callable[[], int]) -> list[int]
 
 
 def _mine(store: Store, path: str, versions: Versions) -> int:
-    return mine_version(store.git, path, versions.texts, store.settings.host)
+    return mine_version(store, path, versions.texts)
 
 
 def _write(store: Store, path: str, memory: Memory, current: Memory, kept: str) -> str:

@@ -388,6 +388,20 @@ class Vault:
             current = parts[1]
         return current == new_head
 
+    def arrived_from(self, commit: str) -> str | None:
+        """Return the commit HEAD left when it first reached `commit`, by git's reflog: a
+        merge made here arrives from its first parent, one pulled from elsewhere from the
+        commit this vault had. None when the reflog does not say (expired, or a clone)."""
+        try:
+            with open(self.root / ".git" / "logs" / "HEAD", "rb") as log_file:
+                for raw in log_file:
+                    parts = raw.split(b" ", 2)
+                    if len(parts) == 3 and parts[1].decode("ascii", "replace") == commit:
+                        return parts[0].decode("ascii", "replace")
+        except OSError:
+            return None
+        return None
+
     # --- knowing whether a watcher keeps the index current --------------------------
 
     @contextmanager

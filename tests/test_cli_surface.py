@@ -246,6 +246,9 @@ def test_a_flag_given_a_value_says_it_takes_none() -> None:
 def test_the_command_list_shows_each_whole_first_line() -> None:
     listed = runner.invoke(app, ["--help"]).output.split("Commands:")[1]
     assert "..." not in listed and "(e.g.\n" not in listed  # click cut them at a '.'
+    for group in (["remote"], ["conflicts"]):
+        subcommands = runner.invoke(app, [*group, "--help"]).output.split("Commands:")[1]
+        assert "..." not in subcommands, group
     assert "Remember something: one markdown file and one git commit (a duplicate" in " ".join(
         listed.split()
     )

@@ -20,6 +20,7 @@ from mcp import Client
 from memstore.codec import parse_memory
 from memstore.conflicts import display_text, split_versions
 from memstore.errors import InvalidInputError
+from memstore.listing import Filters, read_listing
 from memstore.mcp_server import build_server
 from memstore.merge import conflict_body, merge_text
 from memstore.output import context_lines, search_lines, sync_lines
@@ -123,6 +124,12 @@ def test_search_preview_marks_the_conflict_and_shows_text_not_markers(pair: Pair
         assert MINE_ON_A in shown and MINE_ON_B in shown
 
 
+def test_list_shows_a_conflicted_memory_marked_with_its_first_version(pair: Pair) -> None:
+    for store in (pair.a, pair.b):
+        rows = {row.id: row for row in read_listing(store, Filters(), 0).rows}
+        assert rows[pair.id].summary == f"(conflict: 2 versions) {MINE_ON_A}"
+
+
 def test_memstore_search_and_the_prompt_hook_show_no_markers(pair: Pair, tmp_path: Path) -> None:
     env = {**os.environ, "MEMSTORE_VAULT": str(pair.a.vault.root), "PATH": str(EXE.parent)}
     out = subprocess.run(
@@ -214,6 +221,19 @@ def test_memstore_conflicts_json_and_text(pair: Pair) -> None:
         [str(EXE), "conflicts"], env=env, capture_output=True, text=True, check=True
     ).stdout
     assert "version 2 (mine):" in text and MINE_ON_A in text and "<!--" not in text
+
+
+def test_two_vaults_on_one_host_tell_mine_from_the_reflog(pair: Pair) -> None:
+    for store, mine in ((pair.a, MINE_ON_A), (pair.b, MINE_ON_B)):
+        env = {**os.environ, "MEMSTORE_VAULT": str(store.vault.root), "MEMSTORE_HOST": "laptop"}
+        out = subprocess.run(
+            [str(EXE), "conflicts", "--json"], env=env, capture_output=True, text=True, check=True
+        )
+        (listed,) = json.loads(out.stdout)
+        assert [v["text"] for v in listed["versions"] if v["whose"] == "mine"] == [mine]
+    (pair.b.vault.root / ".git" / "logs" / "HEAD").unlink()  # no reflog: the host trailer
+    (found,) = find_conflicts(pair.b)
+    assert found.versions[found.mine - 1] == MINE_ON_B
 
 
 # --- settling -------------------------------------------------------------------------------
