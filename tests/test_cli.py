@@ -270,7 +270,8 @@ def test_lean_parser_defers_what_it_does_not_know() -> None:
     assert search(["q", "-k", "3", "--all"]) == {"query": ["q"], "k": ["3"], "all": ["1"]}
     assert search(["--", "-dash"]) == {"query": ["-dash"]}
     assert search(["-"]) == {"query": ["-"]}
-    for argv in (["--help"], ["q", "--bogus"], [], ["a", "b"], ["q", "-w"]):
+    assert search(["a", "b"]) == {"query": ["a b"]}  # unquoted words are one query
+    for argv in (["--help"], ["q", "--bogus"], [], ["q", "-w"]):
         assert search(argv) is None, argv
 
 
