@@ -850,6 +850,8 @@ class Store:
             return
         undone, kept = [], []
         head = self.git.head()
+        for folder in sorted({path.rpartition("/")[0] for path, _ in entries}):
+            self.vault.remove_scratch(folder)  # a temp file the kill left before its rename
         for path, digest in entries:
             committed, now = self.git.read_at(head, path), self.git.read_work_file(path)
             if now == committed:

@@ -12,12 +12,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO
 
 from memstore.codec import parse_memory, path_id
 from memstore.errors import LockedError, VaultError
+from memstore.faults import crash_point
 from memstore.model import FileProblem, Memory
 
 log = logging.getLogger(__name__)
@@ -26,6 +27,8 @@ MAX_FILE_BYTES = 2_000_000  # larger files are reported, not indexed
 GITIGNORE = ".memstore/\n"
 GITATTRIBUTES = "*.md merge=memstore\n"
 # Files a repository made on a forge starts with: they do not make it somebody's project.
+# mkstemp(prefix=".", suffix=".tmp") names: what a write killed before its rename leaves
+_SCRATCH = re.compile(r"\.[a-z0-9_]{8}\.tmp")
 _FURNITURE = re.compile(r"(readme|license|licence|copying)(\.[a-z0-9]+)?", re.IGNORECASE)
 FRONT_MATTER_BYTES = 65_536  # how much of a file `looks_like_memory` reads
 # Reflog entries of moves that change no file in the work tree.
@@ -234,6 +237,7 @@ class Vault:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
+            crash_point("temp-written")
             os.replace(tmp, path)
         except OSError as err:
             if tmp:
@@ -241,6 +245,18 @@ class Vault:
             raise VaultError(
                 f"cannot write {relative}: {err.strerror}; check the vault's permissions"
             ) from err
+
+    def remove_scratch(self, folder: str) -> None:
+        """Remove the temp files `write_bytes_atomic` left in a vault folder when a process
+        was killed mid-write (hidden, mkstemp's names: `.` + 8 of [a-z0-9_] + `.tmp`)."""
+        try:
+            names = os.listdir(self.path(folder) if folder else self.root)
+        except OSError:
+            return
+        for name in names:
+            if _SCRATCH.fullmatch(name):
+                with suppress(OSError):
+                    os.unlink(self.path(f"{folder}/{name}" if folder else name))
 
     def _make_folders(self, folder: Path) -> None:
         # One at a time: mkdir(parents=True) gives the mode to the last folder only.

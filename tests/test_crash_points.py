@@ -93,6 +93,15 @@ def test_a_write_killed_at_a_crash_point_heals(tmp_path: Path, command: str, poi
     assert_healthy(vault, list(TEXTS[:2]))
 
 
+@pytest.mark.parametrize("command", ["add", "add-duplicate", "confirm", "promote"])
+def test_a_write_killed_before_its_rename_leaves_no_temp_file(tmp_path: Path, command: str) -> None:
+    vault = tmp_path / "vault"
+    ids = make_vault(vault)
+    crash(vault, "temp-written", *WRITES[command](vault, ids))
+    assert list(vault.glob("webshop/**/.*.tmp")), "the kill left its temp file"
+    assert_healthy(vault, list(TEXTS[:2]))  # git status is clean: the temp file is gone
+
+
 @pytest.mark.parametrize("point", ["git-commit", "restore-written"])
 def test_restore_killed_heals(tmp_path: Path, point: str) -> None:
     source = tmp_path / "source"
