@@ -139,6 +139,8 @@ class SearchResult:
     hits: tuple[Hit, ...] = ()
     weak: bool = False
     problems: tuple[FileProblem, ...] = field(default=())
+    # words no memory holds, each with the known word searched in its place (typos)
+    read_as: tuple[tuple[str, str], ...] = ()
 
 
 def to_workspace_name(name: str) -> str:

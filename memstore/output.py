@@ -81,6 +81,7 @@ def search_json(
         "workspace": scope or "all",
         "weak": result.weak,
         "results": [hit_json(h) for h in result.hits],
+        "read_as": [{"word": word, "as": known} for word, known in result.read_as],
         "other_workspaces": asdict(elsewhere) if elsewhere else None,
     }
 
@@ -89,13 +90,14 @@ def search_lines(
     result: SearchResult, query: str, scope: str | None, elsewhere: Elsewhere | None = None
 ) -> list[str]:
     """Return what `memstore search` prints for a result."""
+    read_as = [read_as_line(result)] if result.read_as else []
     if not result.hits:
         where = f" in {scope} or global." if scope else "."
-        lines = [f"No memory matches {query!r}{where}"]
+        lines = [*read_as, f"No memory matches {query!r}{where}"]
         if elsewhere and elsewhere.matches:
             lines.append(elsewhere_line(elsewhere))
         return [printable(line) for line in lines]
-    lines = ["No memory has every word; these might be related:"] if result.weak else []
+    lines = read_as + (["No memory has every word; these might be related:"] if result.weak else [])
     for hit in result.hits:
         mark = "  (weak)" if hit.weak else ""
         if hit.superseded_by:
@@ -105,6 +107,11 @@ def search_lines(
         lines.append(f"{hit.id}  {hit.workspace} · {hit.kind} · {hit.score:.2f}{mark}")
         lines.extend(f"    {line}" for line in text.strip().splitlines()[:6])
     return [printable(line) for line in lines]
+
+
+def read_as_line(result: SearchResult) -> str:
+    """Return "Searched unknown words as known ones: teraform → terraform." (as recall says)."""
+    return f"Searched unknown words as known ones: {', '.join(f'{w} → {k}' for w, k in result.read_as)}."
 
 
 def elsewhere_line(elsewhere: Elsewhere) -> str:

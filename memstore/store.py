@@ -70,6 +70,7 @@ from memstore.retrieval import (
     core_memories,
     find,
     recall_message,
+    stand_ins,
     with_corrections,
     with_neighbors,
 )
@@ -460,7 +461,8 @@ class Store:
             self._rebuild_damaged(err)
             result = find(self.indexer, query, scope, k, self._clock(), archived=archived)
         hits = with_corrections(self.indexer, result.hits, k, scope)
-        return replace(result, hits=tuple(hits))
+        read_as = tuple((s.word, s.stand_in) for s in stand_ins(self.indexer, query))
+        return replace(result, hits=tuple(hits), read_as=read_as)
 
     @_serialized
     def recall(

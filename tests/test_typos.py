@@ -151,6 +151,20 @@ def test_a_typo_ranks_the_memory_meant_first_and_recall_says_so(sample_vault: Pa
     )
 
 
+def test_memstore_search_says_which_word_it_read_as_another(sample_vault: Path) -> None:
+    environment = {**os.environ, "MEMSTORE_VAULT": str(sample_vault)}
+    text = run(environment, "search", "teraform", "prod", "state", "--all")
+    assert text.returncode == 0, text.stderr
+    assert (
+        text.stdout.splitlines()[0] == "Searched unknown words as known ones: teraform → terraform."
+    )
+    assert "4swkexl5" in text.stdout
+    as_json = json.loads(run(environment, "search", "teraform", "--all", "--json").stdout)
+    assert as_json["read_as"] == [{"word": "teraform", "as": "terraform"}]
+    known = json.loads(run(environment, "search", "terraform", "--all", "--json").stdout)
+    assert known["read_as"] == []
+
+
 def test_natural_prompts_reach_the_hook_and_off_topic_ones_stay_silent(
     sample_vault: Path,
 ) -> None:
