@@ -171,6 +171,8 @@ class Daemon:
     def _flush_usage(self) -> None:
         """Write pending recall counters into the files on the way out (not the rest of
         store.tidy: packing git history can take minutes at 100k memories)."""
+        if not (self.store.vault.root / ".git").exists():
+            return  # the vault is gone: nothing to write into
         try:
             self.store.flush_usage()
         except MemstoreError as err:
@@ -428,6 +430,10 @@ def serve(
     except KeyboardInterrupt:
         pass  # a signal before the daemon existed: nothing to clean up but the lock
     except MemstoreError as err:
+        if not (vault / ".git").exists():
+            # removed under it while it worked (its catch-up, a request): that is its cue
+            say(f"stopped: the vault {vault} is gone ({err})")
+            return 0
         say(f"Error: {err}")
         return 1
     finally:

@@ -390,7 +390,11 @@ class GitRepo:
         if paths is None:
             return self._status_paths()
         pygit2 = _pygit2()
-        tree = None if self._repo.head_is_unborn else self._repo.head.peel(pygit2.Commit).tree
+        try:
+            unborn = self._repo.head_is_unborn
+            tree = None if unborn else self._repo.head.peel(pygit2.Commit).tree
+        except pygit2.GitError as err:  # HEAD unreadable: a repository removed or broken
+            raise VaultError(f"cannot read HEAD in {self.root}: {err}") from err
         changed = []
         for path in dict.fromkeys(paths):
             try:

@@ -35,7 +35,7 @@ from watchdog.events import (
 from watchdog.observers import Observer
 
 from memstore.debounce import SETTLE_S, Debouncer
-from memstore.errors import MemstoreError
+from memstore.errors import MemstoreError, VaultError
 from memstore.indexer import CatchUp
 from memstore.store import Store
 
@@ -133,10 +133,16 @@ class Watcher:
             log.warning("could not check git's merge driver entry: %s", err)
         # Only events that can change a file: git reading thousands of objects per commit
         # (opened / closed-without-writing) would otherwise all reach Python.
-        self._observer.schedule(
-            _Collector(root, self._events), str(root), recursive=True, event_filter=list(CHANGES)
-        )
-        self._observer.start()
+        try:
+            self._observer.schedule(
+                _Collector(root, self._events),
+                str(root),
+                recursive=True,
+                event_filter=list(CHANGES),
+            )
+            self._observer.start()
+        except OSError as err:  # the vault (or a folder of it) removed as watching began
+            raise VaultError(f"cannot watch {root}: {err.strerror or err}") from err
         self._thread = threading.Thread(target=self._run, name="memstore-watcher", daemon=True)
         self._thread.start()
         if wait:

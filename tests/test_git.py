@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
+from memstore.errors import VaultError
 from memstore.git import GitRepo, Trailers
 from memstore.model import to_workspace_name
 from memstore.repo_name import detect_workspace
@@ -75,3 +77,10 @@ def test_a_commit_by_another_process_is_not_dropped(vault: Path) -> None:
         "global/c.md",
     ]
     assert git(vault, "status", "--porcelain") == ""
+
+
+def test_a_repository_removed_under_an_open_one_is_a_vault_error(vault: Path) -> None:
+    repo = GitRepo.open(vault)
+    shutil.rmtree(vault)
+    with pytest.raises(VaultError, match="cannot read HEAD"):
+        repo.changed_paths(["global/a.md"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -11,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from memstore.debounce import Debouncer
+from memstore.errors import VaultError
 from memstore.indexer import CatchUp, Indexer
-from memstore.store import Store
+from memstore.store import Store, init_vault
 from memstore.vault import Vault
 from memstore.watcher import Watcher, is_relevant
 from tests.conftest import git, settings_at
@@ -383,3 +385,13 @@ def test_three_watchers_and_concurrent_cli_writers_leave_a_consistent_index(vaul
         assert not any(
             line.startswith("Error:") or "vault lock" in line for line in out.splitlines()
         ), out
+
+
+def test_watching_a_vault_removed_as_it_starts_is_a_vault_error(tmp_path: Path) -> None:
+    path = tmp_path / "vault"
+    init_vault(path, settings_at(path))
+    with Store.open(settings_at(path)) as store:
+        watcher = Watcher(store)
+        shutil.rmtree(path)
+        with pytest.raises(VaultError, match="cannot watch"):
+            watcher.start()
