@@ -723,6 +723,8 @@ def remote_add(
 
     Example:  memstore remote add git@github.com:you/memory.git
     """
+    if len(words) == 2 and name != "origin":
+        raise typer.BadParameter("give the name once: NAME URL, or URL --name NAME")
     if len(words) == 2:
         name, url = words  # git's own order: git remote add origin URL
     elif len(words) == 1:

@@ -275,10 +275,21 @@ class Indexer:
         and its `search` stay valid for whoever holds them. Return whether it did."""
         if not self.is_replaced():
             return False
-        fresh = Indexer.open(self.vault)
+        try:  # never a rebuild here: a damaged or other-format one is its writer's to heal
+            fresh = Indexer._open_at(self.vault, self.root, create=False)
+        except SearchIndexError:
+            return False
+        try:
+            is_ours = fresh._meta("format") in (None, FORMAT)
+        except SearchIndexError:
+            is_ours = False
+        if not is_ours:
+            fresh.close()
+            return False
         self._db.close()
         self._become(fresh)
-        self._full_due = False
+        # what this process wrote into the old one meanwhile may be missing: compare all
+        self._full_due = True
         return True
 
     def _become(self, fresh: Indexer) -> None:

@@ -267,16 +267,25 @@ class Store:
 
     def _follow_index(self) -> None:
         """Reopen the index if another process replaced it (`memstore reindex` beside a
-        daemon): this process would otherwise write to files no longer on disk."""
-        if self._indexer is not None and self._indexer.follow():
-            self._core_cache = {}
+        daemon): this process would otherwise write to files no longer on disk.
+
+        Only under the store's mutex (never waiting for it: the caller may hold the vault
+        lock), so no other thread is reading the index being closed.
+        """
+        if self._indexer is None or not self._mutex.acquire(blocking=False):
+            return
+        try:
+            if self._indexer is not None and self._indexer.follow():
+                self._core_cache = {}
+        finally:
+            self._mutex.release()
 
     def _heal(self) -> None:
         """Clear what a killed process left in git (runs each time the vault lock is taken).
 
         Costs a few stats unless there is something to repair.
         """
-        self._follow_index()  # a rebuild finishes under the lock: after it, none can start
+        self._follow_index()  # a reindex beside this process finished under the lock
         locks, index_stale = git_debris(self.vault.root)
         if locks:
             removed = clear_stale_locks(self.vault.root, locks)

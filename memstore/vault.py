@@ -411,9 +411,14 @@ class Vault:
         try:
             with open(self.root / ".git" / "logs" / "HEAD", "rb") as log_file:
                 for raw in log_file:
-                    parts = raw.split(b" ", 2)
-                    if len(parts) == 3 and parts[1].decode("ascii", "replace") == commit:
-                        return parts[0].decode("ascii", "replace")
+                    ids, _, message = raw.partition(b"\t")
+                    parts = ids.split(b" ", 2)
+                    if len(parts) < 3 or parts[1].decode("ascii", "replace") != commit:
+                        continue
+                    if message.startswith((b"reset:", b"checkout:")):
+                        continue  # HEAD moved back to it later, not its arrival
+                    old = parts[0].decode("ascii", "replace")
+                    return None if not old.strip("0") else old  # zeros: a clone's first entry
         except OSError:
             return None
         return None

@@ -236,6 +236,21 @@ def test_two_vaults_on_one_host_tell_mine_from_the_reflog(pair: Pair) -> None:
     assert found.versions[found.mine - 1] == MINE_ON_B
 
 
+def test_a_fresh_clone_reads_mine_from_the_host_trailer(pair: Pair, tmp_path: Path) -> None:
+    clone = tmp_path / "clone-on-b"  # host-b cloned again: the reflog says only "clone"
+    remote = subprocess.run(
+        ["git", "-C", str(pair.b.vault.root), "remote", "get-url", "origin"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    subprocess.run(["git", "clone", "-q", remote, str(clone)], check=True)
+    init_vault(clone, machine_settings(clone, "host-b"))
+    with Store.open(machine_settings(clone, "host-b")) as store:
+        (found,) = find_conflicts(store)
+    assert found.versions[found.mine - 1] == MINE_ON_B
+
+
 # --- settling -------------------------------------------------------------------------------
 
 
