@@ -16,9 +16,16 @@ until segments merge, so an updated index would score differently from a rebuilt
 from __future__ import annotations
 
 import heapq
+import io
+import pickle
+import struct
+import zlib
+from array import array
+from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from itertools import accumulate
 from math import log
 from typing import Any
 
@@ -30,6 +37,7 @@ SCORED_FIELDS = ("content", "keywords")
 _NONE: tuple[list[int], list[float]] = ([], [])
 CACHE_POSTINGS = 300_000  # posting entries kept across queries (~75 bytes each: ~25 MB)
 TIE_MARGIN = 1e-5  # wider than any two scores equal to six decimals are apart
+PROBE_RATIO = 16  # all-words: probe a list per candidate while they are ≤ 1/16 of it
 CACHE_SCORES = 200_000  # term scores kept per index version (~100 bytes each: ~20 MB)
 
 
@@ -234,25 +242,12 @@ def _floor(totals: dict[int, float], limit: int) -> float:
 def _segment_scores(
     segment: Any, stats: LiveStats, cache: PostingCache, query: TermQuery, b: float, k1: float
 ) -> dict[int, float]:
-    per_term = [
-        _term_scores(segment, stats, cache, text, SCORED_FIELDS, 1.0, b, k1) for text in query.terms
-    ]
-    totals: dict[int, float] = {}
     if query.require_all:
-        if per_term and all(per_term):
-            # only the documents holding every term are summed (set operations, in C)
-            smallest = min(per_term, key=len)
-            common: Any = smallest.keys()
-            for scores in per_term:
-                if scores is not smallest:
-                    common = common & scores.keys()
-            # sum() adds from 0 in the terms' order: 0 + a is a, then + b, + c …
-            totals = {n: per_term[0][n] for n in common} if len(per_term) > 1 else dict(smallest)
-            for scores in per_term[1:]:
-                totals = {n: value + scores[n] for n, value in totals.items()}
+        totals = _all_terms(segment, stats, cache, query.terms, b, k1)
     else:
-        for scores in per_term:
-            _add(totals, scores)
+        totals = {}
+        for text in query.terms:
+            _add(totals, _term_scores(segment, stats, cache, text, SCORED_FIELDS, 1.0, b, k1))
     for text in query.extra:
         if text in query.terms:
             continue
@@ -261,6 +256,80 @@ def _segment_scores(
             _term_scores(segment, stats, cache, text, ("content",), query.extra_boost, b, k1),
         )
     return totals
+
+
+def _all_terms(
+    segment: Any, stats: LiveStats, cache: PostingCache, terms: tuple[str, ...], b: float, k1: float
+) -> dict[int, float]:
+    """Return the summed scores of the documents holding every one of `terms`.
+
+    The rarest term is scored whole; each longer posting list is then asked only for the
+    documents still in the running (a binary search a document) while those are few next
+    to its length: a common word beside a rare one no longer costs its whole list. The sums
+    are added in the terms' order, exactly as scoring every list whole would.
+    """
+    if not terms:
+        return {}
+    sizes = {t: _postings_count(segment, cache, t) for t in terms}
+    if not all(sizes.values()):
+        return {}
+    per_term: dict[str, dict[int, float]] = {}
+    common: set[int] | None = None
+    for text in sorted(set(terms), key=lambda t: (sizes[t], t)):
+        cached = stats.scores.get(_score_key(segment, SCORED_FIELDS, text, 1.0))
+        if cached is not None or common is None or len(common) * PROBE_RATIO >= sizes[text]:
+            scores = _term_scores(segment, stats, cache, text, SCORED_FIELDS, 1.0, b, k1)
+        else:
+            scores = _probed_scores(segment, stats, cache, text, sorted(common), b, k1)
+        per_term[text] = scores
+        common = set(scores) if common is None else common.intersection(scores)
+        if not common:
+            return {}
+    assert common is not None
+    # sum() adds from 0 in the terms' order: 0 + a is a, then + b, + c …
+    first = per_term[terms[0]]
+    totals = {n: first[n] for n in common}
+    for text in terms[1:]:
+        scores = per_term[text]
+        totals = {n: value + scores[n] for n, value in totals.items()}
+    return totals
+
+
+def _postings_count(segment: Any, cache: PostingCache, text: str) -> int:
+    return sum(len(cache.postings(segment, f, text)[0]) for f in SCORED_FIELDS)
+
+
+def _probed_scores(
+    segment: Any,
+    stats: LiveStats,
+    cache: PostingCache,
+    text: str,
+    wanted: list[int],
+    b: float,
+    k1: float,
+) -> dict[int, float]:
+    """Return `text`'s scores (summed over the scored fields, as _term_scores does) for the
+    documents of sorted `wanted` that hold it."""
+    scores: dict[int, float] = {}
+    k1_plus_1 = k1 + 1
+    for fieldname in SCORED_FIELDS:
+        ids, weights = cache.postings(segment, fieldname, text)
+        if not ids:
+            continue
+        idf = stats.idf(fieldname, text, cache)
+        norms = stats.norms(segment, fieldname, cache, b, k1)
+        end = len(ids)
+        at = 0
+        for n in wanted:
+            at = bisect_left(ids, n, at, end)
+            if at == end:
+                break
+            if ids[at] != n:
+                continue
+            tf = weights[at]
+            value = idf * ((tf * k1_plus_1) / (tf + norms[n]))
+            scores[n] = scores[n] + value if n in scores else value
+    return scores
 
 
 def _add(totals: dict[int, float], scores: dict[int, float]) -> None:
@@ -283,7 +352,7 @@ def _term_scores(
 ) -> dict[int, float]:
     """Return each document's BM25 score for one term, summed over `fields` (kept in
     `stats` for the next query; callers must not change the dictionary)."""
-    key = (_segment_id(segment), ",".join(fields), text, boost)
+    key = _score_key(segment, fields, text, boost)
     found = stats.scores.get(key)
     if found is not None:
         stats.scores.move_to_end(key)
@@ -326,6 +395,12 @@ def _field_scores(
     }
 
 
+def _score_key(
+    segment: Any, fields: tuple[str, ...], text: str, boost: float
+) -> tuple[str, str, str, float]:
+    return (_segment_id(segment), ",".join(fields), text, boost)
+
+
 def _size(postings: tuple[list[int], list[float]]) -> int:
     return max(len(postings[0]), 1)  # an absent term's entry counts too
 
@@ -337,25 +412,56 @@ def _segment_id(segment: Any) -> str:
 def read_postings(segment: Any, fieldname: str, text: str) -> tuple[list[int], list[float]]:
     """Return one segment's (document numbers, weights) for a term, deleted ones included."""
     # The raw posting list, deleted documents included (the deleted set changes while the
-    # segment lives; callers filter). Whoosh's own matcher API hands out one posting per
-    # call; its block attributes give a whole block at once, twice as fast.
+    # segment lives; callers filter).
     matcher = segment._terms.matcher(
         fieldname, segment._text_to_bytes(fieldname, text), segment.schema[fieldname].format
     )
+    found = _read_blocks(matcher)
+    if found is not None:
+        return found
     ids: list[int] = []
     weights: list[float] = []
-    if all(hasattr(matcher, a) for a in ("_atend", "_read_ids", "_read_weights", "_next_block")):
-        while not matcher._atend:
-            if matcher._ids is None:
-                matcher._read_ids()
-            if matcher._weights is None:
-                matcher._read_weights()
-            ids.extend(matcher._ids)
-            weights.extend(matcher._weights)
-            matcher._next_block()
-    else:  # another codec: the public, slower way
-        while matcher.is_active():
-            ids.append(matcher.id())
-            weights.append(matcher.weight())
-            matcher.next()
+    while matcher.is_active():  # an inlined list, or another codec: the public, slower way
+        ids.append(matcher.id())
+        weights.append(matcher.weight())
+        matcher.next()
     return ids, weights
+
+
+_BLOCK_LENGTH = struct.Struct("!i")  # whoosh.system.pack_int
+
+
+def _read_blocks(matcher: Any) -> tuple[list[int], list[float]] | None:
+    """Decode a whoosh3 posting list straight from its segment's memory map, block by block
+    (None if it is not one): Whoosh's matcher spends ~35 µs of Python calls a block and
+    undoes the id deltas in a generator; this is the same format read with C calls.
+
+    A block is a signed length (negative on the last block), the pickled tuple
+    (count, max id, max weight, compression, min length, max length), then the pickled
+    (ids as deltas, weights, values), zlib-compressed when compression is set.
+    """
+    buf = getattr(getattr(matcher, "_postfile", None), "_buf", None)
+    position = getattr(matcher, "_baseoffset", None)
+    if not isinstance(buf, memoryview) or position is None or getattr(matcher, "_byteids", True):
+        return None
+    ids: list[int] = []
+    weights: list[float] = []
+    while True:
+        (length,) = _BLOCK_LENGTH.unpack_from(buf, position)
+        start = position + _BLOCK_LENGTH.size
+        block = io.BytesIO(buf[start : start + abs(length)])
+        info = pickle.load(block)
+        count, compression = info[0], info[3]
+        data = block.read()
+        raw_ids, raw_weights = pickle.loads(zlib.decompress(data) if compression else data)[:2]
+        ids.extend(accumulate(raw_ids))
+        # as W3LeafMatcher._read_weights: None is all 1.0, one float is every weight
+        if raw_weights is None:
+            weights.extend([1.0] * count)
+        elif isinstance(raw_weights, float):
+            weights.extend(array("f", [raw_weights]) * count)
+        else:
+            weights.extend(raw_weights)
+        if length < 0:
+            return ids, weights
+        position = start + length

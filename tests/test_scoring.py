@@ -13,10 +13,17 @@ from hypothesis import strategies as st
 from whoosh.query import And, Or, Query, Term
 from whoosh.scoring import BM25F, BM25FScorer
 
-from index import Document, SearchIndex
+from index import Document, SearchIndex, scoring
 from index.analysis import make_analyzer, query_terms
 from index.engine import BM25_B, BM25_K1, EXPANSION_BOOST
-from index.scoring import LiveStats, PostingCache, TermQuery, live_field_lengths, score
+from index.scoring import (
+    LiveStats,
+    PostingCache,
+    TermQuery,
+    live_field_lengths,
+    read_postings,
+    score,
+)
 
 WORDS = [
     "nginx",
@@ -154,6 +161,66 @@ def test_scores_equal_whoosh_matchers(
     assert got or not expected
     for value, n in got:
         assert value == pytest.approx(expected[n], rel=1e-12)
+
+
+def _score_all(index: SearchIndex, query: TermQuery, allowed: list[str] | None) -> dict[int, float]:
+    got = score(
+        index._reader().reader(),
+        _stats(index),
+        PostingCache(limit=50),
+        query,
+        b=BM25_B,
+        k1=BM25_K1,
+        allowed=allowed,
+        limit=10_000,
+    )
+    return {n: value for value, n in got}
+
+
+@pytest.mark.parametrize("ratio", [1, 10**9])  # probe every longer list, or never
+def test_all_words_scores_probed_or_whole_equal_whoosh_matchers(
+    layered: SearchIndex, monkeypatch: pytest.MonkeyPatch, ratio: int
+) -> None:
+    monkeypatch.setattr(scoring, "PROBE_RATIO", ratio)
+    rng = random.Random(ratio)
+    for _ in range(40):
+        query = TermQuery(tuple(rng.sample(TERMS, rng.randint(2, 4))), require_all=True)
+        allowed = rng.choice([None, [rng.choice(WORKSPACES)]])
+        expected = _reference(layered, query, allowed)
+        got = _score_all(layered, query, allowed)
+        assert got.keys() == expected.keys()
+        # the same additions in the same order as scoring whole lists: equal, not near
+        monkeypatch.setattr(scoring, "PROBE_RATIO", 10**9)
+        assert got == _score_all(layered, query, allowed)
+        monkeypatch.setattr(scoring, "PROBE_RATIO", ratio)
+        for n, value in got.items():
+            assert value == pytest.approx(expected[n], rel=1e-12)
+
+
+def test_posting_lists_read_from_the_map_equal_whoosh_matchers(layered: SearchIndex) -> None:
+    blocks = 0
+    for segment, _ in layered._reader().reader().leaf_readers():
+        for field in ("content", "keywords", "workspace"):
+            for raw in segment.lexicon(field):
+                text = raw.decode() if isinstance(raw, bytes) else raw
+                # Whoosh's own matcher, one posting a call (deleted documents included)
+                matcher = segment._terms.matcher(
+                    field, segment._text_to_bytes(field, text), segment.schema[field].format
+                )
+                ids, weights = [], []
+                while matcher.is_active():
+                    ids.append(matcher.id())
+                    weights.append(matcher.weight())
+                    matcher.next()
+                got = read_postings(segment, field, text)
+                assert got == (ids, weights), (field, text)
+                if len(ids) > 128:  # more than one block (whoosh3 writes 128 a block) …
+                    fresh = segment._terms.matcher(
+                        field, segment._text_to_bytes(field, text), segment.schema[field].format
+                    )
+                    assert scoring._read_blocks(fresh) is not None  # … read from the map
+                    blocks += 1
+    assert blocks  # the multi-block case was read
 
 
 def test_posting_cache_serves_a_second_query_without_reading(layered: SearchIndex) -> None:
