@@ -23,7 +23,7 @@ import zlib
 from array import array
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from math import log
@@ -34,8 +34,13 @@ from whoosh.codec.whoosh3 import LENGTHS_COLUMN as _LENGTHS_COLUMN
 from index.storage import BYTE_TO_LENGTH
 
 SCORED_FIELDS = ("content", "keywords")
-_NONE: tuple[list[int], list[float]] = ([], [])
-CACHE_POSTINGS = 300_000  # posting entries kept across queries (~75 bytes each: ~25 MB)
+# A posting list: document numbers (ascending) and weights, as compact arrays (12 bytes a
+# posting, where Python lists of ints and floats cost ~75).
+Postings = tuple[Sequence[int], Sequence[float]]
+_NONE: Postings = (array("i"), array("d"))
+# Posting entries kept across queries: 3M × 12 bytes is ~36 MB, and holds every posting of a
+# 100,000-memory index (2.7M), so a resident daemon reads each list from disk once.
+CACHE_POSTINGS = 3_000_000
 TIE_MARGIN = 1e-5  # wider than any two scores equal to six decimals are apart
 PROBE_RATIO = 16  # all-words: probe a list per candidate while they are ≤ 1/16 of it
 CACHE_SCORES = 200_000  # term scores kept per index version (~100 bytes each: ~20 MB)
@@ -148,13 +153,11 @@ class PostingCache:
 
     def __init__(self, limit: int = CACHE_POSTINGS) -> None:
         self.limit = limit
-        self._lists: OrderedDict[tuple[str, str, str], tuple[list[int], list[float]]] = (
-            OrderedDict()
-        )
+        self._lists: OrderedDict[tuple[str, str, str], Postings] = OrderedDict()
         self._size = 0
         self._lengths: dict[tuple[str, str], list[int]] = {}
 
-    def postings(self, segment: Any, fieldname: str, text: str) -> tuple[list[int], list[float]]:
+    def postings(self, segment: Any, fieldname: str, text: str) -> Postings:
         """Return the segment's (document numbers, weights) for a term, deleted ones included."""
         key = (_segment_id(segment), fieldname, text)
         found = self._lists.get(key)
@@ -208,7 +211,7 @@ def score(
         if not segment.doc_count_all():
             continue  # an empty index has a reader without a segment
         deleted = segment.deleted_docs_set if segment.has_deletions() else frozenset()
-        keep = None
+        keep: set[int] | None = None
         if allowed is not None:
             keep = set()
             for name in allowed:
@@ -375,8 +378,8 @@ def _term_scores(
 
 
 def _field_scores(
-    ids: list[int],
-    weights: list[float],
+    ids: Sequence[int],
+    weights: Sequence[float],
     stats: LiveStats,
     cache: PostingCache,
     segment: Any,
@@ -401,7 +404,7 @@ def _score_key(
     return (_segment_id(segment), ",".join(fields), text, boost)
 
 
-def _size(postings: tuple[list[int], list[float]]) -> int:
+def _size(postings: Postings) -> int:
     return max(len(postings[0]), 1)  # an absent term's entry counts too
 
 
@@ -409,32 +412,31 @@ def _segment_id(segment: Any) -> str:
     return str(segment.segment().segment_id())
 
 
-def read_postings(segment: Any, fieldname: str, text: str) -> tuple[list[int], list[float]]:
+def read_postings(segment: Any, fieldname: str, text: str) -> Postings:
     """Return one segment's (document numbers, weights) for a term, deleted ones included."""
     # The raw posting list, deleted documents included (the deleted set changes while the
     # segment lives; callers filter).
     matcher = segment._terms.matcher(
         fieldname, segment._text_to_bytes(fieldname, text), segment.schema[fieldname].format
     )
-    found = _read_blocks(matcher)
-    if found is not None:
-        return found
-    ids: list[int] = []
-    weights: list[float] = []
-    while matcher.is_active():  # an inlined list, or another codec: the public, slower way
-        ids.append(matcher.id())
-        weights.append(matcher.weight())
-        matcher.next()
+    ids = array("i")
+    weights = array("d")  # doubles: a weight is a Python float, kept exactly
+    if not _read_blocks(matcher, ids, weights):
+        while matcher.is_active():  # an inlined list, or another codec: the public, slower way
+            ids.append(matcher.id())
+            weights.append(matcher.weight())
+            matcher.next()
     return ids, weights
 
 
 _BLOCK_LENGTH = struct.Struct("!i")  # whoosh.system.pack_int
 
 
-def _read_blocks(matcher: Any) -> tuple[list[int], list[float]] | None:
-    """Decode a whoosh3 posting list straight from its segment's memory map, block by block
-    (None if it is not one): Whoosh's matcher spends ~35 µs of Python calls a block and
-    undoes the id deltas in a generator; this is the same format read with C calls.
+def _read_blocks(matcher: Any, ids: array[int], weights: array[float]) -> bool:
+    """Decode a whoosh3 posting list straight from its segment's memory map, block by block,
+    into `ids` and `weights` (False, nothing read, if it is not one): Whoosh's matcher
+    spends ~35 µs of Python calls a block and undoes the id deltas in a generator; this is
+    the same format read with C calls.
 
     A block is a signed length (negative on the last block), the pickled tuple
     (count, max id, max weight, compression, min length, max length), then the pickled
@@ -443,9 +445,7 @@ def _read_blocks(matcher: Any) -> tuple[list[int], list[float]] | None:
     buf = getattr(getattr(matcher, "_postfile", None), "_buf", None)
     position = getattr(matcher, "_baseoffset", None)
     if not isinstance(buf, memoryview) or position is None or getattr(matcher, "_byteids", True):
-        return None
-    ids: list[int] = []
-    weights: list[float] = []
+        return False
     while True:
         (length,) = _BLOCK_LENGTH.unpack_from(buf, position)
         start = position + _BLOCK_LENGTH.size
@@ -459,9 +459,9 @@ def _read_blocks(matcher: Any) -> tuple[list[int], list[float]] | None:
         if raw_weights is None:
             weights.extend([1.0] * count)
         elif isinstance(raw_weights, float):
-            weights.extend(array("f", [raw_weights]) * count)
+            weights.extend([array("f", [raw_weights])[0]] * count)
         else:
             weights.extend(raw_weights)
         if length < 0:
-            return ids, weights
+            return True
         position = start + length

@@ -13,7 +13,7 @@ from typing import Annotated, Any, cast
 
 import typer
 
-from memstore import __version__, agents_cli, conflicts_cli, listing
+from memstore import __version__, agents_cli, conflicts_cli, ingest_cli, listing
 from memstore.errors import MemstoreError
 from memstore.lean import (
     complete_workspace,
@@ -887,6 +887,7 @@ def demo(
 
 register(app)
 listing.register(app)
+ingest_cli.register(app)
 agents_cli.register(app)
 conflicts_cli.register(app, CommandList)
 

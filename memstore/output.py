@@ -102,6 +102,11 @@ def search_lines(
         mark = "  (weak)" if hit.weak else ""
         if hit.superseded_by:
             mark += f"  (superseded by {', '.join(hit.superseded_by)})"
+        if hit.kind == "code":  # a chunk: where it is (path:start-end kind name), its code
+            label, _, code = hit.content.partition("\n")
+            lines.append(f"{label}  {hit.workspace} · code · {hit.score:.2f}{mark}")
+            lines.extend(f"    {line}" for line in code.rstrip().splitlines()[:6])
+            continue
         conflict, text = split_label(hit.content)  # "(conflict: 2 versions)" goes up here
         mark += f"  {conflict}" if conflict else ""
         lines.append(f"{hit.id}  {hit.workspace} · {hit.kind} · {hit.score:.2f}{mark}")

@@ -21,6 +21,8 @@ from typing import Any, TypeVar
 
 from index import SearchIndex, SearchIndexError, terms
 from memstore import remote
+from memstore.codebase import KIND as CODE_KIND
+from memstore.codebase import CodeIndex, CodeRoot, IngestSummary, fuse, ingested
 from memstore.codec import (
     content_hash,
     derive_id,
@@ -204,6 +206,7 @@ class Store:
         self._clock = clock
         self._git: GitRepo | None = None
         self._indexer: Indexer | None = None
+        self._code: CodeIndex | None = None  # opened when a source tree was ingested
         # Checked here, before anything is written: trailers are single lines.
         self.trailers = Trailers(settings.source, settings.session, settings.host)
         self.usage = Usage(vault.state_dir / "usage.sqlite")
@@ -252,6 +255,9 @@ class Store:
         if self._indexer is not None:
             self._indexer.close()
             self._indexer = None
+        if self._code is not None:
+            self._code.close()
+            self._code = None
 
     def __enter__(self) -> Store:
         return self
@@ -471,7 +477,59 @@ class Store:
             result = find(self.indexer, query, scope, k, self._clock(), archived=archived)
         hits = with_corrections(self.indexer, result.hits, k, scope)
         read_as = tuple((s.word, s.stand_in) for s in stand_ins(self.indexer, query))
+        code = self.code_index()
+        if code is not None and (chunks := code.find(query, scope, k)):
+            hits = fuse(hits, chunks, k)
+            return replace(
+                result, hits=tuple(hits), read_as=read_as, weak=all(h.weak for h in hits)
+            )
         return replace(result, hits=tuple(hits), read_as=read_as)
+
+    def code_index(self) -> CodeIndex | None:
+        """Return the index of ingested source trees (None when none was ever ingested)."""
+        if self._code is None and ingested(self.vault.state_dir):
+            code = CodeIndex.open(self.vault.state_dir)
+            if code.fresh:  # deleted, as a cache may be: chunk the registered roots again
+                with self.vault.lock(self.settings.lock_timeout):
+                    code.rebuild()
+            self._code = code
+        return self._code
+
+    @_serialized
+    def ingest(
+        self, path: Path, workspace: str, *, dry_run: bool = False, progress: Progress | None = None
+    ) -> IngestSummary:
+        """Chunk the source tree at `path` into `workspace` (memstore/codebase.py)."""
+        check_workspace(workspace)
+        with self.vault.lock(self.settings.lock_timeout):
+            if self._code is None:
+                self._code = CodeIndex.open(self.vault.state_dir)
+            return self._code.ingest(path, workspace, dry_run=dry_run, progress=progress)
+
+    @_serialized
+    def forget_source(self, path: Path) -> tuple[CodeRoot, int]:
+        """Unregister an ingested source tree and drop its chunks."""
+        with self.vault.lock(self.settings.lock_timeout):
+            if self._code is None:
+                self._code = CodeIndex.open(self.vault.state_dir)
+            return self._code.remove(path)
+
+    @_serialized
+    def refresh_source(self, path: str) -> IngestSummary | None:
+        """Bring one ingested root's chunks up to date (None when it is not registered)."""
+        code = self.code_index()
+        root = next((r for r in code.roots() if r.path == path), None) if code else None
+        if code is None or root is None or not Path(path).is_dir():
+            return None
+        with self.vault.lock(self.settings.lock_timeout):
+            return code.refresh(root)
+
+    def source_roots(self) -> list[tuple[CodeRoot, int]]:
+        """Return each ingested source tree with its chunk count."""
+        code = self.code_index()
+        if code is None:
+            return []
+        return [(root, code.chunk_count(root.path)) for root in code.roots()]
 
     @_serialized
     def recall(
@@ -492,7 +550,10 @@ class Store:
             raise InvalidInputError(f"max_tokens must be at least 1, not {max_tokens}")
         result = self.search(query, workspace=workspace, k=k, catch_up=catch_up)
         scope = None if workspace is None else {workspace, GLOBAL}
-        hits = [with_neighbors(self.indexer, hit) for hit in result.hits]
+        hits = [
+            hit if hit.kind == CODE_KIND else with_neighbors(self.indexer, hit)
+            for hit in result.hits
+        ]
         sizes = [estimate_tokens(hit.content) + HIT_OVERHEAD_TOKENS for hit in hits]
         kept, dropped = pack(hits, sizes, max_tokens)
         core = self._core_memories(scope)
@@ -504,7 +565,7 @@ class Store:
             )
             core = tuple(pack(core, [estimate_tokens(c.content) + 10 for c in core], left)[0])
         if record_usage:
-            self.usage.record([hit.id for hit in kept], self._timestamp())
+            self.usage.record([hit.id for hit in kept if hit.kind != CODE_KIND], self._timestamp())
         message = recall_message(self.indexer, query, kept, result.weak, dropped)
         return Recall(tuple(kept), core, message, result.weak, dropped)
 
@@ -1075,6 +1136,10 @@ class Store:
         with self.vault.lock(self.settings.lock_timeout):
             self.close()
             self._indexer, result = rebuild(self.vault, step)
+            if ingested(self.vault.state_dir):  # source trees are chunked again from scratch
+                CodeIndex.delete(self.vault.state_dir)
+                self._code = CodeIndex.open(self.vault.state_dir)
+                self._code.rebuild()
             return result
 
     @contextlib.contextmanager

@@ -12,13 +12,13 @@ from collections.abc import Callable, Mapping, MutableMapping
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired
 
 from typing_extensions import TypedDict
 
 from memstore.config import Settings
 from memstore.errors import InvalidInputError, MemstoreError
-from memstore.model import ALL, GLOBAL, Recall, to_workspace_name
+from memstore.model import ALL, GLOBAL, Hit, Recall, to_workspace_name
 from memstore.repo_name import detect_workspace
 
 if TYPE_CHECKING:
@@ -33,6 +33,7 @@ TOOLS = ("memory_recall", "memory_add")
 
 class HitOut(TypedDict):
     id: str
+    ref: NotRequired[str]  # a code chunk's path:start-end (kind "code"), to open just that
     content: str
     workspace: str
     kind: str
@@ -70,27 +71,31 @@ SentCore = MutableMapping[str, tuple[tuple[str, str, str], ...]]
 def recall_output(recall: Recall) -> RecallOut:
     """Return a recall as the JSON object memory_recall answers with."""
     return {
-        "results": [
-            {
-                "id": h.id,
-                "content": h.content,
-                "workspace": h.workspace,
-                "kind": h.kind,
-                "keywords": list(h.keywords),
-                "source": h.source,
-                "created": h.created,
-                "score": h.score,
-                "weak": h.weak,
-                "neighbors": list(h.neighbors),
-                "superseded_by": list(h.superseded_by),
-            }
-            for h in recall.hits
-        ],
+        "results": [_hit_output(h) for h in recall.hits],
         "core_memory": [
             {"id": c.id, "workspace": c.workspace, "content": c.content} for c in recall.core
         ],
         "message": recall.message,
     }
+
+
+def _hit_output(hit: Hit) -> HitOut:
+    out: HitOut = {
+        "id": hit.id,
+        "content": hit.content,
+        "workspace": hit.workspace,
+        "kind": hit.kind,
+        "keywords": list(hit.keywords),
+        "source": hit.source,
+        "created": hit.created,
+        "score": hit.score,
+        "weak": hit.weak,
+        "neighbors": list(hit.neighbors),
+        "superseded_by": list(hit.superseded_by),
+    }
+    if hit.kind == "code":
+        out["ref"] = hit.path
+    return out
 
 
 def recall(store: Store, arguments: Mapping[str, Any], *, workspace: str, live: bool) -> RecallOut:

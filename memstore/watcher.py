@@ -37,6 +37,7 @@ from watchdog.observers import Observer
 from memstore.debounce import SETTLE_S, Debouncer
 from memstore.errors import MemstoreError, VaultError
 from memstore.indexer import CatchUp
+from memstore.source_watcher import SourceWatcher
 from memstore.store import Store
 
 log = logging.getLogger("memstore.watcher")
@@ -118,6 +119,7 @@ class Watcher:
         self._thread: threading.Thread | None = None
         self._observer = Observer()
         self.ready = threading.Event()
+        self.sources = SourceWatcher(store)  # ingested source trees, chunked again live
         self.last_catch_up: float | None = None  # wall-clock time the last catch-up finished
 
     def start(self, *, wait: bool = True) -> Watcher:
@@ -145,6 +147,7 @@ class Watcher:
             raise VaultError(f"cannot watch {root}: {err.strerror or err}") from err
         self._thread = threading.Thread(target=self._run, name="memstore-watcher", daemon=True)
         self._thread.start()
+        self.sources.start()
         if wait:
             self.ready.wait(timeout=60)
         return self
@@ -154,6 +157,7 @@ class Watcher:
         once more."""
         self._stop.set()
         self._events.put("")  # wake the loop
+        self.sources.stop()
         self._observer.stop()
         self._observer.join(timeout=10)
         if self._thread is not None:

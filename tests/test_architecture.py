@@ -17,6 +17,7 @@ SHELLS = {
     "watcher.py",
     "upkeep.py",
     "agents_cli.py",
+    "ingest_cli.py",
 }
 AMBIENT = re.compile(r"os\.environ|os\.getenv|Path\.home\(|Path\.cwd\(|os\.getcwd\(|expanduser\(")
 

@@ -1,0 +1,494 @@
+"""Source trees ingested as code chunks: derived from the code, never copied into the vault.
+
+A person registers a root (a folder, usually a git repository) into a workspace; its files
+are cut into chunks (memstore/chunking.py) and indexed in a search index of their own
+under `.memstore/code/`, beside the memories' index and as disposable as it: `memstore
+reindex` deletes it and chunks every registered root again. The registrations themselves
+(`.memstore/code-roots.json`) are local state a person lists and removes; they are never
+committed, since a root's path means nothing on another machine.
+
+Re-ingesting costs what changed. A file whose size and modification time match the last
+run is not read; one whose text hashes the same is not chunked; a chunk whose text hashes
+the same as one the file had keeps its index document (its key names the digest, not the
+lines), and only a chunk that moved is written again, with its new line range.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from index import Document, IndexHit, SearchIndex, SearchIndexError
+from memstore.chunking import Chunk, chunk_source
+from memstore.errors import InvalidInputError, VaultError
+from memstore.model import Hit
+from memstore.sources import Walk, read_source, walk_sources
+
+CODE_DIR = "code"  # .memstore/code/: the chunks' search index and what was read
+ROOTS_FILE = "code-roots.json"  # .memstore/: the registered roots (kept when the index goes)
+KIND = "code"
+RRF_K = 60  # reciprocal rank fusion's usual constant: rank 1 and rank 2 stay close
+RACY_NS = 2_000_000_000  # a file changed this close to its reading may change again unseen
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class CodeRoot:
+    """A registered source tree and the workspace its chunks belong to."""
+
+    path: str  # absolute, resolved
+    workspace: str
+    added: str = ""  # when it was first ingested (ISO 8601, UTC)
+
+
+@dataclass
+class IngestSummary:
+    """What one ingest of a root did (or, with `dry_run`, would do)."""
+
+    root: str
+    workspace: str
+    dry_run: bool = False
+    files_scanned: int = 0  # files the walk listed (skipped ones not counted)
+    files_read: int = 0  # files whose size or time changed, so were read again
+    files_removed: int = 0  # files gone since the last ingest
+    files_skipped: dict[str, int] = field(default_factory=dict)  # reason → count
+    created: int = 0  # chunks new to the index
+    updated: int = 0  # chunks whose text is unchanged but which moved to other lines
+    unchanged: int = 0
+    removed: int = 0
+    seconds: float = 0.0
+
+    def as_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class _Stored:
+    key: str
+    path: str
+    start: int
+    end: int
+    digest: str
+
+
+class CodeIndex:
+    """The chunks of every registered root: a search index and a table of what was read."""
+
+    def __init__(
+        self, state_dir: Path, search: SearchIndex, db: sqlite3.Connection, *, fresh: bool
+    ) -> None:
+        self.state_dir = state_dir
+        self.search = search
+        self.fresh = fresh  # made just now: registered roots have no chunks here yet
+        self._db = db
+
+    @classmethod
+    def open(cls, state_dir: Path) -> CodeIndex:
+        """Open (creating) the code index under a vault's `.memstore/`; a damaged one is
+        deleted and made afresh (it is derived: `memstore ingest` or `reindex` refills it)."""
+        folder = state_dir / CODE_DIR
+        fresh = not (folder / "state.sqlite").is_file()
+        try:
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            db = sqlite3.connect(
+                folder / "state.sqlite", timeout=10, isolation_level=None, check_same_thread=False
+            )  # a store serves several threads, one at a time
+            _create_tables(db)
+        except (OSError, sqlite3.Error) as err:
+            raise VaultError(f"cannot open the code index in {folder}: {err}") from err
+        try:
+            search = SearchIndex.open(folder / "search")
+        except SearchIndexError:
+            db.close()
+            cls.delete(state_dir)
+            return cls.open(state_dir)
+        return cls(state_dir, search, db, fresh=fresh)
+
+    @staticmethod
+    def delete(state_dir: Path) -> None:
+        """Remove the derived code index (registrations stay)."""
+        shutil.rmtree(state_dir / CODE_DIR, ignore_errors=True)
+
+    def close(self) -> None:
+        self.search.close()
+        self._db.close()
+
+    def __enter__(self) -> CodeIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- registrations ------------------------------------------------------------
+
+    def roots(self) -> list[CodeRoot]:
+        return registered_roots(self.state_dir)
+
+    def chunk_count(self, root: str | None = None) -> int:
+        sql, args = "SELECT COUNT(*) FROM chunks", []
+        if root is not None:
+            sql, args = sql + " WHERE root = ?", [root]
+        return int(self._db.execute(sql, args).fetchone()[0])
+
+    def remove(self, path: Path) -> tuple[CodeRoot, int]:
+        """Unregister the root at `path` and drop its chunks; return it and how many went."""
+        target = str(path.resolve())
+        roots = self.roots()
+        found = next((r for r in roots if r.path == target), None)
+        if found is None:
+            known = ", ".join(r.path for r in roots) or "none"
+            raise InvalidInputError(
+                f"{target} is not an ingested root (ingested: {known}); "
+                "see them with `memstore ingest --list`"
+            )
+        keys = [
+            row[0] for row in self._db.execute("SELECT key FROM chunks WHERE root = ?", [target])
+        ]
+        self.search.apply([], keys)
+        with self._transaction():
+            self._db.execute("DELETE FROM chunks WHERE root = ?", [target])
+            self._db.execute("DELETE FROM files WHERE root = ?", [target])
+        _write_roots(self.state_dir, [r for r in roots if r.path != target])
+        return found, len(keys)
+
+    # --- ingest -------------------------------------------------------------------
+
+    def ingest(
+        self,
+        path: Path,
+        workspace: str,
+        *,
+        dry_run: bool = False,
+        progress: Progress | None = None,
+    ) -> IngestSummary:
+        """Register `path` into `workspace` (unless `dry_run`) and bring its chunks up to date."""
+        root = path.resolve()
+        if not root.is_dir():
+            raise InvalidInputError(f"{root} is not a folder; pass the folder of a source tree")
+        roots = self.roots()
+        known = next((r for r in roots if r.path == str(root)), None)
+        if known is not None and known.workspace != workspace:
+            raise InvalidInputError(
+                f"{root} is ingested into workspace {known.workspace!r}, not {workspace!r}; "
+                f"run `memstore ingest --remove {root}` first to move it"
+            )
+        started = time.perf_counter()
+        walk = walk_sources(root)
+        summary = IngestSummary(str(root), workspace, dry_run=dry_run)
+        self._bring_up_to_date(walk, workspace, summary, progress=progress)
+        if not dry_run and known is None:
+            added = datetime.now(UTC).isoformat(timespec="seconds")
+            _write_roots(self.state_dir, [*roots, CodeRoot(str(root), workspace, added)])
+        summary.seconds = round(time.perf_counter() - started, 3)
+        return summary
+
+    def refresh(self, root: CodeRoot) -> IngestSummary:
+        """Bring one registered root up to date (after a change under it was seen)."""
+        started = time.perf_counter()
+        summary = IngestSummary(root.path, root.workspace)
+        self._bring_up_to_date(walk_sources(Path(root.path)), root.workspace, summary)
+        summary.seconds = round(time.perf_counter() - started, 3)
+        return summary
+
+    def _bring_up_to_date(
+        self,
+        walk: Walk,
+        workspace: str,
+        summary: IngestSummary,
+        *,
+        progress: Progress | None = None,
+    ) -> None:
+        root = str(walk.root)
+        summary.files_scanned = len(walk.files)
+        summary.files_skipped = dict(walk.skipped)
+        seen = {
+            row[0]: (row[1], row[2], row[3])
+            for row in self._db.execute(
+                "SELECT path, size, mtime_ns, digest FROM files WHERE root = ?", [root]
+            )
+        }
+        stored: dict[str, list[_Stored]] = defaultdict(list)
+        for row in self._db.execute(
+            "SELECT key, path, start, end_line, digest FROM chunks WHERE root = ?", [root]
+        ):
+            stored[row[1]].append(_Stored(*row))
+        upserts: list[Document] = []
+        new_keys: set[str] = set()
+        deletes: list[str] = []
+        chunk_rows: list[tuple[str, str, str, int, int, str, str, str, str]] = []
+        dropped_rows: list[str] = []
+        file_rows: list[tuple[str, str, int, int, str]] = []
+        now_ns = time.time_ns()
+        listed = {f.path for f in walk.files}
+        for done, source in enumerate(walk.files, 1):
+            if progress is not None:
+                progress(done, len(walk.files))
+            before = seen.get(source.path)
+            if before is not None and before[:2] == (source.size, source.mtime_ns):
+                summary.unchanged += len(stored.get(source.path, ()))
+                continue
+            text = read_source(walk.root, source.path)
+            summary.files_read += 1
+            if text is None:  # became binary or too large, or went, since the walk
+                summary.files_skipped["unreadable"] = summary.files_skipped.get("unreadable", 0) + 1
+                listed.discard(source.path)
+                continue
+            digest = _digest(text)
+            mtime = -1 if now_ns - source.mtime_ns < RACY_NS else source.mtime_ns
+            file_rows.append((root, source.path, source.size, mtime, digest))
+            if before is not None and before[2] == digest:
+                summary.unchanged += len(stored.get(source.path, ()))
+                continue
+            old = stored.get(source.path, [])
+            plan = _match(root, source.path, chunk_source(source.path, text), old)
+            for chunk, key, status in plan.kept:
+                if status == "unchanged":
+                    summary.unchanged += 1
+                    continue
+                if status == "created":
+                    summary.created += 1
+                    new_keys.add(key)
+                else:
+                    summary.updated += 1
+                upserts.append(_document(key, workspace, source.path, chunk, root))
+                chunk_rows.append(
+                    (key, root, source.path, chunk.start, chunk.end, chunk.kind, chunk.name,
+                     chunk.digest, workspace)
+                )  # fmt: skip
+            summary.removed += len(plan.gone)
+            deletes += plan.gone
+            dropped_rows += plan.gone
+        for path in sorted(set(seen) - listed):
+            summary.files_removed += 1
+            gone = [s.key for s in stored.get(path, ())]
+            summary.removed += len(gone)
+            deletes += gone
+            dropped_rows += gone
+        if summary.dry_run:
+            return
+        if upserts or deletes:
+            self.search.apply(upserts, deletes, new=new_keys)
+        with self._transaction():
+            self._db.executemany("DELETE FROM chunks WHERE key = ?", [[k] for k in dropped_rows])
+            self._db.executemany(
+                "INSERT OR REPLACE INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", chunk_rows
+            )
+            gone_files = sorted(set(seen) - listed)
+            self._db.executemany(
+                "DELETE FROM files WHERE root = ? AND path = ?", [[root, p] for p in gone_files]
+            )
+            self._db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", file_rows)
+
+    def rebuild(self, progress: Progress | None = None) -> list[IngestSummary]:
+        """Chunk every registered root again into an empty index (for `memstore reindex`)."""
+        roots = self.roots()
+        keys = [row[0] for row in self._db.execute("SELECT key FROM chunks")]
+        if keys:
+            self.search.apply([], keys)
+        with self._transaction():
+            self._db.execute("DELETE FROM chunks")
+            self._db.execute("DELETE FROM files")
+        summaries = []
+        for root in roots:
+            if not Path(root.path).is_dir():
+                continue  # gone from this machine: registered still, nothing to read
+            summaries.append(self.ingest(Path(root.path), root.workspace, progress=progress))
+        return summaries
+
+    # --- search -------------------------------------------------------------------
+
+    def find(self, text: str, scope: set[str] | None, limit: int) -> list[Hit]:
+        """Return the best chunks for `text` in `scope` (None: every workspace) as hits:
+        those holding every query word first, then (weak) those holding some."""
+        strict = self.search.search(text, workspaces=scope, limit=limit, typos=True)
+        found = [_hit(hit, 1.0) for hit in strict]
+        if len(found) < limit:
+            taken = {hit.document.key for hit in strict}
+            loose = self.search.search(
+                text, workspaces=scope, limit=limit, any_term=True, typos=True
+            )
+            found += [
+                _hit(hit, self.search.coverage(hit.document, text, typos=True))
+                for hit in loose
+                if hit.document.key not in taken
+            ]
+        return found[:limit]
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+
+@dataclass(frozen=True)
+class _Plan:
+    kept: list[tuple[Chunk, str, str]]  # chunk, key, "created" | "updated" | "unchanged"
+    gone: list[str]  # keys of the file's old chunks it no longer has
+
+
+def _match(root: str, path: str, chunks: list[Chunk], old: list[_Stored]) -> _Plan:
+    """Pair a file's new chunks with its old ones by digest: same text, same key."""
+    by_digest: dict[str, list[_Stored]] = defaultdict(list)
+    for stored in sorted(old, key=lambda s: (s.start, s.end)):
+        by_digest[stored.digest].append(stored)
+    kept = []
+    occurrences: Counter[str] = Counter()
+    used = {s.key for s in old}
+    for chunk in chunks:
+        digest = chunk.digest
+        candidates = by_digest.get(digest)
+        if candidates:
+            same = next(
+                (s for s in candidates if (s.start, s.end) == (chunk.start, chunk.end)), None
+            )
+            stored = same or candidates[0]
+            candidates.remove(stored)
+            status = "unchanged" if same is not None else "updated"
+            kept.append((chunk, stored.key, status))
+            continue
+        while True:  # a key not taken: the n-th chunk of this text in this file
+            key = chunk_key(root, path, digest, occurrences[digest])
+            occurrences[digest] += 1
+            if key not in used:
+                break
+        used.add(key)
+        kept.append((chunk, key, "created"))
+    gone = [s.key for rest in by_digest.values() for s in rest]
+    return _Plan(kept, gone)
+
+
+def fuse(memories: Sequence[Hit], code: Sequence[Hit], k: int) -> list[Hit]:
+    """Rank memory and code hits together: by reciprocal rank, 1 / (RRF_K + rank) in its
+    own list (the two lists' BM25 scores come from different indexes and do not compare),
+    hits holding every query word before weak ones, a memory before a chunk on a tie."""
+    ranked = [
+        (hit.weak, -1 / (RRF_K + rank), side, rank, hit)
+        for side, hits in enumerate((memories, code))
+        for rank, hit in enumerate(hits, 1)
+    ]
+    ranked.sort(key=lambda row: row[:4])
+    return [row[4] for row in ranked[:k]]
+
+
+def _hit(found: IndexHit, coverage: float) -> Hit:
+    document = found.document
+    ref, _, root = document.source.partition("\n")
+    return Hit(
+        id=document.id,
+        workspace=document.workspace,
+        kind=KIND,
+        path=ref,
+        content=document.content,
+        keywords=document.keywords,
+        source=root,
+        created="",
+        seen=1,
+        score=found.score,
+        weak=coverage < 1.0,
+        coverage=coverage,
+        view="lexical" if coverage >= 1.0 else "any-word",
+    )
+
+
+def chunk_key(root: str, path: str, digest: str, occurrence: int) -> str:
+    """Name a chunk by its root, file and text (not its lines: a moved chunk keeps it)."""
+    return f"{_root_id(root)}:{path}#{digest[:16]}.{occurrence}"
+
+
+def _document(key: str, workspace: str, path: str, chunk: Chunk, root: str) -> Document:
+    ref = f"{path}:{chunk.start}-{chunk.end}"
+    label = " ".join(part for part in (ref, chunk.kind, chunk.name) if part)
+    return Document(
+        key=key,
+        id=hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:12],
+        workspace=workspace,
+        kind=KIND,
+        # the path, kind and name are searched beside the code (localmind embeds the same)
+        content=f"{label}\n{chunk.text}",
+        keywords=tuple(k for k in (path, chunk.name) if k),
+        source=f"{ref}\n{root}",
+        hash=chunk.digest,
+    )
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _root_id(root: str) -> str:
+    return hashlib.sha256(root.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+
+
+def registered_roots(state_dir: Path) -> list[CodeRoot]:
+    """Return the roots registered in a vault (none when nothing was ever ingested)."""
+    try:
+        raw = (state_dir / ROOTS_FILE).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except OSError as err:
+        raise VaultError(f"cannot read {state_dir / ROOTS_FILE}: {err.strerror}") from err
+    try:
+        rows = json.loads(raw)
+        return [
+            CodeRoot(str(r["path"]), str(r["workspace"]), str(r.get("added", ""))) for r in rows
+        ]
+    except (ValueError, TypeError, KeyError) as err:
+        raise VaultError(
+            f"{state_dir / ROOTS_FILE} is not a list of roots ({err}); fix or delete it, "
+            "then `memstore ingest PATH` each source tree again"
+        ) from err
+
+
+def _write_roots(state_dir: Path, roots: list[CodeRoot]) -> None:
+    target = state_dir / ROOTS_FILE
+    scratch = target.with_name(f".{ROOTS_FILE}.tmp")
+    try:
+        scratch.write_text(json.dumps([asdict(r) for r in roots], indent=2) + "\n", "utf-8")
+        os.replace(scratch, target)
+    except OSError as err:
+        raise VaultError(f"cannot write {target}: {err.strerror}") from err
+
+
+def _create_tables(db: sqlite3.Connection) -> None:
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS files (root TEXT, path TEXT, size INTEGER, "
+        "mtime_ns INTEGER, digest TEXT, PRIMARY KEY (root, path))"
+    )
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS chunks (key TEXT PRIMARY KEY, root TEXT, path TEXT, "
+        "start INTEGER, end_line INTEGER, kind TEXT, name TEXT, digest TEXT, workspace TEXT)"
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks (root, path)")
+
+
+def ingested(state_dir: Path) -> bool:
+    """Say whether a vault has any registered root (else no code index is opened)."""
+    return (state_dir / ROOTS_FILE).is_file() and bool(registered_roots(state_dir))
+
+
+__all__ = [
+    "CODE_DIR",
+    "KIND",
+    "CodeIndex",
+    "CodeRoot",
+    "IngestSummary",
+    "chunk_key",
+    "fuse",
+    "ingested",
+    "registered_roots",
+]

@@ -1,0 +1,147 @@
+"""`memstore ingest`: chunk a source tree into the index so recall finds code beside memories.
+
+A thin typer shell over Store.ingest (memstore/codebase.py does the work).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from memstore.codebase import IngestSummary
+from memstore.errors import InvalidInputError
+from memstore.lean import complete_workspace
+from memstore.model import GLOBAL, to_workspace_name
+from memstore.output import count, printable, render_json
+from memstore.repo_name import detect_workspace
+from memstore.store import Store
+from memstore.upkeep import JsonOption, QuietOption, VaultOption, progress_bar, shell_settings
+
+HELP = """Chunk a source tree by function and class into the index, so search and recall find code.
+
+The code stays where it is: chunks are derived, kept under the vault's .memstore/ (never
+committed), and brought up to date by running ingest again (only what changed is read).
+A git repository's files are what git lists (its .gitignore honoured); binaries, files
+over 1 MB, .git and node_modules are skipped. Hits show as path:start-end kind name.
+
+Examples:  memstore ingest ~/src/webshop -w webshop
+           memstore ingest . --dry-run
+           memstore ingest --list
+           memstore ingest --remove ~/src/webshop
+"""
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="ingest", help=HELP)(ingest)
+
+
+def ingest(
+    path: Annotated[
+        Path | None,
+        typer.Argument(
+            help="The folder to ingest (a repository, or any folder).", show_default=False
+        ),
+    ] = None,
+    workspace: Annotated[
+        str | None,
+        typer.Option(
+            "-w",
+            "--workspace",
+            help="Workspace of its chunks (default: the one add picks in that folder).",
+            autocompletion=complete_workspace,
+            show_default=False,
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Say what would change; write nothing.")
+    ] = False,
+    list_roots: Annotated[
+        bool, typer.Option("--list", help="List the ingested folders and their chunk counts.")
+    ] = False,
+    remove: Annotated[
+        Path | None,
+        typer.Option(
+            "--remove", help="Forget an ingested folder and drop its chunks.", show_default=False
+        ),
+    ] = None,
+    vault: VaultOption = None,
+    as_json: JsonOption = False,
+    quiet: QuietOption = False,
+) -> None:
+    chosen = [
+        name
+        for name, given in (("PATH", path), ("--list", list_roots), ("--remove", remove))
+        if given
+    ]
+    if len(chosen) != 1:
+        raise InvalidInputError(
+            "give one of PATH, --list or --remove PATH"
+            + (f" (got {' and '.join(chosen)})" if chosen else "")
+            + "; e.g. memstore ingest ~/src/webshop"
+        )
+    settings = shell_settings(vault)
+    with Store.open(settings) as store:
+        if list_roots:
+            _print_roots(store, as_json)
+            return
+        if remove is not None:
+            root, dropped = store.forget_source(remove.expanduser())
+            if as_json:
+                typer.echo(render_json({"removed": root.path, "chunks_removed": dropped}))
+            elif not quiet:
+                typer.echo(printable(f"removed {root.path}: {count(dropped, 'chunk')} dropped"))
+            return
+        assert path is not None
+        target = path.expanduser().resolve()
+        name = workspace or _workspace_of(target, settings.vault)
+        with progress_bar("chunking", quiet=quiet or as_json) as step:
+            summary = store.ingest(target, name, dry_run=dry_run, progress=step)
+    if as_json:
+        typer.echo(render_json(summary.as_json()))
+    elif not quiet:
+        for line in summary_lines(summary):
+            typer.echo(printable(line))
+
+
+def _workspace_of(folder: Path, vault: Path) -> str:
+    detected = detect_workspace(folder)
+    if detected is None:
+        return to_workspace_name(folder.name) or GLOBAL
+    return to_workspace_name(detected) or GLOBAL
+
+
+def summary_lines(summary: IngestSummary) -> list[str]:
+    """Return what `memstore ingest PATH` prints."""
+    verb = "would change" if summary.dry_run else "ingested"
+    skipped = sum(summary.files_skipped.values())
+    reasons = ", ".join(f"{n} {why}" for why, n in sorted(summary.files_skipped.items()) if n)
+    lines = [
+        f"{verb} {summary.root} into {summary.workspace} in {summary.seconds:.2f} s",
+        f"  files: {summary.files_scanned} scanned, {summary.files_read} read, "
+        f"{summary.files_removed} gone, {skipped} skipped" + (f" ({reasons})" if reasons else ""),
+        f"  chunks: {summary.created} created, {summary.updated} moved, "
+        f"{summary.unchanged} unchanged, {summary.removed} removed",
+    ]
+    return lines
+
+
+def _print_roots(store: Store, as_json: bool) -> None:
+    roots = store.source_roots()
+    if as_json:
+        typer.echo(
+            render_json(
+                [
+                    {"path": r.path, "workspace": r.workspace, "added": r.added, "chunks": n}
+                    for r, n in roots
+                ]
+            )
+        )
+        return
+    if not roots:
+        typer.echo("No source tree ingested; add one with: memstore ingest PATH")
+        return
+    for root, chunks in roots:
+        gone = "" if Path(root.path).is_dir() else "  (folder gone)"
+        typer.echo(printable(f"{root.path}  {root.workspace} · {count(chunks, 'chunk')}{gone}"))

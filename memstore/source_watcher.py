@@ -1,0 +1,135 @@
+"""Live code chunks: a saved source file under an ingested root is chunked again within a second.
+
+Runs beside the vault's watcher in every long-running process (`memstore watch`, `serve`,
+the resident daemon). Events only say which root changed; the work is the root's ordinary
+re-ingest (git lists its files, unchanged ones are only stat'ed, changed ones re-chunked),
+so a lost event costs nothing more than staleness until the next change or `memstore
+ingest`. Roots ingested while it runs are picked up at its next look at the registrations.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from memstore.codebase import CodeRoot, registered_roots
+from memstore.errors import MemstoreError
+from memstore.sources import EXCLUDED_FOLDERS
+from memstore.store import Store
+
+log = logging.getLogger("memstore.sources")
+
+SETTLE_S = 0.2  # an editor's save is several events: wait this long after the last one
+LOOK_EVERY_S = 2.0  # how often the registrations are read again
+_WRITES = ("created", "deleted", "modified", "moved", "closed")
+
+
+class _RootEvents(FileSystemEventHandler):
+    def __init__(self, root: CodeRoot, changed: dict[str, float], wake: threading.Event) -> None:
+        self.root = root
+        self.base = Path(root.path)
+        self.changed = changed
+        self.wake = wake
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type not in _WRITES:
+            return
+        for path in (event.src_path, getattr(event, "dest_path", "")):
+            if path and self._counts(str(path)):
+                self.changed[self.root.path] = time.monotonic()
+                self.wake.set()
+                return
+
+    def _counts(self, path: str) -> bool:
+        try:
+            parts = Path(path).relative_to(self.base).parts
+        except ValueError:
+            return False
+        return bool(parts) and not any(part in EXCLUDED_FOLDERS for part in parts)
+
+
+class SourceWatcher:
+    """Keep the chunks of a store's ingested roots in step with their files until stopped."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._observer = Observer()
+        self._watched: dict[str, object] = {}  # root path → its watch
+        self._changed: dict[str, float] = {}  # root path → when it last changed
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.refreshed = 0  # roots re-ingested (for tests and status)
+
+    def start(self) -> SourceWatcher:
+        self._observer.start()
+        self._thread = threading.Thread(target=self._run, name="memstore-sources", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is None:
+            return  # never started
+        self._observer.stop()
+        self._observer.join(timeout=10)
+        self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        next_look = 0.0
+        while not self._stop.is_set():
+            now = time.monotonic()
+            if now >= next_look:
+                self._look()
+                next_look = now + LOOK_EVERY_S
+            due = [root for root, at in list(self._changed.items()) if now - at >= SETTLE_S]
+            for root in due:
+                del self._changed[root]
+                self._refresh(root)
+            waits = [at + SETTLE_S - now for at in self._changed.values()]
+            self._wake.wait(timeout=max(0.01, min([next_look - now, *waits])))
+            self._wake.clear()
+
+    def _look(self) -> None:
+        """Watch the roots registered now (and stop watching those removed)."""
+        try:
+            roots = {r.path: r for r in registered_roots(self.store.vault.state_dir)}
+        except MemstoreError as err:
+            log.warning("cannot read the ingested roots: %s", err)
+            return
+        for path in [p for p in self._watched if p not in roots]:
+            self._observer.unschedule(self._watched.pop(path))  # type: ignore[arg-type]
+        for path, root in roots.items():
+            if path in self._watched or not Path(path).is_dir():
+                continue
+            try:
+                self._watched[path] = self._observer.schedule(
+                    _RootEvents(root, self._changed, self._wake), path, recursive=True
+                )
+            except OSError as err:
+                log.warning("cannot watch %s: %s", path, err.strerror or err)
+
+    def _refresh(self, path: str) -> None:
+        try:
+            summary = self.store.refresh_source(path)
+        except MemstoreError as err:
+            log.warning("could not chunk %s again, will retry on its next change: %s", path, err)
+            return
+        except Exception:  # the shell's outer loop: log it and keep watching
+            log.exception("unexpected error while chunking %s", path)
+            return
+        self.refreshed += 1
+        if summary is not None and (summary.created or summary.updated or summary.removed):
+            log.info(
+                "chunked %s again: %d created, %d moved, %d removed",
+                path,
+                summary.created,
+                summary.updated,
+                summary.removed,
+            )
