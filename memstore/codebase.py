@@ -91,6 +91,12 @@ class CodeIndex:
         self.search = search
         self.fresh = fresh  # made just now: registered roots have no chunks here yet
         self._db = db
+        self._identity = _identity(state_dir)
+
+    def is_replaced(self) -> bool:
+        """Say whether another process deleted or rebuilt this code index since it was
+        opened (`memstore reindex`): its files are then no longer the ones on disk."""
+        return _identity(self.state_dir) != self._identity
 
     @classmethod
     def open(cls, state_dir: Path) -> CodeIndex:
@@ -424,6 +430,14 @@ def _document(key: str, workspace: str, path: str, chunk: Chunk, root: str) -> D
         source=f"{ref}\n{root}",
         hash=chunk.digest,
     )
+
+
+def _identity(state_dir: Path) -> tuple[int, int] | None:
+    try:
+        info = (state_dir / CODE_DIR / "state.sqlite").stat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def _digest(text: str) -> str:

@@ -487,11 +487,24 @@ class Store:
 
     def code_index(self) -> CodeIndex | None:
         """Return the index of ingested source trees (None when none was ever ingested)."""
+        if self._code is not None and self._code.is_replaced():
+            self._code.close()  # another process rebuilt it (reindex): read the new one
+            self._code = None
         if self._code is None and ingested(self.vault.state_dir):
+            with self.vault.lock(self.settings.lock_timeout):
+                return self._code_locked()
+        return self._code
+
+    def _code_locked(self) -> CodeIndex:
+        """Open the code index (the vault lock held), chunking the registered roots again
+        when it had been deleted, as a cache may be."""
+        if self._code is not None and self._code.is_replaced():
+            self._code.close()
+            self._code = None
+        if self._code is None:
             code = CodeIndex.open(self.vault.state_dir)
-            if code.fresh:  # deleted, as a cache may be: chunk the registered roots again
-                with self.vault.lock(self.settings.lock_timeout):
-                    code.rebuild()
+            if code.fresh and ingested(self.vault.state_dir):
+                code.rebuild()
             self._code = code
         return self._code
 
@@ -502,27 +515,24 @@ class Store:
         """Chunk the source tree at `path` into `workspace` (memstore/codebase.py)."""
         check_workspace(workspace)
         with self.vault.lock(self.settings.lock_timeout):
-            if self._code is None:
-                self._code = CodeIndex.open(self.vault.state_dir)
-            return self._code.ingest(path, workspace, dry_run=dry_run, progress=progress)
+            code = self._code_locked()
+            return code.ingest(path, workspace, dry_run=dry_run, progress=progress)
 
     @_serialized
     def forget_source(self, path: Path) -> tuple[CodeRoot, int]:
         """Unregister an ingested source tree and drop its chunks."""
         with self.vault.lock(self.settings.lock_timeout):
-            if self._code is None:
-                self._code = CodeIndex.open(self.vault.state_dir)
-            return self._code.remove(path)
+            return self._code_locked().remove(path)
 
     @_serialized
     def refresh_source(self, path: str) -> IngestSummary | None:
         """Bring one ingested root's chunks up to date (None when it is not registered)."""
-        code = self.code_index()
-        root = next((r for r in code.roots() if r.path == path), None) if code else None
-        if code is None or root is None or not Path(path).is_dir():
+        if self.code_index() is None or not Path(path).is_dir():
             return None
         with self.vault.lock(self.settings.lock_timeout):
-            return code.refresh(root)
+            code = self._code_locked()
+            root = next((r for r in code.roots() if r.path == path), None)
+            return None if root is None else code.refresh(root)
 
     def source_roots(self) -> list[tuple[CodeRoot, int]]:
         """Return each ingested source tree with its chunk count."""

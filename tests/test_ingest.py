@@ -257,3 +257,16 @@ def test_memory_recall_over_mcp_gives_code_hits_their_ref(vault: Path, repo: Pat
     assert "def validate_webhook_signature" in first["content"]
     # a chunk's id is no memory's: no recall counters, no commit for it at shutdown
     assert git(vault, "log", "-1", "--format=%s").startswith("init")
+
+
+def test_a_store_follows_a_code_index_another_process_rebuilt(vault: Path, repo: Path) -> None:
+    ingest(vault, str(repo), "-w", "webshop")
+    with Store.open(settings_at(vault)) as resident:  # as the daemon holds it
+        assert resident.search("MaxBytesReader", workspace="webshop").hits
+        code, output = cli(vault, "reindex")  # deletes and rebuilds .memstore/code/
+        assert code == 0, output
+        (repo / "server/limits.go").write_text("package server\n\nfunc UploadQuotaGuard() {}\n")
+        summary = resident.refresh_source(str(repo.resolve()))
+        assert summary is not None and summary.created == 2  # written to the new index …
+    code, output = cli(vault, "search", "upload", "quota", "guard", "-w", "webshop")
+    assert "server/limits.go:3-3 function UploadQuotaGuard" in output  # … that others read
