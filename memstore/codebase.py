@@ -26,7 +26,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from index import Document, IndexHit, SearchIndex, SearchIndexError
 from memstore.chunking import Chunk, chunk_source
@@ -37,6 +37,7 @@ from memstore.sources import Walk, read_source, walk_sources
 CODE_DIR = "code"  # .memstore/code/: the chunks' search index and what was read
 ROOTS_FILE = "code-roots.json"  # .memstore/: the registered roots (kept when the index goes)
 KIND = "code"
+MAX_ENTITIES = 20  # a memory's entities looked up for the code it names
 RRF_K = 60  # reciprocal rank fusion's usual constant: rank 1 and rank 2 stay close
 RACY_NS = 2_000_000_000  # a file changed this close to its reading may change again unseen
 Progress = Callable[[int, int], None]
@@ -231,7 +232,7 @@ class CodeIndex:
         upserts: list[Document] = []
         new_keys: set[str] = set()
         deletes: list[str] = []
-        chunk_rows: list[tuple[str, str, str, int, int, str, str, str, str]] = []
+        chunk_rows: list[tuple[str | int, ...]] = []
         dropped_rows: list[str] = []
         file_rows: list[tuple[str, str, int, int, str]] = []
         now_ns = time.time_ns()
@@ -269,7 +270,7 @@ class CodeIndex:
                 upserts.append(_document(key, workspace, source.path, chunk, root))
                 chunk_rows.append(
                     (key, root, source.path, chunk.start, chunk.end, chunk.kind, chunk.name,
-                     chunk.digest, workspace)
+                     chunk.digest, workspace, _leaf(chunk.name), _base(source.path))
                 )  # fmt: skip
             summary.removed += len(plan.gone)
             deletes += plan.gone
@@ -287,7 +288,7 @@ class CodeIndex:
         with self._transaction():
             self._db.executemany("DELETE FROM chunks WHERE key = ?", [[k] for k in dropped_rows])
             self._db.executemany(
-                "INSERT OR REPLACE INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", chunk_rows
+                "INSERT OR REPLACE INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", chunk_rows
             )
             gone_files = sorted(set(seen) - listed)
             self._db.executemany(
@@ -329,6 +330,34 @@ class CodeIndex:
                 if hit.document.key not in taken
             ]
         return found[:limit]
+
+    def named(self, entities: Sequence[str], scope: set[str] | None, limit: int = 3) -> list[str]:
+        """Return where the code a memory names is: `path:start-end` of the functions and
+        classes it names (an identifier equal to a chunk's name or its last part), then the
+        files it names (a path equal to a file's, or ending in it), at most `limit`."""
+        names = sorted({e.lower() for e in entities if e})[:MAX_ENTITIES]
+        if not names:
+            return []
+        marks = ", ".join("?" * len(names))
+        found: list[str] = []
+        rows = self._db.execute(
+            f"SELECT path, start, end_line, workspace FROM chunks WHERE leaf IN ({marks}) "
+            "ORDER BY path, start",
+            names,
+        ).fetchall()
+        found += [f"{p}:{a}-{b}" for p, a, b, ws in rows if scope is None or ws in scope]
+        bases = {PurePosixPath(n).name: n for n in names if "/" in n or "." in n}
+        if bases:
+            marks = ", ".join("?" * len(bases))
+            files = self._db.execute(
+                f"SELECT DISTINCT path, workspace FROM chunks WHERE base IN ({marks}) ORDER BY path",
+                list(bases),
+            ).fetchall()
+            for path, ws in files:
+                named = bases.get(_base(path), "")
+                if (scope is None or ws in scope) and ("/" + path.lower()).endswith("/" + named):
+                    found.append(path)
+        return list(dict.fromkeys(found))[:limit]
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -440,6 +469,14 @@ def _identity(state_dir: Path) -> tuple[int, int] | None:
     return info.st_dev, info.st_ino
 
 
+def _leaf(name: str) -> str:
+    return name.rsplit(".", 1)[-1].lower()
+
+
+def _base(path: str) -> str:
+    return PurePosixPath(path).name.lower()
+
+
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -485,9 +522,12 @@ def _create_tables(db: sqlite3.Connection) -> None:
     )
     db.execute(
         "CREATE TABLE IF NOT EXISTS chunks (key TEXT PRIMARY KEY, root TEXT, path TEXT, "
-        "start INTEGER, end_line INTEGER, kind TEXT, name TEXT, digest TEXT, workspace TEXT)"
+        "start INTEGER, end_line INTEGER, kind TEXT, name TEXT, digest TEXT, workspace TEXT, "
+        "leaf TEXT, base TEXT)"  # leaf, base: the name's last part and the file's, lowercase
     )
     db.execute("CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks (root, path)")
+    db.execute("CREATE INDEX IF NOT EXISTS chunks_by_leaf ON chunks (leaf)")
+    db.execute("CREATE INDEX IF NOT EXISTS chunks_by_base ON chunks (base)")
 
 
 def ingested(state_dir: Path) -> bool:

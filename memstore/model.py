@@ -90,6 +90,8 @@ class Hit:
     superseded_by: tuple[str, ...] = ()
     # Up to two related memory ids: the correction first, then memories sharing entities.
     neighbors: tuple[str, ...] = ()
+    # Where the code this memory names is (ingested source trees): "path:start-end" or "path".
+    code: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

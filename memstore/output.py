@@ -111,6 +111,8 @@ def search_lines(
         mark += f"  {conflict}" if conflict else ""
         lines.append(f"{hit.id}  {hit.workspace} · {hit.kind} · {hit.score:.2f}{mark}")
         lines.extend(f"    {line}" for line in text.strip().splitlines()[:6])
+        if hit.code:  # where the code it names is (ingested source trees)
+            lines.append(f"    code: {', '.join(hit.code)}")
     return [printable(line) for line in lines]
 
 

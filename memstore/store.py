@@ -56,6 +56,7 @@ from memstore.model import (
     GLOBAL,
     AddResult,
     CoreMemory,
+    Hit,
     Memory,
     Recall,
     SearchResult,
@@ -478,11 +479,13 @@ class Store:
         hits = with_corrections(self.indexer, result.hits, k, scope)
         read_as = tuple((s.word, s.stand_in) for s in stand_ins(self.indexer, query))
         code = self.code_index()
-        if code is not None and (chunks := code.find(query, scope, k)):
-            hits = fuse(hits, chunks, k)
-            return replace(
-                result, hits=tuple(hits), read_as=read_as, weak=all(h.weak for h in hits)
-            )
+        if code is not None:
+            hits = [self._with_code(code, hit) for hit in hits]
+            if chunks := code.find(query, scope, k):
+                hits = fuse(hits, chunks, k)
+                return replace(
+                    result, hits=tuple(hits), read_as=read_as, weak=all(h.weak for h in hits)
+                )
         return replace(result, hits=tuple(hits), read_as=read_as)
 
     def code_index(self) -> CodeIndex | None:
@@ -533,6 +536,12 @@ class Store:
             code = self._code_locked()
             root = next((r for r in code.roots() if r.path == path), None)
             return None if root is None else code.refresh(root)
+
+    def _with_code(self, code: CodeIndex, hit: Hit) -> Hit:
+        """Attach where the code a memory names is (a decision beside the code it is about)."""
+        entities = [entity for entity, _ in self.indexer.search.entities_of(hit.path)]
+        refs = code.named(entities, {hit.workspace, GLOBAL})
+        return replace(hit, code=tuple(refs)) if refs else hit
 
     def source_roots(self) -> list[tuple[CodeRoot, int]]:
         """Return each ingested source tree with its chunk count."""

@@ -34,6 +34,7 @@ TOOLS = ("memory_recall", "memory_add")
 class HitOut(TypedDict):
     id: str
     ref: NotRequired[str]  # a code chunk's path:start-end (kind "code"), to open just that
+    code: NotRequired[list[str]]  # a memory's: where the code it names is (path:start-end)
     content: str
     workspace: str
     kind: str
@@ -95,6 +96,8 @@ def _hit_output(hit: Hit) -> HitOut:
     }
     if hit.kind == "code":
         out["ref"] = hit.path
+    if hit.code:
+        out["code"] = list(hit.code)
     return out
 
 

@@ -270,3 +270,18 @@ def test_a_store_follows_a_code_index_another_process_rebuilt(vault: Path, repo:
         assert summary is not None and summary.created == 2  # written to the new index …
     code, output = cli(vault, "search", "upload", "quota", "guard", "-w", "webshop")
     assert "server/limits.go:3-3 function UploadQuotaGuard" in output  # … that others read
+
+
+def test_a_memory_that_names_code_points_at_it(vault: Path, repo: Path) -> None:
+    ingest(vault, str(repo), "-w", "webshop")
+    text = "Never compare signatures with ==: validate_webhook_signature in billing/webhooks.py"
+    code, output = cli(vault, "add", text, "-w", "webshop")
+    assert code == 0, output
+    code, output = cli(vault, "search", "compare", "signatures", "-w", "webshop")
+    assert "    code: billing/webhooks.py:6-9, billing/webhooks.py" in output
+    with Store.open(settings_at(vault)) as store:
+        hits = store.search("compare signatures", workspace="webshop").hits
+        memory = next(h for h in hits if h.kind == "note")
+        assert memory.code == ("billing/webhooks.py:6-9", "billing/webhooks.py")
+        # another workspace's code is never pointed at
+        assert store.search("compare signatures", workspace="infra").hits == ()
