@@ -38,6 +38,7 @@ CODE_DIR = "code"  # .memstore/code/: the chunks' search index and what was read
 ROOTS_FILE = "code-roots.json"  # .memstore/: the registered roots (kept when the index goes)
 KIND = "code"
 MAX_ENTITIES = 20  # a memory's entities looked up for the code it names
+SAME_TEXT = 0.85  # word-shingle Jaccard at which two chunks count as the same code
 RRF_K = 60  # reciprocal rank fusion's usual constant: rank 1 and rank 2 stay close
 RACY_NS = 2_000_000_000  # a file changed this close to its reading may change again unseen
 Progress = Callable[[int, int], None]
@@ -317,19 +318,20 @@ class CodeIndex:
     def find(self, text: str, scope: set[str] | None, limit: int) -> list[Hit]:
         """Return the best chunks for `text` in `scope` (None: every workspace) as hits:
         those holding every query word first, then (weak) those holding some."""
-        strict = self.search.search(text, workspaces=scope, limit=limit, typos=True)
+        wanted = limit * 3  # room for the near-duplicates dropped below
+        strict = self.search.search(text, workspaces=scope, limit=wanted, typos=True)
         found = [_hit(hit, 1.0) for hit in strict]
-        if len(found) < limit:
+        if len(found) < wanted:
             taken = {hit.document.key for hit in strict}
             loose = self.search.search(
-                text, workspaces=scope, limit=limit, any_term=True, typos=True
+                text, workspaces=scope, limit=wanted, any_term=True, typos=True
             )
             found += [
                 _hit(hit, self.search.coverage(hit.document, text, typos=True))
                 for hit in loose
                 if hit.document.key not in taken
             ]
-        return found[:limit]
+        return distinct(found)[:limit]
 
     def named(self, entities: Sequence[str], scope: set[str] | None, limit: int = 3) -> list[str]:
         """Return where the code a memory names is: `path:start-end` of the functions and
@@ -405,6 +407,48 @@ def _match(root: str, path: str, chunks: list[Chunk], old: list[_Stored]) -> _Pl
         kept.append((chunk, key, "created"))
     gone = [s.key for rest in by_digest.values() for s in rest]
     return _Plan(kept, gone)
+
+
+def distinct(hits: Sequence[Hit]) -> list[Hit]:
+    """Keep each hit unless one ranked above it is the same code: byte-identical text, an
+    overlapping line range of the same file, or near-identical text (word 3-shingles with
+    Jaccard ≥ SAME_TEXT): a budget spent on one function twice tells the agent nothing."""
+    kept: list[Hit] = []
+    seen: list[tuple[str, int, int, str, frozenset[str]]] = []
+    for hit in hits:
+        path, start, end = _span(hit.path)
+        body = hit.content.partition("\n")[2]
+        shingles = _shingles(body)
+        if any(
+            body == other_body
+            or (path == other and start <= other_end and other_start <= end)
+            or _jaccard(shingles, other_shingles) >= SAME_TEXT
+            for other, other_start, other_end, other_body, other_shingles in seen
+        ):
+            continue
+        kept.append(hit)
+        seen.append((path, start, end, body, shingles))
+    return kept
+
+
+def _span(ref: str) -> tuple[str, int, int]:
+    path, _, lines = ref.rpartition(":")
+    first, _, last = lines.partition("-")
+    try:
+        return path, int(first), int(last)
+    except ValueError:
+        return ref, 0, -1
+
+
+def _shingles(text: str) -> frozenset[str]:
+    words = text.split()
+    return frozenset(" ".join(words[i : i + 3]) for i in range(max(len(words) - 2, 1)))
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a or not b:
+        return 0.0
+    return len(a & b) / len(a | b)
 
 
 def fuse(memories: Sequence[Hit], code: Sequence[Hit], k: int) -> list[Hit]:
@@ -542,6 +586,7 @@ __all__ = [
     "CodeRoot",
     "IngestSummary",
     "chunk_key",
+    "distinct",
     "fuse",
     "ingested",
     "registered_roots",

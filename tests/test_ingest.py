@@ -14,7 +14,8 @@ from mcp import Client
 from typer.testing import CliRunner
 
 from memstore.cli import app
-from memstore.codebase import CODE_DIR, ROOTS_FILE
+from memstore.codebase import CODE_DIR, ROOTS_FILE, distinct
+from memstore.model import Hit
 from memstore.store import Store
 from memstore.watcher import Watcher
 from tests.conftest import git, settings_at, vault_bytes
@@ -285,3 +286,39 @@ def test_a_memory_that_names_code_points_at_it(vault: Path, repo: Path) -> None:
         assert memory.code == ("billing/webhooks.py:6-9", "billing/webhooks.py")
         # another workspace's code is never pointed at
         assert store.search("compare signatures", workspace="infra").hits == ()
+
+
+def test_recall_drops_the_same_code_found_twice(vault: Path, tmp_path: Path) -> None:
+    body = "\n".join(
+        f"    total = apply_refund_rule_{i}(total, ledger, currency)" for i in range(30)
+    )
+    function = f"def reconcile_refund_ledger(total, ledger, currency):\n{body}\n    return total\n"
+    near = function.replace("apply_refund_rule_7(", "apply_refund_policy_7(")
+    repo = make_repo(
+        tmp_path / "shop",
+        {
+            "refunds.py": function,
+            "vendor/refunds_copy.py": function,  # byte-identical
+            "legacy/refunds_old.py": near,  # one word changed: near-identical
+            "other.py": "def reconcile_refund_totals():\n    return 0\n",
+        },
+    )
+    ingest(vault, str(repo), "-w", "shop")
+    with Store.open(settings_at(vault)) as store:
+        hits = store.search("reconcile refund ledger", workspace="shop", k=5).hits
+    paths = [h.path.rpartition(":")[0] for h in hits if h.kind == "code"]
+    assert len([p for p in paths if "refunds" in p]) == 1, paths  # one of the three copies
+    assert "other.py" in paths  # different code still comes
+
+
+def test_distinct_keeps_rank_order_and_drops_overlapping_ranges() -> None:
+    def chunk(ref: str, text: str) -> Hit:
+        return Hit(ref, "w", "code", ref, f"{ref}\n{text}", (), "", "", 1, 1.0, False)
+
+    hits = [
+        chunk("a.py:1-60", "alpha beta gamma delta"),
+        chunk("a.py:51-110", "epsilon zeta eta theta"),  # overlaps the first: dropped
+        chunk("a.py:101-160", "iota kappa lambda mu"),  # does not overlap it: kept
+        chunk("b.py:1-60", "alpha beta gamma delta"),  # the first one's text: dropped
+    ]
+    assert [h.path for h in distinct(hits)] == ["a.py:1-60", "a.py:101-160"]
