@@ -333,6 +333,21 @@ class CodeIndex:
             ]
         return distinct(found)[:limit]
 
+    def listing(self, workspace: str | None, limit: int) -> tuple[list[dict[str, object]], int]:
+        """Return the chunks (of one workspace, or all) by root, path and line, at most
+        `limit` of them (0: all), and how many there are."""
+        where, args = ("WHERE workspace = ?", [workspace]) if workspace else ("", [])
+        total = int(self._db.execute(f"SELECT COUNT(*) FROM chunks {where}", args).fetchone()[0])
+        rows = self._db.execute(
+            f"SELECT path, start, end_line, kind, name, workspace, root FROM chunks {where} "
+            "ORDER BY root, path, start, end_line" + (" LIMIT ?" if limit else ""),
+            [*args, limit] if limit else args,
+        ).fetchall()
+        return [
+            {"ref": f"{p}:{a}-{b}", "kind": k, "name": n, "workspace": w, "root": r}
+            for p, a, b, k, n, w, r in rows
+        ], total
+
     def named(self, entities: Sequence[str], scope: set[str] | None, limit: int = 3) -> list[str]:
         """Return where the code a memory names is: `path:start-end` of the functions and
         classes it names (an identifier equal to a chunk's name or its last part), then the

@@ -169,6 +169,16 @@ def listing_lines(listing: Listing) -> list[str]:
     return [printable(line) for line in lines]
 
 
+def code_lines(rows: list[dict[str, object]], total: int) -> list[str]:
+    """Return what `memstore list --kind code` prints: one line a chunk, then the count."""
+    if not total:
+        return ["No code ingested; add a source tree with: memstore ingest PATH"]
+    lines = [f"{r['ref']} {r['kind']} {r['name']}".rstrip() + f"  {r['workspace']}" for r in rows]
+    more = f" (--limit 0 lists all {total:,})" if len(rows) < total else ""
+    lines.append(f"{len(rows):,} of {count(total, 'chunk')}{more}")
+    return [printable(line) for line in lines]
+
+
 def listing_json(listing: Listing) -> dict[str, Any]:
     return {
         "total": listing.total,
@@ -260,7 +270,9 @@ def register(app: typer.Typer) -> None:
         workspace: WorkspaceFilter = None,
         kind: Annotated[
             str | None,
-            typer.Option("--kind", help=" | ".join(KINDS), show_default=False),
+            typer.Option(
+                "--kind", help=" | ".join((*KINDS, "code (ingested source)")), show_default=False
+            ),
         ] = None,
         source: Annotated[
             str | None,
@@ -289,6 +301,15 @@ def register(app: typer.Typer) -> None:
 
         Example:  memstore list -w webshop --kind lesson --since 7d
         """
+        if kind == "code":  # ingested source trees' chunks, not memories
+            with Store.open(shell_settings(vault)) as store:
+                code = store.code_index()
+                rows, total = code.listing(workspace, limit) if code else ([], 0)
+            if as_json:
+                typer.echo(render_json({"total": total, "shown": len(rows), "chunks": rows}))
+            else:
+                typer.echo("\n".join(code_lines(rows, total)))
+            return
         now = datetime.now(UTC)
         filters = Filters(
             workspace=check_workspace(workspace) if workspace else None,

@@ -322,3 +322,23 @@ def test_distinct_keeps_rank_order_and_drops_overlapping_ranges() -> None:
         chunk("b.py:1-60", "alpha beta gamma delta"),  # the first one's text: dropped
     ]
     assert [h.path for h in distinct(hits)] == ["a.py:1-60", "a.py:101-160"]
+
+
+def test_list_kind_code_shows_chunks_where_they_are(vault: Path, repo: Path) -> None:
+    code, output = cli(vault, "list", "--kind", "code")
+    assert code == 0 and "No code ingested" in output
+    ingest(vault, str(repo), "-w", "webshop")
+    code, output = cli(vault, "list", "--kind", "code", "-n", "3")
+    assert code == 0, output
+    assert output.splitlines() == [
+        ".gitignore:1-1 window  webshop",
+        "README.md:1-3 window  webshop",
+        "billing/webhooks.py:1-3 module  webshop",
+        "3 of 7 chunks (--limit 0 lists all 7)",
+    ]
+    code, output = cli(vault, "list", "--kind", "code", "--json", "-w", "webshop", "-n", "0")
+    data = json.loads(output)
+    assert (data["total"], data["shown"]) == (7, 7)
+    assert {"ref": "server/upload.go:3-7", "kind": "method", "name": "Server.Handle"}.items() <= [
+        c for c in data["chunks"] if c["name"] == "Server.Handle"
+    ][0].items()
