@@ -339,6 +339,9 @@ def test_list_kind_code_shows_chunks_where_they_are(vault: Path, repo: Path) -> 
     code, output = cli(vault, "list", "--kind", "code", "--json", "-w", "webshop", "-n", "0")
     data = json.loads(output)
     assert (data["total"], data["shown"]) == (7, 7)
-    assert {"ref": "server/upload.go:3-7", "kind": "method", "name": "Server.Handle"}.items() <= [
-        c for c in data["chunks"] if c["name"] == "Server.Handle"
-    ][0].items()
+    handle = next(c for c in data["chunks"] if c["name"] == "Server.Handle")
+    assert (handle["ref"], handle["kind"], handle["workspace"]) == (
+        "server/upload.go:3-7",
+        "method",
+        "webshop",
+    )
