@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from memstore.cli import app
 from memstore.codebase import CODE_DIR, ROOTS_FILE, distinct
 from memstore.model import Hit
+from memstore.ranking import HIT_OVERHEAD_TOKENS, estimate_tokens
 from memstore.store import Store
 from memstore.watcher import Watcher
 from tests.conftest import git, settings_at, vault_bytes
@@ -345,3 +346,45 @@ def test_list_kind_code_shows_chunks_where_they_are(vault: Path, repo: Path) -> 
         "method",
         "webshop",
     )
+
+
+def test_sixty_queries_across_two_workspaces_never_leak(vault: Path, tmp_path: Path) -> None:
+    # both projects define the same thirty names (different bodies): every query matches both
+    nouns = ["invoice", "refund", "ledger", "token", "webhook", "session", "upload", "cart"]
+    verbs = ["validate", "render", "sync", "parse"]
+    names = [f"{v}_{n}_{i}" for i, (v, n) in enumerate(zip(verbs * 8, nouns * 4, strict=False))]
+    names = names[:30]
+
+    def project(flavour: str) -> dict[str, str]:
+        return {
+            f"{flavour}/{name}.py": f"def {name}(value):\n    return {flavour!r}, value\n"
+            for name in names
+        }
+
+    shop = make_repo(tmp_path / "shop", project("shop"))
+    billing = make_repo(tmp_path / "billing", project("billing"))
+    ingest(vault, str(shop), "-w", "shop")
+    ingest(vault, str(billing), "-w", "billing")
+    leaks = asked = 0
+    with Store.open(settings_at(vault)) as store:
+        for workspace in ("shop", "billing"):
+            for name in names:
+                hits = store.search(name.replace("_", " "), workspace=workspace, k=5).hits
+                asked += 1
+                assert hits, name
+                leaks += sum(1 for h in hits if h.workspace != workspace)
+    assert (asked, leaks) == (60, 0)
+
+
+def test_max_tokens_bounds_a_recall_with_code(vault: Path, repo: Path) -> None:
+    ingest(vault, str(repo), "-w", "webshop")
+    cli(vault, "add", "Webhook signature checks use hmac.compare_digest", "-w", "webshop")
+    with Store.open(settings_at(vault)) as store:
+        whole = store.recall("webhook signature invoice", workspace="webshop", k=5)
+        assert len(whole.hits) >= 2 and {h.kind for h in whole.hits} >= {"code", "note"}
+        budget = estimate_tokens(whole.hits[0].content) + HIT_OVERHEAD_TOKENS
+        fitted = store.recall("webhook signature invoice", workspace="webshop", max_tokens=budget)
+    # whole hits only, in rank order, within the budget
+    assert [h.id for h in fitted.hits] == [whole.hits[0].id]
+    used = sum(estimate_tokens(h.content) + HIT_OVERHEAD_TOKENS for h in fitted.hits)
+    assert used <= budget
