@@ -538,6 +538,15 @@ class SearchIndex:
             raise
         return found
 
+    def keys_with_prefix(self, prefix: str) -> list[str]:
+        """Return the keys of the live documents whose key starts with `prefix`."""
+        searcher = self._reader()
+        with _guard(self.root, "read"):
+            if not prefix:
+                return sorted(fields["key"] for fields in searcher.all_stored_fields())
+            results = searcher.search(Prefix("key", prefix), limit=None)
+            return sorted(hit["key"] for hit in results)
+
     def version(self) -> int:
         """Return a number that changes whenever the index does (for caches)."""
         with _guard(self.root, "read"):

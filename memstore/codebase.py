@@ -16,17 +16,22 @@ lines), and only a chunk that moved is written again, with its new line range.
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
+import functools
 import hashlib
 import json
 import os
 import shutil
 import sqlite3
+import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
+from typing import Any, BinaryIO, TypeVar
 
 from index import Document, IndexHit, SearchIndex, SearchIndexError
 from memstore.chunking import Chunk, chunk_source
@@ -40,8 +45,12 @@ KIND = "code"
 MAX_ENTITIES = 20  # a memory's entities looked up for the code it names
 SAME_TEXT = 0.85  # word-shingle Jaccard at which two chunks count as the same code
 RRF_K = 60  # reciprocal rank fusion's usual constant: rank 1 and rank 2 stay close
+SCHEMA = 2  # state.sqlite's layout (PRAGMA user_version): another one is rebuilt
+LOCK_FILE = "code.lock"  # .memstore/: one writer of the code index at a time, across processes
+LOCK_WAIT_S = 10.0  # an ingest waits this long for another process's to finish
 RACY_NS = 2_000_000_000  # a file changed this close to its reading may change again unseen
 Progress = Callable[[int, int], None]
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
@@ -83,6 +92,17 @@ class _Stored:
     digest: str
 
 
+def _guarded(method: F) -> F:
+    """Run a CodeIndex method holding its mutex."""
+
+    @functools.wraps(method)
+    def guarded(self: CodeIndex, *args: Any, **kwargs: Any) -> Any:
+        with self._mutex:
+            return method(self, *args, **kwargs)
+
+    return guarded  # type: ignore[return-value]
+
+
 class CodeIndex:
     """The chunks of every registered root: a search index and a table of what was read."""
 
@@ -94,6 +114,10 @@ class CodeIndex:
         self.fresh = fresh  # made just now: registered roots have no chunks here yet
         self._db = db
         self._identity = _identity(state_dir)
+        # Readers (search) and the short writing steps of one process take turns here; the
+        # walk and the chunking of an ingest run outside it, under the writer lock only.
+        self._mutex = threading.RLock()
+        self._writer_depth = 0  # how deep this process is in `writing`
 
     def is_replaced(self) -> bool:
         """Say whether another process deleted or rebuilt this code index since it was
@@ -111,7 +135,13 @@ class CodeIndex:
             db = sqlite3.connect(
                 folder / "state.sqlite", timeout=10, isolation_level=None, check_same_thread=False
             )  # a store serves several threads, one at a time
+            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+            if not fresh and version != SCHEMA:  # another layout: it is a cache, start over
+                db.close()
+                cls.delete(state_dir)
+                return cls.open(state_dir)
             _create_tables(db)
+            db.execute(f"PRAGMA user_version = {SCHEMA}")
         except (OSError, sqlite3.Error) as err:
             raise VaultError(f"cannot open the code index in {folder}: {err}") from err
         try:
@@ -142,6 +172,7 @@ class CodeIndex:
     def roots(self) -> list[CodeRoot]:
         return registered_roots(self.state_dir)
 
+    @_guarded
     def chunk_count(self, root: str | None = None) -> int:
         sql, args = "SELECT COUNT(*) FROM chunks", []
         if root is not None:
@@ -159,15 +190,21 @@ class CodeIndex:
                 f"{target} is not an ingested root (ingested: {known}); "
                 "see them with `memstore ingest --list`"
             )
-        keys = [
-            row[0] for row in self._db.execute("SELECT key FROM chunks WHERE root = ?", [target])
-        ]
-        self.search.apply([], keys)
-        with self._transaction():
-            self._db.execute("DELETE FROM chunks WHERE root = ?", [target])
-            self._db.execute("DELETE FROM files WHERE root = ?", [target])
-        _write_roots(self.state_dir, [r for r in roots if r.path != target])
-        return found, len(keys)
+        with self.writing(), self._mutex:
+            keys = [
+                row[0]
+                for row in self._db.execute("SELECT key FROM chunks WHERE root = ?", [target])
+            ]
+            keys += self.search.keys_with_prefix(f"{_root_id(target)}:")  # any a crash left
+            self.search.apply([], sorted(set(keys)))
+            with self._transaction():
+                self._db.execute("DELETE FROM chunks WHERE root = ?", [target])
+                self._db.execute("DELETE FROM files WHERE root = ?", [target])
+                self._db.execute("DELETE FROM complete WHERE root = ?", [target])
+            _write_roots(
+                self.state_dir, [r for r in registered_roots(self.state_dir) if r.path != target]
+            )
+        return found, len(set(keys))
 
     # --- ingest -------------------------------------------------------------------
 
@@ -178,6 +215,7 @@ class CodeIndex:
         *,
         dry_run: bool = False,
         progress: Progress | None = None,
+        wait: float = LOCK_WAIT_S,
     ) -> IngestSummary:
         """Register `path` into `workspace` (unless `dry_run`) and bring its chunks up to date."""
         root = path.resolve()
@@ -191,22 +229,90 @@ class CodeIndex:
                 f"run `memstore ingest --remove {root}` first to move it"
             )
         started = time.perf_counter()
-        walk = walk_sources(root)
-        summary = IngestSummary(str(root), workspace, dry_run=dry_run)
-        self._bring_up_to_date(walk, workspace, summary, progress=progress)
-        if not dry_run and known is None:
-            added = datetime.now(UTC).isoformat(timespec="seconds")
-            _write_roots(self.state_dir, [*roots, CodeRoot(str(root), workspace, added)])
+        with self.writing(wait):
+            if not dry_run:
+                self.refill(skip=str(root))
+            walk = walk_sources(root, known=self._known(str(root)))
+            summary = IngestSummary(str(root), workspace, dry_run=dry_run)
+            self._bring_up_to_date(walk, workspace, summary, progress=progress)
+            if not dry_run and known is None:
+                added = datetime.now(UTC).isoformat(timespec="seconds")
+                current = registered_roots(self.state_dir)
+                _write_roots(self.state_dir, [*current, CodeRoot(str(root), workspace, added)])
         summary.seconds = round(time.perf_counter() - started, 3)
         return summary
 
-    def refresh(self, root: CodeRoot) -> IngestSummary:
-        """Bring one registered root up to date (after a change under it was seen)."""
+    def refresh(self, root: CodeRoot, *, wait: float = 0.0) -> IngestSummary | None:
+        """Bring one registered root up to date (after a change under it was seen); None
+        when another writer holds the code index longer than `wait` seconds."""
         started = time.perf_counter()
-        summary = IngestSummary(root.path, root.workspace)
-        self._bring_up_to_date(walk_sources(Path(root.path)), root.workspace, summary)
+        try:
+            with self.writing(wait):
+                self.refill()
+                summary = IngestSummary(root.path, root.workspace)
+                walk = walk_sources(Path(root.path), known=self._known(root.path))
+                self._bring_up_to_date(walk, root.workspace, summary)
+        except BusyError:
+            return None
         summary.seconds = round(time.perf_counter() - started, 3)
         return summary
+
+    def refill(self, *, skip: str = "") -> list[IngestSummary]:
+        """Chunk the registered roots this index does not hold whole (it was deleted, or a
+        rebuild was killed midway); the writer lock held."""
+        with self._mutex:
+            done = {row[0] for row in self._db.execute("SELECT root FROM complete")}
+        summaries = []
+        for root in registered_roots(self.state_dir):
+            if root.path in done or root.path == skip or not Path(root.path).is_dir():
+                continue
+            summary = IngestSummary(root.path, root.workspace)
+            walk = walk_sources(Path(root.path), known=self._known(root.path))
+            self._bring_up_to_date(walk, root.workspace, summary)
+            summaries.append(summary)
+        return summaries
+
+    @_guarded
+    def _known(self, root: str) -> dict[str, tuple[int, int]]:
+        """The files of `root` as last read: path → (size, mtime_ns)."""
+        rows = self._db.execute(
+            "SELECT path, size, mtime_ns FROM files WHERE root = ? AND digest IS NOT NULL", [root]
+        )
+        return {path: (size, mtime) for path, size, mtime in rows}
+
+    @contextlib.contextmanager
+    def writing(self, wait: float = LOCK_WAIT_S) -> Iterator[None]:
+        """Hold the code index's writer lock (`.memstore/code.lock`, re-entrant in this
+        process); raise BusyError if another process keeps it over `wait` seconds."""
+        if self._writer_depth:
+            self._writer_depth += 1
+            try:
+                yield
+            finally:
+                self._writer_depth -= 1
+            return
+        handle = _lock_file(self.state_dir)
+        try:
+            deadline = time.monotonic() + wait
+            while not _try_flock(handle):
+                if time.monotonic() >= deadline:
+                    holder = (self.state_dir / LOCK_FILE).read_text("utf-8", "replace").strip()
+                    raise BusyError(
+                        f"another memstore is writing the code index ({holder or 'unknown'}); "
+                        "wait for it to finish, then run the command again"
+                    )
+                time.sleep(0.05)
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"pid {os.getpid()}".encode())
+            handle.flush()
+            self._writer_depth = 1
+            try:
+                yield
+            finally:
+                self._writer_depth = 0
+        finally:
+            handle.close()
 
     def _bring_up_to_date(
         self,
@@ -219,23 +325,26 @@ class CodeIndex:
         root = str(walk.root)
         summary.files_scanned = len(walk.files)
         summary.files_skipped = dict(walk.skipped)
-        seen = {
-            row[0]: (row[1], row[2], row[3])
+        with self._mutex:
+            seen = {
+                row[0]: (row[1], row[2], row[3])
+                for row in self._db.execute(
+                    "SELECT path, size, mtime_ns, digest FROM files WHERE root = ?", [root]
+                )
+            }
+            stored: dict[str, list[_Stored]] = defaultdict(list)
             for row in self._db.execute(
-                "SELECT path, size, mtime_ns, digest FROM files WHERE root = ?", [root]
-            )
-        }
-        stored: dict[str, list[_Stored]] = defaultdict(list)
-        for row in self._db.execute(
-            "SELECT key, path, start, end_line, digest FROM chunks WHERE root = ?", [root]
-        ):
-            stored[row[1]].append(_Stored(*row))
+                "SELECT key, path, start, end_line, digest FROM chunks WHERE root = ?", [root]
+            ):
+                stored[row[1]].append(_Stored(*row))
         upserts: list[Document] = []
         new_keys: set[str] = set()
         deletes: list[str] = []
         chunk_rows: list[tuple[str | int, ...]] = []
         dropped_rows: list[str] = []
         file_rows: list[tuple[str, str, int, int, str]] = []
+        dirty: list[str] = []  # files whose documents change: marked before they do
+        suspect: dict[str, set[str]] = {}  # a file a killed run left dirty → its plan's keys
         now_ns = time.time_ns()
         listed = {f.path for f in walk.files}
         for done, source in enumerate(walk.files, 1):
@@ -257,17 +366,24 @@ class CodeIndex:
             if before is not None and before[2] == digest:
                 summary.unchanged += len(stored.get(source.path, ()))
                 continue
+            was_dirty = before is not None and before[2] is None
             old = stored.get(source.path, [])
             plan = _match(root, source.path, chunk_source(source.path, text), old)
+            dirty.append(source.path)
+            if was_dirty:
+                suspect[source.path] = {key for _, key, _ in plan.kept}
             for chunk, key, status in plan.kept:
-                if status == "unchanged":
+                if status == "unchanged" and not was_dirty:
                     summary.unchanged += 1
                     continue
                 if status == "created":
                     summary.created += 1
-                    new_keys.add(key)
-                else:
+                    if not was_dirty:
+                        new_keys.add(key)
+                elif status == "updated":
                     summary.updated += 1
+                else:
+                    summary.unchanged += 1  # written again: the index may have lost it
                 upserts.append(_document(key, workspace, source.path, chunk, root))
                 chunk_rows.append(
                     (key, root, source.path, chunk.start, chunk.end, chunk.kind, chunk.name,
@@ -276,45 +392,62 @@ class CodeIndex:
             summary.removed += len(plan.gone)
             deletes += plan.gone
             dropped_rows += plan.gone
-        for path in sorted(set(seen) - listed):
+        gone_files = sorted(set(seen) - listed)
+        for path in gone_files:
             summary.files_removed += 1
             gone = [s.key for s in stored.get(path, ())]
             summary.removed += len(gone)
             deletes += gone
             dropped_rows += gone
+            dirty.append(path)
+            if seen[path][2] is None:
+                suspect[path] = set()
         if summary.dry_run:
             return
-        if upserts or deletes:
-            self.search.apply(upserts, deletes, new=new_keys)
-        with self._transaction():
-            self._db.executemany("DELETE FROM chunks WHERE key = ?", [[k] for k in dropped_rows])
-            self._db.executemany(
-                "INSERT OR REPLACE INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", chunk_rows
-            )
-            gone_files = sorted(set(seen) - listed)
-            self._db.executemany(
-                "DELETE FROM files WHERE root = ? AND path = ?", [[root, p] for p in gone_files]
-            )
-            self._db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", file_rows)
+        with self._mutex:
+            if dirty:  # a kill from here on leaves these files to be read again, and checked
+                with self._transaction():
+                    self._db.executemany(
+                        "INSERT OR REPLACE INTO files VALUES (?, ?, -1, -1, NULL)",
+                        [[root, path] for path in dirty],
+                    )
+            for path, keys in suspect.items():  # documents a killed run wrote, unrecorded
+                prefix = f"{_root_id(root)}:{path}#"
+                deletes += [k for k in self.search.keys_with_prefix(prefix) if k not in keys]
+            if upserts or deletes:
+                self.search.apply(upserts, sorted(set(deletes)), new=new_keys)
+            with self._transaction():
+                self._db.executemany(
+                    "DELETE FROM chunks WHERE key = ?", [[k] for k in dropped_rows]
+                )
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    chunk_rows,
+                )
+                self._db.executemany(
+                    "DELETE FROM files WHERE root = ? AND path = ?", [[root, p] for p in gone_files]
+                )
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", file_rows
+                )
+                self._db.execute("INSERT OR IGNORE INTO complete VALUES (?)", [root])
 
     def rebuild(self, progress: Progress | None = None) -> list[IngestSummary]:
         """Chunk every registered root again into an empty index (for `memstore reindex`)."""
-        roots = self.roots()
-        keys = [row[0] for row in self._db.execute("SELECT key FROM chunks")]
-        if keys:
-            self.search.apply([], keys)
-        with self._transaction():
-            self._db.execute("DELETE FROM chunks")
-            self._db.execute("DELETE FROM files")
-        summaries = []
-        for root in roots:
-            if not Path(root.path).is_dir():
-                continue  # gone from this machine: registered still, nothing to read
-            summaries.append(self.ingest(Path(root.path), root.workspace, progress=progress))
-        return summaries
+        with self.writing(), self._mutex:
+            keys = [row[0] for row in self._db.execute("SELECT key FROM chunks")]
+            keys += self.search.keys_with_prefix("")
+            if keys:
+                self.search.apply([], sorted(set(keys)))
+            with self._transaction():
+                self._db.execute("DELETE FROM chunks")
+                self._db.execute("DELETE FROM files")
+                self._db.execute("DELETE FROM complete")
+            return self.refill()
 
     # --- search -------------------------------------------------------------------
 
+    @_guarded
     def find(self, text: str, scope: set[str] | None, limit: int) -> list[Hit]:
         """Return the best chunks for `text` in `scope` (None: every workspace) as hits:
         those holding every query word first, then (weak) those holding some."""
@@ -333,6 +466,7 @@ class CodeIndex:
             ]
         return distinct(found)[:limit]
 
+    @_guarded
     def listing(self, workspace: str | None, limit: int) -> tuple[list[dict[str, object]], int]:
         """Return the chunks (of one workspace, or all) by root, path and line, at most
         `limit` of them (0: all), and how many there are."""
@@ -348,6 +482,7 @@ class CodeIndex:
             for p, a, b, k, n, w, r in rows
         ], total
 
+    @_guarded
     def named(self, entities: Sequence[str], scope: set[str] | None, limit: int = 3) -> list[str]:
         """Return where the code a memory names is: `path:start-end` of the functions and
         classes it names (an identifier equal to a chunk's name or its last part), then the
@@ -520,6 +655,27 @@ def _document(key: str, workspace: str, path: str, chunk: Chunk, root: str) -> D
     )
 
 
+class BusyError(VaultError):
+    """Another process is writing the code index."""
+
+
+def _lock_file(state_dir: Path) -> BinaryIO:
+    try:
+        return open(state_dir / LOCK_FILE, "a+b")
+    except OSError as err:
+        raise VaultError(f"cannot create {state_dir / LOCK_FILE}: {err.strerror}") from err
+
+
+def _try_flock(handle: BinaryIO) -> bool:
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as err:
+        if err.errno in (errno.EAGAIN, errno.EACCES):
+            return False
+        raise VaultError(f"cannot lock the code index: {err.strerror}") from err
+    return True
+
+
 def _identity(state_dir: Path) -> tuple[int, int] | None:
     try:
         info = (state_dir / CODE_DIR / "state.sqlite").stat()
@@ -585,6 +741,8 @@ def _create_tables(db: sqlite3.Connection) -> None:
         "leaf TEXT, base TEXT)"  # leaf, base: the name's last part and the file's, lowercase
     )
     db.execute("CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks (root, path)")
+    # the roots chunked whole: one a killed run left midway is not here, so it is redone
+    db.execute("CREATE TABLE IF NOT EXISTS complete (root TEXT PRIMARY KEY)")
     db.execute("CREATE INDEX IF NOT EXISTS chunks_by_leaf ON chunks (leaf)")
     db.execute("CREATE INDEX IF NOT EXISTS chunks_by_base ON chunks (base)")
 

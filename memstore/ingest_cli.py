@@ -95,7 +95,8 @@ def ingest(
             return
         assert path is not None
         target = path.expanduser().resolve()
-        name = workspace or _workspace_of(target, settings.vault)
+        registered = next((r for r, _ in store.source_roots() if r.path == str(target)), None)
+        name = workspace or (registered.workspace if registered else _workspace_of(target))
         with progress_bar("chunking", quiet=quiet or as_json) as step:
             summary = store.ingest(target, name, dry_run=dry_run, progress=step)
     if as_json:
@@ -105,7 +106,7 @@ def ingest(
             typer.echo(printable(line))
 
 
-def _workspace_of(folder: Path, vault: Path) -> str:
+def _workspace_of(folder: Path) -> str:
     detected = detect_workspace(folder)
     if detected is None:
         return to_workspace_name(folder.name) or GLOBAL

@@ -9,7 +9,9 @@ ingest`. Roots ingested while it runs are picked up at its next look at the regi
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import threading
 import time
 from pathlib import Path
@@ -24,16 +26,22 @@ from memstore.store import Store
 
 log = logging.getLogger("memstore.sources")
 
-SETTLE_S = 0.2  # an editor's save is several events: wait this long after the last one
+SETTLE_S = 0.2  # an editor's save is several events: wait this long after the last one …
+MAX_WAIT_S = 0.8  # … but no longer than this after the first (a log written all the time)
 LOOK_EVERY_S = 2.0  # how often the registrations are read again
 _WRITES = ("created", "deleted", "modified", "moved", "closed")
 
 
 class _RootEvents(FileSystemEventHandler):
-    def __init__(self, root: CodeRoot, changed: dict[str, float], wake: threading.Event) -> None:
+    def __init__(
+        self,
+        root: CodeRoot,
+        changed: dict[str, tuple[float, float]],
+        wake: threading.Event,
+    ) -> None:
         self.root = root
         self.base = Path(root.path)
-        self.changed = changed
+        self.changed = changed  # root → (first, last) event time since its last refresh
         self.wake = wake
 
     def on_any_event(self, event: FileSystemEvent) -> None:
@@ -41,7 +49,9 @@ class _RootEvents(FileSystemEventHandler):
             return
         for path in (event.src_path, getattr(event, "dest_path", "")):
             if path and self._counts(str(path)):
-                self.changed[self.root.path] = time.monotonic()
+                now = time.monotonic()
+                first, _ = self.changed.get(self.root.path, (now, now))
+                self.changed[self.root.path] = (first, now)
                 self.wake.set()
                 return
 
@@ -59,8 +69,8 @@ class SourceWatcher:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._observer = Observer()
-        self._watched: dict[str, object] = {}  # root path → its watch
-        self._changed: dict[str, float] = {}  # root path → when it last changed
+        self._watched: dict[str, tuple[object, int]] = {}  # root path → its watch, folder inode
+        self._changed: dict[str, tuple[float, float]] = {}  # root path → first, last change
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -82,17 +92,25 @@ class SourceWatcher:
         self._thread.join(timeout=30)
 
     def _run(self) -> None:
+        try:
+            self.store.refill_sources()  # roots a deletion or a killed run left unchunked
+        except MemstoreError as err:
+            log.warning("could not chunk the ingested roots: %s", err)
         next_look = 0.0
         while not self._stop.is_set():
             now = time.monotonic()
             if now >= next_look:
                 self._look()
                 next_look = now + LOOK_EVERY_S
-            due = [root for root, at in list(self._changed.items()) if now - at >= SETTLE_S]
-            for root in due:
-                del self._changed[root]
-                self._refresh(root)
-            waits = [at + SETTLE_S - now for at in self._changed.values()]
+            for root, (first, last) in list(self._changed.items()):
+                if now - last >= SETTLE_S or now - first >= MAX_WAIT_S:
+                    del self._changed[root]
+                    if not self._refresh(root):  # busy: another process writes; try again
+                        self._changed.setdefault(root, (now, now))
+            waits = [
+                min(last + SETTLE_S, first + MAX_WAIT_S) - now
+                for first, last in self._changed.values()
+            ]
             self._wake.wait(timeout=max(0.01, min([next_look - now, *waits])))
             self._wake.clear()
 
@@ -103,29 +121,42 @@ class SourceWatcher:
         except MemstoreError as err:
             log.warning("cannot read the ingested roots: %s", err)
             return
-        for path in [p for p in self._watched if p not in roots]:
-            self._observer.unschedule(self._watched.pop(path))  # type: ignore[arg-type]
+        for path, (watch, watched_inode) in list(self._watched.items()):
+            if (
+                path not in roots or _inode(path) != watched_inode
+            ):  # removed, or the folder replaced
+                del self._watched[path]
+                with contextlib.suppress(KeyError, OSError):
+                    self._observer.unschedule(watch)  # type: ignore[arg-type]
+                if path in roots:
+                    self._changed[path] = (time.monotonic(), time.monotonic())
         for path, root in roots.items():
-            if path in self._watched or not Path(path).is_dir():
+            folder = _inode(path)
+            if path in self._watched or folder is None:
                 continue
             try:
-                self._watched[path] = self._observer.schedule(
+                watch = self._observer.schedule(
                     _RootEvents(root, self._changed, self._wake), path, recursive=True
                 )
             except OSError as err:
                 log.warning("cannot watch %s: %s", path, err.strerror or err)
+                continue
+            self._watched[path] = (watch, folder)
 
-    def _refresh(self, path: str) -> None:
+    def _refresh(self, path: str) -> bool:
+        """Re-ingest one root; False when another process holds the code index."""
         try:
             summary = self.store.refresh_source(path)
         except MemstoreError as err:
             log.warning("could not chunk %s again, will retry on its next change: %s", path, err)
-            return
+            return True
         except Exception:  # the shell's outer loop: log it and keep watching
             log.exception("unexpected error while chunking %s", path)
-            return
+            return True
+        if summary is None:
+            return not Path(path).is_dir() or not self._registered(path)
         self.refreshed += 1
-        if summary is not None and (summary.created or summary.updated or summary.removed):
+        if summary.created or summary.updated or summary.removed:
             log.info(
                 "chunked %s again: %d created, %d moved, %d removed",
                 path,
@@ -133,3 +164,17 @@ class SourceWatcher:
                 summary.updated,
                 summary.removed,
             )
+        return True
+
+    def _registered(self, path: str) -> bool:
+        try:
+            return any(r.path == path for r in registered_roots(self.store.vault.state_dir))
+        except MemstoreError:
+            return False
+
+
+def _inode(path: str) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None

@@ -91,8 +91,16 @@ def is_binary(head: bytes) -> bool:
     return b"\0" in head[:BINARY_PROBE]
 
 
-def walk_sources(root: Path, *, max_bytes: int = MAX_BYTES) -> Walk:
+def walk_sources(
+    root: Path,
+    *,
+    max_bytes: int = MAX_BYTES,
+    known: Mapping[str, tuple[int, int]] | None = None,
+) -> Walk:
     """List the files under `root` to ingest, the ones git would list, minus the skipped.
+
+    A file `known` holds with its (size, mtime_ns) unchanged is not opened: it was found
+    text when it was last read (an unchanged tree is walked with stats alone).
 
     Raises:
         InvalidInputError: `root` is not a folder.
@@ -109,7 +117,7 @@ def walk_sources(root: Path, *, max_bytes: int = MAX_BYTES) -> Walk:
     for path in sorted(set(paths)):
         if _is_beyond_link(prefix, path, linked):
             continue  # git's index may still hold it, but git sees it as deleted: so do we
-        found = _inspect(prefix, path, max_bytes)
+        found = _inspect(prefix, path, max_bytes, known or {})
         if isinstance(found, SourceFile):
             files.append(found)
         elif found is not None:
@@ -199,7 +207,9 @@ def _is_beyond_link(prefix: str, path: str, linked: dict[str, bool]) -> bool:
     return linked[folder]
 
 
-def _inspect(prefix: str, path: str, max_bytes: int) -> SourceFile | str | None:
+def _inspect(
+    prefix: str, path: str, max_bytes: int, known: Mapping[str, tuple[int, int]]
+) -> SourceFile | str | None:
     """The file at `path`, or why it is skipped, or None when it is not there at all."""
     full = prefix + path
     try:
@@ -212,6 +222,8 @@ def _inspect(prefix: str, path: str, max_bytes: int) -> SourceFile | str | None:
         return NOT_REGULAR  # symlinks, submodules, nested repositories, FIFOs
     if info.st_size > max_bytes:
         return TOO_LARGE
+    if known.get(path) == (info.st_size, info.st_mtime_ns):
+        return SourceFile(path=path, size=info.st_size, mtime_ns=info.st_mtime_ns)
     try:
         fd = os.open(full, _OPEN_FLAGS)
     except (FileNotFoundError, NotADirectoryError):

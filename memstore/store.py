@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from index import SearchIndex, SearchIndexError, terms
 from memstore import remote
 from memstore.codebase import KIND as CODE_KIND
-from memstore.codebase import CodeIndex, CodeRoot, IngestSummary, fuse, ingested
+from memstore.codebase import BusyError, CodeIndex, CodeRoot, IngestSummary, fuse, ingested
 from memstore.codec import (
     content_hash,
     derive_id,
@@ -208,6 +208,7 @@ class Store:
         self._git: GitRepo | None = None
         self._indexer: Indexer | None = None
         self._code: CodeIndex | None = None  # opened when a source tree was ingested
+        self._code_mutex = threading.Lock()
         # Checked here, before anything is written: trailers are single lines.
         self.trailers = Trailers(settings.source, settings.session, settings.host)
         self.usage = Usage(vault.state_dir / "usage.sqlite")
@@ -489,53 +490,73 @@ class Store:
         return replace(result, hits=tuple(hits), read_as=read_as)
 
     def code_index(self) -> CodeIndex | None:
-        """Return the index of ingested source trees (None when none was ever ingested)."""
-        if self._code is not None and self._code.is_replaced():
-            self._code.close()  # another process rebuilt it (reindex): read the new one
-            self._code = None
-        if self._code is None and ingested(self.vault.state_dir):
-            with self.vault.lock(self.settings.lock_timeout):
-                return self._code_locked()
-        return self._code
+        """Return the index of ingested source trees (None when none was ever ingested).
 
-    def _code_locked(self) -> CodeIndex:
-        """Open the code index (the vault lock held), chunking the registered roots again
-        when it had been deleted, as a cache may be."""
-        if self._code is not None and self._code.is_replaced():
-            self._code.close()
-            self._code = None
-        if self._code is None:
-            code = CodeIndex.open(self.vault.state_dir)
-            if code.fresh and ingested(self.vault.state_dir):
-                code.rebuild()
-            self._code = code
-        return self._code
+        Never takes the vault lock, never chunks: a reader serves what the code index holds
+        (writers, memstore/codebase.py, refill what a deletion or a killed run left out).
+        """
+        with self._code_mutex:
+            if self._code is not None and self._code.is_replaced():
+                self._code.close()  # deleted or rebuilt by another process: read the new one
+                self._code = None
+            if self._code is None and ingested(self.vault.state_dir):
+                self._code = CodeIndex.open(self.vault.state_dir)
+            return self._code
 
-    @_serialized
+    def _writable_code(self) -> CodeIndex:
+        code = self.code_index()
+        if code is not None:
+            return code
+        with self._code_mutex:
+            if self._code is None:
+                self._code = CodeIndex.open(self.vault.state_dir)
+            return self._code
+
     def ingest(
         self, path: Path, workspace: str, *, dry_run: bool = False, progress: Progress | None = None
     ) -> IngestSummary:
-        """Chunk the source tree at `path` into `workspace` (memstore/codebase.py)."""
-        check_workspace(workspace)
-        with self.vault.lock(self.settings.lock_timeout):
-            code = self._code_locked()
-            return code.ingest(path, workspace, dry_run=dry_run, progress=progress)
+        """Chunk the source tree at `path` into `workspace` (memstore/codebase.py).
 
-    @_serialized
+        It holds the code index's own writer lock, never the vault's: memories are written
+        meanwhile, and searches wait only for its short writing steps.
+        """
+        check_workspace(workspace, for_add=True)
+        root = path.resolve()
+        vault = self.vault.root.resolve()
+        if root == vault or vault in root.parents or root in vault.parents:
+            raise InvalidInputError(
+                f"{root} holds or is inside the vault {vault}; ingest a source tree outside it"
+            )
+        code = self._writable_code()
+        for other in code.roots():
+            known = Path(other.path)
+            if root != known and (known in root.parents or root in known.parents):
+                raise InvalidInputError(
+                    f"{root} overlaps the ingested folder {known}; ingest one of them "
+                    f"(memstore ingest --remove {known} drops that one)"
+                )
+        return code.ingest(root, workspace, dry_run=dry_run, progress=progress)
+
     def forget_source(self, path: Path) -> tuple[CodeRoot, int]:
         """Unregister an ingested source tree and drop its chunks."""
-        with self.vault.lock(self.settings.lock_timeout):
-            return self._code_locked().remove(path)
+        return self._writable_code().remove(path)
 
-    @_serialized
     def refresh_source(self, path: str) -> IngestSummary | None:
-        """Bring one ingested root's chunks up to date (None when it is not registered)."""
-        if self.code_index() is None or not Path(path).is_dir():
+        """Bring one ingested root's chunks up to date (None when it is not registered, or
+        another process is writing the code index: the caller tries again later)."""
+        code = self.code_index()
+        if code is None or not Path(path).is_dir():
             return None
-        with self.vault.lock(self.settings.lock_timeout):
-            code = self._code_locked()
-            root = next((r for r in code.roots() if r.path == path), None)
-            return None if root is None else code.refresh(root)
+        root = next((r for r in code.roots() if r.path == path), None)
+        return None if root is None else code.refresh(root)
+
+    def refill_sources(self) -> None:
+        """Chunk ingested roots the code index lacks (deleted, or a killed run's)."""
+        code = self.code_index()
+        if code is None:
+            return
+        with contextlib.suppress(BusyError), code.writing(wait=0.0):
+            code.refill()
 
     def _with_code(self, code: CodeIndex, hit: Hit) -> Hit:
         """Attach where the code a memory names is (a decision beside the code it is about)."""
@@ -1156,9 +1177,7 @@ class Store:
             self.close()
             self._indexer, result = rebuild(self.vault, step)
             if ingested(self.vault.state_dir):  # source trees are chunked again from scratch
-                CodeIndex.delete(self.vault.state_dir)
-                self._code = CodeIndex.open(self.vault.state_dir)
-                self._code.rebuild()
+                self._writable_code().rebuild()
             return result
 
     @contextlib.contextmanager

@@ -13,8 +13,9 @@ import pytest
 from mcp import Client
 from typer.testing import CliRunner
 
+from memstore import sources
 from memstore.cli import app
-from memstore.codebase import CODE_DIR, ROOTS_FILE, distinct
+from memstore.codebase import CODE_DIR, ROOTS_FILE, CodeIndex, distinct
 from memstore.model import Hit
 from memstore.ranking import HIT_OVERHEAD_TOKENS, estimate_tokens
 from memstore.store import Store
@@ -265,13 +266,99 @@ def test_a_store_follows_a_code_index_another_process_rebuilt(vault: Path, repo:
     ingest(vault, str(repo), "-w", "webshop")
     with Store.open(settings_at(vault)) as resident:  # as the daemon holds it
         assert resident.search("MaxBytesReader", workspace="webshop").hits
-        code, output = cli(vault, "reindex")  # deletes and rebuilds .memstore/code/
-        assert code == 0, output
+        shutil.rmtree(vault / ".memstore" / CODE_DIR)  # deleted, as a cache may be …
+        assert not resident.search("MaxBytesReader", workspace="webshop").hits  # … never
+        # chunked by a reader; the next writer chunks every registered root again
         (repo / "server/limits.go").write_text("package server\n\nfunc UploadQuotaGuard() {}\n")
         summary = resident.refresh_source(str(repo.resolve()))
-        assert summary is not None and summary.created == 2  # written to the new index …
-    code, output = cli(vault, "search", "upload", "quota", "guard", "-w", "webshop")
+        assert summary is not None and summary.unchanged == 9  # refilled into the new index …
+        assert resident.search("MaxBytesReader", workspace="webshop").hits
+    _code, output = cli(vault, "search", "upload", "quota", "guard", "-w", "webshop")
     assert "server/limits.go:3-3 function UploadQuotaGuard" in output  # … that others read
+
+
+def test_a_run_killed_between_index_and_table_is_repaired(
+    vault: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ingest(vault, str(repo), "-w", "webshop")
+    source = repo / "billing/webhooks.py"
+    source.write_text(BILLING + "\n\ndef refund_webhook_event(event):\n    return event\n")
+    os.utime(source, ns=(10**18 + 5, 10**18 + 5))
+    real = CodeIndex._transaction
+    calls = []
+
+    def dies_after_the_index_commit(self: CodeIndex) -> object:
+        calls.append(1)
+        if len(calls) == 2:  # the first marks the file dirty; the second would record it
+            raise KeyboardInterrupt("killed")
+        return real(self)
+
+    monkeypatch.setattr(CodeIndex, "_transaction", dies_after_the_index_commit)
+    with Store.open(settings_at(vault)) as store, pytest.raises(KeyboardInterrupt):
+        store.ingest(repo, "webshop")
+    monkeypatch.setattr(CodeIndex, "_transaction", real)
+    again = ingest(vault, str(repo), "-w", "webshop")  # the dirty file is read and checked
+    assert again["files_read"] == 1
+    with Store.open(settings_at(vault)) as store:
+        code = store.code_index()
+        assert code is not None
+        keys = code.search.keys_with_prefix("")
+        rows = [r[0] for r in code._db.execute("SELECT key FROM chunks")]
+        assert sorted(rows) == keys  # the index and the table agree, no orphan, no twin
+        hits = store.search("refund webhook event", workspace="webshop").hits
+        assert next(h.path for h in hits if h.kind == "code") == "billing/webhooks.py:17-18"
+    source.unlink()  # and a file a killed run left dirty goes whole
+    gone = ingest(vault, str(repo), "-w", "webshop")
+    assert gone["files_removed"] == 1
+
+
+def test_a_deleted_code_index_is_refilled_by_the_next_writer(
+    vault: Path, repo: Path, tmp_path: Path
+) -> None:
+    other = make_repo(tmp_path / "infra", {"deploy.py": "def rollout_canary():\n    pass\n"})
+    ingest(vault, str(repo), "-w", "webshop")
+    shutil.rmtree(vault / ".memstore" / CODE_DIR)
+    ingest(vault, str(other), "-w", "infra")  # also chunks webshop again: it was lost
+    _code, output = cli(vault, "ingest", "--list", "--json")
+    assert {r["workspace"]: r["chunks"] for r in json.loads(output)} == {"webshop": 7, "infra": 1}
+
+
+def test_code_writes_and_memory_writes_never_wait_for_each_other(vault: Path, repo: Path) -> None:
+    ingest(vault, str(repo), "-w", "webshop")
+    with Store.open(settings_at(vault)) as store:
+        code = store.code_index()
+        assert code is not None
+        with code.writing():  # as a long ingest holds it
+            started = time.monotonic()
+            result, output = cli(vault, "add", "The canary runs for 10 minutes", "-w", "webshop")
+            assert result == 0, output
+            result, output = cli(vault, "search", "validate", "webhook", "-w", "webshop")
+            assert result == 0 and "webhooks.py" in output
+            assert time.monotonic() - started < 8  # no lock wait (10 s) ran out
+            result, output = cli(vault, "ingest", str(repo), "-w", "webshop")
+            assert result != 0 and "another memstore is writing the code index" in output
+        with store.vault.lock(5):  # a memory writer holds the vault: code reads and writes go on
+            assert store.search("validate webhook", workspace="webshop").hits
+            assert store.ingest(repo, "webshop").files_scanned == 4
+
+
+def test_ingest_refuses_the_vault_overlaps_and_reserved_names(
+    vault: Path, repo: Path, tmp_path: Path
+) -> None:
+    for target, message in (
+        (vault, "holds or is inside the vault"),
+        (vault / ".memstore", "holds or is inside the vault"),
+        (tmp_path, "holds or is inside the vault"),
+    ):
+        code, output = cli(vault, "ingest", str(target), "-w", "x")
+        assert code != 0 and message in output, target
+    ingest(vault, str(repo), "-w", "webshop")
+    code, output = cli(vault, "ingest", str(repo / "billing"), "-w", "webshop")
+    assert code != 0 and "overlaps the ingested folder" in output
+    code, output = cli(vault, "ingest", str(repo), "-w", "all")
+    assert code != 0 and "all" in output
+    again = ingest(vault, str(repo))  # no -w: the workspace it was ingested into
+    assert again["workspace"] == "webshop"
 
 
 def test_a_memory_that_names_code_points_at_it(vault: Path, repo: Path) -> None:
@@ -388,3 +475,21 @@ def test_max_tokens_bounds_a_recall_with_code(vault: Path, repo: Path) -> None:
     assert [h.id for h in fitted.hits] == [whole.hits[0].id]
     used = sum(estimate_tokens(h.content) + HIT_OVERHEAD_TOKENS for h in fitted.hits)
     assert used <= budget
+
+
+def test_a_no_op_reingest_opens_no_file(
+    vault: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ingest(vault, str(repo), "-w", "webshop")
+    opened: list[str] = []
+    real_open = os.open
+
+    def spy(path: object, *args: object, **kwargs: object) -> int:
+        if str(repo) in str(path):
+            opened.append(str(path))
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sources.os, "open", spy)
+    with Store.open(settings_at(vault)) as store:
+        summary = store.ingest(repo, "webshop")
+    assert (summary.files_read, summary.unchanged, opened) == (0, 7, [])
