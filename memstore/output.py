@@ -105,7 +105,7 @@ def search_lines(
         if hit.kind == "code":  # a chunk: where it is (path:start-end kind name), its code
             label, _, code = hit.content.partition("\n")
             lines.append(f"{label}  {hit.workspace} · code · {hit.score:.2f}{mark}")
-            lines.extend(f"    {line}" for line in code.rstrip().splitlines()[:6])
+            lines.extend(f"    {_clip(line)}" for line in code.rstrip().splitlines()[:6])
             continue
         conflict, text = split_label(hit.content)  # "(conflict: 2 versions)" goes up here
         mark += f"  {conflict}" if conflict else ""
@@ -114,6 +114,13 @@ def search_lines(
         if hit.code:  # where the code it names is (ingested source trees)
             lines.append(f"    code: {', '.join(hit.code)}")
     return [printable(line) for line in lines]
+
+
+CODE_LINE_CHARS = 160  # a code line shown longer is cut (a minified file is one huge line)
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= CODE_LINE_CHARS else line[: CODE_LINE_CHARS - 1] + "…"
 
 
 def read_as_line(result: SearchResult) -> str:

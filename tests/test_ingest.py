@@ -493,3 +493,12 @@ def test_a_no_op_reingest_opens_no_file(
     with Store.open(settings_at(vault)) as store:
         summary = store.ingest(repo, "webshop")
     assert (summary.files_read, summary.unchanged, opened) == (0, 7, [])
+
+
+def test_a_minified_line_is_cut_in_search_output(vault: Path, tmp_path: Path) -> None:
+    minified = "function quotaGuard(a){" + "a=a+1;" * 5000 + "return a}\n"
+    repo = make_repo(tmp_path / "site", {"dist/app.min.js": minified})
+    ingest(vault, str(repo), "-w", "site")
+    code, output = cli(vault, "search", "quotaGuard", "-w", "site")
+    assert code == 0 and "dist/app.min.js:1-1" in output
+    assert max(len(line) for line in output.splitlines()) < 200
