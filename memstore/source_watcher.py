@@ -77,7 +77,13 @@ class SourceWatcher:
         self.refreshed = 0  # roots re-ingested (for tests and status)
 
     def start(self) -> SourceWatcher:
+        """Watch the ingested roots (the watches are in place when this returns), and in the
+        background chunk what changed while nothing watched."""
         self._observer.start()
+        self._look()
+        now = time.monotonic()
+        for path in self._watched:  # edits made while nothing watched: a re-ingest finds them
+            self._changed.setdefault(path, (now, now))
         self._thread = threading.Thread(target=self._run, name="memstore-sources", daemon=True)
         self._thread.start()
         return self
@@ -96,7 +102,7 @@ class SourceWatcher:
             self.store.refill_sources()  # roots a deletion or a killed run left unchunked
         except MemstoreError as err:
             log.warning("could not chunk the ingested roots: %s", err)
-        next_look = 0.0
+        next_look = time.monotonic() + LOOK_EVERY_S
         while not self._stop.is_set():
             now = time.monotonic()
             if now >= next_look:
