@@ -165,6 +165,7 @@ class SearchIndex:
         self._searcher: Any = None
         self._stats: LiveStats | None = None
         self._postings = PostingCache()
+        self.any_term_limit = ANY_TERM_LIMIT  # an any-word query's terms kept in a large index
         self._frequencies: dict[tuple[str, str], int] = {}  # for the current searcher
         self._stand_ins: dict[tuple[str, str], StandIn | None] = {}  # for the current searcher
         # query text → its terms with stand-ins in place, and the stand-ins
@@ -346,13 +347,14 @@ class SearchIndex:
 
         Terms most documents contain add almost nothing to a BM25 ranking (their idf is near
         zero), and their long posting lists are most of the query's cost: above
-        COMMON_TERM_MIN documents the query keeps its ANY_TERM_LIMIT rarest terms.
+        COMMON_TERM_MIN documents the query keeps its `any_term_limit` (default
+        ANY_TERM_LIMIT) rarest terms.
         """
         reader = self._reader()
         if reader.doc_count() <= COMMON_TERM_MIN:
             return terms
         df = {t: self._frequency("content", t) + self._frequency("keywords", t) for t in terms}
-        kept = set(sorted(terms, key=lambda t: (df[t], t))[:ANY_TERM_LIMIT])
+        kept = set(sorted(terms, key=lambda t: (df[t], t))[: self.any_term_limit])
         return [t for t in terms if t in kept]
 
     def expansion_terms(
