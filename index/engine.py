@@ -350,8 +350,11 @@ class SearchIndex:
         COMMON_TERM_MIN documents the query keeps its `any_term_limit` (default
         ANY_TERM_LIMIT) rarest terms.
         """
-        reader = self._reader()
-        if reader.doc_count() <= COMMON_TERM_MIN:
+        # The searcher of this search, not a fresh look: another process's commit between
+        # would close the searcher the search goes on with (ReaderClosed, seen live).
+        if self._searcher is None:
+            self._reader()
+        if self._searcher.reader().doc_count() <= COMMON_TERM_MIN:
             return terms
         df = {t: self._frequency("content", t) + self._frequency("keywords", t) for t in terms}
         kept = set(sorted(terms, key=lambda t: (df[t], t))[: self.any_term_limit])

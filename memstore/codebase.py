@@ -469,6 +469,8 @@ class CodeIndex:
                 for hit in loose
                 if hit.document.key not in taken
             ]
+        if not _asks_for_tests(text):  # "where do we …" wants the code, not its tests
+            found.sort(key=lambda hit: (hit.weak, _is_test(hit.path)))  # stable: ranks kept
         return distinct(found)[:limit]
 
     @_guarded
@@ -584,6 +586,29 @@ def distinct(hits: Sequence[Hit]) -> list[Hit]:
         kept.append(hit)
         seen.append((path, start, end, body, shingles))
     return kept
+
+
+_TEST_FOLDERS = frozenset({"test", "tests", "testing", "__tests__", "spec", "specs"})
+_TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures"})
+
+
+def _is_test(ref: str) -> bool:
+    """Say whether a chunk is in a test file: a test folder, or a name as test runners
+    find them (test_x.py, x_test.go, x.test.ts, x.spec.js, XTest.java)."""
+    path = PurePosixPath(ref.rpartition(":")[0] or ref)
+    if _TEST_FOLDERS & {part.lower() for part in path.parts[:-1]}:
+        return True
+    stem = path.name.split(".", 1)[0]
+    return (
+        stem.startswith("test_")
+        or stem.endswith(("_test", "Test", "Tests"))
+        or ".test." in path.name
+        or ".spec." in path.name
+    )
+
+
+def _asks_for_tests(text: str) -> bool:
+    return bool(_TEST_WORDS & {word.lower().strip("?.,!") for word in text.split()})
 
 
 def _span(ref: str) -> tuple[str, int, int]:

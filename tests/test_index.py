@@ -221,3 +221,23 @@ def test_commits_leave_large_segments_alone_and_compact_merges_all(
     index.compact()
     assert index.segment_count() == 1 and index.search("kafka lag", limit=5) == before
     index.close()
+
+
+def test_an_any_word_search_survives_another_writer_committing_midway(tmp_path: Path) -> None:
+    """Another process's commit between a search's first look and its scoring must not close
+    the searcher the search goes on with (whoosh.reading.ReaderClosed, seen live)."""
+    reader = SearchIndex.open(tmp_path / "ix")
+    writer = SearchIndex.open(tmp_path / "ix")
+    reader.apply([Document("a.md", "a1", "w", "note", "nginx upload limit")])
+    real = reader._terms
+
+    def terms_then_another_commit(text: str, typos: bool) -> list[str]:
+        found = real(text, typos)
+        writer.apply([Document("b.md", "b1", "w", "note", "nginx proxy buffers")])
+        return found
+
+    reader._terms = terms_then_another_commit  # type: ignore[method-assign]
+    hits = reader.search("nginx upload", any_term=True)
+    assert [h.document.key for h in hits] == ["a.md"]  # the index as the search began
+    reader._terms = real  # type: ignore[method-assign]
+    assert {h.document.key for h in reader.search("nginx", any_term=True)} == {"a.md", "b.md"}

@@ -502,3 +502,26 @@ def test_a_minified_line_is_cut_in_search_output(vault: Path, tmp_path: Path) ->
     code, output = cli(vault, "search", "quotaGuard", "-w", "site")
     assert code == 0 and "dist/app.min.js:1-1" in output
     assert max(len(line) for line in output.splitlines()) < 200
+
+
+def test_code_hits_put_tests_below_the_code_unless_tests_are_asked_for(
+    vault: Path, tmp_path: Path
+) -> None:
+    repo = make_repo(
+        tmp_path / "shop",
+        {
+            "tests/test_refunds.py": (
+                "def test_refund_ledger_rounding_rounding_rounding():\n"
+                "    assert refund_ledger_rounding(1) == 1  # refund ledger rounding\n"
+            ),
+            "refunds.py": "def refund_ledger_rounding(amount):\n    return round(amount)\n",
+        },
+    )
+    ingest(vault, str(repo), "-w", "shop")
+    with Store.open(settings_at(vault)) as store:
+        code = store.code_index()
+        assert code is not None
+        hits = code.find("refund ledger rounding", {"shop"}, 5)
+        assert [h.path for h in hits] == ["refunds.py:1-2", "tests/test_refunds.py:1-2"]
+        asked = code.find("test for refund ledger rounding", {"shop"}, 5)
+        assert asked[0].path == "tests/test_refunds.py:1-2"
