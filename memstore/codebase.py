@@ -16,8 +16,6 @@ lines), and only a chunk that moved is written again, with its new line range.
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import functools
 import hashlib
 import json
@@ -38,6 +36,7 @@ from memstore.chunking import Chunk, chunk_source
 from memstore.errors import InvalidInputError, VaultError
 from memstore.model import Hit
 from memstore.sources import Walk, read_source, walk_sources
+from memstore.vault import try_flock
 
 CODE_DIR = "code"  # .memstore/code/: the chunks' search index and what was read
 ROOTS_FILE = "code-roots.json"  # .memstore/: the registered roots (kept when the index goes)
@@ -299,7 +298,7 @@ class CodeIndex:
         handle = _lock_file(self.state_dir)
         try:
             deadline = time.monotonic() + wait
-            while not _try_flock(handle):
+            while not _locked(handle):
                 if time.monotonic() >= deadline:
                     holder = (self.state_dir / LOCK_FILE).read_text("utf-8", "replace").strip()
                     raise BusyError(
@@ -696,14 +695,11 @@ def _lock_file(state_dir: Path) -> BinaryIO:
         raise VaultError(f"cannot create {state_dir / LOCK_FILE}: {err.strerror}") from err
 
 
-def _try_flock(handle: BinaryIO) -> bool:
+def _locked(handle: BinaryIO) -> bool:
     try:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return try_flock(handle)  # the vault lock's own
     except OSError as err:
-        if err.errno in (errno.EAGAIN, errno.EACCES):
-            return False
         raise VaultError(f"cannot lock the code index: {err.strerror}") from err
-    return True
 
 
 def _identity(state_dir: Path) -> tuple[int, int] | None:

@@ -442,7 +442,7 @@ class Vault:
         except VaultError:
             return False
         with handle:
-            return not _try_flock(handle)  # our exclusive try fails only against a watcher
+            return not try_flock(handle)  # our exclusive try fails only against a watcher
 
     # --- the write lock -------------------------------------------------------------
 
@@ -473,7 +473,7 @@ class Vault:
             yield False  # a read-only vault can still be searched, just not caught up
             return
         try:
-            taken = _try_flock(handle)
+            taken = try_flock(handle)
             if taken:
                 _announce_holder(handle)
                 if self.on_lock is not None:
@@ -504,7 +504,7 @@ def _wait_for(handle: BinaryIO, timeout: float, where: Path) -> None:
     """
     holder = _holder(where)
     deadline = time.monotonic() + timeout
-    while not _try_flock(handle):
+    while not try_flock(handle):
         now = time.monotonic()
         current = _holder(where)
         if current != holder:
@@ -539,7 +539,8 @@ def _holder(where: Path) -> str:
         return ""
 
 
-def _try_flock(handle: BinaryIO) -> bool:
+def try_flock(handle: BinaryIO) -> bool:
+    """Take an exclusive flock on `handle` if it is free now; say whether it was taken."""
     try:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as err:
