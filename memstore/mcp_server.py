@@ -1,4 +1,4 @@
-"""The MCP server: memory_recall and memory_add over stdio, a thin shell over Store.
+"""The MCP server: memory_recall, memory_add and memory_confirm over stdio, a thin shell over Store.
 
 Only `memstore serve` imports this module (importing mcp costs ~0.7 s). With a daemon
 allowed, serve is a lean protocol shell: each tool call goes to the vault's daemon
@@ -40,7 +40,7 @@ from memstore import __version__, client, tools
 from memstore.config import Settings
 from memstore.errors import MemstoreError
 from memstore.ranking import estimate_tokens
-from memstore.tools import AddOut, RecallOut
+from memstore.tools import AddOut, ConfirmOut, RecallOut
 
 if TYPE_CHECKING:
     from memstore.store import Store
@@ -66,6 +66,8 @@ def build_runner(store: Store, *, workspace: str, source: str, is_live: Any = No
             if name == "memory_recall":
                 live = bool(is_live and is_live())
                 return tools.recall(store, arguments, workspace=workspace, live=live)
+            if name == "memory_confirm":
+                return tools.confirm(store, arguments)
             return tools.add(store, arguments, workspace=workspace, source=source)
         except MemstoreError as err:
             raise ToolError(str(err)) from err
@@ -74,7 +76,7 @@ def build_runner(store: Store, *, workspace: str, source: str, is_live: Any = No
 
 
 def tools_server(run: Runner) -> MCPServer:
-    """Return the MCP server whose two tools call `run(tool name, arguments)`: in this
+    """Return the MCP server whose tools call `run(tool name, arguments)`: in this
     process (`build_server`) or through the vault's daemon (`Forwarder`)."""
     server = MCPServer(
         "memstore",
@@ -119,6 +121,20 @@ def tools_server(run: Runner) -> MCPServer:
             "source": source,
         }
         return compact(run("memory_add", arguments))
+
+    @server.tool(
+        annotations=ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=False,
+            open_world_hint=False,
+        )
+    )
+    def memory_confirm(id: str) -> Annotated[CallToolResult, ConfirmOut]:
+        # `id` shadows the builtin: it is the argument's name in the schema agents see.
+        """The person says a recalled memory still holds (ask about weak hits): it ranks
+        higher, fades slower."""
+        return compact(run("memory_confirm", {"id": id}))
 
     sent_core: tools.SentCore = {}  # per workspace argument ("": the session's default)
     for tool in server._tool_manager.list_tools():

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 OpenStore = Callable[[Settings, bool], AbstractContextManager["Store"]]  # as memstore.lean's
 
 AGENT_KINDS = ("note", "trace", "lesson")  # core and imported are for people to set
-TOOLS = ("memory_recall", "memory_add")
+TOOLS = ("memory_recall", "memory_add", "memory_confirm")
 
 
 class HitOut(TypedDict):
@@ -66,17 +66,31 @@ class AddOut(TypedDict):
     workspace: str
 
 
+class ConfirmOut(TypedDict):
+    id: str
+    confirmed: int
+    workspace: str
+
+
 SentCore = MutableMapping[str, tuple[tuple[str, str, str], ...]]
+
+
+# What a recall with weak hits tells the agent to do with them (the confirm loop).
+CONFIRM_HINT = (
+    " Weak hits may not apply: ask the person whether one still holds; if they say yes,"
+    " call memory_confirm with its id."
+)
 
 
 def recall_output(recall: Recall) -> RecallOut:
     """Return a recall as the JSON object memory_recall answers with."""
+    weak = any(h.weak and h.kind != "code" for h in recall.hits)
     return {
         "results": [_hit_output(h) for h in recall.hits],
         "core_memory": [
             {"id": c.id, "workspace": c.workspace, "content": c.content} for c in recall.core
         ],
-        "message": recall.message,
+        "message": recall.message + (CONFIRM_HINT if weak else ""),
     }
 
 
@@ -141,6 +155,17 @@ def add(store: Store, arguments: Mapping[str, Any], *, workspace: str, source: s
     }
 
 
+def confirm(store: Store, arguments: Mapping[str, Any]) -> ConfirmOut:
+    """Run memory_confirm: the person vouched for a recalled memory (`id`, or a prefix)."""
+    memory_id = str(arguments.get("id") or "").strip()
+    if not memory_id:
+        raise InvalidInputError(
+            "id is empty; pass the id of the recalled memory the person confirmed (e.g. k3xq9p2a)"
+        )
+    memory = store.confirm(memory_id)
+    return {"id": memory.id, "confirmed": memory.confirmed, "workspace": memory.workspace}
+
+
 def without_repeated_core(out: RecallOut, asked: str, sent_core: SentCore) -> RecallOut:
     """Leave out the core block this session was already sent for workspace `asked`.
 
@@ -178,6 +203,8 @@ def answer(request: Request, open_store: OpenStore) -> Reply:
             if request.argv[0] == "memory_recall":
                 live = store.vault.is_watched()
                 out: Mapping[str, Any] = recall(store, arguments, workspace=workspace, live=live)
+            elif request.argv[0] == "memory_confirm":
+                out = confirm(store, arguments)
             else:
                 out = add(store, arguments, workspace=workspace, source=settings.source)
     except MemstoreError as err:

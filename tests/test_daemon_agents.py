@@ -188,6 +188,8 @@ TOOL_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("memory_add", {"content": "x", "supersedes": ["nope1234"]}),  # a tool error
     ("memory_recall", {"query": "admin port", "max_tokens": 60}),
     ("memory_recall", {"query": "zebras kangaroos"}),
+    ("memory_confirm", {"id": "mfjscswv"}),  # the sample vault's nginx lesson
+    ("memory_confirm", {"id": "nope1234"}),  # a tool error
 ]
 
 
@@ -235,7 +237,10 @@ def test_serve_through_the_daemon_answers_what_it_answers_in_process(
     # the same commits (the counters' commit is the daemon's own: its source is not the agent's)
     logs = [git(vault, "log", "--format=%s") for vault in (served, alone)]
     assert logs[0] == logs[1] and logs[0].startswith("recall: usage of 2 memories\n")
-    adds = [git(vault, "log", "-1", "--format=%B", "HEAD~2") for vault in (served, alone)]
+    assert "\nconfirm(webshop): Upload 413" in logs[0]
+    assert through[-2][1] == '{"id":"mfjscswv","confirmed":1,"workspace":"webshop"}'
+    assert through[-1][0] and "nope1234" in through[-1][1]
+    adds = [git(vault, "log", "-1", "--format=%B", "HEAD~3") for vault in (served, alone)]
     assert adds[0] == adds[1] and adds[0].startswith("add(webshop): Port 8443")
     assert "Memstore-Source: claude-code" in adds[0]
 

@@ -125,6 +125,23 @@ def test_pack_keeps_order_never_cuts_and_fits_the_budget(
         assert sum(sizes[i] for i in kept) <= budget
 
 
+def test_a_confirmation_outweighs_recalls_but_not_relevance() -> None:
+    """What memory_confirm is meant to change: four months after their last recall, a
+    memory the person confirmed once ranks above one recalled four times, which ranks
+    above one recalled once; a clearly better match still ranks first."""
+
+    def after(**counts: int) -> float:
+        used = candidate(created=ago(400), last_recalled=ago(120), **counts)
+        return score(used, 1.0, 0, NOW)
+
+    once, four, confirmed = after(recalled=1), after(recalled=4), after(recalled=1, confirmed=1)
+    assert confirmed > four > once
+    assert confirmed / once > 1.08  # the boost is at most 15%: it reorders near ties
+    fresh_confirmed = candidate(lexical=0.7, confirmed=3, last_recalled=ago(0))
+    plain = candidate(created=ago(400))
+    assert score(plain, 1.0, 0, NOW) > score(fresh_confirmed, 1.0, 0, NOW)
+
+
 def test_confirm_is_one_commit_and_raises_strength(store: Store, vault) -> None:  # type: ignore[no-untyped-def]
     added = store.add("Staging uses the shared redis on 6380", workspace="global")
     memory = store.confirm(added.id[:5])
