@@ -96,6 +96,7 @@ def _lean(run: Callable[[Request, lean.OpenStore], Reply]) -> Handler:
 HANDLERS: dict[str, Handler] = {
     "search": _lean(lean.run_search),
     "add": _lean(lean.run_add),
+    "ingest": _lean(lean.run_ingest),
     "hook": _lean(agent_hooks.answer),
     "tool": _lean(tools.answer),
 }

@@ -1,6 +1,8 @@
 """`memstore ingest`: chunk a source tree into the index so recall finds code beside memories.
 
-A thin typer shell over Store.ingest (memstore/codebase.py does the work).
+A thin typer shell over Store.ingest (memstore/codebase.py does the work). A re-ingest of
+a registered folder goes to the vault's daemon when one runs (memstore/lean.py), printing
+the same.
 """
 
 from __future__ import annotations
@@ -10,11 +12,10 @@ from typing import Annotated
 
 import typer
 
-from memstore.codebase import IngestSummary
 from memstore.errors import InvalidInputError
 from memstore.lean import complete_workspace
 from memstore.model import GLOBAL, to_workspace_name
-from memstore.output import count, printable, render_json
+from memstore.output import count, ingest_text, printable, render_json
 from memstore.repo_name import detect_workspace
 from memstore.store import Store
 from memstore.upkeep import JsonOption, QuietOption, VaultOption, progress_bar, shell_settings
@@ -99,11 +100,7 @@ def ingest(
         name = workspace or (registered.workspace if registered else _workspace_of(target))
         with progress_bar("chunking", quiet=quiet or as_json) as step:
             summary = store.ingest(target, name, dry_run=dry_run, progress=step)
-    if as_json:
-        typer.echo(render_json(summary.as_json()))
-    elif not quiet:
-        for line in summary_lines(summary):
-            typer.echo(printable(line))
+    typer.echo(ingest_text(summary, as_json=as_json, quiet=quiet), nl=False)
 
 
 def _workspace_of(folder: Path) -> str:
@@ -111,21 +108,6 @@ def _workspace_of(folder: Path) -> str:
     if detected is None:
         return to_workspace_name(folder.name) or GLOBAL
     return to_workspace_name(detected) or GLOBAL
-
-
-def summary_lines(summary: IngestSummary) -> list[str]:
-    """Return what `memstore ingest PATH` prints."""
-    verb = "would change" if summary.dry_run else "ingested"
-    skipped = sum(summary.files_skipped.values())
-    reasons = ", ".join(f"{n} {why}" for why, n in sorted(summary.files_skipped.items()) if n)
-    lines = [
-        f"{verb} {summary.root} into {summary.workspace} in {summary.seconds:.2f} s",
-        f"  files: {summary.files_scanned} scanned, {summary.files_read} read, "
-        f"{summary.files_removed} gone, {skipped} skipped" + (f" ({reasons})" if reasons else ""),
-        f"  chunks: {summary.created} created, {summary.updated} moved, "
-        f"{summary.unchanged} unchanged, {summary.removed} removed",
-    ]
-    return lines
 
 
 def _print_roots(store: Store, as_json: bool) -> None:

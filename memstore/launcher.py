@@ -2,6 +2,7 @@
 
 search and add ask the vault's daemon first (memstore/client.py); when none answers they
 run in this process through the same function (memstore/lean.py), so both print the same.
+A re-ingest asks a running daemon too; without one, the typer command runs it here.
 Until then this process imports only the client: no logging, no store, no Whoosh.
 """
 
@@ -18,7 +19,7 @@ def main() -> None:
     argv = sys.argv[1:]
     _set_up_process()
     argv = _take_no_daemon(argv)
-    if argv[:1] in (["search"], ["add"]):
+    if argv[:1] in (["search"], ["add"], ["ingest"]):
         _run_lean(argv[0], argv[1:])  # exits unless the typer command should answer
     _set_up_logging()
     if argv[:1] not in LONG_RUNNING:
@@ -46,7 +47,8 @@ def main() -> None:
 
 
 def _run_lean(op: str, argv: list[str]) -> None:
-    """Run search or add through the daemon, else here; return only to defer to typer.
+    """Run search, add or a re-ingest through the daemon, else here; return only to defer
+    to typer.
 
     A search answered by the daemon imports the client and nothing else of memstore.
     """
@@ -64,6 +66,8 @@ def _run_lean(op: str, argv: list[str]) -> None:
     vault = client.vault_of(argv, request.env, cwd)
     if allowed:
         reply = client.ask(vault, request, start=False)
+    if (reply is None or reply.status is None) and op == "ingest":
+        return  # the typer command ingests here, with its progress bar
     if reply is None or reply.status is None:
         from memstore import lean
 

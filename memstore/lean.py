@@ -1,4 +1,4 @@
-"""`memstore search` and `memstore add` without typer: the paths agents and hooks run often.
+"""`memstore search`, `add` and `ingest` without typer: the paths agents and hooks run often.
 
 typer imports pydantic (~90 ms) before it parses a single option. These parsers handle
 exactly the options the typer commands define; anything else (help, a typo, a missing
@@ -48,6 +48,8 @@ ADD_VALUES = {
     "--supersedes": "supersedes",
     "--vault": "vault",
 }
+INGEST_FLAGS = {"--dry-run": "dry_run", "--json": "json", "--quiet": "quiet", "-q": "quiet"}
+INGEST_VALUES = {"-w": "workspace", "--workspace": "workspace", "--vault": "vault"}
 DEFER = Reply(None)  # let the typer command answer (help, a typo, a missing value)
 
 
@@ -292,6 +294,43 @@ def run_add(request: Request, open_store: OpenStore = open_in_process) -> Reply:
     return Reply(0, add_text(result, as_json="json" in options))
 
 
+def run_ingest(request: Request, open_store: OpenStore) -> Reply:
+    """Run `memstore ingest PATH` again over a folder ingested before: the daemon's path,
+    where the index is warm and its watcher has usually caught up already.
+
+    A None status defers to the typer command: a first ingest (which can take minutes and
+    shows a progress bar), --list, --remove, help.
+    """
+    options = parse(request.argv, INGEST_FLAGS, INGEST_VALUES, "path")
+    if options is None:
+        return DEFER
+    settings = settings_for(request, options)
+    target = _caller_path(last(options, "path"), request)
+    try:
+        with open_store(settings, False) as store:
+            known = [root for root, _ in store.source_roots() if root.path == str(target)]
+            if not known:
+                return DEFER
+            summary = store.ingest(
+                target,
+                last(options, "workspace") or known[0].workspace,
+                dry_run="dry_run" in options,
+            )
+    except MemstoreError as err:
+        return _error(err)
+    from memstore.output import ingest_text
+
+    return Reply(0, ingest_text(summary, as_json="json" in options, quiet="quiet" in options))
+
+
+def _caller_path(typed: str, request: Request) -> Path:
+    """Return the folder `typed` names for the caller: its `~` and its working directory."""
+    home = request.env.get("HOME") or "/"
+    if typed == "~" or typed.startswith("~/"):
+        typed = home + typed[1:]
+    return Path(os.path.abspath(Path(request.cwd or "/", typed))).resolve()
+
+
 def _error(err: MemstoreError) -> Reply:
     from memstore.output import printable
 
@@ -328,6 +367,7 @@ def print_add(result: AddResult, *, as_json: bool) -> None:
 
 
 RUNNERS: dict[str, Callable[[Request, OpenStore], Reply]] = {"search": run_search, "add": run_add}
+DAEMON_ONLY: dict[str, Callable[[Request, OpenStore], Reply]] = {"ingest": run_ingest}
 
 
 # --- shell completion (typer calls these while a person presses Tab) ---------------------

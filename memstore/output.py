@@ -6,13 +6,16 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memstore.conflicts import split_label, sync_hint
 from memstore.git import LogEntry
 from memstore.indexer import CatchUp, Drift
 from memstore.model import AddResult, Hit, SearchResult
 from memstore.sync import SyncOutcome
+
+if TYPE_CHECKING:
+    from memstore.codebase import IngestSummary
 
 
 def count(n: int, one: str, many: str = "") -> str:
@@ -46,6 +49,27 @@ def render_json(data: Any) -> str:
     """Return indented JSON; control characters, bidi marks and lone surrogates as \\u escapes."""
     text = json.dumps(data, ensure_ascii=False, indent=2, default=str)
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def ingest_lines(summary: IngestSummary) -> list[str]:
+    """Return what `memstore ingest PATH` prints."""
+    verb = "would change" if summary.dry_run else "ingested"
+    skipped = sum(summary.files_skipped.values())
+    reasons = ", ".join(f"{n} {why}" for why, n in sorted(summary.files_skipped.items()) if n)
+    return [
+        f"{verb} {summary.root} into {summary.workspace} in {summary.seconds:.2f} s",
+        f"  files: {summary.files_scanned} scanned, {summary.files_read} read, "
+        f"{summary.files_removed} gone, {skipped} skipped" + (f" ({reasons})" if reasons else ""),
+        f"  chunks: {summary.created} created, {summary.updated} moved, "
+        f"{summary.unchanged} unchanged, {summary.removed} removed",
+    ]
+
+
+def ingest_text(summary: IngestSummary, *, as_json: bool, quiet: bool) -> str:
+    """Return `memstore ingest PATH`'s whole output: JSON, its summary lines, or nothing."""
+    if as_json:
+        return render_json(summary.as_json()) + "\n"
+    return "" if quiet else "".join(printable(line) + "\n" for line in ingest_lines(summary))
 
 
 def hit_json(hit: Hit) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -22,6 +23,8 @@ from memstore.store import Store
 from memstore.watcher import Watcher
 from tests.conftest import git, settings_at, vault_bytes
 from tests.test_concurrency import wait_until
+from tests.test_daemon import env as daemons_allowed  # noqa: F401 (a fixture)
+from tests.test_daemon import make_vault, requests_served, run, start_daemon
 from tests.test_mcp import stdio
 
 runner = CliRunner()
@@ -525,3 +528,41 @@ def test_code_hits_put_tests_below_the_code_unless_tests_are_asked_for(
         assert [h.path for h in hits] == ["refunds.py:1-2", "tests/test_refunds.py:1-2"]
         asked = code.find("test for refund ledger rounding", {"shop"}, 5)
         assert asked[0].path == "tests/test_refunds.py:1-2"
+
+
+def test_a_reingest_is_the_running_daemons_and_prints_what_it_prints_here(
+    tmp_path: Path,
+    daemons_allowed: dict[str, str],  # noqa: F811
+) -> None:
+    vault = make_vault(tmp_path / "vault")
+    repo = make_repo(tmp_path / "webshop", {"billing/webhooks.py": BILLING})
+    env = {**daemons_allowed, "MEMSTORE_VAULT": str(vault)}
+    first = run(env, "ingest", str(repo), "--json")  # no daemon yet: this process ingests
+    assert first.returncode == 0 and json.loads(first.stdout)["created"] == 3, first.stderr
+    start_daemon(env, vault)
+    served = requests_served(vault)
+    again = {
+        form: run(env, "ingest", "webshop", *form, cwd=tmp_path)  # relative to the caller
+        for form in ((), ("--json",), ("--dry-run", "-q"))
+    }
+    assert requests_served(vault) == served + 3  # every re-ingest was the daemon's
+    alone = {
+        form: run({**env, "MEMSTORE_NO_DAEMON": "1"}, "ingest", str(repo), *form) for form in again
+    }
+
+    def same(text: str) -> str:  # the seconds it took differ
+        return re.sub(r'(in |"seconds": )[0-9.]+', r"\1S", text)
+
+    for form in again:
+        assert again[form].returncode == alone[form].returncode == 0, again[form].stderr
+        assert same(again[form].stdout) == same(alone[form].stdout)
+        assert again[form].stderr == alone[form].stderr == ""
+    assert "chunks: 0 created, 0 moved, 3 unchanged, 0 removed" in again[()].stdout
+    assert again[("--dry-run", "-q")].stdout == ""
+    # a first ingest stays in the caller's process (minutes, with a progress bar)
+    other = make_repo(tmp_path / "shop2", {"server/upload.go": SERVER_GO})
+    served = requests_served(vault)
+    fresh = run(env, "ingest", str(other), "-w", "shop2")
+    assert fresh.returncode == 0 and "ingested" in fresh.stdout, fresh.stderr
+    assert requests_served(vault) == served
+    assert run(env, "ingest", str(tmp_path / "nowhere")).returncode == 1  # typer's refusal
