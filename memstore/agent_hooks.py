@@ -25,7 +25,9 @@ from memstore.client import Reply, Request, ask, daemon_allowed, resolve_vault, 
 # interpreter, this module and the client (dataclasses, the model, tempfile: ~30 ms more).
 if TYPE_CHECKING:
     from memstore.lean import OpenStore
+    from memstore.model import AddResult
     from memstore.store import Store
+    from memstore.sweep import Final
 MIN_CAPTURE_CHARS = 200  # shorter final messages are chit-chat ("Done!"), not knowledge
 NOVELTY_THRESHOLD = 0.7  # measured: tests/benchmarks/bench_novelty.py (docs/agents.md)
 BRIEFING_TOKENS = 300
@@ -34,6 +36,9 @@ MAX_TRACE_KEYWORD = 40  # longer words (a URL, a long path) make poor keywords
 # Seconds a hook may keep the agent waiting (MEMSTORE_HOOK_BUDGET overrides). Below the
 # timeouts agents give hooks (Codex's example: 10 s, 30 s for Stop; Claude Code: 60 s).
 BUDGET_S = {"prompt": 4.0, "briefing": 4.0, "capture": 20.0, "codex-notify": 20.0}
+# Seconds of the briefing's budget the crashed-session sweep may take (a quarter at most).
+# Measured: each trace it keeps costs ~0.1-0.15 s, each transcript tail read ~10 ms.
+SWEEP_S = 1.0
 EVENTS = tuple(BUDGET_S)
 USAGE = (
     "usage: memstore hook prompt|capture|briefing|codex-notify"
@@ -63,31 +68,10 @@ def final_assistant_text(payload: Mapping[str, Any], cwd: str = "") -> str:
     transcript = payload.get("transcript_path")
     if not isinstance(transcript, str) or not transcript:
         return ""
-    last = ""
+    from memstore.sweep import parse_claude
+
     with open(Path(cwd or "/", transcript), encoding="utf-8", errors="replace") as lines:
-        for line in lines:
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if not isinstance(entry, dict) or entry.get("type") != "assistant":
-                continue
-            message = entry.get("message")
-            content = message.get("content") if isinstance(message, dict) else None
-            blocks = content if isinstance(content, list) else []
-            parts = (
-                [content]
-                if isinstance(content, str)
-                else [
-                    str(c.get("text", ""))
-                    for c in blocks
-                    if isinstance(c, dict) and c.get("type") == "text"
-                ]
-            )
-            text = "\n".join(p for p in parts if p).strip()
-            if text:
-                last = text
-    return last
+        return parse_claude(lines).text
 
 
 def prompt_hook(store: Store, payload: Mapping[str, Any], cwd: str) -> list[str]:
@@ -110,14 +94,49 @@ def capture_hook(
 ) -> list[str]:
     """Stop / SessionEnd: keep the final assistant message as a trace, if it says something new."""
     text = final_assistant_text(payload, cwd).strip()
+    workspace = workspace_for(payload, store.vault.root, cwd) if len(text) >= min_chars else ""
+    result = keep_trace(store, text, workspace, min_chars=min_chars, if_novel=if_novel)
+    lines = (
+        [f"memstore: kept this session's summary as {result.id} ({result.status})"]
+        if result
+        else []
+    )
+    return lines + _note_captured(store, payload, text)
+
+
+def keep_trace(
+    store: Store, text: str, workspace: str, *, min_chars: int, if_novel: bool
+) -> AddResult | None:
+    """Add `text` as a trace if it passes the capture gates (length, then novelty)."""
     if len(text) < min_chars:
-        return []
-    workspace = workspace_for(payload, store.vault.root, cwd)
+        return None
     if if_novel and store.overlap(text, workspace) >= NOVELTY_THRESHOLD:
-        return []
+        return None
     keywords = trace_keywords(store, text)
-    result = store.add(text, workspace=workspace, kind="trace", keywords=keywords)
-    return [f"memstore: kept this session's summary as {result.id} ({result.status})"]
+    return store.add(text, workspace=workspace, kind="trace", keywords=keywords)
+
+
+def _note_captured(store: Store, payload: Mapping[str, Any], text: str) -> list[str]:
+    """Remember that this session reached a capture, so no later sweep takes it again."""
+    import time
+
+    from memstore.errors import MemstoreError
+    from memstore.sweep import Swept, digest, record_swept
+
+    session = _payload_session(payload)
+    if not session or not text:
+        return []
+    now = time.time()
+    try:
+        record_swept(store.vault, {session: Swept(digest(text), "captured", now)}, now)
+    except MemstoreError as err:
+        return [f"memstore: could not note this session as captured ({err})"]
+    return []
+
+
+def _payload_session(payload: Mapping[str, Any]) -> str:
+    session = payload.get("session_id") or payload.get("thread-id")
+    return session if isinstance(session, str) else ""
 
 
 def trace_keywords(store: Store, text: str) -> tuple[str, ...]:
@@ -165,6 +184,93 @@ def briefing_hook(
     if not known or not changes:
         return []
     return briefing_lines(changes, max_tokens=max_tokens, estimate=estimate_tokens)
+
+
+def sweep_hook(
+    store: Store,
+    payload: Mapping[str, Any],
+    cwd: str,
+    *,
+    agent: str,
+    env: Mapping[str, str],
+    min_chars: int,
+    seconds: float,
+) -> list[str]:
+    """SessionStart: keep the final messages of this project's earlier sessions that never
+    reached a capture (crashed, killed), through the capture gates; stop after `seconds`."""
+    import logging
+    import time
+
+    from memstore import sweep
+    from memstore.errors import MemstoreError
+
+    session, transcript = _payload_session(payload), payload.get("transcript_path")
+    transcript = transcript if isinstance(transcript, str) else ""
+    here = os.path.abspath(Path(cwd or "/", transcript)) if transcript else ""
+    if not session and not here:
+        return []  # without knowing this session, it could be swept itself
+    now, deadline = time.time(), time.monotonic() + seconds
+    project = Path(cwd or "/", str(payload.get("cwd") or ""))
+    root = sweep.transcript_root(agent, env, Path(env.get("HOME") or "/"))
+    swept = sweep.read_swept(store.vault)
+    due = sweep.find_transcripts(
+        agent, project, root, current=(session, here), swept=swept, now=now
+    )
+    done: dict[str, sweep.Swept] = {}
+    kept = []
+    for found in due:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break  # the rest waits for the next session start
+        try:
+            final = sweep.read_final(found)
+        except OSError:
+            final = sweep.Final("", "")
+        seen = swept.get(found.session)
+        if seen and seen.digest == sweep.digest(final.text):
+            outcome, result = seen.outcome, None  # captured (or swept) with this very ending
+        else:
+            outcome, result = _sweep_one(store, found.session, final, project, cwd, min_chars, left)
+        if outcome == "locked":
+            break  # another writer holds the vault: try again next time
+        kept += [result.id] if result else []
+        done[found.session] = sweep.Swept(sweep.digest(final.text), outcome, now, found.stamp)
+    try:
+        sweep.record_swept(store.vault, done, now)
+    except MemstoreError as err:  # next time these are read again, and the gates say "known"
+        logging.getLogger("memstore.hooks").warning("could not note swept sessions: %s", err)
+    return [_kept_line(kept)] if kept else []
+
+
+def _kept_line(ids: list[str]) -> str:
+    many = len(ids) > 1
+    what = f"{len(ids)} earlier sessions' summaries" if many else "1 earlier session's summary"
+    their = "their" if many else "its"
+    return f"memstore: kept {what} (crashed before {their} Stop hook) as {', '.join(ids)}"
+
+
+def _sweep_one(
+    store: Store, session: str, final: Final, project: Path, cwd: str, min_chars: int, left: float
+) -> tuple[str, AddResult | None]:
+    """Run the capture gates over one earlier session's final message; say what became of it."""
+    from dataclasses import replace
+
+    from memstore.errors import LockedError, MemstoreError
+
+    if len(final.text) < min_chars:
+        return "short", None
+    workspace = workspace_for({"cwd": final.cwd or str(project)}, store.vault.root, cwd)
+    # The trace is that session's: its commit names it, and the add waits no longer than
+    # the sweep may take.
+    acting = replace(store.settings, session=session, lock_timeout=left)
+    try:
+        with store.acting_for(acting):
+            result = keep_trace(store, final.text, workspace, min_chars=0, if_novel=True)
+    except LockedError:
+        return "locked", None
+    except MemstoreError:
+        return "refused", None  # e.g. the text holds a credential: asking again changes nothing
+    return ("kept" if result else "known"), result
 
 
 _BOOKKEEPING = ("recall:", "sync: merge")  # counters; merges (their commits show apart)
@@ -230,11 +336,35 @@ def _run_event(event: str, flags: list[str], request: Request, open_store: OpenS
         if event == "prompt":
             return prompt_hook(store, payload, request.cwd)
         if event == "briefing":
-            return briefing_hook(
+            lines = briefing_hook(
                 store, payload, request.cwd, agent=agent, max_tokens=BRIEFING_TOKENS
             )
+            return lines + _sweep_quietly(store, payload, request, agent, min_chars)
         if_novel = "--if-novel" in flags
         return capture_hook(store, payload, request.cwd, min_chars=min_chars, if_novel=if_novel)
+
+
+def _sweep_quietly(
+    store: Store, payload: Mapping[str, Any], request: Request, agent: str, min_chars: int
+) -> list[str]:
+    """Run the sweep after the briefing; whatever goes wrong, the briefing still goes out."""
+    import logging
+
+    from memstore.sweep import AGENTS
+
+    env = request.env
+    if agent not in AGENTS or env.get("MEMSTORE_NO_SWEEP", "") not in ("", "0"):
+        return []
+    seconds = min(SWEEP_S, budget("briefing", env) / 4)
+    try:
+        return sweep_hook(
+            store, payload, request.cwd, agent=agent, env=env, min_chars=min_chars, seconds=seconds
+        )
+    except Exception as err:  # a shell's guard: a sweep bug must not cost the agent its briefing
+        logging.getLogger("memstore.hooks").warning(
+            "could not sweep earlier sessions: %s: %s", type(err).__name__, err
+        )
+        return []
 
 
 FLAGS = ("--if-novel",)
