@@ -299,6 +299,55 @@ def test_the_best_and_those_tied_with_the_last_equal_a_full_sort(
     assert {n for _, n in got} == wanted
 
 
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    terms=st.one_of(  # one word (the queries sorted access serves; a repeat counts twice), or more
+        st.sampled_from(TERMS).map(lambda t: [t]),
+        st.sampled_from(TERMS).map(lambda t: [t, t]),
+        st.lists(st.sampled_from(TERMS), min_size=2, max_size=4),
+    ),
+    require_all=st.booleans(),
+    extra=st.lists(st.sampled_from(TERMS), max_size=3, unique=True),
+    allowed=st.one_of(st.none(), st.lists(st.sampled_from(WORKSPACES), min_size=1, unique=True)),
+    limit=st.integers(1, 40),
+)
+def test_sorted_access_keeps_exactly_what_scoring_whole_lists_keeps(
+    layered: SearchIndex,
+    monkeypatch: pytest.MonkeyPatch,
+    terms: list[str],
+    require_all: bool,
+    extra: list[str],
+    allowed: list[str] | None,
+    limit: int,
+) -> None:
+    query = TermQuery(
+        tuple(terms),
+        require_all=require_all,
+        extra=tuple(t for t in extra if t not in terms),
+        extra_boost=EXPANSION_BOOST,
+    )
+
+    def best(sorted_access: bool) -> list[tuple[float, int]]:
+        monkeypatch.setattr(scoring, "SORTED_ACCESS_LIMIT", 10**9 if sorted_access else -1)
+        return sorted(
+            score(
+                layered._reader().reader(),
+                _stats(layered),
+                layered._postings,
+                query,
+                b=BM25_B,
+                k1=BM25_K1,
+                allowed=allowed,
+                limit=limit,
+            )
+        )
+
+    # the same documents, the same floats (a query of several words scores whole lists)
+    assert best(True) == best(False)
+
+
 def test_cached_scores_follow_the_index_and_stay_bounded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
