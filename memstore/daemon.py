@@ -15,6 +15,7 @@ import fcntl
 import gc
 import logging
 import os
+import queue
 import signal
 import socket
 import sys
@@ -57,6 +58,7 @@ CHECK_EVERY_S = 0.5  # how often the main loop looks at idleness, the vault and 
 BUSY_WAIT_S = 5.0  # a request waiting longer for its turn is answered "run it yourself"
 REQUEST_LIMIT_S = 90.0  # a request still running after this: the daemon is wedged; it exits
 IO_TIMEOUT_S = 10.0  # reading a request, writing a reply
+KEEP_WORKERS = 2  # threads kept waiting for the next connection
 SETTLE_AFTER_S = 1.0  # idle this long after requests, the daemon collects and freezes its heap
 LOG_LIMIT = 1 << 20  # the log starts over past 1 MiB
 
@@ -150,6 +152,11 @@ class Daemon:
         self._busy_since: float | None = None
         self._socket_inode = 0
         self._request_log = _RequestLog()
+        # Connections go to a waiting worker thread; a new one starts only when none waits
+        # (a status asked during a long add is answered at once, as with a thread each).
+        self._connections: queue.SimpleQueue[socket.socket] = queue.SimpleQueue()
+        self._waiting_workers = 0
+        self._workers = threading.Lock()
 
     def stop(self, reason: str) -> None:
         """Ask the main loop to end (from any thread or a signal handler)."""
@@ -230,7 +237,7 @@ class Daemon:
             except TimeoutError:
                 conn = None
             if conn is not None:
-                threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+                self._dispatch(conn)
             elif time.monotonic() - self._last_request >= SETTLE_AFTER_S > 0:
                 self._settle()
             reason = self._reason_to_stop()
@@ -258,6 +265,27 @@ class Daemon:
             return os.stat(self.socket_path).st_ino == self._socket_inode
         except OSError:
             return False
+
+    def _dispatch(self, conn: socket.socket) -> None:
+        """Hand `conn` to a waiting worker, or to a new one when none waits (starting a
+        thread per request made the accept loop wait for each to be scheduled)."""
+        with self._workers:
+            if self._waiting_workers:
+                self._waiting_workers -= 1
+                self._connections.put(conn)
+                return
+        threading.Thread(target=self._work, args=(conn,), daemon=True).start()
+
+    def _work(self, conn: socket.socket) -> None:
+        """Answer `conn`, then wait for the next connection while fewer than KEEP_WORKERS
+        wait (more only after a burst: they end)."""
+        while True:
+            self._handle(conn)
+            with self._workers:
+                if self._waiting_workers >= KEEP_WORKERS:
+                    return
+                self._waiting_workers += 1
+            conn = self._connections.get()
 
     def _handle(self, conn: socket.socket) -> None:
         with conn:

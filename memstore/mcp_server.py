@@ -77,7 +77,12 @@ def build_runner(store: Store, *, workspace: str, source: str, is_live: Any = No
 
 def tools_server(run: Runner) -> MCPServer:
     """Return the MCP server whose tools call `run(tool name, arguments)`: in this
-    process (`build_server`) or through the vault's daemon (`Forwarder`)."""
+    process (`build_server`) or through the vault's daemon (`Forwarder`).
+
+    The tools are coroutines that call `run` on the event loop itself: the SDK would run a
+    plain function in a worker thread, two thread hand-offs more per call, each a wait for a
+    core when the machine is busy. The store serves one call at a time either way.
+    """
     server = MCPServer(
         "memstore",
         version=__version__,
@@ -86,7 +91,7 @@ def tools_server(run: Runner) -> MCPServer:
     )
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
-    def memory_recall(
+    async def memory_recall(
         query: str, workspace: str = "", k: int = 5, max_tokens: int = 0
     ) -> Annotated[CallToolResult, RecallOut]:
         """Search memory from earlier sessions: lessons, decisions, preferences, commands.
@@ -101,7 +106,7 @@ def tools_server(run: Runner) -> MCPServer:
             read_only_hint=False, destructive_hint=False, open_world_hint=False
         )
     )
-    def memory_add(
+    async def memory_add(
         content: str,
         keywords: list[str] = [],  # noqa: B006 (read, never mutated; optional per the issue)
         kind: str = "note",
@@ -130,7 +135,7 @@ def tools_server(run: Runner) -> MCPServer:
             open_world_hint=False,
         )
     )
-    def memory_confirm(id: str) -> Annotated[CallToolResult, ConfirmOut]:
+    async def memory_confirm(id: str) -> Annotated[CallToolResult, ConfirmOut]:
         # `id` shadows the builtin: it is the argument's name in the schema agents see.
         """The person says a recalled memory still holds (ask about weak hits): it ranks
         higher, fades slower."""

@@ -46,11 +46,16 @@ class Usage:
         if not rows:
             return
         try:
-            self._connect().executemany(
-                "INSERT INTO pending VALUES (?, 1, ?) ON CONFLICT(id) DO UPDATE SET "
-                "count = count + 1, last = max(last, excluded.last)",
-                rows,
-            )
+            db = self._connect()
+            # One transaction for the recall's hits: in autocommit mode each row would be
+            # its own write to the log (a recall's fifth of a millisecond, five times).
+            with db:
+                db.execute("BEGIN")
+                db.executemany(
+                    "INSERT INTO pending VALUES (?, 1, ?) ON CONFLICT(id) DO UPDATE SET "
+                    "count = count + 1, last = max(last, excluded.last)",
+                    rows,
+                )
         except sqlite3.Error as err:
             raise VaultError(f"cannot record usage in {self.path}: {err}") from err
 
