@@ -55,6 +55,7 @@ CACHE_VALUES = 2_000_000
 # several words keep scoring whole lists: measured at 100,000 memories, their lists' sorted
 # orders, kept beside their scores, thrashed the caches and cost more than they saved.
 SORTED_ACCESS_LIMIT = 4096
+CACHE_FILTERS = 32  # workspace filters' document sets kept per segment
 
 
 @dataclass(frozen=True)
@@ -222,6 +223,7 @@ class PostingCache:
         self._lists: OrderedDict[tuple[str, str, str], Postings] = OrderedDict()
         self._size = 0
         self._lengths: dict[tuple[str, str], list[int]] = {}
+        self._holding: OrderedDict[tuple[str, str, tuple[str, ...]], set[int]] = OrderedDict()
 
     def postings(self, segment: Any, fieldname: str, text: str) -> Postings:
         """Return the segment's (document numbers, weights) for a term, deleted ones included."""
@@ -239,6 +241,22 @@ class PostingCache:
             self._size -= _size(evicted)
         return found
 
+    def holding(self, segment: Any, fieldname: str, texts: Collection[str]) -> set[int]:
+        """Return the segment's documents holding any of `texts` in `fieldname` (deleted
+        ones included), kept: a workspace filter rebuilt this set on every query."""
+        key = (segment_id(segment), fieldname, tuple(sorted(texts)))
+        found = self._holding.get(key)
+        if found is None:
+            found = set()
+            for text in texts:
+                found.update(self.postings(segment, fieldname, text)[0])
+            self._holding[key] = found
+            if len(self._holding) > CACHE_FILTERS:
+                self._holding.popitem(last=False)
+        else:
+            self._holding.move_to_end(key)
+        return found
+
     def lengths(self, segment: Any, fieldname: str) -> list[int]:
         """Return the segment's field length per document (as Whoosh stores it, quantized)."""
         key = (segment_id(segment), fieldname)
@@ -253,6 +271,8 @@ class PostingCache:
             self._size -= _size(self._lists.pop(gone))
         for stale in [k for k in self._lengths if k[0] not in live]:
             del self._lengths[stale]
+        for stale_filter in [k for k in self._holding if k[0] not in live]:
+            del self._holding[stale_filter]
 
 
 def score(
@@ -277,11 +297,7 @@ def score(
         if not segment.doc_count_all():
             continue  # an empty index has a reader without a segment
         deleted = segment.deleted_docs_set if segment.has_deletions() else frozenset()
-        keep: set[int] | None = None
-        if allowed is not None:
-            keep = set()
-            for name in allowed:
-                keep.update(cache.postings(segment, "workspace", name)[0])
+        keep = None if allowed is None else cache.holding(segment, "workspace", allowed)
         top = _sorted_access(segment, stats, cache, query, b, k1, limit, deleted, keep)
         if top is not None:
             found.extend((value, base + n) for value, n in top)

@@ -619,6 +619,7 @@ def _span(ref: str) -> tuple[str, int, int]:
         return ref, 0, -1
 
 
+@functools.lru_cache(maxsize=4096)  # a resident index meets the same chunks again and again
 def _shingles(text: str) -> frozenset[str]:
     words = text.split()
     return frozenset(" ".join(words[i : i + 3]) for i in range(max(len(words) - 2, 1)))
