@@ -171,6 +171,7 @@ class SearchIndex:
         self._stats: LiveStats | None = None
         self._postings = PostingCache()
         self.any_term_limit = ANY_TERM_LIMIT  # an any-word query's terms kept in a large index
+        self.keeps_entities = True  # an index nobody asks for entities skips extracting them
         self._frequencies: dict[tuple[str, str], int] = {}  # for the current searcher
         self._stand_ins: dict[tuple[str, str], StandIn | None] = {}  # for the current searcher
         # query text → its terms with stand-ins in place, and the stand-ins
@@ -782,7 +783,7 @@ class SearchIndex:
             db.executemany("DELETE FROM entities WHERE key = ?", [[key] for key in stale])
             rows = [
                 (doc.key, entity, kind)
-                for doc in upserts
+                for doc in (upserts if self.keeps_entities else ())
                 for entity, kind in (found[doc.key] if doc.key in found else document_entities(doc))
             ]
             db.executemany("INSERT INTO entities (key, entity, kind) VALUES (?, ?, ?)", rows)
