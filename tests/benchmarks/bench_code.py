@@ -49,7 +49,6 @@ at start, and removes its temporary folders at the end (unless --keep).
 from __future__ import annotations
 
 import argparse
-import atexit
 import json
 import os
 import platform
@@ -1742,6 +1741,11 @@ def parse_args(raw: list[str]) -> argparse.Namespace:
     parser.add_argument("--no-stdlib", action="store_true", help="skip the standard library")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folders")
     parser.add_argument(
+        "--from-git",
+        metavar="REV",
+        help="measure the sources committed at REV (e.g. HEAD), not the working tree",
+    )
+    parser.add_argument(
         "--no-snapshot", action="store_true", help="run the live sources, not a copy taken at start"
     )
     args = parser.parse_args(raw)
@@ -1755,11 +1759,7 @@ def parse_args(raw: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     raw = sys.argv[1:] if argv is None else argv
     args = parse_args(raw)
-    if not args.no_snapshot and bf.SNAPSHOT_ENV not in os.environ:
-        bf.exec_from_snapshot(raw, __file__)  # does not return
-    snapshot = os.environ.get(bf.SNAPSHOT_ENV)
-    if snapshot and not args.keep:  # also when the run fails
-        atexit.register(shutil.rmtree, snapshot, ignore_errors=True)
+    snapshot = bs.enter_sources(args, raw, __file__)
     meta = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "python": f"Python {platform.python_version()}",
@@ -1767,7 +1767,7 @@ def main(argv: list[str] | None = None) -> int:
         "platform": platform.platform(),
         "sqlite": sqlite3.sqlite_version,
         "code": bf.code_fingerprint(bf.source_base()),
-        "git_head": bs.git_head(),
+        "git_head": os.environ.get(bs.GIT_REV_ENV) or bs.git_head(),
         "snapshot": bool(snapshot),
         "quick": args.quick,
         "localmind": LOCALMIND,

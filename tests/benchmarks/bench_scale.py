@@ -1200,8 +1200,8 @@ GIT_SOURCES_ENV = "MEMSTORE_BENCH_GIT_SOURCES"
 GIT_REV_ENV = "MEMSTORE_BENCH_GIT_REV"
 
 
-def exec_from_git(rev: str, argv: list[str]) -> None:
-    """Rerun this script on the product sources as committed at `rev` (then snapshot as usual)."""
+def exec_from_git(rev: str, argv: list[str], script: str = __file__) -> None:
+    """Rerun `script` on the product sources as committed at `rev` (then snapshot as usual)."""
     repo = Path(__file__).resolve().parents[2]
     folder = Path(tempfile.mkdtemp(prefix="memstore-bench-git-"))
     archive = subprocess.run(
@@ -1218,17 +1218,17 @@ def exec_from_git(rev: str, argv: list[str]) -> None:
         "PYTHONPATH": path,
     }
     sys.stdout.flush()
-    os.execve(sys.executable, [sys.executable, str(Path(__file__).resolve()), *argv], env)
+    os.execve(sys.executable, [sys.executable, str(Path(script).resolve()), *argv], env)
 
 
-def enter_sources(args: argparse.Namespace, raw: list[str]) -> str | None:
-    """Rerun on the sources to measure (committed at --from-git, then a snapshot copy)."""
+def enter_sources(args: argparse.Namespace, raw: list[str], script: str = __file__) -> str | None:
+    """Rerun `script` on the sources to measure (committed at --from-git, then a snapshot)."""
     if args.from_git and GIT_SOURCES_ENV not in os.environ:
-        exec_from_git(args.from_git, raw)  # does not return
+        exec_from_git(args.from_git, raw, script)  # does not return
     if os.environ.get(GIT_SOURCES_ENV) and not args.keep:
         atexit.register(shutil.rmtree, os.environ[GIT_SOURCES_ENV], ignore_errors=True)
     if not args.no_snapshot and bf.SNAPSHOT_ENV not in os.environ:
-        bf.exec_from_snapshot(raw, __file__)  # does not return
+        bf.exec_from_snapshot(raw, script)  # does not return
     snapshot = os.environ.get(bf.SNAPSHOT_ENV)
     if snapshot and not args.keep:  # also when the run fails
         atexit.register(shutil.rmtree, snapshot, ignore_errors=True)
