@@ -88,11 +88,12 @@ LOCALMIND = {
     "noop_ms": "195",
     "leaks": "0 in 60",
 }
-TARGETS = {
-    "ingest_chunks_per_s": 40.0,  # beat localmind's best
+TARGETS = {  # issue 14's, on this 2-core machine (localmind's published figures beside)
+    "ingest_chunks_per_s": 1000.0,
+    "recall_p50_ms": 6.0,
     "recall_p95_ms": 11.0,
-    "edit_ms": 359.0,
-    "noop_ms": 195.0,
+    "edit_ms": 300.0,
+    "noop_ms": 150.0,
     "live_p95_s": 1.0,
 }
 
@@ -1466,6 +1467,11 @@ def verdict(value: float, target: float, *, higher: bool = False) -> str:
     return "met" if met else "MISSED"
 
 
+def recall_verdict(figures: dict[str, Any]) -> str:
+    both = figures["p50"] <= TARGETS["recall_p50_ms"] and figures["p95"] <= TARGETS["recall_p95_ms"]
+    return "met" if both else "MISSED"
+
+
 def table_rows(m: dict[str, Any], s: dict[str, Any]) -> list[tuple[str, ...]]:
     cold, noop, edit = m["cold_ingest"], m["noop_reingest"], m["edit_one_function"]
     move, gone, lat = m["move_function"], m["delete_file"], m["recall_latency"]
@@ -1488,7 +1494,7 @@ def table_rows(m: dict[str, Any], s: dict[str, Any]) -> list[tuple[str, ...]]:
             f"({cold['seconds']:.1f} s; wall {cold['wall_s']:.1f} s)",
             f"{fb['chunks_per_s']:,.0f} chunks/s ({fb['total_s']:.1f} s, of it chunking {fb['chunk_s']:.1f} s)",
             LOCALMIND["ingest_chunks_per_s"] + " chunks/s",
-            f"> {TARGETS['ingest_chunks_per_s']:.0f} chunks/s — "
+            f"≥ {TARGETS['ingest_chunks_per_s']:,.0f} chunks/s — "
             + verdict(cold["chunks_per_s"], TARGETS["ingest_chunks_per_s"], higher=True),
         ),
         (
@@ -1504,7 +1510,7 @@ def table_rows(m: dict[str, Any], s: dict[str, Any]) -> list[tuple[str, ...]]:
             + ("0 created/moved/removed" if noop["all_zero"] else "CHUNKS REDONE"),
             "",
             LOCALMIND["noop_ms"] + " ms",
-            f"< {TARGETS['noop_ms']:.0f} ms, 0 redone — "
+            f"≤ {TARGETS['noop_ms']:.0f} ms, 0 redone — "
             + (verdict(noop["median"], TARGETS["noop_ms"]) if noop["all_zero"] else "MISSED"),
         ),
         (
@@ -1521,7 +1527,7 @@ def table_rows(m: dict[str, Any], s: dict[str, Any]) -> list[tuple[str, ...]]:
             + f", files read {sorted({r['counts']['files_read'] for r in edit['runs']})}",
             "",
             LOCALMIND["edit_ms"],
-            f"< {TARGETS['edit_ms']:.0f} ms, exactly 1 — "
+            f"≤ {TARGETS['edit_ms']:.0f} ms, exactly 1 — "
             + (
                 verdict(edit["median"], TARGETS["edit_ms"])
                 if edit["exactly_one_chunk"]
@@ -1538,7 +1544,7 @@ def table_rows(m: dict[str, Any], s: dict[str, Any]) -> list[tuple[str, ...]]:
                     + ("0 redone" if dm["noop_reingest"]["all_zero"] else "CHUNKS REDONE"),
                     "",
                     LOCALMIND["noop_ms"] + " ms",
-                    f"< {TARGETS['noop_ms']:.0f} ms, 0 redone — "
+                    f"≤ {TARGETS['noop_ms']:.0f} ms, 0 redone — "
                     + (
                         verdict(dm["noop_reingest"]["median"], TARGETS["noop_ms"])
                         if dm["noop_reingest"]["all_zero"]
@@ -1556,7 +1562,7 @@ def table_rows(m: dict[str, Any], s: dict[str, Any]) -> list[tuple[str, ...]]:
                     f"{dm['edit_one_function']['other']}× other",
                     "",
                     LOCALMIND["edit_ms"],
-                    f"< {TARGETS['edit_ms']:.0f} ms — "
+                    f"≤ {TARGETS['edit_ms']:.0f} ms — "
                     + (
                         verdict(dm["edit_one_function"]["median"], TARGETS["edit_ms"])
                         if not dm["edit_one_function"]["other"]
@@ -1571,8 +1577,8 @@ def table_rows(m: dict[str, Any], s: dict[str, Any]) -> list[tuple[str, ...]]:
                     f"{dm['recall_through_client']['max']:.1f} ms",
                     "",
                     LOCALMIND["recall_ms"] + " ms",
-                    f"p95 < {TARGETS['recall_p95_ms']:.0f} ms — "
-                    + verdict(dm["recall_through_client"]["p95"], TARGETS["recall_p95_ms"]),
+                    f"p50 ≤ {TARGETS['recall_p50_ms']:.0f}, p95 ≤ {TARGETS['recall_p95_ms']:.0f} ms — "
+                    + recall_verdict(dm["recall_through_client"]),
                 ),
             ]
             if dm
@@ -1601,8 +1607,8 @@ def table_rows(m: dict[str, Any], s: dict[str, Any]) -> list[tuple[str, ...]]:
             f"p50 {lat['p50']:.1f} / p95 {lat['p95']:.1f} / max {lat['max']:.1f} ms",
             f"p50 {fl['p50']:.2f} / p95 {fl['p95']:.2f} / max {fl['max']:.2f} ms",
             LOCALMIND["recall_ms"] + " ms",
-            f"p95 < {TARGETS['recall_p95_ms']:.0f} ms — "
-            + verdict(lat["p95"], TARGETS["recall_p95_ms"]),
+            f"p50 ≤ {TARGETS['recall_p50_ms']:.0f}, p95 ≤ {TARGETS['recall_p95_ms']:.0f} ms — "
+            + recall_verdict(lat),
         ),
         (
             f"cold CLI `memstore search`, no daemon ({m['cli_search_cold']['n']} runs)",
