@@ -243,7 +243,8 @@ def add(
             supersedes=tuple(supersedes or ()),
             allow_secret=allow_secret,
         )
-    print_add(result, as_json=as_json)
+    named = str(settings.vault) if vault else None
+    print_add(result, as_json=as_json, text=text, vault=named)
 
 
 @app.command(cls=FreeTextCommand)

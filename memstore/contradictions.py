@@ -286,11 +286,14 @@ def _scope(
     clause, neutral = words[at].clause, _neutral_terms()
     scope: list[int] = []
     j = at + width
+    french = words[at].raw in ("ne", "n")
     while j < len(words) and words[j].clause == clause and len(scope) < SCOPE:
-        if words[j].raw == ":" or _cue_width(words, j, portuguese):
-            break  # another negation has its own scope
-        if words[j].raw in FR_PARTNERS:  # "ne … pas": one negation
+        # "ne … pas" is one negation: its partner (pas, jamais … negations on their own too)
+        # is part of it, not a new one.
+        if french and words[j].raw in FR_PARTNERS:
             used.add(j)
+        elif words[j].raw == ":" or _cue_width(words, j, portuguese):
+            break  # another negation has its own scope
         elif words[j].terms - neutral:
             scope.append(j)
         j += 1

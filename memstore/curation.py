@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import shutil
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from index import Document
 from memstore import remote
 from memstore.codec import merged_ids, render_memory, with_merged
+from memstore.contradictions import disagreement
 from memstore.errors import InvalidInputError
 from memstore.indexer import Entry, Progress, has_conflict
 from memstore.merge import KIND_RANK, union
@@ -17,7 +19,7 @@ from memstore.model import KINDS, Memory, check_kind
 from memstore.ranking import CORE_BUDGET_TOKENS, Candidate, estimate_tokens, strength
 from memstore.secrets import find_secrets
 from memstore.similar import similar_pairs, term_sets
-from memstore.store import Store, summary
+from memstore.store import CONTRADICTION_CLOSE, UNHINTED, Store, summary
 from memstore.vault import MAX_FILE_BYTES
 
 NEAR_DUPLICATE = 0.7  # term containment; the capture gate's measured threshold (docs/agents.md)
@@ -46,6 +48,18 @@ class Audit:
     prunable_traces: list[str] = field(default_factory=list)
     secrets: list[tuple[str, str]] = field(default_factory=list)
     archived: list[str] = field(default_factory=list)
+    contradictions: list[Contradicting] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Contradicting:
+    """Two memories of one workspace that disagree: `new` would supersede `old`."""
+
+    new: str
+    old: str
+    workspace: str
+    kind: str  # "negation" | "number" | "value" | "antonym"
+    detail: str  # new's side first: 'port 8443 vs 8080'
 
 
 def _scan_file(store: Store, entry: Entry) -> tuple[list[str], bool]:
@@ -102,7 +116,8 @@ class Curator:
         report.by_source = dict(
             sorted(Counter(d.source or "unknown" for d in documents.values()).items())
         )
-        ids = {e.id: e for e in store.indexer.entries()}
+        everything = store.indexer.entries()
+        ids = {e.id: e for e in everything}
         replaced: dict[str, list[str]] = {}
         for entry in entries:
             for old in entry.supersedes:
@@ -115,12 +130,21 @@ class Curator:
                 progress(done, 2 * count)
         core = [documents[e.path] for e in entries if e.kind == "core" and e.path in documents]
         report.core_tokens = sum(estimate_tokens(d.content) + 10 for d in core)
-        report.near_duplicates = self.near_duplicates(
-            workspace,
-            None
-            if progress is None
-            else lambda done, total: progress(count + done * count // total, 2 * count),
-        )
+
+        def quarter(first: int) -> Progress | None:
+            """Progress of the second half's parts: comparing (0), then checking pairs (1)."""
+            if progress is None:
+                return None
+            tell = progress
+            return lambda done, total: tell(
+                count + (first * total + done) * count // (2 * total), 2 * count
+            )
+
+        # One comparison serves both lists: near-duplicates are the closer pairs of it.
+        close = _close_pairs(list(documents.values()), CONTRADICTION_CLOSE, quarter(0))
+        report.near_duplicates = self._near_duplicates(documents.values(), close, everything)
+        by_path = {e.path: e for e in entries}
+        report.contradictions = contradicting(documents, by_path, close, everything, quarter(1))
         return report
 
     def _review(self, entry: Entry, replaced: dict[str, list[str]], report: Audit) -> None:
@@ -158,23 +182,29 @@ class Curator:
         """
         store = self.store
         store.catch_up()  # cheap after audit's; the list must not miss a memory added since
-        index = store.indexer.search
-        apart = set(store.vault.read_state("dedupe-kept").split()) | {
-            ":".join(sorted((entry.id, old)))
-            for entry in store.indexer.entries()
-            for old in entry.supersedes
-        }
         documents = [
-            doc for doc in index.documents() if workspace is None or doc.workspace == workspace
+            doc
+            for doc in store.indexer.search.documents()
+            if workspace is None or doc.workspace == workspace
         ]
-        sets = term_sets([doc.content for doc in documents])
-        items = [(d.key, d.workspace, t) for d, t in zip(documents, sets, strict=True)]
-        found = similar_pairs(items, NEAR_DUPLICATE, progress)
+        found = _close_pairs(documents, NEAR_DUPLICATE, progress)
+        return self._near_duplicates(documents, found, store.indexer.entries())
+
+    def _near_duplicates(
+        self,
+        documents: Iterable[Document],
+        found: dict[tuple[str, str], float],
+        entries: list[Entry],
+    ) -> list[tuple[str, str, float]]:
+        """The pairs of `found` (by key) close enough to be near-duplicates, by id."""
+        apart = set(self.store.vault.read_state("dedupe-kept").split()) | {
+            ":".join(sorted((entry.id, old))) for entry in entries for old in entry.supersedes
+        }
         ids = {doc.key: doc.id for doc in documents}
         pairs: dict[tuple[str, str], float] = {}
         for (first, second), share in found.items():
             a, b = sorted((ids[first], ids[second]))
-            if f"{a}:{b}" not in apart:
+            if share >= NEAR_DUPLICATE and f"{a}:{b}" not in apart:
                 pairs[(a, b)] = round(max(share, pairs.get((a, b), 0.0)), 3)
         return sorted(((a, b, v) for (a, b), v in pairs.items()), key=lambda p: (-p[2], p[0], p[1]))
 
@@ -355,6 +385,45 @@ class Collected:
     before: remote.ObjectCounts
     after: remote.ObjectCounts | None  # None on a dry run
     index_segments: int = 0  # how many segments the index had before it was compacted
+
+
+def _close_pairs(
+    documents: list[Document], threshold: float, progress: Progress | None
+) -> dict[tuple[str, str], float]:
+    """Pairs of documents (by key) of one workspace whose terms overlap by `threshold`."""
+    sets = term_sets([doc.content for doc in documents])
+    items = [(d.key, d.workspace, t) for d, t in zip(documents, sets, strict=True)]
+    return similar_pairs(items, threshold, progress)
+
+
+def contradicting(
+    documents: Mapping[str, Document],
+    entries: Mapping[str, Entry],
+    close: Iterable[tuple[str, str]],
+    everything: list[Entry],
+    progress: Progress | None = None,
+) -> list[Contradicting]:
+    """The close pairs (by path) that disagree, the newer memory first, as an add would find.
+
+    Left out, as at an add: archived memories, memories something already corrects, traces,
+    and a core memory as the older one (the one a supersede would correct).
+    """
+    corrected = {old for entry in everything for old in entry.supersedes}
+    pairs = list(close)
+    found = []
+    for done, (first, second) in enumerate(pairs, 1):
+        if progress is not None and (done % 200 == 0 or done == len(pairs)):
+            progress(done, len(pairs))
+        both = [entries.get(first), entries.get(second)]
+        if any(e is None or e.archived or e.id in corrected or e.kind == "trace" for e in both):
+            continue
+        new, old = sorted((e for e in both if e), key=lambda e: (e.created, e.id), reverse=True)
+        if old.kind in UNHINTED:
+            continue
+        how = disagreement(documents[new.path].content, documents[old.path].content)
+        if how is not None:
+            found.append(Contradicting(new.id, old.id, new.workspace, how.kind, how.detail))
+    return sorted(found, key=lambda p: (p.workspace, p.new, p.old))
 
 
 def fold(kept: Memory, folded: Memory) -> Memory:

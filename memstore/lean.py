@@ -18,7 +18,6 @@ import os
 import sys
 from collections.abc import Callable, Collection
 from contextlib import AbstractContextManager
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -291,7 +290,8 @@ def run_add(request: Request, open_store: OpenStore = open_in_process) -> Reply:
             )
     except MemstoreError as err:
         return _error(err)
-    return Reply(0, add_text(result, as_json="json" in options))
+    vault = str(settings.vault) if "vault" in options else None
+    return Reply(0, add_text(result, as_json="json" in options, text=text, vault=vault))
 
 
 def run_ingest(request: Request, open_store: OpenStore) -> Reply:
@@ -356,14 +356,19 @@ def read_stdin() -> str:
     return decode_stdin(stream.read())
 
 
-def add_text(result: AddResult, *, as_json: bool) -> str:
-    from memstore.output import add_line, render_json
+def add_text(result: AddResult, *, as_json: bool, text: str = "", vault: str | None = None) -> str:
+    """Return what `memstore add` prints (`text`, `vault`: the command's, for its hints)."""
+    from memstore.output import add_json, add_line, render_json
 
-    return (render_json(asdict(result)) if as_json else add_line(result)) + "\n"
+    if as_json:
+        return render_json(add_json(result, text, vault)) + "\n"
+    return add_line(result, text, vault) + "\n"
 
 
-def print_add(result: AddResult, *, as_json: bool) -> None:
-    sys.stdout.write(add_text(result, as_json=as_json))
+def print_add(
+    result: AddResult, *, as_json: bool, text: str = "", vault: str | None = None
+) -> None:
+    sys.stdout.write(add_text(result, as_json=as_json, text=text, vault=vault))
 
 
 RUNNERS: dict[str, Callable[[Request, OpenStore], Reply]] = {"search": run_search, "add": run_add}

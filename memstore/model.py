@@ -115,6 +115,15 @@ class Recall:
 
 
 @dataclass(frozen=True)
+class Contradiction:
+    """An existing memory a new one disagrees with, and how (memstore.contradictions)."""
+
+    id: str  # the existing memory
+    kind: str  # "negation" | "number" | "value" | "antonym"
+    detail: str  # the new memory's side first: 'port 8443 vs 8080'
+
+
+@dataclass(frozen=True)
 class AddResult:
     """What an add did: a new file, or a duplicate folded into an existing one."""
 
@@ -124,6 +133,8 @@ class AddResult:
     seen: int
     workspace: str
     commit: str = ""
+    # Memories of the same workspace a new memory disagrees with: a hint, never a refusal.
+    contradicts: tuple[Contradiction, ...] = ()
 
 
 @dataclass(frozen=True)

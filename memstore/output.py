@@ -6,8 +6,10 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from shlex import quote
 from typing import TYPE_CHECKING, Any
 
+from memstore.codec import normalize_text
 from memstore.conflicts import split_label, sync_hint
 from memstore.git import LogEntry
 from memstore.indexer import CatchUp, Drift
@@ -78,13 +80,55 @@ def hit_json(hit: Hit) -> dict[str, Any]:
     return data
 
 
-def add_line(result: AddResult) -> str:
-    """Return what `memstore add` prints."""
+def add_line(result: AddResult, text: str = "", vault: str | None = None) -> str:
+    """Return what `memstore add` prints: what it did, then a line per memory it contradicts.
+
+    `text` is the memory's text and `vault` the --vault the command was given, if any: the
+    lines name the command that marks the other memory corrected.
+    """
     if result.status == "added":
-        return printable(f"added {result.id} to {result.workspace}  ({result.path})")
-    return printable(
-        f"duplicate of {result.id} in {result.workspace}: seen {result.seen} times  ({result.path})"
-    )
+        lines = [f"added {result.id} to {result.workspace}  ({result.path})"]
+    else:
+        lines = [
+            f"duplicate of {result.id} in {result.workspace}: seen {result.seen} times  ({result.path})"
+        ]
+    for other in result.contradicts:
+        command = supersede_command(text, result.workspace, other.id, vault)
+        lines.append(
+            f"contradicts {other.id} ({other.detail}); if the new memory is right: {command}"
+        )
+    return printable("\n".join(lines))
+
+
+def add_json(result: AddResult, text: str = "", vault: str | None = None) -> dict[str, Any]:
+    """Return what `memstore add --json` prints: the result, each contradiction with its command."""
+    data = asdict(result)
+    for item, other in zip(data["contradicts"], result.contradicts, strict=True):
+        item["command"] = supersede_command(text, result.workspace, other.id, vault)
+    return data
+
+
+def supersede_command(text: str, workspace: str, old_id: str, vault: str | None = None) -> str:
+    """Return the command that marks `old_id` as corrected by the stored memory `text`.
+
+    Adding a memory's text again folds the `--supersedes` into its file (as a duplicate: its
+    `seen` goes up by one). The text goes on one line when that is the same memory.
+    """
+    line = " ".join(text.split())
+    if normalize_text(line) != normalize_text(text):  # a bullet list: its line starts matter
+        line = text.strip()
+    where = f" --vault {quote(vault)}" if vault else ""
+    options = f"-w {workspace} --supersedes {old_id}{where}"
+    if line.startswith("-"):  # text, not an option, on both the lean and the typer path
+        return f"memstore add {options} -- {_quote(line)}"
+    return f"memstore add {_quote(line)} {options}"
+
+
+def _quote(text: str) -> str:
+    """Quote `text` for a POSIX shell: "don't" in double quotes rather than 'don'"'"'t'."""
+    if "'" in text and not any(c in text for c in '"$`\\!\n'):
+        return f'"{text}"'
+    return quote(text)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from memstore.codec import (
     trace_slug,
 )
 from memstore.config import Settings
+from memstore.contradictions import disagreement
 from memstore.edits import commit_edits
 from memstore.errors import InvalidInputError, NotFoundError, VaultError
 from memstore.faults import crash_point
@@ -55,6 +56,7 @@ from memstore.model import (
     ADDABLE_KINDS,
     GLOBAL,
     AddResult,
+    Contradiction,
     CoreMemory,
     Hit,
     Memory,
@@ -78,11 +80,17 @@ from memstore.retrieval import (
     with_neighbors,
 )
 from memstore.secrets import find_secret_in_fields
+from memstore.similar import containment, term_sets
 from memstore.sync import MARKER, SyncOutcome, finish_interrupted, sync
 from memstore.usage import Usage
 from memstore.vault import Vault, first_stranger, has_vault_mark
 
 MAX_TEXT_BYTES = 100_000
+CONTRADICTION_CANDIDATES = 5  # closest memories an add compares itself with
+# Term containment a pair needs before it is compared (the audit's candidate pairs too): a
+# changed value lowers the overlap, so dedupe's 0.7 would miss short memories.
+CONTRADICTION_CLOSE = 0.5
+UNHINTED = ("core", "trace")  # kinds never named as the memory a new one contradicts
 MAX_KEYWORD_CHARS = 64
 log = logging.getLogger(__name__)
 WRITING = "writing"  # state file: paths a writer is between writing and committing
@@ -798,7 +806,50 @@ class Store:
                 )
             if existing:
                 return self._merge_duplicate(existing[0], keywords, targets, source)
-            return self._add_new(body, workspace, kind, keywords, source, targets)
+            # Looked up before the write: the index searched is the one the catch-up (or the
+            # last recall) left current, not a version this add makes stale.
+            contradicted = () if kind == "trace" else self._contradicted(body, workspace, targets)
+            added = self._add_new(body, workspace, kind, keywords, source, targets)
+        return replace(added, contradicts=contradicted)
+
+    def _contradicted(
+        self, body: str, workspace: str, supersedes: tuple[str, ...]
+    ) -> tuple[Contradiction, ...]:
+        """Return the memories closest to a new `body` in its workspace that it disagrees with.
+
+        Only a workspace's own memories: one of `global` may be the rule a workspace's
+        memory makes an exception to, and superseding it would mark it corrected in every
+        workspace. Left out: what the add already supersedes, archived and superseded
+        memories, core memories (a person's rules, sent beside every recall, which a
+        supersede does not take out of that block) and traces (a record of one session,
+        not a claim that stays true; the capture hook stores them and never reads a hint).
+        """
+        try:
+            return self._find_contradicted(body, workspace, set(supersedes))
+        except Exception:  # a hint: whatever goes wrong in it must not stop the add
+            log.warning("could not look for memories the new one contradicts", exc_info=True)
+            return ()
+
+    def _find_contradicted(
+        self, body: str, workspace: str, skip: set[str]
+    ) -> tuple[Contradiction, ...]:
+        hits = self.indexer.search.search(
+            body, workspaces={workspace}, limit=CONTRADICTION_CANDIDATES, any_term=True
+        )
+        close = [h.document for h in hits]
+        entries = {e.path: e for e in self.indexer.by_path([d.key for d in close])}
+        mine, *theirs = term_sets([body, *(d.content for d in close)])
+        found = []
+        for doc, terms_of_doc in zip(close, theirs, strict=True):
+            entry = entries.get(doc.key)
+            if entry is None or entry.id in skip or entry.archived or entry.kind in UNHINTED:
+                continue
+            if containment(mine, terms_of_doc) < CONTRADICTION_CLOSE:
+                continue
+            found_one = disagreement(body, doc.content)
+            if found_one and not self.indexer.superseded_by(entry.id):
+                found.append(Contradiction(entry.id, found_one.kind, found_one.detail))
+        return tuple(found)
 
     def resolve_locked(self, id_prefix: str) -> Entry:
         """Return the one memory `id_prefix` names; the caller holds the vault lock.

@@ -59,11 +59,19 @@ class RecallOut(TypedDict):
     message: str
 
 
+class ContradictionOut(TypedDict):
+    id: str
+    detail: str
+
+
 class AddOut(TypedDict):
     status: str
     id: str
     seen: int
     workspace: str
+    # Only when the new memory disagrees with one already stored (no tokens otherwise).
+    contradicts: NotRequired[list[ContradictionOut]]
+    message: NotRequired[str]
 
 
 class ConfirmOut(TypedDict):
@@ -147,12 +155,26 @@ def add(store: Store, arguments: Mapping[str, Any], *, workspace: str, source: s
         supersedes=tuple(arguments.get("supersedes") or ()),
         allowed_kinds=AGENT_KINDS,
     )
-    return {
+    out: AddOut = {
         "status": result.status,
         "id": result.id,
         "seen": result.seen,
         "workspace": result.workspace,
     }
+    if result.contradicts:
+        out["contradicts"] = [{"id": c.id, "detail": c.detail} for c in result.contradicts]
+        out["message"] = contradiction_message([c.id for c in result.contradicts])
+    return out
+
+
+def contradiction_message(ids: list[str]) -> str:
+    """Return what memory_add tells the agent when the new memory contradicts stored ones."""
+    named = json.dumps(ids)
+    return (
+        f"Stored, but it contradicts {', '.join(ids)} (see contradicts). Ask the person which "
+        "is right; if the new memory is, call memory_add again with the same content and "
+        f"supersedes={named}."
+    )
 
 
 def confirm(store: Store, arguments: Mapping[str, Any]) -> ConfirmOut:

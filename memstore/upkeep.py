@@ -25,7 +25,7 @@ from memstore.errors import InvalidInputError
 from memstore.history import History
 from memstore.lean import complete_id, complete_workspace
 from memstore.model import GLOBAL, KINDS
-from memstore.output import count, printable, render_json
+from memstore.output import count, printable, render_json, supersede_command
 from memstore.store import Store, summary
 
 VaultOption = Annotated[
@@ -154,9 +154,20 @@ def register(app: typer.Typer) -> None:
         settings = shell_settings(vault)
         bar = progress_bar("auditing", quiet=quiet or as_json)
         with Store.open(settings) as store, bar as step:
-            report = Curator(store, _now()).audit(workspace, step)
+            curator = Curator(store, _now())
+            report = curator.audit(workspace, step)
+            pairs = report.contradictions
+            texts = curator.bodies(pair.new for pair in pairs) if pairs else {}
+        named = str(settings.vault) if vault else None
+        commands = [
+            supersede_command(texts.get(pair.new, ""), pair.workspace, pair.old, named)
+            for pair in report.contradictions
+        ]
         if as_json:
-            _echo_json(asdict(report))
+            data = asdict(report)
+            for pair, command in zip(data["contradictions"], commands, strict=True):
+                pair["command"] = command
+            _echo_json(data)
             return
         if workspace and not report.memories:
             _say(f"no memory in workspace {workspace!r} (memstore stats lists workspaces)")
@@ -172,6 +183,13 @@ def register(app: typer.Typer) -> None:
             (
                 "near-duplicates (memstore dedupe)",
                 [f"{a} ~ {b} ({v:.0%} shared terms)" for a, b, v in report.near_duplicates],
+            ),
+            (
+                "contradictions (newer first; if it is right, run the command)",
+                [
+                    f"{pair.new} vs {pair.old} ({pair.detail}): {command}"
+                    for pair, command in zip(report.contradictions, commands, strict=True)
+                ],
             ),
             (
                 "superseded, with what replaced them",
