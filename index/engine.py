@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import heapq
 import os
 import pickle
 import shutil
@@ -16,7 +17,7 @@ from bisect import bisect_right
 from collections import Counter, OrderedDict
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, islice
 from math import log
 from pathlib import Path
 from typing import Any
@@ -177,6 +178,7 @@ class SearchIndex:
         # query text → its terms with stand-ins in place, and the stand-ins
         self._resolved: dict[str, tuple[list[str], tuple[StandIn, ...]]] = {}
         self._entity_cache: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        self._entity_sets: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {}
         self._entity_cache_size = 0
         self._entity_version: tuple[int, int] | None = None
         self._leaves: list[tuple[int, str]] = []  # (first document number, segment id)
@@ -653,21 +655,60 @@ class SearchIndex:
         # Counter counts in C: an entity such as a person's @name has thousands of rows
         return dict(Counter(chain.from_iterable(keys_of[e] for e in wanted)))
 
+    def shared_with(
+        self, entities: Iterable[str], limit: int, exclude: Collection[str]
+    ) -> list[str]:
+        """Return the `limit` keys, none of `exclude`, that mention the most of `entities`,
+        ties by key: sorted(entity_keys(...), key=(-count, key))[:limit], without counting
+        each of the thousands of keys a common entity (a person's @name) has.
+
+        A key mentioning two or more of them is in the intersection of two entities' key
+        sets; the rest come in key order from the entities' sorted key lists.
+        """
+        wanted = sorted({e.lower() for e in entities})
+        if not wanted or limit < 1:
+            return []
+        with _guard(self.root, "read"):
+            lists = list(self._entity_rows(wanted).values())
+        sets = [self._key_set(e, keys) for e, keys in zip(wanted, lists, strict=True)]
+        # A key in c of the sets is in c(c-1)/2 of their pairwise intersections: counting
+        # those (in C) ranks the keys as counting every row would.
+        pairs = Counter(
+            chain.from_iterable(a & b for i, a in enumerate(sets) for b in sets[i + 1 :])
+        )
+        for key in exclude:
+            pairs.pop(key, None)
+        ranked = most_shared(pairs, limit)
+        if len(ranked) < limit:
+            # Each remaining key is in one list only, and every list is sorted.
+            once = (k for k in heapq.merge(*lists) if k not in pairs and k not in exclude)
+            ranked += islice(once, limit - len(ranked))
+        return ranked
+
+    def _key_set(self, entity: str, keys: tuple[str, ...]) -> frozenset[str]:
+        """Return the set of an entity's keys (kept while its row list stays cached)."""
+        found = self._entity_sets.get(entity)
+        if found is None or found[0] is not keys:
+            found = (keys, frozenset(keys))
+            self._entity_sets[entity] = found
+        return found[1]
+
     def _entity_rows(self, wanted: list[str]) -> dict[str, tuple[str, ...]]:
-        """Return the keys of each entity's rows, from the table or the cache of them."""
+        """Return the keys of each entity's rows in key order, from the table or the cache."""
         # The cache holds while no connection changes the table: data_version counts the
         # others' commits, total_changes this one's.
         version = (self._db.execute("PRAGMA data_version").fetchone()[0], self._db.total_changes)
         cache = self._entity_cache
         if version != self._entity_version:
             cache.clear()
+            self._entity_sets.clear()
             self._entity_cache_size = 0
             self._entity_version = version
         missing = [e for e in wanted if e not in cache]
         if missing:
             rows: dict[str, list[str]] = {e: [] for e in missing}
             marks = ",".join("?" * len(missing))
-            query = f"SELECT entity, key FROM entities WHERE entity IN ({marks})"
+            query = f"SELECT entity, key FROM entities WHERE entity IN ({marks}) ORDER BY key"
             for entity, key in self._db.execute(query, missing):
                 rows[entity].append(key)
             for entity, keys in rows.items():
@@ -677,7 +718,8 @@ class SearchIndex:
         for entity in wanted:
             cache.move_to_end(entity)
         while self._entity_cache_size > CACHE_ENTITY_ROWS and len(cache) > len(wanted):
-            _, evicted = cache.popitem(last=False)
+            gone, evicted = cache.popitem(last=False)
+            self._entity_sets.pop(gone, None)
             self._entity_cache_size -= len(evicted) + 1
         return found
 
@@ -810,6 +852,18 @@ class SearchIndex:
             with contextlib.suppress(FileNotFoundError):  # merged away meanwhile
                 size, crc = _checksum(on_disk[name])
                 self._db.execute("INSERT INTO segments VALUES (?, ?, ?)", [name, size, crc])
+
+
+def most_shared(counts: Mapping[str, int], limit: int) -> list[str]:
+    """Return the `limit` keys with the highest counts, ties by key: sorted(counts, key=
+    (-count, key))[:limit] without a Python key call for each of thousands of keys."""
+    ranked: list[str] = []
+    for count in sorted(set(counts.values()), reverse=True):
+        if len(ranked) >= limit:
+            break
+        level = [key for key, n in counts.items() if n == count]
+        ranked += heapq.nsmallest(limit - len(ranked), level)
+    return ranked
 
 
 def document_entities(doc: Document) -> list[tuple[str, str]]:

@@ -5,7 +5,9 @@ tens of microseconds per candidate: at 10,000 memories a three-word any-word que
 10–20 ms. Every text query recall asks is a bag of words (all terms or any term, each
 looked up in content and keywords, plus boosted feedback terms), so this module reads each
 term's posting list whole, keeps it per segment (a Whoosh segment never changes once
-written; only its deleted set does), and adds up Whoosh's own BM25 formula term by term.
+written; only its deleted set does), and adds up Whoosh's own BM25 formula term by term
+in one numpy array a segment (a common word at 100,000 memories has ~30k postings: as
+Python dictionaries, adding and ranking them cost ~100 ns each; as arrays, ~2 ns).
 tests/test_scoring.py checks the scores against Whoosh's matchers.
 
 The statistics (document count, document frequency, average field length) count live
@@ -21,14 +23,14 @@ import pickle
 import struct
 import zlib
 from array import array
-from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from itertools import accumulate
 from math import log
 from typing import Any
 
+import numpy as np
 from whoosh.codec.whoosh3 import LENGTHS_COLUMN as _LENGTHS_COLUMN
 
 from index.storage import BYTE_TO_LENGTH
@@ -36,25 +38,20 @@ from index.storage import BYTE_TO_LENGTH
 SCORED_FIELDS = ("content", "keywords")
 # A posting list: document numbers (ascending) and weights, as compact arrays (12 bytes a
 # posting, where Python lists of ints and floats cost ~75).
-Postings = tuple[Sequence[int], Sequence[float]]
+Postings = tuple[array[int], array[float]]
 _NONE: Postings = (array("i"), array("d"))
+# A term's documents in a segment (ascending) and their scores, summed over its fields.
+Vector = tuple[Any, Any]  # (numpy int32 array, numpy float64 array)
 # Posting entries kept across queries: 3M × 12 bytes is ~36 MB, and holds every posting of a
 # 100,000-memory index (2.7M), so a resident daemon reads each list from disk once.
 CACHE_POSTINGS = 3_000_000
 TIE_MARGIN = 1e-5  # wider than any two scores equal to six decimals are apart
-PROBE_RATIO = 16  # all-words: probe a list per candidate while they are ≤ 1/16 of it
-CACHE_SCORES = 200_000  # term scores kept per index version (~100 bytes each: ~20 MB)
 # Each field's scores of a term, as arrays beside its posting list, kept per index version
-# (8 bytes each: ~16 MB): a dictionary is made from one in C, 3× faster than scoring again.
+# (8 bytes each: ~16 MB).
 CACHE_VALUES = 2_000_000
-# A one-word query takes its best documents from the word's documents sorted by score
-# (with feedback terms: Fagin's threshold algorithm over their lists too): a common word's
-# first documents settle the top, where scoring its whole list, and picking the best of
-# it, cost ~100 ns a posting on every query ("agreed" at 100,000 memories: 12 → 1 ms).
-# Past this many documents looked at, scoring the lists whole is as cheap. Queries of
-# several words keep scoring whole lists: measured at 100,000 memories, their lists' sorted
-# orders, kept beside their scores, thrashed the caches and cost more than they saved.
-SORTED_ACCESS_LIMIT = 4096
+# Each term's scores summed over its fields, as numpy arrays of (document, score), kept per
+# index version: a daemon asks the same words again and again (16 bytes a posting, ~32 MB).
+CACHE_VECTORS = 2_000_000
 CACHE_FILTERS = 32  # workspace filters' document sets kept per segment
 
 
@@ -78,15 +75,10 @@ class LiveStats:
         self.has_deleted = reader.doc_count_all() != self.count
         self._idf: dict[tuple[str, str], float] = {}
         self._norms: dict[tuple[str, str], list[float]] = {}
-        # Each term's scores per segment, for this index version (a daemon asks the same
-        # words again and again): ~100 bytes an entry, least recent out past the limit.
-        self.scores: OrderedDict[tuple[str, str, str, float], dict[int, float]] = OrderedDict()
-        self.scores_size = 0
         self._values: OrderedDict[tuple[str, str, str], array[float]] = OrderedDict()
         self._values_size = 0
-        # Each term's documents, best score first (kept beside its scores, the same size).
-        self._orders: OrderedDict[tuple[str, str, str, float], array[int]] = OrderedDict()
-        self._orders_size = 0
+        self.vectors: OrderedDict[tuple[str, str, str, float], Vector] = OrderedDict()
+        self.vectors_size = 0
 
     def idf(self, fieldname: str, text: str, cache: PostingCache) -> float:
         key = (fieldname, text)
@@ -159,27 +151,20 @@ class LiveStats:
             self._values_size -= max(len(evicted), 1)
         return found
 
-    def order(self, key: tuple[str, str, str, float], scores: dict[int, float]) -> array[int]:
-        """Return the documents of one term's `scores` (kept under `key`), best first."""
-        found = self._orders.get(key)
+    def vector(self, key: tuple[str, str, str, float]) -> Vector | None:
+        """Return a term's kept (documents, scores) in a segment, or None."""
+        found = self.vectors.get(key)
         if found is not None:
-            self._orders.move_to_end(key)
-            return found
-        found = array("i", sorted(scores, key=scores.__getitem__, reverse=True))
-        self._orders[key] = found
-        self._orders_size += max(len(found), 1)
-        while self._orders_size > CACHE_SCORES and len(self._orders) > 1:
-            _, evicted = self._orders.popitem(last=False)
-            self._orders_size -= max(len(evicted), 1)
+            self.vectors.move_to_end(key)
         return found
 
-    def remember(self, key: tuple[str, str, str, float], scores: dict[int, float]) -> None:
+    def remember(self, key: tuple[str, str, str, float], vector: Vector) -> None:
         """Keep one term's scores in a segment, dropping the least recent past the limit."""
-        self.scores[key] = scores
-        self.scores_size += max(len(scores), 1)
-        while self.scores_size > CACHE_SCORES and len(self.scores) > 1:
-            _, evicted = self.scores.popitem(last=False)
-            self.scores_size -= max(len(evicted), 1)
+        self.vectors[key] = vector
+        self.vectors_size += max(len(vector[0]), 1)
+        while self.vectors_size > CACHE_VECTORS and len(self.vectors) > 1:
+            _, evicted = self.vectors.popitem(last=False)
+            self.vectors_size -= max(len(evicted[0]), 1)
 
 
 def live_field_lengths(reader: Any) -> dict[str, int]:
@@ -223,7 +208,8 @@ class PostingCache:
         self._lists: OrderedDict[tuple[str, str, str], Postings] = OrderedDict()
         self._size = 0
         self._lengths: dict[tuple[str, str], list[int]] = {}
-        self._holding: OrderedDict[tuple[str, str, tuple[str, ...]], set[int]] = OrderedDict()
+        self._holding: OrderedDict[tuple[str, str, tuple[str, ...]], Any] = OrderedDict()
+        self._deleted: dict[str, Any] = {}
 
     def postings(self, segment: Any, fieldname: str, text: str) -> Postings:
         """Return the segment's (document numbers, weights) for a term, deleted ones included."""
@@ -241,20 +227,31 @@ class PostingCache:
             self._size -= _size(evicted)
         return found
 
-    def holding(self, segment: Any, fieldname: str, texts: Collection[str]) -> set[int]:
-        """Return the segment's documents holding any of `texts` in `fieldname` (deleted
-        ones included), kept: a workspace filter rebuilt this set on every query."""
+    def holding(self, segment: Any, fieldname: str, texts: Collection[str]) -> Any:
+        """Return which of the segment's documents hold any of `texts` in `fieldname`
+        (deleted ones included) as a numpy mask, kept: a workspace filter."""
         key = (segment_id(segment), fieldname, tuple(sorted(texts)))
         found = self._holding.get(key)
         if found is None:
-            found = set()
+            found = np.zeros(segment.doc_count_all(), dtype=bool)
             for text in texts:
-                found.update(self.postings(segment, fieldname, text)[0])
+                found[np.frombuffer(self.postings(segment, fieldname, text)[0], np.int32)] = True
             self._holding[key] = found
             if len(self._holding) > CACHE_FILTERS:
                 self._holding.popitem(last=False)
         else:
             self._holding.move_to_end(key)
+        return found
+
+    def deleted(self, segment: Any) -> Any:
+        """Return the segment's deleted documents as a numpy array of document numbers
+        (kept while the set does not grow: a segment's deletions are only ever added)."""
+        gone = segment.deleted_docs_set if segment.has_deletions() else ()
+        key = segment_id(segment)
+        found = self._deleted.get(key)
+        if found is None or len(found) != len(gone):
+            found = np.fromiter(gone, dtype=np.int64, count=len(gone))
+            self._deleted[key] = found
         return found
 
     def lengths(self, segment: Any, fieldname: str) -> list[int]:
@@ -273,6 +270,8 @@ class PostingCache:
             del self._lengths[stale]
         for stale_filter in [k for k in self._holding if k[0] not in live]:
             del self._holding[stale_filter]
+        for stale_set in [k for k in self._deleted if k not in live]:
+            del self._deleted[stale_set]
 
 
 def score(
@@ -296,21 +295,9 @@ def score(
     for segment, base in reader.leaf_readers():
         if not segment.doc_count_all():
             continue  # an empty index has a reader without a segment
-        deleted = segment.deleted_docs_set if segment.has_deletions() else frozenset()
         keep = None if allowed is None else cache.holding(segment, "workspace", allowed)
-        top = _sorted_access(segment, stats, cache, query, b, k1, limit, deleted, keep)
-        if top is not None:
-            found.extend((value, base + n) for value, n in top)
-            continue
-        totals = _segment_scores(segment, stats, cache, query, b, k1)
-        if deleted or keep is not None:
-            live = totals.keys() - deleted
-            if keep is not None:
-                live &= keep
-            if len(live) < len(totals):
-                totals = {n: totals[n] for n in live}
-        floor = _floor(totals, limit)
-        found.extend((value, base + n) for n, value in totals.items() if value >= floor)
+        top = _segment_best(segment, stats, cache, query, b, k1, limit, keep)
+        found.extend((value, base + n) for value, n in top)
     best = heapq.nlargest(limit, found, key=lambda pair: (pair[0], -pair[1]))
     if len(best) == limit and len(found) > limit:
         last = round(best[-1][0], 6)
@@ -319,7 +306,7 @@ def score(
     return best
 
 
-def _sorted_access(
+def _segment_best(
     segment: Any,
     stats: LiveStats,
     cache: PostingCache,
@@ -327,178 +314,62 @@ def _sorted_access(
     b: float,
     k1: float,
     limit: int,
-    deleted: Collection[int],
-    keep: set[int] | None,
-) -> list[tuple[float, int]] | None:
-    """Return the (score, document) pairs of one segment that `_floor` would keep, for a
-    one-word query, found by sorted access: None for other queries, or when the top does
-    not settle within SORTED_ACCESS_LIMIT documents.
+    keep: Any,
+) -> list[tuple[float, int]]:
+    """Return the (score, document) pairs of one segment's live documents (those `keep`
+    marks, if given) that can be among the `limit` best or tie with the last of them to
+    six decimals (all of them for a limit of 0): the best of every segment then qualify,
+    as the last place overall scores at least each segment's own limit-th.
 
-    Each scored list is read best first, a depth at a time; a document met for the first
-    time is scored whole (its values summed in the query's order, as _segment_scores adds
-    them: the same floats). No document not yet met can score more than the sum of the
-    values at the current depth, so once that sum is below the limit-th best by more than
-    the tie margin, every document `_floor` keeps has been met.
+    Scores add up in one array a segment, term by term in the query's order, from 0: each
+    document gets the same additions in the same order as adding term scores one at a time
+    (0 + a is a), so the floats are those of a sum over its terms.
     """
-    if limit <= 0 or len(set(query.terms)) != 1:
-        return None
-    parts: list[tuple[str, tuple[str, ...], float]] = [(t, SCORED_FIELDS, 1.0) for t in query.terms]
-    parts += [(t, ("content",), query.extra_boost) for t in query.extra if t not in query.terms]
-    lists = []
-    for text, fields, boost in parts:
-        scores = _term_scores(segment, stats, cache, text, fields, boost, b, k1)
-        if scores:
-            lists.append((scores, stats.order(_score_key(segment, fields, text, boost), scores)))
-    scored: dict[int, float] = {}
-    best: list[float] = []  # a min-heap of the `limit` best scores of allowed documents
-    for depth in range(max((len(order) for _, order in lists), default=0)):
-        bound = 0.0
-        for scores, order in lists:
-            if depth >= len(order):
-                continue
-            n = order[depth]
-            bound += scores[n]
-            if n in scored or n in deleted or (keep is not None and n not in keep):
-                continue
-            value = _summed(lists, n)
-            scored[n] = value
-            if len(best) < limit:
-                heapq.heappush(best, value)
-            elif value > best[0]:
-                heapq.heapreplace(best, value)
-        if len(best) == limit and bound < best[0] - TIE_MARGIN - _SUM_SLACK:
-            break
-        if depth * len(lists) > SORTED_ACCESS_LIMIT:
-            return None
-    floor = best[0] - TIE_MARGIN if len(best) == limit else float("-inf")
-    return [(value, n) for n, value in scored.items() if value >= floor]
-
-
-def _summed(lists: list[tuple[dict[int, float], Any]], n: int) -> float:
-    """Return document `n`'s score: its values added in the lists' order."""
-    value: float | None = None
-    for scores, _ in lists:
-        part = scores.get(n)
-        if part is not None:
-            value = part if value is None else value + part
-    assert value is not None  # `n` came from one of the lists
-    return value
-
-
-_SUM_SLACK = 1e-9  # sums of the same values in another order differ by far less
-
-
-def _floor(totals: dict[int, float], limit: int) -> float:
-    """Return a score below which no document of `totals` can be among the `limit` best
-    nor tie with the last of them to six decimals (the best of every segment then qualify:
-    the last place overall scores at least each segment's own `limit`-th)."""
-    if limit <= 0 or len(totals) <= limit:
-        return float("-inf")
-    return heapq.nlargest(limit, totals.values())[-1] - TIE_MARGIN
-
-
-def _segment_scores(
-    segment: Any, stats: LiveStats, cache: PostingCache, query: TermQuery, b: float, k1: float
-) -> dict[int, float]:
+    size = segment.doc_count_all()
+    total = np.zeros(size)
     if query.require_all:
-        totals = _all_terms(segment, stats, cache, query.terms, b, k1)
+        vectors = {
+            t: _term_vector(segment, stats, cache, t, SCORED_FIELDS, 1.0, b, k1)
+            for t in set(query.terms)
+        }
+        if any(not len(ids) for ids, _ in vectors.values()):
+            matched = np.zeros(size, dtype=bool)
+        else:
+            holders = np.zeros(size, dtype=np.int32)
+            for ids, _ in vectors.values():
+                holders[ids] += 1
+            matched = holders == len(vectors)
+            for text in query.terms:
+                ids, values = vectors[text]
+                total[ids] += values
+            total[~matched] = 0.0  # only the extra terms count for the others
     else:
-        totals = {}
+        matched = np.zeros(size, dtype=bool)
         for text in query.terms:
-            _add(totals, _term_scores(segment, stats, cache, text, SCORED_FIELDS, 1.0, b, k1))
+            ids, values = _term_vector(segment, stats, cache, text, SCORED_FIELDS, 1.0, b, k1)
+            total[ids] += values
+            matched[ids] = True
     for text in query.extra:
         if text in query.terms:
             continue
-        _add(
-            totals,
-            _term_scores(segment, stats, cache, text, ("content",), query.extra_boost, b, k1),
+        ids, values = _term_vector(
+            segment, stats, cache, text, ("content",), query.extra_boost, b, k1
         )
-    return totals
+        total[ids] += values
+        matched[ids] = True
+    matched[cache.deleted(segment)] = False
+    if keep is not None:
+        matched &= keep
+    documents = np.flatnonzero(matched)
+    values = total[documents]
+    if 0 < limit < len(documents):
+        last = np.partition(values, len(values) - limit)[len(values) - limit]
+        chosen = values >= last - TIE_MARGIN
+        documents, values = documents[chosen], values[chosen]
+    return list(zip(values.tolist(), documents.tolist(), strict=True))
 
 
-def _all_terms(
-    segment: Any, stats: LiveStats, cache: PostingCache, terms: tuple[str, ...], b: float, k1: float
-) -> dict[int, float]:
-    """Return the summed scores of the documents holding every one of `terms`.
-
-    The rarest term is scored whole; each longer posting list is then asked only for the
-    documents still in the running (a binary search a document) while those are few next
-    to its length: a common word beside a rare one no longer costs its whole list. The sums
-    are added in the terms' order, exactly as scoring every list whole would.
-    """
-    if not terms:
-        return {}
-    sizes = {t: _postings_count(segment, cache, t) for t in terms}
-    if not all(sizes.values()):
-        return {}
-    per_term: dict[str, dict[int, float]] = {}
-    common: set[int] | None = None
-    for text in sorted(set(terms), key=lambda t: (sizes[t], t)):
-        cached = stats.scores.get(_score_key(segment, SCORED_FIELDS, text, 1.0))
-        if cached is not None or common is None or len(common) * PROBE_RATIO >= sizes[text]:
-            scores = _term_scores(segment, stats, cache, text, SCORED_FIELDS, 1.0, b, k1)
-        else:
-            scores = _probed_scores(segment, stats, cache, text, sorted(common), b, k1)
-        per_term[text] = scores
-        common = set(scores) if common is None else common.intersection(scores)
-        if not common:
-            return {}
-    assert common is not None
-    # sum() adds from 0 in the terms' order: 0 + a is a, then + b, + c …
-    first = per_term[terms[0]]
-    totals = {n: first[n] for n in common}
-    for text in terms[1:]:
-        scores = per_term[text]
-        totals = {n: value + scores[n] for n, value in totals.items()}
-    return totals
-
-
-def _postings_count(segment: Any, cache: PostingCache, text: str) -> int:
-    return sum(len(cache.postings(segment, f, text)[0]) for f in SCORED_FIELDS)
-
-
-def _probed_scores(
-    segment: Any,
-    stats: LiveStats,
-    cache: PostingCache,
-    text: str,
-    wanted: list[int],
-    b: float,
-    k1: float,
-) -> dict[int, float]:
-    """Return `text`'s scores (summed over the scored fields, as _term_scores does) for the
-    documents of sorted `wanted` that hold it."""
-    scores: dict[int, float] = {}
-    k1_plus_1 = k1 + 1
-    for fieldname in SCORED_FIELDS:
-        ids, weights = cache.postings(segment, fieldname, text)
-        if not ids:
-            continue
-        idf = stats.idf(fieldname, text, cache)
-        norms = stats.norms(segment, fieldname, cache, b, k1)
-        end = len(ids)
-        at = 0
-        for n in wanted:
-            at = bisect_left(ids, n, at, end)
-            if at == end:
-                break
-            if ids[at] != n:
-                continue
-            tf = weights[at]
-            value = idf * ((tf * k1_plus_1) / (tf + norms[n]))
-            scores[n] = scores[n] + value if n in scores else value
-    return scores
-
-
-def _add(totals: dict[int, float], scores: dict[int, float]) -> None:
-    """Add `scores` into `totals` (totals[n] + value where both hold n), looping in Python
-    over the documents both hold only."""
-    both = {n: totals[n] + scores[n] for n in (totals.keys() & scores.keys())}
-    totals.update(scores)
-    totals.update(both)
-
-
-def _term_scores(
+def _term_vector(
     segment: Any,
     stats: LiveStats,
     cache: PostingCache,
@@ -507,31 +378,40 @@ def _term_scores(
     boost: float,
     b: float,
     k1: float,
-) -> dict[int, float]:
-    """Return each document's BM25 score for one term, summed over `fields` (kept in
-    `stats` for the next query; callers must not change the dictionary)."""
+) -> Vector:
+    """Return one term's documents in a segment and their BM25 scores, summed over `fields`
+    in order and times `boost` (kept in `stats` for the next query; callers must not
+    change the arrays)."""
     key = _score_key(segment, fields, text, boost)
-    found = stats.scores.get(key)
+    found = stats.vector(key)
     if found is not None:
-        stats.scores.move_to_end(key)
         return found
-    scores: dict[int, float] = {}
+    parts = []
     for fieldname in fields:
         postings = cache.postings(segment, fieldname, text)
         if not postings[0]:
             continue
-        values = stats.field_values(segment, fieldname, text, postings, cache, b, k1)
-        if boost != 1.0:
-            field_scores = {n: value * boost for n, value in zip(postings[0], values, strict=True)}
-        else:
-            field_scores = dict(zip(postings[0], values, strict=True))
-        if not scores:
-            scores = field_scores
-            continue
-        for n, value in field_scores.items():
-            scores[n] = scores[n] + value if n in scores else value
-    stats.remember(key, scores)
-    return scores
+        values = np.frombuffer(
+            stats.field_values(segment, fieldname, text, postings, cache, b, k1), np.float64
+        )
+        parts.append(
+            (np.frombuffer(postings[0], np.int32), values * boost if boost != 1.0 else values)
+        )
+    if not parts:
+        found = (np.zeros(0, np.int32), np.zeros(0))
+    elif len(parts) == 1:
+        found = parts[0]
+    else:
+        # a field's value is added to the ones before it: content + keywords, as whole lists
+        summed = np.zeros(segment.doc_count_all())
+        held = np.zeros(segment.doc_count_all(), dtype=bool)
+        for ids, values in parts:
+            summed[ids] += values
+            held[ids] = True
+        documents = np.flatnonzero(held).astype(np.int32)
+        found = (documents, summed[documents])
+    stats.remember(key, found)
+    return found
 
 
 def _score_key(

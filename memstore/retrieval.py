@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
 from index import Document, IndexHit, SearchIndex, extract_entities, terms
+from index.engine import most_shared
 from index.typos import StandIn
 from memstore.conflicts import display_text
 from memstore.indexer import Entry, Indexer
@@ -197,23 +197,9 @@ def with_neighbors(indexer: Indexer, hit: Hit) -> Hit:
     """Attach the ids of the memories that correct `hit` (see with_corrections) and of up to
     four that share its entities."""
     index = indexer.search
-    shared = index.entity_keys(entity for entity, _ in index.entities_of(hit.path))
-    shared.pop(hit.path, None)
-    ranked = most_shared(shared, 4)
+    ranked = index.shared_with((e for e, _ in index.entities_of(hit.path)), 4, {hit.path})
     related = [e.id for e in sorted(indexer.by_path(ranked), key=lambda e: ranked.index(e.path))]
     return attach_corrections(hit, related)
-
-
-def most_shared(counts: dict[str, int], limit: int) -> list[str]:
-    """Return the `limit` keys with the highest counts, ties by key: sorted(counts, key=
-    (-count, key))[:limit] without a Python key call for each of thousands of keys."""
-    ranked: list[str] = []
-    for count in sorted(set(counts.values()), reverse=True):
-        if len(ranked) >= limit:
-            break
-        level = [key for key, n in counts.items() if n == count]
-        ranked += heapq.nsmallest(limit - len(ranked), level)
-    return ranked
 
 
 def core_memories(indexer: Indexer, scope: set[str] | None) -> tuple[CoreMemory, ...]:

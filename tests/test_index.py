@@ -135,6 +135,40 @@ def test_entity_table_records_what_documents_name(index: SearchIndex) -> None:
     assert index.entity_keys(["@maria", "/etc/webshop/orders.yaml"]) == {"w/b.md": 1, "i/e.md": 1}
 
 
+MENTIONS = ["@ana", "@ben", "@cleo", "src/app/main.py", "v2.3.1", "err_pnpm_peer_dep"]
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    mentions=st.lists(st.sets(st.sampled_from(MENTIONS)), min_size=1, max_size=25),
+    asked=st.sets(st.sampled_from(MENTIONS)),
+    excluded=st.sets(st.integers(0, 24)),
+    limit=st.integers(0, 6),
+)
+def test_shared_with_equals_counting_every_key(
+    tmp_path: Path, mentions: list[set[str]], asked: set[str], excluded: set[int], limit: int
+) -> None:
+    """The top keys by shared entities, from set intersections and sorted lists, are the
+    ones counting every key's rows gives."""
+    root = tmp_path / f"ix{len(list(tmp_path.iterdir()))}"
+    ix = SearchIndex.open(root)
+    try:
+        docs = [
+            Document(f"w/{i:02d}.md", f"id{i:06d}", "w", "note", " ".join(["see", *sorted(m)]), ())
+            for i, m in enumerate(mentions)
+        ]
+        ix.apply(docs)
+        exclude = {f"w/{i:02d}.md" for i in excluded}
+        counts = {k: n for k, n in ix.entity_keys(asked).items() if k not in exclude}
+        expected = sorted(counts, key=lambda k: (-counts[k], k))[:limit]
+        assert ix.shared_with(asked, limit, exclude) == expected
+        assert ix.shared_with(asked, limit, exclude) == expected  # from the cache
+    finally:
+        ix.close()
+
+
 def test_entity_extraction_kinds() -> None:
     found = dict(
         extract_entities(

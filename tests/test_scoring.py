@@ -178,24 +178,82 @@ def _score_all(index: SearchIndex, query: TermQuery, allowed: list[str] | None) 
     return {n: value for value, n in got}
 
 
-@pytest.mark.parametrize("ratio", [1, 10**9])  # probe every longer list, or never
-def test_all_words_scores_probed_or_whole_equal_whoosh_matchers(
-    layered: SearchIndex, monkeypatch: pytest.MonkeyPatch, ratio: int
+def _term_in_python(
+    segment: Any,
+    stats: LiveStats,
+    cache: PostingCache,
+    text: str,
+    fields: tuple[str, ...],
+    boost: float,
+) -> dict[int, float]:
+    out: dict[int, float] = {}
+    for field in fields:
+        postings = cache.postings(segment, field, text)
+        values = stats.field_values(segment, field, text, postings, cache, BM25_B, BM25_K1)
+        for n, value in zip(postings[0], values, strict=True):
+            value = value * boost if boost != 1.0 else value
+            out[n] = out[n] + value if n in out else value
+    return out
+
+
+def _summed_in_python(
+    index: SearchIndex, query: TermQuery, allowed: list[str] | None
+) -> dict[int, float]:
+    """Each live document's score as plain Python adds it: per term, its fields' values in
+    field order; then the terms in the query's order, then the extra terms (boosted)."""
+    reader = index._reader().reader()
+    stats, cache = _stats(index), PostingCache()
+    found: dict[int, float] = {}
+    for segment, base in reader.leaf_readers():
+        if not segment.doc_count_all():
+            continue
+
+        def term(text: str, fields: tuple[str, ...], boost: float) -> dict[int, float]:
+            return _term_in_python(segment, stats, cache, text, fields, boost)  # noqa: B023
+
+        per_term = [term(t, ("content", "keywords"), 1.0) for t in query.terms]
+        held = [set(scores) for scores in per_term]
+        docs = set.intersection(*held) if query.require_all else set().union(*held)
+        sums = {n: 0.0 for n in docs}
+        for scores in per_term:
+            for n in docs:
+                sums[n] = sums[n] + scores[n] if n in scores else sums[n]
+        for text in query.extra:
+            if text not in query.terms:
+                for n, value in term(text, ("content",), query.extra_boost).items():
+                    sums[n] = sums.get(n, 0.0) + value
+        deleted = segment.deleted_docs_set if segment.has_deletions() else set()
+        for n, value in sums.items():
+            workspace = segment.stored_fields(n)["workspace"]
+            if n not in deleted and (allowed is None or workspace in allowed):
+                found[base + n] = value
+    return found
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    terms=st.lists(st.sampled_from(TERMS), min_size=1, max_size=4),  # repeats count twice
+    require_all=st.booleans(),
+    extra=st.lists(st.sampled_from(TERMS), max_size=3, unique=True),
+    allowed=st.one_of(st.none(), st.lists(st.sampled_from(WORKSPACES), min_size=1, unique=True)),
+)
+def test_scores_are_the_floats_of_adding_term_by_term(
+    layered: SearchIndex,
+    terms: list[str],
+    require_all: bool,
+    extra: list[str],
+    allowed: list[str] | None,
 ) -> None:
-    monkeypatch.setattr(scoring, "PROBE_RATIO", ratio)
-    rng = random.Random(ratio)
-    for _ in range(40):
-        query = TermQuery(tuple(rng.sample(TERMS, rng.randint(2, 4))), require_all=True)
-        allowed = rng.choice([None, [rng.choice(WORKSPACES)]])
-        expected = _reference(layered, query, allowed)
-        got = _score_all(layered, query, allowed)
-        assert got.keys() == expected.keys()
-        # the same additions in the same order as scoring whole lists: equal, not near
-        monkeypatch.setattr(scoring, "PROBE_RATIO", 10**9)
-        assert got == _score_all(layered, query, allowed)
-        monkeypatch.setattr(scoring, "PROBE_RATIO", ratio)
-        for n, value in got.items():
-            assert value == pytest.approx(expected[n], rel=1e-12)
+    # equal, not near: a rebuilt index, a daemon and an in-process search agree exactly
+    query = TermQuery(
+        tuple(terms),
+        require_all=require_all,
+        extra=tuple(t for t in extra if t not in terms),
+        extra_boost=EXPANSION_BOOST,
+    )
+    assert _score_all(layered, query, allowed) == _summed_in_python(layered, query, allowed)
 
 
 def test_posting_lists_read_from_the_map_equal_whoosh_matchers(layered: SearchIndex) -> None:
@@ -303,19 +361,14 @@ def test_the_best_and_those_tied_with_the_last_equal_a_full_sort(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
-    terms=st.one_of(  # one word (the queries sorted access serves; a repeat counts twice), or more
-        st.sampled_from(TERMS).map(lambda t: [t]),
-        st.sampled_from(TERMS).map(lambda t: [t, t]),
-        st.lists(st.sampled_from(TERMS), min_size=2, max_size=4),
-    ),
+    terms=st.lists(st.sampled_from(TERMS), min_size=1, max_size=4),
     require_all=st.booleans(),
     extra=st.lists(st.sampled_from(TERMS), max_size=3, unique=True),
     allowed=st.one_of(st.none(), st.lists(st.sampled_from(WORKSPACES), min_size=1, unique=True)),
     limit=st.integers(1, 40),
 )
-def test_sorted_access_keeps_exactly_what_scoring_whole_lists_keeps(
+def test_a_limited_query_keeps_exactly_the_best_of_all_and_their_ties(
     layered: SearchIndex,
-    monkeypatch: pytest.MonkeyPatch,
     terms: list[str],
     require_all: bool,
     extra: list[str],
@@ -328,30 +381,28 @@ def test_sorted_access_keeps_exactly_what_scoring_whole_lists_keeps(
         extra=tuple(t for t in extra if t not in terms),
         extra_boost=EXPANSION_BOOST,
     )
-
-    def best(sorted_access: bool) -> list[tuple[float, int]]:
-        monkeypatch.setattr(scoring, "SORTED_ACCESS_LIMIT", 10**9 if sorted_access else -1)
-        return sorted(
-            score(
-                layered._reader().reader(),
-                _stats(layered),
-                layered._postings,
-                query,
-                b=BM25_B,
-                k1=BM25_K1,
-                allowed=allowed,
-                limit=limit,
-            )
-        )
-
-    # the same documents, the same floats (a query of several words scores whole lists)
-    assert best(True) == best(False)
+    every = sorted(_score_all(layered, query, allowed).items(), key=lambda p: (-p[1], p[0]))
+    wanted = {(value, n) for n, value in every[:limit]}
+    if len(every) > limit:
+        last = round(every[limit - 1][1], 6)
+        wanted |= {(value, n) for n, value in every if round(value, 6) == last}
+    got = score(
+        layered._reader().reader(),
+        _stats(layered),
+        layered._postings,
+        query,
+        b=BM25_B,
+        k1=BM25_K1,
+        allowed=allowed,
+        limit=limit,
+    )
+    assert set(got) == wanted and len(got) == len(wanted)
 
 
 def test_cached_scores_follow_the_index_and_stay_bounded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("index.scoring.CACHE_SCORES", 40)  # evicted mid-query
+    monkeypatch.setattr("index.scoring.CACHE_VECTORS", 40)  # evicted mid-query
     rng = random.Random(11)
     index = SearchIndex.open(tmp_path / "ix")
     queries = [" ".join(rng.sample(WORDS, rng.randint(1, 3))) for _ in range(30)]
@@ -366,8 +417,9 @@ def test_cached_scores_follow_the_index_and_stay_bounded(
                     (h.document.key, h.score) for h in want
                 ]
         fresh.close()
-        assert index._stats is not None and index._stats.scores
-        assert index._stats.scores_size <= 40 + max(map(len, index._stats.scores.values()))
+        assert index._stats is not None and index._stats.vectors
+        longest = max(len(ids) for ids, _ in index._stats.vectors.values())
+        assert index._stats.vectors_size <= 40 + longest
     index.close()
 
 
