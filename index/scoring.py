@@ -38,7 +38,7 @@ from index.storage import BYTE_TO_LENGTH
 SCORED_FIELDS = ("content", "keywords")
 # A posting list: document numbers (ascending) and weights, as compact arrays (12 bytes a
 # posting, where Python lists of ints and floats cost ~75).
-Postings = tuple[array[int], array[float]]
+Postings = tuple["array[int]", "array[float]"]
 _NONE: Postings = (array("i"), array("d"))
 # A term's documents in a segment (ascending) and their scores, summed over its fields.
 Vector = tuple[Any, Any]  # (numpy int32 array, numpy float64 array)
