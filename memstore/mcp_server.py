@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp.types import (
     INVALID_PARAMS,
@@ -39,6 +38,7 @@ from pydantic import ValidationError
 from memstore import __version__, client, tools
 from memstore.config import Settings
 from memstore.errors import MemstoreError
+from memstore.mcp_stdio import stdio_streams
 from memstore.ranking import estimate_tokens
 from memstore.tools import AddOut, ConfirmOut, RecallOut
 
@@ -351,7 +351,7 @@ async def _serve_stdio(server: MCPServer) -> None:
     argument is one) without a reply, so the client waits forever.
     """
     lowlevel = server._lowlevel_server
-    async with stdio_server() as (read_stream, write_stream):
+    async with stdio_streams() as (read_stream, write_stream):
         relay_send, relay_receive = anyio.create_memory_object_stream[SessionMessage | Exception]()
 
         async def relay() -> None:
