@@ -457,3 +457,61 @@ def test_stdio_request_with_a_lone_surrogate_gets_an_error_reply(vault: Path) ->
         assert proc.stdout is not None
         proc.stdout.close()
     assert (head(vault), vault_bytes(vault)) == before
+
+
+def _hello(request_id: int) -> bytes:
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}}
+    hello["clientInfo"] = {"name": "test", "version": "1"}
+    message = {"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": hello}
+    return json.dumps(message).encode("ascii") + b"\n"
+
+
+def _recall_line(request_id: int, query: bytes) -> bytes:
+    head_part = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call",' % request_id
+    return (
+        head_part + b'"params":{"name":"memory_recall","arguments":{"query":"' + query + b'"}}}\n'
+    )
+
+
+def test_stdio_lines_split_or_batched_or_not_utf8_each_get_their_reply(vault: Path) -> None:
+    # serve reads stdin through the event loop (memstore/mcp_stdio.py): a line may come in
+    # pieces, several in one write, or with bytes that are not UTF-8 (read as U+FFFD)
+    env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
+    proc = subprocess.Popen(
+        [str(EXE), "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
+    )
+    assert proc.stdin is not None
+
+    def send(data: bytes) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(data)
+        proc.stdin.flush()
+
+    try:
+        first = _hello(1)
+        send(first[:17])
+        send(first[17:])
+        assert read_reply(proc)["id"] == 1
+        send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        send(_recall_line(2, b"nginx") + _recall_line(3, b"caf\xff upload"))
+        replies = {reply["id"]: reply for reply in (read_reply(proc), read_reply(proc))}
+        assert replies.keys() == {2, 3}
+        assert all(r["result"]["isError"] is False for r in replies.values())
+    finally:
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+        assert proc.stdout is not None
+        proc.stdout.close()
+
+
+def test_stdio_from_a_file_is_served_by_the_sdk_transport(vault: Path, tmp_path: Path) -> None:
+    # a regular file cannot be read through the event loop: the SDK's threaded reader serves it
+    requests = tmp_path / "requests.jsonl"
+    requests.write_bytes(_hello(1))
+    env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
+    with requests.open("rb") as stdin:
+        done = subprocess.run(
+            [str(EXE), "serve"], stdin=stdin, capture_output=True, env=env, timeout=60
+        )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[0])["id"] == 1
