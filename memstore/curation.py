@@ -305,8 +305,7 @@ class Curator:
                 remove=(other.path,),
             )
             store.indexer.remove([other.path])
-            for path, memory in touched.items():
-                store.indexer.record(path, memory)
+            store.indexer.record_all(touched)
         return kept, other.id
 
     def keep_both(self, id_prefix: str) -> list[str]:

@@ -23,7 +23,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -548,12 +548,23 @@ class Indexer:
         """Drop files memstore has just deleted from the index."""
         self._apply([], paths, {}, None)
 
-    @_healing
     def record(self, path: str, memory: Memory) -> None:
         """Index one file memstore has just written."""
-        fingerprint = {path: self._fingerprint(path)}
-        new = () if self.by_path([path]) else (path,)
-        self._apply([path], [], fingerprint, None, memories={path: memory}, new=new)
+        self.record_all({path: memory})
+
+    @_healing
+    def record_all(self, memories: Mapping[str, Memory]) -> None:
+        """Index files memstore has just written, in one index commit (a commit each made
+        flushing 1,500 recall counters at 100,000 memories take ~40 s)."""
+        paths = list(memories)
+        if not paths:
+            return
+        fingerprints = {path: self._fingerprint(path) for path in paths}
+        known = {
+            e.path for i in range(0, len(paths), 500) for e in self.by_path(paths[i : i + 500])
+        }
+        new = tuple(path for path in paths if path not in known)
+        self._apply(paths, [], fingerprints, None, memories=dict(memories), new=new)
 
     def _fingerprint(self, path: str) -> Fingerprint:
         st = self.vault.path(path).stat()

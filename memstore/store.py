@@ -1118,8 +1118,7 @@ class Store:
                     for path, old in befores.items():
                         self._put_back(path, old)
                     raise
-            for path, memory in written:
-                self.indexer.record(path, memory)
+            self.indexer.record_all(dict(written))
         self.usage.clear(pending)
         return len(written)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -284,3 +285,28 @@ def test_clock_sets_created(vault: Path) -> None:
     with Store.open(settings_at(vault), clock=fixed_clock) as opened:
         added = opened.add("pinned time", workspace="global")
         assert opened.show(added.id)[1].created == "2026-11-29T14:12:23Z"
+
+
+def test_flushing_many_recall_counters_is_one_commit_and_one_index_write(
+    sample_vault: Path,
+) -> None:
+    with Store.open(settings_at(sample_vault)) as opened:
+        recalled = {
+            h.id
+            for q in ("deploy", "nginx", "postgres", "ios")
+            for h in opened.recall(q, workspace=None, k=5, record_usage=True).hits
+        }
+        commits, version = commit_count(sample_vault), opened.indexer.search.version()
+        flushed = opened.flush_usage()
+        assert flushed > 5
+        assert commit_count(sample_vault) == commits + 1
+        # One index write for all of them (a write each cost ~40 s at 100,000 memories).
+        assert opened.indexer.search.version() == version + 1
+        counted = {e.id: e.recalled for e in opened.indexer.entries() if e.id in recalled}
+        assert sum(1 for n in counted.values() if n >= 1) == flushed
+        found = [[(h.id, h.score) for h in opened.search(q, k=10).hits] for q in ("deploy", "ios")]
+    shutil.rmtree(sample_vault / ".memstore")
+    with Store.open(settings_at(sample_vault)) as fresh:
+        again = [[(h.id, h.score) for h in fresh.search(q, k=10).hits] for q in ("deploy", "ios")]
+        assert {e.id: e.recalled for e in fresh.indexer.entries() if e.id in recalled} == counted
+    assert again == found
