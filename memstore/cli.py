@@ -190,7 +190,15 @@ def init(
     identity = [change for change in result.plain_git if change.startswith("user.")]
     if identity:
         typer.echo(f"  git identity for merges in this vault: {', '.join(identity)}")
-    typer.echo('Next:  memstore add "what to remember" -K keyword')
+    if os.path.realpath(settings_for(None).vault) != os.path.realpath(result.path):
+        # Other commands would use (and create) ~/memstore or $MEMSTORE_VAULT instead.
+        typer.echo(
+            f"Next:  export MEMSTORE_VAULT={shlex.quote(str(result.path))}"
+            "   (other commands use it then; or pass --vault to each)"
+        )
+        typer.echo('       memstore add "what to remember" -K keyword')
+    else:
+        typer.echo('Next:  memstore add "what to remember" -K keyword')
     typer.echo("\nPaste this into CLAUDE.md or AGENTS.md so your agent uses it:\n")
     typer.echo(POINTER_SNIPPET)
 

@@ -145,6 +145,26 @@ def test_a_newcomer_inits_adds_searches_lists_edits_and_shows(installed: Machine
     assert f"id: {memory}" in shown and "server block of nginx.conf" in shown
 
 
+def test_init_of_another_folder_says_how_to_use_it(installed: Machine) -> None:
+    """A vault made anywhere but ~/memstore: init prints the one line that points the other
+    commands at it (without it, they would use, and make, ~/memstore)."""
+    folder = installed.home / "work notes"
+    printed = installed.sh(f"memstore init {shlex.quote(str(folder))}").stdout
+    export = next(line for line in printed.splitlines() if "export MEMSTORE_VAULT=" in line)
+    line = export.removeprefix("Next:").partition("(")[0].strip()
+    assert line == f"export MEMSTORE_VAULT={shlex.quote(str(folder))}"
+    before = (
+        commit_count(installed.home / "memstore") if (installed.home / "memstore").exists() else 0
+    )
+    installed.sh(f'{line} && memstore add "Builds of the docs site run on Fridays"')
+    assert len(list(folder.rglob("*.md"))) == 1
+    assert (
+        not (installed.home / "memstore").exists()
+        or commit_count(installed.home / "memstore") == before
+    )
+    assert "export" not in installed.sh("memstore init").stdout  # the default needs no line
+
+
 def test_agents_install_puts_hooks_that_recall_into_the_persons_claude_settings(
     installed: Machine,
 ) -> None:
