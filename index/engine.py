@@ -27,8 +27,8 @@ from whoosh.fields import ID, STORED, TEXT, Schema
 from whoosh.filedb.filestore import StorageError
 from whoosh.filedb.filetables import FileFormatError
 from whoosh.query import And, Prefix, Query, Term
-from whoosh.reading import TermNotFound
-from whoosh.writing import MERGE_SMALL, LockError
+from whoosh.reading import SegmentReader, TermNotFound
+from whoosh.writing import LockError
 
 from index.analysis import make_analyzer, query_terms, term_sources
 from index.entities import extract_entities
@@ -55,6 +55,7 @@ EXPANSION_MAX_DF = 0.05  # feedback terms must occur in at most 5% of documents
 COMMON_TERM_MIN = 1000  # above this many documents an any-word query keeps …
 ANY_TERM_LIMIT = 3  # … only its rarest terms (small vaults keep every term)
 MERGE_MAX_DOCS = 500  # a commit merges segments up to this size; larger ones on compact()
+MERGE_TIER = 6  # small segments merge six of a size at a time (_merge_small_segments)
 COMPACT_SEGMENTS = 12  # more segments than this and the long-running shells compact
 CACHE_QUERIES = 1000  # queries whose stand-ins are kept for the index version
 MAX_STAND_INS = 8  # unknown terms of one query looked at for a stand-in
@@ -872,14 +873,41 @@ def document_entities(doc: Document) -> list[tuple[str, str]]:
 
 
 def _merge_small_segments(writer: Any, segments: list[Any]) -> list[Any]:
-    """Whoosh's own merge policy, kept to segments of at most MERGE_MAX_DOCS documents.
+    """Merge small segments by tiers: MERGE_TIER segments of about one size (a power of
+    MERGE_TIER apart) merge into one of the next, and segments above MERGE_MAX_DOCS merge
+    only when asked (`compact`).
 
-    Left alone, a commit now and then merges the large segments too: one `add` in ~100 took
-    4 s at 10,000 memories. Large segments merge only when asked (`compact`).
+    Whoosh's own policy (MERGE_SMALL) folds the smallest segments into the growing one
+    every few commits, rewriting a few hundred documents: at 100,000 memories one `add` in
+    ten spent 100–300 ms merging. By tiers a document is rewritten once a tier, and one
+    commit in twenty rewrites a handful of documents (tests/benchmarks/bench_scale.py).
     """
-    large = [s for s in segments if s.doc_count_all() > MERGE_MAX_DOCS]
-    small = [s for s in segments if s.doc_count_all() <= MERGE_MAX_DOCS]
-    return large + list(MERGE_SMALL(writer, small))
+    tiers: dict[int, list[Any]] = {}
+    kept = []
+    for segment in segments:
+        count = segment.doc_count_all()
+        if count > MERGE_MAX_DOCS:
+            kept.append(segment)
+        else:
+            tiers.setdefault(_tier(count), []).append(segment)
+    for tier in tiers.values():
+        if len(tier) < MERGE_TIER - 1:  # with the segment this commit writes, a tier's worth
+            kept += tier
+            continue
+        for segment in tier:
+            reader = SegmentReader(writer.storage, writer.schema, segment)
+            writer.add_reader(reader)
+            reader.close()
+    return kept
+
+
+def _tier(count: int) -> int:
+    """Return how many times MERGE_TIER goes into `count` (0 below MERGE_TIER)."""
+    tier = 0
+    while count >= MERGE_TIER:
+        count //= MERGE_TIER
+        tier += 1
+    return tier
 
 
 def _open_whoosh(folder: Path) -> Any:

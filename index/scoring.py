@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 from whoosh.codec.whoosh3 import LENGTHS_COLUMN as _LENGTHS_COLUMN
+from whoosh.util.numeric import length_to_byte
 
 from index.storage import BYTE_TO_LENGTH
 
@@ -53,6 +54,10 @@ CACHE_VALUES = 2_000_000
 # index version: a daemon asks the same words again and again (16 bytes a posting, ~32 MB).
 CACHE_VECTORS = 2_000_000
 CACHE_FILTERS = 32  # workspace filters' document sets kept per segment
+# A stored length byte to the length it counts as: in live totals an absent field (byte 0)
+# adds nothing; in BM25's length part it is 1.
+_LIVE_LENGTHS = np.array([n or 0 for n in BYTE_TO_LENGTH], dtype=np.int64)
+_NORM_LENGTHS = tuple(1 if n is None else n for n in BYTE_TO_LENGTH)
 
 
 @dataclass(frozen=True)
@@ -74,8 +79,8 @@ class LiveStats:
         self.count = reader.doc_count()
         self.has_deleted = reader.doc_count_all() != self.count
         self._idf: dict[tuple[str, str], float] = {}
-        self._norms: dict[tuple[str, str], list[float]] = {}
-        self._values: OrderedDict[tuple[str, str, str], array[float]] = OrderedDict()
+        self._norms: dict[tuple[str, str], Any] = {}  # numpy arrays
+        self._values: OrderedDict[tuple[str, str, str], Any] = OrderedDict()  # numpy
         self._values_size = 0
         self.vectors: OrderedDict[tuple[str, str, str, float], Vector] = OrderedDict()
         self.vectors_size = 0
@@ -101,19 +106,19 @@ class LiveStats:
     def avg_field_length(self, fieldname: str) -> float:
         return self.lengths.get(fieldname, 0) / (self.count or 1)
 
-    def norms(
-        self, segment: Any, fieldname: str, cache: PostingCache, b: float, k1: float
-    ) -> list[float]:
-        """Return BM25's length part, k1 × ((1 − b) + b × length / average), per document."""
+    def norms(self, segment: Any, fieldname: str, cache: PostingCache, b: float, k1: float) -> Any:
+        """Return BM25's length part, k1 × ((1 − b) + b × length / average), per document
+        (a numpy array)."""
         key = (segment_id(segment), fieldname)
-        if key not in self._norms:
+        found = self._norms.get(key)
+        if found is None:
             avgfl = self.avg_field_length(fieldname) or 1
-            lengths = cache.lengths(segment, fieldname)
-            # Lengths are quantized to a byte: a few hundred values at most, each computed
-            # exactly as whoosh.scoring.bm25 does.
-            table = {n: k1 * ((1 - b) + b * n / avgfl) for n in set(lengths)}
-            self._norms[key] = [table[n] for n in lengths]
-        return self._norms[key]
+            # Lengths are stored as a byte: 256 values, each computed exactly as
+            # whoosh.scoring.bm25 does (an absent field counts as length 1, as Whoosh's
+            # doc_field_length default), then looked up per document.
+            table = np.array([k1 * ((1 - b) + b * n / avgfl) for n in _NORM_LENGTHS])
+            found = self._norms[key] = table[cache.codes(segment, fieldname)]
+        return found
 
     def field_values(
         self,
@@ -124,26 +129,22 @@ class LiveStats:
         cache: PostingCache,
         b: float,
         k1: float,
-    ) -> array[float]:
-        """Return the term's BM25 score in one field for each of its postings, in order."""
+    ) -> Any:
+        """Return the term's BM25 score in one field for each of its postings, in order
+        (a numpy array)."""
         key = (segment_id(segment), fieldname, text)
         found = self._values.get(key)
         if found is not None:
             self._values.move_to_end(key)
             return found
-        ids, weights = postings
+        ids = np.frombuffer(postings[0], np.int32)
+        tf = np.frombuffer(postings[1], np.float64)
         idf = self.idf(fieldname, text, cache)
         norms = self.norms(segment, fieldname, cache, b, k1)
-        k1_plus_1 = k1 + 1
         # whoosh.scoring.bm25, idf * ((tf * (k1 + 1)) / (tf + k1 * ((1 - b) + b * dl / avgfl))),
-        # with the length part looked up: the same operations in the same order, the same floats
-        found = array(
-            "d",
-            [
-                idf * ((tf * k1_plus_1) / (tf + norms[n]))
-                for n, tf in zip(ids, weights, strict=True)
-            ],
-        )
+        # with the length part looked up: the same IEEE operations in the same order, one
+        # element at a time, so the same floats as Python's
+        found = idf * ((tf * (k1 + 1)) / (tf + norms[ids]))
         self._values[key] = found
         self._values_size += max(len(found), 1)
         while self._values_size > CACHE_VALUES and len(self._values) > 1:
@@ -173,31 +174,39 @@ def live_field_lengths(reader: Any) -> dict[str, int]:
     for segment, _ in reader.leaf_readers():
         if not segment.doc_count_all():
             continue
-        deleted = segment.deleted_docs_set if segment.has_deletions() else ()
+        deleted = _deleted_ids(segment)
         for fieldname in SCORED_FIELDS:
-            lengths = field_lengths(segment, fieldname)
-            totals[fieldname] += sum(n for n in lengths if n) - sum(
-                lengths[n] or 0 for n in deleted
-            )
+            lengths = _LIVE_LENGTHS[field_codes(segment, fieldname)]
+            totals[fieldname] += int(lengths.sum()) - int(lengths[deleted].sum())
     return totals
 
 
-def field_lengths(segment: Any, fieldname: str) -> list[int | None]:
-    """Return one segment's field length per document, as Whoosh stores it (quantized to a
-    byte; None where the document has no such field), deleted documents included."""
+def field_codes(segment: Any, fieldname: str) -> Any:
+    """Return one segment's stored length byte per document, deleted documents included, as
+    a numpy uint8 array (0 where the document has no such field; BYTE_TO_LENGTH decodes)."""
     count = segment.doc_count_all()
+    codes = np.zeros(count, dtype=np.uint8)
     try:
         # Whoosh's lengths column, read whole: asking doc_field_length per document cost
         # ~0.3 s a field at 100,000 documents in every new process.
         perdoc = segment._perdoc
         column = perdoc._cached_reader(f"_{fieldname}_len", _LENGTHS_COLUMN)
         if column is None:
-            return [None] * count
+            return codes
         raw = column._dbfile.get(column._basepos, column._count)
     except AttributeError:  # another codec: the public, slower way
-        return [segment.doc_field_length(n, fieldname, None) for n in range(count)]
-    table = BYTE_TO_LENGTH
-    return [table[b] for b in raw] + [None] * (count - len(raw))
+        for n in range(count):
+            length = segment.doc_field_length(n, fieldname, None)
+            codes[n] = 0 if length is None else length_to_byte(length)
+        return codes
+    stored = np.frombuffer(raw, dtype=np.uint8)[:count]
+    codes[: len(stored)] = stored
+    return codes
+
+
+def _deleted_ids(segment: Any) -> Any:
+    gone = segment.deleted_docs_set if segment.has_deletions() else ()
+    return np.fromiter(gone, dtype=np.int64, count=len(gone))
 
 
 class PostingCache:
@@ -207,7 +216,7 @@ class PostingCache:
         self.limit = limit
         self._lists: OrderedDict[tuple[str, str, str], Postings] = OrderedDict()
         self._size = 0
-        self._lengths: dict[tuple[str, str], list[int]] = {}
+        self._lengths: dict[tuple[str, str], Any] = {}  # length bytes, numpy
         self._holding: OrderedDict[tuple[str, str, tuple[str, ...]], Any] = OrderedDict()
         self._deleted: dict[str, Any] = {}
 
@@ -250,16 +259,16 @@ class PostingCache:
         key = segment_id(segment)
         found = self._deleted.get(key)
         if found is None or len(found) != len(gone):
-            found = np.fromiter(gone, dtype=np.int64, count=len(gone))
-            self._deleted[key] = found
+            found = self._deleted[key] = _deleted_ids(segment)
         return found
 
-    def lengths(self, segment: Any, fieldname: str) -> list[int]:
-        """Return the segment's field length per document (as Whoosh stores it, quantized)."""
+    def codes(self, segment: Any, fieldname: str) -> Any:
+        """Return the segment's stored length byte per document (see field_codes), kept."""
         key = (segment_id(segment), fieldname)
-        if key not in self._lengths:
-            self._lengths[key] = [1 if n is None else n for n in field_lengths(segment, fieldname)]
-        return self._lengths[key]
+        found = self._lengths.get(key)
+        if found is None:
+            found = self._lengths[key] = field_codes(segment, fieldname)
+        return found
 
     def forget_except(self, segments: Iterable[Any]) -> None:
         """Drop what belongs to segments no longer in the index."""
@@ -391,9 +400,7 @@ def _term_vector(
         postings = cache.postings(segment, fieldname, text)
         if not postings[0]:
             continue
-        values = np.frombuffer(
-            stats.field_values(segment, fieldname, text, postings, cache, b, k1), np.float64
-        )
+        values = stats.field_values(segment, fieldname, text, postings, cache, b, k1)
         parts.append(
             (np.frombuffer(postings[0], np.int32), values * boost if boost != 1.0 else values)
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from index import Document, SearchIndex, SearchIndexError, engine, extract_entities
 from index.analysis import identifier_parts
+from index.scoring import segment_id
 
 DOCS = [
     Document(
@@ -248,12 +250,33 @@ def test_commits_leave_large_segments_alone_and_compact_merges_all(
     )
     for n in range(12):  # one document a commit, as adds do
         index.apply([Document(f"w/x{n}.md", f"x{n:07x}", "w", "note", f"redis note {n}")])
-    # Whoosh's own policy folds the 10-document segment into a merge within these commits
+    # the small segments merge by tiers; the 10-document one stays as it is
     sizes = sorted(r.doc_count_all() for r, _ in index._reader().reader().leaf_readers())
     assert sizes[-1] == 10 and index.segment_count() > 1
     before = index.search("kafka lag", limit=5)
     index.compact()
     assert index.segment_count() == 1 and index.search("kafka lag", limit=5) == before
+    index.close()
+
+
+def test_one_document_commits_merge_by_tiers_and_rewrite_few_documents(tmp_path: Path) -> None:
+    index = SearchIndex.open(tmp_path / "ix")
+    index.apply([Document(f"w/{n}.md", f"{n:08x}", "w", "note", f"kafka {n}") for n in range(600)])
+    rewritten = []
+    for n in range(300):  # one document a commit, as adds do
+        before = {segment_id(r) for r, _ in index._reader().reader().leaf_readers()}
+        index.apply([Document(f"w/x{n}.md", f"x{n:07x}", "w", "note", f"redis note {n}")])
+        leaves = [r for r, _ in index._reader().reader().leaf_readers()]
+        written = [r.doc_count_all() for r in leaves if segment_id(r) not in before]
+        assert len(written) == 1  # the commit's own segment, with whatever merged into it
+        rewritten.append(written[0] - 1)
+        tiers = Counter(engine._tier(r.doc_count_all()) for r in leaves if r.doc_count_all() <= 500)
+        assert max(tiers.values()) < engine.MERGE_TIER, tiers
+    assert sum(r.doc_count_all() for r in leaves) == 900  # nothing lost in merges
+    assert 600 in [r.doc_count_all() for r in leaves]  # the large segment was left alone
+    rewritten.sort()
+    assert rewritten[len(rewritten) * 95 // 100] <= 10 and rewritten[-1] < 300, rewritten[-20:]
+    assert len(index.search("redis note", limit=500)) == 300
     index.close()
 
 

@@ -60,7 +60,7 @@ class ReferenceBM25F(BM25F):
     def __init__(self, reader: Any) -> None:
         super().__init__(B=BM25_B, K1=BM25_K1)
         self.reader = reader
-        self.lengths = live_field_lengths(reader)
+        self.lengths = _live_lengths_one_by_one(reader)
 
     def scorer(self, searcher: Any, fieldname: str, text: Any, qf: int = 1) -> Any:
         reader, lengths = self.reader, self.lengths
@@ -78,6 +78,14 @@ class ReferenceBM25F(BM25F):
                 self.setup(searcher, fieldname, text)
 
         return Scorer()
+
+
+def _live_lengths_one_by_one(reader: Any) -> dict[str, int]:
+    """Each scored field's length summed over live documents, one document at a time."""
+    return {
+        field: sum(reader.doc_field_length(n, field) or 0 for n in reader.all_doc_ids())
+        for field in ("content", "keywords")
+    }
 
 
 def _doc(rng: random.Random, n: int) -> Document:
@@ -254,6 +262,16 @@ def test_scores_are_the_floats_of_adding_term_by_term(
         extra_boost=EXPANSION_BOOST,
     )
     assert _score_all(layered, query, allowed) == _summed_in_python(layered, query, allowed)
+
+
+def test_live_field_lengths_leave_deleted_documents_out(layered: SearchIndex) -> None:
+    reader = layered._reader().reader()
+    assert reader.doc_count_all() > reader.doc_count()  # deleted documents are there
+    expected = _live_lengths_one_by_one(reader)
+    assert live_field_lengths(reader) == expected
+    assert all(expected.values())
+    whoosh_totals = {f: reader.field_length(f) for f in expected}
+    assert whoosh_totals != expected  # Whoosh's own totals still count the deleted ones
 
 
 def test_posting_lists_read_from_the_map_equal_whoosh_matchers(layered: SearchIndex) -> None:
