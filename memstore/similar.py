@@ -1,21 +1,25 @@
-"""Near-duplicate pairs among sets of terms, found from each set's rarest terms, never all pairs.
+"""Near-duplicate pairs among sets of terms, counted from inverted lists, never all pairs.
 
 Two sets are near-duplicates when the smaller one has at least a `threshold` share of
-its terms in the other (containment). For a set X of m terms that needs k(m) shared terms,
-at most m − k(m) of X's terms can be missing from the other set, so any m − k(m) + 1 of
-X's terms include a shared one. Indexing each set under its m − k(m) + 1 rarest terms
-(its *prefix*) and probing with every term of each larger set therefore finds every
-pair the all-pairs comparison finds: the filter is exact, not a sample. Rare terms keep
-the posting lists short, so the work follows the pairs that share something rare.
+its terms in the other (containment). Each set is probed once, in order of size: the
+inverted lists of its terms, cut to the sets before it, are counted in one numpy
+`bincount`, which gives its overlap with every earlier set that shares a term — exactly
+the all-pairs comparison, at the cost of the lists' lengths in C rather than a Python
+set intersection per candidate (a generated 22,000-memory workspace has 20 million
+candidate pairs at containment 0.5: 34 s as intersections). `neighbours` also keeps each
+set's few closest, for a caller that reads every pair closely.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
+
+import numpy as np
 
 from index.analysis import TOKEN_PATTERN, expand_contractions, make_analyzer
 
@@ -53,11 +57,12 @@ def containment(mine: frozenset[str], theirs: frozenset[str]) -> float:
     return len(mine & theirs) / max(min(len(mine), len(theirs)), 1)
 
 
-@cache
-def required_overlap(size: int, threshold: float) -> int:
-    """Fewest shared terms that make a set of `size` terms reach `threshold` containment."""
-    # The same float comparison containment() callers make: 0.7 * 10 is 7.000000000000001.
-    return next((k for k in range(1, size + 1) if k / size >= threshold), size)
+@dataclass
+class Neighbours(Generic[Key]):
+    """What `neighbours` finds: (smaller set's key, larger set's key) → containment."""
+
+    pairs: dict[tuple[Key, Key], float] = field(default_factory=dict)  # all ≥ the threshold
+    closest: dict[tuple[Key, Key], float] = field(default_factory=dict)  # a few ≥ `loose` a set
 
 
 def similar_pairs(
@@ -70,6 +75,20 @@ def similar_pairs(
     `items` are (key, group, terms); sets of different groups are never compared and an
     empty set pairs with nothing. `progress(done, total)` follows the sets probed.
     """
+    return neighbours(items, threshold, progress=progress).pairs
+
+
+def neighbours(
+    items: Iterable[tuple[Key, str, frozenset[str]]],
+    threshold: float,
+    *,
+    loose: float = 1.0,
+    per_set: int = 0,
+    progress: Progress | None = None,
+) -> Neighbours[Key]:
+    """Find every pair reaching `threshold` (as similar_pairs) and, for each set, its
+    `per_set` closest smaller sets reaching `loose` (highest containment first, then key):
+    a caller that reads every pair closely reads at most `per_set` a set."""
     groups: defaultdict[str, dict[Key, frozenset[str]]] = defaultdict(dict)
     for key, group, chosen in items:
         if chosen:
@@ -83,34 +102,49 @@ def similar_pairs(
         if progress is not None and (done % _PROGRESS_EVERY == 0 or done == total):
             progress(done, total)
 
-    found: dict[tuple[Key, Key], float] = {}
+    found: Neighbours[Key] = Neighbours()
     for sets in groups.values():
-        found.update(_group_pairs(sets, threshold, tick))
+        _group_pairs(sets, min(threshold, loose), tick, found, threshold, per_set)
     return found
 
 
 def _group_pairs(
-    sets: dict[Key, frozenset[str]], threshold: float, tick: Callable[[], None]
-) -> dict[tuple[Key, Key], float]:
-    """Return the pairs of one group reaching `threshold`, probing each set once."""
-    frequency = Counter(term for chosen in sets.values() for term in chosen)
-    postings: defaultdict[str, list[Key]] = defaultdict(list)
-    found: dict[tuple[Key, Key], float] = {}
-    # Smallest first: every set already indexed is no larger than the one probing, so
-    # the indexed set is the one whose share is measured and whose prefix must match.
-    for key in sorted(sets, key=lambda key: len(sets[key])):
-        mine = sets[key]
-        candidates: set[Key] = set()
-        for term in mine:
-            if term in postings:
-                candidates.update(postings[term])
-        for other in candidates:
-            theirs = sets[other]
-            share = len(theirs & mine) / len(theirs)
-            if share >= threshold:
-                found[(other, key)] = share
-        rarest = sorted(mine, key=frequency.__getitem__)
-        for term in rarest[: len(mine) - required_overlap(len(mine), threshold) + 1]:
-            postings[term].append(key)
+    sets: dict[Key, frozenset[str]],
+    lowest: float,
+    tick: Callable[[], None],
+    found: Neighbours[Key],
+    threshold: float,
+    per_set: int,
+) -> None:
+    """Add one group's pairs to `found`, probing each set once."""
+    # Smallest first: every earlier set is no larger than the one probing, so the earlier
+    # set is the one whose share is measured.
+    order = sorted(sets, key=lambda key: len(sets[key]))
+    members: defaultdict[str, list[int]] = defaultdict(list)
+    for position, key in enumerate(order):
+        for term in sets[key]:
+            members[term].append(position)
+    lists = {term: np.array(held, dtype=np.int64) for term, held in members.items()}
+    sizes = np.array([len(sets[key]) for key in order], dtype=np.int64)
+    for position, key in enumerate(order):
+        if position:
+            held = [lists[term] for term in sets[key]]
+            before = [ids[: np.searchsorted(ids, position)] for ids in held]
+            counts = np.bincount(np.concatenate(before), minlength=position)
+            sharing = np.flatnonzero(counts)
+            # int64 / int64 divides as Python's len(a & b) / len(b) does: the same floats
+            shares = counts[sharing] / sizes[sharing]
+            close = shares >= lowest
+            pairs = [
+                (order[other], share)
+                for other, share in zip(
+                    sharing[close].tolist(), shares[close].tolist(), strict=True
+                )
+            ]
+            found.pairs.update(
+                ((other, key), share) for other, share in pairs if share >= threshold
+            )
+            if per_set:
+                best = sorted(pairs, key=lambda pair: (-pair[1], str(pair[0])))[:per_set]
+                found.closest.update(((other, key), share) for other, share in best)
         tick()
-    return found

@@ -119,15 +119,6 @@ def test_term_sets_match_the_index_on_the_sample_vault_and_corpus() -> None:
     assert term_sets(texts) == [terms(text) for text in texts]
 
 
-def test_required_overlap_is_the_fewest_shared_terms_that_reach_the_threshold() -> None:
-    from memstore.similar import required_overlap
-
-    for threshold in (0.5, 0.7, 0.75, 0.9, 1.0):
-        for size in range(1, 120):
-            needed = required_overlap(size, threshold)
-            assert needed / size >= threshold and (needed == 1 or (needed - 1) / size < threshold)
-
-
 term_set = st.frozensets(st.sampled_from([f"t{i}" for i in range(14)]), max_size=10)
 
 
@@ -136,13 +127,36 @@ term_set = st.frozensets(st.sampled_from([f"t{i}" for i in range(14)]), max_size
     st.lists(st.tuples(st.sampled_from(["a", "b"]), term_set), max_size=40),
     st.sampled_from([0.5, 0.7, 0.9]),
 )
-def test_rare_term_candidates_find_exactly_the_all_pairs_result(
+def test_counted_overlaps_find_exactly_the_all_pairs_result(
     sets: list[tuple[str, frozenset[str]]], threshold: float
 ) -> None:
     from memstore.similar import similar_pairs
 
     items = [(f"m{i}", group, chosen) for i, (group, chosen) in enumerate(sets)]
     assert unordered(similar_pairs(items, threshold)) == all_pairs(items, threshold)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(["a", "b"]), term_set), max_size=40),
+    st.integers(min_value=1, max_value=4),
+)
+def test_neighbours_keep_every_near_pair_and_each_sets_closest(
+    sets: list[tuple[str, frozenset[str]]], count: int
+) -> None:
+    from memstore.similar import neighbours, similar_pairs
+
+    items = [(f"m{i:02}", group, chosen) for i, (group, chosen) in enumerate(sets)]
+    loose = similar_pairs(items, 0.5)
+    found = neighbours(items, 0.7, loose=0.5, per_set=count)
+    assert found.pairs == similar_pairs(items, 0.7)
+    assert unordered(found.pairs) == all_pairs(items, 0.7)
+    assert found.closest.items() <= loose.items()
+    for larger in {b for _, b in loose}:
+        mine = sorted((-share, a) for (a, b), share in loose.items() if b == larger)
+        expected = {(a, larger): -negative for negative, a in mine[:count]}
+        assert {pair: v for pair, v in found.closest.items() if pair[1] == larger} == expected
+    assert len(found.closest) <= count * len(items)
 
 
 def test_every_pair_of_a_3000_memory_corpus_is_found_with_progress() -> None:
