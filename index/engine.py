@@ -56,7 +56,7 @@ COMMON_TERM_MIN = 1000  # above this many documents an any-word query keeps …
 ANY_TERM_LIMIT = 3  # … only its rarest terms (small vaults keep every term)
 MERGE_MAX_DOCS = 500  # a commit merges segments up to this size; larger ones on compact()
 MERGE_TIER = 6  # small segments merge six of a size at a time (_merge_small_segments)
-COMPACT_SEGMENTS = 12  # more segments than this and the long-running shells compact
+COMPACT_SEGMENTS = 8  # more large segments than this and the long-running shells compact
 CACHE_QUERIES = 1000  # queries whose stand-ins are kept for the index version
 MAX_STAND_INS = 8  # unknown terms of one query looked at for a stand-in
 CACHE_ENTITY_ROWS = 200_000  # entity rows' keys kept across look-ups (~10 MB at most)
@@ -795,8 +795,13 @@ class SearchIndex:
             return sum(1 for reader, _ in leaves if reader.doc_count_all())
 
     def needs_compacting(self) -> bool:
-        """Say whether enough segments piled up that searches pay for them."""
-        return self.segment_count() > COMPACT_SEGMENTS
+        """Say whether enough large segments piled up that searches pay for them (small
+        ones are kept few by the tiers commits merge them in)."""
+        searcher = self._reader()
+        with _guard(self.root, "read"):
+            leaves = searcher.reader().leaf_readers()
+            large = sum(1 for reader, _ in leaves if reader.doc_count_all() > MERGE_MAX_DOCS)
+        return large > COMPACT_SEGMENTS
 
     def compact(self) -> None:
         """Merge every segment into one (seconds at 10,000 documents)."""

@@ -259,6 +259,27 @@ def test_commits_leave_large_segments_alone_and_compact_merges_all(
     index.close()
 
 
+def test_only_large_segments_piling_up_call_for_compacting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(engine, "MERGE_MAX_DOCS", 50)  # "large" is above 50 documents here
+    index = SearchIndex.open(tmp_path / "ix")
+    for n in range(40):  # small commits: the tiers keep them few, no compacting needed
+        index.apply([Document(f"w/s{n}.md", f"s{n:07x}", "w", "note", f"redis note {n}")])
+    assert not index.needs_compacting()
+    for batch in range(engine.COMPACT_SEGMENTS + 1):  # large batches, as syncs bring in
+        docs = [
+            Document(f"w/b{batch}-{n}.md", f"b{batch:03}{n:05x}", "w", "note", f"kafka {n}")
+            for n in range(60)
+        ]
+        assert not index.needs_compacting()
+        index.apply(docs)
+    assert index.needs_compacting()
+    index.compact()
+    assert not index.needs_compacting() and index.segment_count() == 1
+    index.close()
+
+
 def test_one_document_commits_merge_by_tiers_and_rewrite_few_documents(tmp_path: Path) -> None:
     index = SearchIndex.open(tmp_path / "ix")
     index.apply([Document(f"w/{n}.md", f"{n:08x}", "w", "note", f"kafka {n}") for n in range(600)])
