@@ -13,6 +13,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from index import Document, SearchIndex
 from index.analysis import make_analyzer, query_terms
@@ -50,6 +52,32 @@ def test_the_automaton_walks_a_sorted_table_for_terms_within_reach() -> None:
     assert near_terms("kafak", 1, [first_at_or_after]) == {"kafka"}
     assert near_terms("uplaod", 1, [first_at_or_after]) == {"upload"}
     assert near_terms("zebra", 1, [first_at_or_after]) == set()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    term=st.text("abcdeor", min_size=4, max_size=10),
+    vocabulary=st.lists(st.text("abcdeor", min_size=1, max_size=12), min_size=1, max_size=300),
+)
+def test_the_lazy_automaton_finds_what_the_whole_one_and_the_distance_find(
+    term: str, vocabulary: list[str]
+) -> None:
+    from whoosh.automata.fsa import find_all_matches
+
+    from index.typos import automaton
+
+    table = sorted(set(vocabulary))
+
+    def first_at_or_after(text: str) -> str | None:
+        at = bisect.bisect_left(table, text)
+        return table[at] if at < len(table) else None
+
+    for edits in (1, 2):
+        found = near_terms(term, edits, [first_at_or_after])
+        whole = automaton(term, edits)._nfa.to_dfa()
+        assert found == set(find_all_matches(whole, first_at_or_after))
+        expected = {t for t in table if t[:1] == term[:1] and distance(term, t) <= edits}
+        assert found == expected
 
 
 def test_the_nearest_wins_then_the_most_frequent_and_the_first_letter_is_kept() -> None:
