@@ -533,14 +533,14 @@ class Indexer:
             if not folder:
                 continue  # the vault's own folder holds no memories
             low, high = _subtree(folder)
-            rows = self._query(
-                "SELECT path, mtime_ns, size FROM files WHERE path >= ? AND path < ?", [low, high]
-            )
-            found.update(
-                (path, (mtime, size))
-                for path, mtime, size in rows
-                if whole or "/" not in path[len(low) :]
-            )
+            query = "SELECT path, mtime_ns, size FROM files WHERE path >= ? AND path < ?"
+            if not whole:
+                # direct children only, chosen by sqlite: a workspace folder listed again
+                # (a month folder made in it) would otherwise fetch its whole subtree, ~20k
+                # rows at 100k memories, on every add until the folder settles
+                query += " AND instr(substr(path, ?), '/') = 0"
+            rows = self._query(query, [low, high] if whole else [low, high, len(low) + 1])
+            found.update((path, (mtime, size)) for path, mtime, size in rows)
         return found
 
     @_healing

@@ -90,6 +90,31 @@ def test_quick_catch_up_follows_folders_created_moved_and_removed(
     assert {e.path for e in settled.indexer.entries()} == {"webshop/old/a-aaaa1111.md"}
 
 
+def test_a_folder_listed_again_keeps_the_files_of_its_subfolders(
+    settled: Store, vault: Path
+) -> None:
+    # old flat files beside month folders: listing `webshop` again (a month folder made in
+    # it) must compare its own files only, not drop those a level down
+    write(vault, "webshop/flat-aaaa1111.md", memory_text("aaaa1111", "kestrel upload"))
+    write(vault, "webshop/2026-10/m-bbbb2222.md", memory_text("bbbb2222", "osprey deploy"))
+    assert hits(settled, "kestrel osprey") != []
+    write(vault, "webshop/2026-11/n-cccc3333.md", memory_text("cccc3333", "heron cache"))
+    write(vault, "webshop/flat2-dddd4444.md", memory_text("dddd4444", "plover queue"))
+    assert hits(settled, "heron") == ["webshop/2026-11/n-cccc3333.md"]
+    assert {e.path for e in settled.indexer.entries()} == {
+        "webshop/flat-aaaa1111.md",
+        "webshop/flat2-dddd4444.md",
+        "webshop/2026-10/m-bbbb2222.md",
+        "webshop/2026-11/n-cccc3333.md",
+    }
+    assert sorted(d.key for d in settled.indexer.search.documents()) == sorted(
+        e.path for e in settled.indexer.entries()
+    )  # each file indexed once: none taken for new while the index holds it
+    (vault / "webshop" / "flat-aaaa1111.md").unlink()
+    assert hits(settled, "kestrel") == [] and hits(settled, "osprey") != []
+    assert "webshop/flat-aaaa1111.md" not in {d.key for d in settled.indexer.search.documents()}
+
+
 def test_a_change_in_the_same_clock_tick_as_the_last_look_is_not_missed(
     store: Store, vault: Path
 ) -> None:
