@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 import shutil
 import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -84,6 +86,13 @@ def generate(vault: Path, count: int, seed: int = 7) -> list[str]:
     return paths
 
 
+def stopped_clock() -> Callable[[], datetime]:
+    """A clock that stays at this moment: a score's decay moves with the time of the search,
+    and two searches a rebuild apart may round differently in the fourth decimal."""
+    moment = datetime.now(UTC)
+    return lambda: moment
+
+
 def answers(store: Store) -> list[list[tuple[str, str, float]]]:
     return [
         [(h.id, h.path, round(h.score, 9)) for h in store.search(q, workspace=None, k=10).hits]
@@ -93,7 +102,8 @@ def answers(store: Store) -> list[list[tuple[str, str, float]]]:
 
 def check_rebuild_answers_the_same(vault: Path, count: int) -> None:
     paths = generate(vault, count)
-    with Store.open(settings_at(vault)) as store:
+    clock = stopped_clock()
+    with Store.open(settings_at(vault), clock=clock) as store:
         store.catch_up()
         for n in range(20):  # the write lane's one-document updates, on top
             store.add(f"kafka consumer lag alert number {n} on OrderService", workspace="infra")
@@ -110,7 +120,7 @@ def check_rebuild_answers_the_same(vault: Path, count: int) -> None:
     assert steps[-1] == (count + 20, count + 20)
     assert [d for d, _ in steps] == sorted(d for d, _ in steps)
     shutil.rmtree(vault / ".memstore")
-    with Store.open(settings_at(vault)) as fresh:
+    with Store.open(settings_at(vault), clock=clock) as fresh:
         assert answers(fresh) == incremental
 
 
@@ -133,7 +143,7 @@ def test_a_rebuild_read_by_a_second_process_answers_the_same(
     replaced by reading in this process, with the same result."""
     paths = generate(vault, 300)
     (vault / paths[5]).write_bytes(b"\xff\xfe not utf-8 \x00")
-    with Store.open(settings_at(vault)) as store:
+    with Store.open(settings_at(vault), clock=stopped_clock()) as store:
         in_process = answers(store)  # 300 files: read in this process
         monkeypatch.setattr(indexer_module, "READER_MIN", 50)
         monkeypatch.setattr(indexer_module, "READER_CHUNK", 32)
