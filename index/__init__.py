@@ -4,22 +4,26 @@ from index.analysis import make_analyzer, query_terms
 from index.engine import (
     Document,
     IndexHit,
+    Part,
     SearchIndex,
     SearchIndexError,
     connect_read_only,
     document_entities,
+    write_part,
 )
 from index.entities import extract_entities
 
 __all__ = [
     "Document",
     "IndexHit",
+    "Part",
     "SearchIndex",
     "SearchIndexError",
     "connect_read_only",
     "document_entities",
     "extract_entities",
     "terms",
+    "write_part",
 ]
 
 _ANALYZER = None

@@ -15,7 +15,7 @@ import warnings
 import zlib
 from bisect import bisect_right
 from collections import Counter, OrderedDict
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import chain, islice
 from math import log
@@ -102,6 +102,16 @@ class Document:
     created: str = ""
     seen: int = 1
     hash: str = ""
+
+
+@dataclass(frozen=True)
+class Part:
+    """A share of a fresh build indexed by another process, for `SearchIndex.apply` to
+    adopt: the one segment `write_part` left in `folder`, and the keys it holds."""
+
+    folder: Path
+    segment: Any
+    keys: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -749,6 +759,7 @@ class SearchIndex:
         limitmb: int = 128,
         new: Collection[str] = (),
         entities: Mapping[str, list[tuple[str, str]]] | None = None,
+        parts: Callable[[], Iterable[Part]] = tuple,
     ) -> None:
         """Add or replace `upserts` and drop `deletes` (keys) in one commit.
 
@@ -756,10 +767,13 @@ class SearchIndex:
         `new` names keys the caller knows the index does not hold: they are added without
         looking for an old version (at 100,000 documents the look-up is most of an update).
         `entities` holds `extract_entities` already run for some keys (filled by the time
-        the last document is read).
+        the last document is read). `parts` gives, once the last document is read, the
+        shares of a fresh build other processes indexed (`write_part`): their segments
+        join this commit as they are, and `entities` holds theirs too.
         """
         docs: list[Document] = []
         deletes = list(deletes)
+        adopted: list[Part] = []
         writer = self._writer(limitmb)
         try:
             for key in deletes:
@@ -770,13 +784,27 @@ class SearchIndex:
                     writer.add_document(**_fields(doc))
                 else:
                     writer.update_document(**_fields(doc))
-            writer.commit(mergetype=_merge_small_segments)
+            adopted = list(parts())
+            for part in adopted:
+                self._move_in(part)
+            segments = [part.segment for part in adopted]
+            writer.commit(mergetype=lambda w, s: [*_merge_small_segments(w, s), *segments])
         except Exception as err:
             with contextlib.suppress(Exception):  # the damage may break cancelling too
                 writer.cancel()
             _raise_if_damage(err, self.root, "written")
             raise
-        self._write_entities(docs, deletes, meta or {}, new, entities or {})
+        keys = [key for part in adopted for key in part.keys]
+        self._write_entities(docs, deletes, meta or {}, new, entities or {}, keys)
+
+    def _move_in(self, part: Part) -> None:
+        """Move a part's segment files beside this index's own (the commit lists them)."""
+        prefix = f"{part.segment.segment_id()}."
+        names = [name for name in os.listdir(part.folder) if name.startswith(prefix)]
+        if not names:
+            raise SearchIndexError(f"index part at {part.folder} has no segment files")
+        for name in names:
+            os.replace(part.folder / name, self.root / "whoosh" / name)
 
     def _writer(self, limitmb: int = 128) -> Any:
         try:
@@ -822,6 +850,7 @@ class SearchIndex:
         meta: dict[str, str],
         new: Collection[str] = (),
         found: Mapping[str, list[tuple[str, str]]] | None = None,
+        adopted: Iterable[str] = (),
     ) -> None:
         db = self._db
         found = found or {}
@@ -834,6 +863,8 @@ class SearchIndex:
                 for doc in (upserts if self.keeps_entities else ())
                 for entity, kind in (found[doc.key] if doc.key in found else document_entities(doc))
             ]
+            if self.keeps_entities:
+                rows += [(key, entity, kind) for key in adopted for entity, kind in found[key]]
             db.executemany("INSERT INTO entities (key, entity, kind) VALUES (?, ?, ?)", rows)
             db.executemany(
                 "INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)", sorted(meta.items())
@@ -875,6 +906,25 @@ def most_shared(counts: Mapping[str, int], limit: int) -> list[str]:
 def document_entities(doc: Document) -> list[tuple[str, str]]:
     """Return the (entity, kind) pairs the entity table records for a document."""
     return extract_entities(f"{doc.content}\n{' '.join(doc.keywords)}")
+
+
+def write_part(folder: Path, docs: Iterable[Document], limitmb: int = 128) -> Any | None:
+    """Index `docs` into an index of their own under `folder`, as one segment for
+    `SearchIndex.apply` to adopt (a fresh build shared by processes); None if none came."""
+    folder.mkdir(parents=True, exist_ok=True)
+    ix = whoosh_index.create_in(str(folder), _schema())
+    writer = ix.writer(limitmb=limitmb)
+    try:
+        for doc in docs:
+            writer.add_document(**_fields(doc))
+        writer.commit(merge=False)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            writer.cancel()
+        raise
+    segments = ix._segments()
+    ix.close()
+    return segments[0] if segments else None
 
 
 def _merge_small_segments(writer: Any, segments: list[Any]) -> list[Any]:

@@ -28,7 +28,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from index import Document, SearchIndex, SearchIndexError, connect_read_only, document_entities
+from index import (
+    Document,
+    Part,
+    SearchIndex,
+    SearchIndexError,
+    connect_read_only,
+    document_entities,
+    write_part,
+)
 from memstore.codec import content_hash
 from memstore.errors import VaultError
 from memstore.model import FileProblem, Memory
@@ -566,6 +574,26 @@ class Indexer:
         new = tuple(path for path in paths if path not in known)
         self._apply(paths, [], fingerprints, None, memories=dict(memories), new=new)
 
+    def _shares(
+        self,
+        changed: list[str],
+        removed: list[str],
+        memories: dict[str, Memory] | None,
+        new: Collection[str],
+    ) -> list[list[str]]:
+        """Split a fresh build of many files into one share per core: this process indexes
+        the first, a helper process each other one (returns [changed] when not worth it)."""
+        count = min(_cores(), MAX_PARTS, len(changed) // PART_MIN)
+        if count < 2 or removed or memories or len(new) < len(changed):
+            return [changed]
+        if self.search.document_count():
+            return [changed]  # only an empty index takes segments built elsewhere
+        # This process also writes its share's segment and every entity row after the
+        # helpers are done, so it reads and indexes more than each of them in the meantime.
+        unit = len(changed) / (count - 1 + OWN_WEIGHT)
+        ends = [round(OWN_WEIGHT * unit + n * unit) for n in range(count - 1)] + [len(changed)]
+        return [changed[start:end] for start, end in zip([0, *ends], ends, strict=False)]
+
     def _fingerprint(self, path: str) -> Fingerprint:
         st = self.vault.path(path).stat()
         return (st.st_mtime_ns, st.st_size)
@@ -588,35 +616,76 @@ class Indexer:
         problems: list[FileProblem] = []
         unreadable: list[str] = []
         entities: dict[str, list[tuple[str, str]]] = {}
+        own, *shares = self._shares(changed, removed, memories, new)
+        parts_folder = self.search.root / "parts"
+        if shares:  # what a build that crashed left there
+            shutil.rmtree(parts_folder, ignore_errors=True)
+        helpers = [
+            _Part.start(self.vault.root, parts_folder / str(n), share, self.search.keeps_entities)
+            for n, share in enumerate(shares)
+        ]
+        adopted: list[Part] = []
+
+        def take(read: Read) -> Document | None:
+            path, memory, error, found = read
+            if memory is None:
+                # An unreadable file keeps its previous index entry: not a deletion.
+                unreadable.append(path)
+                problems.append(FileProblem(path, error))
+                return None
+            if memory.problem:
+                problems.append(FileProblem(path, memory.problem))
+            doc = document_for(path, memory)
+            if found is not None:
+                entities[path] = found
+            fp = on_disk[path]
+            rows.append(
+                (
+                    *(path, fp[0], fp[1], doc.id, doc.workspace, doc.hash, memory.problem),
+                    *(memory.kind, " ".join(memory.supersedes), memory.created, memory.seen),
+                    *(memory.recalled, memory.last_recalled, memory.confirmed, memory.archived),
+                )
+            )
+            return doc
 
         def documents() -> Iterator[Document]:
-            reads = _read_files(self.vault, changed, memories or {})
-            for done, (path, memory, error, found) in enumerate(reads, 1):
-                if progress is not None and (done % 200 == 0 or done == len(changed)):
-                    progress(done, len(changed))
-                if memory is None:
-                    # An unreadable file keeps its previous index entry: not a deletion.
-                    unreadable.append(path)
-                    problems.append(FileProblem(path, error))
+            reads = _read_files(self.vault, own, memories or {}, alone=not shares)
+            for done, read in enumerate(reads, 1):
+                if progress is not None and (done % 200 == 0 or done == len(own)):
+                    progress(done + sum(h.done for h in helpers if h), len(changed))
+                if (doc := take(read)) is not None:
+                    yield doc
+            for share, helper in zip(shares, helpers, strict=True):
+                part = helper.result() if helper is not None else None
+                if helper is None or part is None:  # it failed: this process indexes its share
+                    for read in _read_files(self.vault, share, {}):
+                        if (doc := take(read)) is not None:
+                            yield doc
                     continue
-                if memory.problem:
-                    problems.append(FileProblem(path, memory.problem))
-                doc = document_for(path, memory)
-                if found is not None:
-                    entities[path] = found
-                fp = on_disk[path]
-                rows.append(
-                    (
-                        *(path, fp[0], fp[1], doc.id, doc.workspace, doc.hash, memory.problem),
-                        *(memory.kind, " ".join(memory.supersedes), memory.created, memory.seen),
-                        *(memory.recalled, memory.last_recalled, memory.confirmed, memory.archived),
-                    )
-                )
-                yield doc
+                segment, its_reads = part
+                keys = tuple(doc.key for read in its_reads if (doc := take(read)) is not None)
+                if segment is not None:
+                    adopted.append(Part(helper.folder, segment, keys))
+            if progress is not None and shares:
+                progress(len(changed), len(changed))
 
-        if changed or removed:
-            limitmb = _limitmb(len(changed))
-            self.search.apply(documents(), removed, limitmb=limitmb, new=new, entities=entities)
+        try:
+            if changed or removed:
+                limitmb = _limitmb(len(own))
+                self.search.apply(
+                    documents(),
+                    removed,
+                    limitmb=limitmb,
+                    new=new,
+                    entities=entities,
+                    parts=lambda: adopted,
+                )
+        finally:
+            for helper in helpers:
+                if helper is not None:
+                    helper.stop()
+            if shares:
+                shutil.rmtree(parts_folder, ignore_errors=True)
         if unreadable and folders is not None:  # list their folders again next time
             retry = {_parent(p): RACY for p in unreadable}
             folders = replace(folders, mtimes={**folders.mtimes, **retry})
@@ -722,12 +791,21 @@ class Indexer:
 Read = tuple[str, Memory | None, str, list[tuple[str, str]] | None]
 READER_MIN = 5000  # fewer files are read here: starting the reader costs ~0.2 s
 READER_CHUNK = 1000
+# A fresh build of at least PART_MIN files per core is shared among up to MAX_PARTS
+# processes, each writing a segment of its own (docs/benchmarks.md §5).
+PART_MIN = 10_000
+MAX_PARTS = 4
+OWN_WEIGHT = 1.8  # this process's share against a helper's (measured at 100k on 2 cores)
+PART_CODE = "from memstore.indexer import serve_part; serve_part()"
 
 
-def _read_files(vault: Vault, paths: list[str], memories: dict[str, Memory]) -> Iterator[Read]:
+def _read_files(
+    vault: Vault, paths: list[str], memories: dict[str, Memory], *, alone: bool = True
+) -> Iterator[Read]:
     """Read `paths` in order; a large batch is read (and its entities found) by a second
-    process while this one indexes, a chunk ahead (a rebuild: ~25% of the work)."""
-    if len(paths) < READER_MIN or memories:
+    process while this one indexes, a chunk ahead (a rebuild: ~25% of the work), unless
+    not `alone` (helpers indexing shares of the build have the other cores)."""
+    if len(paths) < READER_MIN or memories or not alone:
         for path in paths:
             yield _read_one(vault, path, memories)
         return
@@ -819,6 +897,91 @@ def serve_reads() -> None:
         sys.stdout.buffer.flush()
 
 
+class _Part:
+    """A helper process that reads, parses and indexes one share of a fresh build into a
+    folder of its own (`serve_part`), while this process indexes another.
+
+    It reports how far it got as it goes and, at the end, its segment and what it read
+    (pickles over a pipe, read by a thread so that it never waits on this process).
+    """
+
+    def __init__(self, process: subprocess.Popen[bytes], folder: Path) -> None:
+        self._process = process
+        self.folder = folder
+        self.done = 0
+        self._result: tuple[Any, list[Read]] | None = None
+        self._listener = threading.Thread(target=self._listen, daemon=True)
+        self._listener.start()
+
+    @classmethod
+    def start(cls, root: Path, folder: Path, paths: list[str], entities: bool) -> _Part | None:
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-c", PART_CODE], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+            )
+        except OSError:
+            return None
+        part = cls(process, folder)
+        job = (str(root), str(folder), paths, _limitmb(len(paths)), entities)
+        feeder = threading.Thread(target=_feed, args=(process, [job]), daemon=True)
+        feeder.start()
+        return part
+
+    def _listen(self) -> None:
+        stream = self._process.stdout
+        try:
+            while True:
+                message = pickle.load(stream)  # type: ignore[arg-type]
+                if message[0] == "done":
+                    self.done = message[1]
+                elif message[0] == "part":
+                    self._result = (message[1], message[2])
+                    return
+        except (OSError, EOFError, ValueError, pickle.UnpicklingError, IndexError, TypeError):
+            return  # it failed or was stopped: result() says so
+
+    def result(self) -> tuple[Any, list[Read]] | None:
+        """Wait for the helper; return its segment (None: it indexed nothing) and what it
+        read, or None if it failed."""
+        self._listener.join()
+        if self._process.wait() != 0:
+            return None
+        return self._result
+
+    def stop(self) -> None:
+        if self._process.poll() is None:
+            self._process.kill()
+        self._process.wait()
+        self._listener.join()
+        with contextlib.suppress(OSError):
+            self._process.stdout.close()  # type: ignore[union-attr]
+
+
+def serve_part() -> None:
+    """Run as a helper process: index the share of a fresh build named on stdin."""
+    root, folder, paths, limitmb, keep_entities = pickle.load(sys.stdin.buffer)
+    vault = Vault(Path(root))
+    out = sys.stdout.buffer
+    reads: list[Read] = []
+
+    def documents() -> Iterator[Document]:
+        for done, path in enumerate(paths, 1):
+            if done % 1000 == 0:
+                pickle.dump(("done", done), out)
+                out.flush()
+            path, memory, error, _ = _read_one(vault, path, {})
+            if memory is None:
+                reads.append((path, memory, error, None))
+                continue
+            doc = document_for(path, memory)
+            reads.append((path, memory, error, document_entities(doc) if keep_entities else []))
+            yield doc
+
+    segment = write_part(Path(folder), documents(), limitmb)
+    pickle.dump(("part", segment, reads), out)
+    out.flush()
+
+
 def rebuild(vault: Vault, progress: Progress | None = None) -> tuple[Indexer, CatchUp]:
     """Build a fresh index from the files alone, replacing the old one when it is complete."""
     final = vault.state_dir / INDEX_DIR
@@ -848,6 +1011,13 @@ def _temporary(vault: Vault) -> tuple[Indexer, CatchUp]:
     except SearchIndexError as err:
         indexer.close()
         raise VaultError(f"cannot build an index of {vault.root}: {err}") from err
+
+
+def _cores() -> int:
+    """Return how many cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _limitmb(documents: int) -> int:

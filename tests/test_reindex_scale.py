@@ -153,3 +153,46 @@ def test_a_rebuild_read_by_a_second_process_answers_the_same(
         assert answers(store) == in_process
     assert len(result.updated) == 300
     assert [p.path for p in result.problems] == [paths[5]]
+
+
+def entity_rows(store: Store) -> list[tuple[str, str, str]]:
+    db = store.indexer.search._db
+    return sorted(db.execute("SELECT key, entity, kind FROM entities"))
+
+
+CRASHES_MIDWAY = (
+    "import pickle, sys; pickle.load(sys.stdin.buffer); "
+    "sys.stdout.buffer.write(pickle.dumps(('done', 40))); sys.exit(3)"
+)
+
+
+@pytest.mark.parametrize("helper", ["works", "/bin/true", "/nonexistent/python", "crashes"])
+def test_a_fresh_build_shared_with_helper_processes_answers_the_same(
+    vault: Path, monkeypatch: pytest.MonkeyPatch, helper: str
+) -> None:
+    """A large fresh build is split among processes, each writing a segment the build
+    adopts; a helper that dies, exits early or never starts leaves its share to this
+    process, with the same answers, entities and problems."""
+    paths = generate(vault, 300)
+    ordered = sorted(paths)
+    for bad in (ordered[3], ordered[-3]):  # one in this process's share, one in a helper's
+        (vault / bad).write_bytes(b"\xff\xfe not utf-8 \x00")
+    with Store.open(settings_at(vault), clock=stopped_clock()) as store:
+        alone = answers(store), entity_rows(store), store.indexer.search.segment_count()
+        monkeypatch.setattr(indexer_module, "PART_MIN", 50)
+        monkeypatch.setattr(indexer_module, "_cores", lambda: 3)
+        if helper == "crashes":
+            monkeypatch.setattr(indexer_module, "PART_CODE", CRASHES_MIDWAY)
+        elif helper != "works":
+            monkeypatch.setattr(sys, "executable", helper)
+        steps: list[tuple[int, int]] = []
+        result = store.reindex(lambda done, total: steps.append((done, total)))
+        assert (answers(store), entity_rows(store)) == alone[:2]
+        segments = store.indexer.search.segment_count()
+        assert not (vault / ".memstore" / "index" / "search" / "parts").exists()
+    assert alone[2] == 1
+    assert segments == (3 if helper == "works" else 1)
+    assert len(result.updated) == 300
+    assert [p.path for p in result.problems] == [ordered[3], ordered[-3]]
+    assert steps[-1] == (300, 300)
+    assert [d for d, _ in steps] == sorted(d for d, _ in steps)
