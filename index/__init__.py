@@ -9,6 +9,8 @@ from index.engine import (
     SearchIndexError,
     connect_read_only,
     document_entities,
+    shared,
+    usable_cores,
     write_part,
 )
 from index.entities import extract_entities
@@ -22,7 +24,9 @@ __all__ = [
     "connect_read_only",
     "document_entities",
     "extract_entities",
+    "shared",
     "terms",
+    "usable_cores",
     "write_part",
 ]
 

@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO, TypeVar
 
-from index import Document, IndexHit, SearchIndex, SearchIndexError
+from index import Document, IndexHit, SearchIndex, SearchIndexError, shared
 from memstore.chunking import Chunk, chunk_source
 from memstore.errors import InvalidInputError, VaultError
 from memstore.model import Hit
@@ -42,6 +42,7 @@ CODE_DIR = "code"  # .memstore/code/: the chunks' search index and what was read
 ROOTS_FILE = "code-roots.json"  # .memstore/: the registered roots (kept when the index goes)
 KIND = "code"
 CODE_ANY_TERM_LIMIT = 100
+SHARE_MIN = 2000  # chunks per process before a cold ingest's indexing is shared by cores
 MAX_ENTITIES = 20  # a memory's entities looked up for the code it names
 SAME_TEXT = 0.85  # word-shingle Jaccard at which two chunks count as the same code
 RRF_K = 60  # reciprocal rank fusion's usual constant: rank 1 and rank 2 stay close
@@ -422,7 +423,13 @@ class CodeIndex:
                 prefix = f"{_root_id(root)}:{path}#"
                 deletes += [k for k in self.search.keys_with_prefix(prefix) if k not in keys]
             if upserts or deletes:
-                self.search.apply(upserts, sorted(set(deletes)), new=new_keys)
+                deletes = sorted(set(deletes))
+                if len(new_keys) < len(upserts):
+                    self.search.apply(upserts, deletes, new=new_keys)
+                else:  # all new (a cold ingest): the cores share its indexing
+                    folder = self.search.root / "parts"
+                    with shared(upserts, folder, SHARE_MIN) as (docs, parts):
+                        self.search.apply(docs, deletes, new=new_keys, parts=parts)
             with self._transaction():
                 self._db.executemany(
                     "DELETE FROM chunks WHERE key = ?", [[k] for k in dropped_rows]

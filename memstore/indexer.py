@@ -35,6 +35,7 @@ from index import (
     SearchIndexError,
     connect_read_only,
     document_entities,
+    usable_cores,
     write_part,
 )
 from memstore.codec import content_hash
@@ -583,7 +584,7 @@ class Indexer:
     ) -> list[list[str]]:
         """Split a fresh build of many files into one share per core: this process indexes
         the first, a helper process each other one (returns [changed] when not worth it)."""
-        count = min(_cores(), MAX_PARTS, len(changed) // PART_MIN)
+        count = min(usable_cores(), MAX_PARTS, len(changed) // PART_MIN)
         if count < 2 or removed or memories or len(new) < len(changed):
             return [changed]
         if self.search.document_count():
@@ -1011,13 +1012,6 @@ def _temporary(vault: Vault) -> tuple[Indexer, CatchUp]:
     except SearchIndexError as err:
         indexer.close()
         raise VaultError(f"cannot build an index of {vault.root}: {err}") from err
-
-
-def _cores() -> int:
-    """Return how many cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def _limitmb(documents: int) -> int:

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -566,3 +567,51 @@ def test_a_reingest_is_the_running_daemons_and_prints_what_it_prints_here(
     assert fresh.returncode == 0 and "ingested" in fresh.stdout, fresh.stderr
     assert requests_served(vault) == served
     assert run(env, "ingest", str(tmp_path / "nowhere")).returncode == 1  # typer's refusal
+
+
+@pytest.mark.parametrize("helper", ["works", "/bin/true", "/nonexistent/python"])
+def test_a_cold_ingest_shared_with_helper_processes_answers_the_same(
+    vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, helper: str
+) -> None:
+    """A cold ingest's many chunks are indexed by this process and helpers, each into a
+    segment the commit adopts; a helper that exits early or never starts leaves its
+    chunks to this process. Either way search answers as an unshared ingest does."""
+    verbs = ["validate", "render", "sync", "parse", "refund", "retry"]
+    nouns = ["invoice", "ledger", "token", "webhook", "session", "upload", "cart"]
+    files = {
+        f"pkg/{verb}_{noun}.py": "".join(
+            f"def {verb}_{noun}_{n}(value):\n    return {noun!r}, value * {n}\n\n\n"
+            for n in range(6)
+        )
+        for verb in verbs
+        for noun in nouns
+    }
+    ingest(vault, str(make_repo(tmp_path / "shop", files)), "-w", "shop")
+    queries = [f"{v} {n}" for v in verbs for n in nouns[:3]] + ["value", "zzz"]
+
+    def answers() -> tuple[list[list[tuple[str, float]]], int]:
+        with Store.open(settings_at(vault)) as store:
+            found = [
+                [(h.path, round(h.score, 9)) for h in store.search(q, workspace="shop", k=8).hits]
+                for q in queries
+            ]
+            code = store.code_index()
+            assert code is not None
+            return found, code.search.segment_count()
+
+    alone, segments = answers()
+    assert segments == 1
+    monkeypatch.setattr("memstore.codebase.SHARE_MIN", 40)
+    monkeypatch.setattr("index.engine.usable_cores", lambda: 3)
+    if helper != "works":
+        monkeypatch.setattr(sys, "executable", helper)
+    shutil.rmtree(vault / ".memstore" / CODE_DIR)
+    ingest(vault, str(tmp_path / "shop"), "-w", "shop")  # the whole root again, cold
+    found, segments = answers()
+    assert found == alone
+    assert sum(len(hits) for hits in found) > len(queries)
+    assert segments == (3 if helper == "works" else 1)
+    assert not (vault / ".memstore" / CODE_DIR / "search" / "parts").exists()
+    code, output = cli(vault, "reindex")  # every registered root chunked again, cold
+    assert code == 0, output
+    assert answers()[0] == alone

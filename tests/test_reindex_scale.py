@@ -180,7 +180,7 @@ def test_a_fresh_build_shared_with_helper_processes_answers_the_same(
     with Store.open(settings_at(vault), clock=stopped_clock()) as store:
         alone = answers(store), entity_rows(store), store.indexer.search.segment_count()
         monkeypatch.setattr(indexer_module, "PART_MIN", 50)
-        monkeypatch.setattr(indexer_module, "_cores", lambda: 3)
+        monkeypatch.setattr(indexer_module, "usable_cores", lambda: 3)
         if helper == "crashes":
             monkeypatch.setattr(indexer_module, "PART_CODE", CRASHES_MIDWAY)
         elif helper != "works":
