@@ -8,6 +8,7 @@ import heapq
 import os
 import pickle
 import shutil
+import signal
 import sqlite3
 import struct
 import subprocess
@@ -994,7 +995,7 @@ class PartWriter:
             )
         except OSError:
             return None
-        job = (str(folder), _part_limitmb(len(docs)), docs)
+        job = (str(folder), _part_limitmb(len(docs)), os.getpid(), docs)
         threading.Thread(target=_send, args=(process, job), daemon=True).start()
         return cls(process, folder, tuple(doc.key for doc in docs))
 
@@ -1030,12 +1031,31 @@ def _send(process: subprocess.Popen[bytes], message: object) -> None:
             process.stdin.close()  # type: ignore[union-attr]
 
 
+@contextlib.contextmanager
+def as_helper() -> Iterator[None]:
+    """Run a helper process's work: Ctrl-C is its parent's to handle (which stops its
+    helpers), and a parent gone (a broken pipe) ends the helper without a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    except BrokenPipeError:
+        os._exit(1)  # nobody is listening: exit without flushing into the broken pipe
+
+
 def serve_part() -> None:
     """Run as a helper process: index the documents on stdin into a part, answer its segment."""
-    folder, limitmb, docs = pickle.load(sys.stdin.buffer)
-    segment = write_part(Path(folder), docs, limitmb)
-    pickle.dump(segment, sys.stdout.buffer)
-    sys.stdout.buffer.flush()
+    with as_helper():
+        folder, limitmb, parent, docs = pickle.load(sys.stdin.buffer)
+
+        def documents() -> Iterator[Document]:
+            for done, doc in enumerate(docs, 1):
+                if done % 1000 == 0 and os.getppid() != parent:
+                    raise SystemExit(1)  # the build it was part of is gone
+                yield doc
+
+        segment = write_part(Path(folder), documents(), limitmb)
+        pickle.dump(segment, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
 
 
 def _part_limitmb(documents: int) -> int:

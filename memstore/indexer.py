@@ -33,6 +33,7 @@ from index import (
     Part,
     SearchIndex,
     SearchIndexError,
+    as_helper,
     connect_read_only,
     document_entities,
     usable_cores,
@@ -41,7 +42,7 @@ from index import (
 from memstore.codec import content_hash
 from memstore.errors import VaultError
 from memstore.model import FileProblem, Memory
-from memstore.vault import Fingerprint, Vault
+from memstore.vault import Fingerprint, Vault, process_alive
 
 INDEX_DIR = "index"
 FORMAT = "7"  # bump when documents or the schema change: a mismatched index is rebuilt
@@ -883,19 +884,20 @@ def _feed(process: subprocess.Popen[bytes], messages: list[object]) -> None:
 
 def serve_reads() -> None:
     """Run as the reader process: read chunks of paths named on stdin, answer on stdout."""
-    vault = Vault(Path(pickle.load(sys.stdin.buffer)))
-    while True:
-        try:
-            paths = pickle.load(sys.stdin.buffer)
-        except EOFError:
-            return
-        batch = []
-        for path in paths:
-            path, memory, error, _ = _read_one(vault, path, {})
-            found = None if memory is None else document_entities(document_for(path, memory))
-            batch.append((path, memory, error, found))
-        pickle.dump(batch, sys.stdout.buffer)
-        sys.stdout.buffer.flush()
+    with as_helper():
+        vault = Vault(Path(pickle.load(sys.stdin.buffer)))
+        while True:
+            try:
+                paths = pickle.load(sys.stdin.buffer)
+            except EOFError:
+                return
+            batch = []
+            for path in paths:
+                path, memory, error, _ = _read_one(vault, path, {})
+                found = None if memory is None else document_entities(document_for(path, memory))
+                batch.append((path, memory, error, found))
+            pickle.dump(batch, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
 
 
 class _Part:
@@ -960,27 +962,28 @@ class _Part:
 
 def serve_part() -> None:
     """Run as a helper process: index the share of a fresh build named on stdin."""
-    root, folder, paths, limitmb, keep_entities = pickle.load(sys.stdin.buffer)
-    vault = Vault(Path(root))
-    out = sys.stdout.buffer
-    reads: list[Read] = []
+    with as_helper():
+        root, folder, paths, limitmb, keep_entities = pickle.load(sys.stdin.buffer)
+        vault = Vault(Path(root))
+        out = sys.stdout.buffer
+        reads: list[Read] = []
 
-    def documents() -> Iterator[Document]:
-        for done, path in enumerate(paths, 1):
-            if done % 1000 == 0:
-                pickle.dump(("done", done), out)
-                out.flush()
-            path, memory, error, _ = _read_one(vault, path, {})
-            if memory is None:
-                reads.append((path, memory, error, None))
-                continue
-            doc = document_for(path, memory)
-            reads.append((path, memory, error, document_entities(doc) if keep_entities else []))
-            yield doc
+        def documents() -> Iterator[Document]:
+            for done, path in enumerate(paths, 1):
+                if done % 1000 == 0:  # a parent that is gone breaks the pipe: this one stops
+                    pickle.dump(("done", done), out)
+                    out.flush()
+                path, memory, error, _ = _read_one(vault, path, {})
+                if memory is None:
+                    reads.append((path, memory, error, None))
+                    continue
+                doc = document_for(path, memory)
+                reads.append((path, memory, error, document_entities(doc) if keep_entities else []))
+                yield doc
 
-    segment = write_part(Path(folder), documents(), limitmb)
-    pickle.dump(("part", segment, reads), out)
-    out.flush()
+        segment = write_part(Path(folder), documents(), limitmb)
+        pickle.dump(("part", segment, reads), out)
+        out.flush()
 
 
 def rebuild(vault: Vault, progress: Progress | None = None) -> tuple[Indexer, CatchUp]:
@@ -988,12 +991,19 @@ def rebuild(vault: Vault, progress: Progress | None = None) -> tuple[Indexer, Ca
     final = vault.state_dir / INDEX_DIR
     # One building folder per process: two processes healing at once must not share one.
     fresh = vault.state_dir / f"{INDEX_DIR}.building-{os.getpid()}"
+    for left in vault.state_dir.glob(f"{INDEX_DIR}.building-*"):  # by a rebuild killed midway
+        pid = left.name.rpartition("-")[2]
+        if pid.isdigit() and not process_alive(int(pid)):
+            SearchIndex.delete(left)
     SearchIndex.delete(fresh)
     indexer = Indexer._open_at(vault, fresh)
     try:
         result = indexer._catch_up(progress)
-    finally:
+    except BaseException:  # a failure or Ctrl-C: the half-built index goes (a kill: above)
         indexer.close()
+        SearchIndex.delete(fresh)
+        raise
+    indexer.close()
     SearchIndex.delete(final)
     try:
         fresh.rename(final)

@@ -83,7 +83,7 @@ from memstore.secrets import find_secret_in_fields
 from memstore.similar import containment, term_sets
 from memstore.sync import MARKER, SyncOutcome, finish_interrupted, sync
 from memstore.usage import Usage
-from memstore.vault import Vault, first_stranger, has_vault_mark
+from memstore.vault import Vault, first_stranger, has_vault_mark, process_alive
 
 MAX_TEXT_BYTES = 100_000
 CONTRADICTION_CANDIDATES = 5  # closest memories an add compares itself with
@@ -338,7 +338,7 @@ class Store:
         pids, lagging = read_index_lag(self.vault.root)  # no pygit2: runs in every process
         return (
             bool(lagging)
-            and any(_is_alive(pid) for pid in pids)
+            and any(process_alive(pid) for pid in pids)
             and index_lag_idle(self.vault.root) < 2 * INDEX_LAG_MAX_S
         )
 
@@ -1244,16 +1244,6 @@ class Store:
                 yield self
             finally:
                 self.settings, self.trailers = saved
-
-
-def _is_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # exists, owned by someone else
-    return True
 
 
 def _digest(data: bytes | None) -> str:

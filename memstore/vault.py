@@ -622,3 +622,14 @@ def _read_ref(git: Path, name: str) -> str:
 def _unreadable(relative: str, reason: str) -> Memory:
     memory = parse_memory("", path=relative)
     return Memory(**{**memory.__dict__, "problem": reason})
+
+
+def process_alive(pid: int) -> bool:
+    """Say whether a process with this id runs (one of another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
+import subprocess
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -196,3 +198,20 @@ def test_a_fresh_build_shared_with_helper_processes_answers_the_same(
     assert [p.path for p in result.problems] == [ordered[3], ordered[-3]]
     assert steps[-1] == (300, 300)
     assert [d for d, _ in steps] == sorted(d for d, _ in steps)
+
+
+def test_a_reindex_removes_what_a_killed_rebuild_left(vault: Path) -> None:
+    """A rebuild killed midway leaves its building folder (up to a gigabyte at 100k); the
+    next rebuild removes those of processes that are gone, and no other."""
+    generate(vault, 20)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    left = vault / ".memstore" / f"index.building-{gone.pid}"
+    (left / "search" / "parts" / "0").mkdir(parents=True)
+    (left / "search" / "parts" / "0" / "MAIN_x.seg").write_bytes(b"half a segment")
+    running = vault / ".memstore" / f"index.building-{os.getppid()}"  # another live build
+    running.mkdir()
+    with Store.open(settings_at(vault)) as store:
+        assert len(store.reindex().updated) == 20
+    assert not left.exists()
+    assert running.is_dir()
