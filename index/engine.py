@@ -17,7 +17,7 @@ import threading
 import time
 import warnings
 import zlib
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -190,6 +190,11 @@ class SearchIndex:
         self._postings = PostingCache()
         self.any_term_limit = ANY_TERM_LIMIT  # an any-word query's terms kept in a large index
         self.keeps_entities = True  # an index nobody asks for entities skips extracting them
+        # An index of few terms across many segments keeps them in memory for typo walks
+        # (one walk instead of one per segment and field; see _term_lookup).
+        self.holds_terms = False
+        self._segment_terms: dict[str, frozenset[str]] = {}
+        self._term_table: tuple[tuple[str, ...], list[str]] = ((), [])
         self._frequencies: dict[tuple[str, str], int] = {}  # for the current searcher
         self._stand_ins: dict[tuple[str, str], StandIn | None] = {}  # for the current searcher
         # query text → its terms with stand-ins in place, and the stand-ins
@@ -533,12 +538,15 @@ class SearchIndex:
         if not edits:
             return None
         with _guard(self.root, "read"):
-            lookups = [
-                segment.cursor(field).find
-                for segment, _ in self._searcher.reader().leaf_readers()
-                for field in SCORED_FIELDS
-                if segment.doc_count()
-            ]
+            if self.holds_terms:
+                lookups = [self._term_lookup()]
+            else:
+                lookups = [
+                    segment.cursor(field).find
+                    for segment, _ in self._searcher.reader().leaf_readers()
+                    for field in SCORED_FIELDS
+                    if segment.doc_count()
+                ]
             near = near_terms(term, edits, lookups)
         frequencies = {
             t: self._frequency("content", t) + self._frequency("keywords", t) for t in near
@@ -548,6 +556,44 @@ class SearchIndex:
             if surface is not None:
                 return StandIn(word, term, surface, apart, candidate)
         return None
+
+    def load_terms(self) -> None:
+        """Read now the terms `holds_terms` keeps, not in the first typo walk."""
+        if self.holds_terms:
+            self._reader()
+            with _guard(self.root, "read"):
+                self._term_lookup()
+
+    def _term_lookup(self) -> Callable[[str], str | None]:
+        """Return a look-up of the first term at or after a word, over every segment's
+        scored fields at once, from a sorted list kept per index version (each segment's
+        terms read once: segments never change)."""
+        leaves = [
+            (segment, segment_id(segment))
+            for segment, _ in self._searcher.reader().leaf_readers()
+            if segment.doc_count()
+        ]
+        ids = tuple(sid for _, sid in leaves)
+        if self._term_table[0] != ids:
+            kept: dict[str, frozenset[str]] = {}
+            for segment, sid in leaves:
+                terms = self._segment_terms.get(sid)
+                if terms is None:
+                    terms = frozenset(
+                        term.decode("utf-8") if isinstance(term, bytes) else term
+                        for field in SCORED_FIELDS
+                        for term in segment.lexicon(field)
+                    )
+                kept[sid] = terms
+            self._segment_terms = kept
+            self._term_table = (ids, sorted(frozenset[str]().union(*kept.values())))
+        table = self._term_table[1]
+
+        def lookup(word: str) -> str | None:
+            at = bisect_left(table, word)
+            return table[at] if at < len(table) else None
+
+        return lookup
 
     def _surfaces(self, term: str, documents: int = 3) -> set[str]:
         """Return the words that analyze to `term` in a few of the documents holding it."""

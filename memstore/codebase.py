@@ -281,6 +281,12 @@ class CodeIndex:
         return summaries
 
     @_guarded
+    def warm(self) -> None:
+        """Load what a resident process keeps for its searches (the terms for typo walks)."""
+        with contextlib.suppress(SearchIndexError):  # damaged: the next search says so
+            self.search.load_terms()
+
+    @_guarded
     def _known(self, root: str) -> dict[str, tuple[int, int]]:
         """The files of `root` as last read: path → (size, mtime_ns)."""
         rows = self._db.execute(

@@ -194,6 +194,9 @@ class Daemon:
         """Load what the first query would (searcher, field lengths), so it is answered warm."""
         try:
             self.store.search("memstore", k=1, catch_up=False)
+            code = self.store.code_index()
+            if code is not None:
+                code.warm()
         except MemstoreError as err:
             log.warning("could not warm the index: %s", err)
 
@@ -479,6 +482,7 @@ def serve(
         home = Path(env.get("HOME") or "/")
         settings = Settings.from_env(env, home=home, vault=vault, source="daemon")
         with Store.open(settings) as store:
+            store.resident = True
             daemon = Daemon(store, idle_exit=idle_exit, on_batch=on_batch)
             if not stopped.is_set():
                 daemon.run(say)

@@ -211,6 +211,7 @@ class Forwarder:
                 from memstore.store import Store
 
                 self._store = Store.open(self.settings)
+                self._store.resident = True
                 workspace = self.workspace or tools.workspace_at(self.settings.vault, self.cwd)
                 self._local = build_runner(
                     self._store, workspace=workspace, source=self.settings.source

@@ -227,3 +227,37 @@ def test_the_daemon_and_the_hook_process_print_the_same_stand_in(
     assert outputs[0] == outputs[1]
     assert "kafak → kafka" in outputs[0][1] and "[eazbqdsa]" in outputs[0][1]
     assert requests_served(served) == 1
+
+
+def test_terms_held_in_memory_find_the_stand_ins_the_segment_walks_find(tmp_path: Path) -> None:
+    """A resident code index keeps every segment's terms in one sorted list and walks it
+    once per unknown word: the same stand-ins and hits as one walk per segment and field,
+    and a segment written later is in the next walk."""
+    words = ["terraform", "kubernetes", "postgres", "rollback", "webhook"]
+    walked = SearchIndex.open(tmp_path / "walked")
+    held = SearchIndex.open(tmp_path / "held")
+    held.holds_terms = True
+    for n, word in enumerate(words):  # one commit each: five segments
+        for index in (walked, held):
+            index.apply(
+                [Document(f"d{n}", f"d{n}", "global", "note", f"{word} notes {n}", (word[:5],))]
+            )
+    assert held.segment_count() == len(words)
+    queries = ["teraform", "kubernets", "postgrs notes", "rollbak", "webhok notes", "zzzz"]
+
+    def answers(index: SearchIndex) -> list[object]:
+        return [
+            (
+                [(h.document.key, round(h.score, 9)) for h in index.search(q, typos=True)],
+                [s.label() for s in index.stand_ins(q)],
+            )
+            for q in queries
+        ]
+
+    expected = answers(walked)
+    assert sum(1 for hits, _ in expected if hits) == 5  # the typos did find their words
+    assert answers(held) == expected
+    for index in (walked, held):  # a later segment: its terms join the held list
+        index.apply([Document("late", "late", "global", "note", "grafana dashboards")])
+    assert [h.document.key for h in held.search("grafanna", typos=True)] == ["late"]
+    assert answers(held) == answers(walked)
