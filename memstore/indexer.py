@@ -478,9 +478,10 @@ class Indexer:
     def _quick_catch_up(self, workspace: str | None, progress: Progress | None) -> CatchUp:
         """List again only the folders whose modification time changed.
 
-        Writes nothing unless a file changed: a read-only command leaves the index as it
-        was (a folder still unsettled, or HEAD moved by commits, is looked at again next
-        time, and the full catch-up records both).
+        Writes nothing to the index unless a file changed: a read-only command records at
+        most the folders it listed whose mtimes have settled (`_settle`); a folder still
+        unsettled, or HEAD moved by commits, is looked at again next time, and the full
+        catch-up records both.
         """
         started, head = time.time_ns(), self.vault.head()
         known = self._folders(workspace)
@@ -494,11 +495,29 @@ class Indexer:
         changed = sorted(p for p, fp in on_disk.items() if indexed.get(p) != fp)
         removed = sorted(p for p in indexed if p not in on_disk)
         if not changed and not removed:
+            if not gone:
+                self._settle(listed, known, started)
             return CatchUp()
         folders = Folders(_settled(listed, started), gone=tuple(sorted(gone)))
         meta = {"git": f"{head[0]} {head[1]}"}  # HEAD moved by commits alone, if at all
         new = {p for p in changed if p not in indexed}
         return self._apply(changed, removed, on_disk, progress, folders=folders, meta=meta, new=new)
+
+    def _settle(self, listed: dict[str, int], known: dict[str, int], started: int) -> None:
+        """Record the folders a look found as indexed whose mtimes have settled.
+
+        After a clone, a sync or a reindex, every folder was changed too recently to trust
+        (RACY). Without this, each later reader listed them all again (a 10k vault's every
+        file, ~60 ms a search) until the next full catch-up recorded them.
+        """
+        settled = {
+            folder: mtime
+            for folder, mtime in _settled(listed, started).items()
+            if mtime != RACY and known.get(folder) != mtime
+        }
+        if settled:
+            with contextlib.suppress(SearchIndexError):  # not writable: list them next time
+                self._write_manifest([], [], Folders(settled), {})
 
     def _list_again(
         self, dirty: list[str], known: dict[str, int]

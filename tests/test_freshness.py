@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pygit2
@@ -192,3 +193,23 @@ def test_the_write_lane_checks_only_its_workspace_folders(settled: Store, vault:
     assert (again.status, again.path) == ("duplicate_merged", first.path)
     assert "infra/b-bbbb2222.md" not in {e.path for e in settled.indexer.entries()}
     assert hits(settled, "osprey") == ["infra/b-bbbb2222.md"]  # a reader looks everywhere
+
+
+def test_a_reader_records_the_folders_that_settled_since_the_last_look(
+    store: Store, vault: Path
+) -> None:
+    """Right after a clone, a sync or a reindex every folder is too recent to trust (RACY)
+    and the next reader lists it again; one that finds it as indexed records its mtime, so
+    the readers after it list nothing."""
+    write(vault, "webshop/2026-11/a-aaaa1111.md", memory_text("aaaa1111", "kestrel upload"))
+    assert hits(store, "kestrel") == ["webshop/2026-11/a-aaaa1111.md"]
+    racy = store.indexer._folders(None)
+    assert indexer_module.RACY in racy.values()  # written a moment before the first look
+    past = time.time_ns() - 10 * indexer_module.RACY_NS
+    for folder in racy:
+        os.utime(vault / folder, ns=(past, past))  # as if the look came seconds later
+    assert hits(store, "kestrel") == ["webshop/2026-11/a-aaaa1111.md"]
+    recorded = store.indexer._folders(None)
+    assert recorded == {folder: os.stat(vault / folder).st_mtime_ns for folder in racy}
+    write(vault, "webshop/2026-11/b-bbbb2222.md", memory_text("bbbb2222", "kestrel nest"))
+    assert len(hits(store, "kestrel")) == 2  # a change after it is still found
