@@ -20,7 +20,7 @@ import zlib
 from bisect import bisect_left, bisect_right
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain, islice
 from math import log
 from pathlib import Path
@@ -126,6 +126,8 @@ class IndexHit:
 
     document: Document
     score: float
+    # Share of the query's terms the document holds, when the search was asked for it.
+    coverage: float | None = None
 
 
 def _schema() -> Schema:
@@ -332,17 +334,24 @@ class SearchIndex:
         any_term: bool = False,
         expansion: Collection[str] = (),
         typos: bool = False,
+        coverage: bool = False,
     ) -> list[IndexHit]:
         """Return the best documents for `text`: all terms must match unless `any_term`.
 
         With `typos`, a term no document holds is searched as its stand-in (`stand_ins`).
+        With `coverage`, each hit says what `coverage` would (counted from the postings the
+        search read, not from the document's text).
         """
         searcher = self._reader()
         terms = self._terms(text, typos)
         if not terms or limit <= 0:
             return []
+        wanted = len(set(terms))
         if any_term:
             terms = self._selective(terms)
+        # The postings of terms a large index's any-word search leaves out are not read:
+        # coverage then reads each hit's text (`coverage`).
+        counted = coverage and len(set(terms)) == wanted
         query = TermQuery(
             tuple(terms),
             require_all=not any_term,
@@ -350,6 +359,7 @@ class SearchIndex:
             extra_boost=EXPANSION_BOOST,
         )
         assert self._stats is not None  # set with the searcher
+        held: dict[int, int] | None = {} if counted else None
         try:
             best = score(
                 searcher.reader(),
@@ -360,8 +370,20 @@ class SearchIndex:
                 k1=BM25_K1,
                 allowed=workspaces or None,
                 limit=limit,
+                held=held,
             )
-            hits = [IndexHit(self._stored(searcher, n), value) for value, n in best]
+            hits = [
+                IndexHit(
+                    self._stored(searcher, n),
+                    value,
+                    None if held is None else round(held[n] / wanted, 4),
+                )
+                for value, n in best
+            ]
+            if coverage and held is None:
+                hits = [
+                    replace(h, coverage=self.coverage(h.document, text, typos=typos)) for h in hits
+                ]
         except Exception as err:
             _raise_if_damage(err, self.root)
             raise

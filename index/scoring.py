@@ -293,8 +293,13 @@ def score(
     k1: float,
     allowed: Collection[str] | None = None,
     limit: int,
+    held: dict[int, int] | None = None,
 ) -> list[tuple[float, int]]:
     """Return the `limit` best (score, document number) pairs for `query`, best first.
+
+    `held`, if given, is filled with how many of the query's distinct terms (not its
+    extra ones) each returned document holds: what a coverage check would read again from
+    the document's text, counted here from the postings already read.
 
     Documents tied with the last place (to six decimals) come too: the caller breaks ties
     by something stabler than document numbers, which change when segments merge.
@@ -305,8 +310,12 @@ def score(
         if not segment.doc_count_all():
             continue  # an empty index has a reader without a segment
         keep = None if allowed is None else cache.holding(segment, "workspace", allowed)
-        top = _segment_best(segment, stats, cache, query, b, k1, limit, keep)
+        top, counts = _segment_best(
+            segment, stats, cache, query, b, k1, limit, keep, count=held is not None
+        )
         found.extend((value, base + n) for value, n in top)
+        if held is not None:
+            held.update((base + n, c) for (_, n), c in zip(top, counts, strict=True))
     best = heapq.nlargest(limit, found, key=lambda pair: (pair[0], -pair[1]))
     if len(best) == limit and len(found) > limit:
         last = round(best[-1][0], 6)
@@ -324,11 +333,14 @@ def _segment_best(
     k1: float,
     limit: int,
     keep: Any,
-) -> list[tuple[float, int]]:
+    *,
+    count: bool = False,
+) -> tuple[list[tuple[float, int]], list[int]]:
     """Return the (score, document) pairs of one segment's live documents (those `keep`
     marks, if given) that can be among the `limit` best or tie with the last of them to
     six decimals (all of them for a limit of 0): the best of every segment then qualify,
-    as the last place overall scores at least each segment's own limit-th.
+    as the last place overall scores at least each segment's own limit-th. With `count`,
+    also how many of the query's distinct terms each of them holds (else an empty list).
 
     Scores add up in one array a segment, term by term in the query's order, from 0: each
     document gets the same additions in the same order as adding term scores one at a time
@@ -341,6 +353,7 @@ def _segment_best(
             t: _term_vector(segment, stats, cache, t, SCORED_FIELDS, 1.0, b, k1)
             for t in set(query.terms)
         }
+        holders: Any = None
         if any(not len(ids) for ids, _ in vectors.values()):
             matched = np.zeros(size, dtype=bool)
         else:
@@ -354,10 +367,15 @@ def _segment_best(
             total[~matched] = 0.0  # only the extra terms count for the others
     else:
         matched = np.zeros(size, dtype=bool)
+        holders = np.zeros(size, dtype=np.int32) if count else None
+        counted: set[str] = set()
         for text in query.terms:
             ids, values = _term_vector(segment, stats, cache, text, SCORED_FIELDS, 1.0, b, k1)
             total[ids] += values
             matched[ids] = True
+            if holders is not None and text not in counted:
+                holders[ids] += 1
+                counted.add(text)
     for text in query.extra:
         if text in query.terms:
             continue
@@ -375,7 +393,10 @@ def _segment_best(
         last = np.partition(values, len(values) - limit)[len(values) - limit]
         chosen = values >= last - TIE_MARGIN
         documents, values = documents[chosen], values[chosen]
-    return list(zip(values.tolist(), documents.tolist(), strict=True))
+    counts: list[int] = []
+    if count:
+        counts = [0] * len(documents) if holders is None else holders[documents].tolist()
+    return list(zip(values.tolist(), documents.tolist(), strict=True)), counts
 
 
 def _term_vector(

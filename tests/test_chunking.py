@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memstore.chunking import Chunk, chunk_source, language_of, tree_sitter_languages
+from memstore.chunking import Chunk, chunk_source, language_of, prose, tree_sitter_languages
 
 ALL_LANGUAGES = frozenset({"python", "go", "javascript", "typescript", "tsx", "rust", "java"})
 
@@ -796,3 +796,44 @@ def test_stdlib_files_lose_no_line(max_lines: int) -> None:
         assert uncovered_lines(text, chunks) == [], path
         checked += 1
     assert checked > 150
+
+
+def test_prose_is_what_comments_and_docstrings_say() -> None:
+    """A chunk's prose (indexed beside its code) is its docstrings and the comments that
+    start a line; a "#" or "//" inside a string or after code is code."""
+
+    def chunk(language: str, text: str) -> Chunk:
+        return Chunk(1, text.count("\n") + 1, "function", "f", src(text), language)
+
+    python = chunk(
+        "python",
+        """
+        def split(s):
+            r\"\"\"Split the string *s*
+            using shell-like syntax.\"\"\"
+            # keep quoted words whole
+            marker = "# not a comment"  # nor this
+            return s.split()
+        """,
+    )
+    assert prose(python) == "Split the string *s* using shell-like syntax. keep quoted words whole"
+    go = chunk(
+        "go",
+        """
+        /*
+         * Limit the body size
+         * of an upload.
+         */
+        // ServeUpload answers a POST.
+        func ServeUpload(w http.ResponseWriter) {
+            url := "http://example.com/*" // not this
+            total := 2 *
+                3
+        }
+        """,
+    )
+    assert prose(go) == "Limit the body size of an upload. ServeUpload answers a POST."
+    rust = chunk("rust", "/// Parse a port.\n//! crate docs\nfn parse() {}\n")
+    assert prose(rust) == "Parse a port. crate docs"
+    assert prose(chunk("text", "# a heading\n// maybe anything\n")) == ""
+    assert prose(chunk("python", "x = 1\n")) == ""

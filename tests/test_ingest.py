@@ -615,3 +615,28 @@ def test_a_cold_ingest_shared_with_helper_processes_answers_the_same(
     code, output = cli(vault, "reindex")  # every registered root chunked again, cold
     assert code == 0, output
     assert answers()[0] == alone
+
+
+def test_a_question_finds_the_function_its_docstring_answers(vault: Path, tmp_path: Path) -> None:
+    """Questions are worded as docstrings and comments are, not as code: a function whose
+    docstring answers ranks above a longer chunk that happens to hold every word, and a
+    hit shows its path and name, not the prose it was found by."""
+    answer = (
+        "def split(text):\n"
+        '    """Split a shell line into words, keeping quoted words whole."""\n'
+        "    lexer = Lexer(text)\n"
+        "    return list(lexer)\n"
+    )
+    decoy = "def run_batch(jobs):\n" + "".join(
+        f"    job_{n} = jobs.get('line {n}') or default_shell_command(quoted=True, words=[])\n"
+        f"    split_{n} = job_{n}.partition(' ')\n"
+        for n in range(12)
+    )
+    repo = make_repo(tmp_path / "tools", {"shell.py": answer, "batch.py": decoy})
+    ingest(vault, str(repo), "-w", "webshop")
+    question = "where do we split a shell command line into quoted words"
+    with Store.open(settings_at(vault)) as store:
+        hits = [h for h in store.search(question, workspace="webshop", k=5).hits]
+    assert [h.path for h in hits] == ["shell.py:1-4", "batch.py:1-25"]
+    assert [h.weak for h in hits] == [True, False]  # "command" is not in the answer
+    assert hits[0].keywords == ("shell.py", "split")

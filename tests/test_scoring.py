@@ -264,6 +264,25 @@ def test_scores_are_the_floats_of_adding_term_by_term(
     assert _score_all(layered, query, allowed) == _summed_in_python(layered, query, allowed)
 
 
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    terms=st.lists(st.sampled_from(TERMS), min_size=1, max_size=4),
+    any_term=st.booleans(),
+    allowed=st.one_of(st.none(), st.lists(st.sampled_from(WORKSPACES), min_size=1, unique=True)),
+)
+def test_coverage_counted_from_postings_equals_reading_the_text(
+    layered: SearchIndex, terms: list[str], any_term: bool, allowed: list[str] | None
+) -> None:
+    text = " ".join(terms)  # a word twice counts once, as `coverage` counts it
+    hits = layered.search(text, workspaces=allowed, limit=30, any_term=any_term, coverage=True)
+    plain = layered.search(text, workspaces=allowed, limit=30, any_term=any_term)
+    assert [(h.document.key, h.score) for h in hits] == [(h.document.key, h.score) for h in plain]
+    assert [h.coverage for h in hits] == [layered.coverage(h.document, text) for h in hits]
+    assert all(h.coverage is None for h in plain)
+
+
 def test_live_field_lengths_leave_deleted_documents_out(layered: SearchIndex) -> None:
     reader = layered._reader().reader()
     assert reader.doc_count_all() > reader.doc_count()  # deleted documents are there
