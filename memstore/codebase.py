@@ -476,8 +476,8 @@ class CodeIndex:
 
         Not every word first, as memories are: a question about code rarely has all its
         words in one function, and a long chunk that happens to hold them all outranked
-        the function asked for (bench_code's standard-library questions: recall@5 0.78 →
-        0.80, and one search instead of two).
+        the function asked for (bench_code's standard-library questions: recall@5 0.77 →
+        0.82, and one search instead of two).
         """
         found = [
             _hit(hit)
@@ -708,7 +708,7 @@ def _document(key: str, workspace: str, path: str, chunk: Chunk, root: str) -> D
         # the path, kind and name are searched beside the code (localmind embeds the same),
         # and so are a definition's comments and docstrings (`prose`) once more: a module
         # chunk's are left to its text (they describe the whole file, and gave every
-        # question about a file the code between its definitions: recall@5 0.80 → 0.78)
+        # question about a file the code between its definitions: recall@5 0.77 → 0.75)
         content=f"{label}\n{chunk.text}",
         keywords=tuple(
             k for k in (path, chunk.name, "" if chunk.kind == "module" else prose(chunk)) if k
