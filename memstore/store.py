@@ -830,7 +830,14 @@ class Store:
         not a claim that stays true; the capture hook stores them and never reads a hint).
         """
         try:
-            return self._find_contradicted(body, workspace, set(supersedes))
+            try:
+                return self._find_contradicted(body, workspace, set(supersedes))
+            except SearchIndexError as err:  # damage the catch-up's look did not meet
+                self._rebuild_damaged(err)
+                return self._find_contradicted(body, workspace, set(supersedes))
+        except SearchIndexError as err:
+            log.warning("could not look for memories the new one contradicts: %s", err)
+            return ()
         except Exception:  # a hint: whatever goes wrong in it must not stop the add
             log.warning("could not look for memories the new one contradicts", exc_info=True)
             return ()

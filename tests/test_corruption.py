@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import random
 import shutil
+import struct
 import subprocess
 import sys
 from collections.abc import Callable
@@ -168,6 +170,19 @@ def on(target: Callable[[Path], Path], action: Callable[[Path], None]) -> Callab
     return lambda state: action(target(state))
 
 
+def garbled_texts(path: Path) -> None:
+    """Garble a segment's stored texts (its `_stored.col` part): a search
+    that ranks a memory reads them, while every posting still decodes. Where plain
+    "segment garbled" lands depends on the segment's size, which moves with the dates in
+    the memories: on some days it hit the stored texts, on others the postings."""
+    with path.open("rb") as file:
+        offset, _ = struct.unpack("!qi", file.read(12))  # whoosh's compound-file header
+        file.seek(offset)
+        parts = pickle.load(file)
+    (stored,) = [part for name, part in parts.items() if name.endswith("_stored.col")]
+    garble(path, stored["offset"], stored["length"] * 3 // 4)  # the texts, not their table
+
+
 def garbled_mid(path: Path) -> None:
     garble(path, 8192)
 
@@ -238,6 +253,7 @@ DAMAGE = [
     Damage("table of contents garbled", on(toc, lambda p: garble(p, 100, 200))),
     Damage("table of contents truncated", on(toc, truncate)),
     Damage("segment garbled", on(segment, lambda p: garble(p, None, 2048)), deep=True),
+    Damage("segment's stored texts garbled", on(segment, garbled_texts), deep=True),
     Damage("segment header garbled", on(segment, lambda p: garble(p, 0, 64))),
     Damage("segment truncated", on(segment, truncate)),
     Damage("segment deleted", on(segment, remove)),
@@ -406,6 +422,7 @@ DEFECT_5 = [
         "entity table garbled",
         "table of contents deleted",
         "segment garbled",
+        "segment's stored texts garbled",
         "index folder replaced by a file",
     )
 ]
