@@ -492,7 +492,7 @@ class CodeIndex:
         ]
         if not _asks_for_tests(text):  # "where do we …" wants the code, not its tests
             found.sort(key=lambda hit: _is_test(hit.path))  # stable: ranks kept
-        return distinct(found)[:limit]
+        return distinct(found, limit)
 
     @_guarded
     def listing(self, workspace: str | None, limit: int) -> tuple[list[dict[str, object]], int]:
@@ -587,20 +587,26 @@ def _match(root: str, path: str, chunks: list[Chunk], old: list[_Stored]) -> _Pl
     return _Plan(kept, gone)
 
 
-def distinct(hits: Sequence[Hit]) -> list[Hit]:
+def distinct(hits: Sequence[Hit], limit: int = 0) -> list[Hit]:
     """Keep each hit unless one ranked above it is the same code: byte-identical text, an
     overlapping line range of the same file, or near-identical text (word 3-shingles with
-    Jaccard ≥ SAME_TEXT): a budget spent on one function twice tells the agent nothing."""
+    Jaccard ≥ SAME_TEXT): a budget spent on one function twice tells the agent nothing.
+
+    Stops once `limit` (0: no limit) are kept: comparing the hits no one will see was a
+    fifth of a first-time code recall.
+    """
     kept: list[Hit] = []
     seen: list[tuple[str, int, int, str, frozenset[str]]] = []
     for hit in hits:
+        if limit and len(kept) >= limit:
+            break
         path, start, end = _span(hit.path)
         body = hit.content.partition("\n")[2]
         shingles = _shingles(body)
         if any(
             body == other_body
             or (path == other and start <= other_end and other_start <= end)
-            or _jaccard(shingles, other_shingles) >= SAME_TEXT
+            or _near_identical(shingles, other_shingles)
             for other, other_start, other_end, other_body, other_shingles in seen
         ):
             continue
@@ -647,10 +653,15 @@ def _shingles(text: str) -> frozenset[str]:
     return frozenset(" ".join(words[i : i + 3]) for i in range(max(len(words) - 2, 1)))
 
 
-def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    if not a or not b:
-        return 0.0
-    return len(a & b) / len(a | b)
+def _near_identical(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Say whether the Jaccard index of `a` and `b` is at least SAME_TEXT, without building
+    their union: it is at most the smaller size over the larger, so most pairs of chunks
+    are told apart by their sizes alone."""
+    small, large = sorted((len(a), len(b)))
+    if not small or small < SAME_TEXT * large:
+        return False
+    shared = len(a & b)
+    return shared >= SAME_TEXT * (small + large - shared)
 
 
 def fuse(memories: Sequence[Hit], code: Sequence[Hit], k: int) -> list[Hit]:

@@ -414,6 +414,14 @@ def test_distinct_keeps_rank_order_and_drops_overlapping_ranges() -> None:
         chunk("b.py:1-60", "alpha beta gamma delta"),  # the first one's text: dropped
     ]
     assert [h.path for h in distinct(hits)] == ["a.py:1-60", "a.py:101-160"]
+    assert [h.path for h in distinct(hits, 1)] == ["a.py:1-60"]  # stops once it has enough
+    words = [f"w{n}" for n in range(40)]
+    near = [
+        chunk("c.py:1-40", " ".join(words)),
+        chunk("d.py:1-40", " ".join([*words[:-1], "changed"])),  # 37 of 39 shingles shared
+        chunk("e.py:1-40", " ".join(words[:30])),  # a part of it: 28 of 38, below 0.85
+    ]
+    assert [h.path for h in distinct(near)] == ["c.py:1-40", "e.py:1-40"]
 
 
 def test_list_kind_code_shows_chunks_where_they_are(vault: Path, repo: Path) -> None:
