@@ -182,16 +182,23 @@ class WordCachedAnalyzer(Analyzer):
             yield from self._chain(value, **kwargs)
             return
         token = Token(removestops=True, mode=kwargs.get("mode", ""))
+        for term in self.terms(value):
+            token.text = term
+            token.boost = 1.0
+            token.stopped = False
+            yield token
+
+    def terms(self, value: str) -> list[str]:
+        """Return the terms of `value` in order, as the tokens indexing yields."""
+        known = self._terms
+        found: list[str] = []
         for match in self._pattern.finditer(value):
             word = match.group(0)
-            terms = self._terms.get(word)
+            terms = known.get(word)
             if terms is None:
-                terms = self._terms[word] = self._analyze_word(word)
-            for term in terms:
-                token.text = term
-                token.boost = 1.0
-                token.stopped = False
-                yield token
+                terms = known[word] = self._analyze_word(word)
+            found += terms
+        return found
 
     def _analyze_word(self, word: str) -> tuple[str, ...]:
         if len(self._terms) > WORD_CACHE:

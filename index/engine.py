@@ -35,6 +35,7 @@ from whoosh.reading import SegmentReader, TermNotFound
 from whoosh.writing import LockError
 
 from index.analysis import make_analyzer, query_terms, term_sources
+from index.bulk import TermWriter
 from index.entities import extract_entities
 from index.scoring import (
     SCORED_FIELDS,
@@ -880,9 +881,13 @@ class SearchIndex:
         for name in names:
             os.replace(part.folder / name, self.root / "whoosh" / name)
 
-    def _writer(self, limitmb: int = 128) -> Any:
+    def _writer(self, limitmb: int = 128, *, merging_all: bool = False) -> Any:
+        """Return a writer holding the index's lock: a `TermWriter`, or Whoosh's own when
+        the commit merges every segment (its pool spills to disk past `limitmb`)."""
         try:
-            return self._ix.writer(timeout=30.0, limitmb=limitmb)
+            if merging_all:
+                return self._ix.writer(timeout=30.0, limitmb=limitmb)
+            return TermWriter(self._ix, timeout=30.0, limitmb=limitmb)
         except LockError as err:
             raise SearchIndexError(f"index at {self.root} is locked by another writer") from err
         except Exception as err:
@@ -907,7 +912,7 @@ class SearchIndex:
 
     def compact(self) -> None:
         """Merge every segment into one (seconds at 10,000 documents)."""
-        writer = self._writer()
+        writer = self._writer(merging_all=True)
         try:
             writer.commit(optimize=True)
         except Exception as err:
@@ -987,7 +992,7 @@ def write_part(folder: Path, docs: Iterable[Document], limitmb: int = 128) -> An
     `SearchIndex.apply` to adopt (a fresh build shared by processes); None if none came."""
     folder.mkdir(parents=True, exist_ok=True)
     ix = whoosh_index.create_in(str(folder), _schema())
-    writer = ix.writer(limitmb=limitmb)
+    writer = TermWriter(ix, limitmb=limitmb)
     try:
         for doc in docs:
             writer.add_document(**_fields(doc))

@@ -8,20 +8,29 @@ the part is read through the map in place, so a reader costs the pages it touche
 Whoosh also reads a document's field length with a seek and a read each time; writing a
 segment asks once per posting (~40 system calls per memory indexed). Here a reader loads
 a field's whole lengths column on first use.
+
+Whoosh means to leave a posting block uncompressed when its pickle is under 20 bytes
+("don't bother compressing"), but the next line sets the compression anyway: every term
+that only one or two documents hold (a memory's key, id and hash, most words) paid a zlib
+stream that made its block larger. Here the block is written as Whoosh meant: readers take
+the compression from each block's header, so segments written either way read the same.
 """
 
 from __future__ import annotations
 
 import os
+import pickle
+import zlib
 from typing import Any
 
 from whoosh.codec import whoosh3
 from whoosh.filedb import structfile
-from whoosh.util.numeric import byte_to_length
+from whoosh.util.numeric import byte_to_length, length_to_byte
 
 # A stored length byte to the length it stands for; 0 means the field is absent (None).
 BYTE_TO_LENGTH: tuple[int | None, ...] = (None, *(byte_to_length(b) for b in range(1, 256)))
 _NO_COLUMN = ()
+SMALL_BLOCK = 20  # a block's pickle below this many bytes is not compressed (Whoosh's own)
 
 
 class MappedFile:
@@ -80,13 +89,13 @@ def _doc_field_length(self: Any, docnum: int, fieldname: str, default: Any = 0) 
     cache = self.__dict__.setdefault("_memstore_lengths", {})
     lengths = cache.get(fieldname)
     if lengths is None:
-        lengths = cache[fieldname] = _length_column(self, fieldname)
+        lengths = cache[fieldname] = length_column(self, fieldname)
     if lengths is _NO_COLUMN:
         return default
     return lengths[docnum] if docnum < len(lengths) else None
 
 
-def _length_column(perdoc: Any, fieldname: str) -> tuple[int | None, ...]:
+def length_column(perdoc: Any, fieldname: str) -> tuple[int | None, ...]:
     reader = perdoc._cached_reader(f"_{fieldname}_len", whoosh3.LENGTHS_COLUMN)
     if reader is None:
         return _NO_COLUMN
@@ -94,7 +103,33 @@ def _length_column(perdoc: Any, fieldname: str) -> tuple[int | None, ...]:
     return tuple(BYTE_TO_LENGTH[b] for b in raw)
 
 
+def _write_block(self: Any, last: bool = False) -> None:
+    # Whoosh's W3PostingsWriter._write_block, with its small-block rule applied.
+    if not self._blockcount:
+        self._postfile.write(whoosh3.WHOOSH3_HEADER_MAGIC)
+    self._terminfo.add_block(self)
+    data = (self._mini_ids(), self._mini_weights(), self._mini_values())
+    databytes = pickle.dumps(data, 2)
+    compression = self._compression if len(databytes) >= SMALL_BLOCK else 0
+    if compression:
+        databytes = zlib.compress(databytes, compression)
+    ids = self._ids
+    info = (
+        *(len(ids), ids[-1], self._maxweight, compression),
+        *(length_to_byte(self._minlength), length_to_byte(self._maxlength)),
+    )
+    infobytes = pickle.dumps(info, 2)
+    size = len(infobytes) + len(databytes)
+    self._postfile.write_int(-size if last else size)  # the last block's size is negative
+    self._postfile.write(infobytes)
+    self._postfile.write(databytes)
+    self._blockcount += 1
+    self._new_block()
+
+
 def read_in_place() -> None:
-    """Make Whoosh read mapped segment files in place and lengths a column at a time."""
+    """Make Whoosh read mapped segment files in place and lengths a column at a time, and
+    write small posting blocks uncompressed."""
+    whoosh3.W3PostingsWriter._write_block = _write_block
     structfile.BufferFile.__init__ = _mapped_buffer_file
     whoosh3.W3PerDocReader.doc_field_length = _doc_field_length

@@ -1,0 +1,106 @@
+"""The term writer writes the very segment files Whoosh's own writer writes from the same documents.
+
+Both write their posting blocks through `index.storage`'s block writer (importing `index`
+installs it), so what is compared is how postings are gathered and handed over.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from whoosh import index as whoosh_index
+from whoosh.writing import SegmentWriter
+
+from index import Document
+from index.bulk import TermWriter
+from index.engine import _fields, _merge_small_segments, _schema
+
+WORDS = ["nginx", "upload", "deploy", "kafka", "redis", "retries", "retry", "Ünïcode", "über"]
+WORDS += ["snake_case_name", "camelCaseName", "v2.3.1", "nginx.conf", "the", "a", "42"]
+
+
+def _documents(rng: random.Random, count: int, start: int = 0) -> list[Document]:
+    docs = []
+    for n in range(start, start + count):
+        words = rng.choices(WORDS, k=rng.randint(0, 40))
+        docs.append(
+            Document(
+                key=f"ws/m-{n}.md",
+                id=f"m{n}",
+                workspace=rng.choice(["ws", "infra"]),
+                kind="note",
+                content=" ".join(words),
+                keywords=tuple(rng.sample(WORDS, rng.randint(0, 3))),
+                source="cli",
+                created="2026-12-04T00:00:00Z",
+                seen=rng.randint(1, 5),
+                hash=f"{zlib.crc32(n.to_bytes(4, 'big')):08x}",
+            )
+        )
+    return docs
+
+
+def _segment_files(folder: Path) -> dict[str, bytes]:
+    """Return each file of the index's newest segment by its extension (names are random)."""
+    ix = whoosh_index.open_dir(str(folder))
+    newest = ix._segments()[-1].segment_id()
+    ix.close()
+    return {
+        path.name.removeprefix(newest): path.read_bytes()
+        for path in folder.iterdir()
+        if path.name.startswith(newest)
+    }
+
+
+def _write(folder: Path, batches: list[list[Document]], writer: type, deletes: int = 0) -> None:
+    """Commit each batch with `writer` (later batches replace `deletes` earlier documents
+    and merge the small segments before them, as `SearchIndex.apply` does)."""
+    folder.mkdir()
+    ix = whoosh_index.create_in(str(folder), _schema())
+    for number, batch in enumerate(batches):
+        w: Any = writer(ix, compound=False)
+        for doc in batch[:deletes] if number else ():
+            w.delete_by_term("key", doc.key)
+        for doc in batch:
+            w.add_document(**_fields(doc))
+        w.commit(mergetype=_merge_small_segments)
+    ix.close()
+
+
+def test_a_fresh_segment_is_byte_for_byte_whooshs(tmp_path: Path) -> None:
+    # 700 documents: the common words hold more than one 128-posting block.
+    docs = _documents(random.Random(7), 700)
+    _write(tmp_path / "whoosh", [docs], SegmentWriter)
+    _write(tmp_path / "term", [docs], TermWriter)
+    theirs, ours = _segment_files(tmp_path / "whoosh"), _segment_files(tmp_path / "term")
+    assert sorted(ours) == sorted(theirs) and len(ours) >= 4
+    assert {ext for ext in ours if ours[ext] != theirs[ext]} == set()
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(seed=st.integers(0, 2**32), sizes=st.lists(st.integers(1, 60), min_size=1, max_size=4))
+def test_merging_segments_with_deletions_writes_whooshs_bytes(
+    tmp_path_factory: Any, seed: int, sizes: list[int]
+) -> None:
+    rng = random.Random(seed)
+    batches: list[list[Document]] = []
+    start = 0
+    for size in sizes:
+        batch = _documents(rng, size, start)
+        start += size
+        # A later batch also brings new versions of earlier documents (an update).
+        earlier = [doc for b in batches for doc in b]
+        replaced = earlier[: rng.randint(0, len(earlier))]
+        batches.append(replaced + batch)
+    root = tmp_path_factory.mktemp("merge")
+    deletes = len(batches[-1]) - sizes[-1]
+    _write(root / "whoosh", batches, SegmentWriter, deletes)
+    _write(root / "term", batches, TermWriter, deletes)
+    assert _segment_files(root / "term") == _segment_files(root / "whoosh")
