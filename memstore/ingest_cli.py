@@ -2,16 +2,18 @@
 
 A thin typer shell over Store.ingest (memstore/codebase.py does the work). A re-ingest of
 a registered folder goes to the vault's daemon when one runs (memstore/lean.py), printing
-the same.
+the same; an ingest done here starts the daemon after it, unless daemons are turned off.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from memstore import client
 from memstore.errors import InvalidInputError
 from memstore.lean import complete_workspace
 from memstore.model import GLOBAL, to_workspace_name
@@ -101,6 +103,10 @@ def ingest(
         with progress_bar("chunking", quiet=quiet or as_json) as step:
             summary = store.ingest(target, name, dry_run=dry_run, progress=step)
     typer.echo(ingest_text(summary, as_json=as_json, quiet=quiet), nl=False)
+    if not dry_run and client.daemon_allowed(os.environ):
+        # As after an in-process search or add: from now on the daemon keeps the chunks
+        # fresh as files are saved, and the next re-ingest is its work.
+        client.start_daemon(settings.vault, os.environ)
 
 
 def _workspace_of(folder: Path) -> str:

@@ -15,7 +15,7 @@ import pytest
 from mcp import Client
 from typer.testing import CliRunner
 
-from memstore import sources
+from memstore import client, sources
 from memstore.cli import app
 from memstore.codebase import CODE_DIR, ROOTS_FILE, CodeIndex, distinct
 from memstore.model import Hit
@@ -25,7 +25,7 @@ from memstore.watcher import Watcher
 from tests.conftest import git, settings_at, vault_bytes
 from tests.test_concurrency import wait_until
 from tests.test_daemon import env as daemons_allowed  # noqa: F401 (a fixture)
-from tests.test_daemon import make_vault, requests_served, run, start_daemon
+from tests.test_daemon import make_vault, requests_served, run, status
 from tests.test_mcp import stdio
 
 runner = CliRunner()
@@ -546,9 +546,16 @@ def test_a_reingest_is_the_running_daemons_and_prints_what_it_prints_here(
     vault = make_vault(tmp_path / "vault")
     repo = make_repo(tmp_path / "webshop", {"billing/webhooks.py": BILLING})
     env = {**daemons_allowed, "MEMSTORE_VAULT": str(vault)}
-    first = run(env, "ingest", str(repo), "--json")  # no daemon yet: this process ingests
+    spawned = vault / ".memstore" / client.SPAWN_MARK  # written before a daemon is started
+    # Neither an ingest with daemons turned off nor a dry run starts one.
+    first = run({**env, "MEMSTORE_NO_DAEMON": "1"}, "ingest", str(repo), "--json")
     assert first.returncode == 0 and json.loads(first.stdout)["created"] == 3, first.stderr
-    start_daemon(env, vault)
+    assert run(env, "ingest", str(repo), "--dry-run", "-q").returncode == 0
+    assert not spawned.exists()
+    here = run(env, "ingest", str(repo), "--json")  # no daemon yet: this process ingests
+    assert here.returncode == 0 and json.loads(here.stdout)["unchanged"] == 3, here.stderr
+    # … then starts the daemon, as a search or an add without one does
+    wait_until(lambda: bool(status(vault)), 30, "the daemon an ingest started answers")
     served = requests_served(vault)
     again = {
         form: run(env, "ingest", "webshop", *form, cwd=tmp_path)  # relative to the caller
