@@ -371,9 +371,10 @@ def reindex(
 
     Example:  memstore reindex
     """
-    bar = progress_bar("indexing", quiet=quiet or as_json)
-    with Store.open(settings_for(vault)) as store, bar as step:
-        result = store.reindex(step)
+    quiet_bars = quiet or as_json
+    bars = progress_bar("indexing", quiet=quiet_bars), progress_bar("embedding", quiet=quiet_bars)
+    with Store.open(settings_for(vault)) as store, bars[0] as step, bars[1] as embedding:
+        result = store.reindex(step, embedding)
     if as_json:
         emit_json(
             {"indexed": len(result.updated), "problems": [asdict(p) for p in result.problems]}

@@ -10,8 +10,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memstore.errors import InvalidInputError
+
 DEFAULT_VAULT_NAME = "memstore"
 LOCK_TIMEOUT_S = 10.0
+SEMANTIC_ON = "on"  # Settings.semantic for the model the semantic extra ships
+_YES = ("1", "on", "true", "yes")
+_NO = ("", "0", "off", "false", "no")
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,9 @@ class Settings:
     # Whether Store.open(create=True) may make the vault when it is missing: only at the
     # default path, so a typo in MEMSTORE_VAULT or --vault is not silently a new vault.
     may_create_vault: bool = True
+    # The optional semantic view (docs/retrieval.md): "" off, SEMANTIC_ON for the model the
+    # extra ships, else the folder of a model the person gave.
+    semantic: str = ""
 
     @classmethod
     def from_env(
@@ -48,4 +56,22 @@ class Settings:
             env=dict(env),
             executable=env.get("MEMSTORE_EXECUTABLE", ""),
             may_create_vault=path == default or os.path.realpath(path) == os.path.realpath(default),
+            semantic=semantic_choice(env),
         )
+
+
+def semantic_choice(env: Mapping[str, str]) -> str:
+    """Read MEMSTORE_SEMANTIC (on/off) and MEMSTORE_SEMANTIC_MODEL (a model folder; on).
+
+    Raises:
+        InvalidInputError: MEMSTORE_SEMANTIC is neither on nor off.
+    """
+    model = env.get("MEMSTORE_SEMANTIC_MODEL", "")
+    switch = env.get("MEMSTORE_SEMANTIC", "").strip().lower()
+    if switch not in _YES + _NO:
+        raise InvalidInputError(
+            f"MEMSTORE_SEMANTIC is {env['MEMSTORE_SEMANTIC']!r}; set it to on or off"
+        )
+    if switch in _NO and (switch or not model):
+        return ""  # off, even with a model named
+    return os.path.abspath(Path(model).expanduser()) if model else SEMANTIC_ON

@@ -25,6 +25,12 @@ from memstore.ranking import (
 )
 
 CANDIDATES = 30  # per view, before ranking cuts to k
+# The semantic view (optional; docs/retrieval.md): each list's first SEMANTIC_DEPTH fused by
+# reciprocal rank, the vector list at half weight, confident lexical hits kept first (the
+# best of the fusions bench_semantic.py measured).
+SEMANTIC_DEPTH = 20
+SEMANTIC_RRF_K = 60
+SEMANTIC_WEIGHT = 0.5
 FEEDBACK_DOCS = 3  # pseudo-relevance feedback: the any-word search's first hits …
 FEEDBACK_TERMS = 15  # … lend their most characteristic terms to a second, boosted search …
 FEEDBACK_MAX_MEMORIES = 5000  # … in vaults up to this size (above, it costs more than it helps)
@@ -187,6 +193,43 @@ def with_corrections(
     # Ties go to the correction: it sorts before the memory it replaces.
     ordered = sorted([*extra, *hits], key=lambda h: -h.score)
     return demote_superseded(ordered[:k])
+
+
+def fuse_similar(
+    indexer: Indexer, hits: Sequence[Hit], similar: Sequence[str], k: int, *, archived: bool
+) -> list[Hit]:
+    """Rank lexical `hits` and the semantic view's `similar` memory paths together, keeping `k`.
+
+    Confident lexical hits come first; the rest follow by 1/(K + lexical rank) + w/(K +
+    vector rank). A memory only the vector view found is a weak hit (view "semantic"):
+    sharing no word with the question, it is at most related. What a correction supersedes
+    still goes just below it.
+    """
+    lexical = {hit.path: rank for rank, hit in enumerate(hits, 1)}
+    vector = {path: rank for rank, path in enumerate(similar, 1)}
+    fused = {
+        path: 1 / (SEMANTIC_RRF_K + lexical[path]) if path in lexical else 0.0
+        for path in [*lexical, *vector]
+    }
+    for path, rank in vector.items():
+        fused[path] += SEMANTIC_WEIGHT / (SEMANTIC_RRF_K + rank)
+    found = {hit.path: hit for hit in hits}
+    others = [path for path in vector if path not in found]
+    if others:
+        entries = {e.path: e for e in indexer.by_path(others)}
+        for path, doc in indexer.search.get(others).items():
+            if path in entries and (archived or not entries[path].archived):
+                candidate = Candidate(path, 0.0, 0.0, False, 0)
+                hit = replace(_hit(doc, candidate, 0.0, 0), weak=True, view="semantic")
+                found[path] = _linked(indexer, hit)
+    for path in vector:
+        if path in lexical:
+            found[path] = replace(found[path], view=f"{found[path].view}+semantic")
+
+    def order(path: str) -> tuple[bool, float, int]:
+        return (found[path].weak, -fused[path], lexical.get(path, len(lexical) + vector[path]))
+
+    return demote_superseded(sorted((found[p] for p in found), key=lambda h: order(h.path)))[:k]
 
 
 def _linked(indexer: Indexer, hit: Hit) -> Hit:

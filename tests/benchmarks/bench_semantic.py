@@ -14,6 +14,10 @@ same k as the lexical reference:
   tiered K w   the same, but lexical hits that are confident stay first;
   fallback     lexical as it is when it has a confident hit, else `tiered 60 1`.
 
+  memstore     what memstore itself answers with the view on (MEMSTORE_SEMANTIC=on: its
+               own vectors under .memstore/, its own fusion, retrieval.fuse_similar), so
+               the shipped code is measured, not only this script's model of it.
+
 A hit is confident only when the lexical tiers say so (the vector view adds weak hits).
 Reported: per fixture class recall@1 and the confident-and-correct share, off-corpus
 queries with no confident hit, LoCoMo R@k per split (0-5 dev; 6-9 held out), embedding ms
@@ -30,6 +34,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +44,7 @@ from bench_foundation import SEED, Corpus, make_queries, pct, write_vault
 from bench_locomo import DEFAULT_DATA, DEV, TEST, build_vault, clean_evidence, mean, measure, turns
 
 from memstore import semantic
-from memstore.config import Settings
+from memstore.config import SEMANTIC_ON, Settings
 from memstore.evaluation import DEFAULT_FIXTURE, EPOCH, WORKSPACE, _Clock, _load_corpus
 from memstore.model import GLOBAL
 from memstore.store import Store
@@ -145,7 +150,15 @@ def stats(values: Sequence[float]) -> dict[str, float]:
 # --- the eval fixture ----------------------------------------------------------------------
 
 
-def run_fixture(embedder: semantic.Embedder, fixture_path: Path, tmp: Path) -> dict[str, Any]:
+def turned_on(store: Store, choice: str) -> Store:
+    """The same store, answering as it does with MEMSTORE_SEMANTIC on (or this model)."""
+    store.settings = replace(store.settings, semantic=choice)
+    return store
+
+
+def run_fixture(
+    embedder: semantic.Embedder, fixture_path: Path, tmp: Path, choice: str
+) -> dict[str, Any]:
     fixture = json.loads(fixture_path.read_text(encoding="utf-8"))
     clock = _Clock()
     settings = Settings(vault=tmp / "eval", source="eval", session="eval", host="eval")
@@ -175,6 +188,12 @@ def run_fixture(embedder: semantic.Embedder, fixture_path: Path, tmp: Path) -> d
             ranked["vector only"] = [(i, False) for i in vector]
             for strategy in STRATEGIES:
                 ranked[strategy] = fuse(lexical, vector, strategy, corrections)
+            settings = store.settings
+            product = turned_on(store, choice).search(
+                query["text"], workspace=WORKSPACE, k=5, catch_up=False
+            )
+            store.settings = settings
+            ranked["memstore"] = [(to_fixture.get(h.id, h.id), not h.weak) for h in product.hits]
             rows.append((query, {name: r[:5] for name, r in ranked.items()}))
     return {
         "strategies": {name: fixture_scores(rows, name) for name in rows[0][1]},
@@ -241,7 +260,9 @@ def cosine_split(pairs: list[tuple[bool, float]]) -> dict[str, Any]:
 # --- LoCoMo --------------------------------------------------------------------------------
 
 
-def run_locomo(embedder: semantic.Embedder, data: Path, split: range, tmp: Path) -> dict[str, Any]:
+def run_locomo(
+    embedder: semantic.Embedder, data: Path, split: range, tmp: Path, choice: str
+) -> dict[str, Any]:
     samples = json.loads(data.read_text(encoding="utf-8"))
     rows: dict[tuple[str, str], list[dict[str, float]]] = {}
     vector_ms: list[float] = []
@@ -272,6 +293,13 @@ def run_locomo(embedder: semantic.Embedder, data: Path, split: range, tmp: Path)
                     else:
                         ranked = [i for i, _ in fuse(lexical, vector, name)]
                     rows.setdefault((name, group), []).append(measure(ranked[:DEPTH], relevant))
+                settings = store.settings
+                product = turned_on(store, choice).search(
+                    qa["question"], workspace=None, k=DEPTH, catch_up=False
+                )
+                store.settings = settings
+                ranked = [by_id[h.id] for h in product.hits]
+                rows.setdefault(("memstore", group), []).append(measure(ranked, relevant))
         shutil.rmtree(root, ignore_errors=True)
         print(f"LoCoMo conversation {number} done (load {os.getloadavg()[0]:.2f})", file=sys.stderr)
     return {
@@ -284,7 +312,9 @@ def run_locomo(embedder: semantic.Embedder, data: Path, split: range, tmp: Path)
 # --- time at scale -------------------------------------------------------------------------
 
 
-def run_scale(embedder: semantic.Embedder, n: int, count: int, tmp: Path) -> dict[str, Any]:
+def run_scale(
+    embedder: semantic.Embedder, n: int, count: int, tmp: Path, choice: str
+) -> dict[str, Any]:
     root = tmp / "scale"
     settings = Settings(vault=root, source="bench", session="bench", host="bench")
     items = write_vault(root, n, Corpus(SEED), settings)
@@ -308,6 +338,7 @@ def run_scale(embedder: semantic.Embedder, n: int, count: int, tmp: Path) -> dic
             lexical_ms.append((middle - started) * 1000)
             vector_ms.append((done - middle) * 1000)
             both_ms.append((done - started) * 1000)
+        product = product_costs(store, queries, choice)
     return {
         "memories": n,
         "embed_all_s": round(embed_s, 1),
@@ -316,6 +347,45 @@ def run_scale(embedder: semantic.Embedder, n: int, count: int, tmp: Path) -> dic
         "vector_view_ms": stats(vector_ms),
         "vector_view_cpu_ms": stats(vector_cpu),
         "p95_added_ms": round(pct(both_ms, 95) - pct(lexical_ms, 95), 2),
+        **product,
+    }
+
+
+def product_costs(store: Store, queries: Sequence[str], choice: str) -> dict[str, Any]:
+    """memstore's own search and add, view off and on, interleaved query by query: what
+    turning the view on adds to a recall and to a write (a resident store, as the daemon)."""
+    off = store.settings
+    on = replace(off, semantic=choice)
+    started = time.perf_counter()
+    store.settings = on
+    store.search("warm", workspace=None, k=5, catch_up=False)  # loads, embeds what is missing
+    first_sync_s = time.perf_counter() - started
+    times: dict[bool, list[float]] = {False: [], True: []}
+    for text in queries:
+        for semantic_on in (False, True):
+            store.settings = on if semantic_on else off
+            started = time.perf_counter()
+            store.search(text, workspace=None, k=5, catch_up=False)
+            times[semantic_on].append((time.perf_counter() - started) * 1000)
+    adds: dict[bool, list[float]] = {False: [], True: []}
+    for n in range(40):
+        for semantic_on in (False, True):
+            store.settings = on if semantic_on else off
+            text = f"bench add {n} {semantic_on}: the semantic view embeds a new memory on write"
+            started = time.perf_counter()
+            store.add(text, workspace="bench")
+            adds[semantic_on].append((time.perf_counter() - started) * 1000)
+            if not semantic_on:  # the view falls behind the index: in step again
+                store.settings = on
+                store.search("catch up", workspace=None, k=1, catch_up=False)
+    store.settings = off
+    return {
+        "memstore_first_sync_s": round(first_sync_s, 1),
+        "memstore_search_off_ms": stats(times[False]),
+        "memstore_search_on_ms": stats(times[True]),
+        "memstore_p95_added_ms": round(pct(times[True], 95) - pct(times[False], 95), 2),
+        "memstore_add_off_ms": stats(adds[False]),
+        "memstore_add_on_ms": stats(adds[True]),
     }
 
 
@@ -394,16 +464,19 @@ def main(argv: list[str] | None = None) -> int:
     }
     tmp = Path(tempfile.mkdtemp(prefix="memstore-semantic-"))
     sections: list[tuple[str, Callable[[], dict[str, Any]]]] = []
+    choice = SEMANTIC_ON if args.model is None else str(args.model.resolve())
     if not args.no_fixture:
-        sections.append(("fixture", lambda: run_fixture(embedder, args.fixture, tmp)))
+        sections.append(("fixture", lambda: run_fixture(embedder, args.fixture, tmp, choice)))
     if args.split != "none" and not args.data.exists():
         print(f"no LoCoMo data at {args.data}; pass --data PATH or --split none", file=sys.stderr)
         return 2
     if args.split != "none":
         split = DEV if args.split == "dev" else TEST
-        sections.append(("locomo", lambda: run_locomo(embedder, args.data, split, tmp)))
+        sections.append(("locomo", lambda: run_locomo(embedder, args.data, split, tmp, choice)))
     if args.scale:
-        sections.append(("scale", lambda: run_scale(embedder, args.scale, args.queries, tmp)))
+        sections.append(
+            ("scale", lambda: run_scale(embedder, args.scale, args.queries, tmp, choice))
+        )
     try:
         for name, section in sections:
             report[name] = section()
