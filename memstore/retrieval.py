@@ -227,7 +227,8 @@ def fuse_similar(
             found[path] = replace(found[path], view=f"{found[path].view}+semantic")
 
     def order(path: str) -> tuple[bool, float, int]:
-        return (found[path].weak, -fused[path], lexical.get(path, len(lexical) + vector[path]))
+        rank = lexical[path] if path in lexical else len(lexical) + vector[path]
+        return (found[path].weak, -fused[path], rank)
 
     return demote_superseded(sorted((found[p] for p in found), key=lambda h: order(h.path)))[:k]
 

@@ -74,6 +74,12 @@ def test_fusion_keeps_confident_hits_first_and_marks_what_only_vectors_found(
     assert [h.path for h in fused] == [paths["deploy"], paths["prices"]]  # cut to k
     assert (fused[0].weak, fused[0].view) == (False, "lexical+semantic")
     assert (fused[1].weak, fused[1].view, fused[1].score) == (True, "semantic", 0.0)
+    # a hit only the lexical views found keeps its place among the confident ones
+    alone = fuse_similar(store.indexer, lexical, [paths["prices"]], 5, archived=False)
+    assert [(h.path, h.view) for h in alone] == [
+        (paths["deploy"], "lexical"),
+        (paths["prices"], "semantic"),
+    ]
 
 
 def test_fusion_puts_a_superseded_memory_below_its_correction(store: Store) -> None:
