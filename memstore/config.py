@@ -56,15 +56,16 @@ class Settings:
             env=dict(env),
             executable=env.get("MEMSTORE_EXECUTABLE", ""),
             may_create_vault=path == default or os.path.realpath(path) == os.path.realpath(default),
-            semantic=semantic_choice(env),
+            semantic=semantic_choice(env, home=home),
         )
 
 
-def semantic_choice(env: Mapping[str, str]) -> str:
+def semantic_choice(env: Mapping[str, str], *, home: Path) -> str:
     """Read MEMSTORE_SEMANTIC (on/off) and MEMSTORE_SEMANTIC_MODEL (a model folder; on).
 
     Raises:
-        InvalidInputError: MEMSTORE_SEMANTIC is neither on nor off.
+        InvalidInputError: MEMSTORE_SEMANTIC is neither on nor off, or the model folder is
+            a relative path (the vault's daemon, in another folder, would read another).
     """
     model = env.get("MEMSTORE_SEMANTIC_MODEL", "")
     switch = env.get("MEMSTORE_SEMANTIC", "").strip().lower()
@@ -74,4 +75,11 @@ def semantic_choice(env: Mapping[str, str]) -> str:
         )
     if switch in _NO and (switch or not model):
         return ""  # off, even with a model named
-    return os.path.abspath(Path(model).expanduser()) if model else SEMANTIC_ON
+    if not model:
+        return SEMANTIC_ON
+    folder = home / model[2:] if model == "~" or model.startswith("~/") else Path(model)
+    if not folder.is_absolute():
+        raise InvalidInputError(
+            f"MEMSTORE_SEMANTIC_MODEL is {model!r}; give the model folder's absolute path"
+        )
+    return os.path.normpath(folder)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -205,32 +205,48 @@ def fuse_similar(
     sharing no word with the question, it is at most related. What a correction supersedes
     still goes just below it.
     """
-    lexical = {hit.path: rank for rank, hit in enumerate(hits, 1)}
-    vector = {path: rank for rank, path in enumerate(similar, 1)}
-    fused = {
-        path: 1 / (SEMANTIC_RRF_K + lexical[path]) if path in lexical else 0.0
-        for path in [*lexical, *vector]
-    }
-    for path, rank in vector.items():
-        fused[path] += SEMANTIC_WEIGHT / (SEMANTIC_RRF_K + rank)
-    found = {hit.path: hit for hit in hits}
-    others = [path for path in vector if path not in found]
-    if others:
-        entries = {e.path: e for e in indexer.by_path(others)}
-        for path, doc in indexer.search.get(others).items():
-            if path in entries and (archived or not entries[path].archived):
-                candidate = Candidate(path, 0.0, 0.0, False, 0)
-                hit = replace(_hit(doc, candidate, 0.0, 0), weak=True, view="semantic")
-                found[path] = _linked(indexer, hit)
-    for path in vector:
-        if path in lexical:
-            found[path] = replace(found[path], view=f"{found[path].view}+semantic")
+    lexical = {hit.path: hit for hit in hits}
+    lexical_rank = {path: rank for rank, path in enumerate(lexical, 1)}
+    vector_rank = {path: rank for rank, path in enumerate(similar, 1)}
 
     def order(path: str) -> tuple[bool, float, int]:
-        rank = lexical[path] if path in lexical else len(lexical) + vector[path]
-        return (found[path].weak, -fused[path], rank)
+        fused = SEMANTIC_WEIGHT / (SEMANTIC_RRF_K + vector_rank[path]) if path in vector_rank else 0
+        if path in lexical:
+            fused += 1 / (SEMANTIC_RRF_K + lexical_rank[path])
+            return (lexical[path].weak, -fused, lexical_rank[path])
+        return (True, -fused, len(lexical) + vector_rank[path])
 
-    return demote_superseded(sorted((found[p] for p in found), key=lambda h: order(h.path)))[:k]
+    ranked = sorted(lexical.keys() | vector_rank.keys(), key=order)
+    kept: list[Hit] = []
+    while ranked and len(kept) < k:  # hits are made only for what makes the cut
+        taken, ranked = ranked[: k - len(kept)], ranked[k - len(kept) :]
+        kept.extend(_similar_hits(indexer, taken, lexical, vector_rank, archived=archived))
+    return demote_superseded(kept)
+
+
+def _similar_hits(
+    indexer: Indexer,
+    paths: Sequence[str],
+    lexical: dict[str, Hit],
+    similar: Collection[str],
+    *,
+    archived: bool,
+) -> list[Hit]:
+    """Return hits for `paths` in order: found lexically (marked when also similar), or
+    found by the vector view alone (left out when archived or no longer indexed)."""
+    others = [path for path in paths if path not in lexical]
+    entries = {e.path: e for e in indexer.by_path(others)} if others else {}
+    documents = indexer.search.get(others)
+    made = []
+    for path in paths:
+        if path in lexical:
+            hit = lexical[path]
+            made.append(replace(hit, view=f"{hit.view}+semantic") if path in similar else hit)
+        elif path in documents and path in entries and (archived or not entries[path].archived):
+            candidate = Candidate(path, 0.0, 0.0, False, 0)
+            hit = _hit(documents[path], candidate, 0.0, 0)
+            made.append(_linked(indexer, replace(hit, weak=True, view="semantic")))
+    return made
 
 
 def _linked(indexer: Indexer, hit: Hit) -> Hit:

