@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import signal
@@ -410,11 +411,21 @@ def test_lone_surrogates_in_process_are_tool_errors_and_write_nothing(
     assert (head(vault), vault_bytes(vault)) == before
 
 
+def start_serve(env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """Start `memstore serve` with an unbuffered stdout, for `read_reply`."""
+    return subprocess.Popen(
+        [str(EXE), "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, bufsize=0
+    )
+
+
 def read_reply(proc: subprocess.Popen[bytes], timeout: float = 30) -> dict[str, Any]:
-    """Return the server's next JSON-RPC message, failing if none comes in `timeout` s."""
+    """Return the server's next JSON-RPC message, failing if none comes in `timeout` s.
+
+    stdout must be unbuffered (`start_serve`): a buffered reader may take two replies in
+    one read, and `select` would then wait for the second, already read, in vain."""
     import select
 
-    assert proc.stdout is not None
+    assert isinstance(proc.stdout, io.RawIOBase)
     ready, _, _ = select.select([proc.stdout], [], [], timeout)
     assert ready, f"no reply from memstore serve within {timeout} s"
     return json.loads(proc.stdout.readline())
@@ -425,9 +436,7 @@ def test_stdio_request_with_a_lone_surrogate_gets_an_error_reply(vault: Path) ->
     # JSON.stringify("\ud800") is the escape below.
     before = (head(vault), vault_bytes(vault))
     env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
-    proc = subprocess.Popen(
-        [str(EXE), "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
-    )
+    proc = start_serve(env)
     assert proc.stdin is not None
 
     def send(line: str) -> None:
@@ -477,9 +486,7 @@ def test_stdio_lines_split_or_batched_or_not_utf8_each_get_their_reply(vault: Pa
     # serve reads stdin through the event loop (memstore/mcp_stdio.py): a line may come in
     # pieces, several in one write, or with bytes that are not UTF-8 (read as U+FFFD)
     env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
-    proc = subprocess.Popen(
-        [str(EXE), "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
-    )
+    proc = start_serve(env)
     assert proc.stdin is not None
 
     def send(data: bytes) -> None:
