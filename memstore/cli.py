@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any, cast
@@ -372,8 +374,17 @@ def reindex(
     Example:  memstore reindex
     """
     quiet_bars = quiet or as_json
-    bars = progress_bar("indexing", quiet=quiet_bars), progress_bar("embedding", quiet=quiet_bars)
-    with Store.open(settings_for(vault)) as store, bars[0] as step, bars[1] as embedding:
+    with Store.open(settings_for(vault)) as store, contextlib.ExitStack() as bars:
+        step = bars.enter_context(progress_bar("indexing", quiet=quiet_bars))
+        embed_step: Callable[[int, int], None] | None = None
+
+        def embedding(done: int, total: int) -> None:
+            nonlocal embed_step
+            if embed_step is None:  # indexing is over: its bar ends before this one starts
+                bars.close()
+                embed_step = bars.enter_context(progress_bar("embedding", quiet=quiet_bars))
+            embed_step(done, total)
+
         result = store.reindex(step, embedding)
     if as_json:
         emit_json(

@@ -22,6 +22,7 @@ from memstore.store import Store
 from tests.conftest import git, settings_at
 from tests.test_daemon import env as daemons_allowed  # noqa: F401 (a fixture)
 from tests.test_daemon import requests_served, start_daemon
+from tests.test_progress import on_a_terminal
 
 EXE = Path(sys.executable).with_name("memstore")
 MEMORIES = {
@@ -195,6 +196,22 @@ def test_reindex_after_losing_the_cache_answers_exactly_as_before(vault: Path, m
         assert (vault / ".memstore" / "semantic").is_dir()
         after = {q: store.search(q, workspace=None, k=6).hits for q in queries}
     assert after == before and all(len(hits) == 6 for hits in after.values())
+
+
+def test_reindex_shows_indexing_then_embedding_each_on_its_own_line(
+    vault: Path, model: None
+) -> None:
+    with Store.open(settings_at(vault)) as plain:
+        fill(plain)
+    code, shown = on_a_terminal(
+        vault, "reindex", MEMSTORE_SEMANTIC="on", MEMSTORE_PROGRESS_DELAY="0"
+    )
+    assert code == 0, shown
+    lines = shown.replace("\r\n", "\n").split("\n")
+    indexing = [n for n, line in enumerate(lines) if "indexing" in line]
+    embedding = [n for n, line in enumerate(lines) if "embedding" in line]
+    assert indexing and embedding, shown
+    assert max(indexing) < min(embedding), shown  # the first bar ended before the second
 
 
 def test_the_daemon_and_a_lone_process_print_the_same_semantic_search(
