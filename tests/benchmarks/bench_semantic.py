@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Does the semantic view help? Lexical recall beside lexical + vector fusion, in one run.
 
-A standalone script, not a pytest module (needs `pip install 'memstore[semantic]'`):
+A standalone script, not a pytest module (needs the `semantic` extra: `pip install '.[semantic]'`):
 
     python tests/benchmarks/bench_semantic.py [--model PATH] [--json out.json]
     python tests/benchmarks/bench_semantic.py --split test   # LoCoMo 6-9: once, at the end
