@@ -84,6 +84,7 @@ STOP_WORDS = frozenset(
 WORD_CACHE = 200_000  # distinct words remembered per analyzer (then it starts over)
 TOKEN_PATTERN = r"\w+(?:[./\-]\w+)*"
 _SEPARATORS = re.compile(r"[./_\-]+")
+_PLAIN_WORD = re.compile(r"[a-z0-9]+")  # what the chain only stops or stems
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 
@@ -203,6 +204,13 @@ class WordCachedAnalyzer(Analyzer):
     def _analyze_word(self, word: str) -> tuple[str, ...]:
         if len(self._terms) > WORD_CACHE:
             self._terms.clear()
+        if _PLAIN_WORD.fullmatch(word):
+            # Lowercase ASCII letters and digits: one part, nothing to fold, so the chain
+            # can only stop or stem it, and porter2 leaves digits alone (a test compares
+            # with the chain). Most distinct words of a vault are such: ids, numbers.
+            if word in STOP_WORDS:
+                return ()
+            return (word,) if word.isdigit() else (stem(word),)
         return tuple(token.text for token in self._chain(word, mode="index"))
 
 

@@ -10,7 +10,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from index import Document, SearchIndex, SearchIndexError, engine, extract_entities
-from index.analysis import identifier_parts
+from index.analysis import (
+    _PLAIN_WORD,
+    STOP_WORDS,
+    WordCachedAnalyzer,
+    identifier_parts,
+    make_chain,
+)
 from index.scoring import segment_id
 
 DOCS = [
@@ -84,6 +90,26 @@ def test_identifiers_are_found_whole_and_by_part(index: SearchIndex) -> None:
     assert ids(index.search("OrderService")) == ["eeee5555"]
     assert ids(index.search("orders.yaml")) == ["eeee5555"]
     assert identifier_parts("OrderService") == ["OrderService", "Order", "Service"]
+
+
+PLAIN = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+@given(
+    st.one_of(
+        st.text(PLAIN, min_size=1, max_size=14),
+        st.text("0123456789", min_size=1, max_size=12),
+        st.sampled_from(sorted(STOP_WORDS)),
+        st.sampled_from(["running", "generously", "sky", "ies", "news", "1st", "37xzzqu6"]),
+    )
+)
+@settings(max_examples=800, deadline=None)
+def test_a_plain_words_shortcut_gives_what_the_whole_chain_gives(word: str) -> None:
+    # ids, numbers and lowercase words skip the filter chain when analysed (a rebuild's
+    # analysis is mostly such words): the terms must be the chain's, or the index changes
+    assert _PLAIN_WORD.fullmatch(word)
+    chain = tuple(t.text for t in make_chain()(word, mode="index"))
+    assert WordCachedAnalyzer()._analyze_word(word) == chain
 
 
 def test_keywords_are_searched_but_weigh_less_than_content(tmp_path: Path) -> None:
@@ -183,6 +209,44 @@ def test_entity_extraction_kinds() -> None:
     assert found["client_max_body_size"] == "identifier" and found["orderservice"] == "identifier"
     assert found["err_pnpm_peer_dep"] == "code" and found["v2.3.1"] == "version"
     assert found["@maria"] == "mention" and found["make deploy"] == "quoted"
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "https://x.io/a",
+                "@maria",
+                "src/app.py",
+                "/etc/nginx/nginx.conf",
+                "v1.2.3",
+                "2.0",
+                "MAX_SIZE",
+                "ABC123",
+                "snake_case",
+                "camelCase",
+                "`cmd`",
+                '"quoted text"',
+                ":",
+                "/",
+                ".",
+                "@",
+                "_",
+                "`",
+                '"',
+                " ",
+                "\n",
+                "word",
+                "Nginx",
+                "x",
+            ]
+        ),
+        max_size=12,
+    ).map("".join)
+)
+@settings(max_examples=400, deadline=None)
+def test_skipping_patterns_a_text_cannot_match_changes_no_entity(text: str) -> None:
+    assert extract_entities(text) == extract_entities(text, skip=False)
 
 
 def test_damaged_index_raises_search_index_error(tmp_path: Path) -> None:
