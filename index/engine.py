@@ -30,7 +30,7 @@ from whoosh import index as whoosh_index
 from whoosh.fields import ID, STORED, TEXT, Schema
 from whoosh.filedb.filestore import StorageError
 from whoosh.filedb.filetables import FileFormatError
-from whoosh.query import And, Prefix, Query, Term
+from whoosh.query import Prefix, Term
 from whoosh.reading import SegmentReader, TermNotFound
 from whoosh.writing import LockError
 
@@ -135,10 +135,12 @@ def _schema() -> Schema:
     analyzer = make_analyzer()
     return Schema(
         key=ID(stored=True, unique=True),
-        id=ID(stored=True),
+        # id and hash are looked up in the indexer's rows (sqlite), never through postings:
+        # indexed, each memory gave the term tables two terms of its own to write.
+        id=STORED(),
         workspace=ID(stored=True),
         kind=STORED(),  # never searched: kept, not indexed (no postings to write)
-        hash=ID(stored=True),
+        hash=STORED(),
         # No positions (phrase=False): scoring reads term frequencies only, and positions
         # cost every commit their encoding and the index its size.
         content=TEXT(analyzer=analyzer, stored=True, phrase=False),
@@ -639,23 +641,12 @@ class SearchIndex:
                     break
         return found
 
-    def find(
-        self, *, workspace: str | None = None, hash: str | None = None, id_prefix: str | None = None
-    ) -> list[Document]:
-        """Return documents matching every given field exactly (the id by prefix)."""
-        clauses: list[Query] = []
-        if workspace is not None:
-            clauses.append(Term("workspace", workspace))
-        if hash is not None:
-            clauses.append(Term("hash", hash))
-        if id_prefix is not None:
-            clauses.append(Prefix("id", id_prefix))
-        if not clauses:
-            return []
+    def find(self, workspace: str) -> list[Document]:
+        """Return the documents of one workspace, by key."""
         searcher = self._reader()
         try:
-            results = searcher.search(And(clauses), limit=None)
-            return sorted((_document(dict(r.fields())) for r in results), key=lambda d: d.key)
+            hits = searcher.search(Term("workspace", workspace), limit=None)
+            return sorted((_document(dict(hit.fields())) for hit in hits), key=lambda d: d.key)
         except Exception as err:
             _raise_if_damage(err, self.root)
             raise

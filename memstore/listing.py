@@ -123,7 +123,7 @@ def read_listing(store: Store, filters: Filters, limit: int) -> Listing:
 def _sources(store: Store, workspace: str | None) -> dict[str, str]:
     """Return each memory's source (path → source), for one workspace or all."""
     index = store.indexer.search
-    documents = index.find(workspace=workspace) if workspace else index.documents()
+    documents = index.find(workspace) if workspace else index.documents()
     return {d.key: d.source for d in documents}
 
 

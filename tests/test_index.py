@@ -149,12 +149,20 @@ def test_upsert_replaces_and_delete_removes(index: SearchIndex) -> None:
     assert index.search("prod approvals") == [] and index.count() == len(DOCS) - 1
 
 
-def test_find_by_hash_and_id_prefix(tmp_path: Path) -> None:
+def test_find_by_workspace_and_only_key_workspace_and_text_are_terms(tmp_path: Path) -> None:
     ix = SearchIndex.open(tmp_path / "f")
-    ix.apply([Document("k", "abcd1234", "w", "note", "x", (), hash="h1")])
-    assert [d.key for d in ix.find(id_prefix="abc")] == ["k"]
-    assert [d.key for d in ix.find(workspace="w", hash="h1")] == ["k"]
-    assert ix.find(workspace="other", hash="h1") == []
+    ix.apply([Document("w/k2", "abzz9999", "w", "note", "y", ("kw",), hash="h2")])
+    ix.apply([Document("v/k", "abcd1234", "v", "note", "x", (), hash="h1")])
+    ix.apply([Document("w/k1", "abcd5678", "w", "note", "z", (), hash="h3")])
+    assert [(d.key, d.id, d.hash) for d in ix.find("w")] == [
+        ("w/k1", "abcd5678", "h3"),
+        ("w/k2", "abzz9999", "h2"),
+    ]
+    assert ix.find("other") == []
+    # ids and hashes are stored, not indexed: they gave every memory two terms of its own
+    with ix._ix.searcher() as searcher:
+        fields = {field for field, _ in searcher.reader().all_terms()}
+    assert fields == {"key", "workspace", "content", "keywords"}
     ix.close()
 
 
