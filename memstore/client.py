@@ -48,6 +48,7 @@ SPAWN_MARK = "daemon.spawned"  # when a client last started one (no start storms
 SPAWN_PAUSE_S = 10.0
 CONNECT_TIMEOUT_S = 1.0
 REPLY_TIMEOUT_S = 120.0  # the daemon bounds its own requests well below this
+PATIENCE_S = 0.25  # waiting longer for a reply, the client looks whether the daemon is stopped
 MAX_MESSAGE = 256 * 1024 * 1024
 SUN_PATH_MAX = 100  # sockaddr_un holds 108 bytes; longer paths go through /proc/self/fd
 
@@ -373,6 +374,8 @@ def _exchange(vault: Path | str, request: Request) -> Reply | None:
         return None
     try:
         send_frame(sock, encode_request(request))
+        if not _reply_coming(vault, sock):
+            return None
         sock.settimeout(REPLY_TIMEOUT_S)
         fields = read_frame(sock)
     except (OSError, ConnectionError, ValueError):
@@ -382,6 +385,44 @@ def _exchange(vault: Path | str, request: Request) -> Reply | None:
     # A refusal (other memstore code: it stops itself, the next command starts ours) or a
     # malformed reply is None too: the command runs here.
     return decode_reply(fields)
+
+
+def _reply_coming(vault: Path | str, sock: Any) -> bool:
+    """Wait until the daemon starts its reply; return False when it is stopped (Ctrl-Z on
+    `memstore watch`, a debugger) or REPLY_TIMEOUT_S passes: the caller runs the command itself.
+
+    A stopped daemon still accepts connections, so only its process state tells. Once
+    resumed, the daemon sees this client gone and does not run its request; what a daemon
+    stopped in the middle of a write does is in docs/daemon.md ("Requests").
+    """
+    import select
+
+    deadline = time.monotonic() + REPLY_TIMEOUT_S
+    while not select.select([sock], [], [], PATIENCE_S)[0]:
+        pid = stopped_daemon(vault)
+        if pid is not None:
+            os.write(
+                2,
+                f"memstore: the daemon of {os.fspath(vault)} (pid {pid}) is stopped, so this "
+                f"command runs here; `kill -CONT {pid}` resumes it\n".encode(errors="replace"),
+            )
+            return False
+        if time.monotonic() > deadline:
+            return False
+    return True
+
+
+def stopped_daemon(vault: Path | str) -> int | None:
+    """Return the pid of the vault's daemon when it is stopped by a signal (state T or t in
+    /proc), else None (running, gone, or no /proc to ask)."""
+    try:
+        with open(_in_state(vault, LOCK_NAME), "rb") as handle:
+            pid = int(handle.read(32).split()[0])
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            state = handle.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, ValueError, IndexError):
+        return None
+    return pid if state in (b"T", b"t") else None
 
 
 def is_running(vault: Path | str) -> bool:

@@ -16,6 +16,7 @@ import gc
 import logging
 import os
 import queue
+import select
 import signal
 import socket
 import sys
@@ -294,7 +295,7 @@ class Daemon:
         with conn:
             try:
                 conn.settimeout(IO_TIMEOUT_S)
-                answer = self._answer(read_frame(conn))
+                answer = self._answer(read_frame(conn), conn)
                 conn.settimeout(IO_TIMEOUT_S)
                 send_frame(conn, answer)
             except (OSError, ConnectionError) as err:
@@ -306,7 +307,7 @@ class Daemon:
             except Exception:  # a shell's outer loop: one bad request never ends the daemon
                 log.exception("unexpected error while answering a request")
 
-    def _answer(self, fields: Frame) -> Frame:
+    def _answer(self, fields: Frame, conn: socket.socket) -> Frame:
         if sender(fields) != self.identity:
             self.stop(f"a client of other memstore code asked ({sender(fields)!r})")
             return refusal("version")
@@ -320,15 +321,21 @@ class Daemon:
         if request.op == "stop":
             self.stop("asked to stop")
             return encode_reply(Reply(0))
-        return encode_reply(self._serve_one(request))
+        return encode_reply(self._serve_one(request, conn))
 
-    def _serve_one(self, request: Request) -> Reply:
+    def _serve_one(self, request: Request, conn: socket.socket) -> Reply:
         handler = HANDLERS.get(request.op)
         if handler is None or not self._serving.acquire(timeout=BUSY_WAIT_S):
             return Reply(None)  # unknown here, or busy: the caller runs it itself
         if self._stop.is_set():
             self._serving.release()
             return Reply(None)  # stopping: the store may be closed by the time it would run
+        if client_left(conn):
+            # It gave up waiting (this process was stopped, or busy) and ran the command
+            # itself: running it here too would add a memory twice.
+            log.info("a client left before its %s ran; not run here", request.op)
+            self._serving.release()
+            return Reply(None)
         self._busy_since = time.monotonic()
         try:
             with self._request_log.capture() as warnings:
@@ -372,6 +379,17 @@ class Daemon:
             "requests": self.requests,
             "version": self.identity,
         }
+
+
+def client_left(conn: socket.socket) -> bool:
+    """Return whether the client of `conn` has closed its end. A client sends one request and
+    then only reads, so anything readable before the reply is its end-of-file."""
+    try:
+        if not select.select([conn], [], [], 0)[0]:
+            return False
+        return conn.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True  # reset by the peer: gone too
 
 
 def _iso(stamp: float) -> str:
