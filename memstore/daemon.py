@@ -27,6 +27,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from index import SearchIndexError
 from memstore import agent_hooks, lean, tools
 from memstore.client import (
     LOCK_NAME,
@@ -358,7 +359,7 @@ class Daemon:
         """Return what `memstore status` shows: pid, vault, memories, uptime, memory, catch-up."""
         try:
             memories: int | None = self.store.indexer.search.count()
-        except MemstoreError:
+        except (MemstoreError, SearchIndexError):  # damaged or deleted: the next request heals
             memories = None
         now = time.time()
         idle_left = self.idle_exit - (time.monotonic() - self._last_request)

@@ -196,6 +196,10 @@ class Indexer:
         self.recovered_from: Path | None = None
         self._temporary: Path | None = None  # where a read-only vault's index was built
         self._full_due = False  # set by drift(): the next catch-up compares every file
+        # Created empty by this process, not yet caught up: its first catch-up runs even with
+        # a watcher running (which leaves catch-ups to itself but does not see an index
+        # deleted under it: the empty one answered "no memories" until its next reconcile).
+        self.unfilled = False
 
     @property
     def root(self) -> Path:
@@ -207,10 +211,12 @@ class Indexer:
         is created empty (the next catch-up fills it)."""
         root = vault.state_dir / INDEX_DIR
         if not os.path.lexists(root):
-            try:  # a first index, empty: the next catch-up fills it
-                return cls._open_at(vault, root)
+            try:  # a first index, empty: the next catch-up fills it, even beside a watcher
+                indexer = cls._open_at(vault, root)
             except (VaultError, SearchIndexError):
                 return cls._recover(vault, None)
+            indexer.unfilled = True
+            return indexer
         try:
             indexer = cls._open_at(vault, root, create=False)
         except SearchIndexError as err:
@@ -280,9 +286,30 @@ class Indexer:
         # None: being replaced right now, or deleted; keep this one until a new one stands
         return now is not None and now != identity
 
+    def is_deleted(self) -> bool:
+        """Say whether the index this one opened was removed and nothing is putting another
+        in its place (a person deleted the cache; a rebuild's swap has a building folder)."""
+        path, identity = self._opened
+        if identity is None or self._temporary is not None or _identity(path) is not None:
+            return False
+        return not any(
+            pid.isdigit() and int(pid) != os.getpid() and process_alive(int(pid))
+            for pid in (
+                left.name.rpartition("-")[2]
+                for left in self.vault.state_dir.glob(f"{INDEX_DIR}.building-*")
+            )
+        )
+
     def follow(self) -> bool:
-        """Reopen the index when another process replaced it (`is_replaced`); this object
-        and its `search` stay valid for whoever holds them. Return whether it did."""
+        """Reopen the index when another process replaced it (`is_replaced`), or rebuild it
+        when it was deleted (`is_deleted`); this object and its `search` stay valid for whoever
+        holds them. Return whether it did either."""
+        if self.is_deleted():
+            log.info("the index at %s was deleted; rebuilding it from the files", self.root)
+            fresh = Indexer._recover(self.vault, None)
+            self._db.close()
+            self._become(fresh)
+            return True
         if not self.is_replaced():
             return False
         try:  # never a rebuild here: a damaged or other-format one is its writer's to heal
@@ -438,8 +465,12 @@ class Indexer:
         if full is None:
             full = self._is_full_due(workspace)
         if full:
-            return self._catch_up(progress, workspace)
-        return self._quick_catch_up(workspace, progress)
+            result = self._catch_up(progress, workspace)
+        else:
+            result = self._quick_catch_up(workspace, progress)
+        if workspace is None:
+            self.unfilled = False
+        return result
 
     def _is_full_due(self, workspace: str | None) -> bool:
         """Say whether a catch-up must compare every file (in its scope)."""

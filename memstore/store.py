@@ -446,7 +446,8 @@ class Store:
         """Bring the index up to date with the files.
 
         A reader (`wait` False) skips this when a writer holds the lock right now: readers
-        never wait, and the writer updates the index itself. The watcher waits its turn.
+        do not wait, and the writer updates the index itself. The watcher waits its turn, and
+        so does a reader whose index was just created (a person deleted it): it is empty.
         """
         with self._mutex:
             if wait:
@@ -459,7 +460,11 @@ class Store:
                         tuple(p for r in results for p in r.removed),
                         tuple(p for r in results for p in r.problems),
                     )
-            if self.vault.is_watched():
+            watched = self.vault.is_watched()  # first: it heals a .memstore made a file
+            if self.indexer.unfilled:  # created just now (deleted by hand?): fill it first
+                with self.vault.lock(self.settings.lock_timeout):
+                    return self.catch_up_locked()
+            if watched:
                 return CatchUp()  # a running watcher (memstore serve / watch) keeps it current
             with self.vault.try_lock() as locked:
                 return self.catch_up_locked() if locked else CatchUp()

@@ -304,6 +304,33 @@ def test_a_daemon_stopped_by_a_signal_is_passed_by_and_never_runs_the_add_again(
     assert requests_served(vault) == served + 1  # and it answers again
 
 
+def test_an_index_deleted_under_a_running_daemon_is_rebuilt_whoever_reads_next(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    vault = make_vault(tmp_path / "vault")
+    env["MEMSTORE_VAULT"] = str(vault)
+    no_daemon = {**env, "MEMSTORE_NO_DAEMON": "1"}
+    start_daemon(env, vault)
+    query = ["search", "deploy staging", "--all", "--json"]
+    before = run(env, *query).stdout
+    listed = run(no_daemon, "list", "-n", "0", "--json").stdout
+    assert requests_served(vault) == 1 and json.loads(listed)["shown"] == 50
+    # A process without the daemon reads first: it used to create an empty index and leave
+    # the catch-up to the running watcher, which never saw the deletion ("No memories").
+    shutil.rmtree(vault / ".memstore" / "index")
+    assert run(no_daemon, "list", "-n", "0", "--json").stdout == listed
+    assert run(no_daemon, *query).stdout == before
+    assert run(env, *query).stdout == before
+    # The daemon reads first: it rebuilds the index it had open, and says so.
+    shutil.rmtree(vault / ".memstore" / "index")
+    served = requests_served(vault)
+    rebuilt = run(env, *query)
+    assert rebuilt.stdout == before and requests_served(vault) == served + 1
+    assert "no index in" in rebuilt.stderr and "built it from 50 memory files" in rebuilt.stderr
+    assert run(no_daemon, "list", "-n", "0", "--json").stdout == listed
+    assert run(no_daemon, "doctor").returncode == 0
+
+
 def test_files_stay_the_truth_across_a_stopped_daemon(tmp_path: Path, env: dict[str, str]) -> None:
     vault = make_vault(tmp_path / "vault")
     env["MEMSTORE_VAULT"] = str(vault)
