@@ -16,7 +16,7 @@ from typing import Annotated, Any, cast
 import typer
 
 from memstore import __version__, agents_cli, conflicts_cli, ingest_cli, listing
-from memstore.errors import MemstoreError
+from memstore.errors import InvalidInputError, MemstoreError
 from memstore.lean import (
     complete_workspace,
     detected_workspace,
@@ -83,6 +83,14 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
+
+def _named(workspace: str | None) -> str | None:
+    """Refuse `-w ""`: it used to mean the default workspace without a word."""
+    if workspace is not None and not workspace.strip():
+        raise typer.BadParameter("is empty; name a workspace, e.g. -w my-project")
+    return workspace
+
+
 WorkspaceOption = Annotated[
     str | None,
     typer.Option(
@@ -91,6 +99,7 @@ WorkspaceOption = Annotated[
         help="Workspace (default: detected from the current git repository).",
         show_default=False,
         autocompletion=complete_workspace,
+        callback=_named,
     ),
 ]
 
@@ -294,6 +303,10 @@ def search(
     Example:  memstore search "nginx 413 upload" -w webshop
     """
     query = " ".join(words)
+    if not query.strip() and not context:  # --context (an agent's hook) stays silent instead
+        raise InvalidInputError(
+            'the query is empty; pass words to look for, e.g. memstore search "nginx 413 upload"'
+        )
     settings = settings_for(vault)
     scope = None if all_workspaces else (workspace or detected_workspace(settings.vault))
     elsewhere = None
@@ -703,7 +716,7 @@ def _stop_on_signals(watcher: Any, store: Store) -> threading.Event:
     return stopping
 
 
-remote_app = typer.Typer(cls=CommandList, help="Show or set the git remote the vault syncs with.")
+remote_app = typer.Typer(cls=CommandList)  # its help is remote_default's docstring
 app.add_typer(remote_app, name="remote")
 
 
@@ -711,7 +724,7 @@ app.add_typer(remote_app, name="remote")
 def remote_default(context: typer.Context, vault: VaultOption = None) -> None:
     """Show or set the git remote the vault syncs with (alone: print each remote and its URL).
 
-    Example:  memstore remote
+    Example:  memstore remote add git@github.com:me/memories.git
     """
     if context.invoked_subcommand is not None:
         return

@@ -29,6 +29,7 @@ committed), and brought up to date by running ingest again (only what changed is
 A git repository's files are what git lists (its .gitignore honoured); binaries, files
 over 1 MB, .git and node_modules are skipped. Hits show as path:start-end kind name.
 
+\b
 Examples:  memstore ingest ~/src/webshop -w webshop
            memstore ingest . --dry-run
            memstore ingest --list

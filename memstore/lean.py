@@ -132,6 +132,11 @@ def last(options: Options, name: str, default: str = "") -> str:
     return options[name][-1] if name in options else default
 
 
+def empty_workspace(options: Options) -> bool:
+    """Return whether `-w ""` was given: an error, which the typer command says."""
+    return "workspace" in options and not last(options, "workspace").strip()
+
+
 def wants_stdin(op: str, argv: list[str]) -> bool:
     """Return whether command `op` reads its text from standard input (`memstore add -`)."""
     options = parse(argv, ADD_FLAGS, ADD_VALUES, "text") if op == "add" else None
@@ -173,10 +178,12 @@ def run_search(request: Request, open_store: OpenStore = open_in_process) -> Rep
     """Run `memstore search`; a None status defers to the typer command."""
     options = parse(request.argv, SEARCH_FLAGS, SEARCH_VALUES, "query")
     k = last(options or {}, "k", "5")
-    if options is None or not k.isdigit() or not 1 <= int(k) <= 200:
+    if options is None or not k.isdigit() or not 1 <= int(k) <= 200 or empty_workspace(options):
         return DEFER
-    settings = settings_for(request, options)
     query = last(options, "query")
+    if not query.strip() and "context" not in options:
+        return DEFER  # an error: the typer command says it
+    settings = settings_for(request, options)
     scope = (
         None
         if "all" in options
@@ -270,7 +277,7 @@ def print_search(
 def run_add(request: Request, open_store: OpenStore = open_in_process) -> Reply:
     """Run `memstore add`; a None status defers to the typer command."""
     options = parse(request.argv, ADD_FLAGS, ADD_VALUES, "text")
-    if options is None:
+    if options is None or empty_workspace(options):
         return DEFER
     settings = settings_for(request, options)
     text = last(options, "text")

@@ -25,7 +25,7 @@ def check_workspace(name: str, *, for_add: bool = False) -> str:
     if not _WORKSPACE.match(name) or ".." in name:
         raise InvalidInputError(
             f"invalid workspace name {name!r}; use lowercase letters, digits, '.', '_' "
-            "and '-' (starting with a letter or digit), e.g. -w my-project"
+            "and '-' (starting with a letter or digit, no '..'), e.g. -w my-project"
         )
     return name
 

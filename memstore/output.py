@@ -13,7 +13,7 @@ from memstore.codec import normalize_text
 from memstore.conflicts import split_label, sync_hint
 from memstore.git import LogEntry
 from memstore.indexer import CatchUp, Drift
-from memstore.model import AddResult, Hit, SearchResult
+from memstore.model import GLOBAL, AddResult, Hit, SearchResult
 from memstore.sync import SyncOutcome
 
 if TYPE_CHECKING:
@@ -160,7 +160,9 @@ def search_lines(
     """Return what `memstore search` prints for a result."""
     read_as = [read_as_line(result)] if result.read_as else []
     if not result.hits:
-        where = f" in {scope} or global." if scope else "."
+        where = (
+            "." if not scope else " in global." if scope == GLOBAL else f" in {scope} or global."
+        )
         lines = [*read_as, f"No memory matches {query!r}{where}"]
         if elsewhere and elsewhere.matches:
             lines.append(elsewhere_line(elsewhere))

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from memstore import __version__
@@ -49,9 +51,21 @@ def new_vault(path: Path) -> Path:
 
 def test_version_and_help() -> None:
     assert run("--version").stdout.strip() == f"memstore {__version__}"
-    for command in ("init", "add", "search", "show", "stats", "reindex", "demo"):
-        result = runner.invoke(app, [command, "--help"])
-        assert result.exit_code == 0 and "Example:" in result.output, command
+    # Every command and command group, however deep, shows an example in its --help.
+    paths: list[list[str]] = []
+    groups = [([], typer.main.get_command(app))]
+    while groups:
+        path, group = groups.pop()
+        for name, command in group.commands.items():  # type: ignore[attr-defined]
+            if command.hidden:
+                continue
+            paths.append([*path, name])
+            if hasattr(command, "commands"):
+                groups.append(([*path, name], command))
+    assert {"remote", "add", "search"} <= {p[0] for p in paths} and ["remote", "add"] in paths
+    for words in paths:
+        result = runner.invoke(app, [*words, "--help"])
+        assert result.exit_code == 0 and re.search(r"Examples?:  ", result.output), words
 
 
 def test_init_creates_a_private_vault_with_its_git_files(tmp_path: Path) -> None:

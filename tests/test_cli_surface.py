@@ -169,6 +169,8 @@ def test_the_hint_counts_nothing_it_cannot_show(vault: Path) -> None:
     assert run("add", "use pnpm, not npm", "-w", "infra-tools", vault=vault).returncode == 0
     none = run("search", "kubernetes", "-w", "webshop", vault=vault)
     assert none.stdout == "No memory matches 'kubernetes' in webshop or global.\n"
+    in_global = run("search", "kubernetes", "-w", "global", vault=vault)
+    assert in_global.stdout == "No memory matches 'kubernetes' in global.\n"  # not "or global"
     context = run("search", "pnpm", "-w", "webshop", "--context", vault=vault)
     assert context.stdout == ""  # agent context stays silent
     data = json.loads(run("search", "pnpm", "-w", "webshop", "--json", vault=vault).stdout)
@@ -338,3 +340,29 @@ def test_the_completion_script_installs_for_a_named_shell(tmp_path: Path) -> Non
     )
     assert installed.returncode == 0, installed.stderr
     assert "memstore" in (Path(os.environ["HOME"]) / ".bashrc").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "says"),
+    [
+        (["search", ""], 1, "Error: the query is empty; pass words to look for"),
+        (["search", "  ", "--all", "--json"], 1, "Error: the query is empty"),
+        (["add", "a note", "-w", ""], 2, "'-w' / '--workspace': is empty; name a workspace"),
+        (["search", "deploy", "-w", " "], 2, "'-w' / '--workspace': is empty"),
+    ],
+)
+def test_an_empty_query_or_workspace_is_an_error_both_ways(
+    vault: Path, args: list[str], status: int, says: str
+) -> None:
+    before = vault_bytes(vault)
+    lean_out = run(*args, vault=vault)
+    typer_out = typer_run(*args, vault=vault)
+    assert lean_out.returncode == status and says in lean_out.stderr, lean_out.stderr
+    said = typer_out.output + str(typer_out.exception or "")  # main() prints "Error: " + it
+    assert typer_out.exit_code == status and says.removeprefix("Error: ") in said
+    assert vault_bytes(vault) == before  # nothing stored
+
+
+def test_an_empty_query_for_an_agent_context_stays_silent(vault: Path) -> None:
+    done = run("search", "", "--context", vault=vault)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
