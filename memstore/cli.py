@@ -812,7 +812,10 @@ def sync(
         progress_bar("indexing what sync brought", quiet=quiet or as_json) as progress,
     ):
         outcome, flushed, caught_up = store.sync(name, progress)
-        unreadable = sorted(p.path for p in store.indexer.problems())
+        # only those this sync committed: one that came from the remote, or was committed
+        # by an earlier sync, is not news (doctor lists them all)
+        edited = set(outcome.edited)
+        unreadable = sorted(p.path for p in store.indexer.problems() if p.path in edited)
     if as_json:
         emit_json(
             {
@@ -828,7 +831,7 @@ def sync(
         lines = [line for line in lines if line.startswith(" ")]
     if lines:
         typer.echo("\n".join(lines))
-    if outcome.committed_edits and unreadable and not quiet:
+    if unreadable and not quiet:
         shown = ", ".join(unreadable[:5]) + (" …" if len(unreadable) > 5 else "")
         typer.echo(
             f"note: the vault holds {count(len(unreadable), 'file')} memstore cannot read "

@@ -29,6 +29,7 @@ class SyncOutcome:
     """What one sync did."""
 
     committed_edits: str = ""
+    edited: list[str] = field(default_factory=list)  # the paths those edit commits hold
     fetched: str = ""  # the remote commit merged, '' when the remote branch is empty
     merge: str = "up to date"  # up to date | fast-forward | merged | pushed
     merge_commit: str = ""
@@ -83,7 +84,7 @@ def sync(
                 "(any URL git push accepts, e.g. git@github.com:you/memory.git or a bare repo "
                 "path)"
             )
-        outcome.committed_edits = _commit_edits(vault, git, trailers.host)
+        outcome.committed_edits = _commit_edits(vault, git, trailers.host, outcome)
         begun = git.head()
     branch = git.branch()
     attempt = 0
@@ -116,13 +117,13 @@ def _merge_locked(
 ) -> bool:
     """Commit edits saved meanwhile, merge `theirs`; False when a file changed under the
     checkout (its edit is then committed and the merge must run again)."""
-    committed = _commit_edits(vault, git, trailers.host)
+    committed = _commit_edits(vault, git, trailers.host, outcome)
     outcome.committed_edits = committed or outcome.committed_edits
     start = git.head()
     try:
         _merge(vault, git, trailers, theirs, outcome)
     except UncommittedEditError as err:
-        committed = _commit_edits(vault, git, trailers.host)
+        committed = _commit_edits(vault, git, trailers.host, outcome)
         if not committed:
             raise SyncError(
                 f"{err}; nothing was overwritten — move that file aside and sync again"
@@ -147,9 +148,14 @@ def _note_conflicts(git: GitRepo, begun: str, head: str, outcome: SyncOutcome) -
     outcome.conflicts = list(dict.fromkeys([*outcome.conflicts, *sorted(arrived)]))
 
 
-def _commit_edits(vault: Vault, git: GitRepo, host: str) -> str:
+def _commit_edits(vault: Vault, git: GitRepo, host: str, outcome: SyncOutcome) -> str:
+    """Commit outside edits; return the last commit made ('' none), noting its paths."""
+    before = git.head()
     made = commit_edits(vault, git, host, None)
-    return made[-1] if made else ""
+    if not made:
+        return ""
+    outcome.edited = sorted({*outcome.edited, *git.paths_between(before, made[-1])})
+    return made[-1]
 
 
 def _merge(

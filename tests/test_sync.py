@@ -453,6 +453,11 @@ def test_sync_names_unreadable_files_it_committed(machines: list[Store]) -> None
     assert "1 file memstore cannot read (global/blob.md)" in done.stdout
     again = subprocess.run([str(EXE), "sync"], env=env, capture_output=True, text=True)
     assert "cannot read" not in again.stdout  # said once, when it was committed
+    # A later sync that commits some other hand edit does not name it again.
+    (root / "global" / "hand-note.md").write_text("a readable note by hand\n", encoding="utf-8")
+    other = subprocess.run([str(EXE), "sync"], env=env, capture_output=True, text=True)
+    assert "committed edits made outside memstore" in other.stdout, other.stdout
+    assert "cannot read" not in other.stdout
 
 
 def test_init_takes_origin_main_not_a_branch_that_ends_in_main(
