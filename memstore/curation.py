@@ -15,7 +15,7 @@ from memstore.contradictions import disagreement
 from memstore.errors import InvalidInputError
 from memstore.indexer import Entry, Progress, has_conflict
 from memstore.merge import KIND_RANK, union
-from memstore.model import KINDS, Memory, check_kind
+from memstore.model import ADDABLE_KINDS, Memory, check_kind
 from memstore.ranking import CORE_BUDGET_TOKENS, Candidate, estimate_tokens, strength
 from memstore.secrets import find_secrets
 from memstore.similar import neighbours, similar_pairs, term_sets
@@ -227,7 +227,7 @@ class Curator:
     # --- changing one memory ---------------------------------------------------------
 
     def promote(self, id_prefix: str, kind: str) -> tuple[Memory, bool]:
-        check_kind(kind, allowed=KINDS)
+        check_kind(kind, allowed=ADDABLE_KINDS)  # imported is import's mark, not a kind to give
         return self.store.update(id_prefix, lambda m: replace(m, kind=kind), f"promote:{kind}")
 
     def archive(self, id_prefix: str) -> tuple[Memory, bool]:

@@ -48,6 +48,13 @@ def _stamp(seconds: int) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def no_session(session: str) -> str:
+    return (
+        f"no commit carries Memstore-Session: {session}; 'memstore log --json' shows each "
+        "commit's session"
+    )
+
+
 class History:
     """Time travel and review over one store's git history."""
 
@@ -141,9 +148,7 @@ class History:
         store = self.store
         commits = [c for c in store.git.history() if c.trailer("Session") == session]
         if not commits:
-            raise NotFoundError(
-                f"no commit carries Memstore-Session: {session}; see 'memstore log'"
-            )
+            raise NotFoundError(no_session(session))
         with store.vault.lock(store.settings.lock_timeout):
             # A person's uncommitted edit is committed on its own first: the revert then
             # sees it as later work by someone else and keeps it.

@@ -21,10 +21,10 @@ import typer
 
 from memstore.config import Settings
 from memstore.curation import Curator
-from memstore.errors import InvalidInputError
-from memstore.history import History
+from memstore.errors import InvalidInputError, NotFoundError
+from memstore.history import History, no_session
 from memstore.lean import complete_id, complete_workspace
-from memstore.model import GLOBAL, KINDS
+from memstore.model import ADDABLE_KINDS, GLOBAL
 from memstore.output import count, printable, render_json, supersede_command
 from memstore.store import Store, summary
 
@@ -270,7 +270,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def promote(
         memory_id: IdArgument,
-        kind: Annotated[str, typer.Option("--kind", help=" | ".join(KINDS))],
+        kind: Annotated[str, typer.Option("--kind", help=" | ".join(ADDABLE_KINDS))],
         vault: VaultOption = None,
     ) -> None:
         """Change a memory's kind (e.g. a lesson that became a standing rule: core).
@@ -408,8 +408,7 @@ def register(app: typer.Typer) -> None:
             for change in changes:
                 _say(f"{change.commit[:8]} {change.summary}")
             if not changes:
-                _say(f"no commit carries Memstore-Session: {session} (see memstore log)")
-                return
+                raise NotFoundError(no_session(session))
             if dry_run:
                 _say(f"would undo {count(len(changes), 'commit')}")
                 return

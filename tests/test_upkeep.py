@@ -158,6 +158,9 @@ def test_promote_is_idempotent_and_changes_only_the_kind(vault: Path) -> None:
     commits = commit_count(vault)
     assert "already core" in cli(vault, "promote", memory, "--kind", "core").stdout
     assert commit_count(vault) == commits
+    refused = cli(vault, "promote", memory, "--kind", "imported")  # import's mark, as for add
+    assert refused.returncode == 1 and "kind 'imported' is set by memstore import" in refused.stderr
+    assert commit_count(vault) == commits
     after = json.loads(cli(vault, "show", memory, "--json").stdout)
     assert {k: v for k, v in after.items() if k != "kind"} == {
         k: v for k, v in before.items() if k != "kind"
@@ -294,6 +297,8 @@ def test_revert_a_session_keeps_other_sessions_work(vault: Path) -> None:
     cli(
         vault, "add", "A good memory from a trusted session", env=bad_env
     )  # the bad session bumped it too
+    unknown = cli(vault, "revert", "--session", "injected-9", "--yes")
+    assert unknown.returncode == 1 and "'memstore log --json' shows" in unknown.stderr
     done = cli(vault, "revert", "--session", "injected-1", "--yes")
     assert done.returncode == 0, done.stderr
     texts = [
