@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 
@@ -13,7 +13,7 @@ from memstore.git import Commit
 from memstore.indexer import rebuild
 from memstore.merge import merge_file
 from memstore.model import GLOBAL, SearchResult, check_workspace
-from memstore.retrieval import find
+from memstore.retrieval import find, with_corrections
 from memstore.store import Store
 from memstore.vault import Vault
 
@@ -134,7 +134,10 @@ class History:
             indexer, _ = rebuild(Vault(root))
             try:
                 moment = datetime.fromtimestamp(commit.time, UTC) + timedelta(seconds=1)
-                return find(indexer, query, scope, k, moment)
+                result = find(indexer, query, scope, k, moment)
+                # marked and ranked as a search of that day would: corrections come first
+                hits = with_corrections(indexer, result.hits, k, scope)
+                return replace(result, hits=tuple(hits))
             finally:
                 indexer.close()
         finally:

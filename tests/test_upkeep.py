@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -276,6 +277,21 @@ def test_show_and_search_as_of_a_date_match_a_checkout_of_that_date(
             (r["id"], r["content"]) for r in expected
         ], query
     assert vault_bytes(vault)["infra/port-pppp2222.md"].count(b"9090") == 1  # work tree untouched
+
+
+def test_search_as_of_marks_and_ranks_corrections_as_a_search_does(vault: Path) -> None:
+    old = added_id(vault, "The dev server listens on port 8080", "-w", "webshop")
+    new = added_id(
+        vault, "The dev server listens on port 3000", "-w", "webshop", "--supersedes", old
+    )
+    today = datetime.now(UTC).date().isoformat()
+    now = json.loads(cli(vault, "search", "dev server port", "--all", "--json").stdout)
+    then = json.loads(
+        cli(vault, "search", "dev server port", "--all", "--as-of", today, "--json").stdout
+    )
+    marks = [(r["id"], r["superseded_by"]) for r in now["results"]]
+    assert marks == [(new, []), (old, [new])]
+    assert [(r["id"], r["superseded_by"]) for r in then["results"]] == marks
 
 
 def test_revert_a_session_keeps_other_sessions_work(vault: Path) -> None:
