@@ -127,7 +127,9 @@ class Contradiction:
 class AddResult:
     """What an add did: a new file, or a duplicate folded into an existing one."""
 
-    status: str  # "added" | "duplicate_merged"
+    # "added" | "duplicate_merged" | "duplicate_uncounted" (the file it matches has no front
+    # matter, or unreadable front matter: memstore never rewrites it, so seen stays)
+    status: str
     id: str
     path: str
     seen: int

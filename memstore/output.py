@@ -88,6 +88,11 @@ def add_line(result: AddResult, text: str = "", vault: str | None = None) -> str
     """
     if result.status == "added":
         lines = [f"added {result.id} to {result.workspace}  ({result.path})"]
+    elif result.status == "duplicate_uncounted":
+        lines = [
+            f"duplicate of {result.id} in {result.workspace}, not counted: its file has no "
+            f"readable front matter and memstore never rewrites a file you wrote  ({result.path})"
+        ]
     else:
         lines = [
             f"duplicate of {result.id} in {result.workspace}: seen {result.seen} times  ({result.path})"

@@ -939,9 +939,9 @@ class Store:
     ) -> AddResult:
         current = self.vault.read(entry.path)
         if not current.has_front_matter or current.problem:
-            # A hand-written or unreadable file is never rewritten by an add.
+            # A hand-written or unreadable file is never rewritten by an add: not counted.
             return AddResult(
-                "duplicate_merged", current.id, entry.path, current.seen, current.workspace
+                "duplicate_uncounted", current.id, entry.path, current.seen, current.workspace
             )
         merged = replace(
             current,

@@ -349,3 +349,17 @@ def test_an_edit_saved_while_memstore_updates_the_file_is_merged_not_overwritten
     assert "Behind pgbouncer." in text and "confirmed: 1" in text
     confirm, edit = subjects(vault, 2)
     assert confirm.startswith("confirm(ops)") and edit.startswith("edit(ops)")
+
+
+def test_a_duplicate_of_a_hand_written_file_is_not_counted_and_says_so(vault: Path) -> None:
+    written = "use pnpm not npm\n"  # no front matter: memstore never adds any
+    path = vault / "infra" / "pnpm.md"
+    path.parent.mkdir()
+    path.write_text(written, encoding="utf-8")
+    done = cli(vault, "add", "use pnpm not npm", "-w", "infra")
+    assert done.returncode == 0, done.stderr
+    assert "not counted: its file has no readable front matter" in done.stdout, done.stdout
+    assert "seen 1 times" not in done.stdout
+    assert path.read_text(encoding="utf-8") == written  # never rewritten
+    again = json.loads(cli(vault, "add", "use pnpm not npm", "-w", "infra", "--json").stdout)
+    assert again["status"] == "duplicate_uncounted" and again["path"] == "infra/pnpm.md"
