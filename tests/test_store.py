@@ -239,7 +239,7 @@ def test_hand_written_and_malformed_files_are_found_and_never_rewritten(
     before = vault_bytes(vault)
     assert store.search("maria deploys").hits and store.search("teapot").hits
     result = store.add("Ask maria about deploys", workspace="global")
-    assert result.status == "duplicate_merged"
+    assert result.status == "duplicate_uncounted"
     assert vault_bytes(vault) == before
     assert ("global/broken.md", store.problems()[0][1]) == store.problems()[
         0
