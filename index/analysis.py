@@ -88,8 +88,24 @@ _PLAIN_WORD = re.compile(r"[a-z0-9]+")  # what the chain only stops or stems
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 
+# Chinese, Japanese and Korean scripts: text with no spaces between words, so a token is a
+# whole phrase ("部署需要审批"). Such a run becomes its overlapping character pairs (部署 署需
+# 需要 要审 审批), at indexing and in queries alike, so any word of two or more characters
+# inside it is found (the CJK bigrams of Lucene's CJKAnalyzer); a one-character run stays.
+_CJK = re.compile(
+    "[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]+"
+)
+
+
 def identifier_parts(token: str) -> list[str]:
-    """Return the token plus its parts: path segments, dotted/snake/kebab pieces, camelCase."""
+    """Return the token plus its parts: path segments, dotted/snake/kebab pieces, camelCase.
+
+    A token holding CJK text is not kept whole: its CJK runs become character pairs and
+    what lies between them is split as any other token.
+    """
+    if _CJK.search(token):
+        return _cjk_parts(token)
     parts = [token]
     for segment in token.split("/"):
         parts.append(segment)
@@ -102,6 +118,25 @@ def identifier_parts(token: str) -> list[str]:
         if part:
             unique.setdefault(part, None)
     return list(unique)
+
+
+def _cjk_parts(token: str) -> list[str]:
+    parts: list[str] = []
+    at = 0
+    for run in _CJK.finditer(token):
+        if run.start() > at:
+            parts += _outside_cjk(token[at : run.start()])
+        text = run.group()
+        parts += [text] if len(text) == 1 else [text[i : i + 2] for i in range(len(text) - 1)]
+        at = run.end()
+    parts += _outside_cjk(token[at:])
+    return list(dict.fromkeys(parts))
+
+
+def _outside_cjk(text: str) -> list[str]:
+    """The parts of a piece of a token between CJK runs ("v2" of "v2配置"; "_" alone: none)."""
+    text = text.strip("./_-")
+    return identifier_parts(text) if text else []
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -45,7 +45,7 @@ from memstore.model import FileProblem, Memory
 from memstore.vault import Fingerprint, Vault, process_alive
 
 INDEX_DIR = "index"
-FORMAT = "7"  # bump when documents or the schema change: a mismatched index is rebuilt
+FORMAT = "8"  # bump when documents or the schema change: a mismatched index is rebuilt
 Progress = Callable[[int, int], None]
 FULL_EVERY_S = 300  # a quick catch-up misses in-place writes: a full one at least this often
 # A folder changed this recently may change again within the same clock tick, unseen: it
@@ -222,19 +222,23 @@ class Indexer:
         except SearchIndexError as err:
             return cls._recover(vault, err)
         try:
-            if indexer._meta("format") not in (None, FORMAT):
-                raise SearchIndexError(f"index at {root} has an older format")
+            outdated = indexer._meta("format") not in (None, FORMAT)
         except SearchIndexError as err:
             indexer.close()
             return cls._recover(vault, err)
+        if outdated:  # not damage: nothing worth keeping aside
+            indexer.close()
+            built = SearchIndexError(f"index at {root} was built by another memstore version")
+            return cls._recover(vault, built, keep=False)
         return indexer
 
     @classmethod
-    def _recover(cls, vault: Vault, err: SearchIndexError | None) -> Indexer:
-        """Move a damaged index aside (`err` None: there is none), rebuild it, say so."""
+    def _recover(cls, vault: Vault, err: SearchIndexError | None, *, keep: bool = True) -> Indexer:
+        """Move a damaged index aside (`err` None: there is none; `keep` False: replace it
+        without keeping it), rebuild it, say so."""
         root = vault.state_dir / INDEX_DIR
         try:
-            moved = SearchIndex.quarantine(root) if err is not None else None
+            moved = SearchIndex.quarantine(root) if err is not None and keep else None
             indexer, result = rebuild(vault)
         except (OSError, VaultError, SearchIndexError) as failure:
             indexer, result = _temporary(vault)
@@ -256,6 +260,8 @@ class Indexer:
                 moved.relative_to(vault.root),
                 len(result.updated),
             )
+        elif err is not None:
+            log.warning("%s: rebuilt it from %d memory files", _one_line(err), len(result.updated))
         elif result.updated:
             log.warning(
                 "no index in %s: built it from %d memory files",

@@ -11,11 +11,13 @@ one-line error.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
 import random
 import shutil
+import sqlite3
 import struct
 import subprocess
 import sys
@@ -461,3 +463,27 @@ def test_every_command_meets_damage_without_a_traceback(
                 ["git", "log", "-1", "--format=%s"], cwd=vault, capture_output=True, text=True
             ).stdout
         )
+
+
+def test_an_index_of_another_format_is_rebuilt_and_not_kept_aside(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    no_daemon = {**os.environ, "MEMSTORE_NO_DAEMON": "1", "MEMSTORE_VAULT": str(vault)}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        exe = Path(sys.executable).with_name("memstore")
+        return subprocess.run([str(exe), *args], env=no_daemon, capture_output=True, text=True)
+
+    assert cli("init", str(vault)).returncode == 0
+    assert cli("add", "the replica lag alarm fires at 30 s", "-w", "infra").returncode == 0
+    manifest = vault / ".memstore" / "index" / "manifest.sqlite"
+    with contextlib.closing(sqlite3.connect(manifest)) as db, db:
+        db.execute("UPDATE meta SET value = '1' WHERE name = 'format'")  # an old memstore's
+    found = cli("search", "replica lag", "--all")
+    assert found.returncode == 0 and "replica lag alarm" in found.stdout
+    said = f"index at {vault / '.memstore' / 'index'} was built by another memstore version"
+    assert found.stderr.startswith(f"memstore: {said}: rebuilt it from 1 memory")
+    assert found.stderr.count("\n") == 1
+    assert sorted(p.name for p in (vault / ".memstore").iterdir() if "index" in p.name) == [
+        "index"
+    ]  # nothing kept aside: it was outdated, not damaged
+    assert cli("search", "replica lag", "--all").stderr == ""  # once

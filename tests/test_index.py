@@ -92,6 +92,38 @@ def test_identifiers_are_found_whole_and_by_part(index: SearchIndex) -> None:
     assert identifier_parts("OrderService") == ["OrderService", "Order", "Service"]
 
 
+CJK = [
+    Document("c/zh.md", "zh000001", "global", "note", "中文测试 部署需要审批", ()),
+    Document("c/ja.md", "ja000001", "global", "note", "日本語のメモ: デプロイは金曜日に禁止", ()),
+    Document("c/ko.md", "ko000001", "global", "note", "배포는 금요일에 금지", ()),
+    Document("c/mix.md", "mx000001", "global", "note", "v2配置文件 lives in config_部署.yaml", ()),
+]
+
+
+def test_a_word_inside_chinese_japanese_or_korean_text_is_found(tmp_path: Path) -> None:
+    index = SearchIndex.open(tmp_path / "cjk")
+    index.apply(CJK)
+    try:
+        for query, expected in [
+            ("部署", {"zh000001", "mx000001"}),  # inside a run, and between _ and .
+            ("审批", {"zh000001"}),
+            ("部署需要审批", {"zh000001"}),  # the whole run still
+            ("デプロイ", {"ja000001"}),
+            ("日本語", {"ja000001"}),
+            ("金曜日 禁止", {"ja000001"}),
+            ("배포", {"ko000001"}),
+            ("配置", {"mx000001"}),
+            ("v2 config yaml", {"mx000001"}),
+        ]:
+            assert set(ids(index.search(query))) == expected, query
+        assert index.search("審批") == []  # another character is another word
+        assert identifier_parts("デプロイ") == ["デプ", "プロ", "ロイ"]
+        assert identifier_parts("v2配置") == ["v2", "配置"] and identifier_parts("金") == ["金"]
+    finally:
+        index.close()
+
+
+PLAIN = "abcdefghijklmnopqrstuvwxyz0123456789"
 PLAIN = "abcdefghijklmnopqrstuvwxyz0123456789"
 
 
