@@ -1050,6 +1050,12 @@ def _prepare_identity(config: Any, local: set[str], others: set[str]) -> list[st
 
 def parent_repository_message(root: Path, owner: Path) -> str:
     """Explain why memstore will not commit into a repository rooted above the vault."""
+    if not root.exists():  # nothing to copy: name a folder outside instead
+        return (
+            f"{root} is inside the git repository at {owner}; a vault needs a repository of "
+            "its own: choose a folder outside it, e.g. 'memstore init ~/memstore', or run "
+            "'memstore demo'"
+        )
     return (
         f"{root} is inside the git repository at {owner}; a vault needs a repository of "
         f"its own: copy the folder outside it (cp -r {root} ~/memstore) and run "

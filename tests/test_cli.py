@@ -98,6 +98,10 @@ def test_init_refuses_a_folder_inside_another_repository(tmp_path: Path) -> None
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1 and "inside the git repository" in result.stderr
     assert not (outer / "sample-vault" / ".git").exists()
+    assert "cp -r" in result.stderr  # a folder with files: copy it out
+    missing = run("init", str(outer / "new-vault"))
+    assert missing.returncode == 1 and "choose a folder outside it" in missing.stderr
+    assert "cp -r" not in missing.stderr and not (outer / "new-vault").exists()
     add = run("add", "x", vault=outer / "sample-vault")
     assert add.returncode == 1 and "memstore init" in add.stderr
 
