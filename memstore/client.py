@@ -398,7 +398,9 @@ def _reply_coming(vault: Path | str, sock: Any) -> bool:
     import select
 
     deadline = time.monotonic() + REPLY_TIMEOUT_S
-    while not select.select([sock], [], [], PATIENCE_S)[0]:
+    waiting = select.poll()  # not select(): a long-lived caller may hold descriptors past 1024
+    waiting.register(sock, select.POLLIN)
+    while not waiting.poll(PATIENCE_S * 1000):
         pid = stopped_daemon(vault)
         if pid is not None:
             os.write(

@@ -386,7 +386,9 @@ def client_left(conn: socket.socket) -> bool:
     """Return whether the client of `conn` has closed its end. A client sends one request and
     then only reads, so anything readable before the reply is its end-of-file."""
     try:
-        if not select.select([conn], [], [], 0)[0]:
+        waiting = select.poll()
+        waiting.register(conn, select.POLLIN)
+        if not waiting.poll(0):
             return False
         return conn.recv(1, socket.MSG_PEEK) == b""
     except OSError:
