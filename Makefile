@@ -1,21 +1,26 @@
 # Two commands do all the set-up on a fresh machine (Python >= 3.11 and git needed):
 #   make demo   installs memstore into .venv and runs the demo on the bundled sample vault
 #   make test   installs the dev tools into .venv and runs exactly what CI runs
+#   make dist   builds the wheel and sdist of the distribution memstore-agents into dist/
 PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
 # Wheels of memstore's dependencies, pip, pipx and the build backend: tests/test_newcomer.py
 # runs the README's install lines into a fresh HOME from these, without the network.
 WHEELHOUSE = $(VENV)/wheelhouse
+DIST ?= dist
 
-.PHONY: demo test check bench
+.PHONY: demo test check bench dist
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # The semantic extra too, so its model tests run here and in CI (it is off unless turned on).
+# The distribution was named memstore before memstore-agents: a venv made before the rename
+# drops that old record first, so one distribution owns the `memstore` command.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip uninstall --quiet --yes memstore 2>/dev/null || true
 	$(BIN)/python -m pip install --quiet -e '.[dev,semantic]'
 	touch $@
 
@@ -34,6 +39,11 @@ $(WHEELHOUSE): pyproject.toml | $(BIN)/python
 
 test: check $(WHEELHOUSE)
 	$(BIN)/python -m pytest
+
+# tests/test_dist.py runs this target into a temporary DIST and installs the wheel offline.
+dist: $(VENV)/.installed
+	rm -f $(DIST)/memstore_agents-*
+	$(BIN)/python -m hatchling build -d $(DIST)
 
 bench: $(VENV)/.installed
 	$(BIN)/python tests/benchmarks/bench_foundation.py --sizes 1000 10000
