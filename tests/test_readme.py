@@ -1,0 +1,68 @@
+"""What the README says of the vault, the commands and the make targets matches memstore."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from memstore.cli import app
+from memstore.mcp_server import build_server
+from memstore.store import Store
+from tests.conftest import REPO_ROOT, settings_at
+
+README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def vault_diagram() -> list[str]:
+    """The memory files the README's vault diagram shows, as paths inside the vault."""
+    block = README.split("**The vault**", 1)[1].split("```", 2)[1]
+    paths: list[str] = []
+    folders: list[str] = []
+    for line in block.splitlines():
+        if not line.startswith("  ") or line.strip().startswith("."):
+            continue  # the vault's own line, and its dotfiles
+        level = (len(line) - len(line.lstrip())) // 2 - 1
+        name = line.split()[0].rstrip("/")
+        folders[level:] = [name]
+        if name.endswith(".md"):
+            paths.append("/".join(folders))
+    return paths
+
+
+def test_the_vault_diagram_shows_the_paths_add_writes(vault: Path) -> None:
+    shown = vault_diagram()
+    assert len(shown) == 2
+    with Store.open(settings_at(vault)) as store:
+        for path in shown:
+            workspace, month, name = path.split("/")
+            assert re.fullmatch(r"\d{4}-\d{2}", month), path
+            slug, _id = name.removesuffix(".md").rsplit("-", 1)
+            text = slug.replace("-", " ").replace("from maria", "from @maria")
+            memory = store.add(text, workspace=workspace)
+            file = next(vault.rglob(f"*-{memory.id}.md"))
+            created = re.search(r"^created: (\S+)$", file.read_text(encoding="utf-8"), re.M)
+            assert created, file
+            # the same layout: workspace, the month it was created, slug-id
+            expected = f"{workspace}/{created.group(1)[:7]}/{slug}-{memory.id}.md"
+            assert file.relative_to(vault).as_posix() == expected, path
+
+
+def test_the_serve_row_names_every_tool_the_server_has(vault: Path) -> None:
+    with Store.open(settings_at(vault)) as store:
+        server = build_server(store, workspace="global", source="test")
+        tools = {tool.name for tool in asyncio.run(server.list_tools())}
+    row = next(line for line in README.splitlines() if line.startswith("| `serve` |"))
+    assert set(re.findall(r"`(memory_\w+)`", row)) == tools
+
+
+def test_sync_help_names_the_command_that_lists_conflicts() -> None:
+    shown = CliRunner().invoke(app, ["sync", "--help"], terminal_width=200).output
+    assert "memstore conflicts" in shown and "doctor" not in shown
+
+
+def test_the_readme_says_how_long_make_demo_takes() -> None:
+    section = README.split("## Try it: two commands", 1)[1].split("\n## ", 1)[0]
+    assert re.search(r"`make demo`[^.]*\.[^.]*about \d+ s the first time", section, re.S)
