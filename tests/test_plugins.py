@@ -93,6 +93,8 @@ def test_each_manifest_names_what_agents_install_writes(agent: str, tmp_path: Pa
         for group in groups:
             for hook in group["hooks"]:
                 assert memstore_hook_event(hook["command"]) is not None  # uninstall knows it
+    # nothing it runs reaches the network (only `memstore sync`, run by a person, does)
+    assert manifest.get("network", {"hosts": []}) == {"hosts": []}
     # the skill (Claude Code finds skills/ by itself; Codex is told)
     skills = inside(root, manifest.get("skills", "./skills/"))
     assert (skills / "memstore" / "SKILL.md").is_file()
