@@ -484,7 +484,8 @@ def _recall_line(request_id: int, query: bytes) -> bytes:
 
 def test_stdio_lines_split_or_batched_or_not_utf8_each_get_their_reply(vault: Path) -> None:
     # serve reads stdin through the event loop (memstore/mcp_stdio.py): a line may come in
-    # pieces, several in one write, or with bytes that are not UTF-8 (read as U+FFFD)
+    # pieces, several in one write, or with bytes that are not UTF-8 (not JSON text: a
+    # parse error carrying the request's id, never U+FFFD stored in a memory)
     env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
     proc = start_serve(env)
     assert proc.stdin is not None
@@ -503,7 +504,9 @@ def test_stdio_lines_split_or_batched_or_not_utf8_each_get_their_reply(vault: Pa
         send(_recall_line(2, b"nginx") + _recall_line(3, b"caf\xff upload"))
         replies = {reply["id"]: reply for reply in (read_reply(proc), read_reply(proc))}
         assert replies.keys() == {2, 3}
-        assert all(r["result"]["isError"] is False for r in replies.values())
+        assert replies[2]["result"]["isError"] is False
+        assert replies[3]["error"]["code"] == -32700
+        assert "not UTF-8 (byte 0xff" in replies[3]["error"]["message"]
     finally:
         proc.stdin.close()
         assert proc.wait(timeout=30) == 0
