@@ -174,6 +174,9 @@ def test_the_confirm_loop_a_weak_hit_then_memory_confirm(server: Any, vault: Pat
     for wrong, message in (("", "id is empty"), ("nope1234", "nope1234")):
         refused = call(server, "memory_confirm", {"id": wrong})
         assert refused.is_error and message in text_of(refused)
+    # the reader is an agent: it has memory_recall, not a shell's memstore search
+    unknown = text_of(call(server, "memory_confirm", {"id": "nope1234"}))
+    assert "call memory_recall to find ids" in unknown and "memstore search" not in unknown
     assert (head(vault), vault_bytes(vault)) == before
 
 
@@ -200,6 +203,28 @@ def test_refusals_are_tool_errors_and_write_nothing(
     before = (head(vault), vault_bytes(vault))
     result = call(server, "memory_add", arguments)
     assert result.is_error and message in text_of(result)
+    assert (head(vault), vault_bytes(vault)) == before
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "said"),
+    [
+        ("memory_recall", {"query": 5}, 'query must be a string, not an integer, e.g. "query": '),
+        ("memory_recall", {}, "query is missing; pass it as a string"),
+        ("memory_recall", {"query": "x", "k": "many"}, 'k must be an integer, not a string, e.g. "k": 5'),
+        ("memory_add", {"content": "x", "keywords": "nginx"}, "keywords must be a list of strings, not a string"),
+        ("memory_add", {"content": "x", "keywords": [1]}, "keywords must be a list of strings, not a list holding an integer"),
+        ("memory_confirm", {"id": None}, 'id must be a string, not null, e.g. "id": "k3xq9v2m"'),
+    ],
+)  # fmt: skip
+def test_arguments_that_do_not_fit_get_one_plain_line_naming_the_argument_and_the_fix(
+    server: Any, vault: Path, tool: str, arguments: dict[str, Any], said: str
+) -> None:
+    before = (head(vault), vault_bytes(vault))
+    result = call(server, tool, arguments)
+    text = text_of(result)
+    assert result.is_error and text.startswith(f"Error executing tool {tool}: ") and said in text
+    assert "\n" not in text and "pydantic" not in text and "http" not in text
     assert (head(vault), vault_bytes(vault)) == before
 
 
