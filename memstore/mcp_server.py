@@ -24,7 +24,15 @@ import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.message import SessionMessage
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import (
+    CallToolResult,
+    JSONRPCError,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import ValidationError
 
 from memstore import __version__, client, tools
@@ -395,28 +403,64 @@ def run_stdio(server: MCPServer) -> None:
 
 
 async def _serve_stdio(server: MCPServer) -> None:
-    """Serve like `server.run("stdio")`, but answer every line the SDK cannot read.
+    """Serve like `server.run("stdio")`, but answer every line the SDK cannot read, and
+    every request read before stdin closed.
 
     The SDK drops a line it cannot validate without a reply (the client waits forever),
     and a line nested deep enough ended the process (memstore/mcp_lines.py reads lines
-    safely and says what each bad one gets).
+    safely and says what each bad one gets). At end of input the SDK stops at once,
+    dropping requests still in hand (`printf … | memstore serve` lost its last answer):
+    the relay holds the SDK's input open until they are answered (DRAIN_S at most).
     """
     lowlevel = server._lowlevel_server
     async with stdio_streams() as (read_stream, write_stream):
         relay_send, relay_receive = anyio.create_memory_object_stream[SessionMessage]()
+        reply_send, reply_receive = anyio.create_memory_object_stream[SessionMessage]()
+        pending: set[str | int] = set()  # ids of requests the SDK has not answered yet
+        answered = anyio.Condition()
 
         async def relay() -> None:
             async with relay_send:
                 async for item in read_stream:
                     if isinstance(item, SessionMessage):
+                        if isinstance(item.message, JSONRPCRequest):
+                            pending.add(item.message.id)
+                        elif (cancelled := _cancelled(item.message)) is not None:
+                            pending.discard(cancelled)  # the SDK never answers it
                         await relay_send.send(item)
                         continue
                     refusal = item if isinstance(item, Refusal) else read_refused(item)
                     if refusal is not None:
                         await write_stream.send(refusal.reply())
+                with anyio.move_on_after(DRAIN_S):
+                    async with answered:
+                        while pending:
+                            await answered.wait()
+
+        async def deliver() -> None:
+            async with reply_receive, write_stream:  # closing it ends the transport's writer
+                async for reply in reply_receive:
+                    await write_stream.send(reply)
+                    if isinstance(reply.message, JSONRPCResponse | JSONRPCError):
+                        if reply.message.id is not None:
+                            pending.discard(reply.message.id)
+                        async with answered:
+                            answered.notify_all()
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(relay)
+            tasks.start_soon(deliver)
             options = lowlevel.create_initialization_options()
-            await lowlevel.run(relay_receive, write_stream, options)
-            tasks.cancel_scope.cancel()
+            await lowlevel.run(relay_receive, reply_send, options)
+            reply_send.close()  # deliver writes what is left, then closes the transport's side
+
+
+DRAIN_S = 30.0  # at end of input, how long requests in hand may take to be answered
+
+
+def _cancelled(message: object) -> str | int | None:
+    """Return the request id a notifications/cancelled names (None for any other message)."""
+    if isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+        named = (message.params or {}).get("requestId")
+        return named if isinstance(named, str | int) and not isinstance(named, bool) else None
+    return None

@@ -111,6 +111,28 @@ def test_fuzz_every_bad_line_gets_its_reply_and_serve_keeps_serving(
     assert figures.alive and figures.exit_status == 0
 
 
+def test_requests_in_hand_at_end_of_input_are_answered(vault: Path, tmp_path: Path) -> None:
+    # `printf … | memstore serve`: the SDK stopped at EOF and dropped what it still held
+    import os
+    import subprocess
+
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}}
+    hello["clientInfo"] = {"name": "test", "version": "1"}
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}]
+    lines.append({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    recall = {"name": "memory_recall", "arguments": {"query": "nginx"}}
+    lines += [{"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": recall} for n in (2, 3)]
+    lines += [{"jsonrpc": "2.0", "id": n, "method": "ping"} for n in (4, 5, 0)]
+    data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
+    done = subprocess.run(
+        [str(EXE), "serve"], input=data, capture_output=True, env=env, cwd=tmp_path, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    assert sorted(reply["id"] for reply in replies) == [0, 1, 2, 3, 4, 5]
+
+
 def test_fuzz_through_the_daemon(
     vault: Path,
     tmp_path: Path,
