@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import math
 import os
 from collections.abc import AsyncIterator
@@ -22,6 +23,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
+from mcp.types import INTERNAL_ERROR
 
 from memstore.mcp_lines import MAX_LINE_BYTES, Refusal, read_line, too_long
 
@@ -95,9 +97,12 @@ class _Lines(asyncio.Protocol):
             self.parts.clear()
 
     def _pass(self) -> None:
-        read = (
-            read_line(b"".join(self.parts)) if self.size <= MAX_LINE_BYTES else too_long(self.size)
-        )
+        try:
+            line = b"".join(self.parts)
+            read = read_line(line) if self.size <= MAX_LINE_BYTES else too_long(self.size)
+        except Exception:  # a shell's outer loop: one line must not end the agent's session
+            logging.getLogger("memstore").exception("memstore serve could not read a line")
+            read = Refusal(INTERNAL_ERROR, "internal error: memstore could not read this line")
         self.parts.clear()
         self.size = 0
         if read is None:
