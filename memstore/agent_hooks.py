@@ -46,18 +46,13 @@ USAGE = (
 )
 
 
-def workspace_for(payload: Mapping[str, Any], vault: Path, cwd: str) -> str:
-    """Return the workspace of the directory the agent runs in (`cwd`: the hook's own)."""
-    from memstore.model import GLOBAL, to_workspace_name
-    from memstore.repo_name import detect_workspace
+def workspace_for(payload: Mapping[str, Any], vault: Path, cwd: str) -> str | None:
+    """Return the workspace of the directory the agent runs in (`cwd`: the hook's own);
+    None outside any git repository or inside the vault (repo_name.workspace_at's rule)."""
+    from memstore.repo_name import workspace_at
 
     # Agents send their cwd; without one, the hook runs where the agent started it.
-    where = Path(cwd or "/", str(payload.get("cwd") or "")).resolve()
-    vault = vault.resolve()  # the cwd is resolved too: a symlinked vault is still the vault
-    if where == vault or vault in where.parents:
-        return GLOBAL
-    name = detect_workspace(where)
-    return GLOBAL if name is None else to_workspace_name(name)
+    return workspace_at(vault, Path(cwd or "/", str(payload.get("cwd") or "")))
 
 
 def final_assistant_text(payload: Mapping[str, Any], cwd: str = "") -> str:
@@ -83,10 +78,27 @@ def prompt_hook(store: Store, payload: Mapping[str, Any], cwd: str) -> list[str]
     prompt = str(payload.get("prompt") or "").strip()
     if not prompt:
         return []
-    result = store.search(prompt, workspace=workspace_for(payload, store.vault.root, cwd), k=5)
+    scope = workspace_for(payload, store.vault.root, cwd)
+    result = store.search(prompt, workspace=scope, k=5)
     lines = context_lines(result)
-    note = typo_note(store.indexer, prompt).strip() if lines else ""
+    if not lines:
+        return _elsewhere_note(store, prompt, scope)
+    note = typo_note(store.indexer, prompt).strip()
     return [lines[0], f"({note})", *lines[1:]] if note else lines
+
+
+def _elsewhere_note(store: Store, prompt: str, scope: str | None) -> list[str]:
+    """Return the one line that says other workspaces hold confident matches, if they do."""
+    from memstore.tools import RECALL_ALL, look_elsewhere
+
+    elsewhere = look_elsewhere(store, None, prompt, scope, command=RECALL_ALL, confident=True)
+    if elsewhere is None or not elsewhere.matches:
+        return []
+    from memstore.model import GLOBAL
+    from memstore.output import elsewhere_line
+
+    where = GLOBAL if scope == GLOBAL else f"{scope} or {GLOBAL}"
+    return [f"(memstore: no memory of {where} matches; {elsewhere_line(elsewhere)})"]
 
 
 def capture_hook(
@@ -94,7 +106,11 @@ def capture_hook(
 ) -> list[str]:
     """Stop / SessionEnd: keep the final assistant message as a trace, if it says something new."""
     text = final_assistant_text(payload, cwd).strip()
-    workspace = workspace_for(payload, store.vault.root, cwd) if len(text) >= min_chars else ""
+    from memstore.model import GLOBAL
+
+    workspace = ""
+    if len(text) >= min_chars:
+        workspace = workspace_for(payload, store.vault.root, cwd) or GLOBAL
     result = keep_trace(store, text, workspace, min_chars=min_chars, if_novel=if_novel)
     lines = (
         [f"memstore: kept this session's summary as {result.id} ({result.status})"]
@@ -256,10 +272,11 @@ def _sweep_one(
     from dataclasses import replace
 
     from memstore.errors import LockedError, MemstoreError
+    from memstore.model import GLOBAL
 
     if len(final.text) < min_chars:
         return "short", None
-    workspace = workspace_for({"cwd": final.cwd or str(project)}, store.vault.root, cwd)
+    workspace = workspace_for({"cwd": final.cwd or str(project)}, store.vault.root, cwd) or GLOBAL
     # The trace is that session's: its commit names it, and the add waits no longer than
     # the sweep may take.
     acting = replace(store.settings, session=session, lock_timeout=left)
@@ -277,14 +294,14 @@ _BOOKKEEPING = ("recall:", "sync: merge")  # counters; merges (their commits sho
 _SCOPED = re.compile(r"^[\w-]+\(([^)]*)\):")  # "add(webshop): …"
 
 
-def _concerns(summary: str, workspace: str) -> bool:
-    """Say whether a commit belongs in a briefing for `workspace`."""
+def _concerns(summary: str, workspace: str | None) -> bool:
+    """Say whether a commit belongs in a briefing for `workspace` (None: every workspace)."""
     from memstore.model import GLOBAL
 
     if summary.startswith(_BOOKKEEPING):
         return False
     scoped = _SCOPED.match(summary)
-    return scoped is None or scoped.group(1) in (workspace, GLOBAL)
+    return scoped is None or workspace is None or scoped.group(1) in (workspace, GLOBAL)
 
 
 def answer(request: Request, open_store: OpenStore | None = None) -> Reply:
@@ -416,12 +433,33 @@ def _vault_flag(argv: list[str]) -> str | None:
     return _option(flags, "--vault") or None
 
 
+MAX_BUDGET_S = 3600.0
+
+
 def budget(event: str, env: Mapping[str, str]) -> float:
-    """Return the seconds hook `event` may keep the agent waiting."""
+    """Return the seconds hook `event` may keep the agent waiting (MEMSTORE_HOOK_BUDGET's,
+    when it is a valid number of seconds; else the event's default)."""
+    return _budget_setting(env) or BUDGET_S.get(event, 4.0)
+
+
+def budget_warning(event: str, env: Mapping[str, str]) -> str:
+    """Return the one-line warning for a MEMSTORE_HOOK_BUDGET that is not a valid budget
+    ("" when it is, or unset): the hook goes on with its default, never failing the prompt."""
+    value = env.get("MEMSTORE_HOOK_BUDGET")
+    if not value or _budget_setting(env) is not None:
+        return ""
+    return (
+        f"memstore hook {event}: MEMSTORE_HOOK_BUDGET={value!r} is not a number of seconds "
+        f"above 0 and at most {MAX_BUDGET_S:g}; using the default {budget(event, {}):g} s\n"
+    )
+
+
+def _budget_setting(env: Mapping[str, str]) -> float | None:
     try:
-        return float(env.get("MEMSTORE_HOOK_BUDGET") or BUDGET_S.get(event, 4.0))
+        seconds = float(env.get("MEMSTORE_HOOK_BUDGET") or "")
     except ValueError:
-        return BUDGET_S.get(event, 4.0)
+        return None
+    return seconds if 0 < seconds <= MAX_BUDGET_S else None  # NaN fails both tests
 
 
 def within_budget(work: Callable[[], Reply], seconds: float, event: str) -> Reply:
@@ -507,5 +545,5 @@ def main(argv: list[str]) -> int:
     event = argv[0] if argv else ""
     reply = within_budget(lambda: respond(request), budget(event, request.env), event)
     sys.stdout.write(reply.stdout)
-    sys.stderr.write(reply.stderr)
+    sys.stderr.write(budget_warning(event, request.env) + reply.stderr)
     return reply.status or 0

@@ -571,7 +571,7 @@ def serve(
     from memstore.watcher import Watcher
 
     settings = replace(settings_for(vault), source=source)
-    chosen = workspace or detected_workspace(settings.vault) or GLOBAL
+    chosen = workspace or detected_workspace(settings.vault)  # None: read all, add to global
     with Store.open(settings, create=True) as store:
         # Answer initialize at once and index meanwhile; write recall counters every few minutes.
         watcher = Watcher(store, on_tick=store.tidy).start(wait=False)

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 from memstore.client import Reply, Request, resolve_vault
 from memstore.config import Settings
 from memstore.errors import InvalidInputError, MemstoreError
-from memstore.model import GLOBAL, AddResult, SearchResult, check_workspace, to_workspace_name
-from memstore.repo_name import detect_workspace
+from memstore.model import GLOBAL, AddResult, SearchResult, check_workspace
+from memstore.repo_name import workspace_at
 
 if TYPE_CHECKING:
     from memstore.output import Elsewhere
@@ -157,14 +157,6 @@ def settings_for(request: Request, options: Options) -> Settings:
     return Settings.from_env(request.env, home=home, vault=vault)
 
 
-def workspace_at(vault: Path, cwd: Path) -> str | None:
-    """Return the workspace of `cwd`'s git repository, if it has one outside the vault."""
-    if cwd == vault or vault in cwd.parents:
-        return None
-    name = detect_workspace(cwd)
-    return None if name is None else to_workspace_name(name)
-
-
 def detected_workspace(vault: Path) -> str | None:
     """Return the workspace of the current directory's git repository, if it has one."""
     return workspace_at(vault, Path.cwd())
@@ -205,9 +197,6 @@ def run_search(request: Request, open_store: OpenStore = open_in_process) -> Rep
     return Reply(0, text)
 
 
-ELSEWHERE_LIMIT = 30  # memories counted in other workspaces; more show as "30+"
-
-
 def look_elsewhere(
     store: Store,
     result: SearchResult,
@@ -225,19 +214,12 @@ def look_elsewhere(
     """
     from shlex import quote
 
-    from memstore.output import Elsewhere
+    from memstore.tools import look_elsewhere as count_elsewhere
 
-    if scope is None or result.hits:
-        return None
-    found = store.search(
-        query, workspace=None, k=ELSEWHERE_LIMIT, catch_up=False, archived=archived
-    )
-    hits = [hit for hit in found.hits if hit.workspace not in (scope, GLOBAL)]
     command = f"memstore search {quote(query)} --all"
     command += " --archived" if archived else ""
     command += f" --vault {quote(str(vault))}" if vault else ""
-    weak = all(hit.weak for hit in hits)
-    return Elsewhere(len(hits), weak, len(found.hits) >= ELSEWHERE_LIMIT, command)
+    return count_elsewhere(store, result, query, scope, command=command, archived=archived)
 
 
 def search_text(

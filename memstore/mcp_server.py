@@ -25,11 +25,11 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.message import SessionMessage
 from mcp.types import (
-    INVALID_PARAMS,
-    INVALID_REQUEST,
     CallToolResult,
-    ErrorData,
     JSONRPCError,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
     TextContent,
     ToolAnnotations,
 )
@@ -38,8 +38,10 @@ from pydantic import ValidationError
 from memstore import __version__, client, tools
 from memstore.config import Settings
 from memstore.errors import MemstoreError
+from memstore.mcp_lines import Refusal, read_refused
 from memstore.mcp_stdio import stdio_streams
 from memstore.ranking import estimate_tokens
+from memstore.repo_name import workspace_at
 from memstore.tools import AddOut, ConfirmOut, RecallOut
 
 if TYPE_CHECKING:
@@ -48,9 +50,11 @@ if TYPE_CHECKING:
 Runner = Callable[[str, dict[str, Any]], Mapping[str, Any]]  # raises ToolError
 
 
-def build_server(store: Store, *, workspace: str, source: str, is_live: Any = None) -> MCPServer:
+def build_server(
+    store: Store, *, workspace: str | None, source: str, is_live: Any = None
+) -> MCPServer:
     """Return the MCP server answering from `store` in this process; `workspace` is the
-    default for both tools.
+    default for both tools (None: recall reads every workspace, add writes to global).
 
     `is_live` says whether a watcher is keeping the index current (then a recall skips
     its own scan for changed files).
@@ -58,7 +62,9 @@ def build_server(store: Store, *, workspace: str, source: str, is_live: Any = No
     return tools_server(build_runner(store, workspace=workspace, source=source, is_live=is_live))
 
 
-def build_runner(store: Store, *, workspace: str, source: str, is_live: Any = None) -> Runner:
+def build_runner(
+    store: Store, *, workspace: str | None, source: str, is_live: Any = None
+) -> Runner:
     """Return how the tools run over `store` in this process."""
 
     def run(name: str, arguments: dict[str, Any]) -> Mapping[str, Any]:
@@ -83,7 +89,7 @@ def tools_server(run: Runner) -> MCPServer:
     plain function in a worker thread, two thread hand-offs more per call, each a wait for a
     core when the machine is busy. The store serves one call at a time either way.
     """
-    server = MCPServer(
+    server = _Server(
         "memstore",
         version=__version__,
         instructions="Long-term memory shared across sessions. Recall before work; add what you learn.",
@@ -155,6 +161,55 @@ def tools_server(run: Runner) -> MCPServer:
     return server
 
 
+class _Server(MCPServer):
+    """The SDK's server, but arguments that do not fit a tool's schema get one plain line
+    naming the argument and the fix (the SDK sends pydantic's report: lines, types, URLs)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as err:
+            tool = self._tool_manager.get_tool(name)
+            if tool is None or not isinstance(err.__cause__, ValidationError):
+                raise
+            raise ToolError(argument_error(name, tool.parameters, err.__cause__)) from err
+
+
+JSON_TYPES = {"string": "a string", "integer": "an integer", "array": "a list of strings"}
+EXAMPLES = {"string": '"…"', "integer": "5", "array": '["nginx", "upload"]'}
+EXAMPLES |= {"query": '"nginx upload limit"', "id": '"k3xq9v2m"', "kind": '"lesson"'}
+EXAMPLES |= {"content": '"upload 413 — nginx client_max_body_size — raise it"'}
+EXAMPLES |= {"workspace": '"webshop"', "supersedes": '["k3xq9v2m"]', "source": '"claude-code"'}
+
+
+def argument_error(tool: str, schema: Mapping[str, Any], error: ValidationError) -> str:
+    """Return one line saying which arguments of `tool` are wrong and how to pass them."""
+    problems: dict[str, str] = {}  # the first problem of each argument
+    for detail in error.errors():
+        name = str(detail["loc"][0]) if detail["loc"] else ""
+        kind = schema.get("properties", {}).get(name, {}).get("type", "")
+        wanted = JSON_TYPES.get(kind, "another value")
+        if detail["type"] == "missing":
+            problem = f"{name} is missing; pass it as {wanted}"
+        elif len(detail["loc"]) > 1:
+            problem = f"{name} must be {wanted}, not a list holding {_json_kind(detail['input'])}"
+        else:
+            problem = f"{name} must be {wanted}, not {_json_kind(detail['input'])}"
+        example = EXAMPLES.get(name) or EXAMPLES.get(kind)
+        problems.setdefault(name, f'{problem}, e.g. "{name}": {example}' if example else problem)
+    said = "; ".join(problems.values()) or "the arguments do not fit its input schema"
+    return f"Error executing tool {tool}: {said}"
+
+
+def _json_kind(value: object) -> str:
+    """Return what a JSON value is, as a person would say it: "a string", "null"."""
+    if isinstance(value, bool):
+        return "a boolean"
+    kinds: tuple[tuple[type, str], ...] = ((str, "a string"), (int, "an integer"))
+    kinds += ((float, "a number"), (list, "a list"), (dict, "an object"))
+    return next((name for cls, name in kinds if isinstance(value, cls)), "null")
+
+
 class Forwarder:
     """Run each tool call in the vault's daemon (started when none runs); in this process
     only when no daemon comes up in time (a read-only vault, one that keeps failing)."""
@@ -212,7 +267,9 @@ class Forwarder:
 
                 self._store = Store.open(self.settings)
                 self._store.resident = True
-                workspace = self.workspace or tools.workspace_at(self.settings.vault, self.cwd)
+                workspace = self.workspace or (
+                    workspace_at(self.settings.vault, Path(self.cwd)) if self.cwd else None
+                )
                 self._local = build_runner(
                     self._store, workspace=workspace, source=self.settings.source
                 )
@@ -346,58 +403,64 @@ def run_stdio(server: MCPServer) -> None:
 
 
 async def _serve_stdio(server: MCPServer) -> None:
-    """Serve like `server.run("stdio")`, but answer requests the SDK cannot read.
+    """Serve like `server.run("stdio")`, but answer every line the SDK cannot read, and
+    every request read before stdin closed.
 
-    The SDK drops a line it cannot validate (a lone surrogate such as "\\ud800" in a tool
-    argument is one) without a reply, so the client waits forever.
+    The SDK drops a line it cannot validate without a reply (the client waits forever),
+    and a line nested deep enough ended the process (memstore/mcp_lines.py reads lines
+    safely and says what each bad one gets). At end of input the SDK stops at once,
+    dropping requests still in hand (`printf … | memstore serve` lost its last answer):
+    the relay holds the SDK's input open until they are answered (DRAIN_S at most).
     """
     lowlevel = server._lowlevel_server
     async with stdio_streams() as (read_stream, write_stream):
-        relay_send, relay_receive = anyio.create_memory_object_stream[SessionMessage | Exception]()
+        relay_send, relay_receive = anyio.create_memory_object_stream[SessionMessage]()
+        reply_send, reply_receive = anyio.create_memory_object_stream[SessionMessage]()
+        pending: set[str | int] = set()  # ids of requests the SDK has not answered yet
+        answered = anyio.Condition()
 
         async def relay() -> None:
             async with relay_send:
                 async for item in read_stream:
-                    refusal = unreadable_request(item) if isinstance(item, Exception) else None
-                    if refusal is None:
+                    if isinstance(item, SessionMessage):
+                        if isinstance(item.message, JSONRPCRequest):
+                            pending.add(item.message.id)
+                        elif (cancelled := _cancelled(item.message)) is not None:
+                            pending.discard(cancelled)  # the SDK never answers it
                         await relay_send.send(item)
-                    else:
-                        await write_stream.send(SessionMessage(refusal))
+                        continue
+                    refusal = item if isinstance(item, Refusal) else read_refused(item)
+                    if refusal is not None:
+                        await write_stream.send(refusal.reply())
+                with anyio.move_on_after(DRAIN_S):
+                    async with answered:
+                        while pending:
+                            await answered.wait()
+
+        async def deliver() -> None:
+            async with reply_receive, write_stream:  # closing it ends the transport's writer
+                async for reply in reply_receive:
+                    await write_stream.send(reply)
+                    if isinstance(reply.message, JSONRPCResponse | JSONRPCError):
+                        if reply.message.id is not None:
+                            pending.discard(reply.message.id)
+                        async with answered:
+                            answered.notify_all()
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(relay)
+            tasks.start_soon(deliver)
             options = lowlevel.create_initialization_options()
-            await lowlevel.run(relay_receive, write_stream, options)
-            tasks.cancel_scope.cancel()
+            await lowlevel.run(relay_receive, reply_send, options)
+            reply_send.close()  # deliver writes what is left, then closes the transport's side
 
 
-def unreadable_request(error: Exception) -> JSONRPCError | None:
-    """Return the error reply to a request line the SDK could not validate, if it has an id."""
-    details = error.errors() if isinstance(error, ValidationError) else []
-    line = details[0].get("input") if details else None
-    try:
-        request = json.loads(line) if isinstance(line, str) else None
-    except ValueError:
-        return None
-    request_id = request.get("id") if isinstance(request, dict) else None
-    if not isinstance(request_id, str | int) or isinstance(request_id, bool):
-        return None  # a notification, or no id to answer: nothing to reply to
-    if _has_surrogate(request):
-        code, message = (
-            INVALID_PARAMS,
-            "the request holds a lone surrogate (e.g. \\ud800), which is not Unicode text; "
-            "send valid UTF-8 strings",
-        )
-    else:
-        code, message = INVALID_REQUEST, f"invalid request: {details[0].get('msg', '')}"
-    return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
+DRAIN_S = 30.0  # at end of input, how long requests in hand may take to be answered
 
 
-def _has_surrogate(value: object) -> bool:
-    if isinstance(value, str):
-        return any("\ud800" <= char <= "\udfff" for char in value)
-    if isinstance(value, dict):
-        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_surrogate(v) for v in value)
-    return False
+def _cancelled(message: object) -> str | int | None:
+    """Return the request id a notifications/cancelled names (None for any other message)."""
+    if isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+        named = (message.params or {}).get("requestId")
+        return named if isinstance(named, str | int) and not isinstance(named, bool) else None
+    return None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import math
 import os
 from collections.abc import AsyncIterator
@@ -22,7 +23,9 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
-from mcp.types import jsonrpc_message_adapter
+from mcp.types import INTERNAL_ERROR
+
+from memstore.mcp_lines import MAX_LINE_BYTES, Refusal, read_line, too_long
 
 Streams = tuple[MemoryObjectReceiveStream[Any], MemoryObjectSendStream[SessionMessage]]
 
@@ -30,10 +33,11 @@ Streams = tuple[MemoryObjectReceiveStream[Any], MemoryObjectSendStream[SessionMe
 @contextlib.asynccontextmanager
 async def stdio_streams() -> AsyncIterator[Streams]:
     """Yield (messages read, replies to write) over stdin and stdout, as `stdio_server`
-    does; a line that is not a JSON-RPC message comes as the validation error."""
+    does; a line that is not a JSON-RPC message comes as the Refusal it gets, and the SDK's
+    transport (stdin from a file) passes the validation error on."""
     wire_in, wire_out = _take_wire()
     loop = asyncio.get_running_loop()
-    inbox, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](math.inf)
+    inbox, incoming = anyio.create_memory_object_stream[SessionMessage | Refusal](math.inf)
     outgoing, outbox = anyio.create_memory_object_stream[SessionMessage](0)
     reading = None
     try:
@@ -59,41 +63,52 @@ async def stdio_streams() -> AsyncIterator[Streams]:
 
 
 class _Lines(asyncio.Protocol):
-    """Cut what arrives on stdin into lines and pass each on as a message (or the error
-    reading it), without waiting: the inbox has no bound."""
+    """Cut what arrives on stdin into lines and pass each on as a message (or the reply a
+    bad line gets), without waiting: the inbox has no bound. A line is kept only up to
+    MAX_LINE_BYTES; the rest of a longer one is counted and dropped as it comes."""
 
-    def __init__(self, inbox: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
+    def __init__(self, inbox: MemoryObjectSendStream[SessionMessage | Refusal]) -> None:
         self.inbox = inbox
-        self.pending = b""
+        self.parts: list[bytes] = []
+        self.size = 0  # bytes of the current line so far
 
     def data_received(self, data: bytes) -> None:
-        lines = (self.pending + data).split(b"\n")
-        self.pending = lines.pop()
-        for line in lines:
-            self._pass(line)
+        start = 0
+        while (end := data.find(b"\n", start)) >= 0:
+            self._keep(data[start:end])
+            self._pass()
+            start = end + 1
+        self._keep(data[start:])
 
     def eof_received(self) -> bool:
-        if self.pending.strip():
-            self._pass(self.pending)
-        self.pending = b""
+        if self.size:
+            self._pass()
         self.inbox.close()
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.inbox.close()
 
-    def _pass(self, line: bytes) -> None:
-        text = line.decode("utf-8", errors="replace")  # as the SDK's text reader does
-        if not text.strip():
-            return
+    def _keep(self, piece: bytes) -> None:
+        self.size += len(piece)
+        if self.size <= MAX_LINE_BYTES:
+            self.parts.append(piece)
+        else:
+            self.parts.clear()
+
+    def _pass(self) -> None:
         try:
-            item: SessionMessage | Exception = SessionMessage(
-                jsonrpc_message_adapter.validate_json(text, by_name=False)
-            )
-        except Exception as err:  # the SDK passes it on too: the server answers or logs it
-            item = err
+            line = b"".join(self.parts)
+            read = read_line(line) if self.size <= MAX_LINE_BYTES else too_long(self.size)
+        except Exception:  # a shell's outer loop: one line must not end the agent's session
+            logging.getLogger("memstore").exception("memstore serve could not read a line")
+            read = Refusal(INTERNAL_ERROR, "internal error: memstore could not read this line")
+        self.parts.clear()
+        self.size = 0
+        if read is None:
+            return
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self.inbox.send_nowait(item)
+            self.inbox.send_nowait(read)
 
 
 async def _write_replies(outbox: MemoryObjectReceiveStream[SessionMessage], wire: int) -> None:

@@ -6,6 +6,8 @@ import configparser
 import re
 from pathlib import Path
 
+from memstore.model import to_workspace_name
+
 _REMOTE_NAME = re.compile(r"([^/:]+?)(?:\.git)?/*$")
 
 
@@ -31,6 +33,22 @@ def detect_workspace(cwd: Path) -> str | None:
         if match:
             return match.group(1)
     return root.name
+
+
+def workspace_at(vault: Path, cwd: Path) -> str | None:
+    """Return the workspace of work in `cwd`: its git repository's; None inside the vault
+    or outside any repository.
+
+    The one rule for everything not told a workspace: `search`, `memory_recall` and the
+    prompt hook read this workspace plus `global`, or every workspace when None; `add`,
+    `memory_add` and the capture hook write to it, or to `global` when None.
+    """
+    where = cwd.resolve()
+    vault = vault.resolve()  # a symlinked vault (or cwd) is still the vault
+    if where == vault or vault in where.parents:
+        return None
+    name = detect_workspace(where)
+    return None if name is None else to_workspace_name(name)
 
 
 def _remote_url(git_dir: Path) -> str:

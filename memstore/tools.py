@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any, NotRequired
 from typing_extensions import TypedDict
 
 from memstore.config import Settings
-from memstore.errors import InvalidInputError, MemstoreError
-from memstore.model import ALL, GLOBAL, Hit, Recall, to_workspace_name
-from memstore.repo_name import detect_workspace
+from memstore.errors import InvalidInputError, MemstoreError, NotFoundError
+from memstore.model import ALL, GLOBAL, Hit, Recall, SearchResult
+from memstore.repo_name import workspace_at
 
 if TYPE_CHECKING:
     from memstore.client import Reply, Request
+    from memstore.output import Elsewhere
     from memstore.store import Store
 
 OpenStore = Callable[[Settings, bool], AbstractContextManager["Store"]]  # as memstore.lean's
@@ -123,23 +124,79 @@ def _hit_output(hit: Hit) -> HitOut:
     return out
 
 
-def recall(store: Store, arguments: Mapping[str, Any], *, workspace: str, live: bool) -> RecallOut:
-    """Run memory_recall (`workspace`: the session's default; `live`: a watcher keeps the
-    index current, so skip the scan for changed files)."""
-    chosen = str(arguments.get("workspace") or workspace)
+def recall(
+    store: Store, arguments: Mapping[str, Any], *, workspace: str | None, live: bool
+) -> RecallOut:
+    """Run memory_recall (`workspace`: the session's default, None for every workspace;
+    `live`: a watcher keeps the index current, so skip the scan for changed files).
+
+    Nothing found in a workspace while others hold matches: the message says how many and
+    how to see them, as `memstore search` does.
+    """
+    chosen = str(arguments.get("workspace") or workspace or ALL)
+    scope = None if chosen == ALL else chosen
+    query = str(arguments.get("query", ""))
     found = store.recall(
-        str(arguments.get("query", "")),
-        workspace=None if chosen == ALL else chosen,
+        query,
+        workspace=scope,
         k=max(1, min(int(arguments.get("k", 5)), 50)),
         max_tokens=int(arguments.get("max_tokens", 0)) or None,
         catch_up=not live,
         record_usage=True,
     )
+    if not found.hits and not found.dropped and scope is not None:
+        elsewhere = look_elsewhere(store, None, query, scope, command=RECALL_ALL)
+        if elsewhere is not None and elsewhere.matches:
+            found = replace(found, message=elsewhere_message(query, scope, elsewhere))
     return recall_output(found)
 
 
-def add(store: Store, arguments: Mapping[str, Any], *, workspace: str, source: str) -> AddOut:
-    """Run memory_add (`workspace`, `source`: the session's defaults)."""
+ELSEWHERE_LIMIT = 30  # memories counted in other workspaces; more show as "30+"
+RECALL_ALL = 'memory_recall with workspace "all" shows them'
+
+
+def look_elsewhere(
+    store: Store,
+    result: SearchResult | None,
+    query: str,
+    scope: str | None,
+    *,
+    command: str,
+    archived: bool = False,
+    confident: bool = False,
+) -> Elsewhere | None:
+    """Return what other workspaces hold for `query` when its search in `scope` found
+    nothing (one more search, capped); None when there was no scope or it found something.
+
+    `command` is what shows them; `confident` counts only hits recall is sure of (what an
+    agent is told unasked).
+    """
+    from memstore.output import Elsewhere
+
+    if scope is None or (result is not None and result.hits):
+        return None
+    found = store.search(
+        query, workspace=None, k=ELSEWHERE_LIMIT, catch_up=False, archived=archived
+    )
+    hits = [hit for hit in found.hits if hit.workspace not in (scope, GLOBAL)]
+    if confident:
+        hits = [hit for hit in hits if not hit.weak]
+    weak = all(hit.weak for hit in hits)
+    return Elsewhere(len(hits), weak, len(found.hits) >= ELSEWHERE_LIMIT, command)
+
+
+def elsewhere_message(query: str, scope: str, elsewhere: Elsewhere) -> str:
+    """Return what an agent is told when nothing in `scope` matched but other workspaces do."""
+    from memstore.output import elsewhere_line
+
+    where = GLOBAL if scope == GLOBAL else f"{scope} or {GLOBAL}"
+    return f"No memory matches {query!r} in {where}. {elsewhere_line(elsewhere)}."
+
+
+def add(
+    store: Store, arguments: Mapping[str, Any], *, workspace: str | None, source: str
+) -> AddOut:
+    """Run memory_add (`workspace`, `source`: the session's defaults; no workspace: global)."""
     content = str(arguments.get("content") or "")
     if not content.strip():  # store.add's message is for a person at a shell
         raise InvalidInputError(
@@ -148,7 +205,7 @@ def add(store: Store, arguments: Mapping[str, Any], *, workspace: str, source: s
         )
     result = store.add(
         content,
-        workspace=str(arguments.get("workspace") or workspace),
+        workspace=str(arguments.get("workspace") or workspace or GLOBAL),
         kind=str(arguments.get("kind") or "note"),
         keywords=tuple(arguments.get("keywords") or ()),
         source=str(arguments.get("source") or source) or None,
@@ -184,7 +241,12 @@ def confirm(store: Store, arguments: Mapping[str, Any]) -> ConfirmOut:
         raise InvalidInputError(
             "id is empty; pass the id of the recalled memory the person confirmed (e.g. k3xq9p2a)"
         )
-    memory = store.confirm(memory_id)
+    try:
+        memory = store.confirm(memory_id)
+    except NotFoundError as err:  # its advice is for a person at a shell
+        raise NotFoundError(
+            f"no memory with id {memory_id!r}; call memory_recall to find ids"
+        ) from err
     return {"id": memory.id, "confirmed": memory.confirmed, "workspace": memory.workspace}
 
 
@@ -220,7 +282,9 @@ def answer(request: Request, open_store: OpenStore) -> Reply:
             request.env, home=Path(request.env.get("HOME") or "/"), vault=Path(call["vault"])
         )
         settings = replace(settings, source=str(call["source"]), session=str(call["session"]))
-        workspace = str(call.get("workspace") or "") or workspace_at(settings.vault, request.cwd)
+        workspace = str(call.get("workspace") or "") or (
+            workspace_at(settings.vault, Path(request.cwd)) if request.cwd else None
+        )
         with open_store(settings, False) as store:
             if request.argv[0] == "memory_recall":
                 live = store.vault.is_watched()
@@ -252,14 +316,3 @@ def call_payload(
         "session": session,
     }
     return json.dumps(call).encode("ascii")  # \\u escapes keep lone surrogates for the checks
-
-
-def workspace_at(vault: Path, cwd: str) -> str:
-    """Return the workspace of `cwd`'s repository (global inside the vault or outside any)."""
-    if not cwd:
-        return GLOBAL
-    where = Path(cwd)
-    if where == vault or vault in where.parents:
-        return GLOBAL
-    name = detect_workspace(where)
-    return GLOBAL if name is None else to_workspace_name(name)

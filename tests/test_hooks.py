@@ -380,6 +380,24 @@ def test_hook_budget_comes_from_the_environment_or_the_event() -> None:
     assert budget("prompt", {}) == 4.0 and budget("capture", {}) == 20.0
     assert budget("prompt", {"MEMSTORE_HOOK_BUDGET": "1.5"}) == 1.5
     assert budget("prompt", {"MEMSTORE_HOOK_BUDGET": "soon"}) == 4.0
+    for invalid in ("-1", "0", "nan", "inf", "1e9"):
+        assert budget("prompt", {"MEMSTORE_HOOK_BUDGET": invalid}) == 4.0
+
+
+@pytest.mark.parametrize("setting", ["-1", "nan", "soon"])
+def test_an_invalid_hook_budget_is_one_warning_line_and_the_hook_still_answers(
+    vault: Path, tmp_path: Path, setting: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a hook never breaks the agent's prompt: the default budget, a note, exit 0
+    with Store.open(settings_at(vault)) as store:
+        added = store.add("Deploys to staging need a second approval", workspace="global")
+    monkeypatch.setenv("MEMSTORE_HOOK_BUDGET", setting)
+    done = hook("prompt", {"prompt": "staging deploys approval", "cwd": str(tmp_path)}, vault)
+    assert done.returncode == 0 and added.id in done.stdout
+    assert done.stderr == (
+        f"memstore hook prompt: MEMSTORE_HOOK_BUDGET={setting!r} is not a number of seconds "
+        "above 0 and at most 3600; using the default 4 s\n"
+    )
 
 
 def test_capture_names_a_trace_by_its_specific_words_and_gives_it_keywords(

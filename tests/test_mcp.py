@@ -174,6 +174,9 @@ def test_the_confirm_loop_a_weak_hit_then_memory_confirm(server: Any, vault: Pat
     for wrong, message in (("", "id is empty"), ("nope1234", "nope1234")):
         refused = call(server, "memory_confirm", {"id": wrong})
         assert refused.is_error and message in text_of(refused)
+    # the reader is an agent: it has memory_recall, not a shell's memstore search
+    unknown = text_of(call(server, "memory_confirm", {"id": "nope1234"}))
+    assert "call memory_recall to find ids" in unknown and "memstore search" not in unknown
     assert (head(vault), vault_bytes(vault)) == before
 
 
@@ -200,6 +203,28 @@ def test_refusals_are_tool_errors_and_write_nothing(
     before = (head(vault), vault_bytes(vault))
     result = call(server, "memory_add", arguments)
     assert result.is_error and message in text_of(result)
+    assert (head(vault), vault_bytes(vault)) == before
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "said"),
+    [
+        ("memory_recall", {"query": 5}, 'query must be a string, not an integer, e.g. "query": '),
+        ("memory_recall", {}, "query is missing; pass it as a string"),
+        ("memory_recall", {"query": "x", "k": "many"}, 'k must be an integer, not a string, e.g. "k": 5'),
+        ("memory_add", {"content": "x", "keywords": "nginx"}, "keywords must be a list of strings, not a string"),
+        ("memory_add", {"content": "x", "keywords": [1]}, "keywords must be a list of strings, not a list holding an integer"),
+        ("memory_confirm", {"id": None}, 'id must be a string, not null, e.g. "id": "k3xq9v2m"'),
+    ],
+)  # fmt: skip
+def test_arguments_that_do_not_fit_get_one_plain_line_naming_the_argument_and_the_fix(
+    server: Any, vault: Path, tool: str, arguments: dict[str, Any], said: str
+) -> None:
+    before = (head(vault), vault_bytes(vault))
+    result = call(server, tool, arguments)
+    text = text_of(result)
+    assert result.is_error and text.startswith(f"Error executing tool {tool}: ") and said in text
+    assert "\n" not in text and "pydantic" not in text and "http" not in text
     assert (head(vault), vault_bytes(vault)) == before
 
 
@@ -484,7 +509,8 @@ def _recall_line(request_id: int, query: bytes) -> bytes:
 
 def test_stdio_lines_split_or_batched_or_not_utf8_each_get_their_reply(vault: Path) -> None:
     # serve reads stdin through the event loop (memstore/mcp_stdio.py): a line may come in
-    # pieces, several in one write, or with bytes that are not UTF-8 (read as U+FFFD)
+    # pieces, several in one write, or with bytes that are not UTF-8 (not JSON text: a
+    # parse error carrying the request's id, never U+FFFD stored in a memory)
     env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
     proc = start_serve(env)
     assert proc.stdin is not None
@@ -503,7 +529,9 @@ def test_stdio_lines_split_or_batched_or_not_utf8_each_get_their_reply(vault: Pa
         send(_recall_line(2, b"nginx") + _recall_line(3, b"caf\xff upload"))
         replies = {reply["id"]: reply for reply in (read_reply(proc), read_reply(proc))}
         assert replies.keys() == {2, 3}
-        assert all(r["result"]["isError"] is False for r in replies.values())
+        assert replies[2]["result"]["isError"] is False
+        assert replies[3]["error"]["code"] == -32700
+        assert "not UTF-8 (byte 0xff" in replies[3]["error"]["message"]
     finally:
         proc.stdin.close()
         assert proc.wait(timeout=30) == 0

@@ -1,0 +1,127 @@
+"""Where search, memory_recall and the prompt hook read when not told a workspace: one rule.
+
+The workspace of the git repository they run in (plus `global`); outside any repository, or
+inside the vault, every workspace. Writes not told a workspace go to that repository's
+workspace, else `global`. When a workspace holds nothing for the query but others do, the
+answer says how many, to the agent as to a person.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from memstore.repo_name import workspace_at
+from memstore.store import Store
+from tests.conftest import git, settings_at
+from tests.test_daemon import env as daemons_allowed  # noqa: F401 (a fixture)
+
+EXE = Path(sys.executable).with_name("memstore")
+NGINX = "Uploads over 1 MB fail with 413: raise nginx client_max_body_size in the server block"
+
+
+@pytest.fixture
+def stored(vault: Path) -> str:
+    """The id of a memory of workspace webshop (not global)."""
+    with Store.open(settings_at(vault)) as store:
+        return store.add(NGINX, workspace="webshop", keywords=("nginx", "413")).id
+
+
+@pytest.fixture(params=["in process", "daemon"])
+def env(request: pytest.FixtureRequest, vault: Path) -> dict[str, str]:
+    """The shell's environment: commands answered in their own process, or by the daemon."""
+    if request.param == "daemon":
+        base = request.getfixturevalue("daemons_allowed")
+    else:
+        base = dict(os.environ)
+    return {**base, "MEMSTORE_VAULT": str(vault), "PATH": f"{EXE.parent}:/usr/bin:/bin"}
+
+
+def run(env: dict[str, str], cwd: Path, *args: str, stdin: str = "") -> str:
+    done = subprocess.run(
+        [str(EXE), *args], input=stdin, env=env, cwd=cwd, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    return done.stdout
+
+
+def prompt_hook(env: dict[str, str], cwd: Path, prompt: str) -> str:
+    return run(env, cwd, "hook", "prompt", stdin=json.dumps({"prompt": prompt, "cwd": str(cwd)}))
+
+
+def mcp_call(env: dict[str, str], cwd: Path, tool: str, arguments: dict[str, Any]) -> Any:
+    server = StdioServerParameters(command=str(EXE), args=["serve"], env=env, cwd=str(cwd))
+
+    async def go() -> Any:
+        async with Client(server) as client:
+            return (await client.call_tool(tool, arguments)).structured_content
+
+    return asyncio.run(go())
+
+
+def test_workspace_at_is_the_repository_s_none_outside_any_or_inside_the_vault(
+    vault: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "shop"
+    (project / "src").mkdir(parents=True)
+    git(project, "init", "-q")
+    assert workspace_at(vault, project / "src") == "shop"
+    assert workspace_at(vault, tmp_path) is None  # no repository
+    assert workspace_at(vault, vault / "global") is None  # the vault is not a project
+    linked = tmp_path / "linked-vault"
+    linked.symlink_to(vault)
+    assert workspace_at(linked, vault) is None
+
+
+@pytest.mark.parametrize("where", ["outside any repository", "inside the vault"])
+def test_search_recall_and_the_prompt_hook_read_every_workspace_there(
+    vault: Path, tmp_path: Path, stored: str, env: dict[str, str], where: str
+) -> None:
+    cwd = vault if where == "inside the vault" else tmp_path / "notes"
+    cwd.mkdir(exist_ok=True)
+    assert stored in run(env, cwd, "search", "nginx", "upload", "limit")
+    assert stored in run(env, cwd, "search", "--context", "nginx", "upload", "limit")
+    assert stored in prompt_hook(env, cwd, "why does the nginx upload fail with 413?")
+    recalled = mcp_call(env, cwd, "memory_recall", {"query": "nginx upload 413"})
+    assert [hit["id"] for hit in recalled["results"]] == [stored]
+    # what is written there, untold, goes to global (the rule's other half)
+    added = mcp_call(env, cwd, "memory_add", {"content": "Staging deploys need approval"})
+    assert added["workspace"] == "global"
+
+
+def test_nothing_in_this_workspace_names_the_matches_in_others_to_the_agent_too(
+    vault: Path, tmp_path: Path, stored: str, env: dict[str, str]
+) -> None:
+    project = tmp_path / "shop"
+    project.mkdir()
+    git(project, "init", "-q")
+    searched = run(env, project, "search", "nginx", "413")
+    assert "1 match in other workspaces: memstore search 'nginx 413' --all" in searched
+    recalled = mcp_call(env, project, "memory_recall", {"query": "nginx 413"})
+    assert recalled["results"] == []
+    assert recalled["message"] == (
+        "No memory matches 'nginx 413' in shop or global. "
+        '1 match in other workspaces: memory_recall with workspace "all" shows them.'
+    )
+    context = prompt_hook(env, project, "the nginx 413 again")
+    assert context == (
+        "(memstore: no memory of shop or global matches; "
+        '1 match in other workspaces: memory_recall with workspace "all" shows them)\n'
+    )
+    # what the hook says unasked is only what recall is confident in: a partial match is not
+    assert prompt_hook(env, project, "nginx kubernetes ingress annotations") == ""
+    # and a confident hit here says nothing of elsewhere
+    with Store.open(settings_at(vault)) as store:
+        here = store.add("nginx 413 in shop: the ingress sets the body size", workspace="shop")
+    context = prompt_hook(env, project, "the nginx 413 again")
+    assert here.id in context and "other workspaces" not in context
