@@ -128,7 +128,9 @@ class AddResult:
     """What an add did: a new file, or a duplicate folded into an existing one."""
 
     # "added" | "duplicate_merged" | "duplicate_uncounted" (the file it matches has no front
-    # matter, or unreadable front matter: memstore never rewrites it, so seen stays)
+    # matter, or unreadable front matter: memstore never rewrites it, so seen stays) |
+    # "supersede_recorded" (the text of a stored memory with --supersedes ids it did not
+    # name yet: the links are added, seen stays)
     status: str
     id: str
     path: str
@@ -137,6 +139,8 @@ class AddResult:
     commit: str = ""
     # Memories of the same workspace a new memory disagrees with: a hint, never a refusal.
     contradicts: tuple[Contradiction, ...] = ()
+    # The ids a "supersede_recorded" add named as corrected (they were not named before).
+    linked: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

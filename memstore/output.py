@@ -88,6 +88,11 @@ def add_line(result: AddResult, text: str = "", vault: str | None = None) -> str
     """
     if result.status == "added":
         lines = [f"added {result.id} to {result.workspace}  ({result.path})"]
+    elif result.status == "supersede_recorded":
+        lines = [
+            f"{result.id} in {result.workspace} now supersedes {', '.join(result.linked)} "
+            f"(a correction recorded; seen stays {result.seen})  ({result.path})"
+        ]
     elif result.status == "duplicate_uncounted":
         lines = [
             f"duplicate of {result.id} in {result.workspace}, not counted: its file has no "
@@ -116,8 +121,9 @@ def add_json(result: AddResult, text: str = "", vault: str | None = None) -> dic
 def supersede_command(text: str, workspace: str, old_id: str, vault: str | None = None) -> str:
     """Return the command that marks `old_id` as corrected by the stored memory `text`.
 
-    Adding a memory's text again folds the `--supersedes` into its file (as a duplicate: its
-    `seen` goes up by one). The text goes on one line when that is the same memory.
+    Adding a memory's text again records the `--supersedes` in its file (one `supersede(…)`
+    commit; `seen` stays: a link recorded is not the memory stored again). The text goes on
+    one line when that is the same memory.
     """
     line = " ".join(text.split())
     if normalize_text(line) != normalize_text(text):  # a bullet list: its line starts matter

@@ -15,7 +15,7 @@ import pytest
 from memstore.contradictions import disagreement
 from memstore.curation import Curator
 from memstore.store import Store
-from tests.conftest import settings_at
+from tests.conftest import head, settings_at
 from tests.test_cli_surface import EXE, run, typer_run
 from tests.test_daemon import (
     env,  # noqa: F401 (a pytest fixture, asked for by name)
@@ -111,6 +111,12 @@ def test_a_contradicting_add_names_the_other_memory_and_the_supersede(
     assert line.endswith(f" -w web --supersedes {old}")
 
 
+def seen_of(vault: Path, memory_id: str) -> int:
+    shown = run("show", memory_id, "--json", vault=vault)
+    assert shown.returncode == 0, shown.stderr
+    return int(json.loads(shown.stdout)["seen"])
+
+
 @pytest.mark.parametrize("lang", ["en", "fr"])
 def test_following_the_hint_records_the_supersede(vault: Path, lang: str) -> None:
     stored, contradicting, *_ = CASES[lang]
@@ -121,13 +127,38 @@ def test_following_the_hint_records_the_supersede(vault: Path, lang: str) -> Non
     command = line.split("; if the new memory is right: ", 1)[1]
     followed = in_a_shell(command, vault)
     assert followed.returncode == 0, followed.stderr
-    assert followed.stdout.startswith(f"duplicate of {new} in web: seen 2 times")
+    assert followed.stdout.startswith(
+        f"{new} in web now supersedes {old} (a correction recorded; seen stays 1)"
+    )
     assert supersedes_of(vault, new) == [old]
+    # A link recorded is not the memory stored again: neither memory's `seen` moved
+    # (issue 36 item 12: it went to 2), and the commit says what happened.
+    assert (seen_of(vault, new), seen_of(vault, old)) == (1, 1)
+    assert (
+        run("log", vault=vault)
+        .stdout.splitlines()[0]
+        .split("  ")[-1]
+        .startswith(f"supersede(web): {contradicting[:20]}")
+    )
+    # following it once more changes nothing
+    before = head(vault)
+    assert in_a_shell(command, vault).returncode == 0 and head(vault) == before
     found = run("search", stored, "-w", "web", vault=vault)
     assert f"(superseded by {new})" in found.stdout
-    # corrected now: the same text added again is no contradiction
+    # corrected now: the same text added again is no contradiction, and is a duplicate
     again = run("add", contradicting, "-w", "web", vault=vault)
-    assert hints(again) == [] and "seen 3 times" in again.stdout
+    assert hints(again) == [] and "seen 2 times" in again.stdout
+
+
+def test_a_hand_written_memory_named_by_the_hint_gets_the_link(vault: Path) -> None:
+    stored, contradicting, *_ = CASES["en"]
+    old = added_id(run("add", stored, "-w", "web", vault=vault))
+    (vault / "web" / "port.md").write_text(contradicting + "\n", encoding="utf-8")
+    followed = run("add", contradicting, "-w", "web", "--supersedes", old, vault=vault)
+    assert followed.returncode == 0, followed.stderr
+    new = followed.stdout.split()[0]
+    assert "now supersedes" in followed.stdout and supersedes_of(vault, new) == [old]
+    assert seen_of(vault, new) == 1
 
 
 def test_the_hint_names_the_vault_when_the_command_did(vault: Path, tmp_path: Path) -> None:
@@ -277,7 +308,8 @@ def test_memory_add_returns_the_contradiction_and_what_to_do(
         f"supersedes={json.dumps(ids)}."
     )
     again = call(server, "memory_add", {"content": contradicting, "supersedes": ids})
-    assert again.structured_content["status"] == "duplicate_merged"
+    assert again.structured_content["status"] == "supersede_recorded"
+    assert again.structured_content["seen"] == 1
     assert "contradicts" not in again.structured_content
     assert sorted(supersedes_of(vault, out["id"])) == sorted(ids)
 
