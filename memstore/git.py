@@ -825,6 +825,30 @@ class GitRepo:
             )
         return out
 
+    def added_order(self, paths: Iterable[str]) -> dict[str, int]:
+        """Return where in HEAD's history each path was added: a larger number, a later commit.
+
+        Paths the history never added (not committed yet) are left out. Walks from HEAD back
+        only until every path's adding commit is found: the cost follows how old they are.
+        """
+        pending = set(paths)
+        if not pending or self._repo.head_is_unborn:
+            return {}
+        pygit2 = _pygit2()
+        found: dict[str, int] = {}
+        walker = self._repo.walk(
+            self._repo.head.target, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME
+        )
+        for age, commit in enumerate(walker):  # newest first
+            parents = [parent.tree for parent in commit.parents]
+            for path in [p for p in pending if p in commit.tree]:
+                if not any(path in tree for tree in parents):
+                    found[path] = -age
+                    pending.discard(path)
+            if not pending:
+                break
+        return found
+
     def read_at(self, commit: str, path: str) -> bytes | None:
         """Return a file's bytes as of `commit`, or None if it did not exist then."""
         if not commit:

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
+from memstore.codec import derive_id
 from memstore.contradictions import disagreement
-from memstore.curation import Curator
+from memstore.curation import ContradictionError, Curator
 from memstore.store import Store
-from tests.conftest import head, settings_at
+from tests.conftest import head, settings_at, vault_bytes
 from tests.test_cli_surface import EXE, run, typer_run
 from tests.test_daemon import (
     env,  # noqa: F401 (a pytest fixture, asked for by name)
@@ -377,3 +378,124 @@ def test_audit_finds_what_an_add_hints(vault: Path) -> None:
                 hinted |= {(result.id, c.id, c.detail) for c in result.contradicts}
         pairs = Curator(store, datetime.now(UTC)).audit().contradictions
     assert {(p.new, p.old, p.detail) for p in pairs} == hinted and len(hinted) >= 4
+
+
+def test_audit_names_the_later_committed_memory_newer_within_one_second(vault: Path) -> None:
+    # Stamps have one-second precision. Before, a tie was settled by id, so when the newer
+    # memory's id sorted first the command told the person to mark the newer one wrong.
+    stored, contradicting, *_ = CASES["en"]
+    workspace = next(
+        ws
+        for ws in (f"web{i}" for i in range(100))
+        if derive_id(ws, contradicting) < derive_id(ws, stored)
+    )
+    second = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+    with Store.open(settings_at(vault), clock=lambda: second) as store:
+        old = store.add(stored, workspace=workspace)
+        new = store.add(contradicting, workspace=workspace)
+        assert new.id < old.id and [c.id for c in new.contradicts] == [old.id]
+        [pair] = Curator(store, datetime.now(UTC)).audit().contradictions
+        [listed] = Curator(store, datetime.now(UTC)).alike().contradictions
+    assert (pair.new, pair.old, pair.detail) == (new.id, old.id, "port 3000 vs 8080")
+    assert listed == pair
+    audited = json.loads(run("audit", "--json", vault=vault).stdout)["contradictions"]
+    assert [p["command"] for p in audited] == [
+        f"memstore add '{contradicting}' -w {workspace} --supersedes {old.id}"
+    ]
+
+
+# --- dedupe ------------------------------------------------------------------------------
+
+# (older, newer, kind): alike enough to be near-duplicates (≥ 70% of terms), yet they disagree
+LOOK_ALIKES = [
+    (
+        "The dev server listens on port 3000; change it in vite.config.ts.",
+        "The dev server listens on port 8080; change it in vite.config.ts.",
+        "number",
+    ),
+    (
+        "Worker timeout is 30 seconds for the billing queue consumer.",
+        "Worker timeout is 90 seconds for the billing queue consumer.",
+        "number",
+    ),
+    (
+        "Always rebase feature branches onto main before merging.",
+        "Never rebase feature branches onto main before merging.",
+        "negation",
+    ),
+    (
+        "CI runs the integration tests in parallel on every pull request.",
+        "CI does not run the integration tests in parallel on every pull request.",
+        "negation",
+    ),
+    (
+        "In the compose file set DB_HOST=postgres for the api service.",
+        "In the compose file set DB_HOST=localhost for the api service.",
+        "value",
+    ),
+    (
+        "Telemetry is enabled in the staging config of the api service.",
+        "Telemetry is disabled in the staging config of the api service.",
+        "antonym",
+    ),
+]
+TRUE_DUPLICATE = (
+    "Staging deploys need an approval from Maria before merging the release branch",
+    "Staging deploys need an approval from Maria before merging the release branch, always",
+)
+
+
+def test_dedupe_never_calls_a_look_alike_that_disagrees_a_duplicate(vault: Path) -> None:
+    with Store.open(settings_at(vault), clock=ticking(datetime(2026, 12, 1, tzinfo=UTC))) as store:
+        pairs = {}
+        for older, newer, kind in LOOK_ALIKES:
+            old, new = (store.add(t, workspace="web").id for t in (older, newer))
+            pairs[(new, old)] = kind
+        kept, folded = (store.add(t, workspace="web").id for t in TRUE_DUPLICATE)
+        curator = Curator(store, datetime.now(UTC))
+        alike = curator.alike()
+        report = curator.audit()
+        before, files = head(vault), vault_bytes(vault)
+        for new, old in pairs:
+            for asked in (new, old):
+                with pytest.raises(ContradictionError) as refused:
+                    curator.merge_duplicate(asked)
+                assert (refused.value.pair.new, refused.value.pair.old) == (new, old)
+        assert head(vault) == before and vault_bytes(vault) == files
+        # a true duplicate among them still merges
+        merged, gone = curator.merge_duplicate(kept)
+    assert {(c.new, c.old): c.kind for c in alike.contradictions} == pairs
+    assert alike.disputed == alike.contradictions
+    assert [(a, b) for a, b, _ in alike.duplicates] == [tuple(sorted((kept, folded)))]
+    assert report.near_duplicates == alike.duplicates
+    assert {(c.new, c.old) for c in report.contradictions} == set(pairs)
+    assert (merged.id, gone, merged.seen) == (kept, folded, 2)
+
+
+def test_dedupe_lists_the_contradiction_and_merge_names_the_supersede(vault: Path) -> None:
+    older, newer, _ = LOOK_ALIKES[0]
+    old = added_id(run("add", older, "-w", "web", vault=vault))
+    new = added_id(run("add", newer, "-w", "web", vault=vault))
+    command = f"memstore add '{newer}' -w web --supersedes {old}"
+    for ws in ("web", "docs"):
+        for text in TRUE_DUPLICATE:
+            assert run("add", text, "-w", ws, vault=vault).returncode == 0
+    listed = run("dedupe", "--list", vault=vault)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.count(" ~ ") == 2 and f"{new} ~ " not in listed.stdout
+    assert f" ~ {new}" not in listed.stdout
+    assert "contradictions, not duplicates (newer first) (1):" in listed.stdout
+    assert f"{new} vs {old}  (port 8080 vs 3000)" in listed.stdout
+    assert f"  if {new} is right: {command}" in listed.stdout.splitlines()
+    before = head(vault)
+    for asked in (new, old):
+        refused = run("dedupe", "--merge", asked, vault=vault)
+        assert refused.returncode == 1 and refused.stdout == ""
+        assert refused.stderr.startswith(f"Error: {new} and {old} contradict each other")
+        assert refused.stderr.rstrip().endswith(command)
+    assert head(vault) == before and (vault / "web").exists()
+    assert older in run("show", old, vault=vault).stdout
+    # the command it names settles the pair: neither a contradiction nor a duplicate now
+    assert in_a_shell(command, vault).returncode == 0
+    after = run("dedupe", "--list", vault=vault)
+    assert "contradictions" not in after.stdout and after.stdout.count(" ~ ") == 2
