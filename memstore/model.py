@@ -170,6 +170,19 @@ def to_workspace_name(name: str) -> str:
 
 
 def summary(body: str, width: int = 60) -> str:
-    """Return the first line of a memory, shortened for a commit message or a listing."""
-    line = " ".join(body.split())
+    """Return the first words of a memory, shortened for a commit message or a listing.
+
+    Lines that hold no words are left out: a `<!-- memstore: … -->` line a merge wrote
+    above the versions of a conflicted memory, and a rule (`---`) a body starts with.
+    """
+    lines = [line for line in body.splitlines() if _has_words(line)]
+    line = " ".join(" ".join(lines or body.splitlines()).split())
     return line if len(line) <= width else line[: width - 1].rstrip() + "…"
+
+
+_MARKER_LINE = re.compile(r"\s*<!-- memstore: .* -->\s*")
+
+
+def _has_words(line: str) -> bool:
+    """Whether a line of a memory says something (a marker or a rule does not)."""
+    return any(c.isalnum() for c in line) and _MARKER_LINE.fullmatch(line) is None
