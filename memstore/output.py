@@ -55,11 +55,18 @@ def render_json(data: Any) -> str:
 
 def ingest_lines(summary: IngestSummary) -> list[str]:
     """Return what `memstore ingest PATH` prints."""
-    verb = "would change" if summary.dry_run else "ingested"
     skipped = sum(summary.files_skipped.values())
     reasons = ", ".join(f"{n} {why}" for why, n in sorted(summary.files_skipped.items()) if n)
+    took = f"{summary.seconds:.2f} s"
+    if summary.dry_run:
+        head = (
+            f"would ingest {summary.root} into workspace {summary.workspace} "
+            f"(dry run, nothing written; looked in {took}):"
+        )
+    else:
+        head = f"ingested {summary.root} into workspace {summary.workspace} in {took}"
     return [
-        f"{verb} {summary.root} into {summary.workspace} in {summary.seconds:.2f} s",
+        head,
         f"  files: {summary.files_scanned} scanned, {summary.files_read} read, "
         f"{summary.files_removed} gone, {skipped} skipped" + (f" ({reasons})" if reasons else ""),
         f"  chunks: {summary.created} created, {summary.updated} moved, "
