@@ -173,22 +173,13 @@ class Curator:
             per_set=CONTRADICTION_CANDIDATES,
             progress=quarter(0),
         )
-        alike = self._alike(documents.values(), found.pairs, everything)
+        # One reading of the texts serves both lists: a near-duplicate pair that disagrees
+        # is a contradiction, not a duplicate, even when it is not among the few closest.
+        alike = self._alike(
+            documents.values(), found.pairs, everything, closest=found.closest, progress=quarter(1)
+        )
         report.near_duplicates = alike.duplicates
-        by_path = {e.path: e for e in entries}
-        closest = contradicting(
-            documents, by_path, found.closest, everything, store.git.added_order, quarter(1)
-        )
-        # A near-duplicate pair that disagrees is a contradiction, not a duplicate, even
-        # when it is not among either memory's few closest.
-        listed = {frozenset((c.new, c.old)) for c in closest}
-        report.contradictions = sorted(
-            [
-                *closest,
-                *(c for c in alike.contradictions if frozenset((c.new, c.old)) not in listed),
-            ],
-            key=lambda p: (p.workspace, p.new, p.old),
-        )
+        report.contradictions = alike.contradictions
         return report
 
     def _review(self, entry: Entry, replaced: dict[str, list[str]], report: Audit) -> None:
@@ -244,9 +235,13 @@ class Curator:
         documents: Iterable[Document],
         found: dict[tuple[str, str], float],
         entries: list[Entry],
+        *,
+        closest: Iterable[tuple[str, str]] = (),
+        progress: Progress | None = None,
     ) -> Alike:
         """The pairs of `found` (by key) close enough to be near-duplicates, by id, split into
-        those that agree and those the contradiction detector says disagree."""
+        those that agree and those the contradiction detector says disagree; contradictions
+        are also looked for among the `closest` pairs (audit's)."""
         apart = set(self.store.vault.read_state("dedupe-kept").split()) | {
             ":".join(sorted((entry.id, old))) for entry in entries for old in entry.supersedes
         }
@@ -259,20 +254,28 @@ class Curator:
                 pairs[(a, b)] = round(max(share, pairs.get((a, b), 0.0)), 3)
                 paths[(a, b)] = (first, second)
         by_path = {e.path: e for e in entries}
-        disputed = contradicting(
-            by_key, by_path, paths.values(), entries, self.store.git.added_order, every=True
+        checked = contradicting(
+            by_key,
+            by_path,
+            [*paths.values(), *closest],
+            entries,
+            self.store.git.added_order,
+            progress,
+            every=True,
         )
+        near = {frozenset(pair) for pair in pairs}
+        disputed = [c for c in checked if frozenset((c.new, c.old)) in near]
         split = {frozenset((c.new, c.old)) for c in disputed}
         corrected = {old for entry in entries for old in entry.supersedes}
         by_id = {e.id: e for e in entries}
         return Alike(
             duplicates=sorted(
-                ((a, b, v) for (a, b), v in pairs.items() if frozenset((a, b)) not in split),
+                ((a, b, v) for (a, b), v in pairs.items() if not split or {a, b} not in split),
                 key=lambda p: (-p[2], p[0], p[1]),
             ),
             contradictions=[
                 c
-                for c in disputed
+                for c in checked
                 if all(_is_hinted(by_id[i], corrected) for i in (c.new, c.old))
                 and by_id[c.old].kind not in UNHINTED
             ],
@@ -485,7 +488,9 @@ def contradicting(
     committed later (`added_order` of their paths), then the larger id.
     """
     corrected = {old for entry in everything for old in entry.supersedes}
-    pairs = list(close)
+    # Each pair once, a memory's pairs together: the detector remembers the texts it read
+    # last (a few thousand), so a text is read about once, not once per pair.
+    pairs = sorted({(min(pair), max(pair)) for pair in close})
     found: list[tuple[Entry, Entry, Disagreement]] = []
     for done, (first, second) in enumerate(pairs, 1):
         if progress is not None and (done % 200 == 0 or done == len(pairs)):
