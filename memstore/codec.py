@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from memstore.model import GLOBAL, KINDS, Memory
+from memstore.model import GLOBAL, KINDS, Memory, plain_ascii
 
 KNOWN_KEYS = (
     "id",
@@ -179,8 +179,7 @@ def slugify(text: str, *, words: int = SLUG_WORDS, max_len: int = 48) -> str:
 
 
 def _ascii_words(text: str) -> list[str]:
-    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
-    return re.findall(r"[a-z0-9]+", ascii_text.lower())
+    return re.findall(r"[a-z0-9]+", plain_ascii(text).lower())
 
 
 # Words an agent's closing message is full of that name nothing ("Found it: the fix is done").

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 from memstore.errors import InvalidInputError
@@ -163,10 +164,36 @@ class SearchResult:
 
 
 def to_workspace_name(name: str) -> str:
-    """Turn a repository or folder name into a valid workspace name ('My App' → 'my-app')."""
-    cleaned = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-._")[:64]
+    """Turn a repository or folder name into a valid workspace name ('My App' → 'my-app',
+    'Some%20Thing' → 'some-thing', 'Ünïcode' → 'unicode')."""
+    cleaned = re.sub(r"[^a-z0-9._-]+", "-", plain_ascii(name).lower()).strip("-._")[:64]
     cleaned = cleaned.replace("..", ".")
     return cleaned if cleaned and cleaned != ALL else GLOBAL
+
+
+_ESCAPES = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+# Latin letters NFKD does not take apart into a letter and a mark
+_LETTERS = str.maketrans(
+    {"ß": "ss", "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE", "ø": "o", "Ø": "O", "đ": "d",
+     "Đ": "D", "ð": "d", "Ð": "D", "ł": "l", "Ł": "L", "þ": "th", "Þ": "Th", "ı": "i"}
+)  # fmt: skip
+
+
+def plain_ascii(text: str) -> str:
+    """Return `text` in ASCII for a name: percent escapes of UTF-8 decoded (a URL's
+    'Some%20Thing'), accented Latin letters without their marks ('Ünïcode' → 'Unicode');
+    what has no ASCII form is dropped. Callers still keep only the characters they allow."""
+    if "%" in text:
+        text = _ESCAPES.sub(_unescape, text)
+    decomposed = unicodedata.normalize("NFKD", text.translate(_LETTERS))
+    return "".join(c for c in decomposed if not unicodedata.combining(c) and c.isascii())
+
+
+def _unescape(match: re.Match[str]) -> str:
+    try:
+        return bytes.fromhex(match[0].replace("%", "")).decode("utf-8")
+    except UnicodeDecodeError:  # not an escape of text ('100%ff'): keep it as written
+        return match[0]
 
 
 def summary(body: str, width: int = 60) -> str:

@@ -6,6 +6,7 @@ import re
 import string
 from dataclasses import replace
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -140,6 +141,22 @@ def test_slugs_are_short_ascii_and_never_empty() -> None:
     assert slugify("Upload 413 is NOT the app — lỗi kết nối đ") == "upload-413-is-not-the-app"
     assert slugify("!!! ???") == "memory"
     assert len(slugify("word " * 50)) <= 48
+
+
+@pytest.mark.parametrize(
+    ("text", "slug"),
+    [
+        ("Some%20Thing", "some-thing"),  # was some-20thing (issue 36)
+        ("Ünïcode", "unicode"),
+        ("Straße in Ærøskøbing, Łódź", "strasse-in-aeroskobing-lodz"),
+        ("x%C3%BCy", "xuy"),  # an escaped ü
+        ("100%ff off", "100-ff-off"),  # not an escape of text: kept as written
+        ("..%2F..%2Fetc%2Fpasswd", "etc-passwd"),  # still only letters, digits and '-'
+        ("%E2%80%AE%00", "memory"),
+    ],
+)
+def test_slugs_decode_percent_escapes_and_drop_accents(text: str, slug: str) -> None:
+    assert slugify(text) == slug
 
 
 # --- render_changes: a hand-written file keeps every byte but the changed keys ---------
