@@ -14,6 +14,7 @@ from memstore.conflicts import split_label, sync_hint
 from memstore.git import LogEntry
 from memstore.indexer import CatchUp, Drift
 from memstore.model import GLOBAL, AddResult, Hit, SearchResult
+from memstore.ranking import CHARS_PER_TOKEN
 from memstore.sync import SyncOutcome
 
 if TYPE_CHECKING:
@@ -51,6 +52,47 @@ def render_json(data: Any) -> str:
     """Return indented JSON; control characters, bidi marks and lone surrogates as \\u escapes."""
     text = json.dumps(data, ensure_ascii=False, indent=2, default=str)
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def benchmark_lines(figures: dict[str, int], core: int, files: dict[str, int]) -> list[str]:
+    """Return what `memstore benchmark` prints: a table of token costs, numbers aligned.
+
+    `figures` holds mcp_tools, pointer_snippet, core_memory and total; `core` is how many
+    core memories there are; `files` the instruction files found (path → tokens).
+    """
+    rows = [
+        ("memstore: MCP tool descriptions and schemas", figures["mcp_tools"], ""),
+        ("memstore: pointer snippet (CLAUDE.md)", figures["pointer_snippet"], ""),
+        (f"memstore: core memories ({core})", figures["core_memory"], "with the first recall"),
+        ("memstore: total, fixed", figures["total"], "recalled memories come on demand"),
+    ]
+    rows += [
+        (f"instruction file {path}", tokens, "every session") for path, tokens in files.items()
+    ]
+    if files:
+        extra = sum(files.values()) - figures["total"]
+        rows.append(
+            (
+                "instruction files, total",
+                sum(files.values()),
+                f"every session ({extra:+d} vs memstore)",
+            )
+        )
+    label = max(len(name) for name, _, _ in rows)
+    number = max(len(f"{value:,}") for _, value, _ in rows)
+    lines = [
+        f"estimated tokens per session ({CHARS_PER_TOKEN} characters a token, ±25% for real "
+        "tokenizers):"
+    ]
+    lines += [
+        f"  {name:<{label}}  {value:>{number},}" + (f"  {note}" if note else "")
+        for name, value, note in rows
+    ]
+    if not files:
+        lines.append(
+            "  no instruction files found here (CLAUDE.md, AGENTS.md, .cursor/rules, .kiro/steering …)"
+        )
+    return [printable(line) for line in lines]
 
 
 def ingest_lines(summary: IngestSummary) -> list[str]:
