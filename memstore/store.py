@@ -941,7 +941,13 @@ class Store:
         # The text again with --supersedes is a correction being recorded (a contradiction
         # hint followed), not the memory stored again: `seen` stays, and a correction
         # already recorded changes nothing.
-        named = tuple(s for s in dict.fromkeys(supersedes) if s != current.id)
+        if current.id in supersedes:
+            raise InvalidInputError(
+                f"this text is memory {current.id} itself, which cannot supersede itself; "
+                "nothing was stored (to correct it, add the corrected text with "
+                f"--supersedes {current.id})"
+            )
+        named = tuple(dict.fromkeys(supersedes))
         links = tuple(s for s in named if s not in current.supersedes)
         if links and current.problem:
             raise InvalidInputError(

@@ -15,6 +15,7 @@ import pytest
 from memstore.codec import derive_id
 from memstore.contradictions import disagreement
 from memstore.curation import ContradictionError, Curator
+from memstore.errors import InvalidInputError
 from memstore.store import Store
 from tests.conftest import head, settings_at, vault_bytes
 from tests.test_cli_surface import EXE, run, typer_run
@@ -235,6 +236,16 @@ def test_the_daemon_prints_the_hint_as_the_command_does_in_process(
 
 
 # --- what the store leaves out -----------------------------------------------------------
+
+
+def test_the_old_text_superseding_itself_is_refused_and_counts_nothing(store: Store) -> None:
+    stored, contradicting, *_ = CASES["en"]
+    old = store.add(stored, workspace="web")
+    store.add(contradicting, workspace="web")
+    before = store.git.head()
+    with pytest.raises(InvalidInputError, match=f"memory {old.id} itself, which cannot supersede"):
+        store.add(stored, workspace="web", supersedes=(old.id,))
+    assert store.git.head() == before and store.show(old.id)[1].seen == 1
 
 
 def test_no_hint_for_what_the_add_supersedes_or_a_duplicate(store: Store) -> None:
