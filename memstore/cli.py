@@ -28,6 +28,7 @@ from memstore.lean import (
 )
 from memstore.model import GLOBAL, CoreMemory
 from memstore.output import (
+    benchmark_lines,
     count,
     doctor_lines,
     printable,
@@ -626,27 +627,7 @@ def benchmark(vault: VaultOption = None, as_json: JsonOption = False) -> None:
             }
         )
         return
-    typer.echo(
-        f"estimated tokens per session ({CHARS_PER_TOKEN} characters a token, ±25% for real tokenizers):"
-    )
-    typer.echo(f"  memstore: MCP tool descriptions and schemas  {tools:6d}")
-    typer.echo(f"  memstore: pointer snippet (CLAUDE.md)        {snippet:6d}")
-    typer.echo(
-        f"  memstore: core memories ({len(core)})                {core_tokens:6d}   (with the first recall)"
-    )
-    typer.echo(
-        f"  memstore: total, fixed                       {total:6d}   (recalled memories come on demand)"
-    )
-    if not sizes:
-        typer.echo(
-            "  no instruction files found here (CLAUDE.md, AGENTS.md, .cursor/rules, .kiro/steering …)"
-        )
-    for path, tokens in sizes.items():
-        typer.echo(f"  instruction file {path}: {tokens} tokens, every session")
-    if sizes:
-        typer.echo(
-            f"  instruction files, total: {sum(sizes.values())} tokens every session ({sum(sizes.values()) - total:+d} vs memstore)"
-        )
+    typer.echo("\n".join(benchmark_lines(figures, len(core), sizes)))
 
 
 def instruction_files(cwd: Path, home: Path) -> list[Path]:

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from memstore.model import GLOBAL, KINDS, Memory
+from memstore.model import GLOBAL, KINDS, Memory, plain_ascii
 
 KNOWN_KEYS = (
     "id",
@@ -179,8 +179,7 @@ def slugify(text: str, *, words: int = SLUG_WORDS, max_len: int = 48) -> str:
 
 
 def _ascii_words(text: str) -> list[str]:
-    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
-    return re.findall(r"[a-z0-9]+", ascii_text.lower())
+    return re.findall(r"[a-z0-9]+", plain_ascii(text).lower())
 
 
 # Words an agent's closing message is full of that name nothing ("Found it: the fix is done").
@@ -405,7 +404,7 @@ def with_merged(memory: Memory, ids: tuple[str, ...]) -> Memory:
     line = f"{MERGED_KEY}: {render_list(every)}"
     extra = dict(memory.extra)
     above = []  # the comments written above the key stay
-    for old in extra.get(MERGED_KEY, "").split("\n"):
+    for old in extra[MERGED_KEY].split("\n") if MERGED_KEY in extra else ():
         if not _is_note(old):
             break
         above.append(old)
@@ -542,9 +541,10 @@ def _is_note(line: str) -> bool:
 def _changed_blocks(before: Memory, after: Memory) -> list[tuple[str, list[str]]]:
     """Return (key, new lines without endings; [] deletes) for every key that changed."""
     changed = [
-        (key, [f"{key}: {_render_value(getattr(after, key))}"])
+        # A key render_memory leaves out when empty goes (revive: no `archived: ""` left).
+        (key, [f"{key}: {_render_value(value)}"] if value or key not in _OPTIONAL_KEYS else [])
         for key in KNOWN_KEYS
-        if getattr(before, key) != getattr(after, key)
+        if (value := getattr(after, key)) != getattr(before, key)
     ]
     old, new = dict(before.extra), dict(after.extra)
     for key, raw in after.extra:
@@ -557,6 +557,12 @@ def _changed_blocks(before: Memory, after: Memory) -> list[tuple[str, list[str]]
             changed.append((key, body))
     changed += [(key, []) for key in old if key not in new]
     return changed
+
+
+# The keys render_memory writes only when they hold something.
+_OPTIONAL_KEYS = frozenset(
+    ("source", "created", "recalled", "last_recalled", "confirmed", "archived", "supersedes")
+)
 
 
 def _render_value(value: object) -> str:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import shutil
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from index import Document
 from memstore import remote
 from memstore.codec import merged_ids, render_memory, with_merged
-from memstore.contradictions import disagreement
+from memstore.contradictions import Disagreement, disagreement
 from memstore.errors import InvalidInputError
 from memstore.indexer import Entry, Progress, has_conflict
 from memstore.merge import KIND_RANK, union
@@ -60,6 +60,28 @@ class Contradicting:
     workspace: str
     kind: str  # "negation" | "number" | "value" | "antonym"
     detail: str  # new's side first: 'port 8443 vs 8080'
+
+
+@dataclass(frozen=True)
+class Alike:
+    """Near-duplicate pairs of memories, split by whether their texts agree."""
+
+    duplicates: list[tuple[str, str, float]]  # (id, id, share of terms), most similar first
+    contradictions: list[Contradicting]  # those audit lists (its rules), newer first
+    disputed: list[Contradicting]  # every pair whose texts disagree: never folded
+
+
+class ContradictionError(InvalidInputError):
+    """A pair asked to be merged disagrees: folding it would delete one side's claim."""
+
+    def __init__(self, pair: Contradicting, text: str) -> None:
+        self.pair = pair
+        self.text = text  # the newer memory's, for the command that supersedes the older
+        super().__init__(
+            f"{pair.new} and {pair.old} contradict each other ({pair.detail}); they are not "
+            "duplicates and --merge would delete one's text. If the newer is right, add its "
+            f"text again with --supersedes {pair.old} (memstore audit prints the command)"
+        )
 
 
 def _scan_file(store: Store, entry: Entry) -> tuple[list[str], bool]:
@@ -151,11 +173,13 @@ class Curator:
             per_set=CONTRADICTION_CANDIDATES,
             progress=quarter(0),
         )
-        report.near_duplicates = self._near_duplicates(documents.values(), found.pairs, everything)
-        by_path = {e.path: e for e in entries}
-        report.contradictions = contradicting(
-            documents, by_path, found.closest, everything, quarter(1)
+        # One reading of the texts serves both lists: a near-duplicate pair that disagrees
+        # is a contradiction, not a duplicate, even when it is not among the few closest.
+        alike = self._alike(
+            documents.values(), found.pairs, everything, closest=found.closest, progress=quarter(1)
         )
+        report.near_duplicates = alike.duplicates
+        report.contradictions = alike.contradictions
         return report
 
     def _review(self, entry: Entry, replaced: dict[str, list[str]], report: Audit) -> None:
@@ -189,8 +213,13 @@ class Curator:
         """Pairs of memories of one workspace that say nearly the same thing, most similar first.
 
         Pairs kept apart with --keep-both are left out, and so is a correction with the memory
-        it supersedes: the two are alike by design, not duplicates.
+        it supersedes: the two are alike by design, not duplicates. So is a pair whose texts
+        disagree (`alike` lists those as contradictions).
         """
+        return self.alike(workspace, progress).duplicates
+
+    def alike(self, workspace: str | None = None, progress: Progress | None = None) -> Alike:
+        """The near-duplicate pairs of one workspace (or all), split by whether they disagree."""
         store = self.store
         store.catch_up()  # cheap after audit's; the list must not miss a memory added since
         documents = [
@@ -199,25 +228,59 @@ class Curator:
             if workspace is None or doc.workspace == workspace
         ]
         found = similar_pairs(_items(documents), NEAR_DUPLICATE, progress)
-        return self._near_duplicates(documents, found, store.indexer.entries())
+        return self._alike(documents, found, store.indexer.entries())
 
-    def _near_duplicates(
+    def _alike(
         self,
         documents: Iterable[Document],
         found: dict[tuple[str, str], float],
         entries: list[Entry],
-    ) -> list[tuple[str, str, float]]:
-        """The pairs of `found` (by key) close enough to be near-duplicates, by id."""
+        *,
+        closest: Iterable[tuple[str, str]] = (),
+        progress: Progress | None = None,
+    ) -> Alike:
+        """The pairs of `found` (by key) close enough to be near-duplicates, by id, split into
+        those that agree and those the contradiction detector says disagree; contradictions
+        are also looked for among the `closest` pairs (audit's)."""
         apart = set(self.store.vault.read_state("dedupe-kept").split()) | {
             ":".join(sorted((entry.id, old))) for entry in entries for old in entry.supersedes
         }
-        ids = {doc.key: doc.id for doc in documents}
+        by_key = {doc.key: doc for doc in documents}
         pairs: dict[tuple[str, str], float] = {}
+        paths: dict[tuple[str, str], tuple[str, str]] = {}
         for (first, second), share in found.items():
-            a, b = sorted((ids[first], ids[second]))
+            a, b = sorted((by_key[first].id, by_key[second].id))
             if share >= NEAR_DUPLICATE and f"{a}:{b}" not in apart:
                 pairs[(a, b)] = round(max(share, pairs.get((a, b), 0.0)), 3)
-        return sorted(((a, b, v) for (a, b), v in pairs.items()), key=lambda p: (-p[2], p[0], p[1]))
+                paths[(a, b)] = (first, second)
+        by_path = {e.path: e for e in entries}
+        checked = contradicting(
+            by_key,
+            by_path,
+            [*paths.values(), *closest],
+            entries,
+            self.store.git.added_order,
+            progress,
+            every=True,
+        )
+        near = {frozenset(pair) for pair in pairs}
+        disputed = [c for c in checked if frozenset((c.new, c.old)) in near]
+        split = {frozenset((c.new, c.old)) for c in disputed}
+        corrected = {old for entry in entries for old in entry.supersedes}
+        by_id = {e.id: e for e in entries}
+        return Alike(
+            duplicates=sorted(
+                ((a, b, v) for (a, b), v in pairs.items() if not split or {a, b} not in split),
+                key=lambda p: (-p[2], p[0], p[1]),
+            ),
+            contradictions=[
+                c
+                for c in checked
+                if all(_is_hinted(by_id[i], corrected) for i in (c.new, c.old))
+                and by_id[c.old].kind not in UNHINTED
+            ],
+            disputed=disputed,
+        )
 
     def bodies(self, ids: Iterable[str]) -> dict[str, str]:
         """The text of each memory named, as indexed (no catch-up per memory: one for all)."""
@@ -283,14 +346,14 @@ class Curator:
         """
         store = self.store
         entry = store.resolve(id_prefix)
+        alike = self.alike(entry.workspace)
         partner = next(
-            (
-                b if a == entry.id else a
-                for a, b, _ in self.near_duplicates(entry.workspace)
-                if entry.id in (a, b)
-            ),
+            (b if a == entry.id else a for a, b, _ in alike.duplicates if entry.id in (a, b)),
             None,
         )
+        disputed = next((c for c in alike.disputed if entry.id in (c.new, c.old)), None)
+        if partner is None and disputed is not None:
+            raise ContradictionError(disputed, self.bodies([disputed.new]).get(disputed.new, ""))
         if partner is None:
             raise InvalidInputError(
                 f"{entry.id} has no near-duplicate; see 'memstore dedupe --list'"
@@ -403,34 +466,68 @@ def _items(documents: list[Document]) -> list[tuple[str, str, frozenset[str]]]:
     return [(d.key, d.workspace, t) for d, t in zip(documents, sets, strict=True)]
 
 
+AddedOrder = Callable[[Iterable[str]], Mapping[str, int]]  # GitRepo.added_order
+
+
 def contradicting(
     documents: Mapping[str, Document],
     entries: Mapping[str, Entry],
     close: Iterable[tuple[str, str]],
     everything: list[Entry],
+    added_order: AddedOrder,
     progress: Progress | None = None,
+    *,
+    every: bool = False,
 ) -> list[Contradicting]:
     """The close pairs (by path) that disagree, the newer memory first, as an add would find.
 
     Left out, as at an add: archived memories, memories something already corrects, traces,
-    and a core memory as the older one (the one a supersede would correct).
+    and a core memory as the older one (the one a supersede would correct); with `every`,
+    none of them is left out (a pair that disagrees is never a duplicate to fold).
+    The newer is the later `created`; within one second (the stamp's precision) the one
+    committed later (`added_order` of their paths), then the larger id.
     """
     corrected = {old for entry in everything for old in entry.supersedes}
-    pairs = list(close)
-    found = []
+    # Each pair once, a memory's pairs together: the detector remembers the texts it read
+    # last (a few thousand), so a text is read about once, not once per pair.
+    pairs = sorted({(min(pair), max(pair)) for pair in close})
+    found: list[tuple[Entry, Entry, Disagreement]] = []
     for done, (first, second) in enumerate(pairs, 1):
         if progress is not None and (done % 200 == 0 or done == len(pairs)):
             progress(done, len(pairs))
-        both = [entries.get(first), entries.get(second)]
-        if any(e is None or e.archived or e.id in corrected or e.kind == "trace" for e in both):
+        one, other = entries.get(first), entries.get(second)
+        if one is None or other is None:
             continue
-        new, old = sorted((e for e in both if e), key=lambda e: (e.created, e.id), reverse=True)
-        if old.kind in UNHINTED:
+        if not every and not (_is_hinted(one, corrected) and _is_hinted(other, corrected)):
             continue
+        new, old = sorted((one, other), key=lambda e: (e.created, e.id), reverse=True)
         how = disagreement(documents[new.path].content, documents[old.path].content)
         if how is not None:
-            found.append(Contradicting(new.id, old.id, new.workspace, how.kind, how.detail))
-    return sorted(found, key=lambda p: (p.workspace, p.new, p.old))
+            found.append((new, old, how))
+    tied = {e.path for new, old, _ in found if new.created == old.created for e in (new, old)}
+    order = added_order(tied) if tied else {}
+    latest = max(order.values(), default=0) + 1  # not committed yet: newer than any commit
+
+    def committed(entry: Entry) -> tuple[int, str]:
+        return order.get(entry.path, latest), entry.id
+
+    listed = []
+    for new, old, how in found:
+        if new.created == old.created:
+            later, earlier = sorted((new, old), key=committed, reverse=True)
+            if later is not new:
+                new, old = later, earlier
+                swapped = disagreement(documents[new.path].content, documents[old.path].content)
+                how = swapped or how
+        if not every and old.kind in UNHINTED:
+            continue
+        listed.append(Contradicting(new.id, old.id, new.workspace, how.kind, how.detail))
+    return sorted(listed, key=lambda p: (p.workspace, p.new, p.old))
+
+
+def _is_hinted(entry: Entry, corrected: set[str]) -> bool:
+    """Whether a memory may be one side of a contradiction hint (see `contradicting`)."""
+    return not (entry.archived or entry.id in corrected or entry.kind == "trace")
 
 
 def fold(kept: Memory, folded: Memory) -> Memory:

@@ -47,8 +47,8 @@ def _is_vault_file(path: str) -> bool:
 def _describe(vault: Vault, present: tuple[str, ...], gone: tuple[str, ...]) -> str:
     if len(present) == 1 and not gone:
         memory = vault.read(present[0]) if present[0].endswith(".md") else None
-        text = " ".join(memory.body.split()) if memory is not None else ""
-        return summary(text) if text else present[0]
+        text = summary(memory.body) if memory is not None else ""
+        return text or present[0]
     if len(gone) == 1 and not present:
         return f"removed {gone[0].rsplit('/', 1)[-1]}"
     names = [p.rsplit("/", 1)[-1] for p in (*present, *gone)]

@@ -825,6 +825,44 @@ class GitRepo:
             )
         return out
 
+    def added_order(self, paths: Iterable[str]) -> dict[str, int]:
+        """Return where in HEAD's history each path was added: a larger number, a later commit.
+
+        Paths the history never added (not committed yet) are left out. Walks from HEAD back
+        only until every path's adding commit is found: the cost follows how old they are.
+        """
+        pending = set(paths)
+        if not pending or self._repo.head_is_unborn:
+            return {}
+        pygit2 = _pygit2()
+        found: dict[str, int] = {}
+        folders: dict[Any, frozenset[str]] = {}  # a folder's tree id -> its names
+
+        def holds(tree: Any, path: str) -> bool:
+            # One read of each version of a folder, not one per path and commit: a month
+            # folder holds thousands of files, and most commits leave it unchanged.
+            folder, _, name = path.rpartition("/")
+            try:
+                sub = tree[folder] if folder else tree
+            except KeyError:
+                return False
+            if sub.id not in folders:
+                folders[sub.id] = frozenset(entry.name for entry in sub)
+            return name in folders[sub.id]
+
+        walker = self._repo.walk(
+            self._repo.head.target, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME
+        )
+        for age, commit in enumerate(walker):  # newest first
+            tree, parents = commit.tree, [parent.tree for parent in commit.parents]
+            for path in [p for p in pending if holds(tree, p)]:
+                if not any(holds(parent, path) for parent in parents):
+                    found[path] = -age
+                    pending.discard(path)
+            if not pending:
+                break
+        return found
+
     def read_at(self, commit: str, path: str) -> bytes | None:
         """Return a file's bytes as of `commit`, or None if it did not exist then."""
         if not commit:

@@ -95,10 +95,13 @@ def select(entries: Iterable[Entry], filters: Filters) -> list[Entry]:
 
 
 def summary(content: str) -> str:
-    """Return the first non-empty line of a memory's text; a conflicted one's first version,
-    marked, never a marker line."""
+    """Return the first line of a memory's text that has words (not a `---` rule); a
+    conflicted one's first version, marked, never a marker line."""
     mark, text = split_label(display_text(content))
-    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    # A rule (`---`) the text starts with is no summary: the first line with words is.
+    first = next((line for line in lines if any(c.isalnum() for c in line)), "")
+    first = first or (lines[0] if lines else "")
     return f"{mark} {first}" if mark else first
 
 

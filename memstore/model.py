@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 from memstore.errors import InvalidInputError
@@ -128,7 +129,9 @@ class AddResult:
     """What an add did: a new file, or a duplicate folded into an existing one."""
 
     # "added" | "duplicate_merged" | "duplicate_uncounted" (the file it matches has no front
-    # matter, or unreadable front matter: memstore never rewrites it, so seen stays)
+    # matter, or unreadable front matter: memstore never rewrites it, so seen stays) |
+    # "supersede_recorded" (the text of a stored memory with --supersedes ids it did not
+    # name yet: the links are added, seen stays)
     status: str
     id: str
     path: str
@@ -137,6 +140,8 @@ class AddResult:
     commit: str = ""
     # Memories of the same workspace a new memory disagrees with: a hint, never a refusal.
     contradicts: tuple[Contradiction, ...] = ()
+    # The ids a "supersede_recorded" add named as corrected (they were not named before).
+    linked: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -159,13 +164,52 @@ class SearchResult:
 
 
 def to_workspace_name(name: str) -> str:
-    """Turn a repository or folder name into a valid workspace name ('My App' → 'my-app')."""
-    cleaned = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-._")[:64]
+    """Turn a repository or folder name into a valid workspace name ('My App' → 'my-app',
+    'Some%20Thing' → 'some-thing', 'Ünïcode' → 'unicode')."""
+    cleaned = re.sub(r"[^a-z0-9._-]+", "-", plain_ascii(name).lower()).strip("-._")[:64]
     cleaned = cleaned.replace("..", ".")
     return cleaned if cleaned and cleaned != ALL else GLOBAL
 
 
+_ESCAPES = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+# Latin letters NFKD does not take apart into a letter and a mark
+_LETTERS = str.maketrans(
+    {"ß": "ss", "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE", "ø": "o", "Ø": "O", "đ": "d",
+     "Đ": "D", "ð": "d", "Ð": "D", "ł": "l", "Ł": "L", "þ": "th", "Þ": "Th", "ı": "i"}
+)  # fmt: skip
+
+
+def plain_ascii(text: str) -> str:
+    """Return `text` in ASCII for a name: percent escapes of UTF-8 decoded (a URL's
+    'Some%20Thing'), accented Latin letters without their marks ('Ünïcode' → 'Unicode');
+    what has no ASCII form is dropped. Callers still keep only the characters they allow."""
+    if "%" in text:
+        text = _ESCAPES.sub(_unescape, text)
+    decomposed = unicodedata.normalize("NFKD", text.translate(_LETTERS))
+    return "".join(c for c in decomposed if not unicodedata.combining(c) and c.isascii())
+
+
+def _unescape(match: re.Match[str]) -> str:
+    try:
+        return bytes.fromhex(match[0].replace("%", "")).decode("utf-8")
+    except UnicodeDecodeError:  # not an escape of text ('100%ff'): keep it as written
+        return match[0]
+
+
 def summary(body: str, width: int = 60) -> str:
-    """Return the first line of a memory, shortened for a commit message or a listing."""
-    line = " ".join(body.split())
+    """Return the first words of a memory, shortened for a commit message or a listing.
+
+    Lines that hold no words are left out: a `<!-- memstore: … -->` line a merge wrote
+    above the versions of a conflicted memory, and a rule (`---`) a body starts with.
+    """
+    lines = [line for line in body.splitlines() if _has_words(line)]
+    line = " ".join(" ".join(lines or body.splitlines()).split())
     return line if len(line) <= width else line[: width - 1].rstrip() + "…"
+
+
+_MARKER_LINE = re.compile(r"\s*<!-- memstore: .* -->\s*")
+
+
+def _has_words(line: str) -> bool:
+    """Whether a line of a memory says something (a marker or a rule does not)."""
+    return any(c.isalnum() for c in line) and _MARKER_LINE.fullmatch(line) is None

@@ -14,6 +14,7 @@ from memstore.conflicts import split_label, sync_hint
 from memstore.git import LogEntry
 from memstore.indexer import CatchUp, Drift
 from memstore.model import GLOBAL, AddResult, Hit, SearchResult
+from memstore.ranking import CHARS_PER_TOKEN
 from memstore.sync import SyncOutcome
 
 if TYPE_CHECKING:
@@ -53,13 +54,61 @@ def render_json(data: Any) -> str:
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+def benchmark_lines(figures: dict[str, int], core: int, files: dict[str, int]) -> list[str]:
+    """Return what `memstore benchmark` prints: a table of token costs, numbers aligned.
+
+    `figures` holds mcp_tools, pointer_snippet, core_memory and total; `core` is how many
+    core memories there are; `files` the instruction files found (path → tokens).
+    """
+    rows = [
+        ("memstore: MCP tool descriptions and schemas", figures["mcp_tools"], ""),
+        ("memstore: pointer snippet (CLAUDE.md)", figures["pointer_snippet"], ""),
+        (f"memstore: core memories ({core})", figures["core_memory"], "with the first recall"),
+        ("memstore: total, fixed", figures["total"], "recalled memories come on demand"),
+    ]
+    rows += [
+        (f"instruction file {path}", tokens, "every session") for path, tokens in files.items()
+    ]
+    if files:
+        extra = sum(files.values()) - figures["total"]
+        rows.append(
+            (
+                "instruction files, total",
+                sum(files.values()),
+                f"every session ({extra:+d} vs memstore)",
+            )
+        )
+    label = max(len(name) for name, _, _ in rows)
+    number = max(len(f"{value:,}") for _, value, _ in rows)
+    lines = [
+        f"estimated tokens per session ({CHARS_PER_TOKEN} characters a token, ±25% for real "
+        "tokenizers):"
+    ]
+    lines += [
+        f"  {name:<{label}}  {value:>{number},}" + (f"  {note}" if note else "")
+        for name, value, note in rows
+    ]
+    if not files:
+        lines.append(
+            "  no instruction files found here (CLAUDE.md, AGENTS.md, .cursor/rules, .kiro/steering …)"
+        )
+    return [printable(line) for line in lines]
+
+
 def ingest_lines(summary: IngestSummary) -> list[str]:
     """Return what `memstore ingest PATH` prints."""
-    verb = "would change" if summary.dry_run else "ingested"
     skipped = sum(summary.files_skipped.values())
     reasons = ", ".join(f"{n} {why}" for why, n in sorted(summary.files_skipped.items()) if n)
+    took = f"{summary.seconds:.2f} s"
+    if summary.dry_run:
+        head = (
+            f"would ingest {summary.root} into workspace {summary.workspace} "
+            f"(dry run, nothing written; looked in {took}):"
+        )
+    else:
+        head = f"ingested {summary.root} into workspace {summary.workspace} in {took}"
     return [
-        f"{verb} {summary.root} into {summary.workspace} in {summary.seconds:.2f} s",
+        head,
         f"  files: {summary.files_scanned} scanned, {summary.files_read} read, "
         f"{summary.files_removed} gone, {skipped} skipped" + (f" ({reasons})" if reasons else ""),
         f"  chunks: {summary.created} created, {summary.updated} moved, "
@@ -88,6 +137,11 @@ def add_line(result: AddResult, text: str = "", vault: str | None = None) -> str
     """
     if result.status == "added":
         lines = [f"added {result.id} to {result.workspace}  ({result.path})"]
+    elif result.status == "supersede_recorded":
+        lines = [
+            f"{result.id} in {result.workspace} now supersedes {', '.join(result.linked)} "
+            f"(a correction recorded; seen stays {result.seen})  ({result.path})"
+        ]
     elif result.status == "duplicate_uncounted":
         lines = [
             f"duplicate of {result.id} in {result.workspace}, not counted: its file has no "
@@ -116,8 +170,9 @@ def add_json(result: AddResult, text: str = "", vault: str | None = None) -> dic
 def supersede_command(text: str, workspace: str, old_id: str, vault: str | None = None) -> str:
     """Return the command that marks `old_id` as corrected by the stored memory `text`.
 
-    Adding a memory's text again folds the `--supersedes` into its file (as a duplicate: its
-    `seen` goes up by one). The text goes on one line when that is the same memory.
+    Adding a memory's text again records the `--supersedes` in its file (one `supersede(…)`
+    commit; `seen` stays: a link recorded is not the memory stored again). The text goes on
+    one line when that is the same memory.
     """
     line = " ".join(text.split())
     if normalize_text(line) != normalize_text(text):  # a bullet list: its line starts matter

@@ -938,21 +938,53 @@ class Store:
         self, entry: Entry, keywords: tuple[str, ...], supersedes: tuple[str, ...], source: str
     ) -> AddResult:
         current = self.vault.read(entry.path)
-        if not current.has_front_matter or current.problem:
+        # The text again with --supersedes is a correction being recorded (a contradiction
+        # hint followed), not the memory stored again: `seen` stays, and a correction
+        # already recorded changes nothing.
+        if current.id in supersedes:
+            raise InvalidInputError(
+                f"this text is memory {current.id} itself, which cannot supersede itself; "
+                "nothing was stored (to correct it, add the corrected text with "
+                f"--supersedes {current.id})"
+            )
+        named = tuple(dict.fromkeys(supersedes))
+        links = tuple(s for s in named if s not in current.supersedes)
+        if links and current.problem:
+            raise InvalidInputError(
+                f"{entry.path} holds this text but cannot be read cleanly ({current.problem}); "
+                f"fix it (memstore doctor) before it can supersede {', '.join(links)}"
+            )
+        if named and not links:
+            return AddResult(
+                "supersede_recorded",
+                current.id,
+                entry.path,
+                current.seen,
+                current.workspace,
+                linked=named,
+            )
+        if (not current.has_front_matter and not links) or current.problem:
             # A hand-written or unreadable file is never rewritten by an add: not counted.
             return AddResult(
                 "duplicate_uncounted", current.id, entry.path, current.seen, current.workspace
             )
         merged = replace(
             current,
-            seen=current.seen + 1,
+            seen=current.seen if named else current.seen + 1,
             keywords=tuple(dict.fromkeys((*current.keywords, *keywords))),
-            supersedes=tuple(dict.fromkeys((*current.supersedes, *supersedes))),
+            supersedes=(*current.supersedes, *links),
+            # A hand-written file asked to correct another gets the front matter that says so.
+            has_front_matter=True,
         )
-        message = f"seen({current.workspace}): {summary(current.body)} (seen {merged.seen})"
+        workspace, text = current.workspace, summary(current.body)
+        if links:
+            message = f"supersede({workspace}): {text} (corrects {', '.join(links)})"
+        else:
+            message = f"seen({workspace}): {text} (seen {merged.seen})"
         commit = self.write_memory(entry.path, merged, message, source, basis=current)
+        status = "supersede_recorded" if links else "duplicate_merged"
         return AddResult(
-            "duplicate_merged", merged.id, entry.path, merged.seen, merged.workspace, commit
+            status, merged.id, entry.path, merged.seen, merged.workspace, commit, linked=named
         )
 
     @_serialized

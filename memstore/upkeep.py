@@ -20,7 +20,7 @@ from typing import Annotated, Any
 import typer
 
 from memstore.config import Settings
-from memstore.curation import Curator
+from memstore.curation import Contradicting, ContradictionError, Curator
 from memstore.errors import InvalidInputError, NotFoundError
 from memstore.history import History, no_session
 from memstore.lean import complete_id, complete_workspace
@@ -73,6 +73,33 @@ def _say_pairs(pairs: list[tuple[str, str, float]], bodies: dict[str, str]) -> N
                     texts[x] = summary(bodies.get(x, ""), 70)
             lines.append(f"{a} ~ {b}  {overlap:.0%}\n  {a}: {texts[a]}\n  {b}: {texts[b]}")
         _say("\n".join(lines))
+
+
+def _say_contradictions(
+    pairs: list[Contradicting], bodies: dict[str, str], vault: str | None
+) -> None:
+    """Print the look-alike pairs that disagree: not duplicates, each with its supersede."""
+    lines = [f"contradictions, not duplicates (newer first) ({len(pairs)}):"]
+    for pair in pairs:
+        command = supersede_command(bodies.get(pair.new, ""), pair.workspace, pair.old, vault)
+        lines.append(
+            f"{pair.new} vs {pair.old}  ({pair.detail})\n"
+            f"  {pair.new}: {summary(bodies.get(pair.new, ''), 70)}\n"
+            f"  {pair.old}: {summary(bodies.get(pair.old, ''), 70)}\n"
+            f"  if {pair.new} is right: {command}"
+        )
+    _say("\n".join(lines))
+
+
+def _not_duplicates(err: ContradictionError, vault: str | None) -> str:
+    """The refusal of `dedupe --merge` for a pair that disagrees, naming the supersede."""
+    pair = err.pair
+    command = supersede_command(err.text, pair.workspace, pair.old, vault)
+    return (
+        f"{pair.new} and {pair.old} contradict each other ({pair.detail}): they are not "
+        "duplicates, and merging would delete one's text; nothing was changed. If the newer, "
+        f"{pair.new}, is right, mark {pair.old} corrected: {command}"
+    )
 
 
 def _ask(question: str, yes: bool) -> None:
@@ -246,14 +273,21 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """List near-duplicate pairs with their texts; then merge a pair or keep both apart.
 
-        Without an option (or with --list) it lists the pairs and changes nothing.
+        Without an option (or with --list) it lists the pairs and changes nothing. A pair
+        that contradicts itself (port 8080 vs 3000) is listed as a contradiction, with the
+        command that supersedes the older, and --merge refuses it.
 
         Example:  memstore dedupe --list ; memstore dedupe --merge k3xq
         """
-        with Store.open(shell_settings(vault)) as store:
+        settings = shell_settings(vault)
+        named = str(settings.vault) if vault else None
+        with Store.open(settings) as store:
             curator = Curator(store, _now())
             if merge:
-                kept, removed = curator.merge_duplicate(merge)
+                try:
+                    kept, removed = curator.merge_duplicate(merge)
+                except ContradictionError as err:
+                    raise InvalidInputError(_not_duplicates(err, named)) from err
                 if not quiet:
                     _say(f"merged {removed} into {kept.id} (seen {kept.seen}): one commit")
             elif keep_both:
@@ -262,10 +296,15 @@ def register(app: typer.Typer) -> None:
                     _say(f"kept apart: {', '.join(kept_apart)}")
             else:
                 with progress_bar("comparing", quiet=quiet) as step:
-                    pairs = curator.near_duplicates(progress=step)
+                    alike = curator.alike(progress=step)
+                pairs, disputed = alike.duplicates, alike.contradictions
                 if not pairs:
                     _say("no near-duplicates")
-                _say_pairs(pairs, curator.bodies(x for a, b, _ in pairs for x in (a, b)))
+                ids = [x for a, b, _ in pairs for x in (a, b)]
+                bodies = curator.bodies([*ids, *(x for c in disputed for x in (c.new, c.old))])
+                _say_pairs(pairs, bodies)
+                if disputed:
+                    _say_contradictions(disputed, bodies, named)
 
     @app.command()
     def promote(

@@ -500,3 +500,22 @@ def test_confirm_on_a_hand_written_file_changes_only_its_counter_line(tmp_path: 
         ), diff
     expected = text.replace("tags: [ops]   # mine\n", "tags: [ops]   # mine\nconfirmed: 2\n")
     assert (vault / "infra" / "upload-limit.md").read_text(encoding="utf-8") == expected
+
+
+def test_benchmark_prints_its_numbers_in_one_column(vault: Path, tmp_path: Path) -> None:
+    # Before (issue 36) each row had its own padding: the numbers did not line up, and an
+    # instruction file's row had no column at all.
+    for n in range(12):  # two digits in "core memories (12)"
+        added = run("add", f"standing rule {n}: run make check", "--kind", "core", vault=vault)
+        assert added.returncode == 0, added.stderr
+    project = tmp_path / "project"
+    (project / ".cursor" / "rules").mkdir(parents=True)
+    (project / "CLAUDE.md").write_text("Use pnpm, never npm.\n" * 400, encoding="utf-8")
+    (project / ".cursor" / "rules" / "style.mdc").write_text("Tabs.\n", encoding="utf-8")
+    done = run("benchmark", vault=vault, cwd=project)
+    assert done.returncode == 0, done.stderr
+    rows = done.stdout.splitlines()[1:]
+    assert len(rows) == 7 and "core memories (12)" in rows[2]
+    ends = {re.match(r"  \S.*?  +[\d,]+", row).end() for row in rows}  # type: ignore[union-attr]
+    assert len(ends) == 1, done.stdout
+    assert rows[-1].startswith("  instruction files, total ") and rows[-1].endswith(" vs memstore)")

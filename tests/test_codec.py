@@ -6,6 +6,7 @@ import re
 import string
 from dataclasses import replace
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -140,6 +141,22 @@ def test_slugs_are_short_ascii_and_never_empty() -> None:
     assert slugify("Upload 413 is NOT the app — lỗi kết nối đ") == "upload-413-is-not-the-app"
     assert slugify("!!! ???") == "memory"
     assert len(slugify("word " * 50)) <= 48
+
+
+@pytest.mark.parametrize(
+    ("text", "slug"),
+    [
+        ("Some%20Thing", "some-thing"),  # was some-20thing (issue 36)
+        ("Ünïcode", "unicode"),
+        ("Straße in Ærøskøbing, Łódź", "strasse-in-aeroskobing-lodz"),
+        ("x%C3%BCy", "xuy"),  # an escaped ü
+        ("100%ff off", "100-ff-off"),  # not an escape of text: kept as written
+        ("..%2F..%2Fetc%2Fpasswd", "etc-passwd"),  # still only letters, digits and '-'
+        ("%E2%80%AE%00", "memory"),
+    ],
+)
+def test_slugs_decode_percent_escapes_and_drop_accents(text: str, slug: str) -> None:
+    assert slugify(text) == slug
 
 
 # --- render_changes: a hand-written file keeps every byte but the changed keys ---------
@@ -302,6 +319,12 @@ def field_changes(draw: st.DrawFn, memory: Memory) -> Memory:
     return changed
 
 
+# The keys render_memory writes only when they hold something.
+OPTIONAL_KEYS = set(KNOWN_KEYS) - {
+    line.split(":")[0] for line in render_memory(Memory(id="x", workspace="w", body="")).split("\n")
+}
+
+
 @given(hand_entries(), st.sampled_from(["\n", "\r\n"]), st.booleans(), st.data())
 def test_render_changes_rewrites_only_changed_keys(
     entries: list[tuple[str, list[str]]], newline: str, bom: bool, data: st.DataObject
@@ -327,11 +350,15 @@ def test_render_changes_rewrites_only_changed_keys(
     assert meaning(parsed) == meaning(after)
     assert result.endswith(newline + "---" + newline + body) and result.startswith(text[:4])
     changed = {key for key in KNOWN_KEYS if getattr(before, key) != getattr(after, key)}
+    # a key emptied goes, as render_memory leaves it out (revive: no `archived: ""`)
+    emptied = {key for key in changed & OPTIONAL_KEYS if not getattr(after, key)}
     added = len(after.extra) - len(before.extra)
     kept = [line for key, lines in entries if key not in changed for line in lines]
     lines = result.removeprefix("\ufeff").split(newline)
     out = lines[1 : lines.index("---", 1)]
-    assert len(out) == len(kept) + len(changed) + added  # one line per changed key
+    assert not any(line.startswith(f"{key}:") for key in emptied for line in out)
+    # one line per changed key, none for a key emptied
+    assert len(out) == len(kept) + len(changed) - len(emptied) + added
     cursor = 0
     for line in kept:  # every other line, byte for byte and in order
         cursor = out.index(line, cursor) + 1

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -128,6 +128,18 @@ def test_list_shows_a_conflicted_memory_marked_with_its_first_version(pair: Pair
     for store in (pair.a, pair.b):
         rows = {row.id: row for row in read_listing(store, Filters(), 0).rows}
         assert rows[pair.id].summary == f"(conflict: 2 versions) {MINE_ON_A}"
+
+
+def test_commit_subjects_of_a_conflicted_memory_show_its_text_not_a_marker(pair: Pair) -> None:
+    # Before (issue 36), every commit of such a file read "edit(infra): <!-- memstore: this…".
+    for store in (pair.a, pair.b):
+        root = store.vault.root
+        file = root / pair.path
+        file.write_text(file.read_text(encoding="utf-8") + "\nA line added by hand.\n", "utf-8")
+        store.update(pair.id, lambda m: replace(m, kind="lesson"), "promote:lesson")
+        edit, promote = git(root, "log", "-2", "--format=%s").splitlines()[::-1]
+        assert edit.startswith(f"edit(infra): {MINE_ON_A} Postgres moved") and "<!--" not in edit
+        assert promote.startswith(f"promote:lesson(infra): {MINE_ON_A}")
 
 
 def test_memstore_search_and_the_prompt_hook_show_no_markers(pair: Pair, tmp_path: Path) -> None:

@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 
+from memstore.codec import derive_id
 from memstore.contradictions import disagreement
-from memstore.curation import Curator
+from memstore.curation import ContradictionError, Curator
+from memstore.errors import InvalidInputError
 from memstore.store import Store
-from tests.conftest import settings_at
+from tests.conftest import head, settings_at, vault_bytes
 from tests.test_cli_surface import EXE, run, typer_run
 from tests.test_daemon import (
     env,  # noqa: F401 (a pytest fixture, asked for by name)
@@ -111,6 +113,12 @@ def test_a_contradicting_add_names_the_other_memory_and_the_supersede(
     assert line.endswith(f" -w web --supersedes {old}")
 
 
+def seen_of(vault: Path, memory_id: str) -> int:
+    shown = run("show", memory_id, "--json", vault=vault)
+    assert shown.returncode == 0, shown.stderr
+    return int(json.loads(shown.stdout)["seen"])
+
+
 @pytest.mark.parametrize("lang", ["en", "fr"])
 def test_following_the_hint_records_the_supersede(vault: Path, lang: str) -> None:
     stored, contradicting, *_ = CASES[lang]
@@ -121,13 +129,38 @@ def test_following_the_hint_records_the_supersede(vault: Path, lang: str) -> Non
     command = line.split("; if the new memory is right: ", 1)[1]
     followed = in_a_shell(command, vault)
     assert followed.returncode == 0, followed.stderr
-    assert followed.stdout.startswith(f"duplicate of {new} in web: seen 2 times")
+    assert followed.stdout.startswith(
+        f"{new} in web now supersedes {old} (a correction recorded; seen stays 1)"
+    )
     assert supersedes_of(vault, new) == [old]
+    # A link recorded is not the memory stored again: neither memory's `seen` moved
+    # (issue 36 item 12: it went to 2), and the commit says what happened.
+    assert (seen_of(vault, new), seen_of(vault, old)) == (1, 1)
+    assert (
+        run("log", vault=vault)
+        .stdout.splitlines()[0]
+        .split("  ")[-1]
+        .startswith(f"supersede(web): {contradicting[:20]}")
+    )
+    # following it once more changes nothing
+    before = head(vault)
+    assert in_a_shell(command, vault).returncode == 0 and head(vault) == before
     found = run("search", stored, "-w", "web", vault=vault)
     assert f"(superseded by {new})" in found.stdout
-    # corrected now: the same text added again is no contradiction
+    # corrected now: the same text added again is no contradiction, and is a duplicate
     again = run("add", contradicting, "-w", "web", vault=vault)
-    assert hints(again) == [] and "seen 3 times" in again.stdout
+    assert hints(again) == [] and "seen 2 times" in again.stdout
+
+
+def test_a_hand_written_memory_named_by_the_hint_gets_the_link(vault: Path) -> None:
+    stored, contradicting, *_ = CASES["en"]
+    old = added_id(run("add", stored, "-w", "web", vault=vault))
+    (vault / "web" / "port.md").write_text(contradicting + "\n", encoding="utf-8")
+    followed = run("add", contradicting, "-w", "web", "--supersedes", old, vault=vault)
+    assert followed.returncode == 0, followed.stderr
+    new = followed.stdout.split()[0]
+    assert "now supersedes" in followed.stdout and supersedes_of(vault, new) == [old]
+    assert seen_of(vault, new) == 1
 
 
 def test_the_hint_names_the_vault_when_the_command_did(vault: Path, tmp_path: Path) -> None:
@@ -205,6 +238,16 @@ def test_the_daemon_prints_the_hint_as_the_command_does_in_process(
 # --- what the store leaves out -----------------------------------------------------------
 
 
+def test_the_old_text_superseding_itself_is_refused_and_counts_nothing(store: Store) -> None:
+    stored, contradicting, *_ = CASES["en"]
+    old = store.add(stored, workspace="web")
+    store.add(contradicting, workspace="web")
+    before = store.git.head()
+    with pytest.raises(InvalidInputError, match=f"memory {old.id} itself, which cannot supersede"):
+        store.add(stored, workspace="web", supersedes=(old.id,))
+    assert store.git.head() == before and store.show(old.id)[1].seen == 1
+
+
 def test_no_hint_for_what_the_add_supersedes_or_a_duplicate(store: Store) -> None:
     stored, contradicting, *_ = CASES["en"]
     old = store.add(stored, workspace="web")
@@ -277,7 +320,8 @@ def test_memory_add_returns_the_contradiction_and_what_to_do(
         f"supersedes={json.dumps(ids)}."
     )
     again = call(server, "memory_add", {"content": contradicting, "supersedes": ids})
-    assert again.structured_content["status"] == "duplicate_merged"
+    assert again.structured_content["status"] == "supersede_recorded"
+    assert again.structured_content["seen"] == 1
     assert "contradicts" not in again.structured_content
     assert sorted(supersedes_of(vault, out["id"])) == sorted(ids)
 
@@ -345,3 +389,124 @@ def test_audit_finds_what_an_add_hints(vault: Path) -> None:
                 hinted |= {(result.id, c.id, c.detail) for c in result.contradicts}
         pairs = Curator(store, datetime.now(UTC)).audit().contradictions
     assert {(p.new, p.old, p.detail) for p in pairs} == hinted and len(hinted) >= 4
+
+
+def test_audit_names_the_later_committed_memory_newer_within_one_second(vault: Path) -> None:
+    # Stamps have one-second precision. Before, a tie was settled by id, so when the newer
+    # memory's id sorted first the command told the person to mark the newer one wrong.
+    stored, contradicting, *_ = CASES["en"]
+    workspace = next(
+        ws
+        for ws in (f"web{i}" for i in range(100))
+        if derive_id(ws, contradicting) < derive_id(ws, stored)
+    )
+    second = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+    with Store.open(settings_at(vault), clock=lambda: second) as store:
+        old = store.add(stored, workspace=workspace)
+        new = store.add(contradicting, workspace=workspace)
+        assert new.id < old.id and [c.id for c in new.contradicts] == [old.id]
+        [pair] = Curator(store, datetime.now(UTC)).audit().contradictions
+        [listed] = Curator(store, datetime.now(UTC)).alike().contradictions
+    assert (pair.new, pair.old, pair.detail) == (new.id, old.id, "port 3000 vs 8080")
+    assert listed == pair
+    audited = json.loads(run("audit", "--json", vault=vault).stdout)["contradictions"]
+    assert [p["command"] for p in audited] == [
+        f"memstore add '{contradicting}' -w {workspace} --supersedes {old.id}"
+    ]
+
+
+# --- dedupe ------------------------------------------------------------------------------
+
+# (older, newer, kind): alike enough to be near-duplicates (≥ 70% of terms), yet they disagree
+LOOK_ALIKES = [
+    (
+        "The dev server listens on port 3000; change it in vite.config.ts.",
+        "The dev server listens on port 8080; change it in vite.config.ts.",
+        "number",
+    ),
+    (
+        "Worker timeout is 30 seconds for the billing queue consumer.",
+        "Worker timeout is 90 seconds for the billing queue consumer.",
+        "number",
+    ),
+    (
+        "Always rebase feature branches onto main before merging.",
+        "Never rebase feature branches onto main before merging.",
+        "negation",
+    ),
+    (
+        "CI runs the integration tests in parallel on every pull request.",
+        "CI does not run the integration tests in parallel on every pull request.",
+        "negation",
+    ),
+    (
+        "In the compose file set DB_HOST=postgres for the api service.",
+        "In the compose file set DB_HOST=localhost for the api service.",
+        "value",
+    ),
+    (
+        "Telemetry is enabled in the staging config of the api service.",
+        "Telemetry is disabled in the staging config of the api service.",
+        "antonym",
+    ),
+]
+TRUE_DUPLICATE = (
+    "Staging deploys need an approval from Maria before merging the release branch",
+    "Staging deploys need an approval from Maria before merging the release branch, always",
+)
+
+
+def test_dedupe_never_calls_a_look_alike_that_disagrees_a_duplicate(vault: Path) -> None:
+    with Store.open(settings_at(vault), clock=ticking(datetime(2026, 12, 1, tzinfo=UTC))) as store:
+        pairs = {}
+        for older, newer, kind in LOOK_ALIKES:
+            old, new = (store.add(t, workspace="web").id for t in (older, newer))
+            pairs[(new, old)] = kind
+        kept, folded = (store.add(t, workspace="web").id for t in TRUE_DUPLICATE)
+        curator = Curator(store, datetime.now(UTC))
+        alike = curator.alike()
+        report = curator.audit()
+        before, files = head(vault), vault_bytes(vault)
+        for new, old in pairs:
+            for asked in (new, old):
+                with pytest.raises(ContradictionError) as refused:
+                    curator.merge_duplicate(asked)
+                assert (refused.value.pair.new, refused.value.pair.old) == (new, old)
+        assert head(vault) == before and vault_bytes(vault) == files
+        # a true duplicate among them still merges
+        merged, gone = curator.merge_duplicate(kept)
+    assert {(c.new, c.old): c.kind for c in alike.contradictions} == pairs
+    assert alike.disputed == alike.contradictions
+    assert [(a, b) for a, b, _ in alike.duplicates] == [tuple(sorted((kept, folded)))]
+    assert report.near_duplicates == alike.duplicates
+    assert {(c.new, c.old) for c in report.contradictions} == set(pairs)
+    assert (merged.id, gone, merged.seen) == (kept, folded, 2)
+
+
+def test_dedupe_lists_the_contradiction_and_merge_names_the_supersede(vault: Path) -> None:
+    older, newer, _ = LOOK_ALIKES[0]
+    old = added_id(run("add", older, "-w", "web", vault=vault))
+    new = added_id(run("add", newer, "-w", "web", vault=vault))
+    command = f"memstore add '{newer}' -w web --supersedes {old}"
+    for ws in ("web", "docs"):
+        for text in TRUE_DUPLICATE:
+            assert run("add", text, "-w", ws, vault=vault).returncode == 0
+    listed = run("dedupe", "--list", vault=vault)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.count(" ~ ") == 2 and f"{new} ~ " not in listed.stdout
+    assert f" ~ {new}" not in listed.stdout
+    assert "contradictions, not duplicates (newer first) (1):" in listed.stdout
+    assert f"{new} vs {old}  (port 8080 vs 3000)" in listed.stdout
+    assert f"  if {new} is right: {command}" in listed.stdout.splitlines()
+    before = head(vault)
+    for asked in (new, old):
+        refused = run("dedupe", "--merge", asked, vault=vault)
+        assert refused.returncode == 1 and refused.stdout == ""
+        assert refused.stderr.startswith(f"Error: {new} and {old} contradict each other")
+        assert refused.stderr.rstrip().endswith(command)
+    assert head(vault) == before and (vault / "web").exists()
+    assert older in run("show", old, vault=vault).stdout
+    # the command it names settles the pair: neither a contradiction nor a duplicate now
+    assert in_a_shell(command, vault).returncode == 0
+    after = run("dedupe", "--list", vault=vault)
+    assert "contradictions" not in after.stdout and after.stdout.count(" ~ ") == 2

@@ -56,6 +56,11 @@ def test_workspace_names_are_made_valid() -> None:
     assert to_workspace_name("Data_Pipeline.v2") == "data_pipeline.v2"
     assert to_workspace_name("ALL") == "global"
     assert to_workspace_name("...") == "global"
+    # were some-20thing and n-code (issue 36)
+    assert to_workspace_name("Some%20Thing") == "some-thing"
+    assert to_workspace_name("Ünïcode") == "unicode"
+    assert to_workspace_name("..%2F..%2Fetc") == "etc"
+    assert to_workspace_name("%2e%2e") == "global"
 
 
 def test_a_commit_by_another_process_is_not_dropped(vault: Path) -> None:

@@ -190,6 +190,11 @@ def test_memories_and_code_rank_together(vault: Path, repo: Path) -> None:
 def test_list_remove_and_dry_run(vault: Path, repo: Path) -> None:
     dry = ingest(vault, str(repo), "--dry-run", "-w", "webshop")
     assert dry["dry_run"] and int(str(dry["created"])) > 0
+    code, said = cli(vault, "ingest", str(repo), "--dry-run", "-w", "webshop")
+    # it said "would change <path> into webshop" (issue 36)
+    assert code == 0 and said.startswith(
+        f"would ingest {repo.resolve()} into workspace webshop (dry run, nothing written; looked in "
+    )
     code, output = cli(vault, "ingest", "--list")
     assert "No source tree ingested" in output  # a dry run registers nothing
     ingest(vault, str(repo), "-w", "webshop")

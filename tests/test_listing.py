@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 from memstore.cli import app
 from memstore.errors import InvalidInputError
 from memstore.listing import parse_since
-from tests.conftest import git
+from memstore.store import Store
+from tests.conftest import git, settings_at
 
 runner = CliRunner()
 NOW = datetime.now(UTC)
@@ -63,6 +64,31 @@ def test_list_shows_every_memory_newest_first_with_counts(listed: Path) -> None:
     assert "workspaces  global 1, infra 1, webshop 2" in output
     assert "kinds       core 1, lesson 1, note 2" in output
     assert cli(listed, "ls") == (status, output)  # the alias
+
+
+def test_list_summary_skips_a_rule_the_text_starts_with(vault: Path) -> None:
+    # Before (issue 36), `ls` showed "---" for a body starting with a markdown rule.
+    folder = vault / "webshop"
+    folder.mkdir()
+    (folder / "ruled.md").write_text(
+        memory_file("eeee5555", "note", "cli", "2026-11-03T09:00:00Z", "---\nthe cart is in redis"),
+        encoding="utf-8",
+    )
+    (folder / "hand.md").write_text("***\n\n  ---  \nno front matter here\n", "utf-8")
+    (folder / "rules-only.md").write_text("---\n\n***\n", "utf-8")
+    code, out = cli(vault, "ls", "-w", "webshop", "--json")
+    assert code == 0, out
+    summaries = {row["path"].split("/")[-1]: row["summary"] for row in json.loads(out)["memories"]}
+    assert summaries == {
+        "ruled.md": "the cart is in redis",
+        "hand.md": "no front matter here",
+        "rules-only.md": "---",
+    }
+    with Store.open(settings_at(vault)) as store:
+        store.add("---\nthe session cookie is httponly", workspace="webshop")
+    assert (
+        git(vault, "log", "-1", "--format=%s") == "add(webshop): the session cookie is httponly\n"
+    )
 
 
 @pytest.mark.parametrize(

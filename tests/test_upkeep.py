@@ -143,6 +143,10 @@ def test_dedupe_merges_one_pair_in_one_commit(vault: Path) -> None:
     assert f"id: {new}" in cli(vault, "show", old).stdout
     assert json.loads(cli(vault, "show", follower, "--json").stdout)["supersedes"] == [new]
     assert "no near-duplicates" in cli(vault, "dedupe", "--list").stdout
+    # the `merged:` key joins the front matter without a blank line before it (issue 36)
+    [path] = (vault / "global").rglob(f"*-{new}.md")
+    front = path.read_text(encoding="utf-8").split("---\n")[1]
+    assert "\n\n" not in front and front.endswith(f"seen: 2\nmerged: [{old}]\n")
 
 
 def test_keep_both_stops_listing_a_pair(vault: Path) -> None:
@@ -170,13 +174,17 @@ def test_promote_is_idempotent_and_changes_only_the_kind(vault: Path) -> None:
 
 def test_archive_hides_from_recall_and_revive_brings_it_back(vault: Path) -> None:
     memory = added_id(vault, "The legacy billing cron runs at 03:00 UTC")
+    [path] = (vault / "global").rglob(f"*-{memory}.md")
+    before = path.read_bytes()
     cli(vault, "archive", memory)
+    assert b"\narchived: " in path.read_bytes()
     assert json.loads(cli(vault, "search", "billing cron", "--json").stdout)["results"] == []
     archived = json.loads(cli(vault, "search", "billing cron", "--archived", "--json").stdout)[
         "results"
     ]
     assert [r["id"] for r in archived] == [memory]
     cli(vault, "revive", memory)
+    assert path.read_bytes() == before  # the key goes, not `archived: ""` (issue 36)
     assert [
         r["id"]
         for r in json.loads(cli(vault, "search", "billing cron", "--json").stdout)["results"]
