@@ -16,6 +16,7 @@ from typing import Annotated, Any, cast
 import typer
 
 from memstore import __version__, agents_cli, conflicts_cli, ingest_cli, listing
+from memstore.cli_help import choices, tidy_parameters
 from memstore.errors import InvalidInputError, MemstoreError
 from memstore.lean import (
     complete_workspace,
@@ -26,7 +27,7 @@ from memstore.lean import (
     read_stdin,
     words_last,
 )
-from memstore.model import GLOBAL, CoreMemory
+from memstore.model import ADDABLE_KINDS, GLOBAL, CoreMemory
 from memstore.output import (
     count,
     doctor_lines,
@@ -58,7 +59,13 @@ POINTER_SNIPPET = """\
 
 class CommandList(typer.core.TyperGroup):
     """`memstore --help` lists each command with the whole first paragraph of its help
-    (click's short help stops at the first '.', such as the one in 'e.g.')."""
+    (click's short help stops at the first '.', such as the one in 'e.g.'); every
+    command's parameters read plainly in --help and errors (memstore/cli_help.py)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for command in [self, *self.commands.values()]:
+            tidy_parameters(command)
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         rows = []
@@ -225,7 +232,12 @@ def add(
         ),
     ],
     workspace: WorkspaceOption = None,
-    kind: Annotated[str, typer.Option("--kind", help="note | trace | lesson | core")] = "note",
+    kind: Annotated[
+        str,
+        typer.Option(
+            "--kind", help=" | ".join(ADDABLE_KINDS), autocompletion=choices(*ADDABLE_KINDS)
+        ),
+    ] = "note",
     keyword: Annotated[
         list[str] | None, typer.Option("-K", "--keyword", help="A keyword (repeatable).")
     ] = None,
@@ -667,10 +679,30 @@ def instruction_files(cwd: Path, home: Path) -> list[Path]:
     return [path for path in found if path.is_file()]
 
 
+HOOK_EVENTS = ("prompt", "capture", "briefing", "codex-notify")
+
+
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def hook(
     ctx: typer.Context,
-    event: Annotated[str, typer.Argument(help="prompt | capture | briefing | codex-notify")],
+    event: Annotated[
+        str,
+        typer.Argument(
+            metavar="EVENT", help=" | ".join(HOOK_EVENTS), autocompletion=choices(*HOOK_EVENTS)
+        ),
+    ],
+    source: Annotated[
+        str | None,
+        typer.Option("--source", help="The agent (default claude-code; codex-notify: codex)."),
+    ] = None,
+    if_novel: Annotated[
+        bool, typer.Option("--if-novel", help="capture: only what the vault does not hold yet.")
+    ] = False,
+    min_chars: Annotated[
+        int | None,
+        typer.Option("--min-chars", help="capture: skip messages shorter than this."),
+    ] = None,
+    vault: VaultOption = None,
 ) -> None:
     """Run an agent hook: reads the agent's hook JSON on stdin, prints context, never fails.
 
@@ -688,7 +720,11 @@ def hook(
     """
     from memstore.agent_hooks import main as hook_main
 
-    raise typer.Exit(hook_main([event, *ctx.args]))
+    # The launcher runs hooks without typer; this path serves --help, completion and tests.
+    argv = [event, *ctx.args, *(["--source", source] if source else [])]
+    argv += [*(["--if-novel"] if if_novel else []), *(["--vault", str(vault)] if vault else [])]
+    argv += ["--min-chars", str(min_chars)] if min_chars is not None else []
+    raise typer.Exit(hook_main(argv))
 
 
 def _stop_on_signals(watcher: Any, store: Store) -> threading.Event:

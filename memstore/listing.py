@@ -16,6 +16,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from index import Document, SearchIndexError
+from memstore.cli_help import choices
 from memstore.conflicts import display_text, split_label
 from memstore.errors import InvalidInputError, NotFoundError
 from memstore.indexer import Entry
@@ -271,7 +272,10 @@ def register(app: typer.Typer) -> None:
         kind: Annotated[
             str | None,
             typer.Option(
-                "--kind", help=" | ".join((*KINDS, "code (ingested source)")), show_default=False
+                "--kind",
+                help=" | ".join((*KINDS, "code (ingested source)")),
+                show_default=False,
+                autocompletion=choices(*KINDS, "code"),
             ),
         ] = None,
         source: Annotated[

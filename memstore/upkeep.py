@@ -19,6 +19,7 @@ from typing import Annotated, Any
 
 import typer
 
+from memstore.cli_help import choices
 from memstore.config import Settings
 from memstore.curation import Curator
 from memstore.errors import InvalidInputError, NotFoundError
@@ -28,10 +29,34 @@ from memstore.model import ADDABLE_KINDS, GLOBAL
 from memstore.output import count, printable, render_json, supersede_command
 from memstore.store import Store, summary
 
+
+def _vault_in_effect(ctx: typer.Context, vault: Path | None) -> Path | None:
+    """Return the --vault a command acts on: its own, else the one given to a group above it
+    (`memstore remote --vault V add URL`). Every --vault of the CLI goes through here.
+
+    Raises:
+        typer.BadParameter: the group and the command name different folders.
+    """
+    given = [vault] if vault is not None else []
+    parent = ctx.parent
+    while parent is not None:  # the groups above this command, already parsed
+        if parent.params.get("vault") is not None:
+            given.append(Path(parent.params["vault"]))
+        parent = parent.parent
+    if len({os.path.realpath(os.path.expanduser(path)) for path in given}) > 1:
+        shown = " and ".join(str(path) for path in given)
+        raise typer.BadParameter(f"names two folders ({shown}); give it once")
+    return given[0] if given else None
+
+
 VaultOption = Annotated[
     Path | None,
     typer.Option(
-        "--vault", help="Vault folder (default: $MEMSTORE_VAULT or ~/memstore).", show_default=False
+        "--vault",
+        metavar="PATH",
+        help="Vault folder (default: $MEMSTORE_VAULT or ~/memstore).",
+        show_default=False,
+        callback=_vault_in_effect,
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
@@ -270,7 +295,12 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def promote(
         memory_id: IdArgument,
-        kind: Annotated[str, typer.Option("--kind", help=" | ".join(ADDABLE_KINDS))],
+        kind: Annotated[
+            str,
+            typer.Option(
+                "--kind", help=" | ".join(ADDABLE_KINDS), autocompletion=choices(*ADDABLE_KINDS)
+            ),
+        ],
         vault: VaultOption = None,
     ) -> None:
         """Change a memory's kind (e.g. a lesson that became a standing rule: core).
