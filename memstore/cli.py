@@ -456,10 +456,12 @@ def watch(vault: VaultOption = None) -> None:
     """Keep the index in step with the files while you edit them (Ctrl-C stops).
 
     The same process as `memstore daemon` in the foreground, without the idle exit: it also
-    answers searches and adds over the vault's socket.
+    answers searches and adds over the vault's socket. When a daemon already serves the
+    vault it keeps the index current: watch says so (with its pid) and exits 0.
 
     Example:  memstore watch
     """
+    from memstore import client
     from memstore.daemon import reporter, serve
 
     settings = settings_for(vault)
@@ -467,11 +469,33 @@ def watch(vault: VaultOption = None) -> None:
     def say(line: str) -> None:
         typer.echo(line, err=True)
 
+    running = _running_daemon(client, settings.vault)
+    if running is not None:
+        say(
+            f"the memstore daemon ({running}) already keeps the index of {settings.vault} "
+            "current; nothing to watch (to see each catch-up here: memstore daemon --stop, "
+            "then memstore watch)"
+        )
+        raise typer.Exit(0)
     say(f"watching {settings.vault} (Ctrl-C to stop)")
     status = serve(
         settings.vault, os.environ, idle_exit=0, foreground=True, say=say, on_batch=reporter(say)
     )
     raise typer.Exit(status)
+
+
+def _running_daemon(client: Any, vault: Path) -> str | None:
+    """Return "pid N" of the daemon serving `vault` (starting or answering), else None."""
+    reply = client.status(vault)
+    if reply is not None and reply.status == 0 and reply.data.get("pid"):
+        return f"pid {reply.data['pid']}"
+    if not client.is_running(vault):
+        return None
+    try:  # it holds the lock but does not answer yet: the lock file names it
+        pid = (vault / client.STATE_DIR / client.LOCK_NAME).read_text(encoding="utf-8").strip()
+    except OSError:
+        pid = ""
+    return f"pid {pid}" if pid.isdigit() else "starting"
 
 
 @app.command()
