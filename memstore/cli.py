@@ -830,15 +830,27 @@ def remote_add(
         )
     with Store.open(settings_for(vault)) as store:
         changed = store.set_remote(url, name)
+        tracked = store.remote_name()
     typer.echo(f"remote {name} = {url}")
     if changed:
         typer.echo(f"  git pull and git push work here too: {', '.join(changed)}")
+    if tracked != name:  # the branch tracked another remote already: sync keeps to it
+        typer.echo(f"  memstore sync uses {tracked} (the branch tracks it); for this one:")
+        typer.echo(f"Next:  memstore sync --remote {name}")
+        return
     typer.echo("Next:  memstore sync")
 
 
 @remote_app.command("show")
 def remote_show(
-    name: Annotated[str, typer.Option("--name", help="Remote name.")] = "origin",
+    name: Annotated[
+        str,
+        typer.Option(
+            "--name",
+            help="Remote name (default: the one the branch tracks, else origin).",
+            show_default=False,
+        ),
+    ] = "",
     vault: VaultOption = None,
 ) -> None:
     """Print the remote's URL (exit 1 when there is none).
@@ -846,6 +858,7 @@ def remote_show(
     Example:  memstore remote show
     """
     with Store.open(settings_for(vault)) as store:
+        name = name or store.remote_name()
         url = store.remote_url(name)
     if not url:
         typer.echo(f"no remote {name!r}; add one with: memstore remote add URL", err=True)
@@ -855,7 +868,15 @@ def remote_show(
 
 @app.command()
 def sync(
-    name: Annotated[str, typer.Option("--remote", help="Remote name.")] = "origin",
+    name: Annotated[
+        str,
+        typer.Option(
+            "--remote",
+            help="Remote name (default: the one the branch tracks, as `remote add` sets it, "
+            "else origin).",
+            show_default=False,
+        ),
+    ] = "",
     vault: VaultOption = None,
     as_json: JsonOption = False,
     quiet: QuietOption = False,

@@ -339,6 +339,14 @@ class GitRepo:
         target = ref.target if ref is not None else "refs/heads/main"
         return str(target).removeprefix("refs/heads/") if isinstance(target, str) else "main"
 
+    def tracked_remote(self) -> str:
+        """Return the remote the current branch tracks (branch.<name>.remote), else ''."""
+        try:
+            value = self._repo.config[f"branch.{self.branch()}.remote"]
+        except KeyError:
+            return ""
+        return str(value) if value != "." else ""
+
     def resolve(self, ref: str) -> str:
         """Return the commit id `ref` names, or '' if it does not exist."""
         found = self._repo.references.get(ref)

@@ -1175,15 +1175,22 @@ class Store:
         with self.vault.lock(self.settings.lock_timeout):
             return self.git.prepare_plain_git(name)
 
-    def remote_url(self, name: str = "origin") -> str:
-        return remote.remote_url(self.vault.root, name, self.settings.env)
+    def remote_name(self) -> str:
+        """Return the remote sync uses by default: the one the branch tracks (`remote add
+        NAME URL` sets it), else origin."""
+        return self.git.tracked_remote() or "origin"
+
+    def remote_url(self, name: str = "") -> str:
+        return remote.remote_url(self.vault.root, name or self.remote_name(), self.settings.env)
 
     @_serialized
     def sync(
-        self, name: str = "origin", progress: Progress | None = None
+        self, name: str = "", progress: Progress | None = None
     ) -> tuple[SyncOutcome, int, CatchUp]:
         """Commit edits and usage, fetch, merge with memstore's rules, push, catch up the
-        index (`progress` follows the indexing of what the pull brought)."""
+        index (`progress` follows the indexing of what the pull brought). `name`: the
+        remote (default: the one the branch tracks, else origin)."""
+        name = name or self.remote_name()
         self.ensure_merge_driver()
         with self.vault.lock(self.settings.lock_timeout):
             self.catch_up_locked()
