@@ -593,14 +593,9 @@ class GitRepo:
     def branch_to_adopt(self) -> str:
         """Return the remote branch `adopt_remote_branch` would check out (a ref name), ''
         when there is none: HEAD has commits, or no single remote branch stands out."""
-        repo = self._repo
-        if not repo.head_is_unborn:
+        if not self._repo.head_is_unborn:
             return ""
-        remote_branches = sorted(
-            name
-            for name in repo.references
-            if name.startswith("refs/remotes/") and not name.endswith("/HEAD")
-        )
+        remote_branches = self.remote_branches()
         # <remote>/main exactly (not feature/main), origin's first
         mains = sorted(
             (name for name in remote_branches if name.count("/") == 3 and name.endswith("/main")),
@@ -608,6 +603,24 @@ class GitRepo:
         )
         chosen = mains[:1] or (remote_branches if len(remote_branches) == 1 else [])
         return chosen[0] if chosen else ""
+
+    def remote_branches(self) -> list[str]:
+        """Return the remote-tracking branches (ref names), sorted."""
+        return sorted(
+            name
+            for name in self._repo.references
+            if name.startswith("refs/remotes/") and not name.endswith("/HEAD")
+        )
+
+    def unseen_remote(self) -> str:
+        """Return "NAME (URL)" of a remote this repository has never fetched from, when HEAD
+        has no commits and the branch tracks nothing (a clone, even an empty one, tracks its
+        remote; `git init` then `git remote add` does not); else ''."""
+        repo = self._repo
+        if not repo.head_is_unborn or self.remote_branches() or self.tracked_remote():
+            return ""
+        found = [(remote.name, remote.url) for remote in repo.remotes]
+        return f"{found[0][0]} ({found[0][1]})" if found else ""
 
     def adopt_remote_branch(self) -> str:
         """In a repository without commits, check out the remote's branch; return its name.

@@ -201,10 +201,15 @@ def _refuse_strangers(path: Path, *, is_repository: bool) -> None:
     stranger = vault.stranger()
     if not stranger and is_repository:
         git = GitRepo.open(path)
-        branch = git.branch_to_adopt()  # what an empty clone would check out
-        files = git.files_at(git.resolve(branch)) if branch else {}
-        if not has_vault_mark(files.get(".gitattributes", b"")):
-            stranger = first_stranger(sorted(files), files.__getitem__)
+        stranger = _stranger_on_remote(git)
+        unseen = "" if stranger else git.unseen_remote()
+        if unseen:
+            raise VaultError(
+                f"{path} is a git repository without commits whose remote {unseen} memstore "
+                f"has not seen, likely a project's: for memories use 'memstore init "
+                f"~/memstore'; if that remote holds a vault, run 'git -C {path} fetch' and "
+                "init again; --adopt-any makes this repository a vault"
+            )
     if stranger:
         what = "a git repository" if is_repository else "a folder"
         raise VaultError(
@@ -212,6 +217,24 @@ def _refuse_strangers(path: Path, *, is_repository: bool) -> None:
             f"folder, e.g. 'memstore init ~/memstore', or pass --adopt-any to make this "
             f"{'repository' if is_repository else 'folder'} a vault"
         )
+
+
+def _stranger_on_remote(git: GitRepo) -> str:
+    """Return a file that is not a memory on the remote branch an empty repository would
+    adopt, or, when no single branch stands out, on any remote branch when none of them is
+    a vault's ('' when there is none)."""
+    branch = git.branch_to_adopt()  # what an empty clone would check out
+    branches = [branch] if branch else git.remote_branches() if git.head() == "" else []
+    found = ""
+    for name in branches:
+        files = git.files_at(git.resolve(name))
+        if has_vault_mark(files.get(".gitattributes", b"")):
+            return ""
+        stranger = first_stranger(sorted(files), files.__getitem__)
+        if stranger and not found:
+            where = "" if branch else f" on {name.removeprefix('refs/remotes/')}"
+            found = stranger + where
+    return found
 
 
 class Store:

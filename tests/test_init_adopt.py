@@ -116,6 +116,40 @@ def test_init_refuses_an_empty_clone_of_a_code_project(tmp_path: Path) -> None:
     assert sorted(p.name for p in clone.iterdir()) == [".git"]
 
 
+def test_init_refuses_a_fresh_repository_whose_remote_holds_a_project(tmp_path: Path) -> None:
+    # git init, git remote add, git fetch: no commits here, and no remote branch is `main`
+    project = repository(tmp_path / "project", {"app.py": "print(1)\n"})
+    git(project, "branch", "-m", "main", "master")
+    git(project, "branch", "dev")
+    fresh = repository(tmp_path / "fresh", {})
+    git(fresh, "remote", "add", "origin", str(project))
+    git(fresh, "fetch", "-q", "origin")
+    before = snapshot(fresh)
+    assert_refused(run("init", ".", cwd=fresh), fresh, "app.py on origin/dev")
+    assert snapshot(fresh) == before
+
+
+def test_init_refuses_a_fresh_repository_with_a_remote_it_has_not_seen(tmp_path: Path) -> None:
+    fresh = repository(tmp_path / "webshop", {})
+    git(fresh, "remote", "add", "origin", "git@github.com:me/webshop.git")
+    before = snapshot(fresh)
+    done = run("init", ".", cwd=fresh)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert "remote origin (git@github.com:me/webshop.git) memstore has not seen" in done.stderr
+    assert "memstore init ~/memstore" in done.stderr and "--adopt-any" in done.stderr
+    assert snapshot(fresh) == before
+    assert run("init", ".", "--adopt-any", cwd=fresh).returncode == 0
+
+
+def test_init_adopts_an_empty_clone_of_a_new_repository(tmp_path: Path) -> None:
+    bare = tmp_path / "memory.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    clone = tmp_path / "memory"
+    subprocess.run(["git", "clone", "-q", str(bare), str(clone)], check=True, capture_output=True)
+    done = run("init", str(clone))  # a clone tracks its remote: the person made it for this
+    assert done.returncode == 0, done.stderr
+
+
 @pytest.mark.parametrize(
     "files",
     [
