@@ -634,9 +634,11 @@ class GitRepo:
         repo = self._repo
         if not repo.head_is_unborn:
             return ""
+        unborn = self.branch()  # a clone's HEAD: the branch the remote's HEAD named
         chosen = self.branch_to_adopt()
         if not chosen:
             repo.set_head("refs/heads/main")
+            self._move_tracking(unborn, "main")
             return ""
         branch = chosen.split("/", 3)[3]
         if f"refs/heads/{branch}" in repo.references:
@@ -654,9 +656,27 @@ class GitRepo:
         repo.references.create(f"refs/heads/{branch}", commit)
         repo.set_head(f"refs/heads/{branch}")
         remote_name = chosen.split("/")[2]
+        self._move_tracking(unborn, "")
         repo.config[f"branch.{branch}.remote"] = remote_name
         repo.config[f"branch.{branch}.merge"] = f"refs/heads/{branch}"
         return f"{remote_name}/{branch}"
+
+    def _move_tracking(self, old: str, new: str) -> None:
+        """Drop the branch.`old`.* a clone wrote for a branch HEAD no longer names (so no
+        stale `branch.master.*` stays); with `new`, that branch tracks the same remote."""
+        config = self._repo.config
+        if old == new or f"refs/heads/{old}" in self._repo.references:
+            return
+        try:
+            remote = str(config[f"branch.{old}.remote"])
+        except KeyError:
+            return
+        for key in ("remote", "merge"):
+            with contextlib.suppress(KeyError):
+                del config[f"branch.{old}.{key}"]
+        if new and f"branch.{new}.remote" not in config:
+            config[f"branch.{new}.remote"] = remote
+            config[f"branch.{new}.merge"] = f"refs/heads/{new}"
 
     def prepare_plain_git(self, remote: str = "") -> list[str]:
         """Set up this repository so a plain `git pull` / `git push` works; return what changed.

@@ -184,6 +184,8 @@ def init_vault(path: Path, settings: Settings, *, adopt_any: bool = False) -> In
     adopted = git.adopt_remote_branch()
     vault = Vault(path)
     vault.make_private()  # a clone or an adopted repository was made with the umask's modes
+    if not created:
+        vault.make_git_private()
     changed = tuple(vault.ensure_layout())
     commit = ""
     if changed or not git.head():

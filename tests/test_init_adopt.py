@@ -233,3 +233,58 @@ def test_store_open_with_create_makes_only_the_default_vault(
     assert explicit.may_create_vault
     with Store.open(explicit, create=True) as store:
         assert store.vault.root == hermetic / "memstore"
+
+
+def bare_named_master(path: Path) -> Path:
+    """A bare repository as `git init --bare` makes it where the default branch is master."""
+    git(path.parent, "-c", "init.defaultBranch=master", "init", "-q", "--bare", str(path))
+    return path
+
+
+def test_sync_points_a_bare_remote_head_at_the_pushed_branch(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    assert run("init", str(vault)).returncode == 0
+    bare = bare_named_master(tmp_path / "memory.git")
+    env = {"MEMSTORE_VAULT": str(vault)}
+    assert run("add", "the osprey fishes at dawn", **env).returncode == 0
+    assert run("remote", "add", str(bare), **env).returncode == 0
+    assert run("sync", **env).returncode == 0
+    assert git(bare, "symbolic-ref", "HEAD") == "refs/heads/main\n"
+    clone = subprocess.run(
+        ["git", "clone", str(bare), str(tmp_path / "clone")], capture_output=True, text=True
+    )
+    assert clone.returncode == 0 and "nonexistent ref" not in clone.stderr, clone.stderr
+    assert (tmp_path / "clone" / ".gitattributes").is_file()
+    # a HEAD naming a branch that exists was someone's choice: never moved
+    git(bare, "branch", "keep", "main")
+    git(bare, "symbolic-ref", "HEAD", "refs/heads/keep")
+    assert run("add", "the osprey nests high", **env).returncode == 0
+    assert run("sync", **env).returncode == 0
+    assert git(bare, "symbolic-ref", "HEAD") == "refs/heads/keep\n"
+
+
+def test_adopting_a_clone_leaves_no_stale_branch_config_and_a_private_git_folder(
+    tmp_path: Path,
+) -> None:
+    vault = tmp_path / "vault"
+    assert run("init", str(vault)).returncode == 0
+    assert run("add", "the osprey fishes at dawn", MEMSTORE_VAULT=str(vault)).returncode == 0
+    bare = bare_named_master(tmp_path / "memory.git")
+    git(vault, "push", "-q", str(bare), "main")  # a plain push: HEAD still names master
+    clone = tmp_path / "clone"
+    subprocess.run(
+        ["sh", "-c", 'umask 022 && git clone -q "$0" "$1"', str(bare), str(clone)],
+        check=True,
+        capture_output=True,
+    )
+    assert "branch.master.remote" in git(clone, "config", "--local", "--list")
+    assert run("init", str(clone)).returncode == 0
+    config = git(clone, "config", "--local", "--list")
+    assert "branch.master." not in config, config
+    assert "branch.main.remote=origin" in config and "branch.main.merge=refs/heads/main" in config
+    loose = [
+        path
+        for path in [clone / ".git", *(clone / ".git").rglob("*")]
+        if not path.is_symlink() and path.stat().st_mode & 0o077
+    ]
+    assert loose == [], loose[:5]
