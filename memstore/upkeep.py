@@ -23,7 +23,7 @@ from memstore.cli_help import choices
 from memstore.config import Settings
 from memstore.curation import Curator
 from memstore.errors import InvalidInputError, NotFoundError
-from memstore.history import History, no_session
+from memstore.history import History, no_session, parse_since
 from memstore.lean import complete_id, complete_workspace
 from memstore.model import ADDABLE_KINDS, GLOBAL
 from memstore.output import count, printable, render_json, supersede_command
@@ -396,7 +396,10 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option("--source", help="Only commits by this agent or person.")
         ] = None,
         since: Annotated[
-            str | None, typer.Option("--since", help="Only commits from this date (YYYY-MM-DD).")
+            str | None,
+            typer.Option(
+                "--since", help="Only commits since a date or age (2026-11-01, 7d, 2w, 12h)."
+            ),
         ] = None,
         limit: Annotated[int, typer.Option("-n", help="At most this many.")] = 50,
         vault: VaultOption = None,
@@ -404,10 +407,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Who wrote what and when, from the commits' Memstore-* trailers.
 
-        Example:  memstore log --source claude-code --since 2026-11-01
+        Each line ends with the commit's session, which `memstore revert --session` takes.
+
+        Example:  memstore log --source claude-code --since 7d
         """
+        cutoff = parse_since(since, _now()) if since else None
         with Store.open(shell_settings(vault)) as store:
-            changes = History(store).log(memory_id, source=source, since=since)[:limit]
+            changes = History(store).log(memory_id, source=source, since=cutoff)[:limit]
         if as_json:
             _echo_json([asdict(c) for c in changes])
             return
@@ -415,7 +421,8 @@ def register(app: typer.Typer) -> None:
             _say("no commit matches" if memory_id or source or since else "no commits yet")
         for change in changes:
             who = change.source or "git"
-            _say(f"{change.commit[:8]} {change.time} {who:12} {change.summary}")
+            session = f"  (session {change.session})" if change.session else ""
+            _say(f"{change.commit[:8]} {change.time} {who:12} {change.summary}{session}")
 
     @app.command()
     def revert(
