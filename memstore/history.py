@@ -74,8 +74,7 @@ def _stamp(seconds: int) -> str:
 
 def no_session(session: str) -> str:
     return (
-        f"no commit carries Memstore-Session: {session}; 'memstore log' shows each "
-        "commit's session"
+        f"no commit carries Memstore-Session: {session}; 'memstore log' shows each commit's session"
     )
 
 
