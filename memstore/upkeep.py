@@ -633,7 +633,11 @@ def register(app: typer.Typer) -> None:
         from memstore.editing import choose_editor, edit_memory, run_editor
 
         settings = shell_settings(vault)
-        command, origin = choose_editor(os.environ.get("VISUAL", ""), os.environ.get("EDITOR", ""))
+        command, origin = choose_editor(
+            os.environ.get("VISUAL", ""),
+            os.environ.get("EDITOR", ""),
+            terminal=sys.stdin.isatty() and sys.stdout.isatty(),
+        )
         edited = edit_memory(
             lambda: Store.open(settings),
             memory_id,
