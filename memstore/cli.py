@@ -25,6 +25,7 @@ from memstore.lean import (
     print_add,
     print_search,
     read_stdin,
+    unknown_workspace,
     words_last,
 )
 from memstore.model import ADDABLE_KINDS, GLOBAL, CoreMemory
@@ -334,7 +335,10 @@ def search(
                 elsewhere = look_elsewhere(
                     store, result, query, scope, vault=named, archived=archived
                 )
+        note = "" if context or all_workspaces else unknown_workspace(store, workspace)
     print_search(result, query, scope, as_json=as_json, context=context, elsewhere=elsewhere)
+    if note:
+        typer.echo(note, err=True, nl=False)
 
 
 @app.command()

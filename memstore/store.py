@@ -22,7 +22,15 @@ from typing import Any, TypeVar
 from index import SearchIndex, SearchIndexError, terms
 from memstore import remote
 from memstore.codebase import KIND as CODE_KIND
-from memstore.codebase import BusyError, CodeIndex, CodeRoot, IngestSummary, fuse, ingested
+from memstore.codebase import (
+    BusyError,
+    CodeIndex,
+    CodeRoot,
+    IngestSummary,
+    fuse,
+    ingested,
+    registered_roots,
+)
 from memstore.codec import (
     content_hash,
     derive_id,
@@ -631,6 +639,17 @@ class Store:
         entities = [entity for entity, _ in self.indexer.search.entities_of(hit.path)]
         refs = code.named(entities, {hit.workspace, GLOBAL})
         return replace(hit, code=tuple(refs)) if refs else hit
+
+    def workspaces(self) -> list[str]:
+        """Return the vault's workspaces: its folders with a workspace's name, `global`, and
+        those of ingested source trees."""
+        names = {GLOBAL}
+        for entry in self.vault.root.iterdir():
+            if entry.is_dir() and not entry.name.startswith("."):
+                with contextlib.suppress(InvalidInputError):
+                    names.add(check_workspace(entry.name))
+        names.update(root.workspace for root in registered_roots(self.vault.state_dir))
+        return sorted(names)
 
     def source_roots(self) -> list[tuple[CodeRoot, int]]:
         """Return each ingested source tree with its chunk count."""

@@ -366,3 +366,19 @@ def test_an_empty_query_or_workspace_is_an_error_both_ways(
 def test_an_empty_query_for_an_agent_context_stays_silent(vault: Path) -> None:
     done = run("search", "", "--context", vault=vault)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
+def test_search_in_an_unknown_workspace_says_so_and_names_the_known_ones(vault: Path) -> None:
+    assert run("add", "use pnpm, not npm", "-w", "infra-tools", vault=vault).returncode == 0
+    lean_run = run("search", "pnpm", "-w", "infra-tool", vault=vault)  # a typo
+    assert lean_run.returncode == 0
+    note = "note: no workspace 'infra-tool' in this vault (searched it and global); known: "
+    assert lean_run.stderr == note + "global, infra-tools\n", lean_run.stderr
+    in_typer = CliRunner().invoke(
+        app, ["search", "pnpm", "-w", "infra-tool"], env={"MEMSTORE_VAULT": str(vault)}
+    )
+    assert note + "global, infra-tools" in in_typer.output
+    known = run("search", "pnpm", "-w", "infra-tools", vault=vault)
+    assert known.stderr == "" and "use pnpm" in known.stdout
+    assert run("search", "pnpm", "--all", "-w", "nope", vault=vault).stderr == ""
+    assert run("search", "pnpm", "--context", "-w", "nope", vault=vault).stderr == ""
