@@ -68,6 +68,11 @@ def parse_since(value: str, now: datetime) -> str:
         ) from None
 
 
+def _count(n: int, noun: str) -> str:
+    """Return "1 commit" / "2 commits" (a commit subject; the shells use output.count)."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _stamp(seconds: int) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -198,7 +203,10 @@ class History:
                 else:
                     store.vault.write_atomic(path, data.decode("utf-8"))
             trailers = store.trailers
-            message = f"revert(session {session}): {len(commits)} commits, {len(changed)} files"
+            message = (
+                f"revert(session {session}): {_count(len(commits), 'commit')}, "
+                f"{_count(len(changed), 'file')}"
+            )
             made = ""
             if changed:
                 added = tuple(p for p in changed if state[p] is not None)

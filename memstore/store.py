@@ -382,8 +382,9 @@ class Store:
                 return
             if fixed:
                 log.warning(
-                    "repaired git's index for %d file(s) a killed commit left staged wrong (%s)",
+                    "repaired git's index for %d %s a killed commit left staged wrong (%s)",
                     len(fixed),
+                    "file" if len(fixed) == 1 else "files",
                     ", ".join(fixed[:3]) + (" …" if len(fixed) > 3 else ""),
                 )
 

@@ -377,7 +377,7 @@ def register(app: typer.Typer) -> None:
                 changed, paths = curator.purge(entry, force=force)
                 branch = store.git.branch()
                 _say(
-                    f"purged {entry.id} from {changed} commits ({', '.join(sorted(paths))}).\n"
+                    f"purged {entry.id} from {count(changed, 'commit')} ({', '.join(sorted(paths))}).\n"
                     f"The remote and other clones still have it: run 'git push --force origin {branch}' in "
                     f"{store.vault.root}, then re-clone (or 'git fetch && git reset --hard origin/{branch}') on every "
                     "other machine, and rotate the secret if it was one."

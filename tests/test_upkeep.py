@@ -242,6 +242,8 @@ def test_log_takes_an_age_as_list_does_and_shows_the_session_revert_needs(vault:
     refused = cli(vault, "log", "--since", "last week")
     assert refused.returncode == 1 and "7d, 2w or 12h" in refused.stderr
     assert cli(vault, "revert", "--session", "sess-42", "--yes").returncode == 0
+    subject = git(vault, "log", "-1", "--format=%s")
+    assert subject == "revert(session sess-42): 1 commit, 1 file\n"  # not "1 commits, 1 files"
 
 
 def test_show_and_search_as_of_a_date_match_a_checkout_of_that_date(
