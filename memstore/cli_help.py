@@ -63,8 +63,20 @@ def _metavar(param: Any) -> str:
     return str(param.name).upper()
 
 
+def plain_range(low: float | None, high: float | None) -> str | None:
+    """Return an option's bounds as help shows them ("1 to 200", not "1<=x<=200")."""
+    if low is None and high is None:
+        return None
+    if low is None:
+        return f"at most {high}"
+    return f"at least {low}" if high is None else f"{low} to {high}"
+
+
 class PlainOption(typer.core.TyperOption):
-    """An option shown with its metavar alone, whose bad values read plainly."""
+    """An option shown with its metavar alone, whose bad values and bounds read plainly."""
+
+    def _get_number_range_help_str(self) -> str | None:
+        return plain_range(getattr(self, "min", None), getattr(self, "max", None))
 
     def process_value(self, ctx: Any, value: Any) -> Any:
         try:
