@@ -336,9 +336,9 @@ def search(
                     store, result, query, scope, vault=named, archived=archived
                 )
         note = "" if context or all_workspaces else unknown_workspace(store, workspace)
-    print_search(result, query, scope, as_json=as_json, context=context, elsewhere=elsewhere)
     if note:
         typer.echo(note, err=True, nl=False)
+    print_search(result, query, scope, as_json=as_json, context=context, elsewhere=elsewhere)
 
 
 @app.command()

@@ -189,7 +189,7 @@ def test_the_hint_names_the_vault_and_archived_when_the_command_did(vault: Path)
     assert run("add", "use pnpm, not npm", "-w", "infra-tools", vault=vault).returncode == 0
     lean_out = run("search", "pnpm", "-w", "web", "--vault", str(vault), vault=vault)
     typer_out = typer_run("search", "pnpm", "-w", "web", "--vault", str(vault), vault=vault)
-    assert lean_out.stdout == typer_out.output
+    assert lean_out.stdout == typer_out.stdout  # stderr: the note that 'web' is no workspace
     assert lean_out.stdout.endswith(f"memstore search pnpm --all --vault {vault}\n")
     archived = typer_run("search", "pnpm", "-w", "web", "--archived", vault=vault).output
     assert archived.endswith("memstore search pnpm --all --archived\n")
