@@ -413,7 +413,13 @@ def respond(request: Request) -> Reply:
 
 def event_first(argv: list[str]) -> list[str]:
     """Return `argv` with the event first: `hook --vault V prompt` is `hook prompt --vault V`
-    (options may come before the event, as before a typer group's subcommand)."""
+    (options may come before the event, as before a typer group's subcommand), and an
+    option's `--name=value` as two words, as typer reads it."""
+    split: list[str] = []
+    for arg in argv:
+        name, equals, value = arg.partition("=")
+        split += [name, value] if equals and name in OPTIONS else [arg]
+    argv = split
     at = 0
     while at < len(argv) and argv[at] not in EVENTS:
         if argv[at] not in OPTIONS and argv[at] not in FLAGS:

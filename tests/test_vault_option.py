@@ -300,3 +300,4 @@ def test_hook_takes_its_options_before_or_after_the_event() -> None:
     assert event_first(["prompt", "--vault", "/v"]) == ["prompt", "--vault", "/v"]
     assert event_first(["--if-novel", "capture"]) == ["capture", "--if-novel"]
     assert event_first(["nonsense"]) == ["nonsense"]
+    assert event_first(["--vault=/v", "prompt"]) == ["prompt", "--vault", "/v"]
