@@ -428,6 +428,25 @@ def respond(request: Request) -> Reply:
     return reply
 
 
+def event_first(argv: list[str]) -> list[str]:
+    """Return `argv` with the event first: `hook --vault V prompt` is `hook prompt --vault V`
+    (options may come before the event, as before a typer group's subcommand), and an
+    option's `--name=value` as two words, as typer reads it."""
+    split: list[str] = []
+    for arg in argv:
+        name, equals, value = arg.partition("=")
+        split += [name, value] if equals and name in OPTIONS else [arg]
+    argv = split
+    at = 0
+    while at < len(argv) and argv[at] not in EVENTS:
+        if argv[at] not in OPTIONS and argv[at] not in FLAGS:
+            return argv  # not an option: answer() names the event it does not know
+        at += 2 if argv[at] in OPTIONS else 1
+    if at >= len(argv):
+        return argv
+    return [argv[at], *argv[:at], *argv[at + 1 :]]
+
+
 def _vault_flag(argv: list[str]) -> str | None:
     flags = argv[1:-1] if argv[:1] == ["codex-notify"] else argv[1:]
     return _option(flags, "--vault") or None
@@ -541,7 +560,8 @@ def main(argv: list[str]) -> int:
         cwd = os.getcwd()
     except OSError:  # the current folder was removed
         cwd = ""
-    request = Request("hook", list(argv), cwd, dict(os.environ), stdin)
+    argv = event_first(argv)
+    request = Request("hook", argv, cwd, dict(os.environ), stdin)
     event = argv[0] if argv else ""
     reply = within_budget(lambda: respond(request), budget(event, request.env), event)
     sys.stdout.write(reply.stdout)

@@ -16,6 +16,7 @@ from typing import Annotated, Any, cast
 import typer
 
 from memstore import __version__, agents_cli, conflicts_cli, ingest_cli, listing
+from memstore.cli_help import choices, tidy_parameters
 from memstore.errors import InvalidInputError, MemstoreError
 from memstore.lean import (
     complete_workspace,
@@ -24,9 +25,10 @@ from memstore.lean import (
     print_add,
     print_search,
     read_stdin,
+    unknown_workspace,
     words_last,
 )
-from memstore.model import GLOBAL, CoreMemory
+from memstore.model import ADDABLE_KINDS, GLOBAL, CoreMemory
 from memstore.output import (
     benchmark_lines,
     count,
@@ -59,7 +61,13 @@ POINTER_SNIPPET = """\
 
 class CommandList(typer.core.TyperGroup):
     """`memstore --help` lists each command with the whole first paragraph of its help
-    (click's short help stops at the first '.', such as the one in 'e.g.')."""
+    (click's short help stops at the first '.', such as the one in 'e.g.'); every
+    command's parameters read plainly in --help and errors (memstore/cli_help.py)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for command in [self, *self.commands.values()]:
+            tidy_parameters(command)
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         rows = []
@@ -226,7 +234,12 @@ def add(
         ),
     ],
     workspace: WorkspaceOption = None,
-    kind: Annotated[str, typer.Option("--kind", help="note | trace | lesson | core")] = "note",
+    kind: Annotated[
+        str,
+        typer.Option(
+            "--kind", help=" | ".join(ADDABLE_KINDS), autocompletion=choices(*ADDABLE_KINDS)
+        ),
+    ] = "note",
     keyword: Annotated[
         list[str] | None, typer.Option("-K", "--keyword", help="A keyword (repeatable).")
     ] = None,
@@ -323,6 +336,9 @@ def search(
                 elsewhere = look_elsewhere(
                     store, result, query, scope, vault=named, archived=archived
                 )
+        note = "" if context or all_workspaces else unknown_workspace(store, workspace)
+    if note:
+        typer.echo(note, err=True, nl=False)
     print_search(result, query, scope, as_json=as_json, context=context, elsewhere=elsewhere)
 
 
@@ -445,10 +461,12 @@ def watch(vault: VaultOption = None) -> None:
     """Keep the index in step with the files while you edit them (Ctrl-C stops).
 
     The same process as `memstore daemon` in the foreground, without the idle exit: it also
-    answers searches and adds over the vault's socket.
+    answers searches and adds over the vault's socket. When a daemon already serves the
+    vault it keeps the index current: watch says so (with its pid) and exits 0.
 
     Example:  memstore watch
     """
+    from memstore import client
     from memstore.daemon import reporter, serve
 
     settings = settings_for(vault)
@@ -456,11 +474,33 @@ def watch(vault: VaultOption = None) -> None:
     def say(line: str) -> None:
         typer.echo(line, err=True)
 
+    running = _running_daemon(client, settings.vault)
+    if running is not None:
+        say(
+            f"the memstore daemon ({running}) already keeps the index of {settings.vault} "
+            "current; nothing to watch (to see each catch-up here: memstore daemon --stop, "
+            "then memstore watch)"
+        )
+        raise typer.Exit(0)
     say(f"watching {settings.vault} (Ctrl-C to stop)")
     status = serve(
         settings.vault, os.environ, idle_exit=0, foreground=True, say=say, on_batch=reporter(say)
     )
     raise typer.Exit(status)
+
+
+def _running_daemon(client: Any, vault: Path) -> str | None:
+    """Return "pid N" of the daemon serving `vault` (starting or answering), else None."""
+    reply = client.status(vault)
+    if reply is not None and reply.status == 0 and reply.data.get("pid"):
+        return f"pid {reply.data['pid']}"
+    if not client.is_running(vault):
+        return None
+    try:  # it holds the lock but does not answer yet: the lock file names it
+        pid = (vault / client.STATE_DIR / client.LOCK_NAME).read_text(encoding="utf-8").strip()
+    except OSError:
+        pid = ""
+    return f"pid {pid}" if pid.isdigit() else "starting"
 
 
 @app.command()
@@ -648,10 +688,30 @@ def instruction_files(cwd: Path, home: Path) -> list[Path]:
     return [path for path in found if path.is_file()]
 
 
+HOOK_EVENTS = ("prompt", "capture", "briefing", "codex-notify")
+
+
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def hook(
     ctx: typer.Context,
-    event: Annotated[str, typer.Argument(help="prompt | capture | briefing | codex-notify")],
+    event: Annotated[
+        str,
+        typer.Argument(
+            metavar="EVENT", help=" | ".join(HOOK_EVENTS), autocompletion=choices(*HOOK_EVENTS)
+        ),
+    ],
+    source: Annotated[
+        str | None,
+        typer.Option("--source", help="The agent (default claude-code; codex-notify: codex)."),
+    ] = None,
+    if_novel: Annotated[
+        bool, typer.Option("--if-novel", help="capture: only what the vault does not hold yet.")
+    ] = False,
+    min_chars: Annotated[
+        int | None,
+        typer.Option("--min-chars", help="capture: skip messages shorter than this."),
+    ] = None,
+    vault: VaultOption = None,
 ) -> None:
     """Run an agent hook: reads the agent's hook JSON on stdin, prints context, never fails.
 
@@ -669,7 +729,11 @@ def hook(
     """
     from memstore.agent_hooks import main as hook_main
 
-    raise typer.Exit(hook_main([event, *ctx.args]))
+    # The launcher runs hooks without typer; this path serves --help, completion and tests.
+    argv = [event, *ctx.args, *(["--source", source] if source else [])]
+    argv += [*(["--if-novel"] if if_novel else []), *(["--vault", str(vault)] if vault else [])]
+    argv += ["--min-chars", str(min_chars)] if min_chars is not None else []
+    raise typer.Exit(hook_main(argv))
 
 
 def _stop_on_signals(watcher: Any, store: Store) -> threading.Event:
@@ -751,15 +815,27 @@ def remote_add(
         )
     with Store.open(settings_for(vault)) as store:
         changed = store.set_remote(url, name)
+        tracked = store.remote_name()
     typer.echo(f"remote {name} = {url}")
     if changed:
         typer.echo(f"  git pull and git push work here too: {', '.join(changed)}")
+    if tracked != name:  # the branch tracked another remote already: sync keeps to it
+        typer.echo(f"  memstore sync uses {tracked} (the branch tracks it); for this one:")
+        typer.echo(f"Next:  memstore sync --remote {name}")
+        return
     typer.echo("Next:  memstore sync")
 
 
 @remote_app.command("show")
 def remote_show(
-    name: Annotated[str, typer.Option("--name", help="Remote name.")] = "origin",
+    name: Annotated[
+        str,
+        typer.Option(
+            "--name",
+            help="Remote name (default: the one the branch tracks, else origin).",
+            show_default=False,
+        ),
+    ] = "",
     vault: VaultOption = None,
 ) -> None:
     """Print the remote's URL (exit 1 when there is none).
@@ -767,6 +843,7 @@ def remote_show(
     Example:  memstore remote show
     """
     with Store.open(settings_for(vault)) as store:
+        name = name or store.remote_name()
         url = store.remote_url(name)
     if not url:
         typer.echo(f"no remote {name!r}; add one with: memstore remote add URL", err=True)
@@ -776,7 +853,15 @@ def remote_show(
 
 @app.command()
 def sync(
-    name: Annotated[str, typer.Option("--remote", help="Remote name.")] = "origin",
+    name: Annotated[
+        str,
+        typer.Option(
+            "--remote",
+            help="Remote name (default: the one the branch tracks, as `remote add` sets it, "
+            "else origin).",
+            show_default=False,
+        ),
+    ] = "",
     vault: VaultOption = None,
     as_json: JsonOption = False,
     quiet: QuietOption = False,

@@ -102,7 +102,9 @@ def resolve(
             done = settle(store, memory_id, keep)
     else:
         command, origin = choose_editor(
-            settings.env.get("VISUAL", ""), settings.env.get("EDITOR", "")
+            settings.env.get("VISUAL", ""),
+            settings.env.get("EDITOR", ""),
+            terminal=sys.stdin.isatty() and sys.stdout.isatty(),
         )
         edited = settle_by_editing(
             lambda: Store.open(settings),

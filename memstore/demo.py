@@ -49,7 +49,7 @@ def run_demo(
     with Store.open(settings) as store:
         copied = tuple(sorted(store.vault.scan()))
         store.git.commit(
-            f"import: {len(copied)} memories from the sample vault",
+            f"import: {len(copied)} {'memory' if len(copied) == 1 else 'memories'} from the sample vault",
             Trailers("demo", settings.session, settings.host),
             add=copied,
         )

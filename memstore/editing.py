@@ -51,14 +51,20 @@ class Edited:
     merged: bool = False
 
 
-def choose_editor(visual: str, editor: str) -> tuple[list[str], str]:
+def choose_editor(visual: str, editor: str, *, terminal: bool) -> tuple[list[str], str]:
     """Return the editor's command line and where it came from ($VISUAL, $EDITOR, a default).
 
-    Raises InvalidInputError when neither is set and no default editor is installed.
+    Raises InvalidInputError when neither is set and no default editor is installed, or
+    there is no `terminal` for one (vi started from a script or an agent would hang).
     """
     for value, origin in ((visual, "$VISUAL"), (editor, "$EDITOR")):
         if value.strip():
             return shlex.split(value), origin
+    if not terminal:
+        raise InvalidInputError(
+            "no editor to open: $VISUAL and $EDITOR are unset and there is no terminal for "
+            "a default one; set one, e.g. EDITOR='code --wait'"
+        )
     for name in FALLBACK_EDITORS:
         if shutil.which(name):
             return [name], "the default editor"

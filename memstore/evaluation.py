@@ -20,6 +20,7 @@ from typing import Any
 from memstore.config import Settings
 from memstore.errors import InvalidInputError
 from memstore.model import ADDABLE_KINDS
+from memstore.output import count
 from memstore.store import Store
 
 EPOCH = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)  # "now" for every evaluation run
@@ -202,7 +203,9 @@ def report_json(report: Report) -> dict[str, Any]:
 
 def report_lines(report: Report) -> list[str]:
     lines = [
-        f"{report.memories} memories, {report.answerable} answerable queries, {report.off_corpus} off-corpus",
+        f"{count(report.memories, 'memory', 'memories')}, "
+        f"{count(report.answerable, 'answerable query', 'answerable queries')}, "
+        f"{report.off_corpus} off-corpus",
         f"recall@1 {report.recall_at_1:.3f}   recall@3 {report.recall_at_3:.3f}   recall@5 {report.recall_at_5:.3f}   MRR@5 {report.mrr_at_5:.3f}",
         f"answerable with a confident, correct first hit: {report.confident_correct_first:.1%}",
         f"off-corpus with no result: {report.off_corpus_empty:.1%}; with no confident result: {report.off_corpus_no_confident:.1%}",

@@ -339,6 +339,14 @@ class GitRepo:
         target = ref.target if ref is not None else "refs/heads/main"
         return str(target).removeprefix("refs/heads/") if isinstance(target, str) else "main"
 
+    def tracked_remote(self) -> str:
+        """Return the remote the current branch tracks (branch.<name>.remote), else ''."""
+        try:
+            value = self._repo.config[f"branch.{self.branch()}.remote"]
+        except KeyError:
+            return ""
+        return str(value) if value != "." else ""
+
     def resolve(self, ref: str) -> str:
         """Return the commit id `ref` names, or '' if it does not exist."""
         found = self._repo.references.get(ref)
@@ -585,14 +593,9 @@ class GitRepo:
     def branch_to_adopt(self) -> str:
         """Return the remote branch `adopt_remote_branch` would check out (a ref name), ''
         when there is none: HEAD has commits, or no single remote branch stands out."""
-        repo = self._repo
-        if not repo.head_is_unborn:
+        if not self._repo.head_is_unborn:
             return ""
-        remote_branches = sorted(
-            name
-            for name in repo.references
-            if name.startswith("refs/remotes/") and not name.endswith("/HEAD")
-        )
+        remote_branches = self.remote_branches()
         # <remote>/main exactly (not feature/main), origin's first
         mains = sorted(
             (name for name in remote_branches if name.count("/") == 3 and name.endswith("/main")),
@@ -600,6 +603,24 @@ class GitRepo:
         )
         chosen = mains[:1] or (remote_branches if len(remote_branches) == 1 else [])
         return chosen[0] if chosen else ""
+
+    def remote_branches(self) -> list[str]:
+        """Return the remote-tracking branches (ref names), sorted."""
+        return sorted(
+            name
+            for name in self._repo.references
+            if name.startswith("refs/remotes/") and not name.endswith("/HEAD")
+        )
+
+    def unseen_remote(self) -> str:
+        """Return "NAME (URL)" of a remote this repository has never fetched from, when HEAD
+        has no commits and the branch tracks nothing (a clone, even an empty one, tracks its
+        remote; `git init` then `git remote add` does not); else ''."""
+        repo = self._repo
+        if not repo.head_is_unborn or self.remote_branches() or self.tracked_remote():
+            return ""
+        found = [(remote.name, remote.url) for remote in repo.remotes]
+        return f"{found[0][0]} ({found[0][1]})" if found else ""
 
     def adopt_remote_branch(self) -> str:
         """In a repository without commits, check out the remote's branch; return its name.
@@ -613,9 +634,11 @@ class GitRepo:
         repo = self._repo
         if not repo.head_is_unborn:
             return ""
+        unborn = self.branch()  # a clone's HEAD: the branch the remote's HEAD named
         chosen = self.branch_to_adopt()
         if not chosen:
             repo.set_head("refs/heads/main")
+            self._move_tracking(unborn, "main")
             return ""
         branch = chosen.split("/", 3)[3]
         if f"refs/heads/{branch}" in repo.references:
@@ -633,9 +656,27 @@ class GitRepo:
         repo.references.create(f"refs/heads/{branch}", commit)
         repo.set_head(f"refs/heads/{branch}")
         remote_name = chosen.split("/")[2]
+        self._move_tracking(unborn, "")
         repo.config[f"branch.{branch}.remote"] = remote_name
         repo.config[f"branch.{branch}.merge"] = f"refs/heads/{branch}"
         return f"{remote_name}/{branch}"
+
+    def _move_tracking(self, old: str, new: str) -> None:
+        """Drop the branch.`old`.* a clone wrote for a branch HEAD no longer names (so no
+        stale `branch.master.*` stays); with `new`, that branch tracks the same remote."""
+        config = self._repo.config
+        if old == new or f"refs/heads/{old}" in self._repo.references:
+            return
+        try:
+            remote = str(config[f"branch.{old}.remote"])
+        except KeyError:
+            return
+        for key in ("remote", "merge"):
+            with contextlib.suppress(KeyError):
+                del config[f"branch.{old}.{key}"]
+        if new and f"branch.{new}.remote" not in config:
+            config[f"branch.{new}.remote"] = remote
+            config[f"branch.{new}.merge"] = f"refs/heads/{new}"
 
     def prepare_plain_git(self, remote: str = "") -> list[str]:
         """Set up this repository so a plain `git pull` / `git push` works; return what changed.

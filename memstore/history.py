@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, replace
@@ -44,14 +45,41 @@ def parse_date(text: str, *, end_of_day: bool = True) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+_AGE = re.compile(r"^(\d{1,5})([hdw])$")
+_AGE_UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
+
+
+def parse_since(value: str, now: datetime) -> str:
+    """Return the ISO cutoff for `--since` (list and log): a date (YYYY-MM-DD), an age (12h,
+    7d, 2w) or an ISO date-time."""
+    age = _AGE.match(value.strip().lower())
+    if age:
+        cutoff = now - int(age.group(1)) * _AGE_UNITS[age.group(2)]
+        return cutoff.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        return datetime.strptime(value.strip(), "%Y-%m-%d").strftime("%Y-%m-%d")
+    except ValueError:
+        pass
+    try:
+        return parse_date(value.strip()).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except InvalidInputError:
+        raise InvalidInputError(
+            f"--since {value!r} is neither a date nor an age; use e.g. 2026-11-01, 7d, 2w or 12h"
+        ) from None
+
+
+def _count(n: int, noun: str) -> str:
+    """Return "1 commit" / "2 commits" (a commit subject; the shells use output.count)."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _stamp(seconds: int) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def no_session(session: str) -> str:
     return (
-        f"no commit carries Memstore-Session: {session}; 'memstore log --json' shows each "
-        "commit's session"
+        f"no commit carries Memstore-Session: {session}; 'memstore log' shows each commit's session"
     )
 
 
@@ -175,7 +203,10 @@ class History:
                 else:
                     store.vault.write_atomic(path, data.decode("utf-8"))
             trailers = store.trailers
-            message = f"revert(session {session}): {len(commits)} commits, {len(changed)} files"
+            message = (
+                f"revert(session {session}): {_count(len(commits), 'commit')}, "
+                f"{_count(len(changed), 'file')}"
+            )
             made = ""
             if changed:
                 added = tuple(p for p in changed if state[p] is not None)

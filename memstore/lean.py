@@ -182,6 +182,7 @@ def run_search(request: Request, open_store: OpenStore = open_in_process) -> Rep
         else (last(options, "workspace") or _workspace_of(request, settings.vault))
     )
     context = "context" in options
+    note = ""
     try:
         with open_store(settings, False) as store:
             result = store.search(query, workspace=scope, k=int(k))
@@ -189,12 +190,30 @@ def run_search(request: Request, open_store: OpenStore = open_in_process) -> Rep
             if not context:
                 vault = settings.vault if "vault" in options else None
                 elsewhere = look_elsewhere(store, result, query, scope, vault=vault)
+                named = None if "all" in options else last(options, "workspace") or None
+                note = unknown_workspace(store, named)
     except MemstoreError as err:
         return _error(err)
     text = search_text(
         result, query, scope, as_json="json" in options, context=context, elsewhere=elsewhere
     )
-    return Reply(0, text)
+    return Reply(0, text, note)
+
+
+def unknown_workspace(store: Store, named: str | None) -> str:
+    """Return a note when a workspace given with -w is none of the vault's ('' otherwise):
+    the search then read only `global`, and a typo should not pass for "no match"."""
+    from memstore.output import printable
+
+    if named is None:
+        return ""
+    known = store.workspaces()
+    if named in known:
+        return ""
+    return printable(
+        f"note: no workspace {named!r} in this vault (searched it and global); "
+        f"known: {', '.join(known)}\n"
+    )
 
 
 def look_elsewhere(

@@ -6,18 +6,19 @@ memories they show, never the files: a list of a 100,000-memory vault costs one 
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Annotated, Any, TypeVar
 
 import typer
 
 from index import Document, SearchIndexError
+from memstore.cli_help import choices
 from memstore.conflicts import display_text, split_label
-from memstore.errors import InvalidInputError, NotFoundError
+from memstore.errors import NotFoundError
+from memstore.history import parse_since
 from memstore.indexer import Entry
 from memstore.lean import complete_workspace
 from memstore.model import KINDS, check_kind, check_workspace
@@ -26,8 +27,6 @@ from memstore.store import Stats, Store
 from memstore.upkeep import JsonOption, VaultOption, shell_settings
 
 SUMMARY_CHARS = 72  # a memory's first line, cut to this in the text listing
-_AGE = re.compile(r"^(\d{1,5})([hdw])$")
-_AGE_UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
 T = TypeVar("T")
 
 
@@ -63,20 +62,6 @@ class Listing:
     total: int
     by_workspace: dict[str, int]
     by_kind: dict[str, int]
-
-
-def parse_since(value: str, now: datetime) -> str:
-    """Return the ISO cutoff for `--since`: a date (YYYY-MM-DD) or an age (12h, 7d, 2w)."""
-    age = _AGE.match(value.strip().lower())
-    if age:
-        cutoff = now - int(age.group(1)) * _AGE_UNITS[age.group(2)]
-        return cutoff.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    try:
-        return datetime.strptime(value.strip(), "%Y-%m-%d").strftime("%Y-%m-%d")
-    except ValueError:
-        raise InvalidInputError(
-            f"--since {value!r} is neither a date nor an age; use e.g. 2026-11-01, 7d, 2w or 12h"
-        ) from None
 
 
 def select(entries: Iterable[Entry], filters: Filters) -> list[Entry]:
@@ -274,7 +259,10 @@ def register(app: typer.Typer) -> None:
         kind: Annotated[
             str | None,
             typer.Option(
-                "--kind", help=" | ".join((*KINDS, "code (ingested source)")), show_default=False
+                "--kind",
+                help=" | ".join((*KINDS, "code (ingested source)")),
+                show_default=False,
+                autocompletion=choices(*KINDS, "code"),
             ),
         ] = None,
         source: Annotated[

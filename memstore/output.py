@@ -149,7 +149,7 @@ def add_line(result: AddResult, text: str = "", vault: str | None = None) -> str
         ]
     else:
         lines = [
-            f"duplicate of {result.id} in {result.workspace}: seen {result.seen} times  ({result.path})"
+            f"duplicate of {result.id} in {result.workspace}: seen {count(result.seen, 'time')}  ({result.path})"
         ]
     for other in result.contradicts:
         command = supersede_command(text, result.workspace, other.id, vault)

@@ -95,6 +95,7 @@ def push(root: Path, name: str, branch: str, env: Mapping[str, str], *, commit: 
     refspec = f"{commit or 'HEAD'}:refs/heads/{branch}"
     done = run_git(root, ["push", "--quiet", "--porcelain", name, refspec], env)
     if done.returncode == 0:
+        point_bare_head(root, remote_url(root, name, env), branch, env)
         return True
     output = f"{done.stdout}\n{done.stderr}"
     declined = _declined(output)
@@ -106,6 +107,33 @@ def push(root: Path, name: str, branch: str, env: Mapping[str, str], *, commit: 
     if any(mark in output.lower() for mark in _REJECTED):
         return False
     raise _classify(done.stderr or done.stdout, name, remote_url(root, name, env), "push to")
+
+
+def point_bare_head(root: Path, url: str, branch: str, env: Mapping[str, str]) -> bool:
+    """Point a bare repository on disk's HEAD at `branch` when it names a branch that does
+    not exist (`git init --bare` names master; memstore pushes main), so a clone of it
+    checks `branch` out instead of warning "remote HEAD refers to nonexistent ref". A
+    host's HEAD (GitHub: the first branch pushed) is the host's; return whether it moved."""
+    local = url.removeprefix("file://")
+    if "://" in local or re.match(r"^[^/]+:", local):  # a host's URL, or scp-like host:path
+        return False
+    bare = Path(root, local)
+    try:
+        named = (bare / "HEAD").read_text(encoding="utf-8").strip()
+    except OSError:  # not a repository folder (a .git file, a bundle): leave it
+        return False
+    if not named.startswith("ref: refs/heads/") or named == f"ref: refs/heads/{branch}":
+        return False
+    git_dir = ["--git-dir", str(bare)]
+    if run_git(root, [*git_dir, "rev-parse", "--is-bare-repository"], env).stdout.strip() != "true":
+        return False  # a work tree's HEAD is what someone has checked out: never move it
+    ref = named.removeprefix("ref: ")
+    if run_git(root, [*git_dir, "rev-parse", "--verify", "--quiet", ref], env).returncode == 0:
+        return False  # it names a branch that exists: someone chose it
+    return (
+        run_git(root, [*git_dir, "symbolic-ref", "HEAD", f"refs/heads/{branch}"], env).returncode
+        == 0
+    )
 
 
 def _declined(output: str) -> str:

@@ -22,7 +22,15 @@ from typing import Any, TypeVar
 from index import SearchIndex, SearchIndexError, terms
 from memstore import remote
 from memstore.codebase import KIND as CODE_KIND
-from memstore.codebase import BusyError, CodeIndex, CodeRoot, IngestSummary, fuse, ingested
+from memstore.codebase import (
+    BusyError,
+    CodeIndex,
+    CodeRoot,
+    IngestSummary,
+    fuse,
+    ingested,
+    registered_roots,
+)
 from memstore.codec import (
     content_hash,
     derive_id,
@@ -184,6 +192,8 @@ def init_vault(path: Path, settings: Settings, *, adopt_any: bool = False) -> In
     adopted = git.adopt_remote_branch()
     vault = Vault(path)
     vault.make_private()  # a clone or an adopted repository was made with the umask's modes
+    if not created:
+        vault.make_git_private()
     changed = tuple(vault.ensure_layout())
     commit = ""
     if changed or not git.head():
@@ -201,10 +211,15 @@ def _refuse_strangers(path: Path, *, is_repository: bool) -> None:
     stranger = vault.stranger()
     if not stranger and is_repository:
         git = GitRepo.open(path)
-        branch = git.branch_to_adopt()  # what an empty clone would check out
-        files = git.files_at(git.resolve(branch)) if branch else {}
-        if not has_vault_mark(files.get(".gitattributes", b"")):
-            stranger = first_stranger(sorted(files), files.__getitem__)
+        stranger = _stranger_on_remote(git)
+        unseen = "" if stranger else git.unseen_remote()
+        if unseen:
+            raise VaultError(
+                f"{path} is a git repository without commits whose remote {unseen} memstore "
+                f"has not seen, likely a project's: for memories use 'memstore init "
+                f"~/memstore'; if that remote holds a vault, run 'git -C {path} fetch' and "
+                "init again; --adopt-any makes this repository a vault"
+            )
     if stranger:
         what = "a git repository" if is_repository else "a folder"
         raise VaultError(
@@ -212,6 +227,24 @@ def _refuse_strangers(path: Path, *, is_repository: bool) -> None:
             f"folder, e.g. 'memstore init ~/memstore', or pass --adopt-any to make this "
             f"{'repository' if is_repository else 'folder'} a vault"
         )
+
+
+def _stranger_on_remote(git: GitRepo) -> str:
+    """Return a file that is not a memory on the remote branch an empty repository would
+    adopt, or, when no single branch stands out, on any remote branch when none of them is
+    a vault's ('' when there is none)."""
+    branch = git.branch_to_adopt()  # what an empty clone would check out
+    branches = [branch] if branch else git.remote_branches() if git.head() == "" else []
+    found = ""
+    for name in branches:
+        files = git.files_at(git.resolve(name))
+        if has_vault_mark(files.get(".gitattributes", b"")):
+            return ""
+        stranger = first_stranger(sorted(files), files.__getitem__)
+        if stranger and not found:
+            where = "" if branch else f" on {name.removeprefix('refs/remotes/')}"
+            found = stranger + where
+    return found
 
 
 class Store:
@@ -349,8 +382,9 @@ class Store:
                 return
             if fixed:
                 log.warning(
-                    "repaired git's index for %d file(s) a killed commit left staged wrong (%s)",
+                    "repaired git's index for %d %s a killed commit left staged wrong (%s)",
                     len(fixed),
+                    "file" if len(fixed) == 1 else "files",
                     ", ".join(fixed[:3]) + (" …" if len(fixed) > 3 else ""),
                 )
 
@@ -606,6 +640,17 @@ class Store:
         entities = [entity for entity, _ in self.indexer.search.entities_of(hit.path)]
         refs = code.named(entities, {hit.workspace, GLOBAL})
         return replace(hit, code=tuple(refs)) if refs else hit
+
+    def workspaces(self) -> list[str]:
+        """Return the vault's workspaces: its folders with a workspace's name, `global`, and
+        those of ingested source trees."""
+        names = {GLOBAL}
+        for entry in self.vault.root.iterdir():
+            if entry.is_dir() and not entry.name.startswith("."):
+                with contextlib.suppress(InvalidInputError):
+                    names.add(check_workspace(entry.name))
+        names.update(root.workspace for root in registered_roots(self.vault.state_dir))
+        return sorted(names)
 
     def source_roots(self) -> list[tuple[CodeRoot, int]]:
         """Return each ingested source tree with its chunk count."""
@@ -1207,15 +1252,22 @@ class Store:
         with self.vault.lock(self.settings.lock_timeout):
             return self.git.prepare_plain_git(name)
 
-    def remote_url(self, name: str = "origin") -> str:
-        return remote.remote_url(self.vault.root, name, self.settings.env)
+    def remote_name(self) -> str:
+        """Return the remote sync uses by default: the one the branch tracks (`remote add
+        NAME URL` sets it), else origin."""
+        return self.git.tracked_remote() or "origin"
+
+    def remote_url(self, name: str = "") -> str:
+        return remote.remote_url(self.vault.root, name or self.remote_name(), self.settings.env)
 
     @_serialized
     def sync(
-        self, name: str = "origin", progress: Progress | None = None
+        self, name: str = "", progress: Progress | None = None
     ) -> tuple[SyncOutcome, int, CatchUp]:
         """Commit edits and usage, fetch, merge with memstore's rules, push, catch up the
-        index (`progress` follows the indexing of what the pull brought)."""
+        index (`progress` follows the indexing of what the pull brought). `name`: the
+        remote (default: the one the branch tracks, else origin)."""
+        name = name or self.remote_name()
         self.ensure_merge_driver()
         with self.vault.lock(self.settings.lock_timeout):
             self.catch_up_locked()

@@ -19,19 +19,44 @@ from typing import Annotated, Any
 
 import typer
 
+from memstore.cli_help import choices
 from memstore.config import Settings
 from memstore.curation import Contradicting, ContradictionError, Curator
 from memstore.errors import InvalidInputError, NotFoundError
-from memstore.history import History, no_session
+from memstore.history import History, no_session, parse_since
 from memstore.lean import complete_id, complete_workspace
 from memstore.model import ADDABLE_KINDS, GLOBAL
 from memstore.output import count, printable, render_json, supersede_command
 from memstore.store import Store, summary
 
+
+def _vault_in_effect(ctx: typer.Context, vault: Path | None) -> Path | None:
+    """Return the --vault a command acts on: its own, else the one given to a group above it
+    (`memstore remote --vault V add URL`). Every --vault of the CLI goes through here.
+
+    Raises:
+        typer.BadParameter: the group and the command name different folders.
+    """
+    given = [vault] if vault is not None else []
+    parent = ctx.parent
+    while parent is not None:  # the groups above this command, already parsed
+        if parent.params.get("vault") is not None:
+            given.append(Path(parent.params["vault"]))
+        parent = parent.parent
+    if len({os.path.realpath(os.path.expanduser(path)) for path in given}) > 1:
+        shown = " and ".join(str(path) for path in given)
+        raise typer.BadParameter(f"names two folders ({shown}); give it once")
+    return given[0] if given else None
+
+
 VaultOption = Annotated[
     Path | None,
     typer.Option(
-        "--vault", help="Vault folder (default: $MEMSTORE_VAULT or ~/memstore).", show_default=False
+        "--vault",
+        metavar="PATH",
+        help="Vault folder (default: $MEMSTORE_VAULT or ~/memstore).",
+        show_default=False,
+        callback=_vault_in_effect,
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
@@ -309,7 +334,12 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def promote(
         memory_id: IdArgument,
-        kind: Annotated[str, typer.Option("--kind", help=" | ".join(ADDABLE_KINDS))],
+        kind: Annotated[
+            str,
+            typer.Option(
+                "--kind", help=" | ".join(ADDABLE_KINDS), autocompletion=choices(*ADDABLE_KINDS)
+            ),
+        ],
         vault: VaultOption = None,
     ) -> None:
         """Change a memory's kind (e.g. a lesson that became a standing rule: core).
@@ -386,7 +416,7 @@ def register(app: typer.Typer) -> None:
                 changed, paths = curator.purge(entry, force=force)
                 branch = store.git.branch()
                 _say(
-                    f"purged {entry.id} from {changed} commits ({', '.join(sorted(paths))}).\n"
+                    f"purged {entry.id} from {count(changed, 'commit')} ({', '.join(sorted(paths))}).\n"
                     f"The remote and other clones still have it: run 'git push --force origin {branch}' in "
                     f"{store.vault.root}, then re-clone (or 'git fetch && git reset --hard origin/{branch}') on every "
                     "other machine, and rotate the secret if it was one."
@@ -405,7 +435,10 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option("--source", help="Only commits by this agent or person.")
         ] = None,
         since: Annotated[
-            str | None, typer.Option("--since", help="Only commits from this date (YYYY-MM-DD).")
+            str | None,
+            typer.Option(
+                "--since", help="Only commits since a date or age (2026-11-01, 7d, 2w, 12h)."
+            ),
         ] = None,
         limit: Annotated[int, typer.Option("-n", help="At most this many.")] = 50,
         vault: VaultOption = None,
@@ -413,10 +446,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Who wrote what and when, from the commits' Memstore-* trailers.
 
-        Example:  memstore log --source claude-code --since 2026-11-01
+        Each line ends with the commit's session, which `memstore revert --session` takes.
+
+        Example:  memstore log --source claude-code --since 7d
         """
+        cutoff = parse_since(since, _now()) if since else None
         with Store.open(shell_settings(vault)) as store:
-            changes = History(store).log(memory_id, source=source, since=since)[:limit]
+            changes = History(store).log(memory_id, source=source, since=cutoff)[:limit]
         if as_json:
             _echo_json([asdict(c) for c in changes])
             return
@@ -424,7 +460,8 @@ def register(app: typer.Typer) -> None:
             _say("no commit matches" if memory_id or source or since else "no commits yet")
         for change in changes:
             who = change.source or "git"
-            _say(f"{change.commit[:8]} {change.time} {who:12} {change.summary}")
+            session = f"  (session {change.session})" if change.session else ""
+            _say(f"{change.commit[:8]} {change.time} {who:12} {change.summary}{session}")
 
     @app.command()
     def revert(
@@ -635,7 +672,11 @@ def register(app: typer.Typer) -> None:
         from memstore.editing import choose_editor, edit_memory, run_editor
 
         settings = shell_settings(vault)
-        command, origin = choose_editor(os.environ.get("VISUAL", ""), os.environ.get("EDITOR", ""))
+        command, origin = choose_editor(
+            os.environ.get("VISUAL", ""),
+            os.environ.get("EDITOR", ""),
+            terminal=sys.stdin.isatty() and sys.stdout.isatty(),
+        )
         edited = edit_memory(
             lambda: Store.open(settings),
             memory_id,

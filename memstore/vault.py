@@ -297,6 +297,21 @@ class Vault:
                 f"run: chmod -R go-rwx {self.root}"
             ) from err
 
+    def make_git_private(self) -> None:
+        """Take group and other bits off everything under .git/ (a clone made by a 022
+        umask is 0755/0644 there; memstore's own init, under umask 077, is 0700/0600)."""
+        try:
+            for folder, dirs, files in os.walk(self.root / ".git"):
+                for name in (folder, *(os.path.join(folder, entry) for entry in dirs + files)):
+                    mode = os.lstat(name).st_mode
+                    if not stat.S_ISLNK(mode) and mode & 0o077:
+                        os.chmod(name, stat.S_IMODE(mode) & 0o700)
+        except OSError as err:
+            raise VaultError(
+                f"cannot make the vault private ({err.filename}: {err.strerror}); "
+                f"run: chmod -R go-rwx {self.root / '.git'}"
+            ) from err
+
     def _every_path(self) -> list[str]:
         found = []
         for folder, dirs, files in os.walk(self.root):

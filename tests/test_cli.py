@@ -519,3 +519,20 @@ def test_benchmark_prints_its_numbers_in_one_column(vault: Path, tmp_path: Path)
     ends = {re.match(r"  \S.*?  +[\d,]+", row).end() for row in rows}  # type: ignore[union-attr]
     assert len(ends) == 1, done.stdout
     assert rows[-1].startswith("  instruction files, total ") and rows[-1].endswith(" vs memstore)")
+
+
+def test_sync_uses_the_remote_that_remote_add_named(tmp_path: Path) -> None:
+    vault = new_vault(tmp_path / "v")
+    backup = tmp_path / "backup.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(backup))
+    assert run("add", "the heron nests by the weir", vault=vault).returncode == 0
+    added = run("remote", "add", "backup", str(backup), vault=vault)
+    assert "branch main tracks backup/main" in added.stdout, added.stdout
+    assert added.stdout.endswith("Next:  memstore sync\n")
+    synced = run("sync", vault=vault)  # before: "the vault has no remote 'origin'"
+    assert synced.returncode == 0, synced.stderr
+    assert git(backup, "rev-parse", "main") == git(vault, "rev-parse", "HEAD")
+    assert run("remote", "show", vault=vault).stdout == f"{backup}\n"
+    other = run("remote", "add", str(tmp_path / "other.git"), vault=vault)  # origin now
+    assert "memstore sync uses backup" in other.stdout
+    assert other.stdout.endswith("Next:  memstore sync --remote origin\n")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -188,7 +189,7 @@ def test_the_hint_names_the_vault_and_archived_when_the_command_did(vault: Path)
     assert run("add", "use pnpm, not npm", "-w", "infra-tools", vault=vault).returncode == 0
     lean_out = run("search", "pnpm", "-w", "web", "--vault", str(vault), vault=vault)
     typer_out = typer_run("search", "pnpm", "-w", "web", "--vault", str(vault), vault=vault)
-    assert lean_out.stdout == typer_out.output
+    assert lean_out.stdout == typer_out.stdout  # stderr: the note that 'web' is no workspace
     assert lean_out.stdout.endswith(f"memstore search pnpm --all --vault {vault}\n")
     archived = typer_run("search", "pnpm", "-w", "web", "--archived", vault=vault).output
     assert archived.endswith("memstore search pnpm --all --archived\n")
@@ -366,3 +367,66 @@ def test_an_empty_query_or_workspace_is_an_error_both_ways(
 def test_an_empty_query_for_an_agent_context_stays_silent(vault: Path) -> None:
     done = run("search", "", "--context", vault=vault)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
+def test_search_in_an_unknown_workspace_says_so_and_names_the_known_ones(vault: Path) -> None:
+    assert run("add", "use pnpm, not npm", "-w", "infra-tools", vault=vault).returncode == 0
+    lean_run = run("search", "pnpm", "-w", "infra-tool", vault=vault)  # a typo
+    assert lean_run.returncode == 0
+    note = "note: no workspace 'infra-tool' in this vault (searched it and global); known: "
+    assert lean_run.stderr == note + "global, infra-tools\n", lean_run.stderr
+    in_typer = CliRunner().invoke(
+        app, ["search", "pnpm", "-w", "infra-tool"], env={"MEMSTORE_VAULT": str(vault)}
+    )
+    assert note + "global, infra-tools" in in_typer.output
+    known = run("search", "pnpm", "-w", "infra-tools", vault=vault)
+    assert known.stderr == "" and "use pnpm" in known.stdout
+    assert run("search", "pnpm", "--all", "-w", "nope", vault=vault).stderr == ""
+    assert run("search", "pnpm", "--context", "-w", "nope", vault=vault).stderr == ""
+
+
+def every_command_path() -> list[list[str]]:
+    """Every command and group, however deep (hidden ones too: their help is shown)."""
+    found: list[list[str]] = [[]]
+    groups = [([], typer.main.get_command(app))]
+    while groups:
+        path, group = groups.pop()
+        for name, command in group.commands.items():  # type: ignore[attr-defined]
+            found.append([*path, name])
+            if hasattr(command, "commands"):
+                groups.append(([*path, name], command))
+    return found
+
+
+def test_every_help_names_values_plainly() -> None:
+    # typer 0.29 showed `QUERY <list[str]>`, `-k <int range>`, `--vault <path>`
+    for words in every_command_path():
+        result = runner.invoke(app, [*words, "--help"])
+        assert result.exit_code == 0, words
+        label = re.search(
+            r"<[a-z][\w\[\], |]*>|list\[|int range|<=x|x>=|Input should", result.output
+        )
+        assert label is None, (words, label, result.output)
+    search = runner.invoke(app, ["search", "--help"]).output
+    assert "  QUERY...  " in search and "  -k N  " in search and "--vault PATH" in search
+    hook = runner.invoke(app, ["hook", "--help"]).output
+    for option in ("--source AGENT", "--if-novel", "--min-chars N", "--vault PATH"):
+        assert option in hook, option
+
+
+def test_a_bad_value_is_named_in_plain_words() -> None:
+    for line, said in (
+        (["list", "-n", "abc"], "'abc' is not a whole number"),
+        (["search", "x", "-k", "0"], "must be at least 1"),
+        (["daemon", "--idle-exit", "soon"], "'soon' is not a number"),
+    ):
+        result = runner.invoke(app, line)
+        assert result.exit_code == 2 and said in result.output, (line, result.output)
+        assert "Input should" not in result.output
+
+
+def test_completion_offers_kinds_and_hook_events(vault: Path) -> None:
+    assert complete("memstore add note --kind l", vault) == ["lesson"]
+    assert complete("memstore promote abc --kind c", vault) == ["core"]
+    assert complete("memstore list --kind c", vault) == ["core", "code"]
+    assert complete("memstore hook ", vault) == ["prompt", "capture", "briefing", "codex-notify"]

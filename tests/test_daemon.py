@@ -521,6 +521,17 @@ def test_memstore_watch_is_the_daemon_in_the_foreground(
     assert watch.returncode == 0 and "watching" in err and "stopped" in err
 
 
+def test_memstore_watch_beside_a_running_daemon_says_so_and_exits(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    vault = make_vault(tmp_path / "vault")
+    daemon = start_daemon(env, vault)
+    done = run(env, "watch", "--vault", str(vault))  # before: "watching", then up to 30 min
+    assert done.returncode == 0, done.stderr
+    assert f"daemon (pid {daemon.pid}) already keeps the index of {vault} current" in done.stderr
+    assert "watching" not in done.stderr and status(vault)["pid"] == daemon.pid
+
+
 def test_the_client_knows_the_default_vault_name_without_importing_config() -> None:
     from memstore.config import DEFAULT_VAULT_NAME
 

@@ -271,12 +271,32 @@ def test_with_no_editor_set_a_default_is_used_or_the_error_says_how_to_set_one(
     bin_dir.mkdir()
     monkeypatch.setenv("PATH", str(bin_dir))
     with pytest.raises(InvalidInputError, match=r"export EDITOR=nano"):
-        choose_editor("", "")
+        choose_editor("", "", terminal=True)
     vi = bin_dir / "vi"
     vi.write_text("#!/bin/sh\n", encoding="utf-8")
     vi.chmod(0o755)
-    assert choose_editor("", " ") == (["vi"], "the default editor")
-    assert choose_editor("", "code --wait") == (["code", "--wait"], "$EDITOR")
+    assert choose_editor("", " ", terminal=True) == (["vi"], "the default editor")
+    assert choose_editor("", "code --wait", terminal=False) == (["code", "--wait"], "$EDITOR")
+    with pytest.raises(InvalidInputError, match=r"no terminal"):
+        choose_editor("", "", terminal=False)  # a script or an agent: vi would wait forever
+
+
+def test_edit_without_an_editor_or_a_terminal_refuses_instead_of_starting_vi(
+    vault: Path, tmp_path: Path
+) -> None:
+    memory_id, _ = add(vault, "nginx upload limit is client_max_body_size")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    vi = bin_dir / "vi"
+    vi.write_text(f"#!/bin/sh\ntouch {tmp_path / 'vi-ran'}\n", encoding="utf-8")
+    vi.chmod(0o755)
+    path = f"{bin_dir}:{os.environ['PATH']}"
+    before = head(vault), vault_bytes(vault)
+    done = run(vault, "edit", memory_id, EDITOR="", VISUAL="", PATH=path)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert "$VISUAL and $EDITOR are unset and there is no terminal" in done.stderr
+    assert not (tmp_path / "vi-ran").exists()
+    assert (head(vault), vault_bytes(vault)) == before
 
 
 @pytest.mark.parametrize("point", ["memory-written", "git-commit"])

@@ -116,6 +116,40 @@ def test_init_refuses_an_empty_clone_of_a_code_project(tmp_path: Path) -> None:
     assert sorted(p.name for p in clone.iterdir()) == [".git"]
 
 
+def test_init_refuses_a_fresh_repository_whose_remote_holds_a_project(tmp_path: Path) -> None:
+    # git init, git remote add, git fetch: no commits here, and no remote branch is `main`
+    project = repository(tmp_path / "project", {"app.py": "print(1)\n"})
+    git(project, "branch", "-m", "main", "master")
+    git(project, "branch", "dev")
+    fresh = repository(tmp_path / "fresh", {})
+    git(fresh, "remote", "add", "origin", str(project))
+    git(fresh, "fetch", "-q", "origin")
+    before = snapshot(fresh)
+    assert_refused(run("init", ".", cwd=fresh), fresh, "app.py on origin/dev")
+    assert snapshot(fresh) == before
+
+
+def test_init_refuses_a_fresh_repository_with_a_remote_it_has_not_seen(tmp_path: Path) -> None:
+    fresh = repository(tmp_path / "webshop", {})
+    git(fresh, "remote", "add", "origin", "git@github.com:me/webshop.git")
+    before = snapshot(fresh)
+    done = run("init", ".", cwd=fresh)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert "remote origin (git@github.com:me/webshop.git) memstore has not seen" in done.stderr
+    assert "memstore init ~/memstore" in done.stderr and "--adopt-any" in done.stderr
+    assert snapshot(fresh) == before
+    assert run("init", ".", "--adopt-any", cwd=fresh).returncode == 0
+
+
+def test_init_adopts_an_empty_clone_of_a_new_repository(tmp_path: Path) -> None:
+    bare = tmp_path / "memory.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    clone = tmp_path / "memory"
+    subprocess.run(["git", "clone", "-q", str(bare), str(clone)], check=True, capture_output=True)
+    done = run("init", str(clone))  # a clone tracks its remote: the person made it for this
+    assert done.returncode == 0, done.stderr
+
+
 @pytest.mark.parametrize(
     "files",
     [
@@ -199,3 +233,58 @@ def test_store_open_with_create_makes_only_the_default_vault(
     assert explicit.may_create_vault
     with Store.open(explicit, create=True) as store:
         assert store.vault.root == hermetic / "memstore"
+
+
+def bare_named_master(path: Path) -> Path:
+    """A bare repository as `git init --bare` makes it where the default branch is master."""
+    git(path.parent, "-c", "init.defaultBranch=master", "init", "-q", "--bare", str(path))
+    return path
+
+
+def test_sync_points_a_bare_remote_head_at_the_pushed_branch(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    assert run("init", str(vault)).returncode == 0
+    bare = bare_named_master(tmp_path / "memory.git")
+    env = {"MEMSTORE_VAULT": str(vault)}
+    assert run("add", "the osprey fishes at dawn", **env).returncode == 0
+    assert run("remote", "add", str(bare), **env).returncode == 0
+    assert run("sync", **env).returncode == 0
+    assert git(bare, "symbolic-ref", "HEAD") == "refs/heads/main\n"
+    clone = subprocess.run(
+        ["git", "clone", str(bare), str(tmp_path / "clone")], capture_output=True, text=True
+    )
+    assert clone.returncode == 0 and "nonexistent ref" not in clone.stderr, clone.stderr
+    assert (tmp_path / "clone" / ".gitattributes").is_file()
+    # a HEAD naming a branch that exists was someone's choice: never moved
+    git(bare, "branch", "keep", "main")
+    git(bare, "symbolic-ref", "HEAD", "refs/heads/keep")
+    assert run("add", "the osprey nests high", **env).returncode == 0
+    assert run("sync", **env).returncode == 0
+    assert git(bare, "symbolic-ref", "HEAD") == "refs/heads/keep\n"
+
+
+def test_adopting_a_clone_leaves_no_stale_branch_config_and_a_private_git_folder(
+    tmp_path: Path,
+) -> None:
+    vault = tmp_path / "vault"
+    assert run("init", str(vault)).returncode == 0
+    assert run("add", "the osprey fishes at dawn", MEMSTORE_VAULT=str(vault)).returncode == 0
+    bare = bare_named_master(tmp_path / "memory.git")
+    git(vault, "push", "-q", str(bare), "main")  # a plain push: HEAD still names master
+    clone = tmp_path / "clone"
+    subprocess.run(
+        ["sh", "-c", 'umask 022 && git clone -q "$0" "$1"', str(bare), str(clone)],
+        check=True,
+        capture_output=True,
+    )
+    assert "branch.master.remote" in git(clone, "config", "--local", "--list")
+    assert run("init", str(clone)).returncode == 0
+    config = git(clone, "config", "--local", "--list")
+    assert "branch.master." not in config, config
+    assert "branch.main.remote=origin" in config and "branch.main.merge=refs/heads/main" in config
+    loose = [
+        path
+        for path in [clone / ".git", *(clone / ".git").rglob("*")]
+        if not path.is_symlink() and path.stat().st_mode & 0o077
+    ]
+    assert loose == [], loose[:5]

@@ -406,6 +406,8 @@ def test_a_clone_of_a_bare_remote_on_master_takes_main_instead_of_forking(
         ["git", "-c", "init.defaultBranch=master", "init", "-q", "--bare", str(bare)], check=True
     )
     pushed_vault(tmp_path, bare, "Deploys go through the release train on Tuesdays")
+    assert git(bare, "symbolic-ref", "HEAD") == "refs/heads/main\n"  # sync's push set it
+    git(bare, "symbolic-ref", "HEAD", "refs/heads/master")  # as a plain git push leaves it
     second = tmp_path / "second"
     clone = subprocess.run(
         ["git", "clone", str(bare), str(second)], capture_output=True, text=True, check=True

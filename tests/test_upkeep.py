@@ -239,6 +239,21 @@ def test_log_filters_by_memory_source_and_date(vault: Path) -> None:
     assert json.loads(cli(vault, "log", "--since", "2999-01-01", "--json").stdout) == []
 
 
+def test_log_takes_an_age_as_list_does_and_shows_the_session_revert_needs(vault: Path) -> None:
+    cli(vault, "add", "Redis runs on 6380", env={"MEMSTORE_SESSION": "sess-42"})
+    recent = cli(vault, "log", "--since", "7d")  # before: "cannot read the date '7d'"
+    assert recent.returncode == 0, recent.stderr
+    line = recent.stdout.splitlines()[0]
+    assert "add(global): Redis runs on 6380" in line and line.endswith("(session sess-42)")
+    assert cli(vault, "list", "--since", "7d").returncode == 0
+    assert cli(vault, "log", "--since", "2999-01-01T00:00:00Z").stdout == "no commit matches\n"
+    refused = cli(vault, "log", "--since", "last week")
+    assert refused.returncode == 1 and "7d, 2w or 12h" in refused.stderr
+    assert cli(vault, "revert", "--session", "sess-42", "--yes").returncode == 0
+    subject = git(vault, "log", "-1", "--format=%s")
+    assert subject == "revert(session sess-42): 1 commit, 1 file\n"  # not "1 commits, 1 files"
+
+
 def test_show_and_search_as_of_a_date_match_a_checkout_of_that_date(
     vault: Path, tmp_path: Path
 ) -> None:
@@ -322,7 +337,7 @@ def test_revert_a_session_keeps_other_sessions_work(vault: Path) -> None:
         vault, "add", "A good memory from a trusted session", env=bad_env
     )  # the bad session bumped it too
     unknown = cli(vault, "revert", "--session", "injected-9", "--yes")
-    assert unknown.returncode == 1 and "'memstore log --json' shows" in unknown.stderr
+    assert unknown.returncode == 1 and "'memstore log' shows" in unknown.stderr
     done = cli(vault, "revert", "--session", "injected-1", "--yes")
     assert done.returncode == 0, done.stderr
     texts = [

@@ -1,0 +1,303 @@
+"""`--vault` wherever a command accepts it, a group's included: the command acts on that
+vault, and the default vault ($MEMSTORE_VAULT) and its remote stay byte for byte the same."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import typer
+from typer.testing import CliRunner
+
+from memstore.agent_hooks import EVENTS, event_first
+from memstore.cli import HOOK_EVENTS, app
+from memstore.curation import Curator
+from memstore.merge import conflict_body
+from memstore.store import Store
+from tests.conftest import git, settings_at
+
+EXE = Path(sys.executable).with_name("memstore")
+runner = CliRunner()
+ZEBRA = "the zebra crossing sensor reports in millimetres"
+OTHER = "the lighthouse lamp rotates every twelve seconds"
+
+
+@dataclass(frozen=True)
+class Seeded:
+    """A vault made for this test: its memories' ids and what a check needs."""
+
+    zebra: str  # the memory every read command must find
+    archived: str
+    conflicted: str
+    session: str  # the session a revert undoes
+    export: Path  # an export of another vault's memory, for restore
+    notes: Path  # an instruction file, for import
+    code: Path  # a source tree, for ingest
+
+
+def snapshot(*roots: Path) -> dict[str, bytes]:
+    """Every file under `roots` (git objects, config, index and state included)."""
+    return {
+        str(path): path.read_bytes()
+        for root in roots
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and not path.is_symlink()
+    }
+
+
+def bare(path: Path) -> Path:
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(path)], check=True)
+    return path
+
+
+def seed(root: Path, extras: Path) -> Seeded:
+    """Make the target vault at `root`: memories, an archived one, a conflict, a remote."""
+    from memstore.store import init_vault
+
+    init_vault(root, settings_at(root))
+    with Store.open(settings_at(root)) as store:
+        zebra = store.add(ZEBRA, workspace="global", keywords=("zebra",)).id
+        archived = store.add("an archived note about the walrus", workspace="global").id
+        store.set_remote(str(bare(extras / "target.git")))
+        store.sync()
+    with Store.open(settings_at(root)) as store:
+        Curator(store, datetime.now(UTC)).archive(archived)
+        added = store.add(OTHER, workspace="global")
+        conflicted, path = added.id, root / added.path
+    path.write_text(
+        path.read_text(encoding="utf-8").replace(OTHER + "\n", conflict_body(OTHER, "twelve")),
+        encoding="utf-8",
+    )
+    git(root, "commit", "-qam", "edit: conflicted by hand")
+    env = {**os.environ, "MEMSTORE_SESSION": "s-revert", "MEMSTORE_VAULT": str(root)}
+    subprocess.run([str(EXE), "add", "a session to revert"], env=env, check=True)
+    other = extras / "other"
+    init_vault(other, settings_at(other))
+    with Store.open(settings_at(other)) as store:
+        store.add("the yak shaver restores exports", workspace="global")
+    export = extras / "export.json"
+    env = {**os.environ, "MEMSTORE_VAULT": str(other)}
+    export.write_bytes(
+        subprocess.run([str(EXE), "export"], env=env, check=True, capture_output=True).stdout
+    )
+    notes = extras / "CLAUDE.md"
+    notes.write_text("# rules\n\n- always run the tapir linter\n", encoding="utf-8")
+    code = extras / "code"
+    code.mkdir()
+    (code / "ocelot.py").write_text("def ocelot_speed():\n    return 3\n", encoding="utf-8")
+    return Seeded(zebra, archived, conflicted, "s-revert", export, notes, code)
+
+
+LAUNCHER_PARSED = {"search", "add", "ingest", "hook", "daemon", "serve", "watch"}
+
+
+def cases(s: Seeded, scratch: Path) -> dict[tuple[str, ...], list[str]]:
+    """Each command that takes --vault, with the rest of its arguments."""
+    return {
+        ("add",): ["a new fact about the okapi"],
+        ("search",): ["zebra"],
+        ("show",): [s.zebra],
+        ("reindex",): [],
+        ("doctor",): [],
+        ("status",): [],
+        ("benchmark",): [],
+        ("sync",): [],
+        ("confirm",): [s.zebra],
+        ("audit",): [],
+        ("dedupe",): [],
+        ("promote",): [s.zebra, "--kind", "core"],
+        ("archive",): [s.zebra],
+        ("revive",): [s.archived],
+        ("forget",): [s.zebra, "--yes"],
+        ("log",): [],
+        ("revert",): ["--session", s.session, "--yes"],
+        ("import",): [str(s.notes)],
+        ("export",): [],
+        ("restore",): [str(s.export)],
+        ("gc",): [],
+        ("edit",): [s.zebra],
+        ("list",): [],
+        ("stats",): [],
+        ("ingest",): [str(s.code)],
+        ("agents",): ["--install", "claude-code", "--yes"],
+        ("remote",): [],
+        ("remote", "show"): [],
+        ("remote", "add"): [str(scratch / "elsewhere.git")],
+        ("conflicts",): [],
+        ("conflicts", "resolve"): [s.conflicted, "--keep", "2"],
+        ("init",): [],
+        ("hook",): ["prompt"],
+        ("serve",): [],
+        ("watch",): [],
+        ("daemon",): ["--stop"],
+    }
+
+
+def positions(words: tuple[str, ...], args: list[str], vault: str) -> list[list[str]]:
+    """The command lines naming `vault` in each place --vault is accepted: after each
+    group and command word, and after the arguments where the launcher parses by hand."""
+    option = ["--vault", vault]
+    lines = [[*words[: at + 1], *option, *words[at + 1 :], *args] for at in range(len(words))]
+    if len(words) > 1:
+        lines.append([*words[:1], *option, *words[1:], *option, *args])  # both, the same
+    if words[0] in LAUNCHER_PARSED:
+        lines.append([*words, *args, *option])
+    return lines
+
+
+def every_vault_command() -> set[tuple[str, ...]]:
+    """Every command (and group) whose --help offers --vault."""
+    found: set[tuple[str, ...]] = set()
+    groups = [((), typer.main.get_command(app))]
+    while groups:
+        path, group = groups.pop()
+        for name, command in group.commands.items():  # type: ignore[attr-defined]
+            words = (*path, name)
+            if not command.hidden and any(param.name == "vault" for param in command.params):
+                found.add(words)
+            if hasattr(command, "commands"):
+                groups.append((words, command))
+    return found
+
+
+def run_line(argv: list[str], env: dict[str, str], payload: str) -> tuple[int, str]:
+    """Run a command line: what the launcher parses by hand in the installed executable
+    (`watch` until it says it watches, then Ctrl-C), the rest through typer in-process."""
+    if argv[0] not in LAUNCHER_PARSED:
+        result = runner.invoke(app, argv, env=env, input=payload)
+        return result.exit_code, result.output
+    if argv[0] == "watch":
+        with subprocess.Popen(
+            [str(EXE), *argv], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        ) as process:
+            timer = threading.Timer(30, process.kill)  # a bound, not a sleep
+            timer.start()
+            assert process.stdout is not None
+            line = process.stdout.readline()
+            process.send_signal(signal.SIGINT)
+            out = line + process.stdout.read()
+            timer.cancel()
+            return (0 if process.wait() in (0, 130) else 1), out
+    done = subprocess.run(
+        [str(EXE), *argv],
+        env=env,
+        input=payload,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+def mcp_lines() -> str:
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "memory_recall", "arguments": {"query": "zebra crossing"}},
+        },
+    ]
+    return "".join(json.dumps(message) + "\n" for message in messages)
+
+
+def test_every_command_with_vault_acts_on_that_vault_only(tmp_path: Path) -> None:
+    default = tmp_path / "default"
+    assert subprocess.run([str(EXE), "init", str(default)], capture_output=True).returncode == 0
+    env = {**os.environ, "MEMSTORE_VAULT": str(default), "MEMSTORE_PROGRESS_DELAY": "999"}
+    subprocess.run([str(EXE), "add", "the default vault keeps the aardvark"], env=env, check=True)
+    subprocess.run([str(EXE), "remote", "add", str(bare(tmp_path / "default.git"))], env=env)
+    subprocess.run([str(EXE), "sync"], env=env, check=True, capture_output=True)
+    template = tmp_path / "template"
+    extras = tmp_path / "extras"
+    extras.mkdir()
+    seeded = seed(template / "target", extras)
+    editor = tmp_path / "editor.sh"
+    editor.write_text('#!/bin/sh\nprintf "seen again\\n" >> "$1"\n', encoding="utf-8")
+    editor.chmod(0o700)
+    env |= {"EDITOR": str(editor), "VISUAL": ""}
+    table = cases(seeded, tmp_path)
+    assert set(table) == every_vault_command() | {("hook",)}
+    before = snapshot(default, tmp_path / "default.git")
+    payloads = {
+        "hook": json.dumps({"prompt": "zebra crossing sensor", "cwd": str(tmp_path)}),
+        "serve": mcp_lines(),
+    }
+    for at, (words, args) in enumerate(table.items()):
+        for number, line in enumerate(positions(words, args, "VAULT")):
+            world = tmp_path / f"run-{at}-{number}"
+            shutil.copytree(template, world, symlinks=True)
+            shutil.copytree(extras / "target.git", world / "target.git")
+            target = world / "target"
+            git(target, "remote", "set-url", "origin", str(world / "target.git"))
+            if words == ("init",):
+                shutil.rmtree(target)
+            start = snapshot(target) if target.exists() else {}
+            argv = [str(target) if word == "VAULT" else word for word in line]
+            status, out = run_line(argv, env, payloads.get(words[0], ""))
+            assert status == (3 if words == ("status",) else 0), (argv, out)  # 3: not running
+            assert snapshot(default, tmp_path / "default.git") == before, argv
+            assert "aardvark" not in out and str(default) not in out, (argv, out)
+            markers = ("zebra", "twelve", "target", "okapi")
+            touched = snapshot(target) != start or any(m in out for m in markers)
+            assert touched, (argv, out)
+            shutil.rmtree(world)
+
+
+def test_a_group_and_its_command_naming_two_vaults_is_refused(tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    for path in (first, second):
+        assert subprocess.run([str(EXE), "init", str(path)], capture_output=True).returncode == 0
+    before = snapshot(first, second)
+    for line in (
+        ["remote", "--vault", str(first), "add", "/x.git", "--vault", str(second)],
+        [
+            "conflicts",
+            "--vault",
+            str(first),
+            "resolve",
+            "abc",
+            "--keep",
+            "1",
+            "--vault",
+            str(second),
+        ],
+    ):
+        done = subprocess.run([str(EXE), *line], capture_output=True, text=True)
+        assert done.returncode == 2 and "names two folders" in done.stderr, done.stderr
+    assert snapshot(first, second) == before
+
+
+def test_hook_takes_its_options_before_or_after_the_event() -> None:
+    assert set(HOOK_EVENTS) == set(EVENTS)
+    assert event_first(["--vault", "/v", "--source", "x", "prompt"]) == [
+        "prompt",
+        "--vault",
+        "/v",
+        "--source",
+        "x",
+    ]
+    assert event_first(["prompt", "--vault", "/v"]) == ["prompt", "--vault", "/v"]
+    assert event_first(["--if-novel", "capture"]) == ["capture", "--if-novel"]
+    assert event_first(["nonsense"]) == ["nonsense"]
+    assert event_first(["--vault=/v", "prompt"]) == ["prompt", "--vault", "/v"]
