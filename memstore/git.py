@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memstore.codec import parse_memory
+from memstore.codec import escape_name, is_utf8_name, parse_memory
 from memstore.errors import InvalidInputError, UncommittedEditError, VaultError
 from memstore.faults import crash_point
 from memstore.repo_name import find_enclosing_repository
@@ -85,6 +85,22 @@ class LogEntry:
     summary: str
     message: str
     time: int
+
+
+def _text_paths(paths: Iterable[str]) -> list[str]:
+    """Return the paths that are UTF-8 text; say in one line which are not (left uncommitted:
+    no commit message, id or index can hold their bytes)."""
+    kept = []
+    for path in paths:
+        if path.isascii() or is_utf8_name(path):
+            kept.append(path)
+        elif path not in _REPORTED:  # once per process: a daemon would say it at every status
+            _REPORTED.add(path)
+            log.warning("skipped %s: its name is not UTF-8 (rename it)", escape_name(path))
+    return kept
+
+
+_REPORTED: set[str] = set()
 
 
 def _pygit2() -> Any:
@@ -389,6 +405,7 @@ class GitRepo:
         """
         if paths is None:
             return self._status_paths()
+        paths = _text_paths(paths)
         pygit2 = _pygit2()
         try:
             unborn = self._repo.head_is_unborn
@@ -419,7 +436,7 @@ class GitRepo:
             status = self._repo.status()
         except pygit2.GitError as err:
             raise VaultError(f"cannot read git status in {self.root}: {err}") from err
-        return sorted(path for path, state in status.items() if state & ~quiet)
+        return sorted(_text_paths(path for path, state in status.items() if state & ~quiet))
 
     def merge_trees(self, base: str, ours: str, theirs: str, resolve: Resolver) -> str:
         """Merge the trees of three commits; `resolve` decides files both sides changed.
@@ -537,7 +554,9 @@ class GitRepo:
         for tree in (base, ours, theirs):
             for entry in tree or ():
                 entries.setdefault(entry.name, entry.filemode)
-        builder = repo.TreeBuilder()
+        # Start from ours and change only what differs: an entry whose name is not UTF-8 can
+        # be carried over but not inserted (pygit2 takes names as text)
+        builder = repo.TreeBuilder(ours) if ours is not None else repo.TreeBuilder()
         for name in sorted(entries):
             sides = [
                 tree[name] if tree is not None and name in tree else None
@@ -551,7 +570,18 @@ class GitRepo:
                 mode = pygit2.enums.FileMode.TREE
             else:
                 oid, mode = self._merge_blob(sides, path, resolve)
-            if oid is not None and not (mode == pygit2.enums.FileMode.TREE and len(repo[oid]) == 0):
+            if oid is not None and mode == pygit2.enums.FileMode.TREE and len(repo[oid]) == 0:
+                oid = None
+            mine = sides[1]
+            if mine is None and oid is None:
+                continue
+            if mine is not None and oid is not None and (mine.id, mine.filemode) == (oid, mode):
+                continue
+            if not _text_paths([path]):
+                continue  # said in one line; this side's version stays
+            if oid is None:
+                builder.remove(name)
+            else:
                 builder.insert(name, oid, mode)
         return builder.write()
 

@@ -496,11 +496,17 @@ class Indexer:
         head, _, size = (self._meta("git") or "").partition(" ")
         return head, int(size) if size.isdigit() else 0
 
-    def _catch_up(self, progress: Progress | None, workspace: str | None = None) -> CatchUp:
-        """Compare every file (of `workspace`, or the vault) with the manifest."""
+    def _catch_up(
+        self,
+        progress: Progress | None,
+        workspace: str | None = None,
+        skipped: list[FileProblem] | None = None,
+    ) -> CatchUp:
+        """Compare every file (of `workspace`, or the vault) with the manifest (`skipped`
+        receives the entries that look like memories but are not read: why, one each)."""
         started, head = time.time_ns(), self.vault.head()
         folders: dict[str, int] = {}
-        on_disk = self.vault.scan(workspace=workspace, folders=folders)
+        on_disk = self.vault.scan(skipped, workspace=workspace, folders=folders)
         known = self.fingerprints(workspace)
         changed = sorted(p for p, fp in on_disk.items() if known.get(p) != fp)
         removed = sorted(p for p in known if p not in on_disk)
@@ -1053,8 +1059,11 @@ def rebuild(vault: Vault, progress: Progress | None = None) -> tuple[Indexer, Ca
             SearchIndex.delete(left)
     SearchIndex.delete(fresh)
     indexer = Indexer._open_at(vault, fresh)
+    skipped: list[FileProblem] = []
     try:
-        result = indexer._catch_up(progress)
+        result = indexer._catch_up(progress, skipped=skipped)
+        # what the scan passed over is said too (a name that is not UTF-8, a folder named .md)
+        result = replace(result, problems=(*result.problems, *skipped))
     except BaseException:  # a failure or Ctrl-C: the half-built index goes (a kill: above)
         indexer.close()
         SearchIndex.delete(fresh)
