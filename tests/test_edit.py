@@ -11,8 +11,8 @@ import pty
 import select
 import shlex
 import subprocess
-import tempfile
 import sys
+import tempfile
 import time
 from pathlib import Path
 
