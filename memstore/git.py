@@ -1000,6 +1000,58 @@ def clear_stale_locks(root: Path, locks: list[Path]) -> list[str]:
     return removed
 
 
+# git commands that may wait in an editor and then move HEAD from where it was when they began
+_COMMITTING = frozenset({"commit", "merge", "rebase", "cherry-pick", "revert", "am", "pull"})
+
+
+def git_committing_in(root: Path) -> int | None:
+    """Return the pid of a git command committing in the vault right now (a `git commit`
+    waiting in its editor with the person's staged files), else None; 0 when it cannot tell
+    which process (no /proc) but git's index is locked."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return 0 if (root / ".git" / "index.lock").exists() else None
+    target = str(root.resolve())
+    ours = _ancestors()  # a git hook running memstore: its own git is not in the way
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) in ours:
+            continue
+        try:
+            if not (entry / "comm").read_text(encoding="utf-8").startswith("git"):
+                continue
+            cwd = os.readlink(entry / "cwd")
+            args = (entry / "cmdline").read_bytes().decode("utf-8", "replace").split("\0")
+        except OSError:
+            continue
+        inside = cwd == target or cwd.startswith(target + "/") or target in args
+        if inside and _subcommand(args) in _COMMITTING:
+            return int(entry.name)
+    return None
+
+
+def _subcommand(args: list[str]) -> str:
+    """The git subcommand of a command line (`git -C dir -c k=v commit -m x` → commit)."""
+    words = iter(args[1:])
+    for word in words:
+        if word in ("-C", "-c", "--git-dir", "--work-tree", "--namespace"):
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return ""
+
+
+def _ancestors() -> set[int]:
+    found, pid = {os.getpid()}, os.getppid()
+    while pid > 1 and pid not in found:
+        found.add(pid)
+        try:
+            stat_line = Path(f"/proc/{pid}/stat").read_bytes()
+            pid = int(stat_line.rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return found
+
+
 def git_running_in(root: Path) -> bool:
     """Return whether a git process is working in (or on) the vault right now."""
     proc = Path("/proc")
