@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memstore.errors import InvalidInputError, VaultError
-from memstore.hook_config import json_refusal
+from memstore.hook_config import json_refusal, render_restored
 
 SERVER_NAME = "memstore"
 
@@ -36,6 +36,7 @@ class Agent:
     note: str = ""
     configured: bool = False  # the agent's config folder exists (memstore may have made it)
     hooks_path: Path | None = None  # where memstore's hooks go; None: no hooks for this agent
+    old_hooks_path: Path | None = None  # where an older install put them: moved out on install
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class InstallPlan:
     agent: Agent
     block: str  # the snippet a person could add by hand
     new_text: str | None  # None: nothing to write (refused, unchanged, or not writable)
-    status: str  # "write" | "unchanged" | "refused" | "manual"
+    status: str  # "write" | "unchanged" | "refused" | "manual" | "delete"
     reason: str = ""
 
     @property
@@ -102,7 +103,12 @@ def find_agents(
             found("claude", at=claude_bins),
             "" if repo_root else "not in a git repository: use the printed 'claude mcp add' line",
             (home / ".claude").exists() or (home / ".claude.json").exists(),
-            (repo_root or home) / ".claude" / "settings.json",
+            # the hooks hold this machine's paths: in a project, the personal settings file
+            # (Claude Code keeps settings.local.json out of git), never the shared one
+            repo_root / ".claude" / "settings.local.json"
+            if repo_root
+            else home / ".claude" / "settings.json",
+            repo_root / ".claude" / "settings.json" if repo_root else None,
         ),
         Agent(
             "codex",
@@ -288,15 +294,22 @@ def claude_remove_line() -> str:
     return f"claude mcp remove --scope user {SERVER_NAME}"
 
 
-def plan_uninstall(agent: Agent, current: str | None) -> InstallPlan:
-    """Decide how to take memstore's server out of `agent`'s config, keeping everything else."""
+def plan_uninstall(
+    agent: Agent, current: str | None, originals: tuple[str, ...] = ()
+) -> InstallPlan:
+    """Decide how to take memstore's server out of `agent`'s config, keeping everything else.
+
+    `originals` are the file's texts before memstore wrote it (its backups, newest first): when
+    what is left is what one held, that text comes back byte for byte; a file left empty that no
+    original had (memstore made it) is deleted.
+    """
     if agent.path is None:
         by_hand = claude_remove_line() if agent.name == "claude-code" else ""
         return InstallPlan(agent, by_hand, None, "manual", agent.note)
     if current is None or not current.strip():
         return InstallPlan(agent, "", None, "unchanged")
     if agent.key == "mcp_servers":
-        return _unplan_toml(agent, current)
+        return _unplan_toml(agent, current, originals)
     try:
         data = json.loads(current)
     except json.JSONDecodeError as err:
@@ -309,7 +322,8 @@ def plan_uninstall(agent: Agent, current: str | None) -> InstallPlan:
     merged = (
         {**data, agent.key: rest} if rest else {k: v for k, v in data.items() if k != agent.key}
     )
-    return InstallPlan(agent, "", json.dumps(merged, indent=2) + "\n", "write")
+    text = render_restored(merged, current, originals)
+    return InstallPlan(agent, "", text, "write" if text is not None else "delete")
 
 
 _SUBTABLE = re.compile(
@@ -317,7 +331,7 @@ _SUBTABLE = re.compile(
 )
 
 
-def _unplan_toml(agent: Agent, current: str) -> InstallPlan:
+def _unplan_toml(agent: Agent, current: str, originals: tuple[str, ...]) -> InstallPlan:
     try:
         before = tomllib.loads(current)
     except tomllib.TOMLDecodeError as err:
@@ -343,6 +357,14 @@ def _unplan_toml(agent: Agent, current: str) -> InstallPlan:
             "refused",
             f"{agent.path} defines mcp_servers in a form memstore will not edit",
         )
+    for text in originals:  # the text it had before memstore wrote it, byte for byte
+        try:
+            if tomllib.loads(text) == after:
+                return InstallPlan(agent, "", text, "write")
+        except tomllib.TOMLDecodeError:
+            continue
+    if not new_text:
+        return InstallPlan(agent, "", None, "delete")  # memstore made it; nothing else is in it
     return InstallPlan(agent, "", new_text, "write")
 
 
@@ -385,6 +407,38 @@ def write_config(path: Path, text: str, backups: Path | None = None) -> Path | N
     except OSError as err:
         raise VaultError(f"cannot write {path}: {err.strerror}; add the block by hand") from err
     return backup
+
+
+def remove_config(path: Path, backups: Path | None = None) -> Path | None:
+    """Delete a config file memstore made and emptied, keeping a copy of it; return the copy."""
+    try:
+        folder = backups or path.parent
+        folder.mkdir(parents=True, exist_ok=True)
+        backup = _free_name(folder / f"{path.name}.bak-{time.strftime('%Y%m%dT%H%M%S')}")
+        shutil.copy2(path, backup)
+        path.unlink()
+    except OSError as err:
+        raise VaultError(f"cannot remove {path}: {err.strerror}") from err
+    return backup
+
+
+def read_backups(path: Path, backups: Path | None = None) -> tuple[str, ...]:
+    """Return the texts of the copies write_config kept of `path`, newest first."""
+    folder = backups or path.parent
+    copies = sorted(folder.glob(f"{path.name}.bak-*"), key=_backup_order)
+    texts = []
+    for copy in reversed(copies):
+        try:
+            texts.append(copy.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            continue  # a copy it cannot read is not an original to give back
+    return tuple(texts)
+
+
+def _backup_order(copy: Path) -> tuple[str, int]:
+    """Order backups by the time in their name, then the -2, -3 … of one second."""
+    stamp, _, n = copy.name.rpartition(".bak-")[2].partition("-")
+    return stamp, int(n) if n.isdigit() else 1
 
 
 def _free_name(path: Path) -> Path:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -21,6 +22,8 @@ from memstore.agents import (
     is_registered,
     plan_install,
     plan_uninstall,
+    read_backups,
+    remove_config,
     runs_codex_notify,
     write_config,
 )
@@ -64,8 +67,9 @@ def agents(
 ) -> None:
     """List coding agents and their MCP config files, or register memstore with one.
 
-    --install also adds memstore's hooks (Claude Code: .claude/settings.json of the project, or
-    ~/.claude/settings.json outside one; Codex: ~/.codex/hooks.json) unless --no-hooks. The
+    --install also adds memstore's hooks (Claude Code: .claude/settings.local.json of the project,
+    kept out of git, or ~/.claude/settings.json outside one; Codex: ~/.codex/hooks.json) unless
+    --no-hooks; hooks of your own, even ones running memstore, are never changed. The
     server is registered with the vault in effect: --vault, else $MEMSTORE_VAULT (written into
     the agent's config), else the default ~/memstore.
 
@@ -123,9 +127,14 @@ def _hooks_column(agent: Agent) -> str:
     if agent.hooks_path is None:
         return "-"
     try:
-        return hooks_state(_read(agent.hooks_path), HOOKS[agent.name])
+        states = {
+            hooks_state(_read(path), HOOKS[agent.name], agent.name)
+            for path in (agent.hooks_path, agent.old_hooks_path)
+            if path is not None
+        }
     except InvalidInputError:
         return "?"
+    return "yes" if "yes" in states else ("some" if "some" in states else "no")
 
 
 def _list(found: list[Agent], as_json: bool) -> None:
@@ -171,14 +180,18 @@ def _install(agent: Agent, where: str, yes: bool, no_hooks: bool) -> None:
                 agent.hooks_path, _read(agent.hooks_path), HOOKS[agent.name], exe, agent.name, where
             )
         )
+        plans += _moved_out(agent)
     _refuse_if_any(plans, no_hooks)
+    for plan in plans:
+        for note in plan.notes if isinstance(plan, HooksPlan) else ():
+            typer.echo(f"{agent.title}: {note}")
     if server.status == "manual":
         what = "Run" if agent.name == "claude-code" else "Add"
         typer.echo(f"{agent.title}: {server.reason}. {what}:\n\n  {server.block}\n")
     for plan in plans:
-        if plan.status == "unchanged":
+        if plan.status == "unchanged" and plan.path != agent.old_hooks_path:
             typer.echo(f"{agent.title}: {_done_already(agent, plan)}")
-    pending = [p for p in plans if p.status == "write"]
+    pending = [p for p in plans if p.status in ("write", "delete")]
     if not pending:
         return
     question = " and ".join(_install_phrase(agent, p) for p in pending)
@@ -189,6 +202,7 @@ def _install(agent: Agent, where: str, yes: bool, no_hooks: bool) -> None:
             f"{agent.title}: {_install_done(agent, plan)}"
             + (f" (backup: {backup})" if backup else "")
         )
+        _keep_personal(agent, plan)
     if any(isinstance(p, HooksPlan) for p in pending) and agent.name == "codex":
         typer.echo("Codex runs a new hook only once you approve it: start codex and open /hooks.")
         if runs_codex_notify(_read(agent.path)):
@@ -198,6 +212,55 @@ def _install(agent: Agent, where: str, yes: bool, no_hooks: bool) -> None:
             )
 
 
+def _moved_out(agent: Agent) -> list[Plan]:
+    """Plan taking memstore's hooks out of where an older install put them (a shared file)."""
+    path = agent.old_hooks_path
+    if path is None or not path.is_file():
+        return []
+    plan = plan_remove_hooks(
+        path, _read(path), HOOKS[agent.name], agent.name, read_backups(path, _backups_for(path))
+    )
+    return [plan] if plan.status != "unchanged" else []
+
+
+def _keep_personal(agent: Agent, plan: Plan) -> None:
+    """Keep a project file holding this machine's paths out of git, or say loudly that it is not."""
+    path = Path(plan.path) if plan.path is not None else None
+    project = find_enclosing_repository(path.parent) if path else None
+    if path is None or project is None or plan.status != "write" or _is_ignored(project, path):
+        return
+    exclude = project / ".git" / "info" / "exclude"
+    if (
+        isinstance(plan, HooksPlan)
+        and path.name == "settings.local.json"
+        and exclude.parent.is_dir()
+    ):
+        entry = "/" + path.relative_to(project).as_posix()
+        before = exclude.read_text(encoding="utf-8") if exclude.is_file() else ""
+        glue = "" if not before or before.endswith("\n") else "\n"
+        exclude.write_text(f"{before}{glue}{entry}\n", encoding="utf-8")
+        typer.echo(f"{agent.title}: {path} holds this machine's paths: added {entry} to {exclude}")
+        return
+    typer.echo(
+        f"Warning: {path} now holds this machine's paths (memstore, your vault) and git does "
+        "not ignore it: keep it out of the project's commits (add it to .gitignore), or "
+        "register per user instead (docs/agents.md)",
+        err=True,
+    )
+
+
+def _is_ignored(project: Path, path: Path) -> bool:
+    try:
+        found = subprocess.run(
+            ["git", "-C", str(project), "check-ignore", "-q", str(path)],
+            capture_output=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return found.returncode == 0
+
+
 def _done_already(agent: Agent, plan: Plan) -> str:
     if isinstance(plan, HooksPlan):
         return f"memstore's hooks are already in {plan.path}"
@@ -205,22 +268,35 @@ def _done_already(agent: Agent, plan: Plan) -> str:
 
 
 def _install_phrase(agent: Agent, plan: Plan) -> str:
+    if isinstance(plan, HooksPlan) and plan.path == agent.old_hooks_path:
+        return f"move memstore's hooks out of {plan.path}"
     if isinstance(plan, HooksPlan):
         return f"add memstore's hooks ({_events(agent)}) to {plan.path}"
     return f"register memstore in {agent.path}"
 
 
 def _install_done(agent: Agent, plan: Plan) -> str:
+    if isinstance(plan, HooksPlan) and plan.path == agent.old_hooks_path:
+        return f"took memstore's hooks out of {plan.path} (they belong in {agent.hooks_path})"
     if isinstance(plan, HooksPlan):
         return f"added memstore's hooks ({_events(agent)}) to {plan.path}"
     return f"registered memstore in {agent.path}"
 
 
 def _uninstall(agent: Agent, yes: bool, no_hooks: bool) -> None:
-    server = plan_uninstall(agent, _read(agent.path))
+    server = plan_uninstall(agent, _read(agent.path), _originals(agent.path))
     plans: list[Plan] = [server]
     if agent.hooks_path is not None and not no_hooks:
-        plans.append(plan_remove_hooks(agent.hooks_path, _read(agent.hooks_path)))
+        plans.append(
+            plan_remove_hooks(
+                agent.hooks_path,
+                _read(agent.hooks_path),
+                HOOKS[agent.name],
+                agent.name,
+                _originals(agent.hooks_path),
+            )
+        )
+        plans += _moved_out(agent)
     _refuse_if_any(plans, no_hooks)
     if server.status == "manual":
         typer.echo(
@@ -231,7 +307,7 @@ def _uninstall(agent: Agent, yes: bool, no_hooks: bool) -> None:
         if plan.status == "unchanged":
             what = "no memstore hooks in" if isinstance(plan, HooksPlan) else "memstore is not in"
             typer.echo(f"{agent.title}: {what} {plan.path}")
-    pending = [p for p in plans if p.status == "write"]
+    pending = [p for p in plans if p.status in ("write", "delete")]
     if not pending:
         return
     paths = " and ".join(str(p.path) for p in pending)
@@ -239,8 +315,10 @@ def _uninstall(agent: Agent, yes: bool, no_hooks: bool) -> None:
     for plan in pending:
         backup = _write(plan)
         what = "memstore's hooks" if isinstance(plan, HooksPlan) else "memstore"
+        gone = " (memstore had made it; nothing else was in it: removed)"
         typer.echo(
             f"{agent.title}: removed {what} from {plan.path}"
+            + (gone if plan.status == "delete" else "")
             + (f" (backup: {backup})" if backup else "")
         )
 
@@ -270,10 +348,21 @@ def _confirm(question: str, pending: list[Plan], yes: bool) -> None:
 
 def _write(plan: Plan) -> Path | None:
     path = Path(plan.path) if plan.path is not None else None
+    if path is not None and plan.status == "delete":
+        return remove_config(path, _backups_for(path))
     if path is None or plan.new_text is None:  # only "write" plans get here
         raise InvalidInputError("nothing to write")
+    return write_config(path, plan.new_text, _backups_for(path))
+
+
+def _backups_for(path: Path) -> Path | None:
+    """Where a config's backups go: .git/memstore-backups for a project's file, else beside it."""
     project = find_enclosing_repository(path.parent)
     git_dir = project / ".git" if project else None
     # in a worktree or submodule .git is a file: the backup then stays beside the config
-    backups = git_dir / "memstore-backups" if git_dir and git_dir.is_dir() else None
-    return write_config(path, plan.new_text, backups)
+    return git_dir / "memstore-backups" if git_dir and git_dir.is_dir() else None
+
+
+def _originals(path: Path | None) -> tuple[str, ...]:
+    """The texts a config had before memstore wrote it (its backups), newest first."""
+    return read_backups(path, _backups_for(path)) if path is not None else ()

@@ -49,6 +49,7 @@ RRF_K = 60  # reciprocal rank fusion's usual constant: rank 1 and rank 2 stay cl
 # state.sqlite's layout and what a chunk's document holds (3: its prose, `prose`), as
 # PRAGMA user_version: a code index of another one is rebuilt
 SCHEMA = 3
+SHOWN_PATHS = 100  # at most this many already-chunked paths in an ingest's summary
 LOCK_FILE = "code.lock"  # .memstore/: one writer of the code index at a time, across processes
 LOCK_WAIT_S = 10.0  # an ingest waits this long for another process's to finish
 RACY_NS = 2_000_000_000  # a file changed this close to its reading may change again unseen
@@ -81,6 +82,10 @@ class IngestSummary:
     unchanged: int = 0
     removed: int = 0
     seconds: float = 0.0
+    # files changed since the last ingest that a running memstore (the daemon's watcher, a
+    # search's catch-up) already chunked: this ingest found them current, but they changed
+    already_chunked: int = 0
+    already_chunked_paths: list[str] = field(default_factory=list)  # the first SHOWN_PATHS
 
     def as_json(self) -> dict[str, object]:
         return asdict(self)
@@ -211,6 +216,7 @@ class CodeIndex:
                 self._db.execute("DELETE FROM chunks WHERE root = ?", [target])
                 self._db.execute("DELETE FROM files WHERE root = ?", [target])
                 self._db.execute("DELETE FROM complete WHERE root = ?", [target])
+                self._db.execute("DELETE FROM caught_up WHERE root = ?", [target])
             _write_roots(
                 self.state_dir, [r for r in registered_roots(self.state_dir) if r.path != target]
             )
@@ -245,6 +251,7 @@ class CodeIndex:
             walk = walk_sources(root, known=self._known(str(root)))
             summary = IngestSummary(str(root), workspace, dry_run=dry_run)
             self._bring_up_to_date(walk, workspace, summary, progress=progress)
+            self._report_caught_up(str(root), summary, clear=not dry_run)
             if not dry_run and known is None:
                 added = datetime.now(UTC).isoformat(timespec="seconds")
                 current = registered_roots(self.state_dir)
@@ -252,20 +259,50 @@ class CodeIndex:
         summary.seconds = round(time.perf_counter() - started, 3)
         return summary
 
-    def refresh(self, root: CodeRoot, *, wait: float = 0.0) -> IngestSummary | None:
+    def refresh(
+        self, root: CodeRoot, *, wait: float = 0.0, refill: bool = True
+    ) -> IngestSummary | None:
         """Bring one registered root up to date (after a change under it was seen); None
-        when another writer holds the code index longer than `wait` seconds."""
+        when another writer holds the code index longer than `wait` seconds. Without
+        `refill` (a reader's catch-up) a root not chunked whole is left alone, and so are
+        the other roots: chunking a lost index again is a writer's work, minutes long."""
         started = time.perf_counter()
         try:
             with self.writing(wait):
-                self.refill()
+                if refill:
+                    self.refill()
+                elif not self._is_complete(root.path):
+                    return None
                 summary = IngestSummary(root.path, root.workspace)
                 walk = walk_sources(Path(root.path), known=self._known(root.path))
-                self._bring_up_to_date(walk, root.workspace, summary)
+                changed = self._bring_up_to_date(walk, root.workspace, summary)
+                if changed:  # the next `memstore ingest` of this root says they changed
+                    with self._mutex, self._transaction():
+                        self._db.executemany(
+                            "INSERT OR IGNORE INTO caught_up VALUES (?, ?)",
+                            [[root.path, path] for path in changed],
+                        )
         except BusyError:
             return None
         summary.seconds = round(time.perf_counter() - started, 3)
         return summary
+
+    @_guarded
+    def _is_complete(self, root: str) -> bool:
+        row = self._db.execute("SELECT 1 FROM complete WHERE root = ?", [root]).fetchone()
+        return row is not None
+
+    def _report_caught_up(self, root: str, summary: IngestSummary, *, clear: bool) -> None:
+        """Put the files a running memstore chunked since the last ingest into `summary`."""
+        with self._mutex:
+            rows = self._db.execute(
+                "SELECT path FROM caught_up WHERE root = ? ORDER BY path", [root]
+            ).fetchall()
+            if clear and rows:
+                with self._transaction():
+                    self._db.execute("DELETE FROM caught_up WHERE root = ?", [root])
+        summary.already_chunked = len(rows)
+        summary.already_chunked_paths = [row[0] for row in rows[:SHOWN_PATHS]]
 
     def refill(self, *, skip: str = "") -> list[IngestSummary]:
         """Chunk the registered roots this index does not hold whole (it was deleted, or a
@@ -337,7 +374,8 @@ class CodeIndex:
         summary: IngestSummary,
         *,
         progress: Progress | None = None,
-    ) -> None:
+    ) -> list[str]:
+        """Chunk what changed under the walked root; return the files whose chunks changed."""
         root = str(walk.root)
         summary.files_scanned = len(walk.files)
         summary.files_skipped = dict(walk.skipped)
@@ -419,7 +457,7 @@ class CodeIndex:
             if seen[path][2] is None:
                 suspect[path] = set()
         if summary.dry_run:
-            return
+            return dirty
         with self._mutex:
             if dirty:  # a kill from here on leaves these files to be read again, and checked
                 with self._transaction():
@@ -453,6 +491,7 @@ class CodeIndex:
                     "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", file_rows
                 )
                 self._db.execute("INSERT OR IGNORE INTO complete VALUES (?)", [root])
+        return dirty
 
     def rebuild(self, progress: Progress | None = None) -> list[IngestSummary]:
         """Chunk every registered root again into an empty index (for `memstore reindex`)."""
@@ -814,6 +853,10 @@ def _create_tables(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks (root, path)")
     # the roots chunked whole: one a killed run left midway is not here, so it is redone
     db.execute("CREATE TABLE IF NOT EXISTS complete (root TEXT PRIMARY KEY)")
+    # files a refresh (not an ingest) chunked again, until the next ingest of the root says so
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS caught_up (root TEXT, path TEXT, PRIMARY KEY (root, path))"
+    )
     db.execute("CREATE INDEX IF NOT EXISTS chunks_by_leaf ON chunks (leaf)")
     db.execute("CREATE INDEX IF NOT EXISTS chunks_by_base ON chunks (base)")
 

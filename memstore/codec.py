@@ -603,3 +603,18 @@ def _reads_as_memory(text: str, expected: Memory) -> bool:
 
 def _without_notes(raw: str) -> str:
     return "\n".join(line for line in raw.split("\n") if not _is_note(line))
+
+
+def is_utf8_name(name: str) -> bool:
+    """Say whether a file name read from the disk is UTF-8 text (not bytes smuggled in as
+    surrogate escapes, which no index, id or commit message can hold)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def escape_name(name: str) -> str:
+    """Return a file name fit to print: bytes that are not UTF-8 shown as \\xNN."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")

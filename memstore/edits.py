@@ -3,14 +3,17 @@
 A change memstore did not make never rides inside an agent's add, a usage flush, a merge
 or a revert: each writer first commits the files it is about to touch if they differ from
 HEAD, as `edit(<workspace>): …` with `Memstore-Source: editor` and no session (so
-`revert --session` never undoes it). Sync and the watcher commit every outside edit.
+`revert --session` never undoes it). Sync and the watcher commit every outside edit. While
+a person's git command is committing in the vault (`git commit` waiting in its editor), no
+edit is committed: their staged files are theirs to commit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from memstore.git import GitRepo, Trailers
+from memstore.errors import VaultError
+from memstore.git import GitRepo, Trailers, git_committing_in
 from memstore.model import summary
 from memstore.vault import Vault
 
@@ -23,6 +26,14 @@ def commit_edits(vault: Vault, git: GitRepo, host: str, paths: Iterable[str] | N
     Returns the commits made (none when nothing differs from HEAD).
     """
     changed = [p for p in git.changed_paths(paths) if _is_vault_file(p)]
+    if changed and (pid := git_committing_in(vault.root)) is not None:
+        # The person's `git commit` (editor open, their files staged) would fail if HEAD moved
+        # under it, and their staged files must not become an edit(...) commit of ours.
+        who = f" (pid {pid})" if pid else ""
+        raise VaultError(
+            f"a git commit is under way in {vault.root}{who}: memstore leaves the files "
+            "changed by hand to it; run the command again once it has finished"
+        )
     by_workspace: dict[str, list[str]] = {}
     for path in changed:
         workspace = path.split("/", 1)[0] if "/" in path else "vault"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memstore.codec import parse_memory
+from memstore.codec import escape_name, is_utf8_name, parse_memory
 from memstore.errors import InvalidInputError, UncommittedEditError, VaultError
 from memstore.faults import crash_point
 from memstore.repo_name import find_enclosing_repository
@@ -85,6 +85,22 @@ class LogEntry:
     summary: str
     message: str
     time: int
+
+
+def _text_paths(paths: Iterable[str]) -> list[str]:
+    """Return the paths that are UTF-8 text; say in one line which are not (left uncommitted:
+    no commit message, id or index can hold their bytes)."""
+    kept = []
+    for path in paths:
+        if path.isascii() or is_utf8_name(path):
+            kept.append(path)
+        elif path not in _REPORTED:  # once per process: a daemon would say it at every status
+            _REPORTED.add(path)
+            log.warning("skipped %s: its name is not UTF-8 (rename it)", escape_name(path))
+    return kept
+
+
+_REPORTED: set[str] = set()
 
 
 def _pygit2() -> Any:
@@ -397,6 +413,7 @@ class GitRepo:
         """
         if paths is None:
             return self._status_paths()
+        paths = _text_paths(paths)
         pygit2 = _pygit2()
         try:
             unborn = self._repo.head_is_unborn
@@ -427,7 +444,7 @@ class GitRepo:
             status = self._repo.status()
         except pygit2.GitError as err:
             raise VaultError(f"cannot read git status in {self.root}: {err}") from err
-        return sorted(path for path, state in status.items() if state & ~quiet)
+        return sorted(_text_paths(path for path, state in status.items() if state & ~quiet))
 
     def merge_trees(self, base: str, ours: str, theirs: str, resolve: Resolver) -> str:
         """Merge the trees of three commits; `resolve` decides files both sides changed.
@@ -545,7 +562,9 @@ class GitRepo:
         for tree in (base, ours, theirs):
             for entry in tree or ():
                 entries.setdefault(entry.name, entry.filemode)
-        builder = repo.TreeBuilder()
+        # Start from ours and change only what differs: an entry whose name is not UTF-8 can
+        # be carried over but not inserted (pygit2 takes names as text)
+        builder = repo.TreeBuilder(ours) if ours is not None else repo.TreeBuilder()
         for name in sorted(entries):
             sides = [
                 tree[name] if tree is not None and name in tree else None
@@ -559,7 +578,18 @@ class GitRepo:
                 mode = pygit2.enums.FileMode.TREE
             else:
                 oid, mode = self._merge_blob(sides, path, resolve)
-            if oid is not None and not (mode == pygit2.enums.FileMode.TREE and len(repo[oid]) == 0):
+            if oid is not None and mode == pygit2.enums.FileMode.TREE and len(repo[oid]) == 0:
+                oid = None
+            mine = sides[1]
+            if mine is None and oid is None:
+                continue
+            if mine is not None and oid is not None and (mine.id, mine.filemode) == (oid, mode):
+                continue
+            if not _text_paths([path]):
+                continue  # said in one line; this side's version stays
+            if oid is None:
+                builder.remove(name)
+            else:
                 builder.insert(name, oid, mode)
         return builder.write()
 
@@ -1047,6 +1077,58 @@ def clear_stale_locks(root: Path, locks: list[Path]) -> list[str]:
                 break
             time.sleep(min(STALE_LOCK_S - age, 0.25))  # bounded: at most STALE_LOCK_S in all
     return removed
+
+
+# git commands that may wait in an editor and then move HEAD from where it was when they began
+_COMMITTING = frozenset({"commit", "merge", "rebase", "cherry-pick", "revert", "am", "pull"})
+
+
+def git_committing_in(root: Path) -> int | None:
+    """Return the pid of a git command committing in the vault right now (a `git commit`
+    waiting in its editor with the person's staged files), else None; 0 when it cannot tell
+    which process (no /proc) but git's index is locked."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return 0 if (root / ".git" / "index.lock").exists() else None
+    target = str(root.resolve())
+    ours = _ancestors()  # a git hook running memstore: its own git is not in the way
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) in ours:
+            continue
+        try:
+            if not (entry / "comm").read_text(encoding="utf-8").startswith("git"):
+                continue
+            cwd = os.readlink(entry / "cwd")
+            args = (entry / "cmdline").read_bytes().decode("utf-8", "replace").split("\0")
+        except OSError:
+            continue
+        inside = cwd == target or cwd.startswith(target + "/") or target in args
+        if inside and _subcommand(args) in _COMMITTING:
+            return int(entry.name)
+    return None
+
+
+def _subcommand(args: list[str]) -> str:
+    """The git subcommand of a command line (`git -C dir -c k=v commit -m x` → commit)."""
+    words = iter(args[1:])
+    for word in words:
+        if word in ("-C", "-c", "--git-dir", "--work-tree", "--namespace"):
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return ""
+
+
+def _ancestors() -> set[int]:
+    found, pid = {os.getpid()}, os.getppid()
+    while pid > 1 and pid not in found:
+        found.add(pid)
+        try:
+            stat_line = Path(f"/proc/{pid}/stat").read_bytes()
+            pid = int(stat_line.rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return found
 
 
 def git_running_in(root: Path) -> bool:

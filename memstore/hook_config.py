@@ -1,15 +1,18 @@
 """Memstore's entries in an agent's hook settings (settings.json, hooks.json): plan adding or removing them.
 
 Pure: text in, text out. Both Claude Code and Codex keep hooks as
-`{"hooks": {EVENT: [{"matcher": …, "hooks": [{"type": "command", "command": …}]}]}}`; an entry is
-memstore's when its command runs `memstore hook …` (or one of the hooks/claude-code scripts).
-Everything else in the file is the person's and is kept as it is.
+`{"hooks": {EVENT: [{"matcher": …, "hooks": [{"type": "command", "command": …}]}]}}`. An entry is
+memstore's only when its command is exactly what `agents --install` writes (`hook_command`: an
+absolute path to memstore, `hook`, the hook's arguments, the agent's `--source`, an optional
+`--vault`); a hook a person wrote that runs memstore too (`memstore hook prompt --source mybot`)
+is theirs and is never changed or removed. Everything else in the file is kept as it is.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -51,8 +54,9 @@ class HooksPlan:
     path: PurePath
     block: str  # the hooks to add by hand
     new_text: str | None  # None: nothing to write
-    status: str  # "write" | "unchanged" | "refused"
+    status: str  # "write" | "unchanged" | "refused" | "delete" (nothing but ours was in it)
     reason: str = ""
+    notes: tuple[str, ...] = ()  # hooks of the person's left alone, one line each
 
 
 def hook_command(exe: str, spec: HookSpec, source: str, vault: str = "") -> str:
@@ -85,13 +89,11 @@ def _group(spec: HookSpec, command: str) -> dict[str, Any]:
 
 
 def memstore_hook_event(command: object) -> str | None:
-    """Return which memstore hook a command runs ('prompt', 'capture' …), or None if not ours."""
-    if not isinstance(command, str):
-        return None
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return None
+    """Return which memstore hook a command runs ('prompt', 'capture' …), or None if none.
+
+    Anyone's: a hook a person wrote counts too (see `is_ours` for the ones memstore wrote).
+    """
+    words = _words(command)
     while words and "=" in words[0] and not words[0].startswith(("/", ".")):
         words = words[1:]  # VAR=value prefixes
     if not words:
@@ -102,6 +104,30 @@ def memstore_hook_event(command: object) -> str | None:
     if program.name in ("memstore", "memstore.exe") and words[1:2] == ["hook"] and len(words) > 2:
         return words[2]
     return None
+
+
+def is_ours(command: object, spec: HookSpec, source: str) -> bool:
+    """Say whether a hook command is exactly the one `agents --install` writes for `spec`.
+
+    Any absolute path to memstore and any vault count (memstore moved, another vault); any other
+    difference (a bare `memstore`, another `--source`, an extra argument) makes it the person's.
+    """
+    words = _words(command)
+    if not words or not PurePath(words[0]).is_absolute():
+        return False
+    if PurePath(words[0]).name not in ("memstore", "memstore.exe"):
+        return False
+    vault = words[-1] if len(words) > 2 and words[-2] == "--vault" else ""
+    return command == hook_command(words[0], spec, source, vault)
+
+
+def _words(command: object) -> list[str]:
+    if not isinstance(command, str):
+        return []
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return []
 
 
 def _event_name(spec: HookSpec) -> str:
@@ -133,20 +159,42 @@ def _parse(path: PurePath, current: str | None) -> tuple[dict[str, Any] | None, 
     return data, ""
 
 
-def _our_hooks(hooks: dict[str, Any], events: tuple[str, ...], name: str) -> list[dict[str, Any]]:
-    """Return memstore's hook entries running `name`, in these events (live objects, to edit)."""
+def _entries(hooks: dict[str, Any], events: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Return every hook entry in these events (live objects, to edit)."""
     found = []
     for event in events:
         for group in hooks.get(event, []):
             inner = group.get("hooks") if isinstance(group, dict) else None
-            for hook in inner if isinstance(inner, list) else []:
-                if isinstance(hook, dict) and memstore_hook_event(hook.get("command")) == name:
-                    found.append(hook)
+            found += [h for h in (inner if isinstance(inner, list) else []) if isinstance(h, dict)]
     return found
 
 
-def _dump(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+def _our_hooks(hooks: dict[str, Any], spec: HookSpec, source: str) -> list[dict[str, Any]]:
+    """Return the entries memstore wrote for `spec` (in its event or the ones it may move to)."""
+    return [
+        h
+        for h in _entries(hooks, (spec.event, *spec.also_in))
+        if is_ours(h.get("command"), spec, source)
+    ]
+
+
+def _their_hooks(hooks: dict[str, Any], spec: HookSpec) -> list[str]:
+    """Return the person's own commands running the same memstore hook as `spec`."""
+    return [
+        h["command"]
+        for h in _entries(hooks, (spec.event, *spec.also_in))
+        if memstore_hook_event(h.get("command")) == _event_name(spec)
+    ]
+
+
+def _dump(data: dict[str, Any], like: str | None = None) -> str:
+    """Render settings as JSON, indented the way the file it replaces was (2 spaces if new)."""
+    indent: int | str = 2
+    found = re.search(r"^[{\[][^\n]*\n([ \t]+)\S", like or "")
+    if found:
+        width = found.group(1)
+        indent = len(width) if set(width) == {" "} else width
+    return json.dumps(data, indent=indent, ensure_ascii=False) + "\n"
 
 
 def plan_add_hooks(
@@ -159,31 +207,47 @@ def plan_add_hooks(
 ) -> HooksPlan:
     """Decide how to merge memstore's hooks into a settings file (`current`: None, no file).
 
-    An entry of ours already there is updated in place (keys the person added to it stay);
-    a missing one is appended to its event; nothing else changes.
+    An entry memstore wrote is updated in place (keys the person added to it stay); where the
+    person runs that memstore hook themselves, theirs is left as it is and ours is not added
+    (it would run twice), with a note; otherwise ours is appended to its event.
     """
     block = json.dumps(render_hooks(specs, exe, source, vault), indent=2)
     data, reason = _parse(path, current)
     if data is None:
         return HooksPlan(path, block, None, "refused", reason)
     hooks = copy.deepcopy(data.get("hooks", {}))
+    notes = []
     for spec in specs:
         command = hook_command(exe, spec, source, vault)
-        existing = _our_hooks(hooks, (spec.event, *spec.also_in), _event_name(spec))
+        existing = _our_hooks(hooks, spec, source)
         for hook in existing:
             hook["command"] = command
-        if not existing:
+        theirs = _their_hooks(hooks, spec)
+        if not existing and theirs:
+            notes.append(
+                f"{spec.event} already runs your own {theirs[0]!r}: left as it is, "
+                f"memstore's {_event_name(spec)} hook not added"
+            )
+        elif not existing:
             hooks.setdefault(spec.event, []).append(_group(spec, command))
-    if hooks == data.get("hooks", {}) and "hooks" in data:
-        return HooksPlan(path, block, None, "unchanged")
-    return HooksPlan(path, block, _dump({**data, "hooks": hooks}), "write")
+    if hooks == data.get("hooks", {}):
+        return HooksPlan(path, block, None, "unchanged", notes=tuple(notes))
+    new_text = _dump({**data, "hooks": hooks}, like=current)
+    return HooksPlan(path, block, new_text, "write", notes=tuple(notes))
 
 
-def plan_remove_hooks(path: PurePath, current: str | None) -> HooksPlan:
-    """Decide how to take every memstore hook out of a settings file, keeping all the rest.
+def plan_remove_hooks(
+    path: PurePath,
+    current: str | None,
+    specs: tuple[HookSpec, ...],
+    source: str,
+    originals: tuple[str, ...] = (),
+) -> HooksPlan:
+    """Decide how to take the hooks memstore wrote out of a settings file, keeping all the rest.
 
-    A group or event left empty by the removal goes too, so an install then an uninstall gives
-    back the settings the person had.
+    A group or event left empty by the removal goes too. When what is left is what one of
+    `originals` (the file's texts before memstore wrote it, newest first) held, that text comes
+    back byte for byte; when nothing is left and no original had the file, it is deleted.
     """
     data, reason = _parse(path, current)
     if data is None:
@@ -191,28 +255,64 @@ def plan_remove_hooks(path: PurePath, current: str | None) -> HooksPlan:
     hooks = data.get("hooks", {})
     kept: dict[str, Any] = {}
     for event, groups in hooks.items():
-        left = [g for g in (_without_ours(g) for g in groups) if g is not None]
+        left = [g for g in (_without_ours(g, specs, source) for g in groups) if g is not None]
         if left or not groups:
             kept[event] = left
     if kept == hooks:
         return HooksPlan(path, "", None, "unchanged")
     rest = {k: v for k, v in data.items() if k != "hooks"}
-    return HooksPlan(path, "", _dump({**data, "hooks": kept} if kept else rest), "write")
+    after = {**data, "hooks": kept} if kept else rest
+    return plan_restore(path, current, after, originals)
 
 
-def _without_ours(group: object) -> object | None:
+def plan_restore(
+    path: PurePath, current: str | None, after: dict[str, Any], originals: tuple[str, ...]
+) -> HooksPlan:
+    """Return the plan writing `after`: an original text that holds it, else JSON, or delete."""
+    text = render_restored(after, current, originals)
+    return HooksPlan(path, "", text, "write" if text is not None else "delete")
+
+
+def render_restored(
+    after: dict[str, Any], current: str | None, originals: tuple[str, ...]
+) -> str | None:
+    """Return the text holding `after`: an original's, byte for byte, if one holds exactly that;
+    None (delete the file) when `after` is empty and no original had it; else JSON like `current`.
+    """
+    for text in originals:
+        try:
+            if _without_empty_hooks(json.loads(text)) == _without_empty_hooks(after):
+                return text
+        except json.JSONDecodeError:
+            continue
+    if not after:
+        return None  # memstore made the file and nothing of anyone's is left in it
+    return _dump(after, like=current)
+
+
+def _without_empty_hooks(data: object) -> object:
+    if isinstance(data, dict) and data.get("hooks") == {}:
+        return {k: v for k, v in data.items() if k != "hooks"}
+    return data
+
+
+def _without_ours(group: object, specs: tuple[HookSpec, ...], source: str) -> object | None:
     """Return the group without memstore's entries; None when only ours were in it."""
     inner = group.get("hooks") if isinstance(group, dict) else None
     if not isinstance(group, dict) or not isinstance(inner, list):
         return group
-    left = [h for h in inner if not (isinstance(h, dict) and memstore_hook_event(h.get("command")))]
+    left = [
+        h
+        for h in inner
+        if not (isinstance(h, dict) and any(is_ours(h.get("command"), s, source) for s in specs))
+    ]
     if len(left) == len(inner):
         return group
     return {**group, "hooks": left} if left else None
 
 
-def hooks_state(current: str | None, specs: tuple[HookSpec, ...]) -> str:
-    """Say whether a settings text holds memstore's hooks: 'yes', 'some' or 'no'."""
+def hooks_state(current: str | None, specs: tuple[HookSpec, ...], source: str) -> str:
+    """Say whether a settings text runs memstore's hooks (its own or the person's): 'yes', 'some', 'no'."""
     try:
         data = json.loads(current) if current and current.strip() else {}
     except json.JSONDecodeError:
@@ -221,5 +321,5 @@ def hooks_state(current: str | None, specs: tuple[HookSpec, ...]) -> str:
     if not isinstance(hooks, dict):
         return "no"
     hooks = {k: v for k, v in hooks.items() if isinstance(v, list)}
-    have = [bool(_our_hooks(hooks, (s.event, *s.also_in), _event_name(s))) for s in specs]
+    have = [bool(_our_hooks(hooks, s, source) or _their_hooks(hooks, s)) for s in specs]
     return "yes" if all(have) else ("some" if any(have) else "no")

@@ -210,6 +210,7 @@ class Indexer:
         """Open the index; a damaged or outdated one is rebuilt from the files, a missing one
         is created empty (the next catch-up fills it)."""
         root = vault.state_dir / INDEX_DIR
+        remove_stale_builds(vault)
         if not os.path.lexists(root):
             try:  # a first index, empty: the next catch-up fills it, even beside a watcher
                 indexer = cls._open_at(vault, root)
@@ -496,11 +497,17 @@ class Indexer:
         head, _, size = (self._meta("git") or "").partition(" ")
         return head, int(size) if size.isdigit() else 0
 
-    def _catch_up(self, progress: Progress | None, workspace: str | None = None) -> CatchUp:
-        """Compare every file (of `workspace`, or the vault) with the manifest."""
+    def _catch_up(
+        self,
+        progress: Progress | None,
+        workspace: str | None = None,
+        skipped: list[FileProblem] | None = None,
+    ) -> CatchUp:
+        """Compare every file (of `workspace`, or the vault) with the manifest (`skipped`
+        receives the entries that look like memories but are not read: why, one each)."""
         started, head = time.time_ns(), self.vault.head()
         folders: dict[str, int] = {}
-        on_disk = self.vault.scan(workspace=workspace, folders=folders)
+        on_disk = self.vault.scan(skipped, workspace=workspace, folders=folders)
         known = self.fingerprints(workspace)
         changed = sorted(p for p, fp in on_disk.items() if known.get(p) != fp)
         removed = sorted(p for p in known if p not in on_disk)
@@ -1047,14 +1054,14 @@ def rebuild(vault: Vault, progress: Progress | None = None) -> tuple[Indexer, Ca
     final = vault.state_dir / INDEX_DIR
     # One building folder per process: two processes healing at once must not share one.
     fresh = vault.state_dir / f"{INDEX_DIR}.building-{os.getpid()}"
-    for left in vault.state_dir.glob(f"{INDEX_DIR}.building-*"):  # by a rebuild killed midway
-        pid = left.name.rpartition("-")[2]
-        if pid.isdigit() and not process_alive(int(pid)):
-            SearchIndex.delete(left)
+    remove_stale_builds(vault)
     SearchIndex.delete(fresh)
     indexer = Indexer._open_at(vault, fresh)
+    skipped: list[FileProblem] = []
     try:
-        result = indexer._catch_up(progress)
+        result = indexer._catch_up(progress, skipped=skipped)
+        # what the scan passed over is said too (a name that is not UTF-8, a folder named .md)
+        result = replace(result, problems=(*result.problems, *skipped))
     except BaseException:  # a failure or Ctrl-C: the half-built index goes (a kill: above)
         indexer.close()
         SearchIndex.delete(fresh)
@@ -1066,6 +1073,25 @@ def rebuild(vault: Vault, progress: Progress | None = None) -> tuple[Indexer, Ca
     except OSError:
         SearchIndex.delete(fresh)  # another process put a complete index there meanwhile
     return Indexer._open_at(vault, final, create=False), result
+
+
+def remove_stale_builds(vault: Vault) -> list[Path]:
+    """Delete the building folders of rebuilds whose process is gone (a reindex killed
+    midway); return them. One of a live process is its rebuild under way: kept."""
+    removed = []
+    try:
+        found = [
+            p for p in vault.state_dir.iterdir() if p.name.startswith(f"{INDEX_DIR}.building-")
+        ]
+    except OSError:
+        return []  # no state folder yet, or unreadable: the open says so
+    for left in found:
+        pid = left.name.rpartition("-")[2]
+        if pid.isdigit() and int(pid) != os.getpid() and not process_alive(int(pid)):
+            SearchIndex.delete(left)
+            removed.append(left)
+            log.warning("removed %s, left by a reindex that was killed", left)
+    return removed
 
 
 def _temporary(vault: Vault) -> tuple[Indexer, CatchUp]:

@@ -113,6 +113,20 @@ def ingest_lines(summary: IngestSummary) -> list[str]:
         f"{summary.files_removed} gone, {skipped} skipped" + (f" ({reasons})" if reasons else ""),
         f"  chunks: {summary.created} created, {summary.updated} moved, "
         f"{summary.unchanged} unchanged, {summary.removed} removed",
+        *_already_chunked(summary),
+    ]
+
+
+def _already_chunked(summary: IngestSummary) -> list[str]:
+    """Say which files changed since the last ingest though a running memstore chunked them."""
+    if not summary.already_chunked:
+        return []
+    shown = summary.already_chunked_paths[:5]
+    more = " …" if summary.already_chunked > len(shown) else ""
+    files = count(summary.already_chunked, "file")
+    return [
+        f"  changed since the last ingest, already chunked by a running memstore: {files} "
+        f"({', '.join(shown)}{more})"
     ]
 
 

@@ -1,7 +1,8 @@
 """Live code chunks: a saved source file under an ingested root is chunked again within a second.
 
 Runs beside the vault's watcher in every long-running process (`memstore watch`, `serve`,
-the resident daemon). Events only say which root changed; the work is the root's ordinary
+the resident daemon); it chunks what changed while nothing watched before that process
+answers anything. Events only say which root changed; the work is the root's ordinary
 re-ingest (git lists its files, unchanged ones are only stat'ed, changed ones re-chunked),
 so a lost event costs nothing more than staleness until the next change or `memstore
 ingest`. Roots ingested while it runs are picked up at its next look at the registrations.
@@ -29,6 +30,7 @@ log = logging.getLogger("memstore.sources")
 SETTLE_S = 0.2  # an editor's save is several events: wait this long after the last one …
 MAX_WAIT_S = 0.8  # … but no longer than this after the first (a log written all the time)
 LOOK_EVERY_S = 2.0  # how often the registrations are read again
+CATCH_UP_WAIT_S = 10.0  # at start, how long to wait for another process writing the code index
 _WRITES = ("created", "deleted", "modified", "moved", "closed")
 
 
@@ -77,13 +79,18 @@ class SourceWatcher:
         self.refreshed = 0  # roots re-ingested (for tests and status)
 
     def start(self) -> SourceWatcher:
-        """Watch the ingested roots (the watches are in place when this returns), and in the
-        background chunk what changed while nothing watched."""
+        """Watch the ingested roots and chunk what changed while nothing watched; both are
+        done when this returns, so a daemon answers its first recall with current code."""
         self._observer.start()
         self._look()
-        now = time.monotonic()
+        try:
+            self.store.refill_sources()  # roots a deletion or a killed run left unchunked
+        except MemstoreError as err:
+            log.warning("could not chunk the ingested roots: %s", err)
         for path in self._watched:  # edits made while nothing watched: a re-ingest finds them
-            self._changed.setdefault(path, (now, now))
+            if not self._refresh(path, wait=CATCH_UP_WAIT_S):
+                now = time.monotonic()  # another process keeps writing: the thread retries
+                self._changed.setdefault(path, (now, now))
         self._thread = threading.Thread(target=self._run, name="memstore-sources", daemon=True)
         self._thread.start()
         return self
@@ -98,10 +105,6 @@ class SourceWatcher:
         self._thread.join(timeout=30)
 
     def _run(self) -> None:
-        try:
-            self.store.refill_sources()  # roots a deletion or a killed run left unchunked
-        except MemstoreError as err:
-            log.warning("could not chunk the ingested roots: %s", err)
         next_look = time.monotonic() + LOOK_EVERY_S
         while not self._stop.is_set():
             now = time.monotonic()
@@ -149,10 +152,10 @@ class SourceWatcher:
                 continue
             self._watched[path] = (watch, folder)
 
-    def _refresh(self, path: str) -> bool:
-        """Re-ingest one root; False when another process holds the code index."""
+    def _refresh(self, path: str, wait: float = 0.0) -> bool:
+        """Re-ingest one root; False when another process holds the code index over `wait` s."""
         try:
-            summary = self.store.refresh_source(path)
+            summary = self.store.refresh_source(path, wait=wait)
         except MemstoreError as err:
             log.warning("could not chunk %s again, will retry on its next change: %s", path, err)
             return True

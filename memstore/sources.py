@@ -13,6 +13,7 @@ setting) is not read; matching is case-sensitive, as git's is unless core.ignore
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import stat
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memstore.codec import escape_name, is_utf8_name
 from memstore.errors import InvalidInputError
 
 # A hand-written source file is rarely over a few hundred kB (CPython's largest, _pydecimal.py,
@@ -62,7 +64,9 @@ TOO_LARGE = "too large"
 EXCLUDED = "excluded folder"  # counts folders, not the files inside (a pruned folder is not read)
 NOT_REGULAR = "not a regular file"
 UNREADABLE = "unreadable"
+NOT_UTF8 = "name not UTF-8"
 
+log = logging.getLogger(__name__)
 # Never follow a symlink swapped in after lstat, never block on a FIFO (both absent on Windows).
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
@@ -117,6 +121,11 @@ def walk_sources(
     for path in sorted(set(paths)):
         if _is_beyond_link(prefix, path, linked):
             continue  # git's index may still hold it, but git sees it as deleted: so do we
+        if not path.isascii() and not is_utf8_name(path):
+            # the index and the chunk table hold text: such a path cannot be stored or shown
+            log.warning("skipped %s: its name is not UTF-8", escape_name(str(root / path)))
+            skipped[NOT_UTF8] += 1
+            continue
         found = _inspect(prefix, path, max_bytes, known or {})
         if isinstance(found, SourceFile):
             files.append(found)

@@ -539,6 +539,10 @@ class Store:
         scope = None if workspace is None else {check_workspace(workspace), GLOBAL}
         if catch_up:
             self.catch_up()
+            if ingested(self.vault.state_dir) and not self.vault.is_watched():
+                # no watcher chunks changed code (no daemon): this reader does, unless a
+                # writer holds the code index right now (readers never wait for it)
+                self.refresh_sources()
         # with the semantic view on, each view's first SEMANTIC_DEPTH are fused, then cut to k
         depth = max(k, SEMANTIC_DEPTH) if self.settings.semantic else k
         try:
@@ -618,14 +622,25 @@ class Store:
         """Unregister an ingested source tree and drop its chunks."""
         return self._writable_code().remove(path)
 
-    def refresh_source(self, path: str) -> IngestSummary | None:
+    def refresh_source(self, path: str, *, wait: float = 0.0) -> IngestSummary | None:
         """Bring one ingested root's chunks up to date (None when it is not registered, or
-        another process is writing the code index: the caller tries again later)."""
+        another process is writing the code index over `wait` s: the caller tries later)."""
         code = self.code_index()
         if code is None or not Path(path).is_dir():
             return None
         root = next((r for r in code.roots() if r.path == path), None)
-        return None if root is None else code.refresh(root)
+        return None if root is None else code.refresh(root, wait=wait)
+
+    def refresh_sources(self, *, wait: float = 0.0) -> None:
+        """Chunk what changed in the ingested roots chunked whole (a reader with no watcher
+        running: nothing else does); a root another process keeps writing is skipped, and
+        one not chunked whole is left to a writer (`ingest`, `reindex`, a watcher)."""
+        code = self.code_index()
+        if code is None:
+            return
+        for root in code.roots():
+            if Path(root.path).is_dir():
+                code.refresh(root, wait=wait, refill=False)
 
     def refill_sources(self) -> None:
         """Chunk ingested roots the code index lacks (deleted, or a killed run's)."""

@@ -16,7 +16,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO
 
-from memstore.codec import parse_memory, path_id
+from memstore.codec import escape_name, is_utf8_name, parse_memory, path_id
 from memstore.errors import LockedError, VaultError
 from memstore.faults import crash_point
 from memstore.model import FileProblem, Memory
@@ -127,6 +127,11 @@ class Vault:
         for entry in entries:  # the hot loop of every full catch-up: the common case first
             name = entry.name
             if name[0] == ".":
+                continue
+            if not name.isascii() and not is_utf8_name(name):
+                # git, the index and every id are text: such a name cannot be a memory
+                if skipped is not None and (name.endswith(".md") or entry.is_dir()):
+                    skipped.append(FileProblem(escape_name(prefix + name), "name is not UTF-8"))
                 continue
             if not is_root and name.endswith(".md") and entry.is_file(follow_symlinks=False):
                 try:

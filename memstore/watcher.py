@@ -34,6 +34,7 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 
+from memstore.codec import is_utf8_name
 from memstore.debounce import SETTLE_S, Debouncer
 from memstore.errors import MemstoreError, VaultError
 from memstore.indexer import CatchUp
@@ -80,6 +81,8 @@ def is_relevant(root: Path, path: str, is_directory: bool) -> bool:
         return False
     if not parts or any(part.startswith(".") for part in parts):
         return False  # .git/, .memstore/, dotfiles, editors' swap and temp files
+    if not path.isascii() and not is_utf8_name(path):
+        return False  # not a memory: the catch-up reports it (doctor lists it)
     return is_directory or parts[-1].endswith(".md")
 
 
@@ -145,9 +148,11 @@ class Watcher:
             self._observer.start()
         except OSError as err:  # the vault (or a folder of it) removed as watching began
             raise VaultError(f"cannot watch {root}: {err.strerror or err}") from err
+        # code changed while nothing watched is chunked first: the vault's watcher then
+        # announces itself (`watching`), and readers rely on it for code too
+        self.sources.start()
         self._thread = threading.Thread(target=self._run, name="memstore-watcher", daemon=True)
         self._thread.start()
-        self.sources.start()
         if wait:
             self.ready.wait(timeout=60)
         return self

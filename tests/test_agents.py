@@ -17,6 +17,7 @@ from memstore.hook_config import (
     CLAUDE_CODE_HOOKS,
     HookSpec,
     hook_command,
+    is_ours,
     memstore_hook_event,
     plan_add_hooks,
     plan_remove_hooks,
@@ -124,7 +125,8 @@ def test_claude_code_merges_into_project_mcp_json_with_backup(
     # the backup goes where no commit of the project can pick it up
     backups = project / ".git" / "memstore-backups"
     assert len(list(backups.glob(".mcp.json.bak-*"))) == 1 and not list(project.glob("*.bak-*"))
-    assert git(project, "status", "--porcelain").split() == ["??", ".claude/", "??", ".mcp.json"]
+    # the hooks (machine paths) went to the personal settings.local.json, kept out of git
+    assert git(project, "status", "--porcelain").split() == ["??", ".mcp.json"]
     again = agents_run("--install", "claude-code", "--yes", home=hermetic, cwd=project)
     assert "already registered" in again.stdout and len(list(backups.glob(".mcp.json.bak-*"))) == 1
     assert "hooks are already in" in again.stdout
@@ -416,30 +418,55 @@ def test_the_installed_prompt_hook_recalls_from_the_vault_the_server_uses(
     assert hook.returncode == 0 and "client_max_body_size" in hook.stdout, hook.stderr
 
 
-def test_install_in_a_project_writes_project_settings_and_uninstall_restores_both_files(
+def test_install_in_a_project_puts_hooks_in_personal_settings_and_uninstall_restores_every_file(
     hermetic: Path, project: Path
 ) -> None:
     mcp = project / ".mcp.json"
-    mcp.write_text(json.dumps({"mcpServers": {"other": {"command": "x"}}}), encoding="utf-8")
-    settings = project / ".claude" / "settings.json"
+    mcp_text = json.dumps({"mcpServers": {"other": {"command": "x"}}})
+    mcp.write_text(mcp_text, encoding="utf-8")
+    settings = project / ".claude" / "settings.json"  # the team's, committed
     settings.parent.mkdir()
-    settings.write_text(json.dumps(USER_SETTINGS), encoding="utf-8")
+    shared = json.dumps(USER_SETTINGS)
+    settings.write_text(shared, encoding="utf-8")
     run = agents_run("--install", "claude-code", "--yes", home=hermetic, cwd=project)
     assert run.returncode == 0, run.stderr
     assert "memstore" in json.loads(mcp.read_text(encoding="utf-8"))["mcpServers"]
-    data = json.loads(settings.read_text(encoding="utf-8"))
-    assert len(_commands(data, "Stop")) == 2 and len(_commands(data, "SessionStart")) == 1
+    assert settings.read_text(encoding="utf-8") == shared  # machine paths stay out of it
+    local = project / ".claude" / "settings.local.json"
+    data = json.loads(local.read_text(encoding="utf-8"))
+    assert len(_commands(data, "Stop")) == 1 and len(_commands(data, "SessionStart")) == 1
+    assert "settings.local.json" in git(project, "check-ignore", str(local))
+    assert "machine's paths" in run.stderr and str(mcp) in run.stderr  # .mcp.json: said loudly
     assert not (hermetic / ".claude").exists()  # the project's scope, like the MCP server
     backups = project / ".git" / "memstore-backups"
-    assert {p.name.split(".bak-")[0] for p in backups.iterdir()} == {".mcp.json", "settings.json"}
+    assert {p.name.split(".bak-")[0] for p in backups.iterdir()} == {".mcp.json"}
     removed = agents_run("--uninstall", "claude-code", "--yes", home=hermetic, cwd=project)
     assert removed.returncode == 0, removed.stderr
-    assert json.loads(mcp.read_text(encoding="utf-8")) == {
-        "mcpServers": {"other": {"command": "x"}}
-    }
-    assert json.loads(settings.read_text(encoding="utf-8")) == USER_SETTINGS
-    assert len(list(backups.iterdir())) == 4
+    assert mcp.read_text(encoding="utf-8") == mcp_text  # byte for byte
+    assert settings.read_text(encoding="utf-8") == shared
+    assert not local.exists()  # memstore made it and emptied it
     assert not list(project.glob("*.bak-*")) and not list(settings.parent.glob("*.bak-*"))
+
+
+def test_install_moves_hooks_an_older_install_left_in_the_shared_project_settings(
+    hermetic: Path, project: Path
+) -> None:
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    shared = json.dumps(USER_SETTINGS, indent=4) + "\n"
+    settings.write_text(shared, encoding="utf-8")
+    exe = str(EXE.resolve())
+    older = plan_add_hooks(settings, shared, CLAUDE_CODE_HOOKS, exe, "claude-code")
+    assert older.new_text is not None
+    apply_backup = project / ".git" / "memstore-backups"
+    apply_backup.mkdir()
+    (apply_backup / "settings.json.bak-20260101T000000").write_text(shared, encoding="utf-8")
+    settings.write_text(older.new_text, encoding="utf-8")  # what an older memstore wrote
+    run = agents_run("--install", "claude-code", "--yes", home=hermetic, cwd=project)
+    assert run.returncode == 0, run.stderr
+    assert settings.read_text(encoding="utf-8") == shared  # the person's text, byte for byte
+    local = json.loads((project / ".claude" / "settings.local.json").read_text(encoding="utf-8"))
+    assert _commands(local, "UserPromptSubmit") == [f"{exe} hook prompt"]
 
 
 CODEX_HOOKS = {
@@ -497,9 +524,7 @@ def test_no_hooks_registers_only_the_server_and_uninstall_no_hooks_keeps_them(
     hooks = (codex / "hooks.json").read_text(encoding="utf-8")
     out = agents_run("--uninstall", "codex", "--yes", "--no-hooks", home=hermetic, cwd=tmp_path)
     assert out.returncode == 0 and (codex / "hooks.json").read_text(encoding="utf-8") == hooks
-    assert "memstore" not in tomllib.loads((codex / "config.toml").read_text(encoding="utf-8")).get(
-        "mcp_servers", {}
-    )
+    assert not (codex / "config.toml").exists()  # memstore made it; nothing else was in it
 
 
 def test_a_settings_file_memstore_will_not_rewrite_stops_the_whole_install(
@@ -533,11 +558,11 @@ def test_install_and_uninstall_together_is_a_usage_error(hermetic: Path, tmp_pat
     assert both.returncode == 2 and not (hermetic / ".codex").exists()
 
 
-def test_hooks_set_up_by_hand_are_updated_in_place_not_doubled() -> None:
+def test_hooks_a_person_set_up_are_left_alone_and_not_doubled() -> None:
     by_hand = {
         "hooks": {
             "UserPromptSubmit": [
-                {"hooks": [{"type": "command", "command": "memstore hook prompt", "timeout": 9}]}
+                {"hooks": [{"type": "command", "command": "memstore hook prompt --source mybot"}]}
             ],
             # the README's once-per-session choice for capture
             "SessionEnd": [{"hooks": [{"type": "command", "command": "memstore hook capture"}]}],
@@ -553,20 +578,27 @@ def test_hooks_set_up_by_hand_are_updated_in_place_not_doubled() -> None:
             ],
         }
     }
-    plan = plan_add_hooks(
-        Path("s.json"), json.dumps(by_hand), CLAUDE_CODE_HOOKS, "/opt/memstore", "claude-code"
-    )
-    assert plan.status == "write" and plan.new_text is not None
-    hooks = json.loads(plan.new_text)["hooks"]
-    assert hooks["UserPromptSubmit"] == [
-        {"hooks": [{"type": "command", "command": "/opt/memstore hook prompt", "timeout": 9}]}
-    ]
-    assert "Stop" not in hooks and _commands({"hooks": hooks}, "SessionEnd") == [
-        "/opt/memstore hook capture --if-novel"
-    ]
-    assert _commands({"hooks": hooks}, "SessionStart") == ["/opt/memstore hook briefing"]
-    removed = plan_remove_hooks(Path("s.json"), plan.new_text)
-    assert removed.new_text is not None and json.loads(removed.new_text) == {}
+    text = json.dumps(by_hand)
+    plan = plan_add_hooks(Path("s.json"), text, CLAUDE_CODE_HOOKS, "/opt/memstore", "claude-code")
+    assert plan.status == "unchanged" and len(plan.notes) == 3
+    assert "memstore hook prompt --source mybot" in plan.notes[1]
+    removed = plan_remove_hooks(Path("s.json"), text, CLAUDE_CODE_HOOKS, "claude-code")
+    assert removed.status == "unchanged"  # none of them is memstore's to remove
+
+
+def test_only_the_exact_command_install_writes_is_memstores() -> None:
+    prompt = CLAUDE_CODE_HOOKS[1]
+    assert is_ours("/opt/bin/memstore hook prompt", prompt, "claude-code")
+    assert is_ours("/opt/bin/memstore hook prompt --vault /v", prompt, "claude-code")
+    for theirs in (
+        "memstore hook prompt",  # a bare name: written by hand
+        "/opt/bin/memstore hook prompt --source mybot",
+        "/opt/bin/memstore hook prompt --limit 3",
+        "MEMSTORE_VAULT=/v /opt/bin/memstore hook prompt",
+        "/opt/bin/memstore  hook prompt",
+    ):
+        assert not is_ours(theirs, prompt, "claude-code"), theirs
+    assert is_ours("/opt/bin/memstore hook prompt --source codex", prompt, "codex")
 
 
 def test_a_path_with_spaces_is_quoted_in_the_hook_command() -> None:
@@ -622,13 +654,15 @@ def test_it_asks_before_writing_and_no_leaves_every_file_alone(
 
     declined = answer(b"n\n")
     assert (
-        declined.returncode == 1 and str(project / ".claude" / "settings.json") in declined.stdout
+        declined.returncode == 1
+        and str(project / ".claude" / "settings.local.json") in declined.stdout
     )
     assert str(project / ".mcp.json") in declined.stdout  # one question names both files
     assert not (project / ".mcp.json").exists() and not (project / ".claude").exists()
     accepted = answer(b"y\n")
     assert accepted.returncode == 0, accepted.stderr
-    assert (project / ".mcp.json").exists() and (project / ".claude" / "settings.json").exists()
+    assert (project / ".mcp.json").exists()
+    assert (project / ".claude" / "settings.local.json").exists()
 
 
 def test_a_settings_file_that_is_not_text_is_refused_not_replaced(
@@ -666,3 +700,96 @@ def test_codex_install_warns_when_notify_already_captures(hermetic: Path, tmp_pa
     run = agents_run("--install", "codex", "--yes", home=hermetic, cwd=tmp_path)
     assert run.returncode == 0 and "also runs 'memstore hook codex-notify'" in run.stdout
     assert tomllib.loads(config.read_text(encoding="utf-8"))["notify"][-1] == "codex-notify"
+
+
+REALISTIC_SETTINGS = {
+    # the person's own memstore hook with an argument of theirs, other tools' hooks, other keys,
+    # 4-space indent and no final newline
+    "own-memstore-hook": json.dumps(
+        {
+            "$schema": "https://json.schemastore.org/claude-code-settings.json",
+            "model": "opus",
+            "hooks": {
+                "UserPromptSubmit": [
+                    {
+                        "hooks": [
+                            {"type": "command", "command": "memstore hook prompt --source mybot"}
+                        ]
+                    }
+                ],
+                "PreToolUse": [
+                    {"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/audit"}]}
+                ],
+                "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+            },
+        },
+        indent=4,
+    ),
+    # one line, non-ASCII kept as it is, an empty event of the person's
+    "compact": '{"env": {"GREETING": "grüß dich"}, "hooks": {"Notification": []}}\n',
+    # tabs, keys in an unusual order, a hook object with extra keys
+    "tabs": '{\n\t"hooks": {\n\t\t"SessionStart": [\n\t\t\t{"matcher": "startup", "hooks": '
+    '[{"type": "command", "command": "echo hi", "timeout": 3}]}\n\t\t]\n\t},\n'
+    '\t"permissions": {"deny": ["Read(.env)"]}\n}\n',
+    "empty-object": "{}",
+}
+
+
+@pytest.mark.parametrize("name", sorted(REALISTIC_SETTINGS))
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_install_then_uninstall_gives_back_the_settings_byte_for_byte(
+    hermetic: Path, tmp_path: Path, name: str, agent: str
+) -> None:
+    settings = hermetic / (
+        ".claude/settings.json" if agent == "claude-code" else ".codex/hooks.json"
+    )
+    settings.parent.mkdir()
+    original = REALISTIC_SETTINGS[name]
+    settings.write_text(original, encoding="utf-8")
+    plain = tmp_path / "plain"  # outside any repository
+    plain.mkdir()
+    installed = agents_run("--install", agent, "--yes", home=hermetic, cwd=plain)
+    assert installed.returncode == 0, installed.stderr
+    after = json.loads(settings.read_text(encoding="utf-8"))
+    if name == "own-memstore-hook":
+        # the person's hook keeps its argument, and memstore's prompt hook is not added twice
+        assert _commands(after, "UserPromptSubmit") == ["memstore hook prompt --source mybot"]
+        assert "your own 'memstore hook prompt --source mybot'" in installed.stdout
+        assert _commands(after, "Stop")[0] == "notify-send done"
+    assert any("hook briefing" in c for c in _commands(after, "SessionStart"))
+    removed = agents_run("--uninstall", agent, "--yes", home=hermetic, cwd=plain)
+    assert removed.returncode == 0, removed.stderr
+    assert settings.read_text(encoding="utf-8") == original
+
+
+def test_a_settings_file_memstore_created_is_removed_by_uninstall(
+    hermetic: Path, tmp_path: Path
+) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert agents_run("--install", "codex", "--yes", home=hermetic, cwd=plain).returncode == 0
+    codex = hermetic / ".codex"
+    assert (codex / "hooks.json").exists() and (codex / "config.toml").exists()
+    removed = agents_run("--uninstall", "codex", "--yes", home=hermetic, cwd=plain)
+    assert removed.returncode == 0, removed.stderr
+    assert not (codex / "hooks.json").exists() and not (codex / "config.toml").exists()
+    assert "removed" in removed.stdout
+
+
+def test_uninstall_leaves_hooks_memstore_did_not_write(hermetic: Path, tmp_path: Path) -> None:
+    settings = hermetic / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    exe = str(EXE.resolve())
+    theirs = {
+        "hooks": {
+            "UserPromptSubmit": [
+                {"hooks": [{"type": "command", "command": f"{exe} hook prompt --source mybot"}]}
+            ],
+            "Stop": [{"hooks": [{"type": "command", "command": "memstore hook capture"}]}],
+        }
+    }
+    text = json.dumps(theirs)
+    settings.write_text(text, encoding="utf-8")
+    removed = agents_run("--uninstall", "claude-code", "--yes", home=hermetic, cwd=tmp_path)
+    assert removed.returncode == 0 and "no memstore hooks in" in removed.stdout
+    assert settings.read_text(encoding="utf-8") == text

@@ -265,7 +265,7 @@ DAMAGE = [
     Damage("index folder emptied", on(index, by_folder)),
     Damage("index folder replaced by a file", on(index, by_file)),
     Damage("whoosh write lock replaced by a folder", on(write_lock, by_folder)),
-    Damage("leftover half-built index", leftover_build, notice=False),
+    Damage("leftover half-built index", leftover_build),  # removed by the next command: said
     Damage("lock file garbled", on(lock, garbled_head), notice=None),
     Damage("watcher lock replaced by a folder", on(watcher_lock, by_folder), notice=None),
     Damage("usage counters garbled", on(usage, garbled_head), notice=None),

@@ -285,3 +285,15 @@ def test_random_kills_long(tmp_path: Path) -> None:
     reported = kill_loop(vault, kills=120, seed=2)
     assert_healthy(vault, reported)
     assert commit_count(vault) >= 2
+
+
+def test_a_killed_reindex_leaves_no_building_folder_past_the_next_command(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    make_vault(vault)
+    crash(vault, "reindex", "reindex")
+    left = list((vault / ".memstore").glob("index.building-*"))
+    assert len(left) == 1  # the half-built index of the killed run
+    done = cli(vault, "search", "cache")  # any next command, not only a full reindex
+    assert done.returncode == 0, done.stderr
+    assert not left[0].exists()
+    assert f"removed {left[0]}, left by a reindex that was killed" in done.stderr

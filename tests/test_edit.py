@@ -12,6 +12,7 @@ import select
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -145,6 +146,20 @@ def test_without_a_terminal_a_broken_edit_fails_and_saves_nothing(
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "unknown kind 'nope'" in done.stderr
     assert (head(vault), vault_bytes(vault)) == before
+
+
+def test_the_text_a_failed_edit_keeps_lands_in_the_tests_own_folder(
+    vault: Path, tmp_path: Path
+) -> None:
+    """memstore keeps a failed edit's text in the temporary folder on purpose; the test
+    environment points that at the test's folder, so no run leaves memstore-edit-* in /tmp."""
+    assert Path(tempfile.gettempdir()).is_relative_to(tmp_path)
+    memory_id, _ = add(vault, "nginx upload limit is client_max_body_size")
+    ed = editor(tmp_path, "text = text.replace('kind: note', 'kind: nope') + 'new words'")
+    done = run(vault, "edit", memory_id, EDITOR=ed)
+    assert done.returncode == 1 and "your text is in" in done.stderr
+    kept = done.stderr.split("your text is in ")[1].rstrip(")\n")
+    assert Path(kept).is_relative_to(tmp_path) and Path(kept).is_file()
 
 
 def on_a_terminal(vault: Path, answers: list[bytes], *args: str, **env: str) -> tuple[int, str]:

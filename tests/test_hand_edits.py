@@ -363,3 +363,52 @@ def test_a_duplicate_of_a_hand_written_file_is_not_counted_and_says_so(vault: Pa
     assert path.read_text(encoding="utf-8") == written  # never rewritten
     again = json.loads(cli(vault, "add", "use pnpm not npm", "-w", "infra", "--json").stdout)
     assert again["status"] == "duplicate_uncounted" and again["path"] == "infra/pnpm.md"
+
+
+def test_a_git_commit_waiting_in_its_editor_keeps_its_staged_files_and_succeeds(
+    vault: Path, tmp_path: Path
+) -> None:
+    import sys
+
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    assert cli(vault, "remote", "add", str(remote)).returncode == 0
+    assert cli(vault, "add", "staging deploys need an approval", "-w", "ops").returncode == 0
+    path = next((vault / "ops").rglob("*.md"))
+    path.write_text(path.read_text(encoding="utf-8") + "\nfrom the release manager\n", "utf-8")
+    git(vault, "add", path.relative_to(vault).as_posix())
+    started, release = tmp_path / "editor-open", tmp_path / "editor-may-close"
+    editor = tmp_path / "editor.py"  # a person's editor: open until they close it
+    editor.write_text(
+        "import pathlib, sys, time\n"
+        f"pathlib.Path({str(started)!r}).touch()\n"
+        "deadline = time.monotonic() + 60\n"
+        f"while not pathlib.Path({str(release)!r}).exists() and time.monotonic() < deadline:\n"
+        "    time.sleep(0.02)\n"
+        "pathlib.Path(sys.argv[1]).write_text('ops: approvals by the release manager\\n')\n",
+        encoding="utf-8",
+    )
+    before = git(vault, "rev-parse", "HEAD").strip()
+    with subprocess.Popen(
+        ["git", "commit"],
+        cwd=vault,
+        env={**os.environ, "GIT_EDITOR": f"{sys.executable} {editor}"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as person:
+        deadline = time.monotonic() + 30
+        while not started.exists():
+            assert time.monotonic() < deadline and person.poll() is None, "the editor never opened"
+            time.sleep(0.02)
+        synced = cli(vault, "sync")
+        assert synced.returncode == 1 and "a git commit is under way" in synced.stderr
+        assert git(vault, "rev-parse", "HEAD").strip() == before  # HEAD stays where git saw it
+        release.touch()
+        _, err = person.communicate(timeout=60)
+    assert person.returncode == 0, err  # the person's commit went through
+    assert subjects(vault, 1) == ["ops: approvals by the release manager"]
+    assert path.relative_to(vault).as_posix() in changed_in(vault, "HEAD")
+    after = cli(vault, "sync")
+    assert after.returncode == 0, after.stderr
+    assert not any(s.startswith("edit(") for s in subjects(vault, 5))

@@ -660,3 +660,67 @@ def test_a_question_finds_the_function_its_docstring_answers(vault: Path, tmp_pa
     assert [h.path for h in hits] == ["shell.py:1-4", "batch.py:1-25"]
     assert [h.weak for h in hits] == [True, False]  # "command" is not in the answer
     assert hits[0].keywords == ("shell.py", "split")
+
+
+def test_code_edited_while_no_daemon_ran_is_found_by_the_first_search_and_ingest_says_so(
+    tmp_path: Path,
+    daemons_allowed: dict[str, str],  # noqa: F811
+) -> None:
+    from tests.test_daemon import start_daemon
+
+    vault = make_vault(tmp_path / "vault")
+    repo = make_repo(tmp_path / "webshop", {"billing/webhooks.py": BILLING})
+    env = {**daemons_allowed, "MEMSTORE_VAULT": str(vault)}
+    alone = {**env, "MEMSTORE_NO_DAEMON": "1"}
+    assert run(alone, "ingest", str(repo)).returncode == 0
+    source = repo / "billing" / "webhooks.py"
+
+    def edit(name: str) -> None:
+        with source.open("a", encoding="utf-8") as out:
+            out.write(f"\n\ndef {name}(amount):\n    return round(amount, 2)\n")
+
+    # a daemon started after the edit answers its first search with the new function
+    edit("reconcile_refund_ledger_qx")
+    start_daemon(env, vault)
+    served = requests_served(vault)
+    found = run(env, "search", "reconcile_refund_ledger_qx")
+    assert requests_served(vault) == served + 1  # the daemon answered
+    assert "function reconcile_refund_ledger_qx" in found.stdout, found.stdout
+    ingested = run(env, "ingest", str(repo))
+    assert ingested.returncode == 0, ingested.stderr
+    assert "chunks: 0 created" in ingested.stdout  # the daemon chunked it already …
+    assert (  # … and the ingest still says the file changed
+        "changed since the last ingest, already chunked by a running memstore: "
+        "1 file (billing/webhooks.py)" in ingested.stdout
+    )
+    assert "already chunked" not in run(env, "ingest", str(repo)).stdout  # said once
+    assert run(env, "daemon", "--stop").returncode == 0
+    wait_until(lambda: not client.is_running(vault), 30, "the daemon stopped")
+
+    # with no daemon at all, a search chunks the changed code itself before answering
+    edit("settle_chargeback_batch_qx")
+    here = run(alone, "search", "settle_chargeback_batch_qx")
+    assert "function settle_chargeback_batch_qx" in here.stdout, here.stdout
+    again = run(alone, "ingest", str(repo), "--json")
+    summary = json.loads(again.stdout)
+    assert (summary["already_chunked"], summary["already_chunked_paths"]) == (
+        1,
+        ["billing/webhooks.py"],
+    )
+
+
+def test_a_watcher_chunks_code_changed_while_nothing_watched_before_it_starts_answering(
+    vault: Path, tmp_path: Path
+) -> None:
+    repo = make_repo(tmp_path / "webshop", {"billing/webhooks.py": BILLING})
+    with Store.open(settings_at(vault)) as store:
+        store.ingest(repo, "webshop")
+    with (repo / "billing" / "webhooks.py").open("a", encoding="utf-8") as out:
+        out.write("\n\ndef reconcile_refund_ledger_qx(amount):\n    return amount\n")
+    with Store.open(settings_at(vault)) as store:
+        watcher = Watcher(store).start(wait=True)  # what the daemon does before it listens
+        try:
+            hits = store.search("reconcile_refund_ledger_qx", catch_up=False).hits
+            assert [h.path for h in hits][:1] == ["billing/webhooks.py:17-18"]
+        finally:
+            watcher.stop()
