@@ -16,6 +16,7 @@ from memstore.errors import InvalidInputError
 from memstore.indexer import Entry, Progress, has_conflict
 from memstore.merge import KIND_RANK, union
 from memstore.model import ADDABLE_KINDS, Memory, check_kind
+from memstore.purges import Purge, record_purge
 from memstore.ranking import CORE_BUDGET_TOKENS, Candidate, estimate_tokens, strength
 from memstore.secrets import find_secrets
 from memstore.similar import neighbours, similar_pairs, term_sets
@@ -265,8 +266,12 @@ class Curator:
             self.forget(entry, force=force)
         with store.vault.lock(store.settings.lock_timeout):
             paths = store.git.paths_ever(f"-{entry.id}.md") | {entry.path}
-            changed = store.git.purge_paths(
-                paths, scrub=text, replacement=f"[purged memory {entry.id}]"
+            replacement = f"[purged memory {entry.id}]"
+            changed, roots = store.git.rewrite_without(paths, scrub=text, replacement=replacement)
+            # sync refuses to merge the old history back until the remote is purged too
+            record_purge(
+                store.vault,
+                Purge(entry.id, tuple(sorted(paths)), tuple(roots), text, replacement),
             )
             remote.prune_unreachable(store.vault.root, store.settings.env)
         store.reindex()  # the old index still holds the text in its segment files

@@ -349,6 +349,32 @@ class GitRepo:
         base = self._repo.merge_base(ours, theirs)
         return str(base) if base is not None else ""
 
+    def contains(self, tip: str, commit: str) -> bool:
+        """Return whether `commit` is `tip` or one of its ancestors."""
+        if not tip or not commit or self._repo.get(commit) is None:
+            return False
+        return tip == commit or bool(self._repo.descendant_of(tip, commit))
+
+    def messages_between(self, old: str, new: str) -> list[str]:
+        """Return the messages of the commits `new` has and `old` has not, newest first."""
+        pygit2 = _pygit2()
+        walker = self._repo.walk(new, pygit2.enums.SortMode.TOPOLOGICAL)
+        if old:
+            walker.hide(old)
+        return [commit.message for commit in walker]
+
+    def ref_history(self, ref: str) -> list[str]:
+        """Return the commits `ref` pointed at, newest first, as its reflog remembers them."""
+        found = self._repo.references.get(ref)
+        if found is None:
+            return []
+        try:
+            entries = list(found.log())
+        except _pygit2().GitError:
+            return []
+        ids = [str(e.oid_new) for e in entries] + [str(e.oid_old) for e in entries[-1:]]
+        return [i for i in dict.fromkeys(ids) if i.strip("0")]
+
     def repair_index(self, paths: Iterable[str] | None = None) -> list[str]:
         """Point git's index back at HEAD for files whose entry a killed commit left stale;
         return them. `paths` limits the check (None: every entry that differs from HEAD).
@@ -421,16 +447,30 @@ class GitRepo:
             raise VaultError(f"cannot read git status in {self.root}: {err}") from err
         return sorted(path for path, state in status.items() if state & ~quiet)
 
-    def merge_trees(self, base: str, ours: str, theirs: str, resolve: Resolver) -> str:
+    def merge_trees(
+        self,
+        base: str,
+        ours: str,
+        theirs: str,
+        resolve: Resolver,
+        *,
+        dropped: frozenset[str] = frozenset(),
+    ) -> str:
         """Merge the trees of three commits; `resolve` decides files both sides changed.
 
         Returns the merged tree's id. Subtrees equal on two sides are taken whole, so the
-        work is proportional to what changed, not to the size of the vault.
+        work is proportional to what changed, not to the size of the vault. `dropped`
+        paths are taken out of the base and ours first (purged from theirs' history).
         """
         repo = self._repo
 
         def tree_of(commit: str) -> Any:
-            return repo[commit].peel(_pygit2().Tree) if commit else None
+            if not commit:
+                return None
+            tree = repo[commit].peel(_pygit2().Tree)
+            if dropped and commit != theirs:
+                tree = repo[self._tree_without(tree, set(dropped), "")]
+            return tree
 
         trees = self._follow_moves(tree_of(base), tree_of(ours), tree_of(theirs))
         return str(self._merge_tree(*trees, "", resolve))
@@ -578,9 +618,20 @@ class GitRepo:
         self, tree: str, ours: str, theirs: str, message: str, trailers: Trailers
     ) -> str:
         """Create a merge commit of `tree` with parents ours and theirs (HEAD is not moved)."""
+        return self.commit_tree(tree, [ours, theirs], message, trailers)
+
+    def commit_tree(
+        self, tree: str, parents: list[str], message: str, trailers: Trailers, more: str = ""
+    ) -> str:
+        """Create a commit of `tree` on `parents` (HEAD is not moved); `more` are extra
+        trailer lines."""
         signature = self._signature()
-        full = f"{message.rstrip()}\n\n{trailers.render()}"
-        return str(self._repo.create_commit(None, signature, signature, full, tree, [ours, theirs]))
+        full = f"{message.rstrip()}\n\n{trailers.render()}{more}"
+        return str(self._repo.create_commit(None, signature, signature, full, tree, parents))
+
+    def tree_of(self, commit: str) -> str:
+        """Return the id of a commit's tree."""
+        return str(self._repo[commit].peel(_pygit2().Tree).id)
 
     def branch_to_adopt(self) -> str:
         """Return the remote branch `adopt_remote_branch` would check out (a ref name), ''
@@ -731,7 +782,22 @@ class GitRepo:
         return found
 
     def purge_paths(self, paths: set[str], scrub: str = "", replacement: str = "[purged]") -> int:
-        """Rewrite every commit of every ref without `paths`; return how many changed.
+        """Rewrite every commit of every ref without `paths`; return how many changed."""
+        return self.rewrite_without(paths, scrub, replacement)[0]
+
+    def rewrite_without(
+        self,
+        paths: set[str],
+        scrub: str = "",
+        replacement: str = "[purged]",
+        *,
+        checkout: bool = True,
+    ) -> tuple[int, list[str]]:
+        """Rewrite every commit of every ref without `paths`; return how many changed and
+        the first old commits rewritten (those whose parents were not).
+
+        The rewrite is deterministic: the same old commit rewritten again (after a fetch
+        brought the old history back) gives the same new commit.
 
         `scrub`, when given, is replaced by `replacement` in every commit message (commit
         summaries quote the memory's text).
@@ -742,6 +808,7 @@ class GitRepo:
         pygit2 = _pygit2()
         repo = self._repo
         rewritten: dict[str, str] = {}
+        roots: list[str] = []
         changed = 0
         for commit in self._all_commits():  # parents before children
             tree = self._tree_without(commit.tree, paths, "")
@@ -751,6 +818,8 @@ class GitRepo:
             if tree == commit.tree.id and unchanged:
                 continue
             new = repo.create_commit(None, commit.author, commit.committer, message, tree, parents)
+            if not any(str(p) in rewritten for p in commit.parent_ids):
+                roots.append(str(commit.id))
             rewritten[str(commit.id)] = str(new)
             changed += 1
         for ref in list(repo.references):
@@ -760,10 +829,10 @@ class GitRepo:
                 and str(reference.target) in rewritten
             ):
                 reference.set_target(rewritten[str(reference.target)])
-        if rewritten:
+        if rewritten and checkout:
             self.sync_index()
             repo.checkout_head(strategy=pygit2.enums.CheckoutStrategy.FORCE)
-        return changed
+        return changed, roots
 
     def _all_commits(self) -> list[Any]:
         """Every commit reachable from any ref, parents before children not guaranteed."""
@@ -834,6 +903,10 @@ class GitRepo:
             return bytes(self._repo[tree[path].id].data)
         except KeyError:
             return None
+
+    def paths_at(self, commit: str) -> list[str]:
+        """Return the path of every file in `commit`'s tree."""
+        return _flatten(self._repo[commit].peel(_pygit2().Tree))
 
     def files_at(self, commit: str) -> dict[str, bytes]:
         """Return every file of `commit`'s tree (path → bytes)."""

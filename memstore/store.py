@@ -85,7 +85,14 @@ from memstore.retrieval import (
 from memstore.secrets import find_secret_in_fields
 from memstore.semantic import Passage, VectorIndex, load_embedder
 from memstore.similar import containment, term_sets
-from memstore.sync import MARKER, SyncOutcome, finish_interrupted, sync
+from memstore.sync import (
+    MARKER,
+    SyncOptions,
+    SyncOutcome,
+    finish_interrupted,
+    note_forgotten,
+    sync,
+)
 from memstore.usage import Usage
 from memstore.vault import Vault, first_stranger, has_vault_mark, process_alive
 
@@ -1180,7 +1187,10 @@ class Store:
 
     @_serialized
     def sync(
-        self, name: str = "origin", progress: Progress | None = None
+        self,
+        name: str = "origin",
+        progress: Progress | None = None,
+        options: SyncOptions = SyncOptions(),
     ) -> tuple[SyncOutcome, int, CatchUp]:
         """Commit edits and usage, fetch, merge with memstore's rules, push, catch up the
         index (`progress` follows the indexing of what the pull brought)."""
@@ -1195,6 +1205,7 @@ class Store:
             self.settings.env,
             name,
             lambda: self.vault.lock(self.settings.lock_timeout),
+            options,
         )
         with self.vault.lock(self.settings.lock_timeout):
             caught_up = self.catch_up_locked(progress=progress)
@@ -1256,6 +1267,7 @@ class Store:
                 raise
         self._stage_later()
         self.indexer.remove([entry.path])
+        note_forgotten(self.vault, entry.path, entry.id)  # sync says if it comes back
         return commit
 
     @_serialized

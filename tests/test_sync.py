@@ -20,7 +20,7 @@ from memstore.git import Trailers
 from memstore.merge import merge_file
 from memstore.remote import GC_AUTO, _classify, count_objects, needs_packing
 from memstore.store import Store, init_vault
-from memstore.sync import MARKER
+from memstore.sync import MARKER, SyncOptions
 from tests.conftest import git, head, vault_bytes
 
 EXE = Path(sys.executable).with_name("memstore")
@@ -271,7 +271,7 @@ def test_a_push_the_server_declines_names_its_reason(machines: list[Store], remo
     assert len(memory_files(a)) == 1
 
 
-def test_a_rewritten_remote_loses_nothing(
+def test_an_unrelated_remote_history_is_refused_then_merged_when_allowed_losing_nothing(
     machines: list[Store], remote: Path, tmp_path: Path
 ) -> None:
     a, b, _ = machines
@@ -288,6 +288,14 @@ def test_a_rewritten_remote_loses_nothing(
         capture_output=True,
     )
     b.add("memory that B adds after the rewrite", workspace="global")
+    before = head(remote)
+    for store in (a, b):  # as git does: a history sharing no commit is never merged unasked
+        with pytest.raises(SyncError, match="shares no commit") as refused:
+            store.sync()
+        assert "memstore sync --allow-unrelated" in str(refused.value)
+        assert "\n" not in str(refused.value)
+    assert head(remote) == before
+    b.sync(options=SyncOptions(allow_unrelated=True))
     converge(machines[:2])
     texts = {parse_memory(d.decode(), path=p).body.strip() for p, d in memory_files(a).items()}
     assert texts == {
