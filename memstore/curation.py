@@ -267,11 +267,12 @@ class Curator:
         with store.vault.lock(store.settings.lock_timeout):
             paths = store.git.paths_ever(f"-{entry.id}.md") | {entry.path}
             replacement = f"[purged memory {entry.id}]"
-            changed, roots = store.git.rewrite_without(paths, scrub=text, replacement=replacement)
+            done = store.git.rewrite_without(paths, scrub=text, replacement=replacement)
+            changed = done.changed
             # sync refuses to merge the old history back until the remote is purged too
             record_purge(
                 store.vault,
-                Purge(entry.id, tuple(sorted(paths)), tuple(roots), text, replacement),
+                Purge(entry.id, tuple(sorted(paths)), tuple(done.roots), replacement, done.mapping),
             )
             remote.prune_unreachable(store.vault.root, store.settings.env)
         store.reindex()  # the old index still holds the text in its segment files

@@ -11,8 +11,8 @@ import os
 import re
 import shlex
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +75,15 @@ class Commit:
     def trailer(self, name: str) -> str:
         match = re.search(rf"^Memstore-{name}: (.+)$", self.message, re.MULTILINE)
         return match.group(1).strip() if match else ""
+
+
+@dataclass
+class Rewrite:
+    """What a history rewrite (GitRepo.rewrite_without) did."""
+
+    changed: int = 0
+    roots: list[str] = field(default_factory=list)  # first old commits rewritten
+    mapping: dict[str, str] = field(default_factory=dict)  # old commit → new
 
 
 @dataclass(frozen=True)
@@ -783,7 +792,7 @@ class GitRepo:
 
     def purge_paths(self, paths: set[str], scrub: str = "", replacement: str = "[purged]") -> int:
         """Rewrite every commit of every ref without `paths`; return how many changed."""
-        return self.rewrite_without(paths, scrub, replacement)[0]
+        return self.rewrite_without(paths, scrub, replacement).changed
 
     def rewrite_without(
         self,
@@ -792,36 +801,45 @@ class GitRepo:
         replacement: str = "[purged]",
         *,
         checkout: bool = True,
-    ) -> tuple[int, list[str]]:
-        """Rewrite every commit of every ref without `paths`; return how many changed and
-        the first old commits rewritten (those whose parents were not).
-
-        The rewrite is deterministic: the same old commit rewritten again (after a fetch
-        brought the old history back) gives the same new commit.
+        known: Mapping[str, str] | None = None,
+    ) -> Rewrite:
+        """Rewrite every commit of every ref without `paths`.
 
         `scrub`, when given, is replaced by `replacement` in every commit message (commit
-        summaries quote the memory's text).
+        summaries quote the memory's text). With `known` (old → new: what a purge rewrote,
+        when history fetched again after it is rewritten), those commits map to the ones
+        the purge made, and a commit made since that changed one of `paths` gets
+        `replacement` for its subject (its own may quote the memory's text).
 
         Messages, authors and times are kept; refs move to the rewritten commits. The old
         objects stay until the caller expires the reflog and prunes (remote.prune_unreachable).
         """
         pygit2 = _pygit2()
         repo = self._repo
+        known = known or {}
         rewritten: dict[str, str] = {}
-        roots: list[str] = []
-        changed = 0
+        done = Rewrite()
         for commit in self._all_commits():  # parents before children
+            old = str(commit.id)
+            if old in known and repo.get(known[old]) is not None:
+                rewritten[old] = known[old]
+                done.changed += 1
+                continue
             tree = self._tree_without(commit.tree, paths, "")
             parents = [rewritten.get(str(p), str(p)) for p in commit.parent_ids]
             message = commit.message.replace(scrub, replacement) if scrub else commit.message
+            if known and self._touches(commit, paths):
+                subject, _, rest = commit.message.partition("\n")
+                verb = subject.split(":", 1)[0] if ":" in subject else "edit"
+                message = f"{verb}: {replacement}\n{rest}"
             unchanged = message == commit.message and parents == [str(p) for p in commit.parent_ids]
             if tree == commit.tree.id and unchanged:
                 continue
             new = repo.create_commit(None, commit.author, commit.committer, message, tree, parents)
             if not any(str(p) in rewritten for p in commit.parent_ids):
-                roots.append(str(commit.id))
-            rewritten[str(commit.id)] = str(new)
-            changed += 1
+                done.roots.append(old)
+            rewritten[old] = str(new)
+            done.changed += 1
         for ref in list(repo.references):
             reference = repo.references[ref]
             if (
@@ -832,7 +850,16 @@ class GitRepo:
         if rewritten and checkout:
             self.sync_index()
             repo.checkout_head(strategy=pygit2.enums.CheckoutStrategy.FORCE)
-        return changed, roots
+        done.mapping = rewritten
+        return done
+
+    def _touches(self, commit: Any, paths: set[str]) -> bool:
+        """Return whether `commit` changed one of `paths` from its first parent."""
+        parent = commit.parents[0].tree if commit.parents else None
+        return any(
+            _entry_id(commit.tree, path) != (_entry_id(parent, path) if parent else None)
+            for path in paths
+        )
 
     def _all_commits(self) -> list[Any]:
         """Every commit reachable from any ref, parents before children not guaranteed."""

@@ -3,7 +3,7 @@
 `forget --purge` rewrites this clone's history without a memory's files. The remote and
 the other clones keep the old history until the rewritten one is force-pushed, and a
 plain merge of it would bring the memory back. So the purge is recorded here (under
-.memstore/state, with the first old commits it replaced); sync refuses a remote that still
+.memstore/state: the old commits it replaced and what it made of them); sync refuses a remote that still
 holds one of them, and `sync --force-purged` rewrites what the remote gained since the
 same way, force-pushes with a lease, and leaves a marker commit (`Memstore-Purged: <id>`
 trailer lines) by which every other clone's sync recognises the rewrite and
@@ -33,10 +33,10 @@ class Purge:
     id: str
     paths: tuple[str, ...]
     roots: tuple[str, ...]  # the first old commits the rewrite replaced
-    # The text scrubbed from commit messages: needed to rewrite the old history the same
-    # way again after a fetch; dropped with the record once the remote is purged.
-    scrub: str
-    replacement: str
+    replacement: str  # what stands in commit messages for the memory's text
+    # Every old commit → the commit the purge made of it: a fetch brings the old history
+    # back, and it is rewritten by this map (the memory's text is kept nowhere here).
+    rewritten: dict[str, str]
 
 
 def record_purge(vault: Vault, purge: Purge) -> None:
@@ -54,12 +54,12 @@ def pending_purges(vault: Vault) -> list[Purge]:
                 str(item["id"]),
                 tuple(item["paths"]),
                 tuple(item["roots"]),
-                str(item["scrub"]),
                 str(item["replacement"]),
+                {str(k): str(v) for k, v in item["rewritten"].items()},
             )
             for item in data
         ]
-    except (ValueError, KeyError, TypeError) as err:
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
         raise SyncError(
             f"the record of purges in {vault.state_dir / 'state' / PURGES} cannot be read "
             f"({err}); if the remote no longer holds the purged memories, delete that file"
@@ -88,10 +88,12 @@ def refusal(held: list[Purge], vault: Vault, name: str, branch: str) -> SyncErro
 
 
 def rewrite_fetched(git: GitRepo, purges: list[Purge]) -> None:
-    """Rewrite the fetched history as each purge rewrote ours (the same old commits give
-    the same new ones; commits made elsewhere since are carried over without the files)."""
+    """Rewrite the fetched history as each purge rewrote ours (its old commits become the
+    ones the purge made; commits made elsewhere since are carried over without the files)."""
     for purge in purges:
-        git.rewrite_without(set(purge.paths), purge.scrub, purge.replacement, checkout=False)
+        git.rewrite_without(
+            set(purge.paths), "", purge.replacement, checkout=False, known=purge.rewritten
+        )
 
 
 def commit_marker(git: GitRepo, head: str, purges: list[Purge], trailers: Trailers) -> str:

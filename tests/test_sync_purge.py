@@ -71,6 +71,7 @@ def test_a_purge_is_finished_on_the_remote_and_no_machine_brings_it_back(two: Pa
     assert "memstore sync --force-purged" in purged.stdout
     a.add("Added on A after the purge")
     b.add("Added on B before A finished the purge")
+    assert b.add(SECRET)["status"] == "duplicate_merged"  # its commit subject quotes the text
     b.sync()  # B pushes onto the old history: the remote moved on since A's purge
 
     refused = a.run("sync", ok=False)
