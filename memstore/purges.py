@@ -5,9 +5,9 @@ the other clones keep the old history until the rewritten one is force-pushed, a
 plain merge of it would bring the memory back. So the purge is recorded here (under
 .memstore/state: the old commits it replaced and what it made of them); sync refuses a remote that still
 holds one of them, and `sync --force-purged` rewrites what the remote gained since the
-same way, force-pushes with a lease, and leaves a marker commit (`Memstore-Purged: <id>`
-trailer lines) by which every other clone's sync recognises the rewrite and
-re-bases its own unpushed changes onto it instead of merging the old history back.
+same way and force-pushes with a lease. The purge ends with a marker commit
+(`Memstore-Purged: <id>` trailer lines) by which every other clone's sync recognises the
+rewrite and re-bases its own unpushed changes onto it instead of merging the old history back.
 """
 
 from __future__ import annotations
@@ -81,9 +81,8 @@ def refusal(held: list[Purge], vault: Vault, name: str, branch: str) -> SyncErro
     return SyncError(
         f"remote {name!r} still holds memory {ids} you purged (forget --purge): merging it "
         f"would bring it back, so nothing was merged or pushed; finish the purge with "
-        f"'memstore sync --force-purged' (it rewrites {name}/{branch} the same way and "
-        f"force-pushes with a lease), or by hand in {vault.root}: "
-        f"'git push --force-with-lease origin {branch}'"
+        f"'memstore sync --force-purged' (it rewrites {name}/{branch} the same way, keeping "
+        "what others pushed since, and force-pushes with a lease)"
     )
 
 

@@ -22,7 +22,6 @@ from memstore.git import GitRepo, Trailers
 from memstore.merge import merge_file
 from memstore.purges import (
     Rebased,
-    commit_marker,
     held_by,
     pending_purges,
     purged_upstream,
@@ -138,8 +137,6 @@ def sync(
             candidates = [*earlier, *git.ref_history(tracking)]
             if not _merge_locked(vault, git, trailers, theirs, outcome, options, candidates):
                 continue  # a file changed under the checkout: its edit is committed; again
-            if lease:
-                git.move_to(commit_marker(git, git.head(), pending_purges(vault), trailers))
             head = git.head()
         _note_conflicts(git, begun, head, outcome)
         with locked():

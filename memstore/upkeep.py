@@ -350,7 +350,7 @@ def register(app: typer.Typer) -> None:
                     f"purged {entry.id} from {changed} commits ({', '.join(sorted(paths))}).\n"
                     "The remote and other clones still have it, and 'memstore sync' refuses to merge "
                     "it back: run 'memstore sync --force-purged' to rewrite the remote the same way "
-                    f"(or 'git push --force-with-lease origin {branch}' in {store.vault.root}); "
+                    f"(in {store.vault.root}, branch {branch}); "
                     "every other clone's next 'memstore sync' then drops it too "
                     "(docs/sync.md, 'Purged memories'). Rotate the secret if it was one."
                 )

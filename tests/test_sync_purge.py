@@ -138,3 +138,23 @@ def test_a_machine_with_nothing_unpushed_follows_the_purged_history(two: Pair) -
 def test_force_purged_without_a_purge_says_there_is_none(two: Pair) -> None:
     done = two.a.run("sync", "--force-purged", "--yes", ok=False)
     assert done.returncode == 1 and "no purge to finish" in done.stderr
+
+
+def test_a_change_to_the_purged_memory_on_another_machine_is_dropped_and_said(two: Pair) -> None:
+    a, b = two.a, two.b
+    secret = a.add(SECRET)
+    a.sync()
+    b.sync()
+    a.run("forget", secret["id"], "--purge", "--yes")
+    a.run("sync", "--force-purged", "--yes")
+    b.append(secret["path"], "B's note on it, written before B heard of the purge")
+    b.add("Something else B keeps")
+
+    synced = b.sync()
+
+    assert f"your changes to {secret['path']} were dropped" in synced.stdout, synced.stdout
+    assert not (b.root / secret["path"]).exists()
+    assert "B's note" not in history_text(two.remote) and "bluefin" not in history_text(two.remote)
+    assert "Something else B keeps" in "".join(m.body for m in b.memories().values())
+    a.sync()
+    assert "Something else B keeps" in "".join(m.body for m in a.memories().values())
