@@ -227,6 +227,12 @@ def _note_conflicts(git: GitRepo, begun: str, head: str, outcome: SyncOutcome) -
     outcome.conflicts = list(dict.fromkeys([*outcome.conflicts, *sorted(arrived)]))
 
 
+def _both_hold_memories(git: GitRepo, ours: str, theirs: str) -> bool:
+    """Return whether both commits hold memory files (a vault just made holds none: joining
+    an unrelated remote then cannot stack conflicts)."""
+    return all(any(p.endswith(".md") for p in git.paths_at(c)) for c in (ours, theirs))
+
+
 def note_forgotten(vault: Vault, path: str, memory_id: str) -> None:
     """Remember that this machine forgot the memory at `path`, so a sync that brings it
     back (edited on another machine) says so."""
@@ -298,7 +304,7 @@ def _merge(
         outcome.merge = "fast-forward" if rebased.commit == theirs else "re-based"
         return
     base = git.merge_base(ours, theirs) if ours else ""
-    if ours and not base and not options.allow_unrelated:
+    if ours and not base and not options.allow_unrelated and _both_hold_memories(git, ours, theirs):
         # As git does: a history sharing no commit with ours is another vault (or one
         # restored from files); merging it would stack a conflict per memory on every machine.
         raise SyncError(

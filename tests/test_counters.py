@@ -7,7 +7,9 @@ plain-scalar format, and hand-written files patched only where they change.
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import replace
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,6 +17,8 @@ from hypothesis import strategies as st
 from memstore.codec import parse_memory, render_changes, render_memory
 from memstore.merge import Counter, merge_file, merge_memory, tally, unattributed
 from memstore.model import Memory
+from memstore.store import Store
+from tests.conftest import settings_at
 
 REPLICAS = ("laptop-ab12", "desk-cd34", "ci-ef56", "1234")
 COUNTERS: tuple[Counter, ...] = ("seen", "recalled")
@@ -177,3 +181,28 @@ def test_a_broken_counter_map_is_reported_and_the_counter_still_reads() -> None:
         OLD.replace("seen: 8\n", "seen: 8\nseen_by: {a: lots}\n"), path="global/x.md"
     )
     assert memory.seen == 8 and memory.seen_by == () and "seen_by" in memory.problem
+
+
+def test_a_duplicate_add_and_a_recall_flush_count_on_this_clones_entry(store: Store) -> None:
+    added = store.add("upload 413 is nginx client_max_body_size", workspace="global")
+    store.add("upload 413 is nginx client_max_body_size", workspace="global")
+    store.recall("nginx 413", workspace="global", record_usage=True)
+    assert store.flush_usage() == 1
+    memory = parse_memory(
+        (store.vault.root / added.path).read_text(encoding="utf-8"), path=added.path
+    )
+    replica = store.replica()
+    assert replica.startswith("test-host-") and len(replica) == len("test-host-") + 4
+    assert (memory.seen, memory.seen_by) == (2, ((replica, 1),))
+    assert (memory.recalled, memory.recalled_by) == (1, ((replica, 1),))
+
+
+def test_each_clone_and_each_copy_of_a_vault_counts_under_its_own_name(
+    store: Store, tmp_path: Path
+) -> None:
+    name = store.replica()
+    assert store.replica() == name  # kept
+    copy = tmp_path / "copy"
+    shutil.copytree(store.vault.root, copy)  # .memstore/ and all
+    with Store.open(settings_at(copy)) as copied:
+        assert copied.replica() != name

@@ -523,3 +523,18 @@ def test_a_move_onto_a_name_the_other_machine_also_uses_keeps_both_texts(
 
     texts = "\n".join(memory_files(b)[p].decode() for p in memory_files(b))
     assert "B's edit" in texts and "B's own project notes" in texts
+
+
+def test_a_new_empty_vault_joins_an_unrelated_remote_without_asking(
+    machines: list[Store], remote: Path, tmp_path: Path
+) -> None:
+    a = machines[0]
+    a.add("memory that A has", workspace="global")
+    a.sync()
+    fresh = tmp_path / "fresh"
+    init_vault(fresh, machine_settings(fresh, "host-f"))  # its own init commit, no memories
+    with Store.open(machine_settings(fresh, "host-f")) as joined:
+        joined.set_remote(str(remote))
+        joined.sync()
+        texts = [m.decode() for p, m in memory_files(joined).items()]
+    assert any("memory that A has" in text for text in texts)
