@@ -2,7 +2,8 @@
 
 Runs under the vault's write lock. A merge is built in git's object store first; the work
 tree and the branch move only after the merge commit exists, and a marker under .memstore/
-lets the next sync finish a sync that was killed half-way. Never force-pushes.
+lets the next sync finish a sync that was killed half-way. Never force-pushes, but to
+finish a `forget --purge` when asked (`--force-purged`: a lease on the commit fetched).
 """
 
 from __future__ import annotations
@@ -143,21 +144,34 @@ def sync(
             _note_returned(vault, begun, head, git, outcome)
         if theirs and head == theirs:
             outcome.pushed = False
+            _drop_purged_objects(vault, env, locked, outcome)
             return outcome
         crash_point("sync-push")
         if remote.push(vault.root, name, branch, env, commit=head, lease=lease):
             outcome.pushed = True
-            if lease or outcome.rebased:
+            if lease:
                 with locked():
-                    if lease:
-                        write_purges(vault, [])
-                    remote.prune_unreachable(vault.root, env)  # the old objects go here too
+                    write_purges(vault, [])
+            _drop_purged_objects(vault, env, locked, outcome)
             return outcome
         attempt += 1
     raise SyncError(
         f"the remote kept changing while syncing ({ATTEMPTS} tries); your commits are kept, "
         "run 'memstore sync' again"
     )
+
+
+def _drop_purged_objects(
+    vault: Vault,
+    env: Mapping[str, str],
+    locked: Callable[[], AbstractContextManager[object]],
+    outcome: SyncOutcome,
+) -> None:
+    """After a purge reached the remote, or this clone left purged history behind, prune
+    the old objects here too (they hold the purged text)."""
+    if outcome.purged_remote or outcome.rebased:
+        with locked():
+            remote.prune_unreachable(vault.root, env)
 
 
 def _settle_purges(

@@ -50,6 +50,15 @@ def history_text(git_dir: Path) -> str:
     return done.stdout
 
 
+def every_object(git_dir: Path) -> bytes:
+    """Every object stored in `git_dir`, reachable or not."""
+    return subprocess.run(
+        ["git", "--git-dir", str(git_dir), "cat-file", "--batch-all-objects", "--batch"],
+        capture_output=True,
+        check=True,
+    ).stdout
+
+
 def remote_head(pair: Pair) -> str:
     return subprocess.run(
         ["git", "--git-dir", str(pair.remote), "rev-parse", "main"],
@@ -101,7 +110,7 @@ def test_a_purge_is_finished_on_the_remote_and_no_machine_brings_it_back(two: Pa
     assert "rewritten to purge memory" in synced.stdout and secret["id"] in synced.stdout
     assert not (b.root / secret["path"]).exists()
     assert SECRET not in history_text(two.remote)
-    assert "bluefin" not in history_text(b.root / ".git")  # the old objects are gone on B too
+    assert b"bluefin" not in every_object(b.root / ".git")  # the old objects are gone on B too
     for text in ("Added on A after", "Added on B before", "Added on B after"):
         found = subprocess.run(
             ["git", "--git-dir", str(two.remote), "grep", "-l", text, "main"],
@@ -131,7 +140,8 @@ def test_a_machine_with_nothing_unpushed_follows_the_purged_history(two: Pair) -
 
     assert "this vault now follows it" in synced.stdout, synced.stdout
     assert not (b.root / secret["path"]).exists()
-    assert "bluefin" not in history_text(b.root / ".git")
+    assert b"bluefin" not in every_object(b.root / ".git")
+    assert b"bluefin" not in every_object(a.root / ".git")
     assert "bluefin" not in history_text(two.remote)
 
 
