@@ -137,7 +137,7 @@ def rebase_onto_purged(
     theirs: str,
     candidates: list[str],
     trailers: Trailers,
-) -> Rebased:
+) -> Rebased | None:
     """Carry this clone's own commits onto `theirs` (a purged rewrite of the history they
     were made on), without the purged paths; return the commit to move to.
 
@@ -155,6 +155,8 @@ def rebase_onto_purged(
             f"sync, then run 'git fetch origin && git reset --hard origin/{git.branch()}' in "
             f"{vault.root}"
         )
+    if git.contains(theirs, fork):
+        return None  # our last remote commit is in the purged history: a plain merge is safe
     ids = tuple(sorted(purged))
     local = len(git.messages_between(fork, ours))
     suffixes = tuple(f"-{i}.md" for i in ids)  # as forget --purge finds a memory's paths

@@ -309,10 +309,14 @@ def _merge(
     if not theirs or theirs == ours:
         return
     purged = purged_upstream(git, ours, theirs)
-    if purged:
-        # The remote's history was rewritten by a purge made elsewhere: never merge the old
-        # history (it holds the purged files) back; carry our own commits over instead.
-        rebased = rebase_onto_purged(git, vault, purged, ours, theirs, candidates, trailers)
+    # The remote's history was rewritten by a purge made elsewhere: never merge the old
+    # history (it holds the purged files) back; carry our own commits over instead.
+    rebased = (
+        rebase_onto_purged(git, vault, purged, ours, theirs, candidates, trailers)
+        if purged
+        else None
+    )
+    if rebased is not None:
         git.move_to(rebased.commit)
         outcome.rebased = rebased
         outcome.merge = "fast-forward" if rebased.commit == theirs else "re-based"

@@ -168,3 +168,25 @@ def test_a_change_to_the_purged_memory_on_another_machine_is_dropped_and_said(tw
     assert "Something else B keeps" in "".join(m.body for m in b.memories().values())
     a.sync()
     assert "Something else B keeps" in "".join(m.body for m in a.memories().values())
+
+
+def test_a_machine_that_never_had_the_purged_memory_merges_as_usual(two: Pair) -> None:
+    a, b = two.a, two.b
+    b.add("Written on B, offline the whole time")
+    secret = a.add(SECRET)
+    a.sync()
+    a.run("forget", secret["id"], "--purge", "--yes")
+    a.run("sync", "--force-purged", "--yes")
+
+    synced = b.sync()
+
+    assert "merged the remote's changes" in synced.stdout, synced.stdout
+    assert "rewritten" not in synced.stdout
+    subjects = subprocess.run(
+        ["git", "--git-dir", str(two.remote), "log", "--format=%s", "main"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "add(global): Written on B, offline the whole time" in subjects  # its own commit
+    assert "bluefin" not in history_text(two.remote)
