@@ -40,6 +40,7 @@ from memstore.output import (
 from memstore.ranking import CHARS_PER_TOKEN, estimate_tokens
 from memstore.repo_name import find_enclosing_repository
 from memstore.store import Store, init_vault
+from memstore.sync import SyncOptions
 from memstore.upkeep import (
     IdArgument,
     JsonOption,
@@ -865,6 +866,21 @@ def sync(
     vault: VaultOption = None,
     as_json: JsonOption = False,
     quiet: QuietOption = False,
+    allow_unrelated: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unrelated",
+            help="Merge a remote history that shares no commit with this vault's.",
+        ),
+    ] = False,
+    force_purged: Annotated[
+        bool,
+        typer.Option(
+            "--force-purged",
+            help="Finish a 'forget --purge': force-push the rewritten history (asks first).",
+        ),
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
 ) -> None:
     """Commit edits and usage counters, pull, merge with memstore's rules, push.
 
@@ -874,11 +890,14 @@ def sync(
 
     Example:  memstore sync
     """
+    options = SyncOptions(allow_unrelated=allow_unrelated, force_purged=force_purged)
     with (
         Store.open(settings_for(vault)) as store,
         progress_bar("indexing what sync brought", quiet=quiet or as_json) as progress,
     ):
-        outcome, flushed, caught_up = store.sync(name, progress)
+        if force_purged:
+            _confirm_force_purged(store, name, yes)
+        outcome, flushed, caught_up = store.sync(name, progress, options)
         # only those this sync committed: one that came from the remote, or was committed
         # by an earlier sync, is not news (doctor lists them all)
         edited = set(outcome.edited)
@@ -904,6 +923,31 @@ def sync(
             f"note: the vault holds {count(len(unreadable), 'file')} memstore cannot read "
             f"({shown}); they were committed like any edit. memstore doctor says why."
         )
+
+
+def _confirm_force_purged(store: Store, name: str, yes: bool) -> None:
+    """Ask before `sync --force-purged` rewrites the remote; without a terminal, --yes."""
+    from memstore.purges import pending_purges
+
+    pending = pending_purges(store.vault)
+    if not pending:
+        raise InvalidInputError(
+            "there is no purge to finish: 'memstore forget ID --purge' records one; "
+            "run 'memstore sync' without --force-purged"
+        )
+    ids = ", ".join(sorted({p.id for p in pending}))
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise InvalidInputError(
+            "sync --force-purged rewrites the remote's history and there is no terminal to "
+            "ask; rerun with --yes"
+        )
+    typer.confirm(
+        f"Rewrite remote {name!r} without purged memory {ids}? Commits other machines "
+        "pushed since are kept, without it.",
+        abort=True,
+    )
 
 
 @app.command("merge-file", hidden=True)

@@ -25,7 +25,9 @@ KNOWN_KEYS = (
     "source",
     "created",
     "seen",
+    "seen_by",
     "recalled",
+    "recalled_by",
     "last_recalled",
     "confirmed",
     "archived",
@@ -90,7 +92,12 @@ def _load_simple(text: str) -> dict[str, object] | None:
         if match is None or match.group(1) in data or _implicit_tag(match.group(1)) != _STR:
             return None  # (YAML 1.1 reads a key like `no` or `on` as a boolean)
         key, raw = match.groups()
-        if raw[0] == "[" and raw[-1] == "]":
+        if raw[0] == "{" and raw[-1] == "}":
+            counts = _simple_counts(raw[1:-1])
+            if counts is None:
+                return None
+            data[key] = counts
+        elif raw[0] == "[" and raw[-1] == "]":
             items = [item.strip() for item in raw[1:-1].split(",")] if raw[1:-1].strip() else []
             values = [_simple_scalar(item, flow=True) for item in items]
             if any(v is None for v in values):
@@ -102,6 +109,19 @@ def _load_simple(text: str) -> dict[str, object] | None:
                 return None
             data[key] = value
     return data
+
+
+def _simple_counts(inner: str) -> dict[str, int] | None:
+    """Return the flow mapping of words to whole numbers `{a: 1, b: 2}` holds, or None."""
+    counts: dict[str, int] = {}
+    for item in inner.split(",") if inner.strip() else []:
+        key, colon, value = item.strip().partition(": ")
+        name = _simple_scalar(key, flow=True)
+        number = _simple_scalar(value.strip(), flow=True)
+        if not colon or not isinstance(name, str) or not isinstance(number, int) or name in counts:
+            return None
+        counts[name] = number
+    return counts
 
 
 def _simple_scalar(raw: str, *, flow: bool) -> object:
@@ -317,7 +337,9 @@ def _memory_from(
         source=_as_str(data.get("source", "")),
         created=_as_str(data.get("created", "")),
         seen=_as_count(data.get("seen", 1), "seen", problems, default=1),
+        seen_by=_as_counts(data.get("seen_by"), "seen_by", problems),
         recalled=_as_count(data.get("recalled", 0), "recalled", problems, default=0),
+        recalled_by=_as_counts(data.get("recalled_by"), "recalled_by", problems),
         last_recalled=_as_str(data.get("last_recalled", "")),
         confirmed=_as_count(data.get("confirmed", 0), "confirmed", problems, default=0),
         archived=_as_str(data.get("archived", "")),
@@ -355,6 +377,23 @@ def _as_count(value: object, key: str, problems: list[str], *, default: int) -> 
         problems.append(f"{key} is not a whole number: {value!r}")
         return default
     return max(count, 0)
+
+
+def _as_counts(value: object, key: str, problems: list[str]) -> tuple[tuple[str, int], ...]:
+    """Read a per-replica counter map `{name: count, …}`, sorted by name."""
+    if value is None or value == {}:
+        return ()
+    if not isinstance(value, dict) or not all(
+        isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in value.values()
+    ):
+        problems.append(f"{key} is not a map of names to whole numbers: {value!r}")
+        return ()
+    return tuple(sorted((_as_str(name), count) for name, count in value.items()))
+
+
+def render_counts(counts: tuple[tuple[str, int], ...]) -> str:
+    """Render a per-replica counter map as a one-line YAML flow mapping."""
+    return "{" + ", ".join(f"{render_scalar(name)}: {n}" for name, n in counts) + "}"
 
 
 def split_top_level(header: str) -> list[tuple[str, str]]:
@@ -449,8 +488,12 @@ def render_memory(memory: Memory) -> str:
     if memory.created:
         lines.append(f"created: {render_scalar(memory.created)}")
     lines.append(f"seen: {memory.seen}")
-    if memory.recalled:
+    if memory.seen_by:
+        lines.append(f"seen_by: {render_counts(memory.seen_by)}")
+    if memory.recalled or memory.recalled_by:
         lines.append(f"recalled: {memory.recalled}")
+    if memory.recalled_by:
+        lines.append(f"recalled_by: {render_counts(memory.recalled_by)}")
     if memory.last_recalled:
         lines.append(f"last_recalled: {render_scalar(memory.last_recalled)}")
     if memory.confirmed:
@@ -498,9 +541,13 @@ def _patch_front_matter(text: str, before: Memory, after: Memory) -> str | None:
         return None  # a key stated twice: which one YAML keeps is not ours to guess
     where = {key: (first, end) for key, first, end in blocks}
     replaced: dict[int, tuple[int, list[str]]] = {}  # first line -> (end, new lines)
+    inserted: dict[int, list[str]] = {}  # a block's end -> new lines that follow it
     appended: list[str] = []
     for key, new in _changed_blocks(before, after):
-        if key in where:
+        if key not in where and new and _COUNT_MAPS.get(key) in where:
+            anchor_end = where[_COUNT_MAPS[key]][1]
+            inserted.setdefault(anchor_end, []).extend(line + before.newline for line in new)
+        elif key in where:
             first, end = where[key]
             if new and end - first == 1:
                 new = [_with_comment(new[0], lines[first])]
@@ -512,7 +559,7 @@ def _patch_front_matter(text: str, before: Memory, after: Memory) -> str | None:
     index = 0
     while index < len(lines):
         end, new = replaced.get(index, (index + 1, [lines[index]]))
-        out += new
+        out += new + inserted.get(end, [])
         index = end
     return bom + opening + "".join(out + appended) + text[closing.start() :]
 
@@ -542,7 +589,12 @@ def _changed_blocks(before: Memory, after: Memory) -> list[tuple[str, list[str]]
     """Return (key, new lines without endings; [] deletes) for every key that changed."""
     changed = [
         # A key render_memory leaves out when empty goes (revive: no `archived: ""` left).
-        (key, [f"{key}: {_render_value(value)}"] if value or key not in _OPTIONAL_KEYS else [])
+        (
+            key,
+            [f"{key}: {_render_value(value)}"]
+            if _present(after, key) and (value or key not in _OPTIONAL_KEYS)
+            else [],
+        )
         for key in KNOWN_KEYS
         if (value := getattr(after, key)) != getattr(before, key)
     ]
@@ -565,7 +617,18 @@ _OPTIONAL_KEYS = frozenset(
 )
 
 
+def _present(memory: Memory, key: str) -> bool:
+    """Return whether `key` has a line in `memory`'s front matter (an empty map has none)."""
+    return key not in _COUNT_MAPS or bool(getattr(memory, key))
+
+
+# A counter map's line goes right below its counter's, where render_memory puts it.
+_COUNT_MAPS = {"seen_by": "seen", "recalled_by": "recalled"}
+
+
 def _render_value(value: object) -> str:
+    if isinstance(value, tuple) and value and isinstance(value[0], tuple):
+        return render_counts(value)
     if isinstance(value, tuple):
         return render_list(value)
     if isinstance(value, int):

@@ -16,6 +16,7 @@ from memstore.errors import InvalidInputError
 from memstore.indexer import Entry, Progress, has_conflict
 from memstore.merge import KIND_RANK, union
 from memstore.model import ADDABLE_KINDS, Memory, check_kind
+from memstore.purges import Purge, commit_marker, record_purge
 from memstore.ranking import CORE_BUDGET_TOKENS, Candidate, estimate_tokens, strength
 from memstore.secrets import find_secrets
 from memstore.similar import neighbours, similar_pairs, term_sets
@@ -328,9 +329,16 @@ class Curator:
             self.forget(entry, force=force)
         with store.vault.lock(store.settings.lock_timeout):
             paths = store.git.paths_ever(f"-{entry.id}.md") | {entry.path}
-            changed = store.git.purge_paths(
-                paths, scrub=text, replacement=f"[purged memory {entry.id}]"
+            replacement = f"[purged memory {entry.id}]"
+            done = store.git.rewrite_without(paths, scrub=text, replacement=replacement)
+            changed = done.changed
+            # sync refuses to merge the old history back until the remote is purged too
+            purge = Purge(
+                entry.id, tuple(sorted(paths)), tuple(done.roots), replacement, done.mapping
             )
+            record_purge(store.vault, purge)
+            # the marker by which other clones' syncs recognise the rewritten history
+            store.git.move_to(commit_marker(store.git, store.git.head(), [purge], store.trailers))
             remote.prune_unreachable(store.vault.root, store.settings.env)
         store.reindex()  # the old index still holds the text in its segment files
         return changed, paths

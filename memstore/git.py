@@ -11,8 +11,8 @@ import os
 import re
 import shlex
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +75,15 @@ class Commit:
     def trailer(self, name: str) -> str:
         match = re.search(rf"^Memstore-{name}: (.+)$", self.message, re.MULTILINE)
         return match.group(1).strip() if match else ""
+
+
+@dataclass
+class Rewrite:
+    """What a history rewrite (GitRepo.rewrite_without) did."""
+
+    changed: int = 0
+    roots: list[str] = field(default_factory=list)  # first old commits rewritten
+    mapping: dict[str, str] = field(default_factory=dict)  # old commit → new
 
 
 @dataclass(frozen=True)
@@ -373,6 +382,32 @@ class GitRepo:
         base = self._repo.merge_base(ours, theirs)
         return str(base) if base is not None else ""
 
+    def contains(self, tip: str, commit: str) -> bool:
+        """Return whether `commit` is `tip` or one of its ancestors."""
+        if not tip or not commit or self._repo.get(commit) is None:
+            return False
+        return tip == commit or bool(self._repo.descendant_of(tip, commit))
+
+    def messages_between(self, old: str, new: str) -> list[str]:
+        """Return the messages of the commits `new` has and `old` has not, newest first."""
+        pygit2 = _pygit2()
+        walker = self._repo.walk(new, pygit2.enums.SortMode.TOPOLOGICAL)
+        if old:
+            walker.hide(old)
+        return [commit.message for commit in walker]
+
+    def ref_history(self, ref: str) -> list[str]:
+        """Return the commits `ref` pointed at, newest first, as its reflog remembers them."""
+        found = self._repo.references.get(ref)
+        if found is None:
+            return []
+        try:
+            entries = list(found.log())
+        except _pygit2().GitError:
+            return []
+        ids = [str(e.oid_new) for e in entries] + [str(e.oid_old) for e in entries[-1:]]
+        return [i for i in dict.fromkeys(ids) if i.strip("0")]
+
     def repair_index(self, paths: Iterable[str] | None = None) -> list[str]:
         """Point git's index back at HEAD for files whose entry a killed commit left stale;
         return them. `paths` limits the check (None: every entry that differs from HEAD).
@@ -446,16 +481,30 @@ class GitRepo:
             raise VaultError(f"cannot read git status in {self.root}: {err}") from err
         return sorted(_text_paths(path for path, state in status.items() if state & ~quiet))
 
-    def merge_trees(self, base: str, ours: str, theirs: str, resolve: Resolver) -> str:
+    def merge_trees(
+        self,
+        base: str,
+        ours: str,
+        theirs: str,
+        resolve: Resolver,
+        *,
+        dropped: frozenset[str] = frozenset(),
+    ) -> str:
         """Merge the trees of three commits; `resolve` decides files both sides changed.
 
         Returns the merged tree's id. Subtrees equal on two sides are taken whole, so the
-        work is proportional to what changed, not to the size of the vault.
+        work is proportional to what changed, not to the size of the vault. `dropped`
+        paths are taken out of the base and ours first (purged from theirs' history).
         """
         repo = self._repo
 
         def tree_of(commit: str) -> Any:
-            return repo[commit].peel(_pygit2().Tree) if commit else None
+            if not commit:
+                return None
+            tree = repo[commit].peel(_pygit2().Tree)
+            if dropped and commit != theirs:
+                tree = repo[self._tree_without(tree, set(dropped), "")]
+            return tree
 
         trees = self._follow_moves(tree_of(base), tree_of(ours), tree_of(theirs))
         return str(self._merge_tree(*trees, "", resolve))
@@ -616,9 +665,20 @@ class GitRepo:
         self, tree: str, ours: str, theirs: str, message: str, trailers: Trailers
     ) -> str:
         """Create a merge commit of `tree` with parents ours and theirs (HEAD is not moved)."""
+        return self.commit_tree(tree, [ours, theirs], message, trailers)
+
+    def commit_tree(
+        self, tree: str, parents: list[str], message: str, trailers: Trailers, more: str = ""
+    ) -> str:
+        """Create a commit of `tree` on `parents` (HEAD is not moved); `more` are extra
+        trailer lines."""
         signature = self._signature()
-        full = f"{message.rstrip()}\n\n{trailers.render()}"
-        return str(self._repo.create_commit(None, signature, signature, full, tree, [ours, theirs]))
+        full = f"{message.rstrip()}\n\n{trailers.render()}{more}"
+        return str(self._repo.create_commit(None, signature, signature, full, tree, parents))
+
+    def tree_of(self, commit: str) -> str:
+        """Return the id of a commit's tree."""
+        return str(self._repo[commit].peel(_pygit2().Tree).id)
 
     def branch_to_adopt(self) -> str:
         """Return the remote branch `adopt_remote_branch` would check out (a ref name), ''
@@ -802,28 +862,55 @@ class GitRepo:
         return found
 
     def purge_paths(self, paths: set[str], scrub: str = "", replacement: str = "[purged]") -> int:
-        """Rewrite every commit of every ref without `paths`; return how many changed.
+        """Rewrite every commit of every ref without `paths`; return how many changed."""
+        return self.rewrite_without(paths, scrub, replacement).changed
+
+    def rewrite_without(
+        self,
+        paths: set[str],
+        scrub: str = "",
+        replacement: str = "[purged]",
+        *,
+        checkout: bool = True,
+        known: Mapping[str, str] | None = None,
+    ) -> Rewrite:
+        """Rewrite every commit of every ref without `paths`.
 
         `scrub`, when given, is replaced by `replacement` in every commit message (commit
-        summaries quote the memory's text).
+        summaries quote the memory's text). With `known` (old → new: what a purge rewrote,
+        when history fetched again after it is rewritten), those commits map to the ones
+        the purge made, and a commit made since that changed one of `paths` gets
+        `replacement` for its subject (its own may quote the memory's text).
 
         Messages, authors and times are kept; refs move to the rewritten commits. The old
         objects stay until the caller expires the reflog and prunes (remote.prune_unreachable).
         """
         pygit2 = _pygit2()
         repo = self._repo
+        known = known or {}
         rewritten: dict[str, str] = {}
-        changed = 0
+        done = Rewrite()
         for commit in self._all_commits():  # parents before children
+            old = str(commit.id)
+            if old in known and repo.get(known[old]) is not None:
+                rewritten[old] = known[old]
+                done.changed += 1
+                continue
             tree = self._tree_without(commit.tree, paths, "")
             parents = [rewritten.get(str(p), str(p)) for p in commit.parent_ids]
             message = commit.message.replace(scrub, replacement) if scrub else commit.message
+            if known and self._touches(commit, paths):
+                subject, _, rest = commit.message.partition("\n")
+                verb = subject.split(":", 1)[0] if ":" in subject else "edit"
+                message = f"{verb}: {replacement}\n{rest}"
             unchanged = message == commit.message and parents == [str(p) for p in commit.parent_ids]
             if tree == commit.tree.id and unchanged:
                 continue
             new = repo.create_commit(None, commit.author, commit.committer, message, tree, parents)
-            rewritten[str(commit.id)] = str(new)
-            changed += 1
+            if not any(str(p) in rewritten for p in commit.parent_ids):
+                done.roots.append(old)
+            rewritten[old] = str(new)
+            done.changed += 1
         for ref in list(repo.references):
             reference = repo.references[ref]
             if (
@@ -831,10 +918,19 @@ class GitRepo:
                 and str(reference.target) in rewritten
             ):
                 reference.set_target(rewritten[str(reference.target)])
-        if rewritten:
+        if rewritten and checkout:
             self.sync_index()
             repo.checkout_head(strategy=pygit2.enums.CheckoutStrategy.FORCE)
-        return changed
+        done.mapping = rewritten
+        return done
+
+    def _touches(self, commit: Any, paths: set[str]) -> bool:
+        """Return whether `commit` changed one of `paths` from its first parent."""
+        parent = commit.parents[0].tree if commit.parents else None
+        return any(
+            _entry_id(commit.tree, path) != (_entry_id(parent, path) if parent else None)
+            for path in paths
+        )
 
     def _all_commits(self) -> list[Any]:
         """Every commit reachable from any ref, parents before children not guaranteed."""
@@ -943,6 +1039,10 @@ class GitRepo:
             return bytes(self._repo[tree[path].id].data)
         except KeyError:
             return None
+
+    def paths_at(self, commit: str) -> list[str]:
+        """Return the path of every file in `commit`'s tree."""
+        return _flatten(self._repo[commit].peel(_pygit2().Tree))
 
     def files_at(self, commit: str) -> dict[str, bytes]:
         """Return every file of `commit`'s tree (path → bytes)."""

@@ -3,8 +3,10 @@
 merge_memory(base, ours, theirs) combines two edits of a memory so that counters add up
 exactly, keyword sets and supersede links are unions, and no line anyone added is lost.
 The result never depends on which side is "ours" (swap them: the same file), so machines
-that merge in different orders agree. Identical sides merge to themselves except that each
-side's counter increments are kept (they were two independent changes).
+that merge in different orders agree. Counters are grow-only per clone (`seen_by`: each
+entry's larger value) plus an unattributed part that adds up each side's change, so
+identical sides merge to themselves except for unattributed increments (two independent
+changes by an older memstore or by hand).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
+from typing import Any, Literal
 
 from memstore.codec import normalize_text, parse_memory, render_memory
 from memstore.model import KINDS, Memory
@@ -40,8 +43,9 @@ class MergeResult:
 def merge_memory(base: Memory | None, ours: Memory, theirs: Memory) -> MergeResult:
     """Merge two versions of one memory file (base is None when both sides added it).
 
-    Two identical sides still add up their counters: identical files on two machines
-    mean two independent changes (a change that travelled through git is in the base).
+    Two identical sides still add up their unattributed counts (an older memstore's or a
+    hand edit's): identical files on two machines mean two independent changes (a change
+    that travelled through git is in the base). Per-clone counts (`seen_by`) merge by max.
     """
     if base is not None and ours == base:
         return MergeResult(theirs, False)
@@ -61,8 +65,8 @@ def merge_memory(base: Memory | None, ours: Memory, theirs: Memory) -> MergeResu
         keywords=union(base.keywords if base else (), ours.keywords, theirs.keywords),
         source=pick(base.source if base else None, ours.source, theirs.source),
         created=min_timestamp(ours.created, theirs.created),
-        seen=add_counts(base.seen if base else None, ours.seen, theirs.seen),
-        recalled=add_counts(base.recalled if base else None, ours.recalled, theirs.recalled),
+        **merge_counter("seen", base, ours, theirs),
+        **merge_counter("recalled", base, ours, theirs),
         last_recalled=max(ours.last_recalled, theirs.last_recalled),
         confirmed=add_counts(base.confirmed if base else None, ours.confirmed, theirs.confirmed),
         archived=pick(base.archived if base else None, ours.archived, theirs.archived),
@@ -71,6 +75,49 @@ def merge_memory(base: Memory | None, ours: Memory, theirs: Memory) -> MergeResu
         newline=ours.newline if ours.newline == theirs.newline else "\n",
     )
     return MergeResult(merged, conflict)
+
+
+Counter = Literal["seen", "recalled"]
+
+
+def merge_counter(
+    name: Counter, base: Memory | None, ours: Memory, theirs: Memory
+) -> dict[str, Any]:
+    """Merge counter `name` and its per-replica map (a grow-only counter).
+
+    Each replica's entry only ever grows on its own machine, so the merge takes each
+    entry's larger value: commutative, idempotent, and exact however merges are ordered.
+    The unattributed part (the counter minus its map's sum: an old file's plain value, a
+    hand edit, a memstore that predates the map) adds up as before, base + each side's
+    change. The counter is the sum of the two.
+    """
+    by = f"{name}_by"
+    shares: dict[str, int] = {}
+    for replica, count in (*getattr(ours, by), *getattr(theirs, by)):
+        shares[replica] = max(shares.get(replica, 0), count)
+    loose = [unattributed(m, name) for m in (ours, theirs)]
+    if base is None:
+        rest = loose[0] + loose[1]
+    else:
+        start = unattributed(base, name)
+        rest = start + (loose[0] - start) + (loose[1] - start)
+    return {name: max(rest + sum(shares.values()), 0), by: tuple(sorted(shares.items()))}
+
+
+def unattributed(memory: Memory, name: Counter) -> int:
+    """Return the part of counter `name` its per-replica map does not explain."""
+    by: tuple[tuple[str, int], ...] = getattr(memory, f"{name}_by")
+    return int(getattr(memory, name)) - sum(count for _, count in by)
+
+
+def tally(memory: Memory, name: Counter, replica: str, by: int = 1) -> Memory:
+    """Return `memory` with counter `name` raised by `by`, on replica `replica`'s entry."""
+    shares = dict(getattr(memory, f"{name}_by"))
+    shares[replica] = shares.get(replica, 0) + by
+    return replace(
+        memory,
+        **{name: getattr(memory, name) + by, f"{name}_by": tuple(sorted(shares.items()))},
+    )
 
 
 def add_counts(base: int | None, ours: int, theirs: int) -> int:

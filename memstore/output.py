@@ -387,8 +387,33 @@ def sync_lines(outcome: SyncOutcome, flushed: int, caught_up: CatchUp) -> list[s
     )
     for path in outcome.conflicts:
         lines.append(f"  both versions kept (conflict: true): {path}")
+    if outcome.purged_remote:
+        lines.append(
+            f"rewrote the remote's history without purged memory "
+            f"{', '.join(outcome.purged_remote)} (forced push with a lease)"
+        )
+    if outcome.rebased is not None:
+        rebased = outcome.rebased
+        lines.append(
+            f"the remote's history was rewritten to purge memory {', '.join(rebased.ids)}; "
+            + (
+                f"re-based {count(rebased.local, 'local commit')} onto it"
+                if rebased.local
+                else "this vault now follows it"
+            )
+            + " (the old history is not pushed again)"
+        )
+        for path in rebased.dropped:
+            lines.append(f"  your changes to {path} were dropped: it was purged elsewhere")
+    for back in outcome.returned:
+        lines.append(
+            f"  {back.id} came back: you forgot it here, but it was edited on another "
+            f"machine, so it is kept ({back.path}); forget it again if it should go"
+        )
+    returned = {back.path for back in outcome.returned}
     for path in outcome.kept:
-        lines.append(f"  deleted on one machine but edited on another, so kept: {path}")
+        if path not in returned:
+            lines.append(f"  deleted on one machine but edited on another, so kept: {path}")
     lines += sync_hint(outcome.conflicts)
     if caught_up.updated or caught_up.removed:
         lines.append(f"index: {len(caught_up.updated)} updated, {len(caught_up.removed)} removed")

@@ -89,11 +89,17 @@ def fetch(root: Path, name: str, env: Mapping[str, str]) -> None:
         raise _classify(done.stderr, name, remote_url(root, name, env), "fetch from")
 
 
-def push(root: Path, name: str, branch: str, env: Mapping[str, str], *, commit: str = "") -> bool:
-    """Push `commit` (default HEAD) to the branch; return False when the remote moved on
-    (never force)."""
+def push(
+    root: Path, name: str, branch: str, env: Mapping[str, str], *, commit: str = "", lease: str = ""
+) -> bool:
+    """Push `commit` (default HEAD) to the branch; return False when the remote moved on.
+
+    Never forced, except with `lease`: then the branch is replaced only if the remote still
+    has that commit (git's --force-with-lease), as finishing a purge needs.
+    """
     refspec = f"{commit or 'HEAD'}:refs/heads/{branch}"
-    done = run_git(root, ["push", "--quiet", "--porcelain", name, refspec], env)
+    force = [f"--force-with-lease=refs/heads/{branch}:{lease}"] if lease else []
+    done = run_git(root, ["push", "--quiet", "--porcelain", *force, name, refspec], env)
     if done.returncode == 0:
         point_bare_head(root, remote_url(root, name, env), branch, env)
         return True

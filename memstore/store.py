@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import functools
 import hashlib
@@ -60,7 +61,7 @@ from memstore.git import (
     read_index_lag,
 )
 from memstore.indexer import CatchUp, Drift, Entry, Indexer, Progress, rebuild
-from memstore.merge import merge_file
+from memstore.merge import merge_file, tally
 from memstore.model import (
     ADDABLE_KINDS,
     GLOBAL,
@@ -93,7 +94,14 @@ from memstore.retrieval import (
 from memstore.secrets import find_secret_in_fields
 from memstore.semantic import Passage, VectorIndex, load_embedder
 from memstore.similar import containment, term_sets
-from memstore.sync import MARKER, SyncOutcome, finish_interrupted, sync
+from memstore.sync import (
+    MARKER,
+    SyncOptions,
+    SyncOutcome,
+    finish_interrupted,
+    note_forgotten,
+    sync,
+)
 from memstore.usage import Usage
 from memstore.vault import Vault, first_stranger, has_vault_mark, process_alive
 
@@ -109,6 +117,7 @@ EMBED_BATCH = 64
 EMBED_NOTICE = 500
 MAX_KEYWORD_CHARS = 64
 log = logging.getLogger(__name__)
+REPLICA = "replica"  # state file: this clone's name in per-replica counters, and its path
 WRITING = "writing"  # state file: paths a writer is between writing and committing
 # A large git index is staged once writes pause this long (at most INDEX_LAG_MAX_S after
 # the first), not on every add: writing it costs in proportion to the vault.
@@ -1029,8 +1038,7 @@ class Store:
                 "duplicate_uncounted", current.id, entry.path, current.seen, current.workspace
             )
         merged = replace(
-            current,
-            seen=current.seen if named else current.seen + 1,
+            tally(current, "seen", self.replica()) if not named else current,
             keywords=tuple(dict.fromkeys((*current.keywords, *keywords))),
             supersedes=(*current.supersedes, *links),
             # A hand-written file asked to correct another gets the front matter that says so.
@@ -1215,6 +1223,23 @@ class Store:
                 own.close()
         return before
 
+    def replica(self) -> str:
+        """Return this clone's name in the files' per-replica counters (`seen_by`).
+
+        The host's name and a random tag, kept under .memstore/state with the vault's path:
+        two clones on one host, or a vault copied elsewhere, count apart. A new name is
+        always safe (its entry starts at 0); only two clones sharing one would lose a count.
+        """
+        root = str(self.vault.root)
+        name, _, where = self.vault.read_state(REPLICA).partition(" ")
+        if name and where == root:
+            return name
+        host = re.sub(r"[^a-z0-9.-]+", "-", self.settings.host.lower()).strip("-.") or "host"
+        tag = base64.b32encode(os.urandom(5)).decode("ascii").lower()[:4]
+        name = f"{host[:40]}-{tag}"
+        self.vault.write_state(REPLICA, f"{name} {root}")
+        return name
+
     def _flush_usage_locked(self) -> int:
         pending = self.usage.pending()
         written: list[tuple[str, Memory]] = []
@@ -1232,8 +1257,7 @@ class Store:
             if not current.has_front_matter or current.problem:
                 continue  # a file memstore did not write is never rewritten for a counter
             updated = replace(
-                current,
-                recalled=current.recalled + count,
+                tally(current, "recalled", self.replica(), count),
                 last_recalled=max(current.last_recalled, last),
             )
             written.append((entries[0].path, updated))
@@ -1277,7 +1301,10 @@ class Store:
 
     @_serialized
     def sync(
-        self, name: str = "", progress: Progress | None = None
+        self,
+        name: str = "",
+        progress: Progress | None = None,
+        options: SyncOptions = SyncOptions(),
     ) -> tuple[SyncOutcome, int, CatchUp]:
         """Commit edits and usage, fetch, merge with memstore's rules, push, catch up the
         index (`progress` follows the indexing of what the pull brought). `name`: the
@@ -1294,6 +1321,7 @@ class Store:
             self.settings.env,
             name,
             lambda: self.vault.lock(self.settings.lock_timeout),
+            options,
         )
         with self.vault.lock(self.settings.lock_timeout):
             caught_up = self.catch_up_locked(progress=progress)
@@ -1355,6 +1383,7 @@ class Store:
                 raise
         self._stage_later()
         self.indexer.remove([entry.path])
+        note_forgotten(self.vault, entry.path, entry.id)  # sync says if it comes back
         return commit
 
     @_serialized

@@ -2,26 +2,57 @@
 
 Runs under the vault's write lock. A merge is built in git's object store first; the work
 tree and the branch move only after the merge commit exists, and a marker under .memstore/
-lets the next sync finish a sync that was killed half-way. Never force-pushes.
+lets the next sync finish a sync that was killed half-way. Never force-pushes, but to
+finish a `forget --purge` when asked (`--force-purged`: a lease on the commit fetched).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from memstore import remote
+from memstore.codec import parse_memory
 from memstore.conflicts import is_conflicted
 from memstore.edits import commit_edits
 from memstore.errors import SyncError, UncommittedEditError
 from memstore.faults import crash_point
 from memstore.git import GitRepo, Trailers
 from memstore.merge import merge_file
+from memstore.purges import (
+    Rebased,
+    held_by,
+    pending_purges,
+    purged_upstream,
+    rebase_onto_purged,
+    refusal,
+    rewrite_fetched,
+    write_purges,
+)
 from memstore.vault import Vault
 
 MARKER = "sync-merge"
+FORGOTTEN = "forgotten"  # memories forgotten here: {path: id}, to say when one comes back
+FORGOTTEN_KEPT = 1000
 ATTEMPTS = 3  # a push rejected because someone pushed first is retried after merging again
+
+
+@dataclass(frozen=True)
+class SyncOptions:
+    """What a person allowed this sync to do beyond a plain merge and push."""
+
+    allow_unrelated: bool = False  # merge a remote history that shares no commit with ours
+    force_purged: bool = False  # force-push a history rewritten by `forget --purge`
+
+
+@dataclass(frozen=True)
+class Returned:
+    """A memory this machine forgot that a merge brought back (edited on another machine)."""
+
+    id: str
+    path: str
 
 
 @dataclass
@@ -36,6 +67,9 @@ class SyncOutcome:
     pushed: bool = False
     conflicts: list[str] = field(default_factory=list)  # both texts kept, conflict: true
     kept: list[str] = field(default_factory=list)  # deleted on one side, edited on the other
+    returned: list[Returned] = field(default_factory=list)  # of `kept`: the ones forgotten here
+    purged_remote: list[str] = field(default_factory=list)  # purges this sync force-pushed
+    rebased: Rebased | None = None  # re-based onto a history purged on another machine
     recovered: bool = False  # finished a sync that was interrupted
 
 
@@ -70,6 +104,7 @@ def sync(
     env: Mapping[str, str],
     name: str,
     locked: Callable[[], AbstractContextManager[object]],
+    options: SyncOptions = SyncOptions(),
 ) -> SyncOutcome:
     """Bring the vault and remote `name` to the same history.
 
@@ -87,23 +122,37 @@ def sync(
         outcome.committed_edits = _commit_edits(vault, git, trailers.host, outcome)
         begun = git.head()
     branch = git.branch()
+    tracking = f"refs/remotes/{name}/{branch}"
+    # The remote commit this clone had before: where its own commits begin, should the
+    # remote's history turn out rewritten by a purge (purges.rebase_onto_purged).
+    earlier = [git.resolve(tracking)]
     attempt = 0
     while attempt < ATTEMPTS:
         remote.fetch(vault.root, name, env)
         crash_point("sync-fetched")
         with locked():
-            theirs = git.resolve(f"refs/remotes/{name}/{branch}")
+            theirs = git.resolve(tracking)
+            lease = _settle_purges(vault, git, name, branch, theirs, outcome, options)
+            theirs = git.resolve(tracking)  # rewritten when finishing a purge
             outcome.fetched = theirs
-            if not _merge_locked(vault, git, trailers, theirs, outcome):
+            candidates = [*earlier, *git.ref_history(tracking)]
+            if not _merge_locked(vault, git, trailers, theirs, outcome, options, candidates):
                 continue  # a file changed under the checkout: its edit is committed; again
             head = git.head()
         _note_conflicts(git, begun, head, outcome)
+        with locked():
+            _note_returned(vault, begun, head, git, outcome)
         if theirs and head == theirs:
             outcome.pushed = False
+            _drop_purged_objects(vault, env, locked, outcome)
             return outcome
         crash_point("sync-push")
-        if remote.push(vault.root, name, branch, env, commit=head):
+        if remote.push(vault.root, name, branch, env, commit=head, lease=lease):
             outcome.pushed = True
+            if lease:
+                with locked():
+                    write_purges(vault, [])
+            _drop_purged_objects(vault, env, locked, outcome)
             return outcome
         attempt += 1
     raise SyncError(
@@ -112,8 +161,52 @@ def sync(
     )
 
 
+def _drop_purged_objects(
+    vault: Vault,
+    env: Mapping[str, str],
+    locked: Callable[[], AbstractContextManager[object]],
+    outcome: SyncOutcome,
+) -> None:
+    """After a purge reached the remote, or this clone left purged history behind, prune
+    the old objects here too (they hold the purged text)."""
+    if outcome.purged_remote or outcome.rebased:
+        with locked():
+            remote.prune_unreachable(vault.root, env)
+
+
+def _settle_purges(
+    vault: Vault,
+    git: GitRepo,
+    name: str,
+    branch: str,
+    theirs: str,
+    outcome: SyncOutcome,
+    options: SyncOptions,
+) -> str:
+    """Refuse a remote that still holds history purged here, or (--force-purged) rewrite
+    it the same way; return the remote commit a forced push must replace ('' none)."""
+    pending = pending_purges(vault)
+    if not pending:
+        return ""
+    held = held_by(git, pending, theirs) if theirs else []
+    if not held:
+        write_purges(vault, [])  # the remote never had it, or another clone finished it
+        return ""
+    if not options.force_purged:
+        raise refusal(held, vault, name, branch)
+    rewrite_fetched(git, pending)
+    outcome.purged_remote = sorted({p.id for p in pending})
+    return theirs
+
+
 def _merge_locked(
-    vault: Vault, git: GitRepo, trailers: Trailers, theirs: str, outcome: SyncOutcome
+    vault: Vault,
+    git: GitRepo,
+    trailers: Trailers,
+    theirs: str,
+    outcome: SyncOutcome,
+    options: SyncOptions,
+    candidates: list[str],
 ) -> bool:
     """Commit edits saved meanwhile, merge `theirs`; False when a file changed under the
     checkout (its edit is then committed and the merge must run again)."""
@@ -121,7 +214,7 @@ def _merge_locked(
     outcome.committed_edits = committed or outcome.committed_edits
     start = git.head()
     try:
-        _merge(vault, git, trailers, theirs, outcome)
+        _merge(vault, git, trailers, theirs, outcome, options, candidates)
     except UncommittedEditError as err:
         committed = _commit_edits(vault, git, trailers.host, outcome)
         if not committed:
@@ -148,6 +241,51 @@ def _note_conflicts(git: GitRepo, begun: str, head: str, outcome: SyncOutcome) -
     outcome.conflicts = list(dict.fromkeys([*outcome.conflicts, *sorted(arrived)]))
 
 
+def _both_hold_memories(git: GitRepo, ours: str, theirs: str) -> bool:
+    """Return whether both commits hold memory files (a vault just made holds none: joining
+    an unrelated remote then cannot stack conflicts)."""
+    return all(any(p.endswith(".md") for p in git.paths_at(c)) for c in (ours, theirs))
+
+
+def note_forgotten(vault: Vault, path: str, memory_id: str) -> None:
+    """Remember that this machine forgot the memory at `path`, so a sync that brings it
+    back (edited on another machine) says so."""
+    records = _forgotten(vault)
+    records.pop(path, None)
+    records[path] = memory_id
+    kept = dict(list(records.items())[-FORGOTTEN_KEPT:])
+    vault.write_state(FORGOTTEN, json.dumps(kept))
+
+
+def _forgotten(vault: Vault) -> dict[str, str]:
+    try:
+        data = json.loads(vault.read_state(FORGOTTEN) or "{}")
+    except ValueError:
+        return {}  # local state is derived: a garbled record only costs a notice
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def _note_returned(vault: Vault, begun: str, head: str, git: GitRepo, outcome: SyncOutcome) -> None:
+    """Add to `outcome.returned` the memories forgotten here that this sync brought back,
+    by a merge made here or one pulled from another machine."""
+    records = _forgotten(vault)
+    known = {back.path for back in outcome.returned}
+    back = [
+        path
+        for path in (git.paths_between(begun, head) if begun and begun != head else [])
+        if path in records
+        and path not in known
+        and git.read_work_file(path) is not None
+        and git.read_at(begun, path) is None  # absent here before: not added again since
+    ]
+    outcome.returned += [Returned(records[path], path) for path in back]
+    gone = [path for path in records if path in known or path in back]
+    if gone:
+        vault.write_state(
+            FORGOTTEN, json.dumps({k: v for k, v in records.items() if k not in gone})
+        )
+
+
 def _commit_edits(vault: Vault, git: GitRepo, host: str, outcome: SyncOutcome) -> str:
     """Commit outside edits; return the last commit made ('' none), noting its paths."""
     before = git.head()
@@ -159,12 +297,39 @@ def _commit_edits(vault: Vault, git: GitRepo, host: str, outcome: SyncOutcome) -
 
 
 def _merge(
-    vault: Vault, git: GitRepo, trailers: Trailers, theirs: str, outcome: SyncOutcome
+    vault: Vault,
+    git: GitRepo,
+    trailers: Trailers,
+    theirs: str,
+    outcome: SyncOutcome,
+    options: SyncOptions,
+    candidates: list[str],
 ) -> None:
     ours = git.head()
     if not theirs or theirs == ours:
         return
+    purged = purged_upstream(git, ours, theirs)
+    # The remote's history was rewritten by a purge made elsewhere: never merge the old
+    # history (it holds the purged files) back; carry our own commits over instead.
+    rebased = (
+        rebase_onto_purged(git, vault, purged, ours, theirs, candidates, trailers)
+        if purged
+        else None
+    )
+    if rebased is not None:
+        git.move_to(rebased.commit)
+        outcome.rebased = rebased
+        outcome.merge = "fast-forward" if rebased.commit == theirs else "re-based"
+        return
     base = git.merge_base(ours, theirs) if ours else ""
+    if ours and not base and not options.allow_unrelated and _both_hold_memories(git, ours, theirs):
+        # As git does: a history sharing no commit with ours is another vault (or one
+        # restored from files); merging it would stack a conflict per memory on every machine.
+        raise SyncError(
+            f"the remote's history shares no commit with this vault's ({theirs[:8]} vs "
+            f"{ours[:8]}): nothing was merged or pushed; run 'memstore sync --allow-unrelated' "
+            "to merge it anyway"
+        )
     if base == theirs:
         return  # we are ahead: nothing to bring in
     if base == ours or not ours:
@@ -178,10 +343,14 @@ def _merge(
             outcome.conflicts.append(path)
         elif merged.note == "kept":
             outcome.kept.append(path)
+            if o is None and merged.data is not None and path.endswith(".md"):
+                text = merged.data.decode("utf-8", "replace")
+                outcome.returned.append(Returned(parse_memory(text, path=path).id, path))
         return merged.data
 
     outcome.conflicts.clear()
     outcome.kept.clear()
+    outcome.returned.clear()
     tree = git.merge_trees(base, ours, theirs, resolve)
     message = f"sync: merge from {trailers.host}"
     commit = git.commit_merge(tree, ours, theirs, message, trailers)

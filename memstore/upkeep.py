@@ -417,9 +417,11 @@ def register(app: typer.Typer) -> None:
                 branch = store.git.branch()
                 _say(
                     f"purged {entry.id} from {count(changed, 'commit')} ({', '.join(sorted(paths))}).\n"
-                    f"The remote and other clones still have it: run 'git push --force origin {branch}' in "
-                    f"{store.vault.root}, then re-clone (or 'git fetch && git reset --hard origin/{branch}') on every "
-                    "other machine, and rotate the secret if it was one."
+                    "The remote and other clones still have it, and 'memstore sync' refuses to merge "
+                    "it back: run 'memstore sync --force-purged' to rewrite the remote the same way "
+                    f"(in {store.vault.root}, branch {branch}); "
+                    "every other clone's next 'memstore sync' then drops it too "
+                    "(docs/sync.md, 'Purged memories'). Rotate the secret if it was one."
                 )
                 return
             _ask(f"Forget {entry.id}?", yes)

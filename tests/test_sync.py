@@ -20,7 +20,7 @@ from memstore.git import Trailers
 from memstore.merge import merge_file
 from memstore.remote import GC_AUTO, _classify, count_objects, needs_packing
 from memstore.store import Store, init_vault
-from memstore.sync import MARKER
+from memstore.sync import MARKER, SyncOptions
 from tests.conftest import git, head, vault_bytes
 
 EXE = Path(sys.executable).with_name("memstore")
@@ -271,7 +271,7 @@ def test_a_push_the_server_declines_names_its_reason(machines: list[Store], remo
     assert len(memory_files(a)) == 1
 
 
-def test_a_rewritten_remote_loses_nothing(
+def test_an_unrelated_remote_history_is_refused_then_merged_when_allowed_losing_nothing(
     machines: list[Store], remote: Path, tmp_path: Path
 ) -> None:
     a, b, _ = machines
@@ -288,6 +288,14 @@ def test_a_rewritten_remote_loses_nothing(
         capture_output=True,
     )
     b.add("memory that B adds after the rewrite", workspace="global")
+    before = head(remote)
+    for store in (a, b):  # as git does: a history sharing no commit is never merged unasked
+        with pytest.raises(SyncError, match="shares no commit") as refused:
+            store.sync()
+        assert "memstore sync --allow-unrelated" in str(refused.value)
+        assert "\n" not in str(refused.value)
+    assert head(remote) == before
+    b.sync(options=SyncOptions(allow_unrelated=True))
     converge(machines[:2])
     texts = {parse_memory(d.decode(), path=p).body.strip() for p, d in memory_files(a).items()}
     assert texts == {
@@ -517,3 +525,18 @@ def test_a_move_onto_a_name_the_other_machine_also_uses_keeps_both_texts(
 
     texts = "\n".join(memory_files(b)[p].decode() for p in memory_files(b))
     assert "B's edit" in texts and "B's own project notes" in texts
+
+
+def test_a_new_empty_vault_joins_an_unrelated_remote_without_asking(
+    machines: list[Store], remote: Path, tmp_path: Path
+) -> None:
+    a = machines[0]
+    a.add("memory that A has", workspace="global")
+    a.sync()
+    fresh = tmp_path / "fresh"
+    init_vault(fresh, machine_settings(fresh, "host-f"))  # its own init commit, no memories
+    with Store.open(machine_settings(fresh, "host-f")) as joined:
+        joined.set_remote(str(remote))
+        joined.sync()
+        texts = [m.decode() for p, m in memory_files(joined).items()]
+    assert any("memory that A has" in text for text in texts)

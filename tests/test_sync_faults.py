@@ -370,6 +370,34 @@ def test_a_memory_forgotten_on_one_machine_and_edited_on_the_other_is_kept(pair:
     assert line in pair.on_remote(memory["path"])
 
 
+def test_the_forgetting_machine_hears_which_memory_came_back(pair: Pair) -> None:
+    pulled = shared_memory(pair, "Feature flags live in LaunchDarkly")
+    merged = shared_memory(pair, "Sprint review is on Thursday")
+    pair.a.run("forget", pulled["id"], "--yes")
+    pair.a.sync()
+    pair.a.run("forget", merged["id"], "--yes")  # not synced: A's own merge meets the edit
+    for memory in (pulled, merged):
+        pair.b.append(memory["path"], "Edited on B.")
+    pair.b.sync()
+    pair.a.add("Something new on A")
+
+    synced = pair.a.run("sync", "--json")
+
+    returned = json.loads(synced.stdout)["returned"]
+    assert sorted(returned, key=lambda r: r["id"]) == sorted(
+        ({"id": m["id"], "path": m["path"]} for m in (pulled, merged)), key=lambda r: r["id"]
+    )
+    # in words, as the next such sync says it
+    again = shared_memory(pair, "Standup moved to 9:30")
+    pair.a.run("forget", again["id"], "--yes")
+    pair.a.sync()
+    pair.b.append(again["path"], "Edited on B too.")
+    pair.b.sync()
+    text = pair.a.sync().stdout
+    assert f"{again['id']} came back" in text and "edited on another machine" in text, text
+    assert again["path"] in text
+
+
 def test_the_same_text_added_on_both_machines_is_one_file_seen_twice(pair: Pair) -> None:
     first = pair.a.add("Use pnpm, never npm")
     second = pair.b.add("use pnpm, never npm")

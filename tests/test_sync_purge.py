@@ -1,0 +1,192 @@
+"""`forget --purge` across machines: sync never merges purged history back.
+
+Two vault clones and a bare remote on disk, every command through the installed memstore
+executable (issue 36 item 2): the purging machine's sync refuses the unpurged remote and
+`sync --force-purged` finishes the purge there; the other machine's next sync re-bases its
+own commits onto the rewritten history instead of pushing the memory back.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memstore.store import Store, init_vault
+from tests.test_sync import machine_settings
+from tests.test_sync_faults import Machine, Pair
+
+SECRET = "Launch codename is bluefin-quartz for the autumn release"
+
+
+@pytest.fixture
+def two(tmp_path: Path) -> Iterator[Pair]:
+    """Machine A created the vault and pushed it; machine B cloned it and ran init."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    first, second = tmp_path / "a", tmp_path / "b"
+    init_vault(first, machine_settings(first, "host-a"))
+    with Store.open(machine_settings(first, "host-a")) as store:
+        store.set_remote(str(remote))
+        store.sync()
+    subprocess.run(["git", "clone", "-q", str(remote), str(second)], check=True)
+    init_vault(second, machine_settings(second, "host-b"))
+    built = Pair(remote, Machine(first, "host-a"), Machine(second, "host-b"))
+    yield built
+    built.check_healthy()
+
+
+def history_text(git_dir: Path) -> str:
+    """Every commit message and every file version any ref of `git_dir` reaches."""
+    done = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "log", "--all", "-p", "--format=%H%n%B"],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        check=True,
+    )
+    return done.stdout
+
+
+def every_object(git_dir: Path) -> bytes:
+    """Every object stored in `git_dir`, reachable or not."""
+    return subprocess.run(
+        ["git", "--git-dir", str(git_dir), "cat-file", "--batch-all-objects", "--batch"],
+        capture_output=True,
+        check=True,
+    ).stdout
+
+
+def remote_head(pair: Pair) -> str:
+    return subprocess.run(
+        ["git", "--git-dir", str(pair.remote), "rev-parse", "main"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+
+def test_a_purge_is_finished_on_the_remote_and_no_machine_brings_it_back(two: Pair) -> None:
+    a, b = two.a, two.b
+    secret = a.add(SECRET)
+    a.add("Deploys go through the staging cluster first")
+    a.sync()
+    b.sync()
+    assert SECRET in b.text(secret["path"])
+
+    purged = a.run("forget", secret["id"], "--purge", "--yes")
+    assert "memstore sync --force-purged" in purged.stdout
+    a.add("Added on A after the purge")
+    b.add("Added on B before A finished the purge")
+    assert b.add(SECRET)["status"] == "duplicate_merged"  # its commit subject quotes the text
+    b.sync()  # B pushes onto the old history: the remote moved on since A's purge
+
+    refused = a.run("sync", ok=False)
+    before = remote_head(two)
+    assert refused.returncode == 1
+    assert "--force-purged" in refused.stderr and secret["id"] in refused.stderr
+    assert "\n" not in refused.stderr.strip()
+    assert not (a.root / secret["path"]).exists()  # nothing merged back
+    assert remote_head(two) == before  # nothing pushed
+
+    no_terminal = a.run("sync", "--force-purged", ok=False)
+    assert no_terminal.returncode == 1 and "--yes" in no_terminal.stderr
+    finished = a.run("sync", "--force-purged", "--yes")
+    assert "rewrote the remote's history" in finished.stdout, finished.stdout
+    assert SECRET not in history_text(two.remote)
+    assert "bluefin" not in history_text(two.remote)
+    on_remote = subprocess.run(
+        ["git", "--git-dir", str(two.remote), "grep", "-l", "Added on B", "main"],
+        capture_output=True,
+        text=True,
+    )
+    assert on_remote.returncode == 0  # what B pushed meanwhile is kept, without the secret
+
+    # B still has the old history, and a commit of its own on it
+    b.add("Added on B after the purge, not pushed yet")
+    synced = b.sync()
+    assert "rewritten to purge memory" in synced.stdout and secret["id"] in synced.stdout
+    assert not (b.root / secret["path"]).exists()
+    assert SECRET not in history_text(two.remote)
+    assert b"bluefin" not in every_object(b.root / ".git")  # the old objects are gone on B too
+    for text in ("Added on A after", "Added on B before", "Added on B after"):
+        found = subprocess.run(
+            ["git", "--git-dir", str(two.remote), "grep", "-l", text, "main"],
+            capture_output=True,
+        )
+        assert found.returncode == 0, text
+
+    a.sync()
+    b.sync()
+    for machine in (a, b):
+        assert not (machine.root / secret["path"]).exists()
+        assert "Added on B after" in "".join(m.body for m in machine.memories().values()), (
+            machine.host
+        )
+    assert SECRET not in history_text(two.remote)
+
+
+def test_a_machine_with_nothing_unpushed_follows_the_purged_history(two: Pair) -> None:
+    a, b = two.a, two.b
+    secret = a.add(SECRET)
+    a.sync()
+    b.sync()
+    a.run("forget", secret["id"], "--purge", "--yes")
+    a.run("sync", "--force-purged", "--yes")
+
+    synced = b.sync()
+
+    assert "this vault now follows it" in synced.stdout, synced.stdout
+    assert not (b.root / secret["path"]).exists()
+    assert b"bluefin" not in every_object(b.root / ".git")
+    assert b"bluefin" not in every_object(a.root / ".git")
+    assert "bluefin" not in history_text(two.remote)
+
+
+def test_force_purged_without_a_purge_says_there_is_none(two: Pair) -> None:
+    done = two.a.run("sync", "--force-purged", "--yes", ok=False)
+    assert done.returncode == 1 and "no purge to finish" in done.stderr
+
+
+def test_a_change_to_the_purged_memory_on_another_machine_is_dropped_and_said(two: Pair) -> None:
+    a, b = two.a, two.b
+    secret = a.add(SECRET)
+    a.sync()
+    b.sync()
+    a.run("forget", secret["id"], "--purge", "--yes")
+    a.run("sync", "--force-purged", "--yes")
+    b.append(secret["path"], "B's note on it, written before B heard of the purge")
+    b.add("Something else B keeps")
+
+    synced = b.sync()
+
+    assert f"your changes to {secret['path']} were dropped" in synced.stdout, synced.stdout
+    assert not (b.root / secret["path"]).exists()
+    assert "B's note" not in history_text(two.remote) and "bluefin" not in history_text(two.remote)
+    assert "Something else B keeps" in "".join(m.body for m in b.memories().values())
+    a.sync()
+    assert "Something else B keeps" in "".join(m.body for m in a.memories().values())
+
+
+def test_a_machine_that_never_had_the_purged_memory_merges_as_usual(two: Pair) -> None:
+    a, b = two.a, two.b
+    b.add("Written on B, offline the whole time")
+    secret = a.add(SECRET)
+    a.sync()
+    a.run("forget", secret["id"], "--purge", "--yes")
+    a.run("sync", "--force-purged", "--yes")
+
+    synced = b.sync()
+
+    assert "merged the remote's changes" in synced.stdout, synced.stdout
+    assert "rewritten" not in synced.stdout
+    subjects = subprocess.run(
+        ["git", "--git-dir", str(two.remote), "log", "--format=%s", "main"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "add(global): Written on B, offline the whole time" in subjects  # its own commit
+    assert "bluefin" not in history_text(two.remote)
