@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
+import math
 import re
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+
+from memstore.secret_providers import ANY as _ANY_PROVIDER
+from memstore.secret_providers import COMPILED as _PROVIDERS
 
 # Invisible characters NFKC keeps: the format characters (Unicode category Cf: zero-width
 # space and joiners, word joiner, BOM, soft hyphen, bidi controls, tags) plus fillers,
@@ -26,16 +31,18 @@ _LOOKALIKES = str.maketrans(
 _PIECE = re.compile(r"[A-Za-z0-9+/=_.~-]+")
 _PREFIX = re.compile(
     r"(?:AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|xox[abposr]-|sk-|[rs]k_live_|AIza|npm_|hf_"
-    r"|pypi-|ya29\.)"
+    r"|pypi-|ya29\.|gl(?:rt|dt|ptt)-|[rs]k_test_|GOCSPX-|hv[sb]\.|dckr_pat_|lin_api_|ntn_|PMAK-)"
 )
 _SPLIT_MARK = re.compile(r"[-.]")
 _MAX_JOIN = 120  # characters: longer than any key a split is looked for in
 _STAND_INS = (
     "password passwd pwd secret token apikey changeme changeit example yourpassword mypassword "
     "redacted removed hidden none null nil undefined empty required optional unset notset "
-    "placeholder dummy vault"
+    "placeholder dummy vault postgres mysql guest default secret test testing"
 )
 _PLACEHOLDER_WORDS = frozenset(_STAND_INS.split())
+# Inside a longer value these mark it as written to be replaced (sk-your-key-here, ghp_xxxx…).
+_STAND_IN_MARKS = ("xxxx", "your", "placeholder", "redacted", "changeme", "replaceme", "insert")
 _CODE_REFERENCE = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+$|[A-Za-z_][\w.]*[(\[]")
 
 
@@ -58,9 +65,23 @@ def is_placeholder(value: str) -> bool:
         or len(set(value)) == 1
         or lowered.lstrip("!") in _PLACEHOLDER_WORDS
         or lowered.startswith("your")
-        or lowered.endswith("here")
+        or lowered.endswith(("here", "example", "examplekey"))
+        or any(marker in lowered for marker in _STAND_IN_MARKS)
+        or is_dummy(value)
         or _CODE_REFERENCE.match(value) is not None
     )
+
+
+def is_dummy(value: str) -> bool:
+    """Tell whether a key-shaped value was typed to be replaced: xxxx…, 0000…, 1234…abcd…."""
+    chars = [c for c in value if c.isalnum()]
+    if len(chars) < 8:
+        return False
+    lowered = [c.lower() for c in chars]
+    if max(lowered.count(c) for c in set(lowered)) >= 0.4 * len(chars):
+        return True
+    steps = sum(0 <= ord(b) - ord(a) <= 1 for a, b in itertools.pairwise(chars))
+    return steps >= 0.7 * (len(chars) - 1)
 
 
 def looks_random(value: str) -> bool:
@@ -109,13 +130,112 @@ class _Rule:
     # Words joined up can spell a token by chance; a match in a join must look random,
     # unless the pattern is exact enough on its own (AKIA and 16 capitals, then a boundary).
     exact: bool = False
+    provider: bool = False  # one of secret_providers' shapes, looked for in one pass first
 
     def matches(self, text: str, *, joined: bool) -> bool:
         for match in self.pattern.finditer(text):
-            value = match["v"] if "v" in self.pattern.groupindex else match[0]
+            value = _value_of(match)
             if self.accept(match) and (not joined or self.exact or looks_random(value)):
                 return True
         return False
+
+
+def _value_of(match: re.Match[str]) -> str:
+    """The credential a match holds: its first `v…` group that took part, else all of it."""
+    for name in match.re.groupindex:
+        if name[0] == "v" and match[name] is not None:
+            return str(match[name])
+    return match[0]
+
+
+def _is_stand_in_token(value: str) -> bool:
+    # Not is_placeholder: a token's dots (hvs.…, SG.….…) would read as a code reference.
+    lowered = value.lower()
+    return (
+        value[0] in "<${"
+        or lowered.endswith(("example", "examplekey"))
+        or any(marker in lowered for marker in _STAND_IN_MARKS)
+        or is_dummy(value)
+    )
+
+
+# Families whose shape alone is loose: their value must also mix digits and both cases.
+_LOOSE = frozenset({"a Discord bot token", "a Notion token", "a Beamer API key"})
+
+
+def _token(match: re.Match[str]) -> bool:
+    value = _value_of(match)
+    if _is_stand_in_token(value):
+        return False
+    kind = next((k for k, p in _PROVIDERS if p is match.re), "")
+    return kind not in _LOOSE or (looks_random(value) and any(c.islower() for c in value))
+
+
+def _cli_user_password(match: re.Match[str]) -> bool:
+    user, password = match["u"] or match["u2"], match["v"] or match["v2"]
+    return password != user and not is_placeholder(password)
+
+
+def _cli_password(match: re.Match[str]) -> bool:
+    return not is_placeholder(_value_of(match))
+
+
+_KEY_BODY = re.compile(
+    r"(?P<h>-{5}BEGIN [A-Z0-9 ]+-{5}[ \t]*\r?\n)?(?P<b>(?:[A-Za-z0-9+/]{60,76}\r?\n){2,}"
+    r"[A-Za-z0-9+/]{16,76}={0,2})"
+    r"|(?<![A-Za-z0-9+/=])(?P<d>M[A-Za-z0-9+/]{39,})"
+    r"|b3BlbnNzaC1rZXktdjE[A-Za-z0-9+/=]{40,}"  # base64 of "openssh-key-v1": only private files
+)
+
+
+def _der_kind(b64: str) -> str:
+    """'private', 'public' (a certificate or public key) or '' for the DER that `b64` opens."""
+    try:
+        der = base64.b64decode(b64[:24])
+    except (binascii.Error, ValueError):
+        return ""
+    if len(der) < 8 or der[0] != 0x30:
+        return ""
+    at = 2 + (der[1] & 0x7F if der[1] & 0x80 else 0)
+    if der[at] == 0x30:
+        return "public"
+    # A private key opens with its version: INTEGER 0 (PKCS#1, PKCS#8) or 1 (SEC1 EC).
+    return "private" if der[at : at + 2] == b"\x02\x01" and der[at + 2] in (0, 1) else ""
+
+
+def _private_key_body(match: re.Match[str]) -> bool:
+    """A key's base64 body without its BEGIN line (cut off, or pasted alone)."""
+    if match["d"] is not None:
+        return _der_kind(match["d"]) == "private"
+    if match["b"] is None:
+        return True  # the OpenSSH magic
+    if match["h"] is not None:
+        return "PRIVATE" in match["h"]
+    before = match.string[: match.start()]
+    header = before.rfind("-----BEGIN ")
+    if header >= 0 and "-----END " not in before[header:]:
+        return "PRIVATE" in before[header : header + 60]  # a certificate's or public key's lines
+    body = match["b"]
+    kind = _der_kind(body)
+    if kind:
+        return kind == "private"
+    try:
+        decoded = base64.b64decode("".join(body.split())[:400] + "==")
+    except (binascii.Error, ValueError):
+        return False
+    return not _is_text(decoded)  # a middle piece of a key is bytes, not text
+
+
+def _is_printable(char: str) -> bool:
+    return char.isprintable() or char in "\t\r\n"
+
+
+def _is_text(data: bytes) -> bool:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return sum(map(_is_printable, text)) >= 0.95 * len(text)
 
 
 def _value(match: re.Match[str]) -> bool:
@@ -123,7 +243,8 @@ def _value(match: re.Match[str]) -> bool:
 
 
 def _random_value(match: re.Match[str]) -> bool:
-    return not is_placeholder(match["v"]) and looks_random(match["v"])
+    value = match["v"]
+    return not is_placeholder(value) and (looks_random(value) or looks_generated(value))
 
 
 _ASSIGN = r"['\"]?[ \t]*(?::=|=>|[:=])[ \t]*['\"]?"
@@ -131,50 +252,30 @@ _SUFFIXES = r"(?:[_.-](?:access|key|token|secret|value|base|pass))*"
 _RULES: tuple[_Rule, ...] = (
     _Rule(
         "a private key block",
-        re.compile(r"-{3,}[ \t]*BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?[ \t]*-{3,}|Private-Lines:"),
+        re.compile(
+            r"-{3,}[ \t]*BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?[ \t]*-{3,}|Private-Lines:"
+            r"|PuTTY-User-Key-File-\d:"
+        ),
     ),
-    _Rule("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), exact=True),
+    _Rule(
+        "an AWS access key id",
+        re.compile(r"\b(?P<v>(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16})\b"),
+        _value,
+        exact=True,
+    ),
     _Rule(
         "an AWS secret access key",
         re.compile(
             r"(?i)\baws[\w.-]{0,20}?secret[\w.-]{0,20}?" + _ASSIGN + r"(?P<v>[A-Za-z0-9/+]{40})\b"
         ),
+        _value,
     ),
     _Rule(
         "an AWS-style 40-character secret",
-        re.compile(r"(?<![A-Za-z0-9/+_-])(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=_-])"),
-        lambda match: _is_random_base64(match["v"]),
+        re.compile(r"(?<![A-Za-z0-9/+_.$-])(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=_.$-])"),
+        lambda match: _is_random_base64(match["v"]) and not is_placeholder(match["v"]),
     ),
-    _Rule(
-        "a GitHub token",
-        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})\b"),
-    ),
-    _Rule("a GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}\b")),
-    _Rule("a Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b")),
-    _Rule(
-        "a Slack or Discord webhook",
-        re.compile(
-            r"hooks\.slack\.com/(?:services|workflows|triggers)/T[A-Z0-9]+/[A-Z0-9]+/[A-Za-z0-9]{8,}"
-            r"|discord(?:app)?\.com/api/webhooks/\d{5,}/[A-Za-z0-9_-]{20,}"
-        ),
-    ),
-    _Rule(
-        "an OpenAI or Anthropic API key", re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}\b")
-    ),
-    _Rule("a Stripe secret key", re.compile(r"\b[rs]k_live_[A-Za-z0-9]{16,}\b")),
-    _Rule("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
-    _Rule("a Google OAuth token", re.compile(r"\bya29\.[0-9A-Za-z_-]{20,}")),
-    _Rule(
-        "a package registry token",
-        re.compile(r"\bnpm_[A-Za-z0-9]{36}\b|\bpypi-AgE[A-Za-z0-9_-]{50,}"),
-    ),
-    _Rule(
-        "a cloud service token",
-        re.compile(
-            r"\bhf_[A-Za-z0-9]{30,}\b|\bSG\.[\w-]{16,}\.[\w-]{16,}|\bshp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}"
-            r"|\bdo[por]_v1_[a-f0-9]{64}|AGE-SECRET-KEY-1[0-9A-Z]{50,}|(?i:AccountKey)=[A-Za-z0-9+/]{40,}"
-        ),
-    ),
+    *(_Rule(kind, pattern, _token, provider=True) for kind, pattern in _PROVIDERS),
     _Rule(
         "a JSON web token",
         re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"),
@@ -207,6 +308,25 @@ _RULES: tuple[_Rule, ...] = (
         _value,
     ),
     _Rule(
+        "a password on a command line",
+        re.compile(
+            r"(?i)\bcurl\b[^\n]*?[ \t](?:-u|--user)[ \t=]*['\"]?(?P<u>[^\s:'\"]+):(?P<v>[^\s'\"]+)"
+            r"|\bsmbclient\b[^\n]*?[ \t]-U[ \t]*['\"]?(?P<u2>[^\s%'\"]+)%(?P<v2>[^\s'\"]+)"
+        ),
+        _cli_user_password,
+    ),
+    _Rule(
+        "a password on a command line",
+        re.compile(
+            r"\bsshpass[ \t]+-p[ \t]*['\"]?(?P<v>[^\s'\"]+)"
+            r"|\b(?:docker|podman|helm|oras)\b[^\n]*?\blogin\b[^\n]*?[ \t]-p[ \t]+['\"]?(?P<v2>[^\s'\"]+)"
+            r"|\bredis-cli\b[^\n]*?[ \t]-a[ \t]+['\"]?(?P<v3>[^\s'\"]+)"
+            r"|\bldap\w+\b[^\n]*?[ \t]-w[ \t]+['\"]?(?P<v4>[^\s'\"]+)"
+            r"|\bhtpasswd\b[^\n]*?[ \t]-\w*b\w*[ \t]+\S+[ \t]+\S+[ \t]+['\"]?(?P<v5>[^\s'\"]+)"
+        ),
+        _cli_password,
+    ),
+    _Rule(
         "a password assignment",
         re.compile(
             r"(?i)(?:password|passwd|passphrase|(?<![a-z0-9])(?:pwd|pass|pw))"
@@ -224,7 +344,216 @@ _RULES: tuple[_Rule, ...] = (
         ),
         _random_value,
     ),
+    _Rule("a private key body", _KEY_BODY, _private_key_body, exact=True),
 )
+
+
+# A credential word, with the words joined to it (DD_API_KEY, db.password, STRIPE_KEY).
+_LABEL = re.compile(
+    r"(?i)(?<![a-z0-9])(?:[a-z0-9]+[_.-]){0,4}?"
+    r"(?:pass(?:word|wd|phrase)|pwd|secret|token|credentials?|api[_ -]?key|apikey|bearer|pat"
+    r"|(?:access|secret|private|client|license|signing|encryption|master|app|account|auth|admin"
+    r"|service|webhook)[_ -]?key|[a-z0-9]+[_.-]key|client[_ -]?secret)"
+    r"(?:[_.-][a-z0-9]+){0,3}(?![a-z0-9])"
+)
+_CREDENTIAL_WORD = re.compile(r"(?i)pass|pwd|secret|token|credential|key|bearer|pat")
+_PASSWORD_LABEL = re.compile(r"(?i)pass(?:word|wd|phrase)|pwd")
+# A word in or after the label that says the value is not the credential itself.
+_NOT_THE_VALUE = frozenset(
+    [
+        "id",
+        "ids",
+        "name",
+        "names",
+        "hash",
+        "hashed",
+        "hashes",
+        "sha",
+        "sha1",
+        "sha256",
+        "sha512",
+        "md5",
+        "digest",
+        "checksum",
+        "fingerprint",
+        "commit",
+        "version",
+        "uuid",
+        "path",
+        "file",
+        "url",
+        "uri",
+        "endpoint",
+        "type",
+        "length",
+        "size",
+        "count",
+        "format",
+        "field",
+        "header",
+        "prefix",
+        "expiry",
+        "expires",
+        "expired",
+        "ttl",
+        "env",
+        "variable",
+        "var",
+        "ref",
+        "arn",
+        "kid",
+        "public",
+        "pub",
+        "example",
+        "e.g.",
+        "sample",
+        "like",
+        "placeholder",
+        "rotation",
+        "scope",
+        "scopes",
+        "limit",
+        "regex",
+        "pattern",
+        "usage",
+        "policy",
+        "manager",
+        "store",
+        "reset",
+        "hint",
+        "prompt",
+        "field",
+        "label",
+    ]
+)
+_PASSWORD_CHARS = re.compile(r"[A-Za-z0-9!#$%^&*+=?~|_.-]+")
+_ON_THE_WAY = frozenset(["changed", "set", "reset", "updated", "now", "still", "also", "just"])
+_SAYS_VALUE = frozenset(["is", "was", "are", "=", ":", ":=", "=>", "->", "-", "—", "to", "as"])
+_PUNCTUATION = "'\"`.,;:()[]{}<>"
+_TOKEN_WORD = re.compile(r"[^\s'\"`]+")
+# A path, an environment or template lookup: what names a secret kept elsewhere.
+_REFERENCE = re.compile(r"[/~.<]|[$%]\{|\$\(|\{\{|#\{|[$%][A-Za-z_]\w*%?$")
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_TIMESTAMP = re.compile(r"[\d:T.Z+-]+")
+
+
+def _entropy(value: str) -> float:
+    counts = {c: value.count(c) for c in set(value)}
+    return -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
+
+
+def _is_wordy(value: str) -> bool:
+    words = re.findall(r"[a-z]{4,}|[A-Z][a-z]{3,}|[A-Z]{4,}", value)
+    return sum(len(w) for w in words if _is_word(w.lower())) >= len(value) / 2
+
+
+def _is_word(run: str) -> bool:
+    """A run of letters a person could say: vowels among its consonants (random letters lack them)."""
+    vowels = sum(c in "aeiouy" for c in run)
+    return vowels * 4 >= len(run) and not re.search(r"[^aeiouy]{5}", run)
+
+
+def looks_generated(value: str) -> bool:
+    """Tell whether a value beside a credential word is key material: long, varied, not words."""
+    value = value.strip(_PUNCTUATION)
+    value = value.removeprefix("base64:")
+    if len(value) < 16 or _REFERENCE.match(value) or "://" in value or _EMAIL.fullmatch(value):
+        return False
+    if _is_stand_in_token(value) or _TIMESTAMP.fullmatch(value):
+        return False
+    if re.fullmatch(r"[0-9a-fA-F-]+", value):  # hex, a UUID: a labelled one is a key
+        digits = value.replace("-", "")
+        return len(digits) >= 20 and not digits.isdigit() and not digits.isalpha()
+    parts = re.split(r"[-_.]", value)
+    if len(parts) > 1 and all(p.isalpha() or p.isdigit() or len(p) <= 4 for p in parts):
+        return False  # an identifier: my-k8s-secret-20240101, api_v2_prod
+    symbols = sum(not c.isalnum() and c not in "_-." for c in value)
+    if not any(c.isdigit() for c in value) and symbols < 2:
+        return False
+    return not _is_wordy(value) and _entropy(value) >= 3.3
+
+
+def looks_like_password(value: str) -> bool:
+    """Tell whether the word said to be a password is one: not a word, a reference or a stand-in."""
+    value = value.strip(_PUNCTUATION)
+    if len(value) < 6 or is_placeholder(value) or "://" in value or value[0] in "/~":
+        return False
+    has_letter = any(c.isalpha() for c in value)
+    has_digit = any(c.isdigit() for c in value)
+    has_symbol = any(c in "!@#$%^&*+=?~|" for c in value)
+    return (has_letter and (has_digit or has_symbol)) or (has_digit and len(value) >= 8)
+
+
+def _varied_password(value: str) -> bool:
+    """A password named without 'is' or ':' (ssh in with password Xk9mP2q): three kinds of character."""
+    value = value.strip(_PUNCTUATION)
+    kinds = (str.islower, str.isupper, str.isdigit, lambda c: c in "!@#$%^&*+=?~|")
+    return (
+        _PASSWORD_CHARS.fullmatch(value) is not None
+        and looks_like_password(value)
+        and sum(any(kind(c) for c in value) for kind in kinds) >= 3
+        and not _is_wordy(value)
+    )
+
+
+def _labelled_credential(text: str) -> bool:
+    """Find a credential word followed, within a few words, by what it names."""
+    if _CREDENTIAL_WORD.search(text) is None:
+        return False
+    for label in _LABEL.finditer(text):
+        words = label[0].lower().replace("-", "_").replace(".", "_").split("_")
+        if any(w in _NOT_THE_VALUE for w in words):
+            continue
+        is_password = _PASSWORD_LABEL.search(label[0]) is not None
+        line = text[label.end() : label.end() + 120].split("\n", 1)[0]
+        if _names_a_value(_TOKEN_WORD.findall(line)[:6], is_password=is_password):
+            return True
+    return False
+
+
+def _names_a_value(words: list[str], *, is_password: bool) -> bool:
+    said = False
+    for word in words:
+        bare = word.strip("()[]{}<>,;")
+        lowered = bare.lower().rstrip(":=")
+        if lowered in _NOT_THE_VALUE:
+            return False
+        if bare in _SAYS_VALUE or lowered in _SAYS_VALUE or not bare.strip(":=-"):
+            said = True
+            continue
+        if bare[0] in ":=":
+            said, bare = True, bare.lstrip(":=>")
+        if (
+            looks_generated(bare)
+            or (said and is_password and looks_like_password(bare))
+            or (is_password and _varied_password(bare))
+        ):
+            return True
+        if said and lowered not in _ON_THE_WAY:
+            return False  # the word it is said to be is not a credential
+        said = said or bare[-1] in ":="
+    return False
+
+
+_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{24,}={0,2}(?![A-Za-z0-9+/=_-])")
+
+
+def _decoded(text: str) -> Iterator[str]:
+    """Yield the text that base64 runs of `text` hold (a token encoded to hide it)."""
+    for match in _BASE64_RUN.finditer(text):
+        run = match[0].rstrip("=")
+        if run.isalnum() and (run.islower() or run.isupper()):
+            continue  # one case: hex, base32, a word; base64 of text mixes cases
+        padded = run[: len(run) // 4 * 4 + (4 if len(run) % 4 > 1 else 0)]
+        padded += "=" * (-len(padded) % 4)
+        try:
+            data = base64.b64decode(padded.replace("-", "+").replace("_", "/"))
+        except (binascii.Error, ValueError):
+            continue
+        text = data.decode("utf-8", errors="replace")
+        printable = next((i for i, c in enumerate(text) if not _is_printable(c)), len(text))
+        if printable >= 12:  # the text a token or key block starts with; padding may follow
+            yield text[:printable]
 
 
 def _runs(text: str) -> Iterator[list[str]]:
@@ -275,7 +604,10 @@ def _windows(group: list[str]) -> Iterator[str]:
                 break
 
 
-def find_secrets(text: str) -> list[str]:
+LABELLED = "a credential next to its label"
+
+
+def find_secrets(text: str, *, _inner: bool = False) -> list[str]:
     """Return what kinds of credential `text` seems to contain (empty: none found)."""
     normalized = normalize(text)
     # Each join on a line of its own: a line break ends a token for every rule.
@@ -283,13 +615,26 @@ def find_secrets(text: str) -> list[str]:
     undashed = _SPLIT_MARK.sub(" ", normalized)
     runs = [*_runs(normalized), *(_runs(undashed) if undashed != normalized else ())]
     joins = "\n".join(j for run in runs for j in _joins(run))
+    # One pass of every provider's shape first: most memories hold none, and then the
+    # providers' own patterns are not run one by one.
+    in_text = _ANY_PROVIDER.search(normalized) is not None
+    in_joins = bool(joins) and _ANY_PROVIDER.search(joins) is not None
     found: list[str] = []
     for rule in _RULES:
-        if rule.kind not in found and (
-            rule.matches(normalized, joined=False) or (joins and rule.matches(joins, joined=True))
+        if rule.kind in found:
+            continue
+        if rule.provider and not (in_text or in_joins):
+            continue
+        if (rule.matches(normalized, joined=False) and (in_text or not rule.provider)) or (
+            joins and (in_joins or not rule.provider) and rule.matches(joins, joined=True)
         ):
             found.append(rule.kind)
-    return found
+    if _labelled_credential(normalized):
+        found.append(LABELLED)
+    if not _inner:
+        for decoded in _decoded(normalized):
+            found.extend(f"{kind}, base64-encoded" for kind in find_secrets(decoded, _inner=True))
+    return list(dict.fromkeys(found))
 
 
 def find_secret_in_fields(fields: Mapping[str, str | Sequence[str]]) -> tuple[str, str] | None:

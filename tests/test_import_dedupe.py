@@ -154,7 +154,7 @@ def test_import_skips_and_reports_a_secret_and_commits_the_rest(
 
 def test_a_secret_alone_makes_no_commit(vault: Path, tmp_path: Path) -> None:
     source = tmp_path / "CLAUDE.md"
-    source.write_text("- aws key AKIAIOSFODNN7EXAMPLE for the build bot\n", encoding="utf-8")
+    source.write_text("- aws key AKIAQ3EGRJ5LTMWD7XZN for the build bot\n", encoding="utf-8")
     before = head(vault)
     done = cli(vault, "import", str(source), "-w", "infra")
     assert done.returncode == 0 and "created 0 memories" in done.stdout
