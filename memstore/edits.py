@@ -3,18 +3,22 @@
 A change memstore did not make never rides inside an agent's add, a usage flush, a merge
 or a revert: each writer first commits the files it is about to touch if they differ from
 HEAD, as `edit(<workspace>): …` with `Memstore-Source: editor` and no session (so
-`revert --session` never undoes it). Sync and the watcher commit every outside edit.
+`revert --session` never undoes it). Sync and the watcher commit every outside edit, except
+a file whose new lines hold a credential: it stays uncommitted, with one warning naming it.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 
-from memstore.git import GitRepo, Trailers
+from memstore.git import GitRepo, Trailers, secret_message
 from memstore.model import summary
 from memstore.vault import Vault
 
 EDITOR = "editor"
+
+log = logging.getLogger(__name__)
 
 
 def commit_edits(vault: Vault, git: GitRepo, host: str, paths: Iterable[str] | None) -> list[str]:
@@ -23,6 +27,12 @@ def commit_edits(vault: Vault, git: GitRepo, host: str, paths: Iterable[str] | N
     Returns the commits made (none when nothing differs from HEAD).
     """
     changed = [p for p in git.changed_paths(paths) if _is_vault_file(p)]
+    # A file whose new lines hold a credential stays uncommitted, said in one line each.
+    for path, kind in git.secrets_among(p for p in changed if vault.path(p).is_file()).items():
+        if (path, kind) not in git.told_held:
+            git.told_held.add((path, kind))
+            log.warning("%s", secret_message(path, kind))
+        changed.remove(path)
     by_workspace: dict[str, list[str]] = {}
     for path in changed:
         workspace = path.split("/", 1)[0] if "/" in path else "vault"

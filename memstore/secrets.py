@@ -648,3 +648,28 @@ def find_secret_in_fields(fields: Mapping[str, str | Sequence[str]]) -> tuple[st
         if found:
             return name, found[0]
     return None
+
+
+def find_added_secret(new: bytes, old: bytes | None) -> str | None:
+    """Return the kind of credential in the lines `new` adds to `old` (a file's committed bytes).
+
+    Lines already committed are not looked at again: a memory a person stored with
+    --allow-secret can still have its counters written.
+    """
+    text = new.decode("utf-8", errors="replace")
+    if old:
+        kept = set(old.decode("utf-8", errors="replace").splitlines())
+        text = "\n".join(line for line in text.splitlines() if line not in kept)
+    found = find_secrets(text)
+    return found[0] if found else None
+
+
+def withhold_secret(message: str, paths: Sequence[str]) -> str:
+    """Return `message`, or if it shows a credential, its verb and the files' names instead."""
+    if not find_secrets(message):
+        return message
+    subject = message.split("\n", 1)[0]
+    verb = subject.split(": ", 1)[0] if ": " in subject[:60] else "commit"
+    names = [p.rsplit("/", 1)[-1] for p in paths]
+    shown = ", ".join(names[:3]) + (" …" if len(names) > 3 else "")
+    return f"{verb}: {shown or 'files'} (text withheld: it looks like a credential)"
