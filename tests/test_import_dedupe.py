@@ -133,7 +133,7 @@ def test_two_pieces_whose_ids_collide_get_distinct_ids(vault: Path, tmp_path: Pa
 def test_import_skips_and_reports_a_secret_and_commits_the_rest(
     vault: Path, tmp_path: Path
 ) -> None:
-    token = "ghp_" + "a" * 36
+    token = "ghp_Zk4mQ8vR2tY7uP1oL9aS3dF6gH0jK5lX2cV8"
     source = tmp_path / "AGENTS.md"
     source.write_text(
         f"- Deploy with ./scripts/deploy.sh\n- The bot token is {token}\n- Rule twice over\n"
