@@ -57,7 +57,7 @@ PROVIDERS: tuple[tuple[str, str], ...] = (
     ("a Django secret key", r"\bdjango-insecure-(?P<v>[^\s'\"`]{20,})"),
     ("a Vault token", r"\b(?P<v>hv[sbr]\.[A-Za-z0-9_-]{24,})"),
     ("a Docker access token", r"\b(?P<v>dckr_(?:pat|oat)_[A-Za-z0-9_-]{20,})"),
-    ("a Telegram bot token", r"(?<![\w:])\d{8,10}:(?P<v>AA[A-Za-z0-9_-]{30,40})" + _TAIL),
+    ("a Telegram bot token", r"(?<![\w:])\d{8,10}:(?P<v>[A-Za-z0-9_-]{33,40})" + _TAIL),
     (
         "an Azure client secret",
         r"(?<![A-Za-z0-9_~.-])(?P<v>[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34})(?![A-Za-z0-9_~.-])",

@@ -16,7 +16,16 @@ _STAND_INS = (
 )
 _PLACEHOLDER_WORDS = frozenset(_STAND_INS.split())
 # Inside a longer value these mark it as written to be replaced (sk-your-key-here, ghp_xxxx…).
-_STAND_IN_MARKS = ("xxxx", "your", "placeholder", "redacted", "changeme", "replaceme", "insert")
+_STAND_IN_MARKS = (
+    "xxxx",
+    "your",
+    "placeholder",
+    "redacted",
+    "changeme",
+    "replaceme",
+    "insert",
+    "aqoexample",  # AWS's documented session token
+)
 _CODE_REFERENCE = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+$|[A-Za-z_][\w.]*[(\[]")
 
 
@@ -81,6 +90,26 @@ _PASSWORD_LABEL = re.compile(r"(?i)pass(?:word|wd|phrase)|pwd")
 # A word in or after the label that says the value is not the credential itself.
 _NOT_THE_VALUE = frozenset(
     [
+        "idempotency",
+        "cache",
+        "primary",
+        "foreign",
+        "partition",
+        "sort",
+        "routing",
+        "dedupe",
+        "dedup",
+        "object",
+        "row",
+        "lookup",
+        "map",
+        "index",
+        "unique",
+        "composite",
+        "shard",
+        "group",
+        "message",
+        "ordering",
         "id",
         "ids",
         "name",

@@ -122,7 +122,9 @@ def _value_of(match: re.Match[str]) -> str:
 
 
 # Families whose shape alone is loose: their value must also mix digits and both cases.
-_LOOSE = frozenset({"a Discord bot token", "a Notion token", "a Beamer API key"})
+_LOOSE = frozenset(
+    {"a Discord bot token", "a Notion token", "a Beamer API key", "a Telegram bot token"}
+)
 
 
 def _token(match: re.Match[str]) -> bool:
