@@ -26,6 +26,8 @@ _STAND_IN_MARKS = (
     "insert",
     "aqoexample",  # AWS's documented session token
 )
+# Words that say "a secret goes here": my-secret-pw, supersecret, db_password (lowercase only).
+_WORDS_FOR_A_SECRET = re.compile(r"(?=[a-z_-]*(?:secret|password|passwd|pw))[a-z]+(?:[-_][a-z]+)*")
 _CODE_REFERENCE = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+$|[A-Za-z_][\w.]*[(\[]")
 
 
@@ -44,6 +46,7 @@ def is_placeholder(value: str) -> bool:
         or any(marker in lowered for marker in _STAND_IN_MARKS)
         or is_dummy(value)
         or _CODE_REFERENCE.match(value) is not None
+        or _WORDS_FOR_A_SECRET.fullmatch(value) is not None
     )
 
 
@@ -79,7 +82,8 @@ def is_stand_in_token(value: str) -> bool:
 
 # A credential word, with the words joined to it (DD_API_KEY, db.password, STRIPE_KEY).
 _LABEL = re.compile(
-    r"(?i)(?<![a-z0-9])(?:[a-z0-9]+[_.-]){0,4}?"
+    # At a word's start, or where camelCase starts one (accessToken, dbPassword).
+    r"(?i)(?:(?<![a-z0-9])(?:[a-z0-9]+[_.-]){0,4}?|(?-i:(?<=[a-z])(?=[A-Z])))"
     r"(?:pass(?:word|wd|phrase)|pwd|secret|token|credentials?|api[_ -]?key|apikey|bearer|pat"
     r"|(?:access|secret|private|client|license|signing|encryption|master|app|account|auth|admin"
     r"|service|webhook)[_ -]?key|[a-z0-9]+[_.-]key|client[_ -]?secret)"

@@ -281,6 +281,8 @@ def _form_makers(g: _Gen) -> list[tuple[str, Callable[[], str]]]:
             lambda: f"tls.key: {g.b64_of(b'-----BEGIN PRIVATE KEY-----' + bytes(40))}",
         ),
         ("netrc", lambda: f"machine api.heroku.com login me@x.io password {g.uuid()}"),
+        ("camelcase label", lambda: f"const accessToken = '{g.b62(32)}';"),
+        ("npm legacy", lambda: f"//registry.npmjs.org/:_authToken={g.uuid()}"),
     ]
 
 
@@ -385,6 +387,13 @@ def _benign_makers(g: _Gen) -> list[Callable[[], str]]:
             "api_key: str = Field(default='', repr=False)",
             "redis-cli -a $REDIS_PASSWORD ping",
             "token_url = 'https://oauth2.googleapis.com/token'",
+            "jwt.decode(token, key, algorithms=['HS256'])",
+            "csrfToken = request.cookies.get('csrftoken')",
+            "accessTokenExpiry: 3600",
+            "secretKeyRef: {name: db, key: password}",
+            "docker run -e MYSQL_ROOT_PASSWORD=my-secret-pw mysql",
+            "kubectl create secret generic db --from-literal=password=$(openssl rand -base64 24)",
+            "SECRET_KEY is generated with secrets.token_urlsafe(50)",
         ),
         lambda: g.pick(
             "the password is stored in 1Password under 'prod db'",
