@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from collections import Counter
 
 _STAND_INS = (
     "password passwd pwd secret token apikey changeme changeit example yourpassword mypassword "
@@ -55,8 +56,7 @@ def is_dummy(value: str) -> bool:
     chars = [c for c in value if c.isalnum()]
     if len(chars) < 8:
         return False
-    lowered = [c.lower() for c in chars]
-    if max(lowered.count(c) for c in set(lowered)) >= 0.4 * len(chars):
+    if max(Counter(c.lower() for c in chars).values()) >= 0.4 * len(chars):
         return True
     steps = sum(0 <= ord(b) - ord(a) <= 1 for a, b in itertools.pairwise(chars))
     return steps >= 0.7 * (len(chars) - 1)

@@ -9,8 +9,8 @@ import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from memstore.secret_providers import ANY as _ANY_PROVIDER
 from memstore.secret_providers import COMPILED as _PROVIDERS
+from memstore.secret_providers import NEEDLES
 from memstore.secret_values import (
     is_dummy,
     is_placeholder,
@@ -382,6 +382,7 @@ def _windows(group: list[str]) -> Iterator[str]:
 
 
 LABELLED = "a credential next to its label"
+_ALL_NEEDLES = frozenset(needle for needles in NEEDLES.values() for needle in needles)
 
 
 def find_secrets(text: str, *, _inner: bool = False) -> list[str]:
@@ -392,19 +393,16 @@ def find_secrets(text: str, *, _inner: bool = False) -> list[str]:
     undashed = _SPLIT_MARK.sub(" ", normalized)
     runs = [*_runs(normalized), *(_runs(undashed) if undashed != normalized else ())]
     joins = "\n".join(j for run in runs for j in _joins(run))
-    # One pass of every provider's shape first: most memories hold none, and then the
-    # providers' own patterns are not run one by one.
-    in_text = _ANY_PROVIDER.search(normalized) is not None
-    in_joins = bool(joins) and _ANY_PROVIDER.search(joins) is not None
+    # A provider's pattern runs only where its needle is: most memories hold none.
+    lowered = f"{normalized}\n{joins}".lower()
+    present = {needle for needle in _ALL_NEEDLES if needle in lowered}
     found: list[str] = []
     for rule in _RULES:
         if rule.kind in found:
             continue
-        if rule.provider and not (in_text or in_joins):
+        if rule.provider and present.isdisjoint(NEEDLES[rule.kind]):
             continue
-        if (rule.matches(normalized, joined=False) and (in_text or not rule.provider)) or (
-            joins and (in_joins or not rule.provider) and rule.matches(joins, joined=True)
-        ):
+        if rule.matches(normalized, joined=False) or (joins and rule.matches(joins, joined=True)):
             found.append(rule.kind)
     if labelled_credential(normalized):
         found.append(LABELLED)
