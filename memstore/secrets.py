@@ -103,7 +103,9 @@ class _Rule:
     # Words joined up can spell a token by chance; a match in a join must look random,
     # unless the pattern is exact enough on its own (AKIA and 16 capitals, then a boundary).
     exact: bool = False
-    provider: bool = False  # one of secret_providers' shapes, looked for in one pass first
+    # Lowercase substrings one of which every match holds: the pattern runs only on a text
+    # holding one (a substring test costs far less than a regex pass). Empty: always runs.
+    needles: tuple[str, ...] = ()
 
     def matches(self, text: str, *, joined: bool) -> bool:
         for match in self.pattern.finditer(text):
@@ -220,11 +222,13 @@ _RULES: tuple[_Rule, ...] = (
             r"-{3,}[ \t]*BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?[ \t]*-{3,}|Private-Lines:"
             r"|PuTTY-User-Key-File-\d:"
         ),
+        needles=("begin", "private-lines", "putty"),
     ),
     _Rule(
         "an AWS access key id",
         re.compile(r"\b(?P<v>(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16})\b"),
         _value,
+        needles=("akia", "asia", "abia", "acca"),
         exact=True,
     ),
     _Rule(
@@ -233,35 +237,41 @@ _RULES: tuple[_Rule, ...] = (
             r"(?i)\baws[\w.-]{0,20}?secret[\w.-]{0,20}?" + _ASSIGN + r"(?P<v>[A-Za-z0-9/+]{40})\b"
         ),
         _value,
+        needles=("aws",),
     ),
     _Rule(
         "an AWS-style 40-character secret",
         re.compile(r"(?<![A-Za-z0-9/+_.$-])(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=_.$-])"),
         lambda match: _is_random_base64(match["v"]) and not is_placeholder(match["v"]),
     ),
-    *(_Rule(kind, pattern, _token, provider=True) for kind, pattern in _PROVIDERS),
+    *(_Rule(kind, pattern, _token, needles=NEEDLES[kind]) for kind, pattern in _PROVIDERS),
     _Rule(
         "a JSON web token",
         re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"),
+        needles=("eyj",),
     ),
     _Rule(
         "a signed URL",
         re.compile(r"[?&](?:sig|X-Amz-Signature|Signature)=[A-Za-z0-9%+/_-]{20,}"),
+        needles=("sig",),
     ),
     _Rule(
         "a password in a URL",
         re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://(?P<u>[^\s:/?#@]*):(?P<v>[^\s/?#@]+)@[^\s/?#@]"),
         _url_password,
+        needles=("://",),
     ),
     _Rule(
         "an Authorization header",
         re.compile(r"(?i)\bbearer[ \t]+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)"),
         _random_value,
+        needles=("bearer",),
     ),
     _Rule(
         "an Authorization header",
         re.compile(r"(?i)\bbasic[ \t]+(?P<v>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"),
         lambda match: _basic_auth(match["v"]),
+        needles=("basic",),
     ),
     _Rule(
         "a password assignment",
@@ -270,6 +280,7 @@ _RULES: tuple[_Rule, ...] = (
             r"|\bmysql\w*\b[^\n]*?[ \t]-p)(?P<v>[^\s\-]\S{3,})"
         ),
         _value,
+        needles=("machine", "--password", "mysql"),
     ),
     _Rule(
         "a password on a command line",
@@ -278,6 +289,7 @@ _RULES: tuple[_Rule, ...] = (
             r"|\bsmbclient\b[^\n]*?[ \t]-U[ \t]*['\"]?(?P<u2>[^\s%'\"]+)%(?P<v2>[^\s'\"]+)"
         ),
         _cli_user_password,
+        needles=("curl", "smbclient"),
     ),
     _Rule(
         "a password on a command line",
@@ -289,6 +301,7 @@ _RULES: tuple[_Rule, ...] = (
             r"|\bhtpasswd\b[^\n]*?[ \t]-\w*b\w*[ \t]+\S+[ \t]+\S+[ \t]+['\"]?(?P<v5>[^\s'\"]+)"
         ),
         _cli_password,
+        needles=("sshpass", "login", "redis-cli", "ldap", "htpasswd"),
     ),
     _Rule(
         "a password assignment",
@@ -299,6 +312,7 @@ _RULES: tuple[_Rule, ...] = (
             + r"(?P<v>[^\s'\"<>`]{6,})"
         ),
         _value,
+        needles=("pass", "pw"),
     ),
     _Rule(
         "a secret or token assignment",
@@ -307,6 +321,7 @@ _RULES: tuple[_Rule, ...] = (
             r"|auth[_-]?key|credentials?))" + _SUFFIXES + _ASSIGN + r"(?P<v>[^\s'\"<>`,;]{8,})"
         ),
         _random_value,
+        needles=("secret", "token", "api", "key", "access", "private", "auth", "credential"),
     ),
     _Rule("a private key body", _KEY_BODY, _private_key_body, exact=True),
 )
@@ -382,7 +397,7 @@ def _windows(group: list[str]) -> Iterator[str]:
 
 
 LABELLED = "a credential next to its label"
-_ALL_NEEDLES = frozenset(needle for needles in NEEDLES.values() for needle in needles)
+_ALL_NEEDLES = frozenset(needle for rule in _RULES for needle in rule.needles)
 
 
 def find_secrets(text: str, *, _inner: bool = False) -> list[str]:
@@ -393,14 +408,14 @@ def find_secrets(text: str, *, _inner: bool = False) -> list[str]:
     undashed = _SPLIT_MARK.sub(" ", normalized)
     runs = [*_runs(normalized), *(_runs(undashed) if undashed != normalized else ())]
     joins = "\n".join(j for run in runs for j in _joins(run))
-    # A provider's pattern runs only where its needle is: most memories hold none.
+    # A pattern runs only where one of its needles is: most memories hold none.
     lowered = f"{normalized}\n{joins}".lower()
     present = {needle for needle in _ALL_NEEDLES if needle in lowered}
     found: list[str] = []
     for rule in _RULES:
         if rule.kind in found:
             continue
-        if rule.provider and present.isdisjoint(NEEDLES[rule.kind]):
+        if rule.needles and present.isdisjoint(rule.needles):
             continue
         if rule.matches(normalized, joined=False) or (joins and rule.matches(joins, joined=True)):
             found.append(rule.kind)
