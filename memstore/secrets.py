@@ -450,6 +450,8 @@ def find_added_secret(new: bytes, old: bytes | None) -> str | None:
     if old:
         kept = set(old.decode("utf-8", errors="replace").splitlines())
         text = "\n".join(line for line in text.splitlines() if line not in kept)
+        if not text.strip():
+            return None  # nothing new: a counter or a line moved
     found = find_secrets(text)
     return found[0] if found else None
 

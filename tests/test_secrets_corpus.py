@@ -67,3 +67,15 @@ def test_documented_examples_and_placeholders_are_not_secrets(text: str) -> None
 )
 def test_the_forms_the_issue_names_are_found_and_named(text: str, kind: str) -> None:
     assert kind in find_secrets(text)
+
+
+def test_every_match_of_a_rule_holds_one_of_its_needles() -> None:
+    """A rule runs only on text holding one of its needles: a needle it lacks hides a secret."""
+    from memstore.secrets import _RULES
+
+    texts = [s.text for s in forms()] + [s.text for s in forms(1)]
+    for rule in (r for r in _RULES if r.needles):
+        for text in texts:
+            for match in rule.pattern.finditer(text):
+                held = match[0].lower()
+                assert any(n in held for n in rule.needles), (rule.kind, match[0])
