@@ -204,6 +204,15 @@ def _is_text(data: bytes) -> bool:
     return sum(map(_is_printable, text)) >= 0.95 * len(text)
 
 
+def _is_documented_jwt(payload: str) -> bool:
+    """jwt.io's example token (John Doe, sub 1234567890): documentation, like AWS's EXAMPLE keys."""
+    try:
+        decoded = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
+    except (binascii.Error, ValueError):
+        return False
+    return b'"name":"John Doe"' in decoded and b'"sub":"1234567890"' in decoded
+
+
 def _value(match: re.Match[str]) -> bool:
     return not is_placeholder(match["v"])
 
@@ -247,7 +256,8 @@ _RULES: tuple[_Rule, ...] = (
     *(_Rule(kind, pattern, _token, needles=NEEDLES[kind]) for kind, pattern in _PROVIDERS),
     _Rule(
         "a JSON web token",
-        re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"),
+        re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.(?P<p>eyJ[A-Za-z0-9_-]{10,})\.[A-Za-z0-9_-]{10,}"),
+        lambda match: not _is_documented_jwt(match["p"]),
         needles=("eyj",),
     ),
     _Rule(

@@ -44,6 +44,9 @@ def test_at_most_one_percent_of_the_look_alikes_are_refused(seed: int) -> None:
         "password must be at least 12 characters",
         'curl -u "$USER:$TOKEN" https://api.example.com',
         "POSTGRES_PASSWORD=postgres",
+        # jwt.io's documented example token
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9l"
+        "IiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
     ],
 )
 def test_documented_examples_and_placeholders_are_not_secrets(text: str) -> None:
