@@ -130,3 +130,18 @@ def test_a_subject_showing_a_credential_names_the_files_instead() -> None:
     message = withhold_secret(f"edit(global): bot token {TOKEN}", ["global/bot.md"])
     assert message == "edit(global): bot.md (text withheld: it looks like a credential)"
     assert withhold_secret("add(global): use pnpm", ["global/x.md"]) == "add(global): use pnpm"
+
+
+def test_memstore_edit_that_pastes_a_token_is_left_uncommitted_in_the_file(
+    vault: Path, tmp_path: Path
+) -> None:
+    from tests.test_edit import add, editor, run
+
+    memory_id, path = add(vault, "the ci bot deploys on merge")
+    before = head(vault)
+    ed = editor(tmp_path, f"text = text.rstrip() + ' with {TOKEN}\\n'")
+    done = run(vault, "edit", memory_id, EDITOR=ed)
+    assert done.returncode == 1
+    assert "a GitHub token" in done.stderr and TOKEN not in done.stderr
+    assert head(vault) == before and TOKEN not in _subjects(vault)
+    assert TOKEN in path.read_text(encoding="utf-8")  # the person's text stays, uncommitted
