@@ -23,7 +23,7 @@ PROVIDERS: tuple[tuple[str, str], ...] = (
     (
         "a chat webhook",
         r"hooks\.slack\.com/(?:services|workflows|triggers)/T[A-Z0-9]+/[A-Z0-9]+/(?P<v>[A-Za-z0-9]{8,})"
-        r"|discord(?:app)?\.com/api/webhooks/\d{5,}/(?P<w>[A-Za-z0-9_-]{20,})"
+        r"|discord(?:app)?\.com/api/webhooks/\d{5,}/(?P<v2>[A-Za-z0-9_-]{20,})"
         r"|\.webhook\.office\.com/webhookb2/[0-9a-f-]{36}@"
         r"|outlook\.office(?:365)?\.com/webhook/[0-9a-f-]{36}@",
     ),

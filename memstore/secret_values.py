@@ -53,7 +53,8 @@ def is_placeholder(value: str) -> bool:
 
 def is_dummy(value: str) -> bool:
     """Tell whether a key-shaped value was typed to be replaced: xxxx…, 0000…, 1234…abcd…."""
-    chars = [c for c in value if c.isalnum()]
+    tail = re.split(r"[-_.]", value)[-1]  # after a provider's prefix (sk_test_1234…)
+    chars = [c for c in (tail if len(tail) >= 8 else value) if c.isalnum()]
     if len(chars) < 8:
         return False
     if max(Counter(c.lower() for c in chars).values()) >= 0.4 * len(chars):
