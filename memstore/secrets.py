@@ -17,6 +17,7 @@ from memstore.secret_values import (
     is_stand_in_token,
     labelled_credential,
     looks_generated,
+    looks_like_password,
     looks_random,
 )
 
@@ -332,6 +333,21 @@ _RULES: tuple[_Rule, ...] = (
         ),
         _random_value,
         needles=("secret", "token", "api", "key", "access", "private", "auth", "credential"),
+    ),
+    _Rule(
+        "a password in a .pgpass line",
+        re.compile(
+            r"(?<![^\s`'\"])(?:\*|[\w.-]*[A-Za-z][\w.-]*):(?:\d{2,5}|\*):[^\s:]+:[^\s:]+"
+            r":(?P<v>[^\s:`'\"]{6,})(?![^\s`'\"])"
+        ),
+        lambda match: looks_like_password(match["v"]) or looks_generated(match["v"]),
+        needles=(":",),
+    ),
+    _Rule(
+        "a registry login",
+        re.compile(r"\"auth\"[ \t]*:[ \t]*\"(?P<v>[A-Za-z0-9+/]{8,}={0,2})\""),
+        lambda match: _basic_auth(match["v"]),
+        needles=('"auth"',),
     ),
     _Rule("a private key body", _KEY_BODY, _private_key_body, exact=True),
 )

@@ -282,6 +282,13 @@ def _form_makers(g: _Gen) -> list[tuple[str, Callable[[], str]]]:
         ),
         ("netrc", lambda: f"machine api.heroku.com login me@x.io password {g.uuid()}"),
         ("camelcase label", lambda: f"const accessToken = '{g.b62(32)}';"),
+        ("pgpass", lambda: f"~/.pgpass: db.internal:5432:app:app:{g.b62(16)}"),
+        (
+            "docker config",
+            lambda: (
+                f'{{"auths": {{"ghcr.io": {{"auth": "{g.b64_of(f"ci:{g.b62(20)}".encode())}"}}}}}}'
+            ),
+        ),
         ("npm legacy", lambda: f"//registry.npmjs.org/:_authToken={g.uuid()}"),
     ]
 
