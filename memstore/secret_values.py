@@ -87,14 +87,16 @@ _LABEL = re.compile(
     r"(?i)(?:(?<![a-z0-9])(?:[a-z0-9]+[_.-]){0,4}?|(?-i:(?<=[a-z])(?=[A-Z])))"
     r"(?:pass(?:word|wd|phrase)|pwd|secret|token|credentials?|api[_ -]?key|apikey|bearer|pat"
     r"|(?:access|secret|private|client|license|signing|encryption|master|app|account|auth|admin"
-    r"|service|webhook)[_ -]?key|[a-z0-9]+[_.-]key|client[_ -]?secret)"
+    r"|service|webhook)[_ -]?key|[a-z0-9]+[_.-]key|client[_ -]?secret|key)"
     r"(?:[_.-][a-z0-9]+){0,3}(?![a-z0-9])"
 )
 _CREDENTIAL_WORD = re.compile(r"(?i)pass|pwd|secret|token|credential|key|bearer|pat")
+_WORD_BEFORE = re.compile(r"([A-Za-z0-9]+)[ \t]*$")
 _PASSWORD_LABEL = re.compile(r"(?i)pass(?:word|wd|phrase)|pwd")
 # A word in or after the label that says the value is not the credential itself.
 _NOT_THE_VALUE = frozenset(
     [
+        "publishable",
         "idempotency",
         "cache",
         "primary",
@@ -188,6 +190,7 @@ _TOKEN_WORD = re.compile(r"[^\s'\"`]+")
 # A path, an environment or template lookup: what names a secret kept elsewhere.
 _REFERENCE = re.compile(r"[/~.<]|[$%]\{|\$\(|\{\{|#\{|[$%][A-Za-z_]\w*%?$")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_DIGEST = re.compile(r"(?i)(?:sha\d*|md5|blake2[bs]?|h1)[:-]")  # a digest names its algorithm
 _TIMESTAMP = re.compile(r"[\d:T.Z+-]+")
 
 
@@ -204,7 +207,7 @@ def _is_wordy(value: str) -> bool:
 def _is_word(run: str) -> bool:
     """A run of letters a person could say: vowels among its consonants (random letters lack them)."""
     vowels = sum(c in "aeiouy" for c in run)
-    return vowels * 4 >= len(run) and not re.search(r"[^aeiouy]{5}", run)
+    return vowels * 5 >= len(run) and not re.search(r"[^aeiouy]{5}", run)
 
 
 def looks_generated(value: str) -> bool:
@@ -213,7 +216,7 @@ def looks_generated(value: str) -> bool:
     value = value.removeprefix("base64:")
     if len(value) < 16 or _REFERENCE.match(value) or "://" in value or _EMAIL.fullmatch(value):
         return False
-    if is_stand_in_token(value) or _TIMESTAMP.fullmatch(value):
+    if is_stand_in_token(value) or _TIMESTAMP.fullmatch(value) or _DIGEST.match(value):
         return False
     if re.fullmatch(r"[0-9a-fA-F-]+", value):  # hex, a UUID: a labelled one is a key
         digits = value.replace("-", "")
@@ -256,11 +259,14 @@ def labelled_credential(text: str) -> bool:
         return False
     for label in _LABEL.finditer(text):
         words = label[0].lower().replace("-", "_").replace(".", "_").split("_")
+        before = _WORD_BEFORE.search(text, max(0, label.start() - 40), label.start())
+        if before is not None:
+            words.append(before[1].lower())  # cache key, idempotency key, publishable key
         if any(w in _NOT_THE_VALUE for w in words):
             continue
         is_password = _PASSWORD_LABEL.search(label[0]) is not None
         line = text[label.end() : label.end() + 120].split("\n", 1)[0]
-        if _names_a_value(_TOKEN_WORD.findall(line)[:6], is_password=is_password):
+        if _names_a_value(_TOKEN_WORD.findall(line)[:8], is_password=is_password):
             return True
     return False
 

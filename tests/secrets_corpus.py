@@ -283,6 +283,12 @@ def _form_makers(g: _Gen) -> list[tuple[str, Callable[[], str]]]:
         ("netrc", lambda: f"machine api.heroku.com login me@x.io password {g.uuid()}"),
         ("camelcase label", lambda: f"const accessToken = '{g.b62(32)}';"),
         ("pgpass", lambda: f"~/.pgpass: db.internal:5432:app:app:{g.b62(16)}"),
+        ("pagerduty", lambda: f"pagerduty integration key {g.hex(32)}"),
+        ("api key header", lambda: f"X-API-Key: {g.hex(32)}"),
+        (
+            "prose password",
+            lambda: f"the password for root on db-1 was set to W1nter{g.of(string.digits, 4)}!",
+        ),
         (
             "docker config",
             lambda: (
@@ -401,6 +407,10 @@ def _benign_makers(g: _Gen) -> list[Callable[[], str]]:
             "docker run -e MYSQL_ROOT_PASSWORD=my-secret-pw mysql",
             "kubectl create secret generic db --from-literal=password=$(openssl rand -base64 24)",
             "SECRET_KEY is generated with secrets.token_urlsafe(50)",
+            "key_terms = frozenset().union(*(words[k].terms for k in key))",
+            "X-Hub-Signature-256: sha256=HMAC(secret, body)",
+            "vault kv get -field=password secret/prod/db",
+            "api key: stored as a sha256 hash, never in plain text",
         ),
         lambda: g.pick(
             "the password is stored in 1Password under 'prod db'",
