@@ -377,6 +377,7 @@ class Curator:
                 memory = store.vault.read(follower.path)
                 links = (entry.id if s == other.id else s for s in memory.supersedes)
                 touched[follower.path] = replace(memory, supersedes=tuple(dict.fromkeys(links)))
+            store.git.check_secrets({p: render_memory(m).encode() for p, m in touched.items()})
             for path, memory in touched.items():
                 store.vault.write_atomic(path, render_memory(memory))
             store.vault.path(other.path).unlink()

@@ -3,21 +3,25 @@
 A change memstore did not make never rides inside an agent's add, a usage flush, a merge
 or a revert: each writer first commits the files it is about to touch if they differ from
 HEAD, as `edit(<workspace>): …` with `Memstore-Source: editor` and no session (so
-`revert --session` never undoes it). Sync and the watcher commit every outside edit. While
-a person's git command is committing in the vault (`git commit` waiting in its editor), no
-edit is committed: their staged files are theirs to commit.
+`revert --session` never undoes it). Sync and the watcher commit every outside edit, except
+a file whose new lines hold a credential: it stays uncommitted, with one warning naming it.
+While a person's git command is committing in the vault (`git commit` waiting in its
+editor), no edit is committed: their staged files are theirs to commit.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 
 from memstore.errors import VaultError
-from memstore.git import GitRepo, Trailers, git_committing_in
+from memstore.git import GitRepo, Trailers, git_committing_in, secret_message
 from memstore.model import summary
 from memstore.vault import Vault
 
 EDITOR = "editor"
+
+log = logging.getLogger(__name__)
 
 
 def commit_edits(vault: Vault, git: GitRepo, host: str, paths: Iterable[str] | None) -> list[str]:
@@ -34,6 +38,12 @@ def commit_edits(vault: Vault, git: GitRepo, host: str, paths: Iterable[str] | N
             f"a git commit is under way in {vault.root}{who}: memstore leaves the files "
             "changed by hand to it; run the command again once it has finished"
         )
+    # A file whose new lines hold a credential stays uncommitted, said in one line each.
+    for path, kind in git.secrets_among(p for p in changed if vault.path(p).is_file()).items():
+        if (path, kind) not in git.told_held:
+            git.told_held.add((path, kind))
+            log.warning("%s", secret_message(path, kind))
+        changed.remove(path)
     by_workspace: dict[str, list[str]] = {}
     for path in changed:
         workspace = path.split("/", 1)[0] if "/" in path else "vault"

@@ -9,6 +9,10 @@ class InvalidInputError(MemstoreError):
     """Text, a name or an option that memstore refuses before changing anything."""
 
 
+class SecretError(InvalidInputError):
+    """A file memstore was about to commit holds what looks like a credential; not committed."""
+
+
 class NotFoundError(MemstoreError):
     """No memory (or vault) matches what was asked for."""
 

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from memstore.codec import escape_name, is_utf8_name, parse_memory
-from memstore.errors import InvalidInputError, UncommittedEditError, VaultError
+from memstore.errors import InvalidInputError, SecretError, UncommittedEditError, VaultError
 from memstore.faults import crash_point
 from memstore.repo_name import find_enclosing_repository
+from memstore.secrets import find_added_secret, withhold_secret
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +137,9 @@ class GitRepo:
         self._repo = repo
         self.root = root
         self.defer_index_bytes = DEFER_INDEX_BYTES
+        # (path, kind) of files already said to be held back for a credential: said once
+        # per process, not at every sync step or watcher batch.
+        self.told_held: set[tuple[str, str]] = set()
 
     @classmethod
     def open(cls, root: Path) -> GitRepo:
@@ -212,6 +216,7 @@ class GitRepo:
         add: tuple[str, ...] = (),
         remove: tuple[str, ...] = (),
         defer_index: bool = False,
+        allow_secret: bool = False,
     ) -> str:
         """Commit `add` and `remove` (vault-relative paths) on top of HEAD; return the id.
 
@@ -220,23 +225,32 @@ class GitRepo:
         paths so `git status` stays clean. Other changes a person staged by hand are
         neither committed nor lost. With `defer_index`, a large git index (written whole
         each time) is left for `sync_index`, and the paths are noted for it first.
+
+        Every commit memstore makes of a file passes here, so here every file is scanned:
+        a line it adds that looks like a credential refuses the whole commit (SecretError,
+        naming the file and the kind, never the text), unless `allow_secret` (a person's
+        `add --allow-secret`). A message that would show a credential names the files.
+
+        Raises:
+            SecretError: a file holds what looks like a credential.
         """
         pygit2 = _pygit2()
         repo = self._repo
         paths = (*add, *remove)
         deferred = defer_index and self._index_is_large() and not any("\n" in p for p in paths)
         try:
+            base = None if repo.head_is_unborn else repo.head.peel(pygit2.Commit).tree
+            data = {p: self.root.joinpath(p).read_bytes() for p in add}
+            if not allow_secret:
+                self._refuse_secrets(data, base)
             if deferred:
                 self._note_lag(paths)  # before the commit: a kill after it still names them
-            changes: dict[str, Any] = {
-                p: repo.create_blob(self.root.joinpath(p).read_bytes()) for p in add
-            }
+            changes: dict[str, Any] = {p: repo.create_blob(d) for p, d in data.items()}
             changes.update({p: None for p in remove})
-            base = None if repo.head_is_unborn else repo.head.peel(pygit2.Commit).tree
             tree = self._tree_with(base, changes)
             parents = [] if repo.head_is_unborn else [repo.head.target]
             signature = self._signature()
-            full = f"{message.rstrip()}\n\n{trailers.render()}"
+            full = f"{withhold_secret(message, paths).rstrip()}\n\n{trailers.render()}"
             oid = repo.create_commit("HEAD", signature, signature, full, tree, parents)
         except (OSError, pygit2.GitError) as err:
             raise VaultError(f"cannot commit to {self.root}: {err}") from err
@@ -255,6 +269,38 @@ class GitRepo:
                 err,
             )
         return str(oid)
+
+    def secrets_among(self, paths: Iterable[str]) -> dict[str, str]:
+        """Return {path: kind} for the work tree files among `paths` whose uncommitted lines
+        hold what looks like a credential (the scan `commit` makes)."""
+        pygit2 = _pygit2()
+        try:
+            base = None if self._repo.head_is_unborn else self._repo.head.peel(pygit2.Commit).tree
+        except pygit2.GitError as err:
+            raise VaultError(f"cannot read HEAD in {self.root}: {err}") from err
+        found = {}
+        for path in paths:
+            data = self.read_work_file(path)
+            kind = find_added_secret(data, _blob_bytes(base, path)) if data is not None else None
+            if kind:
+                found[path] = kind
+        return found
+
+    def check_secrets(self, files: dict[str, bytes]) -> None:
+        """Refuse (SecretError) files about to be written whose new lines hold a credential:
+        for a writer that changes several files, so it can refuse before touching any."""
+        pygit2 = _pygit2()
+        try:
+            base = None if self._repo.head_is_unborn else self._repo.head.peel(pygit2.Commit).tree
+        except pygit2.GitError as err:
+            raise VaultError(f"cannot read HEAD in {self.root}: {err}") from err
+        self._refuse_secrets(files, base)
+
+    def _refuse_secrets(self, data: dict[str, bytes], base: Any) -> None:
+        for path, content in data.items():
+            kind = find_added_secret(content, _blob_bytes(base, path))
+            if kind:
+                raise SecretError(secret_message(path, kind))
 
     def _stage(self, add: tuple[str, ...], remove: tuple[str, ...]) -> None:
         index = self._repo.index
@@ -1078,6 +1124,23 @@ class GitRepo:
             if len(entries) >= limit:
                 break
         return entries
+
+
+def secret_message(path: str, kind: str) -> str:
+    """The one line that says a file was left uncommitted for a credential (never its text)."""
+    return (
+        f"{path} holds what looks like {kind}; memstore did not commit it (memory is shared "
+        "through git): remove the credential from the file, or commit it yourself with git"
+    )
+
+
+def _blob_bytes(tree: Any, path: str) -> bytes | None:
+    if tree is None:
+        return None
+    try:
+        return bytes(tree[path].data)
+    except (KeyError, AttributeError):
+        return None
 
 
 def _entry_id(container: Any, path: str) -> Any:

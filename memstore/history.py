@@ -196,6 +196,7 @@ class History:
                         kept.append(path)
                     state[path] = merged.data
             changed = [p for p, data in state.items() if data != _read(store.vault.path(p))]
+            store.git.check_secrets({p: d for p in changed if (d := state[p]) is not None})
             for path in changed:
                 data = state[path]
                 if data is None:

@@ -46,7 +46,7 @@ from memstore.codec import (
 from memstore.config import SEMANTIC_ON, Settings
 from memstore.contradictions import disagreement
 from memstore.edits import commit_edits
-from memstore.errors import InvalidInputError, NotFoundError, VaultError
+from memstore.errors import InvalidInputError, NotFoundError, SecretError, VaultError
 from memstore.faults import crash_point
 from memstore.git import (
     GitRepo,
@@ -59,6 +59,7 @@ from memstore.git import (
     index_lags,
     parent_repository_message,
     read_index_lag,
+    secret_message,
 )
 from memstore.indexer import CatchUp, Drift, Entry, Indexer, Progress, rebuild
 from memstore.merge import merge_file, tally
@@ -909,11 +910,15 @@ class Store:
                     "duplicate_skipped", current.id, current.path, current.seen, workspace
                 )
             if existing:
-                return self._merge_duplicate(existing[0], keywords, targets, source)
+                return self._merge_duplicate(
+                    existing[0], keywords, targets, source, allow_secret=allow_secret
+                )
             # Looked up before the write: the index searched is the one the catch-up (or the
             # last recall) left current, not a version this add makes stale.
             contradicted = () if kind == "trace" else self._contradicted(body, workspace, targets)
-            added = self._add_new(body, workspace, kind, keywords, source, targets)
+            added = self._add_new(
+                body, workspace, kind, keywords, source, targets, allow_secret=allow_secret
+            )
         return replace(added, contradicts=contradicted)
 
     def _contradicted(
@@ -988,12 +993,15 @@ class Store:
         keywords: tuple[str, ...],
         source: str,
         supersedes: tuple[str, ...],
+        *,
+        allow_secret: bool = False,
     ) -> AddResult:
         path, memory = self.plan_memory(
             body, workspace=workspace, kind=kind, keywords=keywords, source=source
         )
         memory = replace(memory, supersedes=tuple(dict.fromkeys(supersedes)))
-        commit = self.write_memory(path, memory, f"add({workspace}): {summary(body)}", source)
+        message = f"add({workspace}): {summary(body)}"
+        commit = self.write_memory(path, memory, message, source, allow_secret=allow_secret)
         return AddResult("added", memory.id, path, 1, workspace, commit)
 
     def _free_id(self, workspace: str, body: str) -> str:
@@ -1004,7 +1012,13 @@ class Store:
         raise VaultError(f"no free id for this memory in {workspace}; run 'memstore reindex'")
 
     def _merge_duplicate(
-        self, entry: Entry, keywords: tuple[str, ...], supersedes: tuple[str, ...], source: str
+        self,
+        entry: Entry,
+        keywords: tuple[str, ...],
+        supersedes: tuple[str, ...],
+        source: str,
+        *,
+        allow_secret: bool = False,
     ) -> AddResult:
         current = self.vault.read(entry.path)
         # The text again with --supersedes is a correction being recorded (a contradiction
@@ -1049,7 +1063,9 @@ class Store:
             message = f"supersede({workspace}): {text} (corrects {', '.join(links)})"
         else:
             message = f"seen({workspace}): {text} (seen {merged.seen})"
-        commit = self.write_memory(entry.path, merged, message, source, basis=current)
+        commit = self.write_memory(
+            entry.path, merged, message, source, basis=current, allow_secret=allow_secret
+        )
         status = "supersede_recorded" if links else "duplicate_merged"
         return AddResult(
             status, merged.id, entry.path, merged.seen, merged.workspace, commit, linked=named
@@ -1078,7 +1094,14 @@ class Store:
         return memory_path(memory), memory
 
     def write_memory(
-        self, path: str, memory: Memory, message: str, source: str, basis: Memory | None = None
+        self,
+        path: str,
+        memory: Memory,
+        message: str,
+        source: str,
+        basis: Memory | None = None,
+        *,
+        allow_secret: bool = False,
     ) -> str:
         """Write one memory atomically, commit it, and index it (the caller holds the lock).
 
@@ -1086,8 +1109,13 @@ class Store:
         is committed first, on its own; if that edit came after the caller read the file,
         memstore's change is merged into it by the merge rules instead of overwriting it.
         If the commit fails, the file is put back as it was: a failed write changes nothing.
+        A file a person left holding a credential is refused before anything is written
+        (SecretError), unless `allow_secret` (a person's `add --allow-secret`).
         """
         trailers = Trailers(source, self.settings.session, self.settings.host)
+        held = {} if allow_secret else self.git.secrets_among([path])
+        if held:
+            raise SecretError(secret_message(path, held[path]))
         self.commit_edits([path])
         before = self.git.read_work_file(path)
         data = self._render_over(path, before, memory, basis)
@@ -1095,8 +1123,10 @@ class Store:
             self.vault.write_bytes_atomic(path, data)
             crash_point("memory-written")
             try:
-                commit = self.git.commit(message, trailers, add=(path,), defer_index=True)
-            except VaultError:
+                commit = self.git.commit(
+                    message, trailers, add=(path,), defer_index=True, allow_secret=allow_secret
+                )
+            except (VaultError, SecretError):
                 self._put_back(path, before)
                 raise
         self._stage_later()
@@ -1242,17 +1272,24 @@ class Store:
 
     def _flush_usage_locked(self) -> int:
         pending = self.usage.pending()
+        flushed = dict(pending)
         written: list[tuple[str, Memory]] = []
         found = {
             memory_id: [e for e in self.indexer.by_id_prefix(memory_id) if e.id == memory_id]
             for memory_id in pending
         }
         # A person's edit of a recalled memory is committed on its own, not in the flush.
-        self.commit_edits(entries[0].path for entries in found.values() if entries)
+        paths = [entries[0].path for entries in found.values() if entries]
+        self.commit_edits(paths)
+        # A file left uncommitted for a credential is not rewritten: its counts wait for it.
+        held = set(self.git.changed_paths(paths)) if paths else set()
         for memory_id, (count, last) in pending.items():
             entries = found[memory_id]
             if not entries or not self.vault.path(entries[0].path).is_file():
                 continue  # forgotten meanwhile: its counts go with it
+            if entries[0].path in held:
+                del flushed[memory_id]
+                continue
             current = self.vault.read(entries[0].path)
             if not current.has_front_matter or current.problem:
                 continue  # a file memstore did not write is never rewritten for a counter
@@ -1280,7 +1317,7 @@ class Store:
                         self._put_back(path, old)
                     raise
             self.indexer.record_all(dict(written))
-        self.usage.clear(pending)
+        self.usage.clear(flushed)
         return len(written)
 
     @_serialized

@@ -151,7 +151,7 @@ QUERIES: list[list[str]] = [
     ["add", "the CI cache key must include the lockfile hash", "-K", "ci", "-w", "webshop"],
     ["add", "the CI cache key must include the lockfile hash", "-K", "ci", "-w", "webshop"],
     ["add", "-", "--json"],
-    ["add", "AKIAIOSFODNN7EXAMPLE is the deploy key"],  # refused: looks like a secret
+    ["add", "AKIAQ3EGRJ5LTMWD7XZN is the deploy key"],  # refused: looks like a secret
     ["add", "workspace all is reserved", "-w", "all"],
 ]
 

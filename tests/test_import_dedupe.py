@@ -133,7 +133,7 @@ def test_two_pieces_whose_ids_collide_get_distinct_ids(vault: Path, tmp_path: Pa
 def test_import_skips_and_reports_a_secret_and_commits_the_rest(
     vault: Path, tmp_path: Path
 ) -> None:
-    token = "ghp_" + "a" * 36
+    token = "ghp_Zk4mQ8vR2tY7uP1oL9aS3dF6gH0jK5lX2cV8"
     source = tmp_path / "AGENTS.md"
     source.write_text(
         f"- Deploy with ./scripts/deploy.sh\n- The bot token is {token}\n- Rule twice over\n"
@@ -154,7 +154,7 @@ def test_import_skips_and_reports_a_secret_and_commits_the_rest(
 
 def test_a_secret_alone_makes_no_commit(vault: Path, tmp_path: Path) -> None:
     source = tmp_path / "CLAUDE.md"
-    source.write_text("- aws key AKIAIOSFODNN7EXAMPLE for the build bot\n", encoding="utf-8")
+    source.write_text("- aws key AKIAQ3EGRJ5LTMWD7XZN for the build bot\n", encoding="utf-8")
     before = head(vault)
     done = cli(vault, "import", str(source), "-w", "infra")
     assert done.returncode == 0 and "created 0 memories" in done.stdout

@@ -75,7 +75,7 @@ def test_audit_reports_and_writes_nothing(sample_vault: Path) -> None:
     cli(
         sample_vault,
         "add",
-        "AWS key AKIAIOSFODNN7EXAMPLE for the build bot",
+        "AWS key AKIAQ3EGRJ5LTMWD7XZN for the build bot",
         "-w",
         "infra",
         "--allow-secret",
@@ -100,7 +100,7 @@ def test_secrets_are_refused_unless_allowed_on_the_cli(vault: Path, store: Store
     before = head(vault)
     for text in (
         "deploy key -----BEGIN OPENSSH PRIVATE KEY----- abc",
-        "use token ghp_" + "a" * 36,
+        "use token ghp_Zk4mQ8vR2tY7uP1oL9aS3dF6gH0jK5lX2cV8",
         "db password=Sup3rSecret!",
     ):
         done = cli(vault, "add", text)
@@ -112,7 +112,7 @@ def test_secrets_are_refused_unless_allowed_on_the_cli(vault: Path, store: Store
     result = call(
         build_server(store, workspace="global", source="t"),
         "memory_add",
-        {"content": "key AKIAIOSFODNN7EXAMPLE", "keywords": ["aws"]},
+        {"content": "key AKIAQ3EGRJ5LTMWD7XZN", "keywords": ["aws"]},
     )
     assert result.is_error and "AWS access key" in text_of(result)
 
@@ -207,7 +207,7 @@ def test_forget_asks_refuses_without_a_terminal_and_respects_corrections(vault: 
 
 
 def test_purge_removes_the_text_from_every_reachable_object(vault: Path) -> None:
-    secret = "AKIAIOSFODNN7EXAMPLE"
+    secret = "AKIAQ3EGRJ5LTMWD7XZN"
     keep = added_id(vault, "Unrelated memory that must survive")
     leaked = added_id(vault, f"build bot key {secret}", "--allow-secret")
     cli(vault, "add", "another memory after the leak")

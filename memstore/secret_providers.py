@@ -1,0 +1,205 @@
+"""The shapes of providers' credentials: one pattern per family, each with a fixed prefix. Pure.
+
+The families follow what maintained scanners cover (gitleaks' rule list, detect-secrets'
+plugins), read as facts; the patterns are memstore's own. A pattern here is exact enough
+on its own: a fixed prefix or layout and a tail of key characters. Credentials without a
+fixed shape (a Datadog key, a Twilio auth token) are left to the labelled rule in secrets.py.
+"""
+
+from __future__ import annotations
+
+import re
+
+# (kind, pattern): the value checked for stand-ins is the group `v` if the pattern has one.
+_TAIL = r"(?![A-Za-z0-9_])"
+PROVIDERS: tuple[tuple[str, str], ...] = (
+    ("a GitHub token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})"),
+    (
+        "a GitLab token",
+        r"\b(?P<v>gl(?:pat|dt|ptt|rt|rtr|ft|soat|imt|agent|oas|cbt|ffct|wt)-[A-Za-z0-9_-]{20,})"
+        r"|\bGR1348941[A-Za-z0-9_-]{20,}",
+    ),
+    ("a Slack token", r"\b(?P<v>xox[abposre]-[A-Za-z0-9-]{10,}|xapp-\d-[A-Za-z0-9-]{20,})"),
+    (
+        "a chat webhook",
+        r"hooks\.slack\.com/(?:services|workflows|triggers)/T[A-Z0-9]+/[A-Z0-9]+/(?P<v>[A-Za-z0-9]{8,})"
+        r"|discord(?:app)?\.com/api/webhooks/\d{5,}/(?P<v2>[A-Za-z0-9_-]{20,})"
+        r"|\.webhook\.office\.com/webhookb2/[0-9a-f-]{36}@"
+        r"|outlook\.office(?:365)?\.com/webhook/[0-9a-f-]{36}@",
+    ),
+    (
+        "an OpenAI or Anthropic API key",
+        r"\b(?P<v>sk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,})",
+    ),
+    (
+        "an AI provider API key",
+        r"\b(?P<v>gsk_[A-Za-z0-9]{40,}|pplx-[A-Za-z0-9]{40,}|r8_[A-Za-z0-9]{30,}|xai-[A-Za-z0-9]{50,}"
+        r"|hf_[A-Za-z0-9]{30,}|api_org_[A-Za-z0-9]{30,}|lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10})",
+    ),
+    (
+        "a Stripe secret key",
+        r"\b(?P<v>(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})",
+    ),
+    ("a Google API key", r"\bAIza[0-9A-Za-z_-]{35}"),
+    (
+        "a Google OAuth secret",
+        r"\b(?P<v>GOCSPX-[A-Za-z0-9_-]{20,})|\bya29\.[0-9A-Za-z_-]{20,}|\b1//0[A-Za-z0-9_-]{40,}",
+    ),
+    ("a Twilio API key", r"\b(?P<v>SK[0-9a-f]{32})" + _TAIL),
+    (
+        "a Mailgun key",
+        r"\b(?P<v>key-(?=[a-z]*\d)(?=\d*[a-z])[0-9a-z]{32})"
+        + _TAIL
+        + r"|\b[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}"
+        + _TAIL,
+    ),
+    ("a Mailchimp API key", r"\b[0-9a-f]{32}-us\d{1,2}\b"),
+    ("a Django secret key", r"\bdjango-insecure-(?P<v>[^\s'\"`]{20,})"),
+    ("a Vault token", r"\b(?P<v>hv[sbr]\.[A-Za-z0-9_-]{24,})"),
+    ("a Docker access token", r"\b(?P<v>dckr_(?:pat|oat)_[A-Za-z0-9_-]{20,})"),
+    ("a Telegram bot token", r"(?<![\w:])\d{8,10}:(?P<v>[A-Za-z0-9_-]{33,40})" + _TAIL),
+    (
+        "an Azure client secret",
+        r"(?<![A-Za-z0-9_~.-])(?P<v>[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34})(?![A-Za-z0-9_~.-])",
+    ),
+    (
+        "an Azure storage or service bus key",
+        r"(?i:AccountKey|SharedAccessKey|SharedAccessSignature)=(?P<v>[A-Za-z0-9+/%]{30,}=*)",
+    ),
+    ("a Linear API key", r"\b(?P<v>lin_(?:api|oauth)_[A-Za-z0-9]{32,})"),
+    ("a Notion token", r"\b(?P<v>secret_[A-Za-z0-9]{43}|ntn_[A-Za-z0-9]{40,})" + _TAIL),
+    ("an Atlassian API token", r"\b(?P<v>AT(?:ATT|CTT)[A-Za-z0-9_=-]{60,})"),
+    ("a Postman API key", r"\b(?P<v>PMAK-[A-Za-z0-9]{20,}-[A-Za-z0-9]{30,})"),
+    ("a Terraform Cloud token", r"\b[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}"),
+    ("a Sentry token", r"\b(?P<v>sntry[su]_[A-Za-z0-9+/=_-]{30,})"),
+    (
+        "a Grafana token",
+        r"\b(?P<v>glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}={0,2})",
+    ),
+    ("a New Relic key", r"\b(?P<v>NR(?:AK|AA|II|JS)-[A-Za-z0-9]{19,})"),
+    ("a Databricks token", r"\b(?P<v>dapi[a-f0-9]{32})(?:-\d)?" + _TAIL),
+    ("a Figma token", r"\b(?P<v>fig[dou]_[A-Za-z0-9_-]{38,})"),
+    ("a Heroku API key", r"\b(?P<v>HRKU-[A-Za-z0-9_-]{20,})"),
+    ("a Brevo (Sendinblue) key", r"\bx(?:keysib|smtpsib)-[a-f0-9]{64}-[A-Za-z0-9]{16}"),
+    ("a SendGrid API key", r"\bSG\.[\w-]{16,}\.[\w-]{16,}"),
+    ("a Shopify token", r"\bshp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}"),
+    ("a DigitalOcean token", r"\bdo[por]_v1_[a-f0-9]{64}"),
+    ("a Square token", r"\b(?P<v>sq0(?:atp|csp|idp)-[A-Za-z0-9_-]{22,}|EAAA[A-Za-z0-9_-]{60})"),
+    ("a PlanetScale token", r"\b(?P<v>pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.=-]{32,})"),
+    ("a Fly.io token", r"\b(?P<v>fo1_[A-Za-z0-9_-]{40,}|fm[12][ar]?_[A-Za-z0-9+/=_-]{60,})"),
+    ("a Dropbox token", r"\bsl\.(?:u\.)?[A-Za-z0-9_-]{120,}"),
+    (
+        "a 1Password secret",
+        r"\bops_eyJ[A-Za-z0-9+/=_-]{100,}|\bA3-[A-Z0-9]{6}-(?:[A-Z0-9]{5,6}-){4}[A-Z0-9]{5}\b",
+    ),
+    (
+        "a package registry token",
+        r"\b(?P<v>npm_[A-Za-z0-9]{36}|pypi-AgE[A-Za-z0-9_-]{50,}|rubygems_[a-f0-9]{48}|oy2[a-z0-9]{43}"
+        r"|CLOJARS_[a-z0-9]{60}|AKCp[A-Za-z0-9]{60,}|cmVmd[A-Za-z0-9]{59})" + _TAIL,
+    ),
+    (
+        "a developer service token",
+        r"\b(?P<v>aio_[A-Za-z0-9]{28}|pat[A-Za-z0-9]{14}\.[a-f0-9]{64}|CFPAT-[A-Za-z0-9_-]{43}"
+        r"|dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}|EZ[AT]K[A-Za-z0-9]{54}"
+        r"|fio-u-[A-Za-z0-9_=-]{64}|pnu_[A-Za-z0-9]{36}|rdme_[a-z0-9]{70}|tk-us-[A-Za-z0-9_-]{48}"
+        r"|shippo_(?:live|test)_[a-f0-9]{40}|sq[pua]_[a-f0-9]{40}|sgp_(?:[a-f0-9]{16}_)?[a-f0-9]{40}"
+        r"|tfp_[A-Za-z0-9_.=-]{50,}|y0_[A-Za-z0-9_-]{50,}|pul-[a-f0-9]{40}|sbp_[a-f0-9]{40}"
+        r"|sb_secret_[A-Za-z0-9_-]{30,}|ico-[A-Za-z0-9]{32}"
+        r"|vercel_[A-Za-z0-9]{24,}|FLWSECK(?:_TEST)?-[a-h0-9]{32}-X|dt0[a-z]\d{2}\.[A-Z0-9]{24}\.[A-Z0-9]{64}"
+        r"|pat\.[A-Za-z0-9_-]{22}\.[a-f0-9]{24}\.[A-Za-z0-9]{20}|LTAI[A-Za-z0-9]{12,20}"
+        r"|AQVN[A-Za-z0-9_-]{35,38}|v1\.0-[a-f0-9]{24}-[a-f0-9]{146}|glpat_[A-Za-z0-9]{20,})"
+        + _TAIL,
+    ),
+    (
+        "a cloud service token",
+        r"\bAGE-SECRET-KEY-1[0-9A-Z]{50,}|\bEAA[BCDG][A-Za-z0-9]{80,}"
+        r"|\baccess-(?:sandbox|development|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+    ),
+    ("a Beamer API key", r"\b(?P<v>b_[A-Za-z0-9=_-]{44})" + _TAIL),
+    ("a Mapbox secret token", r"\bsk\.eyJ[A-Za-z0-9_-]{40,}\.[A-Za-z0-9_-]{20,}"),
+    (
+        "a Discord bot token",
+        r"(?<![\w.-])(?P<v>[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38})(?![\w.-])",
+    ),
+)
+
+COMPILED: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (kind, re.compile(pattern)) for kind, pattern in PROVIDERS
+)
+# What every match of a family holds, lowercased: a pattern runs only on a text that holds
+# one of its family's needles (a substring test costs far less than a regex pass).
+NEEDLES: dict[str, tuple[str, ...]] = {
+    "a GitHub token": ("gh", "github_pat_"),
+    "a GitLab token": ("gl", "gr1348941"),
+    "a Slack token": ("xox", "xapp-"),
+    "a chat webhook": ("hooks.slack.com", "discord", "webhook"),
+    "an OpenAI or Anthropic API key": ("sk-",),
+    "an AI provider API key": ("gsk_", "pplx-", "r8_", "xai-", "hf_", "api_org_", "lsv2_"),
+    "a Stripe secret key": ("k_live_", "k_test_", "whsec_"),
+    "a Google API key": ("aiza",),
+    "a Google OAuth secret": ("gocspx-", "ya29.", "1//0"),
+    "a Twilio API key": ("sk",),
+    "a Mailgun key": ("key-", "-"),
+    "a Mailchimp API key": ("-us",),
+    "a Django secret key": ("django-insecure-",),
+    "a Vault token": ("hvs.", "hvb.", "hvr."),
+    "a Docker access token": ("dckr_",),
+    "a Telegram bot token": (":",),
+    "an Azure client secret": ("q~",),
+    "an Azure storage or service bus key": ("accountkey=", "sharedaccess"),
+    "a Linear API key": ("lin_",),
+    "a Notion token": ("secret_", "ntn_"),
+    "an Atlassian API token": ("atatt", "atctt"),
+    "a Postman API key": ("pmak-",),
+    "a Terraform Cloud token": (".atlasv1.",),
+    "a Sentry token": ("sntry",),
+    "a Grafana token": ("glsa_", "glc_"),
+    "a New Relic key": ("nrak-", "nraa-", "nrii-", "nrjs-"),
+    "a Databricks token": ("dapi",),
+    "a Figma token": ("figd_", "figo_", "figu_"),
+    "a Heroku API key": ("hrku-",),
+    "a Brevo (Sendinblue) key": ("keysib-", "smtpsib-"),
+    "a SendGrid API key": ("sg.",),
+    "a Shopify token": ("shp",),
+    "a DigitalOcean token": ("_v1_",),
+    "a Square token": ("sq0", "eaaa"),
+    "a PlanetScale token": ("pscale_",),
+    "a Fly.io token": ("fo1_", "fm1", "fm2"),
+    "a Dropbox token": ("sl.",),
+    "a 1Password secret": ("ops_eyj", "a3-"),
+    "a package registry token": ("npm_", "pypi-", "rubygems_", "oy2", "clojars_", "akcp", "cmvmd"),
+    "a developer service token": (
+        "aio_",
+        "pat",
+        "cfpat-",
+        "dp.",
+        "ezak",
+        "eztk",
+        "fio-u-",
+        "pnu_",
+        "rdme_",
+        "tk-us-",
+        "shippo_",
+        "sqp_",
+        "squ_",
+        "sqa_",
+        "sgp_",
+        "tfp_",
+        "y0_",
+        "pul-",
+        "sbp_",
+        "sb_secret_",
+        "ico-",
+        "vercel_",
+        "flwseck",
+        "dt0",
+        "ltai",
+        "aqvn",
+        "v1.0-",
+        "glpat_",
+    ),
+    "a cloud service token": ("age-secret-key-1", "eaa", "access-"),
+    "a Beamer API key": ("b_",),
+    "a Mapbox secret token": ("sk.eyj",),
+    "a Discord bot token": (".",),
+}

@@ -1,0 +1,295 @@
+"""Telling a credential's value from a stand-in, an identifier or words. Pure.
+
+Also the labelled rule of the secret scan: a credential word and the value it names.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections import Counter
+
+_STAND_INS = (
+    "password passwd pwd secret token apikey changeme changeit example yourpassword mypassword "
+    "redacted removed hidden none null nil undefined empty required optional unset notset "
+    "placeholder dummy vault postgres mysql guest default secret test testing"
+)
+_PLACEHOLDER_WORDS = frozenset(_STAND_INS.split())
+# Inside a longer value these mark it as written to be replaced (sk-your-key-here, ghp_xxxx…).
+_STAND_IN_MARKS = (
+    "xxxx",
+    "your",
+    "placeholder",
+    "redacted",
+    "changeme",
+    "replaceme",
+    "insert",
+    "aqoexample",  # AWS's documented session token
+)
+# Words that say "a secret goes here": my-secret-pw, supersecret, db_password (lowercase only).
+_WORDS_FOR_A_SECRET = re.compile(r"(?=[a-z_-]*(?:secret|password|passwd|pw))[a-z]+(?:[-_][a-z]+)*")
+_CODE_REFERENCE = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+$|[A-Za-z_][\w.]*[(\[]")
+
+
+def is_placeholder(value: str) -> bool:
+    """Tell whether a credential value is a stand-in (<pass>, ${PASS}, changeme, an environment lookup)."""
+    value = value.strip("'\"`.,;)")
+    lowered = re.sub(r"[-_ ]", "", value.lower())
+    return (
+        not value
+        or value[0] in "<${[(%*…"
+        or value.startswith("#{")
+        or len(set(value)) == 1
+        or lowered.lstrip("!") in _PLACEHOLDER_WORDS
+        or lowered.startswith("your")
+        or lowered.endswith(("here", "example", "examplekey"))
+        or any(marker in lowered for marker in _STAND_IN_MARKS)
+        or is_dummy(value)
+        or _CODE_REFERENCE.match(value) is not None
+        or _WORDS_FOR_A_SECRET.fullmatch(value) is not None
+    )
+
+
+def is_dummy(value: str) -> bool:
+    """Tell whether a key-shaped value was typed to be replaced: xxxx…, 0000…, 1234…abcd…."""
+    tail = re.split(r"[-_.]", value)[-1]  # after a provider's prefix (sk_test_1234…)
+    chars = [c for c in (tail if len(tail) >= 8 else value) if c.isalnum()]
+    if len(chars) < 8:
+        return False
+    if max(Counter(c.lower() for c in chars).values()) >= 0.4 * len(chars):
+        return True
+    steps = sum(0 <= ord(b) - ord(a) <= 1 for a, b in itertools.pairwise(chars))
+    return steps >= 0.7 * (len(chars) - 1)
+
+
+def looks_random(value: str) -> bool:
+    """Tell whether `value` reads like generated key material rather than words joined up.
+
+    Words run together lack digits or capitals; a key has both (lowercase hex is let go)."""
+    return any(c.isdigit() for c in value) and any(c.isupper() for c in value)
+
+
+def is_stand_in_token(value: str) -> bool:
+    # Not is_placeholder: a token's dots (hvs.…, SG.….…) would read as a code reference.
+    lowered = value.lower()
+    return (
+        value[0] in "<${"
+        or lowered.endswith(("example", "examplekey"))
+        or any(marker in lowered for marker in _STAND_IN_MARKS)
+        or is_dummy(value)
+    )
+
+
+# A credential word, with the words joined to it (DD_API_KEY, db.password, STRIPE_KEY).
+_LABEL = re.compile(
+    # At a word's start, or where camelCase starts one (accessToken, dbPassword).
+    r"(?i)(?:(?<![a-z0-9])(?:[a-z0-9]+[_.-]){0,4}?|(?-i:(?<=[a-z])(?=[A-Z])))"
+    r"(?:pass(?:word|wd|phrase)|pwd|secret|token|credentials?|api[_ -]?key|apikey|bearer|pat"
+    r"|(?:access|secret|private|client|license|signing|encryption|master|app|account|auth|admin"
+    r"|service|webhook)[_ -]?key|[a-z0-9]+[_.-]key|client[_ -]?secret|key)"
+    r"(?:[_.-][a-z0-9]+){0,3}(?![a-z0-9])"
+)
+_CREDENTIAL_WORD = re.compile(r"(?i)pass|pwd|secret|token|credential|key|bearer|pat")
+_WORD_BEFORE = re.compile(r"([A-Za-z0-9]+)[ \t]*$")
+_PASSWORD_LABEL = re.compile(r"(?i)pass(?:word|wd|phrase)|pwd")
+# A word in or after the label that says the value is not the credential itself.
+_NOT_THE_VALUE = frozenset(
+    [
+        "publishable",
+        "idempotency",
+        "cache",
+        "primary",
+        "foreign",
+        "partition",
+        "sort",
+        "routing",
+        "dedupe",
+        "dedup",
+        "object",
+        "row",
+        "lookup",
+        "map",
+        "index",
+        "unique",
+        "composite",
+        "shard",
+        "group",
+        "message",
+        "ordering",
+        "id",
+        "ids",
+        "name",
+        "names",
+        "hash",
+        "hashed",
+        "hashes",
+        "sha",
+        "sha1",
+        "sha256",
+        "sha512",
+        "md5",
+        "digest",
+        "checksum",
+        "fingerprint",
+        "commit",
+        "version",
+        "uuid",
+        "path",
+        "file",
+        "url",
+        "uri",
+        "endpoint",
+        "type",
+        "length",
+        "size",
+        "count",
+        "format",
+        "field",
+        "header",
+        "prefix",
+        "expiry",
+        "expires",
+        "expired",
+        "ttl",
+        "env",
+        "variable",
+        "var",
+        "ref",
+        "arn",
+        "kid",
+        "public",
+        "pub",
+        "example",
+        "e.g.",
+        "sample",
+        "like",
+        "placeholder",
+        "rotation",
+        "scope",
+        "scopes",
+        "limit",
+        "regex",
+        "pattern",
+        "usage",
+        "policy",
+        "manager",
+        "store",
+        "reset",
+        "hint",
+        "prompt",
+        "field",
+        "label",
+    ]
+)
+_PASSWORD_CHARS = re.compile(r"[A-Za-z0-9!#$%^&*+=?~|_.-]+")
+_ON_THE_WAY = frozenset(["changed", "set", "reset", "updated", "now", "still", "also", "just"])
+_SAYS_VALUE = frozenset(["is", "was", "are", "=", ":", ":=", "=>", "->", "-", "—", "to", "as"])
+_PUNCTUATION = "'\"`.,;:()[]{}<>"
+_TOKEN_WORD = re.compile(r"[^\s'\"`]+")
+# A path, an environment or template lookup: what names a secret kept elsewhere.
+_REFERENCE = re.compile(r"[/~.<]|[$%]\{|\$\(|\{\{|#\{|[$%][A-Za-z_]\w*%?$")
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_DIGEST = re.compile(r"(?i)(?:sha\d*|md5|blake2[bs]?|h1)[:-]")  # a digest names its algorithm
+_TIMESTAMP = re.compile(r"[\d:T.Z+-]+")
+
+
+def _entropy(value: str) -> float:
+    counts = {c: value.count(c) for c in set(value)}
+    return -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
+
+
+def _is_wordy(value: str) -> bool:
+    words = re.findall(r"[a-z]{4,}|[A-Z][a-z]{3,}|[A-Z]{4,}", value)
+    return sum(len(w) for w in words if _is_word(w.lower())) >= len(value) / 2
+
+
+def _is_word(run: str) -> bool:
+    """A run of letters a person could say: vowels among its consonants (random letters lack them)."""
+    vowels = sum(c in "aeiouy" for c in run)
+    return vowels * 5 >= len(run) and not re.search(r"[^aeiouy]{5}", run)
+
+
+def looks_generated(value: str) -> bool:
+    """Tell whether a value beside a credential word is key material: long, varied, not words."""
+    value = value.strip(_PUNCTUATION)
+    value = value.removeprefix("base64:")
+    if len(value) < 16 or _REFERENCE.match(value) or "://" in value or _EMAIL.fullmatch(value):
+        return False
+    if is_stand_in_token(value) or _TIMESTAMP.fullmatch(value) or _DIGEST.match(value):
+        return False
+    if re.fullmatch(r"[0-9a-fA-F-]+", value):  # hex, a UUID: a labelled one is a key
+        digits = value.replace("-", "")
+        return len(digits) >= 20 and not digits.isdigit() and not digits.isalpha()
+    parts = re.split(r"[-_.]", value)
+    if len(parts) > 1 and all(p.isalpha() or p.isdigit() or len(p) <= 4 for p in parts):
+        return False  # an identifier: my-k8s-secret-20240101, api_v2_prod
+    symbols = sum(not c.isalnum() and c not in "_-." for c in value)
+    if not any(c.isdigit() for c in value) and symbols < 2:
+        return False
+    return not _is_wordy(value) and _entropy(value) >= 3.3
+
+
+def looks_like_password(value: str) -> bool:
+    """Tell whether the word said to be a password is one: not a word, a reference or a stand-in."""
+    value = value.strip(_PUNCTUATION)
+    if len(value) < 6 or is_placeholder(value) or "://" in value or value[0] in "/~":
+        return False
+    has_letter = any(c.isalpha() for c in value)
+    has_digit = any(c.isdigit() for c in value)
+    has_symbol = any(c in "!@#$%^&*+=?~|" for c in value)
+    return (has_letter and (has_digit or has_symbol)) or (has_digit and len(value) >= 8)
+
+
+def _varied_password(value: str) -> bool:
+    """A password named without 'is' or ':' (ssh in with password Xk9mP2q): three kinds of character."""
+    value = value.strip(_PUNCTUATION)
+    kinds = (str.islower, str.isupper, str.isdigit, lambda c: c in "!@#$%^&*+=?~|")
+    return (
+        _PASSWORD_CHARS.fullmatch(value) is not None
+        and looks_like_password(value)
+        and sum(any(kind(c) for c in value) for kind in kinds) >= 3
+        and not _is_wordy(value)
+    )
+
+
+def labelled_credential(text: str) -> bool:
+    """Find a credential word followed, within a few words, by what it names."""
+    if _CREDENTIAL_WORD.search(text) is None:
+        return False
+    for label in _LABEL.finditer(text):
+        words = label[0].lower().replace("-", "_").replace(".", "_").split("_")
+        before = _WORD_BEFORE.search(text, max(0, label.start() - 40), label.start())
+        if before is not None:
+            words.append(before[1].lower())  # cache key, idempotency key, publishable key
+        if any(w in _NOT_THE_VALUE for w in words):
+            continue
+        is_password = _PASSWORD_LABEL.search(label[0]) is not None
+        line = text[label.end() : label.end() + 120].split("\n", 1)[0]
+        if _names_a_value(_TOKEN_WORD.findall(line)[:8], is_password=is_password):
+            return True
+    return False
+
+
+def _names_a_value(words: list[str], *, is_password: bool) -> bool:
+    said = False
+    for word in words:
+        bare = word.strip("()[]{}<>,;")
+        lowered = bare.lower().rstrip(":=")
+        if lowered in _NOT_THE_VALUE:
+            return False
+        if bare in _SAYS_VALUE or lowered in _SAYS_VALUE or not bare.strip(":=-"):
+            said = True
+            continue
+        if bare[0] in ":=":
+            said, bare = True, bare.lstrip(":=>")
+        if (
+            looks_generated(bare)
+            or (said and is_password and looks_like_password(bare))
+            or (is_password and _varied_password(bare))
+        ):
+            return True
+        if said and lowered not in _ON_THE_WAY:
+            return False  # the word it is said to be is not a credential
+        said = said or bare[-1] in ":="
+    return False

@@ -1,0 +1,147 @@
+"""Every path that commits a file scans it first: a file holding a credential stays uncommitted.
+
+confirm, promote and archive of a hand-written memory, sync's and the watcher's edit commits,
+and the commit subject of an add a person allowed to hold a secret (issue 36, item 7).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memstore.config import Settings
+from memstore.errors import SecretError
+from memstore.secrets import find_added_secret, withhold_secret
+from memstore.store import Store
+from tests.conftest import git, head, settings_at
+from tests.test_upkeep import cli
+
+TOKEN = "ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"  # fake, in GitHub's shape
+
+
+def _subjects(vault: Path) -> str:
+    return git(vault, "log", "--all", "--format=%B")
+
+
+def _hand_written(vault: Path, name: str, text: str, memory_id: str) -> Path:
+    path = vault / "global" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(f"---\nid: {memory_id}\nkind: note\n---\n{text}\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["confirm", "deploytok"],
+        ["promote", "deploytok", "--kind", "core"],
+        ["archive", "deploytok"],
+    ],
+)
+def test_a_command_on_a_hand_written_file_holding_a_token_commits_nothing(
+    vault: Path, command: list[str]
+) -> None:
+    path = _hand_written(vault, "deploy.md", f"deploy with {TOKEN} on ci", "deploytok")
+    before_bytes, before_head = path.read_bytes(), head(vault)
+    done = cli(vault, *command)
+    assert done.returncode == 1, done.stdout
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert "global/deploy.md" in lines[0] and "a GitHub token" in lines[0]
+    assert TOKEN not in done.stderr + done.stdout
+    assert head(vault) == before_head
+    assert path.read_bytes() == before_bytes
+    assert TOKEN not in _subjects(vault)
+
+
+def test_sync_commits_the_clean_edits_and_leaves_the_one_with_a_token(
+    vault: Path, tmp_path: Path
+) -> None:
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    assert cli(vault, "remote", "add", str(remote)).returncode == 0
+    _hand_written(vault, "clean.md", "use pnpm, not npm", "cleanone")
+    _hand_written(vault, "token.md", f"the bot token is {TOKEN}", "tokenone")
+    done = cli(vault, "sync")
+    assert done.returncode == 0, done.stderr
+    warnings = [line for line in done.stderr.splitlines() if "global/token.md" in line]
+    assert len(warnings) == 1 and "a GitHub token" in warnings[0], done.stderr
+    assert TOKEN not in done.stderr + done.stdout
+    committed = git(vault, "ls-tree", "-r", "--name-only", "HEAD")
+    assert "global/clean.md" in committed and "global/token.md" not in committed
+    assert git(vault, "status", "--porcelain", "global/token.md").startswith("??")
+    pushed = subprocess.run(
+        ["git", "--git-dir", str(remote), "log", "--all", "-p", "--format=%B"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert TOKEN not in pushed and TOKEN not in _subjects(vault)
+
+
+def test_the_edit_commit_a_watcher_or_writer_makes_skips_the_file_with_a_token(
+    vault: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    _hand_written(vault, "clean.md", "staging deploy needs approval", "cleantwo")
+    _hand_written(vault, "token.md", f"password: Tr0ub4dor&3x for {TOKEN}", "tokentwo")
+    with Store.open(settings_at(vault)) as store:
+        made = store.commit_edits(None)  # what the watcher and daemon call
+    assert len(made) == 1
+    assert [r.getMessage() for r in caplog.records if "token.md" in r.getMessage()] == [
+        "global/token.md holds what looks like a GitHub token; memstore did not commit it "
+        "(memory is shared through git): remove the credential from the file, or commit it "
+        "yourself with git"
+    ]
+    assert TOKEN not in _subjects(vault)
+
+
+def test_add_allow_secret_commits_the_file_but_no_subject_shows_the_token(vault: Path) -> None:
+    done = cli(vault, "add", f"ci bot token {TOKEN}", "--allow-secret", "--json")
+    assert done.returncode == 0, done.stderr
+    subject = git(vault, "log", "-1", "--format=%s")
+    assert TOKEN not in _subjects(vault)
+    assert subject.startswith("add(global): ") and "text withheld" in subject
+    # Its counters and kind can still be written: the token's line is already in git.
+    memory_id = __import__("json").loads(done.stdout)["id"]
+    assert cli(vault, "confirm", memory_id).returncode == 0
+    assert TOKEN not in _subjects(vault)
+
+
+def test_a_memstore_write_refuses_a_new_secret_before_touching_the_file(vault: Path) -> None:
+    settings: Settings = settings_at(vault)
+    _hand_written(vault, "token.md", f"key {TOKEN}", "tokenthree")
+    with Store.open(settings) as store:
+        store.catch_up_locked()
+        with pytest.raises(SecretError, match=r"global/token\.md.*a GitHub token"):
+            store.confirm("tokenthree")
+    assert TOKEN not in _subjects(vault)
+
+
+def test_only_the_lines_a_change_adds_are_scanned() -> None:
+    old = f"---\nid: x\nseen: 1\n---\nbot token {TOKEN}\n".encode()
+    assert find_added_secret(old.replace(b"seen: 1", b"seen: 2"), old) is None
+    assert find_added_secret(old, None) == "a GitHub token"
+    assert find_added_secret(old + b"AKIAQ3EGRJ5LTMWD7XZN\n", old) == "an AWS access key id"
+
+
+def test_a_subject_showing_a_credential_names_the_files_instead() -> None:
+    message = withhold_secret(f"edit(global): bot token {TOKEN}", ["global/bot.md"])
+    assert message == "edit(global): bot.md (text withheld: it looks like a credential)"
+    assert withhold_secret("add(global): use pnpm", ["global/x.md"]) == "add(global): use pnpm"
+
+
+def test_memstore_edit_that_pastes_a_token_is_left_uncommitted_in_the_file(
+    vault: Path, tmp_path: Path
+) -> None:
+    from tests.test_edit import add, editor, run
+
+    memory_id, path = add(vault, "the ci bot deploys on merge")
+    before = head(vault)
+    ed = editor(tmp_path, f"text = text.rstrip() + ' with {TOKEN}\\n'")
+    done = run(vault, "edit", memory_id, EDITOR=ed)
+    assert done.returncode == 1
+    assert "a GitHub token" in done.stderr and TOKEN not in done.stderr
+    assert head(vault) == before and TOKEN not in _subjects(vault)
+    assert TOKEN in path.read_text(encoding="utf-8")  # the person's text stays, uncommitted
