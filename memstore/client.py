@@ -449,10 +449,9 @@ def start_daemon(vault: Path | str, env: Mapping[str, str]) -> bool:
     """
     if not os.path.exists(os.path.join(vault, ".git")) or is_running(vault):
         return False
+    if _spawned_lately(vault):
+        return False  # one was started just now (and is still starting, or died: see its log)
     mark = _in_state(vault, SPAWN_MARK)
-    with contextlib.suppress(OSError):
-        if time.time() - os.stat(mark).st_mtime < SPAWN_PAUSE_S:
-            return False  # one was started just now (and is still starting, or died: see its log)
     try:
         os.makedirs(os.path.dirname(mark), mode=0o700, exist_ok=True)
         os.close(os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
@@ -496,11 +495,25 @@ def status(vault: Path | str) -> Reply | None:
 
 
 def stop(vault: Path | str, timeout: float = 30.0) -> bool:
-    """Ask the vault's daemon to stop and wait until it has; return whether one was running."""
-    reply = _exchange(vault, Request("stop", [], "/", {}))
-    if reply is None and not is_running(vault):
-        return False
+    """Ask the vault's daemon to stop and wait until it has; return whether one was running.
+
+    A daemon a command started moments ago (`add` starts one) may not listen yet: it is
+    asked again until it answers, or until it plainly is not coming (no lock holder, and no
+    start within SPAWN_PAUSE_S), so it cannot come up after "stopped".
+    """
     deadline = time.monotonic() + timeout
-    while is_running(vault) and time.monotonic() < deadline:
+    asked = False
+    while time.monotonic() < deadline:
+        asked = asked or _exchange(vault, Request("stop", [], "/", {})) is not None
+        if not is_running(vault) and (asked or not _spawned_lately(vault)):
+            return asked
         time.sleep(0.05)
     return True
+
+
+def _spawned_lately(vault: Path | str) -> bool:
+    """Return whether a command started a daemon for `vault` within SPAWN_PAUSE_S."""
+    try:
+        return time.time() - os.stat(_in_state(vault, SPAWN_MARK)).st_mtime < SPAWN_PAUSE_S
+    except OSError:
+        return False

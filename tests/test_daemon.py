@@ -552,3 +552,29 @@ def test_frames_carry_any_environment_arguments_and_stdin_exactly() -> None:
     assert client.decode_reply(client.encode_reply(client.Reply(None))) == client.Reply(None)
     with pytest.raises(ValueError):
         client.decode_request([b"request", b"id", b"op"])
+
+
+def _daemons_of(vault: Path) -> list[int]:
+    """The pids of every `memstore daemon` process serving `vault` (read from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            words = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"daemon" in words and os.fsencode(vault) in words:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
+def test_daemon_stop_right_after_a_command_started_one_leaves_none_running(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    # Found by a trial run (issue 36): `add` starts a daemon in the background; a `daemon
+    # --stop` before it listened said "no daemon" (or "stopped") and the daemon came up after.
+    vault = make_vault(tmp_path / "vault")
+    assert client.start_daemon(vault, env)  # as `add` does: started, not yet listening
+    assert client.stop(vault) is True
+    wait_until(lambda: not _daemons_of(vault), "the daemon a command started has exited")
+    assert not client.is_running(vault)
