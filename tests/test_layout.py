@@ -16,9 +16,11 @@ import pytest
 
 from memstore.codec import derive_id, render_memory, slugify
 from memstore.curation import Curator
+from memstore.errors import SyncError
 from memstore.git import INDEX_LAG, GitRepo
 from memstore.model import Memory
 from memstore.store import Store, init_vault
+from memstore.sync import SyncOptions
 from tests.conftest import git, settings_at
 from tests.test_sync import machine_settings
 
@@ -333,7 +335,10 @@ def test_two_vaults_started_apart_fold_the_memory_both_hold_on_their_first_sync(
     old = flat_file(b_root, "web", text)
     with Store.open(machine_settings(b_root, "host-b")) as b:
         b.set_remote(str(remote))
-        b.sync()
+        # Two histories started apart: refused unless allowed, as git does (issue 36 item 9)
+        with pytest.raises(SyncError, match="--allow-unrelated"):
+            b.sync()
+        b.sync(options=SyncOptions(allow_unrelated=True))
         assert [p.relative_to(b_root).as_posix() for p in (b_root / "web").rglob("*.md")] == [
             added.path
         ]
