@@ -240,7 +240,8 @@ def test_confirm_changes_only_its_line_of_a_hand_written_file(store: Store, vaul
     store.confirm("k3xq9v2m")
 
     after = path.read_text(encoding="utf-8")
-    assert after == original.replace("tags: [ops]\n", "tags: [ops]\nconfirmed: 1\n")
+    added = f"confirmed: 1\nconfirmed_by: {{{store.replica()}: 1}}\n"  # this clone's confirm
+    assert after == original.replace("tags: [ops]\n", "tags: [ops]\n" + added)
     assert subjects(vault, 2) == [
         "confirm(notes): Upload 413 is nginx client_max_body_size.",
         "edit(notes): Upload 413 is nginx client_max_body_size.",
