@@ -273,11 +273,7 @@ class GitRepo:
     def secrets_among(self, paths: Iterable[str]) -> dict[str, str]:
         """Return {path: kind} for the work tree files among `paths` whose uncommitted lines
         hold what looks like a credential (the scan `commit` makes)."""
-        pygit2 = _pygit2()
-        try:
-            base = None if self._repo.head_is_unborn else self._repo.head.peel(pygit2.Commit).tree
-        except pygit2.GitError as err:
-            raise VaultError(f"cannot read HEAD in {self.root}: {err}") from err
+        base = self._head_tree()
         found = {}
         for path in paths:
             data = self.read_work_file(path)
@@ -289,12 +285,19 @@ class GitRepo:
     def check_secrets(self, files: dict[str, bytes]) -> None:
         """Refuse (SecretError) files about to be written whose new lines hold a credential:
         for a writer that changes several files, so it can refuse before touching any."""
+        self._refuse_secrets(files, self._head_tree())
+
+    def _head_tree(self) -> Any:
+        """Return HEAD's tree, None on an unborn branch.
+
+        Raises:
+            VaultError: HEAD cannot be read (a repository removed or broken).
+        """
         pygit2 = _pygit2()
         try:
-            base = None if self._repo.head_is_unborn else self._repo.head.peel(pygit2.Commit).tree
+            return None if self._repo.head_is_unborn else self._repo.head.peel(pygit2.Commit).tree
         except pygit2.GitError as err:
             raise VaultError(f"cannot read HEAD in {self.root}: {err}") from err
-        self._refuse_secrets(files, base)
 
     def _refuse_secrets(self, data: dict[str, bytes], base: Any) -> None:
         for path, content in data.items():
@@ -496,11 +499,7 @@ class GitRepo:
             return self._status_paths()
         paths = _text_paths(paths)
         pygit2 = _pygit2()
-        try:
-            unborn = self._repo.head_is_unborn
-            tree = None if unborn else self._repo.head.peel(pygit2.Commit).tree
-        except pygit2.GitError as err:  # HEAD unreadable: a repository removed or broken
-            raise VaultError(f"cannot read HEAD in {self.root}: {err}") from err
+        tree = self._head_tree()
         changed = []
         for path in dict.fromkeys(paths):
             try:
@@ -906,10 +905,6 @@ class GitRepo:
         for commit in self._all_commits():
             found.update(p for p in _flatten(commit.tree) if p.endswith(suffix))
         return found
-
-    def purge_paths(self, paths: set[str], scrub: str = "", replacement: str = "[purged]") -> int:
-        """Rewrite every commit of every ref without `paths`; return how many changed."""
-        return self.rewrite_without(paths, scrub, replacement).changed
 
     def rewrite_without(
         self,
