@@ -9,6 +9,7 @@ a command a metavar a person reads (`PATH`, `N`, `NAME`) and plain error wording
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,20 @@ def plain_range(low: float | None, high: float | None) -> str | None:
     return f"at least {low}" if high is None else f"{low} to {high}"
 
 
+def _processed_plainly(process: Callable[[Any, Any], Any], ctx: Any, value: Any) -> Any:
+    """Run a parameter's `process_value`, its bad-value message put in plain words.
+
+    Shared by PlainOption and PlainArgument; not a mixin, because typer's parameters are
+    swapped to those classes in place and a mixin base changes the object layout Python
+    allows that for (their common base, typer.core._TyperParameter, is private).
+    """
+    try:
+        return process(ctx, value)
+    except typer.BadParameter as err:
+        err.message = plain_error(err.message, value)
+        raise
+
+
 class PlainOption(typer.core.TyperOption):
     """An option shown with its metavar alone, whose bad values and bounds read plainly."""
 
@@ -79,11 +94,7 @@ class PlainOption(typer.core.TyperOption):
         return plain_range(getattr(self, "min", None), getattr(self, "max", None))
 
     def process_value(self, ctx: Any, value: Any) -> Any:
-        try:
-            return super().process_value(ctx, value)
-        except typer.BadParameter as err:
-            err.message = plain_error(err.message, value)
-            raise
+        return _processed_plainly(super().process_value, ctx, value)
 
 
 class PlainArgument(typer.core.TyperArgument):
@@ -97,11 +108,7 @@ class PlainArgument(typer.core.TyperArgument):
         return name + "..." if self.nargs != 1 and not name.endswith("...") else name
 
     def process_value(self, ctx: Any, value: Any) -> Any:
-        try:
-            return super().process_value(ctx, value)
-        except typer.BadParameter as err:
-            err.message = plain_error(err.message, value)
-            raise
+        return _processed_plainly(super().process_value, ctx, value)
 
 
 def tidy_parameters(command: Any) -> None:

@@ -30,6 +30,7 @@ KNOWN_KEYS = (
     "recalled_by",
     "last_recalled",
     "confirmed",
+    "confirmed_by",
     "archived",
     "supersedes",
 )
@@ -342,6 +343,7 @@ def _memory_from(
         recalled_by=_as_counts(data.get("recalled_by"), "recalled_by", problems),
         last_recalled=_as_str(data.get("last_recalled", "")),
         confirmed=_as_count(data.get("confirmed", 0), "confirmed", problems, default=0),
+        confirmed_by=_as_counts(data.get("confirmed_by"), "confirmed_by", problems),
         archived=_as_str(data.get("archived", "")),
         supersedes=tuple(s.lower() for s in _as_list(data.get("supersedes"))),
         extra=tuple((key, raw) for key, raw in split_top_level(header) if key not in KNOWN_KEYS),
@@ -496,8 +498,10 @@ def render_memory(memory: Memory) -> str:
         lines.append(f"recalled_by: {render_counts(memory.recalled_by)}")
     if memory.last_recalled:
         lines.append(f"last_recalled: {render_scalar(memory.last_recalled)}")
-    if memory.confirmed:
+    if memory.confirmed or memory.confirmed_by:
         lines.append(f"confirmed: {memory.confirmed}")
+    if memory.confirmed_by:
+        lines.append(f"confirmed_by: {render_counts(memory.confirmed_by)}")
     if memory.archived:
         lines.append(f"archived: {render_scalar(memory.archived)}")
     if memory.supersedes:
@@ -623,7 +627,7 @@ def _present(memory: Memory, key: str) -> bool:
 
 
 # A counter map's line goes right below its counter's, where render_memory puts it.
-_COUNT_MAPS = {"seen_by": "seen", "recalled_by": "recalled"}
+_COUNT_MAPS = {"seen_by": "seen", "recalled_by": "recalled", "confirmed_by": "confirmed"}
 
 
 def _render_value(value: object) -> str:

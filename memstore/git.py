@@ -11,7 +11,7 @@ import os
 import re
 import shlex
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -273,11 +273,7 @@ class GitRepo:
     def secrets_among(self, paths: Iterable[str]) -> dict[str, str]:
         """Return {path: kind} for the work tree files among `paths` whose uncommitted lines
         hold what looks like a credential (the scan `commit` makes)."""
-        pygit2 = _pygit2()
-        try:
-            base = None if self._repo.head_is_unborn else self._repo.head.peel(pygit2.Commit).tree
-        except pygit2.GitError as err:
-            raise VaultError(f"cannot read HEAD in {self.root}: {err}") from err
+        base = self._head_tree()
         found = {}
         for path in paths:
             data = self.read_work_file(path)
@@ -289,12 +285,19 @@ class GitRepo:
     def check_secrets(self, files: dict[str, bytes]) -> None:
         """Refuse (SecretError) files about to be written whose new lines hold a credential:
         for a writer that changes several files, so it can refuse before touching any."""
+        self._refuse_secrets(files, self._head_tree())
+
+    def _head_tree(self) -> Any:
+        """Return HEAD's tree, None on an unborn branch.
+
+        Raises:
+            VaultError: HEAD cannot be read (a repository removed or broken).
+        """
         pygit2 = _pygit2()
         try:
-            base = None if self._repo.head_is_unborn else self._repo.head.peel(pygit2.Commit).tree
+            return None if self._repo.head_is_unborn else self._repo.head.peel(pygit2.Commit).tree
         except pygit2.GitError as err:
             raise VaultError(f"cannot read HEAD in {self.root}: {err}") from err
-        self._refuse_secrets(files, base)
 
     def _refuse_secrets(self, data: dict[str, bytes], base: Any) -> None:
         for path, content in data.items():
@@ -496,11 +499,7 @@ class GitRepo:
             return self._status_paths()
         paths = _text_paths(paths)
         pygit2 = _pygit2()
-        try:
-            unborn = self._repo.head_is_unborn
-            tree = None if unborn else self._repo.head.peel(pygit2.Commit).tree
-        except pygit2.GitError as err:  # HEAD unreadable: a repository removed or broken
-            raise VaultError(f"cannot read HEAD in {self.root}: {err}") from err
+        tree = self._head_tree()
         changed = []
         for path in dict.fromkeys(paths):
             try:
@@ -907,10 +906,6 @@ class GitRepo:
             found.update(p for p in _flatten(commit.tree) if p.endswith(suffix))
         return found
 
-    def purge_paths(self, paths: set[str], scrub: str = "", replacement: str = "[purged]") -> int:
-        """Rewrite every commit of every ref without `paths`; return how many changed."""
-        return self.rewrite_without(paths, scrub, replacement).changed
-
     def rewrite_without(
         self,
         paths: set[str],
@@ -1246,29 +1241,90 @@ def clear_stale_locks(root: Path, locks: list[Path]) -> list[str]:
 _COMMITTING = frozenset({"commit", "merge", "rebase", "cherry-pick", "revert", "am", "pull"})
 
 
-def git_committing_in(root: Path) -> int | None:
+def git_committing_in(root: Path, proc: Path = Path("/proc")) -> int | None:
     """Return the pid of a git command committing in the vault right now (a `git commit`
-    waiting in its editor with the person's staged files), else None; 0 when it cannot tell
-    which process (no /proc) but git's index is locked."""
+    waiting in its editor with the person's staged files), else None.
+
+    Without `proc` (no /proc: macOS, BSD) it cannot tell which process: 0 while git's index
+    is locked, unless the lock is older than STALE_LOCK_S (a killed git's debris, which
+    would otherwise hold back every commit of hand edits for good).
+    """
+    if not proc.is_dir():
+        try:
+            age = time.time() - (root / ".git" / "index.lock").stat().st_mtime
+        except OSError:
+            return None
+        return 0 if age < STALE_LOCK_S else None
+    ours = _ancestors()  # a git hook running memstore: its own git is not in the way
+    for pid, args in _git_processes_at(root, proc):
+        if pid not in ours and _subcommand(args) in _COMMITTING:
+            return pid
+    return None
+
+
+def git_running_in(root: Path) -> bool:
+    """Return whether a git process is working in (or on) the vault right now."""
     proc = Path("/proc")
     if not proc.is_dir():
-        return 0 if (root / ".git" / "index.lock").exists() else None
-    target = str(root.resolve())
-    ours = _ancestors()  # a git hook running memstore: its own git is not in the way
+        return True  # cannot tell: never remove a lock that might be live
+    return next(_git_processes_at(root, proc), None) is not None
+
+
+def _git_processes_at(root: Path, proc: Path) -> Iterator[tuple[int, list[str]]]:
+    """Yield (pid, command line) of each git process working in or on the vault: run in
+    it, or pointed at it by -C, --git-dir, --work-tree (`=` or not) or GIT_DIR/GIT_WORK_TREE."""
+    target = root.resolve()
     for entry in proc.iterdir():
-        if not entry.name.isdigit() or int(entry.name) in ours:
+        if not entry.name.isdigit():
             continue
         try:
             if not (entry / "comm").read_text(encoding="utf-8").startswith("git"):
                 continue
-            cwd = os.readlink(entry / "cwd")
+            cwd = Path(os.readlink(entry / "cwd"))
             args = (entry / "cmdline").read_bytes().decode("utf-8", "replace").split("\0")
         except OSError:
             continue
-        inside = cwd == target or cwd.startswith(target + "/") or target in args
-        if inside and _subcommand(args) in _COMMITTING:
-            return int(entry.name)
-    return None
+        places = [cwd, *_named_places(entry, cwd, args)]
+        if any(place == target or target in place.parents for place in places):
+            yield int(entry.name), args
+
+
+def _named_places(entry: Path, cwd: Path, args: list[str]) -> list[Path]:
+    """The folders a git command line (and its GIT_DIR/GIT_WORK_TREE) names, made absolute.
+
+    git has already moved into a `-C` folder (or the work tree), so a relative name is
+    tried from there, from where git was started (its parent's folder, or $PWD), and
+    through the -C folders given before it.
+    """
+    named = _environ(entry, ("GIT_DIR", "GIT_WORK_TREE"))
+    starts = {cwd, *_environ(entry, ("PWD",))}
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        parent = (entry / "stat").read_bytes().rsplit(b")", 1)[1].split()[1].decode()
+        starts.add(Path(os.readlink(entry.parent / parent / "cwd")))
+    words = iter(args[1:])
+    for word in words:
+        name, equals, value = word.partition("=")
+        if name in ("-C", "--git-dir", "--work-tree"):
+            value = value if equals else next(words, "")
+            if not value:
+                continue
+            named.append(Path(value))
+            if name == "-C":
+                starts |= {start / value for start in starts}
+        elif word == "-c":
+            next(words, None)
+        elif not word.startswith("-"):
+            break  # the subcommand: what follows is its own
+    return [Path(os.path.realpath(start / path)) for path in named for start in starts]
+
+
+def _environ(entry: Path, names: tuple[str, ...]) -> list[Path]:
+    try:
+        raw = (entry / "environ").read_bytes().decode("utf-8", "replace").split("\0")
+    except OSError:
+        return []
+    found = dict(item.partition("=")[::2] for item in raw if "=" in item)
+    return [Path(found[name]) for name in names if found.get(name)]
 
 
 def _subcommand(args: list[str]) -> str:
@@ -1292,27 +1348,6 @@ def _ancestors() -> set[int]:
         except (OSError, ValueError, IndexError):
             break
     return found
-
-
-def git_running_in(root: Path) -> bool:
-    """Return whether a git process is working in (or on) the vault right now."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return True  # cannot tell: never remove a lock that might be live
-    target = str(root.resolve())
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if not (entry / "comm").read_text(encoding="utf-8").startswith("git"):
-                continue
-            cwd = os.readlink(entry / "cwd")
-            args = (entry / "cmdline").read_bytes().decode("utf-8", "replace")
-        except OSError:
-            continue
-        if cwd == target or cwd.startswith(target + "/") or target in args:
-            return True
-    return False
 
 
 def _flatten(tree: Any, prefix: str = "") -> list[str]:

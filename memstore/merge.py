@@ -68,7 +68,7 @@ def merge_memory(base: Memory | None, ours: Memory, theirs: Memory) -> MergeResu
         **merge_counter("seen", base, ours, theirs),
         **merge_counter("recalled", base, ours, theirs),
         last_recalled=max(ours.last_recalled, theirs.last_recalled),
-        confirmed=add_counts(base.confirmed if base else None, ours.confirmed, theirs.confirmed),
+        **merge_counter("confirmed", base, ours, theirs),
         archived=pick(base.archived if base else None, ours.archived, theirs.archived),
         supersedes=union(base.supersedes if base else (), ours.supersedes, theirs.supersedes),
         extra=extra,
@@ -77,7 +77,7 @@ def merge_memory(base: Memory | None, ours: Memory, theirs: Memory) -> MergeResu
     return MergeResult(merged, conflict)
 
 
-Counter = Literal["seen", "recalled"]
+Counter = Literal["seen", "recalled", "confirmed"]
 
 
 def merge_counter(
@@ -118,13 +118,6 @@ def tally(memory: Memory, name: Counter, replica: str, by: int = 1) -> Memory:
         memory,
         **{name: getattr(memory, name) + by, f"{name}_by": tuple(sorted(shares.items()))},
     )
-
-
-def add_counts(base: int | None, ours: int, theirs: int) -> int:
-    """Counters: each side's increments count once; with no base both sides are new."""
-    if base is None:
-        return ours + theirs
-    return max(base + (ours - base) + (theirs - base), 0)
 
 
 def union(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]) -> tuple[str, ...]:

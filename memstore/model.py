@@ -58,12 +58,13 @@ class Memory:
     confirmed: int = 0  # times a person confirmed it (memstore confirm): slows its decay
     archived: str = ""  # when it was archived: out of ordinary recall, found with --archived
     supersedes: tuple[str, ...] = ()
-    # Each clone's share of `seen` and `recalled` (replica name, count), sorted by name: a
-    # clone bumps only its own entry, so two machines' bumps never look alike to git and a
-    # merge takes each entry's larger value. What the map does not explain (an old file's
-    # plain `seen: 8`, a hand edit) is the counter's unattributed part.
+    # Each clone's share of `seen`, `recalled` and `confirmed` (replica name, count), sorted
+    # by name: a clone bumps only its own entry, so two machines' bumps never look alike to
+    # git and a merge takes each entry's larger value. What the map does not explain (an old
+    # file's plain `seen: 8`, a hand edit) is the counter's unattributed part.
     seen_by: tuple[tuple[str, int], ...] = ()
     recalled_by: tuple[tuple[str, int], ...] = ()
+    confirmed_by: tuple[tuple[str, int], ...] = ()
     # Keys memstore does not know, as (key, raw YAML text of that entry), kept verbatim.
     extra: tuple[tuple[str, str], ...] = ()
     # False for a hand-written file without front matter: it is never given one unasked.

@@ -6,7 +6,7 @@ import configparser
 import re
 from pathlib import Path
 
-from memstore.model import to_workspace_name
+from memstore.model import ALL, GLOBAL, to_workspace_name
 
 _REMOTE_NAME = re.compile(r"([^/:]+?)(?:\.git)?/*$")
 
@@ -48,7 +48,28 @@ def workspace_at(vault: Path, cwd: Path) -> str | None:
     if where == vault or vault in where.parents:
         return None
     name = detect_workspace(where)
-    return None if name is None else to_workspace_name(name)
+    return None if name is None else _kept_workspace_name(vault, name)
+
+
+def _kept_workspace_name(vault: Path, name: str) -> str:
+    """Return the workspace for repository `name`, keeping the folder an older memstore made.
+
+    Names were once made without decoding escapes or dropping accents ('Café' → 'caf',
+    now 'cafe'); a vault holding only the old folder keeps being read and written there,
+    so memories added before the change are still recalled.
+    """
+    current = to_workspace_name(name)
+    legacy = _legacy_workspace_name(name)
+    if legacy != current and (vault / legacy).is_dir() and not (vault / current).exists():
+        return legacy
+    return current
+
+
+def _legacy_workspace_name(name: str) -> str:
+    """The workspace name memstore made from `name` before issue 36 (used only by the check above)."""
+    cleaned = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-._")[:64]
+    cleaned = cleaned.replace("..", ".")
+    return cleaned if cleaned and cleaned != ALL else GLOBAL
 
 
 def _remote_url(git_dir: Path) -> str:

@@ -1396,7 +1396,7 @@ class Store:
     def confirm(self, id_prefix: str) -> Memory:
         """Record that a person vouches for a memory: it decays more slowly from now on."""
         memory, _ = self.update(
-            id_prefix, lambda m: replace(m, confirmed=m.confirmed + 1), "confirm"
+            id_prefix, lambda m: tally(m, "confirmed", self.replica()), "confirm"
         )
         return memory
 

@@ -498,12 +498,23 @@ def test_confirm_on_a_hand_written_file_changes_only_its_counter_line(tmp_path: 
     for times in (1, 2):
         done = run("confirm", "hand1234", vault=vault)
         assert done.returncode == 0, done.stderr
+        replica = (vault / ".memstore" / "state" / "replica").read_text("utf-8").split()[0]
         diff = git(vault, "show", "--format=", "--unified=0", "HEAD").splitlines()
         changes = [line for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---")]
         assert changes == (
-            ["+confirmed: 1"] if times == 1 else ["-confirmed: 1", "+confirmed: 2"]
+            ["+confirmed: 1", f"+confirmed_by: {{{replica}: 1}}"]
+            if times == 1
+            else [
+                "-confirmed: 1",
+                f"-confirmed_by: {{{replica}: 1}}",
+                "+confirmed: 2",
+                f"+confirmed_by: {{{replica}: 2}}",
+            ]
         ), diff
-    expected = text.replace("tags: [ops]   # mine\n", "tags: [ops]   # mine\nconfirmed: 2\n")
+    expected = text.replace(
+        "tags: [ops]   # mine\n",
+        f"tags: [ops]   # mine\nconfirmed: 2\nconfirmed_by: {{{replica}: 2}}\n",
+    )
     assert (vault / "infra" / "upload-limit.md").read_text(encoding="utf-8") == expected
 
 

@@ -1,4 +1,4 @@
-"""Per-replica counters (`seen_by`, `recalled_by`): a grow-only counter per clone, merged exactly.
+"""Per-replica counters (`seen_by`, `recalled_by`, `confirmed_by`): grow-only per clone, exact merges.
 
 Issue 36 item 3: two machines making the same bump must not write the same bytes (git then
 never calls the merge driver and one bump is lost). Laws as hypothesis properties, the old
@@ -21,7 +21,7 @@ from memstore.store import Store
 from tests.conftest import settings_at
 
 REPLICAS = ("laptop-ab12", "desk-cd34", "ci-ef56", "1234")
-COUNTERS: tuple[Counter, ...] = ("seen", "recalled")
+COUNTERS: tuple[Counter, ...] = ("seen", "recalled", "confirmed")
 
 
 @st.composite
@@ -183,11 +183,14 @@ def test_a_broken_counter_map_is_reported_and_the_counter_still_reads() -> None:
     assert memory.seen == 8 and memory.seen_by == () and "seen_by" in memory.problem
 
 
-def test_a_duplicate_add_and_a_recall_flush_count_on_this_clones_entry(store: Store) -> None:
+def test_a_duplicate_add_a_recall_flush_and_a_confirm_count_on_this_clones_entry(
+    store: Store,
+) -> None:
     added = store.add("upload 413 is nginx client_max_body_size", workspace="global")
     store.add("upload 413 is nginx client_max_body_size", workspace="global")
     store.recall("nginx 413", workspace="global", record_usage=True)
     assert store.flush_usage() == 1
+    store.confirm(added.id)
     memory = parse_memory(
         (store.vault.root / added.path).read_text(encoding="utf-8"), path=added.path
     )
@@ -195,6 +198,7 @@ def test_a_duplicate_add_and_a_recall_flush_count_on_this_clones_entry(store: St
     assert replica.startswith("test-host-") and len(replica) == len("test-host-") + 4
     assert (memory.seen, memory.seen_by) == (2, ((replica, 1),))
     assert (memory.recalled, memory.recalled_by) == (1, ((replica, 1),))
+    assert (memory.confirmed, memory.confirmed_by) == (1, ((replica, 1),))
 
 
 def test_each_clone_and_each_copy_of_a_vault_counts_under_its_own_name(

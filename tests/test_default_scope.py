@@ -83,6 +83,25 @@ def test_workspace_at_is_the_repository_s_none_outside_any_or_inside_the_vault(
     assert workspace_at(linked, vault) is None
 
 
+def test_a_repository_named_with_accents_keeps_the_workspace_an_older_memstore_made(
+    vault: Path, tmp_path: Path
+) -> None:
+    # Before issue 36 'Café' became workspace 'caf' (the é dropped); now it becomes 'cafe'.
+    project = tmp_path / "Café"
+    project.mkdir()
+    git(project, "init", "-q")
+    assert workspace_at(vault, project) == "cafe"  # a vault with neither: the new name
+    with Store.open(settings_at(vault)) as store:
+        old = store.add(NGINX, workspace="caf", keywords=("nginx", "413")).id
+    env = {**os.environ, "MEMSTORE_VAULT": str(vault), "MEMSTORE_NO_DAEMON": "1"}
+    assert workspace_at(vault, project) == "caf"  # only the old folder: still read there
+    assert old in run(env, project, "search", "nginx", "upload", "limit")
+    added = json.loads(run(env, project, "add", "--json", "Staging deploys need approval"))
+    assert added["workspace"] == "caf"  # and written there, so the folder stays one
+    (vault / "cafe").mkdir()  # both folders: the name as it is made now wins
+    assert workspace_at(vault, project) == "cafe"
+
+
 @pytest.mark.parametrize("where", ["outside any repository", "inside the vault"])
 def test_search_recall_and_the_prompt_hook_read_every_workspace_there(
     vault: Path, tmp_path: Path, stored: str, env: dict[str, str], where: str

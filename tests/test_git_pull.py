@@ -127,6 +127,44 @@ def test_plain_git_pull_counts_the_same_bump_made_on_two_clones(
     assert memory_file(a) == memory_file(b) == memory_file(c)
 
 
+def test_plain_git_pull_counts_the_same_confirm_made_on_two_clones(
+    tmp_path: Path, bare_env: dict[str, str]
+) -> None:
+    """`confirmed` is a count too: base 2, each of three clones confirms once (to 3, the
+    same bytes without a per-clone map); after plain pulls every clone reads 5."""
+    remote = tmp_path / "memory.git"
+    ok(sh(bare_env, tmp_path, "git", "init", "-q", "--bare", "-b", "main", str(remote)))
+    a, b, c = (tmp_path / name for name in "abc")
+    ok(sh(bare_env, tmp_path, "memstore", "init", str(a)))
+    ok(sh(bare_env, a, "memstore", "remote", "add", str(remote), "--vault", str(a)))
+    ok(sh(bare_env, a, "memstore", "add", TEXT, "--vault", str(a)))
+    (path,) = (a / "global").rglob("upload-413*.md")
+    memory_id = path.stem.rsplit("-", 1)[1]
+    # a file as an older memstore wrote it: a plain `confirmed: 2`, no per-clone counts
+    path.write_text(memory_file(a).replace("seen: 1\n", "seen: 1\nconfirmed: 2\n"), "utf-8")
+    ok(sh(bare_env, a, "git", "commit", "-qam", "confirmed 2, as an older memstore left it"))
+    ok(sh(bare_env, a, "git", "push"))
+    for clone in (b, c):
+        ok(sh(bare_env, tmp_path, "git", "clone", "-q", str(remote), str(clone)))
+        ok(sh(bare_env, tmp_path, "memstore", "init", str(clone)))
+    for vault in (a, b, c):  # the same confirm on every clone: 2 → 3
+        ok(sh(bare_env, vault, "memstore", "confirm", memory_id, "--vault", str(vault)))
+        assert "confirmed: 3\n" in memory_file(vault)
+    ok(sh(bare_env, b, "git", "push"))
+    for vault in (c, a):  # plain git pull, then push, the merge driver doing the counting
+        pulled = sh(bare_env, vault, "git", "pull")
+        assert pulled.returncode == 0 and "CONFLICT" not in pulled.stdout, pulled.stdout
+        ok(sh(bare_env, vault, "git", "push"))
+    for vault in (b, c):
+        ok(sh(bare_env, vault, "git", "pull"))  # fast-forwards
+
+    for vault in (a, b, c):
+        text = memory_file(vault)
+        assert "confirmed: 5\n" in text, text
+        assert git(vault, "rev-parse", "HEAD") == git(remote, "rev-parse", "main")
+    assert memory_file(a) == memory_file(b) == memory_file(c)
+
+
 def test_a_persons_identity_and_tracking_are_left_alone(tmp_path: Path) -> None:
     # conftest's HOME has an identity: memstore writes none of its own
     remote, vault = tmp_path / "memory.git", tmp_path / "v"

@@ -16,6 +16,7 @@ import pytest
 
 from memstore.config import Settings
 from memstore.errors import InvalidInputError, LockedError
+from memstore.git import STALE_LOCK_S, git_committing_in
 from memstore.history import History
 from memstore.model import Memory
 from memstore.store import Store
@@ -239,7 +240,8 @@ def test_confirm_changes_only_its_line_of_a_hand_written_file(store: Store, vaul
     store.confirm("k3xq9v2m")
 
     after = path.read_text(encoding="utf-8")
-    assert after == original.replace("tags: [ops]\n", "tags: [ops]\nconfirmed: 1\n")
+    added = f"confirmed: 1\nconfirmed_by: {{{store.replica()}: 1}}\n"  # this clone's confirm
+    assert after == original.replace("tags: [ops]\n", "tags: [ops]\n" + added)
     assert subjects(vault, 2) == [
         "confirm(notes): Upload 413 is nginx client_max_body_size.",
         "edit(notes): Upload 413 is nginx client_max_body_size.",
@@ -365,8 +367,18 @@ def test_a_duplicate_of_a_hand_written_file_is_not_counted_and_says_so(vault: Pa
     assert again["status"] == "duplicate_uncounted" and again["path"] == "infra/pnpm.md"
 
 
+@pytest.mark.parametrize(
+    "form",
+    [
+        "git commit",
+        "git -C vault commit",
+        "git --git-dir=vault/.git commit",
+        "git --git-dir vault/.git --work-tree=vault commit",
+        "GIT_DIR=vault/.git git commit",
+    ],
+)
 def test_a_git_commit_waiting_in_its_editor_keeps_its_staged_files_and_succeeds(
-    vault: Path, tmp_path: Path
+    vault: Path, tmp_path: Path, form: str
 ) -> None:
     import sys
 
@@ -389,10 +401,15 @@ def test_a_git_commit_waiting_in_its_editor_keeps_its_staged_files_and_succeeds(
         encoding="utf-8",
     )
     before = git(vault, "rev-parse", "HEAD").strip()
+    # every form but the first runs from the vault's parent folder, naming the vault
+    command, env = form.split(), {**os.environ, "GIT_EDITOR": f"{sys.executable} {editor}"}
+    while "=" in command[0]:  # a shell's `NAME=value git …`
+        name, value = command.pop(0).split("=", 1)
+        env[name] = value
     with subprocess.Popen(
-        ["git", "commit"],
-        cwd=vault,
-        env={**os.environ, "GIT_EDITOR": f"{sys.executable} {editor}"},
+        command,
+        cwd=vault if form == "git commit" else vault.parent,
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -412,3 +429,17 @@ def test_a_git_commit_waiting_in_its_editor_keeps_its_staged_files_and_succeeds(
     after = cli(vault, "sync")
     assert after.returncode == 0, after.stderr
     assert not any(s.startswith("edit(") for s in subjects(vault, 5))
+
+
+def test_without_proc_only_a_fresh_index_lock_reads_as_a_commit_under_way(
+    vault: Path, tmp_path: Path
+) -> None:
+    no_proc = tmp_path / "no-proc"  # macOS, BSD: no process table to read
+    lock = vault / ".git" / "index.lock"
+    assert git_committing_in(vault, no_proc) is None
+    lock.touch()
+    assert git_committing_in(vault, no_proc) == 0  # a commit may be waiting in its editor
+    long_ago = time.time() - STALE_LOCK_S - 1
+    os.utime(lock, (long_ago, long_ago))
+    # a killed git's lock: it must not hold back every commit of hand edits for good
+    assert git_committing_in(vault, no_proc) is None
