@@ -414,6 +414,22 @@ def test_every_help_names_values_plainly() -> None:
         assert option in hook, option
 
 
+def test_every_usage_line_shows_arguments_bare() -> None:
+    # typer 0.29 wrapped required arguments in braces: `show [OPTIONS] {ID}`, `{[NAME] URL}...`
+    for words in every_command_path():
+        usage = runner.invoke(app, [*words, "--help"], terminal_width=200).output
+        line = next(x for x in usage.splitlines() if x.startswith("Usage:"))
+        assert "{" not in line and "}" not in line, (words, line)
+    shown = {
+        ("show",): "Usage: root show [OPTIONS] ID",
+        ("add",): "Usage: root add [OPTIONS] TEXT...",
+        ("remote", "add"): "Usage: root remote add [OPTIONS] [NAME] URL",
+    }
+    for words, line in shown.items():
+        output = runner.invoke(app, [*words, "--help"], prog_name="root", terminal_width=200).output
+        assert output.splitlines()[0] == line, output
+
+
 def test_a_bad_value_is_named_in_plain_words() -> None:
     for line, said in (
         (["list", "-n", "abc"], "'abc' is not a whole number"),
