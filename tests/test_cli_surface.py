@@ -385,6 +385,16 @@ def test_search_in_an_unknown_workspace_says_so_and_names_the_known_ones(vault: 
     assert run("search", "pnpm", "--context", "-w", "nope", vault=vault).stderr == ""
 
 
+def test_list_in_an_unknown_workspace_says_so_like_search(vault: Path) -> None:
+    assert run("add", "use pnpm, not npm", "-w", "infra-tools", vault=vault).returncode == 0
+    listed = run("list", "-w", "infra-tool", vault=vault)  # a typo
+    assert listed.returncode == 0 and listed.stdout == "No memories match.\n"
+    note = "note: no workspace 'infra-tool' in this vault (listed nothing); known: "
+    assert listed.stderr == note + "global, infra-tools\n", listed.stderr
+    known = run("list", "-w", "infra-tools", vault=vault)
+    assert known.stderr == "" and "use pnpm" in known.stdout
+
+
 def every_command_path() -> list[list[str]]:
     """Every command and group, however deep (hidden ones too: their help is shown)."""
     found: list[list[str]] = [[]]
