@@ -192,8 +192,7 @@ _PASSWORD_CHARS = re.compile(r"[A-Za-z0-9!#$%^&*+=?~|_.-]+")
 _ON_THE_WAY = frozenset(["changed", "set", "reset", "updated", "now", "still", "also", "just"])
 _SAYS_VALUE = frozenset(
     ["is", "was", "are", "=", ":", ":=", "=>", "->", "-", "—", "to", "as"]
-    + ["ist", "lautet", "war", "es", "era", "est", "était"]  # German, Spanish, French
-)
+).union(["ist", "lautet", "war", "es", "era", "est", "était"])  # German, Spanish, French
 # A passphrase: three or more words of letters joined by hyphens (correct-horse-battery-staple);
 # words of one or two letters (is-a-known-issue, end-to-end) read as a phrase in a sentence.
 _PASSPHRASE = re.compile(r"[A-Za-z]{3,}(?:-[A-Za-z]{3,}){2,}")

@@ -327,10 +327,25 @@ def forms(seed: int = 36) -> list[Sample]:
     return [Sample(family, make()) for family, make in _form_makers(g)]
 
 
-_PASSPHRASE_WORDS = (
-    "correct horse battery staple orange rocket violin marble tiger canyon pepper lantern "
-    "harbor meadow copper window falcon"
-).split()
+_PASSPHRASE_WORDS = [
+    "correct",
+    "horse",
+    "battery",
+    "staple",
+    "orange",
+    "rocket",
+    "violin",
+    "marble",
+    "tiger",
+    "canyon",
+    "pepper",
+    "lantern",
+    "harbor",
+    "meadow",
+    "copper",
+    "window",
+    "falcon",
+]
 
 _AWS_EXAMPLES = (
     "AKIAIOSFODNN7EXAMPLE",
