@@ -154,8 +154,14 @@ def _login_pair(match: re.Match[str]) -> bool:
         password != user
         and not is_placeholder(password)
         and _PORT.fullmatch(password) is None  # host:8080/path
-        and (looks_like_password(password) or is_passphrase(password))
+        and (is_passphrase(password) or (looks_like_password(password) and not _named(password)))
     )
+
+
+def _named(value: str) -> bool:
+    """An identifier of words and numbers (as the ci/cd-runner-01 account), not a password."""
+    parts = re.split(r"[-_.]", value)
+    return len(parts) > 1 and all(p.isalpha() or p.isdigit() for p in parts)
 
 
 def _cli_password(match: re.Match[str]) -> bool:

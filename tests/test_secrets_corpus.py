@@ -111,6 +111,7 @@ def test_logins_passphrases_and_other_languages_are_found(text: str) -> None:
         "login with host:8080/path",
         "log in as deploy@10.0.0.5:2222",
         "pwd: /home/ci/builds/app",
+        "log in as the ci/cd-runner-01 account",
     ],
 )
 def test_their_look_alikes_are_not(text: str) -> None:
