@@ -814,6 +814,9 @@ def remote_add(
             f"expected URL or NAME URL, got {len(words)} words; quote a URL with spaces",
             param_hint="URL",
         )
+    from memstore import remote
+
+    url = remote.absolute_url(url, Path.cwd())  # git would read a relative path from the vault
     with Store.open(settings_for(vault)) as store:
         changed = store.set_remote(url, name)
         tracked = store.remote_name()

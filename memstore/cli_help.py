@@ -105,7 +105,14 @@ class PlainArgument(typer.core.TyperArgument):
 
     def _rich_display_name(self) -> str:
         name = str(self.display_name_raw)
-        return name + "..." if self.nargs != 1 and not name.endswith("...") else name
+        # a metavar of several words (`[NAME] URL`) spells out what it takes
+        repeats = self.nargs != 1 and not name.endswith("...") and " " not in name
+        return name + "..." if repeats else name
+
+    def _usage_display_name(self) -> str:
+        # typer wraps a required argument in braces (`{ID}`); click's usage shows it bare
+        name = self._rich_display_name()
+        return name if self.required else f"[{name}]"
 
     def process_value(self, ctx: Any, value: Any) -> Any:
         return _processed_plainly(super().process_value, ctx, value)

@@ -200,9 +200,10 @@ def run_search(request: Request, open_store: OpenStore = open_in_process) -> Rep
     return Reply(0, text, note)
 
 
-def unknown_workspace(store: Store, named: str | None) -> str:
+def unknown_workspace(store: Store, named: str | None, read: str = "searched it and global") -> str:
     """Return a note when a workspace given with -w is none of the vault's ('' otherwise):
-    the search then read only `global`, and a typo should not pass for "no match"."""
+    the search then read only `global` (`list`: nothing), and a typo should not pass for
+    "no match". `read`: what the command read, for the note."""
     from memstore.output import printable
 
     if named is None:
@@ -211,8 +212,7 @@ def unknown_workspace(store: Store, named: str | None) -> str:
     if named in known:
         return ""
     return printable(
-        f"note: no workspace {named!r} in this vault (searched it and global); "
-        f"known: {', '.join(known)}\n"
+        f"note: no workspace {named!r} in this vault ({read}); known: {', '.join(known)}\n"
     )
 
 

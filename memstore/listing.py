@@ -20,7 +20,7 @@ from memstore.conflicts import display_text, split_label
 from memstore.errors import NotFoundError
 from memstore.history import parse_since
 from memstore.indexer import Entry
-from memstore.lean import complete_workspace
+from memstore.lean import complete_workspace, unknown_workspace
 from memstore.model import KINDS, check_kind, check_workspace
 from memstore.output import count, printable, render_json
 from memstore.store import Stats, Store
@@ -311,6 +311,10 @@ def register(app: typer.Typer) -> None:
         )
         with Store.open(shell_settings(vault)) as store:
             listing = read_listing(store, filters, limit)
+            # a typo in -w should not pass for "No memories match."
+            note = unknown_workspace(store, filters.workspace, "listed nothing")
+        if note:
+            typer.echo(note, err=True, nl=False)
         if as_json:
             typer.echo(render_json(listing_json(listing)))
         else:

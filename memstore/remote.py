@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from memstore.errors import SyncError
+from memstore.errors import InvalidInputError, SyncError
 
 TIMEOUT_S = 120
 GC_AUTO = 6700  # git's default gc.auto: past about this many loose objects, `git gc --auto` packs
@@ -72,6 +72,28 @@ def remote_urls(root: Path, env: Mapping[str, str]) -> dict[str, str]:
         key, _, url = line.partition(" ")
         urls[key.removeprefix("remote.").removesuffix(".url")] = url
     return urls
+
+
+_SCP_LIKE = re.compile(r"^[^/]*:")  # host:path, user@host:path: git's rule, a colon before any /
+
+
+def absolute_url(url: str, cwd: Path) -> str:
+    """Return `url` as the vault's git should read it: a local path made absolute.
+
+    git reads a relative path in a remote's URL from the vault, not from where `remote add`
+    ran, so a path is resolved against `cwd` (the caller's); URLs (scheme://, host:path) and
+    absolute paths are kept as given."""
+    if "://" in url or _SCP_LIKE.match(url):
+        return url
+    path = Path(url).expanduser()
+    if path.is_absolute():
+        return url
+    if not (cwd / path).exists():
+        raise InvalidInputError(
+            f"no such path {url!r} from {cwd}; give the remote repository's URL, or "
+            "a path to it that exists (e.g. made with: git init --bare PATH)"
+        )
+    return str((cwd / path).resolve())
 
 
 def set_remote(root: Path, name: str, url: str, env: Mapping[str, str]) -> None:

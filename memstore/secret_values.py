@@ -85,14 +85,20 @@ def is_stand_in_token(value: str) -> bool:
 _LABEL = re.compile(
     # At a word's start, or where camelCase starts one (accessToken, dbPassword).
     r"(?i)(?:(?<![a-z0-9])(?:[a-z0-9]+[_.-]){0,4}?|(?-i:(?<=[a-z])(?=[A-Z])))"
-    r"(?:pass(?:word|wd|phrase)|pwd|secret|token|credentials?|api[_ -]?key|apikey|bearer|pat"
+    r"(?:pass(?:word|wd|phrase)|pwd|pass(?:wort|wörter)|kennwort|contrase(?:ñ|n)as?|clave"
+    r"|mot[ _-]de[ _-]passe|secret|token|credentials?|api[_ -]?key|apikey|bearer|pat"
     r"|(?:access|secret|private|client|license|signing|encryption|master|app|account|auth|admin"
     r"|service|webhook)[_ -]?key|[a-z0-9]+[_.-]key|client[_ -]?secret|key)"
     r"(?:[_.-][a-z0-9]+){0,3}(?![a-z0-9])"
 )
-_CREDENTIAL_WORD = re.compile(r"(?i)pass|pwd|secret|token|credential|key|bearer|pat")
+_CREDENTIAL_WORD = re.compile(
+    r"(?i)pass|pwd|secret|token|credential|key|bearer|pat|kennwort|contrase|clave"
+)
 _WORD_BEFORE = re.compile(r"([A-Za-z0-9]+)[ \t]*$")
-_PASSWORD_LABEL = re.compile(r"(?i)pass(?:word|wd|phrase)|pwd")
+# English, German (Passwort, Kennwort), Spanish (contraseña, clave), French (mot de passe).
+_PASSWORD_LABEL = re.compile(
+    r"(?i)pass(?:word|wd|phrase|wort)|pwd|kennwort|contrase(?:ñ|n)a|clave|mot[ _-]de[ _-]passe"
+)
 # A word in or after the label that says the value is not the credential itself.
 _NOT_THE_VALUE = frozenset(
     [
@@ -184,7 +190,12 @@ _NOT_THE_VALUE = frozenset(
 )
 _PASSWORD_CHARS = re.compile(r"[A-Za-z0-9!#$%^&*+=?~|_.-]+")
 _ON_THE_WAY = frozenset(["changed", "set", "reset", "updated", "now", "still", "also", "just"])
-_SAYS_VALUE = frozenset(["is", "was", "are", "=", ":", ":=", "=>", "->", "-", "—", "to", "as"])
+_SAYS_VALUE = frozenset(
+    ["is", "was", "are", "=", ":", ":=", "=>", "->", "-", "—", "to", "as"]
+).union(["ist", "lautet", "war", "es", "era", "est", "était"])  # German, Spanish, French
+# A passphrase: three or more words of letters joined by hyphens (correct-horse-battery-staple);
+# words of one or two letters (is-a-known-issue, end-to-end) read as a phrase in a sentence.
+_PASSPHRASE = re.compile(r"[A-Za-z]{3,}(?:-[A-Za-z]{3,}){2,}")
 _PUNCTUATION = "'\"`.,;:()[]{}<>"
 _TOKEN_WORD = re.compile(r"[^\s'\"`]+")
 # A path, an environment or template lookup: what names a secret kept elsewhere.
@@ -228,6 +239,11 @@ def looks_generated(value: str) -> bool:
     if not any(c.isdigit() for c in value) and symbols < 2:
         return False
     return not _is_wordy(value) and _entropy(value) >= 3.3
+
+
+def is_passphrase(value: str) -> bool:
+    """Tell whether a value said to be a password is words joined by hyphens (3 or more)."""
+    return _PASSPHRASE.fullmatch(value.strip(_PUNCTUATION)) is not None
 
 
 def looks_like_password(value: str) -> bool:
@@ -285,7 +301,7 @@ def _names_a_value(words: list[str], *, is_password: bool) -> bool:
             said, bare = True, bare.lstrip(":=>")
         if (
             looks_generated(bare)
-            or (said and is_password and looks_like_password(bare))
+            or (said and is_password and (looks_like_password(bare) or is_passphrase(bare)))
             or (is_password and _varied_password(bare))
         ):
             return True

@@ -13,6 +13,7 @@ from memstore.secret_providers import COMPILED as _PROVIDERS
 from memstore.secret_providers import NEEDLES
 from memstore.secret_values import (
     is_dummy,
+    is_passphrase,
     is_placeholder,
     is_stand_in_token,
     labelled_credential,
@@ -143,6 +144,26 @@ def _cli_user_password(match: re.Match[str]) -> bool:
     return password != user and not is_placeholder(password)
 
 
+_PORT = re.compile(r"\d{1,5}(?:[/?#].*)?")
+
+
+def _login_pair(match: re.Match[str]) -> bool:
+    """A user and password given to a login (log in with admin / Xk29!fLq, as root:hunter2!)."""
+    user, password = match["u"], match["v"].rstrip(".,;:)'\"`")
+    return (
+        password != user
+        and not is_placeholder(password)
+        and _PORT.fullmatch(password) is None  # host:8080/path
+        and (is_passphrase(password) or (looks_like_password(password) and not _named(password)))
+    )
+
+
+def _named(value: str) -> bool:
+    """An identifier of words and numbers (as the ci/cd-runner-01 account), not a password."""
+    parts = re.split(r"[-_.]", value)
+    return len(parts) > 1 and all(p.isalpha() or p.isdigit() for p in parts)
+
+
 def _cli_password(match: re.Match[str]) -> bool:
     return not is_placeholder(_value_of(match))
 
@@ -216,6 +237,14 @@ def _is_documented_jwt(payload: str) -> bool:
 
 def _value(match: re.Match[str]) -> bool:
     return not is_placeholder(match["v"])
+
+
+_PATH = re.compile(r"[~.]?/[\w./-]*")
+
+
+def _password_value(match: re.Match[str]) -> bool:
+    # `pwd: /home/me/project` is the shell's working directory, not a password
+    return _value(match) and _PATH.fullmatch(match["v"]) is None
 
 
 def _random_value(match: re.Match[str]) -> bool:
@@ -322,7 +351,7 @@ _RULES: tuple[_Rule, ...] = (
             + _ASSIGN
             + r"(?P<v>[^\s'\"<>`]{6,})"
         ),
-        _value,
+        _password_value,
         needles=("pass", "pw"),
     ),
     _Rule(
@@ -333,6 +362,16 @@ _RULES: tuple[_Rule, ...] = (
         ),
         _random_value,
         needles=("secret", "token", "api", "key", "access", "private", "auth", "credential"),
+    ),
+    _Rule(
+        "a login and its password",
+        re.compile(
+            r"(?i)\b(?:log[ \t-]?(?:in|on)|sign[ \t-]?in|anmelden|connexion|iniciar[ \t]sesi[oó]n)\b"
+            r"[^\n]{0,60}?[ \t](?:with|as|using|mit|als|avec|con|como)[ \t]+['\"]?"
+            r"(?P<u>[\w.@+-]{1,64})(?:[ \t]*/[ \t]*|:)(?P<v>[^\s'\"`]{6,})"
+        ),
+        _login_pair,
+        needles=("log", "sign", "anmelden", "connexion", "sesi"),
     ),
     _Rule(
         "a password in a .pgpass line",

@@ -296,6 +296,28 @@ def _form_makers(g: _Gen) -> list[tuple[str, Callable[[], str]]]:
             ),
         ),
         ("npm legacy", lambda: f"//registry.npmjs.org/:_authToken={g.uuid()}"),
+        # a new user's trial after issue 36: logins, passphrases, other languages
+        (
+            "login pair",
+            lambda: (
+                f"log in to {g.pick('grafana', 'jenkins', 'the router')} with "
+                f"{g.pick('admin', 'root', 'ops')} / {g.of(B62, 6)}{g.pick('!', '#', '%')}{g.of(B62, 2)}"
+            ),
+        ),
+        ("login pair", lambda: f"sign in as deploy:{g.b62(10)} on the staging box"),
+        (
+            "passphrase",
+            lambda: (
+                f"the office wifi password is {'-'.join(g.rng.sample(_PASSPHRASE_WORDS, g.rng.randrange(3, 6)))}"
+            ),
+        ),
+        ("passphrase", lambda: f"vault passphrase: {'-'.join(g.rng.sample(_PASSPHRASE_WORDS, 4))}"),
+        ("other language", lambda: f"das Passwort für root ist {g.b62(8)}{g.pick('!', '#')}"),
+        ("other language", lambda: f"le mot de passe du routeur est {g.b62(10)}"),
+        ("other language", lambda: f"la contraseña de la base es {g.b62(9)}{g.pick('!', '$')}"),
+        ("other language", lambda: f"Kennwort: {g.b62(12)}"),
+        ("short label", lambda: f"pw: {g.b62(10)}"),
+        ("short label", lambda: f"pwd: {g.b62(8)}{g.pick('!', '#')}"),
     ]
 
 
@@ -304,6 +326,26 @@ def forms(seed: int = 36) -> list[Sample]:
     g = _Gen(seed)
     return [Sample(family, make()) for family, make in _form_makers(g)]
 
+
+_PASSPHRASE_WORDS = [
+    "correct",
+    "horse",
+    "battery",
+    "staple",
+    "orange",
+    "rocket",
+    "violin",
+    "marble",
+    "tiger",
+    "canyon",
+    "pepper",
+    "lantern",
+    "harbor",
+    "meadow",
+    "copper",
+    "window",
+    "falcon",
+]
 
 _AWS_EXAMPLES = (
     "AKIAIOSFODNN7EXAMPLE",
@@ -432,6 +474,22 @@ def _benign_makers(g: _Gen) -> list[Callable[[], str]]:
             "private key stays on the laptop; only the public key goes to the server",
             "the api key field is masked in the UI",
             "password reset emails go through postmark",
+            "the password is in 1Password",
+            "the password is stored in Vault",
+            "the wifi password is on the fridge",
+            "reset the password is-a-known-issue",
+            "the password is end-to-end encrypted",
+            "das Passwort ist im Tresor",
+            "le mot de passe est incorrect",
+            "la contraseña es obligatoria",
+            "log in with username / password",
+            "sign in with email/password, or with Google / GitHub",
+            "log in to grafana with admin / admin the first time",
+            "login with the API key from 1Password",
+            "log in as deploy@10.0.0.5:2222",
+            "logon with DOMAIN/user",
+            "pwd: /home/ci/builds/app",
+            "PW: see vault",
         ),
         lambda: g.pick(
             "api_key: <your-token>",

@@ -385,6 +385,16 @@ def test_search_in_an_unknown_workspace_says_so_and_names_the_known_ones(vault: 
     assert run("search", "pnpm", "--context", "-w", "nope", vault=vault).stderr == ""
 
 
+def test_list_in_an_unknown_workspace_says_so_like_search(vault: Path) -> None:
+    assert run("add", "use pnpm, not npm", "-w", "infra-tools", vault=vault).returncode == 0
+    listed = run("list", "-w", "infra-tool", vault=vault)  # a typo
+    assert listed.returncode == 0 and listed.stdout == "No memories match.\n"
+    note = "note: no workspace 'infra-tool' in this vault (listed nothing); known: "
+    assert listed.stderr == note + "global, infra-tools\n", listed.stderr
+    known = run("list", "-w", "infra-tools", vault=vault)
+    assert known.stderr == "" and "use pnpm" in known.stdout
+
+
 def every_command_path() -> list[list[str]]:
     """Every command and group, however deep (hidden ones too: their help is shown)."""
     found: list[list[str]] = [[]]
@@ -412,6 +422,22 @@ def test_every_help_names_values_plainly() -> None:
     hook = runner.invoke(app, ["hook", "--help"]).output
     for option in ("--source AGENT", "--if-novel", "--min-chars N", "--vault PATH"):
         assert option in hook, option
+
+
+def test_every_usage_line_shows_arguments_bare() -> None:
+    # typer 0.29 wrapped required arguments in braces: `show [OPTIONS] {ID}`, `{[NAME] URL}...`
+    for words in every_command_path():
+        usage = runner.invoke(app, [*words, "--help"], terminal_width=200).output
+        line = next(x for x in usage.splitlines() if x.startswith("Usage:"))
+        assert "{" not in line and "}" not in line, (words, line)
+    shown = {
+        ("show",): "Usage: root show [OPTIONS] ID",
+        ("add",): "Usage: root add [OPTIONS] TEXT...",
+        ("remote", "add"): "Usage: root remote add [OPTIONS] [NAME] URL",
+    }
+    for words, line in shown.items():
+        output = runner.invoke(app, [*words, "--help"], prog_name="root", terminal_width=200).output
+        assert output.splitlines()[0] == line, output
 
 
 def test_a_bad_value_is_named_in_plain_words() -> None:

@@ -232,3 +232,33 @@ def test_remote_alone_prints_the_remotes(tmp_path: Path) -> None:
     assert shown.stdout == "origin\tgit@example.com:me/memory.git\nbackup\t/mnt/usb/memory.git\n"
     help_text = subprocess.run([str(EXE), "remote", "--help"], capture_output=True, text=True)
     assert "add" in help_text.stdout and "show" in help_text.stdout
+
+
+def test_a_relative_remote_path_is_stored_absolute_and_sync_reaches_it(
+    tmp_path: Path, bare_env: dict[str, str]
+) -> None:
+    # git reads a relative URL from the vault: `remotes/u.git` typed in tmp_path was unreachable
+    (tmp_path / "remotes").mkdir()
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", "remotes/u.git")
+    ok(sh(bare_env, tmp_path, "memstore", "init", "vaults/u1"))
+    added = ok(
+        sh(bare_env, tmp_path, "memstore", "remote", "--vault", "vaults/u1", "add", "remotes/u.git")
+    )
+    where = str((tmp_path / "remotes" / "u.git").resolve())
+    assert added.startswith(f"remote origin = {where}\n"), added
+    vault = tmp_path / "vaults" / "u1"
+    assert git(vault, "config", "remote.origin.url") == where + "\n"
+    ok(sh(bare_env, tmp_path, "memstore", "add", TEXT, "--vault", str(vault)))
+    ok(sh(bare_env, tmp_path, "memstore", "sync", "--vault", str(vault)))
+    assert git(tmp_path / "remotes" / "u.git", "rev-parse", "main") == git(
+        vault, "rev-parse", "main"
+    )
+    for url in ("git@example.com:me/m.git", "https://example.com/m.git", "/abs/not/made.git"):
+        ok(sh(bare_env, tmp_path, "memstore", "remote", "--vault", str(vault), "add", url))
+        assert git(vault, "config", "remote.origin.url") == url + "\n"
+    missing = sh(
+        bare_env, tmp_path, "memstore", "remote", "--vault", str(vault), "add", "nope/u.git"
+    )
+    assert missing.returncode == 1 and missing.stderr.count("\n") == 1, missing.stderr
+    assert missing.stderr.startswith("Error: no such path 'nope/u.git' from "), missing.stderr
+    assert git(vault, "config", "remote.origin.url") == "/abs/not/made.git\n"

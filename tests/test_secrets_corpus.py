@@ -72,6 +72,52 @@ def test_the_forms_the_issue_names_are_found_and_named(text: str, kind: str) -> 
     assert kind in find_secrets(text)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        # what a new user's trial after issue 36 stored
+        "log in to grafana with admin / Xk29!fLq",
+        "the office wifi password is correct-horse-battery-staple",
+        "das Passwort für root ist Xk29!fLq",
+        # the same forms, generalised
+        "login to the router with admin:Tr0ub4dor!",
+        "sign in as root / maple-copper-falcon-window",
+        "le mot de passe pour root est Xk29!fLq",
+        "la contraseña de root es Xk29!fLq",
+        "das Kennwort lautet Sommer2024!",
+        "pw: Xk29fLq8",
+        "pwd: Xk29!fLq",
+    ],
+)
+def test_logins_passphrases_and_other_languages_are_found(text: str) -> None:
+    assert find_secrets(text), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the password is in 1Password",
+        "the password is stored in Vault",
+        "password is required",
+        "the wifi password is on the fridge",
+        "reset the password is-a-known-issue",
+        "the password is end-to-end-encrypted",
+        "das Passwort ist im Tresor",
+        "le mot de passe est incorrect",
+        "la contraseña es obligatoria",
+        "log in with username / password",
+        "sign in with email/password, or with Google / GitHub",
+        "log in with admin / admin the first time",
+        "login with host:8080/path",
+        "log in as deploy@10.0.0.5:2222",
+        "pwd: /home/ci/builds/app",
+        "log in as the ci/cd-runner-01 account",
+    ],
+)
+def test_their_look_alikes_are_not(text: str) -> None:
+    assert find_secrets(text) == [], text
+
+
 def test_every_match_of_a_rule_holds_one_of_its_needles() -> None:
     """A rule runs only on text holding one of its needles: a needle it lacks hides a secret."""
     from memstore.secrets import _RULES

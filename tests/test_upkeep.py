@@ -440,3 +440,14 @@ def loose_objects(vault: Path) -> int:
 def test_every_new_command_has_help_with_an_example(command: str) -> None:
     done = subprocess.run([str(EXE), command, "--help"], capture_output=True, text=True)
     assert done.returncode == 0 and "Example" in done.stdout
+
+
+def test_dedupe_says_no_near_duplicates_in_one_wording(vault: Path) -> None:
+    # a new user's trial after issue 36 read two wordings; every case prints this one line
+    line = "no near-duplicates\n"
+    assert cli(vault, "dedupe").stdout == line
+    assert cli(vault, "dedupe", "--list").stdout == line
+    added_id(vault, "the api listens on port 8080 in staging")
+    added_id(vault, "the api listens on port 3000 in staging")
+    shown = cli(vault, "dedupe").stdout
+    assert shown.startswith(line + "contradictions, not duplicates"), shown
