@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from memstore.errors import SyncError
 from memstore.git import GitRepo, Trailers
@@ -37,10 +37,18 @@ class Purge:
     # Every old commit → the commit the purge made of it: a fetch brings the old history
     # back, and it is rewritten by this map (the memory's text is kept nowhere here).
     rewritten: dict[str, str]
+    # The remotes the purge must still be finished on: those configured when it was made.
+    # One leaves when its branch is seen without the old history (or is force-pushed);
+    # a sync with any other remote (a new, empty backup) neither needs nor clears it.
+    remotes: tuple[str, ...] = ()
+    # Whether this clone's own refs were moved to the rewritten commits and the marker
+    # commit made: the record is written first, so a purge killed half-way is finished
+    # by the next sync (finish_local) instead of leaving history no record protects.
+    applied: bool = True
 
 
 def record_purge(vault: Vault, purge: Purge) -> None:
-    """Remember a purge until the remote has taken it (sync --force-purged)."""
+    """Remember a purge until every remote it must reach has taken it (--force-purged)."""
     if purge.roots:
         write_purges(vault, [*pending_purges(vault), purge])
 
@@ -56,6 +64,8 @@ def pending_purges(vault: Vault) -> list[Purge]:
                 tuple(item["roots"]),
                 str(item["replacement"]),
                 {str(k): str(v) for k, v in item["rewritten"].items()},
+                tuple(str(r) for r in item.get("remotes", ["origin"])),
+                bool(item.get("applied", True)),
             )
             for item in data
         ]
@@ -68,6 +78,44 @@ def pending_purges(vault: Vault) -> list[Purge]:
 
 def write_purges(vault: Vault, purges: list[Purge]) -> None:
     vault.write_state(PURGES, json.dumps([asdict(p) for p in purges]))
+
+
+def finished_on(purges: list[Purge], name: str, ids: set[str]) -> list[Purge]:
+    """Return `purges` with remote `name` done for those in `ids` (a purge no remote still
+    needs is dropped). A purge recorded with no remote is done by the first that is."""
+    left = []
+    for purge in purges:
+        if purge.id in ids:
+            purge = replace(purge, remotes=tuple(r for r in purge.remotes if r != name))
+            if not purge.remotes:
+                continue
+        left.append(purge)
+    return left
+
+
+def finish_local(git: GitRepo, vault: Vault, trailers: Trailers) -> bool:
+    """Finish, in this clone, a purge killed after it was recorded: move the refs to the
+    rewritten commits (and rewrite what was committed since), then make the marker
+    commit. Return whether there was one to finish. Runs under the write lock."""
+    purges = pending_purges(vault)
+    unfinished = [p for p in purges if not p.applied]
+    if not unfinished:
+        return False
+    for purge in unfinished:
+        git.rewrite_without(set(purge.paths), "", purge.replacement, known=purge.rewritten)
+        head = git.head()
+        parent = git.first_parent(head)
+        made = git.messages_between(parent, head)[:1] if parent else []
+        if not any(f"{PURGED_TRAILER}: {purge.id}" in m for m in made):
+            git.move_to(commit_marker(git, head, [purge], trailers))
+    write_purges(vault, [replace(p, applied=True) for p in purges])
+    return True
+
+
+def mark_applied(vault: Vault, purge_id: str) -> None:
+    """Record that this clone's refs and marker commit for purge `purge_id` are done."""
+    purges = pending_purges(vault)
+    write_purges(vault, [replace(p, applied=True) if p.id == purge_id else p for p in purges])
 
 
 def held_by(git: GitRepo, purges: list[Purge], commit: str) -> list[Purge]:
@@ -86,12 +134,19 @@ def refusal(held: list[Purge], vault: Vault, name: str, branch: str) -> SyncErro
     )
 
 
-def rewrite_fetched(git: GitRepo, purges: list[Purge]) -> None:
-    """Rewrite the fetched history as each purge rewrote ours (its old commits become the
-    ones the purge made; commits made elsewhere since are carried over without the files)."""
+def rewrite_fetched(git: GitRepo, purges: list[Purge], ref: str) -> None:
+    """Rewrite the fetched history (`ref`, the remote-tracking branch) as each purge
+    rewrote ours (its old commits become the ones the purge made; commits made elsewhere
+    since are carried over without the files). Local branches are left alone: they were
+    rewritten by the purge, and a memory added again here since is kept."""
     for purge in purges:
         git.rewrite_without(
-            set(purge.paths), "", purge.replacement, checkout=False, known=purge.rewritten
+            set(purge.paths),
+            "",
+            purge.replacement,
+            checkout=False,
+            known=purge.rewritten,
+            refs=[ref],
         )
 
 
