@@ -22,6 +22,7 @@ from memstore.ranking import CORE_BUDGET_TOKENS, Candidate, estimate_tokens, str
 from memstore.secrets import find_secrets
 from memstore.similar import neighbours, similar_pairs, term_sets
 from memstore.store import CONTRADICTION_CANDIDATES, CONTRADICTION_CLOSE, UNHINTED, Store, summary
+from memstore.sync import unnote_forgotten
 from memstore.vault import MAX_FILE_BYTES
 
 NEAR_DUPLICATE = 0.7  # term containment; the capture gate's measured threshold (docs/agents.md)
@@ -354,6 +355,7 @@ class Curator:
             # the marker by which other clones' syncs recognise the rewritten history
             git.move_to(commit_marker(git, git.head(), [purge], store.trailers))
             mark_applied(store.vault, purge.id)
+            unnote_forgotten(store.vault, paths)  # its file name quotes the memory's text
             remote.prune_unreachable(store.vault.root, store.settings.env)
         store.reindex()  # the old index still holds the text in its segment files
         return changed, paths

@@ -271,6 +271,15 @@ def note_forgotten(vault: Vault, path: str, memory_id: str) -> None:
     vault.write_state(FORGOTTEN, json.dumps(kept))
 
 
+def unnote_forgotten(vault: Vault, paths: set[str]) -> None:
+    """Drop `paths` from the record of forgotten memories (a purge: a memory's file name
+    holds the first words of its text, and no merge can bring it back)."""
+    records = _forgotten(vault)
+    if any(path in records for path in paths):
+        kept = {k: v for k, v in records.items() if k not in paths}
+        vault.write_state(FORGOTTEN, json.dumps(kept))
+
+
 def _forgotten(vault: Vault) -> dict[str, str]:
     try:
         data = json.loads(vault.read_state(FORGOTTEN) or "{}")

@@ -8,8 +8,11 @@ own commits onto the rewritten history instead of pushing the memory back.
 
 from __future__ import annotations
 
+import os
+import select
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,6 +61,11 @@ def every_object(git_dir: Path) -> bytes:
         capture_output=True,
         check=True,
     ).stdout
+
+
+def state_bytes(vault: Path) -> bytes:
+    """Every file memstore keeps under `.memstore` (the index among them)."""
+    return b"".join(p.read_bytes() for p in (vault / ".memstore").rglob("*") if p.is_file())
 
 
 def remote_head(pair: Pair) -> str:
@@ -141,6 +149,10 @@ def test_a_machine_with_nothing_unpushed_follows_the_purged_history(two: Pair) -
 
     assert "this vault now follows it" in synced.stdout, synced.stdout
     assert not (b.root / secret["path"]).exists()
+    # Whoosh keeps a deleted document's text in its segment files until they merge: the
+    # index is rebuilt after re-basing, as forget --purge rebuilds it on the purging machine
+    assert b"bluefin" not in state_bytes(b.root), "the index still holds the purged text"
+    assert b"bluefin" not in state_bytes(a.root)
     assert b"bluefin" not in every_object(b.root / ".git")
     assert b"bluefin" not in every_object(a.root / ".git")
     assert "bluefin" not in history_text(two.remote)
@@ -289,3 +301,35 @@ def test_finishing_a_purge_keeps_a_memory_added_again_here_since(two: Pair) -> N
         ["git", "log", "--format=%s", "main"], cwd=a.root, capture_output=True, text=True
     ).stdout
     assert "edit(" not in subjects, subjects
+
+
+def test_the_force_purged_prompt_names_the_remote_it_rewrites(two: Pair) -> None:
+    """Found by issue 36's review: without --remote the prompt said `Rewrite remote ''`."""
+    a = two.a
+    secret = a.add(SECRET)
+    a.sync()
+    a.run("forget", secret["id"], "--purge", "--yes")
+    leader, follower = os.openpty()
+    asking = subprocess.Popen(
+        [str(EXE), "sync", "--force-purged"],
+        env=a.env(),
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+    )
+    os.close(follower)
+    said = b""
+    deadline = time.monotonic() + TIMEOUT
+    try:
+        while b"?" not in said and time.monotonic() < deadline:
+            ready, _, _ = select.select([leader], [], [], 1.0)
+            if ready:
+                said += os.read(leader, 4096)
+        os.write(leader, b"n\n")
+        asking.wait(timeout=TIMEOUT)
+    finally:
+        if asking.poll() is None:
+            asking.kill()
+        os.close(leader)
+    assert b"Rewrite remote 'origin' without purged memory" in said, said
+    assert asking.returncode != 0  # declined: nothing rewritten
