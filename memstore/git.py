@@ -988,6 +988,29 @@ class GitRepo:
             self.sync_index()
             repo.checkout_head(strategy=pygit2.enums.CheckoutStrategy.FORCE)
 
+    def first_parent_line(self, old: str, new: str) -> list[str]:
+        """Return the commits on `new`'s first-parent line back to (not including) `old`,
+        oldest first."""
+        pygit2 = _pygit2()
+        walker = self._repo.walk(new, pygit2.enums.SortMode.TOPOLOGICAL)
+        walker.simplify_first_parent()
+        walker.hide(old)
+        return [str(commit.id) for commit in walker][::-1]
+
+    def touches(self, commit: str, paths: set[str]) -> bool:
+        """Return whether `commit` changed one of `paths` from its first parent."""
+        return self._touches(self._repo[commit], paths)
+
+    def message_of(self, commit: str) -> str:
+        return str(self._repo[commit].message)
+
+    def replay(self, commit: str, tree: str, parent: str, message: str) -> str:
+        """Create a copy of `commit` (its author and committer) with `tree` and `message`,
+        on `parent` alone (HEAD is not moved)."""
+        old = self._repo[commit]
+        made = self._repo.create_commit(None, old.author, old.committer, message, tree, [parent])
+        return str(made)
+
     def _touches(self, commit: Any, paths: set[str]) -> bool:
         """Return whether `commit` changed one of `paths` from its first parent."""
         parent = commit.parents[0].tree if commit.parents else None

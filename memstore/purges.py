@@ -180,7 +180,7 @@ class Rebased:
 
     commit: str  # the new head
     ids: tuple[str, ...]  # the memories purged elsewhere
-    local: int  # this clone's own commits carried over (squashed into one)
+    local: int  # this clone's own commits carried over (each replayed on its own)
     dropped: tuple[str, ...]  # of them, paths of purged memories this clone had changed
 
 
@@ -197,9 +197,12 @@ def rebase_onto_purged(
     were made on), without the purged paths; return the commit to move to.
 
     Our own commits are those since the remote commit we last had (`candidates`: the
-    remote-tracking ref before this fetch, then its reflog): they are replayed as one
-    commit with memstore's merge rules, on top of `theirs` alone, so no old commit (which
-    may hold the purged text) is pushed again.
+    remote-tracking ref before this fetch, then its reflog): each is replayed on top of
+    `theirs` alone with memstore's merge rules, keeping its message (trailers included:
+    `revert --session` still finds an agent's commits), author and committer, so no old
+    commit (which may hold the purged text) is pushed again. A commit that touched the
+    purged memory gets `[purged memory ID]` for its subject; one that changed nothing
+    else is left out.
     """
     fork = next((c for c in candidates if c != theirs and git.contains(ours, c)), "")
     if not fork:
@@ -225,9 +228,16 @@ def rebase_onto_purged(
     def resolve(path: str, b: bytes | None, o: bytes | None, t: bytes | None) -> bytes | None:
         return merge_file(path, b, o, t).data
 
-    tree = git.merge_trees(fork, ours, theirs, resolve, dropped=frozenset(paths))
-    message = (
-        f"sync: {local} local commit{'s' if local != 1 else ''} re-based onto the history "
-        f"purged of {', '.join(ids)}"
-    )
-    return Rebased(git.commit_tree(tree, [theirs], message, trailers), ids, local, dropped)
+    head = theirs
+    for commit in git.first_parent_line(fork, ours):
+        parent = git.first_parent(commit)
+        tree = git.merge_trees(parent, commit, head, resolve, dropped=frozenset(paths))
+        if tree == git.tree_of(head):
+            continue  # it changed only purged memories (or what the remote has already)
+        message = git.message_of(commit)
+        if git.touches(commit, paths):  # its subject may quote the purged memory's text
+            subject, _, rest = message.partition("\n")
+            verb = subject.split(":", 1)[0] if ":" in subject else "edit"
+            message = f"{verb}: [purged memory {', '.join(ids)}]\n{rest}"
+        head = git.replay(commit, tree, head, message)
+    return Rebased(head, ids, local, dropped)

@@ -333,3 +333,37 @@ def test_the_force_purged_prompt_names_the_remote_it_rewrites(two: Pair) -> None
         os.close(leader)
     assert b"Rewrite remote 'origin' without purged memory" in said, said
     assert asking.returncode != 0  # declined: nothing rewritten
+
+
+def test_re_basing_onto_a_purge_keeps_each_local_commit_and_its_session(two: Pair) -> None:
+    """Found by issue 36's review: the re-base squashed a clone's own commits into one
+    `sync:` commit, losing a person's edit(...) commits and agents' session trailers (so
+    revert --session found nothing)."""
+    a, b = two.a, two.b
+    secret = a.add(SECRET)
+    kept = a.add("Deploys go through the staging cluster first")
+    a.sync()
+    b.sync()
+    a.run("forget", secret["id"], "--purge", "--yes")
+    a.run("sync", "--force-purged", "--yes")
+    b.add("Added on B by its agent, not pushed yet")
+    b.append(kept["path"], "B's own line, written by hand")
+    b.run("confirm", kept["id"])  # commits the hand edit first, on its own
+    b.append(secret["path"], "B's note on the purged memory")
+
+    synced = b.sync()
+
+    assert "rewritten to purge memory" in synced.stdout, synced.stdout
+    log = subprocess.run(
+        ["git", "--git-dir", str(two.remote), "log", "--format=%s%n%b%n--", "main"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "add(global): Added on B by its agent" in log
+    assert "Memstore-Session: s-host-b" in log
+    assert "edit(global): Deploys go through" in log
+    assert "re-based onto the history purged" not in log
+    assert "bluefin" not in history_text(two.remote) and "B's note" not in history_text(two.remote)
+    listed = b.run("revert", "--session", "s-host-b", "--dry-run").stdout
+    assert "Added on B by its agent" in listed, listed
