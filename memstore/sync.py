@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from memstore import remote
 from memstore.codec import parse_memory
@@ -138,7 +138,7 @@ def sync(
         crash_point("sync-fetched")
         with locked():
             theirs = git.resolve(tracking)
-            lease = _settle_purges(vault, git, name, branch, theirs, outcome, options)
+            lease = _settle_purges(vault, git, name, branch, theirs, outcome, options, env)
             theirs = git.resolve(tracking)  # rewritten when finishing a purge
             outcome.fetched = theirs
             candidates = [*earlier, *git.ref_history(tracking)]
@@ -189,12 +189,21 @@ def _settle_purges(
     theirs: str,
     outcome: SyncOutcome,
     options: SyncOptions,
+    env: Mapping[str, str],
 ) -> str:
     """Refuse a remote that still holds history purged here, or (--force-purged) rewrite
     it the same way; return the remote commit a forced push must replace ('' none)."""
     pending = pending_purges(vault)
     if not pending:
         return ""
+    configured = set(remote.remote_urls(vault.root, env))
+    if any(r not in configured for p in pending for r in p.remotes):
+        # A remote removed since: a purge left with none is finished by the first remote
+        # seen without its old history, as one made when the vault had no remote.
+        pending = [
+            replace(p, remotes=tuple(r for r in p.remotes if r in configured)) for p in pending
+        ]
+        write_purges(vault, pending)
     held = held_by(git, pending, theirs) if theirs else []
     if theirs:
         # This remote's branch exists without the old history: the purge is done there

@@ -367,3 +367,27 @@ def test_re_basing_onto_a_purge_keeps_each_local_commit_and_its_session(two: Pai
     assert "bluefin" not in history_text(two.remote) and "B's note" not in history_text(two.remote)
     listed = b.run("revert", "--session", "s-host-b", "--dry-run").stdout
     assert "Added on B by its agent" in listed, listed
+
+
+def test_a_purge_whose_remote_was_removed_ends_on_the_next_remote_without_it(
+    two: Pair, tmp_path: Path
+) -> None:
+    """The record names the remotes to finish on; one removed since leaves it, and a purge
+    left with none is finished by the first remote seen without the old history."""
+    a = two.a
+    secret = a.add(SECRET)
+    a.sync()
+    a.run("forget", secret["id"], "--purge", "--yes")
+    subprocess.run(["git", "remote", "remove", "origin"], cwd=a.root, check=True)
+    backup = tmp_path / "backup.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(backup)], check=True)
+    a.run("remote", "add", "backup", str(backup))
+
+    a.run("sync", "--remote", "backup")  # empty: pushed, nothing finished yet
+    record = a.root / ".memstore" / "state" / "purges"
+    assert secret["id"] in record.read_text(encoding="utf-8")
+    a.run("sync", "--remote", "backup")  # its branch exists without the old history
+
+    left = a.run("sync", "--remote", "backup", "--force-purged", "--yes", ok=False)
+    assert left.returncode == 1 and "no purge to finish" in left.stderr, left.stderr
+    assert "bluefin" not in history_text(backup)
