@@ -899,7 +899,7 @@ def sync(
         progress_bar("indexing what sync brought", quiet=quiet or as_json) as progress,
     ):
         if force_purged:
-            _confirm_force_purged(store, name, yes)
+            _confirm_force_purged(store, name or store.remote_name(), yes)
         outcome, flushed, caught_up = store.sync(name, progress, options)
         # only those this sync committed: one that came from the remote, or was committed
         # by an earlier sync, is not news (doctor lists them all)

@@ -13,14 +13,16 @@ from memstore import remote
 from memstore.codec import merged_ids, render_memory, with_merged
 from memstore.contradictions import Disagreement, disagreement
 from memstore.errors import InvalidInputError
+from memstore.faults import crash_point
 from memstore.indexer import Entry, Progress, has_conflict
 from memstore.merge import KIND_RANK, union
 from memstore.model import ADDABLE_KINDS, Memory, check_kind
-from memstore.purges import Purge, commit_marker, record_purge
+from memstore.purges import Purge, commit_marker, finish_local, mark_applied, record_purge
 from memstore.ranking import CORE_BUDGET_TOKENS, Candidate, estimate_tokens, strength
 from memstore.secrets import find_secrets
 from memstore.similar import neighbours, similar_pairs, term_sets
 from memstore.store import CONTRADICTION_CANDIDATES, CONTRADICTION_CLOSE, UNHINTED, Store, summary
+from memstore.sync import unnote_forgotten
 from memstore.vault import MAX_FILE_BYTES
 
 NEAR_DUPLICATE = 0.7  # term containment; the capture gate's measured threshold (docs/agents.md)
@@ -328,17 +330,32 @@ class Curator:
         if exists:
             self.forget(entry, force=force)
         with store.vault.lock(store.settings.lock_timeout):
-            paths = store.git.paths_ever(f"-{entry.id}.md") | {entry.path}
+            git = store.git
+            finish_local(git, store.vault, store.trailers)  # one killed half-way before
+            paths = git.paths_ever(f"-{entry.id}.md") | {entry.path}
             replacement = f"[purged memory {entry.id}]"
-            done = store.git.rewrite_without(paths, scrub=text, replacement=replacement)
+            done = git.rewrite_without(paths, scrub=text, replacement=replacement, move=False)
             changed = done.changed
-            # sync refuses to merge the old history back until the remote is purged too
+            # Recorded before any ref moves: sync refuses to merge the old history back
+            # until the remote is purged too, and finishes this purge if it is killed.
+            remotes = tuple(sorted(remote.remote_urls(store.vault.root, store.settings.env)))
             purge = Purge(
-                entry.id, tuple(sorted(paths)), tuple(done.roots), replacement, done.mapping
+                entry.id,
+                tuple(sorted(paths)),
+                tuple(done.roots),
+                replacement,
+                done.mapping,
+                remotes,
+                applied=False,
             )
             record_purge(store.vault, purge)
+            crash_point("purge-recorded")
+            git.move_rewritten(done.mapping)
+            crash_point("purge-moved")
             # the marker by which other clones' syncs recognise the rewritten history
-            store.git.move_to(commit_marker(store.git, store.git.head(), [purge], store.trailers))
+            git.move_to(commit_marker(git, git.head(), [purge], store.trailers))
+            mark_applied(store.vault, purge.id)
+            unnote_forgotten(store.vault, paths)  # its file name quotes the memory's text
             remote.prune_unreachable(store.vault.root, store.settings.env)
         store.reindex()  # the old index still holds the text in its segment files
         return changed, paths

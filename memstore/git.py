@@ -11,7 +11,7 @@ import os
 import re
 import shlex
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -914,8 +914,10 @@ class GitRepo:
         *,
         checkout: bool = True,
         known: Mapping[str, str] | None = None,
+        move: bool = True,
+        refs: Collection[str] | None = None,
     ) -> Rewrite:
-        """Rewrite every commit of every ref without `paths`.
+        """Rewrite every commit of every ref (of `refs` only, when given) without `paths`.
 
         `scrub`, when given, is replaced by `replacement` in every commit message (commit
         summaries quote the memory's text). With `known` (old → new: what a purge rewrote,
@@ -923,15 +925,16 @@ class GitRepo:
         the purge made, and a commit made since that changed one of `paths` gets
         `replacement` for its subject (its own may quote the memory's text).
 
-        Messages, authors and times are kept; refs move to the rewritten commits. The old
-        objects stay until the caller expires the reflog and prunes (remote.prune_unreachable).
+        Messages, authors and times are kept; refs move to the rewritten commits (with
+        `move` False they do not: the caller records the mapping first, then moves them with
+        move_rewritten). The old objects stay until the caller expires the reflog and prunes
+        (remote.prune_unreachable).
         """
-        pygit2 = _pygit2()
         repo = self._repo
         known = known or {}
         rewritten: dict[str, str] = {}
         done = Rewrite()
-        for commit in self._all_commits():  # parents before children
+        for commit in self._all_commits(refs):  # parents before children
             old = str(commit.id)
             if old in known and repo.get(known[old]) is not None:
                 rewritten[old] = known[old]
@@ -952,18 +955,56 @@ class GitRepo:
                 done.roots.append(old)
             rewritten[old] = str(new)
             done.changed += 1
-        for ref in list(repo.references):
-            reference = repo.references[ref]
+        done.mapping = rewritten
+        if move:
+            self.move_rewritten(rewritten, checkout=checkout, refs=refs)
+        return done
+
+    def move_rewritten(
+        self,
+        mapping: Mapping[str, str],
+        *,
+        checkout: bool = True,
+        refs: Collection[str] | None = None,
+    ) -> None:
+        """Move every ref (of `refs`, when given) that points at an old commit of `mapping`
+        to its rewritten commit; with `checkout`, the work tree follows HEAD."""
+        pygit2 = _pygit2()
+        repo = self._repo
+        for ref in list(repo.references if refs is None else refs):
+            reference = repo.references.get(ref)
             if (
-                reference.type == pygit2.enums.ReferenceType.DIRECT
-                and str(reference.target) in rewritten
+                reference is not None
+                and reference.type == pygit2.enums.ReferenceType.DIRECT
+                and str(reference.target) in mapping
             ):
-                reference.set_target(rewritten[str(reference.target)])
-        if rewritten and checkout:
+                reference.set_target(mapping[str(reference.target)])
+        if mapping and checkout:
             self.sync_index()
             repo.checkout_head(strategy=pygit2.enums.CheckoutStrategy.FORCE)
-        done.mapping = rewritten
-        return done
+
+    def first_parent_line(self, old: str, new: str) -> list[str]:
+        """Return the commits on `new`'s first-parent line back to (not including) `old`,
+        oldest first."""
+        pygit2 = _pygit2()
+        walker = self._repo.walk(new, pygit2.enums.SortMode.TOPOLOGICAL)
+        walker.simplify_first_parent()
+        walker.hide(old)
+        return [str(commit.id) for commit in walker][::-1]
+
+    def touches(self, commit: str, paths: set[str]) -> bool:
+        """Return whether `commit` changed one of `paths` from its first parent."""
+        return self._touches(self._repo[commit], paths)
+
+    def message_of(self, commit: str) -> str:
+        return str(self._repo[commit].message)
+
+    def replay(self, commit: str, tree: str, parent: str, message: str) -> str:
+        """Create a copy of `commit` (its author and committer) with `tree` and `message`,
+        on `parent` alone (HEAD is not moved)."""
+        old = self._repo[commit]
+        made = self._repo.create_commit(None, old.author, old.committer, message, tree, [parent])
+        return str(made)
 
     def _touches(self, commit: Any, paths: set[str]) -> bool:
         """Return whether `commit` changed one of `paths` from its first parent."""
@@ -973,12 +1014,14 @@ class GitRepo:
             for path in paths
         )
 
-    def _all_commits(self) -> list[Any]:
-        """Every commit reachable from any ref, parents before children not guaranteed."""
+    def _all_commits(self, refs: Collection[str] | None = None) -> list[Any]:
+        """Every commit reachable from any ref (of `refs`, when given), parents first."""
         pygit2 = _pygit2()
         repo = self._repo
         seen: dict[str, Any] = {}
-        for ref in repo.references:
+        for ref in repo.references if refs is None else refs:
+            if repo.references.get(ref) is None:
+                continue
             target = repo.references[ref].resolve().target
             obj = repo.get(target)
             if obj is None or obj.type != pygit2.enums.ObjectType.COMMIT:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from memstore.errors import SyncError
 from memstore.git import GitRepo, Trailers
@@ -37,10 +37,18 @@ class Purge:
     # Every old commit → the commit the purge made of it: a fetch brings the old history
     # back, and it is rewritten by this map (the memory's text is kept nowhere here).
     rewritten: dict[str, str]
+    # The remotes the purge must still be finished on: those configured when it was made.
+    # One leaves when its branch is seen without the old history (or is force-pushed);
+    # a sync with any other remote (a new, empty backup) neither needs nor clears it.
+    remotes: tuple[str, ...] = ()
+    # Whether this clone's own refs were moved to the rewritten commits and the marker
+    # commit made: the record is written first, so a purge killed half-way is finished
+    # by the next sync (finish_local) instead of leaving history no record protects.
+    applied: bool = True
 
 
 def record_purge(vault: Vault, purge: Purge) -> None:
-    """Remember a purge until the remote has taken it (sync --force-purged)."""
+    """Remember a purge until every remote it must reach has taken it (--force-purged)."""
     if purge.roots:
         write_purges(vault, [*pending_purges(vault), purge])
 
@@ -56,6 +64,8 @@ def pending_purges(vault: Vault) -> list[Purge]:
                 tuple(item["roots"]),
                 str(item["replacement"]),
                 {str(k): str(v) for k, v in item["rewritten"].items()},
+                tuple(str(r) for r in item.get("remotes", ["origin"])),
+                bool(item.get("applied", True)),
             )
             for item in data
         ]
@@ -68,6 +78,44 @@ def pending_purges(vault: Vault) -> list[Purge]:
 
 def write_purges(vault: Vault, purges: list[Purge]) -> None:
     vault.write_state(PURGES, json.dumps([asdict(p) for p in purges]))
+
+
+def finished_on(purges: list[Purge], name: str, ids: set[str]) -> list[Purge]:
+    """Return `purges` with remote `name` done for those in `ids` (a purge no remote still
+    needs is dropped). A purge recorded with no remote is done by the first that is."""
+    left = []
+    for purge in purges:
+        if purge.id in ids:
+            purge = replace(purge, remotes=tuple(r for r in purge.remotes if r != name))
+            if not purge.remotes:
+                continue
+        left.append(purge)
+    return left
+
+
+def finish_local(git: GitRepo, vault: Vault, trailers: Trailers) -> bool:
+    """Finish, in this clone, a purge killed after it was recorded: move the refs to the
+    rewritten commits (and rewrite what was committed since), then make the marker
+    commit. Return whether there was one to finish. Runs under the write lock."""
+    purges = pending_purges(vault)
+    unfinished = [p for p in purges if not p.applied]
+    if not unfinished:
+        return False
+    for purge in unfinished:
+        git.rewrite_without(set(purge.paths), "", purge.replacement, known=purge.rewritten)
+        head = git.head()
+        parent = git.first_parent(head)
+        made = git.messages_between(parent, head)[:1] if parent else []
+        if not any(f"{PURGED_TRAILER}: {purge.id}" in m for m in made):
+            git.move_to(commit_marker(git, head, [purge], trailers))
+    write_purges(vault, [replace(p, applied=True) for p in purges])
+    return True
+
+
+def mark_applied(vault: Vault, purge_id: str) -> None:
+    """Record that this clone's refs and marker commit for purge `purge_id` are done."""
+    purges = pending_purges(vault)
+    write_purges(vault, [replace(p, applied=True) if p.id == purge_id else p for p in purges])
 
 
 def held_by(git: GitRepo, purges: list[Purge], commit: str) -> list[Purge]:
@@ -86,12 +134,19 @@ def refusal(held: list[Purge], vault: Vault, name: str, branch: str) -> SyncErro
     )
 
 
-def rewrite_fetched(git: GitRepo, purges: list[Purge]) -> None:
-    """Rewrite the fetched history as each purge rewrote ours (its old commits become the
-    ones the purge made; commits made elsewhere since are carried over without the files)."""
+def rewrite_fetched(git: GitRepo, purges: list[Purge], ref: str) -> None:
+    """Rewrite the fetched history (`ref`, the remote-tracking branch) as each purge
+    rewrote ours (its old commits become the ones the purge made; commits made elsewhere
+    since are carried over without the files). Local branches are left alone: they were
+    rewritten by the purge, and a memory added again here since is kept."""
     for purge in purges:
         git.rewrite_without(
-            set(purge.paths), "", purge.replacement, checkout=False, known=purge.rewritten
+            set(purge.paths),
+            "",
+            purge.replacement,
+            checkout=False,
+            known=purge.rewritten,
+            refs=[ref],
         )
 
 
@@ -125,7 +180,7 @@ class Rebased:
 
     commit: str  # the new head
     ids: tuple[str, ...]  # the memories purged elsewhere
-    local: int  # this clone's own commits carried over (squashed into one)
+    local: int  # this clone's own commits carried over (each replayed on its own)
     dropped: tuple[str, ...]  # of them, paths of purged memories this clone had changed
 
 
@@ -142,9 +197,12 @@ def rebase_onto_purged(
     were made on), without the purged paths; return the commit to move to.
 
     Our own commits are those since the remote commit we last had (`candidates`: the
-    remote-tracking ref before this fetch, then its reflog): they are replayed as one
-    commit with memstore's merge rules, on top of `theirs` alone, so no old commit (which
-    may hold the purged text) is pushed again.
+    remote-tracking ref before this fetch, then its reflog): each is replayed on top of
+    `theirs` alone with memstore's merge rules, keeping its message (trailers included:
+    `revert --session` still finds an agent's commits), author and committer, so no old
+    commit (which may hold the purged text) is pushed again. A commit that touched the
+    purged memory gets `[purged memory ID]` for its subject; one that changed nothing
+    else is left out.
     """
     fork = next((c for c in candidates if c != theirs and git.contains(ours, c)), "")
     if not fork:
@@ -170,9 +228,16 @@ def rebase_onto_purged(
     def resolve(path: str, b: bytes | None, o: bytes | None, t: bytes | None) -> bytes | None:
         return merge_file(path, b, o, t).data
 
-    tree = git.merge_trees(fork, ours, theirs, resolve, dropped=frozenset(paths))
-    message = (
-        f"sync: {local} local commit{'s' if local != 1 else ''} re-based onto the history "
-        f"purged of {', '.join(ids)}"
-    )
-    return Rebased(git.commit_tree(tree, [theirs], message, trailers), ids, local, dropped)
+    head = theirs
+    for commit in git.first_parent_line(fork, ours):
+        parent = git.first_parent(commit)
+        tree = git.merge_trees(parent, commit, head, resolve, dropped=frozenset(paths))
+        if tree == git.tree_of(head):
+            continue  # it changed only purged memories (or what the remote has already)
+        message = git.message_of(commit)
+        if git.touches(commit, paths):  # its subject may quote the purged memory's text
+            subject, _, rest = message.partition("\n")
+            verb = subject.split(":", 1)[0] if ":" in subject else "edit"
+            message = f"{verb}: [purged memory {', '.join(ids)}]\n{rest}"
+        head = git.replay(commit, tree, head, message)
+    return Rebased(head, ids, local, dropped)

@@ -1360,8 +1360,13 @@ class Store:
             lambda: self.vault.lock(self.settings.lock_timeout),
             options,
         )
+        if outcome.rebased or outcome.purged_here:
+            # A purge: the index keeps a deleted memory's text in its segment files until
+            # they merge, so it is rebuilt, as forget --purge rebuilds it.
+            caught_up = self.reindex(progress)
         with self.vault.lock(self.settings.lock_timeout):
-            caught_up = self.catch_up_locked(progress=progress)
+            if not (outcome.rebased or outcome.purged_here):
+                caught_up = self.catch_up_locked(progress=progress)
             if remote.needs_packing(self.vault.root):
                 remote.pack(self.vault.root, self.settings.env, auto=True)
             plain_git = self.git.prepare_plain_git(name)  # a vault set up before it did this

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from memstore import remote
 from memstore.codec import parse_memory
@@ -23,6 +23,8 @@ from memstore.git import GitRepo, Trailers
 from memstore.merge import merge_file
 from memstore.purges import (
     Rebased,
+    finish_local,
+    finished_on,
     held_by,
     pending_purges,
     purged_upstream,
@@ -71,6 +73,7 @@ class SyncOutcome:
     purged_remote: list[str] = field(default_factory=list)  # purges this sync force-pushed
     rebased: Rebased | None = None  # re-based onto a history purged on another machine
     recovered: bool = False  # finished a sync that was interrupted
+    purged_here: bool = False  # finished a `forget --purge` killed half-way in this clone
 
 
 def finish_interrupted(vault: Vault, git: GitRepo, host: str) -> bool:
@@ -113,6 +116,9 @@ def sync(
     """
     with locked():
         outcome = SyncOutcome(recovered=finish_interrupted(vault, git, trailers.host))
+        outcome.purged_here = finish_local(git, vault, trailers)  # a purge killed half-way
+        if outcome.purged_here:
+            remote.prune_unreachable(vault.root, env)
         if not remote.remote_url(vault.root, name, env):
             raise SyncError(
                 f"the vault has no remote {name!r}; add one with 'memstore remote add URL' "
@@ -132,7 +138,7 @@ def sync(
         crash_point("sync-fetched")
         with locked():
             theirs = git.resolve(tracking)
-            lease = _settle_purges(vault, git, name, branch, theirs, outcome, options)
+            lease = _settle_purges(vault, git, name, branch, theirs, outcome, options, env)
             theirs = git.resolve(tracking)  # rewritten when finishing a purge
             outcome.fetched = theirs
             candidates = [*earlier, *git.ref_history(tracking)]
@@ -151,7 +157,8 @@ def sync(
             outcome.pushed = True
             if lease:
                 with locked():
-                    write_purges(vault, [])
+                    done = set(outcome.purged_remote)
+                    write_purges(vault, finished_on(pending_purges(vault), name, done))
             _drop_purged_objects(vault, env, locked, outcome)
             return outcome
         attempt += 1
@@ -169,7 +176,7 @@ def _drop_purged_objects(
 ) -> None:
     """After a purge reached the remote, or this clone left purged history behind, prune
     the old objects here too (they hold the purged text)."""
-    if outcome.purged_remote or outcome.rebased:
+    if outcome.purged_remote or outcome.rebased or outcome.purged_here:
         with locked():
             remote.prune_unreachable(vault.root, env)
 
@@ -182,20 +189,36 @@ def _settle_purges(
     theirs: str,
     outcome: SyncOutcome,
     options: SyncOptions,
+    env: Mapping[str, str],
 ) -> str:
     """Refuse a remote that still holds history purged here, or (--force-purged) rewrite
     it the same way; return the remote commit a forced push must replace ('' none)."""
     pending = pending_purges(vault)
     if not pending:
         return ""
+    configured = set(remote.remote_urls(vault.root, env))
+    if any(r not in configured for p in pending for r in p.remotes):
+        # A remote removed since: a purge left with none is finished by the first remote
+        # seen without its old history, as one made when the vault had no remote.
+        pending = [
+            replace(p, remotes=tuple(r for r in p.remotes if r in configured)) for p in pending
+        ]
+        write_purges(vault, pending)
     held = held_by(git, pending, theirs) if theirs else []
+    if theirs:
+        # This remote's branch exists without the old history: the purge is done there
+        # (it never had it, or another clone finished it). Only there: an empty remote, or
+        # one the purge was not recorded for (a backup added since), clears nothing.
+        kept = {p.id for p in held}
+        done = {p.id for p in pending if p.id not in kept and (not p.remotes or name in p.remotes)}
+        if done:
+            write_purges(vault, finished_on(pending, name, done))
     if not held:
-        write_purges(vault, [])  # the remote never had it, or another clone finished it
         return ""
     if not options.force_purged:
         raise refusal(held, vault, name, branch)
-    rewrite_fetched(git, pending)
-    outcome.purged_remote = sorted({p.id for p in pending})
+    rewrite_fetched(git, held, f"refs/remotes/{name}/{branch}")
+    outcome.purged_remote = sorted({p.id for p in held})
     return theirs
 
 
@@ -255,6 +278,15 @@ def note_forgotten(vault: Vault, path: str, memory_id: str) -> None:
     records[path] = memory_id
     kept = dict(list(records.items())[-FORGOTTEN_KEPT:])
     vault.write_state(FORGOTTEN, json.dumps(kept))
+
+
+def unnote_forgotten(vault: Vault, paths: set[str]) -> None:
+    """Drop `paths` from the record of forgotten memories (a purge: a memory's file name
+    holds the first words of its text, and no merge can bring it back)."""
+    records = _forgotten(vault)
+    if any(path in records for path in paths):
+        kept = {k: v for k, v in records.items() if k not in paths}
+        vault.write_state(FORGOTTEN, json.dumps(kept))
 
 
 def _forgotten(vault: Vault) -> dict[str, str]:

@@ -8,7 +8,11 @@ own commits onto the rewritten history instead of pushing the memory back.
 
 from __future__ import annotations
 
+import os
+import select
+import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +20,7 @@ import pytest
 
 from memstore.store import Store, init_vault
 from tests.test_sync import machine_settings
-from tests.test_sync_faults import Machine, Pair
+from tests.test_sync_faults import EXE, TIMEOUT, Machine, Pair
 
 SECRET = "Launch codename is bluefin-quartz for the autumn release"
 
@@ -57,6 +61,11 @@ def every_object(git_dir: Path) -> bytes:
         capture_output=True,
         check=True,
     ).stdout
+
+
+def state_bytes(vault: Path) -> bytes:
+    """Every file memstore keeps under `.memstore` (the index among them)."""
+    return b"".join(p.read_bytes() for p in (vault / ".memstore").rglob("*") if p.is_file())
 
 
 def remote_head(pair: Pair) -> str:
@@ -140,6 +149,10 @@ def test_a_machine_with_nothing_unpushed_follows_the_purged_history(two: Pair) -
 
     assert "this vault now follows it" in synced.stdout, synced.stdout
     assert not (b.root / secret["path"]).exists()
+    # Whoosh keeps a deleted document's text in its segment files until they merge: the
+    # index is rebuilt after re-basing, as forget --purge rebuilds it on the purging machine
+    assert b"bluefin" not in state_bytes(b.root), "the index still holds the purged text"
+    assert b"bluefin" not in state_bytes(a.root)
     assert b"bluefin" not in every_object(b.root / ".git")
     assert b"bluefin" not in every_object(a.root / ".git")
     assert "bluefin" not in history_text(two.remote)
@@ -190,3 +203,191 @@ def test_a_machine_that_never_had_the_purged_memory_merges_as_usual(two: Pair) -
     ).stdout
     assert "add(global): Written on B, offline the whole time" in subjects  # its own commit
     assert "bluefin" not in history_text(two.remote)
+
+
+def test_a_sync_with_another_remote_does_not_clear_the_purge_for_origin(
+    two: Pair, tmp_path: Path
+) -> None:
+    """Found by issue 36's review: the purge record was cleared by any remote without the
+    purged commits, an empty backup included, and the next sync with origin merged the
+    memory back and pushed it."""
+    a = two.a
+    secret = a.add(SECRET)
+    a.sync()
+    a.run("forget", secret["id"], "--purge", "--yes")
+    assert a.run("sync", ok=False).returncode == 1
+    backup = tmp_path / "backup.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(backup)], check=True)
+    a.run("remote", "add", "backup", str(backup))
+
+    a.run("sync", "--remote", "backup")  # pushing the purged history there is fine
+    a.run("sync", "--remote", "backup")  # its branch exists now: still clears nothing
+    refused = a.run("sync", "--remote", "origin", ok=False)
+
+    assert refused.returncode == 1 and "--force-purged" in refused.stderr, refused.stdout
+    assert not (a.root / secret["path"]).exists()
+    assert "bluefin" not in history_text(backup)
+    a.run("sync", "--force-purged", "--yes")  # the tracked remote: origin
+    assert "bluefin" not in history_text(two.remote)
+    assert "nothing to" not in a.run("sync").stderr  # finished on origin: no refusal
+    assert not (a.root / secret["path"]).exists()
+
+
+def test_the_purge_ends_for_a_remote_only_once_it_was_finished_there(
+    two: Pair, tmp_path: Path
+) -> None:
+    """A remote configured at purge time that also holds the old history must be finished
+    too: finishing origin does not clear it."""
+    a = two.a
+    secret = a.add(SECRET)
+    a.sync()
+    mirror = tmp_path / "mirror.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(two.remote), str(mirror)], check=True)
+    a.run("remote", "add", "mirror", str(mirror))
+    a.run("forget", secret["id"], "--purge", "--yes")
+    a.run("sync", "--force-purged", "--yes")
+
+    refused = a.run("sync", "--remote", "mirror", ok=False)
+    assert refused.returncode == 1 and "'mirror'" in refused.stderr, refused.stderr
+    a.run("sync", "--remote", "mirror", "--force-purged", "--yes")
+    assert "bluefin" not in history_text(mirror)
+    assert a.run("sync", "--remote", "mirror").returncode == 0
+    assert a.run("sync", "--force-purged", "--yes", ok=False).returncode == 1  # none left
+
+
+@pytest.mark.parametrize("point", ["purge-recorded", "purge-moved"])
+def test_a_purge_killed_half_way_is_finished_and_never_merged_back(two: Pair, point: str) -> None:
+    """Found by issue 36's review: the refs moved before the purge was recorded, so a kill
+    in between left rewritten history that the next sync merged the old one back into."""
+    a, b = two.a, two.b
+    secret = a.add(SECRET)
+    a.sync()
+    b.sync()
+    killed = subprocess.run(
+        [str(EXE), "forget", secret["id"], "--purge", "--yes"],
+        env={**a.env(), "MEMSTORE_CRASH_AT": point},
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+
+    refused = a.run("sync", ok=False)
+    assert refused.returncode == 1 and "--force-purged" in refused.stderr, refused.stdout
+    assert not (a.root / secret["path"]).exists()
+    a.run("sync", "--force-purged", "--yes")
+    assert "bluefin" not in history_text(two.remote)
+    assert b"bluefin" not in every_object(a.root / ".git")
+    synced = b.sync()  # the marker commit was made: B follows the purged history
+    assert "rewritten to purge memory" in synced.stdout, synced.stdout
+    assert not (b.root / secret["path"]).exists()
+
+
+def test_finishing_a_purge_keeps_a_memory_added_again_here_since(two: Pair) -> None:
+    """Found by issue 36's review: rewriting the fetched history also rewrote this clone's
+    own commits since the purge, so the memory added again stayed in the work tree only
+    and was committed later as a hand edit."""
+    a = two.a
+    secret = a.add(SECRET)
+    a.sync()
+    a.run("forget", secret["id"], "--purge", "--yes")
+    again = a.add(SECRET)
+    assert again["path"] == secret["path"]
+    a.run("sync", "--force-purged", "--yes")
+
+    assert SECRET in a.committed(secret["path"])
+    assert SECRET in a.committed(secret["path"], "origin/main")
+    subjects = subprocess.run(
+        ["git", "log", "--format=%s", "main"], cwd=a.root, capture_output=True, text=True
+    ).stdout
+    assert "edit(" not in subjects, subjects
+
+
+def test_the_force_purged_prompt_names_the_remote_it_rewrites(two: Pair) -> None:
+    """Found by issue 36's review: without --remote the prompt said `Rewrite remote ''`."""
+    a = two.a
+    secret = a.add(SECRET)
+    a.sync()
+    a.run("forget", secret["id"], "--purge", "--yes")
+    leader, follower = os.openpty()
+    asking = subprocess.Popen(
+        [str(EXE), "sync", "--force-purged"],
+        env=a.env(),
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+    )
+    os.close(follower)
+    said = b""
+    deadline = time.monotonic() + TIMEOUT
+    try:
+        while b"?" not in said and time.monotonic() < deadline:
+            ready, _, _ = select.select([leader], [], [], 1.0)
+            if ready:
+                said += os.read(leader, 4096)
+        os.write(leader, b"n\n")
+        asking.wait(timeout=TIMEOUT)
+    finally:
+        if asking.poll() is None:
+            asking.kill()
+        os.close(leader)
+    assert b"Rewrite remote 'origin' without purged memory" in said, said
+    assert asking.returncode != 0  # declined: nothing rewritten
+
+
+def test_re_basing_onto_a_purge_keeps_each_local_commit_and_its_session(two: Pair) -> None:
+    """Found by issue 36's review: the re-base squashed a clone's own commits into one
+    `sync:` commit, losing a person's edit(...) commits and agents' session trailers (so
+    revert --session found nothing)."""
+    a, b = two.a, two.b
+    secret = a.add(SECRET)
+    kept = a.add("Deploys go through the staging cluster first")
+    a.sync()
+    b.sync()
+    a.run("forget", secret["id"], "--purge", "--yes")
+    a.run("sync", "--force-purged", "--yes")
+    b.add("Added on B by its agent, not pushed yet")
+    b.append(kept["path"], "B's own line, written by hand")
+    b.run("confirm", kept["id"])  # commits the hand edit first, on its own
+    b.append(secret["path"], "B's note on the purged memory")
+
+    synced = b.sync()
+
+    assert "rewritten to purge memory" in synced.stdout, synced.stdout
+    log = subprocess.run(
+        ["git", "--git-dir", str(two.remote), "log", "--format=%s%n%b%n--", "main"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "add(global): Added on B by its agent" in log
+    assert "Memstore-Session: s-host-b" in log
+    assert "edit(global): Deploys go through" in log
+    assert "re-based onto the history purged" not in log
+    assert "bluefin" not in history_text(two.remote) and "B's note" not in history_text(two.remote)
+    listed = b.run("revert", "--session", "s-host-b", "--dry-run").stdout
+    assert "Added on B by its agent" in listed, listed
+
+
+def test_a_purge_whose_remote_was_removed_ends_on_the_next_remote_without_it(
+    two: Pair, tmp_path: Path
+) -> None:
+    """The record names the remotes to finish on; one removed since leaves it, and a purge
+    left with none is finished by the first remote seen without the old history."""
+    a = two.a
+    secret = a.add(SECRET)
+    a.sync()
+    a.run("forget", secret["id"], "--purge", "--yes")
+    subprocess.run(["git", "remote", "remove", "origin"], cwd=a.root, check=True)
+    backup = tmp_path / "backup.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(backup)], check=True)
+    a.run("remote", "add", "backup", str(backup))
+
+    a.run("sync", "--remote", "backup")  # empty: pushed, nothing finished yet
+    record = a.root / ".memstore" / "state" / "purges"
+    assert secret["id"] in record.read_text(encoding="utf-8")
+    a.run("sync", "--remote", "backup")  # its branch exists without the old history
+
+    left = a.run("sync", "--remote", "backup", "--force-purged", "--yes", ok=False)
+    assert left.returncode == 1 and "no purge to finish" in left.stderr, left.stderr
+    assert "bluefin" not in history_text(backup)
