@@ -227,9 +227,15 @@ def plan_add_hooks(
         for hook in existing:
             hook["command"] = command
         theirs = [(c, "") for c in _their_hooks(hooks, spec)]
-        theirs += [
-            (c, f" in {where}") for where, found in others for c in _their_hooks(found, spec)
-        ]
+        there = [(c, f" in {w}") for w, found in others for c in _their_hooks(found, spec)]
+        if existing and there:  # an older install added ours beside it: it ran twice
+            hooks = _drop_ours(hooks, spec, source)
+            notes.append(
+                f"{spec.event} already runs {there[0][0]!r}{there[0][1]}: memstore's "
+                f"{_event_name(spec)} hook taken out of {path} (it ran twice)"
+            )
+            continue
+        theirs += there
         if not existing and theirs:
             command_there, where = theirs[0]
             whose = "memstore's" if is_ours(command_there, spec, source) else "your own"
@@ -246,6 +252,19 @@ def plan_add_hooks(
         return HooksPlan(path, block, None, "unchanged", notes=tuple(notes), events=done)
     new_text = _dump({**data, "hooks": hooks}, like=current)
     return HooksPlan(path, block, new_text, "write", notes=tuple(notes), events=done)
+
+
+def _drop_ours(hooks: dict[str, Any], spec: HookSpec, source: str) -> dict[str, Any]:
+    """Return `hooks` without memstore's entries for `spec`; a group or event left empty goes."""
+    kept: dict[str, Any] = {}
+    for event, groups in hooks.items():
+        if event not in (spec.event, *spec.also_in):
+            kept[event] = groups
+            continue
+        left = [g for g in (_without_ours(g, (spec,), source) for g in groups) if g is not None]
+        if left or not groups:
+            kept[event] = left
+    return kept
 
 
 def _hooks_of(text: str | None) -> dict[str, Any]:

@@ -842,3 +842,25 @@ def test_uninstall_takes_out_only_the_exclude_line_memstore_added(
     left = exclude.read_text(encoding="utf-8")
     assert left.startswith("/scratch\n") and left.endswith("\n/.claude/settings.local.json\n")
     assert left.count("/.claude/settings.local.json") == 1 and "memstore" not in left
+
+
+def test_reinstall_takes_out_a_prompt_hook_an_older_install_added_beside_the_persons() -> None:
+    exe = str(EXE.resolve())
+    theirs = "memstore hook prompt --source mybot"
+    project = Path("/p/.claude/settings.json")
+    shared = json.dumps(
+        {"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": theirs}]}]}}
+    )
+    local = Path("/p/.claude/settings.local.json")
+    older = plan_add_hooks(local, None, CLAUDE_CODE_HOOKS, exe, "claude-code").new_text
+    again = plan_add_hooks(
+        local, older, CLAUDE_CODE_HOOKS, exe, "claude-code", elsewhere=((project, shared),)
+    )
+    assert again.status == "write" and again.new_text is not None
+    data = json.loads(again.new_text)
+    assert "UserPromptSubmit" not in data["hooks"] and len(_commands(data, "Stop")) == 1
+    assert again.events == ("SessionStart", "Stop")
+    assert again.notes == (
+        f"UserPromptSubmit already runs {theirs!r} in {project}: memstore's prompt hook taken "
+        f"out of {local} (it ran twice)",
+    )
