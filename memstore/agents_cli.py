@@ -5,6 +5,7 @@ A thin shell over memstore.agents (MCP configs) and memstore.hook_config (hook s
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -126,15 +127,21 @@ def _read(path: Path | None) -> str | None:
 def _hooks_column(agent: Agent) -> str:
     if agent.hooks_path is None:
         return "-"
+    # every settings file the agent runs hooks from, as one: a hook of yours in one counts
+    paths = dict.fromkeys((agent.hooks_path, agent.old_hooks_path, *agent.merged_hooks_paths))
+    events: dict[str, list[object]] = {}
     try:
-        states = {
-            hooks_state(_read(path), HOOKS[agent.name], agent.name)
-            for path in (agent.hooks_path, agent.old_hooks_path)
-            if path is not None
-        }
+        for path in (p for p in paths if p is not None):
+            try:
+                data = json.loads(_read(path) or "{}")
+            except json.JSONDecodeError:
+                continue
+            hooks = data.get("hooks") if isinstance(data, dict) else None
+            for event, groups in (hooks if isinstance(hooks, dict) else {}).items():
+                events.setdefault(event, []).extend(groups if isinstance(groups, list) else [])
     except InvalidInputError:
         return "?"
-    return "yes" if "yes" in states else ("some" if "some" in states else "no")
+    return hooks_state(json.dumps({"hooks": events}), HOOKS[agent.name], agent.name)
 
 
 def _list(found: list[Agent], as_json: bool) -> None:

@@ -820,6 +820,8 @@ def test_a_prompt_hook_of_the_persons_in_any_settings_claude_code_merges_is_not_
     assert "UserPromptSubmit" not in data["hooks"] and len(_commands(data, "Stop")) == 1
     assert f"added memstore's hooks (SessionStart, Stop) to {local}" in run.stdout
     assert "/.claude/settings.local.json" in exclude.read_text(encoding="utf-8")
+    listed = json.loads(agents_run("--json", home=hermetic, cwd=project).stdout)
+    assert {a["name"]: a["hooks"] for a in listed}["claude-code"] == "yes"  # theirs counts
     removed = agents_run("--uninstall", "claude-code", "--yes", home=hermetic, cwd=project)
     assert removed.returncode == 0, removed.stderr
     assert settings.read_text(encoding="utf-8") == text and not local.exists()
