@@ -335,11 +335,10 @@ def _run_event(event: str, flags: list[str], request: Request, open_store: OpenS
     from memstore.config import Settings
 
     env = request.env
-    raw = flags.pop() if event == "codex-notify" and flags else request.stdin.decode("utf-8")
+    from_argv = event == "codex-notify" and bool(flags)
+    raw = flags.pop() if from_argv else request.stdin.decode("utf-8", errors="replace")
     _check_flags(flags)
-    payload = json.loads(raw or "{}")
-    if not isinstance(payload, dict):
-        raise ValueError("hook input is not a JSON object")
+    payload = _parse_payload(raw, "its last argument" if from_argv else "stdin")
     min_chars = int(_option(flags, "--min-chars") or MIN_CAPTURE_CHARS)
     default_agent = "codex" if event == "codex-notify" else "claude-code"
     agent = _option(flags, "--source") or env.get("MEMSTORE_SOURCE", default_agent)
@@ -359,6 +358,19 @@ def _run_event(event: str, flags: list[str], request: Request, open_store: OpenS
             return lines + _sweep_quietly(store, payload, request, agent, min_chars)
         if_novel = "--if-novel" in flags
         return capture_hook(store, payload, request.cwd, min_chars=min_chars, if_novel=if_novel)
+
+
+def _parse_payload(raw: str, where: str) -> dict[str, Any]:
+    """Return the agent's hook input; raise a one-line ValueError naming what was expected."""
+    expected = f"expected the agent's hook input, a JSON object, on {where}"
+    try:
+        payload = json.loads(raw or "{}")
+    except json.JSONDecodeError:
+        start = raw.strip().splitlines()[0][:40] if raw.strip() else ""
+        raise ValueError(f"{expected}; got text that is not JSON ({start!r})") from None
+    if not isinstance(payload, dict):
+        raise ValueError(f"{expected}; got a JSON {type(payload).__name__}")
+    return payload
 
 
 def _sweep_quietly(

@@ -37,6 +37,8 @@ class Agent:
     configured: bool = False  # the agent's config folder exists (memstore may have made it)
     hooks_path: Path | None = None  # where memstore's hooks go; None: no hooks for this agent
     old_hooks_path: Path | None = None  # where an older install put them: moved out on install
+    # the other settings files the agent runs hooks from, with those of hooks_path
+    merged_hooks_paths: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,10 @@ def find_agents(
             if repo_root
             else home / ".claude" / "settings.json",
             repo_root / ".claude" / "settings.json" if repo_root else None,
+            # Claude Code runs the hooks of user, project and project-local settings alike
+            (home / ".claude" / "settings.json", repo_root / ".claude" / "settings.json")
+            if repo_root
+            else (),
         ),
         Agent(
             "codex",

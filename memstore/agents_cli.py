@@ -5,6 +5,7 @@ A thin shell over memstore.agents (MCP configs) and memstore.hook_config (hook s
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -126,15 +127,21 @@ def _read(path: Path | None) -> str | None:
 def _hooks_column(agent: Agent) -> str:
     if agent.hooks_path is None:
         return "-"
+    # every settings file the agent runs hooks from, as one: a hook of yours in one counts
+    paths = dict.fromkeys((agent.hooks_path, agent.old_hooks_path, *agent.merged_hooks_paths))
+    events: dict[str, list[object]] = {}
     try:
-        states = {
-            hooks_state(_read(path), HOOKS[agent.name], agent.name)
-            for path in (agent.hooks_path, agent.old_hooks_path)
-            if path is not None
-        }
+        for path in (p for p in paths if p is not None):
+            try:
+                data = json.loads(_read(path) or "{}")
+            except json.JSONDecodeError:
+                continue
+            hooks = data.get("hooks") if isinstance(data, dict) else None
+            for event, groups in (hooks if isinstance(hooks, dict) else {}).items():
+                events.setdefault(event, []).extend(groups if isinstance(groups, list) else [])
     except InvalidInputError:
         return "?"
-    return "yes" if "yes" in states else ("some" if "some" in states else "no")
+    return hooks_state(json.dumps({"hooks": events}), HOOKS[agent.name], agent.name)
 
 
 def _list(found: list[Agent], as_json: bool) -> None:
@@ -166,21 +173,24 @@ def _memstore_exe() -> str:
     return str(Path(exe).resolve())
 
 
-def _events(agent: Agent) -> str:
-    return ", ".join(dict.fromkeys(spec.event for spec in HOOKS[agent.name]))
-
-
 def _install(agent: Agent, where: str, yes: bool, no_hooks: bool) -> None:
     exe = _memstore_exe()
     server = plan_install(agent, _read(agent.path), exe, where)
     plans: list[Plan] = [server]
     if agent.hooks_path is not None and not no_hooks:
+        moved = _moved_out(agent)
         plans.append(
             plan_add_hooks(
-                agent.hooks_path, _read(agent.hooks_path), HOOKS[agent.name], exe, agent.name, where
+                agent.hooks_path,
+                _read(agent.hooks_path),
+                HOOKS[agent.name],
+                exe,
+                agent.name,
+                where,
+                _merged_settings(agent, moved),
             )
         )
-        plans += _moved_out(agent)
+        plans += moved
     _refuse_if_any(plans, no_hooks)
     for plan in plans:
         for note in plan.notes if isinstance(plan, HooksPlan) else ():
@@ -189,7 +199,7 @@ def _install(agent: Agent, where: str, yes: bool, no_hooks: bool) -> None:
         what = "Run" if agent.name == "claude-code" else "Add"
         typer.echo(f"{agent.title}: {server.reason}. {what}:\n\n  {server.block}\n")
     for plan in plans:
-        if plan.status == "unchanged" and plan.path != agent.old_hooks_path:
+        if plan.status == "unchanged" and plan.path != agent.old_hooks_path and _adds(plan):
             typer.echo(f"{agent.title}: {_done_already(agent, plan)}")
     pending = [p for p in plans if p.status in ("write", "delete")]
     if not pending:
@@ -210,6 +220,18 @@ def _install(agent: Agent, where: str, yes: bool, no_hooks: bool) -> None:
                 f"Note: {agent.path} also runs 'memstore hook codex-notify' as notify; keep one "
                 "of the two (remove that notify line, or uninstall and rerun with --no-hooks)."
             )
+
+
+def _merged_settings(agent: Agent, moved: list[Plan]) -> tuple[tuple[Path, str | None], ...]:
+    """The other settings files the agent runs hooks from, as they will be once `moved` is done."""
+    after = {Path(p.path): p.new_text for p in moved if p.path is not None}
+    texts = []
+    for path in agent.merged_hooks_paths:
+        try:
+            texts.append((path, after[path] if path in after else _read(path)))
+        except InvalidInputError:
+            continue  # unreadable: the agent cannot run hooks from it either
+    return tuple(texts)
 
 
 def _moved_out(agent: Agent) -> list[Plan]:
@@ -238,7 +260,7 @@ def _keep_personal(agent: Agent, plan: Plan) -> None:
         entry = "/" + path.relative_to(project).as_posix()
         before = exclude.read_text(encoding="utf-8") if exclude.is_file() else ""
         glue = "" if not before or before.endswith("\n") else "\n"
-        exclude.write_text(f"{before}{glue}{entry}\n", encoding="utf-8")
+        exclude.write_text(f"{before}{glue}{_exclusion(entry)}", encoding="utf-8")
         typer.echo(f"{agent.title}: {path} holds this machine's paths: added {entry} to {exclude}")
         return
     typer.echo(
@@ -247,6 +269,33 @@ def _keep_personal(agent: Agent, plan: Plan) -> None:
         "register per user instead (docs/agents.md)",
         err=True,
     )
+
+
+def _exclusion(entry: str) -> str:
+    """The lines memstore adds to .git/info/exclude: its own comment marks them as its."""
+    return f"{EXCLUDE_MARK}\n{entry}\n"
+
+
+EXCLUDE_MARK = "# added by memstore agents --install (--uninstall takes it out)"
+
+
+def _forget_personal(agent: Agent) -> None:
+    """Take out of .git/info/exclude the lines `_keep_personal` added, and only those."""
+    path = agent.hooks_path
+    project = find_enclosing_repository(path.parent) if path else None
+    if path is None or project is None or path.name != "settings.local.json":
+        return
+    exclude = project / ".git" / "info" / "exclude"
+    lines = _exclusion("/" + path.relative_to(project).as_posix())
+    try:
+        before = exclude.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return  # none, or not one memstore can read: nothing of memstore's to take out
+    at = before.find(lines)
+    if at < 0 or (at > 0 and before[at - 1] != "\n"):
+        return
+    exclude.write_text(before[:at] + before[at + len(lines) :], encoding="utf-8")
+    typer.echo(f"{agent.title}: took {lines.splitlines()[1]} out of {exclude}")
 
 
 def _is_ignored(project: Path, path: Path) -> bool:
@@ -261,6 +310,11 @@ def _is_ignored(project: Path, path: Path) -> bool:
     return found.returncode == 0
 
 
+def _adds(plan: Plan) -> bool:
+    """Say whether a plan puts anything of memstore's in (hooks it skips all are no news)."""
+    return not isinstance(plan, HooksPlan) or bool(plan.events)
+
+
 def _done_already(agent: Agent, plan: Plan) -> str:
     if isinstance(plan, HooksPlan):
         return f"memstore's hooks are already in {plan.path}"
@@ -271,7 +325,7 @@ def _install_phrase(agent: Agent, plan: Plan) -> str:
     if isinstance(plan, HooksPlan) and plan.path == agent.old_hooks_path:
         return f"move memstore's hooks out of {plan.path}"
     if isinstance(plan, HooksPlan):
-        return f"add memstore's hooks ({_events(agent)}) to {plan.path}"
+        return f"add memstore's hooks ({', '.join(plan.events)}) to {plan.path}"
     return f"register memstore in {agent.path}"
 
 
@@ -279,7 +333,7 @@ def _install_done(agent: Agent, plan: Plan) -> str:
     if isinstance(plan, HooksPlan) and plan.path == agent.old_hooks_path:
         return f"took memstore's hooks out of {plan.path} (they belong in {agent.hooks_path})"
     if isinstance(plan, HooksPlan):
-        return f"added memstore's hooks ({_events(agent)}) to {plan.path}"
+        return f"added memstore's hooks ({', '.join(plan.events)}) to {plan.path}"
     return f"registered memstore in {agent.path}"
 
 
@@ -308,10 +362,9 @@ def _uninstall(agent: Agent, yes: bool, no_hooks: bool) -> None:
             what = "no memstore hooks in" if isinstance(plan, HooksPlan) else "memstore is not in"
             typer.echo(f"{agent.title}: {what} {plan.path}")
     pending = [p for p in plans if p.status in ("write", "delete")]
-    if not pending:
-        return
-    paths = " and ".join(str(p.path) for p in pending)
-    _confirm(f"Remove memstore from {paths}?", pending, yes)
+    if pending:
+        paths = " and ".join(str(p.path) for p in pending)
+        _confirm(f"Remove memstore from {paths}?", pending, yes)
     for plan in pending:
         backup = _write(plan)
         what = "memstore's hooks" if isinstance(plan, HooksPlan) else "memstore"
@@ -321,6 +374,8 @@ def _uninstall(agent: Agent, yes: bool, no_hooks: bool) -> None:
             + (gone if plan.status == "delete" else "")
             + (f" (backup: {backup})" if backup else "")
         )
+    if not no_hooks:
+        _forget_personal(agent)
 
 
 def _refuse_if_any(plans: list[Plan], no_hooks: bool) -> None:

@@ -6,13 +6,16 @@ HEAD, as `edit(<workspace>): …` with `Memstore-Source: editor` and no session 
 `revert --session` never undoes it). Sync and the watcher commit every outside edit, except
 a file whose new lines hold a credential: it stays uncommitted, with one warning naming it.
 While a person's git command is committing in the vault (`git commit` waiting in its
-editor), no edit is committed: their staged files are theirs to commit.
+editor), no edit is committed: their staged files are theirs to commit; and a writer of
+memstore's waits for it (`wait_for_git_commit`), since moving HEAD under it fails their commit.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
+from pathlib import Path
 
 from memstore.errors import VaultError
 from memstore.git import GitRepo, Trailers, git_committing_in, secret_message
@@ -22,6 +25,25 @@ from memstore.vault import Vault
 EDITOR = "editor"
 
 log = logging.getLogger(__name__)
+
+
+def wait_for_git_commit(root: Path, seconds: float) -> None:
+    """Wait up to `seconds` while a person's git command is committing in the vault.
+
+    Raises:
+        VaultError: it is still under way (a `git commit` with its editor open): memstore's
+            commit would move HEAD under it and git would refuse the person's commit.
+    """
+    deadline = time.monotonic() + seconds
+    while (pid := git_committing_in(root)) is not None:
+        if time.monotonic() >= deadline:
+            who = f" (git, pid {pid})" if pid else ""
+            raise VaultError(
+                f"a git commit is under way in {root}{who}: memstore waited {seconds:g} s and "
+                "wrote nothing, so as not to fail that commit; run the command again once it "
+                "has finished"
+            )
+        time.sleep(0.05)
 
 
 def commit_edits(vault: Vault, git: GitRepo, host: str, paths: Iterable[str] | None) -> list[str]:

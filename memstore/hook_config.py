@@ -57,6 +57,7 @@ class HooksPlan:
     status: str  # "write" | "unchanged" | "refused" | "delete" (nothing but ours was in it)
     reason: str = ""
     notes: tuple[str, ...] = ()  # hooks of the person's left alone, one line each
+    events: tuple[str, ...] = ()  # the events memstore's hooks are in once it is written
 
 
 def hook_command(exe: str, spec: HookSpec, source: str, vault: str = "") -> str:
@@ -204,36 +205,72 @@ def plan_add_hooks(
     exe: str,
     source: str,
     vault: str = "",
+    elsewhere: tuple[tuple[PurePath, str | None], ...] = (),
 ) -> HooksPlan:
     """Decide how to merge memstore's hooks into a settings file (`current`: None, no file).
 
-    An entry memstore wrote is updated in place (keys the person added to it stay); where the
-    person runs that memstore hook themselves, theirs is left as it is and ours is not added
-    (it would run twice), with a note; otherwise ours is appended to its event.
+    An entry memstore wrote is updated in place (keys the person added to it stay); where
+    that memstore hook already runs, from this file or from one of `elsewhere` (the other
+    settings files the agent merges with this one: their paths and texts), it is left as it
+    is and ours is not added (it would run twice), with a note; otherwise ours is appended.
     """
     block = json.dumps(render_hooks(specs, exe, source, vault), indent=2)
     data, reason = _parse(path, current)
     if data is None:
         return HooksPlan(path, block, None, "refused", reason)
     hooks = copy.deepcopy(data.get("hooks", {}))
-    notes = []
+    others = [(where, _hooks_of(text)) for where, text in elsewhere]
+    notes, events = [], []
     for spec in specs:
         command = hook_command(exe, spec, source, vault)
         existing = _our_hooks(hooks, spec, source)
         for hook in existing:
             hook["command"] = command
-        theirs = _their_hooks(hooks, spec)
-        if not existing and theirs:
+        theirs = [(c, "") for c in _their_hooks(hooks, spec)]
+        there = [(c, f" in {w}") for w, found in others for c in _their_hooks(found, spec)]
+        if existing and there:  # an older install added ours beside it: it ran twice
+            hooks = _drop_ours(hooks, spec, source)
             notes.append(
-                f"{spec.event} already runs your own {theirs[0]!r}: left as it is, "
+                f"{spec.event} already runs {there[0][0]!r}{there[0][1]}: memstore's "
+                f"{_event_name(spec)} hook taken out of {path} (it ran twice)"
+            )
+            continue
+        theirs += there
+        if not existing and theirs:
+            command_there, where = theirs[0]
+            whose = "memstore's" if is_ours(command_there, spec, source) else "your own"
+            notes.append(
+                f"{spec.event} already runs {whose} {command_there!r}{where}: left as it is, "
                 f"memstore's {_event_name(spec)} hook not added"
             )
-        elif not existing:
+            continue
+        if not existing:
             hooks.setdefault(spec.event, []).append(_group(spec, command))
+        events.append(spec.event)
+    done = tuple(dict.fromkeys(events))
     if hooks == data.get("hooks", {}):
-        return HooksPlan(path, block, None, "unchanged", notes=tuple(notes))
+        return HooksPlan(path, block, None, "unchanged", notes=tuple(notes), events=done)
     new_text = _dump({**data, "hooks": hooks}, like=current)
-    return HooksPlan(path, block, new_text, "write", notes=tuple(notes))
+    return HooksPlan(path, block, new_text, "write", notes=tuple(notes), events=done)
+
+
+def _drop_ours(hooks: dict[str, Any], spec: HookSpec, source: str) -> dict[str, Any]:
+    """Return `hooks` without memstore's entries for `spec`; a group or event left empty goes."""
+    kept: dict[str, Any] = {}
+    for event, groups in hooks.items():
+        if event not in (spec.event, *spec.also_in):
+            kept[event] = groups
+            continue
+        left = [g for g in (_without_ours(g, (spec,), source) for g in groups) if g is not None]
+        if left or not groups:
+            kept[event] = left
+    return kept
+
+
+def _hooks_of(text: str | None) -> dict[str, Any]:
+    """Return a settings text's hooks object; {} when it has none or does not parse."""
+    data, _ = _parse(PurePath(), text)
+    return {} if data is None else data.get("hooks", {})
 
 
 def plan_remove_hooks(

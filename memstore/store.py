@@ -45,7 +45,7 @@ from memstore.codec import (
 )
 from memstore.config import SEMANTIC_ON, Settings
 from memstore.contradictions import disagreement
-from memstore.edits import commit_edits
+from memstore.edits import commit_edits, wait_for_git_commit
 from memstore.errors import InvalidInputError, NotFoundError, SecretError, VaultError
 from memstore.faults import crash_point
 from memstore.git import (
@@ -471,11 +471,16 @@ class Store:
 
     def commit_edits(self, paths: Iterable[str] | None) -> list[str]:
         """Commit outside edits among `paths` (None: every file) on their own, before a write
-        of memstore's touches them (the caller holds the lock). Returns the commits made."""
+        of memstore's touches them (the caller holds the lock). Returns the commits made.
+        A person's `git commit` under way in the vault is waited for first (up to the lock
+        timeout): a commit of memstore's meanwhile would make theirs fail."""
         if paths is not None:
             paths = list(paths)
+            if not paths:
+                return []  # the caller touches no file: it commits nothing
             if len(paths) > 500:
                 paths = None  # git's status is cheaper than hashing this many files
+        wait_for_git_commit(self.vault.root, self.settings.lock_timeout)
         return commit_edits(self.vault, self.git, self.settings.host, paths)
 
     @property

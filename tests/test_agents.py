@@ -793,3 +793,76 @@ def test_uninstall_leaves_hooks_memstore_did_not_write(hermetic: Path, tmp_path:
     removed = agents_run("--uninstall", "claude-code", "--yes", home=hermetic, cwd=tmp_path)
     assert removed.returncode == 0 and "no memstore hooks in" in removed.stdout
     assert settings.read_text(encoding="utf-8") == text
+
+
+@pytest.mark.parametrize("where", ["project", "user"])
+def test_a_prompt_hook_of_the_persons_in_any_settings_claude_code_merges_is_not_doubled(
+    hermetic: Path, project: Path, where: str
+) -> None:
+    theirs = "memstore hook prompt --source mybot"
+    folder = project / ".claude" if where == "project" else hermetic / ".claude"
+    folder.mkdir()
+    settings = folder / "settings.json"
+    text = json.dumps(
+        {"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": theirs}]}]}}
+    )
+    settings.write_text(text, encoding="utf-8")
+    exclude = project / ".git" / "info" / "exclude"
+    exclude_text = exclude.read_text(encoding="utf-8")
+    run = agents_run("--install", "claude-code", "--yes", home=hermetic, cwd=project)
+    assert run.returncode == 0, run.stderr
+    assert (
+        f"UserPromptSubmit already runs your own {theirs!r} in {settings}: left as it is, "
+        "memstore's prompt hook not added"
+    ) in run.stdout
+    local = project / ".claude" / "settings.local.json"
+    data = json.loads(local.read_text(encoding="utf-8"))
+    assert "UserPromptSubmit" not in data["hooks"] and len(_commands(data, "Stop")) == 1
+    assert f"added memstore's hooks (SessionStart, Stop) to {local}" in run.stdout
+    assert "/.claude/settings.local.json" in exclude.read_text(encoding="utf-8")
+    listed = json.loads(agents_run("--json", home=hermetic, cwd=project).stdout)
+    assert {a["name"]: a["hooks"] for a in listed}["claude-code"] == "yes"  # theirs counts
+    removed = agents_run("--uninstall", "claude-code", "--yes", home=hermetic, cwd=project)
+    assert removed.returncode == 0, removed.stderr
+    assert settings.read_text(encoding="utf-8") == text and not local.exists()
+    assert exclude.read_text(encoding="utf-8") == exclude_text  # memstore's line went too
+
+
+def test_uninstall_takes_out_only_the_exclude_line_memstore_added(
+    hermetic: Path, project: Path
+) -> None:
+    exclude = project / ".git" / "info" / "exclude"
+    run = agents_run("--install", "claude-code", "--yes", home=hermetic, cwd=project)
+    assert run.returncode == 0, run.stderr
+    # the person's own lines, around memstore's and one just like it of theirs
+    exclude.write_text(
+        "/scratch\n" + exclude.read_text(encoding="utf-8") + "/.claude/settings.local.json\n",
+        encoding="utf-8",
+    )
+    removed = agents_run("--uninstall", "claude-code", "--yes", home=hermetic, cwd=project)
+    assert removed.returncode == 0, removed.stderr
+    left = exclude.read_text(encoding="utf-8")
+    assert left.startswith("/scratch\n") and left.endswith("\n/.claude/settings.local.json\n")
+    assert left.count("/.claude/settings.local.json") == 1 and "memstore" not in left
+
+
+def test_reinstall_takes_out_a_prompt_hook_an_older_install_added_beside_the_persons() -> None:
+    exe = str(EXE.resolve())
+    theirs = "memstore hook prompt --source mybot"
+    project = Path("/p/.claude/settings.json")
+    shared = json.dumps(
+        {"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": theirs}]}]}}
+    )
+    local = Path("/p/.claude/settings.local.json")
+    older = plan_add_hooks(local, None, CLAUDE_CODE_HOOKS, exe, "claude-code").new_text
+    again = plan_add_hooks(
+        local, older, CLAUDE_CODE_HOOKS, exe, "claude-code", elsewhere=((project, shared),)
+    )
+    assert again.status == "write" and again.new_text is not None
+    data = json.loads(again.new_text)
+    assert "UserPromptSubmit" not in data["hooks"] and len(_commands(data, "Stop")) == 1
+    assert again.events == ("SessionStart", "Stop")
+    assert again.notes == (
+        f"UserPromptSubmit already runs {theirs!r} in {project}: memstore's prompt hook taken "
+        f"out of {local} (it ran twice)",
+    )

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from memstore.config import Settings
-from memstore.errors import InvalidInputError, LockedError
+from memstore.errors import InvalidInputError, LockedError, VaultError
 from memstore.git import STALE_LOCK_S, git_committing_in
 from memstore.history import History
 from memstore.model import Memory
@@ -443,3 +443,78 @@ def test_without_proc_only_a_fresh_index_lock_reads_as_a_commit_under_way(
     os.utime(lock, (long_ago, long_ago))
     # a killed git's lock: it must not hold back every commit of hand edits for good
     assert git_committing_in(vault, no_proc) is None
+
+
+def _open_editor(vault: Path, tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
+    """Start a person's `git commit` whose editor stays open until the returned file exists."""
+    import sys
+
+    started, release = tmp_path / "editor-open", tmp_path / "editor-may-close"
+    editor = tmp_path / "editor.py"
+    editor.write_text(
+        "import pathlib, sys, time\n"
+        f"pathlib.Path({str(started)!r}).touch()\n"
+        "deadline = time.monotonic() + 60\n"
+        f"while not pathlib.Path({str(release)!r}).exists() and time.monotonic() < deadline:\n"
+        "    time.sleep(0.02)\n"
+        "pathlib.Path(sys.argv[1]).write_text('ops: the person commits their own file\\n')\n",
+        encoding="utf-8",
+    )
+    (vault / "ops").mkdir(exist_ok=True)
+    (vault / "ops" / "runbook.md").write_text("Restart the worker first.\n", encoding="utf-8")
+    git(vault, "add", "ops/runbook.md")
+    person = subprocess.Popen(
+        ["git", "commit"],
+        cwd=vault,
+        env={**os.environ, "GIT_EDITOR": f"{sys.executable} {editor}"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not started.exists():
+        assert time.monotonic() < deadline and person.poll() is None, "the editor never opened"
+        time.sleep(0.02)
+    return person, release
+
+
+def test_an_add_while_a_git_commit_waits_in_its_editor_waits_then_refuses_and_the_commit_succeeds(
+    vault: Path, tmp_path: Path
+) -> None:
+    person, release = _open_editor(vault, tmp_path)
+    before = git(vault, "rev-parse", "HEAD").strip()
+    with person, Store.open(replace(settings_at(vault), lock_timeout=0.3)) as store:
+        with pytest.raises(VaultError, match=r"a git commit is under way in .* \(git, pid \d+\)"):
+            store.add("staging deploys need an approval", workspace="ops")
+        assert git(vault, "rev-parse", "HEAD").strip() == before  # HEAD stays where git saw it
+        release.touch()
+        _, err = person.communicate(timeout=60)
+    assert person.returncode == 0, err  # before: "cannot lock ref 'HEAD'"
+    assert subjects(vault, 1) == ["ops: the person commits their own file"]
+
+
+def test_an_add_waits_for_a_git_commit_that_finishes_within_the_lock_timeout(
+    vault: Path, tmp_path: Path
+) -> None:
+    person, release = _open_editor(vault, tmp_path)
+    done: list[object] = []
+    with person, Store.open(settings_at(vault)) as store:
+        adding = threading.Thread(
+            target=lambda: done.append(
+                store.add("staging deploys need an approval", workspace="ops")
+            )
+        )
+        adding.start()
+        deadline = time.monotonic() + 30
+        while True:  # the add holds the vault's lock, waiting for the person's commit
+            with Vault(vault).try_lock() as free:
+                if not free:
+                    break
+            assert time.monotonic() < deadline and not done, "the add never took the lock"
+            time.sleep(0.01)
+        release.touch()
+        _, err = person.communicate(timeout=60)
+        adding.join(timeout=60)
+    assert person.returncode == 0, err
+    assert done and subjects(vault, 2)[1] == "ops: the person commits their own file"
+    assert subjects(vault, 1)[0].startswith("add(ops)")

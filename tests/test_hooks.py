@@ -421,3 +421,18 @@ def test_capture_names_a_trace_by_its_specific_words_and_gives_it_keywords(
     assert {"pg_dump", "postgresql-client-16", "restore"} <= set(memory.keywords)
     assert not {"found", "nightly", "container", "the"} & set(memory.keywords)
     assert 3 <= len(memory.keywords) <= 6
+
+
+@pytest.mark.parametrize(
+    ("raw", "got"),
+    [("hello, not json", "text that is not JSON ('hello, not json')"), ("[1, 2]", "a JSON list")],
+)
+def test_a_hook_fed_anything_but_a_json_object_says_so_in_one_line_and_exits_0(
+    vault: Path, raw: str, got: str
+) -> None:
+    # exit 0: an agent reads exit 2 from a prompt hook as "block this prompt"
+    done = hook("prompt", None, vault, raw=raw)
+    assert done.returncode == 0 and done.stdout == ""
+    assert done.stderr == (
+        f"memstore hook prompt: expected the agent's hook input, a JSON object, on stdin; got {got}\n"
+    )
