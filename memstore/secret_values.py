@@ -203,6 +203,7 @@ _REFERENCE = re.compile(r"[/~.<]|[$%]\{|\$\(|\{\{|#\{|[$%][A-Za-z_]\w*%?$")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _DIGEST = re.compile(r"(?i)(?:sha\d*|md5|blake2[bs]?|h1)[:-]")  # a digest names its algorithm
 _TIMESTAMP = re.compile(r"[\d:T.Z+-]+")
+_RESOURCE_NAME = re.compile(r"(?i)(?:arn|urn):[a-z0-9-]+:")
 
 
 def _entropy(value: str) -> float:
@@ -228,6 +229,8 @@ def looks_generated(value: str) -> bool:
     if len(value) < 16 or _REFERENCE.match(value) or "://" in value or _EMAIL.fullmatch(value):
         return False
     if is_stand_in_token(value) or _TIMESTAMP.fullmatch(value) or _DIGEST.match(value):
+        return False
+    if _RESOURCE_NAME.match(value):  # arn:aws:iam::123456789012:role/deploy names, holds nothing
         return False
     if re.fullmatch(r"[0-9a-fA-F-]+", value):  # hex, a UUID: a labelled one is a key
         digits = value.replace("-", "")

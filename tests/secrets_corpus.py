@@ -401,6 +401,10 @@ def _benign_makers(g: _Gen) -> list[Callable[[], str]]:
         lambda: f"aws_secret_access_key = {g.pick(*_AWS_EXAMPLES[2:])}",
         lambda: f"the docs use {g.pick(*_AWS_EXAMPLES)} as the example key",
         lambda: "class AbstractSingletonProxyFactoryBeanDefinitionRegistryPostProcessor",
+        lambda: (
+            "CI gets AWS access through OIDC (configure-aws-credentials@v4 with role-to-assume: "
+            f"arn:aws:iam::{g.rng.randrange(10**11, 10**12)}:role/{g.rng.choice(_WORDS)}-deploy)"
+        ),
         lambda: f"test_{'_'.join(g.rng.choice(_WORDS) for _ in range(6))}",
         lambda: (
             f"{g.pick('get', 'set', 'use')}{''.join(w.title() for w in g.rng.sample(_WORDS, 5))}"

@@ -252,3 +252,14 @@ def test_audit_scans_whole_files_front_matter_included(vault: Path) -> None:
     assert found.pop("srcsecret") == ["a GitHub token"]
     assert found.pop("extsecret") == ["a chat webhook"]
     assert len(found) == 1 and "a password in a URL" in next(iter(found.values()))
+
+
+def test_resource_names_beside_a_credential_word_are_stored() -> None:
+    # The shipped eval fixture held this and `memstore eval` failed: an ARN names a role, it
+    # holds no secret (found when issue 36's scanner met the full suite).
+    text = (
+        "CI authenticates to AWS via GitHub OIDC (`aws-actions/configure-aws-credentials@v4` "
+        "with `role-to-assume: arn:aws:iam::123456789012:role/gha-deploy`)."
+    )
+    assert find_secrets(text) == []
+    assert find_secrets("the token for urn:example:service:deploy-bot rotates weekly") == []
