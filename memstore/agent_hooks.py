@@ -80,15 +80,18 @@ def prompt_hook(store: Store, payload: Mapping[str, Any], cwd: str) -> list[str]
         return []
     scope = workspace_for(payload, store.vault.root, cwd)
     result = store.search(prompt, workspace=scope, k=5)
+    if not result.hits:  # one more search, only then: most prompts match some word here
+        return _elsewhere_note(store, prompt, scope)
     lines = context_lines(result)
     if not lines:
-        return _elsewhere_note(store, prompt, scope)
+        return []
     note = typo_note(store.indexer, prompt).strip()
     return [lines[0], f"({note})", *lines[1:]] if note else lines
 
 
 def _elsewhere_note(store: Store, prompt: str, scope: str | None) -> list[str]:
-    """Return the one line that says other workspaces hold confident matches, if they do."""
+    """Return the one line that says other workspaces hold confident matches, if they do
+    (asked when nothing in `scope` matched at all)."""
     from memstore.tools import RECALL_ALL, look_elsewhere
 
     elsewhere = look_elsewhere(store, None, prompt, scope, command=RECALL_ALL, confident=True)

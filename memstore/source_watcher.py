@@ -78,10 +78,22 @@ class SourceWatcher:
         self._thread: threading.Thread | None = None
         self.refreshed = 0  # roots re-ingested (for tests and status)
 
-    def start(self) -> SourceWatcher:
-        """Watch the ingested roots and chunk what changed while nothing watched; both are
-        done when this returns, so a daemon answers its first recall with current code."""
+    def start(self, *, wait: bool = True) -> SourceWatcher:
+        """Watch the ingested roots and chunk what changed while nothing watched. With `wait`
+        (the daemon, `watch`) both are done when this returns, so the first recall answered
+        sees current code; without (`serve`, which must answer `initialize` at once) the
+        catch-up runs first thing in the background thread."""
         self._observer.start()
+        if wait:
+            self._catch_up()
+        self._thread = threading.Thread(
+            target=self._run, args=(not wait,), name="memstore-sources", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def _catch_up(self) -> None:
+        """Chunk what changed while nothing watched (re-chunking a lost index takes minutes)."""
         self._look()
         try:
             self.store.refill_sources()  # roots a deletion or a killed run left unchunked
@@ -91,9 +103,6 @@ class SourceWatcher:
             if not self._refresh(path, wait=CATCH_UP_WAIT_S):
                 now = time.monotonic()  # another process keeps writing: the thread retries
                 self._changed.setdefault(path, (now, now))
-        self._thread = threading.Thread(target=self._run, name="memstore-sources", daemon=True)
-        self._thread.start()
-        return self
 
     def stop(self) -> None:
         self._stop.set()
@@ -104,7 +113,12 @@ class SourceWatcher:
         self._observer.join(timeout=10)
         self._thread.join(timeout=30)
 
-    def _run(self) -> None:
+    def _run(self, catch_up: bool = False) -> None:
+        if catch_up:
+            try:
+                self._catch_up()
+            except Exception:  # the shell's outer loop: log it and keep watching
+                log.exception("unexpected error while chunking the ingested roots")
         next_look = time.monotonic() + LOOK_EVERY_S
         while not self._stop.is_set():
             now = time.monotonic()

@@ -67,6 +67,7 @@ UNREADABLE = "unreadable"
 NOT_UTF8 = "name not UTF-8"
 
 log = logging.getLogger(__name__)
+_warned: set[str] = set()  # names said not UTF-8 in this process (a search walks again and again)
 # Never follow a symlink swapped in after lstat, never block on a FIFO (both absent on Windows).
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
@@ -123,7 +124,10 @@ def walk_sources(
             continue  # git's index may still hold it, but git sees it as deleted: so do we
         if not path.isascii() and not is_utf8_name(path):
             # the index and the chunk table hold text: such a path cannot be stored or shown
-            log.warning("skipped %s: its name is not UTF-8", escape_name(str(root / path)))
+            name = escape_name(str(root / path))
+            if name not in _warned:
+                _warned.add(name)
+                log.warning("skipped %s: its name is not UTF-8", name)
             skipped[NOT_UTF8] += 1
             continue
         found = _inspect(prefix, path, max_bytes, known or {})

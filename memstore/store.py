@@ -117,6 +117,9 @@ UNHINTED = ("core", "trace")  # kinds never named as the memory a new one contra
 EMBED_BATCH = 64
 EMBED_NOTICE = 500
 MAX_KEYWORD_CHARS = 64
+# With no watcher, a search walks the ingested trees for changed code (~40 ms at 3,000
+# files): the first search of a process does, then at most one every this many seconds.
+SOURCES_REFRESH_S = 2.0
 log = logging.getLogger(__name__)
 REPLICA = "replica"  # state file: this clone's name in per-replica counters, and its path
 WRITING = "writing"  # state file: paths a writer is between writing and committing
@@ -285,6 +288,8 @@ class Store:
         self._index_timer: threading.Timer | None = None
         self._index_due = 0.0  # when git's index is staged: writes paused, or lag too long
         self._index_since = 0.0
+        self._sources_refreshed: float | None = None  # monotonic time of a search's walk
+        self._replica: str | None = None  # this clone's name in seen_by/recalled_by, once read
         vault.on_lock = self._heal
 
     @classmethod
@@ -557,7 +562,7 @@ class Store:
             if ingested(self.vault.state_dir) and not self.vault.is_watched():
                 # no watcher chunks changed code (no daemon): this reader does, unless a
                 # writer holds the code index right now (readers never wait for it)
-                self.refresh_sources()
+                self._refresh_sources_now_and_then()
         # with the semantic view on, each view's first SEMANTIC_DEPTH are fused, then cut to k
         depth = max(k, SEMANTIC_DEPTH) if self.settings.semantic else k
         try:
@@ -656,6 +661,16 @@ class Store:
         for root in code.roots():
             if Path(root.path).is_dir():
                 code.refresh(root, wait=wait, refill=False)
+
+    def _refresh_sources_now_and_then(self) -> None:
+        """Refresh the ingested roots at this process's first search, then at most once
+        every SOURCES_REFRESH_S: a walk stats every file, so searches in a row share one."""
+        now = time.monotonic()
+        last = self._sources_refreshed
+        if last is not None and now - last < SOURCES_REFRESH_S:
+            return
+        self._sources_refreshed = now
+        self.refresh_sources()
 
     def refill_sources(self) -> None:
         """Chunk ingested roots the code index lacks (deleted, or a killed run's)."""
@@ -1115,10 +1130,11 @@ class Store:
         memstore's change is merged into it by the merge rules instead of overwriting it.
         If the commit fails, the file is put back as it was: a failed write changes nothing.
         A file a person left holding a credential is refused before anything is written
-        (SecretError), unless `allow_secret` (a person's `add --allow-secret`).
+        (SecretError), even with `allow_secret`: a person's `add --allow-secret` vouches for
+        the add's own text, never for another uncommitted edit of the file.
         """
         trailers = Trailers(source, self.settings.session, self.settings.host)
-        held = {} if allow_secret else self.git.secrets_among([path])
+        held = self.git.secrets_among([path])
         if held:
             raise SecretError(secret_message(path, held[path]))
         self.commit_edits([path])
@@ -1264,15 +1280,19 @@ class Store:
         The host's name and a random tag, kept under .memstore/state with the vault's path:
         two clones on one host, or a vault copied elsewhere, count apart. A new name is
         always safe (its entry starts at 0); only two clones sharing one would lose a count.
+        The path is compared resolved: a vault reached through a symlink, or spelled another
+        way, keeps its name (each new one would add an entry to every memory it counts).
         """
-        root = str(self.vault.root)
+        if self._replica is not None:
+            return self._replica
+        root = os.path.realpath(self.vault.root)
         name, _, where = self.vault.read_state(REPLICA).partition(" ")
-        if name and where == root:
-            return name
-        host = re.sub(r"[^a-z0-9.-]+", "-", self.settings.host.lower()).strip("-.") or "host"
-        tag = base64.b32encode(os.urandom(5)).decode("ascii").lower()[:4]
-        name = f"{host[:40]}-{tag}"
-        self.vault.write_state(REPLICA, f"{name} {root}")
+        if not name or os.path.realpath(where) != root:
+            host = re.sub(r"[^a-z0-9.-]+", "-", self.settings.host.lower()).strip("-.") or "host"
+            tag = base64.b32encode(os.urandom(5)).decode("ascii").lower()[:4]
+            name = f"{host[:40]}-{tag}"
+            self.vault.write_state(REPLICA, f"{name} {root}")
+        self._replica = name
         return name
 
     def _flush_usage_locked(self) -> int:
@@ -1317,7 +1337,7 @@ class Store:
                         self.trailers,
                         add=tuple(files),
                     )
-                except VaultError:
+                except (VaultError, SecretError):  # a refused commit leaves nothing written
                     for path, old in befores.items():
                         self._put_back(path, old)
                     raise

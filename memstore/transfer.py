@@ -16,7 +16,7 @@ from typing import Any
 
 from memstore import __version__
 from memstore.codec import content_hash, parse_memory, render_memory
-from memstore.errors import InvalidInputError, VaultError
+from memstore.errors import InvalidInputError, SecretError, VaultError
 from memstore.faults import crash_point
 from memstore.git import Trailers
 from memstore.indexer import Progress
@@ -171,7 +171,12 @@ def import_files(
             # one `git revert` undoes it
             if origins:
                 crash_point("import-written")
-                _commit_import(store, origins, workspace, source)
+                try:
+                    _commit_import(store, origins, workspace, source)
+                except (VaultError, SecretError):  # refused: no file left written, uncommitted
+                    for path in origins:
+                        store.vault.path(path).unlink(missing_ok=True)
+                    raise
             store.note_writing({})
         store.catch_up_locked(workspace)  # one index update, not one per memory
     step(len(pieces), len(pieces))

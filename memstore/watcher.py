@@ -148,9 +148,10 @@ class Watcher:
             self._observer.start()
         except OSError as err:  # the vault (or a folder of it) removed as watching began
             raise VaultError(f"cannot watch {root}: {err.strerror or err}") from err
-        # code changed while nothing watched is chunked first: the vault's watcher then
+        # code changed while nothing watched is chunked first (with `wait`: `serve` answers
+        # `initialize` at once and chunks it in the background): the vault's watcher then
         # announces itself (`watching`), and readers rely on it for code too
-        self.sources.start()
+        self.sources.start(wait=wait)
         self._thread = threading.Thread(target=self._run, name="memstore-watcher", daemon=True)
         self._thread.start()
         if wait:

@@ -210,3 +210,19 @@ def test_each_clone_and_each_copy_of_a_vault_counts_under_its_own_name(
     shutil.copytree(store.vault.root, copy)  # .memstore/ and all
     with Store.open(settings_at(copy)) as copied:
         assert copied.replica() != name
+
+
+def test_a_vault_reached_through_a_symlink_and_its_real_path_keeps_one_name(
+    vault: Path, tmp_path: Path
+) -> None:
+    linked = tmp_path / "linked-vault"
+    linked.symlink_to(vault)
+    with Store.open(settings_at(vault)) as store:
+        added = store.add("upload 413 is nginx client_max_body_size", workspace="global")
+        name = store.replica()
+    for path in (linked, vault, linked):  # --vault one way, MEMSTORE_VAULT the other
+        with Store.open(settings_at(path)) as store:
+            assert store.replica() == name
+            store.add("upload 413 is nginx client_max_body_size", workspace="global")
+    memory = parse_memory((vault / added.path).read_text(encoding="utf-8"), path=added.path)
+    assert (memory.seen, memory.seen_by) == (4, ((name, 3),))  # the add itself: unattributed

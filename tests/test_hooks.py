@@ -436,3 +436,34 @@ def test_a_hook_fed_anything_but_a_json_object_says_so_in_one_line_and_exits_0(
     assert done.stderr == (
         f"memstore hook prompt: expected the agent's hook input, a JSON object, on stdin; got {got}\n"
     )
+
+
+def test_prompt_hook_searches_once_when_its_workspace_matches_some_word(
+    vault: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Most prompts share a word with some memory (weak hits, never shown): the hook then
+    answers from its one search. Only when nothing in its workspace matches at all does it
+    search every workspace to say what others hold."""
+    from memstore.agent_hooks import prompt_hook
+
+    with Store.open(settings_at(vault)) as store:
+        store.add("nginx 413: raise client_max_body_size for uploads", workspace="infra")
+        store.add("kubernetes ingress annotations live in the chart values", workspace="webshop")
+        searches: list[str | None] = []
+        search = store.search
+
+        def counted(query: str, **kwargs: object) -> object:
+            searches.append(kwargs.get("workspace"))  # type: ignore[arg-type]
+            return search(query, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(store, "search", counted)
+        payload = {"cwd": str(project), "prompt": "nginx 413 on uploads behind the ingress"}
+        assert prompt_hook(store, payload, str(project)) == []  # a weak hit here: silent
+        assert searches == ["webshop"]
+        searches.clear()
+        payload = {"cwd": str(project), "prompt": "nginx 413 on uploads"}
+        assert prompt_hook(store, payload, str(project)) == [
+            "(memstore: no memory of webshop or global matches; "
+            '1 match in other workspaces: memory_recall with workspace "all" shows them)'
+        ]
+        assert searches == ["webshop", None]

@@ -724,3 +724,98 @@ def test_a_watcher_chunks_code_changed_while_nothing_watched_before_it_starts_an
             assert [h.path for h in hits][:1] == ["billing/webhooks.py:17-18"]
         finally:
             watcher.stop()
+
+
+def test_searches_in_a_row_with_no_watcher_walk_the_ingested_trees_once(
+    vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search with no watcher chunks changed code itself, but a walk stats every file of
+    every tree: the first search of a process walks, the next ones within a few seconds
+    do not (they cost what a search costs, not what the tree's size costs)."""
+    from memstore import codebase
+    from memstore import store as store_module
+
+    repo = make_repo(tmp_path / "webshop", {"billing/webhooks.py": BILLING})
+    walks: list[Path] = []
+    real_walk = codebase.walk_sources
+
+    def counted(root: Path, **kwargs: object) -> sources.Walk:
+        walks.append(root)
+        return real_walk(root, **kwargs)  # type: ignore[arg-type]
+
+    with Store.open(settings_at(vault)) as store:
+        store.ingest(repo, "webshop")
+        monkeypatch.setattr(codebase, "walk_sources", counted)
+        source = repo / "billing" / "webhooks.py"
+        with source.open("a", encoding="utf-8") as out:
+            out.write("\n\ndef reconcile_refund_ledger_qx(amount):\n    return amount\n")
+        assert store.search("reconcile_refund_ledger_qx").hits  # the first search walks
+        for _ in range(5):
+            store.search("reconcile_refund_ledger_qx")
+        assert len(walks) == 1
+        with source.open("a", encoding="utf-8") as out:
+            out.write("\n\ndef settle_chargeback_batch_qx(amount):\n    return amount\n")
+        # some seconds later, the next search walks again and finds the new code
+        assert store._sources_refreshed is not None
+        store._sources_refreshed -= store_module.SOURCES_REFRESH_S
+        hits = store.search("settle_chargeback_batch_qx").hits
+        assert len(walks) == 2
+        assert "settle_chargeback_batch_qx" in hits[0].content
+
+
+def test_a_source_name_not_utf8_is_warned_about_once_per_process(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    tree = tmp_path / "src"
+    tree.mkdir()
+    (tree / "good.py").write_text("def frobnicate_widget():\n    return 42\n", encoding="utf-8")
+    with open(os.path.join(os.fsencode(tree), b"bad-\xff.py"), "w", encoding="utf-8") as out:
+        out.write("def badly_named():\n    pass\n")
+    with caplog.at_level("WARNING", logger="memstore.sources"):
+        for _ in range(3):
+            walk = sources.walk_sources(tree)
+            assert walk.skipped == {sources.NOT_UTF8: 1}
+    assert [r.getMessage() for r in caplog.records] == [
+        f"skipped {tree.resolve()}/bad-\\xff.py: its name is not UTF-8"
+    ]
+
+
+def test_serve_answers_initialize_at_once_and_chunks_code_changed_while_down_behind_it(
+    vault: Path, tmp_path: Path
+) -> None:
+    """`serve` starts from an agent with a start-up timeout: the catch-up of code edited
+    while nothing watched (up to CATCH_UP_WAIT_S per root waiting for another writer, or
+    minutes re-chunking a lost index) runs behind `initialize`, not before it."""
+    from memstore.codebase import LOCK_FILE
+    from memstore.source_watcher import CATCH_UP_WAIT_S
+    from memstore.vault import try_flock
+
+    repo = make_repo(tmp_path / "webshop", {"billing/webhooks.py": BILLING})
+    ingest(vault, str(repo), "-w", "webshop")
+    with (repo / "billing" / "webhooks.py").open("a", encoding="utf-8") as out:
+        out.write("\n\ndef reconcile_refund_ledger_qx(amount):\n    return amount\n")
+    held = (vault / ".memstore" / LOCK_FILE).open("a+b")  # another process writing code
+    assert try_flock(held)
+
+    async def go() -> list[dict[str, object]]:
+        started = time.monotonic()
+        async with Client(stdio(vault, cwd=repo)) as client:
+            assert time.monotonic() - started < CATCH_UP_WAIT_S / 2
+            held.close()  # the other writer is done: the catch-up goes on behind
+
+            async def recall() -> list[dict[str, object]]:
+                result = await client.call_tool(
+                    "memory_recall", {"query": "reconcile_refund_ledger_qx", "workspace": "webshop"}
+                )
+                return list((result.structured_content or {}).get("results", []))
+
+            deadline = time.monotonic() + 30
+            while not (found := await recall()) and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            return found
+
+    try:
+        found = asyncio.run(go())
+    finally:
+        held.close()
+    assert found and found[0]["ref"] == "billing/webhooks.py:17-18", found

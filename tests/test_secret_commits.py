@@ -145,3 +145,58 @@ def test_memstore_edit_that_pastes_a_token_is_left_uncommitted_in_the_file(
     assert "a GitHub token" in done.stderr and TOKEN not in done.stderr
     assert head(vault) == before and TOKEN not in _subjects(vault)
     assert TOKEN in path.read_text(encoding="utf-8")  # the person's text stays, uncommitted
+
+
+# A clone's name in the counters comes from its host's: one shaped like a Slack token makes
+# every counter line a usage flush writes look like one (fake, in Slack's shape).
+SLACK_HOST = "xoxb-4f9a2c8e1b7d3f6a0c5e9b2d8f1a7c3e"
+
+
+def test_a_usage_flush_whose_commit_is_refused_leaves_no_file_written(vault: Path) -> None:
+    with Store.open(settings_at(vault)) as store:
+        added = store.add("upload 413 is nginx client_max_body_size", workspace="global")
+    path = vault / added.path
+    before_bytes, before_head = path.read_bytes(), head(vault)
+    settings = Settings(vault=vault, source="test", session="test-session", host=SLACK_HOST)
+    with Store.open(settings) as store:
+        store.recall("nginx 413", workspace="global", record_usage=True)
+        with pytest.raises(SecretError, match="a Slack token"):
+            store.flush_usage()
+    assert head(vault) == before_head
+    assert path.read_bytes() == before_bytes  # put back, not left written and uncommitted
+    assert git(vault, "status", "--porcelain") == ""
+
+
+def test_an_import_whose_commit_is_refused_leaves_no_file_written(
+    vault: Path, tmp_path: Path
+) -> None:
+    from memstore.transfer import import_files
+
+    notes = tmp_path / "AGENTS.md"
+    notes.write_text("- Run the tests with make test.\n- Deploys need approval.\n", "utf-8")
+    before_head = head(vault)
+    # the source a memory records is scanned with the rest of its file
+    settings = Settings(vault=vault, source=SLACK_HOST, session="test-session", host="h")
+    with Store.open(settings) as store, pytest.raises(SecretError, match="a Slack token"):
+        import_files(store, [notes], workspace="global", whole_file=False, dry_run=False)
+    assert head(vault) == before_head
+    assert git(vault, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_add_allow_secret_never_commits_a_persons_edit_held_back_for_a_credential(
+    vault: Path,
+) -> None:
+    with Store.open(settings_at(vault)) as store:
+        added = store.add("staging deploys need approval", workspace="global")
+    path = vault / added.path
+    # a person's note in the front matter (the body, so the duplicate, unchanged): held back
+    path.write_text(
+        path.read_text("utf-8").replace("kind: note\n", f"kind: note\n# ci uses {TOKEN}\n"), "utf-8"
+    )
+    before_head = head(vault)
+    done = cli(vault, "add", "staging deploys need approval", "--allow-secret")
+    assert done.returncode == 1, done.stdout
+    assert "a GitHub token" in done.stderr
+    assert head(vault) == before_head
+    assert TOKEN not in _subjects(vault) and TOKEN not in git(vault, "show", "HEAD:" + added.path)
+    assert TOKEN in path.read_text("utf-8")  # the person's edit is still there
