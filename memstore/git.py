@@ -1298,11 +1298,44 @@ def git_committing_in(root: Path, proc: Path = Path("/proc")) -> int | None:
         except OSError:
             return None
         return 0 if age < STALE_LOCK_S else None
+    if not _git_may_be_committing(root / ".git"):
+        return None
     ours = _ancestors()  # a git hook running memstore: its own git is not in the way
     for pid, args in _git_processes_at(root, proc):
         if pid not in ours and _subcommand(args) in _COMMITTING:
             return pid
     return None
+
+
+# What git writes before it opens an editor or stops part-way (and HEAD's log moves after).
+_UNDER_WAY = (
+    "COMMIT_EDITMSG",
+    "MERGE_MSG",
+    "MERGE_HEAD",
+    "CHERRY_PICK_HEAD",
+    "REVERT_HEAD",
+    "rebase-merge",
+    "rebase-apply",
+    "index.lock",
+)
+
+
+def _git_may_be_committing(git_dir: Path) -> bool:
+    """Tell cheaply (a few stats) whether a git command may be committing: one of the files
+    it writes first is newer than HEAD's log, which a finished commit moves last. Reading
+    every process in /proc costs milliseconds, and every memstore write asks. Strictly newer:
+    `git commit -m` writes COMMIT_EDITMSG within the same clock tick as its reflog line."""
+    try:
+        finished = (git_dir / "logs" / "HEAD").stat().st_mtime_ns
+    except OSError:
+        return True  # no reflog to compare with: ask the process table
+    for name in _UNDER_WAY:
+        try:
+            if (git_dir / name).stat().st_mtime_ns > finished:
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def git_running_in(root: Path) -> bool:

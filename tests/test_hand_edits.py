@@ -518,3 +518,17 @@ def test_an_add_waits_for_a_git_commit_that_finishes_within_the_lock_timeout(
     assert person.returncode == 0, err
     assert done and subjects(vault, 2)[1] == "ops: the person commits their own file"
     assert subjects(vault, 1)[0].startswith("add(ops)")
+
+
+def test_no_git_command_under_way_is_told_without_reading_the_process_table(
+    vault: Path,
+) -> None:
+    from memstore.git import _git_may_be_committing
+
+    git(vault, "commit", "-q", "--allow-empty", "-m", "a finished commit")
+    assert not _git_may_be_committing(vault / ".git")  # every write asks: a few stats, no /proc
+    message = vault / ".git" / "COMMIT_EDITMSG"
+    message.write_text("a message being written\n", encoding="utf-8")
+    later = (vault / ".git" / "logs" / "HEAD").stat().st_mtime_ns + 10**9  # past the clock tick
+    os.utime(message, ns=(later, later))
+    assert _git_may_be_committing(vault / ".git")  # what `git commit` writes before its editor
