@@ -378,13 +378,13 @@ def sync_lines(outcome: SyncOutcome, flushed: int, caught_up: CatchUp) -> list[s
         lines.append(f"committed edits made outside memstore ({outcome.committed_edits[:8]})")
     if flushed:
         lines.append(f"wrote recall counters of {count(flushed, 'memory', 'memories')}")
-    lines.append(
-        {
-            "up to date": "already up to date with the remote",
-            "fast-forward": "pulled the remote's changes",
-            "merged": f"merged the remote's changes ({outcome.merge_commit[:8]})",
-        }.get(outcome.merge, outcome.merge)
-    )
+    pulled = {
+        "up to date": "nothing new on the remote",  # "pushed" may follow: not "up to date"
+        "fast-forward": "pulled the remote's changes",
+        "merged": f"merged the remote's changes ({outcome.merge_commit[:8]})",
+    }.get(outcome.merge, "" if outcome.rebased is not None else outcome.merge)
+    if pulled:  # a re-base onto a purged history says what happened below
+        lines.append(pulled)
     for path in outcome.conflicts:
         lines.append(f"  both versions kept (conflict: true): {path}")
     if outcome.purged_remote:

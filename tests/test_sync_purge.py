@@ -117,6 +117,7 @@ def test_a_purge_is_finished_on_the_remote_and_no_machine_brings_it_back(two: Pa
     b.add("Added on B after the purge, not pushed yet")
     synced = b.sync()
     assert "rewritten to purge memory" in synced.stdout and secret["id"] in synced.stdout
+    assert "re-based" not in synced.stdout.splitlines(), synced.stdout  # a bare word, once
     assert not (b.root / secret["path"]).exists()
     assert SECRET not in history_text(two.remote)
     assert b"bluefin" not in every_object(b.root / ".git")  # the old objects are gone on B too
