@@ -82,12 +82,10 @@ def absolute_url(url: str, cwd: Path) -> str:
 
     git reads a relative path in a remote's URL from the vault, not from where `remote add`
     ran, so a path is resolved against `cwd` (the caller's); URLs (scheme://, host:path) and
-    absolute paths are kept as given."""
-    if "://" in url or _SCP_LIKE.match(url):
-        return url
-    path = Path(url).expanduser()
-    if path.is_absolute():
-        return url
+    absolute paths (and ~ paths) are kept as given."""
+    path = Path(url)
+    if "://" in url or _SCP_LIKE.match(url) or url.startswith("~") or path.is_absolute():
+        return url  # ~: the shell's to expand (only the shells read the home directory)
     if not (cwd / path).exists():
         raise InvalidInputError(
             f"no such path {url!r} from {cwd}; give the remote repository's URL, or "
