@@ -1,7 +1,7 @@
 """The search engine: Whoosh BM25F over documents plus an entity table. Knows nothing of files."""
 
-from index.analysis import make_analyzer, query_terms
-from index.engine import (
+from .analysis import make_analyzer, query_terms
+from .engine import (
     Document,
     IndexHit,
     Part,
@@ -14,7 +14,7 @@ from index.engine import (
     usable_cores,
     write_part,
 )
-from index.entities import extract_entities
+from .entities import extract_entities
 
 __all__ = [
     "Document",

@@ -24,8 +24,8 @@ from whoosh import formats
 from whoosh.system import pack_uint
 from whoosh.writing import SegmentWriter
 
-from index.analysis import WordCachedAnalyzer
-from index.storage import length_column
+from .analysis import WordCachedAnalyzer
+from .storage import length_column
 
 # One term's postings: document numbers, weights and encoded values, in document order.
 Postings = tuple[list[int], list[float], list[bytes]]

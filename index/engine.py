@@ -34,10 +34,10 @@ from whoosh.query import Prefix, Term
 from whoosh.reading import SegmentReader, TermNotFound
 from whoosh.writing import LockError
 
-from index.analysis import make_analyzer, query_terms, term_sources
-from index.bulk import TermWriter
-from index.entities import extract_entities
-from index.scoring import (
+from .analysis import make_analyzer, query_terms, term_sources
+from .bulk import TermWriter
+from .entities import extract_entities
+from .scoring import (
     SCORED_FIELDS,
     LiveStats,
     PostingCache,
@@ -47,8 +47,8 @@ from index.scoring import (
     score,
     segment_id,
 )
-from index.storage import read_in_place
-from index.typos import StandIn, max_distance, near_terms, nearest_surface, ranked
+from .storage import read_in_place
+from .typos import StandIn, max_distance, near_terms, nearest_surface, ranked
 
 read_in_place()
 

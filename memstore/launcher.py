@@ -1,7 +1,7 @@
 """The `memstore` executable: search, add and hook take the lean path, everything else typer.
 
-search and add ask the vault's daemon first (memstore/client.py); when none answers they
-run in this process through the same function (memstore/lean.py), so both print the same.
+search and add ask the vault's daemon first (memstore/ops/client.py); when none answers they
+run in this process through the same function (memstore/ops/lean.py), so both print the same.
 A re-ingest asks a running daemon too; without one, the typer command runs it here.
 Until then this process imports only the client: no logging, no store, no Whoosh.
 """
@@ -25,22 +25,22 @@ def main() -> None:
     if argv[:1] not in LONG_RUNNING:
         _end_quietly_on_a_closed_pipe()
     if argv[:1] == ["hook"] and not {"-h", "--help"} & set(argv):
-        from memstore.agent_hooks import main as hook_main
+        from memstore.ops.hooks import main as hook_main
 
         sys.exit(hook_main(argv[1:]))
     if argv[:1] == ["serve"]:
-        from memstore.mcp_server import main as serve_main  # through the daemon; None: typer
+        from memstore.mcp.server import main as serve_main  # through the daemon; None: typer
 
         served = serve_main(argv[1:])
         if served is not None:
             sys.exit(served)
     if argv[:1] == ["daemon"]:
-        from memstore.daemon import run_from_command_line
+        from memstore.daemon.server import run_from_command_line
 
         status = run_from_command_line(argv[1:], os.environ, _cwd())
         if status is not None:
             sys.exit(status)
-    from memstore.cli import main as cli_main
+    from memstore.cli.app import main as cli_main
 
     sys.argv[1:] = argv
     cli_main()
@@ -52,11 +52,11 @@ def _run_lean(op: str, argv: list[str]) -> None:
 
     A search answered by the daemon imports the client and nothing else of memstore.
     """
-    from memstore import client
+    from memstore.ops import client
 
     stdin = b""
     if op == "add":
-        from memstore.lean import wants_stdin
+        from memstore.ops.lean import wants_stdin
 
         stdin = _read_stdin() if wants_stdin(op, argv) else b""
     cwd = _cwd()
@@ -69,7 +69,7 @@ def _run_lean(op: str, argv: list[str]) -> None:
     if (reply is None or reply.status is None) and op == "ingest":
         return  # the typer command ingests here, with its progress bar
     if reply is None or reply.status is None:
-        from memstore import lean
+        from memstore.ops import lean
 
         _set_up_logging()
         _end_quietly_on_a_closed_pipe()
@@ -130,7 +130,7 @@ def _set_up_process() -> None:
         os.environ.setdefault("MEMSTORE_EXECUTABLE", program)
     crash_at = os.environ.get("MEMSTORE_CRASH_AT", "")
     if crash_at:
-        from memstore.faults import arm
+        from memstore.core.faults import arm
 
         arm(crash_at)
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from memstore.config import Settings
-from memstore.store import Store, init_vault
+from memstore.core.config import Settings
+from memstore.service.store import Store, init_vault
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_VAULT = REPO_ROOT / "sample-vault"

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memstore.agents import apply_install, find_agents, plan_install
-from memstore.hook_config import (
+from memstore.agents.hook_config import (
     CLAUDE_CODE_HOOKS,
     HookSpec,
     hook_command,
@@ -23,7 +22,8 @@ from memstore.hook_config import (
     plan_remove_hooks,
     render_hooks,
 )
-from memstore.hook_config import CODEX_HOOKS as CODEX_HOOKS_SPECS
+from memstore.agents.hook_config import CODEX_HOOKS as CODEX_HOOKS_SPECS
+from memstore.agents.install import apply_install, find_agents, plan_install
 from tests.conftest import git
 
 EXE = Path(sys.executable).with_name("memstore")

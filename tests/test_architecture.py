@@ -8,16 +8,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SHELLS = {
-    "cli.py",
-    "lean.py",
+    "cli/app.py",
+    "ops/lean.py",
     "launcher.py",
     "__main__.py",
-    "agent_hooks.py",
-    "mcp_server.py",
-    "watcher.py",
-    "upkeep.py",
-    "agents_cli.py",
-    "ingest_cli.py",
+    "ops/hooks.py",
+    "mcp/server.py",
+    "daemon/watcher.py",
+    "cli/upkeep.py",
+    "agents/commands.py",
+    "cli/ingest.py",
 }
 AMBIENT = re.compile(r"os\.environ|os\.getenv|Path\.home\(|Path\.cwd\(|os\.getcwd\(|expanduser\(")
 
@@ -25,14 +25,14 @@ AMBIENT = re.compile(r"os\.environ|os\.getenv|Path\.home\(|Path\.cwd\(|os\.getcw
 def test_only_shells_read_the_environment_home_or_current_directory() -> None:
     offenders = []
     for path in [*(ROOT / "memstore").rglob("*.py"), *(ROOT / "index").rglob("*.py")]:
-        if path.name in SHELLS:
+        if path.relative_to(ROOT).as_posix().removeprefix("memstore/") in SHELLS:
             continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             code = line.split("#", 1)[0]
             if AMBIENT.search(code):
                 offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     # config.py receives the environment as an argument; it may expand '~' in a path it was given.
-    assert [o for o in offenders if not o.startswith("memstore/config.py")] == []
+    assert [o for o in offenders if not o.startswith("memstore/core/config.py")] == []
 
 
 def test_index_package_imports_nothing_from_memstore() -> None:
@@ -58,7 +58,7 @@ def test_lean_search_path_does_not_import_typer_pydantic_pygit2_or_yaml() -> Non
     import sys
 
     code = (
-        "import sys; import memstore.lean, memstore.store;"
+        "import sys; import memstore.ops.lean, memstore.service.store;"
         "print(sorted(m for m in ('typer', 'pydantic', 'pygit2', 'yaml', 'mcp', 'watchdog') if m in sys.modules))"
     )
     out = subprocess.run(

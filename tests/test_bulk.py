@@ -1,6 +1,6 @@
 """The term writer writes the very segment files Whoosh's own writer writes from the same documents.
 
-Both write their posting blocks through `index.storage`'s block writer (importing `index`
+Both write their posting blocks through `memstore.index.storage`'s block writer (importing `index`
 installs it), so what is compared is how postings are gathered and handed over.
 """
 
@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from whoosh import index as whoosh_index
 from whoosh.writing import SegmentWriter
 
-from index import Document
-from index.bulk import TermWriter
-from index.engine import _fields, _merge_small_segments, _schema
+from memstore.index import Document
+from memstore.index.bulk import TermWriter
+from memstore.index.engine import _fields, _merge_small_segments, _schema
 
 WORDS = ["nginx", "upload", "deploy", "kafka", "redis", "retries", "retry", "Ünïcode", "über"]
 WORDS += ["snake_case_name", "camelCaseName", "v2.3.1", "nginx.conf", "the", "a", "42"]

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memstore.chunking import Chunk, chunk_source, language_of, prose, tree_sitter_languages
+from memstore.catalog.chunking import Chunk, chunk_source, language_of, prose, tree_sitter_languages
 
 ALL_LANGUAGES = frozenset({"python", "go", "javascript", "typescript", "tsx", "rust", "java"})
 
@@ -585,7 +585,7 @@ def test_module_imports_and_falls_back_to_windows_without_tree_sitter(tmp_path: 
     code = textwrap.dedent("""
         import sys
         sys.modules["tree_sitter"] = None  # makes `import tree_sitter` fail
-        from memstore.chunking import chunk_source, tree_sitter_languages
+        from memstore.catalog.chunking import chunk_source, tree_sitter_languages
         chunks = chunk_source("p.py", "def f():\\n    return 1\\n")
         print(sorted(tree_sitter_languages()), [(c.start, c.end, c.kind) for c in chunks])
         """)

@@ -15,8 +15,8 @@ import typer
 from typer.testing import CliRunner
 
 from memstore import __version__
-from memstore.cli import app
-from memstore.lean import SEARCH_FLAGS, SEARCH_VALUES, parse
+from memstore.cli.app import app
+from memstore.ops.lean import SEARCH_FLAGS, SEARCH_VALUES, parse
 from tests.conftest import commit_count, git, head, vault_bytes
 
 EXE = Path(sys.executable).with_name("memstore")
@@ -370,7 +370,7 @@ def test_text_that_starts_with_a_dash_is_text(tmp_path: Path) -> None:
 # Python's strict handling, as under an en_US.UTF-8 locale (the C.UTF-8 locale of CI would
 # hide a crash behind surrogateescape).
 STRICT = {"PYTHONIOENCODING": "utf-8:strict"}
-TYPER_MAIN = [sys.executable, "-c", "from memstore.cli import main; main()"]
+TYPER_MAIN = [sys.executable, "-c", "from memstore.cli.app import main; main()"]
 
 
 def run_bytes(

@@ -16,13 +16,13 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from memstore import lean
-from memstore.cli import app
-from memstore.client import Request
-from memstore.git import LogEntry
-from memstore.indexer import CatchUp
-from memstore.output import briefing_lines, sync_lines
-from memstore.sync import SyncOutcome
+from memstore.catalog.indexer import CatchUp
+from memstore.cli.app import app
+from memstore.ops import lean
+from memstore.ops.client import Request
+from memstore.ops.output import briefing_lines, sync_lines
+from memstore.service.sync import SyncOutcome
+from memstore.vault.git import LogEntry
 from tests.conftest import head, vault_bytes
 from tests.test_daemon import (
     env,  # noqa: F401 (a pytest fixture, asked for by name)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memstore.codec import (
+from memstore.core.codec import (
     KNOWN_KEYS,
     content_hash,
     derive_id,
@@ -22,7 +22,7 @@ from memstore.codec import (
     render_scalar,
     slugify,
 )
-from memstore.model import KINDS, Memory
+from memstore.core.model import KINDS, Memory
 
 words = st.text(
     alphabet=string.ascii_letters + string.digits + " _-.:/@#'\"äöüếỗ", min_size=1, max_size=20

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from memstore.codec import parse_memory
-from memstore.store import Store
-from memstore.vault import Vault
+from memstore.core.codec import parse_memory
+from memstore.service.store import Store
+from memstore.vault.files import Vault
 from tests.conftest import commit_count, settings_at, vault_bytes
 
 EXE = Path(sys.executable).with_name("memstore")

@@ -17,15 +17,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mcp import Client
 
-from memstore.codec import parse_memory
-from memstore.conflicts import display_text, split_versions
-from memstore.errors import InvalidInputError
-from memstore.listing import Filters, read_listing
-from memstore.mcp_server import build_server
-from memstore.merge import conflict_body, merge_text
-from memstore.output import context_lines, search_lines, sync_lines
-from memstore.resolution import find_conflicts, settle, settle_by_editing
-from memstore.store import Store, init_vault
+from memstore.cli.listing import Filters, read_listing
+from memstore.core.codec import parse_memory
+from memstore.core.conflicts import display_text, split_versions
+from memstore.core.errors import InvalidInputError
+from memstore.core.merge import conflict_body, merge_text
+from memstore.mcp.server import build_server
+from memstore.ops.output import context_lines, search_lines, sync_lines
+from memstore.service.resolution import find_conflicts, settle, settle_by_editing
+from memstore.service.store import Store, init_vault
 from tests.conftest import commit_count, git
 from tests.test_sync import machine_settings
 

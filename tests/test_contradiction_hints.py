@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from memstore.codec import derive_id
-from memstore.contradictions import disagreement
-from memstore.curation import ContradictionError, Curator
-from memstore.errors import InvalidInputError
-from memstore.store import Store
+from memstore.core.codec import derive_id
+from memstore.core.contradictions import disagreement
+from memstore.core.errors import InvalidInputError
+from memstore.service.curation import ContradictionError, Curator
+from memstore.service.store import Store
 from tests.conftest import head, settings_at, vault_bytes
 from tests.test_cli_surface import EXE, run, typer_run
 from tests.test_daemon import (

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from memstore.config import Settings
-from memstore.store import Store, init_vault
+from memstore.core.config import Settings
+from memstore.service.store import Store, init_vault
 
 MEMSTORE = Path(sys.executable).with_name("memstore")
 

@@ -14,10 +14,10 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memstore.codec import parse_memory, render_changes, render_memory
-from memstore.merge import Counter, merge_file, merge_memory, tally, unattributed
-from memstore.model import Memory
-from memstore.store import Store
+from memstore.core.codec import parse_memory, render_changes, render_memory
+from memstore.core.merge import Counter, merge_file, merge_memory, tally, unattributed
+from memstore.core.model import Memory
+from memstore.service.store import Store
 from tests.conftest import settings_at
 
 REPLICAS = ("laptop-ab12", "desk-cd34", "ci-ef56", "1234")

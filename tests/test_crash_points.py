@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from memstore.store import Store, init_vault
+from memstore.service.store import Store, init_vault
 from tests.conftest import commit_count, git, settings_at
 from tests.test_upkeep import EXE, cli
 

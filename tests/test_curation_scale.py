@@ -26,12 +26,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from index import terms
-from memstore.codec import derive_id, render_memory, slugify
-from memstore.config import Settings
-from memstore.curation import NEAR_DUPLICATE, Curator
-from memstore.model import Memory
-from memstore.store import Store, init_vault
+from memstore.core.codec import derive_id, render_memory, slugify
+from memstore.core.config import Settings
+from memstore.core.model import Memory
+from memstore.index import terms
+from memstore.service.curation import NEAR_DUPLICATE, Curator
+from memstore.service.store import Store, init_vault
 from tests.benchmarks.bench_foundation import SEED, Corpus
 from tests.conftest import git
 from tests.test_upkeep import EXE, cli
@@ -64,7 +64,7 @@ def corpus_texts(count: int) -> list[tuple[str, str]]:
 
 
 # --- the pure parts ----------------------------------------------------------------------
-# memstore.similar is imported where used: the benchmark below also runs the code from before it.
+# memstore.core.similar is imported where used: the benchmark below also runs the code from before it.
 
 WORDS = [
     "nginx.conf",
@@ -105,13 +105,13 @@ identifier_text = st.lists(
 @settings(max_examples=300, deadline=None)
 @given(st.lists(identifier_text, max_size=5))
 def test_term_sets_are_the_index_terms_of_each_text(texts: list[str]) -> None:
-    from memstore.similar import term_sets
+    from memstore.core.similar import term_sets
 
     assert term_sets(texts) == [terms(text) for text in texts]
 
 
 def test_term_sets_match_the_index_on_the_sample_vault_and_corpus() -> None:
-    from memstore.similar import term_sets
+    from memstore.core.similar import term_sets
 
     sample = Path(__file__).resolve().parents[1] / "sample-vault"
     texts = [p.read_text(encoding="utf-8") for p in sorted(sample.rglob("*.md"))]
@@ -130,7 +130,7 @@ term_set = st.frozensets(st.sampled_from([f"t{i}" for i in range(14)]), max_size
 def test_counted_overlaps_find_exactly_the_all_pairs_result(
     sets: list[tuple[str, frozenset[str]]], threshold: float
 ) -> None:
-    from memstore.similar import similar_pairs
+    from memstore.core.similar import similar_pairs
 
     items = [(f"m{i}", group, chosen) for i, (group, chosen) in enumerate(sets)]
     assert unordered(similar_pairs(items, threshold)) == all_pairs(items, threshold)
@@ -144,7 +144,7 @@ def test_counted_overlaps_find_exactly_the_all_pairs_result(
 def test_neighbours_keep_every_near_pair_and_each_sets_closest(
     sets: list[tuple[str, frozenset[str]]], count: int
 ) -> None:
-    from memstore.similar import neighbours, similar_pairs
+    from memstore.core.similar import neighbours, similar_pairs
 
     items = [(f"m{i:02}", group, chosen) for i, (group, chosen) in enumerate(sets)]
     loose = similar_pairs(items, 0.5)
@@ -160,7 +160,7 @@ def test_neighbours_keep_every_near_pair_and_each_sets_closest(
 
 
 def test_every_pair_of_a_3000_memory_corpus_is_found_with_progress() -> None:
-    from memstore.similar import similar_pairs, term_sets
+    from memstore.core.similar import similar_pairs, term_sets
 
     texts = corpus_texts(3000)
     sets = term_sets([text for _, text in texts])

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from memstore import client
-from memstore.store import Store
+from memstore.ops import client
+from memstore.service.store import Store
 from tests.conftest import SAMPLE_VAULT, git, settings_at
 
 EXE = Path(sys.executable).with_name("memstore")
@@ -187,7 +187,7 @@ def test_a_client_search_imports_neither_whoosh_nor_pygit2(
         "from memstore.launcher import main\n"
         "try:\n    main()\nexcept SystemExit as done:\n    status = done.code\n"
         "heavy = ('whoosh', 'pygit2', 'yaml', 'frontmatter', 'watchdog', 'typer', 'logging',"
-        " 'memstore.store', 'memstore.indexer', 'memstore.git', 'memstore.output', 'index')\n"
+        " 'memstore.service.store', 'memstore.catalog.indexer', 'memstore.vault.git', 'memstore.ops.output', 'index')\n"
         "print(status, sorted(m for m in heavy if m in sys.modules), file=sys.stderr)\n"
     )
     done = subprocess.run(
@@ -533,7 +533,7 @@ def test_memstore_watch_beside_a_running_daemon_says_so_and_exits(
 
 
 def test_the_client_knows_the_default_vault_name_without_importing_config() -> None:
-    from memstore.config import DEFAULT_VAULT_NAME
+    from memstore.core.config import DEFAULT_VAULT_NAME
 
     assert client.DEFAULT_VAULT_NAME == DEFAULT_VAULT_NAME
 

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from memstore import client
-from memstore.mcp_server import Forwarder
-from memstore.vault import Vault
+from memstore.mcp.server import Forwarder
+from memstore.ops import client
+from memstore.vault.files import Vault
 from tests.conftest import git, settings_at
 from tests.test_daemon import (
     EXE,
@@ -125,13 +125,13 @@ def test_a_prompt_hook_answered_by_the_daemon_imports_neither_whoosh_nor_pygit2(
     # `respond` is what the hook process runs (main runs it in a child under the budget)
     code = (
         "import os, sys\n"
-        "from memstore.agent_hooks import respond\n"
-        "from memstore.client import Request\n"
+        "from memstore.ops.hooks import respond\n"
+        "from memstore.ops.client import Request\n"
         f"request = Request('hook', ['prompt'], os.getcwd(), dict(os.environ), {payload!r}.encode())\n"
         "reply = respond(request)\n"
         "sys.stdout.write(reply.stdout)\n"
-        "heavy = ('whoosh', 'pygit2', 'yaml', 'watchdog', 'typer', 'mcp', 'memstore.store',"
-        " 'memstore.indexer', 'memstore.git', 'memstore.output', 'index')\n"
+        "heavy = ('whoosh', 'pygit2', 'yaml', 'watchdog', 'typer', 'mcp', 'memstore.service.store',"
+        " 'memstore.catalog.indexer', 'memstore.vault.git', 'memstore.ops.output', 'index')\n"
         "print(reply.status, sorted(m for m in heavy if m in sys.modules), file=sys.stderr)\n"
     )
     done = subprocess.run(

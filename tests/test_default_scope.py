@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from memstore.repo_name import workspace_at
-from memstore.store import Store
+from memstore.core.repo_name import workspace_at
+from memstore.service.store import Store
 from tests.conftest import git, settings_at
 from tests.test_daemon import env as daemons_allowed  # noqa: F401 (a fixture)
 

@@ -12,10 +12,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from index import Document
-from memstore.indexer import rebuild
-from memstore.store import Store, init_vault
-from memstore.vault import Vault
+from memstore.catalog.indexer import rebuild
+from memstore.index import Document
+from memstore.service.store import Store, init_vault
+from memstore.vault.files import Vault
 from tests.conftest import git, settings_at
 
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from memstore.editing import choose_editor, edit_memory, run_editor
-from memstore.errors import InvalidInputError
-from memstore.store import Store
+from memstore.core.errors import InvalidInputError
+from memstore.service.editing import choose_editor, edit_memory, run_editor
+from memstore.service.store import Store
 from tests.conftest import commit_count, git, head, settings_at, vault_bytes
 
 EXE = Path(sys.executable).with_name("memstore")

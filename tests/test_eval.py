@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from memstore.errors import InvalidInputError
-from memstore.evaluation import DEFAULT_FIXTURE, evaluate, load_fixture
+from memstore.cli.evaluation import DEFAULT_FIXTURE, evaluate, load_fixture
+from memstore.core.errors import InvalidInputError
 
 EXE = Path(sys.executable).with_name("memstore")
 

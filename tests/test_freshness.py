@@ -10,8 +10,8 @@ import pygit2
 import pytest
 from conftest import git, settings_at
 
-from memstore import indexer as indexer_module
-from memstore.store import Store
+from memstore.catalog import indexer as indexer_module
+from memstore.service.store import Store
 
 
 def hits(store: Store, query: str) -> list[str]:

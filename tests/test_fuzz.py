@@ -31,9 +31,10 @@ from hypothesis import strategies as st
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from memstore import cli, client, lean
-from memstore.mcp_server import build_server
-from memstore.store import Store
+from memstore.cli.app import app as cli
+from memstore.mcp.server import build_server
+from memstore.ops import client, lean
+from memstore.service.store import Store
 from tests.conftest import settings_at, vault_bytes
 
 EXE = Path(sys.executable).with_name("memstore")

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from memstore.errors import VaultError
-from memstore.git import GitRepo, Trailers
-from memstore.model import to_workspace_name
-from memstore.repo_name import detect_workspace
+from memstore.core.errors import VaultError
+from memstore.core.model import to_workspace_name
+from memstore.core.repo_name import detect_workspace
+from memstore.vault.git import GitRepo, Trailers
 from tests.conftest import git
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from memstore.agent_hooks import answer, budget
-from memstore.client import Request
-from memstore.store import Store
+from memstore.ops.client import Request
+from memstore.ops.hooks import answer, budget
+from memstore.service.store import Store
 from tests.conftest import REPO_ROOT, commit_count, git, settings_at
 
 EXE = Path(sys.executable).with_name("memstore")
@@ -444,7 +444,7 @@ def test_prompt_hook_searches_once_when_its_workspace_matches_some_word(
     """Most prompts share a word with some memory (weak hits, never shown): the hook then
     answers from its one search. Only when nothing in its workspace matches at all does it
     search every workspace to say what others hold."""
-    from memstore.agent_hooks import prompt_hook
+    from memstore.ops.hooks import prompt_hook
 
     with Store.open(settings_at(vault)) as store:
         store.add("nginx 413: raise client_max_body_size for uploads", workspace="infra")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from memstore.store import Store
-from memstore.watcher import is_relevant
+from memstore.daemon.watcher import is_relevant
+from memstore.service.store import Store
 from tests.conftest import git, settings_at
 
 EXE = Path(sys.executable).with_name("memstore")

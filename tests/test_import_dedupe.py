@@ -10,8 +10,8 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memstore.codec import parse_memory
-from memstore.transfer import Piece, split_instructions
+from memstore.core.codec import parse_memory
+from memstore.service.transfer import Piece, split_instructions
 from tests.conftest import commit_count, git, head
 from tests.test_upkeep import added_id, cli
 

@@ -9,15 +9,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from index import Document, SearchIndex, SearchIndexError, engine, extract_entities
-from index.analysis import (
+from memstore.index import Document, SearchIndex, SearchIndexError, engine, extract_entities
+from memstore.index.analysis import (
     _PLAIN_WORD,
     STOP_WORDS,
     WordCachedAnalyzer,
     identifier_parts,
     make_chain,
 )
-from index.scoring import segment_id
+from memstore.index.scoring import segment_id
 
 DOCS = [
     Document(

@@ -15,13 +15,14 @@ import pytest
 from mcp import Client
 from typer.testing import CliRunner
 
-from memstore import client, sources
-from memstore.cli import app
-from memstore.codebase import CODE_DIR, ROOTS_FILE, CodeIndex, distinct
-from memstore.model import Hit
-from memstore.ranking import HIT_OVERHEAD_TOKENS, estimate_tokens
-from memstore.store import Store
-from memstore.watcher import Watcher
+from memstore.catalog import sources
+from memstore.catalog.codebase import CODE_DIR, ROOTS_FILE, CodeIndex, distinct
+from memstore.cli.app import app
+from memstore.core.model import Hit
+from memstore.core.ranking import HIT_OVERHEAD_TOKENS, estimate_tokens
+from memstore.daemon.watcher import Watcher
+from memstore.ops import client
+from memstore.service.store import Store
 from tests.conftest import git, settings_at, vault_bytes
 from tests.test_concurrency import wait_until
 from tests.test_daemon import env as daemons_allowed  # noqa: F401 (a fixture)
@@ -621,8 +622,8 @@ def test_a_cold_ingest_shared_with_helper_processes_answers_the_same(
 
     alone, segments = answers()
     assert segments == 1
-    monkeypatch.setattr("memstore.codebase.SHARE_MIN", 40)
-    monkeypatch.setattr("index.engine.usable_cores", lambda: 3)
+    monkeypatch.setattr("memstore.catalog.codebase.SHARE_MIN", 40)
+    monkeypatch.setattr("memstore.index.engine.usable_cores", lambda: 3)
     if helper != "works":
         monkeypatch.setattr(sys, "executable", helper)
     shutil.rmtree(vault / ".memstore" / CODE_DIR)
@@ -732,8 +733,8 @@ def test_searches_in_a_row_with_no_watcher_walk_the_ingested_trees_once(
     """A search with no watcher chunks changed code itself, but a walk stats every file of
     every tree: the first search of a process walks, the next ones within a few seconds
     do not (they cost what a search costs, not what the tree's size costs)."""
-    from memstore import codebase
-    from memstore import store as store_module
+    from memstore.catalog import codebase
+    from memstore.service import store as store_module
 
     repo = make_repo(tmp_path / "webshop", {"billing/webhooks.py": BILLING})
     walks: list[Path] = []
@@ -771,7 +772,7 @@ def test_a_source_name_not_utf8_is_warned_about_once_per_process(
     (tree / "good.py").write_text("def frobnicate_widget():\n    return 42\n", encoding="utf-8")
     with open(os.path.join(os.fsencode(tree), b"bad-\xff.py"), "w", encoding="utf-8") as out:
         out.write("def badly_named():\n    pass\n")
-    with caplog.at_level("WARNING", logger="memstore.sources"):
+    with caplog.at_level("WARNING", logger="memstore.catalog.sources"):
         for _ in range(3):
             walk = sources.walk_sources(tree)
             assert walk.skipped == {sources.NOT_UTF8: 1}
@@ -786,9 +787,9 @@ def test_serve_answers_initialize_at_once_and_chunks_code_changed_while_down_beh
     """`serve` starts from an agent with a start-up timeout: the catch-up of code edited
     while nothing watched (up to CATCH_UP_WAIT_S per root waiting for another writer, or
     minutes re-chunking a lost index) runs behind `initialize`, not before it."""
-    from memstore.codebase import LOCK_FILE
-    from memstore.source_watcher import CATCH_UP_WAIT_S
-    from memstore.vault import try_flock
+    from memstore.catalog.codebase import LOCK_FILE
+    from memstore.daemon.source_watcher import CATCH_UP_WAIT_S
+    from memstore.vault.files import try_flock
 
     repo = make_repo(tmp_path / "webshop", {"billing/webhooks.py": BILLING})
     ingest(vault, str(repo), "-w", "webshop")

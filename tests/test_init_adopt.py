@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from memstore.config import Settings
-from memstore.errors import NotFoundError
-from memstore.store import Store
+from memstore.core.config import Settings
+from memstore.core.errors import NotFoundError
+from memstore.service.store import Store
 from tests.conftest import git, head
 
 EXE = Path(sys.executable).with_name("memstore")

@@ -14,13 +14,13 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from memstore.codec import derive_id, render_memory, slugify
-from memstore.curation import Curator
-from memstore.errors import SyncError
-from memstore.git import INDEX_LAG, GitRepo
-from memstore.model import Memory
-from memstore.store import Store, init_vault
-from memstore.sync import SyncOptions
+from memstore.core.codec import derive_id, render_memory, slugify
+from memstore.core.errors import SyncError
+from memstore.core.model import Memory
+from memstore.service.curation import Curator
+from memstore.service.store import Store, init_vault
+from memstore.service.sync import SyncOptions
+from memstore.vault.git import INDEX_LAG, GitRepo
 from tests.conftest import git, settings_at
 from tests.test_sync import machine_settings
 
@@ -239,7 +239,7 @@ def test_an_add_rewrites_the_same_trees_in_a_small_and_a_ten_times_larger_vault(
 def test_a_large_git_index_is_not_rewritten_per_add_and_is_staged_at_exit(
     vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("memstore.store.INDEX_QUIET_S", 60.0)  # one long burst
+    monkeypatch.setattr("memstore.service.store.INDEX_QUIET_S", 60.0)  # one long burst
     index = vault / ".git" / "index"
     with Store.open(settings_at(vault)) as store:
         store.add("warm", workspace="webshop")
@@ -274,7 +274,7 @@ def test_a_process_killed_with_its_git_index_behind_is_caught_up_quietly(vault: 
     script = (
         "import os, signal, sys\n"
         "from pathlib import Path\n"
-        "from memstore.store import Store\n"
+        "from memstore.service.store import Store\n"
         "from tests.conftest import settings_at\n"
         "store = Store.open(settings_at(Path(sys.argv[1])))\n"
         "store.git.defer_index_bytes = 0\n"
@@ -303,7 +303,7 @@ def test_a_process_killed_with_its_git_index_behind_is_caught_up_quietly(vault: 
 def test_another_process_leaves_a_live_writers_deferred_index_alone(
     vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("memstore.store.INDEX_QUIET_S", 60.0)  # the writer stays mid-burst
+    monkeypatch.setattr("memstore.service.store.INDEX_QUIET_S", 60.0)  # the writer stays mid-burst
     exe = Path(sys.executable).with_name("memstore")
     env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
     with Store.open(settings_at(vault)) as store:

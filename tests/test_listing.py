@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from memstore.cli import app
-from memstore.errors import InvalidInputError
-from memstore.listing import parse_since
-from memstore.store import Store
+from memstore.cli.app import app
+from memstore.cli.listing import parse_since
+from memstore.core.errors import InvalidInputError
+from memstore.service.store import Store
 from tests.conftest import git, settings_at
 
 runner = CliRunner()

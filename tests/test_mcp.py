@@ -16,15 +16,15 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from memstore.mcp_server import (
+from memstore.mcp.server import (
     Forwarder,
     build_server,
     tool_cost_tokens,
     tool_descriptions,
     tools_server,
 )
-from memstore.store import Store
-from memstore.vault import Vault
+from memstore.service.store import Store
+from memstore.vault.files import Vault
 from tests.conftest import commit_count, git, head, settings_at, vault_bytes
 from tests.test_watcher import wait_until
 
@@ -508,7 +508,7 @@ def _recall_line(request_id: int, query: bytes) -> bytes:
 
 
 def test_stdio_lines_split_or_batched_or_not_utf8_each_get_their_reply(vault: Path) -> None:
-    # serve reads stdin through the event loop (memstore/mcp_stdio.py): a line may come in
+    # serve reads stdin through the event loop (memstore/mcp/stdio.py): a line may come in
     # pieces, several in one write, or with bytes that are not UTF-8 (not JSON text: a
     # parse error carrying the request's id, never U+FFFD stored in a memory)
     env = {**os.environ, "MEMSTORE_VAULT": str(vault)}

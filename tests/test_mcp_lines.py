@@ -1,6 +1,6 @@
 """Bad JSON-RPC lines: each gets the reply JSON-RPC says (or none), and serve keeps serving.
 
-The pure reader first (memstore/mcp_lines.py), then the fuzz of tests/benchmarks/
+The pure reader first (memstore/mcp/lines.py), then the fuzz of tests/benchmarks/
 bench_jsonrpc_fuzz.py against the real `memstore serve` over stdio: every kind of bad line
 interleaved with valid requests, in process and through the vault's daemon.
 """
@@ -15,7 +15,7 @@ import pytest
 from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCNotification, JSONRPCRequest
 
-from memstore.mcp_lines import MAX_DEPTH, MAX_LINE_BYTES, Refusal, read_line, too_long
+from memstore.mcp.lines import MAX_DEPTH, MAX_LINE_BYTES, Refusal, read_line, too_long
 from tests.benchmarks.bench_jsonrpc_fuzz import KINDS, fuzz
 from tests.test_daemon import env as daemons_allowed  # noqa: F401 (a fixture)
 

@@ -7,9 +7,9 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memstore.codec import parse_memory, render_memory
-from memstore.merge import CONFLICT_HEADER, merge_memory, merge_text
-from memstore.model import Memory
+from memstore.core.codec import parse_memory, render_memory
+from memstore.core.merge import CONFLICT_HEADER, merge_memory, merge_text
+from memstore.core.model import Memory
 
 LINES = st.sampled_from(["alpha\n", "bravo\n", "charlie\n", "delta\n", "echo\n", "foxtrot\n"])
 bodies = st.lists(LINES, max_size=6).map("".join)

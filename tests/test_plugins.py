@@ -2,7 +2,7 @@
 two manifests in hooks/, and the commands they name, run for real.
 
 What a manifest names is checked against the source `agents --install` writes from (the hook
-specs of memstore.hook_config, the server entry of memstore.agents, the pointer snippet that
+specs of memstore.agents.hook_config, the server entry of memstore.agents.install, the pointer snippet that
 `init` prints), so the plugin and the install cannot drift apart.
 """
 
@@ -23,10 +23,10 @@ import yaml
 from mcp import Client, StdioServerParameters
 
 import memstore
-from memstore.agents import SERVER_NAME, find_agents, server_entry
-from memstore.cli import POINTER_SNIPPET
-from memstore.hook_config import HOOKS, memstore_hook_event, render_hooks
-from memstore.store import Store
+from memstore.agents.hook_config import HOOKS, memstore_hook_event, render_hooks
+from memstore.agents.install import SERVER_NAME, find_agents, server_entry
+from memstore.cli.app import POINTER_SNIPPET
+from memstore.service.store import Store
 from tests.conftest import REPO_ROOT, settings_at
 
 EXE = Path(sys.executable).with_name("memstore")

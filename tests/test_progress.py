@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from memstore.codec import derive_id, render_memory, slugify
-from memstore.model import Memory
-from memstore.store import Store, init_vault
-from memstore.transfer import export
+from memstore.core.codec import derive_id, render_memory, slugify
+from memstore.core.model import Memory
+from memstore.service.store import Store, init_vault
+from memstore.service.transfer import export
 from tests.conftest import git, settings_at
 
 EXE = Path(sys.executable).with_name("memstore")

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memstore.model import Hit
-from memstore.ranking import (
+from memstore.core.model import Hit
+from memstore.core.ranking import (
     Candidate,
     attach_corrections,
     demote_superseded,
@@ -19,7 +19,7 @@ from memstore.ranking import (
     score,
     strength,
 )
-from memstore.store import Store
+from memstore.service.store import Store
 from tests.conftest import git
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
@@ -155,6 +155,6 @@ def test_confirm_is_one_commit_and_raises_strength(store: Store, vault) -> None:
     limit=st.integers(1, 8),
 )
 def test_most_shared_equals_a_full_sort(counts: dict[str, int], limit: int) -> None:
-    from index.engine import most_shared
+    from memstore.index.engine import most_shared
 
     assert most_shared(counts, limit) == sorted(counts, key=lambda k: (-counts[k], k))[:limit]

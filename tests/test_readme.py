@@ -8,9 +8,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from memstore.cli import app
-from memstore.mcp_server import build_server
-from memstore.store import Store
+from memstore.cli.app import app
+from memstore.mcp.server import build_server
+from memstore.service.store import Store
 from tests.conftest import REPO_ROOT, settings_at
 
 README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")

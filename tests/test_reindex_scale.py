@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from conftest import git, settings_at
 
-from memstore import indexer as indexer_module
-from memstore.codec import derive_id, render_memory, slugify
-from memstore.model import Memory
-from memstore.store import Store
+from memstore.catalog import indexer as indexer_module
+from memstore.core.codec import derive_id, render_memory, slugify
+from memstore.core.model import Memory
+from memstore.service.store import Store
 
 WORDS = [
     "nginx",

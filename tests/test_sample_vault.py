@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from memstore.codec import parse_memory, render_memory
+from memstore.core.codec import parse_memory, render_memory
 from tests.conftest import SAMPLE_VAULT
 
 

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from whoosh.query import And, Or, Query, Term
 from whoosh.scoring import BM25F, BM25FScorer
 
-from index import Document, SearchIndex, scoring
-from index.analysis import make_analyzer, query_terms
-from index.engine import BM25_B, BM25_K1, EXPANSION_BOOST
-from index.scoring import (
+from memstore.index import Document, SearchIndex, scoring
+from memstore.index.analysis import make_analyzer, query_terms
+from memstore.index.engine import BM25_B, BM25_K1, EXPANSION_BOOST
+from memstore.index.scoring import (
     LiveStats,
     PostingCache,
     TermQuery,
@@ -439,7 +439,7 @@ def test_a_limited_query_keeps_exactly_the_best_of_all_and_their_ties(
 def test_cached_scores_follow_the_index_and_stay_bounded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("index.scoring.CACHE_VECTORS", 40)  # evicted mid-query
+    monkeypatch.setattr("memstore.index.scoring.CACHE_VECTORS", 40)  # evicted mid-query
     rng = random.Random(11)
     index = SearchIndex.open(tmp_path / "ix")
     queries = [" ".join(rng.sample(WORDS, rng.randint(1, 3))) for _ in range(30)]
@@ -463,7 +463,7 @@ def test_cached_scores_follow_the_index_and_stay_bounded(
 def test_entity_look_ups_see_writes_of_this_and_other_connections(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("index.engine.CACHE_ENTITY_ROWS", 2)  # evicted between look-ups
+    monkeypatch.setattr("memstore.index.engine.CACHE_ENTITY_ROWS", 2)  # evicted between look-ups
     reader = SearchIndex.open(tmp_path / "ix")
     writer = SearchIndex.open(tmp_path / "ix")  # another process's connection, in effect
     first = Document("w/a.md", "aaaaaaaa", "w", "note", "ask @maria about tmp_path")

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from memstore.config import Settings
-from memstore.errors import SecretError
-from memstore.secrets import find_added_secret, withhold_secret
-from memstore.store import Store
+from memstore.core.config import Settings
+from memstore.core.errors import SecretError
+from memstore.core.secrets import find_added_secret, withhold_secret
+from memstore.service.store import Store
 from tests.conftest import git, head, settings_at
 from tests.test_upkeep import cli
 
@@ -170,7 +170,7 @@ def test_a_usage_flush_whose_commit_is_refused_leaves_no_file_written(vault: Pat
 def test_an_import_whose_commit_is_refused_leaves_no_file_written(
     vault: Path, tmp_path: Path
 ) -> None:
-    from memstore.transfer import import_files
+    from memstore.service.transfer import import_files
 
     notes = tmp_path / "AGENTS.md"
     notes.write_text("- Run the tests with make test.\n- Deploys need approval.\n", "utf-8")

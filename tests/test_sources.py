@@ -14,8 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memstore.errors import InvalidInputError
-from memstore.sources import (
+from memstore.catalog.sources import (
     BINARY_PROBE,
     EXCLUDED_FOLDERS,
     SourceFile,
@@ -24,6 +23,7 @@ from memstore.sources import (
     read_source,
     walk_sources,
 )
+from memstore.core.errors import InvalidInputError
 
 needs_symlinks = pytest.mark.skipif(sys.platform == "win32", reason="symlinks need privileges")
 

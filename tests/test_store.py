@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from memstore.errors import InvalidInputError, NotFoundError
-from memstore.store import MAX_TEXT_BYTES, Store
+from memstore.core.errors import InvalidInputError, NotFoundError
+from memstore.service.store import MAX_TEXT_BYTES, Store
 from tests.conftest import commit_count, git, head, settings_at, vault_bytes
 
 

@@ -13,11 +13,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memstore import sweep
-from memstore.agent_hooks import answer, sweep_hook
-from memstore.client import Request
-from memstore.store import Store
-from memstore.vault import Vault
+from memstore.ops.client import Request
+from memstore.ops.hooks import answer, sweep_hook
+from memstore.service.store import Store
+from memstore.vault.files import Vault, sweep
 from tests.conftest import commit_count, git, settings_at
 
 EXE = Path(sys.executable).with_name("memstore")

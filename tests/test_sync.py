@@ -13,14 +13,14 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from memstore.codec import parse_memory
-from memstore.config import Settings
-from memstore.errors import SyncError, VaultError
-from memstore.git import Trailers
-from memstore.merge import merge_file
-from memstore.remote import GC_AUTO, _classify, count_objects, needs_packing
-from memstore.store import Store, init_vault
-from memstore.sync import MARKER, SyncOptions
+from memstore.core.codec import parse_memory
+from memstore.core.config import Settings
+from memstore.core.errors import SyncError, VaultError
+from memstore.core.merge import merge_file
+from memstore.service.store import Store, init_vault
+from memstore.service.sync import MARKER, SyncOptions
+from memstore.vault.git import Trailers
+from memstore.vault.remote import GC_AUTO, _classify, count_objects, needs_packing
 from tests.conftest import git, head, vault_bytes
 
 EXE = Path(sys.executable).with_name("memstore")
@@ -311,7 +311,7 @@ def test_a_sync_killed_mid_merge_is_finished_by_the_next(machines: list[Store]) 
     a.add("from A", workspace="global")
     a.sync()
     b.add("from B", workspace="global")
-    from memstore import remote as transport
+    from memstore.vault import remote as transport
 
     transport.fetch(b.vault.root, "origin", environment())
     ours, theirs = b.git.head(), b.git.resolve("refs/remotes/origin/main")

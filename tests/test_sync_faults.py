@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from memstore.codec import parse_memory
-from memstore.model import Memory
-from memstore.store import Store, init_vault
-from memstore.sync import MARKER
-from memstore.vault import Vault
+from memstore.core.codec import parse_memory
+from memstore.core.model import Memory
+from memstore.service.store import Store, init_vault
+from memstore.service.sync import MARKER
+from memstore.vault.files import Vault
 from tests.conftest import git, vault_bytes
 from tests.test_sync import EXE, environment, machine_settings
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from memstore.store import Store, init_vault
+from memstore.service.store import Store, init_vault
 from tests.test_sync import machine_settings
 from tests.test_sync_faults import EXE, TIMEOUT, Machine, Pair
 

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memstore.errors import InvalidInputError
-from memstore.store import Store, init_vault
-from memstore.transfer import export, parse_export, restore
+from memstore.core.errors import InvalidInputError
+from memstore.service.store import Store, init_vault
+from memstore.service.transfer import export, parse_export, restore
 from tests.conftest import git, head, settings_at, vault_bytes
 from tests.test_upkeep import cli
 

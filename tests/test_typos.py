@@ -16,13 +16,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from index import Document, SearchIndex
-from index.analysis import make_analyzer, query_terms
-from index.typos import distance, max_distance, near_terms, ranked
-from memstore.agent_hooks import answer
-from memstore.client import Request
-from memstore.store import Store
-from memstore.tools import recall
+from memstore.index import Document, SearchIndex
+from memstore.index.analysis import make_analyzer, query_terms
+from memstore.index.typos import distance, max_distance, near_terms, ranked
+from memstore.ops.client import Request
+from memstore.ops.hooks import answer
+from memstore.ops.tools import recall
+from memstore.service.store import Store
 from tests.conftest import REPO_ROOT, git, settings_at
 from tests.test_daemon import env, make_vault, requests_served, run, start_daemon  # noqa: F401
 
@@ -64,7 +64,7 @@ def test_the_lazy_automaton_finds_what_the_whole_one_and_the_distance_find(
 ) -> None:
     from whoosh.automata.fsa import find_all_matches
 
-    from index.typos import automaton
+    from memstore.index.typos import automaton
 
     table = sorted(set(vocabulary))
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from memstore.mcp_server import build_server
-from memstore.store import Store
-from memstore.transfer import split_instructions
+from memstore.mcp.server import build_server
+from memstore.service.store import Store
+from memstore.service.transfer import split_instructions
 from tests.conftest import commit_count, git, head, vault_bytes
 from tests.test_mcp import call, text_of
 

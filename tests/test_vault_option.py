@@ -17,11 +17,11 @@ from pathlib import Path
 import typer
 from typer.testing import CliRunner
 
-from memstore.agent_hooks import EVENTS, event_first
-from memstore.cli import HOOK_EVENTS, app
-from memstore.curation import Curator
-from memstore.merge import conflict_body
-from memstore.store import Store
+from memstore.cli.app import HOOK_EVENTS, app
+from memstore.core.merge import conflict_body
+from memstore.ops.hooks import EVENTS, event_first
+from memstore.service.curation import Curator
+from memstore.service.store import Store
 from tests.conftest import git, settings_at
 
 EXE = Path(sys.executable).with_name("memstore")
@@ -60,7 +60,7 @@ def bare(path: Path) -> Path:
 
 def seed(root: Path, extras: Path) -> Seeded:
     """Make the target vault at `root`: memories, an archived one, a conflict, a remote."""
-    from memstore.store import init_vault
+    from memstore.service.store import init_vault
 
     init_vault(root, settings_at(root))
     with Store.open(settings_at(root)) as store:

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from memstore.debounce import Debouncer
-from memstore.errors import VaultError
-from memstore.indexer import CatchUp, Indexer
-from memstore.store import Store, init_vault
-from memstore.vault import Vault
-from memstore.watcher import Watcher, is_relevant
+from memstore.catalog.indexer import CatchUp, Indexer
+from memstore.core.errors import VaultError
+from memstore.daemon.debounce import Debouncer
+from memstore.daemon.watcher import Watcher, is_relevant
+from memstore.service.store import Store, init_vault
+from memstore.vault.files import Vault
 from tests.conftest import git, settings_at
 
 TIMEOUT = 10.0

@@ -38,22 +38,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_foundation as bf
 
-from memstore.codec import derive_id, render_memory, slugify
-from memstore.config import Settings
-from memstore.git import GitRepo, Trailers
-from memstore.model import Memory
-from memstore.store import Store, init_vault
+from memstore.core.codec import derive_id, render_memory, slugify
+from memstore.core.config import Settings
+from memstore.core.model import Memory
+from memstore.service.store import Store, init_vault
+from memstore.vault.git import GitRepo, Trailers
 
 BATCH = 5_000  # memories per commit while building: a sync or an import's worth
 # Timed on every add (a wrapper, no profiler): where an add's time goes, by owner.
 TIMED = (
-    ("memstore.indexer", "Indexer", "catch_up", "indexer: freshness check"),
-    ("memstore.indexer", "Indexer", "record", "indexer: index one document"),
-    ("memstore.indexer", "Indexer", "by_id_prefix", "indexer: free id lookups"),
-    ("memstore.git", "GitRepo", "commit", "git: commit (blob, trees, commit, git index)"),
-    ("memstore.git", "GitRepo", "changed_paths", "git: outside-edit check"),
-    ("memstore.vault", "Vault", "write_bytes_atomic", "file: atomic write (fsync)"),
-    ("memstore.store", "Store", "_heal", "lock-time heal"),
+    ("memstore.catalog.indexer", "Indexer", "catch_up", "indexer: freshness check"),
+    ("memstore.catalog.indexer", "Indexer", "record", "indexer: index one document"),
+    ("memstore.catalog.indexer", "Indexer", "by_id_prefix", "indexer: free id lookups"),
+    ("memstore.vault.git", "GitRepo", "commit", "git: commit (blob, trees, commit, git index)"),
+    ("memstore.vault.git", "GitRepo", "changed_paths", "git: outside-edit check"),
+    ("memstore.vault.files", "Vault", "write_bytes_atomic", "file: atomic write (fsync)"),
+    ("memstore.service.store", "Store", "_heal", "lock-time heal"),
 )
 # The functions whose cumulative time --profile reports, by the part of the code that owns them.
 PARTS = (

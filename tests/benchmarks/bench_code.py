@@ -38,7 +38,7 @@ Two corpora, each ingested into a fresh vault (`memstore init` in a temporary fo
     answer's definition as the `ast` module finds it (its chunk, a window of it, the class
     chunk holding it, or the module chunk a definition inside `if`/`try` falls into).
 
-The reference, measured in the same run on the same chunks (`memstore.chunking.chunk_source`
+The reference, measured in the same run on the same chunks (`memstore.catalog.chunking.chunk_source`
 over the same file lists): SQLite FTS5 (default `unicode61` tokenizer), bm25 rank, queries
 as an OR of their words; for the standard library also with memstore's stop words dropped.
 localmind's published figures (embedding-bound, 10-core laptop, 21,727 chunks) stand in
@@ -73,11 +73,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_foundation as bf
 import bench_scale as bs
 
-from memstore.chunking import Chunk, chunk_source
-from memstore.config import Settings
-from memstore.model import Hit
-from memstore.sources import read_source, walk_sources
-from memstore.store import Store
+from memstore.catalog.chunking import Chunk, chunk_source
+from memstore.catalog.sources import read_source, walk_sources
+from memstore.core.config import Settings
+from memstore.core.model import Hit
+from memstore.service.store import Store
 
 SEED = 20261214
 PROJECTS = ("payments", "storefront")
@@ -1204,7 +1204,7 @@ def through_daemon(
     search starts one): the CLI's lean client asks it. An edit made right before the CLI
     asks can already have been re-chunked by the daemon's own watcher (0.2 s after a
     save); such a run reports 0 chunks and is counted apart."""
-    from memstore import client, tools
+    from memstore.ops import client, tools
 
     env = {k: v for k, v in b.env.items() if k != bs.NO_DAEMON_ENV}
     started = subprocess.Popen(
@@ -1413,7 +1413,7 @@ def stdlib(b: Bench) -> dict[str, Any]:
     res["fts5_build"] = fts_build(db, [(root, "stdlib")])
     in_tests = "SELECT COUNT(*) FROM chunks WHERE path LIKE 'test/%'"
     res["chunks_in_tests"] = db.execute(in_tests).fetchone()[0]
-    from index.analysis import STOP_WORDS  # memstore's own list, for the second reference
+    from memstore.index.analysis import STOP_WORDS  # memstore's own list, for the second reference
 
     rows: list[dict[str, Any]] = []
     times: list[float] = []

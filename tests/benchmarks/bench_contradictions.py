@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""How well memstore.contradictions tells disagreeing memories from agreeing ones, and how fast.
+"""How well memstore.core.contradictions tells disagreeing memories from agreeing ones, and how fast.
 
 A standalone script (nothing here is named test_*):
 
@@ -28,8 +28,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from memstore import contradictions
-from memstore.contradictions import disagreement
+from memstore.core import contradictions
+from memstore.core.contradictions import disagreement
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "contradictions.jsonl"
 ROUNDS = 7

@@ -21,7 +21,7 @@ Search and add are measured in two configurations:
 
   * plain: no watcher, so every reader and writer scans the vault for outside changes;
   * with watcher: the way memstore runs beside an agent. In-process figures run with a
-    `memstore.watcher.Watcher(store)` started in the same process (as `memstore serve`
+    `memstore.daemon.watcher.Watcher(store)` started in the same process (as `memstore serve`
     does); CLI figures run while a `memstore watch --vault V` subprocess holds
     `<V>/.memstore/watcher.lock`, so the CLI skips its catch-up scan.
 
@@ -50,12 +50,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memstore.codec import derive_id, parse_memory, render_memory, slugify
-from memstore.config import Settings
-from memstore.git import GitRepo, Trailers
-from memstore.model import Memory
-from memstore.store import Store, init_vault
-from memstore.vault import Vault
+from memstore.core.codec import derive_id, parse_memory, render_memory, slugify
+from memstore.core.config import Settings
+from memstore.core.model import Memory
+from memstore.service.store import Store, init_vault
+from memstore.vault.files import Vault
+from memstore.vault.git import GitRepo, Trailers
 
 SEED = 20261129
 WORKSPACES = (
@@ -1392,7 +1392,7 @@ def add_argvs(exe: str, root: Path, items: Sequence[Generated]) -> list[list[str
 
 
 def bench_size(n: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    from memstore.watcher import Watcher
+    from memstore.daemon.watcher import Watcher
 
     res: dict[str, Any] = {"n": n}
     home = tmp / "home"

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import memstore
-from memstore.config import Settings
-from memstore.store import Store
+from memstore.core.config import Settings
+from memstore.service.store import Store
 from tests.benchmarks.bench_foundation import Corpus
 from tests.test_curation_scale import large_vault
 

@@ -12,7 +12,7 @@ On a vault of N generated memories (the generator of bench_foundation.py) it mea
   * save → searchable latency over 200 edits of six kinds (in-place write, temp file +
     rename, new file, delete, rename, move to another workspace folder) while
     `memstore watch` runs. "Searchable" is checked by an independent
-    `memstore.indexer.Indexer.open(Vault(V))` in this process, which never catches up
+    `memstore.catalog.indexer.Indexer.open(Vault(V))` in this process, which never catches up
     itself: its `search.search(token)` must return the expected file(s);
   * a burst of 1,000 new files written as fast as Python can: seconds until all are
     searchable;
@@ -48,12 +48,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_foundation as bf
 
-from memstore.codec import derive_id, render_memory
-from memstore.config import Settings
-from memstore.indexer import Indexer
-from memstore.model import Memory
-from memstore.store import Store
-from memstore.vault import Vault
+from memstore.catalog.indexer import Indexer
+from memstore.core.codec import derive_id, render_memory
+from memstore.core.config import Settings
+from memstore.core.model import Memory
+from memstore.service.store import Store
+from memstore.vault.files import Vault
 
 TARGETS = {
     "save_to_searchable_p95_ms": 1000.0,  # <=

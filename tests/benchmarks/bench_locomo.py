@@ -28,11 +28,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from memstore.codec import derive_id, render_memory
-from memstore.config import Settings
-from memstore.git import GitRepo, Trailers
-from memstore.model import Memory
-from memstore.store import Store, init_vault
+from memstore.core.codec import derive_id, render_memory
+from memstore.core.config import Settings
+from memstore.core.model import Memory
+from memstore.service.store import Store, init_vault
+from memstore.vault.git import GitRepo, Trailers
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo10.json"

@@ -44,9 +44,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_foundation as bf
 
-from memstore.config import Settings
-from memstore.store import Store
-from memstore.vault import Vault
+from memstore.core.config import Settings
+from memstore.service.store import Store
+from memstore.vault.files import Vault
 
 TARGETS = {
     "spawn_to_initialize_median_ms": 1000.0,  # <=
@@ -167,7 +167,7 @@ def demote_core(root: Path, settings: Settings, keep: int) -> int:
     The generator makes a third of all decisions `core` (~6% of the vault), far more than a
     person would pin; every recall packs core memories, so this shows what that costs.
     """
-    from memstore.git import GitRepo, Trailers
+    from memstore.vault.git import GitRepo, Trailers
 
     core = sorted(
         vault_path

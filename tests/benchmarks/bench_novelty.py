@@ -2,7 +2,7 @@
 
 Prints the term containment of each sample memory with its most similar *other* memory
 (distinct memories), and of light restatements of each memory with the original. The
-threshold in memstore/agent_hooks.py must sit between the two.
+threshold in memstore/ops/hooks.py must sit between the two.
 
 Run:  python tests/benchmarks/bench_novelty.py
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from index import terms
-from memstore.agent_hooks import NOVELTY_THRESHOLD
-from memstore.codec import parse_memory
+from memstore.core.codec import parse_memory
+from memstore.index import terms
+from memstore.ops.hooks import NOVELTY_THRESHOLD
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample-vault"
 

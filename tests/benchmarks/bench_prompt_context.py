@@ -4,7 +4,7 @@ Each prompt is a sentence a developer might type. "answerable" prompts name a me
 (by its id) that should appear; "off-topic" prompts share some words with the vault but are
 not answered by it and should add nothing. For several coverage thresholds this prints how
 many answerable prompts get their memory into the context, and how many off-topic prompts
-stay silent. The hook puts the confident tier in context (memstore.ranking.is_confident,
+stay silent. The hook puts the confident tier in context (memstore.core.ranking.is_confident,
 is_dominant); the other rows show simpler rules for comparison.
 
 The natural-language set (tests/data/prompts-natural.json: chatty prompts and prompts with
@@ -23,10 +23,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from memstore.config import Settings
-from memstore.git import GitRepo, Trailers
-from memstore.model import Hit, SearchResult
-from memstore.store import Store, init_vault
+from memstore.core.config import Settings
+from memstore.core.model import Hit, SearchResult
+from memstore.service.store import Store, init_vault
+from memstore.vault.git import GitRepo, Trailers
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample-vault"
 NATURAL = Path(__file__).resolve().parents[1] / "data" / "prompts-natural.json"

@@ -32,10 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_foundation import SEED, Corpus
 
-from memstore.codec import derive_id, render_memory, slugify
-from memstore.config import Settings
-from memstore.model import Memory
-from memstore.store import Store, init_vault
+from memstore.core.codec import derive_id, render_memory, slugify
+from memstore.core.config import Settings
+from memstore.core.model import Memory
+from memstore.service.store import Store, init_vault
 
 QUERIES = (
     "nginx upload limit",
@@ -160,7 +160,7 @@ def cold(root: Path, runs: int = 9) -> None:
 
 
 def add(root: Path, count: int = 40) -> None:
-    from memstore import indexer
+    from memstore.catalog import indexer
 
     record_ms: list[float] = []
     original = indexer.Indexer.record

@@ -63,11 +63,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_foundation as bf
 import bench_mcp
 
-from memstore.codec import derive_id, render_memory, slugify
-from memstore.config import Settings
-from memstore.model import Memory
-from memstore.store import Store, init_vault
-from memstore.vault import Vault
+from memstore.core.codec import derive_id, render_memory, slugify
+from memstore.core.config import Settings
+from memstore.core.model import Memory
+from memstore.service.store import Store, init_vault
+from memstore.vault.files import Vault
 
 NO_DAEMON_ENV = "MEMSTORE_NO_DAEMON"
 MIB = 1024 * 1024
@@ -80,8 +80,8 @@ SOURCES = ("claude-code", "codex", "cli", "cursor")
 
 def memory_path(memory: Memory) -> str:
     """Where the code under test puts a new memory (flat `<workspace>/<slug>-<id>.md` before
-    the sharded layout's `memstore.store.memory_path` existed)."""
-    store = importlib.import_module("memstore.store")
+    the sharded layout's `memstore.service.store.memory_path` existed)."""
+    store = importlib.import_module("memstore.service.store")
     layout = getattr(store, "memory_path", None)
     if layout is not None:
         return str(layout(memory))
@@ -349,7 +349,7 @@ def daemon_supported() -> bool:
 
     return all(
         importlib.util.find_spec(name) is not None
-        for name in ("memstore.daemon", "memstore.client")
+        for name in ("memstore.daemon.server", "memstore.ops.client")
     )
 
 
@@ -609,7 +609,7 @@ def mcp_phase(s: Sized, env: dict[str, str], label: str, daemon: int | None = No
 @contextlib.contextmanager
 def running_daemon(s: Sized) -> Iterator[int | None]:
     """Start the vault's daemon the way a user does (the first search); stop it at the end."""
-    client = importlib.import_module("memstore.client")
+    client = importlib.import_module("memstore.ops.client")
     t0 = time.perf_counter()
     run_one(s.search_argvs()[0], s.env, s.tmp)
     bf.wait_for(lambda: client.status(s.root) is not None, 300, "the daemon to answer", 0.02)
@@ -648,10 +648,10 @@ def warm_client(s: Sized) -> dict[str, Any]:
 
     Code whose daemon has no tool op yet is asked `search` instead (said in the figures).
     """
-    client = importlib.import_module("memstore.client")
+    client = importlib.import_module("memstore.ops.client")
     cwd, env = str(s.tmp), {**s.env, "MEMSTORE_VAULT": str(s.root)}
     try:
-        tools = importlib.import_module("memstore.tools")
+        tools = importlib.import_module("memstore.ops.tools")
     except ImportError:
         tools = None
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from memstore import store as store_module
-from memstore.store import Store, init_vault
+from memstore.service import store as store_module
+from memstore.service.store import Store, init_vault
 from tests.conftest import settings_at
 
 

@@ -2,8 +2,8 @@
 
 Run: .venv/bin/python tests/benchmarks/bench_secrets.py [--seed N] [--show]
 Targets (issue 36): at most 3% of the forms stored, at most 1% of the look-alikes refused.
-`--scanner FILE` measures another copy of memstore/secrets.py (e.g. the one before a change,
-`git show REV:memstore/secrets.py > /tmp/old.py`) on the same corpus; `--detect-secrets`
+`--scanner FILE` measures another copy of memstore/core/secrets.py (e.g. the one before a change,
+`git show REV:memstore/core/secrets.py > /tmp/old.py`) on the same corpus; `--detect-secrets`
 measures that library's default plugins (not a memstore dependency: install it in a scratch
 venv and put its site-packages on PYTHONPATH) the way `detect-secrets scan` reads a file.
 """
@@ -28,7 +28,7 @@ Scan = Callable[[str], list[str]]
 
 def load_scanner(path: str | None) -> Scan:
     if path is None:
-        from memstore.secrets import find_secrets
+        from memstore.core.secrets import find_secrets
 
         return find_secrets
     spec = importlib.util.spec_from_file_location("scanner_under_test", path)
@@ -56,11 +56,11 @@ def add_cost(adds: int) -> None:
     """Print what the scans cost inside `Store.add`: the fields, the file at commit, the message."""
     import tempfile
 
-    import memstore.git
-    import memstore.store
-    from memstore.config import Settings
-    from memstore.errors import MemstoreError
-    from memstore.store import Store, init_vault
+    import memstore.service.store
+    import memstore.vault.git
+    from memstore.core.config import Settings
+    from memstore.core.errors import MemstoreError
+    from memstore.service.store import Store, init_vault
 
     spent = [0.0]
 
@@ -74,10 +74,12 @@ def add_cost(adds: int) -> None:
 
         return wrapper
 
-    memstore.store.find_secret_in_fields = timed(memstore.store.find_secret_in_fields)  # type: ignore[assignment]
+    memstore.service.store.find_secret_in_fields = timed(
+        memstore.service.store.find_secret_in_fields
+    )  # type: ignore[assignment]
     for name in ("find_added_secret", "withhold_secret"):
-        if hasattr(memstore.git, name):
-            setattr(memstore.git, name, timed(getattr(memstore.git, name)))
+        if hasattr(memstore.vault.git, name):
+            setattr(memstore.vault.git, name, timed(getattr(memstore.vault.git, name)))
     texts = [s.text for s in benign(7, adds)]
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder) / "vault"
@@ -122,7 +124,7 @@ def cost_us(scans: list[Scan], samples: list[Sample], rounds: int = 15) -> list[
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=36)
-    parser.add_argument("--scanner", help="another copy of memstore/secrets.py to measure")
+    parser.add_argument("--scanner", help="another copy of memstore/core/secrets.py to measure")
     parser.add_argument("--detect-secrets", action="store_true", help="measure detect-secrets")
     parser.add_argument("--show", action="store_true", help="print each miss")
     parser.add_argument("--adds", type=int, default=0, help="also time N adds in a temp vault")

@@ -7,7 +7,7 @@ A standalone script, not a pytest module (needs the `semantic` extra: `pip insta
     python tests/benchmarks/bench_semantic.py --split test   # LoCoMo 6-9: once, at the end
 
 The lexical ranking is Store.search's (nothing of store.py or retrieval.py changes); the
-vector ranking is memstore/semantic.py's over the same vault. Fusions, each cut to the
+vector ranking is memstore/catalog/semantic.py's over the same vault. Fusions, each cut to the
 same k as the lexical reference:
 
   rrf K w      1/(K + lexical rank) + w/(K + vector rank), hits in any order;
@@ -43,11 +43,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_foundation import SEED, Corpus, make_queries, pct, write_vault
 from bench_locomo import DEFAULT_DATA, DEV, TEST, build_vault, clean_evidence, mean, measure, turns
 
-from memstore import semantic
-from memstore.config import SEMANTIC_ON, Settings
-from memstore.evaluation import DEFAULT_FIXTURE, EPOCH, WORKSPACE, _Clock, _load_corpus
-from memstore.model import GLOBAL
-from memstore.store import Store
+from memstore.catalog import semantic
+from memstore.cli.evaluation import DEFAULT_FIXTURE, EPOCH, WORKSPACE, _Clock, _load_corpus
+from memstore.core.config import SEMANTIC_ON, Settings
+from memstore.core.model import GLOBAL
+from memstore.service.store import Store
 
 Ranked = list[tuple[str, bool]]  # (memory id, confident), best first
 DEPTH = 20  # candidates taken from each view before fusing

@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_foundation as bf
 
-from memstore.config import Settings
-from memstore.store import Store, init_vault
+from memstore.core.config import Settings
+from memstore.service.store import Store, init_vault
 
 TARGETS = {"sync_changed_s": 5.0, "sync_noop_s": 0.5}
 

@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_foundation import SEED, Corpus, make_queries
 
-from index import terms
-from memstore.config import Settings
-from memstore.store import Store
+from memstore.core.config import Settings
+from memstore.index import terms
+from memstore.service.store import Store
 
 ITEMS = 5000  # the first memories the vault was built from: queries pick words from them
 
@@ -68,7 +68,7 @@ def forget_stand_ins(store: Store) -> None:
     index = store.indexer.search
     if hasattr(index, "_stand_ins"):
         index._stand_ins.clear()
-        from index.typos import automaton
+        from memstore.index.typos import automaton
 
         automaton.cache_clear()
 

@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from memstore.config import Settings
-from memstore.store import Store, init_vault
+from memstore.core.config import Settings
+from memstore.service.store import Store, init_vault
 
 WORDS = [
     "nginx",

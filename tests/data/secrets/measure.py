@@ -17,7 +17,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))
 
-from memstore.secrets import find_secret_in_fields, normalize  # noqa: E402
+from memstore.core.secrets import find_secret_in_fields, normalize  # noqa: E402
 
 Fields = Mapping[str, str | Sequence[str]]
 
@@ -66,7 +66,7 @@ def detect_secrets_scan(normalized: bool) -> Callable[[Fields], bool]:
 
 
 def main() -> None:
-    measure("memstore.secrets", lambda f: find_secret_in_fields(f) is not None, nullcontext())
+    measure("memstore.core.secrets", lambda f: find_secret_in_fields(f) is not None, nullcontext())
     try:
         from detect_secrets.settings import default_settings
     except ImportError:

@@ -1,0 +1,354 @@
+"""Recall's pipeline over the index: views fused, ranked and tiered; corrections, neighbours, core."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from memstore.catalog.indexer import Entry, Indexer
+from memstore.core.conflicts import display_text
+from memstore.core.model import GLOBAL, CoreMemory, Hit, SearchResult
+from memstore.core.ranking import (
+    CORE_BUDGET_TOKENS,
+    Candidate,
+    attach_corrections,
+    demote_superseded,
+    estimate_tokens,
+    is_confident,
+    is_dominant,
+    pack,
+    score,
+)
+from memstore.index import Document, IndexHit, SearchIndex, extract_entities, terms
+from memstore.index.engine import most_shared
+from memstore.index.typos import StandIn
+
+CANDIDATES = 30  # per view, before ranking cuts to k
+# The semantic view (optional; docs/retrieval.md): each list's first SEMANTIC_DEPTH fused by
+# reciprocal rank, the vector list at half weight, confident lexical hits kept first (the
+# best of the fusions bench_semantic.py measured).
+SEMANTIC_DEPTH = 20
+SEMANTIC_RRF_K = 60
+SEMANTIC_WEIGHT = 0.5
+FEEDBACK_DOCS = 3  # pseudo-relevance feedback: the any-word search's first hits …
+FEEDBACK_TERMS = 15  # … lend their most characteristic terms to a second, boosted search …
+FEEDBACK_MAX_MEMORIES = 5000  # … in vaults up to this size (above, it costs more than it helps)
+# Tiers (docs/retrieval.md, measured on the eval fixture and the prompt benchmark):
+UNKNOWN_SHARE = 0.25  # words no memory holds veto the coverage rule above this share
+FAR_AHEAD_RATIO = 0.5  # a first hit whose runner-up scores at most this share of it …
+DISTINCTIVE_SHARE = 0.1  # … and that holds, of the terms in at most this share of memories, …
+FAR_AHEAD_COVERAGE = 0.6  # … this share …
+FAR_AHEAD_TERMS = 3  # … and at least this many, is confident
+
+
+def find(
+    indexer: Indexer,
+    text: str,
+    scope: set[str] | None,
+    k: int,
+    now: datetime,
+    *,
+    archived: bool = False,
+) -> SearchResult:
+    """Return the `k` best memories for `text` in `scope` (None: every workspace).
+
+    Archived memories are left out unless `archived` is true.
+    """
+    index = indexer.search
+    # typos=True: a word no memory holds is searched as its nearest known term (marked).
+    strict = index.search(text, workspaces=scope, limit=CANDIDATES, typos=True)
+    # Memories holding only some of the words fill the places all-words matches leave;
+    # feedback (a second, costlier search) runs only when no memory holds every word.
+    loose = [] if len(strict) >= k else _loose(index, text, scope, feedback=not strict)
+    lexical: dict[str, IndexHit] = {h.document.key: h for h in [*loose, *strict]}
+    complete = {h.document.key for h in strict}
+    entities = [entity for entity, _ in extract_entities(text)]
+    named = index.entity_keys(entities) if entities else {}
+    documents: dict[str, Document] = {key: h.document for key, h in lexical.items()}
+    others = most_shared({key: n for key, n in named.items() if key not in lexical}, CANDIDATES)
+    documents.update(index.get(others))
+    if scope is not None:
+        documents = {key: doc for key, doc in documents.items() if doc.workspace in scope}
+    if not documents:
+        return SearchResult()
+    entries = {entry.path: entry for entry in indexer.by_path(list(documents))}
+    if not archived:
+        documents = {
+            key: d for key, d in documents.items() if not getattr(entries.get(key), "archived", "")
+        }
+        if not documents:
+            return SearchResult()
+    candidates = [
+        _candidate(key, lexical.get(key), key in complete, named.get(key, 0), entries.get(key))
+        for key in documents
+    ]
+    best = max(c.lexical for c in candidates)
+    values = {c.key: score(c, best, len(entities), now) for c in candidates}
+    ranked = sorted(candidates, key=lambda c: (-round(values[c.key], 6), c.key))[:k]
+    hits = _tiered(index, text, [(c, documents[c.key], values[c.key]) for c in ranked])
+    return SearchResult(tuple(hits), weak=all(hit.weak for hit in hits))
+
+
+def _tiered(
+    index: SearchIndex, text: str, ranked: list[tuple[Candidate, Document, float]]
+) -> list[Hit]:
+    """Return the ranked candidates as hits, each marked confident or weak (docs/retrieval.md)."""
+    frequencies = index.term_frequencies(text, typos=True)
+    unknown = sum(1 for df in frequencies.values() if not df)
+    # A word no memory holds vetoes the coverage rule only when it is a good part of the
+    # query: one new word in a long prompt ("hey", "1MB") does not make it unanswerable.
+    veto = unknown if unknown > UNKNOWN_SHARE * len(frequencies) else 0
+    hits = []
+    for candidate, doc, value in ranked:
+        coverage = 1.0 if candidate.strict else index.coverage(doc, text, typos=True)
+        hits.append(_hit(doc, replace(candidate, coverage=coverage), value, veto))
+    first, runner_up = ranked[0][2], ranked[1][2] if len(ranked) > 1 else 0.0
+    if hits[0].weak and (
+        is_dominant(first, runner_up, hits[0].coverage)
+        or _far_ahead(index, ranked[0][1], first, runner_up, frequencies)
+    ):
+        hits[0] = replace(hits[0], weak=False)
+    return hits
+
+
+def _far_ahead(
+    index: SearchIndex, doc: Document, first: float, runner_up: float, frequencies: dict[str, int]
+) -> bool:
+    """Say whether the first hit, scoring at least twice its runner-up, holds most (and at
+    least FAR_AHEAD_TERMS) of the query's distinctive terms: those some memory holds but no
+    more than DISTINCTIVE_SHARE of them. A prompt's request words ("fix", "fails", "can
+    you") are in many memories, or in none, and say nothing about which memory it wants."""
+    if first <= 0 or runner_up / first > FAR_AHEAD_RATIO:
+        return False
+    limit = DISTINCTIVE_SHARE * index.document_count()
+    distinctive = {term for term, df in frequencies.items() if 0 < df <= limit}
+    if len(distinctive) < FAR_AHEAD_TERMS:
+        return False
+    held = index.coverage_of(doc, distinctive)
+    return held >= FAR_AHEAD_COVERAGE and held * len(distinctive) >= FAR_AHEAD_TERMS
+
+
+def _loose(
+    index: SearchIndex, text: str, scope: set[str] | None, *, feedback: bool
+) -> list[IndexHit]:
+    """Any-word search whose tail is refilled by pseudo-relevance feedback.
+
+    The first hits stay as the query found them; the terms most characteristic of them feed
+    a second search whose results fill the places after them, scored just below.
+    """
+    first = index.search(text, workspaces=scope, limit=CANDIDATES, any_term=True, typos=True)
+    if not feedback or len(first) <= FEEDBACK_DOCS or not FEEDBACK_TERMS:
+        return first
+    if index.count() > FEEDBACK_MAX_MEMORIES:
+        return first
+    head = first[:FEEDBACK_DOCS]
+    extra = index.expansion_terms(
+        [h.document for h in head], exclude=set(terms(text)), count=FEEDBACK_TERMS
+    )
+    kept = {h.document.key for h in head}
+    second = [
+        h
+        for h in index.search(
+            text, workspaces=scope, limit=CANDIDATES, any_term=True, expansion=extra, typos=True
+        )
+        if h.document.key not in kept
+    ]
+    if not second:
+        return first
+    floor = min(h.score for h in head) * 0.99
+    top = second[0].score or 1.0
+    return [*head, *(IndexHit(h.document, floor * h.score / top) for h in second)]
+
+
+def _hit_for(document: Document, score: float, weak: bool) -> Hit:
+    """Return a hit for a memory found through another (its correction), not by the query."""
+    candidate = Candidate(document.key, 0.0, 0.0, False, 0)
+    return replace(_hit(document, candidate, score, 0), weak=weak, view="correction")
+
+
+def with_corrections(
+    indexer: Indexer, hits: Sequence[Hit], k: int, scope: set[str] | None
+) -> list[Hit]:
+    """Link each hit to the memories that supersede it, bring in a correction in `scope`
+    that the query did not find itself, and rank what is superseded just below what
+    corrects it, keeping at most `k`: a reader should see what is true now."""
+    hits = [_linked(indexer, hit) for hit in hits]
+    found = {hit.id for hit in hits}
+    missing = {c: hit for hit in hits for c in hit.superseded_by if c not in found}
+    if not missing:
+        return demote_superseded(hits)
+    entries = [
+        e
+        for c in missing
+        for e in indexer.by_id_prefix(c)
+        if e.id == c and (scope is None or e.workspace in scope)
+    ]
+    documents = indexer.search.get([e.path for e in entries])
+    extra = [
+        _linked(indexer, _hit_for(documents[e.path], missing[e.id].score, missing[e.id].weak))
+        for e in entries
+        if e.path in documents
+    ]
+    # Ties go to the correction: it sorts before the memory it replaces.
+    ordered = sorted([*extra, *hits], key=lambda h: -h.score)
+    return demote_superseded(ordered[:k])
+
+
+def fuse_similar(
+    indexer: Indexer, hits: Sequence[Hit], similar: Sequence[str], k: int, *, archived: bool
+) -> list[Hit]:
+    """Rank lexical `hits` and the semantic view's `similar` memory paths together, keeping `k`.
+
+    Confident lexical hits come first; the rest follow by 1/(K + lexical rank) + w/(K +
+    vector rank). A memory only the vector view found is a weak hit (view "semantic"):
+    sharing no word with the question, it is at most related. What a correction supersedes
+    still goes just below it.
+    """
+    lexical = {hit.path: hit for hit in hits}
+    lexical_rank = {path: rank for rank, path in enumerate(lexical, 1)}
+    vector_rank = {path: rank for rank, path in enumerate(similar, 1)}
+
+    def order(path: str) -> tuple[bool, float, int]:
+        fused = SEMANTIC_WEIGHT / (SEMANTIC_RRF_K + vector_rank[path]) if path in vector_rank else 0
+        if path in lexical:
+            fused += 1 / (SEMANTIC_RRF_K + lexical_rank[path])
+            return (lexical[path].weak, -fused, lexical_rank[path])
+        return (True, -fused, len(lexical) + vector_rank[path])
+
+    ranked = sorted(lexical.keys() | vector_rank.keys(), key=order)
+    kept: list[Hit] = []
+    while ranked and len(kept) < k:  # hits are made only for what makes the cut
+        taken, ranked = ranked[: k - len(kept)], ranked[k - len(kept) :]
+        kept.extend(_similar_hits(indexer, taken, lexical, vector_rank, archived=archived))
+    return demote_superseded(kept)
+
+
+def _similar_hits(
+    indexer: Indexer,
+    paths: Sequence[str],
+    lexical: dict[str, Hit],
+    similar: Collection[str],
+    *,
+    archived: bool,
+) -> list[Hit]:
+    """Return hits for `paths` in order: found lexically (marked when also similar), or
+    found by the vector view alone (left out when archived or no longer indexed)."""
+    others = [path for path in paths if path not in lexical]
+    entries = {e.path: e for e in indexer.by_path(others)} if others else {}
+    documents = indexer.search.get(others)
+    made = []
+    for path in paths:
+        if path in lexical:
+            hit = lexical[path]
+            made.append(replace(hit, view=f"{hit.view}+semantic") if path in similar else hit)
+        elif path in documents and path in entries and (archived or not entries[path].archived):
+            candidate = Candidate(path, 0.0, 0.0, False, 0)
+            hit = _hit(documents[path], candidate, 0.0, 0)
+            made.append(_linked(indexer, replace(hit, weak=True, view="semantic")))
+    return made
+
+
+def _linked(indexer: Indexer, hit: Hit) -> Hit:
+    return replace(hit, superseded_by=tuple(e.id for e in indexer.superseded_by(hit.id)))
+
+
+def with_neighbors(indexer: Indexer, hit: Hit) -> Hit:
+    """Attach the ids of the memories that correct `hit` (see with_corrections) and of up to
+    four that share its entities."""
+    index = indexer.search
+    ranked = index.shared_with((e for e, _ in index.entities_of(hit.path)), 4, {hit.path})
+    related = [e.id for e in sorted(indexer.by_path(ranked), key=lambda e: ranked.index(e.path))]
+    return attach_corrections(hit, related)
+
+
+def core_memories(indexer: Indexer, scope: set[str] | None) -> tuple[CoreMemory, ...]:
+    """Return the core memories of `scope` (None: all) that fit the core block's budget."""
+    entries = indexer.by_kind("core", scope)
+    documents = indexer.search.get([e.path for e in entries])
+    core = [
+        CoreMemory(d.id, d.workspace, display_text(d.content).strip())
+        for d in (documents[e.path] for e in entries if e.path in documents)
+    ]
+    core.sort(key=lambda c: (c.workspace == GLOBAL, c.workspace, c.id))
+    kept, _ = pack(core, [estimate_tokens(c.content) + 10 for c in core], CORE_BUDGET_TOKENS)
+    return tuple(kept)
+
+
+def recall_message(indexer: Indexer, query: str, hits: list[Hit], weak: bool, dropped: int) -> str:
+    """Return the one line a recall says about what it found (friendly when nothing)."""
+    if not hits and not indexer.count():
+        return "Memory is empty. Store what you learn with memory_add."
+    if not hits and dropped:
+        return (
+            f"{dropped} {'memory matches' if dropped == 1 else 'memories match'}, but none "
+            "fits max_tokens; ask again with a larger max_tokens."
+        )
+    if not hits:
+        return f"No memory matches {query!r}. Proceed; store what you learn with memory_add."
+    found = f"{len(hits)} {'memory' if len(hits) == 1 else 'memories'}"
+    text = f"No memory has every word; {found} might be related." if weak else f"{found} found."
+    if dropped:
+        text += f" {dropped} more left out to fit max_tokens."
+    return typo_note(indexer, query) + text
+
+
+def stand_ins(indexer: Indexer, query: str) -> list[StandIn]:
+    """Return the stand-ins a search of `query` used for words no memory holds."""
+    return indexer.search.stand_ins(query)
+
+
+def typo_note(indexer: Indexer, query: str) -> str:
+    """Return the sentence that says which words were searched as others ("" if none)."""
+    found = stand_ins(indexer, query)
+    if not found:
+        return ""
+    return f"Searched unknown words as known ones: {', '.join(s.label() for s in found)}. "
+
+
+def _candidate(
+    key: str, hit: IndexHit | None, strict: bool, entities: int, entry: Entry | None
+) -> Candidate:
+    signals = {}
+    if entry is not None:
+        signals = {
+            "created": entry.created,
+            "last_recalled": entry.last_recalled,
+            "seen": entry.seen,
+            "recalled": entry.recalled,
+            "confirmed": entry.confirmed,
+        }
+    return Candidate(
+        key=key,
+        lexical=hit.score if hit else 0.0,
+        coverage=0.0,  # measured for the hits that make the cut
+        strict=strict,
+        entities=entities,
+        **signals,  # type: ignore[arg-type]
+    )
+
+
+def _hit(doc: Document, candidate: Candidate, value: float, unknown: int) -> Hit:
+    views = [
+        name
+        for name, found in (
+            ("lexical" if candidate.strict else "any-word", candidate.lexical > 0),
+            ("entity", candidate.entities > 0),
+        )
+        if found
+    ]
+    return Hit(
+        id=doc.id,
+        workspace=doc.workspace,
+        kind=doc.kind,
+        path=doc.key,
+        content=display_text(doc.content),  # a conflict's versions, without markers
+        keywords=doc.keywords,
+        source=doc.source,
+        created=doc.created,
+        seen=doc.seen,
+        score=round(value, 4),
+        weak=not is_confident(candidate, unknown),
+        coverage=candidate.coverage,
+        view="+".join(views),
+    )

@@ -1,0 +1,1 @@
+"""The domain, pure: memories and their file format, settings, errors, merge rules, ranking, similarity, contradictions, secrets."""

@@ -1,0 +1,687 @@
+"""The memory file format: markdown + YAML front matter <-> Memory, plus ids, slugs and hashes.
+
+Pure: strings in, values out. Files memstore writes round-trip byte-identical; keys it does
+not know are kept as their raw YAML text; a file whose front matter cannot be read is still a
+memory (its whole text is the body) with `problem` set, and is never rewritten.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import replace
+from typing import Any
+
+from memstore.core.model import GLOBAL, KINDS, Memory, plain_ascii
+
+KNOWN_KEYS = (
+    "id",
+    "kind",
+    "keywords",
+    "source",
+    "created",
+    "seen",
+    "seen_by",
+    "recalled",
+    "recalled_by",
+    "last_recalled",
+    "confirmed",
+    "confirmed_by",
+    "archived",
+    "supersedes",
+)
+
+
+@functools.cache
+def _yaml() -> tuple[Any, Any]:
+    """Return PyYAML and a safe loader that leaves timestamps as the strings written.
+
+    Imported on first use: searching an up-to-date index never parses a file.
+    """
+    import yaml
+
+    base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class StringTimestampLoader(base):
+        pass
+
+    # PyYAML reads 2026-11-29T14:12:23Z as a datetime; keep timestamps as strings.
+    StringTimestampLoader.yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in base.yaml_implicit_resolvers.items()
+    }
+    return yaml, StringTimestampLoader
+
+
+def _load_yaml(text: str) -> object:
+    simple = _load_simple(text)
+    if simple is not None:
+        return simple
+    yaml, loader = _yaml()
+    return yaml.load(text, Loader=loader)
+
+
+# The front matter memstore writes, line by line: `key: value`, each value a plain word
+# (or words), a double-quoted string without escapes, a whole number, or a flow list of
+# those. Anything else (comments, nesting, escapes, other scalars) goes to PyYAML.
+_SIMPLE_LINE = re.compile(r"([a-z_][a-z0-9_]*): (\S.*)")
+_SIMPLE_WORDS = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./+@-]*(?: [A-Za-z0-9_./+@-]+)*")
+_SIMPLE_STAMP = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./+@-]*(?::[A-Za-z0-9_./+@-]+)*")
+_SIMPLE_QUOTED = re.compile(r'"([^"\\\x00-\x1f\x7f]*)"')
+_WHOLE = re.compile(r"0|[1-9][0-9]{0,17}")
+_STR = "tag:yaml.org,2002:str"
+
+
+def _load_simple(text: str) -> dict[str, object] | None:
+    """Return what PyYAML reads from `text`, if it is simple enough to read here; else None.
+
+    A reindex reads every file: PyYAML's C loader still spends ~150 µs building Python
+    objects for ten lines. Here a line costs a regular expression; scalars are resolved
+    with PyYAML's own implicit resolvers, so a word reads as PyYAML would read it.
+    """
+    if not text.isascii():
+        return None
+    data: dict[str, object] = {}
+    for line in text.split("\n"):
+        if not line:
+            continue  # a blank line means nothing in YAML
+        match = _SIMPLE_LINE.fullmatch(line)
+        if match is None or match.group(1) in data or _implicit_tag(match.group(1)) != _STR:
+            return None  # (YAML 1.1 reads a key like `no` or `on` as a boolean)
+        key, raw = match.groups()
+        if raw[0] == "{" and raw[-1] == "}":
+            counts = _simple_counts(raw[1:-1])
+            if counts is None:
+                return None
+            data[key] = counts
+        elif raw[0] == "[" and raw[-1] == "]":
+            items = [item.strip() for item in raw[1:-1].split(",")] if raw[1:-1].strip() else []
+            values = [_simple_scalar(item, flow=True) for item in items]
+            if any(v is None for v in values):
+                return None
+            data[key] = values
+        else:
+            value = _simple_scalar(raw, flow=False)
+            if value is None:
+                return None
+            data[key] = value
+    return data
+
+
+def _simple_counts(inner: str) -> dict[str, int] | None:
+    """Return the flow mapping of words to whole numbers `{a: 1, b: 2}` holds, or None."""
+    counts: dict[str, int] = {}
+    for item in inner.split(",") if inner.strip() else []:
+        key, colon, value = item.strip().partition(": ")
+        name = _simple_scalar(key, flow=True)
+        number = _simple_scalar(value.strip(), flow=True)
+        if not colon or not isinstance(name, str) or not isinstance(number, int) or name in counts:
+            return None
+        counts[name] = number
+    return counts
+
+
+def _simple_scalar(raw: str, *, flow: bool) -> object:
+    """Return the string or whole number `raw` reads as in YAML, or None if unsure."""
+    quoted = _SIMPLE_QUOTED.fullmatch(raw)
+    if quoted is not None:
+        return quoted.group(1)
+    if not (_SIMPLE_WORDS.fullmatch(raw) or (not flow and _SIMPLE_STAMP.fullmatch(raw))):
+        return None
+    tag = _implicit_tag(raw)
+    if tag == _STR:
+        return raw
+    if tag == "tag:yaml.org,2002:int" and _WHOLE.fullmatch(raw):
+        return int(raw)
+    return None
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _implicit_tag(value: str) -> str:
+    """Return the tag PyYAML's resolver gives a plain scalar (as BaseResolver.resolve)."""
+    resolvers = _yaml()[1].yaml_implicit_resolvers
+    for tag, pattern in [*resolvers.get(value[0], []), *resolvers.get(None, [])]:
+        if pattern.match(value):
+            return str(tag)
+    return _STR
+
+
+_CLOSING = re.compile(r"^---[ \t]*\r?$", re.MULTILINE)
+_TOP_KEY = re.compile(r"^([^\s#][^:]*?):(?:\s|$)")
+_BULLET = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+", re.MULTILINE)
+_PLAIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./+@-]*(?: [A-Za-z0-9_./+@-]+)*$")
+_SPACE = re.compile(r"\s+")
+_TIMESTAMP = re.compile(
+    r"^\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?)?$"
+)
+
+
+# --- hashing, ids and names -------------------------------------------------------------
+
+
+def normalize_text(text: str) -> str:
+    """Return the form two texts share when they say the same thing (for dedup)."""
+    text = unicodedata.normalize("NFC", text)
+    text = _BULLET.sub("", text)
+    return _SPACE.sub(" ", text.casefold()).strip()
+
+
+def content_hash(text: str) -> str:
+    """Return the hash of the normalized text (workspace-independent)."""
+    return hashlib.sha256(normalize_text(text).encode("utf-8")).hexdigest()[:20]
+
+
+def _base32(data: str) -> str:
+    digest = hashlib.sha256(data.encode("utf-8")).digest()
+    return base64.b32encode(digest).decode("ascii").lower().rstrip("=")
+
+
+def derive_id(workspace: str, text: str, length: int = 8) -> str:
+    """Return the stable id a new memory with this text gets in this workspace."""
+    return _base32(f"{workspace}\0{normalize_text(text)}")[:length]
+
+
+def path_id(relative_path: str) -> str:
+    """Return the id of a file without an id of its own (a hand-written note)."""
+    return _base32(f"path\0{relative_path}")[:8]
+
+
+SLUG_WORDS = 6
+
+
+def slugify(text: str, *, words: int = SLUG_WORDS, max_len: int = 48) -> str:
+    """Return a short filename-safe slug of the first words of `text`."""
+    slug = "-".join(_ascii_words(text)[:words])[:max_len].strip("-")
+    return slug or "memory"
+
+
+def _ascii_words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", plain_ascii(text).lower())
+
+
+# Words an agent's closing message is full of that name nothing ("Found it: the fix is done").
+# fmt: off
+_NARRATION = frozenset({
+    "found", "find", "fixed", "fix", "done", "added", "add", "updated", "update", "changed",
+    "change", "now", "because", "like", "make", "made", "sure", "need", "needs", "needed",
+    "used", "use", "using", "work", "works", "worked", "working", "without", "still", "only",
+    "more", "other", "all", "each", "both", "after", "before", "while", "since", "until",
+    "then", "once", "again", "instead", "already", "actually", "turns", "turned", "out",
+    "seems", "seem", "seemed", "looks", "look", "looked", "think", "thing", "things", "way",
+    "got", "get", "gets", "let", "lets", "summary", "session", "next", "first", "also", "just",
+    "able", "well", "good",
+})
+# fmt: on
+_NAMED = ("code", "identifier", "path", "version", "mention")
+
+
+def specific_words(text: str) -> list[str]:
+    """Return the words of `text` that say what it is about, most specific first.
+
+    The things it names (identifiers, codes, paths, versions) first, then words with digits
+    or inner punctuation, then plain words: those the text repeats (its topic), then the
+    longer; function words and narration ("found", "done", "now") are left out. Ties keep
+    the text's order. Pure: the same text gives the same words on every machine.
+    """
+    from memstore.index.analysis import STOP_WORDS, TOKEN_PATTERN
+    from memstore.index.entities import extract_entities
+
+    named = {value for value, kind in extract_entities(text) if kind in _NAMED}
+    first: dict[str, int] = {}
+    count: Counter[str] = Counter()
+    for match in re.finditer(TOKEN_PATTERN, text.lower()):
+        word = match.group(0).strip("./-_")
+        technical = bool(_TECHNICAL.search(word))
+        if len(word) >= (2 if technical else 3) and word not in STOP_WORDS | _NARRATION:
+            first.setdefault(word, match.start())
+            count[word] += 1
+
+    def rank(word: str) -> tuple[int, int, int, int]:
+        if word in named or (word.strip("@/~") in named):
+            return (0, 0, 0, first[word])
+        if _TECHNICAL.search(word):
+            return (1, 0, 0, first[word])
+        return (2, -count[word], -len(word), first[word])
+
+    return sorted(first, key=rank)
+
+
+_TECHNICAL = re.compile(r"[\d_./]")
+
+
+def trace_slug(text: str, words: int = 4) -> str:
+    """Return a file name slug of `text`'s most specific words (for a trace: an agent's
+    closing message, whose first words are mostly preamble)."""
+    parts: list[str] = []
+    taken = 0
+    for word in specific_words(text):
+        more = _ascii_words(word)
+        if more and len(parts) + len(more) <= SLUG_WORDS and len("-".join(parts + more)) <= 48:
+            parts += more  # whole words only: a word cut in half says nothing
+            taken += 1
+        if taken == words:
+            break
+    return "-".join(parts) if parts else slugify(text)
+
+
+def workspace_of(relative_path: str) -> str:
+    """Return the workspace a vault-relative path belongs to (its first folder)."""
+    parts = relative_path.replace("\\", "/").split("/")
+    return parts[0] if len(parts) > 1 else GLOBAL
+
+
+# --- parsing ----------------------------------------------------------------------------
+
+
+def parse_memory(text: str, *, path: str) -> Memory:
+    """Read a memory file's text; never raises for bad content (sets `problem`)."""
+    text = text.removeprefix("\ufeff")
+    newline = "\r\n" if text.startswith("---\r\n") else "\n"
+    workspace = workspace_of(path)
+
+    def fallback() -> Memory:  # built only when needed: path_id hashes the path
+        return Memory(
+            id=path_id(path),
+            workspace=workspace,
+            body=text,
+            has_front_matter=False,
+            newline=newline,
+        )
+
+    if not (text.startswith("---\n") or text.startswith("---\r\n")):
+        return fallback()
+    closing = _CLOSING.search(text, len("---") + len(newline))
+    if closing is None:
+        return _with_problem(fallback(), "front matter opened with '---' is never closed")
+    header = text[len("---") + len(newline) : closing.start()]
+    body = text[closing.end() :].removeprefix("\n")
+    try:
+        data = _load_yaml(header) if header.strip() else {}
+    except _yaml()[0].YAMLError as err:
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        # Keep the id the file states, so `show <id>` finds it. The body stays the whole
+        # text: a merge of two such files must not drop the lines it cannot parse.
+        stated = _STATED_ID.search(header)
+        salvaged = replace(fallback(), id=stated.group(1).lower()) if stated else fallback()
+        return _with_problem(salvaged, f"malformed YAML front matter: {reason}")
+    if not isinstance(data, dict):
+        return _with_problem(fallback(), "front matter is not a mapping of keys to values")
+    return _memory_from(data, header, body, path=path, workspace=workspace, newline=newline)
+
+
+_STATED_ID = re.compile(r"^id:[ \t]*[\"']?([A-Za-z0-9]{4,40})[\"']?[ \t]*$", re.MULTILINE)
+
+
+def _with_problem(memory: Memory, reason: str) -> Memory:
+    return Memory(**{**memory.__dict__, "problem": reason})
+
+
+def _memory_from(
+    data: dict[Any, Any], header: str, body: str, *, path: str, workspace: str, newline: str
+) -> Memory:
+    problems: list[str] = []
+    kind = _as_str(data.get("kind", "note"))
+    if kind not in KINDS:
+        problems.append(f"unknown kind {kind!r}")
+        kind = "note"
+    memory_id = _as_str(data.get("id", "")) or path_id(path)
+    return Memory(
+        id=memory_id.lower(),
+        workspace=workspace,
+        body=body,
+        kind=kind,
+        keywords=_as_list(data.get("keywords")),
+        source=_as_str(data.get("source", "")),
+        created=_as_str(data.get("created", "")),
+        seen=_as_count(data.get("seen", 1), "seen", problems, default=1),
+        seen_by=_as_counts(data.get("seen_by"), "seen_by", problems),
+        recalled=_as_count(data.get("recalled", 0), "recalled", problems, default=0),
+        recalled_by=_as_counts(data.get("recalled_by"), "recalled_by", problems),
+        last_recalled=_as_str(data.get("last_recalled", "")),
+        confirmed=_as_count(data.get("confirmed", 0), "confirmed", problems, default=0),
+        confirmed_by=_as_counts(data.get("confirmed_by"), "confirmed_by", problems),
+        archived=_as_str(data.get("archived", "")),
+        supersedes=tuple(s.lower() for s in _as_list(data.get("supersedes"))),
+        extra=tuple((key, raw) for key, raw in split_top_level(header) if key not in KNOWN_KEYS),
+        problem="; ".join(problems),
+        newline=newline,
+    )
+
+
+def _as_str(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value).strip()
+
+
+def _as_list(value: object) -> tuple[str, ...]:
+    if value is None or value == "":
+        return ()
+    items = value if isinstance(value, list) else str(value).split(",")
+    seen: dict[str, None] = {}
+    for item in items:
+        text = _as_str(item)
+        if text:
+            seen.setdefault(text, None)
+    return tuple(seen)
+
+
+def _as_count(value: object, key: str, problems: list[str], *, default: int) -> int:
+    try:
+        count = int(str(value).strip())
+    except ValueError:
+        problems.append(f"{key} is not a whole number: {value!r}")
+        return default
+    return max(count, 0)
+
+
+def _as_counts(value: object, key: str, problems: list[str]) -> tuple[tuple[str, int], ...]:
+    """Read a per-replica counter map `{name: count, …}`, sorted by name."""
+    if value is None or value == {}:
+        return ()
+    if not isinstance(value, dict) or not all(
+        isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in value.values()
+    ):
+        problems.append(f"{key} is not a map of names to whole numbers: {value!r}")
+        return ()
+    return tuple(sorted((_as_str(name), count) for name, count in value.items()))
+
+
+def render_counts(counts: tuple[tuple[str, int], ...]) -> str:
+    """Render a per-replica counter map as a one-line YAML flow mapping."""
+    return "{" + ", ".join(f"{render_scalar(name)}: {n}" for name, n in counts) + "}"
+
+
+def split_top_level(header: str) -> list[tuple[str, str]]:
+    """Split front matter into (key, raw text) entries, comments kept with the next key."""
+    entries: list[tuple[str, str]] = []
+    pending: list[str] = []
+    for line in header.splitlines():
+        match = _TOP_KEY.match(line)
+        if match and not line.startswith(("-", "#")):
+            entries.append((match.group(1).strip().strip("'\""), "\n".join([*pending, line])))
+            pending = []
+        elif entries and not (line.startswith("#") or not line.strip()):
+            key, raw = entries[-1]
+            entries[-1] = (key, f"{raw}\n{line}")
+        else:
+            pending.append(line)
+    if pending and entries:
+        key, raw = entries[-1]
+        entries[-1] = (key, "\n".join([raw, *pending]))
+    return entries
+
+
+# --- the ids a memory absorbed ------------------------------------------------------------
+
+# `merged: [id, …]` names the memories `dedupe --merge` folded into this one, so their ids
+# keep resolving. It is kept among the user keys (`extra`): the merge rules keep a list
+# a side changed, and a file with the key reads as before in any memstore.
+MERGED_KEY = "merged"
+
+
+def merged_ids(memory: Memory) -> tuple[str, ...]:
+    """Return the ids of the memories folded into `memory` (its `merged:` key), lowercased."""
+    raw = dict(memory.extra).get(MERGED_KEY)
+    if raw is None:
+        return ()
+    try:
+        data = _load_yaml(raw)
+    except _yaml()[0].YAMLError:
+        return ()  # a hand-broken key: the memory still reads; only the aliases are lost
+    value = data.get(MERGED_KEY) if isinstance(data, dict) else None
+    return tuple(dict.fromkeys(i.lower() for i in _as_list(value)))
+
+
+def with_merged(memory: Memory, ids: tuple[str, ...]) -> Memory:
+    """Return `memory` with `ids` added to its `merged:` key (order kept, no repeats)."""
+    every = tuple(dict.fromkeys((*merged_ids(memory), *(i.lower() for i in ids))))
+    line = f"{MERGED_KEY}: {render_list(every)}"
+    extra = dict(memory.extra)
+    above = []  # the comments written above the key stay
+    for old in extra[MERGED_KEY].split("\n") if MERGED_KEY in extra else ():
+        if not _is_note(old):
+            break
+        above.append(old)
+    extra[MERGED_KEY] = "\n".join([*above, line])
+    return replace(memory, extra=tuple(extra.items()))
+
+
+# --- rendering --------------------------------------------------------------------------
+
+
+def render_scalar(value: str) -> str:
+    """Render a string as YAML that reads back as the same string."""
+    if (_PLAIN.match(value) or _TIMESTAMP.match(value)) and _reads_as(value) == value:
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _reads_as(value: str) -> object:
+    try:
+        return _load_yaml(value)
+    except _yaml()[0].YAMLError:
+        return None
+
+
+def render_list(values: tuple[str, ...]) -> str:
+    """Render a list of strings as a one-line YAML flow sequence."""
+    return "[" + ", ".join(render_scalar(v) for v in values) + "]"
+
+
+def render_memory(memory: Memory) -> str:
+    """Render a memory as file text: fixed key order, unknown keys verbatim, body verbatim."""
+    if not memory.has_front_matter:
+        return memory.body
+    lines = [
+        "---",
+        f"id: {render_scalar(memory.id)}",
+        f"kind: {memory.kind}",
+        f"keywords: {render_list(memory.keywords)}",
+    ]
+    if memory.source:
+        lines.append(f"source: {render_scalar(memory.source)}")
+    if memory.created:
+        lines.append(f"created: {render_scalar(memory.created)}")
+    lines.append(f"seen: {memory.seen}")
+    if memory.seen_by:
+        lines.append(f"seen_by: {render_counts(memory.seen_by)}")
+    if memory.recalled or memory.recalled_by:
+        lines.append(f"recalled: {memory.recalled}")
+    if memory.recalled_by:
+        lines.append(f"recalled_by: {render_counts(memory.recalled_by)}")
+    if memory.last_recalled:
+        lines.append(f"last_recalled: {render_scalar(memory.last_recalled)}")
+    if memory.confirmed or memory.confirmed_by:
+        lines.append(f"confirmed: {memory.confirmed}")
+    if memory.confirmed_by:
+        lines.append(f"confirmed_by: {render_counts(memory.confirmed_by)}")
+    if memory.archived:
+        lines.append(f"archived: {render_scalar(memory.archived)}")
+    if memory.supersedes:
+        lines.append(f"supersedes: {render_list(memory.supersedes)}")
+    lines.extend(raw for _, raw in memory.extra)
+    lines.append("---")
+    return memory.newline.join(lines) + memory.newline + memory.body
+
+
+# --- patching a file in place ----------------------------------------------------------
+
+
+def render_changes(text: str, before: Memory, after: Memory) -> str:
+    """Return `text` (read as `before`) changed to say `after`, touching only changed keys.
+
+    Each changed key's block is replaced in place (a one-line value keeps its trailing
+    comment); a new key goes before the closing `---`. Every other byte stays: comments,
+    order, quoting, CRLF, a BOM, the body. Falls back to `render_memory(after)` when the
+    body or the line ending changed, or when the patched text would not read as `after`.
+    """
+    if after.body != before.body or after.newline != before.newline:
+        return render_memory(after)
+    if not (before.has_front_matter and after.has_front_matter):
+        return text if before == after else render_memory(after)
+    patched = _patch_front_matter(text, before, after)
+    if patched is None or not _reads_as_memory(patched, after):
+        return render_memory(after)
+    return patched
+
+
+def _patch_front_matter(text: str, before: Memory, after: Memory) -> str | None:
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    text = text.removeprefix("\ufeff")
+    opening = "---" + before.newline
+    closing = _CLOSING.search(text, len(opening)) if text.startswith(opening) else None
+    if closing is None:
+        return None
+    lines = [line + "\n" for line in text[len(opening) : closing.start()].split("\n")][:-1]
+    blocks = _blocks(lines)
+    if len(blocks) != len({key for key, _, _ in blocks}):
+        return None  # a key stated twice: which one YAML keeps is not ours to guess
+    where = {key: (first, end) for key, first, end in blocks}
+    replaced: dict[int, tuple[int, list[str]]] = {}  # first line -> (end, new lines)
+    inserted: dict[int, list[str]] = {}  # a block's end -> new lines that follow it
+    appended: list[str] = []
+    for key, new in _changed_blocks(before, after):
+        if key not in where and new and _COUNT_MAPS.get(key) in where:
+            anchor_end = where[_COUNT_MAPS[key]][1]
+            inserted.setdefault(anchor_end, []).extend(line + before.newline for line in new)
+        elif key in where:
+            first, end = where[key]
+            if new and end - first == 1:
+                new = [_with_comment(new[0], lines[first])]
+            ending = lines[end - 1][len(lines[end - 1].rstrip("\r\n")) :]
+            replaced[first] = (end, [line + ending for line in new])
+        elif new:
+            appended += [line + before.newline for line in new]
+    out: list[str] = []
+    index = 0
+    while index < len(lines):
+        end, new = replaced.get(index, (index + 1, [lines[index]]))
+        out += new + inserted.get(end, [])
+        index = end
+    return bom + opening + "".join(out + appended) + text[closing.start() :]
+
+
+def _blocks(lines: list[str]) -> list[tuple[str, int, int]]:
+    """Return (key, first line, end line) of each top-level key, trailing comments excluded."""
+    starts = [
+        (number, match.group(1).strip().strip("'\""))
+        for number, line in enumerate(lines)
+        if (match := _TOP_KEY.match(line)) and not line.startswith(("-", "#"))
+    ]
+    blocks = []
+    for n, (first, key) in enumerate(starts):
+        end = starts[n + 1][0] if n + 1 < len(starts) else len(lines)
+        while end > first + 1 and _is_note(lines[end - 1]):
+            end -= 1  # comments and blank lines after a value belong to what follows
+        blocks.append((key, first, end))
+    return blocks
+
+
+def _is_note(line: str) -> bool:
+    stripped = line.strip()
+    return not stripped or stripped.startswith("#")
+
+
+def _changed_blocks(before: Memory, after: Memory) -> list[tuple[str, list[str]]]:
+    """Return (key, new lines without endings; [] deletes) for every key that changed."""
+    changed = [
+        # A key render_memory leaves out when empty goes (revive: no `archived: ""` left).
+        (
+            key,
+            [f"{key}: {_render_value(value)}"]
+            if _present(after, key) and (value or key not in _OPTIONAL_KEYS)
+            else [],
+        )
+        for key in KNOWN_KEYS
+        if (value := getattr(after, key)) != getattr(before, key)
+    ]
+    old, new = dict(before.extra), dict(after.extra)
+    for key, raw in after.extra:
+        if old.get(key) != raw:
+            lines = raw.split("\n")
+            first = next(i for i, line in enumerate(lines) if not _is_note(line))
+            body = lines[first:] if key in old else lines  # a new key brings its comments
+            while len(body) > 1 and _is_note(body[-1]):
+                body.pop()
+            changed.append((key, body))
+    changed += [(key, []) for key in old if key not in new]
+    return changed
+
+
+# The keys render_memory writes only when they hold something.
+_OPTIONAL_KEYS = frozenset(
+    ("source", "created", "recalled", "last_recalled", "confirmed", "archived", "supersedes")
+)
+
+
+def _present(memory: Memory, key: str) -> bool:
+    """Return whether `key` has a line in `memory`'s front matter (an empty map has none)."""
+    return key not in _COUNT_MAPS or bool(getattr(memory, key))
+
+
+# A counter map's line goes right below its counter's, where render_memory puts it.
+_COUNT_MAPS = {"seen_by": "seen", "recalled_by": "recalled", "confirmed_by": "confirmed"}
+
+
+def _render_value(value: object) -> str:
+    if isinstance(value, tuple) and value and isinstance(value[0], tuple):
+        return render_counts(value)
+    if isinstance(value, tuple):
+        return render_list(value)
+    if isinstance(value, int):
+        return str(value)
+    return render_scalar(str(value))
+
+
+def _with_comment(new: str, old: str) -> str:
+    """Return line `new` with the `# comment` that ended `old`, at the same column if it fits."""
+    content = old.rstrip("\r\n")
+    try:
+        whole = _load_yaml(content)
+        for match in re.finditer(r"[ \t]+#", content):
+            if _load_yaml(content[: match.start()]) == whole:
+                column = match.end() - 1
+                return new + " " * max(1, column - len(new)) + content[column:]
+    except _yaml()[0].YAMLError:
+        pass
+    return new
+
+
+def _reads_as_memory(text: str, expected: Memory) -> bool:
+    """Return whether `text` parses to `expected` (comments may attach to other keys)."""
+    hint = f"{expected.workspace}/memory.md"
+    parsed = parse_memory(text, path=hint)
+    if parsed.id == path_id(hint):
+        parsed = replace(parsed, id=expected.id)  # no id stated: it comes from the real path
+
+    def meaning(memory: Memory) -> Memory:
+        extra = tuple((key, _without_notes(raw)) for key, raw in memory.extra)
+        return replace(memory, extra=extra, workspace="", problem="")
+
+    return meaning(parsed) == meaning(expected)
+
+
+def _without_notes(raw: str) -> str:
+    return "\n".join(line for line in raw.split("\n") if not _is_note(line))
+
+
+def is_utf8_name(name: str) -> bool:
+    """Say whether a file name read from the disk is UTF-8 text (not bytes smuggled in as
+    surrogate escapes, which no index, id or commit message can hold)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def escape_name(name: str) -> str:
+    """Return a file name fit to print: bytes that are not UTF-8 shown as \\xNN."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")

@@ -1,0 +1,222 @@
+"""Plain values: the memory, its kinds, workspace names, and what add and search return."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+from memstore.core.errors import InvalidInputError
+
+KINDS = ("note", "trace", "lesson", "core", "imported")
+ADDABLE_KINDS = ("note", "trace", "lesson", "core")
+GLOBAL = "global"
+ALL = "all"
+
+_WORKSPACE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+
+
+def check_workspace(name: str, *, for_add: bool = False) -> str:
+    """Return `name` if it is a valid workspace name, else raise InvalidInputError."""
+    if for_add and name == ALL:
+        raise InvalidInputError(
+            "workspace 'all' is reserved for searching every workspace; "
+            "pass a real workspace name with -w"
+        )
+    if not _WORKSPACE.match(name) or ".." in name:
+        raise InvalidInputError(
+            f"invalid workspace name {name!r}; use lowercase letters, digits, '.', '_' "
+            "and '-' (starting with a letter or digit, no '..'), e.g. -w my-project"
+        )
+    return name
+
+
+def check_kind(kind: str, *, allowed: tuple[str, ...] = ADDABLE_KINDS) -> str:
+    """Return `kind` if it is one of `allowed`, else raise InvalidInputError."""
+    if kind in KINDS and kind not in allowed:
+        who = "memstore import" if kind == "imported" else "a person (memstore promote)"
+        raise InvalidInputError(f"kind {kind!r} is set by {who}; use one of: {', '.join(allowed)}")
+    if kind not in allowed:
+        raise InvalidInputError(f"unknown kind {kind!r}; use one of: {', '.join(allowed)}")
+    return kind
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One memory file: front matter fields plus the markdown body, verbatim."""
+
+    id: str
+    workspace: str
+    body: str
+    kind: str = "note"
+    keywords: tuple[str, ...] = ()
+    source: str = ""
+    created: str = ""
+    seen: int = 1
+    recalled: int = 0
+    last_recalled: str = ""
+    confirmed: int = 0  # times a person confirmed it (memstore confirm): slows its decay
+    archived: str = ""  # when it was archived: out of ordinary recall, found with --archived
+    supersedes: tuple[str, ...] = ()
+    # Each clone's share of `seen`, `recalled` and `confirmed` (replica name, count), sorted
+    # by name: a clone bumps only its own entry, so two machines' bumps never look alike to
+    # git and a merge takes each entry's larger value. What the map does not explain (an old
+    # file's plain `seen: 8`, a hand edit) is the counter's unattributed part.
+    seen_by: tuple[tuple[str, int], ...] = ()
+    recalled_by: tuple[tuple[str, int], ...] = ()
+    confirmed_by: tuple[tuple[str, int], ...] = ()
+    # Keys memstore does not know, as (key, raw YAML text of that entry), kept verbatim.
+    extra: tuple[tuple[str, str], ...] = ()
+    # False for a hand-written file without front matter: it is never given one unasked.
+    has_front_matter: bool = True
+    # Why the front matter could not be read (the file is still searchable by its text).
+    problem: str = ""
+    # Line ending the file uses ("\n" or "\r\n"), kept when memstore rewrites it.
+    newline: str = "\n"
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result."""
+
+    id: str
+    workspace: str
+    kind: str
+    path: str
+    content: str
+    keywords: tuple[str, ...]
+    source: str
+    created: str
+    seen: int
+    score: float
+    weak: bool
+    # Share of the query's terms this memory contains (1.0 for an all-terms match).
+    coverage: float = 1.0
+    # Which view found it: "lexical" (all terms), "any-word", "entity", or a "+" pair.
+    view: str = "lexical"
+    # Ids of the memories that correct this one (their `supersedes` names it).
+    superseded_by: tuple[str, ...] = ()
+    # Up to two related memory ids: the correction first, then memories sharing entities.
+    neighbors: tuple[str, ...] = ()
+    # Where the code this memory names is (ingested source trees): "path:start-end" or "path".
+    code: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CoreMemory:
+    """A standing rule (kind core) returned beside every recall."""
+
+    id: str
+    workspace: str
+    content: str
+
+
+@dataclass(frozen=True)
+class Recall:
+    """What an agent gets back: hits in rank order, core memories, and a note for it."""
+
+    hits: tuple[Hit, ...]
+    core: tuple[CoreMemory, ...]
+    message: str
+    weak: bool = False
+    dropped: int = 0  # hits left out to fit max_tokens
+
+
+@dataclass(frozen=True)
+class Contradiction:
+    """An existing memory a new one disagrees with, and how (memstore.core.contradictions)."""
+
+    id: str  # the existing memory
+    kind: str  # "negation" | "number" | "value" | "antonym"
+    detail: str  # the new memory's side first: 'port 8443 vs 8080'
+
+
+@dataclass(frozen=True)
+class AddResult:
+    """What an add did: a new file, or a duplicate folded into an existing one."""
+
+    # "added" | "duplicate_merged" | "duplicate_uncounted" (the file it matches has no front
+    # matter, or unreadable front matter: memstore never rewrites it, so seen stays) |
+    # "supersede_recorded" (the text of a stored memory with --supersedes ids it did not
+    # name yet: the links are added, seen stays)
+    status: str
+    id: str
+    path: str
+    seen: int
+    workspace: str
+    commit: str = ""
+    # Memories of the same workspace a new memory disagrees with: a hint, never a refusal.
+    contradicts: tuple[Contradiction, ...] = ()
+    # The ids a "supersede_recorded" add named as corrected (they were not named before).
+    linked: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FileProblem:
+    """A file the indexer could not read as a memory, and why."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Hits in rank order; `weak` is true when they come from the any-term fallback."""
+
+    hits: tuple[Hit, ...] = ()
+    weak: bool = False
+    problems: tuple[FileProblem, ...] = field(default=())
+    # words no memory holds, each with the known word searched in its place (typos)
+    read_as: tuple[tuple[str, str], ...] = ()
+
+
+def to_workspace_name(name: str) -> str:
+    """Turn a repository or folder name into a valid workspace name ('My App' → 'my-app',
+    'Some%20Thing' → 'some-thing', 'Ünïcode' → 'unicode')."""
+    cleaned = re.sub(r"[^a-z0-9._-]+", "-", plain_ascii(name).lower()).strip("-._")[:64]
+    cleaned = cleaned.replace("..", ".")
+    return cleaned if cleaned and cleaned != ALL else GLOBAL
+
+
+_ESCAPES = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+# Latin letters NFKD does not take apart into a letter and a mark
+_LETTERS = str.maketrans(
+    {"ß": "ss", "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE", "ø": "o", "Ø": "O", "đ": "d",
+     "Đ": "D", "ð": "d", "Ð": "D", "ł": "l", "Ł": "L", "þ": "th", "Þ": "Th", "ı": "i"}
+)  # fmt: skip
+
+
+def plain_ascii(text: str) -> str:
+    """Return `text` in ASCII for a name: percent escapes of UTF-8 decoded (a URL's
+    'Some%20Thing'), accented Latin letters without their marks ('Ünïcode' → 'Unicode');
+    what has no ASCII form is dropped. Callers still keep only the characters they allow."""
+    if "%" in text:
+        text = _ESCAPES.sub(_unescape, text)
+    decomposed = unicodedata.normalize("NFKD", text.translate(_LETTERS))
+    return "".join(c for c in decomposed if not unicodedata.combining(c) and c.isascii())
+
+
+def _unescape(match: re.Match[str]) -> str:
+    try:
+        return bytes.fromhex(match[0].replace("%", "")).decode("utf-8")
+    except UnicodeDecodeError:  # not an escape of text ('100%ff'): keep it as written
+        return match[0]
+
+
+def summary(body: str, width: int = 60) -> str:
+    """Return the first words of a memory, shortened for a commit message or a listing.
+
+    Lines that hold no words are left out: a `<!-- memstore: … -->` line a merge wrote
+    above the versions of a conflicted memory, and a rule (`---`) a body starts with.
+    """
+    lines = [line for line in body.splitlines() if _has_words(line)]
+    line = " ".join(" ".join(lines or body.splitlines()).split())
+    return line if len(line) <= width else line[: width - 1].rstrip() + "…"
+
+
+_MARKER_LINE = re.compile(r"\s*<!-- memstore: .* -->\s*")
+
+
+def _has_words(line: str) -> bool:
+    """Whether a line of a memory says something (a marker or a rule does not)."""
+    return any(c.isalnum() for c in line) and _MARKER_LINE.fullmatch(line) is None

@@ -1,0 +1,95 @@
+"""Which repository a folder belongs to, read from .git directly (no pygit2): its workspace name."""
+
+from __future__ import annotations
+
+import configparser
+import re
+from pathlib import Path
+
+from memstore.core.model import ALL, GLOBAL, to_workspace_name
+
+_REMOTE_NAME = re.compile(r"([^/:]+?)(?:\.git)?/*$")
+
+
+def find_enclosing_repository(path: Path) -> Path | None:
+    """Return the work tree root of the git repository containing `path`, if any."""
+    for folder in [path, *path.parents]:
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def detect_workspace(cwd: Path) -> str | None:
+    """Return the workspace for work in `cwd`: the repository's remote name, else its folder.
+
+    Reads .git/config directly (no pygit2) because it runs on every search.
+    """
+    root = find_enclosing_repository(cwd)
+    if root is None:
+        return None
+    remote = _remote_url(root / ".git")
+    if remote:
+        match = _REMOTE_NAME.search(remote.strip())
+        if match:
+            return match.group(1)
+    return root.name
+
+
+def workspace_at(vault: Path, cwd: Path) -> str | None:
+    """Return the workspace of work in `cwd`: its git repository's; None inside the vault
+    or outside any repository.
+
+    The one rule for everything not told a workspace: `search`, `memory_recall` and the
+    prompt hook read this workspace plus `global`, or every workspace when None; `add`,
+    `memory_add` and the capture hook write to it, or to `global` when None.
+    """
+    where = cwd.resolve()
+    vault = vault.resolve()  # a symlinked vault (or cwd) is still the vault
+    if where == vault or vault in where.parents:
+        return None
+    name = detect_workspace(where)
+    return None if name is None else _kept_workspace_name(vault, name)
+
+
+def _kept_workspace_name(vault: Path, name: str) -> str:
+    """Return the workspace for repository `name`, keeping the folder an older memstore made.
+
+    Names were once made without decoding escapes or dropping accents ('Café' → 'caf',
+    now 'cafe'); a vault holding only the old folder keeps being read and written there,
+    so memories added before the change are still recalled.
+    """
+    current = to_workspace_name(name)
+    legacy = _legacy_workspace_name(name)
+    if legacy != current and (vault / legacy).is_dir() and not (vault / current).exists():
+        return legacy
+    return current
+
+
+def _legacy_workspace_name(name: str) -> str:
+    """The workspace name memstore made from `name` before issue 36 (used only by the check above)."""
+    cleaned = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-._")[:64]
+    cleaned = cleaned.replace("..", ".")
+    return cleaned if cleaned and cleaned != ALL else GLOBAL
+
+
+def _remote_url(git_dir: Path) -> str:
+    if git_dir.is_file():  # a worktree or submodule: "gitdir: <path>"
+        text = git_dir.read_text(encoding="utf-8", errors="replace").strip()
+        if not text.startswith("gitdir:"):
+            return ""
+        git_dir = (git_dir.parent / text.removeprefix("gitdir:").strip()).resolve()
+        common = git_dir / "commondir"
+        if common.exists():
+            git_dir = (git_dir / common.read_text(encoding="utf-8").strip()).resolve()
+    parser = configparser.ConfigParser(strict=False, interpolation=None)
+    try:
+        parser.read(git_dir / "config", encoding="utf-8")
+    except (configparser.Error, OSError, UnicodeDecodeError):
+        return ""
+    sections = [s for s in parser.sections() if s.startswith("remote ")]
+    sections.sort(key=lambda s: (s != 'remote "origin"', s))
+    for section in sections:
+        url = parser.get(section, "url", fallback="")
+        if url:
+            return url
+    return ""

@@ -1,0 +1,532 @@
+"""Spotting credentials in what a memory writes: keys, tokens, passwords, key blocks. Pure."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import unicodedata
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from memstore.core.secret_providers import COMPILED as _PROVIDERS
+from memstore.core.secret_providers import NEEDLES
+from memstore.core.secret_values import (
+    is_dummy,
+    is_passphrase,
+    is_placeholder,
+    is_stand_in_token,
+    labelled_credential,
+    looks_generated,
+    looks_like_password,
+    looks_random,
+)
+
+__all__ = [
+    "LABELLED",
+    "find_added_secret",
+    "find_secret_in_fields",
+    "find_secrets",
+    "is_dummy",
+    "is_placeholder",
+    "looks_generated",
+    "looks_random",
+    "normalize",
+    "withhold_secret",
+]
+
+# Invisible characters NFKC keeps: the format characters (Unicode category Cf: zero-width
+# space and joiners, word joiner, BOM, soft hyphen, bidi controls, tags) plus fillers,
+# the combining grapheme joiner and variation selectors.
+_INVISIBLE = re.compile(
+    "[\u00ad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160"
+    "\u180b-\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\u3164"
+    "\ufe00-\ufe0f\ufeff\ufff9-\ufffb\uffa0\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
+)
+# Cyrillic and Greek letters drawn like Latin ones: a key typed with them is still a key.
+_LOOKALIKES = str.maketrans(
+    "АВЕКМНОРСТХаеорсхуіІјЈѕЅΑΒΕΖΗΙΚΜΝΟΡΤΥΧο", "ABEKMHOPCTXaeopcxyiIjJsSABEZHIKMNOPTYXo"
+)
+# A word made of token characters: a key split by spaces is a run of these.
+_PIECE = re.compile(r"[A-Za-z0-9+/=_.~-]+")
+_PREFIX = re.compile(
+    r"(?:AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|xox[abposr]-|sk-|[rs]k_live_|AIza|npm_|hf_"
+    r"|pypi-|ya29\.|gl(?:rt|dt|ptt)-|[rs]k_test_|GOCSPX-|hv[sb]\.|dckr_pat_|lin_api_|ntn_|PMAK-)"
+)
+_SPLIT_MARK = re.compile(r"[-.]")
+_MAX_JOIN = 120  # characters: longer than any key a split is looked for in
+
+
+def normalize(text: str) -> str:
+    """Return `text` as the scan reads it: NFKC, invisible characters dropped, lookalikes Latin."""
+    if text.isascii():
+        return text
+    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+    return text.translate(_LOOKALIKES)
+
+
+def _is_random_base64(value: str) -> bool:
+    """A 40-character AWS-style secret: mixed case with digits or +/, not text, not words."""
+    if not (
+        any(c.isupper() for c in value)
+        and any(c.islower() for c in value)
+        and any(c.isdigit() or c in "+/" for c in value)
+    ):
+        return False
+    if sum(len(w) for w in re.findall(r"[a-z]{4,}", value)) >= len(value) / 2:
+        return False  # an identifier or a path: CamelCaseWords, src/components/…
+    try:
+        decoded = base64.b64decode(value, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return True
+    return not all(c.isprintable() or c in "\t\r\n" for c in decoded)
+
+
+def _basic_auth(value: str) -> bool:
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4)).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return False
+    user, colon, password = decoded.partition(":")
+    return bool(colon and user and password) and not is_placeholder(password)
+
+
+def _url_password(match: re.Match[str]) -> bool:
+    # A DSN whose password is its user name (postgres:postgres@localhost) is a public default.
+    return match["v"] != match["u"] and not is_placeholder(match["v"])
+
+
+@dataclass(frozen=True)
+class _Rule:
+    kind: str
+    pattern: re.Pattern[str]
+    accept: Callable[[re.Match[str]], bool] = lambda match: True
+    # Words joined up can spell a token by chance; a match in a join must look random,
+    # unless the pattern is exact enough on its own (AKIA and 16 capitals, then a boundary).
+    exact: bool = False
+    # Lowercase substrings one of which every match holds: the pattern runs only on a text
+    # holding one (a substring test costs far less than a regex pass). Empty: always runs.
+    needles: tuple[str, ...] = ()
+
+    def matches(self, text: str, *, joined: bool) -> bool:
+        for match in self.pattern.finditer(text):
+            value = _value_of(match)
+            if self.accept(match) and (not joined or self.exact or looks_random(value)):
+                return True
+        return False
+
+
+def _value_of(match: re.Match[str]) -> str:
+    """The credential a match holds: its first `v…` group that took part, else all of it."""
+    for name in match.re.groupindex:
+        if name[0] == "v" and match[name] is not None:
+            return str(match[name])
+    return match[0]
+
+
+# Families whose shape alone is loose: their value must also mix digits and both cases.
+_LOOSE = frozenset(
+    {"a Discord bot token", "a Notion token", "a Beamer API key", "a Telegram bot token"}
+)
+
+
+def _token(match: re.Match[str]) -> bool:
+    value = _value_of(match)
+    if is_stand_in_token(value):
+        return False
+    kind = next((k for k, p in _PROVIDERS if p is match.re), "")
+    return kind not in _LOOSE or (looks_random(value) and any(c.islower() for c in value))
+
+
+def _cli_user_password(match: re.Match[str]) -> bool:
+    user, password = match["u"] or match["u2"], match["v"] or match["v2"]
+    return password != user and not is_placeholder(password)
+
+
+_PORT = re.compile(r"\d{1,5}(?:[/?#].*)?")
+
+
+def _login_pair(match: re.Match[str]) -> bool:
+    """A user and password given to a login (log in with admin / Xk29!fLq, as root:hunter2!)."""
+    user, password = match["u"], match["v"].rstrip(".,;:)'\"`")
+    return (
+        password != user
+        and not is_placeholder(password)
+        and _PORT.fullmatch(password) is None  # host:8080/path
+        and (is_passphrase(password) or (looks_like_password(password) and not _named(password)))
+    )
+
+
+def _named(value: str) -> bool:
+    """An identifier of words and numbers (as the ci/cd-runner-01 account), not a password."""
+    parts = re.split(r"[-_.]", value)
+    return len(parts) > 1 and all(p.isalpha() or p.isdigit() for p in parts)
+
+
+def _cli_password(match: re.Match[str]) -> bool:
+    return not is_placeholder(_value_of(match))
+
+
+_KEY_BODY = re.compile(
+    r"(?P<h>-{5}BEGIN [A-Z0-9 ]+-{5}[ \t]*\r?\n)?(?P<b>(?:[A-Za-z0-9+/]{60,76}\r?\n){2,}"
+    r"[A-Za-z0-9+/]{16,76}={0,2})"
+    r"|(?<![A-Za-z0-9+/=])(?P<d>M[A-Za-z0-9+/]{39,})"
+    r"|b3BlbnNzaC1rZXktdjE[A-Za-z0-9+/=]{40,}"  # base64 of "openssh-key-v1": only private files
+)
+
+
+def _der_kind(b64: str) -> str:
+    """'private', 'public' (a certificate or public key) or '' for the DER that `b64` opens."""
+    try:
+        der = base64.b64decode(b64[:24])
+    except (binascii.Error, ValueError):
+        return ""
+    if len(der) < 8 or der[0] != 0x30:
+        return ""
+    at = 2 + (der[1] & 0x7F if der[1] & 0x80 else 0)
+    if der[at] == 0x30:
+        return "public"
+    # A private key opens with its version: INTEGER 0 (PKCS#1, PKCS#8) or 1 (SEC1 EC).
+    return "private" if der[at : at + 2] == b"\x02\x01" and der[at + 2] in (0, 1) else ""
+
+
+def _private_key_body(match: re.Match[str]) -> bool:
+    """A key's base64 body without its BEGIN line (cut off, or pasted alone)."""
+    if match["d"] is not None:
+        return _der_kind(match["d"]) == "private"
+    if match["b"] is None:
+        return True  # the OpenSSH magic
+    if match["h"] is not None:
+        return "PRIVATE" in match["h"]
+    before = match.string[: match.start()]
+    header = before.rfind("-----BEGIN ")
+    if header >= 0 and "-----END " not in before[header:]:
+        return "PRIVATE" in before[header : header + 60]  # a certificate's or public key's lines
+    body = match["b"]
+    kind = _der_kind(body)
+    if kind:
+        return kind == "private"
+    try:
+        decoded = base64.b64decode("".join(body.split())[:400] + "==")
+    except (binascii.Error, ValueError):
+        return False
+    return not _is_text(decoded)  # a middle piece of a key is bytes, not text
+
+
+def _is_printable(char: str) -> bool:
+    return char.isprintable() or char in "\t\r\n"
+
+
+def _is_text(data: bytes) -> bool:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return sum(map(_is_printable, text)) >= 0.95 * len(text)
+
+
+def _is_documented_jwt(payload: str) -> bool:
+    """jwt.io's example token (John Doe, sub 1234567890): documentation, like AWS's EXAMPLE keys."""
+    try:
+        decoded = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
+    except (binascii.Error, ValueError):
+        return False
+    return b'"name":"John Doe"' in decoded and b'"sub":"1234567890"' in decoded
+
+
+def _value(match: re.Match[str]) -> bool:
+    return not is_placeholder(match["v"])
+
+
+_PATH = re.compile(r"[~.]?/[\w./-]*")
+
+
+def _password_value(match: re.Match[str]) -> bool:
+    # `pwd: /home/me/project` is the shell's working directory, not a password
+    return _value(match) and _PATH.fullmatch(match["v"]) is None
+
+
+def _random_value(match: re.Match[str]) -> bool:
+    value = match["v"]
+    return not is_placeholder(value) and (looks_random(value) or looks_generated(value))
+
+
+_ASSIGN = r"['\"]?[ \t]*(?::=|=>|[:=])[ \t]*['\"]?"
+_SUFFIXES = r"(?:[_.-](?:access|key|token|secret|value|base|pass))*"
+_RULES: tuple[_Rule, ...] = (
+    _Rule(
+        "a private key block",
+        re.compile(
+            r"-{3,}[ \t]*BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?[ \t]*-{3,}|Private-Lines:"
+            r"|PuTTY-User-Key-File-\d:"
+        ),
+        needles=("begin", "private-lines", "putty"),
+    ),
+    _Rule(
+        "an AWS access key id",
+        re.compile(r"\b(?P<v>(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16})\b"),
+        _value,
+        needles=("akia", "asia", "abia", "acca"),
+        exact=True,
+    ),
+    _Rule(
+        "an AWS secret access key",
+        re.compile(
+            r"(?i)\baws[\w.-]{0,20}?secret[\w.-]{0,20}?" + _ASSIGN + r"(?P<v>[A-Za-z0-9/+]{40})\b"
+        ),
+        _value,
+        needles=("aws",),
+    ),
+    _Rule(
+        "an AWS-style 40-character secret",
+        re.compile(r"(?<![A-Za-z0-9/+_.$-])(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=_.$-])"),
+        lambda match: _is_random_base64(match["v"]) and not is_placeholder(match["v"]),
+    ),
+    *(_Rule(kind, pattern, _token, needles=NEEDLES[kind]) for kind, pattern in _PROVIDERS),
+    _Rule(
+        "a JSON web token",
+        re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.(?P<p>eyJ[A-Za-z0-9_-]{10,})\.[A-Za-z0-9_-]{10,}"),
+        lambda match: not _is_documented_jwt(match["p"]),
+        needles=("eyj",),
+    ),
+    _Rule(
+        "a signed URL",
+        re.compile(r"[?&](?:sig|X-Amz-Signature|Signature)=[A-Za-z0-9%+/_-]{20,}"),
+        needles=("sig",),
+    ),
+    _Rule(
+        "a password in a URL",
+        re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://(?P<u>[^\s:/?#@]*):(?P<v>[^\s/?#@]+)@[^\s/?#@]"),
+        _url_password,
+        needles=("://",),
+    ),
+    _Rule(
+        "an Authorization header",
+        re.compile(r"(?i)\bbearer[ \t]+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)"),
+        _random_value,
+        needles=("bearer",),
+    ),
+    _Rule(
+        "an Authorization header",
+        re.compile(r"(?i)\bbasic[ \t]+(?P<v>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"),
+        lambda match: _basic_auth(match["v"]),
+        needles=("basic",),
+    ),
+    _Rule(
+        "a password assignment",
+        re.compile(
+            r"(?i)(?:\bmachine[ \t]+\S+[ \t]+login[ \t]+\S+[ \t]+password[ \t]+|--password[ \t]+"
+            r"|\bmysql\w*\b[^\n]*?[ \t]-p)(?P<v>[^\s\-]\S{3,})"
+        ),
+        _value,
+        needles=("machine", "--password", "mysql"),
+    ),
+    _Rule(
+        "a password on a command line",
+        re.compile(
+            r"(?i)\bcurl\b[^\n]*?[ \t](?:-u|--user)[ \t=]*['\"]?(?P<u>[^\s:'\"]+):(?P<v>[^\s'\"]+)"
+            r"|\bsmbclient\b[^\n]*?[ \t]-U[ \t]*['\"]?(?P<u2>[^\s%'\"]+)%(?P<v2>[^\s'\"]+)"
+        ),
+        _cli_user_password,
+        needles=("curl", "smbclient"),
+    ),
+    _Rule(
+        "a password on a command line",
+        re.compile(
+            r"\bsshpass[ \t]+-p[ \t]*['\"]?(?P<v>[^\s'\"]+)"
+            r"|\b(?:docker|podman|helm|oras)\b[^\n]*?\blogin\b[^\n]*?[ \t]-p[ \t]+['\"]?(?P<v2>[^\s'\"]+)"
+            r"|\bredis-cli\b[^\n]*?[ \t]-a[ \t]+['\"]?(?P<v3>[^\s'\"]+)"
+            r"|\bldap\w+\b[^\n]*?[ \t]-w[ \t]+['\"]?(?P<v4>[^\s'\"]+)"
+            r"|\bhtpasswd\b[^\n]*?[ \t]-\w*b\w*[ \t]+\S+[ \t]+\S+[ \t]+['\"]?(?P<v5>[^\s'\"]+)"
+        ),
+        _cli_password,
+        needles=("sshpass", "login", "redis-cli", "ldap", "htpasswd"),
+    ),
+    _Rule(
+        "a password assignment",
+        re.compile(
+            r"(?i)(?:password|passwd|passphrase|(?<![a-z0-9])(?:pwd|pass|pw))"
+            + _SUFFIXES
+            + _ASSIGN
+            + r"(?P<v>[^\s'\"<>`]{6,})"
+        ),
+        _password_value,
+        needles=("pass", "pw"),
+    ),
+    _Rule(
+        "a secret or token assignment",
+        re.compile(
+            r"(?i)(?:secret|(?<![a-z0-9])(?:token|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
+            r"|auth[_-]?key|credentials?))" + _SUFFIXES + _ASSIGN + r"(?P<v>[^\s'\"<>`,;]{8,})"
+        ),
+        _random_value,
+        needles=("secret", "token", "api", "key", "access", "private", "auth", "credential"),
+    ),
+    _Rule(
+        "a login and its password",
+        re.compile(
+            r"(?i)\b(?:log[ \t-]?(?:in|on)|sign[ \t-]?in|anmelden|connexion|iniciar[ \t]sesi[oó]n)\b"
+            r"[^\n]{0,60}?[ \t](?:with|as|using|mit|als|avec|con|como)[ \t]+['\"]?"
+            r"(?P<u>[\w.@+-]{1,64})(?:[ \t]*/[ \t]*|:)(?P<v>[^\s'\"`]{6,})"
+        ),
+        _login_pair,
+        needles=("log", "sign", "anmelden", "connexion", "sesi"),
+    ),
+    _Rule(
+        "a password in a .pgpass line",
+        re.compile(
+            r"(?<![^\s`'\"])(?:\*|[\w.-]*[A-Za-z][\w.-]*):(?:\d{2,5}|\*):[^\s:]+:[^\s:]+"
+            r":(?P<v>[^\s:`'\"]{6,})(?![^\s`'\"])"
+        ),
+        lambda match: looks_like_password(match["v"]) or looks_generated(match["v"]),
+        needles=(":",),
+    ),
+    _Rule(
+        "a registry login",
+        re.compile(r"\"auth\"[ \t]*:[ \t]*\"(?P<v>[A-Za-z0-9+/]{8,}={0,2})\""),
+        lambda match: _basic_auth(match["v"]),
+        needles=('"auth"',),
+    ),
+    _Rule("a private key body", _KEY_BODY, _private_key_body, exact=True),
+)
+
+
+_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{24,}={0,2}(?![A-Za-z0-9+/=_-])")
+
+
+def _decoded(text: str) -> Iterator[str]:
+    """Yield the text that base64 runs of `text` hold (a token encoded to hide it)."""
+    for match in _BASE64_RUN.finditer(text):
+        run = match[0].rstrip("=")
+        if run.isalnum() and (run.islower() or run.isupper()):
+            continue  # one case: hex, base32, a word; base64 of text mixes cases
+        padded = run[: len(run) // 4 * 4 + (4 if len(run) % 4 > 1 else 0)]
+        padded += "=" * (-len(padded) % 4)
+        try:
+            data = base64.b64decode(padded.replace("-", "+").replace("_", "/"))
+        except (binascii.Error, ValueError):
+            continue
+        text = data.decode("utf-8", errors="replace")
+        printable = next((i for i, c in enumerate(text) if not _is_printable(c)), len(text))
+        if printable >= 12:  # the text a token or key block starts with; padding may follow
+            yield text[:printable]
+
+
+def _runs(text: str) -> Iterator[list[str]]:
+    """Yield each run of whitespace-separated words made of token characters."""
+    run: list[str] = []
+    for word in [*text.split(), "\n"]:
+        piece = word.strip("\"'`()[]{}<>,;:!?")
+        if _PIECE.fullmatch(piece):
+            run.append(piece)
+            continue
+        if len(run) > 1:
+            yield run
+        run = []
+
+
+def _joins(run: list[str]) -> Iterator[str]:
+    """Yield the joins a split key could hide in: from a known prefix on, and equal groups."""
+    for i in range(len(run)):
+        if _PREFIX.match("".join(run[i : i + 12])):  # the prefix itself may be split
+            joined = run[i]
+            for word in run[i + 1 :]:
+                joined += word
+                if len(joined) > _MAX_JOIN:
+                    break
+                yield joined
+    start = 0
+    while start < len(run) - 1:
+        size, end = len(run[start]), start + 1
+        while end < len(run) and len(run[end]) == size:
+            end += 1
+        if end < len(run) and len(run[end]) < size:
+            end += 1  # the last group of a split key may be shorter
+        if end - start >= 3 and size <= 10:
+            yield from _windows(run[start:end])
+        start = max(end - 1, start + 1)
+
+
+def _windows(group: list[str]) -> Iterator[str]:
+    """Yield the whole group joined, and each part of it joining to exactly 40 characters."""
+    yield "".join(group)
+    for i in range(len(group)):
+        total = 0
+        for j in range(i, len(group)):
+            total += len(group[j])
+            if total == 40:
+                yield "".join(group[i : j + 1])
+            if total >= 40:
+                break
+
+
+LABELLED = "a credential next to its label"
+_ALL_NEEDLES = frozenset(needle for rule in _RULES for needle in rule.needles)
+
+
+def find_secrets(text: str, *, _inner: bool = False) -> list[str]:
+    """Return what kinds of credential `text` seems to contain (empty: none found)."""
+    normalized = normalize(text)
+    # Each join on a line of its own: a line break ends a token for every rule.
+    # Keys split by dashes or dots (AKIA-IOSF-…) are split by spaces once those are read as spaces.
+    undashed = _SPLIT_MARK.sub(" ", normalized)
+    runs = [*_runs(normalized), *(_runs(undashed) if undashed != normalized else ())]
+    joins = "\n".join(j for run in runs for j in _joins(run))
+    # A pattern runs only where one of its needles is: most memories hold none.
+    lowered = f"{normalized}\n{joins}".lower()
+    present = {needle for needle in _ALL_NEEDLES if needle in lowered}
+    found: list[str] = []
+    for rule in _RULES:
+        if rule.kind in found:
+            continue
+        if rule.needles and present.isdisjoint(rule.needles):
+            continue
+        if rule.matches(normalized, joined=False) or (joins and rule.matches(joins, joined=True)):
+            found.append(rule.kind)
+    if labelled_credential(normalized):
+        found.append(LABELLED)
+    if not _inner:
+        for decoded in _decoded(normalized):
+            found.extend(f"{kind}, base64-encoded" for kind in find_secrets(decoded, _inner=True))
+    return list(dict.fromkeys(found))
+
+
+def find_secret_in_fields(fields: Mapping[str, str | Sequence[str]]) -> tuple[str, str] | None:
+    """Return (field, kind) for the first field that holds a credential, or None.
+
+    A list field (keywords, as given: before they are lowercased) is scanned joined by spaces,
+    commas read as spaces, so a key split across items is seen."""
+    for name, value in fields.items():
+        text = value if isinstance(value, str) else " ".join(value).replace(",", " ")
+        found = find_secrets(text)
+        if found:
+            return name, found[0]
+    return None
+
+
+def find_added_secret(new: bytes, old: bytes | None) -> str | None:
+    """Return the kind of credential in the lines `new` adds to `old` (a file's committed bytes).
+
+    Lines already committed are not looked at again: a memory a person stored with
+    --allow-secret can still have its counters written.
+    """
+    text = new.decode("utf-8", errors="replace")
+    if old:
+        kept = set(old.decode("utf-8", errors="replace").splitlines())
+        text = "\n".join(line for line in text.splitlines() if line not in kept)
+        if not text.strip():
+            return None  # nothing new: a counter or a line moved
+    found = find_secrets(text)
+    return found[0] if found else None
+
+
+def withhold_secret(message: str, paths: Sequence[str]) -> str:
+    """Return `message`, or if it shows a credential, its verb and the files' names instead."""
+    if not find_secrets(message):
+        return message
+    subject = message.split("\n", 1)[0]
+    verb = subject.split(": ", 1)[0] if ": " in subject[:60] else "commit"
+    names = [p.rsplit("/", 1)[-1] for p in paths]
+    shown = ", ".join(names[:3]) + (" …" if len(names) > 3 else "")
+    return f"{verb}: {shown or 'files'} (text withheld: it looks like a credential)"

@@ -1,0 +1,442 @@
+"""`memstore search`, `add` and `ingest` without typer: the paths agents and hooks run often.
+
+typer imports pydantic (~90 ms) before it parses a single option. These parsers handle
+exactly the options the typer commands define; anything else (help, a typo, a missing
+value) returns a Reply with status None so the typer command answers it, with its usual
+messages and exit codes. A test checks both paths print the same thing.
+
+A command is a function of its Request (arguments, working directory, environment, stdin)
+and a way to open the store, returning a Reply: the launcher runs it in this process with
+`open_in_process`, the daemon runs the very same function over its resident store. The
+store and its output module are imported only when a command runs here, so asking the
+daemon first costs none of them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Collection
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memstore.core.config import Settings
+from memstore.core.errors import InvalidInputError, MemstoreError
+from memstore.core.model import GLOBAL, AddResult, SearchResult, check_workspace
+from memstore.core.repo_name import workspace_at
+from memstore.ops.client import Reply, Request, resolve_vault
+
+if TYPE_CHECKING:
+    from memstore.ops.output import Elsewhere
+    from memstore.service.store import Store
+
+Options = dict[str, list[str]]
+OpenStore = Callable[[Settings, bool], AbstractContextManager["Store"]]  # (settings, create)
+
+SEARCH_FLAGS = {"--all": "all", "--json": "json", "--context": "context"}
+SEARCH_VALUES = {"-w": "workspace", "--workspace": "workspace", "-k": "k", "--vault": "vault"}
+ADD_FLAGS = {"--json": "json", "--allow-secret": "allow_secret"}
+ADD_VALUES = {
+    "-w": "workspace",
+    "--workspace": "workspace",
+    "--kind": "kind",
+    "-K": "keyword",
+    "--keyword": "keyword",
+    "--source": "source",
+    "--supersedes": "supersedes",
+    "--vault": "vault",
+}
+INGEST_FLAGS = {"--dry-run": "dry_run", "--json": "json", "--quiet": "quiet", "-q": "quiet"}
+INGEST_VALUES = {"-w": "workspace", "--workspace": "workspace", "--vault": "vault"}
+DEFER = Reply(None)  # let the typer command answer (help, a typo, a missing value)
+
+
+def parse(
+    argv: list[str], flags: dict[str, str], values: dict[str, str], positional: str
+) -> Options | None:
+    """Return the options in `argv` (values listed in order) and its words joined by spaces
+    as `positional`, or None to defer to typer (help, an unknown option, a missing value)."""
+    options: Options = {}
+    words: list[str] = []
+    rest = list(argv)
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--":
+            words += rest
+            break
+        if arg in flags:
+            options[flags[arg]] = ["1"]
+        elif arg in values and rest:
+            options.setdefault(values[arg], []).append(rest.pop(0))
+        elif arg.startswith("--") and "=" in arg and arg.split("=", 1)[0] in values:
+            name, value = arg.split("=", 1)
+            options.setdefault(values[name], []).append(value)
+        elif is_option_like(arg):
+            return None
+        else:
+            words.append(arg)  # "- staging deploys …", "---", "-5 °C": text, not an option
+    if not words:
+        return None
+    options[positional] = [" ".join(words)]
+    return options
+
+
+def is_option_like(arg: str) -> bool:
+    """Return whether `arg` reads as an option (dashes, then a letter, no space before any
+    '='), not as text such as '- a pasted bullet', '---' or '-5 °C in the morning'."""
+    head = arg.split("=", 1)[0]
+    name = head[2:] if head.startswith("--") else head[1:] if head.startswith("-") else ""
+    return name[:1].isalpha() and not any(c.isspace() for c in head)
+
+
+def words_last(
+    argv: list[str], flags: Collection[str], values: Collection[str]
+) -> tuple[list[str], list[str]]:
+    """Return `argv` with its options first and its words after a `--` (so typer takes text
+    that starts with a dash as text, as `parse` does), and the unknown options in it (left
+    among the words, for a message that shows the text they belong to)."""
+    front: list[str] = []
+    words: list[str] = []
+    unknown: list[str] = []
+    rest = list(argv)
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--":
+            words += rest
+            break
+        if arg in values:
+            if not rest:  # a value is missing: typer says so
+                return argv, []
+            front += [arg, rest.pop(0)]
+        elif arg in flags or _is_attached(arg, flags, values):
+            front.append(arg)
+        elif is_option_like(arg):
+            unknown.append(arg)
+            words.append(arg)
+        else:
+            words.append(arg)
+    return [*front, "--", *words], unknown
+
+
+def _is_attached(arg: str, flags: Collection[str], values: Collection[str]) -> bool:
+    """`--kind=lesson`, `-k3`, `-wwebshop` (and `--all=1`, for typer to refuse): an option
+    and a value in one argument."""
+    if arg.startswith("--") and "=" in arg:
+        name = arg.split("=", 1)[0]
+        return name in values or name in flags
+    return len(arg) > 2 and arg[:2] in values
+
+
+def last(options: Options, name: str, default: str = "") -> str:
+    return options[name][-1] if name in options else default
+
+
+def empty_workspace(options: Options) -> bool:
+    """Return whether `-w ""` was given: an error, which the typer command says."""
+    return "workspace" in options and not last(options, "workspace").strip()
+
+
+def wants_stdin(op: str, argv: list[str]) -> bool:
+    """Return whether command `op` reads its text from standard input (`memstore add -`)."""
+    options = parse(argv, ADD_FLAGS, ADD_VALUES, "text") if op == "add" else None
+    return options is not None and last(options, "text") == "-"
+
+
+def open_in_process(settings: Settings, create: bool) -> AbstractContextManager[Store]:
+    """Open the vault in this process (the path without a daemon)."""
+    from memstore.service.store import Store
+
+    return Store.open(settings, create=create)
+
+
+def settings_for(request: Request, options: Options) -> Settings:
+    """Return the caller's settings: its environment, with paths relative to its directory."""
+    vault = resolve_vault(last(options, "vault") or None, request.env, request.cwd)
+    home = Path(request.env.get("HOME") or "/")
+    return Settings.from_env(request.env, home=home, vault=vault)
+
+
+def detected_workspace(vault: Path) -> str | None:
+    """Return the workspace of the current directory's git repository, if it has one."""
+    return workspace_at(vault, Path.cwd())
+
+
+def _workspace_of(request: Request, vault: Path) -> str | None:
+    return workspace_at(vault, Path(request.cwd)) if request.cwd else None
+
+
+def run_search(request: Request, open_store: OpenStore = open_in_process) -> Reply:
+    """Run `memstore search`; a None status defers to the typer command."""
+    options = parse(request.argv, SEARCH_FLAGS, SEARCH_VALUES, "query")
+    k = last(options or {}, "k", "5")
+    if options is None or not k.isdigit() or not 1 <= int(k) <= 200 or empty_workspace(options):
+        return DEFER
+    query = last(options, "query")
+    if not query.strip() and "context" not in options:
+        return DEFER  # an error: the typer command says it
+    settings = settings_for(request, options)
+    scope = (
+        None
+        if "all" in options
+        else (last(options, "workspace") or _workspace_of(request, settings.vault))
+    )
+    context = "context" in options
+    note = ""
+    try:
+        with open_store(settings, False) as store:
+            result = store.search(query, workspace=scope, k=int(k))
+            elsewhere = None
+            if not context:
+                vault = settings.vault if "vault" in options else None
+                elsewhere = look_elsewhere(store, result, query, scope, vault=vault)
+                named = None if "all" in options else last(options, "workspace") or None
+                note = unknown_workspace(store, named)
+    except MemstoreError as err:
+        return _error(err)
+    text = search_text(
+        result, query, scope, as_json="json" in options, context=context, elsewhere=elsewhere
+    )
+    return Reply(0, text, note)
+
+
+def unknown_workspace(store: Store, named: str | None, read: str = "searched it and global") -> str:
+    """Return a note when a workspace given with -w is none of the vault's ('' otherwise):
+    the search then read only `global` (`list`: nothing), and a typo should not pass for
+    "no match". `read`: what the command read, for the note."""
+    from memstore.ops.output import printable
+
+    if named is None:
+        return ""
+    known = store.workspaces()
+    if named in known:
+        return ""
+    return printable(
+        f"note: no workspace {named!r} in this vault ({read}); known: {', '.join(known)}\n"
+    )
+
+
+def look_elsewhere(
+    store: Store,
+    result: SearchResult,
+    query: str,
+    scope: str | None,
+    *,
+    vault: Path | None = None,
+    archived: bool = False,
+) -> Elsewhere | None:
+    """Return what other workspaces hold for `query` when its search in `scope` found
+    nothing (one more search, capped); None when there was no scope or it found something.
+
+    `vault` (when the command line named one) and `archived` go into the command that
+    shows them.
+    """
+    from shlex import quote
+
+    from memstore.ops.tools import look_elsewhere as count_elsewhere
+
+    command = f"memstore search {quote(query)} --all"
+    command += " --archived" if archived else ""
+    command += f" --vault {quote(str(vault))}" if vault else ""
+    return count_elsewhere(store, result, query, scope, command=command, archived=archived)
+
+
+def search_text(
+    result: SearchResult,
+    query: str,
+    scope: str | None,
+    *,
+    as_json: bool,
+    context: bool,
+    elsewhere: Elsewhere | None = None,
+) -> str:
+    """Return a search result as JSON, as agent context (empty when nothing), or as text."""
+    from memstore.ops.output import context_lines, render_json, search_json, search_lines
+
+    if as_json:
+        return render_json(search_json(result, query, scope, elsewhere)) + "\n"
+    if context:
+        lines = context_lines(result)
+        return "\n".join(lines) + "\n" if lines else ""
+    return "\n".join(search_lines(result, query, scope, elsewhere)) + "\n"
+
+
+def print_search(
+    result: SearchResult,
+    query: str,
+    scope: str | None,
+    *,
+    as_json: bool,
+    context: bool,
+    elsewhere: Elsewhere | None = None,
+) -> None:
+    """Print a search result as JSON, as agent context (silent when nothing), or as text."""
+    text = search_text(result, query, scope, as_json=as_json, context=context, elsewhere=elsewhere)
+    sys.stdout.write(text)
+
+
+def run_add(request: Request, open_store: OpenStore = open_in_process) -> Reply:
+    """Run `memstore add`; a None status defers to the typer command."""
+    options = parse(request.argv, ADD_FLAGS, ADD_VALUES, "text")
+    if options is None or empty_workspace(options):
+        return DEFER
+    settings = settings_for(request, options)
+    text = last(options, "text")
+    workspace = last(options, "workspace") or _workspace_of(request, settings.vault) or GLOBAL
+    try:
+        if text == "-":
+            text = decode_stdin(request.stdin)
+        with open_store(settings, True) as store:
+            result = store.add(
+                text,
+                workspace=workspace,
+                kind=last(options, "kind", "note"),
+                keywords=tuple(options.get("keyword", ())),
+                source=last(options, "source") or None,
+                supersedes=tuple(options.get("supersedes", ())),
+                allow_secret="allow_secret" in options,
+            )
+    except MemstoreError as err:
+        return _error(err)
+    vault = str(settings.vault) if "vault" in options else None
+    return Reply(0, add_text(result, as_json="json" in options, text=text, vault=vault))
+
+
+def run_ingest(request: Request, open_store: OpenStore) -> Reply:
+    """Run `memstore ingest PATH` again over a folder ingested before: the daemon's path,
+    where the index is warm and its watcher has usually caught up already.
+
+    A None status defers to the typer command: a first ingest (which can take minutes and
+    shows a progress bar), --list, --remove, help.
+    """
+    options = parse(request.argv, INGEST_FLAGS, INGEST_VALUES, "path")
+    if options is None:
+        return DEFER
+    settings = settings_for(request, options)
+    target = _caller_path(last(options, "path"), request)
+    try:
+        with open_store(settings, False) as store:
+            known = [root for root, _ in store.source_roots() if root.path == str(target)]
+            if not known:
+                return DEFER
+            summary = store.ingest(
+                target,
+                last(options, "workspace") or known[0].workspace,
+                dry_run="dry_run" in options,
+            )
+    except MemstoreError as err:
+        return _error(err)
+    from memstore.ops.output import ingest_text
+
+    return Reply(0, ingest_text(summary, as_json="json" in options, quiet="quiet" in options))
+
+
+def _caller_path(typed: str, request: Request) -> Path:
+    """Return the folder `typed` names for the caller: its `~` and its working directory."""
+    home = request.env.get("HOME") or "/"
+    if typed == "~" or typed.startswith("~/"):
+        typed = home + typed[1:]
+    return Path(os.path.abspath(Path(request.cwd or "/", typed))).resolve()
+
+
+def _error(err: MemstoreError) -> Reply:
+    from memstore.ops.output import printable
+
+    return Reply(1, "", printable(f"Error: {err}") + "\n")
+
+
+def decode_stdin(data: bytes) -> str:
+    """Return stdin's bytes as text; raise InvalidInputError when they are not UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InvalidInputError(
+            f"standard input is not valid UTF-8 (byte {err.start}: 0x{data[err.start]:02x}); "
+            "convert it first, e.g. iconv -f latin1 -t utf-8"
+        ) from err
+
+
+def read_stdin() -> str:
+    """Return standard input as text; raise InvalidInputError when it is not UTF-8."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # a text-only stream (an embedding program's): already decoded
+        return sys.stdin.read()
+    return decode_stdin(stream.read())
+
+
+def add_text(result: AddResult, *, as_json: bool, text: str = "", vault: str | None = None) -> str:
+    """Return what `memstore add` prints (`text`, `vault`: the command's, for its hints)."""
+    from memstore.ops.output import add_json, add_line, render_json
+
+    if as_json:
+        return render_json(add_json(result, text, vault)) + "\n"
+    return add_line(result, text, vault) + "\n"
+
+
+def print_add(
+    result: AddResult, *, as_json: bool, text: str = "", vault: str | None = None
+) -> None:
+    sys.stdout.write(add_text(result, as_json=as_json, text=text, vault=vault))
+
+
+RUNNERS: dict[str, Callable[[Request, OpenStore], Reply]] = {"search": run_search, "add": run_add}
+DAEMON_ONLY: dict[str, Callable[[Request, OpenStore], Reply]] = {"ingest": run_ingest}
+
+
+# --- shell completion (typer calls these while a person presses Tab) ---------------------
+# Cheap reads only: a folder listing and one read-only query of the index's manifest. No
+# index open, no catch-up, no vault created; any failure completes nothing.
+
+COMPLETIONS = 100
+
+
+def complete_workspace(ctx: Any, incomplete: str) -> list[str]:
+    """Return the vault's workspaces (its top folders, and `global`) that start with
+    `incomplete`."""
+    names = {GLOBAL}
+    try:
+        with os.scandir(_completion_vault(ctx)) as entries:
+            names.update(e.name for e in entries if e.is_dir(follow_symlinks=False))
+    except (OSError, MemstoreError, ValueError):
+        return []
+    return sorted(n for n in names if n.startswith(incomplete) and _is_valid(check_workspace, n))
+
+
+def complete_id(ctx: Any, incomplete: str) -> list[str]:
+    """Return up to COMPLETIONS memory ids that start with `incomplete`, from the manifest."""
+    import sqlite3
+
+    from memstore.catalog.indexer import INDEX_DIR
+    from memstore.vault.files import Vault
+
+    prefix = incomplete.lower()
+    try:
+        manifest = Vault(_completion_vault(ctx)).state_dir / INDEX_DIR / "manifest.sqlite"
+        if not manifest.is_file():
+            return []
+        db = sqlite3.connect(f"{manifest.resolve().as_uri()}?mode=ro", uri=True, timeout=0.2)
+        try:
+            # The manifest's `files` table (memstore/catalog/indexer.py): one row per memory file.
+            rows = db.execute(
+                "SELECT DISTINCT id FROM files WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
+                [prefix, prefix + "\U0010ffff", COMPLETIONS],
+            ).fetchall()
+        finally:
+            db.close()
+    except (OSError, MemstoreError, ValueError, sqlite3.Error):
+        return []
+    return [str(row[0]) for row in rows]
+
+
+def _completion_vault(ctx: Any) -> Path:
+    """Return the vault a command line being completed names (--vault, else the environment)."""
+    typed = getattr(ctx, "params", {}).get("vault")
+    return resolve_vault(str(typed) if typed else None, os.environ, os.getcwd())
+
+
+def _is_valid(check: Callable[[str], str], name: str) -> bool:
+    try:
+        check(name)
+    except MemstoreError:
+        return False
+    return True

@@ -1,0 +1,318 @@
+"""The MCP tools' logic without mcp: a tool call's arguments in, the JSON the tool returns out.
+
+`memstore serve` runs it in-process (no daemon) or forwards each call to the vault's
+daemon, which answers with `answer`; both give the agent the same JSON. Importing this
+module imports neither mcp, Whoosh nor pygit2: the lean serve shell uses it too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, MutableMapping
+from contextlib import AbstractContextManager
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NotRequired
+
+from typing_extensions import TypedDict
+
+from memstore.core.config import Settings
+from memstore.core.errors import InvalidInputError, MemstoreError, NotFoundError
+from memstore.core.model import ALL, GLOBAL, Hit, Recall, SearchResult
+from memstore.core.repo_name import workspace_at
+
+if TYPE_CHECKING:
+    from memstore.ops.client import Reply, Request
+    from memstore.ops.output import Elsewhere
+    from memstore.service.store import Store
+
+OpenStore = Callable[[Settings, bool], AbstractContextManager["Store"]]  # as memstore.ops.lean's
+
+AGENT_KINDS = ("note", "trace", "lesson")  # core and imported are for people to set
+TOOLS = ("memory_recall", "memory_add", "memory_confirm")
+
+
+class HitOut(TypedDict):
+    id: str
+    ref: NotRequired[str]  # a code chunk's path:start-end (kind "code"), to open just that
+    code: NotRequired[list[str]]  # a memory's: where the code it names is (path:start-end)
+    content: str
+    workspace: str
+    kind: str
+    keywords: list[str]
+    source: str
+    created: str
+    score: float
+    weak: bool
+    neighbors: list[str]
+    superseded_by: list[str]
+
+
+class CoreOut(TypedDict):
+    id: str
+    workspace: str
+    content: str
+
+
+class RecallOut(TypedDict):
+    results: list[HitOut]
+    core_memory: list[CoreOut]
+    message: str
+
+
+class ContradictionOut(TypedDict):
+    id: str
+    detail: str
+
+
+class AddOut(TypedDict):
+    status: str
+    id: str
+    seen: int
+    workspace: str
+    # Only when the new memory disagrees with one already stored (no tokens otherwise).
+    contradicts: NotRequired[list[ContradictionOut]]
+    message: NotRequired[str]
+
+
+class ConfirmOut(TypedDict):
+    id: str
+    confirmed: int
+    workspace: str
+
+
+SentCore = MutableMapping[str, tuple[tuple[str, str, str], ...]]
+
+
+# What a recall with weak hits tells the agent to do with them (the confirm loop).
+CONFIRM_HINT = (
+    " Weak hits may not apply: ask the person whether one still holds; if they say yes,"
+    " call memory_confirm with its id."
+)
+
+
+def recall_output(recall: Recall) -> RecallOut:
+    """Return a recall as the JSON object memory_recall answers with."""
+    weak = any(h.weak and h.kind != "code" for h in recall.hits)
+    return {
+        "results": [_hit_output(h) for h in recall.hits],
+        "core_memory": [
+            {"id": c.id, "workspace": c.workspace, "content": c.content} for c in recall.core
+        ],
+        "message": recall.message + (CONFIRM_HINT if weak else ""),
+    }
+
+
+def _hit_output(hit: Hit) -> HitOut:
+    out: HitOut = {
+        "id": hit.id,
+        "content": hit.content,
+        "workspace": hit.workspace,
+        "kind": hit.kind,
+        "keywords": list(hit.keywords),
+        "source": hit.source,
+        "created": hit.created,
+        "score": hit.score,
+        "weak": hit.weak,
+        "neighbors": list(hit.neighbors),
+        "superseded_by": list(hit.superseded_by),
+    }
+    if hit.kind == "code":
+        out["ref"] = hit.path
+    if hit.code:
+        out["code"] = list(hit.code)
+    return out
+
+
+def recall(
+    store: Store, arguments: Mapping[str, Any], *, workspace: str | None, live: bool
+) -> RecallOut:
+    """Run memory_recall (`workspace`: the session's default, None for every workspace;
+    `live`: a watcher keeps the index current, so skip the scan for changed files).
+
+    Nothing found in a workspace while others hold matches: the message says how many and
+    how to see them, as `memstore search` does.
+    """
+    chosen = str(arguments.get("workspace") or workspace or ALL)
+    scope = None if chosen == ALL else chosen
+    query = str(arguments.get("query", ""))
+    found = store.recall(
+        query,
+        workspace=scope,
+        k=max(1, min(int(arguments.get("k", 5)), 50)),
+        max_tokens=int(arguments.get("max_tokens", 0)) or None,
+        catch_up=not live,
+        record_usage=True,
+    )
+    if not found.hits and not found.dropped and scope is not None:
+        elsewhere = look_elsewhere(store, None, query, scope, command=RECALL_ALL)
+        if elsewhere is not None and elsewhere.matches:
+            found = replace(found, message=elsewhere_message(query, scope, elsewhere))
+    return recall_output(found)
+
+
+ELSEWHERE_LIMIT = 30  # memories counted in other workspaces; more show as "30+"
+RECALL_ALL = 'memory_recall with workspace "all" shows them'
+
+
+def look_elsewhere(
+    store: Store,
+    result: SearchResult | None,
+    query: str,
+    scope: str | None,
+    *,
+    command: str,
+    archived: bool = False,
+    confident: bool = False,
+) -> Elsewhere | None:
+    """Return what other workspaces hold for `query` when its search in `scope` found
+    nothing (one more search, capped); None when there was no scope or it found something.
+
+    `command` is what shows them; `confident` counts only hits recall is sure of (what an
+    agent is told unasked).
+    """
+    from memstore.ops.output import Elsewhere
+
+    if scope is None or (result is not None and result.hits):
+        return None
+    found = store.search(
+        query, workspace=None, k=ELSEWHERE_LIMIT, catch_up=False, archived=archived
+    )
+    hits = [hit for hit in found.hits if hit.workspace not in (scope, GLOBAL)]
+    if confident:
+        hits = [hit for hit in hits if not hit.weak]
+    weak = all(hit.weak for hit in hits)
+    return Elsewhere(len(hits), weak, len(found.hits) >= ELSEWHERE_LIMIT, command)
+
+
+def elsewhere_message(query: str, scope: str, elsewhere: Elsewhere) -> str:
+    """Return what an agent is told when nothing in `scope` matched but other workspaces do."""
+    from memstore.ops.output import elsewhere_line
+
+    where = GLOBAL if scope == GLOBAL else f"{scope} or {GLOBAL}"
+    return f"No memory matches {query!r} in {where}. {elsewhere_line(elsewhere)}."
+
+
+def add(
+    store: Store, arguments: Mapping[str, Any], *, workspace: str | None, source: str
+) -> AddOut:
+    """Run memory_add (`workspace`, `source`: the session's defaults; no workspace: global)."""
+    content = str(arguments.get("content") or "")
+    if not content.strip():  # store.add's message is for a person at a shell
+        raise InvalidInputError(
+            "content is empty; pass the fact to remember as `content`, one self-contained "
+            "sentence or two (e.g. symptom — cause — fix)"
+        )
+    result = store.add(
+        content,
+        workspace=str(arguments.get("workspace") or workspace or GLOBAL),
+        kind=str(arguments.get("kind") or "note"),
+        keywords=tuple(arguments.get("keywords") or ()),
+        source=str(arguments.get("source") or source) or None,
+        supersedes=tuple(arguments.get("supersedes") or ()),
+        allowed_kinds=AGENT_KINDS,
+    )
+    out: AddOut = {
+        "status": result.status,
+        "id": result.id,
+        "seen": result.seen,
+        "workspace": result.workspace,
+    }
+    if result.contradicts:
+        out["contradicts"] = [{"id": c.id, "detail": c.detail} for c in result.contradicts]
+        out["message"] = contradiction_message([c.id for c in result.contradicts])
+    return out
+
+
+def contradiction_message(ids: list[str]) -> str:
+    """Return what memory_add tells the agent when the new memory contradicts stored ones."""
+    named = json.dumps(ids)
+    return (
+        f"Stored, but it contradicts {', '.join(ids)} (see contradicts). Ask the person which "
+        "is right; if the new memory is, call memory_add again with the same content and "
+        f"supersedes={named}."
+    )
+
+
+def confirm(store: Store, arguments: Mapping[str, Any]) -> ConfirmOut:
+    """Run memory_confirm: the person vouched for a recalled memory (`id`, or a prefix)."""
+    memory_id = str(arguments.get("id") or "").strip()
+    if not memory_id:
+        raise InvalidInputError(
+            "id is empty; pass the id of the recalled memory the person confirmed (e.g. k3xq9p2a)"
+        )
+    try:
+        memory = store.confirm(memory_id)
+    except NotFoundError as err:  # its advice is for a person at a shell
+        raise NotFoundError(
+            f"no memory with id {memory_id!r}; call memory_recall to find ids"
+        ) from err
+    return {"id": memory.id, "confirmed": memory.confirmed, "workspace": memory.workspace}
+
+
+def without_repeated_core(out: RecallOut, asked: str, sent_core: SentCore) -> RecallOut:
+    """Leave out the core block this session was already sent for workspace `asked`.
+
+    One server is one agent session: the core block comes once (and again when it
+    changes), not with every answer (~400 tokens each time).
+    """
+    block = tuple((c["id"], c["workspace"], c["content"]) for c in out["core_memory"])
+    if block and block == sent_core.get(asked):
+        message = out["message"] + " Core memory: unchanged since this session's first recall."
+        return {**out, "core_memory": [], "message": message}
+    if block:
+        sent_core[asked] = block
+    return out
+
+
+def answer(request: Request, open_store: OpenStore) -> Reply:
+    """Answer one tool call `memstore serve` forwarded: status 0 with the tool's JSON, or 1
+    with the one-line message the agent gets as a tool error.
+
+    `request.argv` is [tool name]; `request.stdin` the JSON `call_payload` made.
+    """
+    from memstore.ops.client import Reply
+
+    if len(request.argv) != 1 or request.argv[0] not in TOOLS:
+        return Reply(2, "", f"unknown tool {request.argv!r}; memstore serves {', '.join(TOOLS)}\n")
+    try:
+        call = json.loads(request.stdin or b"{}")
+        arguments = dict(call["arguments"])
+        settings = Settings.from_env(
+            request.env, home=Path(request.env.get("HOME") or "/"), vault=Path(call["vault"])
+        )
+        settings = replace(settings, source=str(call["source"]), session=str(call["session"]))
+        workspace = str(call.get("workspace") or "") or (
+            workspace_at(settings.vault, Path(request.cwd)) if request.cwd else None
+        )
+        with open_store(settings, False) as store:
+            if request.argv[0] == "memory_recall":
+                live = store.vault.is_watched()
+                out: Mapping[str, Any] = recall(store, arguments, workspace=workspace, live=live)
+            elif request.argv[0] == "memory_confirm":
+                out = confirm(store, arguments)
+            else:
+                out = add(store, arguments, workspace=workspace, source=settings.source)
+    except MemstoreError as err:
+        return Reply(1, "", str(err))
+    except (KeyError, ValueError, TypeError) as err:  # not what the serve shell sends
+        return Reply(2, "", f"malformed tool call: {err!r}\n")
+    # ASCII: the reply crosses a socket; the shell decodes it and writes the agent's copy
+    return Reply(0, json.dumps(out, separators=(",", ":")), "")
+
+
+def call_payload(
+    arguments: Mapping[str, Any], *, vault: Path, workspace: str, source: str, session: str
+) -> bytes:
+    """Return a forwarded tool call's stdin: the arguments and the session they come from.
+
+    `workspace` is the session's default ("": the daemon detects it from the caller's cwd).
+    """
+    call = {
+        "arguments": dict(arguments),
+        "vault": str(vault),
+        "workspace": workspace,
+        "source": source,
+        "session": session,
+    }
+    return json.dumps(call).encode("ascii")  # \\u escapes keep lone surrogates for the checks

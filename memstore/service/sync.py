@@ -1,0 +1,396 @@
+"""Sync: commit local edits, fetch, merge with memstore's rules, push — and never lose a word.
+
+Runs under the vault's write lock. A merge is built in git's object store first; the work
+tree and the branch move only after the merge commit exists, and a marker under .memstore/
+lets the next sync finish a sync that was killed half-way. Never force-pushes, but to
+finish a `forget --purge` when asked (`--force-purged`: a lease on the commit fetched).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field, replace
+
+from memstore.core.codec import parse_memory
+from memstore.core.conflicts import is_conflicted
+from memstore.core.errors import SyncError, UncommittedEditError
+from memstore.core.faults import crash_point
+from memstore.core.merge import merge_file
+from memstore.vault import remote
+from memstore.vault.edits import commit_edits
+from memstore.vault.files import Vault
+from memstore.vault.git import GitRepo, Trailers
+from memstore.vault.purges import (
+    Rebased,
+    finish_local,
+    finished_on,
+    held_by,
+    pending_purges,
+    purged_upstream,
+    rebase_onto_purged,
+    refusal,
+    rewrite_fetched,
+    write_purges,
+)
+
+MARKER = "sync-merge"
+FORGOTTEN = "forgotten"  # memories forgotten here: {path: id}, to say when one comes back
+FORGOTTEN_KEPT = 1000
+ATTEMPTS = 3  # a push rejected because someone pushed first is retried after merging again
+
+
+@dataclass(frozen=True)
+class SyncOptions:
+    """What a person allowed this sync to do beyond a plain merge and push."""
+
+    allow_unrelated: bool = False  # merge a remote history that shares no commit with ours
+    force_purged: bool = False  # force-push a history rewritten by `forget --purge`
+
+
+@dataclass(frozen=True)
+class Returned:
+    """A memory this machine forgot that a merge brought back (edited on another machine)."""
+
+    id: str
+    path: str
+
+
+@dataclass
+class SyncOutcome:
+    """What one sync did."""
+
+    committed_edits: str = ""
+    edited: list[str] = field(default_factory=list)  # the paths those edit commits hold
+    fetched: str = ""  # the remote commit merged, '' when the remote branch is empty
+    merge: str = "up to date"  # up to date | fast-forward | merged | pushed
+    merge_commit: str = ""
+    pushed: bool = False
+    conflicts: list[str] = field(default_factory=list)  # both texts kept, conflict: true
+    kept: list[str] = field(default_factory=list)  # deleted on one side, edited on the other
+    returned: list[Returned] = field(default_factory=list)  # of `kept`: the ones forgotten here
+    purged_remote: list[str] = field(default_factory=list)  # purges this sync force-pushed
+    rebased: Rebased | None = None  # re-based onto a history purged on another machine
+    recovered: bool = False  # finished a sync that was interrupted
+    purged_here: bool = False  # finished a `forget --purge` killed half-way in this clone
+
+
+def finish_interrupted(vault: Vault, git: GitRepo, host: str) -> bool:
+    """Complete a merge whose commit exists but whose checkout did not finish.
+
+    A killed checkout leaves some files at the merge's version: those are memstore's own
+    and may be overwritten. A file that differs from both HEAD and the merge is a person's
+    edit: it is committed on its own first, and the next merge starts from there.
+    """
+    pending = vault.read_state(MARKER)
+    if not pending:
+        return False
+    head = git.head()
+    if head != pending and git.first_parent(pending) == head:
+        dirty = git.changed_paths()
+        ours = [p for p in dirty if git.read_work_file(p) == git.read_at(pending, p)]
+        if len(ours) == len(dirty):
+            git.move_to(pending, force=True)
+        else:
+            # Put memstore's half-checked-out files back to HEAD, keep the person's edits.
+            git.restore_paths(head, ours)
+            commit_edits(vault, git, host, [p for p in dirty if p not in ours])
+    vault.write_state(MARKER, "")
+    return True
+
+
+def sync(
+    vault: Vault,
+    git: GitRepo,
+    trailers: Trailers,
+    env: Mapping[str, str],
+    name: str,
+    locked: Callable[[], AbstractContextManager[object]],
+    options: SyncOptions = SyncOptions(),
+) -> SyncOutcome:
+    """Bring the vault and remote `name` to the same history.
+
+    `locked()` holds the vault's write lock: local steps (committing edits, merging,
+    checking out) run under it; fetch and push do not, so an add never waits on the network.
+    """
+    with locked():
+        outcome = SyncOutcome(recovered=finish_interrupted(vault, git, trailers.host))
+        outcome.purged_here = finish_local(git, vault, trailers)  # a purge killed half-way
+        if outcome.purged_here:
+            remote.prune_unreachable(vault.root, env)
+        if not remote.remote_url(vault.root, name, env):
+            raise SyncError(
+                f"the vault has no remote {name!r}; add one with 'memstore remote add URL' "
+                "(any URL git push accepts, e.g. git@github.com:you/memory.git or a bare repo "
+                "path)"
+            )
+        outcome.committed_edits = _commit_edits(vault, git, trailers.host, outcome)
+        begun = git.head()
+    branch = git.branch()
+    tracking = f"refs/remotes/{name}/{branch}"
+    # The remote commit this clone had before: where its own commits begin, should the
+    # remote's history turn out rewritten by a purge (purges.rebase_onto_purged).
+    earlier = [git.resolve(tracking)]
+    attempt = 0
+    while attempt < ATTEMPTS:
+        remote.fetch(vault.root, name, env)
+        crash_point("sync-fetched")
+        with locked():
+            theirs = git.resolve(tracking)
+            lease = _settle_purges(vault, git, name, branch, theirs, outcome, options, env)
+            theirs = git.resolve(tracking)  # rewritten when finishing a purge
+            outcome.fetched = theirs
+            candidates = [*earlier, *git.ref_history(tracking)]
+            if not _merge_locked(vault, git, trailers, theirs, outcome, options, candidates):
+                continue  # a file changed under the checkout: its edit is committed; again
+            head = git.head()
+        _note_conflicts(git, begun, head, outcome)
+        with locked():
+            _note_returned(vault, begun, head, git, outcome)
+        if theirs and head == theirs:
+            outcome.pushed = False
+            _drop_purged_objects(vault, env, locked, outcome)
+            return outcome
+        crash_point("sync-push")
+        if remote.push(vault.root, name, branch, env, commit=head, lease=lease):
+            outcome.pushed = True
+            if lease:
+                with locked():
+                    done = set(outcome.purged_remote)
+                    write_purges(vault, finished_on(pending_purges(vault), name, done))
+            _drop_purged_objects(vault, env, locked, outcome)
+            return outcome
+        attempt += 1
+    raise SyncError(
+        f"the remote kept changing while syncing ({ATTEMPTS} tries); your commits are kept, "
+        "run 'memstore sync' again"
+    )
+
+
+def _drop_purged_objects(
+    vault: Vault,
+    env: Mapping[str, str],
+    locked: Callable[[], AbstractContextManager[object]],
+    outcome: SyncOutcome,
+) -> None:
+    """After a purge reached the remote, or this clone left purged history behind, prune
+    the old objects here too (they hold the purged text)."""
+    if outcome.purged_remote or outcome.rebased or outcome.purged_here:
+        with locked():
+            remote.prune_unreachable(vault.root, env)
+
+
+def _settle_purges(
+    vault: Vault,
+    git: GitRepo,
+    name: str,
+    branch: str,
+    theirs: str,
+    outcome: SyncOutcome,
+    options: SyncOptions,
+    env: Mapping[str, str],
+) -> str:
+    """Refuse a remote that still holds history purged here, or (--force-purged) rewrite
+    it the same way; return the remote commit a forced push must replace ('' none)."""
+    pending = pending_purges(vault)
+    if not pending:
+        return ""
+    configured = set(remote.remote_urls(vault.root, env))
+    if any(r not in configured for p in pending for r in p.remotes):
+        # A remote removed since: a purge left with none is finished by the first remote
+        # seen without its old history, as one made when the vault had no remote.
+        pending = [
+            replace(p, remotes=tuple(r for r in p.remotes if r in configured)) for p in pending
+        ]
+        write_purges(vault, pending)
+    held = held_by(git, pending, theirs) if theirs else []
+    if theirs:
+        # This remote's branch exists without the old history: the purge is done there
+        # (it never had it, or another clone finished it). Only there: an empty remote, or
+        # one the purge was not recorded for (a backup added since), clears nothing.
+        kept = {p.id for p in held}
+        done = {p.id for p in pending if p.id not in kept and (not p.remotes or name in p.remotes)}
+        if done:
+            write_purges(vault, finished_on(pending, name, done))
+    if not held:
+        return ""
+    if not options.force_purged:
+        raise refusal(held, vault, name, branch)
+    rewrite_fetched(git, held, f"refs/remotes/{name}/{branch}")
+    outcome.purged_remote = sorted({p.id for p in held})
+    return theirs
+
+
+def _merge_locked(
+    vault: Vault,
+    git: GitRepo,
+    trailers: Trailers,
+    theirs: str,
+    outcome: SyncOutcome,
+    options: SyncOptions,
+    candidates: list[str],
+) -> bool:
+    """Commit edits saved meanwhile, merge `theirs`; False when a file changed under the
+    checkout (its edit is then committed and the merge must run again)."""
+    committed = _commit_edits(vault, git, trailers.host, outcome)
+    outcome.committed_edits = committed or outcome.committed_edits
+    start = git.head()
+    try:
+        _merge(vault, git, trailers, theirs, outcome, options, candidates)
+    except UncommittedEditError as err:
+        committed = _commit_edits(vault, git, trailers.host, outcome)
+        if not committed:
+            raise SyncError(
+                f"{err}; nothing was overwritten — move that file aside and sync again"
+            ) from err
+        outcome.committed_edits = committed
+        return False
+    finally:
+        if git.head() != start:
+            vault.make_private(git.paths_between(start, git.head()))
+    return True
+
+
+def _note_conflicts(git: GitRepo, begun: str, head: str, outcome: SyncOutcome) -> None:
+    """Add to `outcome.conflicts` the memories that hold versions kept by a merge and that
+    this sync brought in: a merge another machine made arrives as a file with markers."""
+    arrived = []
+    for path in git.paths_between(begun, head) if begun != head else []:
+        # The work tree holds HEAD's files now; reading them costs ~50x less than git's tree.
+        data = git.read_work_file(path) if path.endswith(".md") else None
+        if data and b"<!-- memstore:" in data and is_conflicted(data.decode("utf-8", "replace")):
+            arrived.append(path)
+    outcome.conflicts = list(dict.fromkeys([*outcome.conflicts, *sorted(arrived)]))
+
+
+def _both_hold_memories(git: GitRepo, ours: str, theirs: str) -> bool:
+    """Return whether both commits hold memory files (a vault just made holds none: joining
+    an unrelated remote then cannot stack conflicts)."""
+    return all(any(p.endswith(".md") for p in git.paths_at(c)) for c in (ours, theirs))
+
+
+def note_forgotten(vault: Vault, path: str, memory_id: str) -> None:
+    """Remember that this machine forgot the memory at `path`, so a sync that brings it
+    back (edited on another machine) says so."""
+    records = _forgotten(vault)
+    records.pop(path, None)
+    records[path] = memory_id
+    kept = dict(list(records.items())[-FORGOTTEN_KEPT:])
+    vault.write_state(FORGOTTEN, json.dumps(kept))
+
+
+def unnote_forgotten(vault: Vault, paths: set[str]) -> None:
+    """Drop `paths` from the record of forgotten memories (a purge: a memory's file name
+    holds the first words of its text, and no merge can bring it back)."""
+    records = _forgotten(vault)
+    if any(path in records for path in paths):
+        kept = {k: v for k, v in records.items() if k not in paths}
+        vault.write_state(FORGOTTEN, json.dumps(kept))
+
+
+def _forgotten(vault: Vault) -> dict[str, str]:
+    try:
+        data = json.loads(vault.read_state(FORGOTTEN) or "{}")
+    except ValueError:
+        return {}  # local state is derived: a garbled record only costs a notice
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def _note_returned(vault: Vault, begun: str, head: str, git: GitRepo, outcome: SyncOutcome) -> None:
+    """Add to `outcome.returned` the memories forgotten here that this sync brought back,
+    by a merge made here or one pulled from another machine."""
+    records = _forgotten(vault)
+    known = {back.path for back in outcome.returned}
+    back = [
+        path
+        for path in (git.paths_between(begun, head) if begun and begun != head else [])
+        if path in records
+        and path not in known
+        and git.read_work_file(path) is not None
+        and git.read_at(begun, path) is None  # absent here before: not added again since
+    ]
+    outcome.returned += [Returned(records[path], path) for path in back]
+    gone = [path for path in records if path in known or path in back]
+    if gone:
+        vault.write_state(
+            FORGOTTEN, json.dumps({k: v for k, v in records.items() if k not in gone})
+        )
+
+
+def _commit_edits(vault: Vault, git: GitRepo, host: str, outcome: SyncOutcome) -> str:
+    """Commit outside edits; return the last commit made ('' none), noting its paths."""
+    before = git.head()
+    made = commit_edits(vault, git, host, None)
+    if not made:
+        return ""
+    outcome.edited = sorted({*outcome.edited, *git.paths_between(before, made[-1])})
+    return made[-1]
+
+
+def _merge(
+    vault: Vault,
+    git: GitRepo,
+    trailers: Trailers,
+    theirs: str,
+    outcome: SyncOutcome,
+    options: SyncOptions,
+    candidates: list[str],
+) -> None:
+    ours = git.head()
+    if not theirs or theirs == ours:
+        return
+    purged = purged_upstream(git, ours, theirs)
+    # The remote's history was rewritten by a purge made elsewhere: never merge the old
+    # history (it holds the purged files) back; carry our own commits over instead.
+    rebased = (
+        rebase_onto_purged(git, vault, purged, ours, theirs, candidates, trailers)
+        if purged
+        else None
+    )
+    if rebased is not None:
+        git.move_to(rebased.commit)
+        outcome.rebased = rebased
+        outcome.merge = "fast-forward" if rebased.commit == theirs else "re-based"
+        return
+    base = git.merge_base(ours, theirs) if ours else ""
+    if ours and not base and not options.allow_unrelated and _both_hold_memories(git, ours, theirs):
+        # As git does: a history sharing no commit with ours is another vault (or one
+        # restored from files); merging it would stack a conflict per memory on every machine.
+        raise SyncError(
+            f"the remote's history shares no commit with this vault's ({theirs[:8]} vs "
+            f"{ours[:8]}): nothing was merged or pushed; run 'memstore sync --allow-unrelated' "
+            "to merge it anyway"
+        )
+    if base == theirs:
+        return  # we are ahead: nothing to bring in
+    if base == ours or not ours:
+        git.move_to(theirs)
+        outcome.merge = "fast-forward"
+        return
+
+    def resolve(path: str, b: bytes | None, o: bytes | None, t: bytes | None) -> bytes | None:
+        merged = merge_file(path, b, o, t)
+        if merged.note == "conflict":
+            outcome.conflicts.append(path)
+        elif merged.note == "kept":
+            outcome.kept.append(path)
+            if o is None and merged.data is not None and path.endswith(".md"):
+                text = merged.data.decode("utf-8", "replace")
+                outcome.returned.append(Returned(parse_memory(text, path=path).id, path))
+        return merged.data
+
+    outcome.conflicts.clear()
+    outcome.kept.clear()
+    outcome.returned.clear()
+    tree = git.merge_trees(base, ours, theirs, resolve)
+    message = f"sync: merge from {trailers.host}"
+    commit = git.commit_merge(tree, ours, theirs, message, trailers)
+    crash_point("sync-merge-commit")
+    vault.write_state(MARKER, commit)  # a sync killed from here on is finished by the next
+    try:
+        git.move_to(commit)
+    finally:
+        vault.write_state(MARKER, "")
+    outcome.merge = "merged"
+    outcome.merge_commit = commit

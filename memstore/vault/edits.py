@@ -1,0 +1,99 @@
+"""Outside edits: files a person changed by hand, committed on their own before memstore's.
+
+A change memstore did not make never rides inside an agent's add, a usage flush, a merge
+or a revert: each writer first commits the files it is about to touch if they differ from
+HEAD, as `edit(<workspace>): …` with `Memstore-Source: editor` and no session (so
+`revert --session` never undoes it). Sync and the watcher commit every outside edit, except
+a file whose new lines hold a credential: it stays uncommitted, with one warning naming it.
+While a person's git command is committing in the vault (`git commit` waiting in its
+editor), no edit is committed: their staged files are theirs to commit; and a writer of
+memstore's waits for it (`wait_for_git_commit`), since moving HEAD under it fails their commit.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from memstore.core.errors import VaultError
+from memstore.core.model import summary
+from memstore.vault.files import Vault
+from memstore.vault.git import GitRepo, Trailers, git_committing_in, secret_message
+
+EDITOR = "editor"
+
+log = logging.getLogger(__name__)
+
+
+def wait_for_git_commit(root: Path, seconds: float) -> None:
+    """Wait up to `seconds` while a person's git command is committing in the vault.
+
+    Raises:
+        VaultError: it is still under way (a `git commit` with its editor open): memstore's
+            commit would move HEAD under it and git would refuse the person's commit.
+    """
+    deadline = time.monotonic() + seconds
+    while (pid := git_committing_in(root)) is not None:
+        if time.monotonic() >= deadline:
+            who = f" (git, pid {pid})" if pid else ""
+            raise VaultError(
+                f"a git commit is under way in {root}{who}: memstore waited {seconds:g} s and "
+                "wrote nothing, so as not to fail that commit; run the command again once it "
+                "has finished"
+            )
+        time.sleep(0.05)
+
+
+def commit_edits(vault: Vault, git: GitRepo, host: str, paths: Iterable[str] | None) -> list[str]:
+    """Commit outside edits among `paths` (None: anywhere), one commit per workspace.
+
+    Returns the commits made (none when nothing differs from HEAD).
+    """
+    changed = [p for p in git.changed_paths(paths) if _is_vault_file(p)]
+    if changed and (pid := git_committing_in(vault.root)) is not None:
+        # The person's `git commit` (editor open, their files staged) would fail if HEAD moved
+        # under it, and their staged files must not become an edit(...) commit of ours.
+        who = f" (pid {pid})" if pid else ""
+        raise VaultError(
+            f"a git commit is under way in {vault.root}{who}: memstore leaves the files "
+            "changed by hand to it; run the command again once it has finished"
+        )
+    # A file whose new lines hold a credential stays uncommitted, said in one line each.
+    for path, kind in git.secrets_among(p for p in changed if vault.path(p).is_file()).items():
+        if (path, kind) not in git.told_held:
+            git.told_held.add((path, kind))
+            log.warning("%s", secret_message(path, kind))
+        changed.remove(path)
+    by_workspace: dict[str, list[str]] = {}
+    for path in changed:
+        workspace = path.split("/", 1)[0] if "/" in path else "vault"
+        by_workspace.setdefault(workspace, []).append(path)
+    trailers = Trailers(EDITOR, "", host)
+    commits = []
+    for workspace, group in sorted(by_workspace.items()):
+        present = tuple(p for p in group if vault.path(p).is_file())
+        gone = tuple(p for p in group if p not in present)
+        message = f"edit({workspace}): {_describe(vault, present, gone)}"
+        commits.append(git.commit(message, trailers, add=present, remove=gone))
+    return commits
+
+
+def _is_vault_file(path: str) -> bool:
+    # memstore's scratch files (.name.tmp) and dot folders are never a person's edit
+    if path in (".gitignore", ".gitattributes"):
+        return True
+    return not any(part.startswith(".") for part in path.split("/"))
+
+
+def _describe(vault: Vault, present: tuple[str, ...], gone: tuple[str, ...]) -> str:
+    if len(present) == 1 and not gone:
+        memory = vault.read(present[0]) if present[0].endswith(".md") else None
+        text = summary(memory.body) if memory is not None else ""
+        return text or present[0]
+    if len(gone) == 1 and not present:
+        return f"removed {gone[0].rsplit('/', 1)[-1]}"
+    names = [p.rsplit("/", 1)[-1] for p in (*present, *gone)]
+    shown = ", ".join(names[:3]) + (" …" if len(names) > 3 else "")
+    return f"{len(names)} files ({shown})"

@@ -1,0 +1,655 @@
+"""The vault on disk: which files are memories, reading and atomic writing, the write lock."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import logging
+import os
+import re
+import stat
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import BinaryIO
+
+from memstore.core.codec import escape_name, is_utf8_name, parse_memory, path_id
+from memstore.core.errors import LockedError, VaultError
+from memstore.core.faults import crash_point
+from memstore.core.model import FileProblem, Memory
+
+log = logging.getLogger(__name__)
+STATE_DIR = ".memstore"
+MAX_FILE_BYTES = 2_000_000  # larger files are reported, not indexed
+GITIGNORE = ".memstore/\n"
+GITATTRIBUTES = "*.md merge=memstore\n"
+# Files a repository made on a forge starts with: they do not make it somebody's project.
+# mkstemp(prefix=".", suffix=".tmp") names: what a write killed before its rename leaves
+_SCRATCH = re.compile(r"\.[a-z0-9_]{8}\.tmp")
+_FURNITURE = re.compile(r"(readme|license|licence|copying)(\.[a-z0-9]+)?", re.IGNORECASE)
+FRONT_MATTER_BYTES = 65_536  # how much of a file `looks_like_memory` reads
+# Reflog entries of moves that change no file in the work tree.
+_COMMITS = ("commit: ", "commit (initial): ", "commit (amend): ")
+
+
+# What cheaply tells whether a file changed: (mtime in ns, size). A plain tuple, because a
+# scan builds one per memory file on every search.
+Fingerprint = tuple[int, int]
+
+
+class Vault:
+    """A folder of workspace folders of markdown memories."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        # Runs whenever this process takes the write lock (the store heals git debris there).
+        self.on_lock: Callable[[], None] | None = None
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / STATE_DIR
+
+    def relative(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
+
+    def path(self, relative: str) -> Path:
+        return self.root / relative
+
+    # --- scanning -------------------------------------------------------------------
+
+    def scan(
+        self,
+        skipped: list[FileProblem] | None = None,
+        *,
+        workspace: str | None = None,
+        folders: dict[str, int] | None = None,
+    ) -> dict[str, Fingerprint]:
+        """Return every memory file (vault-relative path) with its fingerprint.
+
+        Memories live in workspace folders; dotfiles, dot folders, symlinks and files at
+        the vault's top level (README.md and the like) are not memories. Entries that look
+        like memories but are skipped are appended to `skipped` with the reason. With
+        `workspace`, only that folder is scanned. `folders` receives the modification
+        time of every folder scanned ('' is the vault's own), taken before it is listed.
+        """
+        found: dict[str, Fingerprint] = {}
+        if workspace is None:
+            self.scan_tree("", found, skipped, folders)
+        elif os.path.isdir(self.path(workspace)) and not os.path.islink(self.path(workspace)):
+            self.scan_tree(workspace, found, skipped, folders)
+        return found
+
+    def scan_tree(
+        self,
+        folder: str,
+        found: dict[str, Fingerprint],
+        skipped: list[FileProblem] | None = None,
+        folders: dict[str, int] | None = None,
+    ) -> None:
+        """Add the memory files under `folder` ('' for the vault) to `found`, recursively."""
+        pending = [folder]
+        while pending:
+            current = pending.pop()
+            pending += self.scan_folder(current, found, skipped, folders)
+
+    def scan_folder(
+        self,
+        folder: str,
+        found: dict[str, Fingerprint],
+        skipped: list[FileProblem] | None = None,
+        folders: dict[str, int] | None = None,
+    ) -> list[str]:
+        """Add the memory files directly in `folder` to `found`; return its subfolders.
+
+        `folders` receives the folder's modification time, taken before listing it (a
+        change made while it is listed shows as a newer time next time); a folder that
+        cannot be read is left out of `folders` and `found` (the index keeps what it has).
+        """
+        is_root = folder == ""
+        where = self.root if is_root else self.root / folder
+        prefix = "" if is_root else f"{folder}/"
+        try:
+            if folders is not None:
+                folders[folder] = os.stat(where, follow_symlinks=False).st_mtime_ns
+            entries = list(os.scandir(where))
+        except OSError as err:
+            if is_root:
+                raise VaultError(f"cannot read vault folder {self.root}: {err.strerror}") from err
+            if folders is not None:
+                folders.pop(folder, None)
+            if skipped is not None:
+                skipped.append(FileProblem(prefix, f"folder cannot be read: {err.strerror}"))
+            return []
+        subfolders = []
+        for entry in entries:  # the hot loop of every full catch-up: the common case first
+            name = entry.name
+            if name[0] == ".":
+                continue
+            if not name.isascii() and not is_utf8_name(name):
+                # git, the index and every id are text: such a name cannot be a memory
+                if skipped is not None and (name.endswith(".md") or entry.is_dir()):
+                    skipped.append(FileProblem(escape_name(prefix + name), "name is not UTF-8"))
+                continue
+            if not is_root and name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                found[prefix + name] = (st.st_mtime_ns, st.st_size)
+            elif entry.is_dir(follow_symlinks=False):
+                if skipped is not None and name.endswith(".md") and not is_root:
+                    skipped.append(FileProblem(prefix + name, "a folder named like a memory"))
+                subfolders.append(prefix + name)
+            elif skipped is not None and name.endswith(".md") and entry.is_symlink():
+                skipped += [] if is_root else [FileProblem(prefix + name, "symlink: not followed")]
+        return subfolders
+
+    def folder_mtime(self, folder: str) -> int | None:
+        """Return a folder's modification time in ns (None: gone, or no longer a folder)."""
+        try:
+            st = os.stat(self.root / folder if folder else self.root, follow_symlinks=False)
+        except OSError:
+            return None
+        return st.st_mtime_ns if stat.S_ISDIR(st.st_mode) else None
+
+    # --- adopting a folder ----------------------------------------------------------
+
+    def has_vault_mark(self) -> bool:
+        """Say whether the folder's .gitattributes sends markdown to memstore's merge driver
+        (it was made a vault before: this one, or the one it was cloned from)."""
+        try:
+            return has_vault_mark(_read_head(self.root / ".gitattributes"))
+        except OSError:
+            return False
+
+    def stranger(self) -> str:
+        """Return the first file in the folder that is not a memory (nor a README or
+        LICENSE at the top), '' when there is none: only such a folder is adopted."""
+        return first_stranger(self.every_file(), self._head_of)
+
+    def every_file(self) -> Iterator[str]:
+        """Yield every file in the folder (vault-relative, in order), outside dot folders;
+        a subfolder that cannot be read is yielded as `name/` (nothing vouches for it)."""
+        pending = [""]
+        while pending:
+            folder = pending.pop()
+            try:
+                entries = sorted(os.scandir(self.path(folder)), key=lambda entry: entry.name)
+            except OSError as err:
+                if not folder:
+                    raise VaultError(
+                        f"cannot read vault folder {self.root}: {err.strerror}"
+                    ) from err
+                yield f"{folder}/"
+                continue
+            subfolders = []
+            for entry in entries:
+                relative = f"{folder}/{entry.name}" if folder else entry.name
+                if entry.name.startswith("."):
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    subfolders.append(relative)
+                else:
+                    yield relative
+            pending += reversed(subfolders)
+
+    def _head_of(self, relative: str) -> bytes:
+        path = self.path(relative)
+        try:
+            return b"" if os.path.islink(path) else _read_head(path)
+        except OSError:
+            return b""
+
+    # --- reading and writing --------------------------------------------------------
+
+    def read(self, relative: str) -> Memory:
+        """Read one memory file; unreadable content becomes a memory with `problem` set."""
+        path = self.path(relative)
+        try:
+            size = os.stat(path, follow_symlinks=False).st_size
+            if size > MAX_FILE_BYTES:
+                return _unreadable(
+                    relative, f"file is {size:,} bytes; the limit is {MAX_FILE_BYTES:,}"
+                )
+            data = _read_bytes(path, size)
+        except OSError as err:
+            raise VaultError(f"cannot read {relative}: {err.strerror}") from err
+        if b"\0" in data:
+            return _unreadable(relative, "file holds binary data (NUL bytes)")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            memory = parse_memory(data.decode("utf-8", errors="replace"), path=relative)
+            return Memory(**{**memory.__dict__, "problem": "file is not valid UTF-8"})
+        return parse_memory(text, path=relative)
+
+    def write_atomic(self, relative: str, text: str) -> None:
+        """Write a file so that no reader ever sees half of it (temp file + rename)."""
+        self.write_bytes_atomic(relative, text.encode("utf-8"))
+
+    def write_bytes_atomic(self, relative: str, data: bytes) -> None:
+        """Write a file's exact bytes atomically (owner-only, like every vault file)."""
+        path = self.path(relative)
+        tmp = ""
+        try:
+            self._make_folders(path.parent)
+            # A short hidden temp name (0600): the indexer skips it, a 255-byte name still fits.
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            crash_point("temp-written")
+            os.replace(tmp, path)
+        except OSError as err:
+            if tmp:
+                Path(tmp).unlink(missing_ok=True)
+            raise VaultError(
+                f"cannot write {relative}: {err.strerror}; check the vault's permissions"
+            ) from err
+
+    def remove_scratch(self, folder: str) -> None:
+        """Remove the temp files `write_bytes_atomic` left in a vault folder when a process
+        was killed mid-write (hidden, mkstemp's names: `.` + 8 of [a-z0-9_] + `.tmp`)."""
+        try:
+            names = os.listdir(self.path(folder) if folder else self.root)
+        except OSError:
+            return
+        for name in names:
+            if _SCRATCH.fullmatch(name):
+                with suppress(OSError):
+                    os.unlink(self.path(f"{folder}/{name}" if folder else name))
+
+    def _make_folders(self, folder: Path) -> None:
+        # One at a time: mkdir(parents=True) gives the mode to the last folder only.
+        missing = []
+        while not folder.exists() and folder != self.root:
+            missing.append(folder)
+            folder = folder.parent
+        for new in reversed(missing):
+            new.mkdir(mode=0o700, exist_ok=True)
+
+    def ensure_layout(self) -> list[str]:
+        """Create the state folder, .gitignore and .gitattributes; return files it changed."""
+        changed = []
+        self.state_dir.mkdir(exist_ok=True, mode=0o700)
+        for name, line in ((".gitignore", GITIGNORE), (".gitattributes", GITATTRIBUTES)):
+            path = self.root / name
+            current = path.read_text(encoding="utf-8") if path.exists() else ""
+            if line.strip() in current.splitlines():
+                continue
+            glue = "" if not current or current.endswith("\n") else "\n"
+            self.write_atomic(name, current + glue + line)
+            changed.append(name)
+        return changed
+
+    def make_private(self, paths: Iterable[str] | None = None) -> None:
+        """Make memory folders 0700 and files 0600: of `paths` (vault-relative), or all.
+
+        Checkouts and clones create files by the umask (often 0644): memories may hold
+        what only their owner should read.
+        """
+        try:
+            os.chmod(self.root, 0o700)
+            for relative in self._every_path() if paths is None else paths:
+                self._make_private(relative)
+        except OSError as err:
+            raise VaultError(
+                f"cannot make the vault private ({err.filename}: {err.strerror}); "
+                f"run: chmod -R go-rwx {self.root}"
+            ) from err
+
+    def make_git_private(self) -> None:
+        """Take group and other bits off everything under .git/ (a clone made by a 022
+        umask is 0755/0644 there; memstore's own init, under umask 077, is 0700/0600)."""
+        try:
+            for folder, dirs, files in os.walk(self.root / ".git"):
+                for name in (folder, *(os.path.join(folder, entry) for entry in dirs + files)):
+                    mode = os.lstat(name).st_mode
+                    if not stat.S_ISLNK(mode) and mode & 0o077:
+                        os.chmod(name, stat.S_IMODE(mode) & 0o700)
+        except OSError as err:
+            raise VaultError(
+                f"cannot make the vault private ({err.filename}: {err.strerror}); "
+                f"run: chmod -R go-rwx {self.root / '.git'}"
+            ) from err
+
+    def _every_path(self) -> list[str]:
+        found = []
+        for folder, dirs, files in os.walk(self.root):
+            here = Path(folder)
+            if here == self.root:
+                dirs[:] = [d for d in dirs if d not in (".git", STATE_DIR)]
+            found += [self.relative(here / name) for name in (*dirs, *files)]
+        return found
+
+    def _make_private(self, relative: str) -> None:
+        parts = relative.split("/")
+        if parts[0] in (".git", STATE_DIR):
+            return
+        path = self.root
+        for part in parts:
+            path = path / part
+            if path.is_symlink() or not path.exists():
+                return  # deleted by the change: nothing left to protect
+            os.chmod(path, 0o700 if path.is_dir() else 0o600)
+
+    def read_state(self, name: str) -> str:
+        """Return a small piece of local state kept under .memstore/ ('' if never written)."""
+        try:
+            data = (self.state_dir / "state" / name).read_bytes()
+        except OSError:
+            return ""
+        # State is derived: a garbled file reads as text anyway (its own checks then fail)
+        return data.decode("utf-8", errors="replace").strip()
+
+    def write_state(self, name: str, value: str) -> None:
+        """Keep a small piece of local state under .memstore/ (never committed)."""
+        folder = self.state_dir / "state"
+        try:
+            self._clear_way(self.state_dir, folder=True)
+            self._clear_way(folder, folder=True)
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            tmp = folder / f".{name}.tmp"
+            tmp.write_text(value + "\n", encoding="utf-8")
+            os.replace(tmp, folder / name)
+        except OSError as err:
+            raise VaultError(f"cannot write {folder / name}: {err.strerror}") from err
+
+    def _clear_way(self, path: Path, *, folder: bool) -> None:
+        """Set aside what stands where memstore keeps derived state (a file where its folder
+        goes, a folder where its lock file goes): everything under .memstore/ is memstore's
+        own, so the odd thing is damage, moved to .git/memstore-damaged/ (never committed)
+        and named on stderr."""
+        if not os.path.lexists(path) or path.is_dir() == folder:
+            return  # (a symlink to the right kind of thing is a person's choice: kept)
+        aside = self.root / ".git" / "memstore-damaged" / f"{path.name}-{time.time_ns()}"
+        aside.parent.mkdir(exist_ok=True, mode=0o700)
+        os.replace(path, aside)
+        log.warning(
+            "%s was a %s; moved it to %s and carried on",
+            self.relative(path),
+            "folder" if path.is_dir() else "file",
+            self.relative(aside),
+        )
+
+    # --- noticing git moving HEAD -----------------------------------------------------
+
+    def head(self) -> tuple[str, int]:
+        """Return git's HEAD commit id ('' if unborn or unreadable) and its reflog's size.
+
+        Plain file reads (no pygit2): a search pays for this on every catch-up.
+        """
+        git = self.root / ".git"
+        try:
+            head = (git / "HEAD").read_text(encoding="utf-8").strip()
+        except OSError:
+            head = ""
+        try:
+            size = os.stat(git / "logs" / "HEAD").st_size
+        except OSError:
+            size = 0
+        if head.startswith("ref: "):
+            head = _read_ref(git, head[len("ref: ") :].strip())
+        return head, size
+
+    def moved_by_commits_only(self, old: tuple[str, int], new: tuple[str, int]) -> bool:
+        """Say whether HEAD went from `old` to `new` (see `head`) by commits alone.
+
+        A commit changes no file in the work tree; a checkout, merge, pull or reset does
+        (libgit2 rewrites files in place, which a folder's mtime does not show). Git's
+        reflog names each move: anything but an unbroken chain of `commit` entries from
+        `old` to `new` (or no reflog) answers False.
+        """
+        if old == new:
+            return True
+        (old_head, old_size), (new_head, new_size) = old, new
+        if not old_head or not new_head or new_size <= old_size:
+            return False
+        try:
+            with open(self.root / ".git" / "logs" / "HEAD", "rb") as log_file:
+                log_file.seek(old_size)
+                tail = log_file.read(new_size - old_size)
+        except OSError:
+            return False
+        current = old_head
+        for line in tail.decode("utf-8", errors="replace").splitlines():
+            ids, _, message = line.partition("\t")
+            parts = ids.split(" ", 2)
+            if len(parts) < 3 or parts[0] != current or not message.startswith(_COMMITS):
+                return False
+            current = parts[1]
+        return current == new_head
+
+    def arrived_from(self, commit: str) -> str | None:
+        """Return the commit HEAD left when it first reached `commit`, by git's reflog: a
+        merge made here arrives from its first parent, one pulled from elsewhere from the
+        commit this vault had. None when the reflog does not say (expired, or a clone)."""
+        try:
+            with open(self.root / ".git" / "logs" / "HEAD", "rb") as log_file:
+                for raw in log_file:
+                    ids, _, message = raw.partition(b"\t")
+                    parts = ids.split(b" ", 2)
+                    if len(parts) < 3 or parts[1].decode("ascii", "replace") != commit:
+                        continue
+                    if message.startswith((b"reset:", b"checkout:")):
+                        continue  # HEAD moved back to it later, not its arrival
+                    old = parts[0].decode("ascii", "replace")
+                    return None if not old.strip("0") else old  # zeros: a clone's first entry
+        except OSError:
+            return None
+        return None
+
+    # --- knowing whether a watcher keeps the index current --------------------------
+
+    @contextmanager
+    def watching(self) -> Iterator[None]:
+        """Announce, while held, that a watcher keeps this vault's index current."""
+        handle = self._lock_handle("watcher.lock")
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH)  # shared: several watchers may run
+            yield
+        finally:
+            handle.close()
+
+    def is_watched(self) -> bool:
+        """Return whether some process holds `watching()` right now."""
+        try:
+            handle = self._lock_handle("watcher.lock")
+        except VaultError:
+            return False
+        with handle:
+            return not try_flock(handle)  # our exclusive try fails only against a watcher
+
+    # --- the write lock -------------------------------------------------------------
+
+    @contextmanager
+    def lock(self, timeout: float) -> Iterator[None]:
+        """Hold the vault's write lock; give up only if one holder keeps it `timeout` seconds.
+
+        Writers queue: a waiter's clock restarts each time the lock changes hands, so eight
+        processes adding at once all get their turn. Once held, `on_lock` runs first (it
+        clears what a killed process left behind).
+        """
+        handle = self._lock_handle()
+        try:
+            _wait_for(handle, timeout, self.state_dir / "lock")
+            _announce_holder(handle)
+            if self.on_lock is not None:
+                self.on_lock()
+            yield
+        finally:
+            handle.close()
+
+    @contextmanager
+    def try_lock(self) -> Iterator[bool]:
+        """Hold the write lock if it is free right now; yield whether it was taken."""
+        try:
+            handle = self._lock_handle()
+        except VaultError:
+            yield False  # a read-only vault can still be searched, just not caught up
+            return
+        try:
+            taken = try_flock(handle)
+            if taken:
+                _announce_holder(handle)
+                if self.on_lock is not None:
+                    self.on_lock()
+            yield taken
+        finally:
+            handle.close()
+
+    def _lock_handle(self, name: str = "lock") -> BinaryIO:
+        try:
+            self._clear_way(self.state_dir, folder=True)
+            self.state_dir.mkdir(exist_ok=True, mode=0o700)
+            self._clear_way(self.state_dir / name, folder=False)
+            return open(self.state_dir / name, "a+b")
+        except OSError as err:
+            raise VaultError(
+                f"cannot create the lock in {self.state_dir}: {err.strerror}; "
+                "is the vault read-only?"
+            ) from err
+
+
+def _wait_for(handle: BinaryIO, timeout: float, where: Path) -> None:
+    """Take the lock on `handle`, waiting while holders come and go.
+
+    Every waiter polls at the same short interval (a long waiter is not slowed by back-off),
+    and the deadline restarts whenever another holder takes over: only a holder that keeps
+    the lock `timeout` seconds makes this give up.
+    """
+    holder = _holder(where)
+    deadline = time.monotonic() + timeout
+    while not try_flock(handle):
+        now = time.monotonic()
+        current = _holder(where)
+        if current != holder:
+            holder, deadline = current, now + timeout
+        elif now >= deadline:
+            pid, _, command = holder.rpartition(" ")[0].partition(" ")
+            who = f"process {pid} ({command.strip() or 'memstore'})" if pid else "another process"
+            raise LockedError(
+                f"{who} has held the vault lock for over {timeout:.0f} s and is still running; "
+                f"wait for it to finish or stop it (the lock is {where})"
+            )
+        time.sleep(0.005)  # bounded poll: the holder releases within a commit or two
+
+
+def _announce_holder(handle: BinaryIO) -> None:
+    """Write who holds the lock into the lock file (waiters read it to see progress)."""
+    command = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv[:3]))
+    record = f"{os.getpid()} {command} {time.time_ns()}\n".encode("utf-8", "replace")
+    try:
+        handle.seek(0)
+        handle.truncate()
+        handle.write(record)
+        handle.flush()
+    except OSError:
+        pass  # the record only informs waiters; the flock is what excludes them
+
+
+def _holder(where: Path) -> str:
+    try:
+        return where.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def try_flock(handle: BinaryIO) -> bool:
+    """Take an exclusive flock on `handle` if it is free now; say whether it was taken."""
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as err:
+        if err.errno in (errno.EAGAIN, errno.EACCES):
+            return False
+        raise
+    return True
+
+
+def has_vault_mark(gitattributes: bytes) -> bool:
+    """Say whether a .gitattributes names memstore's merge driver (outside a comment)."""
+    lines = gitattributes.decode("utf-8", errors="replace").splitlines()
+    return any("merge=memstore" in line.split("#", 1)[0].split() for line in lines)
+
+
+def looks_like_memory(relative: str, head: bytes) -> bool:
+    """Say whether a file reads as one memstore wrote: markdown in a workspace folder whose
+    front matter states an id (`head` is the file's start, FRONT_MATTER_BYTES of it)."""
+    if "/" not in relative or not relative.endswith(".md"):
+        return False
+    memory = parse_memory(head.decode("utf-8", errors="replace"), path=relative)
+    return memory.has_front_matter and memory.id != path_id(relative)
+
+
+def first_stranger(files: Iterable[str], head_of: Callable[[str], bytes]) -> str:
+    """Return the first of `files` (vault-relative) that is not a memory, '' if none.
+
+    Dotfiles (.gitignore, .github/) and a README or LICENSE at the top do not count.
+    """
+    for relative in files:
+        if any(part.startswith(".") for part in relative.split("/")):
+            continue
+        if "/" not in relative and _FURNITURE.fullmatch(relative):
+            continue
+        if not looks_like_memory(relative, head_of(relative)):
+            return relative
+    return ""
+
+
+def _read_head(path: Path) -> bytes:
+    """Read at most FRONT_MATTER_BYTES from the start of a file (never waits on a pipe)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        return os.read(fd, FRONT_MATTER_BYTES)
+    finally:
+        os.close(fd)
+
+
+def _read_bytes(path: Path, size: int) -> bytes:
+    """Read a whole file with plain system calls (a reindex reads every memory; Python's
+    buffered file objects cost more than the read itself)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        chunks = [os.read(fd, size + 1)]
+        while chunks[-1]:
+            chunks.append(os.read(fd, 1 << 16))
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def _read_ref(git: Path, name: str) -> str:
+    """Return the commit id a ref names ('' when it names none yet)."""
+    try:
+        return (git / name).read_text(encoding="utf-8").strip()
+    except OSError:
+        pass
+    try:
+        packed = (git / "packed-refs").read_text(encoding="utf-8")
+    except OSError:
+        return ""
+    for line in packed.splitlines():
+        oid, _, ref = line.partition(" ")
+        if ref == name:
+            return oid
+    return ""
+
+
+def _unreadable(relative: str, reason: str) -> Memory:
+    memory = parse_memory("", path=relative)
+    return Memory(**{**memory.__dict__, "problem": reason})
+
+
+def process_alive(pid: int) -> bool:
+    """Say whether a process with this id runs (one of another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True

@@ -1,0 +1,255 @@
+"""The vault's remote, through the git CLI: whatever `git push` works with here works.
+
+SSH with the user's agent and ~/.ssh/config, HTTPS with credential helpers, a bare
+repository on disk — libgit2 supports only some of these, so transport goes through git.
+Nothing here ever force-pushes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from memstore.core.errors import InvalidInputError, SyncError
+
+TIMEOUT_S = 120
+GC_AUTO = 6700  # git's default gc.auto: past about this many loose objects, `git gc --auto` packs
+_UNREACHABLE = (
+    "could not resolve host",
+    "connection refused",
+    "network is unreachable",
+    "connection timed out",
+    "unable to access",
+    "does not appear to be a git repository",
+    "no such file or directory",
+    "could not read from remote repository",
+    "repository not found",
+)
+_AUTH = ("authentication failed", "permission denied", "terminal prompts disabled", "403")
+_REJECTED = ("[rejected]", "non-fast-forward", "fetch first")
+
+
+def run_git(
+    root: Path, args: list[str], env: Mapping[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """Run git in the vault without a terminal to prompt on (so it fails rather than hangs)."""
+    environment = {**env, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    try:
+        return subprocess.run(
+            ["git", *args],
+            cwd=root,
+            env=environment,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            timeout=TIMEOUT_S,
+        )
+    except FileNotFoundError as err:
+        raise SyncError("git is not installed; memstore sync and gc need the git command") from err
+    except subprocess.TimeoutExpired as err:
+        raise SyncError(
+            f"git {args[0]} took over {TIMEOUT_S} s; check the network and try again"
+        ) from err
+
+
+def remote_url(root: Path, name: str, env: Mapping[str, str]) -> str:
+    """Return the URL of remote `name`, or '' if there is none."""
+    done = run_git(root, ["config", "--get", f"remote.{name}.url"], env)
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def remote_urls(root: Path, env: Mapping[str, str]) -> dict[str, str]:
+    """Return every remote of the vault with its URL (name → URL), in git's order."""
+    done = run_git(root, ["config", "--get-regexp", r"^remote\..*\.url$"], env)
+    urls = {}
+    for line in done.stdout.splitlines() if done.returncode == 0 else []:
+        key, _, url = line.partition(" ")
+        urls[key.removeprefix("remote.").removesuffix(".url")] = url
+    return urls
+
+
+_SCP_LIKE = re.compile(r"^[^/]*:")  # host:path, user@host:path: git's rule, a colon before any /
+
+
+def absolute_url(url: str, cwd: Path) -> str:
+    """Return `url` as the vault's git should read it: a local path made absolute.
+
+    git reads a relative path in a remote's URL from the vault, not from where `remote add`
+    ran, so a path is resolved against `cwd` (the caller's); URLs (scheme://, host:path) and
+    absolute paths (and ~ paths) are kept as given."""
+    path = Path(url)
+    if "://" in url or _SCP_LIKE.match(url) or url.startswith("~") or path.is_absolute():
+        return url  # ~: the shell's to expand (only the shells read the home directory)
+    if not (cwd / path).exists():
+        raise InvalidInputError(
+            f"no such path {url!r} from {cwd}; give the remote repository's URL, or "
+            "a path to it that exists (e.g. made with: git init --bare PATH)"
+        )
+    return str((cwd / path).resolve())
+
+
+def set_remote(root: Path, name: str, url: str, env: Mapping[str, str]) -> None:
+    """Add remote `name`, or point it at `url` if it exists."""
+    verb = "set-url" if remote_url(root, name, env) else "add"
+    done = run_git(root, ["remote", verb, name, url], env)
+    if done.returncode != 0:
+        raise SyncError(f"cannot set remote {name!r} to {url}: {_first_line(done.stderr)}")
+
+
+def fetch(root: Path, name: str, env: Mapping[str, str]) -> None:
+    """Fetch remote `name` into refs/remotes/<name>/*."""
+    done = run_git(root, ["fetch", "--quiet", "--no-tags", name], env)
+    if done.returncode != 0:
+        raise _classify(done.stderr, name, remote_url(root, name, env), "fetch from")
+
+
+def push(
+    root: Path, name: str, branch: str, env: Mapping[str, str], *, commit: str = "", lease: str = ""
+) -> bool:
+    """Push `commit` (default HEAD) to the branch; return False when the remote moved on.
+
+    Never forced, except with `lease`: then the branch is replaced only if the remote still
+    has that commit (git's --force-with-lease), as finishing a purge needs.
+    """
+    refspec = f"{commit or 'HEAD'}:refs/heads/{branch}"
+    force = [f"--force-with-lease=refs/heads/{branch}:{lease}"] if lease else []
+    done = run_git(root, ["push", "--quiet", "--porcelain", *force, name, refspec], env)
+    if done.returncode == 0:
+        point_bare_head(root, remote_url(root, name, env), branch, env)
+        return True
+    output = f"{done.stdout}\n{done.stderr}"
+    declined = _declined(output)
+    if declined:
+        raise SyncError(
+            f"remote {name!r} declined the push: {declined}; your commits are kept — "
+            "ask the remote's owner, or fix what it names and run 'memstore sync' again"
+        )
+    if any(mark in output.lower() for mark in _REJECTED):
+        return False
+    raise _classify(done.stderr or done.stdout, name, remote_url(root, name, env), "push to")
+
+
+def point_bare_head(root: Path, url: str, branch: str, env: Mapping[str, str]) -> bool:
+    """Point a bare repository on disk's HEAD at `branch` when it names a branch that does
+    not exist (`git init --bare` names master; memstore pushes main), so a clone of it
+    checks `branch` out instead of warning "remote HEAD refers to nonexistent ref". A
+    host's HEAD (GitHub: the first branch pushed) is the host's; return whether it moved."""
+    local = url.removeprefix("file://")
+    if "://" in local or re.match(r"^[^/]+:", local):  # a host's URL, or scp-like host:path
+        return False
+    bare = Path(root, local)
+    try:
+        named = (bare / "HEAD").read_text(encoding="utf-8").strip()
+    except OSError:  # not a repository folder (a .git file, a bundle): leave it
+        return False
+    if not named.startswith("ref: refs/heads/") or named == f"ref: refs/heads/{branch}":
+        return False
+    git_dir = ["--git-dir", str(bare)]
+    if run_git(root, [*git_dir, "rev-parse", "--is-bare-repository"], env).stdout.strip() != "true":
+        return False  # a work tree's HEAD is what someone has checked out: never move it
+    ref = named.removeprefix("ref: ")
+    if run_git(root, [*git_dir, "rev-parse", "--verify", "--quiet", ref], env).returncode == 0:
+        return False  # it names a branch that exists: someone chose it
+    return (
+        run_git(root, [*git_dir, "symbolic-ref", "HEAD", f"refs/heads/{branch}"], env).returncode
+        == 0
+    )
+
+
+def _declined(output: str) -> str:
+    """Return the server's reason when it refused the push itself (a hook, a protected
+    branch), '' when it did not. Only a remote that moved on is worth merging and retrying."""
+    if "[remote rejected]" not in output:
+        return ""
+    said = [
+        line.removeprefix("remote:").strip()
+        for line in output.splitlines()
+        if line.startswith("remote:") and line.removeprefix("remote:").strip()
+    ]
+    reason = re.search(r"\[remote rejected\]\s*\(([^)]*)\)", output)
+    parts = [*said[:2], *([reason.group(1)] if reason else [])]
+    return "; ".join(parts) or "no reason given"
+
+
+def _classify(stderr: str, name: str, url: str, verb: str) -> SyncError:
+    text = stderr.lower()
+    where = f"remote {name!r} ({url})"
+    if any(mark in text for mark in _AUTH):
+        return SyncError(
+            f"{where} refused authentication; check your SSH key or credential helper "
+            f"(plain 'git {verb.split()[0]}' in the vault must work); your commits are kept"
+        )
+    if any(mark in text for mark in _UNREACHABLE):
+        return SyncError(
+            f"cannot {verb} {where}: {_first_line(stderr)}; your commits are kept, "
+            "run 'memstore sync' again when it is reachable"
+        )
+    return SyncError(f"git could not {verb} {where}: {_first_line(stderr)}; your commits are kept")
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return (
+        lines[0].removeprefix("fatal: ").removeprefix("error: ") if lines else "no details from git"
+    )
+
+
+def prune_unreachable(root: Path, env: Mapping[str, str]) -> None:
+    """Expire the reflog and delete unreachable objects, so rewritten history is gone."""
+    for args in (["reflog", "expire", "--expire=now", "--all"], ["gc", "--quiet", "--prune=now"]):
+        done = run_git(root, args, env)
+        if done.returncode != 0:
+            raise SyncError(f"git {args[0]} failed in {root}: {_first_line(done.stderr)}")
+
+
+@dataclass(frozen=True)
+class ObjectCounts:
+    """What `git count-objects -v` says about the vault's history."""
+
+    loose: int
+    loose_kib: int
+    packed_kib: int
+
+
+def count_objects(root: Path, env: Mapping[str, str]) -> ObjectCounts:
+    """Return the loose object count and the loose and packed sizes of the vault's history."""
+    done = run_git(root, ["count-objects", "-v"], env)
+    if done.returncode != 0:
+        raise SyncError(f"git count-objects failed in {root}: {_first_line(done.stderr)}")
+    values = dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
+    return ObjectCounts(
+        int(values.get("count", 0)), int(values.get("size", 0)), int(values.get("size-pack", 0))
+    )
+
+
+def needs_packing(root: Path) -> bool:
+    """Say whether `git gc --auto` would pack: git's own estimate, from the one folder
+    objects/17 (more than gc.auto ÷ 256 loose objects there).
+
+    memstore commits through libgit2, which never packs; without this, every memory leaves
+    a few loose objects behind for good (a 10,000-memory vault: ~50 MB of them).
+    """
+    try:
+        with os.scandir(root / ".git" / "objects" / "17") as entries:
+            return sum(1 for _ in entries) > -(-GC_AUTO // 256)
+    except OSError:
+        return False
+
+
+def pack(root: Path, env: Mapping[str, str], *, auto: bool) -> None:
+    """Pack loose objects with `git gc` (with `auto`, only if git's estimate says so).
+
+    In the foreground: the caller holds the vault lock, so no memstore commit races git's
+    own ref locks (a detached gc would run on after the lock is released).
+    """
+    done = run_git(
+        root, ["-c", "gc.autoDetach=false", "gc", "--quiet", *(["--auto"] if auto else [])], env
+    )
+    if done.returncode != 0:
+        raise SyncError(f"git gc failed in {root}: {_first_line(done.stderr)}")
