@@ -6,7 +6,7 @@ posting writer: at 100,000 memories, ~3 million postings and most of a rebuild's
 outside the analyzer. This writer files each posting under its field and term as it comes
 (a term's postings arrive in document order, so nothing is sorted but the terms) and fills
 a whole block of Whoosh's posting writer at once. The segment it writes is byte for byte
-the one Whoosh writes from the same documents (`tests/test_bulk.py` compares the files);
+the one Whoosh writes from the same documents (`tests/index/test_bulk.py` compares the files);
 only the path there changed.
 
 Everything is kept in memory until the commit, as Whoosh's pool does within its `limitmb`

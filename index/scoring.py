@@ -8,7 +8,7 @@ term's posting list whole, keeps it per segment (a Whoosh segment never changes 
 written; only its deleted set does), and adds up Whoosh's own BM25 formula term by term
 in one numpy array a segment (a common word at 100,000 memories has ~30k postings: as
 Python dictionaries, adding and ranking them cost ~100 ns each; as arrays, ~2 ns).
-tests/test_scoring.py checks the scores against Whoosh's matchers.
+tests/index/test_scoring.py checks the scores against Whoosh's matchers.
 
 The statistics (document count, document frequency, average field length) count live
 documents only: Whoosh keeps a replaced or deleted document in its segment statistics

@@ -44,7 +44,7 @@ def hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MEMSTORE_SESSION", "test-session")
     monkeypatch.setenv("MEMSTORE_HOST", "test-host")
-    # Ordinary tests run every command in-process; tests/test_daemon.py unsets this.
+    # Ordinary tests run every command in-process; tests/daemon/test_daemon.py unsets this.
     monkeypatch.setenv("MEMSTORE_NO_DAEMON", "1")
     # libgit2 reads the global config path once per process: point it at this home.
     pygit2.settings.search_path[pygit2.enums.ConfigLevel.GLOBAL] = str(home)

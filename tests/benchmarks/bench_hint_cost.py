@@ -33,7 +33,7 @@ import memstore
 from memstore.core.config import Settings
 from memstore.service.store import Store
 from tests.benchmarks.bench_foundation import Corpus
-from tests.test_curation_scale import large_vault
+from tests.service.test_curation_scale import large_vault
 
 WARM_UP = 5  # adds left out of the figures (first index reads, caches)
 

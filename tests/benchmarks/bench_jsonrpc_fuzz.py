@@ -2,7 +2,7 @@
 """JSON-RPC fuzz of `memstore serve`: bad lines over real stdio, each checked against the
 reply JSON-RPC and MCP call for, with valid requests between them.
 
-A standalone script (tests/test_mcp_lines.py runs the same `fuzz` in CI, shorter):
+A standalone script (tests/mcp/test_mcp_lines.py runs the same `fuzz` in CI, shorter):
 
     python tests/benchmarks/bench_jsonrpc_fuzz.py [--rounds 5] [--seed 36] [--no-daemon]
         [--skip NAME-PART ...]

@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.secrets_corpus import Sample, benign, forms  # noqa: E402
+from tests.core.secrets_corpus import Sample, benign, forms  # noqa: E402
 
 Scan = Callable[[str], list[str]]
 

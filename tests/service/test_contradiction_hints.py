@@ -17,14 +17,14 @@ from memstore.core.contradictions import disagreement
 from memstore.core.errors import InvalidInputError
 from memstore.service.curation import ContradictionError, Curator
 from memstore.service.store import Store
+from tests.cli.test_cli_surface import EXE, run, typer_run
 from tests.conftest import head, settings_at, vault_bytes
-from tests.test_cli_surface import EXE, run, typer_run
-from tests.test_daemon import (
+from tests.daemon.test_daemon import (
     env,  # noqa: F401 (a pytest fixture, asked for by name)
     requests_served,
     start_daemon,
 )
-from tests.test_mcp import (
+from tests.mcp.test_mcp import (
     call,
     server,  # noqa: F401 (a pytest fixture, asked for by name)
 )

@@ -24,12 +24,12 @@ from memstore.ops.output import briefing_lines, sync_lines
 from memstore.service.sync import SyncOutcome
 from memstore.vault.git import LogEntry
 from tests.conftest import head, vault_bytes
-from tests.test_daemon import (
+from tests.daemon.test_daemon import (
     env,  # noqa: F401 (a pytest fixture, asked for by name)
     requests_served,
     start_daemon,
 )
-from tests.test_mcp import (
+from tests.mcp.test_mcp import (
     call,
     server,  # noqa: F401 (a pytest fixture, asked for by name)
     text_of,

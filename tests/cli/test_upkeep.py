@@ -17,7 +17,7 @@ from memstore.mcp.server import build_server
 from memstore.service.store import Store
 from memstore.service.transfer import split_instructions
 from tests.conftest import commit_count, git, head, vault_bytes
-from tests.test_mcp import call, text_of
+from tests.mcp.test_mcp import call, text_of
 
 EXE = Path(sys.executable).with_name("memstore")
 

@@ -5,7 +5,7 @@ stay as they were). Arbitrary Unicode: lone surrogates (what invalid UTF-8 becom
 Python), control characters, NUL, escape sequences, huge strings, option-looking strings.
 Most examples run in-process (the same lean-then-typer dispatch as the executable); a
 handful go through the installed executable and a real `memstore serve` over stdio.
-The short versions run in CI; `python -m pytest -m long tests/test_fuzz.py` runs many more.
+The short versions run in CI; `python -m pytest -m long tests/mcp/test_fuzz.py` runs many more.
 """
 
 from __future__ import annotations

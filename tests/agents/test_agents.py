@@ -627,7 +627,7 @@ def test_a_path_with_spaces_is_quoted_in_the_hook_command() -> None:
 def test_the_example_hook_files_are_what_install_writes(
     example: str, specs: tuple[HookSpec, ...], source: str
 ) -> None:
-    text = (Path(__file__).parents[1] / "hooks" / example).read_text(encoding="utf-8")
+    text = (Path(__file__).parents[2] / "hooks" / example).read_text(encoding="utf-8")
     assert json.loads(text) == render_hooks(specs, "memstore", source)
 
 

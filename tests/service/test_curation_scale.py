@@ -3,7 +3,7 @@ audit/dedupe show progress on a terminal only.
 
 Also the benchmark behind the figures in docs/upkeep.md (not a test), from the checkout:
 
-    .venv/bin/python -m tests.test_curation_scale --sizes 1000 3000 10000 --root /tmp/curation
+    .venv/bin/python -m tests.service.test_curation_scale --sizes 1000 3000 10000 --root /tmp/curation
 
 It measures the memstore first on sys.path; for other code (a worktree of an older commit),
 run it from outside the checkout: cd /tmp && PYTHONPATH=/old/tree:/work/main python -m ...
@@ -33,8 +33,8 @@ from memstore.index import terms
 from memstore.service.curation import NEAR_DUPLICATE, Curator
 from memstore.service.store import Store, init_vault
 from tests.benchmarks.bench_foundation import SEED, Corpus
+from tests.cli.test_upkeep import EXE, cli
 from tests.conftest import git
-from tests.test_upkeep import EXE, cli
 
 Item = tuple[str, str, frozenset[str]]
 
@@ -113,7 +113,7 @@ def test_term_sets_are_the_index_terms_of_each_text(texts: list[str]) -> None:
 def test_term_sets_match_the_index_on_the_sample_vault_and_corpus() -> None:
     from memstore.core.similar import term_sets
 
-    sample = Path(__file__).resolve().parents[1] / "sample-vault"
+    sample = Path(__file__).resolve().parents[2] / "sample-vault"
     texts = [p.read_text(encoding="utf-8") for p in sorted(sample.rglob("*.md"))]
     texts += [text for _, text in corpus_texts(500)]
     assert term_sets(texts) == [terms(text) for text in texts]

@@ -22,7 +22,7 @@ from memstore.service.store import Store, init_vault
 from memstore.service.sync import SyncOptions
 from memstore.vault.git import INDEX_LAG, GitRepo
 from tests.conftest import git, settings_at
-from tests.test_sync import machine_settings
+from tests.service.test_sync import machine_settings
 
 MARCH = datetime(2026, 3, 31, 23, 59, 30, tzinfo=UTC)
 APRIL = datetime(2026, 4, 1, 0, 0, 30, tzinfo=UTC)
@@ -283,7 +283,7 @@ def test_a_process_killed_with_its_git_index_behind_is_caught_up_quietly(vault: 
     )
     done = subprocess.run(
         [sys.executable, "-c", script, str(vault)],
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[2],
         capture_output=True,
         text=True,
     )

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from memstore.service.store import Store, init_vault
+from tests.cli.test_upkeep import EXE, cli
 from tests.conftest import commit_count, git, settings_at
-from tests.test_upkeep import EXE, cli
 
 QUERIES = ("nginx upload", "deploy approval", "pnpm", "postgres index", "after the crash")
 TEXTS = (

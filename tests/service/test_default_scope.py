@@ -22,7 +22,7 @@ from mcp import Client, StdioServerParameters
 from memstore.core.repo_name import workspace_at
 from memstore.service.store import Store
 from tests.conftest import git, settings_at
-from tests.test_daemon import env as daemons_allowed  # noqa: F401 (a fixture)
+from tests.daemon.test_daemon import env as daemons_allowed  # noqa: F401 (a fixture)
 
 EXE = Path(sys.executable).with_name("memstore")
 NGINX = "Uploads over 1 MB fail with 413: raise nginx client_max_body_size in the server block"

@@ -24,7 +24,7 @@ from memstore.ops.hooks import answer
 from memstore.ops.tools import recall
 from memstore.service.store import Store
 from tests.conftest import REPO_ROOT, git, settings_at
-from tests.test_daemon import env, make_vault, requests_served, run, start_daemon  # noqa: F401
+from tests.daemon.test_daemon import env, make_vault, requests_served, run, start_daemon  # noqa: F401
 
 PROMPTS = REPO_ROOT / "tests" / "data" / "prompts-natural.json"
 

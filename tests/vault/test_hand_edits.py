@@ -21,8 +21,8 @@ from memstore.service.history import History
 from memstore.service.store import Store
 from memstore.vault.files import Vault
 from memstore.vault.git import STALE_LOCK_S, git_committing_in
+from tests.cli.test_upkeep import cli
 from tests.conftest import commit_count, git, settings_at
-from tests.test_upkeep import cli
 
 
 def trailer(vault: Path, rev: str, name: str) -> str:

@@ -27,7 +27,7 @@ from memstore.ops.output import context_lines, search_lines, sync_lines
 from memstore.service.resolution import find_conflicts, settle, settle_by_editing
 from memstore.service.store import Store, init_vault
 from tests.conftest import commit_count, git
-from tests.test_sync import machine_settings
+from tests.service.test_sync import machine_settings
 
 EXE = Path(sys.executable).with_name("memstore")
 BEFORE = "Postgres listens on 5432"

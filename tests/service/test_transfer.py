@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from memstore.core.errors import InvalidInputError
 from memstore.service.store import Store, init_vault
 from memstore.service.transfer import export, parse_export, restore
+from tests.cli.test_upkeep import cli
 from tests.conftest import git, head, settings_at, vault_bytes
-from tests.test_upkeep import cli
 
 NOT_UTF8 = b"---\nid: latin1x\n---\ncaf\xe9 cr\xe8me \xff\xfe\n"
 ODD_FILES = {

@@ -318,8 +318,14 @@ def test_edit_without_an_editor_or_a_terminal_refuses_instead_of_starting_vi(
 def test_an_edit_killed_before_its_commit_is_undone_by_the_next_command(
     tmp_path: Path, point: str
 ) -> None:
-    from tests.test_crash_points import TEXTS, assert_healthy, killed, make_vault, memory_texts
-    from tests.test_upkeep import cli
+    from tests.cli.test_upkeep import cli
+    from tests.service.test_crash_points import (
+        TEXTS,
+        assert_healthy,
+        killed,
+        make_vault,
+        memory_texts,
+    )
 
     vault = tmp_path / "vault"
     ids = make_vault(vault)

@@ -19,10 +19,10 @@ from memstore.catalog.retrieval import fuse_similar
 from memstore.core.config import SEMANTIC_ON, Settings, semantic_choice
 from memstore.core.errors import InvalidInputError
 from memstore.service.store import Store
+from tests.cli.test_progress import on_a_terminal
 from tests.conftest import git, settings_at
-from tests.test_daemon import env as daemons_allowed  # noqa: F401 (a fixture)
-from tests.test_daemon import requests_served, start_daemon
-from tests.test_progress import on_a_terminal
+from tests.daemon.test_daemon import env as daemons_allowed  # noqa: F401 (a fixture)
+from tests.daemon.test_daemon import requests_served, start_daemon
 
 EXE = Path(sys.executable).with_name("memstore")
 MEMORIES = {

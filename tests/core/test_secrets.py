@@ -17,10 +17,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memstore.core.secrets import find_secret_in_fields, find_secrets, is_dummy, normalize
+from tests.cli.test_upkeep import cli
 from tests.conftest import git, head
-from tests.test_upkeep import cli
 
-CORPORA = Path(__file__).parent / "data" / "secrets"
+CORPORA = Path(__file__).parents[1] / "data" / "secrets"
 AWS_KEY_ID = "AKIAQ3EGRJ5LTMWD7XZN"  # AWS's documented example
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCY7Q2LKM4V9Z"  # AWS's documented example
 GITHUB_TOKEN = "ghp_EXAMPLE1a2B3c4D5e6F7g8H9i0JkLmNoPqRsT"

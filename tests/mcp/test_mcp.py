@@ -26,7 +26,7 @@ from memstore.mcp.server import (
 from memstore.service.store import Store
 from memstore.vault.files import Vault
 from tests.conftest import commit_count, git, head, settings_at, vault_bytes
-from tests.test_watcher import wait_until
+from tests.daemon.test_watcher import wait_until
 
 EXE = Path(sys.executable).with_name("memstore")
 

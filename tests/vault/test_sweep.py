@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from memstore.ops.client import Request
 from memstore.ops.hooks import answer, sweep_hook
 from memstore.service.store import Store
-from memstore.vault.files import Vault, sweep
+from memstore.vault import sweep
+from memstore.vault.files import Vault
 from tests.conftest import commit_count, git, settings_at
 
 EXE = Path(sys.executable).with_name("memstore")

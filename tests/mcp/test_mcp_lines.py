@@ -17,7 +17,7 @@ from mcp.types import JSONRPCNotification, JSONRPCRequest
 
 from memstore.mcp.lines import MAX_DEPTH, MAX_LINE_BYTES, Refusal, read_line, too_long
 from tests.benchmarks.bench_jsonrpc_fuzz import KINDS, fuzz
-from tests.test_daemon import env as daemons_allowed  # noqa: F401 (a fixture)
+from tests.daemon.test_daemon import env as daemons_allowed  # noqa: F401 (a fixture)
 
 EXE = Path(sys.executable).with_name("memstore")
 

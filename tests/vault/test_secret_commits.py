@@ -15,8 +15,8 @@ from memstore.core.config import Settings
 from memstore.core.errors import SecretError
 from memstore.core.secrets import find_added_secret, withhold_secret
 from memstore.service.store import Store
+from tests.cli.test_upkeep import cli
 from tests.conftest import git, head, settings_at
-from tests.test_upkeep import cli
 
 TOKEN = "ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"  # fake, in GitHub's shape
 
@@ -135,7 +135,7 @@ def test_a_subject_showing_a_credential_names_the_files_instead() -> None:
 def test_memstore_edit_that_pastes_a_token_is_left_uncommitted_in_the_file(
     vault: Path, tmp_path: Path
 ) -> None:
-    from tests.test_edit import add, editor, run
+    from tests.service.test_edit import add, editor, run
 
     memory_id, path = add(vault, "the ci bot deploys on merge")
     before = head(vault)

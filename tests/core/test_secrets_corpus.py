@@ -1,4 +1,4 @@
-"""The secret scan on the generated corpus (tests/secrets_corpus.py): the targets of issue 36.
+"""The secret scan on the generated corpus (tests/core/secrets_corpus.py): the targets of issue 36.
 
 At most 3% of the credential forms stored, at most 1% of the look-alikes refused, over several
 seeds so the figures hold for fresh random values, not one draw. Figures and cost:
@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from memstore.core.secrets import find_secrets
-from tests.secrets_corpus import benign, forms
+from tests.core.secrets_corpus import benign, forms
 
 
 def test_the_corpus_spans_forty_families_a_hundred_forms_and_three_hundred_look_alikes() -> None:

@@ -25,7 +25,7 @@ from memstore.service.store import Store, init_vault
 from memstore.service.sync import MARKER
 from memstore.vault.files import Vault
 from tests.conftest import git, vault_bytes
-from tests.test_sync import EXE, environment, machine_settings
+from tests.service.test_sync import EXE, environment, machine_settings
 
 TIMEOUT = 60.0
 

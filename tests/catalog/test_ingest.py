@@ -24,10 +24,10 @@ from memstore.daemon.watcher import Watcher
 from memstore.ops import client
 from memstore.service.store import Store
 from tests.conftest import git, settings_at, vault_bytes
-from tests.test_concurrency import wait_until
-from tests.test_daemon import env as daemons_allowed  # noqa: F401 (a fixture)
-from tests.test_daemon import make_vault, requests_served, run, status
-from tests.test_mcp import stdio
+from tests.daemon.test_daemon import env as daemons_allowed  # noqa: F401 (a fixture)
+from tests.daemon.test_daemon import make_vault, requests_served, run, status
+from tests.mcp.test_mcp import stdio
+from tests.service.test_concurrency import wait_until
 
 runner = CliRunner()
 
@@ -667,7 +667,7 @@ def test_code_edited_while_no_daemon_ran_is_found_by_the_first_search_and_ingest
     tmp_path: Path,
     daemons_allowed: dict[str, str],  # noqa: F811
 ) -> None:
-    from tests.test_daemon import start_daemon
+    from tests.daemon.test_daemon import start_daemon
 
     vault = make_vault(tmp_path / "vault")
     repo = make_repo(tmp_path / "webshop", {"billing/webhooks.py": BILLING})

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from memstore.service.store import Store, init_vault
-from tests.test_sync import machine_settings
-from tests.test_sync_faults import EXE, TIMEOUT, Machine, Pair
+from tests.service.test_sync import machine_settings
+from tests.service.test_sync_faults import EXE, TIMEOUT, Machine, Pair
 
 SECRET = "Launch codename is bluefin-quartz for the autumn release"
 

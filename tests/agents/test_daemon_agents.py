@@ -2,7 +2,7 @@
 
 Real processes throughout: the installed executable, the real MCP stdio client, daemons
 started the way agents start them and killed with SIGKILL. Helpers and the `env` fixture
-(daemons allowed, every daemon gone after the test) come from tests/test_daemon.py.
+(daemons allowed, every daemon gone after the test) come from tests/daemon/test_daemon.py.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from memstore.mcp.server import Forwarder
 from memstore.ops import client
 from memstore.vault.files import Vault
 from tests.conftest import git, settings_at
-from tests.test_daemon import (
+from tests.daemon.test_daemon import (
     EXE,
     daemon_pid,
     make_vault,
@@ -33,7 +33,7 @@ from tests.test_daemon import (
     status,
     wait_until,
 )
-from tests.test_daemon import env as daemons_allowed  # noqa: F401 (a fixture)
+from tests.daemon.test_daemon import env as daemons_allowed  # noqa: F401 (a fixture)
 
 
 @pytest.fixture
