@@ -87,7 +87,8 @@ if (root / "fail").exists():
     sys.exit(3)
 values = json.loads((root / "values.json").read_text())
 results = values[{bench!r}]
-meta = {{"code": {{"sha256": "stub-" + root.name}}, "other_processes": {{"cores": 0.1}}}}
+load = values.get("load", 0.1)
+meta = {{"code": {{"sha256": "stub-" + root.name}}, "other_processes": {{"cores": load}}}}
 out = Path(argv[argv.index("--json") + 1])
 out.write_text(json.dumps({{"meta": meta, "results": results}}))
 """
@@ -161,7 +162,19 @@ def test_quick_passes_the_benches_own_quick_mode(tmp_path, capsys):
 
     ran = [json.loads(line) for line in calls.read_text().splitlines()]
     assert all(argv[0] == "--quick" and "--sizes" not in argv for _, _, argv in ran)
-    assert "5 figures, 0 worse by >10%" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "5 figures, 0 worse by >10%" in printed
+    assert "rerun on a quiet machine" not in printed
+
+
+def test_a_busy_machine_is_named_beside_the_table(tmp_path, capsys):
+    calls = tmp_path / "calls.jsonl"
+    old = stub_checkout(tmp_path, "old", calls, values(10.0, 1000.0))
+    new = stub_checkout(tmp_path, "new", calls, {**values(10.0, 1000.0), "load": 1.6})
+
+    assert ab.main(["--old", str(old), "--new", str(new), "--rounds", "1"]) == 0
+
+    assert "other processes used up to 1.60 cores" in capsys.readouterr().out
 
 
 def test_a_failed_run_fails_the_comparison(tmp_path, capsys):

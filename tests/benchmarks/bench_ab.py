@@ -52,6 +52,7 @@ SIDES = ("old", "new")
 BENCHES = ("scale", "code")
 SCRIPTS = {"scale": "tests/benchmarks/bench_scale.py", "code": "tests/benchmarks/bench_code.py"}
 THRESHOLD = 0.10
+BUSY_CORES = 0.3  # other processes' load (cores) past which a run's times are not comparable
 # variables that would make a checkout's python run other code than its own
 SCRUBBED_ENV = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
 SCRUBBED_PREFIX = "MEMSTORE_BENCH_"
@@ -524,6 +525,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     for run in runs:
         print(f"  {run.describe()}")
+    busiest = max((number(get(r.meta, "other_processes", "cores")) or 0.0 for r in runs), default=0)
+    if busiest > BUSY_CORES:
+        print(
+            f"  other processes used up to {busiest:.2f} cores during a run: time figures "
+            "carry that load unevenly; rerun on a quiet machine, or with more --rounds"
+        )
     codes = {get(r.meta, "code", "sha256") for r in runs if r.ok}
     if len(codes) == 1:
         print("  (old and new measured the same sources: the ratios show the noise)")
