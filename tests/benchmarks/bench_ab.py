@@ -6,7 +6,7 @@ A standalone script, not a pytest module:
     python tests/benchmarks/bench_ab.py --old /path/to/old/checkout --new /path/to/new/checkout \
         [--rounds 2] [--json out.json] [--quick]
 
-    python tests/benchmarks/bench_ab.py --old ../base --new . --quick   # smoke run, ~3 min
+    python tests/benchmarks/bench_ab.py --old ../base --new . --quick   # smoke run, ~2 min
 
 Each checkout is measured with its own code only: its own venv (CHECKOUT/.venv, brought up
 to date first with `make .venv/.installed` in it, a no-op when it is) runs its own
