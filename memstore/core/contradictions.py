@@ -51,6 +51,7 @@ from memstore.core.contradiction_words import (
     VALUE_SKIP,
     VI_COMPOUND,
 )
+from memstore.core.model import DisagreementKind
 from memstore.core.similar import containment, term_sets
 from memstore.index.analysis import TOKEN_PATTERN
 
@@ -64,7 +65,7 @@ KEY_WORDS = 2  # content words before a quantity that name what it measures
 class Disagreement:
     """How a new memory disagrees with an old one, in words a user can check."""
 
-    kind: str  # "negation" | "number" | "value" | "antonym"
+    kind: DisagreementKind
     detail: str  # e.g. 'port 8443 vs 8080', '"never rebase feature" on one side only'
 
 
