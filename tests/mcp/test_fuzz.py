@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from memstore.cli.app import app as cli
+from memstore.cli import app as cli
 from memstore.mcp.server import build_server
 from memstore.ops import client, lean, registry
 from memstore.service.store import Store
