@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from memstore.core.model import GLOBAL, KINDS, Memory, plain_ascii
+from memstore.core.model import GLOBAL, Kind, Memory, Newline, is_kind, plain_ascii
 from memstore.core.yaml_values import (
     load_yaml,
     render_counts,
@@ -169,7 +169,7 @@ def workspace_of(relative_path: str) -> str:
 def parse_memory(text: str, *, path: str) -> Memory:
     """Read a memory file's text; never raises for bad content (sets `problem`)."""
     text = text.removeprefix("\ufeff")
-    newline = "\r\n" if text.startswith("---\r\n") else "\n"
+    newline: Newline = "\r\n" if text.startswith("---\r\n") else "\n"
     workspace = workspace_of(path)
 
     def fallback() -> Memory:  # built only when needed: path_id hashes the path
@@ -210,13 +210,15 @@ def _with_problem(memory: Memory, reason: str) -> Memory:
 
 
 def _memory_from(
-    data: dict[Any, Any], header: str, body: str, *, path: str, workspace: str, newline: str
+    data: dict[Any, Any], header: str, body: str, *, path: str, workspace: str, newline: Newline
 ) -> Memory:
     problems: list[str] = []
-    kind = _as_str(data.get("kind", "note"))
-    if kind not in KINDS:
-        problems.append(f"unknown kind {kind!r}")
-        kind = "note"
+    stated = _as_str(data.get("kind", "note"))
+    kind: Kind = "note"
+    if is_kind(stated):
+        kind = stated
+    else:
+        problems.append(f"unknown kind {stated!r}")
     memory_id = _as_str(data.get("id", "")) or path_id(path)
     return Memory(
         id=memory_id.lower(),

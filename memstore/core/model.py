@@ -14,6 +14,7 @@ from memstore.core.errors import InvalidInputError
 Kind = Literal["note", "trace", "lesson", "core", "imported"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
 ADDABLE_KINDS: tuple[Kind, ...] = ("note", "trace", "lesson", "core")
+Newline = Literal["\n", "\r\n"]  # the line endings a memory file may use
 GLOBAL = "global"
 ALL = "all"
 
@@ -82,8 +83,8 @@ class Memory:
     has_front_matter: bool = True
     # Why the front matter could not be read (the file is still searchable by its text).
     problem: str = ""
-    # Line ending the file uses ("\n" or "\r\n"), kept when memstore rewrites it.
-    newline: str = "\n"
+    # Line ending the file uses, kept when memstore rewrites it.
+    newline: Newline = "\n"
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing_extensions import TypedDict
 
 from memstore.core.config import Settings
 from memstore.core.errors import InvalidInputError, MemstoreError, NotFoundError
-from memstore.core.model import ALL, GLOBAL, Hit, Recall, SearchResult
+from memstore.core.model import ALL, GLOBAL, AddStatus, Hit, Recall, SearchResult
 from memstore.core.repo_name import workspace_at
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ class ContradictionOut(TypedDict):
 
 
 class AddOut(TypedDict):
-    status: str
+    status: AddStatus
     id: str
     seen: int
     workspace: str
