@@ -69,11 +69,11 @@ def _run_lean(op: str, argv: list[str]) -> None:
     if (reply is None or reply.status is None) and op == "ingest":
         return  # the typer command ingests here, with its progress bar
     if reply is None or reply.status is None:
-        from memstore.ops import lean
+        from memstore.ops import lean, registry
 
         _set_up_logging()
         _end_quietly_on_a_closed_pipe()
-        reply = lean.RUNNERS[op](request, lean.open_in_process)
+        reply = registry.RUNNERS[registry.Op(op)](request, lean.open_in_process)
         if allowed and reply.status is not None:
             # Only now: a daemon starting meanwhile would hold the vault lock for its first
             # catch-up, and this command's own catch-up (a reader's: it never waits) would

@@ -16,7 +16,11 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import Any
+from typing import Any, Literal
+
+# What a plan would do to a settings file: write it, leave it as it is, refuse (it is not
+# ours to change), leave it to a person ("manual"), or delete it.
+PlanStatus = Literal["write", "unchanged", "refused", "manual", "delete"]
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,7 @@ class HooksPlan:
     path: PurePath
     block: str  # the hooks to add by hand
     new_text: str | None  # None: nothing to write
-    status: str  # "write" | "unchanged" | "refused" | "delete" (nothing but ours was in it)
+    status: PlanStatus  # not "manual"; "delete": nothing but ours was in it
     reason: str = ""
     notes: tuple[str, ...] = ()  # hooks of the person's left alone, one line each
     events: tuple[str, ...] = ()  # the events memstore's hooks are in once it is written

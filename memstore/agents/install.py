@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from memstore.agents.hook_config import json_refusal, render_restored
+from memstore.agents.hook_config import PlanStatus, json_refusal, render_restored
 from memstore.core.errors import InvalidInputError, VaultError
 
 SERVER_NAME = "memstore"
@@ -48,7 +48,7 @@ class InstallPlan:
     agent: Agent
     block: str  # the snippet a person could add by hand
     new_text: str | None  # None: nothing to write (refused, unchanged, or not writable)
-    status: str  # "write" | "unchanged" | "refused" | "manual" | "delete"
+    status: PlanStatus
     reason: str = ""
 
     @property

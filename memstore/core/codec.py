@@ -2,13 +2,13 @@
 
 Pure: strings in, values out. Files memstore writes round-trip byte-identical; keys it does
 not know are kept as their raw YAML text; a file whose front matter cannot be read is still a
-memory (its whole text is the body) with `problem` set, and is never rewritten.
+memory (its whole text is the body) with `problem` set, and is never rewritten. The YAML of
+single values (read and rendered) is memstore.core.yaml_values'.
 """
 
 from __future__ import annotations
 
 import base64
-import functools
 import hashlib
 import re
 import unicodedata
@@ -16,7 +16,14 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from memstore.core.model import GLOBAL, KINDS, Memory, plain_ascii
+from memstore.core.model import GLOBAL, Kind, Memory, Newline, is_kind, plain_ascii
+from memstore.core.yaml_values import (
+    load_yaml,
+    render_counts,
+    render_list,
+    render_scalar,
+    yaml_error,
+)
 
 KNOWN_KEYS = (
     "id",
@@ -36,128 +43,10 @@ KNOWN_KEYS = (
 )
 
 
-@functools.cache
-def _yaml() -> tuple[Any, Any]:
-    """Return PyYAML and a safe loader that leaves timestamps as the strings written.
-
-    Imported on first use: searching an up-to-date index never parses a file.
-    """
-    import yaml
-
-    base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-    class StringTimestampLoader(base):
-        pass
-
-    # PyYAML reads 2026-11-29T14:12:23Z as a datetime; keep timestamps as strings.
-    StringTimestampLoader.yaml_implicit_resolvers = {
-        first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-        for first, resolvers in base.yaml_implicit_resolvers.items()
-    }
-    return yaml, StringTimestampLoader
-
-
-def _load_yaml(text: str) -> object:
-    simple = _load_simple(text)
-    if simple is not None:
-        return simple
-    yaml, loader = _yaml()
-    return yaml.load(text, Loader=loader)
-
-
-# The front matter memstore writes, line by line: `key: value`, each value a plain word
-# (or words), a double-quoted string without escapes, a whole number, or a flow list of
-# those. Anything else (comments, nesting, escapes, other scalars) goes to PyYAML.
-_SIMPLE_LINE = re.compile(r"([a-z_][a-z0-9_]*): (\S.*)")
-_SIMPLE_WORDS = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./+@-]*(?: [A-Za-z0-9_./+@-]+)*")
-_SIMPLE_STAMP = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./+@-]*(?::[A-Za-z0-9_./+@-]+)*")
-_SIMPLE_QUOTED = re.compile(r'"([^"\\\x00-\x1f\x7f]*)"')
-_WHOLE = re.compile(r"0|[1-9][0-9]{0,17}")
-_STR = "tag:yaml.org,2002:str"
-
-
-def _load_simple(text: str) -> dict[str, object] | None:
-    """Return what PyYAML reads from `text`, if it is simple enough to read here; else None.
-
-    A reindex reads every file: PyYAML's C loader still spends ~150 µs building Python
-    objects for ten lines. Here a line costs a regular expression; scalars are resolved
-    with PyYAML's own implicit resolvers, so a word reads as PyYAML would read it.
-    """
-    if not text.isascii():
-        return None
-    data: dict[str, object] = {}
-    for line in text.split("\n"):
-        if not line:
-            continue  # a blank line means nothing in YAML
-        match = _SIMPLE_LINE.fullmatch(line)
-        if match is None or match.group(1) in data or _implicit_tag(match.group(1)) != _STR:
-            return None  # (YAML 1.1 reads a key like `no` or `on` as a boolean)
-        key, raw = match.groups()
-        if raw[0] == "{" and raw[-1] == "}":
-            counts = _simple_counts(raw[1:-1])
-            if counts is None:
-                return None
-            data[key] = counts
-        elif raw[0] == "[" and raw[-1] == "]":
-            items = [item.strip() for item in raw[1:-1].split(",")] if raw[1:-1].strip() else []
-            values = [_simple_scalar(item, flow=True) for item in items]
-            if any(v is None for v in values):
-                return None
-            data[key] = values
-        else:
-            value = _simple_scalar(raw, flow=False)
-            if value is None:
-                return None
-            data[key] = value
-    return data
-
-
-def _simple_counts(inner: str) -> dict[str, int] | None:
-    """Return the flow mapping of words to whole numbers `{a: 1, b: 2}` holds, or None."""
-    counts: dict[str, int] = {}
-    for item in inner.split(",") if inner.strip() else []:
-        key, colon, value = item.strip().partition(": ")
-        name = _simple_scalar(key, flow=True)
-        number = _simple_scalar(value.strip(), flow=True)
-        if not colon or not isinstance(name, str) or not isinstance(number, int) or name in counts:
-            return None
-        counts[name] = number
-    return counts
-
-
-def _simple_scalar(raw: str, *, flow: bool) -> object:
-    """Return the string or whole number `raw` reads as in YAML, or None if unsure."""
-    quoted = _SIMPLE_QUOTED.fullmatch(raw)
-    if quoted is not None:
-        return quoted.group(1)
-    if not (_SIMPLE_WORDS.fullmatch(raw) or (not flow and _SIMPLE_STAMP.fullmatch(raw))):
-        return None
-    tag = _implicit_tag(raw)
-    if tag == _STR:
-        return raw
-    if tag == "tag:yaml.org,2002:int" and _WHOLE.fullmatch(raw):
-        return int(raw)
-    return None
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def _implicit_tag(value: str) -> str:
-    """Return the tag PyYAML's resolver gives a plain scalar (as BaseResolver.resolve)."""
-    resolvers = _yaml()[1].yaml_implicit_resolvers
-    for tag, pattern in [*resolvers.get(value[0], []), *resolvers.get(None, [])]:
-        if pattern.match(value):
-            return str(tag)
-    return _STR
-
-
 _CLOSING = re.compile(r"^---[ \t]*\r?$", re.MULTILINE)
 _TOP_KEY = re.compile(r"^([^\s#][^:]*?):(?:\s|$)")
 _BULLET = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+", re.MULTILINE)
-_PLAIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./+@-]*(?: [A-Za-z0-9_./+@-]+)*$")
 _SPACE = re.compile(r"\s+")
-_TIMESTAMP = re.compile(
-    r"^\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?)?$"
-)
 
 
 # --- hashing, ids and names -------------------------------------------------------------
@@ -280,7 +169,7 @@ def workspace_of(relative_path: str) -> str:
 def parse_memory(text: str, *, path: str) -> Memory:
     """Read a memory file's text; never raises for bad content (sets `problem`)."""
     text = text.removeprefix("\ufeff")
-    newline = "\r\n" if text.startswith("---\r\n") else "\n"
+    newline: Newline = "\r\n" if text.startswith("---\r\n") else "\n"
     workspace = workspace_of(path)
 
     def fallback() -> Memory:  # built only when needed: path_id hashes the path
@@ -300,8 +189,8 @@ def parse_memory(text: str, *, path: str) -> Memory:
     header = text[len("---") + len(newline) : closing.start()]
     body = text[closing.end() :].removeprefix("\n")
     try:
-        data = _load_yaml(header) if header.strip() else {}
-    except _yaml()[0].YAMLError as err:
+        data = load_yaml(header) if header.strip() else {}
+    except yaml_error() as err:
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
         # Keep the id the file states, so `show <id>` finds it. The body stays the whole
         # text: a merge of two such files must not drop the lines it cannot parse.
@@ -321,13 +210,15 @@ def _with_problem(memory: Memory, reason: str) -> Memory:
 
 
 def _memory_from(
-    data: dict[Any, Any], header: str, body: str, *, path: str, workspace: str, newline: str
+    data: dict[Any, Any], header: str, body: str, *, path: str, workspace: str, newline: Newline
 ) -> Memory:
     problems: list[str] = []
-    kind = _as_str(data.get("kind", "note"))
-    if kind not in KINDS:
-        problems.append(f"unknown kind {kind!r}")
-        kind = "note"
+    stated = _as_str(data.get("kind", "note"))
+    kind: Kind = "note"
+    if is_kind(stated):
+        kind = stated
+    else:
+        problems.append(f"unknown kind {stated!r}")
     memory_id = _as_str(data.get("id", "")) or path_id(path)
     return Memory(
         id=memory_id.lower(),
@@ -393,11 +284,6 @@ def _as_counts(value: object, key: str, problems: list[str]) -> tuple[tuple[str,
     return tuple(sorted((_as_str(name), count) for name, count in value.items()))
 
 
-def render_counts(counts: tuple[tuple[str, int], ...]) -> str:
-    """Render a per-replica counter map as a one-line YAML flow mapping."""
-    return "{" + ", ".join(f"{render_scalar(name)}: {n}" for name, n in counts) + "}"
-
-
 def split_top_level(header: str) -> list[tuple[str, str]]:
     """Split front matter into (key, raw text) entries, comments kept with the next key."""
     entries: list[tuple[str, str]] = []
@@ -432,8 +318,8 @@ def merged_ids(memory: Memory) -> tuple[str, ...]:
     if raw is None:
         return ()
     try:
-        data = _load_yaml(raw)
-    except _yaml()[0].YAMLError:
+        data = load_yaml(raw)
+    except yaml_error():
         return ()  # a hand-broken key: the memory still reads; only the aliases are lost
     value = data.get(MERGED_KEY) if isinstance(data, dict) else None
     return tuple(dict.fromkeys(i.lower() for i in _as_list(value)))
@@ -454,25 +340,6 @@ def with_merged(memory: Memory, ids: tuple[str, ...]) -> Memory:
 
 
 # --- rendering --------------------------------------------------------------------------
-
-
-def render_scalar(value: str) -> str:
-    """Render a string as YAML that reads back as the same string."""
-    if (_PLAIN.match(value) or _TIMESTAMP.match(value)) and _reads_as(value) == value:
-        return value
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _reads_as(value: str) -> object:
-    try:
-        return _load_yaml(value)
-    except _yaml()[0].YAMLError:
-        return None
-
-
-def render_list(values: tuple[str, ...]) -> str:
-    """Render a list of strings as a one-line YAML flow sequence."""
-    return "[" + ", ".join(render_scalar(v) for v in values) + "]"
 
 
 def render_memory(memory: Memory) -> str:
@@ -644,12 +511,12 @@ def _with_comment(new: str, old: str) -> str:
     """Return line `new` with the `# comment` that ended `old`, at the same column if it fits."""
     content = old.rstrip("\r\n")
     try:
-        whole = _load_yaml(content)
+        whole = load_yaml(content)
         for match in re.finditer(r"[ \t]+#", content):
-            if _load_yaml(content[: match.start()]) == whole:
+            if load_yaml(content[: match.start()]) == whole:
                 column = match.end() - 1
                 return new + " " * max(1, column - len(new)) + content[column:]
-    except _yaml()[0].YAMLError:
+    except yaml_error():
         pass
     return new
 

@@ -243,14 +243,17 @@ def _sync_regions(
     return regions
 
 
+# What a person should hear about a file's merge: nothing (""), "conflict" (both texts kept)
+# or "kept" (deleted on one side, edited on the other: the edit stays).
+MergeNote = Literal["", "conflict", "kept"]
+
+
 @dataclass(frozen=True)
 class FileMerge:
     """The merged bytes of one file (None: delete it) and what a person should hear about."""
 
     data: bytes | None
-    note: str = (
-        ""  # "" | "conflict" (both texts kept) | "kept" (deleted on one side, edited on the other)
-    )
+    note: MergeNote = ""
 
 
 def merge_file(

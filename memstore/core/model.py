@@ -5,11 +5,16 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from typing import Literal, TypeGuard, get_args
 
 from memstore.core.errors import InvalidInputError
 
-KINDS = ("note", "trace", "lesson", "core", "imported")
-ADDABLE_KINDS = ("note", "trace", "lesson", "core")
+# A memory's kind. A Literal, not a StrEnum: the value travels as a plain string into files,
+# the index and JSON, and KINDS still lists it for help texts and checks.
+Kind = Literal["note", "trace", "lesson", "core", "imported"]
+KINDS: tuple[Kind, ...] = get_args(Kind)
+ADDABLE_KINDS: tuple[Kind, ...] = ("note", "trace", "lesson", "core")
+Newline = Literal["\n", "\r\n"]  # the line endings a memory file may use
 GLOBAL = "global"
 ALL = "all"
 
@@ -31,14 +36,19 @@ def check_workspace(name: str, *, for_add: bool = False) -> str:
     return name
 
 
-def check_kind(kind: str, *, allowed: tuple[str, ...] = ADDABLE_KINDS) -> str:
+def is_kind(value: str, allowed: tuple[str, ...] = KINDS) -> TypeGuard[Kind]:
+    """Say whether `value` is a kind, one of `allowed` (a tuple of kinds)."""
+    return value in allowed and value in KINDS
+
+
+def check_kind(kind: str, *, allowed: tuple[str, ...] = ADDABLE_KINDS) -> Kind:
     """Return `kind` if it is one of `allowed`, else raise InvalidInputError."""
-    if kind in KINDS and kind not in allowed:
+    if is_kind(kind, allowed):
+        return kind
+    if is_kind(kind):
         who = "memstore import" if kind == "imported" else "a person (memstore promote)"
         raise InvalidInputError(f"kind {kind!r} is set by {who}; use one of: {', '.join(allowed)}")
-    if kind not in allowed:
-        raise InvalidInputError(f"unknown kind {kind!r}; use one of: {', '.join(allowed)}")
-    return kind
+    raise InvalidInputError(f"unknown kind {kind!r}; use one of: {', '.join(allowed)}")
 
 
 @dataclass(frozen=True)
@@ -48,6 +58,8 @@ class Memory:
     id: str
     workspace: str
     body: str
+    # One of KINDS (the codec reads nothing else). A str until service/store.py builds its
+    # memories from check_kind's Kind; then this field becomes a Kind.
     kind: str = "note"
     keywords: tuple[str, ...] = ()
     source: str = ""
@@ -71,8 +83,8 @@ class Memory:
     has_front_matter: bool = True
     # Why the front matter could not be read (the file is still searchable by its text).
     problem: str = ""
-    # Line ending the file uses ("\n" or "\r\n"), kept when memstore rewrites it.
-    newline: str = "\n"
+    # Line ending the file uses, kept when memstore rewrites it.
+    newline: Newline = "\n"
 
 
 @dataclass(frozen=True)
@@ -122,24 +134,34 @@ class Recall:
     dropped: int = 0  # hits left out to fit max_tokens
 
 
+# How two memories disagree (memstore.core.contradictions explains each).
+DisagreementKind = Literal["negation", "number", "value", "antonym"]
+
+
 @dataclass(frozen=True)
 class Contradiction:
     """An existing memory a new one disagrees with, and how (memstore.core.contradictions)."""
 
     id: str  # the existing memory
-    kind: str  # "negation" | "number" | "value" | "antonym"
+    kind: DisagreementKind
     detail: str  # the new memory's side first: 'port 8443 vs 8080'
+
+
+# What an add did: "added" | "duplicate_merged" | "duplicate_uncounted" (the file it matches
+# has no front matter, or unreadable front matter: memstore never rewrites it, so seen stays)
+# | "supersede_recorded" (the text of a stored memory with --supersedes ids it did not name
+# yet: the links are added, seen stays) | "duplicate_skipped" (a re-import found it
+# stored already: nothing written).
+AddStatus = Literal[
+    "added", "duplicate_merged", "duplicate_uncounted", "supersede_recorded", "duplicate_skipped"
+]
 
 
 @dataclass(frozen=True)
 class AddResult:
     """What an add did: a new file, or a duplicate folded into an existing one."""
 
-    # "added" | "duplicate_merged" | "duplicate_uncounted" (the file it matches has no front
-    # matter, or unreadable front matter: memstore never rewrites it, so seen stays) |
-    # "supersede_recorded" (the text of a stored memory with --supersedes ids it did not
-    # name yet: the links are added, seen stays)
-    status: str
+    status: AddStatus
     id: str
     path: str
     seen: int

@@ -32,8 +32,7 @@ from memstore.core.config import Settings
 from memstore.core.errors import MemstoreError
 from memstore.daemon.watcher import Watcher
 from memstore.index import SearchIndexError
-from memstore.ops import hooks as agent_hooks
-from memstore.ops import lean, tools
+from memstore.ops import hooks, lean, tools  # noqa: F401 (loaded now: a first hook is answered warm)
 from memstore.ops.client import (
     LOCK_NAME,
     LOG_NAME,
@@ -52,6 +51,7 @@ from memstore.ops.client import (
     state_dir,
 )
 from memstore.ops.output import catch_up_lines
+from memstore.ops.registry import Op, runner
 from memstore.service.store import Store
 
 log = logging.getLogger("memstore.daemon.server")
@@ -65,7 +65,6 @@ KEEP_WORKERS = 2  # threads kept waiting for the next connection
 SETTLE_AFTER_S = 1.0  # idle this long after requests, the daemon collects and freezes its heap
 LOG_LIMIT = 1 << 20  # the log starts over past 1 MiB
 
-Handler = Callable[[Store, Request], Reply]
 Say = Callable[[str], None]
 
 
@@ -91,20 +90,6 @@ def _same_path(a: Path, b: Path) -> bool:
         return a == b or os.path.samefile(a, b)
     except OSError:
         return False
-
-
-def _lean(run: Callable[[Request, lean.OpenStore], Reply]) -> Handler:
-    return lambda store, request: run(request, resident(store))
-
-
-# op → handler. agent_hooks.answer ("hook") and memstore.ops.tools.answer ("tool") join here.
-HANDLERS: dict[str, Handler] = {
-    "search": _lean(lean.run_search),
-    "add": _lean(lean.run_add),
-    "ingest": _lean(lean.run_ingest),
-    "hook": _lean(agent_hooks.answer),
-    "tool": _lean(tools.answer),
-}
 
 
 class _RequestLog(logging.Handler):
@@ -318,16 +303,16 @@ class Daemon:
         except ValueError as err:
             return refusal(f"bad request: {err}")
         self._last_request = time.monotonic()
-        if request.op == "status":
+        if request.op == Op.STATUS:
             return encode_reply(Reply(0, "", "", self.status()))
-        if request.op == "stop":
+        if request.op == Op.STOP:
             self.stop("asked to stop")
             return encode_reply(Reply(0))
         return encode_reply(self._serve_one(request, conn))
 
     def _serve_one(self, request: Request, conn: socket.socket) -> Reply:
-        handler = HANDLERS.get(request.op)
-        if handler is None or not self._serving.acquire(timeout=BUSY_WAIT_S):
+        run = runner(request.op)  # memstore.ops.registry: the same runners as the lean path
+        if run is None or not self._serving.acquire(timeout=BUSY_WAIT_S):
             return Reply(None)  # unknown here, or busy: the caller runs it itself
         if self._stop.is_set():
             self._serving.release()
@@ -341,7 +326,7 @@ class Daemon:
         self._busy_since = time.monotonic()
         try:
             with self._request_log.capture() as warnings:
-                reply = handler(self.store, request)
+                reply = run(request, resident(self.store))
         except NotHereError:
             return Reply(None)
         except Exception:  # the caller runs it in-process and shows the same traceback

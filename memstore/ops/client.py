@@ -85,7 +85,7 @@ class Request(_Value):
     """One command for the daemon, with everything it may read of its caller."""
 
     __slots__ = ("op", "argv", "cwd", "env", "stdin")  # noqa: RUF023 (the constructor's order)
-    op: str  # "search" | "add" | "ingest" | "hook" | "tool" | "status" | "stop"
+    op: str  # an Op's value (memstore.ops.registry.Op: a StrEnum; this module imports no enum)
     argv: list[str]  # the command's arguments after the op word (for "tool": [tool name])
     cwd: str  # the caller's working directory
     env: dict[str, str]  # the caller's environment (the whole os.environ)

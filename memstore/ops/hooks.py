@@ -17,7 +17,7 @@ import select
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard, get_args
 
 from memstore.ops.client import Reply, Request, ask, daemon_allowed, resolve_vault, start_daemon
 
@@ -35,11 +35,12 @@ TRACE_KEYWORDS = 6  # a captured trace's keywords: what it names, then its rares
 MAX_TRACE_KEYWORD = 40  # longer words (a URL, a long path) make poor keywords
 # Seconds a hook may keep the agent waiting (MEMSTORE_HOOK_BUDGET overrides). Below the
 # timeouts agents give hooks (Codex's example: 10 s, 30 s for Stop; Claude Code: 60 s).
-BUDGET_S = {"prompt": 4.0, "briefing": 4.0, "capture": 20.0, "codex-notify": 20.0}
+HookEvent = Literal["prompt", "briefing", "capture", "codex-notify"]
+BUDGET_S: dict[str, float] = {"prompt": 4.0, "briefing": 4.0, "capture": 20.0, "codex-notify": 20.0}
 # Seconds of the briefing's budget the crashed-session sweep may take (a quarter at most).
 # Measured: each trace it keeps costs ~0.1-0.15 s, each transcript tail read ~10 ms.
 SWEEP_S = 1.0
-EVENTS = tuple(BUDGET_S)
+EVENTS: tuple[HookEvent, ...] = get_args(HookEvent)  # BUDGET_S has one for each (a test checks)
 USAGE = (
     "usage: memstore hook prompt|capture|briefing|codex-notify"
     " [--if-novel] [--min-chars N] [--source AGENT] [--vault PATH]"
@@ -315,10 +316,10 @@ def answer(request: Request, open_store: OpenStore | None = None) -> Reply:
     from memstore.ops.lean import open_in_process
 
     argv = list(request.argv)
-    if not argv or argv[0] not in EVENTS:
+    event, flags = (argv[0], argv[1:]) if argv else ("", [])
+    if not is_event(event):
         # Still 0: an agent reads exit 2 from a prompt hook as "block this prompt".
         return Reply(0, "", USAGE + "\n")
-    event, flags = argv[0], argv[1:]
     try:
         lines = _run_event(event, flags, request, open_store or open_in_process)
     except (MemstoreError, OSError, ValueError) as err:
@@ -331,7 +332,14 @@ def answer(request: Request, open_store: OpenStore | None = None) -> Reply:
     return Reply(0, "".join(f"{line}\n" for line in lines), "")
 
 
-def _run_event(event: str, flags: list[str], request: Request, open_store: OpenStore) -> list[str]:
+def is_event(word: str) -> TypeGuard[HookEvent]:
+    """Say whether `word` names a hook event memstore answers."""
+    return word in EVENTS
+
+
+def _run_event(
+    event: HookEvent, flags: list[str], request: Request, open_store: OpenStore
+) -> list[str]:
     """Return the lines hook `event` says; raise what the caller turns into a note."""
     from dataclasses import replace
 

@@ -379,10 +379,6 @@ def print_add(
     sys.stdout.write(add_text(result, as_json=as_json, text=text, vault=vault))
 
 
-RUNNERS: dict[str, Callable[[Request, OpenStore], Reply]] = {"search": run_search, "add": run_add}
-DAEMON_ONLY: dict[str, Callable[[Request, OpenStore], Reply]] = {"ingest": run_ingest}
-
-
 # --- shell completion (typer calls these while a person presses Tab) ---------------------
 # Cheap reads only: a folder listing and one read-only query of the index's manifest. No
 # index open, no catch-up, no vault created; any failure completes nothing.

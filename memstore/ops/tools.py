@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, MutableMapping
 from contextlib import AbstractContextManager
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NotRequired
 
@@ -18,7 +19,7 @@ from typing_extensions import TypedDict
 
 from memstore.core.config import Settings
 from memstore.core.errors import InvalidInputError, MemstoreError, NotFoundError
-from memstore.core.model import ALL, GLOBAL, Hit, Recall, SearchResult
+from memstore.core.model import ALL, GLOBAL, AddStatus, Hit, Recall, SearchResult
 from memstore.core.repo_name import workspace_at
 
 if TYPE_CHECKING:
@@ -29,7 +30,17 @@ if TYPE_CHECKING:
 OpenStore = Callable[[Settings, bool], AbstractContextManager["Store"]]  # as memstore.ops.lean's
 
 AGENT_KINDS = ("note", "trace", "lesson")  # core and imported are for people to set
-TOOLS = ("memory_recall", "memory_add", "memory_confirm")
+
+
+class Tool(StrEnum):
+    """The MCP tools memstore serves (the value is the tool's name)."""
+
+    RECALL = "memory_recall"
+    ADD = "memory_add"
+    CONFIRM = "memory_confirm"
+
+
+TOOLS = tuple(Tool)
 
 
 class HitOut(TypedDict):
@@ -66,7 +77,7 @@ class ContradictionOut(TypedDict):
 
 
 class AddOut(TypedDict):
-    status: str
+    status: AddStatus
     id: str
     seen: int
     workspace: str
@@ -265,6 +276,38 @@ def without_repeated_core(out: RecallOut, asked: str, sent_core: SentCore) -> Re
     return out
 
 
+@dataclass(frozen=True)
+class ToolSession:
+    """What a tool call runs with beside its arguments: the session's default workspace
+    (None: recall reads every workspace, add writes to global) and source, and whether a
+    watcher keeps the index current (then a recall skips its own scan for changed files)."""
+
+    workspace: str | None
+    source: str
+    is_live: Callable[[], bool]
+
+
+ToolRun = Callable[["Store", Mapping[str, Any], ToolSession], Mapping[str, Any]]
+
+# tool → how it runs: the daemon (`answer`) and `memstore serve` in-process both call `run`.
+HANDLERS: dict[Tool, ToolRun] = {
+    Tool.RECALL: lambda store, arguments, session: recall(
+        store, arguments, workspace=session.workspace, live=session.is_live()
+    ),
+    Tool.ADD: lambda store, arguments, session: add(
+        store, arguments, workspace=session.workspace, source=session.source
+    ),
+    Tool.CONFIRM: lambda store, arguments, _session: confirm(store, arguments),
+}
+
+
+def run(
+    name: str, store: Store, arguments: Mapping[str, Any], session: ToolSession
+) -> Mapping[str, Any]:
+    """Run tool `name` (one of TOOLS) over `store`; raises MemstoreError for the agent."""
+    return HANDLERS[Tool(name)](store, arguments, session)
+
+
 def answer(request: Request, open_store: OpenStore) -> Reply:
     """Answer one tool call `memstore serve` forwarded: status 0 with the tool's JSON, or 1
     with the one-line message the agent gets as a tool error.
@@ -286,13 +329,8 @@ def answer(request: Request, open_store: OpenStore) -> Reply:
             workspace_at(settings.vault, Path(request.cwd)) if request.cwd else None
         )
         with open_store(settings, False) as store:
-            if request.argv[0] == "memory_recall":
-                live = store.vault.is_watched()
-                out: Mapping[str, Any] = recall(store, arguments, workspace=workspace, live=live)
-            elif request.argv[0] == "memory_confirm":
-                out = confirm(store, arguments)
-            else:
-                out = add(store, arguments, workspace=workspace, source=settings.source)
+            session = ToolSession(workspace, settings.source, store.vault.is_watched)
+            out = run(request.argv[0], store, arguments, session)
     except MemstoreError as err:
         return Reply(1, "", str(err))
     except (KeyError, ValueError, TypeError) as err:  # not what the serve shell sends

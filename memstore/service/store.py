@@ -62,6 +62,7 @@ from memstore.core.model import (
     ADDABLE_KINDS,
     GLOBAL,
     AddResult,
+    AddStatus,
     Contradiction,
     CoreMemory,
     Hit,
@@ -1086,7 +1087,7 @@ class Store:
         commit = self.write_memory(
             entry.path, merged, message, source, basis=current, allow_secret=allow_secret
         )
-        status = "supersede_recorded" if links else "duplicate_merged"
+        status: AddStatus = "supersede_recorded" if links else "duplicate_merged"
         return AddResult(
             status, merged.id, entry.path, merged.seen, merged.workspace, commit, linked=named
         )

@@ -17,12 +17,11 @@ from memstore.core.codec import (
     normalize_text,
     parse_memory,
     render_changes,
-    render_list,
     render_memory,
-    render_scalar,
     slugify,
 )
 from memstore.core.model import KINDS, Memory
+from memstore.core.yaml_values import render_list, render_scalar
 
 words = st.text(
     alphabet=string.ascii_letters + string.digits + " _-.:/@#'\"äöüếỗ", min_size=1, max_size=20

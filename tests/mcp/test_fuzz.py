@@ -31,9 +31,9 @@ from hypothesis import strategies as st
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from memstore.cli.app import app as cli
+from memstore.cli import app as cli
 from memstore.mcp.server import build_server
-from memstore.ops import client, lean
+from memstore.ops import client, lean, registry
 from memstore.service.store import Store
 from tests.conftest import settings_at, vault_bytes
 
@@ -146,7 +146,7 @@ def run_in_process(argv: list[str], stdin: bytes) -> tuple[int, bytes, bytes]:
                 op, rest = argv[0], argv[1:]
                 data = stdin if lean.wants_stdin(op, rest) else b""
                 request = client.Request(op, rest, os.getcwd(), dict(os.environ), data)
-                reply = lean.RUNNERS[op](request, lean.open_in_process)
+                reply = registry.RUNNERS[registry.Op(op)](request, lean.open_in_process)
                 status = reply.status
                 if status is not None:
                     streams["stdout"].write(reply.stdout)

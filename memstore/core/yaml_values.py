@@ -1,0 +1,162 @@
+"""Front matter values as YAML: read them, and render them so they read back the same.
+
+Reading has a fast path for the lines memstore writes; PyYAML reads the rest. Rendering
+writes scalars, flow lists and counter maps.
+
+PyYAML is imported on first use: searching an up-to-date index never parses a file.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+
+@functools.cache
+def _yaml() -> tuple[Any, Any]:
+    """Return PyYAML and a safe loader that leaves timestamps as the strings written."""
+    import yaml
+
+    base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class StringTimestampLoader(base):
+        pass
+
+    # PyYAML reads 2026-11-29T14:12:23Z as a datetime; keep timestamps as strings.
+    StringTimestampLoader.yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in base.yaml_implicit_resolvers.items()
+    }
+    return yaml, StringTimestampLoader
+
+
+# The front matter memstore writes, line by line: `key: value`, each value a plain word
+# (or words), a double-quoted string without escapes, a whole number, or a flow list of
+# those. Anything else (comments, nesting, escapes, other scalars) goes to PyYAML.
+_SIMPLE_LINE = re.compile(r"([a-z_][a-z0-9_]*): (\S.*)")
+_SIMPLE_WORDS = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./+@-]*(?: [A-Za-z0-9_./+@-]+)*")
+_SIMPLE_STAMP = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./+@-]*(?::[A-Za-z0-9_./+@-]+)*")
+_SIMPLE_QUOTED = re.compile(r'"([^"\\\x00-\x1f\x7f]*)"')
+_WHOLE = re.compile(r"0|[1-9][0-9]{0,17}")
+_STR = "tag:yaml.org,2002:str"
+
+
+def _load_simple(text: str) -> dict[str, object] | None:
+    """Return what PyYAML reads from `text`, if it is simple enough to read here; else None.
+
+    A reindex reads every file: PyYAML's C loader still spends ~150 µs building Python
+    objects for ten lines. Here a line costs a regular expression; scalars are resolved
+    with PyYAML's own implicit resolvers, so a word reads as PyYAML would read it.
+    """
+    if not text.isascii():
+        return None
+    data: dict[str, object] = {}
+    for line in text.split("\n"):
+        if not line:
+            continue  # a blank line means nothing in YAML
+        match = _SIMPLE_LINE.fullmatch(line)
+        if match is None or match.group(1) in data or _implicit_tag(match.group(1)) != _STR:
+            return None  # (YAML 1.1 reads a key like `no` or `on` as a boolean)
+        key, raw = match.groups()
+        if raw[0] == "{" and raw[-1] == "}":
+            counts = _simple_counts(raw[1:-1])
+            if counts is None:
+                return None
+            data[key] = counts
+        elif raw[0] == "[" and raw[-1] == "]":
+            items = [item.strip() for item in raw[1:-1].split(",")] if raw[1:-1].strip() else []
+            values = [_simple_scalar(item, flow=True) for item in items]
+            if any(v is None for v in values):
+                return None
+            data[key] = values
+        else:
+            value = _simple_scalar(raw, flow=False)
+            if value is None:
+                return None
+            data[key] = value
+    return data
+
+
+def _simple_counts(inner: str) -> dict[str, int] | None:
+    """Return the flow mapping of words to whole numbers `{a: 1, b: 2}` holds, or None."""
+    counts: dict[str, int] = {}
+    for item in inner.split(",") if inner.strip() else []:
+        key, colon, value = item.strip().partition(": ")
+        name = _simple_scalar(key, flow=True)
+        number = _simple_scalar(value.strip(), flow=True)
+        if not colon or not isinstance(name, str) or not isinstance(number, int) or name in counts:
+            return None
+        counts[name] = number
+    return counts
+
+
+def _simple_scalar(raw: str, *, flow: bool) -> object:
+    """Return the string or whole number `raw` reads as in YAML, or None if unsure."""
+    quoted = _SIMPLE_QUOTED.fullmatch(raw)
+    if quoted is not None:
+        return quoted.group(1)
+    if not (_SIMPLE_WORDS.fullmatch(raw) or (not flow and _SIMPLE_STAMP.fullmatch(raw))):
+        return None
+    tag = _implicit_tag(raw)
+    if tag == _STR:
+        return raw
+    if tag == "tag:yaml.org,2002:int" and _WHOLE.fullmatch(raw):
+        return int(raw)
+    return None
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _implicit_tag(value: str) -> str:
+    """Return the tag PyYAML's resolver gives a plain scalar (as BaseResolver.resolve)."""
+    resolvers = _yaml()[1].yaml_implicit_resolvers
+    for tag, pattern in [*resolvers.get(value[0], []), *resolvers.get(None, [])]:
+        if pattern.match(value):
+            return str(tag)
+    return _STR
+
+
+def load_yaml(text: str) -> object:
+    """Return what PyYAML reads from `text` (timestamps stay strings); raises yaml_error()."""
+    simple = _load_simple(text)
+    if simple is not None:
+        return simple
+    yaml, loader = _yaml()
+    return yaml.load(text, Loader=loader)
+
+
+def yaml_error() -> type[Exception]:
+    """Return PyYAML's error class (what `load_yaml` raises for text that is not YAML)."""
+    return _yaml()[0].YAMLError
+
+
+# --- rendering --------------------------------------------------------------------------
+
+_PLAIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./+@-]*(?: [A-Za-z0-9_./+@-]+)*$")
+_TIMESTAMP = re.compile(
+    r"^\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?)?$"
+)
+
+
+def render_scalar(value: str) -> str:
+    """Render a string as YAML that reads back as the same string."""
+    if (_PLAIN.match(value) or _TIMESTAMP.match(value)) and _reads_as(value) == value:
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _reads_as(value: str) -> object:
+    try:
+        return load_yaml(value)
+    except yaml_error():
+        return None
+
+
+def render_list(values: tuple[str, ...]) -> str:
+    """Render a list of strings as a one-line YAML flow sequence."""
+    return "[" + ", ".join(render_scalar(v) for v in values) + "]"
+
+
+def render_counts(counts: tuple[tuple[str, int], ...]) -> str:
+    """Render a per-replica counter map as a one-line YAML flow mapping."""
+    return "{" + ", ".join(f"{render_scalar(name)}: {n}" for name, n in counts) + "}"
