@@ -9,7 +9,8 @@ from typing import Any
 
 from .analysis import make_analyzer, query_terms, term_sources
 
-CACHE_QUERIES = 256  # texts whose Query is kept: the steps of one recall share one value
+CACHE_QUERIES = 128  # texts whose Query is kept: the steps of one recall share one value …
+CACHE_LONGEST = 10_000  # … unless the text is longer (a pasted log is analysed each time)
 
 
 @dataclass(frozen=True)
@@ -17,7 +18,7 @@ class Query:
     """A query's text and its distinct terms in order (contractions read as their words).
 
     Build one with `Query.of(text)`; every method of `SearchIndex` that reads a query takes
-    it (or a text, analysed on the spot), so a recall's several searches, coverage and typo
+    it (or a text, read as `Query.of(text)`), so a recall's several searches, coverage and typo
     checks analyse the text once.
     """
 
@@ -27,6 +28,8 @@ class Query:
     @classmethod
     def of(cls, text: str) -> Query:
         """Return the query of `text` (the same value for the same text, while cached)."""
+        if len(text) > CACHE_LONGEST:
+            return cls(text, tuple(query_terms(_analyzer(), text)))
         return _parse(text)
 
     @functools.cached_property
@@ -38,7 +41,7 @@ class Query:
 
 def as_query(query: Query | str) -> Query:
     """Return `query` as a Query (a text is analysed)."""
-    return query if isinstance(query, Query) else _parse(query)
+    return query if isinstance(query, Query) else Query.of(query)
 
 
 def terms(text: str) -> set[str]:
