@@ -24,8 +24,9 @@ from whoosh import formats
 from whoosh.system import pack_uint
 from whoosh.writing import SegmentWriter
 
+from . import _patches
+from ._patches import length_column
 from .analysis import WordCachedAnalyzer
-from .storage import length_column
 
 # One term's postings: document numbers, weights and encoded values, in document order.
 Postings = tuple[list[int], list[float], list[bytes]]
@@ -61,6 +62,7 @@ class TermWriter(SegmentWriter):
     """A `SegmentWriter` over a `TermPool`, for schemas without spelling or vectors."""
 
     def __init__(self, ix: Any, **kwargs: Any) -> None:
+        _patches.apply()  # its blocks are written as Whoosh meant (index/_patches.py)
         super().__init__(ix, **kwargs)
         self.pool = TermPool()
         self._values: dict[int, bytes] = {}

@@ -34,7 +34,7 @@ import numpy as np
 from whoosh.codec.whoosh3 import LENGTHS_COLUMN as _LENGTHS_COLUMN
 from whoosh.util.numeric import length_to_byte
 
-from .storage import BYTE_TO_LENGTH
+from ._patches import BYTE_TO_LENGTH
 
 SCORED_FIELDS = ("content", "keywords")
 # A posting list: document numbers (ascending) and weights, as compact arrays (12 bytes a

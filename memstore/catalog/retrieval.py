@@ -20,9 +20,15 @@ from memstore.core.ranking import (
     pack,
     score,
 )
-from memstore.index import Document, IndexHit, SearchIndex, extract_entities, terms
-from memstore.index.engine import most_shared
-from memstore.index.typos import StandIn
+from memstore.index import (
+    Document,
+    IndexHit,
+    Query,
+    SearchIndex,
+    StandIn,
+    extract_entities,
+    most_shared,
+)
 
 CANDIDATES = 30  # per view, before ranking cuts to k
 # The semantic view (optional; docs/retrieval.md): each list's first SEMANTIC_DEPTH fused by
@@ -44,7 +50,7 @@ FAR_AHEAD_TERMS = 3  # … and at least this many, is confident
 
 def find(
     indexer: Indexer,
-    text: str,
+    text: str | Query,
     scope: set[str] | None,
     k: int,
     now: datetime,
@@ -53,17 +59,19 @@ def find(
 ) -> SearchResult:
     """Return the `k` best memories for `text` in `scope` (None: every workspace).
 
-    Archived memories are left out unless `archived` is true.
+    Archived memories are left out unless `archived` is true. The text is analysed once:
+    every search, coverage and frequency below reads the same `Query`.
     """
     index = indexer.search
+    query = _query(text)
     # typos=True: a word no memory holds is searched as its nearest known term (marked).
-    strict = index.search(text, workspaces=scope, limit=CANDIDATES, typos=True)
+    strict = index.search(query, workspaces=scope, limit=CANDIDATES, typos=True)
     # Memories holding only some of the words fill the places all-words matches leave;
     # feedback (a second, costlier search) runs only when no memory holds every word.
-    loose = [] if len(strict) >= k else _loose(index, text, scope, feedback=not strict)
+    loose = [] if len(strict) >= k else _loose(index, query, scope, feedback=not strict)
     lexical: dict[str, IndexHit] = {h.document.key: h for h in [*loose, *strict]}
     complete = {h.document.key for h in strict}
-    entities = [entity for entity, _ in extract_entities(text)]
+    entities = [entity for entity, _ in extract_entities(query.text)]
     named = index.entity_keys(entities) if entities else {}
     documents: dict[str, Document] = {key: h.document for key, h in lexical.items()}
     others = most_shared({key: n for key, n in named.items() if key not in lexical}, CANDIDATES)
@@ -86,22 +94,22 @@ def find(
     best = max(c.lexical for c in candidates)
     values = {c.key: score(c, best, len(entities), now) for c in candidates}
     ranked = sorted(candidates, key=lambda c: (-round(values[c.key], 6), c.key))[:k]
-    hits = _tiered(index, text, [(c, documents[c.key], values[c.key]) for c in ranked])
+    hits = _tiered(index, query, [(c, documents[c.key], values[c.key]) for c in ranked])
     return SearchResult(tuple(hits), weak=all(hit.weak for hit in hits))
 
 
 def _tiered(
-    index: SearchIndex, text: str, ranked: list[tuple[Candidate, Document, float]]
+    index: SearchIndex, query: Query, ranked: list[tuple[Candidate, Document, float]]
 ) -> list[Hit]:
     """Return the ranked candidates as hits, each marked confident or weak (docs/retrieval.md)."""
-    frequencies = index.term_frequencies(text, typos=True)
+    frequencies = index.term_frequencies(query, typos=True)
     unknown = sum(1 for df in frequencies.values() if not df)
     # A word no memory holds vetoes the coverage rule only when it is a good part of the
     # query: one new word in a long prompt ("hey", "1MB") does not make it unanswerable.
     veto = unknown if unknown > UNKNOWN_SHARE * len(frequencies) else 0
     hits = []
     for candidate, doc, value in ranked:
-        coverage = 1.0 if candidate.strict else index.coverage(doc, text, typos=True)
+        coverage = 1.0 if candidate.strict else index.coverage(doc, query, typos=True)
         hits.append(_hit(doc, replace(candidate, coverage=coverage), value, veto))
     first, runner_up = ranked[0][2], ranked[1][2] if len(ranked) > 1 else 0.0
     if hits[0].weak and (
@@ -130,27 +138,27 @@ def _far_ahead(
 
 
 def _loose(
-    index: SearchIndex, text: str, scope: set[str] | None, *, feedback: bool
+    index: SearchIndex, query: Query, scope: set[str] | None, *, feedback: bool
 ) -> list[IndexHit]:
     """Any-word search whose tail is refilled by pseudo-relevance feedback.
 
     The first hits stay as the query found them; the terms most characteristic of them feed
     a second search whose results fill the places after them, scored just below.
     """
-    first = index.search(text, workspaces=scope, limit=CANDIDATES, any_term=True, typos=True)
+    first = index.search(query, workspaces=scope, limit=CANDIDATES, any_term=True, typos=True)
     if not feedback or len(first) <= FEEDBACK_DOCS or not FEEDBACK_TERMS:
         return first
     if index.count() > FEEDBACK_MAX_MEMORIES:
         return first
     head = first[:FEEDBACK_DOCS]
     extra = index.expansion_terms(
-        [h.document for h in head], exclude=set(terms(text)), count=FEEDBACK_TERMS
+        [h.document for h in head], exclude=set(query.terms), count=FEEDBACK_TERMS
     )
     kept = {h.document.key for h in head}
     second = [
         h
         for h in index.search(
-            text, workspaces=scope, limit=CANDIDATES, any_term=True, expansion=extra, typos=True
+            query, workspaces=scope, limit=CANDIDATES, any_term=True, expansion=extra, typos=True
         )
         if h.document.key not in kept
     ]
@@ -275,7 +283,9 @@ def core_memories(indexer: Indexer, scope: set[str] | None) -> tuple[CoreMemory,
     return tuple(kept)
 
 
-def recall_message(indexer: Indexer, query: str, hits: list[Hit], weak: bool, dropped: int) -> str:
+def recall_message(
+    indexer: Indexer, query: str | Query, hits: list[Hit], weak: bool, dropped: int
+) -> str:
     """Return the one line a recall says about what it found (friendly when nothing)."""
     if not hits and not indexer.count():
         return "Memory is empty. Store what you learn with memory_add."
@@ -285,7 +295,8 @@ def recall_message(indexer: Indexer, query: str, hits: list[Hit], weak: bool, dr
             "fits max_tokens; ask again with a larger max_tokens."
         )
     if not hits:
-        return f"No memory matches {query!r}. Proceed; store what you learn with memory_add."
+        text = _query(query).text
+        return f"No memory matches {text!r}. Proceed; store what you learn with memory_add."
     found = f"{len(hits)} {'memory' if len(hits) == 1 else 'memories'}"
     text = f"No memory has every word; {found} might be related." if weak else f"{found} found."
     if dropped:
@@ -293,17 +304,22 @@ def recall_message(indexer: Indexer, query: str, hits: list[Hit], weak: bool, dr
     return typo_note(indexer, query) + text
 
 
-def stand_ins(indexer: Indexer, query: str) -> list[StandIn]:
+def stand_ins(indexer: Indexer, query: str | Query) -> list[StandIn]:
     """Return the stand-ins a search of `query` used for words no memory holds."""
     return indexer.search.stand_ins(query)
 
 
-def typo_note(indexer: Indexer, query: str) -> str:
+def typo_note(indexer: Indexer, query: str | Query) -> str:
     """Return the sentence that says which words were searched as others ("" if none)."""
     found = stand_ins(indexer, query)
     if not found:
         return ""
     return f"Searched unknown words as known ones: {', '.join(s.label() for s in found)}. "
+
+
+def _query(query: str | Query) -> Query:
+    """Return `query` as a Query: a caller that analysed it passes the value on."""
+    return query if isinstance(query, Query) else Query.of(query)
 
 
 def _candidate(

@@ -155,6 +155,6 @@ def test_confirm_is_one_commit_and_raises_strength(store: Store, vault) -> None:
     limit=st.integers(1, 8),
 )
 def test_most_shared_equals_a_full_sort(counts: dict[str, int], limit: int) -> None:
-    from memstore.index.engine import most_shared
+    from memstore.index import most_shared
 
     assert most_shared(counts, limit) == sorted(counts, key=lambda k: (-counts[k], k))[:limit]

@@ -1,7 +1,7 @@
 """The term writer writes the very segment files Whoosh's own writer writes from the same documents.
 
-Both write their posting blocks through `memstore.index.storage`'s block writer (importing `index`
-installs it), so what is compared is how postings are gathered and handed over.
+Both write their posting blocks through `memstore.index._patches`'s block writer (installed here as
+opening an index installs it), so what is compared is how postings are gathered and handed over.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 from whoosh import index as whoosh_index
 from whoosh.writing import SegmentWriter
 
-from memstore.index import Document
+from memstore.index import Document, _patches
 from memstore.index.bulk import TermWriter
-from memstore.index.engine import _fields, _merge_small_segments, _schema
+from memstore.index.engine import _merge_small_segments
+from memstore.index.schema import make_schema, render_fields
 
 WORDS = ["nginx", "upload", "deploy", "kafka", "redis", "retries", "retry", "Ünïcode", "über"]
 WORDS += ["snake_case_name", "camelCaseName", "v2.3.1", "nginx.conf", "the", "a", "42"]
@@ -60,14 +61,15 @@ def _segment_files(folder: Path) -> dict[str, bytes]:
 def _write(folder: Path, batches: list[list[Document]], writer: type, deletes: int = 0) -> None:
     """Commit each batch with `writer` (later batches replace `deletes` earlier documents
     and merge the small segments before them, as `SearchIndex.apply` does)."""
+    _patches.apply()  # Whoosh's own writer too writes its blocks as Whoosh meant
     folder.mkdir()
-    ix = whoosh_index.create_in(str(folder), _schema())
+    ix = whoosh_index.create_in(str(folder), make_schema())
     for number, batch in enumerate(batches):
         w: Any = writer(ix, compound=False)
         for doc in batch[:deletes] if number else ():
             w.delete_by_term("key", doc.key)
         for doc in batch:
-            w.add_document(**_fields(doc))
+            w.add_document(**render_fields(doc))
         w.commit(mergetype=_merge_small_segments)
     ix.close()
 

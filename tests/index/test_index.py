@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memstore.index import Document, SearchIndex, SearchIndexError, engine, extract_entities
+from memstore.index import Document, Query, SearchIndex, SearchIndexError, engine, extract_entities
 from memstore.index.analysis import (
     _PLAIN_WORD,
     STOP_WORDS,
@@ -355,7 +355,7 @@ def test_commits_leave_large_segments_alone_and_compact_merges_all(
     for n in range(12):  # one document a commit, as adds do
         index.apply([Document(f"w/x{n}.md", f"x{n:07x}", "w", "note", f"redis note {n}")])
     # the small segments merge by tiers; the 10-document one stays as it is
-    sizes = sorted(r.doc_count_all() for r, _ in index._reader().reader().leaf_readers())
+    sizes = sorted(r.doc_count_all() for r, _ in index.reader.searcher().reader().leaf_readers())
     assert sizes[-1] == 10 and index.segment_count() > 1
     before = index.search("kafka lag", limit=5)
     index.compact()
@@ -389,9 +389,9 @@ def test_one_document_commits_merge_by_tiers_and_rewrite_few_documents(tmp_path:
     index.apply([Document(f"w/{n}.md", f"{n:08x}", "w", "note", f"kafka {n}") for n in range(600)])
     rewritten = []
     for n in range(300):  # one document a commit, as adds do
-        before = {segment_id(r) for r, _ in index._reader().reader().leaf_readers()}
+        before = {segment_id(r) for r, _ in index.reader.searcher().reader().leaf_readers()}
         index.apply([Document(f"w/x{n}.md", f"x{n:07x}", "w", "note", f"redis note {n}")])
-        leaves = [r for r, _ in index._reader().reader().leaf_readers()]
+        leaves = [r for r, _ in index.reader.searcher().reader().leaf_readers()]
         written = [r.doc_count_all() for r in leaves if segment_id(r) not in before]
         assert len(written) == 1  # the commit's own segment, with whatever merged into it
         rewritten.append(written[0] - 1)
@@ -411,15 +411,15 @@ def test_an_any_word_search_survives_another_writer_committing_midway(tmp_path: 
     reader = SearchIndex.open(tmp_path / "ix")
     writer = SearchIndex.open(tmp_path / "ix")
     reader.apply([Document("a.md", "a1", "w", "note", "nginx upload limit")])
-    real = reader._terms
+    real = reader.reader._terms
 
-    def terms_then_another_commit(text: str, typos: bool) -> list[str]:
-        found = real(text, typos)
+    def terms_then_another_commit(query: Query, typos: bool) -> list[str]:
+        found = real(query, typos)
         writer.apply([Document("b.md", "b1", "w", "note", "nginx proxy buffers")])
         return found
 
-    reader._terms = terms_then_another_commit  # type: ignore[method-assign]
+    reader.reader._terms = terms_then_another_commit  # type: ignore[method-assign]
     hits = reader.search("nginx upload", any_term=True)
     assert [h.document.key for h in hits] == ["a.md"]  # the index as the search began
-    reader._terms = real  # type: ignore[method-assign]
+    reader.reader._terms = real  # type: ignore[method-assign]
     assert {h.document.key for h in reader.search("nginx", any_term=True)} == {"a.md", "b.md"}

@@ -16,7 +16,7 @@ from whoosh.scoring import BM25F, BM25FScorer
 
 from memstore.index import Document, SearchIndex, scoring
 from memstore.index.analysis import make_analyzer, query_terms
-from memstore.index.engine import BM25_B, BM25_K1, EXPANSION_BOOST
+from memstore.index.reader import BM25_B, BM25_K1, EXPANSION_BOOST
 from memstore.index.scoring import (
     LiveStats,
     PostingCache,
@@ -114,13 +114,13 @@ def layered(tmp_path_factory: pytest.TempPathFactory) -> SearchIndex:
 
 
 def _stats(index: SearchIndex) -> LiveStats:
-    index._reader()
-    assert index._stats is not None
-    return index._stats
+    index.reader.searcher()
+    assert index.reader._stats is not None
+    return index.reader._stats
 
 
 def _reference(index: SearchIndex, query: TermQuery, allowed: list[str] | None) -> dict[int, float]:
-    searcher = index._reader()
+    searcher = index.reader.searcher()
     reference = searcher.__class__(searcher.reader(), weighting=ReferenceBM25F(searcher.reader()))
     per_term = [Or([Term("content", t), Term("keywords", t)]) for t in query.terms]
     whoosh_query: Query = And(per_term) if query.require_all else Or(per_term)
@@ -148,7 +148,7 @@ def test_scores_equal_whoosh_matchers(
     extra: list[str],
     allowed: list[str] | None,
 ) -> None:
-    assert len(layered._reader().reader().leaf_readers()) > 1  # the layout under test
+    assert len(layered.reader.searcher().reader().leaf_readers()) > 1  # the layout under test
     query = TermQuery(
         tuple(terms),
         require_all=require_all,
@@ -157,7 +157,7 @@ def test_scores_equal_whoosh_matchers(
     )
     expected = _reference(layered, query, allowed)
     got = score(
-        layered._reader().reader(),
+        layered.reader.searcher().reader(),
         _stats(layered),
         PostingCache(limit=50),  # small: entries are evicted and read again mid-query
         query,
@@ -174,7 +174,7 @@ def test_scores_equal_whoosh_matchers(
 
 def _score_all(index: SearchIndex, query: TermQuery, allowed: list[str] | None) -> dict[int, float]:
     got = score(
-        index._reader().reader(),
+        index.reader.searcher().reader(),
         _stats(index),
         PostingCache(limit=50),
         query,
@@ -209,7 +209,7 @@ def _summed_in_python(
 ) -> dict[int, float]:
     """Each live document's score as plain Python adds it: per term, its fields' values in
     field order; then the terms in the query's order, then the extra terms (boosted)."""
-    reader = index._reader().reader()
+    reader = index.reader.searcher().reader()
     stats, cache = _stats(index), PostingCache()
     found: dict[int, float] = {}
     for segment, base in reader.leaf_readers():
@@ -284,7 +284,7 @@ def test_coverage_counted_from_postings_equals_reading_the_text(
 
 
 def test_live_field_lengths_leave_deleted_documents_out(layered: SearchIndex) -> None:
-    reader = layered._reader().reader()
+    reader = layered.reader.searcher().reader()
     assert reader.doc_count_all() > reader.doc_count()  # deleted documents are there
     expected = _live_lengths_one_by_one(reader)
     assert live_field_lengths(reader) == expected
@@ -295,7 +295,7 @@ def test_live_field_lengths_leave_deleted_documents_out(layered: SearchIndex) ->
 
 def test_posting_lists_read_from_the_map_equal_whoosh_matchers(layered: SearchIndex) -> None:
     blocks = 0
-    for segment, _ in layered._reader().reader().leaf_readers():
+    for segment, _ in layered.reader.searcher().reader().leaf_readers():
         for field in ("content", "keywords", "workspace"):
             for raw in segment.lexicon(field):
                 text = raw.decode() if isinstance(raw, bytes) else raw
@@ -321,7 +321,7 @@ def test_posting_lists_read_from_the_map_equal_whoosh_matchers(layered: SearchIn
 
 def test_posting_cache_serves_a_second_query_without_reading(layered: SearchIndex) -> None:
     cache = PostingCache()
-    reader = layered._reader().reader()
+    reader = layered.reader.searcher().reader()
     query = TermQuery(("nginx", "kafka"), require_all=False)
     # fresh statistics each time: their own cache of term scores would hide the postings'
     stats = [LiveStats(reader, _stats(layered).lengths) for _ in range(2)]
@@ -339,10 +339,10 @@ def test_search_after_a_merge_forgets_merged_segments(tmp_path: Path) -> None:
     for batch in range(3):
         index.apply([_doc(rng, batch * 10 + i) for i in range(10)])
         index.search("nginx", limit=5, any_term=True)
-    before = {key[0] for key in index._postings._lists}
+    before = {key[0] for key in index.reader._postings._lists}
     index._ix.optimize()  # one segment replaces the three
     hits = index.search("nginx", limit=50, any_term=True)
-    after = {key[0] for key in index._postings._lists}
+    after = {key[0] for key in index.reader._postings._lists}
     assert len(after) == 1 and not after & before
     assert {h.document.key for h in hits} == {
         d.key for d in index.documents() if "nginx" in d.content.split() or "nginx" in d.keywords
@@ -380,11 +380,11 @@ def test_the_best_and_those_tied_with_the_last_equal_a_full_sort(
     if len(ranked) > limit:
         last = round(ranked[limit - 1][1], 6)
         wanted |= {n for n, value in ranked if round(value, 6) == last}
-    reader = layered._reader().reader()
+    reader = layered.reader.searcher().reader()
     got = score(
         reader,
         _stats(layered),
-        layered._postings,
+        layered.reader._postings,
         query,
         b=BM25_B,
         k1=BM25_K1,
@@ -424,9 +424,9 @@ def test_a_limited_query_keeps_exactly_the_best_of_all_and_their_ties(
         last = round(every[limit - 1][1], 6)
         wanted |= {(value, n) for n, value in every if round(value, 6) == last}
     got = score(
-        layered._reader().reader(),
+        layered.reader.searcher().reader(),
         _stats(layered),
-        layered._postings,
+        layered.reader._postings,
         query,
         b=BM25_B,
         k1=BM25_K1,
@@ -454,16 +454,18 @@ def test_cached_scores_follow_the_index_and_stay_bounded(
                     (h.document.key, h.score) for h in want
                 ]
         fresh.close()
-        assert index._stats is not None and index._stats.vectors
-        longest = max(len(ids) for ids, _ in index._stats.vectors.values())
-        assert index._stats.vectors_size <= 40 + longest
+        assert index.reader._stats is not None and index.reader._stats.vectors
+        longest = max(len(ids) for ids, _ in index.reader._stats.vectors.values())
+        assert index.reader._stats.vectors_size <= 40 + longest
     index.close()
 
 
 def test_entity_look_ups_see_writes_of_this_and_other_connections(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("memstore.index.engine.CACHE_ENTITY_ROWS", 2)  # evicted between look-ups
+    monkeypatch.setattr(
+        "memstore.index.entity_table.CACHE_ENTITY_ROWS", 2
+    )  # evicted between look-ups
     reader = SearchIndex.open(tmp_path / "ix")
     writer = SearchIndex.open(tmp_path / "ix")  # another process's connection, in effect
     first = Document("w/a.md", "aaaaaaaa", "w", "note", "ask @maria about tmp_path")

@@ -1,4 +1,7 @@
-"""How Whoosh reads its files: segments through their memory map, lengths a column at once.
+"""Whoosh patched: segments read through their memory map, lengths a column at once (private).
+
+`apply()` installs the patches, once per process; opening an index, writing a part and a
+`TermWriter` call it (nothing is patched by importing the package).
 
 Whoosh maps each compound segment file, then wraps every part of it (postings, terms,
 lengths, stored fields) in a `BufferFile` whose constructor copies that part into a
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import threading
 import zlib
 from typing import Any
 
@@ -127,9 +131,19 @@ def _write_block(self: Any, last: bool = False) -> None:
     self._new_block()
 
 
-def read_in_place() -> None:
+_applied = False
+_lock = threading.Lock()
+
+
+def apply() -> None:
     """Make Whoosh read mapped segment files in place and lengths a column at a time, and
-    write small posting blocks uncompressed."""
-    whoosh3.W3PostingsWriter._write_block = _write_block
-    structfile.BufferFile.__init__ = _mapped_buffer_file
-    whoosh3.W3PerDocReader.doc_field_length = _doc_field_length
+    write small posting blocks uncompressed (idempotent: the first call patches)."""
+    global _applied
+    if _applied:
+        return
+    with _lock:
+        if not _applied:
+            whoosh3.W3PostingsWriter._write_block = _write_block
+            structfile.BufferFile.__init__ = _mapped_buffer_file
+            whoosh3.W3PerDocReader.doc_field_length = _doc_field_length
+            _applied = True

@@ -1,0 +1,166 @@
+"""The terms one version of the index holds: document frequencies and typo stand-ins."""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .analysis import term_sources
+from .damage import guard
+from .query import Query
+from .scoring import SCORED_FIELDS, segment_id
+from .typos import StandIn, max_distance, near_terms, nearest_surface, ranked
+
+CACHE_QUERIES = 1000  # queries whose stand-ins are kept for the index version
+MAX_STAND_INS = 8  # unknown terms of one query looked at for a stand-in
+
+
+class Lexicon:
+    """What one searcher's terms are: how many documents hold each, and for a term none
+    holds, the known term near it that stands in (index/typos.py). Everything is kept for
+    the searcher's index version; `reset` starts the next one."""
+
+    def __init__(self, root: Path, analyzer: Any) -> None:
+        self.root = root
+        self._analyzer = analyzer
+        self._searcher: Any = None
+        # An index of few terms across many segments keeps them in memory for typo walks
+        # (one walk instead of one per segment and field; see _term_lookup).
+        self.holds_terms = False
+        self._segment_terms: dict[str, frozenset[str]] = {}
+        self._term_table: tuple[tuple[str, ...], list[str]] = ((), [])
+        self._frequencies: dict[tuple[str, str], int] = {}
+        self._stand_ins: dict[tuple[str, str], StandIn | None] = {}
+        # query text → its terms with stand-ins in place, and the stand-ins
+        self._resolved: dict[str, tuple[list[str], tuple[StandIn, ...]]] = {}
+
+    def reset(self, searcher: Any) -> None:
+        """Answer for `searcher` (a new index version) from now on."""
+        self._searcher = searcher
+        self._frequencies = {}
+        self._stand_ins = {}
+        self._resolved = {}
+
+    def frequency(self, fieldname: str, term: str) -> int:
+        """Return how many documents hold `term` (Whoosh's count, deleted ones included);
+        Whoosh asks every segment each time, ~10 µs a term."""
+        key = (fieldname, term)
+        if key not in self._frequencies:
+            with guard(self.root, "read"):
+                self._frequencies[key] = self._searcher.reader().doc_frequency(fieldname, term)
+        return self._frequencies[key]
+
+    def held_by(self, term: str) -> int:
+        """Return how many documents hold `term` in content or keywords (Whoosh's count)."""
+        return self.frequency("content", term) + self.frequency("keywords", term)
+
+    def is_known(self, term: str) -> bool:
+        return bool(self.frequency("content", term) or self.frequency("keywords", term))
+
+    def has_resolved(self, query: Query) -> bool:
+        return query.text in self._resolved
+
+    def resolve(self, query: Query) -> tuple[list[str], tuple[StandIn, ...]]:
+        """Return `query`'s terms with stand-ins in place, and the stand-ins."""
+        found = self._resolved.get(query.text)
+        if found is None:
+            stand_ins = self._stand_ins_of(query)
+            swapped = {s.term: s.stand_in_term for s in stand_ins}
+            if len(self._resolved) > CACHE_QUERIES:
+                self._resolved.clear()
+            resolved = list(dict.fromkeys(swapped.get(t, t) for t in query.terms))
+            found = self._resolved[query.text] = (resolved, tuple(stand_ins))
+        return found
+
+    def _stand_ins_of(self, query: Query) -> list[StandIn]:
+        """Return the stand-ins of the first MAX_STAND_INS unknown terms (a pasted log or
+        stack trace holds many words no memory does, and is no typo)."""
+        found = []
+        unknown = [t for t in query.terms if not self.is_known(t)]
+        for term in unknown[:MAX_STAND_INS]:
+            word = query.sources.get(term, term)
+            if (term, word) not in self._stand_ins:
+                if len(self._stand_ins) > CACHE_QUERIES:
+                    self._stand_ins.clear()
+                self._stand_ins[term, word] = self._nearest(term, word)
+            best = self._stand_ins[term, word]
+            if best is not None:
+                found.append(best)
+        return found
+
+    def _nearest(self, term: str, word: str) -> StandIn | None:
+        """Return the stand-in for unknown `term` (typed as `word`), if a known term is near."""
+        edits = max_distance(term)
+        if not edits:
+            return None
+        with guard(self.root, "read"):
+            if self.holds_terms:
+                lookups = [self.term_lookup()]
+            else:
+                lookups = [
+                    segment.cursor(field).find
+                    for segment, _ in self._searcher.reader().leaf_readers()
+                    for field in SCORED_FIELDS
+                    if segment.doc_count()
+                ]
+            near = near_terms(term, edits, lookups)
+        frequencies = {t: self.held_by(t) for t in near}
+        for apart, candidate in ranked(term, frequencies):
+            surface = nearest_surface(word, self._surfaces(candidate))
+            if surface is not None:
+                return StandIn(word, term, surface, apart, candidate)
+        return None
+
+    def term_lookup(self) -> Callable[[str], str | None]:
+        """Return a look-up of the first term at or after a word, over every segment's
+        scored fields at once, from a sorted list kept per index version (each segment's
+        terms read once: segments never change)."""
+        leaves = [
+            (segment, segment_id(segment))
+            for segment, _ in self._searcher.reader().leaf_readers()
+            if segment.doc_count()
+        ]
+        ids = tuple(sid for _, sid in leaves)
+        if self._term_table[0] != ids:
+            kept: dict[str, frozenset[str]] = {}
+            for segment, sid in leaves:
+                terms = self._segment_terms.get(sid)
+                if terms is None:
+                    terms = frozenset(
+                        term.decode("utf-8") if isinstance(term, bytes) else term
+                        for field in SCORED_FIELDS
+                        for term in segment.lexicon(field)
+                    )
+                kept[sid] = terms
+            self._segment_terms = kept
+            self._term_table = (ids, sorted(frozenset[str]().union(*kept.values())))
+        table = self._term_table[1]
+
+        def lookup(word: str) -> str | None:
+            at = bisect_left(table, word)
+            return table[at] if at < len(table) else None
+
+        return lookup
+
+    def _surfaces(self, term: str, documents: int = 3) -> set[str]:
+        """Return the words that analyze to `term` in a few of the documents holding it."""
+        reader = self._searcher.reader()
+        found: set[str] = set()
+        with guard(self.root, "read"):
+            for field in SCORED_FIELDS:
+                if not reader.doc_frequency(field, term):
+                    continue
+                postings = reader.postings(field, term)
+                for _ in range(documents):
+                    if not postings.is_active():  # past the end, or only replaced documents
+                        break
+                    text = reader.stored_fields(postings.id()).get(field) or ""
+                    found.update(
+                        w for t, w in term_sources(self._analyzer, text).items() if t == term
+                    )
+                    postings.next()
+                if found:
+                    break
+        return found

@@ -1,0 +1,59 @@
+"""A query as a value: its text analysed once, then passed to every step of a recall."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .analysis import make_analyzer, query_terms, term_sources
+
+CACHE_QUERIES = 128  # texts whose Query is kept: the steps of one recall share one value …
+CACHE_LONGEST = 10_000  # … unless the text is longer (a pasted log is analysed each time)
+
+
+@dataclass(frozen=True)
+class Query:
+    """A query's text and its distinct terms in order (contractions read as their words).
+
+    Build one with `Query.of(text)`; every method of `SearchIndex` that reads a query takes
+    it (or a text, read as `Query.of(text)`), so a recall's several searches, coverage and typo
+    checks analyse the text once.
+    """
+
+    text: str
+    terms: tuple[str, ...]
+
+    @classmethod
+    def of(cls, text: str) -> Query:
+        """Return the query of `text` (the same value for the same text, while cached)."""
+        if len(text) > CACHE_LONGEST:
+            return cls(text, tuple(query_terms(_analyzer(), text)))
+        return _parse(text)
+
+    @functools.cached_property
+    def sources(self) -> Mapping[str, str]:
+        """Each term with the word or identifier part it came from (lowercase): what a typo
+        stand-in names. Analysed on first use (most queries have no unknown word)."""
+        return term_sources(_analyzer(), self.text)
+
+
+def as_query(query: Query | str) -> Query:
+    """Return `query` as a Query (a text is analysed)."""
+    return query if isinstance(query, Query) else Query.of(query)
+
+
+def terms(text: str) -> set[str]:
+    """Return the distinct index terms of `text` (the same analysis search uses)."""
+    return set(query_terms(_analyzer(), text))
+
+
+@functools.lru_cache(maxsize=CACHE_QUERIES)
+def _parse(text: str) -> Query:
+    return Query(text, tuple(query_terms(_analyzer(), text)))
+
+
+@functools.cache
+def _analyzer() -> Any:
+    return make_analyzer()

@@ -1,0 +1,367 @@
+"""Reading the index: BM25F search over the current searcher, stored documents, look-ups."""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import OrderedDict
+from collections.abc import Collection
+from dataclasses import replace
+from math import log
+from pathlib import Path
+from typing import Any
+
+from whoosh.query import Prefix, Term
+
+from .analysis import query_terms
+from .damage import SearchIndexError, describe, guard, raise_if_damage
+from .entity_table import EntityTable
+from .lexicon import Lexicon
+from .query import Query
+from .schema import Document, IndexHit, parse_stored
+from .scoring import (
+    SCORED_FIELDS,
+    LiveStats,
+    PostingCache,
+    TermQuery,
+    live_field_lengths,
+    read_postings,
+    score,
+    segment_id,
+)
+from .typos import StandIn
+
+BM25_B = 0.3  # length normalization (Whoosh's default is 0.75; docs/retrieval.md)
+BM25_K1 = 1.2  # term-frequency saturation (Whoosh's default)
+EXPANSION_BOOST = 0.3  # feedback terms weigh a third of the query's own
+EXPANSION_MAX_DF = 0.05  # feedback terms must occur in at most 5% of documents
+COMMON_TERM_MIN = 1000  # above this many documents an any-word query keeps …
+ANY_TERM_LIMIT = 3  # … only its rarest terms (small vaults keep every term)
+# Stored documents kept per segment (~1 KB each: ~16 MB): a common word ties many at the
+# last place, and each tied one is read (~40 µs) to break the tie by key.
+CACHE_DOCUMENTS = 16_000
+
+
+class IndexReader:
+    """Searches and look-ups over one Whoosh index, through a searcher kept until the index
+    changes, with the caches that live as long as it (statistics, postings, documents)."""
+
+    def __init__(self, root: Path, ix: Any, table: EntityTable, analyzer: Any) -> None:
+        self.root = root
+        self._ix = ix
+        self._table = table
+        self._analyzer = analyzer
+        self._searcher: Any = None
+        self._stats: LiveStats | None = None
+        self._postings = PostingCache()
+        self.lexicon = Lexicon(root, analyzer)
+        self.any_term_limit = ANY_TERM_LIMIT  # an any-word query's terms kept in a large index
+        self._leaves: list[tuple[int, str]] = []  # (first document number, segment id)
+        self._documents: OrderedDict[tuple[str, int], Document] = OrderedDict()
+        self._held_terms: OrderedDict[tuple[str, str, tuple[str, ...]], frozenset[str]] = (
+            OrderedDict()
+        )
+
+    def close(self) -> None:
+        if self._searcher is not None:
+            self._searcher.close()
+            self._searcher = None
+
+    def searcher(self) -> Any:
+        """Return the searcher of the index as it is now (a new one once it changed)."""
+        try:
+            # Not Searcher.refresh(): it reuses segment readers by segment id, so a commit
+            # that only deletes documents stays invisible to the refreshed searcher.
+            if self._searcher is not None and not self._searcher.up_to_date():
+                self._searcher.close()
+                self._searcher = None
+            if self._searcher is None:
+                self._open_searcher()
+        except Exception as err:
+            raise_if_damage(err, self.root)
+            raise
+        return self._searcher
+
+    def _open_searcher(self) -> None:
+        searcher = self._ix.searcher()
+        self._stats = LiveStats(searcher.reader(), self._lengths(searcher))
+        leaves = searcher.reader().leaf_readers()
+        self._postings.forget_except(r for r, _ in leaves)
+        self._leaves = [(base, segment_id(r)) for r, base in leaves if r.doc_count_all()]
+        live = {segment for _, segment in self._leaves}
+        for gone in [k for k in self._documents if k[0] not in live]:
+            del self._documents[gone]
+        self.lexicon.reset(searcher)
+        self._searcher = searcher
+
+    def _current(self) -> Any:
+        """Return the searcher this operation already took (a fresh look only when none):
+        another process's commit between would close the searcher the operation goes on
+        with (ReaderClosed, seen live)."""
+        return self._searcher if self._searcher is not None else self.searcher()
+
+    def _lengths(self, searcher: Any) -> dict[str, int]:
+        # Summing lengths costs ~10 ms per field at 10k documents: do it once per index
+        # version, shared by every process through the sqlite table.
+        name = f"live-lengths@{searcher.reader().generation()}"
+        cached = self._table.get_meta(name)
+        if cached:
+            return {f: int(v) for f, v in zip(SCORED_FIELDS, cached.split(","), strict=True)}
+        lengths = live_field_lengths(searcher.reader())
+        value = ",".join(str(lengths[f]) for f in SCORED_FIELDS)
+        self._table.replace_meta("live-lengths@", name, value)
+        return lengths
+
+    # --- ranked search ----------------------------------------------------------------
+
+    def search(
+        self,
+        query: Query,
+        *,
+        workspaces: Collection[str] | None = None,
+        limit: int = 5,
+        any_term: bool = False,
+        expansion: Collection[str] = (),
+        typos: bool = False,
+        coverage: bool = False,
+    ) -> list[IndexHit]:
+        """Return the best documents for `query` (SearchIndex.search says how)."""
+        searcher = self.searcher()
+        terms = self._terms(query, typos)
+        if not terms or limit <= 0:
+            return []
+        wanted = len(set(terms))
+        if any_term:
+            terms = self._selective(terms)
+        # The postings of terms a large index's any-word search leaves out are not read:
+        # coverage then reads each hit's text (`coverage`).
+        counted = coverage and len(set(terms)) == wanted
+        bag = TermQuery(
+            tuple(terms),
+            require_all=not any_term,
+            extra=tuple(t for t in expansion if t not in terms),
+            extra_boost=EXPANSION_BOOST,
+        )
+        assert self._stats is not None  # set with the searcher
+        held: dict[int, int] | None = {} if counted else None
+        try:
+            best = score(
+                searcher.reader(),
+                self._stats,
+                self._postings,
+                bag,
+                b=BM25_B,
+                k1=BM25_K1,
+                allowed=workspaces or None,
+                limit=limit,
+                held=held,
+            )
+            hits = [
+                IndexHit(
+                    self._stored(searcher, n),
+                    value,
+                    None if held is None else round(held[n] / wanted, 4),
+                )
+                for value, n in best
+            ]
+            if coverage and held is None:
+                hits = [
+                    replace(h, coverage=self.coverage(h.document, query, typos=typos)) for h in hits
+                ]
+        except Exception as err:
+            raise_if_damage(err, self.root)
+            raise
+        # Ties are broken by key, not by document number, so a rebuilt index returns the
+        # same order as the one it replaces.
+        hits.sort(key=lambda h: (-round(h.score, 6), h.document.key))
+        return hits[:limit]
+
+    def _stored(self, searcher: Any, number: int) -> Document:
+        """Return the stored document `number` of the current searcher, kept per segment (a
+        segment's documents never change; a deleted one is never asked for)."""
+        at = bisect_right(self._leaves, (number, "\uffff")) - 1
+        base, segment = self._leaves[at] if at >= 0 else (0, "")
+        key = (segment, number - base)
+        found = self._documents.get(key)
+        if found is not None:
+            self._documents.move_to_end(key)
+            return found
+        found = parse_stored(searcher.stored_fields(number))
+        self._documents[key] = found
+        if len(self._documents) > CACHE_DOCUMENTS:
+            self._documents.popitem(last=False)
+        return found
+
+    def _selective(self, terms: list[str]) -> list[str]:
+        """In a large vault, keep an any-word query to its few rarest terms.
+
+        Terms most documents contain add almost nothing to a BM25 ranking (their idf is near
+        zero), and their long posting lists are most of the query's cost: above
+        COMMON_TERM_MIN documents the query keeps its `any_term_limit` (default
+        ANY_TERM_LIMIT) rarest terms.
+        """
+        if self._current().reader().doc_count() <= COMMON_TERM_MIN:
+            return terms
+        df = {t: self.lexicon.held_by(t) for t in terms}
+        kept = set(sorted(terms, key=lambda t: (df[t], t))[: self.any_term_limit])
+        return [t for t in terms if t in kept]
+
+    def _terms(self, query: Query, typos: bool) -> list[str]:
+        """Return the query's terms, each unknown one replaced by its stand-in (with
+        `typos`; against the searcher of this operation, kept for its index version)."""
+        if not typos:
+            return list(query.terms)
+        self._current()
+        return self.lexicon.resolve(query)[0]
+
+    # --- what a query's terms are to the index ------------------------------------------
+
+    def expansion_terms(
+        self, documents: list[Document], exclude: Collection[str], count: int
+    ) -> list[str]:
+        """Return the terms most characteristic of `documents` (tf × idf), for feedback."""
+        reader = self.searcher()
+        total = max(reader.doc_count(), 1)
+        weights: dict[str, float] = {}
+        common = max(EXPANSION_MAX_DF * total, 5)
+        for doc in documents:
+            for term in query_terms(self._analyzer, doc.content):
+                if term in exclude or len(term) < 3:
+                    continue
+                df = self.lexicon.frequency("content", term)
+                if df > common:
+                    continue  # a common word says little, and costs a long posting list
+                weights[term] = weights.get(term, 0.0) + log((total + 1) / (df + 1))
+        return sorted(weights, key=lambda t: (-weights[t], t))[:count]
+
+    def coverage(self, doc: Document, query: Query, *, typos: bool = False) -> float:
+        """Return the share of the query's terms (with `typos`, stand-ins for unknown ones)
+        that `doc` contains."""
+        wanted = set(self._terms(query, typos))
+        return self.coverage_of(doc, wanted)
+
+    def coverage_of(self, doc: Document, terms: Collection[str]) -> float:
+        """Return the share of `terms` (index terms, not text) that `doc` contains."""
+        if not terms:
+            return 0.0
+        wanted = terms if isinstance(terms, set | frozenset) else set(terms)
+        return round(len(wanted & self._held(doc)) / len(wanted), 4)
+
+    def _held(self, doc: Document) -> frozenset[str]:
+        """Return the terms `doc`'s text and keywords hold, kept per document version (a
+        weak hit's coverage analysed its whole text on every query: a code chunk's ~0.5 ms)."""
+        key = (doc.key, doc.content, doc.keywords)  # exact: a document without a hash too
+        found = self._held_terms.get(key)
+        if found is not None:
+            self._held_terms.move_to_end(key)
+            return found
+        text = f"{doc.content}\n{' '.join(doc.keywords)}"
+        found = frozenset(query_terms(self._analyzer, text))
+        self._held_terms[key] = found
+        if len(self._held_terms) > CACHE_DOCUMENTS:
+            self._held_terms.popitem(last=False)
+        return found
+
+    def term_frequencies(self, query: Query, *, typos: bool = False) -> dict[str, int]:
+        """Return how many documents hold each of the query's terms (SearchIndex says how)."""
+        self.searcher()
+        return {term: self.lexicon.held_by(term) for term in self._terms(query, typos)}
+
+    def unknown_terms(self, query: Query, *, typos: bool = False) -> int:
+        """Return how many of the query's terms no document contains (with `typos`, those
+        without a stand-in)."""
+        self.searcher()
+        return sum(1 for term in self._terms(query, typos) if not self.lexicon.is_known(term))
+
+    def stand_ins(self, query: Query) -> list[StandIn]:
+        """Return the query's stand-ins (a search of it just made has them at hand)."""
+        if not self.lexicon.has_resolved(query):
+            self.searcher()
+        return list(self.lexicon.resolve(query)[1])
+
+    def load_terms(self) -> None:
+        """Read now the terms `holds_terms` keeps, not in the first typo walk."""
+        if self.lexicon.holds_terms:
+            self.searcher()
+            with guard(self.root, "read"):
+                self.lexicon.term_lookup()
+
+    def document_count(self) -> int:
+        """Return how many live documents the current searcher sees (no look at the disk)."""
+        if self._stats is None:
+            self.searcher()
+        assert self._stats is not None  # set with the searcher
+        return self._stats.count
+
+    # --- look-ups -----------------------------------------------------------------------
+
+    def find(self, workspace: str) -> list[Document]:
+        """Return the documents of one workspace, by key."""
+        searcher = self.searcher()
+        with guard(self.root, "read"):
+            hits = searcher.search(Term("workspace", workspace), limit=None)
+            return sorted((parse_stored(dict(hit.fields())) for hit in hits), key=lambda d: d.key)
+
+    def get(self, keys: Collection[str]) -> dict[str, Document]:
+        """Return the stored documents for `keys` (missing keys are left out)."""
+        if not keys:
+            return {}
+        searcher = self.searcher()
+        found = {}
+        with guard(self.root, "read"):
+            # One term lookup per key: a query OR-ing hundreds of keys is far slower in Whoosh.
+            for key in keys:
+                number = searcher.document_number(key=key)
+                if number is not None:
+                    found[key] = parse_stored(searcher.stored_fields(number))
+        return found
+
+    def keys_with_prefix(self, prefix: str) -> list[str]:
+        """Return the keys of the live documents whose key starts with `prefix`."""
+        searcher = self.searcher()
+        with guard(self.root, "read"):
+            if not prefix:
+                return sorted(fields["key"] for fields in searcher.all_stored_fields())
+            results = searcher.search(Prefix("key", prefix), limit=None)
+            return sorted(hit["key"] for hit in results)
+
+    def documents(self) -> list[Document]:
+        """Return every document (for stats and consistency checks)."""
+        searcher = self.searcher()
+        with guard(self.root, "read"):
+            stored = [parse_stored(fields) for fields in searcher.all_stored_fields()]
+        return sorted(stored, key=lambda d: d.key)
+
+    def segment_sizes(self) -> list[int]:
+        """Return the document count (deleted ones included) of each non-empty segment."""
+        searcher = self.searcher()
+        with guard(self.root, "read"):
+            leaves = searcher.reader().leaf_readers()
+            return [n for n in (reader.doc_count_all() for reader, _ in leaves) if n]
+
+    def verify(self) -> None:
+        """Read every posting list, field length, stored field and entity row (slow: doctor).
+
+        Raises SearchIndexError naming the damage.
+        """
+        searcher = self.searcher()
+        try:
+            for segment, _ in searcher.reader().leaf_readers():
+                _read_segment(segment)
+            for _fields in searcher.all_stored_fields():
+                pass
+            self._table.verify()
+        except Exception as err:  # reading all of a damaged index can raise anything
+            detail = str(err) if isinstance(err, SearchIndexError) else describe(err)
+            raise SearchIndexError(f"index at {self.root} is damaged ({detail})") from err
+
+
+def _read_segment(segment: Any) -> None:
+    """Read every posting list and field length of one segment."""
+    for fieldname in segment.indexed_field_names():
+        for text in segment.lexicon(fieldname):
+            ids, _weights = read_postings(segment, fieldname, text)
+            if ids and not 0 <= min(ids) <= max(ids) < segment.doc_count_all():
+                raise SearchIndexError(f"a posting list of {text!r} points past the segment")
+    for fieldname in SCORED_FIELDS:
+        for number in range(segment.doc_count_all()):
+            segment.doc_field_length(number, fieldname, 0)

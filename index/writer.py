@@ -1,0 +1,125 @@
+"""Writing the index: one commit per change, parts of a fresh build adopted, segments merged."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Collection, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from whoosh import index as whoosh_index
+from whoosh.writing import LockError
+
+from . import _patches
+from .bulk import TermWriter
+from .damage import SearchIndexError, raise_if_damage
+from .entity_table import EntityTable
+from .schema import Document, Part, make_schema, render_fields
+
+# Which segments a commit keeps as they are, merging the others into its own (Whoosh's
+# `mergetype`): the caller's policy (index/engine.py merges small segments by tiers).
+MergePolicy = Callable[[Any, list[Any]], list[Any]]
+
+
+class IndexWriter:
+    """Commits to one Whoosh index and its entity table, under the index's write lock."""
+
+    def __init__(self, root: Path, ix: Any, table: EntityTable, merge: MergePolicy) -> None:
+        self.root = root
+        self._ix = ix
+        self._table = table
+        self._merge = merge
+
+    def apply(
+        self,
+        upserts: Iterable[Document],
+        deletes: Iterable[str] = (),
+        *,
+        meta: dict[str, str] | None = None,
+        limitmb: int = 128,
+        new: Collection[str] = (),
+        entities: Mapping[str, list[tuple[str, str]]] | None = None,
+        parts: Callable[[], Iterable[Part]] = tuple,
+    ) -> None:
+        """Add or replace `upserts` and drop `deletes` (keys) in one commit (SearchIndex.apply
+        says how)."""
+        docs: list[Document] = []
+        deletes = list(deletes)
+        adopted: list[Part] = []
+        writer = self._writer(limitmb)
+        try:
+            for key in deletes:
+                writer.delete_by_term("key", key)
+            for doc in upserts:
+                docs.append(doc)
+                if doc.key in new:
+                    writer.add_document(**render_fields(doc))
+                else:
+                    writer.update_document(**render_fields(doc))
+            adopted = list(parts())
+            for part in adopted:
+                self._move_in(part)
+            segments = [part.segment for part in adopted]
+            writer.commit(mergetype=lambda w, s: [*self._merge(w, s), *segments])
+        except Exception as err:
+            with contextlib.suppress(Exception):  # the damage may break cancelling too
+                writer.cancel()
+            raise_if_damage(err, self.root, "written")
+            raise
+        keys = [key for part in adopted for key in part.keys]
+        self._table.write(docs, deletes, meta or {}, new, entities or {}, keys)
+
+    def _move_in(self, part: Part) -> None:
+        """Move a part's segment files beside this index's own (the commit lists them)."""
+        prefix = f"{part.segment.segment_id()}."
+        names = [name for name in os.listdir(part.folder) if name.startswith(prefix)]
+        if not names:
+            raise SearchIndexError(f"index part at {part.folder} has no segment files")
+        for name in names:
+            os.replace(part.folder / name, self.root / "whoosh" / name)
+
+    def _writer(self, limitmb: int = 128, *, merging_all: bool = False) -> Any:
+        """Return a writer holding the index's lock: a `TermWriter`, or Whoosh's own when
+        the commit merges every segment (its pool spills to disk past `limitmb`)."""
+        try:
+            if merging_all:
+                return self._ix.writer(timeout=30.0, limitmb=limitmb)
+            return TermWriter(self._ix, timeout=30.0, limitmb=limitmb)
+        except LockError as err:
+            raise SearchIndexError(f"index at {self.root} is locked by another writer") from err
+        except Exception as err:
+            raise_if_damage(err, self.root, "written")
+            raise
+
+    def compact(self) -> None:
+        """Merge every segment into one (seconds at 10,000 documents)."""
+        writer = self._writer(merging_all=True)
+        try:
+            writer.commit(optimize=True)
+        except Exception as err:
+            with contextlib.suppress(Exception):  # the damage may break cancelling too
+                writer.cancel()
+            raise_if_damage(err, self.root, "written")
+            raise
+        self._table.write([], [], {})
+
+
+def write_part(folder: Path, docs: Iterable[Document], limitmb: int = 128) -> Any | None:
+    """Index `docs` into an index of their own under `folder`, as one segment for
+    `SearchIndex.apply` to adopt (a fresh build shared by processes); None if none came."""
+    _patches.apply()
+    folder.mkdir(parents=True, exist_ok=True)
+    ix = whoosh_index.create_in(str(folder), make_schema())
+    writer = TermWriter(ix, limitmb=limitmb)
+    try:
+        for doc in docs:
+            writer.add_document(**render_fields(doc))
+        writer.commit(merge=False)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            writer.cancel()
+        raise
+    segments = ix._segments()
+    ix.close()
+    return segments[0] if segments else None
