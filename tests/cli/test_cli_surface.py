@@ -17,8 +17,8 @@ import typer
 from typer.testing import CliRunner
 
 from memstore.catalog.indexer import CatchUp
-from memstore.cli.app import app
-from memstore.ops import lean
+from memstore.launcher import typer_app
+from memstore.ops import lean, options
 from memstore.ops.client import Request
 from memstore.ops.output import briefing_lines, sync_lines
 from memstore.service.sync import SyncOutcome
@@ -34,6 +34,8 @@ from tests.mcp.test_mcp import (
     server,  # noqa: F401 (a pytest fixture, asked for by name)
     text_of,
 )
+
+app = typer_app()  # every shell's commands, as the executable has them
 
 EXE = Path(sys.executable).with_name("memstore")
 runner = CliRunner()
@@ -95,7 +97,7 @@ def test_unquoted_words_are_one_memory_on_both_paths(vault: Path, tmp_path: Path
 
 def test_the_lean_parser_joins_words_and_keeps_deferring_what_it_does_not_know() -> None:
     def search(argv: list[str]) -> dict[str, list[str]] | None:
-        return lean.parse(argv, lean.SEARCH_FLAGS, lean.SEARCH_VALUES, "query")
+        return options.parse(argv, options.SEARCH, "query")
 
     assert search(["nginx", "-w", "web", "upload", "limit"]) == {
         "query": ["nginx upload limit"],
