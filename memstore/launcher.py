@@ -88,8 +88,8 @@ def typer_app() -> typer.Typer:
     from memstore.daemon import commands as daemon
     from memstore.mcp import commands as mcp
 
-    shells = [vault, memories, upkeep, sync, history, transfer, evaluation, demo, listing, ingest]
-    parts = [*(m.commands for m in shells), daemon.commands, agents.commands]
+    groups = [vault, memories, upkeep, sync, history, transfer, evaluation, demo, listing, ingest]
+    parts = [*(m.commands for m in groups), daemon.commands, agents.commands]
     parts.append(mcp.commands(daemon.watching))  # in-process serve runs the daemon's watcher
     app = cli.new_app()
     found = [info for part in parts for info in part.registered_commands]
