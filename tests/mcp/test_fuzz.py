@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from memstore.cli.app import run
 from memstore.launcher import typer_app
 from memstore.mcp.server import build_server
 from memstore.ops import client, lean
@@ -155,7 +156,7 @@ def run_in_process(argv: list[str], stdin: bytes) -> tuple[int, bytes, bytes]:
                     streams["stderr"].write(reply.stderr)
             if status is None:
                 try:
-                    cli.main()
+                    run(cli)
                     status = 0
                 except SystemExit as done:
                     status = (
