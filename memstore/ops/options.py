@@ -142,7 +142,6 @@ SERVE = (
     VAULT,
 )
 COMMANDS = {"search": SEARCH, "add": ADD, "ingest": INGEST, "daemon": DAEMON, "serve": SERVE}
-NO_DAEMON = "--no-daemon"  # any command: run in this process (the launcher takes it out)
 
 
 def find(table: tuple[Option, ...], key: str) -> Option:
