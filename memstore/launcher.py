@@ -11,6 +11,12 @@ from __future__ import annotations
 import os
 import sys
 
+TYPE_CHECKING = False  # not typing's: the lean path imports no more than it needs
+if TYPE_CHECKING:
+    from typing import Any
+
+    import typer
+
 LONG_RUNNING = (["serve"], ["watch"], ["hook"], ["daemon"])
 
 
@@ -40,10 +46,66 @@ def main() -> None:
         status = run_from_command_line(argv[1:], os.environ, _cwd())
         if status is not None:
             sys.exit(status)
-    from memstore.cli.app import main as cli_main
+    from memstore.cli.app import run
 
     sys.argv[1:] = argv
-    cli_main()
+    run(typer_app())
+
+
+# The order `memstore --help` lists the commands in (hidden ones, such as `ls`, come last).
+HELP_ORDER = (
+    *("init", "add", "search", "show", "reindex", "doctor", "watch", "daemon", "status"),
+    *("serve", "benchmark", "hook", "sync", "confirm", "eval", "demo", "audit", "dedupe"),
+    *("promote", "archive", "revive", "forget", "log", "revert", "import", "export"),
+    *("restore", "gc", "edit", "list", "stats", "ingest", "agents"),
+)
+_app: typer.Typer | None = None
+
+
+def typer_app() -> typer.Typer:
+    """Return the one typer app: every shell's commands under the CLI's root (built once).
+
+    The shells (cli, agents, daemon, mcp) never import each other; this is where they meet.
+    """
+    global _app
+    if _app is not None:
+        return _app
+    from memstore.agents import commands as agents
+    from memstore.cli import app as cli
+    from memstore.cli import (
+        conflicts,
+        demo,
+        evaluation,
+        history,
+        ingest,
+        listing,
+        memories,
+        sync,
+        transfer,
+        upkeep,
+        vault,
+    )
+    from memstore.daemon import commands as daemon
+    from memstore.mcp import commands as mcp
+
+    groups = [vault, memories, upkeep, sync, history, transfer, evaluation, demo, listing, ingest]
+    parts = [*(m.commands for m in groups), daemon.commands, agents.commands]
+    parts.append(mcp.commands(daemon.watching))  # in-process serve runs the daemon's watcher
+    app = cli.new_app()
+    found = [info for part in parts for info in part.registered_commands]
+    app.registered_commands = sorted(found, key=_place_in_help)
+    app.add_typer(sync.remote, name="remote", cls=cli.CommandList)
+    app.add_typer(conflicts.commands, name="conflicts", cls=cli.CommandList)
+    _app = app
+    return app
+
+
+def _place_in_help(info: Any) -> int:
+    """Where `memstore --help` lists a command (a typer CommandInfo)."""
+    from typer.main import get_command_name
+
+    name = info.name or get_command_name(info.callback.__name__)
+    return HELP_ORDER.index(name) if name in HELP_ORDER else len(HELP_ORDER)
 
 
 def _run_lean(op: str, argv: list[str]) -> None:

@@ -8,16 +8,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SHELLS = {
-    "cli/app.py",
-    "ops/lean.py",
     "launcher.py",
     "__main__.py",
+    "ops/lean.py",
     "ops/hooks.py",
+    "ops/parameters.py",
     "mcp/server.py",
+    "mcp/commands.py",
     "daemon/watcher.py",
-    "cli/upkeep.py",
+    "daemon/commands.py",
     "agents/commands.py",
     "cli/ingest.py",
+    "cli/sync.py",
+    "cli/terminal.py",
+    "cli/upkeep.py",
 }
 AMBIENT = re.compile(r"os\.environ|os\.getenv|Path\.home\(|Path\.cwd\(|os\.getcwd\(|expanduser\(")
 

@@ -25,7 +25,7 @@ from mcp import Client, StdioServerParameters
 import memstore
 from memstore.agents.hook_config import HOOKS, memstore_hook_event, render_hooks
 from memstore.agents.install import SERVER_NAME, find_agents, server_entry
-from memstore.cli.app import POINTER_SNIPPET
+from memstore.ops.output import POINTER_SNIPPET
 from memstore.service.store import Store
 from tests.conftest import REPO_ROOT, settings_at
 

@@ -8,10 +8,12 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from memstore.cli.app import app
+from memstore.launcher import typer_app
 from memstore.mcp.server import build_server
 from memstore.service.store import Store
 from tests.conftest import REPO_ROOT, settings_at
+
+app = typer_app()  # every shell's commands, as the executable has them
 
 README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
 

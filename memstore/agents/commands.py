@@ -1,6 +1,7 @@
-"""The `memstore agents` command: list coding agents; register memstore (MCP server and hooks) with one, or take it out.
+"""The agents' commands: `memstore agents` lists coding agents and registers memstore (MCP server and hooks) with one, or takes it out; `memstore hook` runs a hook.
 
-A thin shell over memstore.agents.install (MCP configs) and memstore.agents.hook_config (hook settings).
+A thin shell over memstore.agents.install (MCP configs), memstore.agents.hook_config (hook
+settings) and memstore.ops.hooks (what a hook prints).
 """
 
 from __future__ import annotations
@@ -35,19 +36,19 @@ from memstore.agents.install import (
     runs_codex_notify,
     write_config,
 )
-from memstore.cli.upkeep import JsonOption, VaultOption
 from memstore.core.errors import InvalidInputError
 from memstore.core.repo_name import find_enclosing_repository
+from memstore.ops.cli_help import choices
 from memstore.ops.output import render_json
+from memstore.ops.parameters import JsonOption, VaultOption
 
 Plan = InstallPlan | HooksPlan
 
 
-def register(app: typer.Typer) -> None:
-    """Add the agents command to the CLI."""
-    app.command()(agents)
+commands = typer.Typer()
 
 
+@commands.command()
 def agents(
     install: Annotated[
         str | None,
@@ -99,6 +100,54 @@ def agents(
         _install(agent, _vault_in_effect(vault), yes, no_hooks)
     else:
         _uninstall(agent, yes, no_hooks)
+
+
+HOOK_EVENTS = ("prompt", "capture", "briefing", "codex-notify")
+
+
+@commands.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def hook(
+    ctx: typer.Context,
+    event: Annotated[
+        str,
+        typer.Argument(
+            metavar="EVENT", help=" | ".join(HOOK_EVENTS), autocompletion=choices(*HOOK_EVENTS)
+        ),
+    ],
+    source: Annotated[
+        str | None,
+        typer.Option("--source", help="The agent (default claude-code; codex-notify: codex)."),
+    ] = None,
+    if_novel: Annotated[
+        bool, typer.Option("--if-novel", help="capture: only what the vault does not hold yet.")
+    ] = False,
+    min_chars: Annotated[
+        int | None,
+        typer.Option("--min-chars", help="capture: skip messages shorter than this."),
+    ] = None,
+    vault: VaultOption = None,
+) -> None:
+    """Run an agent hook: reads the agent's hook JSON on stdin, prints context, never fails.
+
+    prompt: the memories that match a UserPromptSubmit's prompt.
+
+    capture [--if-novel] [--min-chars N]: keep the final assistant message (Stop) as a trace.
+
+    briefing: memory changes since this agent's last session (SessionStart).
+
+    codex-notify: Codex's notify program (Codex versions without hooks).
+
+    --source AGENT names the agent (default claude-code; Codex's hooks pass codex).
+
+    Example:  memstore hook prompt --source codex < payload.json
+    """
+    from memstore.ops.hooks import main as hook_main
+
+    # The launcher runs hooks without typer; this path serves --help, completion and tests.
+    argv = [event, *ctx.args, *(["--source", source] if source else [])]
+    argv += [*(["--if-novel"] if if_novel else []), *(["--vault", str(vault)] if vault else [])]
+    argv += ["--min-chars", str(min_chars)] if min_chars is not None else []
+    raise typer.Exit(hook_main(argv))
 
 
 def _named(found: list[Agent], name: str) -> Agent:

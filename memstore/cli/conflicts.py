@@ -11,10 +11,10 @@ from typing import Annotated
 
 import typer
 
-from memstore.cli.upkeep import JsonOption, VaultOption, shell_settings
 from memstore.core.conflicts import label
 from memstore.core.errors import InvalidInputError
 from memstore.ops.output import printable, render_json
+from memstore.ops.parameters import JsonOption, VaultOption, shell_settings
 from memstore.service.editing import choose_editor, run_editor
 from memstore.service.resolution import Conflict, find_conflicts, settle, settle_by_editing
 from memstore.service.store import Store
@@ -29,16 +29,10 @@ one with 'memstore conflicts resolve ID'.
 Example:  memstore conflicts
 """
 
-conflicts_app = typer.Typer(help=HELP, invoke_without_command=True)
+commands = typer.Typer(help=HELP, invoke_without_command=True)
 
 
-def register(app: typer.Typer, group: type[typer.core.TyperGroup]) -> None:
-    """Add the conflicts command and its resolve subcommand to the CLI (`group` lists the
-    subcommands as the main help does)."""
-    app.add_typer(conflicts_app, name="conflicts", cls=group)
-
-
-@conflicts_app.callback(invoke_without_command=True)
+@commands.callback(invoke_without_command=True)
 def conflicts(
     ctx: typer.Context,
     workspace: Annotated[
@@ -63,7 +57,7 @@ def conflicts(
     typer.echo("settle one: memstore conflicts resolve ID --keep mine|theirs|both (or --edit)")
 
 
-@conflicts_app.command("resolve")
+@commands.command("resolve")
 def resolve(
     memory_id: Annotated[
         str, typer.Argument(metavar="ID", help="A memory id or a unique prefix of one.")

@@ -8,11 +8,17 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from memstore.core.config import Settings
 from memstore.core.errors import VaultError
+from memstore.ops.parameters import shell_settings
 from memstore.service.store import Store, init_vault, summary
 from memstore.vault.git import Trailers
+
+commands = typer.Typer()
 
 
 def sample_vault() -> Path:
@@ -99,3 +105,19 @@ def this_program() -> str:
     if script.name == "memstore":  # the installed executable (a venv's bin, pipx's link)
         return shlex.quote(str(script.absolute()))
     return f"{shlex.quote(sys.executable)} -m memstore"
+
+
+@commands.command()
+def demo(
+    path: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Where to create the demo vault (default: a new temp folder).", show_default=False
+        ),
+    ] = None,
+) -> None:
+    """Copy the bundled sample vault into a fresh vault and walk through add, search, show, log.
+
+    Example:  memstore demo /tmp/memstore-demo
+    """
+    run_demo(path, shell_settings(None), typer.echo)

@@ -15,17 +15,21 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 from memstore.core.config import Settings
 from memstore.core.errors import InvalidInputError
 from memstore.core.model import ADDABLE_KINDS
 from memstore.ops.output import count
+from memstore.ops.parameters import JsonOption, emit_json
 from memstore.service.store import Store
 
 EPOCH = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)  # "now" for every evaluation run
 WORKSPACE = "eval"
 DEFAULT_FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "recall-eval.json"
+commands = typer.Typer()
 
 
 @dataclass
@@ -223,3 +227,26 @@ def report_lines(report: Report) -> list[str]:
             f"  {r.id} {r.text!r}: {r.ranked[: r.tiers.index('confident') + 1]}" for r in noisy
         ]
     return lines
+
+
+@commands.command("eval")
+def eval_command(
+    fixture: Annotated[
+        Path | None,
+        typer.Option(
+            "--fixture",
+            help="Fixture JSON (default: the shipped recall-eval.json).",
+            show_default=False,
+        ),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Measure recall on a fixture in a throwaway vault: recall@k, MRR, off-corpus silence.
+
+    Example:  memstore eval --json > eval.json
+    """
+    report = evaluate(load_fixture(fixture or DEFAULT_FIXTURE))
+    if as_json:
+        emit_json(report_json(report))
+    else:
+        typer.echo("\n".join(report_lines(report)))

@@ -13,13 +13,14 @@ from typing import Annotated
 
 import typer
 
-from memstore.cli.upkeep import JsonOption, QuietOption, VaultOption, progress_bar, shell_settings
+from memstore.cli.terminal import progress_bar
 from memstore.core.errors import InvalidInputError
 from memstore.core.model import GLOBAL, to_workspace_name
 from memstore.core.repo_name import detect_workspace
-from memstore.ops import client
+from memstore.ops import client, options
 from memstore.ops.lean import complete_workspace
 from memstore.ops.output import count, ingest_text, printable, render_json
+from memstore.ops.parameters import JsonOption, QuietOption, VaultOption, option, shell_settings
 from memstore.service.store import Store
 
 HELP = """Chunk a source tree by function and class into the index, so search and recall find code.
@@ -37,10 +38,10 @@ Examples:  memstore ingest ~/src/webshop -w webshop
 """
 
 
-def register(app: typer.Typer) -> None:
-    app.command(name="ingest", help=HELP)(ingest)
+commands = typer.Typer()
 
 
+@commands.command(help=HELP)
 def ingest(
     path: Annotated[
         Path | None,
@@ -50,26 +51,11 @@ def ingest(
     ] = None,
     workspace: Annotated[
         str | None,
-        typer.Option(
-            "-w",
-            "--workspace",
-            help="Workspace of its chunks (default: the one add picks in that folder).",
-            autocompletion=complete_workspace,
-            show_default=False,
-        ),
+        option(options.INGEST, "workspace", autocompletion=complete_workspace, show_default=False),
     ] = None,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Say what would change; write nothing.")
-    ] = False,
-    list_roots: Annotated[
-        bool, typer.Option("--list", help="List the ingested folders and their chunk counts.")
-    ] = False,
-    remove: Annotated[
-        Path | None,
-        typer.Option(
-            "--remove", help="Forget an ingested folder and drop its chunks.", show_default=False
-        ),
-    ] = None,
+    dry_run: Annotated[bool, option(options.INGEST, "dry_run")] = False,
+    list_roots: Annotated[bool, option(options.INGEST, "list")] = False,
+    remove: Annotated[Path | None, option(options.INGEST, "remove", show_default=False)] = None,
     vault: VaultOption = None,
     as_json: JsonOption = False,
     quiet: QuietOption = False,

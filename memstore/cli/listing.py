@@ -15,7 +15,6 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from memstore.catalog.indexer import Entry
-from memstore.cli.upkeep import JsonOption, VaultOption, shell_settings
 from memstore.core.conflicts import display_text, split_label
 from memstore.core.errors import NotFoundError
 from memstore.core.model import KINDS, check_kind, check_workspace
@@ -23,11 +22,14 @@ from memstore.index import Document, SearchIndexError
 from memstore.ops.cli_help import choices
 from memstore.ops.lean import complete_workspace, unknown_workspace
 from memstore.ops.output import count, printable, render_json
+from memstore.ops.parameters import JsonOption, VaultOption, shell_settings
 from memstore.service.history import parse_since
 from memstore.service.store import Stats, Store
 
 SUMMARY_CHARS = 72  # a memory's first line, cut to this in the text listing
 T = TypeVar("T")
+
+commands = typer.Typer()
 
 
 @dataclass(frozen=True)
@@ -251,103 +253,98 @@ WorkspaceFilter = Annotated[
 ]
 
 
-def register(app: typer.Typer) -> None:
-    """Add `list` (and its alias `ls`) and `stats` to the CLI."""
+def list_command(
+    workspace: WorkspaceFilter = None,
+    kind: Annotated[
+        str | None,
+        typer.Option(
+            "--kind",
+            help=" | ".join((*KINDS, "code (ingested source)")),
+            show_default=False,
+            autocompletion=choices(*KINDS, "code"),
+        ),
+    ] = None,
+    source: Annotated[
+        str | None,
+        typer.Option("--source", help="Only memories by this agent or person.", show_default=False),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            metavar="WHEN",
+            help="Only memories created since a date or age (2026-11-01, 7d, 2w, 12h).",
+        ),
+    ] = None,
+    limit: Annotated[
+        int, typer.Option("-n", "--limit", help="Show at most this many (0: all).", min=0)
+    ] = 50,
+    archived: Annotated[
+        bool, typer.Option("--archived", help="Include archived memories.")
+    ] = False,
+    vault: VaultOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List memories, newest first, with counts by workspace and kind (alias: ls).
 
-    def list_command(
-        workspace: WorkspaceFilter = None,
-        kind: Annotated[
-            str | None,
-            typer.Option(
-                "--kind",
-                help=" | ".join((*KINDS, "code (ingested source)")),
-                show_default=False,
-                autocompletion=choices(*KINDS, "code"),
-            ),
-        ] = None,
-        source: Annotated[
-            str | None,
-            typer.Option(
-                "--source", help="Only memories by this agent or person.", show_default=False
-            ),
-        ] = None,
-        since: Annotated[
-            str | None,
-            typer.Option(
-                "--since",
-                metavar="WHEN",
-                help="Only memories created since a date or age (2026-11-01, 7d, 2w, 12h).",
-            ),
-        ] = None,
-        limit: Annotated[
-            int, typer.Option("-n", "--limit", help="Show at most this many (0: all).", min=0)
-        ] = 50,
-        archived: Annotated[
-            bool, typer.Option("--archived", help="Include archived memories.")
-        ] = False,
-        vault: VaultOption = None,
-        as_json: JsonOption = False,
-    ) -> None:
-        """List memories, newest first, with counts by workspace and kind (alias: ls).
-
-        Example:  memstore list -w webshop --kind lesson --since 7d
-        """
-        if kind == "code":  # ingested source trees' chunks, not memories
-            with Store.open(shell_settings(vault)) as store:
-                code = store.code_index()
-                rows, total = code.listing(workspace, limit) if code else ([], 0)
-            if as_json:
-                typer.echo(render_json({"total": total, "shown": len(rows), "chunks": rows}))
-            else:
-                typer.echo("\n".join(code_lines(rows, total)))
-            return
-        now = datetime.now(UTC)
-        filters = Filters(
-            workspace=check_workspace(workspace) if workspace else None,
-            kind=check_kind(kind, allowed=KINDS) if kind else None,
-            source=source,
-            since=parse_since(since, now) if since else "",
-            archived=archived,
-        )
+    Example:  memstore list -w webshop --kind lesson --since 7d
+    """
+    if kind == "code":  # ingested source trees' chunks, not memories
         with Store.open(shell_settings(vault)) as store:
-            listing = read_listing(store, filters, limit)
-            # a typo in -w should not pass for "No memories match."
-            note = unknown_workspace(store, filters.workspace, "listed nothing")
-        if note:
-            typer.echo(note, err=True, nl=False)
+            code = store.code_index()
+            rows, total = code.listing(workspace, limit) if code else ([], 0)
         if as_json:
-            typer.echo(render_json(listing_json(listing)))
+            typer.echo(render_json({"total": total, "shown": len(rows), "chunks": rows}))
         else:
-            typer.echo("\n".join(listing_lines(listing)))
+            typer.echo("\n".join(code_lines(rows, total)))
+        return
+    now = datetime.now(UTC)
+    filters = Filters(
+        workspace=check_workspace(workspace) if workspace else None,
+        kind=check_kind(kind, allowed=KINDS) if kind else None,
+        source=source,
+        since=parse_since(since, now) if since else "",
+        archived=archived,
+    )
+    with Store.open(shell_settings(vault)) as store:
+        listing = read_listing(store, filters, limit)
+        # a typo in -w should not pass for "No memories match."
+        note = unknown_workspace(store, filters.workspace, "listed nothing")
+    if note:
+        typer.echo(note, err=True, nl=False)
+    if as_json:
+        typer.echo(render_json(listing_json(listing)))
+    else:
+        typer.echo("\n".join(listing_lines(listing)))
 
-    app.command("list")(list_command)
-    app.command("ls", hidden=True)(list_command)
 
-    @app.command()
-    def stats(
-        workspace: WorkspaceFilter = None, vault: VaultOption = None, as_json: JsonOption = False
-    ) -> None:
-        """Count memories by workspace and kind; show index size and the last commit.
+commands.command("list")(list_command)
+commands.command("ls", hidden=True)(list_command)
 
-        With -w: one workspace's memories by kind and source, and their dates.
 
-        Example:  memstore stats -w webshop
-        """
-        with Store.open(shell_settings(vault)) as store:
-            if workspace:
-                one = workspace_stats(store, workspace)
-            else:
-                result = store.stats()
+@commands.command()
+def stats(
+    workspace: WorkspaceFilter = None, vault: VaultOption = None, as_json: JsonOption = False
+) -> None:
+    """Count memories by workspace and kind; show index size and the last commit.
+
+    With -w: one workspace's memories by kind and source, and their dates.
+
+    Example:  memstore stats -w webshop
+    """
+    with Store.open(shell_settings(vault)) as store:
         if workspace:
-            typer.echo(
-                render_json(asdict(one)) if as_json else "\n".join(workspace_stats_lines(one))
-            )
-            return
-        if as_json:
-            typer.echo(render_json(asdict(result)))
-            return
-        for line in _vault_stats_lines(result):
-            typer.echo(line)
+            one = workspace_stats(store, workspace)
+        else:
+            result = store.stats()
+    if workspace:
+        typer.echo(render_json(asdict(one)) if as_json else "\n".join(workspace_stats_lines(one)))
+        return
+    if as_json:
+        typer.echo(render_json(asdict(result)))
+        return
+    for line in _vault_stats_lines(result):
+        typer.echo(line)
 
 
 def _vault_stats_lines(result: Stats) -> list[str]:

@@ -50,6 +50,7 @@ from memstore.ops.client import (
     socket_path,
     state_dir,
 )
+from memstore.ops.options import DAEMON, Options, last, parse
 from memstore.ops.output import catch_up_lines
 from memstore.ops.registry import Op, runner
 from memstore.service.store import Store
@@ -523,7 +524,7 @@ def run_from_command_line(argv: list[str], env: Mapping[str, str], cwd: str) -> 
     options = _parse(argv)
     if options is None:
         return None
-    vault = resolve_vault(options.get("vault"), env, cwd)
+    vault = resolve_vault(last(options, "vault") or None, env, cwd)
     if "stop" in options:
         print(f"stopped the daemon for {vault}" if stop(vault) else f"no daemon runs for {vault}")
         return 0
@@ -531,7 +532,7 @@ def run_from_command_line(argv: list[str], env: Mapping[str, str], cwd: str) -> 
     if background:
         _start_log(vault)
     default = idle_exit_from(env) if background else 0.0
-    seconds = float(options["idle"]) if "idle" in options else default
+    seconds = float(last(options, "idle_exit")) if "idle_exit" in options else default
     say = _say(background)
     return serve(
         vault,
@@ -553,23 +554,14 @@ def reporter(say: Say) -> Callable[[CatchUp, set[str]], None]:
     return report
 
 
-def _parse(argv: list[str]) -> dict[str, str] | None:
-    """Return the daemon command's options, or None to let typer answer."""
-    options: dict[str, str] = {}
-    rest = list(argv)
-    while rest:
-        arg = rest.pop(0)
-        name, _, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
-        if name in ("--background", "--stop") and not value:
-            options[name[2:]] = "1"
-        elif name in ("--vault", "--idle-exit") and (value or rest):
-            options[name[2:].split("-")[0]] = value or rest.pop(0)
-        else:
-            return None
-    idle = options.get("idle", "0")
-    if not idle.replace(".", "", 1).isdigit():
+def _parse(argv: list[str]) -> Options | None:
+    """Return the daemon command's options (memstore/ops/options.py), or None to let typer
+    answer."""
+    given = parse(argv, DAEMON)
+    idle = last(given or {}, "idle_exit", "0")
+    if given is None or not idle.replace(".", "", 1).isdigit():
         return None
-    return options
+    return given
 
 
 def _start_log(vault: Path) -> None:

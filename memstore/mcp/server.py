@@ -43,6 +43,7 @@ from memstore.core.repo_name import workspace_at
 from memstore.mcp.lines import Refusal, read_refused
 from memstore.mcp.stdio import stdio_streams
 from memstore.ops import client, tools
+from memstore.ops.options import SERVE, last, parse
 from memstore.ops.registry import Op
 from memstore.ops.tools import AddOut, ConfirmOut, RecallOut, Tool
 
@@ -297,45 +298,29 @@ def _spawned_at(vault: Path) -> float:
         return 0.0
 
 
-SERVE_VALUES = {"-w": "workspace", "--workspace": "workspace", "--source": "source"}
-SERVE_VALUES["--vault"] = "vault"
-
-
 def main(argv: list[str]) -> int | None:
     """Run `memstore serve` as a lean shell over the vault's daemon (reads the environment:
     this is a shell); None lets the typer command serve in-process (no daemon allowed, no
     vault yet, help or a typo)."""
-    options = _parse(argv)
-    if options is None or not client.daemon_allowed(os.environ, argv):
+    given = parse(argv, SERVE)  # None: help or a typo, for typer to answer
+    if given is None or not client.daemon_allowed(os.environ, argv):
         return None
     cwd = os.getcwd()
-    vault = client.resolve_vault(options.get("vault"), os.environ, cwd)
+    vault = client.resolve_vault(last(given, "vault") or None, os.environ, cwd)
     if not (vault / ".git").exists():
         return None  # the typer command makes the vault first
     settings = replace(
         Settings.from_env(os.environ, home=Path.home(), vault=vault),
-        source=options.get("source", "mcp"),
+        source=last(given, "source", "mcp"),
     )
-    forwarder = Forwarder(settings, workspace=options.get("workspace", ""), cwd=cwd, env=os.environ)
+    workspace = last(given, "workspace")
+    forwarder = Forwarder(settings, workspace=workspace, cwd=cwd, env=os.environ)
     _stop_on_signals(forwarder)
     try:
         run_stdio(tools_server(forwarder))
     finally:
         forwarder.close()
     return 0
-
-
-def _parse(argv: list[str]) -> dict[str, str] | None:
-    """Return serve's options, or None for anything the typer command should answer."""
-    options: dict[str, str] = {}
-    rest = list(argv)
-    while rest:
-        arg = rest.pop(0)
-        name, equals, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
-        if name not in SERVE_VALUES or not (equals or rest):
-            return None
-        options[SERVE_VALUES[name]] = value if equals else rest.pop(0)
-    return options
 
 
 def _stop_on_signals(forwarder: Forwarder) -> None:

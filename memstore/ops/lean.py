@@ -1,9 +1,10 @@
 """`memstore search`, `add` and `ingest` without typer: the paths agents and hooks run often.
 
-typer imports pydantic (~90 ms) before it parses a single option. These parsers handle
-exactly the options the typer commands define; anything else (help, a typo, a missing
-value) returns a Reply with status None so the typer command answers it, with its usual
-messages and exit codes. A test checks both paths print the same thing.
+typer imports pydantic (~90 ms) before it parses a single option. The options come from
+the table both read (memstore/ops/options.py); anything else (help, a typo, a missing
+value, an option only typer runs) returns a Reply with status None so the typer command
+answers it, with its usual messages and exit codes. A test checks both paths print the
+same thing.
 
 A command is a function of its Request (arguments, working directory, environment, stdin)
 and a way to open the store, returning a Reply: the launcher runs it in this process with
@@ -26,68 +27,15 @@ from memstore.core.errors import InvalidInputError, MemstoreError
 from memstore.core.model import GLOBAL, AddResult, SearchResult, check_workspace
 from memstore.core.repo_name import workspace_at
 from memstore.ops.client import Reply, Request, resolve_vault
+from memstore.ops.options import ADD, INGEST, SEARCH, Options, is_option_like, last, parse
 
 if TYPE_CHECKING:
     from memstore.ops.output import Elsewhere
     from memstore.service.store import Store
 
-Options = dict[str, list[str]]
 OpenStore = Callable[[Settings, bool], AbstractContextManager["Store"]]  # (settings, create)
 
-SEARCH_FLAGS = {"--all": "all", "--json": "json", "--context": "context"}
-SEARCH_VALUES = {"-w": "workspace", "--workspace": "workspace", "-k": "k", "--vault": "vault"}
-ADD_FLAGS = {"--json": "json", "--allow-secret": "allow_secret"}
-ADD_VALUES = {
-    "-w": "workspace",
-    "--workspace": "workspace",
-    "--kind": "kind",
-    "-K": "keyword",
-    "--keyword": "keyword",
-    "--source": "source",
-    "--supersedes": "supersedes",
-    "--vault": "vault",
-}
-INGEST_FLAGS = {"--dry-run": "dry_run", "--json": "json", "--quiet": "quiet", "-q": "quiet"}
-INGEST_VALUES = {"-w": "workspace", "--workspace": "workspace", "--vault": "vault"}
 DEFER = Reply(None)  # let the typer command answer (help, a typo, a missing value)
-
-
-def parse(
-    argv: list[str], flags: dict[str, str], values: dict[str, str], positional: str
-) -> Options | None:
-    """Return the options in `argv` (values listed in order) and its words joined by spaces
-    as `positional`, or None to defer to typer (help, an unknown option, a missing value)."""
-    options: Options = {}
-    words: list[str] = []
-    rest = list(argv)
-    while rest:
-        arg = rest.pop(0)
-        if arg == "--":
-            words += rest
-            break
-        if arg in flags:
-            options[flags[arg]] = ["1"]
-        elif arg in values and rest:
-            options.setdefault(values[arg], []).append(rest.pop(0))
-        elif arg.startswith("--") and "=" in arg and arg.split("=", 1)[0] in values:
-            name, value = arg.split("=", 1)
-            options.setdefault(values[name], []).append(value)
-        elif is_option_like(arg):
-            return None
-        else:
-            words.append(arg)  # "- staging deploys …", "---", "-5 °C": text, not an option
-    if not words:
-        return None
-    options[positional] = [" ".join(words)]
-    return options
-
-
-def is_option_like(arg: str) -> bool:
-    """Return whether `arg` reads as an option (dashes, then a letter, no space before any
-    '='), not as text such as '- a pasted bullet', '---' or '-5 °C in the morning'."""
-    head = arg.split("=", 1)[0]
-    name = head[2:] if head.startswith("--") else head[1:] if head.startswith("-") else ""
-    return name[:1].isalpha() and not any(c.isspace() for c in head)
 
 
 def words_last(
@@ -128,10 +76,6 @@ def _is_attached(arg: str, flags: Collection[str], values: Collection[str]) -> b
     return len(arg) > 2 and arg[:2] in values
 
 
-def last(options: Options, name: str, default: str = "") -> str:
-    return options[name][-1] if name in options else default
-
-
 def empty_workspace(options: Options) -> bool:
     """Return whether `-w ""` was given: an error, which the typer command says."""
     return "workspace" in options and not last(options, "workspace").strip()
@@ -139,7 +83,7 @@ def empty_workspace(options: Options) -> bool:
 
 def wants_stdin(op: str, argv: list[str]) -> bool:
     """Return whether command `op` reads its text from standard input (`memstore add -`)."""
-    options = parse(argv, ADD_FLAGS, ADD_VALUES, "text") if op == "add" else None
+    options = parse(argv, ADD, "text") if op == "add" else None
     return options is not None and last(options, "text") == "-"
 
 
@@ -168,7 +112,7 @@ def _workspace_of(request: Request, vault: Path) -> str | None:
 
 def run_search(request: Request, open_store: OpenStore = open_in_process) -> Reply:
     """Run `memstore search`; a None status defers to the typer command."""
-    options = parse(request.argv, SEARCH_FLAGS, SEARCH_VALUES, "query")
+    options = parse(request.argv, SEARCH, "query")
     k = last(options or {}, "k", "5")
     if options is None or not k.isdigit() or not 1 <= int(k) <= 200 or empty_workspace(options):
         return DEFER
@@ -277,7 +221,7 @@ def print_search(
 
 def run_add(request: Request, open_store: OpenStore = open_in_process) -> Reply:
     """Run `memstore add`; a None status defers to the typer command."""
-    options = parse(request.argv, ADD_FLAGS, ADD_VALUES, "text")
+    options = parse(request.argv, ADD, "text")
     if options is None or empty_workspace(options):
         return DEFER
     settings = settings_for(request, options)
@@ -309,7 +253,7 @@ def run_ingest(request: Request, open_store: OpenStore) -> Reply:
     A None status defers to the typer command: a first ingest (which can take minutes and
     shows a progress bar), --list, --remove, help.
     """
-    options = parse(request.argv, INGEST_FLAGS, INGEST_VALUES, "path")
+    options = parse(request.argv, INGEST, "path")
     if options is None:
         return DEFER
     settings = settings_for(request, options)

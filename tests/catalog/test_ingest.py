@@ -17,10 +17,10 @@ from typer.testing import CliRunner
 
 from memstore.catalog import sources
 from memstore.catalog.codebase import CODE_DIR, ROOTS_FILE, CodeIndex, distinct
-from memstore.cli.app import app
 from memstore.core.model import Hit
 from memstore.core.ranking import HIT_OVERHEAD_TOKENS, estimate_tokens
 from memstore.daemon.watcher import Watcher
+from memstore.launcher import typer_app
 from memstore.ops import client
 from memstore.service.store import Store
 from tests.conftest import git, settings_at, vault_bytes
@@ -28,6 +28,8 @@ from tests.daemon.test_daemon import env as daemons_allowed  # noqa: F401 (a fix
 from tests.daemon.test_daemon import make_vault, requests_served, run, status
 from tests.mcp.test_mcp import stdio
 from tests.service.test_concurrency import wait_until
+
+app = typer_app()  # every shell's commands, as the executable has them
 
 runner = CliRunner()
 

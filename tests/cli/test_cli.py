@@ -15,9 +15,11 @@ import typer
 from typer.testing import CliRunner
 
 from memstore import __version__
-from memstore.cli.app import app
-from memstore.ops.lean import SEARCH_FLAGS, SEARCH_VALUES, parse
+from memstore.launcher import typer_app
+from memstore.ops.options import SEARCH, parse
 from tests.conftest import commit_count, git, head, vault_bytes
+
+app = typer_app()  # every shell's commands, as the executable has them
 
 EXE = Path(sys.executable).with_name("memstore")
 runner = CliRunner()
@@ -288,7 +290,7 @@ def test_lean_add_path_prints_what_the_typer_command_prints(tmp_path: Path) -> N
 
 def test_lean_parser_defers_what_it_does_not_know() -> None:
     def search(argv: list[str]) -> dict | None:
-        return parse(argv, SEARCH_FLAGS, SEARCH_VALUES, "query")
+        return parse(argv, SEARCH, "query")
 
     assert search(["q", "-k", "3", "--all"]) == {"query": ["q"], "k": ["3"], "all": ["1"]}
     assert search(["--", "-dash"]) == {"query": ["-dash"]}
@@ -370,7 +372,11 @@ def test_text_that_starts_with_a_dash_is_text(tmp_path: Path) -> None:
 # Python's strict handling, as under an en_US.UTF-8 locale (the C.UTF-8 locale of CI would
 # hide a crash behind surrogateescape).
 STRICT = {"PYTHONIOENCODING": "utf-8:strict"}
-TYPER_MAIN = [sys.executable, "-c", "from memstore.cli.app import main; main()"]
+TYPER_MAIN = [
+    sys.executable,
+    "-c",
+    "from memstore.cli.app import run; from memstore.launcher import typer_app; run(typer_app())",
+]
 
 
 def run_bytes(

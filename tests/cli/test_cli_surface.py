@@ -17,8 +17,8 @@ import typer
 from typer.testing import CliRunner
 
 from memstore.catalog.indexer import CatchUp
-from memstore.cli.app import app
-from memstore.ops import lean
+from memstore.launcher import typer_app
+from memstore.ops import lean, options
 from memstore.ops.client import Request
 from memstore.ops.output import briefing_lines, sync_lines
 from memstore.service.sync import SyncOutcome
@@ -34,6 +34,8 @@ from tests.mcp.test_mcp import (
     server,  # noqa: F401 (a pytest fixture, asked for by name)
     text_of,
 )
+
+app = typer_app()  # every shell's commands, as the executable has them
 
 EXE = Path(sys.executable).with_name("memstore")
 runner = CliRunner()
@@ -95,7 +97,7 @@ def test_unquoted_words_are_one_memory_on_both_paths(vault: Path, tmp_path: Path
 
 def test_the_lean_parser_joins_words_and_keeps_deferring_what_it_does_not_know() -> None:
     def search(argv: list[str]) -> dict[str, list[str]] | None:
-        return lean.parse(argv, lean.SEARCH_FLAGS, lean.SEARCH_VALUES, "query")
+        return options.parse(argv, options.SEARCH, "query")
 
     assert search(["nginx", "-w", "web", "upload", "limit"]) == {
         "query": ["nginx upload limit"],
@@ -105,6 +107,37 @@ def test_the_lean_parser_joins_words_and_keeps_deferring_what_it_does_not_know()
     assert search(["--- a note", "-5"]) == {"query": ["--- a note -5"]}
     for argv in (["--help"], ["q", "--bogus"], [], ["q", "-w"], ["q", "--all=1"]):
         assert search(argv) is None, argv
+
+
+@pytest.mark.parametrize("name", sorted(options.COMMANDS))
+def test_a_fast_command_has_exactly_the_options_of_its_table(name: str) -> None:
+    """typer and the lean parsers read one table: an option added to one is in the other."""
+    table = options.COMMANDS[name]
+    command = typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
+    typer_side = {
+        (option_name, not (param.is_flag or param.count))
+        for param in command.params
+        if param.param_type_name == "option"
+        for option_name in param.opts + param.secondary_opts
+    }
+    assert typer_side == {(n, option.takes_value) for option in table for n in option.names}
+    for option in table:
+        value = ["x"] if option.takes_value else []
+        given = options.parse(["word", option.names[0], *value], table, "words")
+        assert (given is not None) == option.lean, option  # typer's alone: the lean path defers
+
+
+def test_the_daemon_and_serve_parsers_defer_what_they_do_not_know() -> None:
+    assert options.parse(["--idle-exit=5", "--vault", "v"], options.DAEMON) == {
+        "idle_exit": ["5"],
+        "vault": ["v"],
+    }
+    assert options.parse(["-w", "web", "--source=codex"], options.SERVE) == {
+        "workspace": ["web"],
+        "source": ["codex"],
+    }
+    for argv in (["--stop=1"], ["word"], ["--"], ["--idle-exit"], ["--help"]):
+        assert options.parse(argv, options.DAEMON) is None, argv
 
 
 # --- text that starts with a dash ---------------------------------------------------------
@@ -456,3 +489,11 @@ def test_completion_offers_kinds_and_hook_events(vault: Path) -> None:
     assert complete("memstore promote abc --kind c", vault) == ["core"]
     assert complete("memstore list --kind c", vault) == ["core", "code"]
     assert complete("memstore hook ", vault) == ["prompt", "capture", "briefing", "codex-notify"]
+
+
+def test_help_lists_every_shells_commands_in_the_launchers_order() -> None:
+    from memstore.launcher import HELP_ORDER
+
+    listed = runner.invoke(app, ["--help"]).output.split("Commands:")[1]
+    names = [line.split()[0] for line in listed.splitlines() if line[:3].strip()]
+    assert names == [*HELP_ORDER, "remote", "conflicts"]

@@ -9,11 +9,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from memstore.cli.app import app
 from memstore.cli.listing import parse_since
 from memstore.core.errors import InvalidInputError
+from memstore.launcher import typer_app
 from memstore.service.store import Store
 from tests.conftest import git, settings_at
+
+app = typer_app()  # every shell's commands, as the executable has them
 
 runner = CliRunner()
 NOW = datetime.now(UTC)

@@ -17,12 +17,15 @@ from pathlib import Path
 import typer
 from typer.testing import CliRunner
 
-from memstore.cli.app import HOOK_EVENTS, app
+from memstore.agents.commands import HOOK_EVENTS
 from memstore.core.merge import conflict_body
+from memstore.launcher import typer_app
 from memstore.ops.hooks import EVENTS, event_first
 from memstore.service.curation import Curator
 from memstore.service.store import Store
 from tests.conftest import git, settings_at
+
+app = typer_app()  # every shell's commands, as the executable has them
 
 EXE = Path(sys.executable).with_name("memstore")
 runner = CliRunner()

@@ -31,11 +31,14 @@ from hypothesis import strategies as st
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from memstore.cli import app as cli
+from memstore.cli.app import run
+from memstore.launcher import typer_app
 from memstore.mcp.server import build_server
 from memstore.ops import client, lean, registry
 from memstore.service.store import Store
 from tests.conftest import settings_at, vault_bytes
+
+cli = typer_app()  # every shell's commands, as the executable has them
 
 EXE = Path(sys.executable).with_name("memstore")
 # Strict stdout, as under an en_US.UTF-8 locale (C.UTF-8 would hide a crash behind
@@ -153,7 +156,7 @@ def run_in_process(argv: list[str], stdin: bytes) -> tuple[int, bytes, bytes]:
                     streams["stderr"].write(reply.stderr)
             if status is None:
                 try:
-                    cli.main()
+                    run(cli)
                     status = 0
                 except SystemExit as done:
                     status = (

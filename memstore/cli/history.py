@@ -1,0 +1,88 @@
+"""`memstore log` and `memstore revert`: who wrote what, and undoing one agent session.
+
+A thin typer shell over memstore.service.history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Annotated
+
+import typer
+
+from memstore.cli.terminal import ask, now, say
+from memstore.core.errors import NotFoundError
+from memstore.ops.output import count
+from memstore.ops.parameters import JsonOption, VaultOption, emit_json, shell_settings
+from memstore.service.history import History, no_session, parse_since
+from memstore.service.store import Store
+
+commands = typer.Typer()
+
+
+@commands.command()
+def log(
+    memory_id: Annotated[
+        str | None, typer.Argument(metavar="ID", help="Only commits touching this memory.")
+    ] = None,
+    source: Annotated[
+        str | None, typer.Option("--source", help="Only commits by this agent or person.")
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="Only commits since a date or age (2026-11-01, 7d, 2w, 12h)."),
+    ] = None,
+    limit: Annotated[int, typer.Option("-n", help="At most this many.")] = 50,
+    vault: VaultOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Who wrote what and when, from the commits' Memstore-* trailers.
+
+    Each line ends with the commit's session, which `memstore revert --session` takes.
+
+    Example:  memstore log --source claude-code --since 7d
+    """
+    cutoff = parse_since(since, now()) if since else None
+    with Store.open(shell_settings(vault)) as store:
+        changes = History(store).log(memory_id, source=source, since=cutoff)[:limit]
+    if as_json:
+        emit_json([asdict(c) for c in changes])
+        return
+    if not changes:
+        say("no commit matches" if memory_id or source or since else "no commits yet")
+    for change in changes:
+        who = change.source or "git"
+        session = f"  (session {change.session})" if change.session else ""
+        say(f"{change.commit[:8]} {change.time} {who:12} {change.summary}{session}")
+
+
+@commands.command()
+def revert(
+    session: Annotated[
+        str, typer.Option("--session", help="The Memstore-Session of the changes to undo.")
+    ],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List the session's commits; change nothing.")
+    ] = False,
+    vault: VaultOption = None,
+) -> None:
+    """Undo every change one agent session made, in one commit (e.g. after a prompt injection).
+
+    Example:  memstore revert --session 4f1c2a9e --dry-run
+    """
+    with Store.open(shell_settings(vault)) as store:
+        history = History(store)
+        changes = [c for c in history.log() if c.session == session]
+        for change in changes:
+            say(f"{change.commit[:8]} {change.summary}")
+        if not changes:
+            raise NotFoundError(no_session(session))
+        if dry_run:
+            say(f"would undo {count(len(changes), 'commit')}")
+            return
+        ask(f"Undo these {count(len(changes), 'commit')}?", yes)
+        made, changed, kept = history.revert_session(session)
+    say(f"reverted {count(len(changed), 'file')} in {made[:8]}" if made else "nothing left to undo")
+    for path in kept:
+        say(f"  kept (edited by others since): {path}")

@@ -1,0 +1,226 @@
+"""`memstore add`, `search` and `show`: remember, find, and read one memory.
+
+add and search usually run without typer (memstore/ops/lean.py); these are the same
+commands for --help, completion, errors, and every option the lean path defers.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from dataclasses import asdict
+from typing import Annotated, Any, cast
+
+import typer
+
+from memstore.core.errors import InvalidInputError
+from memstore.core.model import ADDABLE_KINDS, GLOBAL
+from memstore.ops import options
+from memstore.ops.cli_help import choices
+from memstore.ops.lean import (
+    detected_workspace,
+    look_elsewhere,
+    print_add,
+    print_search,
+    read_stdin,
+    unknown_workspace,
+    words_last,
+)
+from memstore.ops.output import printable
+from memstore.ops.parameters import (
+    IdArgument,
+    JsonOption,
+    VaultOption,
+    WorkspaceOption,
+    emit_json,
+    option,
+    shell_settings,
+)
+from memstore.service.store import Store
+
+commands = typer.Typer()
+
+
+class FreeTextCommand(typer.core.TyperCommand):
+    """A command whose words are its text: unquoted words join, and a word that starts with
+    a dash but is no option ('--- a note', '-5 °C') is text, as on the lean path."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if ctx.resilient_parsing:  # shell completion: parse as typer does
+            return cast(list[str], super().parse_args(ctx, args))
+        flags: set[str] = set()
+        values: set[str] = set()
+        for param in self.get_params(ctx):
+            if getattr(param, "param_type_name", "") == "option":
+                takes_value = not (param.is_flag or param.count)  # type: ignore[attr-defined]
+                (values if takes_value else flags).update(param.opts + param.secondary_opts)
+        ordered, unknown = words_last(args, flags, values)
+        if unknown:
+            text = " ".join(ordered[ordered.index("--") + 1 :])
+            ctx.fail(_no_such_option(unknown[0], sorted(flags | values), ctx.info_name, text))
+        return cast(list[str], super().parse_args(ctx, ordered))
+
+
+def _no_such_option(option: str, known: list[str], command: str, text: str) -> str:
+    """Say that `option` is unknown: a close option's name, else how to pass it as text."""
+    import difflib
+
+    close = difflib.get_close_matches(option, known, 1)
+    if close:
+        return f"No such option: {option}. Did you mean {close[0]}?"
+    return (
+        f"No such option: {option}. Text that begins with a dash goes after --: "
+        f"memstore {command} -- {shlex.quote(text)}"
+    )
+
+
+@commands.command(cls=FreeTextCommand)
+def add(
+    words: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="TEXT",
+            help="The memory text (words join with spaces); '-' reads it from standard input.",
+            show_default=False,
+        ),
+    ],
+    workspace: WorkspaceOption = None,
+    kind: Annotated[
+        str,
+        option(
+            options.ADD,
+            "kind",
+            help=" | ".join(ADDABLE_KINDS),
+            autocompletion=choices(*ADDABLE_KINDS),
+        ),
+    ] = "note",
+    keyword: Annotated[list[str] | None, option(options.ADD, "keyword")] = None,
+    source: Annotated[str | None, option(options.ADD, "source")] = None,
+    supersedes: Annotated[list[str] | None, option(options.ADD, "supersedes")] = None,
+    allow_secret: Annotated[bool, option(options.ADD, "allow_secret")] = False,
+    vault: VaultOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Remember something: one markdown file and one git commit (a duplicate bumps 'seen').
+
+    Example:  memstore add "staging deploys need approval from @maria" -w webshop -K deploy
+    """
+    text = " ".join(words)
+    if text == "-":
+        text = read_stdin()
+    settings = shell_settings(vault)
+    chosen = workspace or detected_workspace(settings.vault) or GLOBAL
+    with Store.open(settings, create=True) as store:
+        result = store.add(
+            text,
+            workspace=chosen,
+            kind=kind,
+            keywords=tuple(keyword or ()),
+            source=source,
+            supersedes=tuple(supersedes or ()),
+            allow_secret=allow_secret,
+        )
+    named = str(settings.vault) if vault else None
+    print_add(result, as_json=as_json, text=text, vault=named)
+
+
+@commands.command(cls=FreeTextCommand)
+def search(
+    words: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="QUERY",
+            help="Words to look for (plain text, no query syntax; quoting is optional).",
+            show_default=False,
+        ),
+    ],
+    workspace: WorkspaceOption = None,
+    k: Annotated[int, option(options.SEARCH, "k", min=1, max=200)] = 5,
+    all_workspaces: Annotated[bool, option(options.SEARCH, "all")] = False,
+    context: Annotated[bool, option(options.SEARCH, "context")] = False,
+    archived: Annotated[bool, option(options.SEARCH, "archived")] = False,
+    as_of: Annotated[str | None, option(options.SEARCH, "as_of", metavar="DATE")] = None,
+    vault: VaultOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Find memories: every word first; partial matches fill in, marked weak when unsure.
+
+    Example:  memstore search "nginx 413 upload" -w webshop
+    """
+    query = " ".join(words)
+    if not query.strip() and not context:  # --context (an agent's hook) stays silent instead
+        raise InvalidInputError(
+            'the query is empty; pass words to look for, e.g. memstore search "nginx 413 upload"'
+        )
+    settings = shell_settings(vault)
+    scope = None if all_workspaces else (workspace or detected_workspace(settings.vault))
+    elsewhere = None
+    with Store.open(settings) as store:
+        if as_of:
+            from memstore.service.history import History
+
+            result = History(store).search_as_of(query, as_of, workspace=scope, k=k)
+        else:
+            result = store.search(query, workspace=scope, k=k, archived=archived)
+            if not context:
+                named = settings.vault if vault else None
+                elsewhere = look_elsewhere(
+                    store, result, query, scope, vault=named, archived=archived
+                )
+        note = "" if context or all_workspaces else unknown_workspace(store, workspace)
+    if note:
+        typer.echo(note, err=True, nl=False)
+    print_search(result, query, scope, as_json=as_json, context=context, elsewhere=elsewhere)
+
+
+@commands.command()
+def show(
+    memory_id: IdArgument,
+    as_of: Annotated[
+        str | None,
+        typer.Option("--as-of", metavar="DATE", help="The memory as it was then (YYYY-MM-DD)."),
+    ] = None,
+    vault: VaultOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Print one memory's file, exactly as stored (or as it was on a date).
+
+    Piped or redirected, the output is the file's bytes. On a terminal, control characters
+    (escape sequences, bidi overrides) show as escapes such as `\\x1b`, so a file cannot
+    drive the terminal.
+
+    Example:  memstore show k3xq --as-of 2026-11-01
+    """
+    with Store.open(shell_settings(vault)) as store:
+        if as_of:
+            from memstore.service.history import History
+
+            path, old = History(store).show_as_of(memory_id, as_of)
+            typer.echo(printable(f"# {path} as of {as_of}"), err=True)
+            print_file(old.encode("utf-8", "surrogateescape"))
+            return
+        entry, memory = store.show(memory_id)
+        data = store.vault.path(entry.path).read_bytes()
+    if as_json:
+        fields = asdict(memory)
+        fields["extra"] = {key: raw for key, raw in memory.extra}
+        fields["path"] = entry.path
+        emit_json(fields)
+        return
+    typer.echo(printable(f"# {entry.path}"), err=True)
+    print_file(data)
+
+
+def print_file(data: bytes) -> None:
+    """Write a file to stdout byte for byte; on a terminal, with control characters escaped."""
+    if sys.stdout.isatty():
+        text = printable(data.decode("utf-8", errors="replace"))
+        typer.echo(text, nl=not text.endswith("\n"))
+        return
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # a text-only stream (an embedding program's)
+        typer.echo(data.decode("utf-8", errors="replace"), nl=False)
+        return
+    sys.stdout.flush()
+    buffer.write(data)
+    buffer.flush()

@@ -1,0 +1,140 @@
+"""`memstore import`, `export` and `restore`: memories in from instruction files, out as JSON, back.
+
+A thin typer shell over memstore.service.transfer.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from memstore.cli.terminal import progress_bar, say
+from memstore.core.model import GLOBAL
+from memstore.ops.lean import complete_workspace
+from memstore.ops.output import count
+from memstore.ops.parameters import QuietOption, VaultOption, shell_settings
+from memstore.service.store import Store, summary
+
+commands = typer.Typer()
+
+
+@commands.command("import")
+def import_command(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(help="CLAUDE.md, AGENTS.md, .cursor/rules/*.mdc, .kiro/steering/*.md …"),
+    ],
+    workspace: Annotated[
+        str | None,
+        typer.Option(
+            "-w",
+            "--workspace",
+            help="Workspace (default: detected from the file's repository).",
+        ),
+    ] = None,
+    whole_file: Annotated[
+        bool,
+        typer.Option("--whole-file", help="One memory per file instead of one per bullet."),
+    ] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be created.")] = False,
+    vault: VaultOption = None,
+    quiet: QuietOption = False,
+) -> None:
+    """Turn instruction files into memories of kind `imported` (the files are never edited).
+
+    Example:  memstore import CLAUDE.md --dry-run
+    """
+    from memstore.ops.lean import detected_workspace
+    from memstore.service.transfer import import_files
+
+    settings = shell_settings(vault)
+    chosen = workspace or detected_workspace(settings.vault) or GLOBAL
+    bar = progress_bar("importing", quiet=quiet or dry_run)
+    with Store.open(settings, create=True) as store, bar as step:
+        report = import_files(
+            store,
+            paths,
+            workspace=chosen,
+            whole_file=whole_file,
+            dry_run=dry_run,
+            progress=step,
+        )
+    if dry_run:
+        say(f"would create {count(len(report.created), 'memory', 'memories')} in {chosen}:")
+        for text in report.created:
+            say(f"  - {summary(text, 90)}")
+        return
+    if not quiet:
+        say(
+            f"created {count(len(report.created), 'memory', 'memories')} in {chosen}; "
+            f"{report.unchanged} already there"
+        )
+    for text, reason in report.refused:
+        say(f"  refused {text!r}: {reason}", err=True)
+
+
+@commands.command()
+def export(
+    workspace: Annotated[
+        str | None,
+        typer.Option(
+            "-w",
+            "--workspace",
+            help="Only this workspace.",
+            autocompletion=complete_workspace,
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", help="Write to this file (default: stdout)."),
+    ] = None,
+    vault: VaultOption = None,
+) -> None:
+    """Write every memory (id, front matter, body) as JSON.
+
+    Example:  memstore export -o memory.json
+    """
+    from memstore.service.transfer import export as run_export
+    from memstore.service.transfer import write_export
+
+    with Store.open(shell_settings(vault)) as store:
+        data = run_export(store, workspace)
+    text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+    if output:
+        write_export(output, text)
+        say(
+            f"exported {count(len(data['memories']), 'memory', 'memories')} to {output}",
+            err=True,
+        )
+    else:
+        typer.echo(text, nl=False)
+
+
+@commands.command()
+def restore(
+    file: Annotated[Path, typer.Argument(help="A file written by memstore export.")],
+    vault: VaultOption = None,
+    quiet: QuietOption = False,
+) -> None:
+    """Merge an export into the vault, all or nothing (ids kept, so supersede links survive).
+
+    Example:  memstore restore memory.json
+    """
+    from memstore.service.transfer import read_export
+    from memstore.service.transfer import restore as run_restore
+
+    files = read_export(file)  # checked whole before the vault is opened or created
+    bar = progress_bar("restoring", quiet=quiet)
+    with Store.open(shell_settings(vault), create=True) as store, bar as step:
+        report = run_restore(store, files, step)
+    kept = f", {len(report.kept)} kept as they were" if report.kept else ""
+    if not quiet:
+        say(
+            f"restored: {report.added} added, {report.merged} merged, "
+            f"{report.unchanged} unchanged{kept}"
+        )
+    for path, reason in report.kept:
+        say(f"  kept {path}: {reason}", err=True)

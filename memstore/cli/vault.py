@@ -1,0 +1,130 @@
+"""`memstore init`, `reindex` and `doctor`: make a vault, rebuild its index, check it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from memstore.cli.terminal import progress_bar
+from memstore.ops.output import POINTER_SNIPPET, count, doctor_lines, printable
+from memstore.ops.parameters import JsonOption, QuietOption, VaultOption, emit_json, shell_settings
+from memstore.service.store import Store, init_vault
+
+commands = typer.Typer()
+
+
+@commands.command()
+def init(
+    path: Annotated[
+        Path | None,
+        typer.Argument(help="Folder for the vault (default: ~/memstore).", show_default=False),
+    ] = None,
+    vault: VaultOption = None,
+    adopt_any: Annotated[
+        bool,
+        typer.Option(
+            "--adopt-any",
+            help="Make the repository a vault even though it holds files that are not memories"
+            " (memstore commits every file in its vault).",
+        ),
+    ] = False,
+) -> None:
+    """Create a vault (a git repository of memories), or adopt an empty repository or a
+    clone of a vault.
+
+    Example:  memstore init ~/memstore
+    """
+    settings = shell_settings(path or vault)
+    result = init_vault(settings.vault, settings, adopt_any=adopt_any)
+    if result.created_repository:
+        typer.echo(f"Created vault at {result.path}")
+    elif result.commit or result.checked_out or result.registered_merge_driver:
+        typer.echo(f"Adopted vault at {result.path}")
+    else:
+        typer.echo(f"Vault at {result.path} is already set up")
+    if result.checked_out:
+        typer.echo(f"  checked out {result.checked_out} (the clone had checked out nothing)")
+    if result.changed_files:
+        typer.echo(f"  wrote {', '.join(result.changed_files)} and committed them")
+    identity = [change for change in result.plain_git if change.startswith("user.")]
+    if identity:
+        typer.echo(f"  git identity for merges in this vault: {', '.join(identity)}")
+    if os.path.realpath(shell_settings(None).vault) != os.path.realpath(result.path):
+        # Other commands would use (and create) ~/memstore or $MEMSTORE_VAULT instead.
+        typer.echo(
+            f"Next:  export MEMSTORE_VAULT={shlex.quote(str(result.path))}"
+            "   (other commands use it then; or pass --vault to each)"
+        )
+        typer.echo('       memstore add "what to remember" -K keyword')
+    else:
+        typer.echo('Next:  memstore add "what to remember" -K keyword')
+    typer.echo("\nPaste this into CLAUDE.md or AGENTS.md so your agent uses it:\n")
+    typer.echo(POINTER_SNIPPET)
+
+
+@commands.command()
+def reindex(
+    vault: VaultOption = None, as_json: JsonOption = False, quiet: QuietOption = False
+) -> None:
+    """Rebuild the index from the files (the index is a cache; nothing is lost).
+
+    Example:  memstore reindex
+    """
+    quiet_bars = quiet or as_json
+    with Store.open(shell_settings(vault)) as store, contextlib.ExitStack() as bars:
+        step = bars.enter_context(progress_bar("indexing", quiet=quiet_bars))
+        embed_step: Callable[[int, int], None] | None = None
+
+        def embedding(done: int, total: int) -> None:
+            nonlocal embed_step
+            if embed_step is None:  # indexing is over: its bar ends before this one starts
+                bars.close()
+                embed_step = bars.enter_context(progress_bar("embedding", quiet=quiet_bars))
+            embed_step(done, total)
+
+        result = store.reindex(step, embedding)
+    if as_json:
+        emit_json(
+            {"indexed": len(result.updated), "problems": [asdict(p) for p in result.problems]}
+        )
+        return
+    if not quiet:
+        typer.echo(f"indexed {count(len(result.updated), 'memory', 'memories')}")
+    for problem in result.problems:
+        typer.echo(printable(f"  problem: {problem.path}: {problem.reason}"))
+
+
+@commands.command()
+def doctor(
+    fix: Annotated[
+        bool, typer.Option("--fix", help="Repair drift by reconciling the index with the files.")
+    ] = False,
+    vault: VaultOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Check that the index matches the files, and list files memstore cannot read.
+
+    Exit status 1 when drift remains. Example:  memstore doctor --fix
+    """
+    with Store.open(shell_settings(vault)) as store:
+        found, after = store.doctor(fix=fix)
+    remaining = after if after is not None else found
+    if as_json:
+        emit_json(
+            {
+                "drift": asdict(found),
+                "clean": found.is_clean,
+                "after_fix": asdict(after) if after else None,
+            }
+        )
+    else:
+        typer.echo("\n".join(doctor_lines(found, after)))
+    if not remaining.is_clean:
+        raise typer.Exit(1)
