@@ -7,14 +7,12 @@ from .engine import (
     Part,
     SearchIndex,
     SearchIndexError,
-    as_helper,
     connect_read_only,
     document_entities,
-    shared,
-    usable_cores,
     write_part,
 )
 from .entities import extract_entities
+from .parts import as_helper, shared, usable_cores
 
 __all__ = [
     "Document",

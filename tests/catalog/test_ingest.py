@@ -623,7 +623,7 @@ def test_a_cold_ingest_shared_with_helper_processes_answers_the_same(
     alone, segments = answers()
     assert segments == 1
     monkeypatch.setattr("memstore.catalog.codebase.SHARE_MIN", 40)
-    monkeypatch.setattr("memstore.index.engine.usable_cores", lambda: 3)
+    monkeypatch.setattr("memstore.index.parts.usable_cores", lambda: 3)
     if helper != "works":
         monkeypatch.setattr(sys, "executable", helper)
     shutil.rmtree(vault / ".memstore" / CODE_DIR)
