@@ -1,5 +1,7 @@
-"""Planning one root's chunks: which files changed, which of their chunks are new, moved
-or gone, and what the index and the manifest get (a plan made before anything is written).
+"""Planning one root's chunks: what changed, and what the index and the manifest get.
+
+Which files changed, which of their chunks are new, moved or gone: a plan made before
+anything is written.
 
 Re-ingesting costs what changed. A file whose size and modification time match the last
 run is not read (`plan_catch_up`); one whose text hashes the same is not chunked; a chunk

@@ -1,5 +1,8 @@
-"""The code index's manifest (`code/state.sqlite`): the files read, their chunks, the roots
-chunked whole, and the files a running memstore chunked since the root's last ingest."""
+"""The code index's manifest (`code/state.sqlite`): the files read and their chunks.
+
+Also the roots chunked whole, and the files a running memstore chunked since the root's
+last ingest (the next ingest reports them).
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""The memories' manifest: each indexed file's fingerprint, id, hash and counters, the
-`supersedes` links between them, and the folders a catch-up listed (with their mtimes)."""
+"""The memories' manifest: what each indexed memory file was, its links and folders.
+
+For each file: its fingerprint, id, hash and counters; the `supersedes` links between
+memories; and the folders a catch-up listed, with their modification times.
+"""
 
 from __future__ import annotations
 
