@@ -7,10 +7,10 @@ reindex` deletes it and chunks every registered root again. The registrations th
 (`.memstore/code-roots.json`) are local state a person lists and removes; they are never
 committed, since a root's path means nothing on another machine.
 
-Re-ingesting costs what changed. A file whose size and modification time match the last
-run is not read; one whose text hashes the same is not chunked; a chunk whose text hashes
-the same as one the file had keeps its index document (its key names the digest, not the
-lines), and only a chunk that moved is written again, with its new line range.
+Re-ingesting costs what changed: the plan of a root's changes is made in
+memstore/catalog/code_changes.py (the catch-up planner, memstore/catalog/plan.py, applied
+to source files), recorded in its manifest (code_manifest.py), under the writer lock
+(code_roots.py); code hits are ranked in code_hits.py.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Keeps the derived index in step with the vault's files: catch-up, record, full rebuild.
 
-A manifest (sqlite, beside the search index) remembers each indexed file's fingerprint, id
-and content hash. Catch-up compares it with a scan of the vault, so commits made with the
-git CLI, editor saves, deletes and renames are all found the same way, without pygit2.
+A manifest (sqlite, beside the search index: memory_manifest.py) remembers each indexed
+file's fingerprint, id and content hash. Catch-up (updater.py) compares it with a scan of
+the vault, so commits made with the git CLI, editor saves, deletes and renames are all
+found the same way, without pygit2.
 
 The index is a cache: found damaged (on open, by a cheap check under the write lock, or
 by any read or write that fails), it is moved aside and rebuilt from the files, and one
@@ -317,8 +318,7 @@ class Indexer:
     @_healing
     def by_path(self, paths: list[str]) -> list[Entry]:
         """Return the indexed files among `paths`."""
-        marks = ",".join("?" * len(paths))
-        return self.manifest.entries(f"path IN ({marks})", paths) if paths else []
+        return sorted(self.manifest.by_path(paths), key=lambda entry: entry.path)
 
     @_healing
     def superseded_by(self, memory_id: str) -> list[Entry]:

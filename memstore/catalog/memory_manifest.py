@@ -88,6 +88,14 @@ class MemoryManifest(Manifest):
         rows = self.query(f"SELECT {_ENTRY_COLUMNS} FROM files WHERE {where} ORDER BY path", args)
         return [_entry(row) for row in rows]
 
+    def by_path(self, paths: list[str], batch: int = 500) -> list[Entry]:
+        """Return the entries among `paths`, asked `batch` at a time (sqlite's variables)."""
+        found: list[Entry] = []
+        for start in range(0, len(paths), batch):
+            some = paths[start : start + batch]
+            found += self.entries(f"path IN ({','.join('?' * len(some))})", some)
+        return found
+
     def by_id_prefix(self, prefix: str) -> list[Entry]:
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         # The range lets sqlite use the id index (LIKE alone reads every row: 50 ms at

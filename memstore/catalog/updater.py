@@ -128,13 +128,7 @@ class Updater:
         if not paths:
             return
         fingerprints = {path: self._fingerprint(path) for path in paths}
-        known = {
-            e.path
-            for i in range(0, len(paths), 500)
-            for e in self.manifest.entries(
-                f"path IN ({','.join('?' * len(paths[i : i + 500]))})", paths[i : i + 500]
-            )
-        }
+        known = {entry.path for entry in self.manifest.by_path(paths)}
         new = tuple(path for path in paths if path not in known)
         self.apply(paths, [], fingerprints, None, memories=dict(memories), new=new)
 
