@@ -6,15 +6,17 @@ a fresh build are not part of it.
 """
 
 from .damage import SearchIndexError
-
-# as_helper, shared, usable_cores and write_part are the process pool, importable for the
-# catalog's indexers only and not in __all__ (issue 37 moves the pool to index/parts.py).
-from .engine import SearchIndex, as_helper, shared, usable_cores, write_part  # noqa: F401
+from .engine import SearchIndex
 from .entities import extract_entities
 from .entity_table import connect_read_only, document_entities, most_shared
+
+# The process pool (index/parts.py) and the part it writes, importable for the catalog's
+# indexers only: not in __all__.
+from .parts import as_helper, shared, usable_cores  # noqa: F401
 from .query import Query, terms
 from .schema import Document, IndexHit, Part
 from .typos import StandIn
+from .writer import write_part  # noqa: F401
 
 __all__ = [
     "Document",

@@ -1,8 +1,9 @@
 """Keeps the derived index in step with the vault's files: catch-up, record, full rebuild.
 
-A manifest (sqlite, beside the search index) remembers each indexed file's fingerprint, id
-and content hash. Catch-up compares it with a scan of the vault, so commits made with the
-git CLI, editor saves, deletes and renames are all found the same way, without pygit2.
+A manifest (sqlite, beside the search index: memory_manifest.py) remembers each indexed
+file's fingerprint, id and content hash. Catch-up (updater.py) compares it with a scan of
+the vault, so commits made with the git CLI, editor saves, deletes and renames are all
+found the same way, without pygit2.
 
 The index is a cache: found damaged (on open, by a cheap check under the write lock, or
 by any read or write that fails), it is moved aside and rebuilt from the files, and one
@@ -15,83 +16,41 @@ import contextlib
 import functools
 import logging
 import os
-import pickle
 import shutil
-import sqlite3
-import subprocess
-import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from memstore.core.codec import content_hash
+from memstore.catalog.manifest import file_identity
+from memstore.catalog.memory_manifest import FORMAT, Entry, MemoryManifest, create_tables
+from memstore.catalog.reading import document_for
+from memstore.catalog.updater import CatchUp, Updater
 from memstore.core.errors import VaultError
 from memstore.core.model import FileProblem, Memory
-from memstore.index import (
-    Document,
-    Part,
-    SearchIndex,
-    SearchIndexError,
-    as_helper,
-    connect_read_only,
-    document_entities,
-    usable_cores,
-    write_part,
-)
+from memstore.index import SearchIndex, SearchIndexError
 from memstore.vault.files import Fingerprint, Vault, process_alive
 
 INDEX_DIR = "index"
-FORMAT = "8"  # bump when documents or the schema change: a mismatched index is rebuilt
 Progress = Callable[[int, int], None]
 FULL_EVERY_S = 300  # a quick catch-up misses in-place writes: a full one at least this often
-# A folder changed this recently may change again within the same clock tick, unseen: it
-# is stored as RACY and listed again by the next catch-up (git's "racy" rule).
-RACY_NS = 2_000_000_000
-RACY = -1
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True)
-class Entry:
-    """What the manifest knows of one indexed file."""
-
-    path: str
-    id: str
-    workspace: str
-    hash: str
-    problem: str
-    kind: str = "note"
-    supersedes: tuple[str, ...] = ()
-    created: str = ""
-    seen: int = 1
-    recalled: int = 0
-    last_recalled: str = ""
-    confirmed: int = 0
-    archived: str = ""
-
-
-@dataclass(frozen=True)
-class Folders:
-    """Folder modification times a catch-up saw, for the manifest's `folders` table."""
-
-    mtimes: dict[str, int]
-    gone: tuple[str, ...] = ()  # folders to forget, with everything under them
-    replaced: str | None = None  # a subtree listed whole ('' the vault): its rows start anew
-
-
-@dataclass(frozen=True)
-class CatchUp:
-    """What a catch-up changed."""
-
-    updated: tuple[str, ...] = ()
-    removed: tuple[str, ...] = ()
-    problems: tuple[FileProblem, ...] = ()
+__all__ = [
+    "INDEX_DIR",
+    "CatchUp",
+    "Drift",
+    "Entry",
+    "Indexer",
+    "Progress",
+    "document_for",
+    "has_conflict",
+    "rebuild",
+    "remove_stale_builds",
+]
 
 
 @dataclass(frozen=True)
@@ -119,45 +78,9 @@ def _shared_ids(entries: Iterable[Entry]) -> tuple[tuple[str, tuple[str, ...]], 
     return tuple((i, tuple(sorted(p))) for i, p in sorted(by_id.items()) if len(p) > 1)
 
 
-def _entry(row: tuple[Any, ...]) -> Entry:
-    path, memory_id, workspace, hash, problem, kind, supersedes, *counters = row
-    created, seen, recalled, last_recalled, confirmed, archived = counters
-    return Entry(
-        path,
-        memory_id,
-        workspace,
-        hash,
-        problem,
-        kind,
-        tuple((supersedes or "").split()),
-        created or "",
-        seen or 1,
-        recalled or 0,
-        last_recalled or "",
-        confirmed or 0,
-        archived or "",
-    )
-
-
 def has_conflict(memory: Memory) -> bool:
     """Return whether sync left both versions of this memory's text in it."""
     return any(key == "conflict" and "true" in raw.lower() for key, raw in memory.extra)
-
-
-def document_for(path: str, memory: Memory) -> Document:
-    """Return the search document for a memory file."""
-    return Document(
-        key=path,
-        id=memory.id,
-        workspace=memory.workspace,
-        kind=memory.kind,
-        content=memory.body,
-        keywords=memory.keywords,
-        source=memory.source,
-        created=memory.created,
-        seen=memory.seen,
-        hash=content_hash(memory.body),
-    )
 
 
 def _healing(method: F) -> F:
@@ -184,12 +107,12 @@ class Indexer:
         self,
         vault: Vault,
         search: SearchIndex,
-        manifest: sqlite3.Connection,
+        manifest: MemoryManifest,
         opened: tuple[Path, tuple[int, int] | None] = (Path(), None),
     ) -> None:
         self.vault = vault
         self.search = search
-        self._db = manifest
+        self.manifest = manifest
         # the manifest's path and (device, inode) when it was opened: another process's
         # reindex or rebuild puts a new folder there, and `follow` reopens it
         self._opened = opened
@@ -223,7 +146,7 @@ class Indexer:
         except SearchIndexError as err:
             return cls._recover(vault, err)
         try:
-            outdated = indexer._meta("format") not in (None, FORMAT)
+            outdated = indexer.manifest.meta("format") not in (None, FORMAT)
         except SearchIndexError as err:
             indexer.close()
             return cls._recover(vault, err)
@@ -274,8 +197,8 @@ class Indexer:
     def heal(self, err: SearchIndexError) -> CatchUp:
         """Replace this damaged index by one rebuilt from the files; this object and its
         `search` stay valid for whoever holds them."""
-        with contextlib.suppress(sqlite3.Error):  # it is damaged: close what closes
-            self._db.close()
+        with contextlib.suppress(Exception):  # it is damaged: close what closes
+            self.manifest.close()
         if self._temporary is not None:
             shutil.rmtree(self._temporary, ignore_errors=True)
         fresh = Indexer._recover(self.vault, err)
@@ -289,7 +212,7 @@ class Indexer:
         path, identity = self._opened
         if identity is None or self._temporary is not None:
             return False
-        now = _identity(path)
+        now = file_identity(path)
         # None: being replaced right now, or deleted; keep this one until a new one stands
         return now is not None and now != identity
 
@@ -297,7 +220,7 @@ class Indexer:
         """Say whether the index this one opened was removed and nothing is putting another
         in its place (a person deleted the cache; a rebuild's swap has a building folder)."""
         path, identity = self._opened
-        if identity is None or self._temporary is not None or _identity(path) is not None:
+        if identity is None or self._temporary is not None or file_identity(path) is not None:
             return False
         return not any(
             pid.isdigit() and int(pid) != os.getpid() and process_alive(int(pid))
@@ -314,7 +237,7 @@ class Indexer:
         if self.is_deleted():
             log.info("the index at %s was deleted; rebuilding it from the files", self.root)
             fresh = Indexer._recover(self.vault, None)
-            self._db.close()
+            self.manifest.close()
             self._become(fresh)
             return True
         if not self.is_replaced():
@@ -324,13 +247,13 @@ class Indexer:
         except SearchIndexError:
             return False
         try:
-            is_ours = fresh._meta("format") in (None, FORMAT)
+            is_ours = fresh.manifest.meta("format") in (None, FORMAT)
         except SearchIndexError:
             is_ours = False
         if not is_ours:
             fresh.close()
             return False
-        self._db.close()
+        self.manifest.close()
         self._become(fresh)
         # what this process wrote into the old one meanwhile may be missing: compare all
         self._full_due = True
@@ -339,12 +262,13 @@ class Indexer:
     def _become(self, fresh: Indexer) -> None:
         """Take over `fresh`'s index and manifest (this one's are closed or damaged)."""
         self.search.take_over(fresh.search)
-        self._db, self._temporary, self._opened = fresh._db, fresh._temporary, fresh._opened
+        self.manifest, self._temporary = fresh.manifest, fresh._temporary
+        self._opened = fresh._opened
 
     def check(self) -> None:
         """Raise SearchIndexError unless the search index holds one document per manifest
         entry (cheap; only meaningful while no writer is between its two commits)."""
-        files = int(self._query("SELECT COUNT(*) FROM files", [])[0][0])
+        files = self.manifest.count()
         documents = self.search.count()
         if files != documents:
             raise SearchIndexError(
@@ -363,12 +287,11 @@ class Indexer:
         manifest = root / "manifest.sqlite"
         if not create and not manifest.is_file():
             raise SearchIndexError(f"index at {root} has lost its manifest")
-        identity = _identity(manifest)  # before connecting: a replacement between shows later
-        db = _connect(manifest)
-        identity = identity or _identity(manifest)  # one this connection just created
+        identity = file_identity(manifest)  # before connecting: a replacement shows later
+        db = MemoryManifest.open(manifest, create_tables)
+        identity = identity or file_identity(manifest)  # one this connection just created
         try:
-            rows = _query(db, "SELECT 1 FROM files LIMIT 1", [])
-            search = SearchIndex.open(root / "search", create=not rows)
+            search = SearchIndex.open(root / "search", create=db.is_empty())
         except SearchIndexError:
             db.close()
             raise
@@ -376,79 +299,51 @@ class Indexer:
 
     def close(self) -> None:
         self.search.close()
-        self._db.close()
+        self.manifest.close()
         if self._temporary is not None:
             shutil.rmtree(self._temporary, ignore_errors=True)
-
-    def _meta(self, name: str) -> str | None:
-        rows = self._query("SELECT value FROM meta WHERE name = ?", [name])
-        return None if not rows else str(rows[0][0])
-
-    def _query(self, sql: str, args: Iterable[object]) -> list[tuple[Any, ...]]:
-        return _query(self._db, sql, args)
 
     # --- lookups --------------------------------------------------------------------
 
     @_healing
     def by_hash(self, workspace: str, hash: str) -> list[Entry]:
         """Return indexed files in `workspace` whose text normalizes to `hash`."""
-        return self._entries("workspace = ? AND hash = ?", [workspace, hash])
+        return self.manifest.entries("workspace = ? AND hash = ?", [workspace, hash])
 
     @_healing
     def by_id_prefix(self, prefix: str) -> list[Entry]:
         """Return indexed files whose id starts with `prefix`."""
-        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        # The range lets sqlite use the id index (LIKE alone reads every row: 50 ms at
-        # 100,000); ids are stored lowercase, and LIKE folds ASCII case only.
-        low = prefix.translate(_ASCII_LOWER)
-        return self._entries(
-            "id >= ? AND id < ? AND id LIKE ? ESCAPE '\\'", [low, f"{low}\U0010ffff", f"{escaped}%"]
-        )
+        return self.manifest.by_id_prefix(prefix)
 
     @_healing
     def by_path(self, paths: list[str]) -> list[Entry]:
         """Return the indexed files among `paths`."""
-        marks = ",".join("?" * len(paths))
-        return self._entries(f"path IN ({marks})", paths) if paths else []
+        return sorted(self.manifest.by_path(paths), key=lambda entry: entry.path)
 
     @_healing
     def superseded_by(self, memory_id: str) -> list[Entry]:
         """Return the memories that name `memory_id` in their `supersedes`."""
-        return self._entries("path IN (SELECT path FROM links WHERE old = ?)", [memory_id])
+        return self.manifest.entries("path IN (SELECT path FROM links WHERE old = ?)", [memory_id])
 
     @_healing
     def by_kind(self, kind: str, workspaces: set[str] | None) -> list[Entry]:
         """Return the memories of one kind, in the given workspaces (None: all)."""
-        entries = self._entries("kind = ?", [kind])
+        entries = self.manifest.entries("kind = ?", [kind])
         return [e for e in entries if workspaces is None or e.workspace in workspaces]
 
     @_healing
     def count(self) -> int:
         """Return how many files are indexed."""
-        return int(self._query("SELECT COUNT(*) FROM files", [])[0][0])
+        return self.manifest.count()
 
     @_healing
     def entries(self) -> list[Entry]:
         """Return every indexed file."""
-        return self._entries("1 = 1", [])
-
-    def _entries(self, where: str, args: list[str]) -> list[Entry]:
-        rows = self._query(
-            "SELECT path, id, workspace, hash, problem, kind, supersedes, created, seen, "
-            f"recalled, last_recalled, confirmed, archived FROM files WHERE {where} ORDER BY path",
-            args,
-        )
-        return [_entry(row) for row in rows]
+        return self.manifest.entries()
 
     @_healing
     def fingerprints(self, workspace: str | None = None) -> dict[str, Fingerprint]:
-        if workspace is None:
-            rows = self._query("SELECT path, mtime_ns, size FROM files", [])
-        else:
-            rows = self._query(
-                "SELECT path, mtime_ns, size FROM files WHERE workspace = ?", [workspace]
-            )
-        return {path: (mtime, size) for path, mtime, size in rows}
+        return self.manifest.fingerprints(workspace)
 
     # --- keeping up -----------------------------------------------------------------
 
@@ -488,14 +383,17 @@ class Indexer:
         if workspace is not None:
             return False  # the time-based full catch-up is the whole vault's (readers')
         try:
-            last = float(self._meta("full-at") or 0)
+            last = float(self.manifest.meta("full-at") or 0)
         except ValueError:
             last = 0
         return not 0 <= time.time() - last < FULL_EVERY_S
 
     def _git_seen(self) -> tuple[str, int]:
-        head, _, size = (self._meta("git") or "").partition(" ")
+        head, _, size = (self.manifest.meta("git") or "").partition(" ")
         return head, int(size) if size.isdigit() else 0
+
+    def _updater(self) -> Updater:
+        return Updater(self.vault, self.search, self.manifest)
 
     def _catch_up(
         self,
@@ -505,116 +403,15 @@ class Indexer:
     ) -> CatchUp:
         """Compare every file (of `workspace`, or the vault) with the manifest (`skipped`
         receives the entries that look like memories but are not read: why, one each)."""
-        started, head = time.time_ns(), self.vault.head()
-        folders: dict[str, int] = {}
-        on_disk = self.vault.scan(skipped, workspace=workspace, folders=folders)
-        known = self.fingerprints(workspace)
-        changed = sorted(p for p, fp in on_disk.items() if known.get(p) != fp)
-        removed = sorted(p for p in known if p not in on_disk)
-        meta = {}
         if workspace is None:
-            meta = {"full-at": f"{started / 1e9:.3f}", "git": f"{head[0]} {head[1]}"}
             self._full_due = False
-        scope = Folders(_settled(folders, started), replaced=workspace or "")
-        new = {p for p in changed if p not in known}
-        return self._apply(changed, removed, on_disk, progress, folders=scope, meta=meta, new=new)
+        return self._updater().full(progress, workspace, skipped)
 
     def _quick_catch_up(self, workspace: str | None, progress: Progress | None) -> CatchUp:
-        """List again only the folders whose modification time changed.
+        return self._updater().quick(workspace, progress)
 
-        Writes nothing to the index unless a file changed: a read-only command records at
-        most the folders it listed whose mtimes have settled (`_settle`); a folder still
-        unsettled, or HEAD moved by commits, is looked at again next time, and the full
-        catch-up records both.
-        """
-        started, head = time.time_ns(), self.vault.head()
-        known = self._folders(workspace)
-        if (workspace or "") not in known:
-            return self._catch_up(progress, workspace)  # never listed: (first) full catch-up
-        dirty = sorted(f for f, mtime in known.items() if self.vault.folder_mtime(f) != mtime)
-        if not dirty:
-            return CatchUp()
-        on_disk, listed, gone = self._list_again(dirty, known)
-        indexed = self._fingerprints_in(listed, gone)
-        changed = sorted(p for p, fp in on_disk.items() if indexed.get(p) != fp)
-        removed = sorted(p for p in indexed if p not in on_disk)
-        if not changed and not removed:
-            if not gone:
-                self._settle(listed, known, started)
-            return CatchUp()
-        folders = Folders(_settled(listed, started), gone=tuple(sorted(gone)))
-        meta = {"git": f"{head[0]} {head[1]}"}  # HEAD moved by commits alone, if at all
-        new = {p for p in changed if p not in indexed}
-        return self._apply(changed, removed, on_disk, progress, folders=folders, meta=meta, new=new)
-
-    def _settle(self, listed: dict[str, int], known: dict[str, int], started: int) -> None:
-        """Record the folders a look found as indexed whose mtimes have settled.
-
-        After a clone, a sync or a reindex, every folder was changed too recently to trust
-        (RACY). Without this, each later reader listed them all again (a 10k vault's every
-        file, ~60 ms a search) until the next full catch-up recorded them.
-        """
-        settled = {
-            folder: mtime
-            for folder, mtime in _settled(listed, started).items()
-            if mtime != RACY and known.get(folder) != mtime
-        }
-        if settled:
-            with contextlib.suppress(SearchIndexError):  # not writable: list them next time
-                self._write_manifest([], [], Folders(settled), {})
-
-    def _list_again(
-        self, dirty: list[str], known: dict[str, int]
-    ) -> tuple[dict[str, Fingerprint], dict[str, int], set[str]]:
-        """List the `dirty` folders (and folders new under them); return the files found,
-        the folders listed with their mtimes, and the known folders that are gone."""
-        on_disk: dict[str, Fingerprint] = {}
-        listed: dict[str, int] = {}
-        gone: set[str] = set()
-        for folder in dirty:
-            if any(_is_under(folder, g) for g in gone):
-                continue
-            subfolders = self.vault.scan_folder(folder, on_disk, None, listed)
-            if folder not in listed:
-                gone.add(folder)  # gone, no longer a folder, or unreadable
-                continue
-            for sub in subfolders:
-                if sub not in known:
-                    self.vault.scan_tree(sub, on_disk, None, listed)
-            gone.update(f for f in known if _parent(f) == folder and f not in subfolders)
-        unreadable = {f for f in gone if self.vault.folder_mtime(f) is not None}
-        return on_disk, listed, gone - unreadable  # an unreadable folder keeps its entries
-
-    def _folders(self, workspace: str | None) -> dict[str, int]:
-        """Return the folders (of `workspace`, or all) with the mtime they were listed at."""
-        if workspace is None:
-            rows = self._query("SELECT path, mtime_ns FROM folders", [])
-        else:
-            low, high = _subtree(workspace)
-            rows = self._query(
-                "SELECT path, mtime_ns FROM folders WHERE path = ? OR (path >= ? AND path < ?)",
-                [workspace, low, high],
-            )
-        return {path: mtime for path, mtime in rows}
-
-    def _fingerprints_in(
-        self, listed: Iterable[str], gone: Iterable[str]
-    ) -> dict[str, Fingerprint]:
-        """Return the indexed files directly in `listed` folders and anywhere under `gone`."""
-        found: dict[str, Fingerprint] = {}
-        for folder, whole in [*((f, False) for f in listed), *((f, True) for f in gone)]:
-            if not folder:
-                continue  # the vault's own folder holds no memories
-            low, high = _subtree(folder)
-            query = "SELECT path, mtime_ns, size FROM files WHERE path >= ? AND path < ?"
-            if not whole:
-                # direct children only, chosen by sqlite: a workspace folder listed again
-                # (a month folder made in it) would otherwise fetch its whole subtree, ~20k
-                # rows at 100k memories, on every add until the folder settles
-                query += " AND instr(substr(path, ?), '/') = 0"
-            rows = self._query(query, [low, high] if whole else [low, high, len(low) + 1])
-            found.update((path, (mtime, size)) for path, mtime, size in rows)
-        return found
+    def _apply(self, *args: Any, **kwargs: Any) -> CatchUp:
+        return self._updater().apply(*args, **kwargs)
 
     @_healing
     def remove(self, paths: list[str]) -> None:
@@ -629,173 +426,7 @@ class Indexer:
     def record_all(self, memories: Mapping[str, Memory]) -> None:
         """Index files memstore has just written, in one index commit (a commit each made
         flushing 1,500 recall counters at 100,000 memories take ~40 s)."""
-        paths = list(memories)
-        if not paths:
-            return
-        fingerprints = {path: self._fingerprint(path) for path in paths}
-        known = {
-            e.path for i in range(0, len(paths), 500) for e in self.by_path(paths[i : i + 500])
-        }
-        new = tuple(path for path in paths if path not in known)
-        self._apply(paths, [], fingerprints, None, memories=dict(memories), new=new)
-
-    def _shares(
-        self,
-        changed: list[str],
-        removed: list[str],
-        memories: dict[str, Memory] | None,
-        new: Collection[str],
-    ) -> list[list[str]]:
-        """Split a fresh build of many files into one share per core: this process indexes
-        the first, a helper process each other one (returns [changed] when not worth it)."""
-        count = min(usable_cores(), MAX_PARTS, len(changed) // PART_MIN)
-        if count < 2 or removed or memories or len(new) < len(changed):
-            return [changed]
-        if self.search.document_count():
-            return [changed]  # only an empty index takes segments built elsewhere
-        # This process also writes its share's segment and every entity row after the
-        # helpers are done, so it reads and indexes more than each of them in the meantime.
-        unit = len(changed) / (count - 1 + OWN_WEIGHT)
-        ends = [round(OWN_WEIGHT * unit + n * unit) for n in range(count - 1)] + [len(changed)]
-        return [changed[start:end] for start, end in zip([0, *ends], ends, strict=False)]
-
-    def _fingerprint(self, path: str) -> Fingerprint:
-        st = self.vault.path(path).stat()
-        return (st.st_mtime_ns, st.st_size)
-
-    def _apply(
-        self,
-        changed: Iterable[str],
-        removed: Iterable[str],
-        on_disk: dict[str, Fingerprint],
-        progress: Progress | None,
-        memories: dict[str, Memory] | None = None,
-        *,
-        folders: Folders | None = None,
-        meta: dict[str, str] | None = None,
-        new: Collection[str] = (),
-    ) -> CatchUp:
-        changed = list(changed)
-        removed = list(removed)
-        rows: list[tuple[object, ...]] = []
-        problems: list[FileProblem] = []
-        unreadable: list[str] = []
-        entities: dict[str, list[tuple[str, str]]] = {}
-        own, *shares = self._shares(changed, removed, memories, new)
-        parts_folder = self.search.root / "parts"
-        if shares:  # what a build that crashed left there
-            shutil.rmtree(parts_folder, ignore_errors=True)
-        helpers = [
-            _Part.start(self.vault.root, parts_folder / str(n), share, self.search.keeps_entities)
-            for n, share in enumerate(shares)
-        ]
-        adopted: list[Part] = []
-
-        def take(read: Read) -> Document | None:
-            path, memory, error, found = read
-            if memory is None:
-                # An unreadable file keeps its previous index entry: not a deletion.
-                unreadable.append(path)
-                problems.append(FileProblem(path, error))
-                return None
-            if memory.problem:
-                problems.append(FileProblem(path, memory.problem))
-            doc = document_for(path, memory)
-            if found is not None:
-                entities[path] = found
-            fp = on_disk[path]
-            rows.append(
-                (
-                    *(path, fp[0], fp[1], doc.id, doc.workspace, doc.hash, memory.problem),
-                    *(memory.kind, " ".join(memory.supersedes), memory.created, memory.seen),
-                    *(memory.recalled, memory.last_recalled, memory.confirmed, memory.archived),
-                )
-            )
-            return doc
-
-        def documents() -> Iterator[Document]:
-            reads = _read_files(self.vault, own, memories or {}, alone=not shares)
-            for done, read in enumerate(reads, 1):
-                if progress is not None and (done % 200 == 0 or done == len(own)):
-                    progress(done + sum(h.done for h in helpers if h), len(changed))
-                if (doc := take(read)) is not None:
-                    yield doc
-            for share, helper in zip(shares, helpers, strict=True):
-                part = helper.result() if helper is not None else None
-                if helper is None or part is None:  # it failed: this process indexes its share
-                    for read in _read_files(self.vault, share, {}):
-                        if (doc := take(read)) is not None:
-                            yield doc
-                    continue
-                segment, its_reads = part
-                keys = tuple(doc.key for read in its_reads if (doc := take(read)) is not None)
-                if segment is not None:
-                    adopted.append(Part(helper.folder, segment, keys))
-            if progress is not None and shares:
-                progress(len(changed), len(changed))
-
-        try:
-            if changed or removed:
-                limitmb = _limitmb(len(own))
-                self.search.apply(
-                    documents(),
-                    removed,
-                    limitmb=limitmb,
-                    new=new,
-                    entities=entities,
-                    parts=lambda: adopted,
-                )
-        finally:
-            for helper in helpers:
-                if helper is not None:
-                    helper.stop()
-            if shares:
-                shutil.rmtree(parts_folder, ignore_errors=True)
-        if unreadable and folders is not None:  # list their folders again next time
-            retry = {_parent(p): RACY for p in unreadable}
-            folders = replace(folders, mtimes={**folders.mtimes, **retry})
-        self._write_manifest(rows, removed, folders or Folders({}), meta or {})
-        updated = tuple(p for p in changed if p not in unreadable)
-        return CatchUp(updated, tuple(removed), tuple(problems))
-
-    def _write_manifest(
-        self,
-        rows: list[tuple[object, ...]],
-        removed: list[str],
-        folders: Folders,
-        meta: dict[str, str],
-    ) -> None:
-        db = self._db
-        try:
-            db.execute("BEGIN IMMEDIATE")
-            db.executemany("DELETE FROM files WHERE path = ?", [[p] for p in removed])
-            db.executemany(
-                "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
-            touched = [[p] for p in [*removed, *(row[0] for row in rows)]]
-            db.executemany("DELETE FROM links WHERE path = ?", touched)
-            links = [(old, row[0]) for row in rows for old in str(row[8]).split()]
-            db.executemany("INSERT INTO links VALUES (?, ?)", links)
-            self._write_folders(folders)
-            meta = {**meta, "format": FORMAT}
-            db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", sorted(meta.items()))
-            db.execute("COMMIT")
-        except sqlite3.Error as err:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise SearchIndexError(f"manifest at {self.root} cannot be written ({err})") from err
-
-    def _write_folders(self, folders: Folders) -> None:
-        db = self._db
-        if folders.replaced == "":
-            db.execute("DELETE FROM folders")
-        for folder in [*folders.gone, *([folders.replaced] if folders.replaced else [])]:
-            db.execute("DELETE FROM folders WHERE path = ?", [folder])
-            db.execute("DELETE FROM folders WHERE path >= ? AND path < ?", list(_subtree(folder)))
-        db.executemany(
-            "INSERT OR REPLACE INTO folders VALUES (?, ?)", sorted(folders.mtimes.items())
-        )
+        self._updater().record_all(memories)
 
     @_healing
     def drift(self) -> Drift:
@@ -803,7 +434,7 @@ class Indexer:
         index, which this check reads whole and rebuilds (saying so in a warning)."""
         self._full_due = True  # whatever this finds, the next catch-up compares every file
         self.search.verify()
-        check = self._query("PRAGMA quick_check", [])[0][0]
+        check = self.manifest.query("PRAGMA quick_check")[0][0]
         if check != "ok":
             raise SearchIndexError(f"the index manifest is damaged ({_one_line(check)})")
         indexed = {doc.key: doc for doc in self.search.documents()}
@@ -846,211 +477,7 @@ class Indexer:
     @_healing
     def problems(self) -> list[FileProblem]:
         """Return every indexed file that could not be read cleanly."""
-        rows = self._query("SELECT path, problem FROM files WHERE problem != '' ORDER BY path", [])
-        return [FileProblem(path, problem) for path, problem in rows]
-
-
-# --- reading many files in a second process -----------------------------------------------
-
-# (path, memory or None, why it could not be read, its entities if already extracted)
-Read = tuple[str, Memory | None, str, list[tuple[str, str]] | None]
-READER_MIN = 5000  # fewer files are read here: starting the reader costs ~0.2 s
-READER_CHUNK = 1000
-# A fresh build of at least PART_MIN files per core is shared among up to MAX_PARTS
-# processes, each writing a segment of its own (docs/benchmarks.md §5).
-PART_MIN = 10_000
-MAX_PARTS = 4
-OWN_WEIGHT = 1.8  # this process's share against a helper's (measured at 100k on 2 cores)
-PART_CODE = "from memstore.catalog.indexer import serve_part; serve_part()"
-
-
-def _read_files(
-    vault: Vault, paths: list[str], memories: dict[str, Memory], *, alone: bool = True
-) -> Iterator[Read]:
-    """Read `paths` in order; a large batch is read (and its entities found) by a second
-    process while this one indexes, a chunk ahead (a rebuild: ~25% of the work), unless
-    not `alone` (helpers indexing shares of the build have the other cores)."""
-    if len(paths) < READER_MIN or memories or not alone:
-        for path in paths:
-            yield _read_one(vault, path, memories)
-        return
-    chunks = [paths[i : i + READER_CHUNK] for i in range(0, len(paths), READER_CHUNK)]
-    reader = _Reader.start(vault.root, chunks)
-    try:
-        for chunk in chunks:
-            batch = reader.receive() if reader is not None else None
-            if batch is None:
-                reader = None  # it failed: this process reads the rest
-                batch = [_read_one(vault, path, memories) for path in chunk]
-            yield from batch
-    finally:
-        if reader is not None:
-            reader.stop()
-
-
-def _read_one(vault: Vault, path: str, memories: dict[str, Memory]) -> Read:
-    try:
-        return path, memories.get(path) or vault.read(path), "", None
-    except VaultError as err:
-        return path, None, str(err), None
-
-
-class _Reader:
-    """A second Python process that reads and parses memory files (pickles over pipes).
-
-    A thread feeds it every chunk of paths while this process reads its answers in order:
-    the pipes' own buffers pace it, and neither side waits on the other's write.
-    """
-
-    def __init__(self, process: subprocess.Popen[bytes]) -> None:
-        self._process = process
-
-    @classmethod
-    def start(cls, root: Path, chunks: list[list[str]]) -> _Reader | None:
-        try:
-            process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-c",
-                    "from memstore.catalog.indexer import serve_reads; serve_reads()",
-                ],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-            )
-        except OSError:
-            return None
-        feeder = threading.Thread(target=_feed, args=(process, [str(root), *chunks]), daemon=True)
-        feeder.start()
-        return cls(process)
-
-    def receive(self) -> list[Read] | None:
-        try:
-            return pickle.load(self._process.stdout)  # type: ignore[arg-type]
-        except (OSError, EOFError, ValueError, pickle.UnpicklingError):
-            self.stop()
-            return None
-
-    def stop(self) -> None:
-        self._process.kill()  # done, or failed: what it still had to say is not needed
-        self._process.wait()
-        with contextlib.suppress(OSError):
-            self._process.stdout.close()  # type: ignore[union-attr]
-
-
-def _feed(process: subprocess.Popen[bytes], messages: list[object]) -> None:
-    """Write every message to the reader's stdin, then close it (a thread of its own)."""
-    try:
-        for message in messages:
-            pickle.dump(message, process.stdin)  # type: ignore[arg-type]
-    except (OSError, ValueError):
-        pass  # it is gone or was stopped: receive() says so
-    finally:
-        with contextlib.suppress(OSError, ValueError):
-            process.stdin.close()  # type: ignore[union-attr]
-
-
-def serve_reads() -> None:
-    """Run as the reader process: read chunks of paths named on stdin, answer on stdout."""
-    with as_helper():
-        vault = Vault(Path(pickle.load(sys.stdin.buffer)))
-        while True:
-            try:
-                paths = pickle.load(sys.stdin.buffer)
-            except EOFError:
-                return
-            batch = []
-            for path in paths:
-                path, memory, error, _ = _read_one(vault, path, {})
-                found = None if memory is None else document_entities(document_for(path, memory))
-                batch.append((path, memory, error, found))
-            pickle.dump(batch, sys.stdout.buffer)
-            sys.stdout.buffer.flush()
-
-
-class _Part:
-    """A helper process that reads, parses and indexes one share of a fresh build into a
-    folder of its own (`serve_part`), while this process indexes another.
-
-    It reports how far it got as it goes and, at the end, its segment and what it read
-    (pickles over a pipe, read by a thread so that it never waits on this process).
-    """
-
-    def __init__(self, process: subprocess.Popen[bytes], folder: Path) -> None:
-        self._process = process
-        self.folder = folder
-        self.done = 0
-        self._result: tuple[Any, list[Read]] | None = None
-        self._listener = threading.Thread(target=self._listen, daemon=True)
-        self._listener.start()
-
-    @classmethod
-    def start(cls, root: Path, folder: Path, paths: list[str], entities: bool) -> _Part | None:
-        try:
-            process = subprocess.Popen(
-                [sys.executable, "-c", PART_CODE], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-            )
-        except OSError:
-            return None
-        part = cls(process, folder)
-        job = (str(root), str(folder), paths, _limitmb(len(paths)), entities)
-        feeder = threading.Thread(target=_feed, args=(process, [job]), daemon=True)
-        feeder.start()
-        return part
-
-    def _listen(self) -> None:
-        stream = self._process.stdout
-        try:
-            while True:
-                message = pickle.load(stream)  # type: ignore[arg-type]
-                if message[0] == "done":
-                    self.done = message[1]
-                elif message[0] == "part":
-                    self._result = (message[1], message[2])
-                    return
-        except (OSError, EOFError, ValueError, pickle.UnpicklingError, IndexError, TypeError):
-            return  # it failed or was stopped: result() says so
-
-    def result(self) -> tuple[Any, list[Read]] | None:
-        """Wait for the helper; return its segment (None: it indexed nothing) and what it
-        read, or None if it failed."""
-        self._listener.join()
-        if self._process.wait() != 0:
-            return None
-        return self._result
-
-    def stop(self) -> None:
-        if self._process.poll() is None:
-            self._process.kill()
-        self._process.wait()
-        self._listener.join()
-        with contextlib.suppress(OSError):
-            self._process.stdout.close()  # type: ignore[union-attr]
-
-
-def serve_part() -> None:
-    """Run as a helper process: index the share of a fresh build named on stdin."""
-    with as_helper():
-        root, folder, paths, limitmb, keep_entities = pickle.load(sys.stdin.buffer)
-        vault = Vault(Path(root))
-        out = sys.stdout.buffer
-        reads: list[Read] = []
-
-        def documents() -> Iterator[Document]:
-            for done, path in enumerate(paths, 1):
-                if done % 1000 == 0:  # a parent that is gone breaks the pipe: this one stops
-                    pickle.dump(("done", done), out)
-                    out.flush()
-                path, memory, error, _ = _read_one(vault, path, {})
-                if memory is None:
-                    reads.append((path, memory, error, None))
-                    continue
-                doc = document_for(path, memory)
-                reads.append((path, memory, error, document_entities(doc) if keep_entities else []))
-                yield doc
-
-        segment = write_part(Path(folder), documents(), limitmb)
-        pickle.dump(("part", segment, reads), out)
-        out.flush()
+        return [FileProblem(path, problem) for path, problem in self.manifest.problems()]
 
 
 def rebuild(vault: Vault, progress: Progress | None = None) -> tuple[Indexer, CatchUp]:
@@ -1110,81 +537,5 @@ def _temporary(vault: Vault) -> tuple[Indexer, CatchUp]:
         raise VaultError(f"cannot build an index of {vault.root}: {err}") from err
 
 
-def _limitmb(documents: int) -> int:
-    """Return the memory Whoosh may fill before it spills postings to disk (in MB)."""
-    return 64 if documents <= 500 else 256 if documents <= 10_000 else 1024
-
-
-def _settled(folders: dict[str, int], started: int) -> dict[str, int]:
-    """Return `folders` with those changed too recently to trust marked RACY."""
-    return {f: m if m < started - RACY_NS else RACY for f, m in folders.items()}
-
-
-def _subtree(folder: str) -> tuple[str, str]:
-    """Return the bounds of the paths under a folder, for a range query ('0' follows '/')."""
-    return f"{folder}/", f"{folder}0"
-
-
-def _parent(folder: str) -> str:
-    return folder.rpartition("/")[0]
-
-
-def _is_under(folder: str, parent: str) -> bool:
-    return bool(parent) and folder.startswith(f"{parent}/")
-
-
 def _one_line(err: BaseException) -> str:
     return " ".join(str(err).split())  # sqlite's integrity reports span lines
-
-
-def _identity(path: Path) -> tuple[int, int] | None:
-    """Return the (device, inode) of the file at `path`, None when there is none."""
-    try:
-        found = os.stat(path)
-    except OSError:
-        return None
-    return found.st_dev, found.st_ino
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    """Open (creating if missing) the manifest database."""
-    if path.is_file() and not os.access(path.parent, os.W_OK):
-        try:  # a read-only vault can still be searched
-            return connect_read_only(path)
-        except sqlite3.Error as err:
-            raise SearchIndexError(f"manifest at {path} cannot be opened ({err})") from err
-    try:
-        db = sqlite3.connect(path, timeout=10, isolation_level=None, check_same_thread=False)
-    except sqlite3.Error as err:
-        raise SearchIndexError(f"manifest at {path} cannot be opened ({err})") from err
-    try:
-        db.execute("PRAGMA journal_mode=WAL")
-        # A cache: a power cut may lose the last commit (the count check then rebuilds),
-        # never corrupt it; a killed process loses nothing. Saves an fsync per write.
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER, "
-            "size INTEGER, id TEXT, workspace TEXT, hash TEXT, problem TEXT, kind TEXT, "
-            "supersedes TEXT, created TEXT, seen INTEGER, recalled INTEGER, "
-            "last_recalled TEXT, confirmed INTEGER, archived TEXT)"
-        )
-        db.execute("CREATE INDEX IF NOT EXISTS files_id ON files (id)")
-        db.execute("CREATE TABLE IF NOT EXISTS links (old TEXT, path TEXT)")
-        db.execute("CREATE INDEX IF NOT EXISTS links_old ON links (old)")
-        db.execute("CREATE INDEX IF NOT EXISTS links_path ON links (path)")
-        db.execute("CREATE INDEX IF NOT EXISTS files_kind ON files (kind)")
-        db.execute("CREATE INDEX IF NOT EXISTS files_hash ON files (workspace, hash)")
-        db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
-        db.execute("CREATE TABLE IF NOT EXISTS folders (path TEXT PRIMARY KEY, mtime_ns INTEGER)")
-    except sqlite3.Error as err:
-        db.close()
-        raise SearchIndexError(f"manifest at {path} cannot be opened ({err})") from err
-    return db
-
-
-def _query(db: sqlite3.Connection, sql: str, args: Iterable[object]) -> list[tuple[Any, ...]]:
-    """Run a manifest query; damage (or any sqlite failure) becomes SearchIndexError."""
-    try:
-        return db.execute(sql, list(args)).fetchall()
-    except sqlite3.Error as err:
-        raise SearchIndexError(f"the index manifest cannot be read ({err})") from err

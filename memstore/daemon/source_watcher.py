@@ -20,7 +20,7 @@ from pathlib import Path
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from memstore.catalog.codebase import CodeRoot, registered_roots
+from memstore.catalog.code_roots import CodeRoot, registered_roots
 from memstore.catalog.sources import EXCLUDED_FOLDERS
 from memstore.core.errors import MemstoreError
 from memstore.service.store import Store

@@ -11,6 +11,7 @@ import pytest
 from conftest import git, settings_at
 
 from memstore.catalog import indexer as indexer_module
+from memstore.catalog import plan as plan_module
 from memstore.service.store import Store
 
 
@@ -48,7 +49,7 @@ def rewrite_in_place(path: Path, text: str) -> None:
 @pytest.fixture
 def settled(store: Store, monkeypatch: pytest.MonkeyPatch) -> Store:
     """A store whose folders count as settled at once (no racy window to wait out)."""
-    monkeypatch.setattr(indexer_module, "RACY_NS", -(10**18))
+    monkeypatch.setattr(plan_module, "RACY_NS", -(10**18))
     return store
 
 
@@ -203,13 +204,13 @@ def test_a_reader_records_the_folders_that_settled_since_the_last_look(
     the readers after it list nothing."""
     write(vault, "webshop/2026-11/a-aaaa1111.md", memory_text("aaaa1111", "kestrel upload"))
     assert hits(store, "kestrel") == ["webshop/2026-11/a-aaaa1111.md"]
-    racy = store.indexer._folders(None)
-    assert indexer_module.RACY in racy.values()  # written a moment before the first look
-    past = time.time_ns() - 10 * indexer_module.RACY_NS
+    racy = store.indexer.manifest.folders(None)
+    assert plan_module.RACY in racy.values()  # written a moment before the first look
+    past = time.time_ns() - 10 * plan_module.RACY_NS
     for folder in racy:
         os.utime(vault / folder, ns=(past, past))  # as if the look came seconds later
     assert hits(store, "kestrel") == ["webshop/2026-11/a-aaaa1111.md"]
-    recorded = store.indexer._folders(None)
+    recorded = store.indexer.manifest.folders(None)
     assert recorded == {folder: os.stat(vault / folder).st_mtime_ns for folder in racy}
     write(vault, "webshop/2026-11/b-bbbb2222.md", memory_text("bbbb2222", "kestrel nest"))
     assert len(hits(store, "kestrel")) == 2  # a change after it is still found

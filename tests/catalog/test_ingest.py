@@ -16,7 +16,8 @@ from mcp import Client
 from typer.testing import CliRunner
 
 from memstore.catalog import sources
-from memstore.catalog.codebase import CODE_DIR, ROOTS_FILE, CodeIndex, distinct
+from memstore.catalog.code_manifest import CodeManifest
+from memstore.catalog.codebase import CODE_DIR, ROOTS_FILE, distinct
 from memstore.core.model import Hit
 from memstore.core.ranking import HIT_OVERHEAD_TOKENS, estimate_tokens
 from memstore.daemon.watcher import Watcher
@@ -296,19 +297,19 @@ def test_a_run_killed_between_index_and_table_is_repaired(
     source = repo / "billing/webhooks.py"
     source.write_text(BILLING + "\n\ndef refund_webhook_event(event):\n    return event\n")
     os.utime(source, ns=(10**18 + 5, 10**18 + 5))
-    real = CodeIndex._transaction
+    real = CodeManifest.transaction
     calls = []
 
-    def dies_after_the_index_commit(self: CodeIndex) -> object:
+    def dies_after_the_index_commit(self: CodeManifest) -> object:
         calls.append(1)
         if len(calls) == 2:  # the first marks the file dirty; the second would record it
             raise KeyboardInterrupt("killed")
         return real(self)
 
-    monkeypatch.setattr(CodeIndex, "_transaction", dies_after_the_index_commit)
+    monkeypatch.setattr(CodeManifest, "transaction", dies_after_the_index_commit)
     with Store.open(settings_at(vault)) as store, pytest.raises(KeyboardInterrupt):
         store.ingest(repo, "webshop")
-    monkeypatch.setattr(CodeIndex, "_transaction", real)
+    monkeypatch.setattr(CodeManifest, "transaction", real)
     again = ingest(vault, str(repo), "-w", "webshop")  # the dirty file is read and checked
     assert again["files_read"] == 1
     with Store.open(settings_at(vault)) as store:
@@ -625,7 +626,7 @@ def test_a_cold_ingest_shared_with_helper_processes_answers_the_same(
     alone, segments = answers()
     assert segments == 1
     monkeypatch.setattr("memstore.catalog.codebase.SHARE_MIN", 40)
-    monkeypatch.setattr("memstore.index.engine.usable_cores", lambda: 3)
+    monkeypatch.setattr("memstore.index.parts.usable_cores", lambda: 3)
     if helper != "works":
         monkeypatch.setattr(sys, "executable", helper)
     shutil.rmtree(vault / ".memstore" / CODE_DIR)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import git, settings_at
 
-from memstore.catalog import indexer as indexer_module
+from memstore.catalog import reading as reading_module
 from memstore.core.codec import derive_id, render_memory, slugify
 from memstore.core.model import Memory
 from memstore.service.store import Store
@@ -147,8 +147,8 @@ def test_a_rebuild_read_by_a_second_process_answers_the_same(
     (vault / paths[5]).write_bytes(b"\xff\xfe not utf-8 \x00")
     with Store.open(settings_at(vault), clock=stopped_clock()) as store:
         in_process = answers(store)  # 300 files: read in this process
-        monkeypatch.setattr(indexer_module, "READER_MIN", 50)
-        monkeypatch.setattr(indexer_module, "READER_CHUNK", 32)
+        monkeypatch.setattr(reading_module, "READER_MIN", 50)
+        monkeypatch.setattr(reading_module, "READER_CHUNK", 32)
         if executable is not None:
             monkeypatch.setattr(sys, "executable", executable)
         result = store.reindex()
@@ -181,10 +181,10 @@ def test_a_fresh_build_shared_with_helper_processes_answers_the_same(
         (vault / bad).write_bytes(b"\xff\xfe not utf-8 \x00")
     with Store.open(settings_at(vault), clock=stopped_clock()) as store:
         alone = answers(store), entity_rows(store), store.indexer.search.segment_count()
-        monkeypatch.setattr(indexer_module, "PART_MIN", 50)
-        monkeypatch.setattr(indexer_module, "usable_cores", lambda: 3)
+        monkeypatch.setattr(reading_module, "PART_MIN", 50)
+        monkeypatch.setattr(reading_module, "usable_cores", lambda: 3)
         if helper == "crashes":
-            monkeypatch.setattr(indexer_module, "PART_CODE", CRASHES_MIDWAY)
+            monkeypatch.setattr(reading_module, "PART_CODE", CRASHES_MIDWAY)
         elif helper != "works":
             monkeypatch.setattr(sys, "executable", helper)
         steps: list[tuple[int, int]] = []

@@ -1,0 +1,207 @@
+"""The memories' manifest: what each indexed memory file was, its links and folders.
+
+For each file: its fingerprint, id, hash and counters; the `supersedes` links between
+memories; and the folders a catch-up listed, with their modification times.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from memstore.catalog.manifest import Manifest
+from memstore.vault.files import Fingerprint
+
+FORMAT = "8"  # bump when documents or the schema change: a mismatched index is rebuilt
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_ENTRY_COLUMNS = (
+    "path, id, workspace, hash, problem, kind, supersedes, created, seen, recalled, "
+    "last_recalled, confirmed, archived"
+)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What the manifest knows of one indexed file."""
+
+    path: str
+    id: str
+    workspace: str
+    hash: str
+    problem: str
+    kind: str = "note"
+    supersedes: tuple[str, ...] = ()
+    created: str = ""
+    seen: int = 1
+    recalled: int = 0
+    last_recalled: str = ""
+    confirmed: int = 0
+    archived: str = ""
+
+
+@dataclass(frozen=True)
+class Folders:
+    """Folder modification times a catch-up saw, for the manifest's `folders` table."""
+
+    mtimes: dict[str, int]
+    gone: tuple[str, ...] = ()  # folders to forget, with everything under them
+    replaced: str | None = None  # a subtree listed whole ('' the vault): its rows start anew
+
+
+def _entry(row: tuple[Any, ...]) -> Entry:
+    path, memory_id, workspace, hash, problem, kind, supersedes, *counters = row
+    created, seen, recalled, last_recalled, confirmed, archived = counters
+    return Entry(
+        path,
+        memory_id,
+        workspace,
+        hash,
+        problem,
+        kind,
+        tuple((supersedes or "").split()),
+        created or "",
+        seen or 1,
+        recalled or 0,
+        last_recalled or "",
+        confirmed or 0,
+        archived or "",
+    )
+
+
+class MemoryManifest(Manifest):
+    """The manifest of the memories' index (`index/manifest.sqlite`)."""
+
+    def meta(self, name: str) -> str | None:
+        rows = self.query("SELECT value FROM meta WHERE name = ?", [name])
+        return None if not rows else str(rows[0][0])
+
+    def count(self) -> int:
+        return int(self.query("SELECT COUNT(*) FROM files")[0][0])
+
+    def is_empty(self) -> bool:
+        return not self.query("SELECT 1 FROM files LIMIT 1")
+
+    def entries(self, where: str = "1 = 1", args: Iterable[str] = ()) -> list[Entry]:
+        """Return the entries matching an SQL condition, by path."""
+        rows = self.query(f"SELECT {_ENTRY_COLUMNS} FROM files WHERE {where} ORDER BY path", args)
+        return [_entry(row) for row in rows]
+
+    def by_path(self, paths: list[str], batch: int = 500) -> list[Entry]:
+        """Return the entries among `paths`, asked `batch` at a time (sqlite's variables)."""
+        found: list[Entry] = []
+        for start in range(0, len(paths), batch):
+            some = paths[start : start + batch]
+            found += self.entries(f"path IN ({','.join('?' * len(some))})", some)
+        return found
+
+    def by_id_prefix(self, prefix: str) -> list[Entry]:
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        # The range lets sqlite use the id index (LIKE alone reads every row: 50 ms at
+        # 100,000); ids are stored lowercase, and LIKE folds ASCII case only.
+        low = prefix.translate(_ASCII_LOWER)
+        return self.entries(
+            "id >= ? AND id < ? AND id LIKE ? ESCAPE '\\'", [low, f"{low}\U0010ffff", f"{escaped}%"]
+        )
+
+    def problems(self) -> list[tuple[str, str]]:
+        return [
+            (path, problem)
+            for path, problem in self.query(
+                "SELECT path, problem FROM files WHERE problem != '' ORDER BY path"
+            )
+        ]
+
+    def fingerprints(self, workspace: str | None = None) -> dict[str, Fingerprint]:
+        """Return the recorded files (of `workspace`, or all): path → (mtime_ns, size)."""
+        if workspace is None:
+            rows = self.query("SELECT path, mtime_ns, size FROM files")
+        else:
+            rows = self.query(
+                "SELECT path, mtime_ns, size FROM files WHERE workspace = ?", [workspace]
+            )
+        return {path: (mtime, size) for path, mtime, size in rows}
+
+    def folders(self, workspace: str | None) -> dict[str, int]:
+        """Return the folders (of `workspace`, or all) with the mtime they were listed at."""
+        if workspace is None:
+            rows = self.query("SELECT path, mtime_ns FROM folders")
+        else:
+            low, high = subtree(workspace)
+            rows = self.query(
+                "SELECT path, mtime_ns FROM folders WHERE path = ? OR (path >= ? AND path < ?)",
+                [workspace, low, high],
+            )
+        return {path: mtime for path, mtime in rows}
+
+    def fingerprints_in(self, listed: Iterable[str], gone: Iterable[str]) -> dict[str, Fingerprint]:
+        """Return the recorded files directly in `listed` folders and anywhere under `gone`."""
+        found: dict[str, Fingerprint] = {}
+        for folder, whole in [*((f, False) for f in listed), *((f, True) for f in gone)]:
+            if not folder:
+                continue  # the vault's own folder holds no memories
+            low, high = subtree(folder)
+            query = "SELECT path, mtime_ns, size FROM files WHERE path >= ? AND path < ?"
+            if not whole:
+                # direct children only, chosen by sqlite: a workspace folder listed again
+                # (a month folder made in it) would otherwise fetch its whole subtree, ~20k
+                # rows at 100k memories, on every add until the folder settles
+                query += " AND instr(substr(path, ?), '/') = 0"
+            rows = self.query(query, [low, high] if whole else [low, high, len(low) + 1])
+            found.update((path, (mtime, size)) for path, mtime, size in rows)
+        return found
+
+    def write(
+        self,
+        rows: list[tuple[object, ...]],
+        removed: list[str],
+        folders: Folders,
+        meta: dict[str, str],
+    ) -> None:
+        """Record indexed files (`rows`, in the table's column order) and forget `removed`,
+        with the folders listed and `meta`, in one transaction."""
+        with self.transaction() as db:
+            db.executemany("DELETE FROM files WHERE path = ?", [[p] for p in removed])
+            db.executemany(
+                "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            touched = [[p] for p in [*removed, *(row[0] for row in rows)]]
+            db.executemany("DELETE FROM links WHERE path = ?", touched)
+            links = [(old, row[0]) for row in rows for old in str(row[8]).split()]
+            db.executemany("INSERT INTO links VALUES (?, ?)", links)
+            _write_folders(db, folders)
+            meta = {**meta, "format": FORMAT}
+            db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", sorted(meta.items()))
+
+
+def _write_folders(db: sqlite3.Connection, folders: Folders) -> None:
+    if folders.replaced == "":
+        db.execute("DELETE FROM folders")
+    for folder in [*folders.gone, *([folders.replaced] if folders.replaced else [])]:
+        db.execute("DELETE FROM folders WHERE path = ?", [folder])
+        db.execute("DELETE FROM folders WHERE path >= ? AND path < ?", list(subtree(folder)))
+    db.executemany("INSERT OR REPLACE INTO folders VALUES (?, ?)", sorted(folders.mtimes.items()))
+
+
+def subtree(folder: str) -> tuple[str, str]:
+    """Return the bounds of the paths under a folder, for a range query ('0' follows '/')."""
+    return f"{folder}/", f"{folder}0"
+
+
+def create_tables(db: sqlite3.Connection) -> None:
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER, "
+        "size INTEGER, id TEXT, workspace TEXT, hash TEXT, problem TEXT, kind TEXT, "
+        "supersedes TEXT, created TEXT, seen INTEGER, recalled INTEGER, "
+        "last_recalled TEXT, confirmed INTEGER, archived TEXT)"
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS files_id ON files (id)")
+    db.execute("CREATE TABLE IF NOT EXISTS links (old TEXT, path TEXT)")
+    db.execute("CREATE INDEX IF NOT EXISTS links_old ON links (old)")
+    db.execute("CREATE INDEX IF NOT EXISTS links_path ON links (path)")
+    db.execute("CREATE INDEX IF NOT EXISTS files_kind ON files (kind)")
+    db.execute("CREATE INDEX IF NOT EXISTS files_hash ON files (workspace, hash)")
+    db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
+    db.execute("CREATE TABLE IF NOT EXISTS folders (path TEXT PRIMARY KEY, mtime_ns INTEGER)")

@@ -1,0 +1,248 @@
+"""Bringing the memories' index up to date with the files: plan, read, index, record.
+
+A full catch-up compares every file with the manifest; a quick one lists again only the
+folders whose modification time changed, which finds every new, deleted, renamed or
+atomically saved file but not a file rewritten in place. Either hands its listing and the
+manifest's record to the planner (memstore/catalog/plan.py) and applies the plan: the
+files are read (memstore/catalog/reading.py), indexed, and recorded in the manifest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
+
+from memstore.catalog.memory_manifest import Folders, MemoryManifest
+from memstore.catalog.plan import RACY, Plan, plan_catch_up, settle_all
+from memstore.catalog.reading import HelperPart, Read, ReadPool, document_for, limitmb, plan_shares
+from memstore.core.model import FileProblem, Memory
+from memstore.index import Document, Part, SearchIndex, SearchIndexError
+from memstore.vault.files import Fingerprint, Vault
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class CatchUp:
+    """What a catch-up changed."""
+
+    updated: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    problems: tuple[FileProblem, ...] = ()
+
+
+class Updater:
+    """One update of the memories' index (its search index and manifest) from the files."""
+
+    def __init__(self, vault: Vault, search: SearchIndex, manifest: MemoryManifest) -> None:
+        self.vault = vault
+        self.search = search
+        self.manifest = manifest
+
+    def full(
+        self,
+        progress: Progress | None,
+        workspace: str | None = None,
+        skipped: list[FileProblem] | None = None,
+    ) -> CatchUp:
+        """Compare every file (of `workspace`, or the vault) with the manifest (`skipped`
+        receives the entries that look like memories but are not read: why, one each)."""
+        started, head = time.time_ns(), self.vault.head()
+        folders: dict[str, int] = {}
+        on_disk = self.vault.scan(skipped, workspace=workspace, folders=folders)
+        plan = plan_catch_up(on_disk, self.manifest.fingerprints(workspace))
+        meta = {}
+        if workspace is None:
+            meta = {"full-at": f"{started / 1e9:.3f}", "git": f"{head[0]} {head[1]}"}
+        scope = Folders(settle_all(folders, started), replaced=workspace or "")
+        return self.apply_plan(plan, on_disk, progress, folders=scope, meta=meta)
+
+    def quick(self, workspace: str | None, progress: Progress | None) -> CatchUp:
+        """List again only the folders whose modification time changed.
+
+        Writes nothing to the index unless a file changed: a read-only command records at
+        most the folders it listed whose mtimes have settled (`_settle`); a folder still
+        unsettled, or HEAD moved by commits, is looked at again next time, and the full
+        catch-up records both.
+        """
+        started, head = time.time_ns(), self.vault.head()
+        known = self.manifest.folders(workspace)
+        if (workspace or "") not in known:
+            return self.full(progress, workspace)  # never listed: (first) full catch-up
+        dirty = sorted(f for f, mtime in known.items() if self.vault.folder_mtime(f) != mtime)
+        if not dirty:
+            return CatchUp()
+        on_disk, listed, gone = self._list_again(dirty, known)
+        plan = plan_catch_up(on_disk, self.manifest.fingerprints_in(listed, gone))
+        if not plan:
+            if not gone:
+                self._settle(listed, known, started)
+            return CatchUp()
+        folders = Folders(settle_all(listed, started), gone=tuple(sorted(gone)))
+        meta = {"git": f"{head[0]} {head[1]}"}  # HEAD moved by commits alone, if at all
+        return self.apply_plan(plan, on_disk, progress, folders=folders, meta=meta)
+
+    def _settle(self, listed: dict[str, int], known: dict[str, int], started: int) -> None:
+        """Record the folders a look found as indexed whose mtimes have settled.
+
+        After a clone, a sync or a reindex, every folder was changed too recently to trust
+        (RACY). Without this, each later reader listed them all again (a 10k vault's every
+        file, ~60 ms a search) until the next full catch-up recorded them.
+        """
+        settled = {
+            folder: mtime
+            for folder, mtime in settle_all(listed, started).items()
+            if mtime != RACY and known.get(folder) != mtime
+        }
+        if settled:
+            with contextlib.suppress(SearchIndexError):  # not writable: list them next time
+                self.manifest.write([], [], Folders(settled), {})
+
+    def _list_again(
+        self, dirty: list[str], known: dict[str, int]
+    ) -> tuple[dict[str, Fingerprint], dict[str, int], set[str]]:
+        """List the `dirty` folders (and folders new under them); return the files found,
+        the folders listed with their mtimes, and the known folders that are gone."""
+        on_disk: dict[str, Fingerprint] = {}
+        listed: dict[str, int] = {}
+        gone: set[str] = set()
+        for folder in dirty:
+            if any(_is_under(folder, g) for g in gone):
+                continue
+            subfolders = self.vault.scan_folder(folder, on_disk, None, listed)
+            if folder not in listed:
+                gone.add(folder)  # gone, no longer a folder, or unreadable
+                continue
+            for sub in subfolders:
+                if sub not in known:
+                    self.vault.scan_tree(sub, on_disk, None, listed)
+            gone.update(f for f in known if _parent(f) == folder and f not in subfolders)
+        unreadable = {f for f in gone if self.vault.folder_mtime(f) is not None}
+        return on_disk, listed, gone - unreadable  # an unreadable folder keeps its entries
+
+    def record_all(self, memories: Mapping[str, Memory]) -> None:
+        """Index files memstore has just written, in one index commit."""
+        paths = list(memories)
+        if not paths:
+            return
+        fingerprints = {path: self._fingerprint(path) for path in paths}
+        known = {entry.path for entry in self.manifest.by_path(paths)}
+        new = tuple(path for path in paths if path not in known)
+        self.apply(paths, [], fingerprints, None, memories=dict(memories), new=new)
+
+    def _fingerprint(self, path: str) -> Fingerprint:
+        st = self.vault.path(path).stat()
+        return (st.st_mtime_ns, st.st_size)
+
+    def apply_plan(
+        self,
+        plan: Plan,
+        on_disk: dict[str, Fingerprint],
+        progress: Progress | None,
+        *,
+        folders: Folders,
+        meta: dict[str, str],
+    ) -> CatchUp:
+        """Index what a catch-up's plan found added or changed, and drop what it removed."""
+        changed, new = plan.to_index, set(plan.added)
+        return self.apply(
+            changed, plan.removed, on_disk, progress, folders=folders, meta=meta, new=new
+        )
+
+    def apply(
+        self,
+        changed: Iterable[str],
+        removed: Iterable[str],
+        on_disk: dict[str, Fingerprint],
+        progress: Progress | None,
+        memories: dict[str, Memory] | None = None,
+        *,
+        folders: Folders | None = None,
+        meta: dict[str, str] | None = None,
+        new: Collection[str] = (),
+    ) -> CatchUp:
+        """Index the `changed` files (read from disk, or given in `memories`), drop the
+        `removed` ones, and record both in the manifest with the `folders` listed."""
+        changed, removed = list(changed), list(removed)
+        batch = _Batch(on_disk)
+        fresh = not removed and not memories and len(new) >= len(changed)
+        own, *shares = plan_shares(
+            changed, fresh=fresh, is_empty=lambda: not self.search.document_count()
+        )
+        adopted: list[Part] = []
+        parts = self.search.root / "parts"
+        with ReadPool(self.vault, shares, parts, self.search.keeps_entities) as pool:
+            if changed or removed:
+                reads = pool.reads(own, memories or {}, progress, len(changed))
+                self.search.apply(
+                    batch.documents(reads, adopted),
+                    removed,
+                    limitmb=limitmb(len(own)),
+                    new=new,
+                    entities=batch.entities,
+                    parts=lambda: adopted,
+                )
+        if batch.unreadable and folders is not None:  # list their folders again next time
+            retry = {_parent(p): RACY for p in batch.unreadable}
+            folders = replace(folders, mtimes={**folders.mtimes, **retry})
+        self.manifest.write(batch.rows, removed, folders or Folders({}), meta or {})
+        unreadable = set(batch.unreadable)
+        updated = tuple(p for p in changed if p not in unreadable)
+        return CatchUp(updated, tuple(removed), tuple(batch.problems))
+
+
+class _Batch:
+    """What one index update makes of the files it reads: their documents, their manifest
+    rows and entities, and what could not be read (it keeps its previous entry)."""
+
+    def __init__(self, on_disk: dict[str, Fingerprint]) -> None:
+        self.on_disk = on_disk
+        self.rows: list[tuple[object, ...]] = []
+        self.problems: list[FileProblem] = []
+        self.unreadable: list[str] = []
+        self.entities: dict[str, list[tuple[str, str]]] = {}
+
+    def documents(
+        self, reads: Iterable[Read | HelperPart], adopted: list[Part]
+    ) -> Iterator[Document]:
+        """Yield the documents of `reads`; a helper's part is adopted, its reads recorded."""
+        for read in reads:
+            if isinstance(read, HelperPart):
+                keys = tuple(doc.key for r in read.reads if (doc := self.take(r)) is not None)
+                if read.segment is not None:
+                    adopted.append(Part(read.folder, read.segment, keys))
+            elif (doc := self.take(read)) is not None:
+                yield doc
+
+    def take(self, read: Read) -> Document | None:
+        """Record one read file; return its document (None: it could not be read)."""
+        path, memory, error, found = read
+        if memory is None:
+            # An unreadable file keeps its previous index entry: not a deletion.
+            self.unreadable.append(path)
+            self.problems.append(FileProblem(path, error))
+            return None
+        if memory.problem:
+            self.problems.append(FileProblem(path, memory.problem))
+        doc = document_for(path, memory)
+        if found is not None:
+            self.entities[path] = found
+        fp = self.on_disk[path]
+        self.rows.append(
+            (
+                *(path, fp[0], fp[1], doc.id, doc.workspace, doc.hash, memory.problem),
+                *(memory.kind, " ".join(memory.supersedes), memory.created, memory.seen),
+                *(memory.recalled, memory.last_recalled, memory.confirmed, memory.archived),
+            )
+        )
+        return doc
+
+
+def _parent(folder: str) -> str:
+    return folder.rpartition("/")[0]
+
+
+def _is_under(folder: str, parent: str) -> bool:
+    return bool(parent) and folder.startswith(f"{parent}/")
