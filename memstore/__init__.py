@@ -40,7 +40,27 @@ _API = {
     "UncommittedEditError": "memstore.core.errors",
 }
 
-__all__ = ["__version__", *_API]
+__all__ = [
+    "__version__",
+    "Store",
+    "init_vault",
+    "Settings",
+    "Memory",
+    "Hit",
+    "SearchResult",
+    "Recall",
+    "AddResult",
+    "CoreMemory",
+    "Contradiction",
+    "MemstoreError",
+    "InvalidInputError",
+    "SecretError",
+    "NotFoundError",
+    "VaultError",
+    "LockedError",
+    "SyncError",
+    "UncommittedEditError",
+]
 
 if TYPE_CHECKING:
     from memstore.core.config import Settings

@@ -158,6 +158,7 @@ def test_the_library_api_is_named_and_lazy() -> None:
 
     import memstore
 
+    assert set(memstore.__all__) == {"__version__", *memstore._API}
     for name in memstore.__all__:
         assert getattr(memstore, name) is not None, name
     code = (
