@@ -41,25 +41,25 @@ _API = {
 }
 
 __all__ = [
-    "__version__",
-    "Store",
-    "init_vault",
-    "Settings",
-    "Memory",
-    "Hit",
-    "SearchResult",
-    "Recall",
     "AddResult",
-    "CoreMemory",
     "Contradiction",
-    "MemstoreError",
+    "CoreMemory",
+    "Hit",
     "InvalidInputError",
-    "SecretError",
-    "NotFoundError",
-    "VaultError",
     "LockedError",
+    "Memory",
+    "MemstoreError",
+    "NotFoundError",
+    "Recall",
+    "SearchResult",
+    "SecretError",
+    "Settings",
+    "Store",
     "SyncError",
     "UncommittedEditError",
+    "VaultError",
+    "__version__",
+    "init_vault",
 ]
 
 if TYPE_CHECKING:
