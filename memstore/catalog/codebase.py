@@ -36,7 +36,7 @@ from memstore.catalog.sources import Walk, read_source, walk_sources
 from memstore.core.errors import InvalidInputError, VaultError
 from memstore.core.model import Hit
 from memstore.index import Document, IndexHit, SearchIndex, SearchIndexError, shared
-from memstore.vault.files import try_flock
+from memstore.vault.locks import try_flock
 
 CODE_DIR = "code"  # .memstore/code/: the chunks' search index and what was read
 ROOTS_FILE = "code-roots.json"  # .memstore/: the registered roots (kept when the index goes)
