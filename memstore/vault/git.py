@@ -21,16 +21,14 @@ from memstore.core.errors import SecretError, UncommittedEditError, VaultError
 from memstore.core.faults import crash_point
 from memstore.core.repo_name import find_enclosing_repository
 from memstore.core.secrets import find_added_secret, withhold_secret
-from memstore.vault.git_log import GitLog, LogEntry, Trailers
+from memstore.vault.git_log import GitLog, Trailers
+from memstore.vault.git_log import LogEntry as LogEntry  # callers import these from here too
 from memstore.vault.git_objects import _pygit2
 from memstore.vault.git_objects import entry_id as _entry_id
 from memstore.vault.git_objects import text_paths as _text_paths
-from memstore.vault.git_processes import clear_stale_locks
+from memstore.vault.git_processes import clear_stale_locks as clear_stale_locks
 from memstore.vault.git_rewrite import GitRewrites
 from memstore.vault.git_setup import GitSetup
-
-# What callers import from here, though it lives beside GitRepo.
-__all__ = ["LogEntry", "Trailers", "clear_stale_locks", "find_enclosing_repository"]
 
 log = logging.getLogger(__name__)
 
