@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from memstore.core.errors import VaultError
-from memstore.vault.files import try_flock
+from memstore.vault.locks import try_flock
 
 ROOTS_FILE = "code-roots.json"  # .memstore/: the registered roots (kept when the index goes)
 LOCK_FILE = "code.lock"  # .memstore/: one writer of the code index at a time, across processes

@@ -15,7 +15,7 @@ from memstore.core.conflicts import split_label, sync_hint
 from memstore.core.model import GLOBAL, AddResult, Hit, SearchResult
 from memstore.core.ranking import CHARS_PER_TOKEN
 from memstore.service.sync import SyncOutcome
-from memstore.vault.git import LogEntry
+from memstore.vault.git_log import LogEntry
 
 if TYPE_CHECKING:
     from memstore.catalog.codebase import IngestSummary

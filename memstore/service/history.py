@@ -16,7 +16,7 @@ from memstore.core.merge import merge_file
 from memstore.core.model import GLOBAL, SearchResult, check_workspace
 from memstore.service.store import Store
 from memstore.vault.files import Vault
-from memstore.vault.git import Commit
+from memstore.vault.git_log import Commit
 
 
 @dataclass(frozen=True)

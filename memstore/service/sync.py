@@ -18,18 +18,18 @@ from memstore.core.conflicts import is_conflicted
 from memstore.core.errors import SyncError, UncommittedEditError
 from memstore.core.faults import crash_point
 from memstore.core.merge import merge_file
+from memstore.service.rebase import Rebased, rebase_onto_purged
+from memstore.service.tree_merge import merge_trees
 from memstore.vault import remote
 from memstore.vault.edits import commit_edits
 from memstore.vault.files import Vault
 from memstore.vault.git import GitRepo, Trailers
 from memstore.vault.purges import (
-    Rebased,
     finish_local,
     finished_on,
     held_by,
     pending_purges,
     purged_upstream,
-    rebase_onto_purged,
     refusal,
     rewrite_fetched,
     write_purges,
@@ -127,10 +127,11 @@ def sync(
             )
         outcome.committed_edits = _commit_edits(vault, git, trailers.host, outcome)
         begun = git.head()
+    merging = _Merge(vault, git, trailers, options, outcome)
     branch = git.branch()
     tracking = f"refs/remotes/{name}/{branch}"
     # The remote commit this clone had before: where its own commits begin, should the
-    # remote's history turn out rewritten by a purge (purges.rebase_onto_purged).
+    # remote's history turn out rewritten by a purge (rebase.rebase_onto_purged).
     earlier = [git.resolve(tracking)]
     attempt = 0
     while attempt < ATTEMPTS:
@@ -142,7 +143,7 @@ def sync(
             theirs = git.resolve(tracking)  # rewritten when finishing a purge
             outcome.fetched = theirs
             candidates = [*earlier, *git.ref_history(tracking)]
-            if not _merge_locked(vault, git, trailers, theirs, outcome, options, candidates):
+            if not merging.attempt(theirs, candidates):
                 continue  # a file changed under the checkout: its edit is committed; again
             head = git.head()
         _note_conflicts(git, begun, head, outcome)
@@ -222,36 +223,6 @@ def _settle_purges(
     return theirs
 
 
-def _merge_locked(
-    vault: Vault,
-    git: GitRepo,
-    trailers: Trailers,
-    theirs: str,
-    outcome: SyncOutcome,
-    options: SyncOptions,
-    candidates: list[str],
-) -> bool:
-    """Commit edits saved meanwhile, merge `theirs`; False when a file changed under the
-    checkout (its edit is then committed and the merge must run again)."""
-    committed = _commit_edits(vault, git, trailers.host, outcome)
-    outcome.committed_edits = committed or outcome.committed_edits
-    start = git.head()
-    try:
-        _merge(vault, git, trailers, theirs, outcome, options, candidates)
-    except UncommittedEditError as err:
-        committed = _commit_edits(vault, git, trailers.host, outcome)
-        if not committed:
-            raise SyncError(
-                f"{err}; nothing was overwritten — move that file aside and sync again"
-            ) from err
-        outcome.committed_edits = committed
-        return False
-    finally:
-        if git.head() != start:
-            vault.make_private(git.paths_between(start, git.head()))
-    return True
-
-
 def _note_conflicts(git: GitRepo, begun: str, head: str, outcome: SyncOutcome) -> None:
     """Add to `outcome.conflicts` the memories that hold versions kept by a merge and that
     this sync brought in: a merge another machine made arrives as a file with markers."""
@@ -328,48 +299,102 @@ def _commit_edits(vault: Vault, git: GitRepo, host: str, outcome: SyncOutcome) -
     return made[-1]
 
 
-def _merge(
-    vault: Vault,
-    git: GitRepo,
-    trailers: Trailers,
-    theirs: str,
-    outcome: SyncOutcome,
-    options: SyncOptions,
-    candidates: list[str],
-) -> None:
-    ours = git.head()
-    if not theirs or theirs == ours:
-        return
-    purged = purged_upstream(git, ours, theirs)
-    # The remote's history was rewritten by a purge made elsewhere: never merge the old
-    # history (it holds the purged files) back; carry our own commits over instead.
-    rebased = (
-        rebase_onto_purged(git, vault, purged, ours, theirs, candidates, trailers)
-        if purged
-        else None
-    )
-    if rebased is not None:
-        git.move_to(rebased.commit)
-        outcome.rebased = rebased
-        outcome.merge = "fast-forward" if rebased.commit == theirs else "re-based"
-        return
-    base = git.merge_base(ours, theirs) if ours else ""
-    if ours and not base and not options.allow_unrelated and _both_hold_memories(git, ours, theirs):
-        # As git does: a history sharing no commit with ours is another vault (or one
-        # restored from files); merging it would stack a conflict per memory on every machine.
-        raise SyncError(
-            f"the remote's history shares no commit with this vault's ({theirs[:8]} vs "
-            f"{ours[:8]}): nothing was merged or pushed; run 'memstore sync --allow-unrelated' "
-            "to merge it anyway"
-        )
-    if base == theirs:
-        return  # we are ahead: nothing to bring in
-    if base == ours or not ours:
-        git.move_to(theirs)
-        outcome.merge = "fast-forward"
-        return
+@dataclass(frozen=True)
+class _Merge:
+    """The merge step of one sync: the vault and repository it works on, who merges, what
+    the person allowed, and the outcome it fills in."""
 
-    def resolve(path: str, b: bytes | None, o: bytes | None, t: bytes | None) -> bytes | None:
+    vault: Vault
+    git: GitRepo
+    trailers: Trailers
+    options: SyncOptions
+    outcome: SyncOutcome
+
+    def attempt(self, theirs: str, candidates: list[str]) -> bool:
+        """Commit edits saved meanwhile, merge `theirs`; False when a file changed under the
+        checkout (its edit is then committed and the merge must run again)."""
+        vault, git, outcome = self.vault, self.git, self.outcome
+        committed = _commit_edits(vault, git, self.trailers.host, outcome)
+        outcome.committed_edits = committed or outcome.committed_edits
+        start = git.head()
+        try:
+            self._merge(theirs, candidates)
+        except UncommittedEditError as err:
+            committed = _commit_edits(vault, git, self.trailers.host, outcome)
+            if not committed:
+                raise SyncError(
+                    f"{err}; nothing was overwritten — move that file aside and sync again"
+                ) from err
+            outcome.committed_edits = committed
+            return False
+        finally:
+            if git.head() != start:
+                vault.make_private(git.paths_between(start, git.head()))
+        return True
+
+    def _merge(self, theirs: str, candidates: list[str]) -> None:
+        vault, git, trailers, outcome = self.vault, self.git, self.trailers, self.outcome
+        ours = git.head()
+        if not theirs or theirs == ours:
+            return
+        purged = purged_upstream(git, ours, theirs)
+        # The remote's history was rewritten by a purge made elsewhere: never merge the old
+        # history (it holds the purged files) back; carry our own commits over instead.
+        rebased = (
+            rebase_onto_purged(git, vault, purged, ours, theirs, candidates, trailers)
+            if purged
+            else None
+        )
+        if rebased is not None:
+            git.move_to(rebased.commit)
+            outcome.rebased = rebased
+            outcome.merge = "fast-forward" if rebased.commit == theirs else "re-based"
+            return
+        base = git.merge_base(ours, theirs) if ours else ""
+        if (
+            ours
+            and not base
+            and not self.options.allow_unrelated
+            and _both_hold_memories(git, ours, theirs)
+        ):
+            # As git does: a history sharing no commit with ours is another vault (or one
+            # restored from files); merging it would stack a conflict per memory on every
+            # machine.
+            raise SyncError(
+                f"the remote's history shares no commit with this vault's ({theirs[:8]} vs "
+                f"{ours[:8]}): nothing was merged or pushed; run 'memstore sync "
+                "--allow-unrelated' to merge it anyway"
+            )
+        if base == theirs:
+            return  # we are ahead: nothing to bring in
+        if base == ours or not ours:
+            git.move_to(theirs)
+            outcome.merge = "fast-forward"
+            return
+        self._merge_commit(base, ours, theirs)
+
+    def _merge_commit(self, base: str, ours: str, theirs: str) -> None:
+        """Merge the three trees with memstore's rules, commit, and check the merge out."""
+        vault, git, outcome = self.vault, self.git, self.outcome
+        outcome.conflicts.clear()
+        outcome.kept.clear()
+        outcome.returned.clear()
+        tree = merge_trees(git, base, ours, theirs, self._resolve)
+        message = f"sync: merge from {self.trailers.host}"
+        commit = git.commit_merge(tree, ours, theirs, message, self.trailers)
+        crash_point("sync-merge-commit")
+        vault.write_state(MARKER, commit)  # a sync killed from here on is finished by the next
+        try:
+            git.move_to(commit)
+        finally:
+            vault.write_state(MARKER, "")
+        outcome.merge = "merged"
+        outcome.merge_commit = commit
+
+    def _resolve(
+        self, path: str, b: bytes | None, o: bytes | None, t: bytes | None
+    ) -> bytes | None:
+        outcome = self.outcome
         merged = merge_file(path, b, o, t)
         if merged.note == "conflict":
             outcome.conflicts.append(path)
@@ -379,18 +404,3 @@ def _merge(
                 text = merged.data.decode("utf-8", "replace")
                 outcome.returned.append(Returned(parse_memory(text, path=path).id, path))
         return merged.data
-
-    outcome.conflicts.clear()
-    outcome.kept.clear()
-    outcome.returned.clear()
-    tree = git.merge_trees(base, ours, theirs, resolve)
-    message = f"sync: merge from {trailers.host}"
-    commit = git.commit_merge(tree, ours, theirs, message, trailers)
-    crash_point("sync-merge-commit")
-    vault.write_state(MARKER, commit)  # a sync killed from here on is finished by the next
-    try:
-        git.move_to(commit)
-    finally:
-        vault.write_state(MARKER, "")
-    outcome.merge = "merged"
-    outcome.merge_commit = commit

@@ -20,7 +20,8 @@ from pathlib import Path
 from memstore.core.errors import VaultError
 from memstore.core.model import summary
 from memstore.vault.files import Vault
-from memstore.vault.git import GitRepo, Trailers, git_committing_in, secret_message
+from memstore.vault.git import GitRepo, Trailers, secret_message
+from memstore.vault.git_processes import git_committing_in
 
 EDITOR = "editor"
 

@@ -1,25 +1,27 @@
-"""The vault on disk: which files are memories, reading and atomic writing, the write lock."""
+"""The vault on disk: which files are memories, reading and atomic writing, local state.
+
+The write lock (locks.py) and HEAD's reflog (reflog.py) are reached through Vault too.
+"""
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import logging
 import os
 import re
 import stat
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, suppress
 from pathlib import Path
 from typing import BinaryIO
 
 from memstore.core.codec import escape_name, is_utf8_name, parse_memory, path_id
-from memstore.core.errors import LockedError, VaultError
+from memstore.core.errors import VaultError
 from memstore.core.faults import crash_point
 from memstore.core.model import FileProblem, Memory
+from memstore.vault.locks import hold, hold_if_free, hold_shared, is_held_shared
+from memstore.vault.reflog import arrived_from, moved_by_commits_only, read_head
 
 log = logging.getLogger(__name__)
 STATE_DIR = ".memstore"
@@ -31,8 +33,6 @@ GITATTRIBUTES = "*.md merge=memstore\n"
 _SCRATCH = re.compile(r"\.[a-z0-9_]{8}\.tmp")
 _FURNITURE = re.compile(r"(readme|license|licence|copying)(\.[a-z0-9]+)?", re.IGNORECASE)
 FRONT_MATTER_BYTES = 65_536  # how much of a file `looks_like_memory` reads
-# Reflog entries of moves that change no file in the work tree.
-_COMMITS = ("commit: ", "commit (initial): ", "commit (amend): ")
 
 
 # What cheaply tells whether a file changed: (mtime in ns, size). A plain tuple, because a
@@ -379,128 +379,45 @@ class Vault:
     # --- noticing git moving HEAD -----------------------------------------------------
 
     def head(self) -> tuple[str, int]:
-        """Return git's HEAD commit id ('' if unborn or unreadable) and its reflog's size.
-
-        Plain file reads (no pygit2): a search pays for this on every catch-up.
-        """
-        git = self.root / ".git"
-        try:
-            head = (git / "HEAD").read_text(encoding="utf-8").strip()
-        except OSError:
-            head = ""
-        try:
-            size = os.stat(git / "logs" / "HEAD").st_size
-        except OSError:
-            size = 0
-        if head.startswith("ref: "):
-            head = _read_ref(git, head[len("ref: ") :].strip())
-        return head, size
+        """Return git's HEAD commit id ('' if unborn or unreadable) and its reflog's size."""
+        return read_head(self.root)
 
     def moved_by_commits_only(self, old: tuple[str, int], new: tuple[str, int]) -> bool:
-        """Say whether HEAD went from `old` to `new` (see `head`) by commits alone.
-
-        A commit changes no file in the work tree; a checkout, merge, pull or reset does
-        (libgit2 rewrites files in place, which a folder's mtime does not show). Git's
-        reflog names each move: anything but an unbroken chain of `commit` entries from
-        `old` to `new` (or no reflog) answers False.
-        """
-        if old == new:
-            return True
-        (old_head, old_size), (new_head, new_size) = old, new
-        if not old_head or not new_head or new_size <= old_size:
-            return False
-        try:
-            with open(self.root / ".git" / "logs" / "HEAD", "rb") as log_file:
-                log_file.seek(old_size)
-                tail = log_file.read(new_size - old_size)
-        except OSError:
-            return False
-        current = old_head
-        for line in tail.decode("utf-8", errors="replace").splitlines():
-            ids, _, message = line.partition("\t")
-            parts = ids.split(" ", 2)
-            if len(parts) < 3 or parts[0] != current or not message.startswith(_COMMITS):
-                return False
-            current = parts[1]
-        return current == new_head
+        """Say whether HEAD went from `old` to `new` (see `head`) by commits alone."""
+        return moved_by_commits_only(self.root, old, new)
 
     def arrived_from(self, commit: str) -> str | None:
-        """Return the commit HEAD left when it first reached `commit`, by git's reflog: a
-        merge made here arrives from its first parent, one pulled from elsewhere from the
-        commit this vault had. None when the reflog does not say (expired, or a clone)."""
-        try:
-            with open(self.root / ".git" / "logs" / "HEAD", "rb") as log_file:
-                for raw in log_file:
-                    ids, _, message = raw.partition(b"\t")
-                    parts = ids.split(b" ", 2)
-                    if len(parts) < 3 or parts[1].decode("ascii", "replace") != commit:
-                        continue
-                    if message.startswith((b"reset:", b"checkout:")):
-                        continue  # HEAD moved back to it later, not its arrival
-                    old = parts[0].decode("ascii", "replace")
-                    return None if not old.strip("0") else old  # zeros: a clone's first entry
-        except OSError:
-            return None
-        return None
+        """Return the commit HEAD left when it first reached `commit` (None: unknown)."""
+        return arrived_from(self.root, commit)
 
     # --- knowing whether a watcher keeps the index current --------------------------
 
-    @contextmanager
-    def watching(self) -> Iterator[None]:
+    def watching(self) -> AbstractContextManager[None]:
         """Announce, while held, that a watcher keeps this vault's index current."""
-        handle = self._lock_handle("watcher.lock")
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_SH)  # shared: several watchers may run
-            yield
-        finally:
-            handle.close()
+        return hold_shared(lambda: self._lock_handle("watcher.lock"))
 
     def is_watched(self) -> bool:
         """Return whether some process holds `watching()` right now."""
-        try:
-            handle = self._lock_handle("watcher.lock")
-        except VaultError:
-            return False
-        with handle:
-            return not try_flock(handle)  # our exclusive try fails only against a watcher
+        return is_held_shared(lambda: self._lock_handle("watcher.lock"))
 
     # --- the write lock -------------------------------------------------------------
 
-    @contextmanager
-    def lock(self, timeout: float) -> Iterator[None]:
+    def lock(self, timeout: float) -> AbstractContextManager[None]:
         """Hold the vault's write lock; give up only if one holder keeps it `timeout` seconds.
 
         Writers queue: a waiter's clock restarts each time the lock changes hands, so eight
         processes adding at once all get their turn. Once held, `on_lock` runs first (it
         clears what a killed process left behind).
         """
-        handle = self._lock_handle()
-        try:
-            _wait_for(handle, timeout, self.state_dir / "lock")
-            _announce_holder(handle)
-            if self.on_lock is not None:
-                self.on_lock()
-            yield
-        finally:
-            handle.close()
+        return hold(self._lock_handle, self.state_dir / "lock", timeout, self._locked)
 
-    @contextmanager
-    def try_lock(self) -> Iterator[bool]:
+    def try_lock(self) -> AbstractContextManager[bool]:
         """Hold the write lock if it is free right now; yield whether it was taken."""
-        try:
-            handle = self._lock_handle()
-        except VaultError:
-            yield False  # a read-only vault can still be searched, just not caught up
-            return
-        try:
-            taken = try_flock(handle)
-            if taken:
-                _announce_holder(handle)
-                if self.on_lock is not None:
-                    self.on_lock()
-            yield taken
-        finally:
-            handle.close()
+        return hold_if_free(self._lock_handle, self._locked)
+
+    def _locked(self) -> None:
+        if self.on_lock is not None:
+            self.on_lock()
 
     def _lock_handle(self, name: str = "lock") -> BinaryIO:
         try:
@@ -513,61 +430,6 @@ class Vault:
                 f"cannot create the lock in {self.state_dir}: {err.strerror}; "
                 "is the vault read-only?"
             ) from err
-
-
-def _wait_for(handle: BinaryIO, timeout: float, where: Path) -> None:
-    """Take the lock on `handle`, waiting while holders come and go.
-
-    Every waiter polls at the same short interval (a long waiter is not slowed by back-off),
-    and the deadline restarts whenever another holder takes over: only a holder that keeps
-    the lock `timeout` seconds makes this give up.
-    """
-    holder = _holder(where)
-    deadline = time.monotonic() + timeout
-    while not try_flock(handle):
-        now = time.monotonic()
-        current = _holder(where)
-        if current != holder:
-            holder, deadline = current, now + timeout
-        elif now >= deadline:
-            pid, _, command = holder.rpartition(" ")[0].partition(" ")
-            who = f"process {pid} ({command.strip() or 'memstore'})" if pid else "another process"
-            raise LockedError(
-                f"{who} has held the vault lock for over {timeout:.0f} s and is still running; "
-                f"wait for it to finish or stop it (the lock is {where})"
-            )
-        time.sleep(0.005)  # bounded poll: the holder releases within a commit or two
-
-
-def _announce_holder(handle: BinaryIO) -> None:
-    """Write who holds the lock into the lock file (waiters read it to see progress)."""
-    command = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv[:3]))
-    record = f"{os.getpid()} {command} {time.time_ns()}\n".encode("utf-8", "replace")
-    try:
-        handle.seek(0)
-        handle.truncate()
-        handle.write(record)
-        handle.flush()
-    except OSError:
-        pass  # the record only informs waiters; the flock is what excludes them
-
-
-def _holder(where: Path) -> str:
-    try:
-        return where.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        return ""
-
-
-def try_flock(handle: BinaryIO) -> bool:
-    """Take an exclusive flock on `handle` if it is free now; say whether it was taken."""
-    try:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as err:
-        if err.errno in (errno.EAGAIN, errno.EACCES):
-            return False
-        raise
-    return True
 
 
 def has_vault_mark(gitattributes: bytes) -> bool:
@@ -620,23 +482,6 @@ def _read_bytes(path: Path, size: int) -> bytes:
     finally:
         os.close(fd)
     return b"".join(chunks)
-
-
-def _read_ref(git: Path, name: str) -> str:
-    """Return the commit id a ref names ('' when it names none yet)."""
-    try:
-        return (git / name).read_text(encoding="utf-8").strip()
-    except OSError:
-        pass
-    try:
-        packed = (git / "packed-refs").read_text(encoding="utf-8")
-    except OSError:
-        return ""
-    for line in packed.splitlines():
-        oid, _, ref = line.partition(" ")
-        if ref == name:
-            return oid
-    return ""
 
 
 def _unreadable(relative: str, reason: str) -> Memory:

@@ -792,7 +792,7 @@ def test_serve_answers_initialize_at_once_and_chunks_code_changed_while_down_beh
     minutes re-chunking a lost index) runs behind `initialize`, not before it."""
     from memstore.catalog.codebase import LOCK_FILE
     from memstore.daemon.source_watcher import CATCH_UP_WAIT_S
-    from memstore.vault.files import try_flock
+    from memstore.vault.locks import try_flock
 
     repo = make_repo(tmp_path / "webshop", {"billing/webhooks.py": BILLING})
     ingest(vault, str(repo), "-w", "webshop")

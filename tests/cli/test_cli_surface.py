@@ -22,7 +22,7 @@ from memstore.ops import lean, options
 from memstore.ops.client import Request
 from memstore.ops.output import briefing_lines, sync_lines
 from memstore.service.sync import SyncOutcome
-from memstore.vault.git import LogEntry
+from memstore.vault.git_log import LogEntry
 from tests.conftest import head, vault_bytes
 from tests.daemon.test_daemon import (
     env,  # noqa: F401 (a pytest fixture, asked for by name)

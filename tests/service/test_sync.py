@@ -19,6 +19,7 @@ from memstore.core.errors import SyncError, VaultError
 from memstore.core.merge import merge_file
 from memstore.service.store import Store, init_vault
 from memstore.service.sync import MARKER, SyncOptions
+from memstore.service.tree_merge import merge_trees
 from memstore.vault.git import Trailers
 from memstore.vault.remote import GC_AUTO, _classify, count_objects, needs_packing
 from tests.conftest import git, head, vault_bytes
@@ -315,8 +316,12 @@ def test_a_sync_killed_mid_merge_is_finished_by_the_next(machines: list[Store]) 
 
     transport.fetch(b.vault.root, "origin", environment())
     ours, theirs = b.git.head(), b.git.resolve("refs/remotes/origin/main")
-    tree = b.git.merge_trees(
-        b.git.merge_base(ours, theirs), ours, theirs, lambda p, x, y, z: merge_file(p, x, y, z).data
+    tree = merge_trees(
+        b.git,
+        b.git.merge_base(ours, theirs),
+        ours,
+        theirs,
+        lambda p, x, y, z: merge_file(p, x, y, z).data,
     )
     commit = b.git.commit_merge(tree, ours, theirs, "sync: merge", Trailers("t", "s", "h"))
     b.vault.write_state(MARKER, commit)  # killed here: the commit exists, nothing checked out

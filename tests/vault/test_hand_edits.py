@@ -20,7 +20,7 @@ from memstore.core.model import Memory
 from memstore.service.history import History
 from memstore.service.store import Store
 from memstore.vault.files import Vault
-from memstore.vault.git import STALE_LOCK_S, git_committing_in
+from memstore.vault.git_processes import STALE_LOCK_S, git_committing_in
 from tests.cli.test_upkeep import cli
 from tests.conftest import commit_count, git, settings_at
 
@@ -523,7 +523,7 @@ def test_an_add_waits_for_a_git_commit_that_finishes_within_the_lock_timeout(
 def test_no_git_command_under_way_is_told_without_reading_the_process_table(
     vault: Path,
 ) -> None:
-    from memstore.vault.git import _git_may_be_committing
+    from memstore.vault.git_processes import _git_may_be_committing
 
     git(vault, "commit", "-q", "--allow-empty", "-m", "a finished commit")
     assert not _git_may_be_committing(vault / ".git")  # every write asks: a few stats, no /proc

@@ -1,0 +1,178 @@
+"""The vault repository's git objects: trees, blobs and commits read and built by id.
+
+pygit2 is imported lazily so read-only commands that never commit do not pay for it.
+Nothing here knows what a memory is: files are paths and bytes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from memstore.core.codec import escape_name, is_utf8_name
+
+log = logging.getLogger("memstore.vault.git")
+
+# A tree's file mode (pygit2.enums.FileMode.TREE), without importing pygit2 to say it.
+TREE_MODE = 0o040000
+# Who memstore's commits are by when the user has no git identity (and git's merges too:
+# prepare_plain_git writes it into .git/config then).
+FALLBACK_IDENTITY = {"user.name": "memstore", "user.email": "memstore@localhost"}
+
+
+def text_paths(paths: Iterable[str]) -> list[str]:
+    """Return the paths that are UTF-8 text; say in one line which are not (left uncommitted:
+    no commit message, id or index can hold their bytes)."""
+    kept = []
+    for path in paths:
+        if path.isascii() or is_utf8_name(path):
+            kept.append(path)
+        elif path not in _REPORTED:  # once per process: a daemon would say it at every status
+            _REPORTED.add(path)
+            log.warning("skipped %s: its name is not UTF-8 (rename it)", escape_name(path))
+    return kept
+
+
+_REPORTED: set[str] = set()
+
+
+def _pygit2() -> Any:  # imported by the other git modules of the vault
+    import pygit2
+
+    return pygit2
+
+
+def entry_id(container: Any, path: str) -> Any:
+    """The object id at `path` in a tree or git index, or None."""
+    try:
+        return container[path].id
+    except KeyError:
+        return None
+
+
+def flatten(tree: Any, prefix: str = "") -> list[str]:
+    paths = []
+    for entry in tree:
+        if entry.type_str == "tree":
+            paths.extend(
+                flatten(
+                    entry.peel(_pygit2().Tree) if hasattr(entry, "peel") else entry,
+                    f"{prefix}{entry.name}/",
+                )
+            )
+        else:
+            paths.append(f"{prefix}{entry.name}")
+    return paths
+
+
+class GitObjects:
+    """Reading a repository's objects, and building trees and blobs (no ref moves)."""
+
+    _repo: Any
+    root: Path
+
+    def _signature(self) -> Any:
+        pygit2 = _pygit2()
+        try:
+            return self._repo.default_signature
+        except (KeyError, pygit2.GitError):
+            return pygit2.Signature(FALLBACK_IDENTITY["user.name"], FALLBACK_IDENTITY["user.email"])
+
+    def branch(self) -> str:
+        """Return the current branch's name (the default branch when HEAD is unborn)."""
+        ref = self._repo.references.get("HEAD")
+        target = ref.target if ref is not None else "refs/heads/main"
+        return str(target).removeprefix("refs/heads/") if isinstance(target, str) else "main"
+
+    def tracked_remote(self) -> str:
+        """Return the remote the current branch tracks (branch.<name>.remote), else ''."""
+        try:
+            value = self._repo.config[f"branch.{self.branch()}.remote"]
+        except KeyError:
+            return ""
+        return str(value) if value != "." else ""
+
+    def read_work_file(self, path: str) -> bytes | None:
+        """Return the bytes of a work tree file, or None if there is none."""
+        try:
+            return (self.root / path).read_bytes()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+
+    def read_at(self, commit: str, path: str) -> bytes | None:
+        """Return a file's bytes as of `commit`, or None if it did not exist then."""
+        if not commit:
+            return None
+        tree = self._repo[commit].peel(_pygit2().Tree)
+        try:
+            return bytes(self._repo[tree[path].id].data)
+        except KeyError:
+            return None
+
+    def paths_at(self, commit: str) -> list[str]:
+        """Return the path of every file in `commit`'s tree."""
+        return flatten(self._repo[commit].peel(_pygit2().Tree))
+
+    def files_at(self, commit: str) -> dict[str, bytes]:
+        """Return every file of `commit`'s tree (path → bytes)."""
+        tree = self._repo[commit].peel(_pygit2().Tree)
+        return {path: self.read_at(commit, path) or b"" for path in flatten(tree)}
+
+    def tree_of(self, commit: str) -> str:
+        """Return the id of a commit's tree."""
+        return str(self._repo[commit].peel(_pygit2().Tree).id)
+
+    def first_parent(self, commit: str) -> str:
+        parents = self._repo[commit].parent_ids
+        return str(parents[0]) if parents else ""
+
+    def message_of(self, commit: str) -> str:
+        return str(self._repo[commit].message)
+
+    def paths_between(self, old: str, new: str) -> list[str]:
+        """Return the paths that differ between two commits ('' old: all of `new`)."""
+        pygit2 = _pygit2()
+        new_tree = self._repo[new].peel(pygit2.Tree)
+        if not old:
+            return flatten(new_tree)
+        diff = self._repo[old].peel(pygit2.Tree).diff_to_tree(new_tree)
+        return sorted({d.new_file.path for d in diff.deltas})
+
+    def tree_without(self, tree: Any, paths: set[str], prefix: str = "") -> Any:
+        """Return the id of `tree` with `paths` (and folders left empty) taken out."""
+        if not any(p.startswith(prefix) for p in paths):
+            return tree.id
+        builder = self._repo.TreeBuilder(tree)
+        for entry in tree:
+            path = f"{prefix}{entry.name}"
+            if entry.type_str == "tree":
+                sub = self.tree_without(self._repo[entry.id], paths, f"{path}/")
+                if sub != entry.id:
+                    builder.remove(entry.name)
+                    if len(self._repo[sub]):
+                        builder.insert(entry.name, sub, entry.filemode)
+            elif path in paths:
+                builder.remove(entry.name)
+        return builder.write()
+
+    def tree(self, commit: str) -> Any:
+        """Return the tree object of a commit."""
+        return self._repo[commit].peel(_pygit2().Tree)
+
+    def lookup(self, oid: Any) -> Any:
+        """Return the object (tree, blob or commit) with this id."""
+        return self._repo[oid]
+
+    def empty_tree(self) -> Any:
+        """Return a tree with nothing in it (written to the object store)."""
+        return self._repo[self._repo.TreeBuilder().write()]
+
+    def tree_builder(self, tree: Any | None = None) -> Any:
+        """Return a builder of a new tree starting from `tree` (None: empty)."""
+        return self._repo.TreeBuilder(tree) if tree is not None else self._repo.TreeBuilder()
+
+    def write_blob(self, data: bytes) -> Any:
+        """Store `data` as a blob; return its id."""
+        return self._repo.create_blob(data)

@@ -1,0 +1,131 @@
+"""The vault's locks: one writer at a time (an flock under .memstore/), watchers announced.
+
+The lock files themselves are opened by Vault (it clears damage in their way); these
+functions take a way to open one, so the file is opened only as the lock is entered.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+from memstore.core.errors import LockedError, VaultError
+
+Opener = Callable[[], BinaryIO]
+
+
+@contextmanager
+def hold(
+    opener: Opener, where: Path, timeout: float, on_lock: Callable[[], None]
+) -> Iterator[None]:
+    """Hold the write lock (the file `where`); give up only if one holder keeps it
+    `timeout` seconds. Once held, `on_lock` runs first (see Vault.lock)."""
+    handle = opener()
+    try:
+        _wait_for(handle, timeout, where)
+        _announce_holder(handle)
+        on_lock()
+        yield
+    finally:
+        handle.close()
+
+
+@contextmanager
+def hold_if_free(opener: Opener, on_lock: Callable[[], None]) -> Iterator[bool]:
+    """Hold the write lock if it is free right now; yield whether it was taken."""
+    try:
+        handle = opener()
+    except VaultError:
+        yield False  # a read-only vault can still be searched, just not caught up
+        return
+    try:
+        taken = try_flock(handle)
+        if taken:
+            _announce_holder(handle)
+            on_lock()
+        yield taken
+    finally:
+        handle.close()
+
+
+@contextmanager
+def hold_shared(opener: Opener) -> Iterator[None]:
+    """Hold a shared lock (several watchers may hold it at once)."""
+    handle = opener()
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_SH)  # shared: several watchers may run
+        yield
+    finally:
+        handle.close()
+
+
+def is_held_shared(opener: Opener) -> bool:
+    """Return whether some process holds `hold_shared` on this lock file right now."""
+    try:
+        handle = opener()
+    except VaultError:
+        return False
+    with handle:
+        return not try_flock(handle)  # our exclusive try fails only against a watcher
+
+
+def _wait_for(handle: BinaryIO, timeout: float, where: Path) -> None:
+    """Take the lock on `handle`, waiting while holders come and go.
+
+    Every waiter polls at the same short interval (a long waiter is not slowed by back-off),
+    and the deadline restarts whenever another holder takes over: only a holder that keeps
+    the lock `timeout` seconds makes this give up.
+    """
+    holder = _holder(where)
+    deadline = time.monotonic() + timeout
+    while not try_flock(handle):
+        now = time.monotonic()
+        current = _holder(where)
+        if current != holder:
+            holder, deadline = current, now + timeout
+        elif now >= deadline:
+            pid, _, command = holder.rpartition(" ")[0].partition(" ")
+            who = f"process {pid} ({command.strip() or 'memstore'})" if pid else "another process"
+            raise LockedError(
+                f"{who} has held the vault lock for over {timeout:.0f} s and is still running; "
+                f"wait for it to finish or stop it (the lock is {where})"
+            )
+        time.sleep(0.005)  # bounded poll: the holder releases within a commit or two
+
+
+def _announce_holder(handle: BinaryIO) -> None:
+    """Write who holds the lock into the lock file (waiters read it to see progress)."""
+    command = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv[:3]))
+    record = f"{os.getpid()} {command} {time.time_ns()}\n".encode("utf-8", "replace")
+    try:
+        handle.seek(0)
+        handle.truncate()
+        handle.write(record)
+        handle.flush()
+    except OSError:
+        pass  # the record only informs waiters; the flock is what excludes them
+
+
+def _holder(where: Path) -> str:
+    try:
+        return where.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def try_flock(handle: BinaryIO) -> bool:
+    """Take an exclusive flock on `handle` if it is free now; say whether it was taken."""
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as err:
+        if err.errno in (errno.EAGAIN, errno.EACCES):
+            return False
+        raise
+    return True
