@@ -11,7 +11,8 @@ from pathlib import Path
 
 from memstore.core.config import Settings
 from memstore.core.errors import VaultError
-from memstore.service.store import Store, init_vault, summary
+from memstore.core.model import summary
+from memstore.service.store import Store, init_vault
 from memstore.vault.git import Trailers
 
 

@@ -21,13 +21,13 @@ import typer
 
 from memstore.core.config import Settings
 from memstore.core.errors import InvalidInputError, NotFoundError
-from memstore.core.model import ADDABLE_KINDS, GLOBAL
+from memstore.core.model import ADDABLE_KINDS, GLOBAL, summary
 from memstore.ops.cli_help import choices
 from memstore.ops.lean import complete_id, complete_workspace
 from memstore.ops.output import count, printable, render_json, supersede_command
 from memstore.service.curation import Contradicting, ContradictionError, Curator
 from memstore.service.history import History, no_session, parse_since
-from memstore.service.store import Store, summary
+from memstore.service.store import Store
 
 
 def _vault_in_effect(ctx: typer.Context, vault: Path | None) -> Path | None:
@@ -529,7 +529,7 @@ def register(app: typer.Typer) -> None:
         Example:  memstore import CLAUDE.md --dry-run
         """
         from memstore.ops.lean import detected_workspace
-        from memstore.service.transfer import import_files
+        from memstore.service.importing import import_files
 
         settings = shell_settings(vault)
         chosen = workspace or detected_workspace(settings.vault) or GLOBAL
