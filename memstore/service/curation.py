@@ -331,14 +331,14 @@ class Curator:
             self.forget(entry, force=force)
         with store.transaction(catch_up=False) as tx:
             git = tx.git
-            finish_local(git, store.vault, store.trailers)  # one killed half-way before
+            finish_local(git, tx.vault, tx.trailers)  # one killed half-way before
             paths = git.paths_ever(f"-{entry.id}.md") | {entry.path}
             replacement = f"[purged memory {entry.id}]"
             done = git.rewrite_without(paths, scrub=text, replacement=replacement, move=False)
             changed = done.changed
             # Recorded before any ref moves: sync refuses to merge the old history back
             # until the remote is purged too, and finishes this purge if it is killed.
-            remotes = tuple(sorted(remote.remote_urls(store.vault.root, store.settings.env)))
+            remotes = tuple(sorted(remote.remote_urls(tx.vault.root, store.settings.env)))
             purge = Purge(
                 entry.id,
                 tuple(sorted(paths)),
@@ -348,15 +348,15 @@ class Curator:
                 remotes,
                 applied=False,
             )
-            record_purge(store.vault, purge)
+            record_purge(tx.vault, purge)
             crash_point("purge-recorded")
             git.move_rewritten(done.mapping)
             crash_point("purge-moved")
             # the marker by which other clones' syncs recognise the rewritten history
-            git.move_to(commit_marker(git, git.head(), [purge], store.trailers))
-            mark_applied(store.vault, purge.id)
-            unnote_forgotten(store.vault, paths)  # its file name quotes the memory's text
-            remote.prune_unreachable(store.vault.root, store.settings.env)
+            git.move_to(commit_marker(git, git.head(), [purge], tx.trailers))
+            mark_applied(tx.vault, purge.id)
+            unnote_forgotten(tx.vault, paths)  # its file name quotes the memory's text
+            remote.prune_unreachable(tx.vault.root, store.settings.env)
         store.reindex()  # the old index still holds the text in its segment files
         return changed, paths
 
@@ -386,25 +386,25 @@ class Curator:
         other = store.resolve(partner)
         with store.transaction(catch_up=False) as tx:
             tx.commit_edits([entry.path, other.path])
-            kept = fold(store.vault.read(entry.path), store.vault.read(other.path))
+            kept = fold(tx.vault.read(entry.path), tx.vault.read(other.path))
             touched = {entry.path: kept}
-            for follower in store.indexer.superseded_by(other.id):
+            for follower in tx.indexer.superseded_by(other.id):
                 if follower.path == entry.path:
                     continue
-                memory = store.vault.read(follower.path)
+                memory = tx.vault.read(follower.path)
                 links = (entry.id if s == other.id else s for s in memory.supersedes)
                 touched[follower.path] = replace(memory, supersedes=tuple(dict.fromkeys(links)))
-            store.git.check_secrets({p: render_memory(m).encode() for p, m in touched.items()})
+            tx.git.check_secrets({p: render_memory(m).encode() for p, m in touched.items()})
             for path, memory in touched.items():
-                store.vault.write_atomic(path, render_memory(memory))
-            store.vault.path(other.path).unlink()
+                tx.vault.write_atomic(path, render_memory(memory))
+            tx.vault.path(other.path).unlink()
             tx.commit(
                 f"dedupe({kept.workspace}): {summary(kept.body)} (merged {other.id})",
                 add=tuple(touched),
                 remove=(other.path,),
             )
-            store.indexer.remove([other.path])
-            store.indexer.record_all(touched)
+            tx.indexer.remove([other.path])
+            tx.indexer.record_all(touched)
         return kept, other.id
 
     def keep_both(self, id_prefix: str) -> list[str]:
