@@ -139,9 +139,11 @@ class Store:
                 tx = Transaction(self, caller or self.caller)
                 if catch_up:
                     tx.catch_up(workspace)
-                yield tx
-                if tx.deferred:
-                    self.shared.stager.later()
+                try:
+                    yield tx
+                finally:
+                    if tx.deferred:  # git's index catches up once writes pause
+                        self.shared.stager.later()
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[Store]:

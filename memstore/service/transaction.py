@@ -161,7 +161,6 @@ class Transaction:
             except (VaultError, SecretError):
                 self.put_back(path, before)
                 raise
-        self.store.shared.stager.later()
         vectors = self.store.vectors
         in_step = vectors.in_step()
         self.indexer.record(path, parse_memory(data.decode("utf-8"), path=path))
@@ -184,7 +183,6 @@ class Transaction:
             except VaultError:
                 self.put_back(entry.path, before)
                 raise
-        self.store.shared.stager.later()
         self.indexer.remove([entry.path])
         note_forgotten(self.vault, entry.path, entry.id)  # sync says if it comes back
         return commit
