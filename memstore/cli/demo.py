@@ -14,8 +14,9 @@ import typer
 
 from memstore.core.config import Settings
 from memstore.core.errors import VaultError
+from memstore.core.model import summary
 from memstore.ops.parameters import shell_settings
-from memstore.service.store import Store, init_vault, summary
+from memstore.service.store import Store, init_vault
 from memstore.vault.git import Trailers
 
 commands = typer.Typer()

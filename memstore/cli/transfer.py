@@ -12,11 +12,11 @@ from typing import Annotated
 import typer
 
 from memstore.cli.terminal import progress_bar, say
-from memstore.core.model import GLOBAL
+from memstore.core.model import GLOBAL, summary
 from memstore.ops.lean import complete_workspace
 from memstore.ops.output import count
 from memstore.ops.parameters import QuietOption, VaultOption, shell_settings
-from memstore.service.store import Store, summary
+from memstore.service.store import Store
 
 commands = typer.Typer()
 
@@ -48,7 +48,7 @@ def import_command(
     Example:  memstore import CLAUDE.md --dry-run
     """
     from memstore.ops.lean import detected_workspace
-    from memstore.service.transfer import import_files
+    from memstore.service.importing import import_files
 
     settings = shell_settings(vault)
     chosen = workspace or detected_workspace(settings.vault) or GLOBAL

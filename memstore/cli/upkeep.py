@@ -14,7 +14,7 @@ import typer
 
 from memstore.cli.terminal import ask, now, progress_bar, say
 from memstore.core.errors import InvalidInputError
-from memstore.core.model import ADDABLE_KINDS
+from memstore.core.model import ADDABLE_KINDS, summary
 from memstore.ops.cli_help import choices
 from memstore.ops.lean import complete_workspace
 from memstore.ops.output import count, supersede_command
@@ -27,7 +27,7 @@ from memstore.ops.parameters import (
     shell_settings,
 )
 from memstore.service.curation import Audit, Contradicting, ContradictionError, Curator
-from memstore.service.store import Store, summary
+from memstore.service.store import Store
 
 commands = typer.Typer()
 

@@ -242,3 +242,16 @@ _MARKER_LINE = re.compile(r"\s*<!-- memstore: .* -->\s*")
 def _has_words(line: str) -> bool:
     """Whether a line of a memory says something (a marker or a rule does not)."""
     return any(c.isalnum() for c in line) and _MARKER_LINE.fullmatch(line) is None
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is writing: the agent or person (`source`), its session and its host.
+
+    Passed explicitly to a store's writes (the trailers of their commits), never swapped
+    on a shared object for the length of a request.
+    """
+
+    source: str
+    session: str
+    host: str

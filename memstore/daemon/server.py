@@ -80,7 +80,7 @@ def resident(store: Store) -> lean.OpenStore:
     def open_store(settings: Settings, create: bool) -> Iterator[Store]:
         if not _same_path(settings.vault, store.vault.root):
             raise NotHereError(str(settings.vault))
-        with store.acting_for(replace(settings, vault=store.settings.vault)) as acting:
+        with store.serving(replace(settings, vault=store.settings.vault)) as acting:
             yield acting
 
     return open_store

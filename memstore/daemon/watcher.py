@@ -285,8 +285,8 @@ class Watcher:
         if not touched:
             return
         try:
-            with self.store.vault.lock(self.store.settings.lock_timeout):
-                self.store.commit_edits(touched)
+            with self.store.transaction(catch_up=False, serialize=False) as tx:
+                tx.commit_edits(touched)
         except MemstoreError as err:
             self._touched |= touched  # retried after the next batch
             log.warning("could not commit edits made by hand, will retry: %s", err)

@@ -172,9 +172,9 @@ def trace_keywords(store: Store, text: str) -> tuple[str, ...]:
     words = [w for w in specific_words(text) if len(w) <= MAX_TRACE_KEYWORD][:20]
     named = {value for value, _ in extract_entities(text)}
     search = store.indexer.search
-    # The daemon's watcher thread may catch up meanwhile: read the index under the
-    # store's lock, as every Store method does.
-    with store._mutex:
+    # The daemon's watcher thread may catch up meanwhile: read the index held against
+    # other threads, as every Store method does.
+    with store.reading():
         store.catch_up()
         unseen = {w for w in words if search.unknown_terms(w)}
         probe = Document("", "", "", "trace", " ".join(words))
@@ -285,8 +285,8 @@ def _sweep_one(
     # the sweep may take.
     acting = replace(store.settings, session=session, lock_timeout=left)
     try:
-        with store.acting_for(acting):
-            result = keep_trace(store, final.text, workspace, min_chars=0, if_novel=True)
+        with store.serving(acting) as view:
+            result = keep_trace(view, final.text, workspace, min_chars=0, if_novel=True)
     except LockedError:
         return "locked", None
     except MemstoreError:

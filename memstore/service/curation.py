@@ -14,19 +14,14 @@ from memstore.core.contradictions import Disagreement, disagreement
 from memstore.core.errors import InvalidInputError
 from memstore.core.faults import crash_point
 from memstore.core.merge import KIND_RANK, union
-from memstore.core.model import ADDABLE_KINDS, Memory, check_kind
+from memstore.core.model import ADDABLE_KINDS, Memory, check_kind, summary
 from memstore.core.ranking import CORE_BUDGET_TOKENS, Candidate, estimate_tokens, strength
 from memstore.core.secrets import find_secrets
 from memstore.core.similar import neighbours, similar_pairs, term_sets
 from memstore.index import Document
-from memstore.service.store import (
-    CONTRADICTION_CANDIDATES,
-    CONTRADICTION_CLOSE,
-    UNHINTED,
-    Store,
-    summary,
-)
+from memstore.service.store import Store
 from memstore.service.sync import unnote_forgotten
+from memstore.service.writer import CONTRADICTION_CANDIDATES, CONTRADICTION_CLOSE, UNHINTED
 from memstore.vault import remote
 from memstore.vault.files import MAX_FILE_BYTES
 from memstore.vault.purges import Purge, commit_marker, finish_local, mark_applied, record_purge
@@ -323,10 +318,9 @@ class Curator:
                 f"{entry.id} is the memory {named[0].id} corrects (supersedes); forgetting it "
                 "breaks that link — pass --force to forget it anyway"
             )
-        store = self.store
-        with store.vault.lock(store.settings.lock_timeout):
-            current = store.vault.read(entry.path)
-            return store.delete(entry, f"forget({entry.workspace}): {summary(current.body)}")
+        return self.store.forget(
+            entry, lambda current: f"forget({entry.workspace}): {summary(current.body)}"
+        )
 
     def purge(self, entry: Entry, *, force: bool = False) -> tuple[int, set[str]]:
         """Forget a memory and remove it from every commit of the local history."""
@@ -335,16 +329,16 @@ class Curator:
         text = summary(store.vault.read(entry.path).body) if exists else ""
         if exists:
             self.forget(entry, force=force)
-        with store.vault.lock(store.settings.lock_timeout):
-            git = store.git
-            finish_local(git, store.vault, store.trailers)  # one killed half-way before
+        with store.transaction(catch_up=False) as tx:
+            git = tx.git
+            finish_local(git, tx.vault, tx.trailers)  # one killed half-way before
             paths = git.paths_ever(f"-{entry.id}.md") | {entry.path}
             replacement = f"[purged memory {entry.id}]"
             done = git.rewrite_without(paths, scrub=text, replacement=replacement, move=False)
             changed = done.changed
             # Recorded before any ref moves: sync refuses to merge the old history back
             # until the remote is purged too, and finishes this purge if it is killed.
-            remotes = tuple(sorted(remote.remote_urls(store.vault.root, store.settings.env)))
+            remotes = tuple(sorted(remote.remote_urls(tx.vault.root, store.settings.env)))
             purge = Purge(
                 entry.id,
                 tuple(sorted(paths)),
@@ -354,15 +348,15 @@ class Curator:
                 remotes,
                 applied=False,
             )
-            record_purge(store.vault, purge)
+            record_purge(tx.vault, purge)
             crash_point("purge-recorded")
             git.move_rewritten(done.mapping)
             crash_point("purge-moved")
             # the marker by which other clones' syncs recognise the rewritten history
-            git.move_to(commit_marker(git, git.head(), [purge], store.trailers))
-            mark_applied(store.vault, purge.id)
-            unnote_forgotten(store.vault, paths)  # its file name quotes the memory's text
-            remote.prune_unreachable(store.vault.root, store.settings.env)
+            git.move_to(commit_marker(git, git.head(), [purge], tx.trailers))
+            mark_applied(tx.vault, purge.id)
+            unnote_forgotten(tx.vault, paths)  # its file name quotes the memory's text
+            remote.prune_unreachable(tx.vault.root, store.settings.env)
         store.reindex()  # the old index still holds the text in its segment files
         return changed, paths
 
@@ -390,28 +384,27 @@ class Curator:
                 f"{entry.id} has no near-duplicate; see 'memstore dedupe --list'"
             )
         other = store.resolve(partner)
-        with store.vault.lock(store.settings.lock_timeout):
-            store.commit_edits([entry.path, other.path])
-            kept = fold(store.vault.read(entry.path), store.vault.read(other.path))
+        with store.transaction(catch_up=False) as tx:
+            tx.commit_edits([entry.path, other.path])
+            kept = fold(tx.vault.read(entry.path), tx.vault.read(other.path))
             touched = {entry.path: kept}
-            for follower in store.indexer.superseded_by(other.id):
+            for follower in tx.indexer.superseded_by(other.id):
                 if follower.path == entry.path:
                     continue
-                memory = store.vault.read(follower.path)
+                memory = tx.vault.read(follower.path)
                 links = (entry.id if s == other.id else s for s in memory.supersedes)
                 touched[follower.path] = replace(memory, supersedes=tuple(dict.fromkeys(links)))
-            store.git.check_secrets({p: render_memory(m).encode() for p, m in touched.items()})
+            tx.git.check_secrets({p: render_memory(m).encode() for p, m in touched.items()})
             for path, memory in touched.items():
-                store.vault.write_atomic(path, render_memory(memory))
-            store.vault.path(other.path).unlink()
-            store.git.commit(
+                tx.vault.write_atomic(path, render_memory(memory))
+            tx.vault.path(other.path).unlink()
+            tx.commit(
                 f"dedupe({kept.workspace}): {summary(kept.body)} (merged {other.id})",
-                store.trailers,
                 add=tuple(touched),
                 remove=(other.path,),
             )
-            store.indexer.remove([other.path])
-            store.indexer.record_all(touched)
+            tx.indexer.remove([other.path])
+            tx.indexer.record_all(touched)
         return kept, other.id
 
     def keep_both(self, id_prefix: str) -> list[str]:
@@ -460,7 +453,7 @@ class Curator:
         before = remote.count_objects(store.vault.root, store.settings.env)
         if dry_run:
             return Collected(leftovers, [e.id for e in traces], before, None)
-        with store.vault.lock(store.settings.lock_timeout):
+        with store.transaction(catch_up=False, serialize=False):
             for leftover in leftovers:
                 path = store.vault.root / leftover
                 if path.is_dir() and not path.is_symlink():
@@ -472,7 +465,7 @@ class Curator:
         for done, entry in enumerate(traces, 1):
             self.forget(entry)
             step(done, steps)
-        with store.vault.lock(store.settings.lock_timeout):
+        with store.transaction(catch_up=False, serialize=False):
             remote.pack(store.vault.root, store.settings.env, auto=False)
         step(steps - 1, steps)
         after = remote.count_objects(store.vault.root, store.settings.env)

@@ -22,7 +22,9 @@ from memstore.core.errors import InvalidInputError, NotFoundError, VaultError
 from memstore.core.faults import crash_point
 from memstore.core.merge import merge_file
 from memstore.core.model import KINDS, Memory, summary
-from memstore.service.store import Store, check_keywords, check_text
+from memstore.service.checks import check_keywords, check_text
+from memstore.service.store import Store
+from memstore.service.transaction import Transaction
 from memstore.vault.edits import EDITOR
 from memstore.vault.git import Trailers
 
@@ -145,9 +147,9 @@ def save_edit(store: Store, draft: Draft, data: bytes) -> Edited:
     meanwhile.
     """
     memory = check_edit(draft, data)
-    with store.vault.lock(store.settings.lock_timeout):
-        path = _locate(store, draft)
-        store.commit_edits([path])  # a hand edit made meanwhile gets its own commit first
+    with store.transaction(catch_up=False) as tx:
+        path = _locate(tx, draft)
+        tx.commit_edits([path])  # a hand edit made meanwhile gets its own commit first
         current = store.git.read_work_file(path)
         merged = current != draft.original
         if merged:
@@ -157,11 +159,11 @@ def save_edit(store: Store, draft: Draft, data: bytes) -> Edited:
             return Edited(draft.id, path, "", merged)
         message = f"edit({memory.workspace}): {summary(memory.body)}"
         trailers = Trailers(EDITOR, "", store.settings.host)  # a person's: no session
-        with store.writing({path: data}):
+        with tx.writing({path: data}):
             store.vault.write_bytes_atomic(path, data)
             crash_point("memory-written")
             try:
-                commit = store.git.commit(message, trailers, add=(path,))
+                commit = tx.commit(message, trailers=trailers, add=(path,))
             except VaultError:
                 if current is not None:
                     store.vault.write_bytes_atomic(path, current)
@@ -170,10 +172,10 @@ def save_edit(store: Store, draft: Draft, data: bytes) -> Edited:
     return Edited(draft.id, path, commit, merged)
 
 
-def _locate(store: Store, draft: Draft) -> str:
-    """Return where the memory is now (it may have moved); the caller holds the lock."""
+def _locate(tx: Transaction, draft: Draft) -> str:
+    """Return where the memory is now (it may have moved)."""
     try:
-        return store.resolve_locked(draft.id).path
+        return tx.resolve(draft.id).path
     except NotFoundError as err:
         raise NotFoundError(
             f"memory {draft.id} was removed while you edited it; nothing was saved "

@@ -180,10 +180,10 @@ class History:
         commits = [c for c in store.git.history() if c.trailer("Session") == session]
         if not commits:
             raise NotFoundError(no_session(session))
-        with store.vault.lock(store.settings.lock_timeout):
+        with store.transaction(catch_up=False) as tx:
             # A person's uncommitted edit is committed on its own first: the revert then
             # sees it as later work by someone else and keeps it.
-            store.commit_edits({p for c in commits for p in c.paths})
+            tx.commit_edits({p for c in commits for p in c.paths})
             state: dict[str, bytes | None] = {}
             kept: list[str] = []
             for commit in commits:  # newest first: undo in reverse order
@@ -203,7 +203,7 @@ class History:
                     store.vault.path(path).unlink(missing_ok=True)
                 else:
                     store.vault.write_atomic(path, data.decode("utf-8"))
-            trailers = store.trailers
+            trailers = tx.trailers
             message = (
                 f"revert(session {session}): {_count(len(commits), 'commit')}, "
                 f"{_count(len(changed), 'file')}"
@@ -212,8 +212,8 @@ class History:
             if changed:
                 added = tuple(p for p in changed if state[p] is not None)
                 removed = tuple(p for p in changed if state[p] is None)
-                made = store.git.commit(message, trailers, add=added, remove=removed)
-            store.catch_up_locked()
+                made = tx.commit(message, trailers=trailers, add=added, remove=removed)
+            tx.catch_up()
         return made, changed, sorted(set(kept))
 
 

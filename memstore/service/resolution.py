@@ -32,6 +32,7 @@ from memstore.core.errors import InvalidInputError
 from memstore.core.model import Memory, check_workspace, summary
 from memstore.service.editing import Draft, check_edit, start_edit
 from memstore.service.store import Store
+from memstore.service.transaction import Transaction
 from memstore.vault.git import GitRepo
 
 MARKER_TERMS = "memstore version"  # words every version marker line holds
@@ -138,8 +139,8 @@ def settle(store: Store, id_prefix: str, keep: str) -> Settled:
 
     One `resolve(<workspace>): …` commit through the write lane; the index sees it at once.
     """
-    with store.vault.lock(store.settings.lock_timeout):
-        entry = store.resolve_locked(id_prefix)
+    with store.transaction(catch_up=False) as tx:
+        entry = tx.resolve(id_prefix)
         current = store.vault.read(entry.path)
         versions = conflicted_versions(current, entry.id)
         if current.problem:
@@ -152,7 +153,7 @@ def settle(store: Store, id_prefix: str, keep: str) -> Settled:
             current, body=settled_body(versions, numbers), extra=without_conflict_flag(current)
         )
         kept = keep if keep in KEEP_CHOICES else f"version {numbers[0]}"
-        commit = _write(store, entry.path, settled, current, kept)
+        commit = _write(tx, entry.path, settled, current, kept)
     return Settled(entry.id, entry.workspace, entry.path, kept, commit)
 
 
@@ -174,15 +175,15 @@ def save_settled(store: Store, draft: Draft, data: bytes) -> Settled:
     Raises InvalidInputError, writing nothing, if the file changed while it was edited.
     """
     memory = check_settled(draft, data)
-    with store.vault.lock(store.settings.lock_timeout):
-        entry = store.resolve_locked(draft.id)
+    with store.transaction(catch_up=False) as tx:
+        entry = tx.resolve(draft.id)
         current = store.vault.read(entry.path)
         if entry.path != draft.path or current != draft.before:
             raise InvalidInputError(
                 f"{draft.path} changed while you edited it; nothing was saved (your text is "
                 f"in {draft.copy}); run 'memstore conflicts resolve {draft.id} --edit' again"
             )
-        commit = _write(store, entry.path, memory, current, "edited")
+        commit = _write(tx, entry.path, memory, current, "edited")
     return Settled(entry.id, entry.workspace, entry.path, "edited", commit)
 
 
@@ -271,6 +272,6 @@ def _mine(store: Store, path: str, versions: Versions) -> int:
     return mine_version(store, path, versions.texts)
 
 
-def _write(store: Store, path: str, memory: Memory, current: Memory, kept: str) -> str:
+def _write(tx: Transaction, path: str, memory: Memory, current: Memory, kept: str) -> str:
     message = f"resolve({memory.workspace}): {summary(memory.body)} (kept {kept})"
-    return store.write_memory(path, memory, message, store.settings.source, basis=current)
+    return tx.write_memory(path, memory, message, basis=current)

@@ -53,7 +53,7 @@ TIMED = (
     ("memstore.vault.git", "GitRepo", "commit", "git: commit (blob, trees, commit, git index)"),
     ("memstore.vault.git", "GitRepo", "changed_paths", "git: outside-edit check"),
     ("memstore.vault.files", "Vault", "write_bytes_atomic", "file: atomic write (fsync)"),
-    ("memstore.service.store", "Store", "_heal", "lock-time heal"),
+    ("memstore.service.maintenance", "Maintenance", "heal", "lock-time heal"),
 )
 # The functions whose cumulative time --profile reports, by the part of the code that owns them.
 PARTS = (
@@ -66,7 +66,7 @@ PARTS = (
     ("git.py", "_stage", "  git index file"),
     ("edits.py", "commit_edits", "outside-edit check"),
     ("vault.py", "write_bytes_atomic", "atomic file write (fsync)"),
-    ("store.py", "_heal", "lock-time heal"),
+    ("maintenance.py", "heal", "lock-time heal"),
 )
 
 

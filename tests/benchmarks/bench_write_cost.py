@@ -41,9 +41,9 @@ def text(rng: random.Random, n: int) -> str:
 
 def bare_write(store: Store, body: str) -> None:
     path, memory = store.plan_memory(body, workspace="w1", kind="note", keywords=(), source="b")
-    with store.vault.lock(store.settings.lock_timeout):
+    with store.transaction(catch_up=False) as tx:
         store.vault.write_atomic(path, body)
-        store.git.commit("bare", store.trailers, add=(path,))
+        tx.commit("bare", add=(path,))
         store.indexer.record(path, memory)
 
 

@@ -737,7 +737,7 @@ def test_searches_in_a_row_with_no_watcher_walk_the_ingested_trees_once(
     every tree: the first search of a process walks, the next ones within a few seconds
     do not (they cost what a search costs, not what the tree's size costs)."""
     from memstore.catalog import codebase
-    from memstore.service import store as store_module
+    from memstore.service import sources as store_module
 
     repo = make_repo(tmp_path / "webshop", {"billing/webhooks.py": BILLING})
     walks: list[Path] = []
@@ -760,8 +760,8 @@ def test_searches_in_a_row_with_no_watcher_walk_the_ingested_trees_once(
         with source.open("a", encoding="utf-8") as out:
             out.write("\n\ndef settle_chargeback_batch_qx(amount):\n    return amount\n")
         # some seconds later, the next search walks again and finds the new code
-        assert store._sources_refreshed is not None
-        store._sources_refreshed -= store_module.SOURCES_REFRESH_S
+        assert store.shared.sources_refreshed is not None
+        store.shared.sources_refreshed -= store_module.SOURCES_REFRESH_S
         hits = store.search("settle_chargeback_batch_qx").hits
         assert len(walks) == 2
         assert "settle_chargeback_batch_qx" in hits[0].content

@@ -163,11 +163,11 @@ def test_a_paraphrase_sharing_no_word_is_found_only_with_the_view_on(
 def test_a_resident_store_embeds_each_memory_as_it_is_written(vault: Path, model: None) -> None:
     with semantic_store(vault) as store:
         store.search("anything", workspace="web")  # the view is in step: empty
-        views = store._vector_views[SEMANTIC_ON]
+        views = store.shared.vector_views[SEMANTIC_ON]
         added = store.add(MEMORIES["deploy"], workspace="web")
         # embedded by the add itself, before any search
         assert views.digests() == {added.path: store.indexer.by_path([added.path])[0].hash}
-        assert store._vectors_in_step()
+        assert store.vectors.in_step()
         assert ranked(store, PARAPHRASE) == [(added.path, True)]
 
 
@@ -181,7 +181,10 @@ def test_a_persons_edit_and_a_deletion_reach_the_vectors(vault: Path, model: Non
         found = ranked(store, "when do we eat together")
         assert found[0][0] == paths["deploy"]  # its new text
         assert paths["timezones"] not in {path for path, _ in found}
-        assert set(store._vector_views[SEMANTIC_ON].digests()) == {paths["deploy"], paths["prices"]}
+        assert set(store.shared.vector_views[SEMANTIC_ON].digests()) == {
+            paths["deploy"],
+            paths["prices"],
+        }
 
 
 def test_reindex_after_losing_the_cache_answers_exactly_as_before(vault: Path, model: None) -> None:

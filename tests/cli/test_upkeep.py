@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from memstore.mcp.server import build_server
+from memstore.service.importing import split_instructions
 from memstore.service.store import Store
-from memstore.service.transfer import split_instructions
 from tests.conftest import commit_count, git, head, vault_bytes
 from tests.mcp.test_mcp import call, text_of
 

@@ -380,7 +380,8 @@ def test_a_plain_git_pull_merge_counts_as_made_here(
     edit_text(a, added.path, BEFORE, MINE_ON_A)
     edit_text(b, added.path, BEFORE, MINE_ON_B)
     a.sync()
-    b.commit_edits(None)
+    with b.transaction(catch_up=False) as tx:
+        tx.commit_edits(None)
     env = {**os.environ, "PATH": f"{EXE.parent}{os.pathsep}{os.environ['PATH']}"}
     subprocess.run(
         ["git", "pull", "-q", "--no-rebase", "--no-edit"],

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memstore.core.codec import parse_memory
-from memstore.service.transfer import Piece, split_instructions
+from memstore.service.importing import Piece, split_instructions
 from tests.cli.test_upkeep import added_id, cli
 from tests.conftest import commit_count, git, head
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from memstore.core.errors import InvalidInputError, NotFoundError
-from memstore.service.store import MAX_TEXT_BYTES, Store
+from memstore.service.checks import MAX_TEXT_BYTES
+from memstore.service.store import Store
 from tests.conftest import commit_count, git, head, settings_at, vault_bytes
 
 

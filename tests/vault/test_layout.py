@@ -239,7 +239,7 @@ def test_an_add_rewrites_the_same_trees_in_a_small_and_a_ten_times_larger_vault(
 def test_a_large_git_index_is_not_rewritten_per_add_and_is_staged_at_exit(
     vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("memstore.service.store.INDEX_QUIET_S", 60.0)  # one long burst
+    monkeypatch.setattr("memstore.vault.staging.INDEX_QUIET_S", 60.0)  # one long burst
     index = vault / ".git" / "index"
     with Store.open(settings_at(vault)) as store:
         store.add("warm", workspace="webshop")
@@ -303,7 +303,7 @@ def test_a_process_killed_with_its_git_index_behind_is_caught_up_quietly(vault: 
 def test_another_process_leaves_a_live_writers_deferred_index_alone(
     vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("memstore.service.store.INDEX_QUIET_S", 60.0)  # the writer stays mid-burst
+    monkeypatch.setattr("memstore.vault.staging.INDEX_QUIET_S", 60.0)  # the writer stays mid-burst
     exe = Path(sys.executable).with_name("memstore")
     env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
     with Store.open(settings_at(vault)) as store:

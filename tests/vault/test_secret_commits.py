@@ -86,8 +86,8 @@ def test_the_edit_commit_a_watcher_or_writer_makes_skips_the_file_with_a_token(
 ) -> None:
     _hand_written(vault, "clean.md", "staging deploy needs approval", "cleantwo")
     _hand_written(vault, "token.md", f"password: Tr0ub4dor&3x for {TOKEN}", "tokentwo")
-    with Store.open(settings_at(vault)) as store:
-        made = store.commit_edits(None)  # what the watcher and daemon call
+    with Store.open(settings_at(vault)) as store, store.transaction(catch_up=False) as tx:
+        made = tx.commit_edits(None)  # what the watcher and daemon call
     assert len(made) == 1
     assert [r.getMessage() for r in caplog.records if "token.md" in r.getMessage()] == [
         "global/token.md holds what looks like a GitHub token; memstore did not commit it "
@@ -113,7 +113,8 @@ def test_a_memstore_write_refuses_a_new_secret_before_touching_the_file(vault: P
     settings: Settings = settings_at(vault)
     _hand_written(vault, "token.md", f"key {TOKEN}", "tokenthree")
     with Store.open(settings) as store:
-        store.catch_up_locked()
+        with store.transaction():  # indexes the hand-written file
+            pass
         with pytest.raises(SecretError, match=r"global/token\.md.*a GitHub token"):
             store.confirm("tokenthree")
     assert TOKEN not in _subjects(vault)
@@ -170,7 +171,7 @@ def test_a_usage_flush_whose_commit_is_refused_leaves_no_file_written(vault: Pat
 def test_an_import_whose_commit_is_refused_leaves_no_file_written(
     vault: Path, tmp_path: Path
 ) -> None:
-    from memstore.service.transfer import import_files
+    from memstore.service.importing import import_files
 
     notes = tmp_path / "AGENTS.md"
     notes.write_text("- Run the tests with make test.\n- Deploys need approval.\n", "utf-8")

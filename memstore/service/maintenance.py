@@ -1,0 +1,257 @@
+"""Keeping a vault well: catch-up, crash healing, reindex, tidy, doctor, remote and sync."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+
+from memstore.catalog.codebase import ingested
+from memstore.catalog.indexer import CatchUp, Drift, Progress, rebuild
+from memstore.core.errors import VaultError
+from memstore.core.faults import crash_point
+from memstore.index import SearchIndex, SearchIndexError
+from memstore.service import journal
+from memstore.service.resources import Part, serialized
+from memstore.service.sync import MARKER, SyncOptions, SyncOutcome, finish_interrupted, sync
+from memstore.vault import remote
+from memstore.vault.git import clear_stale_locks, git_debris
+
+log = logging.getLogger(__name__)
+
+
+class Maintenance(Part):
+    """What keeps the index, git and the files in step: run by commands, shells and locks."""
+
+    def heal(self) -> None:
+        """Clear what a killed process left in git (runs each time the vault lock is taken).
+
+        Costs a few stats unless there is something to repair.
+        """
+        store = self.store
+        store.shared.follow_index()  # a reindex beside this process finished under the lock
+        vault = store.vault
+        locks, index_stale = git_debris(vault.root)
+        if locks:
+            removed = clear_stale_locks(vault.root, locks)
+            if removed:
+                log.warning(
+                    "removed %s left by a killed process (no git process was using it)",
+                    ", ".join(removed),
+                )
+        if vault.read_state(MARKER):
+            # before anything commits edits: a half-done checkout is memstore's, not a person's
+            try:
+                if finish_interrupted(vault, store.git, store.settings.host):
+                    log.warning("finished a sync that was stopped during its checkout")
+            except VaultError as err:
+                log.warning("%s; the next memstore command tries again", err)
+        journal.undo_killed_write(vault, lambda: store.git)
+        try:
+            fixed = store.shared.stager.heal(lambda: store.git, index_stale=index_stale)
+        except VaultError as err:
+            log.warning("%s; the next memstore command tries again", err)
+            return
+        if fixed:
+            log.warning(
+                "repaired git's index for %d %s a killed commit left staged wrong (%s)",
+                len(fixed),
+                "file" if len(fixed) == 1 else "files",
+                ", ".join(fixed[:3]) + (" …" if len(fixed) > 3 else ""),
+            )
+
+    def catch_up(self, *, wait: bool = False, workspaces: set[str] | None = None) -> CatchUp:
+        """Bring the index up to date with the files.
+
+        A reader (`wait` False) skips this when a writer holds the lock right now: readers
+        do not wait, and the writer updates the index itself. The watcher waits its turn, and
+        so does a reader whose index was just created (a person deleted it): it is empty.
+        """
+        store = self.store
+        with store.shared.mutex:
+            if wait:
+                with store.transaction(catch_up=False) as tx:
+                    if workspaces is None:
+                        return tx.catch_up()
+                    results = [tx.catch_up(workspace) for workspace in sorted(workspaces)]
+                    return CatchUp(
+                        tuple(p for r in results for p in r.updated),
+                        tuple(p for r in results for p in r.removed),
+                        tuple(p for r in results for p in r.problems),
+                    )
+            watched = store.vault.is_watched()  # first: it heals a .memstore made a file
+            if store.indexer.unfilled:  # created just now (deleted by hand?): fill it first
+                with store.transaction(catch_up=False) as tx:
+                    return tx.catch_up()
+            if watched:
+                return CatchUp()  # a running watcher (memstore serve / watch) keeps it current
+            with store.vault.try_lock() as locked:  # a reader's: never waits for a writer
+                return self.catch_up_held() if locked else CatchUp()
+
+    def catch_up_held(
+        self, workspace: str | None = None, progress: Progress | None = None
+    ) -> CatchUp:
+        """Catch up the index (under the vault lock: a transaction's, or a reader's try)."""
+        try:
+            return self.store.indexer.catch_up(progress, workspace=workspace)
+        except SearchIndexError as err:
+            return self.rebuild_damaged(err)
+
+    def rebuild_damaged(self, err: SearchIndexError) -> CatchUp:
+        # The index broke while open (e.g. a crash mid-commit): set it aside and rebuild.
+        self.store.shared.forget_index_caches()
+        return self.store.indexer.heal(err)
+
+    @serialized
+    def doctor(self, *, fix: bool = False) -> tuple[Drift, Drift | None]:
+        """Compare the index with the files; with `fix`, reconcile and compare again.
+
+        Returns the drift found and, when fixing, the drift left afterwards.
+        """
+        indexer = self.store.indexer
+        found = indexer.drift()
+        if not fix or found.is_clean:
+            return found, None
+        self.catch_up(wait=True)
+        after = indexer.drift()
+        if not after.is_clean:
+            self.reindex()
+            after = self.store.indexer.drift()
+        return found, after
+
+    @serialized
+    def reindex(
+        self, progress: Progress | None = None, embedding: Progress | None = None
+    ) -> CatchUp:
+        """Rebuild the index from the files alone; with the semantic view on, embed the
+        memories its vectors lack (`embedding` reports that step)."""
+
+        def step(done: int, total: int) -> None:
+            if done * 2 >= total:
+                crash_point("reindex")
+            if progress is not None:
+                progress(done, total)
+
+        store = self.store
+        with store.transaction(catch_up=False):
+            shared = store.shared
+            shared.close()
+            shared.forget_index_caches()
+            shared.indexer, result = rebuild(store.vault, step)
+            if ingested(store.vault.state_dir):  # source trees are chunked again from scratch
+                store.sources.writable().rebuild()
+            store.vectors.view(locked=True, progress=embedding)
+            return result
+
+    def tidy(self) -> None:
+        """Flush recall counters, pack git history past git's own threshold and compact an
+        index of many segments: what a long-running shell (serve, watch) does every few
+        minutes."""
+        store = self.store
+        store.writer.flush_usage()
+        if remote.needs_packing(store.vault.root):
+            with store.transaction(catch_up=False, serialize=False):
+                remote.pack(store.vault.root, store.settings.env, auto=True)
+        with store.shared.mutex:
+            crowded = store.indexer.search.needs_compacting()
+        if crowded:
+            self.compact_index()
+
+    def compact_index(self) -> int:
+        """Merge the index into one segment; return how many it had.
+
+        Seconds at 10,000 memories, so it works on an index object of its own and leaves
+        the store to other threads: searches go on reading the segments they have until
+        it commits. The vault lock keeps memstore's writers out meanwhile.
+        """
+        store = self.store
+        with store.transaction(catch_up=False, serialize=False):
+            own = SearchIndex.open(store.indexer.search.root, create=False)
+            try:
+                before = own.segment_count()
+                own.compact()
+            finally:
+                own.close()
+        return before
+
+    def ensure_merge_driver(self) -> bool:
+        """Point git's merge driver entry at this memstore when the command it names is gone
+        (memstore reinstalled elsewhere, or registered before it was on PATH); True if fixed.
+        """
+        store = self.store
+        settings = store.settings
+        current = store.git.merge_driver_command()
+        program = current.split(" ", 1)[0].strip("'\"")
+        path = settings.env.get("PATH", "")
+        if program and (
+            shutil.which(program, path=path) if "/" not in program else os.access(program, os.X_OK)
+        ):
+            return False
+        if not settings.executable:
+            return False
+        with store.transaction(catch_up=False):
+            fixed = store.git.register_merge_driver(settings.executable)
+        if fixed and current:
+            log.warning(
+                "git's merge driver pointed at %s, which does not exist; it now runs %s",
+                program,
+                settings.executable,
+            )
+        return fixed
+
+    @serialized
+    def set_remote(self, url: str, name: str = "origin") -> list[str]:
+        """Point the vault's remote at `url` (added if missing) and set up a plain `git pull`
+        (GitRepo.prepare_plain_git); return the git settings that changed."""
+        store = self.store
+        remote.set_remote(store.vault.root, name, url, store.settings.env)
+        with store.transaction(catch_up=False):
+            return store.git.prepare_plain_git(name)
+
+    def remote_name(self) -> str:
+        """Return the remote sync uses by default: the one the branch tracks (`remote add
+        NAME URL` sets it), else origin."""
+        return self.store.git.tracked_remote() or "origin"
+
+    def remote_url(self, name: str = "") -> str:
+        store = self.store
+        return remote.remote_url(store.vault.root, name or self.remote_name(), store.settings.env)
+
+    @serialized
+    def sync(
+        self,
+        name: str = "",
+        progress: Progress | None = None,
+        options: SyncOptions = SyncOptions(),
+    ) -> tuple[SyncOutcome, int, CatchUp]:
+        """Commit edits and usage, fetch, merge with memstore's rules, push, catch up the
+        index (`progress` follows the indexing of what the pull brought). `name`: the
+        remote (default: the one the branch tracks, else origin)."""
+        store = self.store
+        name = name or self.remote_name()
+        self.ensure_merge_driver()
+        with store.transaction() as tx:
+            flushed = store.writer.flush_usage_held(tx)
+        settings = store.settings
+        outcome = sync(
+            store.vault,
+            store.git,
+            store.trailers,
+            settings.env,
+            name,
+            lambda: store.vault.lock(settings.lock_timeout),  # sync's steps each take it
+            options,
+        )
+        if outcome.rebased or outcome.purged_here:
+            # A purge: the index keeps a deleted memory's text in its segment files until
+            # they merge, so it is rebuilt, as forget --purge rebuilds it.
+            caught_up = self.reindex(progress)
+        with store.transaction(catch_up=False) as tx:
+            if not (outcome.rebased or outcome.purged_here):
+                caught_up = tx.catch_up(progress=progress)
+            if remote.needs_packing(store.vault.root):
+                remote.pack(store.vault.root, settings.env, auto=True)
+            plain_git = store.git.prepare_plain_git(name)  # a vault set up before it did this
+        if plain_git:
+            log.warning("set up a plain git pull in this vault: %s", ", ".join(plain_git))
+        return outcome, flushed, caught_up

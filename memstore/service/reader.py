@@ -1,0 +1,280 @@
+"""The read lane: search, recall, resolve and show, stats and the other questions."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from memstore.catalog.codebase import KIND as CODE_KIND
+from memstore.catalog.codebase import CodeIndex, fuse, ingested
+from memstore.catalog.indexer import Entry
+from memstore.catalog.retrieval import (
+    SEMANTIC_DEPTH,
+    core_memories,
+    find,
+    fuse_similar,
+    recall_message,
+    stand_ins,
+    with_corrections,
+    with_neighbors,
+)
+from memstore.core.codec import merged_ids
+from memstore.core.errors import InvalidInputError, NotFoundError
+from memstore.core.model import (
+    GLOBAL,
+    CoreMemory,
+    Hit,
+    Memory,
+    Recall,
+    SearchResult,
+    check_workspace,
+)
+from memstore.core.ranking import HIT_OVERHEAD_TOKENS, estimate_tokens, pack
+from memstore.index import SearchIndexError, terms
+from memstore.service.checks import check_id, check_source
+from memstore.service.resources import Part, serialized
+from memstore.vault.git import LogEntry
+
+
+@dataclass(frozen=True)
+class Stats:
+    """A summary of the vault."""
+
+    vault: Path
+    memories: int
+    by_workspace: dict[str, int]
+    by_kind: dict[str, int]
+    problems: int
+    index_bytes: int
+    last_commit: LogEntry | None
+
+
+class Reader(Part):
+    """Questions asked of the vault: none takes the vault lock or waits for a writer."""
+
+    @serialized
+    def search(
+        self,
+        query: str,
+        *,
+        workspace: str | None = None,
+        k: int = 5,
+        catch_up: bool = True,
+        archived: bool = False,
+    ) -> SearchResult:
+        """Return up to `k` hits, ranked: all query terms first, then any term; a memory
+        another corrects comes just below its correction.
+
+        `workspace` None searches every workspace; a name searches it plus `global`.
+        `catch_up` False skips the scan for files changed outside memstore (a running
+        watcher already keeps the index current).
+        """
+        if k < 1:
+            raise InvalidInputError(f"-k must be at least 1, not {k}")
+        store = self.store
+        scope = None if workspace is None else {check_workspace(workspace), GLOBAL}
+        if catch_up:
+            store.maintenance.catch_up()
+            if ingested(store.vault.state_dir) and not store.vault.is_watched():
+                # no watcher chunks changed code (no daemon): this reader does, unless a
+                # writer holds the code index right now (readers never wait for it)
+                store.sources.refresh_now_and_then()
+        # with the semantic view on, each view's first SEMANTIC_DEPTH are fused, then cut to k
+        depth = max(k, SEMANTIC_DEPTH) if store.settings.semantic else k
+        now = store.shared.clock()
+        try:
+            result = find(store.indexer, query, scope, depth, now, archived=archived)
+        except SearchIndexError as err:
+            # Not under the vault lock: a read-only vault's search still answers.
+            store.maintenance.rebuild_damaged(err)
+            result = find(store.indexer, query, scope, depth, now, archived=archived)
+        indexer = store.indexer
+        hits = with_corrections(indexer, result.hits, depth, scope)
+        vectors = store.vectors.view(locked=False)
+        if vectors is not None:
+            similar = [key for key, _ in vectors.hits(query, SEMANTIC_DEPTH, scope)]
+            hits = fuse_similar(indexer, hits, similar, k, archived=archived)
+            if hits:
+                result = replace(result, weak=all(hit.weak for hit in hits))
+        read_as = tuple((s.word, s.stand_in) for s in stand_ins(indexer, query))
+        code = store.sources.code_index()
+        if code is not None:
+            hits = [self._with_code(code, hit) for hit in hits]
+            if chunks := code.find(query, scope, k):
+                hits = fuse(hits, chunks, k)
+                return replace(
+                    result, hits=tuple(hits), read_as=read_as, weak=all(h.weak for h in hits)
+                )
+        return replace(result, hits=tuple(hits), read_as=read_as)
+
+    def _with_code(self, code: CodeIndex, hit: Hit) -> Hit:
+        """Attach where the code a memory names is (a decision beside the code it is about)."""
+        entities = [entity for entity, _ in self.store.indexer.search.entities_of(hit.path)]
+        refs = code.named(entities, {hit.workspace, GLOBAL})
+        return replace(hit, code=tuple(refs)) if refs else hit
+
+    @serialized
+    def recall(
+        self,
+        query: str,
+        *,
+        workspace: str | None,
+        k: int = 5,
+        max_tokens: int | None = None,
+        catch_up: bool = True,
+        record_usage: bool = False,
+    ) -> Recall:
+        """Search, then attach corrections and neighbours, add core memories, fit a budget.
+
+        `max_tokens` covers hits and core memories together (hits first, whole or not at all).
+        """
+        if max_tokens is not None and max_tokens < 1:
+            raise InvalidInputError(f"max_tokens must be at least 1, not {max_tokens}")
+        store = self.store
+        result = store.search(query, workspace=workspace, k=k, catch_up=catch_up)
+        scope = None if workspace is None else {workspace, GLOBAL}
+        indexer = store.indexer
+        hits = [
+            hit if hit.kind == CODE_KIND else with_neighbors(indexer, hit) for hit in result.hits
+        ]
+        sizes = [estimate_tokens(hit.content) + HIT_OVERHEAD_TOKENS for hit in hits]
+        kept, dropped = pack(hits, sizes, max_tokens)
+        core = self._core_memories(scope)
+        if max_tokens is not None:
+            # The budget covers the whole answer: core memories fill what the hits leave.
+            taken = {id(hit) for hit in kept}
+            left = max_tokens - sum(
+                n for hit, n in zip(hits, sizes, strict=True) if id(hit) in taken
+            )
+            core = tuple(pack(core, [estimate_tokens(c.content) + 10 for c in core], left)[0])
+        if record_usage:
+            ids = [hit.id for hit in kept if hit.kind != CODE_KIND]
+            store.usage.record(ids, store.writer.timestamp())
+        message = recall_message(indexer, query, kept, result.weak, dropped)
+        return Recall(tuple(kept), core, message, result.weak, dropped)
+
+    def _core_memories(self, scope: set[str] | None) -> tuple[CoreMemory, ...]:
+        # The block is the same for every recall until the index changes: compute it once.
+        shared, indexer = self.store.shared, self.store.indexer
+        key = (indexer.search.version(), tuple(sorted(scope)) if scope else None)
+        if key not in shared.core_cache:
+            shared.core_cache = {key: core_memories(indexer, scope)}
+        return shared.core_cache[key]
+
+    @serialized
+    def resolve(self, id_prefix: str) -> Entry:
+        """Return the one memory whose id starts with `id_prefix`."""
+        prefix = check_id(id_prefix)
+        self.store.maintenance.catch_up()
+        return self.resolve_indexed(id_prefix, prefix)
+
+    def resolve_indexed(self, id_prefix: str, prefix: str) -> Entry:
+        """Return the one memory the index holds for `prefix` (`id_prefix` as typed)."""
+        # An id `dedupe --merge` folded away names the memory it was merged into.
+        entries = self.store.indexer.by_id_prefix(prefix) or self._merged_into(prefix)
+        exact = [e for e in entries if e.id == prefix]
+        if exact:
+            entries = exact  # an id that is also a prefix of longer ids names itself
+        ids = sorted({e.id for e in entries})
+        if not entries:
+            raise NotFoundError(
+                f"no memory with id {id_prefix!r}; run 'memstore search' to find ids"
+            )
+        if len(ids) > 1:
+            shown = ", ".join(ids[:5]) + (" …" if len(ids) > 5 else "")
+            raise InvalidInputError(
+                f"id prefix {id_prefix!r} matches {len(ids)} memories ({shown}); type more of it"
+            )
+        if len(entries) > 1:
+            paths = ", ".join(e.path for e in entries)
+            raise InvalidInputError(
+                f"id {ids[0]!r} is used by {len(entries)} files ({paths}); rename or remove one"
+            )
+        return entries[0]
+
+    def _merged_into(self, prefix: str) -> list[Entry]:
+        """Return the memories whose `merged:` key names an id starting with `prefix`.
+
+        Asked only when no memory has such an id. A merge sums `seen`, so only memories
+        stored twice or more are read, and only those whose file names a `merged:` key.
+        """
+        vault = self.store.vault
+        found = []
+        for entry in self.store.indexer.entries():
+            if entry.seen < 2:
+                continue
+            try:
+                data = vault.path(entry.path).read_bytes()
+            except OSError:
+                continue  # gone since the catch-up: not the memory asked for
+            if b"\nmerged:" in data and any(
+                folded.startswith(prefix) for folded in merged_ids(vault.read(entry.path))
+            ):
+                found.append(entry)
+        return found
+
+    @serialized
+    def show(self, id_prefix: str) -> tuple[Entry, Memory]:
+        """Return a memory by id (or unique id prefix), read from its file."""
+        entry = self.resolve(id_prefix)
+        return entry, self.store.vault.read(entry.path)
+
+    @serialized
+    def stats(self) -> Stats:
+        """Summarize the vault: memories by workspace and kind, index size, last commit."""
+        store = self.store
+        store.maintenance.catch_up()
+        docs = store.indexer.search.documents()
+        log = store.git.log(limit=1)
+        return Stats(
+            vault=store.vault.root,
+            memories=len(docs),
+            by_workspace=dict(sorted(Counter(d.workspace for d in docs).items())),
+            by_kind=dict(sorted(Counter(d.kind for d in docs).items())),
+            problems=len(store.indexer.problems()),
+            index_bytes=store.indexer.search.size_bytes(),
+            last_commit=log[0] if log else None,
+        )
+
+    @serialized
+    def problems(self) -> list[tuple[str, str]]:
+        """Return (path, reason) for every file that could not be read cleanly."""
+        self.store.maintenance.catch_up()
+        return [(p.path, p.reason) for p in self.store.indexer.problems()]
+
+    @serialized
+    def overlap(self, text: str, workspace: str) -> float:
+        """Return how much of `text` an existing memory already says (0–1, term containment).
+
+        The share of the text's index terms found in its most similar memory in the
+        workspace or `global`.
+        """
+        wanted = terms(text)
+        if not wanted:
+            return 1.0
+        self.store.maintenance.catch_up()
+        scope = {check_workspace(workspace), GLOBAL}
+        search = self.store.indexer.search
+        candidates = search.search(text, workspaces=scope, limit=5, any_term=True)
+        best = max((len(wanted & terms(h.document.content)) for h in candidates), default=0)
+        return best / len(wanted)
+
+    @serialized
+    def changes_since_last_session(self, agent: str) -> tuple[list[LogEntry], bool]:
+        """Return the commits since `agent` last asked (newest first) and remember HEAD.
+
+        The second value is False the first time an agent asks (nothing to compare with).
+        """
+        store = self.store
+        marker = f"briefing-{check_source(agent)}"
+        since = store.vault.read_state(marker)
+        head = store.git.head()
+        changes = store.git.log(limit=200, since=since) if since and since != head else []
+        if head:
+            store.vault.write_state(marker, head)
+        return changes, bool(since)
+
+    @serialized
+    def log(self, limit: int = 20) -> list[LogEntry]:
+        return self.store.git.log(limit)

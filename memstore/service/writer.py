@@ -1,0 +1,382 @@
+"""The write lane: add, supersede, update, confirm, forget, and the recall counters' flush."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import re
+from collections.abc import Callable
+from dataclasses import replace
+
+from memstore.catalog.indexer import Entry
+from memstore.core.codec import content_hash, derive_id
+from memstore.core.contradictions import disagreement
+from memstore.core.errors import InvalidInputError, NotFoundError, SecretError, VaultError
+from memstore.core.faults import crash_point
+from memstore.core.merge import tally
+from memstore.core.model import (
+    ADDABLE_KINDS,
+    AddResult,
+    AddStatus,
+    Caller,
+    Contradiction,
+    Memory,
+    check_kind,
+    check_workspace,
+    summary,
+)
+from memstore.core.secrets import find_secret_in_fields
+from memstore.core.similar import containment, term_sets
+from memstore.index import SearchIndexError
+from memstore.service.checks import check_keywords, check_source, check_text, memory_path
+from memstore.service.resources import Part, serialized
+from memstore.service.transaction import Transaction
+
+CONTRADICTION_CANDIDATES = 5  # closest memories an add compares itself with
+# Term containment a pair needs before it is compared (the audit's candidate pairs too): a
+# changed value lowers the overlap, so dedupe's 0.7 would miss short memories.
+CONTRADICTION_CLOSE = 0.5
+UNHINTED = ("core", "trace")  # kinds never named as the memory a new one contradicts
+REPLICA = "replica"  # state file: this clone's name in per-replica counters, and its path
+log = logging.getLogger(__name__)
+
+
+class Writer(Part):
+    """Every change memstore makes to memories: each one transaction, one commit."""
+
+    @serialized
+    def add(
+        self,
+        text: str,
+        *,
+        workspace: str,
+        kind: str = "note",
+        keywords: tuple[str, ...] = (),
+        source: str | None = None,
+        supersedes: tuple[str, ...] = (),
+        allowed_kinds: tuple[str, ...] = ADDABLE_KINDS,
+        allow_secret: bool = False,
+        merge_duplicate: bool = True,
+        caller: Caller | None = None,
+    ) -> AddResult:
+        """Store a memory: a new file and commit, or a duplicate folded into its file.
+
+        A text that looks like it holds a credential is refused unless `allow_secret`; with
+        `merge_duplicate` false a duplicate is reported and left untouched (re-imports).
+        `caller` (default: the store's) is who writes; `source` names another author.
+        """
+        caller = caller or self.store.caller
+        body = check_text(text)
+        fields = {
+            "text": body,
+            "keywords": keywords,
+            "source": source or caller.source,
+            "session": caller.session,
+        }
+        found = None if allow_secret else find_secret_in_fields(fields)
+        if found:
+            field, kind = found
+            where = "memory text" if field == "text" else f"the memory's {field}"
+            raise InvalidInputError(
+                f"{where} contains what looks like {kind}; remove it "
+                "(memory is shared through git); a person can store it anyway with "
+                "memstore add --allow-secret"
+            )
+        check_workspace(workspace, for_add=True)
+        check_kind(kind, allowed=allowed_kinds)
+        keywords = check_keywords(keywords)
+        source = check_source(source or caller.source)
+        # Duplicates live in the same workspace: catching up its folder is enough.
+        watched = self.store.vault.is_watched()
+        with self.store.transaction(caller, catch_up=not watched, workspace=workspace) as tx:
+            targets = tuple(_resolve_target(tx, s) for s in supersedes)
+            existing = tx.indexer.by_hash(workspace, content_hash(body))
+            if existing and not merge_duplicate:
+                current = existing[0]
+                return AddResult(
+                    "duplicate_skipped", current.id, current.path, current.seen, workspace
+                )
+            if existing:
+                return self._merge_duplicate(
+                    tx, existing[0], keywords, targets, source, allow_secret=allow_secret
+                )
+            # Looked up before the write: the index searched is the one the catch-up (or the
+            # last recall) left current, not a version this add makes stale.
+            contradicted = () if kind == "trace" else self._contradicted(body, workspace, targets)
+            path, memory = self.plan_memory(
+                body, workspace=workspace, kind=kind, keywords=keywords, source=source
+            )
+            memory = replace(memory, supersedes=tuple(dict.fromkeys(targets)))
+            message = f"add({workspace}): {summary(body)}"
+            commit = tx.write_memory(path, memory, message, source, allow_secret=allow_secret)
+        added = AddResult("added", memory.id, path, 1, workspace, commit)
+        return replace(added, contradicts=contradicted)
+
+    def _contradicted(
+        self, body: str, workspace: str, supersedes: tuple[str, ...]
+    ) -> tuple[Contradiction, ...]:
+        """Return the memories closest to a new `body` in its workspace that it disagrees with.
+
+        Only a workspace's own memories: one of `global` may be the rule a workspace's
+        memory makes an exception to, and superseding it would mark it corrected in every
+        workspace. Left out: what the add already supersedes, archived and superseded
+        memories, core memories (a person's rules, sent beside every recall, which a
+        supersede does not take out of that block) and traces (a record of one session,
+        not a claim that stays true; the capture hook stores them and never reads a hint).
+        """
+        try:
+            try:
+                return self._find_contradicted(body, workspace, set(supersedes))
+            except SearchIndexError as err:  # damage the catch-up's look did not meet
+                self.store.maintenance.rebuild_damaged(err)
+                return self._find_contradicted(body, workspace, set(supersedes))
+        except SearchIndexError as err:
+            log.warning("could not look for memories the new one contradicts: %s", err)
+            return ()
+        except Exception:  # a hint: whatever goes wrong in it must not stop the add
+            log.warning("could not look for memories the new one contradicts", exc_info=True)
+            return ()
+
+    def _find_contradicted(
+        self, body: str, workspace: str, skip: set[str]
+    ) -> tuple[Contradiction, ...]:
+        indexer = self.store.indexer
+        hits = indexer.search.search(
+            body, workspaces={workspace}, limit=CONTRADICTION_CANDIDATES, any_term=True
+        )
+        close = [h.document for h in hits]
+        entries = {e.path: e for e in indexer.by_path([d.key for d in close])}
+        mine, *theirs = term_sets([body, *(d.content for d in close)])
+        found = []
+        for doc, terms_of_doc in zip(close, theirs, strict=True):
+            entry = entries.get(doc.key)
+            if entry is None or entry.id in skip or entry.archived or entry.kind in UNHINTED:
+                continue
+            if containment(mine, terms_of_doc) < CONTRADICTION_CLOSE:
+                continue
+            found_one = disagreement(body, doc.content)
+            if found_one and not indexer.superseded_by(entry.id):
+                found.append(Contradiction(entry.id, found_one.kind, found_one.detail))
+        return tuple(found)
+
+    def _merge_duplicate(
+        self,
+        tx: Transaction,
+        entry: Entry,
+        keywords: tuple[str, ...],
+        supersedes: tuple[str, ...],
+        source: str,
+        *,
+        allow_secret: bool = False,
+    ) -> AddResult:
+        current = tx.vault.read(entry.path)
+        # The text again with --supersedes is a correction being recorded (a contradiction
+        # hint followed), not the memory stored again: `seen` stays, and a correction
+        # already recorded changes nothing.
+        if current.id in supersedes:
+            raise InvalidInputError(
+                f"this text is memory {current.id} itself, which cannot supersede itself; "
+                "nothing was stored (to correct it, add the corrected text with "
+                f"--supersedes {current.id})"
+            )
+        named = tuple(dict.fromkeys(supersedes))
+        links = tuple(s for s in named if s not in current.supersedes)
+        if links and current.problem:
+            raise InvalidInputError(
+                f"{entry.path} holds this text but cannot be read cleanly ({current.problem}); "
+                f"fix it (memstore doctor) before it can supersede {', '.join(links)}"
+            )
+        if named and not links:
+            return AddResult(
+                "supersede_recorded",
+                current.id,
+                entry.path,
+                current.seen,
+                current.workspace,
+                linked=named,
+            )
+        if (not current.has_front_matter and not links) or current.problem:
+            # A hand-written or unreadable file is never rewritten by an add: not counted.
+            return AddResult(
+                "duplicate_uncounted", current.id, entry.path, current.seen, current.workspace
+            )
+        merged = replace(
+            tally(current, "seen", self.replica()) if not named else current,
+            keywords=tuple(dict.fromkeys((*current.keywords, *keywords))),
+            supersedes=(*current.supersedes, *links),
+            # A hand-written file asked to correct another gets the front matter that says so.
+            has_front_matter=True,
+        )
+        workspace, text = current.workspace, summary(current.body)
+        if links:
+            message = f"supersede({workspace}): {text} (corrects {', '.join(links)})"
+        else:
+            message = f"seen({workspace}): {text} (seen {merged.seen})"
+        commit = tx.write_memory(
+            entry.path, merged, message, source, basis=current, allow_secret=allow_secret
+        )
+        status: AddStatus = "supersede_recorded" if links else "duplicate_merged"
+        return AddResult(
+            status, merged.id, entry.path, merged.seen, merged.workspace, commit, linked=named
+        )
+
+    @serialized
+    def plan_memory(
+        self, body: str, *, workspace: str, kind: str, keywords: tuple[str, ...], source: str
+    ) -> tuple[str, Memory]:
+        """Return the path and memory `add` would write for a new `body`; writes nothing.
+
+        The id is free among the memories indexed now (in a transaction: as it stands).
+        The file goes in a folder for the month it was created (UTC), so no git tree a
+        commit rewrites grows with the vault (docs/file-format.md, "Where files go").
+        """
+        memory = Memory(
+            id=self._free_id(workspace, body),
+            workspace=workspace,
+            body=body,
+            kind=kind,
+            keywords=keywords,
+            source=source,
+            created=self.timestamp(),
+        )
+        return memory_path(memory), memory
+
+    def _free_id(self, workspace: str, body: str) -> str:
+        for length in range(8, 27, 2):
+            candidate = derive_id(workspace, body, length)
+            if not self.store.indexer.by_id_prefix(candidate):
+                return candidate
+        raise VaultError(f"no free id for this memory in {workspace}; run 'memstore reindex'")
+
+    @serialized
+    def update(
+        self, id_prefix: str, change: Callable[[Memory], Memory], verb: str
+    ) -> tuple[Memory, bool]:
+        """Apply `change` to one memory and commit it as `verb(workspace): …`.
+
+        Returns the memory and whether anything changed (an unchanged memory is not
+        rewritten, so commands like promote are idempotent).
+        """
+        with self.store.transaction(catch_up=False) as tx:
+            entry = tx.resolve(id_prefix)
+            current = tx.vault.read(entry.path)
+            if not current.has_front_matter or current.problem:
+                raise InvalidInputError(
+                    f"{entry.path} has no front matter memstore can update; add front matter by "
+                    "hand (see docs/file-format.md) or fix the reported problem first"
+                )
+            updated = change(current)
+            if updated == current:
+                return current, False
+            message = f"{verb}({current.workspace}): {summary(current.body)}"
+            tx.write_memory(entry.path, updated, message, basis=current)
+            return updated, True
+
+    def confirm(self, id_prefix: str) -> Memory:
+        """Record that a person vouches for a memory: it decays more slowly from now on."""
+        memory, _ = self.update(
+            id_prefix, lambda m: tally(m, "confirmed", self.replica()), "confirm"
+        )
+        return memory
+
+    @serialized
+    def forget(self, entry: Entry, message: Callable[[Memory], str]) -> str:
+        """Delete a memory's file in one commit and drop it from the index; `message` is
+        made from the memory as read under the lock."""
+        with self.store.transaction(catch_up=False) as tx:
+            return tx.delete(entry, message(tx.vault.read(entry.path)))
+
+    @serialized
+    def timestamp(self) -> str:
+        return self.store.shared.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    @serialized
+    def flush_usage(self) -> int:
+        """Write pending recall counts into the memory files, in one commit; return how many."""
+        with self.store.transaction(catch_up=False) as tx:
+            return self.flush_usage_held(tx)
+
+    def replica(self) -> str:
+        """Return this clone's name in the files' per-replica counters (`seen_by`).
+
+        The host's name and a random tag, kept under .memstore/state with the vault's path:
+        two clones on one host, or a vault copied elsewhere, count apart. A new name is
+        always safe (its entry starts at 0); only two clones sharing one would lose a count.
+        The path is compared resolved: a vault reached through a symlink, or spelled another
+        way, keeps its name (each new one would add an entry to every memory it counts).
+        """
+        shared = self.store.shared
+        if shared.replica is not None:
+            return shared.replica
+        vault = self.store.vault
+        root = os.path.realpath(vault.root)
+        name, _, where = vault.read_state(REPLICA).partition(" ")
+        if not name or os.path.realpath(where) != root:
+            host = re.sub(r"[^a-z0-9.-]+", "-", self.store.settings.host.lower()).strip("-.")
+            tag = base64.b32encode(os.urandom(5)).decode("ascii").lower()[:4]
+            name = f"{(host or 'host')[:40]}-{tag}"
+            vault.write_state(REPLICA, f"{name} {root}")
+        shared.replica = name
+        return name
+
+    def flush_usage_held(self, tx: Transaction) -> int:
+        """Write pending recall counts in `tx`'s one commit; return how many memories."""
+        usage, indexer, vault = self.store.usage, self.store.indexer, tx.vault
+        pending = usage.pending()
+        flushed = dict(pending)
+        written: list[tuple[str, Memory]] = []
+        found = {
+            memory_id: [e for e in indexer.by_id_prefix(memory_id) if e.id == memory_id]
+            for memory_id in pending
+        }
+        # A person's edit of a recalled memory is committed on its own, not in the flush.
+        paths = [entries[0].path for entries in found.values() if entries]
+        tx.commit_edits(paths)
+        # A file left uncommitted for a credential is not rewritten: its counts wait for it.
+        held = set(tx.git.changed_paths(paths)) if paths else set()
+        for memory_id, (count, last) in pending.items():
+            entries = found[memory_id]
+            if not entries or not vault.path(entries[0].path).is_file():
+                continue  # forgotten meanwhile: its counts go with it
+            if entries[0].path in held:
+                del flushed[memory_id]
+                continue
+            current = vault.read(entries[0].path)
+            if not current.has_front_matter or current.problem:
+                continue  # a file memstore did not write is never rewritten for a counter
+            updated = replace(
+                tally(current, "recalled", self.replica(), count),
+                last_recalled=max(current.last_recalled, last),
+            )
+            written.append((entries[0].path, updated))
+        befores = {path: tx.git.read_work_file(path) for path, _ in written}
+        files = {path: tx.render_over(path, befores[path], m) for path, m in written}
+        with tx.writing(files):
+            for path, data in files.items():
+                vault.write_bytes_atomic(path, data)
+            crash_point("memory-written")
+            if written:
+                try:
+                    tx.commit(
+                        f"recall: usage of {len(written)} "
+                        f"{'memory' if len(written) == 1 else 'memories'}",
+                        add=tuple(files),
+                    )
+                except (VaultError, SecretError):  # a refused commit leaves nothing written
+                    for path, old in befores.items():
+                        tx.put_back(path, old)
+                    raise
+            indexer.record_all(dict(written))
+        usage.clear(flushed)
+        return len(written)
+
+
+def _resolve_target(tx: Transaction, id_prefix: str) -> str:
+    try:
+        return tx.resolve(id_prefix).id
+    except NotFoundError as err:
+        raise NotFoundError(
+            f"supersedes {id_prefix!r}: no memory has that id; nothing was stored "
+            "(memstore search or memory_recall shows ids)"
+        ) from err
