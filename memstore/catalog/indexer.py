@@ -361,7 +361,8 @@ class Indexer:
         modification time changed are listed again, which finds every new, deleted,
         renamed or atomically saved file but not a file rewritten in place; a full
         catch-up compares every file. With `workspace`, look only in that folder (the
-        write lane's check). The caller holds the vault's write lock.
+        write lane's check). Run under the vault's write lock: a service transaction's
+        catch-up (`Transaction.catch_up`) or a reader's (`Maintenance`, when the lock is free).
         """
         self.check()
         if full is None:

@@ -17,7 +17,8 @@ STALE_LOCK_S = 5.0
 def clear_stale_locks(root: Path, locks: list[Path]) -> list[str]:
     """Remove lock files no live git process holds; return the names removed.
 
-    The caller holds memstore's vault lock, so no memstore process is writing git now: a
+    It runs when the vault lock is taken (`Vault.on_lock`), so no memstore process is
+    writing git now: a
     lock with no git process of this vault alive is a killed process's debris. A lock
     younger than a few seconds is given until then (a git command may be starting); a live
     git process keeps every lock it has.

@@ -245,8 +245,8 @@ def needs_packing(root: Path) -> bool:
 def pack(root: Path, env: Mapping[str, str], *, auto: bool) -> None:
     """Pack loose objects with `git gc` (with `auto`, only if git's estimate says so).
 
-    In the foreground: the caller holds the vault lock, so no memstore commit races git's
-    own ref locks (a detached gc would run on after the lock is released).
+    In the foreground, inside a service transaction (tidy, sync, gc), so no memstore
+    commit races git's own ref locks (a detached gc would run on after the lock is released).
     """
     done = run_git(
         root, ["-c", "gc.autoDetach=false", "gc", "--quiet", *(["--auto"] if auto else [])], env
