@@ -99,6 +99,19 @@ def test_product_modules_stay_within_the_budgets() -> None:
     assert over == []
 
 
+def test_the_store_is_small_and_no_code_leaves_the_lock_to_its_caller() -> None:
+    """A lock a write needs is a transaction (`with store.transaction() as tx:`), never a
+    docstring saying "the caller holds the lock"."""
+    store = ROOT / "memstore" / "service" / "store.py"
+    assert len(store.read_text(encoding="utf-8").splitlines()) <= 250
+    said = [
+        path.relative_to(ROOT).as_posix()
+        for path in _product_files()
+        if re.search(r"caller\s+holds|lock\s+held\s+by", path.read_text(encoding="utf-8"))
+    ]
+    assert said == []
+
+
 def test_memstore_top_level_holds_only_the_launcher_and_the_packages() -> None:
     loose = []
     for entry in sorted((ROOT / "memstore").iterdir()):
