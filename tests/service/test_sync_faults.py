@@ -12,8 +12,7 @@ import shlex
 import shutil
 import signal
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,19 +23,10 @@ from memstore.core.model import Memory
 from memstore.service.store import Store, init_vault
 from memstore.service.sync import MARKER
 from memstore.vault.files import Vault
-from tests.conftest import git, vault_bytes
+from tests.conftest import git, vault_bytes, wait_until
 from tests.service.test_sync import EXE, environment, machine_settings
 
 TIMEOUT = 60.0
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> None:
-    """Wait for `condition` with a bound (polling, not a fixed sleep)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout} s")
-        time.sleep(0.02)
 
 
 @dataclass
@@ -194,7 +184,9 @@ class FetchGate:
         git(machine.root, "config", "remote.origin.uploadpack", command)
 
     def wait_inside(self, process: subprocess.Popen[str]) -> None:
-        wait_until(lambda: self.entered.exists() or process.poll() is not None, "fetch started")
+        wait_until(
+            lambda: self.entered.exists() or process.poll() is not None, TIMEOUT, "fetch started"
+        )
         assert process.poll() is None, process.communicate()
 
     def open(self) -> None:
@@ -282,7 +274,7 @@ def test_an_edit_after_a_sync_killed_while_fetching_survives(pair: Pair, tmp_pat
     finally:
         gate.open()
     syncing.communicate(timeout=TIMEOUT)
-    wait_until(lambda: not group_alive(syncing.pid), "the killed sync's git processes end")
+    wait_until(lambda: not group_alive(syncing.pid), TIMEOUT, "the killed sync's git processes end")
     gate.remove()
     line = "Added by hand after the killed sync: lag alerts page the data team."
     pair.b.append(memory["path"], line)
