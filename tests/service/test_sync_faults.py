@@ -23,7 +23,7 @@ from memstore.core.model import Memory
 from memstore.service.store import Store, init_vault
 from memstore.service.sync import MARKER
 from memstore.vault.files import Vault
-from tests.conftest import git, vault_bytes, wait_until
+from tests.conftest import git, invoke_memstore, run_memstore, vault_bytes, wait_until
 from tests.service.test_sync import EXE, environment, machine_settings
 
 TIMEOUT = 60.0
@@ -35,6 +35,7 @@ class Machine:
 
     root: Path
     host: str
+    in_process: bool = False  # run() calls the executable's main here instead of spawning it
 
     def env(self) -> dict[str, str]:
         return {
@@ -45,14 +46,10 @@ class Machine:
         }
 
     def run(self, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [str(EXE), *args],
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            timeout=TIMEOUT,
-        )
+        if self.in_process:
+            done = invoke_memstore(*args, env=self.env())
+        else:
+            done = run_memstore(*args, base_env=self.env(), timeout=TIMEOUT)
         if ok:
             assert done.returncode == 0, f"memstore {args}: {done.stdout}{done.stderr}"
         assert "Traceback" not in done.stderr, done.stderr
