@@ -6,7 +6,6 @@ import json
 import os
 import shlex
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -24,9 +23,7 @@ from memstore.agents.hook_config import (
 )
 from memstore.agents.hook_config import CODEX_HOOKS as CODEX_HOOKS_SPECS
 from memstore.agents.install import apply_install, find_agents, plan_install
-from tests.conftest import git
-
-EXE = Path(sys.executable).with_name("memstore")
+from tests.conftest import EXE, git
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,9 +12,8 @@ import pytest
 from memstore.ops.client import Request
 from memstore.ops.hooks import answer, budget
 from memstore.service.store import Store
-from tests.conftest import REPO_ROOT, commit_count, git, settings_at
+from tests.conftest import EXE, REPO_ROOT, commit_count, git, settings_at
 
-EXE = Path(sys.executable).with_name("memstore")
 LONG = (
     "Fixed the flaky checkout test: the Stripe webhook fixture reused a global event id, so the "
     "second run hit the idempotency cache and returned 200 without creating the order. Each test "

@@ -8,7 +8,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -24,9 +23,8 @@ from memstore.core.merge import conflict_body
 from memstore.ops.hooks import EVENTS, event_first
 from memstore.service.curation import Curator
 from memstore.service.store import Store
-from tests.conftest import git, invoke_memstore, settings_at
+from tests.conftest import EXE, git, invoke_memstore, settings_at
 
-EXE = Path(sys.executable).with_name("memstore")
 runner = CliRunner()
 ZEBRA = "the zebra crossing sensor reports in millimetres"
 OTHER = "the lighthouse lamp rotates every twelve seconds"

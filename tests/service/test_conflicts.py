@@ -26,10 +26,9 @@ from memstore.mcp.server import build_server
 from memstore.ops.output import context_lines, search_lines, sync_lines
 from memstore.service.resolution import find_conflicts, settle, settle_by_editing
 from memstore.service.store import Store, init_vault
-from tests.conftest import commit_count, git
+from tests.conftest import EXE, commit_count, git
 from tests.service.test_sync import machine_settings
 
-EXE = Path(sys.executable).with_name("memstore")
 BEFORE = "Postgres listens on 5432"
 MINE_ON_A = "Postgres listens on 5433 now"  # sorts first: version 1 in the file
 MINE_ON_B = "Postgres moved behind pgbouncer on 6432"  # version 2

@@ -21,9 +21,7 @@ import pytest
 from memstore.core.errors import InvalidInputError
 from memstore.service.editing import choose_editor, edit_memory, run_editor
 from memstore.service.store import Store
-from tests.conftest import commit_count, git, head, settings_at, vault_bytes
-
-EXE = Path(sys.executable).with_name("memstore")
+from tests.conftest import EXE, commit_count, git, head, run_memstore, settings_at, vault_bytes
 
 
 def editor(tmp_path: Path, body: str, name: str = "editor.py") -> str:
@@ -42,15 +40,7 @@ def editor(tmp_path: Path, body: str, name: str = "editor.py") -> str:
 
 def run(vault: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """Run the installed memstore with no terminal (stdin closed)."""
-    return subprocess.run(
-        [str(EXE), *args],
-        env={**os.environ, "MEMSTORE_VAULT": str(vault), **env},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=120,
-    )
+    return run_memstore(*args, vault=vault, env=env)
 
 
 def add(vault: Path, text: str) -> tuple[str, Path]:

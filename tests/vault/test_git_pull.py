@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
+from tests.conftest import EXE, git
 
-EXE = Path(sys.executable).with_name("memstore")
 TEXT = "upload 413 is nginx client_max_body_size, not the app"
 
 
