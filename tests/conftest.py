@@ -184,27 +184,31 @@ class _ToStderr(logging.StreamHandler):
 def invoke_memstore(
     *args: str,
     vault: Path | None = None,
+    cwd: Path | None = None,
     stdin: str | None = None,
-    env: Mapping[str, str] | None = None,
+    env: Mapping[str, str | None] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run the executable's `main` in this process, as `run_memstore` runs the executable:
     same arguments, same result, a tenth of the time.
 
     It is the same code path (the launcher, the lean path of search and add, typer for the
     rest, `Error: …` on stderr and exit 1 for an expected failure, a logged warning as
-    `memstore: …` on stderr); any other exception is raised here (a bug stays loud). What
-    differs: no process boundary (no crash points, signals, a second process), this
+    `memstore: …` on stderr); any other exception is raised here (a bug stays loud). `env`
+    is laid over this process's environment (None removes a variable). What differs: no
+    process boundary (no crash points, signals, a second process), this
     process's module state, and the launcher's umask and signal set-up are undone after.
     """
     environment = {**(env or {})}
     if vault is not None:
         environment["MEMSTORE_VAULT"] = str(vault)
-    if "MEMSTORE_CRASH_AT" in {**os.environ, **environment}:
+    if {**os.environ, **environment}.get("MEMSTORE_CRASH_AT"):
         raise ValueError("a crash point kills the process it runs in: use run_memstore")
     saved_env, saved_argv, root = dict(os.environ), sys.argv, logging.getLogger()
     saved_handlers, saved_sigpipe = list(root.handlers), signal.getsignal(signal.SIGPIPE)
-    saved_umask = os.umask(0o077)
+    saved_umask, saved_cwd = os.umask(0o077), os.getcwd()
     os.umask(saved_umask)
+    if cwd is not None:
+        os.chdir(cwd)
     warnings = _ToStderr()  # the launcher's logging set-up: a warning is a line on stderr
     root.addHandler(warnings)
     status: int = 0
@@ -220,6 +224,7 @@ def invoke_memstore(
             out, err = stdout.getvalue(), stderr.getvalue()
     finally:
         sys.argv = saved_argv
+        os.chdir(saved_cwd)
         os.umask(saved_umask)
         signal.signal(signal.SIGPIPE, saved_sigpipe)
         root.handlers[:] = saved_handlers
