@@ -17,14 +17,14 @@ import pytest
 from memstore.core.config import Settings
 from memstore.core.errors import NotFoundError
 from memstore.service.store import Store
-from tests.conftest import EXE, git, head, run_memstore
+from tests.conftest import EXE, git, head, invoke_memstore
 
 MEMORY = "---\nid: k3xq9v2m\nkind: lesson\nkeywords: [nginx]\n---\nupload 413 is nginx\n"
 
 
 def run(*args: str, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
-    """Run the installed memstore executable with extra environment variables."""
-    return run_memstore(*args, cwd=cwd, env=env, timeout=60)
+    """Run memstore (the executable's main, in-process) with extra environment variables."""
+    return invoke_memstore(*args, cwd=cwd, env=env)
 
 
 def repository(path: Path, files: dict[str, str], *, commit: bool = True) -> Path:
