@@ -308,7 +308,6 @@ def test_edit_without_an_editor_or_a_terminal_refuses_instead_of_starting_vi(
 def test_an_edit_killed_before_its_commit_is_undone_by_the_next_command(
     tmp_path: Path, point: str
 ) -> None:
-    from tests.cli.test_upkeep import cli
     from tests.service.test_crash_points import (
         TEXTS,
         assert_healthy,
@@ -321,7 +320,7 @@ def test_an_edit_killed_before_its_commit_is_undone_by_the_next_command(
     ids = make_vault(vault)
     ed = editor(tmp_path, "text = text.replace('maria', 'maria or tom')")
     env = {"MEMSTORE_CRASH_AT": point, "EDITOR": ed, "TMPDIR": str(tmp_path)}
-    assert killed(cli(vault, "edit", ids[1], env=env))
+    assert killed(run_memstore("edit", ids[1], vault=vault, env=env))
     assert_healthy(vault, list(TEXTS))
     if point == "memory-written":  # before the commit, never reported: undone
         assert "maria or tom" not in memory_texts(vault)
