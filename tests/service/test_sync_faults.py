@@ -156,7 +156,9 @@ def pair(tmp_path: Path) -> Iterator[Pair]:
         ["git", "clone", "-q", str(remote), str(second)], check=True, capture_output=True
     )
     init_vault(second, machine_settings(second, "host-b"))
-    built = Pair(remote, Machine(first, "host-a"), Machine(second, "host-b"))
+    # each machine's commands run the executable's main in-process; what must be a process
+    # of its own (a sync held in its fetch, killed, racing an add) is started with start()
+    built = Pair(remote, Machine(first, "host-a", True), Machine(second, "host-b", True))
     yield built
     built.check_healthy()
 
