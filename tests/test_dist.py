@@ -76,6 +76,7 @@ def run(args: list[str], home: Path, **kwargs: object) -> subprocess.CompletedPr
     return done
 
 
+@pytest.mark.long  # CI keeps the build and the wheel's contents (the test above)
 def test_the_wheel_in_a_fresh_venv_runs_the_demo_and_adds_and_searches(
     built: Path, tmp_path: Path
 ) -> None:

@@ -14,7 +14,6 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -27,9 +26,8 @@ from memstore.agents.hook_config import HOOKS, memstore_hook_event, render_hooks
 from memstore.agents.install import SERVER_NAME, find_agents, server_entry
 from memstore.ops.output import POINTER_SNIPPET
 from memstore.service.store import Store
-from tests.conftest import REPO_ROOT, settings_at
+from tests.conftest import EXE, REPO_ROOT, settings_at
 
-EXE = Path(sys.executable).with_name("memstore")
 MARKETPLACE = REPO_ROOT / ".claude-plugin" / "marketplace.json"
 MANIFESTS = {"claude-code": ".claude-plugin/plugin.json", "codex": ".codex-plugin/plugin.json"}
 KEBAB = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")

@@ -6,7 +6,6 @@ import json
 import os
 import shlex
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -24,9 +23,7 @@ from memstore.agents.hook_config import (
 )
 from memstore.agents.hook_config import CODEX_HOOKS as CODEX_HOOKS_SPECS
 from memstore.agents.install import apply_install, find_agents, plan_install
-from tests.conftest import git
-
-EXE = Path(sys.executable).with_name("memstore")
+from tests.conftest import EXE, git, invoke_memstore
 
 
 @pytest.fixture
@@ -45,20 +42,12 @@ def agents_run(
     vault: Path | None = None,
     path_first: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run the installed `memstore agents` with this HOME (and `path_first` ahead on PATH)."""
+    """Run `memstore agents` (the executable's main, in-process) with this HOME (and
+    `path_first` ahead on PATH)."""
     first = f"{path_first}:" if path_first else ""
-    env = {**os.environ, "HOME": str(home), "PATH": f"{first}{EXE.parent}:/usr/bin:/bin"}
-    env.pop("MEMSTORE_VAULT", None)
-    if vault is not None:
-        env["MEMSTORE_VAULT"] = str(vault)
-    return subprocess.run(
-        [str(EXE), "agents", *args],
-        cwd=cwd,
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    env = {"HOME": str(home), "PATH": f"{first}{EXE.parent}:/usr/bin:/bin"}
+    return invoke_memstore(
+        "agents", *args, vault=vault, cwd=cwd, stdin=stdin, env={"MEMSTORE_VAULT": None, **env}
     )
 
 

@@ -23,15 +23,14 @@ from mcp import Client, StdioServerParameters
 from memstore.mcp.server import Forwarder
 from memstore.ops import client
 from memstore.vault.files import Vault
-from tests.conftest import git, settings_at
+from tests.conftest import EXE, git, settings_at, wait_until
 from tests.daemon.test_daemon import (
-    EXE,
+    TIMEOUT,
     daemon_pid,
     make_vault,
     requests_served,
     start_daemon,
     status,
-    wait_until,
 )
 from tests.daemon.test_daemon import env as daemons_allowed  # noqa: F401 (a fixture)
 
@@ -161,7 +160,7 @@ def test_a_hook_past_its_budget_exits_and_its_work_still_lands(
         assert git(vault, "rev-parse", "HEAD") == before
     assert (status_, out) == (0, "") and "no answer within 1 s" in err
     assert took < 8  # the lock would have held it 5 s and more
-    wait_until(lambda: git(vault, "rev-parse", "HEAD") != before, "the capture commits")
+    wait_until(lambda: git(vault, "rev-parse", "HEAD") != before, TIMEOUT, "the capture commits")
     assert "Memstore-Session: late" in git(vault, "log", "-1", "--format=%B")
 
 
@@ -286,7 +285,7 @@ def test_serve_answers_after_its_daemon_is_killed_between_two_calls(
             first = await session.call_tool("memory_recall", arguments)
             killed = daemon_pid(vault)
             os.kill(killed, signal.SIGKILL)
-            wait_until(lambda: not client.is_running(vault), "the daemon is gone")
+            wait_until(lambda: not client.is_running(vault), TIMEOUT, "the daemon is gone")
             second = await session.call_tool("memory_recall", arguments)
             assert daemon_pid(vault) != killed  # a new daemon answered
             return first, second

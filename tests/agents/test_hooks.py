@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,9 +12,8 @@ import pytest
 from memstore.ops.client import Request
 from memstore.ops.hooks import answer, budget
 from memstore.service.store import Store
-from tests.conftest import REPO_ROOT, commit_count, git, settings_at
+from tests.conftest import EXE, REPO_ROOT, commit_count, git, invoke_memstore, settings_at
 
-EXE = Path(sys.executable).with_name("memstore")
 LONG = (
     "Fixed the flaky checkout test: the Stripe webhook fixture reused a global event id, so the "
     "second run hit the idempotency cache and returned 200 without creating the order. Each test "
@@ -26,16 +24,10 @@ LONG = (
 def hook(
     event: str, payload: dict | None, vault: Path, *args: str, raw: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "MEMSTORE_VAULT": str(vault), "PATH": f"{EXE.parent}:/usr/bin:/bin"}
+    """Run an agent's hook command: the executable's main, in-process."""
     stdin = raw if raw is not None else json.dumps(payload)
-    return subprocess.run(
-        [str(EXE), "hook", event, *args],
-        input=stdin,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    env = {"PATH": f"{EXE.parent}:/usr/bin:/bin"}
+    return invoke_memstore("hook", event, *args, vault=vault, stdin=stdin, env=env)
 
 
 @pytest.fixture

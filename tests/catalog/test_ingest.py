@@ -24,11 +24,10 @@ from memstore.daemon.watcher import Watcher
 from memstore.launcher import typer_app
 from memstore.ops import client
 from memstore.service.store import Store
-from tests.conftest import git, settings_at, vault_bytes
+from tests.conftest import git, settings_at, vault_bytes, wait_until
 from tests.daemon.test_daemon import env as daemons_allowed  # noqa: F401 (a fixture)
 from tests.daemon.test_daemon import make_vault, requests_served, run, status
 from tests.mcp.test_mcp import stdio
-from tests.service.test_concurrency import wait_until
 
 app = typer_app()  # every shell's commands, as the executable has them
 

@@ -20,11 +20,10 @@ from memstore.core.config import SEMANTIC_ON, Settings, semantic_choice
 from memstore.core.errors import InvalidInputError
 from memstore.service.store import Store
 from tests.cli.test_progress import on_a_terminal
-from tests.conftest import git, settings_at
+from tests.conftest import EXE, git, settings_at
 from tests.daemon.test_daemon import env as daemons_allowed  # noqa: F401 (a fixture)
 from tests.daemon.test_daemon import requests_served, start_daemon
 
-EXE = Path(sys.executable).with_name("memstore")
 MEMORIES = {
     "deploy": "Deploy to staging first, check the dashboards for ten minutes, then release "
     "to production.",

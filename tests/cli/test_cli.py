@@ -17,11 +17,10 @@ from typer.testing import CliRunner
 from memstore import __version__
 from memstore.launcher import typer_app
 from memstore.ops.options import SEARCH, parse
-from tests.conftest import commit_count, git, head, vault_bytes
+from tests.conftest import EXE, commit_count, git, head, run_memstore, vault_bytes
 
 app = typer_app()  # every shell's commands, as the executable has them
 
-EXE = Path(sys.executable).with_name("memstore")
 runner = CliRunner()
 
 
@@ -29,19 +28,7 @@ def run(
     *args: str, vault: Path | None = None, cwd: Path | None = None, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run the installed memstore executable."""
-    env = dict(os.environ)
-    if vault is not None:
-        env["MEMSTORE_VAULT"] = str(vault)
-    return subprocess.run(
-        [str(EXE), *args],
-        cwd=cwd,
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=60,
-    )
+    return run_memstore(*args, vault=vault, cwd=cwd, stdin=stdin, timeout=60)
 
 
 def new_vault(path: Path) -> Path:

@@ -8,7 +8,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from memstore.ops.client import Request
 from memstore.ops.output import briefing_lines, sync_lines
 from memstore.service.sync import SyncOutcome
 from memstore.vault.git_log import LogEntry
-from tests.conftest import head, vault_bytes
+from tests.conftest import EXE, head, run_memstore, vault_bytes
 from tests.daemon.test_daemon import (
     env,  # noqa: F401 (a pytest fixture, asked for by name)
     requests_served,
@@ -37,7 +36,6 @@ from tests.mcp.test_mcp import (
 
 app = typer_app()  # every shell's commands, as the executable has them
 
-EXE = Path(sys.executable).with_name("memstore")
 runner = CliRunner()
 
 
@@ -45,15 +43,7 @@ def run(
     *args: str, vault: Path, under: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run the installed executable (search and add take the lean path)."""
-    environment = {**(under if under is not None else os.environ), "MEMSTORE_VAULT": str(vault)}
-    return subprocess.run(
-        [str(EXE), *args],
-        env=environment,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=60,
-    )
+    return run_memstore(*args, vault=vault, base_env=under, timeout=60)
 
 
 def typer_run(*args: str, vault: Path) -> Any:

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from memstore.cli.evaluation import DEFAULT_FIXTURE, evaluate, load_fixture
 from memstore.core.errors import InvalidInputError
-
-EXE = Path(sys.executable).with_name("memstore")
+from tests.conftest import EXE
 
 # Measured with `memstore eval` on memstore/fixtures/recall-eval.json (77 memories, 119 queries).
 BASELINE = {

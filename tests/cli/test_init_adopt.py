@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,23 +17,14 @@ import pytest
 from memstore.core.config import Settings
 from memstore.core.errors import NotFoundError
 from memstore.service.store import Store
-from tests.conftest import git, head
+from tests.conftest import EXE, git, head, invoke_memstore
 
-EXE = Path(sys.executable).with_name("memstore")
 MEMORY = "---\nid: k3xq9v2m\nkind: lesson\nkeywords: [nginx]\n---\nupload 413 is nginx\n"
 
 
 def run(*args: str, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
-    """Run the installed memstore executable with extra environment variables."""
-    return subprocess.run(
-        [str(EXE), *args],
-        cwd=cwd,
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=60,
-    )
+    """Run memstore (the executable's main, in-process) with extra environment variables."""
+    return invoke_memstore(*args, cwd=cwd, env=env)
 
 
 def repository(path: Path, files: dict[str, str], *, commit: bool = True) -> Path:

@@ -13,7 +13,6 @@ import pty
 import re
 import select
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,9 +22,8 @@ from memstore.core.codec import derive_id, render_memory, slugify
 from memstore.core.model import Memory
 from memstore.service.store import Store, init_vault
 from memstore.service.transfer import export
-from tests.conftest import git, settings_at
+from tests.conftest import EXE, git, run_memstore, settings_at
 
-EXE = Path(sys.executable).with_name("memstore")
 NOW = {"MEMSTORE_PROGRESS_DELAY": "0"}
 
 
@@ -47,15 +45,7 @@ def generated_vault(root: Path, count: int) -> Path:
 
 def run(vault: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """Run the installed memstore with stdout and stderr on pipes."""
-    return subprocess.run(
-        [str(EXE), *args],
-        env={**os.environ, "MEMSTORE_VAULT": str(vault), **env},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=120,
-    )
+    return run_memstore(*args, vault=vault, env=env)
 
 
 def on_a_terminal(vault: Path, *args: str, stdout_too: bool = False, **env: str) -> tuple[int, str]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,19 +15,16 @@ import pytest
 from memstore.mcp.server import build_server
 from memstore.service.importing import split_instructions
 from memstore.service.store import Store
-from tests.conftest import commit_count, git, head, vault_bytes
+from tests.conftest import commit_count, git, head, invoke_memstore, vault_bytes
 from tests.mcp.test_mcp import call, text_of
-
-EXE = Path(sys.executable).with_name("memstore")
 
 
 def cli(
     vault: Path, *args: str, stdin: str | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    environment = {**os.environ, "MEMSTORE_VAULT": str(vault), **(env or {})}
-    return subprocess.run(
-        [str(EXE), *args], env=environment, input=stdin, capture_output=True, text=True, timeout=120
-    )
+    """Run a command on `vault` in this process (what is tested is the command, not the
+    executable around it)."""
+    return invoke_memstore(*args, vault=vault, stdin=stdin, env=env)
 
 
 def added_id(vault: Path, *args: str) -> str:
@@ -438,7 +434,7 @@ def loose_objects(vault: Path) -> int:
     ],
 )
 def test_every_new_command_has_help_with_an_example(command: str) -> None:
-    done = subprocess.run([str(EXE), command, "--help"], capture_output=True, text=True)
+    done = invoke_memstore(command, "--help")
     assert done.returncode == 0 and "Example" in done.stdout
 
 

@@ -8,12 +8,13 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pygit2
+import pytest
 import typer
 from typer.testing import CliRunner
 
@@ -23,11 +24,10 @@ from memstore.launcher import typer_app
 from memstore.ops.hooks import EVENTS, event_first
 from memstore.service.curation import Curator
 from memstore.service.store import Store
-from tests.conftest import git, settings_at
+from tests.conftest import EXE, git, invoke_memstore, settings_at
 
 app = typer_app()  # every shell's commands, as the executable has them
 
-EXE = Path(sys.executable).with_name("memstore")
 runner = CliRunner()
 ZEBRA = "the zebra crossing sensor reports in millimetres"
 OTHER = "the lighthouse lamp rotates every twelve seconds"
@@ -171,12 +171,21 @@ def every_vault_command() -> set[tuple[str, ...]]:
     return found
 
 
-def run_line(argv: list[str], env: dict[str, str], payload: str) -> tuple[int, str]:
+PROCESSES = {"daemon", "serve", "watch"}  # the long-running shells: always a process
+
+
+def run_line(
+    argv: list[str], env: dict[str, str], payload: str, *, executable: bool
+) -> tuple[int, str]:
     """Run a command line: what the launcher parses by hand in the installed executable
-    (`watch` until it says it watches, then Ctrl-C), the rest through typer in-process."""
+    (`watch` until it says it watches, then Ctrl-C), or the launcher's `main` in-process
+    for search, add, ingest and hook unless `executable`; the rest through typer in-process."""
     if argv[0] not in LAUNCHER_PARSED:
         result = runner.invoke(app, argv, env=env, input=payload)
         return result.exit_code, result.output
+    if argv[0] not in PROCESSES and not executable:
+        done = invoke_memstore(*argv, env=env, stdin=payload)
+        return done.returncode, done.stdout + done.stderr
     if argv[0] == "watch":
         with subprocess.Popen(
             [str(EXE), *argv], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -225,6 +234,19 @@ def mcp_lines() -> str:
 
 
 def test_every_command_with_vault_acts_on_that_vault_only(tmp_path: Path) -> None:
+    """Every command and every place of --vault, the launcher's own parsing in-process; a
+    long-running shell (daemon, serve, watch) is a process, so each is run at one place
+    (the places taken in turn). The long version runs every line through the executable."""
+    walk(tmp_path, everything=False)
+
+
+@pytest.mark.long
+def test_every_command_at_every_place_of_vault_through_the_executable(tmp_path: Path) -> None:
+    walk(tmp_path, everything=True)
+
+
+def walk(tmp_path: Path, *, everything: bool) -> None:
+    """Run each command line naming the target vault; check only that vault changed."""
     default = tmp_path / "default"
     assert subprocess.run([str(EXE), "init", str(default)], capture_output=True).returncode == 0
     env = {**os.environ, "MEMSTORE_VAULT": str(default), "MEMSTORE_PROGRESS_DELAY": "999"}
@@ -246,25 +268,29 @@ def test_every_command_with_vault_acts_on_that_vault_only(tmp_path: Path) -> Non
         "hook": json.dumps({"prompt": "zebra crossing sensor", "cwd": str(tmp_path)}),
         "serve": mcp_lines(),
     }
+    shells = 0
     for at, (words, args) in enumerate(table.items()):
-        for number, line in enumerate(positions(words, args, "VAULT")):
+        lines = positions(words, args, "VAULT")
+        if words[0] in PROCESSES and not everything:
+            lines, shells = [lines[shells % len(lines)]], shells + 1
+        for number, line in enumerate(lines):
             world = tmp_path / f"run-{at}-{number}"
             shutil.copytree(template, world, symlinks=True)
             shutil.copytree(extras / "target.git", world / "target.git")
             target = world / "target"
-            git(target, "remote", "set-url", "origin", str(world / "target.git"))
+            # pygit2, not the git CLI: a git process per line cost more than the command
+            pygit2.Repository(str(target)).remotes.set_url("origin", str(world / "target.git"))
             if words == ("init",):
                 shutil.rmtree(target)
             start = snapshot(target) if target.exists() else {}
             argv = [str(target) if word == "VAULT" else word for word in line]
-            status, out = run_line(argv, env, payloads.get(words[0], ""))
+            status, out = run_line(argv, env, payloads.get(words[0], ""), executable=everything)
             assert status == (3 if words == ("status",) else 0), (argv, out)  # 3: not running
             assert snapshot(default, tmp_path / "default.git") == before, argv
             assert "aardvark" not in out and str(default) not in out, (argv, out)
             markers = ("zebra", "twelve", "target", "okapi")
             touched = snapshot(target) != start or any(m in out for m in markers)
-            assert touched, (argv, out)
-            shutil.rmtree(world)
+            assert touched, (argv, out)  # (the worlds stay for pytest to clear: rmtree is slow)
 
 
 def test_a_group_and_its_command_naming_two_vaults_is_refused(tmp_path: Path) -> None:

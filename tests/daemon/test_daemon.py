@@ -18,33 +18,23 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from memstore.ops import client
 from memstore.service.store import Store
-from tests.conftest import SAMPLE_VAULT, git, settings_at
+from tests.conftest import EXE, SAMPLE_VAULT, git, run_memstore, settings_at, wait_until
 
-EXE = Path(sys.executable).with_name("memstore")
 TIMEOUT = 30.0
 STARTED: list[subprocess.Popen[bytes]] = []  # daemons a test started itself: reaped after it
 
 
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> None:
-    """Wait for `condition` with a bound (polling, not a fixed sleep)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout} s")
-        time.sleep(0.02)
-
-
 def make_vault(path: Path) -> Path:
     """A vault holding the sample vault's memories, committed (through the real executable)."""
-    env = {**os.environ, "MEMSTORE_NO_DAEMON": "1"}
-    subprocess.run([str(EXE), "init", str(path)], env=env, check=True, capture_output=True)
+    made = run_memstore("init", str(path), env={"MEMSTORE_NO_DAEMON": "1"})
+    assert made.returncode == 0, made.stderr
     for item in SAMPLE_VAULT.iterdir():
         if item.is_dir():
             shutil.copytree(item, path / item.name)
@@ -70,7 +60,7 @@ def env(tmp_path: Path) -> Iterator[dict[str, str]]:
             pid = daemon_pid(vault)
             with _suppress_gone():
                 os.kill(pid, signal.SIGKILL)
-            wait_until(lambda v=vault: not client.is_running(v), "daemon killed")  # type: ignore[misc]
+            wait_until(lambda v=vault: not client.is_running(v), TIMEOUT, "daemon killed")  # type: ignore[misc]
 
 
 class _suppress_gone:
@@ -81,17 +71,11 @@ class _suppress_gone:
         return kind is ProcessLookupError
 
 
-def run(env: dict[str, str], *args: str, stdin: str | None = None, cwd: Path | None = None):  # type: ignore[no-untyped-def]
-    return subprocess.run(
-        [str(EXE), *args],
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=120,
-        cwd=cwd,
-    )
+def run(
+    env: dict[str, str], *args: str, stdin: str | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the installed executable in exactly the environment `env` (daemons allowed)."""
+    return run_memstore(*args, base_env=env, stdin=stdin, cwd=cwd)
 
 
 def daemon_pid(vault: Path) -> int:
@@ -114,7 +98,7 @@ def start_daemon(env: dict[str, str], vault: Path) -> subprocess.Popen[bytes]:
             start_new_session=True,
         )
     STARTED.append(process)
-    wait_until(lambda: bool(status(vault)) or process.poll() is not None, "daemon answers")
+    wait_until(lambda: bool(status(vault)) or process.poll() is not None, TIMEOUT, "daemon answers")
     assert process.poll() is None, "daemon exited at start"
     return process
 
@@ -130,7 +114,7 @@ def test_first_command_starts_a_daemon_and_the_next_is_answered_by_it(
     env["MEMSTORE_VAULT"] = str(vault)
     first = run(env, "search", "nginx upload")
     assert first.returncode == 0 and "nginx" in first.stdout, first.stderr
-    wait_until(lambda: bool(status(vault)), "the started daemon answers")
+    wait_until(lambda: bool(status(vault)), TIMEOUT, "the started daemon answers")
     second = run(env, "search", "nginx upload")
     assert (second.returncode, second.stdout, second.stderr) == (0, first.stdout, "")
     assert requests_served(vault) == 1
@@ -241,7 +225,7 @@ def test_a_daemon_killed_with_sigkill_is_replaced_and_leaves_nothing_to_repair(
     assert (vault / ".memstore" / client.SOCKET_NAME).exists()  # stale: refuses connections
     done = run(env, "search", "nginx upload")  # in-process; starts a new daemon
     assert done.returncode == 0 and "nginx" in done.stdout and done.stderr == ""
-    wait_until(lambda: bool(status(vault)), "the replacement daemon answers")
+    wait_until(lambda: bool(status(vault)), TIMEOUT, "the replacement daemon answers")
     assert status(vault)["pid"] != old.pid
     assert run(env, "search", "nginx upload").stdout == done.stdout
     assert requests_served(vault) == 1
@@ -279,7 +263,9 @@ def test_a_daemon_stopped_by_a_signal_is_passed_by_and_never_runs_the_add_again(
     text = "the staging database is reset every sunday night"
     os.kill(daemon.pid, signal.SIGSTOP)  # Ctrl-Z on `memstore watch`, or a debugger
     try:
-        wait_until(lambda: client.stopped_daemon(vault) == daemon.pid, "the daemon is stopped")
+        wait_until(
+            lambda: client.stopped_daemon(vault) == daemon.pid, TIMEOUT, "the daemon is stopped"
+        )
         began = time.monotonic()
         added = run(env, "add", text, "-w", "global")
         searched = run(env, "search", "staging database sunday")
@@ -294,6 +280,7 @@ def test_a_daemon_stopped_by_a_signal_is_passed_by_and_never_runs_the_add_again(
     log = vault / ".memstore" / client.LOG_NAME
     wait_until(
         lambda: "a client left before its add ran" in log.read_text(encoding="utf-8"),
+        TIMEOUT,
         "the resumed daemon skips the abandoned add",
     )
     files = [p for p in (vault / "global").rglob("*.md") if text in p.read_text(encoding="utf-8")]
@@ -514,7 +501,7 @@ def test_memstore_watch_is_the_daemon_in_the_foreground(
         [str(EXE), "watch", "--vault", str(vault)], env=env, stderr=subprocess.PIPE, text=True
     )
     STARTED.append(watch)  # type: ignore[arg-type]
-    wait_until(lambda: bool(status(vault)) or watch.poll() is not None, "watch answers")
+    wait_until(lambda: bool(status(vault)) or watch.poll() is not None, TIMEOUT, "watch answers")
     assert status(vault)["pid"] == watch.pid and status(vault)["idle_exit_s"] == 0
     watch.send_signal(signal.SIGTERM)
     _, err = watch.communicate(timeout=30)
@@ -576,5 +563,5 @@ def test_daemon_stop_right_after_a_command_started_one_leaves_none_running(
     vault = make_vault(tmp_path / "vault")
     assert client.start_daemon(vault, env)  # as `add` does: started, not yet listening
     assert client.stop(vault) is True
-    wait_until(lambda: not _daemons_of(vault), "the daemon a command started has exited")
+    wait_until(lambda: not _daemons_of(vault), TIMEOUT, "the daemon a command started has exited")
     assert not client.is_running(vault)

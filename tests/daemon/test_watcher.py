@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,18 +16,9 @@ from memstore.daemon.debounce import Debouncer
 from memstore.daemon.watcher import Watcher, is_relevant
 from memstore.service.store import Store, init_vault
 from memstore.vault.files import Vault
-from tests.conftest import git, settings_at
+from tests.conftest import EXE, git, settings_at, wait_until
 
 TIMEOUT = 10.0
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = TIMEOUT) -> None:
-    """Wait for `condition` with a bound (polling, not a fixed sleep)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s")
-        time.sleep(0.01)
 
 
 def memory_text(memory_id: str, body: str, kind: str = "note") -> str:
@@ -79,60 +69,76 @@ def write(path: Path, text: str) -> None:
 def test_in_place_write_becomes_searchable(live: Live) -> None:
     path = live.vault / "global" / "a-aaaaaaaa.md"
     write(path, memory_text("aaaaaaaa", "first draft about kubernetes"))
-    wait_until(lambda: live.ids("kubernetes") == ["aaaaaaaa"])
+    wait_until(lambda: live.ids("kubernetes") == ["aaaaaaaa"], TIMEOUT, "the first draft indexed")
     with open(path, "r+", encoding="utf-8") as handle:  # in place: truncate and rewrite
         handle.truncate(0)
         handle.write(memory_text("aaaaaaaa", "second draft about nomad"))
-    wait_until(lambda: live.ids("nomad") == ["aaaaaaaa"] and live.ids("kubernetes") == [])
+    wait_until(
+        lambda: live.ids("nomad") == ["aaaaaaaa"] and live.ids("kubernetes") == [],
+        TIMEOUT,
+        "the in-place rewrite indexed",
+    )
 
 
 def test_atomic_save_with_temp_file_and_rename(live: Live) -> None:
     path = live.vault / "global" / "b-bbbbbbbb.md"
     write(path, memory_text("bbbbbbbb", "redis on port 6379"))
-    wait_until(lambda: live.ids("redis") == ["bbbbbbbb"])
+    wait_until(lambda: live.ids("redis") == ["bbbbbbbb"], TIMEOUT, "the first save indexed")
     for temp in (".b-bbbbbbbb.md.swp", "b-bbbbbbbb.md.tmp.1234", ".b-bbbbbbbb.md~", "4913"):
         write(path.with_name(temp), "editor scratch about redis")
     tmp = path.with_name(".b-bbbbbbbb.md.tmp")
     write(tmp, memory_text("bbbbbbbb", "redis moved to port 6380"))
     os.replace(tmp, path)
-    wait_until(lambda: live.ids("6380") == ["bbbbbbbb"])
+    wait_until(lambda: live.ids("6380") == ["bbbbbbbb"], TIMEOUT, "the renamed save indexed")
     assert live.ids("redis") == ["bbbbbbbb"]  # the scratch files were never indexed
 
 
 def test_backup_then_truncate_then_write(live: Live) -> None:
     path = live.vault / "global" / "c-cccccccc.md"
     write(path, memory_text("cccccccc", "vim keeps a backup"))
-    wait_until(lambda: live.ids("backup") == ["cccccccc"])
+    wait_until(lambda: live.ids("backup") == ["cccccccc"], TIMEOUT, "the first save indexed")
     backup = path.with_name("c-cccccccc.md~")
     backup.write_bytes(path.read_bytes())
     with open(path, "w", encoding="utf-8") as handle:
         handle.flush()
         handle.write(memory_text("cccccccc", "vim wrote the new text in place"))
     backup.unlink()
-    wait_until(lambda: live.ids("new text") == ["cccccccc"] and live.ids("backup") == [])
+    wait_until(
+        lambda: live.ids("new text") == ["cccccccc"] and live.ids("backup") == [],
+        TIMEOUT,
+        "the rewrite indexed",
+    )
 
 
 def test_delete_then_create(live: Live) -> None:
     path = live.vault / "global" / "d-dddddddd.md"
     write(path, memory_text("dddddddd", "old text about gradle"))
-    wait_until(lambda: live.ids("gradle") == ["dddddddd"])
+    wait_until(lambda: live.ids("gradle") == ["dddddddd"], TIMEOUT, "the old text indexed")
     path.unlink()
     write(path, memory_text("dddddddd", "new text about maven"))
-    wait_until(lambda: live.ids("maven") == ["dddddddd"] and live.ids("gradle") == [])
+    wait_until(
+        lambda: live.ids("maven") == ["dddddddd"] and live.ids("gradle") == [],
+        TIMEOUT,
+        "the re-created file indexed",
+    )
 
 
 def test_delete_rename_and_move_between_workspaces(live: Live) -> None:
     path = live.vault / "webshop" / "e-eeeeeeee.md"
     write(path, memory_text("eeeeeeee", "checkout uses stripe"))
-    wait_until(lambda: live.workspaces("stripe") == {"webshop"})
+    wait_until(lambda: live.workspaces("stripe") == {"webshop"}, TIMEOUT, "the file indexed")
     renamed = path.with_name("stripe-eeeeeeee.md")
     path.rename(renamed)
     moved = live.vault / "payments" / renamed.name  # a new workspace folder
     moved.parent.mkdir()
     renamed.rename(moved)
-    wait_until(lambda: live.workspaces("stripe") == {"payments"} and len(live.ids("stripe")) == 1)
+    wait_until(
+        lambda: live.workspaces("stripe") == {"payments"} and len(live.ids("stripe")) == 1,
+        TIMEOUT,
+        "the move to payments indexed",
+    )
     moved.unlink()
-    wait_until(lambda: live.ids("stripe") == [])
+    wait_until(lambda: live.ids("stripe") == [], TIMEOUT, "the deleted file dropped")
 
 
 def test_moving_a_whole_workspace_folder(live: Live) -> None:
@@ -142,11 +148,15 @@ def test_moving_a_whole_workspace_folder(live: Live) -> None:
             memory_text(f"ffffff{n}a", f"folder move {n}"),
         )
     wait_until(
-        lambda: live.workspaces("folder move") == {"old"} and len(live.ids("folder move")) == 3
+        lambda: live.workspaces("folder move") == {"old"} and len(live.ids("folder move")) == 3,
+        TIMEOUT,
+        "the three files indexed",
     )
     (live.vault / "old").rename(live.vault / "new")
     wait_until(
-        lambda: live.workspaces("folder move") == {"new"} and len(live.ids("folder move")) == 3
+        lambda: live.workspaces("folder move") == {"new"} and len(live.ids("folder move")) == 3,
+        TIMEOUT,
+        "the folder move indexed",
     )
 
 
@@ -157,11 +167,15 @@ def test_git_checkout_and_reset_are_followed(live: Live) -> None:
     git(live.vault, "commit", "-qm", "one")
     write(path, memory_text("gggggggg", "version two of the runbook"))
     git(live.vault, "commit", "-qam", "two")
-    wait_until(lambda: live.ids("two runbook") == ["gggggggg"])
+    wait_until(lambda: live.ids("two runbook") == ["gggggggg"], TIMEOUT, "version two indexed")
     git(live.vault, "checkout", "-q", "HEAD~1", "--", ".")
-    wait_until(lambda: live.ids("one runbook") == ["gggggggg"] and live.ids("two runbook") == [])
+    wait_until(
+        lambda: live.ids("one runbook") == ["gggggggg"] and live.ids("two runbook") == [],
+        TIMEOUT,
+        "the checkout followed",
+    )
     git(live.vault, "reset", "-q", "--hard", "HEAD")
-    wait_until(lambda: live.ids("two runbook") == ["gggggggg"])
+    wait_until(lambda: live.ids("two runbook") == ["gggggggg"], TIMEOUT, "the reset followed")
 
 
 def test_a_burst_of_1000_files_is_coalesced(live: Live) -> None:
@@ -176,7 +190,9 @@ def test_a_burst_of_1000_files_is_coalesced(live: Live) -> None:
         with live._lock:
             return [b for b, _ in live.batches if any(p.startswith("burst/") for p in b.updated)]
 
-    wait_until(lambda: sum(len(b.updated) for b in burst_batches()) >= 1000, timeout=30)
+    wait_until(
+        lambda: sum(len(b.updated) for b in burst_batches()) >= 1000, 30, "the burst indexed"
+    )
     assert live.probe.search.count() == 1000 and len(live.ids("zebrafish")) == 50
     batches = burst_batches()
     assert len(batches) <= 20  # 1000 files, a handful of index commits — not 1000
@@ -187,7 +203,7 @@ def test_ignored_paths_never_reach_the_indexer(live: Live) -> None:
     write(live.vault / "global" / ".hidden.md", "dotfile")
     write(live.vault / "global" / "notes.txt", "not markdown")
     write(live.vault / "global" / "real-rrrrrrrr.md", memory_text("rrrrrrrr", "the real one"))
-    wait_until(lambda: live.ids("real") == ["rrrrrrrr"])
+    wait_until(lambda: live.ids("real") == ["rrrrrrrr"], TIMEOUT, "the real memory indexed")
     assert all(
         p.endswith("real-rrrrrrrr.md") or not p.endswith((".md", ".txt")) for p in live.seen_paths()
     )
@@ -231,7 +247,7 @@ def test_hostile_files_never_stop_the_watcher_and_are_never_rewritten(
         live.vault / "global" / "after-aaaabbbb.md",
         memory_text("aaaabbbb", "albatross after the storm"),
     )
-    wait_until(lambda: "aaaabbbb" in live.ids("albatross"))
+    wait_until(lambda: "aaaabbbb" in live.ids("albatross"), TIMEOUT, "the good file indexed")
     assert live.ids("secret outside") == []
     for name, data in files.items():
         assert (hostile / name).read_bytes() == data
@@ -304,7 +320,9 @@ def test_lost_events_are_caught_by_the_periodic_reconcile(vault: Path) -> None:
             memory_text("lllloooo", "written while events were lost"),
         )
         wait_until(
-            lambda: [h.document.id for h in probe.search.search("events lost")] == ["lllloooo"]
+            lambda: [h.document.id for h in probe.search.search("events lost")] == ["lllloooo"],
+            TIMEOUT,
+            "the reconcile indexed the file no event announced",
         )
     finally:
         watcher.stop()
@@ -315,21 +333,21 @@ def test_lost_events_are_caught_by_the_periodic_reconcile(vault: Path) -> None:
 def test_memstore_watch_exits_cleanly_on_sigterm(vault: Path) -> None:
     import signal
     import subprocess
-    import sys
 
-    exe = Path(sys.executable).with_name("memstore")
     process = subprocess.Popen(
-        [str(exe), "watch", "--vault", str(vault)], stderr=subprocess.PIPE, text=True
+        [str(EXE), "watch", "--vault", str(vault)], stderr=subprocess.PIPE, text=True
     )
     try:
-        wait_until(lambda: Vault(vault).is_watched(), timeout=30)
+        wait_until(lambda: Vault(vault).is_watched(), 30, "memstore watch watching")
         write(
             vault / "global" / "seen-sssseeee.md",
             memory_text("sssseeee", "indexed by the watch command"),
         )
         probe = Indexer.open(Vault(vault))
         wait_until(
-            lambda: [h.document.id for h in probe.search.search("watch command")] == ["sssseeee"]
+            lambda: [h.document.id for h in probe.search.search("watch command")] == ["sssseeee"],
+            TIMEOUT,
+            "the file saved under memstore watch indexed",
         )
         probe.close()
         process.send_signal(signal.SIGTERM)
@@ -343,19 +361,17 @@ def test_memstore_watch_exits_cleanly_on_sigterm(vault: Path) -> None:
 
 def test_three_watchers_and_concurrent_cli_writers_leave_a_consistent_index(vault: Path) -> None:
     import subprocess
-    import sys
 
-    exe = Path(sys.executable).with_name("memstore")
     env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
     watchers = [
-        subprocess.Popen([str(exe), "watch"], env=env, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen([str(EXE), "watch"], env=env, stderr=subprocess.PIPE, text=True)
         for _ in range(3)
     ]
     try:
-        wait_until(lambda: Vault(vault).is_watched(), timeout=30)
+        wait_until(lambda: Vault(vault).is_watched(), 30, "a watcher watching")
         writers = [
             subprocess.Popen(
-                [str(exe), "add", f"agent {n} learned fact {m}", "-w", "global"],
+                [str(EXE), "add", f"agent {n} learned fact {m}", "-w", "global"],
                 env=env,
                 stderr=subprocess.PIPE,
                 text=True,
@@ -368,7 +384,7 @@ def test_three_watchers_and_concurrent_cli_writers_leave_a_consistent_index(vaul
         errors = [w.communicate(timeout=120)[1] for w in writers]
         assert all(w.returncode == 0 for w in writers) and not any(errors), errors
         with Store.open(settings_at(vault)) as store:
-            wait_until(lambda: store.indexer.search.count() == 25, timeout=20)
+            wait_until(lambda: store.indexer.search.count() == 25, 20, "all 25 files indexed")
             found, _ = store.doctor()
             assert found.is_clean, found
             assert len({e.path for e in store.indexer.entries()}) == 25

@@ -36,11 +36,10 @@ from memstore.launcher import typer_app
 from memstore.mcp.server import build_server
 from memstore.ops import client, lean, registry
 from memstore.service.store import Store
-from tests.conftest import settings_at, vault_bytes
+from tests.conftest import EXE, settings_at, vault_bytes
 
 cli = typer_app()  # every shell's commands, as the executable has them
 
-EXE = Path(sys.executable).with_name("memstore")
 # Strict stdout, as under an en_US.UTF-8 locale (C.UTF-8 would hide a crash behind
 # surrogateescape); stderr is backslashreplace there, as Python sets it.
 STRICT = {"PYTHONIOENCODING": "utf-8:strict"}

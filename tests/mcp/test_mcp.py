@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -25,10 +24,7 @@ from memstore.mcp.server import (
 )
 from memstore.service.store import Store
 from memstore.vault.files import Vault
-from tests.conftest import commit_count, git, head, settings_at, vault_bytes
-from tests.daemon.test_watcher import wait_until
-
-EXE = Path(sys.executable).with_name("memstore")
+from tests.conftest import EXE, commit_count, git, head, settings_at, vault_bytes, wait_until
 
 
 def call(server: Any, tool: str, arguments: dict[str, Any]) -> Any:
@@ -406,7 +402,7 @@ def test_serve_stops_on_a_signal_and_writes_recall_counters(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     ) as server:
-        wait_until(Vault(vault).is_watched, 60)
+        wait_until(Vault(vault).is_watched, 60, "memstore serve's watcher watching")
         with Store.open(settings_at(vault)) as store:
             store.recall("staging database", workspace="global", record_usage=True)
         server.send_signal(signum)

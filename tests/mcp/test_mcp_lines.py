@@ -8,7 +8,6 @@ interleaved with valid requests, in process and through the vault's daemon.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,9 +16,8 @@ from mcp.types import JSONRPCNotification, JSONRPCRequest
 
 from memstore.mcp.lines import MAX_DEPTH, MAX_LINE_BYTES, Refusal, read_line, too_long
 from tests.benchmarks.bench_jsonrpc_fuzz import KINDS, fuzz
+from tests.conftest import EXE
 from tests.daemon.test_daemon import env as daemons_allowed  # noqa: F401 (a fixture)
-
-EXE = Path(sys.executable).with_name("memstore")
 
 
 def nested(depth: int) -> bytes:

@@ -10,11 +10,8 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
-import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,19 +20,9 @@ import pytest
 from memstore.core.codec import parse_memory
 from memstore.service.store import Store
 from memstore.vault.files import Vault
-from tests.conftest import commit_count, settings_at, vault_bytes
+from tests.conftest import EXE, commit_count, settings_at, vault_bytes, wait_until
 
-EXE = Path(sys.executable).with_name("memstore")
 ADD_TIMEOUT_S = 300  # one add process; a hang is a failure, not a stuck test run
-
-
-def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    """Wait for `condition` with a bound (polling, not a fixed sleep)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout} s")
-        time.sleep(0.02)
 
 
 def text_for(writer: int, n: int) -> str:

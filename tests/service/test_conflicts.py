@@ -26,10 +26,9 @@ from memstore.mcp.server import build_server
 from memstore.ops.output import context_lines, search_lines, sync_lines
 from memstore.service.resolution import find_conflicts, settle, settle_by_editing
 from memstore.service.store import Store, init_vault
-from tests.conftest import commit_count, git
+from tests.conftest import EXE, commit_count, git, invoke_memstore
 from tests.service.test_sync import machine_settings
 
-EXE = Path(sys.executable).with_name("memstore")
 BEFORE = "Postgres listens on 5432"
 MINE_ON_A = "Postgres listens on 5433 now"  # sorts first: version 1 in the file
 MINE_ON_B = "Postgres moved behind pgbouncer on 6432"  # version 2
@@ -143,23 +142,15 @@ def test_commit_subjects_of_a_conflicted_memory_show_its_text_not_a_marker(pair:
 
 
 def test_memstore_search_and_the_prompt_hook_show_no_markers(pair: Pair, tmp_path: Path) -> None:
-    env = {**os.environ, "MEMSTORE_VAULT": str(pair.a.vault.root), "PATH": str(EXE.parent)}
-    out = subprocess.run(
-        [str(EXE), "search", "postgres", "--all"], env=env, capture_output=True, text=True
-    )
+    env = {"MEMSTORE_VAULT": str(pair.a.vault.root), "PATH": str(EXE.parent)}
+    out = invoke_memstore("search", "postgres", "--all", env=env)
     assert out.returncode == 0 and "(conflict: 2 versions)" in out.stdout
     assert "<!--" not in out.stdout and MINE_ON_B in out.stdout
     project = tmp_path / "infra"  # a checkout of the infra repository: its workspace
     project.mkdir()
     git(project, "init", "-q")
     payload = {"cwd": str(project), "prompt": "postgres pgbouncer"}
-    hook = subprocess.run(
-        [str(EXE), "hook", "prompt"],
-        input=json.dumps(payload),
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    hook = invoke_memstore("hook", "prompt", stdin=json.dumps(payload), env=env)
     assert "(conflict: 2 versions)" in hook.stdout and "<!--" not in hook.stdout
     assert "<!--" not in "\n".join(context_lines(pair.a.search("postgres port")))
 
@@ -222,25 +213,21 @@ def test_conflicts_lists_each_version_and_whose_it_is_on_both_machines(pair: Pai
 
 
 def test_memstore_conflicts_json_and_text(pair: Pair) -> None:
-    env = {**os.environ, "MEMSTORE_VAULT": str(pair.b.vault.root), "MEMSTORE_HOST": "host-b"}
-    out = subprocess.run(
-        [str(EXE), "conflicts", "--json"], env=env, capture_output=True, text=True, check=True
-    )
+    env = {"MEMSTORE_VAULT": str(pair.b.vault.root), "MEMSTORE_HOST": "host-b"}
+    out = invoke_memstore("conflicts", "--json", env=env)
+    assert out.returncode == 0, out.stderr
     (listed,) = json.loads(out.stdout)
     assert listed["id"] == pair.id and listed["path"] == pair.path
     assert [v["whose"] for v in listed["versions"]] == ["theirs", "mine"]
-    text = subprocess.run(
-        [str(EXE), "conflicts"], env=env, capture_output=True, text=True, check=True
-    ).stdout
+    text = invoke_memstore("conflicts", env=env).stdout
     assert "version 2 (mine):" in text and MINE_ON_A in text and "<!--" not in text
 
 
 def test_two_vaults_on_one_host_tell_mine_from_the_reflog(pair: Pair) -> None:
     for store, mine in ((pair.a, MINE_ON_A), (pair.b, MINE_ON_B)):
-        env = {**os.environ, "MEMSTORE_VAULT": str(store.vault.root), "MEMSTORE_HOST": "laptop"}
-        out = subprocess.run(
-            [str(EXE), "conflicts", "--json"], env=env, capture_output=True, text=True, check=True
-        )
+        env = {"MEMSTORE_VAULT": str(store.vault.root), "MEMSTORE_HOST": "laptop"}
+        out = invoke_memstore("conflicts", "--json", env=env)
+        assert out.returncode == 0, out.stderr
         (listed,) = json.loads(out.stdout)
         assert [v["text"] for v in listed["versions"] if v["whose"] == "mine"] == [mine]
     (pair.b.vault.root / ".git" / "logs" / "HEAD").unlink()  # no reflog: the host trailer
@@ -334,39 +321,34 @@ def test_resolve_edit_refuses_markers_left_and_saves_a_settled_text(
     pair: Pair, tmp_path: Path
 ) -> None:
     root = pair.a.vault.root
-    env = {**os.environ, "MEMSTORE_VAULT": str(root), "VISUAL": ""}
+    env = {"MEMSTORE_VAULT": str(root), "VISUAL": ""}
     before = commit_count(root)
-    broken = subprocess.run(
-        [str(EXE), "conflicts", "resolve", pair.id, "--edit"],
+    broken = invoke_memstore(
+        "conflicts",
+        "resolve",
+        pair.id,
+        "--edit",
         env={**env, "EDITOR": write_editor(tmp_path, "editor--broken.py")},
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
     )
     assert broken.returncode == 1 and "marker lines" in broken.stderr
     assert commit_count(root) == before and "version 2 of 2" in file_text(pair.a, pair.path)
-    done = subprocess.run(
-        [str(EXE), "conflicts", "resolve", pair.id, "--edit"],
+    done = invoke_memstore(
+        "conflicts",
+        "resolve",
+        pair.id,
+        "--edit",
         env={**env, "EDITOR": write_editor(tmp_path, "editor.py")},
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 0, done.stderr
     assert commit_count(root) == before + 1 and "resolve(infra)" in git(root, "log", "-1")
     text = file_text(pair.a, pair.path)
     assert "<!--" not in text and "conflict:" not in text and "(checked)" in text
-    found = subprocess.run(
-        [str(EXE), "search", "checked", "--all"], env=env, capture_output=True, text=True
-    )
+    found = invoke_memstore("search", "checked", "--all", env=env)
     assert pair.id in found.stdout and "conflict" not in found.stdout
 
 
 def test_resolve_needs_one_way_to_settle(pair: Pair) -> None:
-    env = {**os.environ, "MEMSTORE_VAULT": str(pair.a.vault.root)}
-    out = subprocess.run(
-        [str(EXE), "conflicts", "resolve", pair.id], env=env, capture_output=True, text=True
-    )
+    out = invoke_memstore("conflicts", "resolve", pair.id, vault=pair.a.vault.root)
     assert out.returncode == 1 and "--keep mine" in out.stderr
 
 

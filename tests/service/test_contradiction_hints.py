@@ -17,8 +17,9 @@ from memstore.core.contradictions import disagreement
 from memstore.core.errors import InvalidInputError
 from memstore.service.curation import ContradictionError, Curator
 from memstore.service.store import Store
-from tests.cli.test_cli_surface import EXE, run, typer_run
-from tests.conftest import head, settings_at, vault_bytes
+from tests.cli.test_cli_surface import EXE, typer_run
+from tests.cli.test_cli_surface import run as run_executable
+from tests.conftest import head, invoke_memstore, settings_at, vault_bytes
 from tests.daemon.test_daemon import (
     env,  # noqa: F401 (a pytest fixture, asked for by name)
     requests_served,
@@ -28,6 +29,17 @@ from tests.mcp.test_mcp import (
     call,
     server,  # noqa: F401 (a pytest fixture, asked for by name)
 )
+
+
+def run(
+    *args: str, vault: Path, under: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run memstore's main in-process (add takes the lean path, as in the executable); with
+    `under` (an environment where a daemon may answer), the executable itself."""
+    if under is not None:
+        return run_executable(*args, vault=vault, under=under)
+    return invoke_memstore(*args, vault=vault)
+
 
 # (stored, contradicting, agreeing paraphrase, unrelated, the contradiction's detail)
 CASES = {

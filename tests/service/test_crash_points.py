@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from memstore.service.store import Store, init_vault
-from tests.cli.test_upkeep import EXE, cli
-from tests.conftest import commit_count, git, settings_at
+from tests.cli.test_upkeep import cli
+from tests.conftest import EXE, commit_count, git, run_memstore, settings_at
 
 QUERIES = ("nginx upload", "deploy approval", "pnpm", "postgres index", "after the crash")
 TEXTS = (
@@ -55,8 +55,12 @@ def searches(vault: Path) -> list[object]:
 
 
 def assert_healthy(vault: Path, reported: list[str]) -> None:
-    """The next command works, nothing reported is lost, git and the index are consistent."""
-    done = cli(vault, "add", "written after the crash", "-w", "notes")
+    """The next command works, nothing reported is lost, git and the index are consistent.
+
+    The next command is the executable, in a fresh process as after a real crash; the
+    checks after it run in-process (the same commands, without a process each).
+    """
+    done = run_memstore("add", "written after the crash", "-w", "notes", vault=vault)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     texts = memory_texts(vault)
     assert all(text in texts for text in reported)
@@ -71,7 +75,7 @@ def assert_healthy(vault: Path, reported: list[str]) -> None:
 
 
 def crash(vault: Path, point: str, *args: str, stdin: str | None = None) -> None:
-    done = cli(vault, *args, stdin=stdin, env={"MEMSTORE_CRASH_AT": point})
+    done = run_memstore(*args, vault=vault, stdin=stdin, env={"MEMSTORE_CRASH_AT": point})
     assert killed(done), f"never reached {point}: rc {done.returncode} {done.stderr}"
 
 
@@ -208,7 +212,7 @@ def test_sync_killed_heals(two_machines: tuple[Path, Path], point: str, local: b
         assert cli(a, "add", "written on machine A", "-w", "webshop").returncode == 0
         reported.append("written on machine A")
     crash(a, point, "sync")
-    done = cli(a, "sync")
+    done = run_memstore("sync", vault=a)  # the next command, in a fresh process
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert "written on machine B" in memory_texts(a)
     assert_healthy(a, reported)
@@ -293,7 +297,7 @@ def test_a_killed_reindex_leaves_no_building_folder_past_the_next_command(tmp_pa
     crash(vault, "reindex", "reindex")
     left = list((vault / ".memstore").glob("index.building-*"))
     assert len(left) == 1  # the half-built index of the killed run
-    done = cli(vault, "search", "cache")  # any next command, not only a full reindex
+    done = run_memstore("search", "cache", vault=vault)  # any next command, not only a reindex
     assert done.returncode == 0, done.stderr
     assert not left[0].exists()
     assert f"removed {left[0]}, left by a reindex that was killed" in done.stderr

@@ -33,8 +33,8 @@ from memstore.index import terms
 from memstore.service.curation import NEAR_DUPLICATE, Curator
 from memstore.service.store import Store, init_vault
 from tests.benchmarks.bench_foundation import SEED, Corpus
-from tests.cli.test_upkeep import EXE, cli
-from tests.conftest import git
+from tests.cli.test_upkeep import cli
+from tests.conftest import EXE, git
 
 Item = tuple[str, str, frozenset[str]]
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +19,9 @@ from mcp import Client, StdioServerParameters
 
 from memstore.core.repo_name import workspace_at
 from memstore.service.store import Store
-from tests.conftest import git, settings_at
+from tests.conftest import EXE, git, run_memstore, settings_at
 from tests.daemon.test_daemon import env as daemons_allowed  # noqa: F401 (a fixture)
 
-EXE = Path(sys.executable).with_name("memstore")
 NGINX = "Uploads over 1 MB fail with 413: raise nginx client_max_body_size in the server block"
 
 
@@ -46,10 +43,7 @@ def env(request: pytest.FixtureRequest, vault: Path) -> dict[str, str]:
 
 
 def run(env: dict[str, str], cwd: Path, *args: str, stdin: str = "") -> str:
-    done = subprocess.run(
-        [str(EXE), *args], input=stdin, env=env, cwd=cwd, capture_output=True, text=True,
-        timeout=60,
-    )  # fmt: skip
+    done = run_memstore(*args, base_env=env, cwd=cwd, stdin=stdin, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     return done.stdout

@@ -21,9 +21,7 @@ import pytest
 from memstore.core.errors import InvalidInputError
 from memstore.service.editing import choose_editor, edit_memory, run_editor
 from memstore.service.store import Store
-from tests.conftest import commit_count, git, head, settings_at, vault_bytes
-
-EXE = Path(sys.executable).with_name("memstore")
+from tests.conftest import EXE, commit_count, git, head, run_memstore, settings_at, vault_bytes
 
 
 def editor(tmp_path: Path, body: str, name: str = "editor.py") -> str:
@@ -42,15 +40,7 @@ def editor(tmp_path: Path, body: str, name: str = "editor.py") -> str:
 
 def run(vault: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """Run the installed memstore with no terminal (stdin closed)."""
-    return subprocess.run(
-        [str(EXE), *args],
-        env={**os.environ, "MEMSTORE_VAULT": str(vault), **env},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=120,
-    )
+    return run_memstore(*args, vault=vault, env=env)
 
 
 def add(vault: Path, text: str) -> tuple[str, Path]:
@@ -318,7 +308,6 @@ def test_edit_without_an_editor_or_a_terminal_refuses_instead_of_starting_vi(
 def test_an_edit_killed_before_its_commit_is_undone_by_the_next_command(
     tmp_path: Path, point: str
 ) -> None:
-    from tests.cli.test_upkeep import cli
     from tests.service.test_crash_points import (
         TEXTS,
         assert_healthy,
@@ -331,7 +320,7 @@ def test_an_edit_killed_before_its_commit_is_undone_by_the_next_command(
     ids = make_vault(vault)
     ed = editor(tmp_path, "text = text.replace('maria', 'maria or tom')")
     env = {"MEMSTORE_CRASH_AT": point, "EDITOR": ed, "TMPDIR": str(tmp_path)}
-    assert killed(cli(vault, "edit", ids[1], env=env))
+    assert killed(run_memstore("edit", ids[1], vault=vault, env=env))
     assert_healthy(vault, list(TEXTS))
     if point == "memory-written":  # before the commit, never reported: undone
         assert "maria or tom" not in memory_texts(vault)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import random
 import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,9 +21,7 @@ from memstore.service.sync import MARKER, SyncOptions
 from memstore.service.tree_merge import merge_trees
 from memstore.vault.git import Trailers
 from memstore.vault.remote import GC_AUTO, _classify, count_objects, needs_packing
-from tests.conftest import git, head, vault_bytes
-
-EXE = Path(sys.executable).with_name("memstore")
+from tests.conftest import EXE, git, head, vault_bytes
 
 
 def environment() -> dict[str, str]:

@@ -12,8 +12,7 @@ import shlex
 import shutil
 import signal
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,19 +23,10 @@ from memstore.core.model import Memory
 from memstore.service.store import Store, init_vault
 from memstore.service.sync import MARKER
 from memstore.vault.files import Vault
-from tests.conftest import git, vault_bytes
+from tests.conftest import git, invoke_memstore, run_memstore, vault_bytes, wait_until
 from tests.service.test_sync import EXE, environment, machine_settings
 
 TIMEOUT = 60.0
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> None:
-    """Wait for `condition` with a bound (polling, not a fixed sleep)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout} s")
-        time.sleep(0.02)
 
 
 @dataclass
@@ -45,6 +35,7 @@ class Machine:
 
     root: Path
     host: str
+    in_process: bool = False  # run() calls the executable's main here instead of spawning it
 
     def env(self) -> dict[str, str]:
         return {
@@ -55,14 +46,10 @@ class Machine:
         }
 
     def run(self, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [str(EXE), *args],
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            timeout=TIMEOUT,
-        )
+        if self.in_process:
+            done = invoke_memstore(*args, env=self.env())
+        else:
+            done = run_memstore(*args, base_env=self.env(), timeout=TIMEOUT)
         if ok:
             assert done.returncode == 0, f"memstore {args}: {done.stdout}{done.stderr}"
         assert "Traceback" not in done.stderr, done.stderr
@@ -169,7 +156,9 @@ def pair(tmp_path: Path) -> Iterator[Pair]:
         ["git", "clone", "-q", str(remote), str(second)], check=True, capture_output=True
     )
     init_vault(second, machine_settings(second, "host-b"))
-    built = Pair(remote, Machine(first, "host-a"), Machine(second, "host-b"))
+    # each machine's commands run the executable's main in-process; what must be a process
+    # of its own (a sync held in its fetch, killed, racing an add) is started with start()
+    built = Pair(remote, Machine(first, "host-a", True), Machine(second, "host-b", True))
     yield built
     built.check_healthy()
 
@@ -194,7 +183,9 @@ class FetchGate:
         git(machine.root, "config", "remote.origin.uploadpack", command)
 
     def wait_inside(self, process: subprocess.Popen[str]) -> None:
-        wait_until(lambda: self.entered.exists() or process.poll() is not None, "fetch started")
+        wait_until(
+            lambda: self.entered.exists() or process.poll() is not None, TIMEOUT, "fetch started"
+        )
         assert process.poll() is None, process.communicate()
 
     def open(self) -> None:
@@ -282,7 +273,7 @@ def test_an_edit_after_a_sync_killed_while_fetching_survives(pair: Pair, tmp_pat
     finally:
         gate.open()
     syncing.communicate(timeout=TIMEOUT)
-    wait_until(lambda: not group_alive(syncing.pid), "the killed sync's git processes end")
+    wait_until(lambda: not group_alive(syncing.pid), TIMEOUT, "the killed sync's git processes end")
     gate.remove()
     line = "Added by hand after the killed sync: lag alerts page the data team."
     pair.b.append(memory["path"], line)

@@ -1,9 +1,10 @@
 """`forget --purge` across machines: sync never merges purged history back.
 
 Two vault clones and a bare remote on disk, every command through the installed memstore
-executable (issue 36 item 2): the purging machine's sync refuses the unpurged remote and
-`sync --force-purged` finishes the purge there; the other machine's next sync re-bases its
-own commits onto the rewritten history instead of pushing the memory back.
+executable (issue 36 item 2; in CI its `main` runs in-process, the long version spawns it):
+the purging machine's sync refuses the unpurged remote and `sync --force-purged` finishes
+the purge there; the other machine's next sync re-bases its own commits onto the rewritten
+history instead of pushing the memory back.
 """
 
 from __future__ import annotations
@@ -25,9 +26,13 @@ from tests.service.test_sync_faults import EXE, TIMEOUT, Machine, Pair
 SECRET = "Launch codename is bluefin-quartz for the autumn release"
 
 
-@pytest.fixture
-def two(tmp_path: Path) -> Iterator[Pair]:
-    """Machine A created the vault and pushed it; machine B cloned it and ran init."""
+@pytest.fixture(params=["in-process", pytest.param("executable", marks=pytest.mark.long)])
+def two(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Pair]:
+    """Machine A created the vault and pushed it; machine B cloned it and ran init.
+
+    In CI the machines' commands run the executable's `main` in-process (the same launcher,
+    commands and output); the long version spawns the executable for every command."""
+    in_process = request.param == "in-process"
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
     first, second = tmp_path / "a", tmp_path / "b"
@@ -37,7 +42,9 @@ def two(tmp_path: Path) -> Iterator[Pair]:
         store.sync()
     subprocess.run(["git", "clone", "-q", str(remote), str(second)], check=True)
     init_vault(second, machine_settings(second, "host-b"))
-    built = Pair(remote, Machine(first, "host-a"), Machine(second, "host-b"))
+    built = Pair(
+        remote, Machine(first, "host-a", in_process), Machine(second, "host-b", in_process)
+    )
     yield built
     built.check_healthy()
 

@@ -20,7 +20,6 @@ import shutil
 import sqlite3
 import struct
 import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,8 +28,7 @@ import pytest
 
 from memstore.core.config import Settings
 from memstore.service.store import Store, init_vault
-
-MEMSTORE = Path(sys.executable).with_name("memstore")
+from tests.conftest import EXE, run_memstore
 
 TOPICS = {
     "webshop": [
@@ -300,7 +298,7 @@ def environment(home: Path, vault: Path) -> dict[str, str]:
 def memstore(
     home: Path, vault: Path, *args: str, read_only: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    command = [str(MEMSTORE), *args]
+    command = [str(EXE), *args]
     if read_only:  # root ignores permission bits: a read-only mount binds root too
         script = 'mount --bind "$0" "$0" && mount -o remount,ro,bind "$0" && exec "$@"'
         command = ["unshare", "-m", "sh", "-c", script, str(vault / ".memstore"), *command]
@@ -470,8 +468,7 @@ def test_an_index_of_another_format_is_rebuilt_and_not_kept_aside(tmp_path: Path
     no_daemon = {**os.environ, "MEMSTORE_NO_DAEMON": "1", "MEMSTORE_VAULT": str(vault)}
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        exe = Path(sys.executable).with_name("memstore")
-        return subprocess.run([str(exe), *args], env=no_daemon, capture_output=True, text=True)
+        return run_memstore(*args, base_env=no_daemon)
 
     assert cli("init", str(vault)).returncode == 0
     assert cli("add", "the replica lag alarm fires at 30 s", "-w", "infra").returncode == 0

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
+from tests.conftest import EXE, git, invoke_memstore
 
-EXE = Path(sys.executable).with_name("memstore")
 TEXT = "upload 413 is nginx client_max_body_size, not the app"
 
 
@@ -169,15 +167,11 @@ def test_a_persons_identity_and_tracking_are_left_alone(tmp_path: Path) -> None:
     # conftest's HOME has an identity: memstore writes none of its own
     remote, vault = tmp_path / "memory.git", tmp_path / "v"
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
-    subprocess.run([str(EXE), "init", str(vault)], check=True, capture_output=True)
+    assert invoke_memstore("init", str(vault)).returncode == 0
     git(vault, "config", "branch.main.remote", "backup")
     git(vault, "config", "branch.main.merge", "refs/heads/main")
-    done = subprocess.run(
-        [str(EXE), "remote", "add", str(remote), "--vault", str(vault)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    done = invoke_memstore("remote", "add", str(remote), "--vault", str(vault))
+    assert done.returncode == 0, done.stderr
     assert "git pull" not in done.stdout  # nothing to set up
     local = git(vault, "config", "--local", "--list")
     assert "user." not in local and "branch.main.remote=backup" in local
@@ -203,34 +197,32 @@ def test_the_stand_in_identity_goes_once_the_person_has_one(
 def test_sync_sets_up_plain_git_in_a_vault_made_before(tmp_path: Path) -> None:
     remote, vault = tmp_path / "memory.git", tmp_path / "v"
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
-    subprocess.run([str(EXE), "init", str(vault)], check=True, capture_output=True)
+    assert invoke_memstore("init", str(vault)).returncode == 0
     git(vault, "remote", "add", "origin", str(remote))  # by hand, as before memstore did this
     git(vault, "config", "--unset", "pull.rebase")
-    env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
-    done = subprocess.run([str(EXE), "sync"], env=env, capture_output=True, text=True)
+    done = invoke_memstore("sync", vault=vault)
     assert done.returncode == 0, done.stderr
     assert done.stderr == (
         "memstore: set up a plain git pull in this vault: pull.rebase=false, "
         "branch main tracks origin/main\n"
     )
     assert git(vault, "rev-parse", "--abbrev-ref", "main@{upstream}") == "origin/main\n"
-    again = subprocess.run([str(EXE), "sync"], env=env, capture_output=True, text=True)
+    again = invoke_memstore("sync", vault=vault)
     assert again.returncode == 0 and again.stderr == ""
 
 
 def test_remote_alone_prints_the_remotes(tmp_path: Path) -> None:
     vault = tmp_path / "v"
-    env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
-    subprocess.run([str(EXE), "init", str(vault)], check=True, capture_output=True)
-    none = subprocess.run([str(EXE), "remote"], env=env, capture_output=True, text=True)
+    assert invoke_memstore("init", str(vault)).returncode == 0
+    none = invoke_memstore("remote", vault=vault)
     assert none.returncode == 1
     assert none.stderr == "no remote; add one with: memstore remote add URL\n"
     git(vault, "remote", "add", "origin", "git@example.com:me/memory.git")
     git(vault, "remote", "add", "backup", "/mnt/usb/memory.git")
-    shown = subprocess.run([str(EXE), "remote"], env=env, capture_output=True, text=True)
+    shown = invoke_memstore("remote", vault=vault)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout == "origin\tgit@example.com:me/memory.git\nbackup\t/mnt/usb/memory.git\n"
-    help_text = subprocess.run([str(EXE), "remote", "--help"], capture_output=True, text=True)
+    help_text = invoke_memstore("remote", "--help")
     assert "add" in help_text.stdout and "show" in help_text.stdout
 
 

@@ -22,7 +22,7 @@ from memstore.service.store import Store
 from memstore.vault.files import Vault
 from memstore.vault.git_processes import STALE_LOCK_S, git_committing_in
 from tests.cli.test_upkeep import cli
-from tests.conftest import commit_count, git, settings_at
+from tests.conftest import commit_count, git, run_memstore, settings_at, wait_until
 
 
 def trailer(vault: Path, rev: str, name: str) -> str:
@@ -174,8 +174,13 @@ def test_a_lock_held_by_a_live_git_process_is_kept_and_the_add_still_succeeds(
 def test_a_kill_between_commit_and_git_index_is_repaired_by_the_next_command(
     vault: Path,
 ) -> None:
-    done = cli(
-        vault, "add", "killed mid-commit", "-w", "notes", env={"MEMSTORE_CRASH_AT": "git-commit"}
+    done = run_memstore(
+        "add",
+        "killed mid-commit",
+        "-w",
+        "notes",
+        vault=vault,
+        env={"MEMSTORE_CRASH_AT": "git-commit"},
     )
     assert done.returncode == -9
     assert git(vault, "status", "--porcelain") != ""  # D + ?? for the new memory
@@ -191,23 +196,24 @@ def test_a_kill_between_commit_and_git_index_is_repaired_by_the_next_command(
 
 def test_writers_queue_while_the_lock_changes_hands(vault: Path) -> None:
     turns: list[int] = []
+    hold, timeout, count = 0.1, 0.6, 12  # each turn far inside the timeout, all far past it
 
     def writers() -> None:
-        for n in range(4):  # four writers' turns back to back, 0.3 s each
+        for n in range(count):  # writers' turns back to back
             with Vault(vault).lock(5):
                 turns.append(n)
-                time.sleep(0.3)  # one writer's commit; the waiter's timeout is 0.4 s
+                time.sleep(hold)  # one writer's commit
 
     queue = threading.Thread(target=writers)
     queue.start()
-    while not turns:
-        time.sleep(0.001)
-    # It waits about 1.2 s in all, far past its 0.4 s timeout, because the lock keeps
-    # changing hands; only one holder keeping it 0.4 s would make it give up.
-    with Vault(vault).lock(0.4):  # raises LockedError if it gives up
-        turns.append(9)
-    queue.join(5)
-    assert sorted(turns) == [0, 1, 2, 3, 9]
+    wait_until(lambda: turns, 5, "the first writer holds the lock")
+    # It waits about 1.1 s in all, past its 0.6 s timeout, because the lock keeps changing
+    # hands; only one holder keeping it 0.6 s would make it give up. A turn is 0.1 s, so a
+    # loaded machine must stretch one sleep sixfold before the waiter gives up wrongly.
+    with Vault(vault).lock(timeout):  # raises LockedError if it gives up
+        turns.append(99)
+    queue.join(30)
+    assert sorted(turns) == [*range(count), 99]
 
 
 def test_a_stuck_holder_is_named_when_the_wait_gives_up(vault: Path) -> None:
@@ -295,12 +301,12 @@ def test_sync_repairs_a_merge_driver_that_points_nowhere(tmp_path: Path) -> None
 
 def test_a_killed_write_is_not_undone_over_an_edit_made_after_it(vault: Path) -> None:
     assert cli(vault, "add", "Rotate the staging TLS cert in March", "-w", "ops").returncode == 0
-    done = cli(
-        vault,
+    done = run_memstore(
         "add",
         "Rotate the staging TLS cert in March",
         "-w",
         "ops",
+        vault=vault,
         env={"MEMSTORE_CRASH_AT": "memory-written"},
     )
     assert done.returncode == -9  # killed between its write and its commit
@@ -414,10 +420,8 @@ def test_a_git_commit_waiting_in_its_editor_keeps_its_staged_files_and_succeeds(
         stderr=subprocess.PIPE,
         text=True,
     ) as person:
-        deadline = time.monotonic() + 30
-        while not started.exists():
-            assert time.monotonic() < deadline and person.poll() is None, "the editor never opened"
-            time.sleep(0.02)
+        wait_until(lambda: started.exists() or person.poll() is not None, 30, "the editor opens")
+        assert person.poll() is None, "git ended before its editor opened"
         synced = cli(vault, "sync")
         assert synced.returncode == 1 and "a git commit is under way" in synced.stderr
         assert git(vault, "rev-parse", "HEAD").strip() == before  # HEAD stays where git saw it
@@ -471,10 +475,8 @@ def _open_editor(vault: Path, tmp_path: Path) -> tuple[subprocess.Popen[str], Pa
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 30
-    while not started.exists():
-        assert time.monotonic() < deadline and person.poll() is None, "the editor never opened"
-        time.sleep(0.02)
+    wait_until(lambda: started.exists() or person.poll() is not None, 30, "the editor opens")
+    assert person.poll() is None, "git ended before its editor opened"
     return person, release
 
 
@@ -505,13 +507,14 @@ def test_an_add_waits_for_a_git_commit_that_finishes_within_the_lock_timeout(
             )
         )
         adding.start()
-        deadline = time.monotonic() + 30
-        while True:  # the add holds the vault's lock, waiting for the person's commit
+
+        def held() -> bool:
             with Vault(vault).try_lock() as free:
-                if not free:
-                    break
-            assert time.monotonic() < deadline and not done, "the add never took the lock"
-            time.sleep(0.01)
+                return not free
+
+        # the add holds the vault's lock, waiting for the person's commit
+        wait_until(lambda: held() or done, 30, "the add takes the vault's lock")
+        assert not done, "the add finished without waiting for the person's commit"
         release.touch()
         _, err = person.communicate(timeout=60)
         adding.join(timeout=60)

@@ -5,30 +5,21 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from memstore.daemon.watcher import is_relevant
 from memstore.service.store import Store
-from tests.conftest import git, settings_at
+from tests.conftest import git, run_memstore, settings_at
 
-EXE = Path(sys.executable).with_name("memstore")
 BAD = b"bad-\xff\xfe.md"  # Latin-1 bytes: not UTF-8
 ESCAPED = "bad-\\xff\\xfe.md"
 
 
 def memstore(vault: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Run the installed memstore on `vault`; output read with bytes escaped, never failing."""
-    return subprocess.run(
-        [str(EXE), *args, "--vault", str(vault)],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        errors="backslashreplace",
-        timeout=120,
-    )
+    return run_memstore(*args, "--vault", str(vault), errors="backslashreplace")
 
 
 def hostile_vault(vault: Path, *, tracked: bool) -> None:

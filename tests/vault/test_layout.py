@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from memstore.service.curation import Curator
 from memstore.service.store import Store, init_vault
 from memstore.service.sync import SyncOptions
 from memstore.vault.git import INDEX_LAG, GitRepo
-from tests.conftest import git, settings_at
+from tests.conftest import git, settings_at, wait_until
 from tests.service.test_sync import machine_settings
 
 MARCH = datetime(2026, 3, 31, 23, 59, 30, tzinfo=UTC)
@@ -46,13 +45,6 @@ def flat_file(vault: Path, workspace: str, text: str) -> Memory:
     git(vault, "add", "-A")
     git(vault, "commit", "-qm", "flat file")
     return memory
-
-
-def wait_for(condition: object, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
 
 
 # --- where new files go ----------------------------------------------------------------
@@ -256,7 +248,9 @@ def test_a_deferred_git_index_is_staged_once_writes_pause(vault: Path) -> None:
     with Store.open(settings_at(vault)) as store:
         store.git.defer_index_bytes = 0
         store.add("Deploys pause during the holidays", workspace="ops")
-        wait_for(lambda: not (vault / ".git" / INDEX_LAG).exists())
+        wait_until(
+            lambda: not (vault / ".git" / INDEX_LAG).exists(), 10, "the deferred git index written"
+        )
         assert git(vault, "status", "--porcelain") == ""
 
 
@@ -266,7 +260,9 @@ def test_an_edit_made_before_the_deferred_index_catches_up_shows_as_unstaged(vau
         added = store.add("The cache TTL is five minutes", workspace="webshop")
         with (vault / added.path).open("a", encoding="utf-8") as file:
             file.write("Except on Fridays.\n")
-        wait_for(lambda: not (vault / ".git" / INDEX_LAG).exists())
+        wait_until(
+            lambda: not (vault / ".git" / INDEX_LAG).exists(), 10, "the deferred git index written"
+        )
     assert git(vault, "status", "--porcelain") == f" M {added.path}\n"
 
 

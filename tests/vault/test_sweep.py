@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,9 +17,8 @@ from memstore.ops.hooks import answer, sweep_hook
 from memstore.service.store import Store
 from memstore.vault import sweep
 from memstore.vault.files import Vault
-from tests.conftest import commit_count, git, settings_at
+from tests.conftest import EXE, commit_count, git, settings_at
 
-EXE = Path(sys.executable).with_name("memstore")
 HOUR = 3600.0
 FINALS = [
     "Fixed the flaky checkout test: the Stripe webhook fixture reused a global event id, so the "
