@@ -52,11 +52,14 @@ def test_make_dist_builds_a_wheel_and_an_sdist_named_memstore_agents(built: Path
         scripts = archive.read(f"{info}/entry_points.txt").decode("utf-8")
     assert meta["Name"] == DISTRIBUTION and meta["Version"] == version
     assert "memstore = memstore.launcher:main" in scripts  # the command keeps its name
-    assert "memstore/__init__.py" in names and "index/__init__.py" in names
+    assert "memstore/__init__.py" in names and "memstore/index/__init__.py" in names
+    # The search engine installs inside memstore: no top-level package to collide with.
+    assert {n.split("/", 1)[0] for n in names if n.endswith(".py")} == {"memstore"}
     assert any(n.startswith("memstore/sample_vault/") and n.endswith(".md") for n in names)
     with tarfile.open(sdist) as archive:
         members = {m.name.split("/", 1)[-1] for m in archive.getmembers()}
     assert {"pyproject.toml", "README.md", "memstore/__init__.py", "Makefile"} <= members
+    assert "index/__init__.py" in members  # a wheel built from the sdist takes it from there
 
 
 def run(args: list[str], home: Path, **kwargs: object) -> subprocess.CompletedProcess[str]:
