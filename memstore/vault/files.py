@@ -20,7 +20,7 @@ from memstore.core.codec import escape_name, is_utf8_name, parse_memory, path_id
 from memstore.core.errors import VaultError
 from memstore.core.faults import crash_point
 from memstore.core.model import FileProblem, Memory
-from memstore.vault.locks import hold, hold_if_free, hold_shared, is_held_shared
+from memstore.vault.locks import hold, hold_if_free, hold_shared, is_held_shared, open_lock_file
 from memstore.vault.reflog import arrived_from, moved_by_commits_only, read_head
 
 log = logging.getLogger(__name__)
@@ -45,6 +45,7 @@ class Vault:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._root = os.fspath(root)  # folder_mtime joins strings: pathlib's `/` was 4x slower
         # Runs whenever this process takes the write lock (the store heals git debris there).
         self.on_lock: Callable[[], None] | None = None
 
@@ -150,7 +151,8 @@ class Vault:
     def folder_mtime(self, folder: str) -> int | None:
         """Return a folder's modification time in ns (None: gone, or no longer a folder)."""
         try:
-            st = os.stat(self.root / folder if folder else self.root, follow_symlinks=False)
+            where = os.path.join(self._root, folder) if folder else self._root
+            st = os.stat(where, follow_symlinks=False)
         except OSError:
             return None
         return st.st_mtime_ns if stat.S_ISDIR(st.st_mode) else None
@@ -424,7 +426,7 @@ class Vault:
             self._clear_way(self.state_dir, folder=True)
             self.state_dir.mkdir(exist_ok=True, mode=0o700)
             self._clear_way(self.state_dir / name, folder=False)
-            return open(self.state_dir / name, "a+b")
+            return open_lock_file(self.state_dir / name)
         except OSError as err:
             raise VaultError(
                 f"cannot create the lock in {self.state_dir}: {err.strerror}; "

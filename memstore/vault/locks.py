@@ -19,6 +19,7 @@ from typing import BinaryIO
 from memstore.core.errors import LockedError, VaultError
 
 Opener = Callable[[], BinaryIO]
+RECORD_BYTES = 256  # the holder record's fixed width
 
 
 @contextmanager
@@ -101,16 +102,27 @@ def _wait_for(handle: BinaryIO, timeout: float, where: Path) -> None:
 
 
 def _announce_holder(handle: BinaryIO) -> None:
-    """Write who holds the lock into the lock file (waiters read it to see progress)."""
+    """Write who holds the lock into the lock file (waiters read it to see progress).
+
+    The record has a fixed width and overwrites the last one in place: truncating the file
+    first cost each search ~0.04 ms on a quiet ext4 disk and milliseconds on a busy one.
+    """
     command = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv[:3]))
-    record = f"{os.getpid()} {command} {time.time_ns()}\n".encode("utf-8", "replace")
+    who = f"{os.getpid()} {command}".encode("utf-8", "replace")[: RECORD_BYTES - 32]
+    record = b"%s %d" % (who, time.time_ns())
     try:
-        handle.seek(0)
-        handle.truncate()
-        handle.write(record)
-        handle.flush()
+        fd = handle.fileno()
+        if os.fstat(fd).st_size > RECORD_BYTES:
+            os.ftruncate(fd, RECORD_BYTES)  # a longer record an older memstore wrote
+        os.pwrite(fd, record.ljust(RECORD_BYTES - 1) + b"\n", 0)
     except OSError:
         pass  # the record only informs waiters; the flock is what excludes them
+
+
+def open_lock_file(path: Path) -> BinaryIO:
+    """Open (creating) a lock file for reading and writing in place; not in append mode,
+    where Linux's pwrite ignores the offset."""
+    return os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600), "r+b")
 
 
 def _holder(where: Path) -> str:
