@@ -296,9 +296,31 @@ def report_lines(by_vault: dict[str, list[Outcome]], *, verbose: bool) -> list[s
         f"targets: precision >= {TARGETS['precision']}, answered >= {TARGETS['answered']}"
         " (stale: superseded memories injected without their correction)"
     )
+    lines.extend(_by_tag([o for found in by_vault.values() for o in found]))
     if verbose:
         for outcome in (o for found in by_vault.values() for o in found):
             lines.extend(_explain(outcome))
+    return lines
+
+
+def _by_tag(outcomes: Sequence[Outcome]) -> list[str]:
+    """Return two lines: the answered share per tag of answerable prompts, the silent share per
+    tag of must-stay-silent prompts (each with its number of prompts)."""
+    lines = []
+    for kind, wanted, test in (
+        ("answered", True, lambda o: o.answered),
+        ("silent", False, lambda o: o.silent),
+    ):
+        tags: dict[str, list[bool]] = {}
+        for outcome in (o for o in outcomes if o.prompt.answerable is wanted):
+            for tag in outcome.prompt.tags:
+                tags.setdefault(tag, []).append(test(outcome))
+        shares = [
+            f"{t} {sum(v) / len(v):.2f} ({len(v)})"
+            for t, v in sorted(tags.items())
+            if t != "silent"
+        ]
+        lines.append(f"{kind} by tag: " + ", ".join(shares))
     return lines
 
 
