@@ -3,7 +3,8 @@
 The fixture is loaded into a throwaway vault with Store.add and every query runs through
 Store.recall, with the clock pinned so decay and recency are the same on every run.
 
-Fixture (JSON): {corpus: [{id, content, kind, keywords, age_days, seen_count?, supersedes?}],
+Fixture (JSON): {corpus: [{id, content, kind, keywords, age_days, seen_count?, supersedes?,
+workspace?}],
 queries: [{id, text, relevant: [ids], tags?}]}; an empty `relevant` marks an off-corpus query.
 """
 
@@ -136,7 +137,7 @@ def _load_corpus(store: Store, corpus: list[dict[str, Any]], clock: _Clock) -> d
             for _ in range(max(int(item.get("seen_count", 1)), 1)):
                 added = store.add(
                     item["content"],
-                    workspace=WORKSPACE,
+                    workspace=item.get("workspace", WORKSPACE),
                     kind=item.get("kind", "note"),
                     keywords=tuple(item.get("keywords", ())),
                     supersedes=tuple(by_fixture[s] for s in item.get("supersedes", [])),
