@@ -10,7 +10,6 @@ queries: [{id, text, relevant: [ids], tags?}]}; an empty `relevant` marks an off
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -20,11 +19,11 @@ from typing import Annotated, Any
 
 import typer
 
-from memstore.core.config import SEMANTIC_ON, Settings, semantic_choice
+from memstore.core.config import SEMANTIC_ON, Settings
 from memstore.core.errors import InvalidInputError
 from memstore.core.model import ADDABLE_KINDS
 from memstore.ops.output import count
-from memstore.ops.parameters import JsonOption, emit_json
+from memstore.ops.parameters import JsonOption, emit_json, shell_settings
 from memstore.service.store import Store
 
 EPOCH = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)  # "now" for every evaluation run
@@ -267,7 +266,7 @@ def eval_command(
 
     Example:  MEMSTORE_SEMANTIC=on memstore eval --json > eval.json
     """
-    semantic = semantic_choice(os.environ, home=Path.home())
+    semantic = shell_settings(None).semantic  # MEMSTORE_SEMANTIC, as search reads it
     report = evaluate(load_fixture(fixture or DEFAULT_FIXTURE), semantic=semantic)
     if as_json:
         emit_json(report_json(report))
