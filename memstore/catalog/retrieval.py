@@ -31,12 +31,15 @@ from memstore.index import (
 )
 
 CANDIDATES = 30  # per view, before ranking cuts to k
-# The semantic view (optional; docs/retrieval.md): each list's first SEMANTIC_DEPTH fused by
-# reciprocal rank, the vector list at half weight, confident lexical hits kept first (the
-# best of the fusions bench_semantic.py measured).
+# The semantic view (optional; docs/retrieval.md): each list's first SEMANTIC_DEPTH; confident
+# lexical hits first and the first SEMANTIC_HEAD weak ones after them, as lexical ranked them;
+# the rest fused by reciprocal rank (vector list at half weight) only when the two views'
+# first SEMANTIC_AGREE share a memory, else vector-only hits after every lexical one.
 SEMANTIC_DEPTH = 20
 SEMANTIC_RRF_K = 60
 SEMANTIC_WEIGHT = 0.5
+SEMANTIC_HEAD = 2
+SEMANTIC_AGREE = 5
 FEEDBACK_DOCS = 3  # pseudo-relevance feedback: the any-word search's first hits …
 FEEDBACK_TERMS = 15  # … lend their most characteristic terms to a second, boosted search …
 FEEDBACK_MAX_MEMORIES = 5000  # … in vaults up to this size (above, it costs more than it helps)
@@ -208,21 +211,30 @@ def fuse_similar(
 ) -> list[Hit]:
     """Rank lexical `hits` and the semantic view's `similar` memory paths together, keeping `k`.
 
-    Confident lexical hits come first; the rest follow by 1/(K + lexical rank) + w/(K +
-    vector rank). A memory only the vector view found is a weak hit (view "semantic"):
-    sharing no word with the question, it is at most related. What a correction supersedes
-    still goes just below it.
+    The vector view may add and reorder weak hits, never demote a confident one: confident
+    lexical hits come first, then the first SEMANTIC_HEAD weak ones in lexical order (a weak
+    first hit the vectors miss is still the likeliest answer). The rest follow by 1/(K +
+    lexical rank) + w/(K + vector rank) when the views agree on the question (their first
+    SEMANTIC_AGREE share a memory); when they do not, lexical order stands and memories only
+    the vectors found come after. A memory only the vector view found is a weak hit (view
+    "semantic"): sharing no word with the question, it is at most related. What a
+    correction supersedes still goes just below it.
     """
     lexical = {hit.path: hit for hit in hits}
     lexical_rank = {path: rank for rank, path in enumerate(lexical, 1)}
     vector_rank = {path: rank for rank, path in enumerate(similar, 1)}
+    head = {hit.path for hit in hits if not hit.weak}
+    head.update([hit.path for hit in hits if hit.weak][:SEMANTIC_HEAD])
+    agree = not set(list(lexical)[:SEMANTIC_AGREE]).isdisjoint(similar[:SEMANTIC_AGREE])
 
-    def order(path: str) -> tuple[bool, float, int]:
+    def order(path: str) -> tuple[int, float, int]:
+        if path in head:
+            return (0 if not lexical[path].weak else 1, 0.0, lexical_rank[path])
         fused = SEMANTIC_WEIGHT / (SEMANTIC_RRF_K + vector_rank[path]) if path in vector_rank else 0
         if path in lexical:
             fused += 1 / (SEMANTIC_RRF_K + lexical_rank[path])
-            return (lexical[path].weak, -fused, lexical_rank[path])
-        return (True, -fused, len(lexical) + vector_rank[path])
+            return (2, -fused if agree else 0.0, lexical_rank[path])
+        return (2 if agree else 3, -fused, len(lexical) + vector_rank[path])
 
     ranked = sorted(lexical.keys() | vector_rank.keys(), key=order)
     kept: list[Hit] = []

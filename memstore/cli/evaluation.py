@@ -20,11 +20,11 @@ from typing import Annotated, Any
 
 import typer
 
-from memstore.core.config import Settings
+from memstore.core.config import SEMANTIC_ON, Settings
 from memstore.core.errors import InvalidInputError
 from memstore.core.model import ADDABLE_KINDS
 from memstore.ops.output import count
-from memstore.ops.parameters import JsonOption, emit_json
+from memstore.ops.parameters import JsonOption, emit_json, shell_settings
 from memstore.service.store import Store
 
 EPOCH = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)  # "now" for every evaluation run
@@ -63,6 +63,7 @@ class Report:
     off_corpus_no_confident: float  # off-corpus queries with no confident result
     first_hit_views: dict[str, int]
     queries: list[QueryResult]
+    views_run: list[str] = field(default_factory=list)  # the views recall ran with
 
 
 class _Clock:
@@ -109,11 +110,15 @@ def load_fixture(path: Path) -> dict[str, Any]:
     return data
 
 
-def evaluate(fixture: dict[str, Any], *, k: int = 5) -> Report:
-    """Run the fixture in a throwaway vault and return the measurements."""
+def evaluate(fixture: dict[str, Any], *, k: int = 5, semantic: str = "") -> Report:
+    """Run the fixture in a throwaway vault and return the measurements.
+
+    `semantic` is Settings.semantic: "" lexical only, SEMANTIC_ON or a model folder for the
+    semantic view (as MEMSTORE_SEMANTIC / MEMSTORE_SEMANTIC_MODEL set it for recall).
+    """
     root = Path(tempfile.mkdtemp(prefix="memstore-eval-")) / "vault"
     clock = _Clock()
-    settings = Settings(vault=root, source="eval", session="eval", host="eval")
+    settings = Settings(vault=root, source="eval", session="eval", host="eval", semantic=semantic)
     try:
         with Store.open(settings, create=True, clock=clock) as store:
             to_fixture = _load_corpus(store, fixture["corpus"], clock)
@@ -121,7 +126,17 @@ def evaluate(fixture: dict[str, Any], *, k: int = 5) -> Report:
             results = [_run_query(store, query, to_fixture, k) for query in fixture["queries"]]
     finally:
         shutil.rmtree(root.parent, ignore_errors=True)
-    return _report(len(fixture["corpus"]), results)
+    report = _report(len(fixture["corpus"]), results)
+    report.views_run = views_run(semantic)
+    return report
+
+
+def views_run(semantic: str) -> list[str]:
+    """Name the views recall runs with the semantic setting `semantic`."""
+    views = ["lexical", "any-word", "entity"]
+    if semantic:
+        views.append("semantic" if semantic == SEMANTIC_ON else f"semantic ({semantic})")
+    return views
 
 
 def _load_corpus(store: Store, corpus: list[dict[str, Any]], clock: _Clock) -> dict[str, str]:
@@ -208,6 +223,9 @@ def report_json(report: Report) -> dict[str, Any]:
 
 def report_lines(report: Report) -> list[str]:
     lines = [
+        "views: "
+        + ", ".join(report.views_run)
+        + ("" if any(v.startswith("semantic") for v in report.views_run) else " (semantic off)"),
         f"{count(report.memories, 'memory', 'memories')}, "
         f"{count(report.answerable, 'answerable query', 'answerable queries')}, "
         f"{report.off_corpus} off-corpus",
@@ -244,9 +262,13 @@ def eval_command(
 ) -> None:
     """Measure recall on a fixture in a throwaway vault: recall@k, MRR, off-corpus silence.
 
-    Example:  memstore eval --json > eval.json
+    Recall runs as MEMSTORE_SEMANTIC (and MEMSTORE_SEMANTIC_MODEL) set it, and the report
+    names the views that ran.
+
+    Example:  MEMSTORE_SEMANTIC=on memstore eval --json > eval.json
     """
-    report = evaluate(load_fixture(fixture or DEFAULT_FIXTURE))
+    semantic = shell_settings(None).semantic  # MEMSTORE_SEMANTIC, as search reads it
+    report = evaluate(load_fixture(fixture or DEFAULT_FIXTURE), semantic=semantic)
     if as_json:
         emit_json(report_json(report))
     else:
