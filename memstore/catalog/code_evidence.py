@@ -31,8 +31,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from memstore.index import Query
-from memstore.index.analysis import identifier_parts
+from memstore.index import terms
+from memstore.index.analysis import expand_contractions, identifier_parts
 
 # Words of a question about code that say it is about code, not which code: they never count
 # as evidence (the index's stop words are dropped before these).
@@ -49,8 +49,11 @@ FILLERS = frozenset(
     """is get set to do make has py new from as of on in by for and or at it self cls init main
     run impl inner fn func""".split()  # noqa: SIM905
 )
+_FILLER_STARTS = frozenset(filler[:2] for filler in FILLERS)
+_LONGEST_FILLER = max(map(len, FILLERS))
 MIN_PIECE = 3  # a shorter piece of a name ("mk", "re") matches too many words to tell
 _WORD = re.compile(r"[^\W\d_]+|\d+")
+_TOKEN = re.compile(r"\w+(?:[./\-]\w+)*")  # as the index reads a text
 
 
 @dataclass(frozen=True)
@@ -87,17 +90,16 @@ class Evidence:
 def read_question(text: str, frequencies: Mapping[str, int], documents: int) -> Question:
     """Return the informative terms of `text`, weighted by how few of `documents` chunks hold
     each (`frequencies`: term → chunks holding it; 0 or missing: none, weighed as one)."""
-    query = Query.of(text)
-    sources = query.sources
-    terms: list[tuple[str, str]] = []
-    for term in query.terms:
-        word = sources.get(term, term)
-        if word in GENERIC_WORDS or not _WORD.fullmatch(word):
-            continue  # generic, or a whole token whose parts are terms of their own
-        terms.append((term, word))
-    weights = tuple(_idf(frequencies.get(t, 0), documents) for t, _ in terms)
-    prefixes = tuple(_prefix(term, word) for term, word in terms)
-    return Question(tuple(terms), prefixes, weights, sum(weights))
+    words: dict[str, str] = {}
+    for token in _TOKEN.findall(expand_contractions(text)):
+        for part in _parts(token):
+            if part not in GENERIC_WORDS:
+                for term in terms(part):  # none for a stop word
+                    words.setdefault(term, part)
+    terms_ = tuple(words.items())
+    weights = tuple(_idf(frequencies.get(t, 0), documents) for t, _ in terms_)
+    prefixes = tuple(_prefix(term, word) for term, word in terms_)
+    return Question(terms_, prefixes, weights, sum(weights))
 
 
 def _idf(held_by: int, documents: int) -> float:
@@ -206,21 +208,28 @@ def _pieces(part: str, terms: tuple[tuple[str, str], ...]) -> frozenset[str]:
     """Return the terms a name part is made of: the part split into pieces, each a filler or
     matching a question word (one a prefix of the other, or of its term), matching the most
     terms; none when it cannot be split so."""
+    starts, wholes = _lookup(terms)
+    longest = max(map(len, starts), default=0)
     best: list[frozenset[str] | None] = [None] * (len(part) + 1)
     best[0] = frozenset()
     for start in range(len(part)):
         before = best[start]
-        if before is None:
-            continue
+        if before is None or (
+            part[start : start + MIN_PIECE] not in starts
+            and part[start : start + 2] not in _FILLER_STARTS
+        ):
+            continue  # no piece can start here
+        whole = ""  # the least term whose word (or term) the piece so far starts with
         for end in range(start + 2, len(part) + 1):
+            if end - start > max(longest, _LONGEST_FILLER) and not whole:
+                break  # longer pieces match nothing
             piece = part[start:end]
+            if piece in wholes:
+                whole = min(whole or wholes[piece], wholes[piece])
             if piece in FILLERS:
                 found = before
-            elif len(piece) >= MIN_PIECE:
-                hits = [t for t, w in terms if _matches(piece, t, w)]
-                if not hits:
-                    continue
-                found = before | {min(hits)}
+            elif len(piece) >= MIN_PIECE and (piece in starts or whole):
+                found = before | {min(t for t in (starts.get(piece, ""), whole) if t)}
             else:
                 continue
             current = best[end]
@@ -229,9 +238,17 @@ def _pieces(part: str, terms: tuple[tuple[str, str], ...]) -> frozenset[str]:
     return best[-1] or frozenset()
 
 
-def _matches(piece: str, term: str, word: str) -> bool:
-    return (
-        word.startswith(piece)
-        or (len(word) >= MIN_PIECE and piece.startswith(word))
-        or (len(term) >= MIN_PIECE and piece.startswith(term))
-    )
+@functools.lru_cache(maxsize=256)
+def _lookup(terms: tuple[tuple[str, str], ...]) -> tuple[dict[str, str], dict[str, str]]:
+    """The question's words as a name's pieces are matched: each start of a word (three
+    letters or more) with the least term whose word starts so, and each word and term (as
+    long) with the least term it stands for."""
+    starts: dict[str, str] = {}
+    wholes: dict[str, str] = {}
+    for term, word in terms:
+        for end in range(MIN_PIECE, len(word) + 1):
+            starts[word[:end]] = min(starts.get(word[:end], term), term)
+        for whole in (word, term):
+            if len(whole) >= MIN_PIECE:
+                wholes[whole] = min(wholes.get(whole, term), term)
+    return starts, wholes

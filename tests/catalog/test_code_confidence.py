@@ -12,7 +12,7 @@ from memstore.catalog.code_evidence import held, read_question, weigh
 from memstore.catalog.code_hits import fuse
 from memstore.core.model import Hit
 from memstore.service.store import Store
-from tests.conftest import settings_at
+from tests.conftest import git, settings_at
 
 
 def _methods() -> str:
@@ -86,6 +86,7 @@ def store(tmp_path: Path) -> Store:
     for name, text in {"mail/smtp.py": SMTP, "billing/retry.py": RETRY, "locks.py": LOCKS}.items():
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
         (repo / name).write_text(text, encoding="utf-8")
+    git(repo, "init", "-q")  # the hook's workspace is the repository's folder name: shop
     opened = Store.open(settings_at(vault))
     opened.ingest(repo, "shop")
     return opened
@@ -153,6 +154,19 @@ def test_a_confident_chunk_comes_above_a_weak_memory_and_a_confident_memory_abov
         hits = store.search("smtp relay password rotates", workspace="shop").hits
         assert hits[0].kind != "code" and not hits[0].weak
         assert [h.weak for h in hits] == sorted(h.weak for h in hits)
+
+
+def test_the_prompt_hook_gives_the_confident_function_and_nothing_for_other_prompts(
+    store: Store, tmp_path: Path
+) -> None:
+    from memstore.ops.hooks import prompt_hook
+
+    repo = str(tmp_path / "shop")
+    with store:
+        lines = prompt_hook(store, {"prompt": "how is the lock file released"}, repo)
+        assert len(lines) == 2 and "locks.py:11-14 function release_lock_file" in lines[1]
+        assert prompt_hook(store, {"prompt": "make me a sandwich"}, repo) == []
+        assert prompt_hook(store, {"prompt": "where do we resize images"}, repo) == []
 
 
 def _hit(id: str, kind: str, *, weak: bool) -> Hit:
