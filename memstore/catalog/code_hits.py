@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
+from memstore.catalog.code_evidence import Evidence, Question, held, weigh
 from memstore.core.model import Hit
 from memstore.index import IndexHit
 
@@ -14,7 +16,7 @@ SAME_TEXT = 0.85  # word-shingle Jaccard at which two chunks count as the same c
 RRF_K = 60  # reciprocal rank fusion's usual constant: rank 1 and rank 2 stay close
 
 
-def distinct(hits: Sequence[Hit], limit: int = 0) -> list[Hit]:
+def distinct(hits: Iterable[Hit], limit: int = 0) -> list[Hit]:
     """Keep each hit unless one ranked above it is the same code: byte-identical text, an
     overlapping line range of the same file, or near-identical text (word 3-shingles with
     Jaccard ≥ SAME_TEXT): a budget spent on one function twice tells the agent nothing.
@@ -46,6 +48,7 @@ _TEST_FOLDERS = frozenset({"test", "tests", "testing", "__tests__", "spec", "spe
 _TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures"})
 
 
+@functools.lru_cache(maxsize=4096)
 def _is_test(ref: str) -> bool:
     """Say whether a chunk is in a test file: a test folder, or a name as test runners
     find them (test_x.py, x_test.go, x.test.ts, x.spec.js, XTest.java)."""
@@ -92,27 +95,67 @@ def _near_identical(a: frozenset[str], b: frozenset[str]) -> bool:
 
 
 def fuse(memories: Sequence[Hit], code: Sequence[Hit], k: int) -> list[Hit]:
-    """Rank memory and code hits together: memories holding every query word first, then
-    the rest by reciprocal rank, 1 / (RRF_K + rank) in its own list (the two lists' BM25
+    """Rank memory and code hits together: confident hits of both first, then weak ones,
+    each group by reciprocal rank, 1 / (RRF_K + rank) in its own list (the two lists' BM25
     scores come from different indexes and do not compare), a memory before a chunk on a
-    tie. The code keeps its own order (`CodeIndex.find`: a chunk lacking a word of the
-    question is often the answer; moving those holding every word up put the right one
-    first on 34 of bench_code's 60 standard-library questions, not 37)."""
-    ranked = [
-        (side == 1 or hit.weak, -1 / (RRF_K + rank), side, rank, hit)
+    tie. So a weak memory never comes above a confident chunk, nor a weak chunk above a
+    confident memory; each list keeps its own order."""
+    rows = [
+        (hit.weak, -1 / (RRF_K + rank), side, rank, hit)
         for side, hits in enumerate((memories, code))
         for rank, hit in enumerate(hits, 1)
     ]
-    ranked.sort(key=lambda row: row[:4])
-    return [row[4] for row in ranked[:k]]
+    rows.sort(key=lambda row: row[:4])
+    return [row[4] for row in rows[:k]]
 
 
-def _hit(found: IndexHit) -> Hit:
+# How a code hit ranks (code_evidence.py says what each share is): its BM25 score over the
+# best one's, plus half the share of the question's terms it holds, plus a tenth of each of
+# its name's exactness (when its name matches at all) and its class and path's matches.
+# Measured on two question sets (docs/code.md, "Confidence"): R@1 0.554 → 0.607 on
+# tests/data/code-questions.json, 0.617 → 0.633 on bench_code.py's, R@5 not lower.
+RANK_HELD = 0.5
+RANK_EXACT = 0.1
+RANK_CONTEXT = 0.1
+# A class, module chunk or window goes below a function or method of the same file whose
+# name matches the question and, with its class and path, matches it at least as well as
+# the container's own name, scoring up to this much less; a class's header (the first lines
+# of a class chunked member by member) goes below such a member of it whatever they score.
+CONTAINER_SLACK = 0.2
+CONTAINERS = frozenset({"class", "module", "window", "interface", "struct", "impl", "trait"})
+# The first hit is confident when its own name matches this share of the question's weight,
+# the question explains more than this share of its name's parts, and its text holds this
+# share of the question's weight; and when it leads: its rank score is this margin above the
+# next hit's, or (the next being its siblings, in its own file) its name matches the question
+# by this share more than theirs and it scores this margin above the best of another file.
+# Chosen on both sets for a precision of at least 0.9 on each (docs/code.md, "Confidence").
+CONFIDENT_NAMED = 0.15
+CONFIDENT_EXACT = 0.7
+CONFIDENT_HELD = 0.5
+CONFIDENT_MARGIN = 0.2
+CONFIDENT_SIBLING_LEAD = 0.05
+CONFIDENT_ELSEWHERE_MARGIN = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class _Ranked:
+    """A candidate: its index hit, where it is, its kind, its evidence and rank score."""
+
+    found: IndexHit
+    ref: str
+    kind: str
+    name: str
+    evidence: Evidence
+    score: float
+
+    @property
+    def file(self) -> str:
+        return self.ref.rpartition(":")[0]
+
+
+def _hit(found: IndexHit, ref: str, name: str) -> Hit:
     document = found.document
-    ref, _, root = document.source.partition("\n")
     coverage = 1.0 if found.coverage is None else found.coverage
-    # the label is "<ref> <kind>[ <name>]": a hit shows the path and name, not the prose
-    name = document.content.partition("\n")[0].removeprefix(f"{ref} ").partition(" ")[2]
     return Hit(
         id=document.id,
         workspace=document.workspace,
@@ -120,20 +163,112 @@ def _hit(found: IndexHit) -> Hit:
         path=ref,
         content=document.content,
         keywords=tuple(k for k in (ref.rpartition(":")[0], name) if k),
-        source=root,
+        source=document.source.partition("\n")[2],
         created="",
         seen=1,
         score=found.score,
-        weak=coverage < 1.0,
+        weak=True,
         coverage=coverage,
         view="lexical" if coverage >= 1.0 else "any-word",
     )
 
 
-def ranked(found: Sequence[IndexHit], text: str, limit: int) -> list[Hit]:
-    """Return a code search's hits for `text`: tests after code (unless it asks for tests),
-    near-duplicates dropped, at most `limit`."""
-    hits = [_hit(hit) for hit in found]
+def _label(content: str, ref: str) -> tuple[str, str]:
+    """The kind and name of a chunk, from its label "<ref> <kind>[ <name>]" (a hit shows the
+    path and name, not the prose)."""
+    kind, _, name = content.partition("\n")[0].removeprefix(f"{ref} ").partition(" ")
+    return kind, name
+
+
+def ranked(
+    found: Sequence[IndexHit],
+    text: str,
+    limit: int,
+    question: Question,
+) -> list[Hit]:
+    """Return a code search's hits for `text`, best first, at most `limit`: by BM25 and the
+    evidence of each (code_evidence.py), a function before its class or module chunk when
+    its name matches as well, tests after code (unless it asks for tests), near-duplicates
+    dropped; the first hit confident (not weak) when its evidence is strong and leads."""
+    if not found:
+        return []
+    best = max(hit.score for hit in found) or 1.0
+    rows = []
+    for index_hit in found:
+        document = index_hit.document
+        ref = document.source.partition("\n")[0]
+        kind, name = _label(document.content, ref)
+        evidence = weigh(question, name, ref.rpartition(":")[0])
+        coverage = 1.0 if index_hit.coverage is None else index_hit.coverage
+        score = (
+            index_hit.score / best
+            + RANK_HELD * coverage
+            + RANK_EXACT * evidence.exact * (evidence.named > 0)
+            + RANK_CONTEXT * evidence.context
+        )
+        rows.append(_Ranked(index_hit, ref, kind, name, evidence, score))
+    rows.sort(key=lambda row: -row.score)  # stable: ties keep the index's order
+    order = _functions_first(rows)
     if not _asks_for_tests(text):  # "where do we …" wants the code, not its tests
-        hits.sort(key=lambda hit: _is_test(hit.path))  # stable: ranks kept
-    return distinct(hits, limit)
+        order.sort(key=lambda row: _is_test(row.ref))  # stable: ranks kept
+    hits = (_hit(row.found, row.ref, row.name) for row in order)
+    kept = distinct(hits, limit)
+    if kept and _is_confident(order, kept[1].id if len(kept) > 1 else None, question):
+        kept[0] = replace(kept[0], weak=False)
+    return kept
+
+
+def _functions_first(rows: list[_Ranked]) -> list[_Ranked]:
+    """Put a function or method above a class, module chunk or window of its file ranked
+    above it, when its name matches the question and, with its class and path, at least as
+    well as the container's own name (and it scores at most CONTAINER_SLACK less, or is a
+    member of the class whose header that is): the question asks for the function, not
+    what holds it."""
+    waiting = list(rows)
+    order: list[_Ranked] = []
+    while waiting:
+        row = waiting[0]
+        if row.kind in CONTAINERS:
+            better = next(
+                (
+                    other
+                    for other in waiting[1:]
+                    if other.kind not in CONTAINERS
+                    and other.file == row.file
+                    and other.evidence.named > 0
+                    and other.evidence.named + other.evidence.context >= row.evidence.named
+                    and (
+                        other.score >= row.score - CONTAINER_SLACK
+                        or other.name.startswith(f"{row.name}.")  # a member below its header
+                    )
+                ),
+                None,
+            )
+            if better is not None:
+                waiting.remove(better)
+                order.append(better)
+                continue
+        order.append(row)
+        waiting.pop(0)
+    return order
+
+
+def _is_confident(order: list[_Ranked], second_id: str | None, question: Question) -> bool:
+    """Say whether the first of `order` is the answer beyond doubt: its name is the question's
+    (CONFIDENT_NAMED, CONFIDENT_EXACT), its text holds the question (CONFIDENT_HELD), and it
+    leads the hit shown after it (`second_id`), or its siblings and every other file."""
+    first, evidence = order[0], order[0].evidence
+    if evidence.named < CONFIDENT_NAMED or evidence.exact < CONFIDENT_EXACT:
+        return False
+    second = next((row for row in order if row.found.document.id == second_id), None)
+    if second is None or first.score - second.score >= CONFIDENT_MARGIN:
+        leads = True
+    else:
+        siblings = [row.evidence.named for row in order[1:] if row.file == first.file]
+        elsewhere = next((row.score for row in order if row.file != first.file), 0.0)
+        leads = (
+            evidence.named - max(siblings, default=0.0) >= CONFIDENT_SIBLING_LEAD
+            and first.score - elsewhere >= CONFIDENT_ELSEWHERE_MARGIN
+        )
+    # its text (label, code, docstrings) holds most of what the question asks
+    return leads and held(question, first.found.document.content) >= CONFIDENT_HELD

@@ -33,6 +33,7 @@ from memstore.catalog.code_changes import (
     plan_root,
     root_id,
 )
+from memstore.catalog.code_evidence import read_question
 from memstore.catalog.code_hits import KIND, distinct, fuse, ranked
 from memstore.catalog.code_manifest import CodeManifest, OtherLayoutError, schema
 from memstore.catalog.code_roots import (
@@ -54,6 +55,10 @@ from memstore.index import SearchIndex, SearchIndexError, shared
 
 CODE_DIR = "code"  # .memstore/code/: the chunks' search index and what was read
 CODE_ANY_TERM_LIMIT = 100
+# Candidates read per hit asked for, then ranked by their evidence: the answer to a question
+# was among the first 15 BM25 hits (k=5) for 0.88 / 0.87 of two question sets, the first 30
+# for 0.90 / 0.88 (docs/code.md, "Confidence").
+CANDIDATES = 3
 SHARE_MIN = 2000  # chunks per process before a cold ingest's indexing is shared by cores
 MAX_ENTITIES = 20  # a memory's entities looked up for the code it names
 Progress = Callable[[int, int], None]
@@ -339,22 +344,27 @@ class CodeIndex:
     @_guarded
     def find(self, text: str, scope: set[str] | None, limit: int) -> list[Hit]:
         """Return the best chunks for `text` in `scope` (None: every workspace) as hits, by
-        BM25 over any of the query's words (a hit lacking some is weak), tests after code.
+        BM25 over any of the query's words and the evidence of each (code_hits.py), tests
+        after code; the first one confident (not weak) only when its evidence is strong.
 
         Not every word first, as memories are: a question about code rarely has all its
         words in one function, and a long chunk that happens to hold them all outranked
         the function asked for (bench_code's standard-library questions: recall@5 0.77 →
         0.82, and one search instead of two).
         """
-        found = self.search.search(
+        search = self.search
+        found = search.search(
             text,
             workspaces=scope,
-            limit=limit * 3,  # room for the near-duplicates dropped below
+            limit=limit * CANDIDATES,  # reranked by evidence, near-duplicates dropped
             any_term=True,
             typos=True,
             coverage=True,
         )
-        return ranked(found, text, limit)
+        if not found:
+            return []
+        question = read_question(text, search.term_frequencies(text), search.document_count())
+        return ranked(found, text, limit, question)
 
     @_guarded
     def listing(self, workspace: str | None, limit: int) -> tuple[list[dict[str, object]], int]:

@@ -661,7 +661,7 @@ def test_a_question_finds_the_function_its_docstring_answers(vault: Path, tmp_pa
     with Store.open(settings_at(vault)) as store:
         hits = [h for h in store.search(question, workspace="webshop", k=5).hits]
     assert [h.path for h in hits] == ["shell.py:1-4", "batch.py:1-25"]
-    assert [h.weak for h in hits] == [True, False]  # "command" is not in the answer
+    assert hits[1].weak  # holding every word makes no chunk confident (test_code_confidence.py)
     assert hits[0].keywords == ("shell.py", "split")
 
 

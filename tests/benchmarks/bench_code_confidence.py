@@ -1,0 +1,219 @@
+#!/usr/bin/env python
+"""Code confidence benchmark: is a confident code hit the function asked about, and does an
+off-corpus question stay silent?
+
+A standalone script, not a pytest module:
+
+    python tests/benchmarks/bench_code_confidence.py [--json out.json] [--vault DIR]
+
+Two trees are copied and ingested into one fresh vault, each into a workspace of its own:
+Python's standard library (`sysconfig.get_paths()["stdlib"]`, without its installed
+packages, its test folder included) as `stdlib`, and the installed `click` package as
+`click`. Two question sets are asked, each in its tree's workspace, k=5:
+
+  * tests/data/code-questions.json: questions written as people ask agents, each with the
+    functions that answer it, plus off-corpus questions (code not in that tree, or not a
+    question about code at all) that must get no confident hit;
+  * bench_code.py's 60 standard-library questions (all answerable).
+
+A hit answers when it is in an answer's file and its lines overlap the answer's definition
+as the `ast` module finds it (bench_code's rule). Reported per set: R@1, R@5, MRR; the
+confident rate (answerable questions whose first code hit is not weak), the precision of
+confident hits (confident hits that answer), off-corpus silence (questions with no
+confident hit), and the CPU time of a search (time.process_time: the machine is shared).
+
+`--vault DIR` keeps the ingested vault in DIR and reuses it on the next run (ingesting the
+standard library takes a minute or two); `--rows` prints every question's first hit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_code as bc
+import bench_foundation as bf
+
+from memstore.core.config import Settings
+from memstore.core.model import Hit
+from memstore.service.store import Store
+
+QUESTIONS = Path(__file__).resolve().parents[1] / "data" / "code-questions.json"
+K = 5
+
+
+def trees() -> dict[str, Path]:
+    """The trees asked about: workspace → source folder."""
+    import click
+
+    return {
+        "stdlib": Path(sysconfig.get_paths()["stdlib"]),
+        "click": Path(click.__file__).resolve().parent,
+    }
+
+
+def build_vault(vault: Path) -> dict[str, Any]:
+    """Copy the trees beside `vault`, `memstore init` it and ingest each (timed)."""
+    exe = bf.memstore_command()
+    env = bf.subprocess_env(vault.parent)
+    env["MEMSTORE_NO_DAEMON"] = "1"
+    subprocess.run([exe, "init", str(vault)], env=env, check=True, capture_output=True)
+    figures: dict[str, Any] = {}
+    for workspace, source in trees().items():
+        copy = vault.parent / f"tree-{workspace}"
+        if copy.exists():
+            shutil.rmtree(copy)
+        if workspace == "stdlib":
+            bc.copy_stdlib(source, copy)
+        else:
+            shutil.copytree(source, copy, ignore=shutil.ignore_patterns("__pycache__"))
+        bf.log(f"[confidence] ingesting {workspace} ({source})")
+        done = subprocess.run(
+            [exe, "ingest", str(copy), "-w", workspace, "--json", "--vault", str(vault)],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        summary = json.loads(done.stdout)
+        figures[workspace] = {"chunks": summary["created"], "seconds": summary["seconds"]}
+    return figures
+
+
+def load_questions() -> list[dict[str, Any]]:
+    own = json.loads(QUESTIONS.read_text(encoding="utf-8"))["questions"]
+    return [{**q, "set": "own"} for q in own] + [
+        {"set": "bench_code", "workspace": "stdlib", "question": text, "answers": [[path, name]]}
+        for text, path, name in bc.STDLIB_QUERIES
+    ]
+
+
+def spans_of(root: Path, answers: Sequence[Sequence[str]]) -> dict[str, list[tuple[int, int]]]:
+    """Each answer file's definition spans (empty when off-corpus)."""
+    found: dict[str, list[tuple[int, int]]] = {}
+    for path, name in answers:
+        found.setdefault(path, []).extend(bc.target_spans(root, path, name))
+    return {path: spans for path, spans in found.items() if spans}
+
+
+def answers(hit: Hit, spans: dict[str, list[tuple[int, int]]]) -> bool:
+    path, start, end = bc.parse_ref(hit.path)
+    return any(start <= b and a <= end for a, b in spans.get(path, ()))
+
+
+def ask(store: Store, question: dict[str, Any], root: Path) -> dict[str, Any]:
+    """Search one question; say where the answer ranks and whether the first hit is confident."""
+    t0 = time.process_time()
+    result = store.search(
+        question["question"], workspace=question["workspace"], k=K, catch_up=False
+    )
+    cpu_ms = (time.process_time() - t0) * 1000
+    hits = [h for h in result.hits if h.kind == "code"]
+    spans = spans_of(root, question["answers"])
+    right = [answers(h, spans) for h in hits]
+    return {
+        "set": question["set"],
+        "question": question["question"],
+        "answerable": bool(question["answers"]),
+        "found_in_source": bool(spans),
+        "rank": next((i for i, r in enumerate(right, 1) if r), 0),
+        "confident": [not h.weak for h in hits],
+        "right": right,
+        "top": hits[0].content.partition("\n")[0] if hits else "",
+        "cpu_ms": cpu_ms,
+    }
+
+
+def figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """R@1, R@5, MRR, confident rate and precision over the answerable; off-corpus silence."""
+    scored = [r for r in rows if r["answerable"] and r["found_in_source"]]
+    off = [r for r in rows if not r["answerable"]]
+    n = len(scored) or 1
+    confident_hits = [
+        ok for r in scored for c, ok in zip(r["confident"], r["right"], strict=True) if c
+    ]
+    first_confident = [r for r in scored if r["confident"][:1] == [True]]
+    out: dict[str, Any] = {
+        "answerable": len(scored),
+        "recall_at_1": round(sum(r["rank"] == 1 for r in scored) / n, 3),
+        "recall_at_5": round(sum(1 <= r["rank"] <= 5 for r in scored) / n, 3),
+        "mrr": round(sum(1 / r["rank"] for r in scored if r["rank"]) / n, 3),
+        "confident_rate": round(len(first_confident) / n, 3),
+        "confident_right_rate": round(sum(r["right"][0] for r in first_confident) / n, 3),
+        "confident_hits": len(confident_hits),
+        "confident_precision": round(sum(confident_hits) / len(confident_hits), 3)
+        if confident_hits
+        else None,
+    }
+    if off:
+        out["off_corpus"] = len(off)
+        out["off_corpus_silent"] = round(sum(not any(r["confident"]) for r in off) / len(off), 3)
+    cpu = [r["cpu_ms"] for r in rows]
+    out["search_cpu_ms"] = {
+        "median": round(statistics.median(cpu), 2),
+        "p95": round(bf.pct(cpu, 95), 2),
+    }
+    return out
+
+
+def run(vault: Path, show_rows: bool) -> dict[str, Any]:
+    roots = {ws: vault.parent / f"tree-{ws}" for ws in trees()}
+    settings = Settings(vault=vault, source="bench", session="bench", host="bench")
+    questions = load_questions()
+    with Store.open(settings) as store:
+        for q in questions[:5]:  # warm-up: the searcher, the analyser's caches
+            store.search(q["question"], workspace=q["workspace"], k=K, catch_up=False)
+        rows = [ask(store, q, roots[q["workspace"]]) for q in questions]
+    if show_rows:
+        for r in rows:
+            mark = "C" if r["confident"][:1] == [True] else "-"
+            print(
+                f"{r['set'][:5]} {mark} rank={r['rank']} {r['question'][:60]!r:64} {r['top'][:70]}"
+            )
+    return {
+        "own": figures([r for r in rows if r["set"] == "own"]),
+        "bench_code": figures([r for r in rows if r["set"] == "bench_code"]),
+        "unanswerable": [
+            r["question"] for r in rows if r["answerable"] and not r["found_in_source"]
+        ],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--vault", type=Path, help="keep the ingested vault here, reuse it")
+    parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
+    parser.add_argument("--rows", action="store_true", help="print each question's first hit")
+    args = parser.parse_args(argv)
+    tmp = None
+    if args.vault is None:
+        tmp = Path(tempfile.mkdtemp(prefix="bench-code-confidence-"))
+        vault = tmp / "vault"
+    else:
+        vault = args.vault.resolve()
+    try:
+        built = None if (vault / ".git").is_dir() else build_vault(vault)
+        result = {"ingest": built, **run(vault, args.rows)}
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(json.dumps(result, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
