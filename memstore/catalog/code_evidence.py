@@ -47,7 +47,7 @@ GENERIC_WORDS = frozenset(
 # a name made of them and of the question's words is still explained whole.
 FILLERS = frozenset(
     """is get set to do make has py new from as of on in by for and or at it self cls init main
-    run impl inner fn func""".split()  # noqa: SIM905
+    run impl inner fn func handle handler""".split()  # noqa: SIM905
 )
 _FILLER_STARTS = frozenset(filler[:2] for filler in FILLERS)
 _LONGEST_FILLER = max(map(len, FILLERS))
