@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +21,8 @@ from whoosh.analysis import (
 )
 from whoosh.lang.porter2 import stem
 from whoosh.support.charset import accent_map
+
+from .stopwords import FUNCTION_WORDS
 
 # Whoosh's English stop words plus the question words, pronouns and auxiliaries that
 # people and agents put in prompts ("why does X fail?"): with them, a strict all-terms
@@ -78,11 +81,16 @@ STOP_WORDS = frozenset(
         "about",
         "into",
     }
+    # and the function words of Vietnamese, German, French, Spanish, Portuguese and Polish
+    # (index/stopwords.py), checked as written, before accents are folded
+    | FUNCTION_WORDS
 )
 
-# A token keeps dotted, slashed and hyphenated runs whole ("nginx.conf", "v2.3.1").
+# A token keeps dotted, slashed and hyphenated runs whole ("nginx.conf", "v2.3.1"). A French
+# elided article or pronoun is not one ("l'erreur", "c'est", "qu'il" give "erreur", "est",
+# "il"): a lone "c" or "l" is a word in code (the C language), the elision never is.
 WORD_CACHE = 200_000  # distinct words remembered per analyzer (then it starts over)
-TOKEN_PATTERN = r"\w+(?:[./\-]\w+)*"
+TOKEN_PATTERN = r"(?!(?i:[cdjlmnst]|qu)['’]\w)\w+(?:[./\-]\w+)*"
 _SEPARATORS = re.compile(r"[./_\-]+")
 _PLAIN_WORD = re.compile(r"[a-z0-9]+")  # what the chain only stops or stems
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
@@ -165,16 +173,53 @@ class IdentifierFilter(Filter):
                 yield token
 
 
+class AccentedFilter(Filter):
+    """Yield only the tokens that folding accents changes (as they are)."""
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
+    def __call__(self, tokens: Iterator[Any]) -> Iterator[Any]:
+        for token in tokens:
+            if not token.text.isascii() and token.text.translate(accent_map) != token.text:
+                yield token
+
+
 def make_chain() -> Any:
-    """Return the analysis chain itself: tokenizer, identifier parts, folding, stop, stem."""
+    """Return the analysis chain itself: tokenizer, identifier parts, stop, folding, stem.
+
+    Stop words are dropped before accents are folded: Vietnamese "đâu" (where) is a stop
+    word, "dấu" (a diacritic mark) is not, and both fold to "dau".
+    """
     return (
         RegexTokenizer(TOKEN_PATTERN)
         | IdentifierFilter()
         | LowercaseFilter()
-        | CharsetFilter(accent_map)
         | StopFilter(stoplist=STOP_WORDS, minsize=1)
+        | CharsetFilter(accent_map)
         | StemFilter(stemfn=stem, cachesize=-1)
     )
+
+
+def make_exact_chain() -> Any:
+    """Return the chain of the words as written: tokenizer, identifier parts, stop, and only
+    the words with accents (lowercase, not folded, not stemmed)."""
+    return (
+        RegexTokenizer(TOKEN_PATTERN)
+        | IdentifierFilter()
+        | LowercaseFilter()
+        | StopFilter(stoplist=STOP_WORDS, minsize=1)
+        | AccentedFilter()
+    )
+
+
+def composed(text: str) -> str:
+    """Return `text` with its accents composed (NFC): "ế" typed as e + two combining marks
+    is one character, as the stop lists and other writers have it."""
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
 
 
 def make_analyzer() -> Any:
@@ -215,7 +260,7 @@ class WordCachedAnalyzer(Analyzer):
         if any(kwargs.get(k) for k in ("positions", "chars", "keeporiginal")) or not kwargs.get(
             "removestops", True
         ):
-            yield from self._chain(value, **kwargs)
+            yield from self._chain(composed(value), **kwargs)
             return
         token = Token(removestops=True, mode=kwargs.get("mode", ""))
         for term in self.terms(value):
@@ -228,7 +273,7 @@ class WordCachedAnalyzer(Analyzer):
         """Return the terms of `value` in order, as the tokens indexing yields."""
         known = self._terms
         found: list[str] = []
-        for match in self._pattern.finditer(value):
+        for match in self._pattern.finditer(composed(value)):
             word = match.group(0)
             terms = known.get(word)
             if terms is None:
@@ -246,6 +291,25 @@ class WordCachedAnalyzer(Analyzer):
             if word in STOP_WORDS:
                 return ()
             return (word,) if word.isdigit() else (stem(word),)
+        return tuple(token.text for token in self._chain(word, mode="index"))
+
+
+class ExactAnalyzer(WordCachedAnalyzer):
+    """The words of a text that have accents, as written (`make_exact_chain`): what lets a
+    word typed with its accents rank a memory that has them above one that has the word
+    only folded ("dấu" above "dau")."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._chain = make_exact_chain()
+
+    def terms(self, value: str) -> list[str]:
+        """Return the accented words of `value` in order (none for ASCII text, at once)."""
+        return [] if value.isascii() else super().terms(value)
+
+    def _analyze_word(self, word: str) -> tuple[str, ...]:
+        if len(self._terms) > WORD_CACHE:
+            self._terms.clear()
         return tuple(token.text for token in self._chain(word, mode="index"))
 
 
@@ -271,11 +335,16 @@ def query_terms(analyzer: Any, text: str) -> list[str]:
     return list(terms)
 
 
+def exact_terms(analyzer: ExactAnalyzer, text: str) -> list[str]:
+    """Return the distinct accented words of a query, as written (lowercase), in order."""
+    return list(dict.fromkeys(analyzer.terms(expand_contractions(text))))
+
+
 def term_sources(analyzer: Any, text: str) -> dict[str, str]:
     """Return each term of `text` with the word or identifier part it came from (lowercase),
     the first one when several give the same term."""
     sources: dict[str, str] = {}
-    for match in re.finditer(TOKEN_PATTERN, text):
+    for match in re.finditer(TOKEN_PATTERN, composed(text)):
         for part in _cached_parts(match.group(0)):
             own = next(iter(analyzer(part, mode="query")), None)
             if own is not None:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .analysis import make_analyzer, query_terms, term_sources
+from .analysis import ExactAnalyzer, exact_terms, make_analyzer, query_terms, term_sources
 
 CACHE_QUERIES = 128  # texts whose Query is kept: the steps of one recall share one value …
 CACHE_LONGEST = 10_000  # … unless the text is longer (a pasted log is analysed each time)
@@ -38,6 +38,12 @@ class Query:
         stand-in names. Analysed on first use (most queries have no unknown word)."""
         return term_sources(_analyzer(), self.text)
 
+    @functools.cached_property
+    def exact(self) -> tuple[str, ...]:
+        """The query's words that have accents, as typed (lowercase, not folded): a memory
+        holding them as written scores a little above one holding them only folded."""
+        return tuple(exact_terms(_exact_analyzer(), self.text))
+
 
 def as_query(query: Query | str) -> Query:
     """Return `query` as a Query (a text is analysed)."""
@@ -57,3 +63,8 @@ def _parse(text: str) -> Query:
 @functools.cache
 def _analyzer() -> Any:
     return make_analyzer()
+
+
+@functools.cache
+def _exact_analyzer() -> ExactAnalyzer:
+    return ExactAnalyzer()
