@@ -27,7 +27,7 @@ from .stopwords import FUNCTION_WORDS
 # Whoosh's English stop words plus the question words, pronouns and auxiliaries that
 # people and agents put in prompts ("why does X fail?"): with them, a strict all-terms
 # query would demand words that memories rarely contain.
-STOP_WORDS = frozenset(
+ENGLISH_STOP_WORDS = frozenset(
     WHOOSH_STOP_WORDS
     | {
         "i",
@@ -81,10 +81,13 @@ STOP_WORDS = frozenset(
         "about",
         "into",
     }
-    # and the function words of Vietnamese, German, French, Spanish, Portuguese and Polish
-    # (index/stopwords.py), checked as written, before accents are folded
-    | FUNCTION_WORDS
 )
+# and the function words of Vietnamese, German, French, Spanish, Portuguese and Polish
+# (index/stopwords.py), checked as written, before accents are folded
+STOP_WORDS = ENGLISH_STOP_WORDS | FUNCTION_WORDS
+# A hyphenated run of these alone is not kept whole either: French "est-elle", "peut-être"
+# ("to-do", "how-to" are English stop words, and kept)
+_FOREIGN_ONLY = FUNCTION_WORDS - ENGLISH_STOP_WORDS
 
 # A token keeps dotted, slashed and hyphenated runs whole ("nginx.conf", "v2.3.1"). A French
 # elided article or pronoun is not one ("l'erreur", "c'est", "qu'il" give "erreur", "est",
@@ -125,6 +128,8 @@ def identifier_parts(token: str) -> list[str]:
     for part in parts:
         if part:
             unique.setdefault(part, None)
+    if "-" in token and all(p in _FOREIGN_ONLY for p in token.lower().split("-")):
+        del unique[token]
     return list(unique)
 
 
