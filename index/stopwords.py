@@ -97,8 +97,14 @@ POLISH = _words(
 #   bin   a bin/ folder, binaries   dir   a directory
 #   em    the CSS unit              num   num_retries and its kind
 #   eu    the EU, eu-west-1         nas   network storage
-#   dos   DoS attacks
-KEPT = _words("die mit war os no du su ai jest pod car hat one bin dir em num eu nas dos")
+#   dos   DoS attacks               comment  a code comment
+#   er    the ER (a LoCoMo question: "When was Sam in the ER?"), ER diagrams
+#   plus, son, ton, ten, solo, era, par, mon (Monday in a schedule): English words that
+#         personal notes use (LoCoMo's conversations hold 67 "plus", 31 "son", 16 "ton")
+KEPT = _words(
+    "die mit war os no du su ai jest pod car hat one bin dir em num eu nas dos comment"
+    " er plus son ton ten solo era par mon"
+)
 
 LANGUAGES = {
     "vi": VIETNAMESE,
