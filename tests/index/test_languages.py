@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from memstore.catalog.code_manifest import SCHEMA
+from memstore.catalog.codebase import CODE_DIR
 from memstore.catalog.memory_manifest import FORMAT
 from memstore.cli.evaluation import evaluate, load_fixture
 from memstore.index import Document, SearchIndex
@@ -17,6 +19,7 @@ from memstore.index.analysis import STOP_WORDS, make_analyzer, query_terms
 from memstore.index.query import Query
 from memstore.index.stopwords import FUNCTION_WORDS, KEPT, LANGUAGES
 from memstore.service.store import Store
+from tests.catalog.test_ingest import cli, ingest, make_repo
 from tests.conftest import REPO_ROOT, settings_at
 
 MULTILINGUAL = REPO_ROOT / "tests" / "data" / "multilingual-recall.json"
@@ -193,6 +196,32 @@ def test_an_index_of_the_format_before_is_rebuilt_with_accents_as_written(
         assert [h.content.startswith("Dấu") for h in found] == [True, False]
     with contextlib.closing(sqlite3.connect(manifest)) as db:
         assert db.execute("SELECT value FROM meta WHERE name = 'format'").fetchone() == (FORMAT,)
+
+
+def test_a_code_index_of_the_schema_before_is_rebuilt_with_the_exact_field(
+    vault: Path, tmp_path: Path
+) -> None:
+    repo = make_repo(
+        tmp_path / "shop",
+        {"pay.py": "def xac_nhan_thanh_toan():\n    # Xác nhận thanh toán VNPay\n    pass\n"},
+    )
+    ingest(vault, str(repo), "-w", "shop")
+    state = vault / ".memstore" / CODE_DIR / "state.sqlite"
+    with contextlib.closing(sqlite3.connect(state)) as db, db:
+        db.execute("PRAGMA user_version = 3")  # issue 37's code index, without `exact`
+    assert SCHEMA != 3
+    marker = vault / ".memstore" / CODE_DIR / "search" / "old-layout"
+    marker.write_text("")
+    code, output = cli(vault, "reindex")
+    assert code == 0, output
+    code, output = cli(vault, "search", "xác nhận thanh toán", "-w", "shop")
+    assert code == 0 and output.startswith("pay.py:1-3"), output
+    with contextlib.closing(sqlite3.connect(state)) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA,)
+    assert not marker.exists()  # made afresh, then refilled from the registered root
+    whoosh = SearchIndex.open(vault / ".memstore" / CODE_DIR / "search", create=False)
+    assert "exact" in whoosh._ix.schema.names()
+    whoosh.close()
 
 
 @pytest.fixture(scope="module")
