@@ -22,7 +22,7 @@ from whoosh.analysis import (
 from whoosh.lang.porter2 import stem
 from whoosh.support.charset import accent_map
 
-from .stopwords import FUNCTION_WORDS
+from .stopwords import FUNCTION_WORDS, KEPT, LANGUAGES
 
 # Whoosh's English stop words plus the question words, pronouns and auxiliaries that
 # people and agents put in prompts ("why does X fail?"): with them, a strict all-terms
@@ -85,6 +85,16 @@ ENGLISH_STOP_WORDS = frozenset(
 # and the function words of Vietnamese, German, French, Spanish, Portuguese and Polish
 # (index/stopwords.py), checked as written, before accents are folded
 STOP_WORDS = ENGLISH_STOP_WORDS | FUNCTION_WORDS
+# A prompt holding a function word of a language (one English does not share) reads that
+# language's kept words as function words too: "wo liegen die Übersetzungen?" does not ask
+# for "die", "jaki jest format dat?" not for "jest"; "why does the worker die" still does.
+_MARKS = {
+    word: frozenset(code for code, words in LANGUAGES.items() if word in words)
+    for word in FUNCTION_WORDS - ENGLISH_STOP_WORDS
+}
+_KEPT_IN = {
+    word: frozenset(code for code, words in LANGUAGES.items() if word in words) for word in KEPT
+}
 # A hyphenated run of these alone is not kept whole either: French "est-elle", "peut-être"
 # ("to-do", "how-to" are English stop words, and kept)
 _FOREIGN_ONLY = FUNCTION_WORDS - ENGLISH_STOP_WORDS
@@ -265,7 +275,8 @@ class WordCachedAnalyzer(Analyzer):
         if any(kwargs.get(k) for k in ("positions", "chars", "keeporiginal")) or not kwargs.get(
             "removestops", True
         ):
-            yield from self._chain(composed(value), **kwargs)
+            # as given: the offsets asked for refer to the caller's text
+            yield from self._chain(value, **kwargs)
             return
         token = Token(removestops=True, mode=kwargs.get("mode", ""))
         for term in self.terms(value):
@@ -338,6 +349,26 @@ def query_terms(analyzer: Any, text: str) -> list[str]:
     for token in analyzer(expand_contractions(text), mode="query"):
         terms.setdefault(token.text, None)
     return list(terms)
+
+
+def prompt_terms(analyzer: Any, text: str) -> list[str]:
+    """Return the distinct terms of a query (`query_terms`), less those only its kept words
+    give when it also holds a function word of a language that lists them (`_MARKS`).
+
+    Documents keep these words (a German memory indexes "die"): a query that leaves one
+    out asks for less, never for a term a memory lacks.
+    """
+    found = query_terms(analyzer, text)
+    words = {m.group(0).lower() for m in re.finditer(TOKEN_PATTERN, composed(text))}
+    if not words & _KEPT_IN.keys():
+        return found
+    languages = frozenset().union(*(_MARKS.get(w, frozenset()) for w in words))
+    dropped = {w for w in words if _KEPT_IN.get(w, frozenset()) & languages}
+    if not dropped:
+        return found
+    theirs = {t for w in dropped for t in analyzer.terms(w)}
+    others = {t for w in words - dropped for t in analyzer.terms(w)}  # "dies" gives "die" too
+    return [t for t in found if t not in theirs or t in others]
 
 
 def exact_terms(analyzer: ExactAnalyzer, text: str) -> list[str]:

@@ -77,11 +77,12 @@ PORTUGUESE = _words(
     " esta esse essa aquele aquela muito mais já também só"
 )
 
+# Polish "ty" (you) is left out: it is the second syllable of Vietnamese "công ty" (company).
 POLISH = _words(
     "i w we z ze na do o od po za przez dla przy pod nad u a ale lub albo czy że bo"
     " więc jak jaki jaka jakie gdzie kiedy dlaczego czemu co kto który która które"
     " którego nie tak to ten ta te tego tej tym tu tam jest są był była było były być"
-    " będzie może można trzeba mam ma ja ty on ona ono my wy oni one mnie mi się mój"
+    " będzie może można trzeba mam ma ja on ona ono my wy oni one mnie mi się mój"
     " twój jego jej ich nas was już jeszcze też także tylko bardzo oraz"
 )
 

@@ -96,6 +96,26 @@ def test_words_that_matter_in_english_or_code_are_kept() -> None:
         assert terms(word) == [], word
 
 
+def test_a_kept_word_is_not_asked_for_in_a_prompt_of_a_language_that_drops_it() -> None:
+    # a German or Polish prompt holds other function words of its language: its "die",
+    # "mit", "jest" are function words there, and a memory need not hold them
+    assert Query.of("wo liegen die Übersetzungen?").terms == ("liegen", "ubersetzungen")
+    assert Query.of("Probleme mit der Datenbank").terms == ("problem", "datenbank")
+    assert Query.of("jaki jest format dat w CSV z banku?").terms == (
+        "format",
+        "dat",
+        "csv",
+        "banku",
+    )
+    # an English prompt has none: they are content words there
+    assert Query.of("jest tests time out in CI").terms[0] == "jest"
+    assert Query.of("why does the worker die").terms == ("worker", "die")
+    assert Query.of("the MIT license").terms == ("mit", "licens")
+    # a word that gives the same term stays ("dies" → "die"); documents keep every one
+    assert Query.of("der Worker dies und die").terms == ("worker", "die")
+    assert terms("Die Übersetzungen liegen in locales/de")[0] == "die"
+
+
 def test_english_negation_and_other_negations_go_alike() -> None:
     # today's English list drops "not"; the others' negations go the same way
     for negated in ("not", "nicht", "pas", "não", "nie", "không"):
