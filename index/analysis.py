@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,10 +22,12 @@ from whoosh.analysis import (
 from whoosh.lang.porter2 import stem
 from whoosh.support.charset import accent_map
 
+from .stopwords import FUNCTION_WORDS, KEPT, LANGUAGES
+
 # Whoosh's English stop words plus the question words, pronouns and auxiliaries that
 # people and agents put in prompts ("why does X fail?"): with them, a strict all-terms
 # query would demand words that memories rarely contain.
-STOP_WORDS = frozenset(
+ENGLISH_STOP_WORDS = frozenset(
     WHOOSH_STOP_WORDS
     | {
         "i",
@@ -79,10 +82,28 @@ STOP_WORDS = frozenset(
         "into",
     }
 )
+# and the function words of Vietnamese, German, French, Spanish, Portuguese and Polish
+# (index/stopwords.py), checked as written, before accents are folded
+STOP_WORDS = ENGLISH_STOP_WORDS | FUNCTION_WORDS
+# A prompt holding a function word of a language (one English does not share) reads that
+# language's kept words as function words too: "wo liegen die Übersetzungen?" does not ask
+# for "die", "jaki jest format dat?" not for "jest"; "why does the worker die" still does.
+_MARKS = {
+    word: frozenset(code for code, words in LANGUAGES.items() if word in words)
+    for word in FUNCTION_WORDS - ENGLISH_STOP_WORDS
+}
+_KEPT_IN = {
+    word: frozenset(code for code, words in LANGUAGES.items() if word in words) for word in KEPT
+}
+# A hyphenated run of these alone is not kept whole either: French "est-elle", "peut-être"
+# ("to-do", "how-to" are English stop words, and kept)
+_FOREIGN_ONLY = FUNCTION_WORDS - ENGLISH_STOP_WORDS
 
-# A token keeps dotted, slashed and hyphenated runs whole ("nginx.conf", "v2.3.1").
+# A token keeps dotted, slashed and hyphenated runs whole ("nginx.conf", "v2.3.1"). A French
+# elided article or pronoun is not one ("l'erreur", "c'est", "qu'il" give "erreur", "est",
+# "il"): a lone "c" or "l" is a word in code (the C language), the elision never is.
 WORD_CACHE = 200_000  # distinct words remembered per analyzer (then it starts over)
-TOKEN_PATTERN = r"\w+(?:[./\-]\w+)*"
+TOKEN_PATTERN = r"(?!(?i:[cdjlmnst]|qu)['’]\w)\w+(?:[./\-]\w+)*"
 _SEPARATORS = re.compile(r"[./_\-]+")
 _PLAIN_WORD = re.compile(r"[a-z0-9]+")  # what the chain only stops or stems
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
@@ -117,6 +138,8 @@ def identifier_parts(token: str) -> list[str]:
     for part in parts:
         if part:
             unique.setdefault(part, None)
+    if "-" in token and all(p in _FOREIGN_ONLY for p in token.lower().split("-")):
+        del unique[token]
     return list(unique)
 
 
@@ -165,16 +188,53 @@ class IdentifierFilter(Filter):
                 yield token
 
 
+class AccentedFilter(Filter):
+    """Yield only the tokens that folding accents changes (as they are)."""
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
+    def __call__(self, tokens: Iterator[Any]) -> Iterator[Any]:
+        for token in tokens:
+            if not token.text.isascii() and token.text.translate(accent_map) != token.text:
+                yield token
+
+
 def make_chain() -> Any:
-    """Return the analysis chain itself: tokenizer, identifier parts, folding, stop, stem."""
+    """Return the analysis chain itself: tokenizer, identifier parts, stop, folding, stem.
+
+    Stop words are dropped before accents are folded: Vietnamese "đâu" (where) is a stop
+    word, "dấu" (a diacritic mark) is not, and both fold to "dau".
+    """
     return (
         RegexTokenizer(TOKEN_PATTERN)
         | IdentifierFilter()
         | LowercaseFilter()
-        | CharsetFilter(accent_map)
         | StopFilter(stoplist=STOP_WORDS, minsize=1)
+        | CharsetFilter(accent_map)
         | StemFilter(stemfn=stem, cachesize=-1)
     )
+
+
+def make_exact_chain() -> Any:
+    """Return the chain of the words as written: tokenizer, identifier parts, stop, and only
+    the words with accents (lowercase, not folded, not stemmed)."""
+    return (
+        RegexTokenizer(TOKEN_PATTERN)
+        | IdentifierFilter()
+        | LowercaseFilter()
+        | StopFilter(stoplist=STOP_WORDS, minsize=1)
+        | AccentedFilter()
+    )
+
+
+def composed(text: str) -> str:
+    """Return `text` with its accents composed (NFC): "ế" typed as e + two combining marks
+    is one character, as the stop lists and other writers have it."""
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
 
 
 def make_analyzer() -> Any:
@@ -215,6 +275,7 @@ class WordCachedAnalyzer(Analyzer):
         if any(kwargs.get(k) for k in ("positions", "chars", "keeporiginal")) or not kwargs.get(
             "removestops", True
         ):
+            # as given: the offsets asked for refer to the caller's text
             yield from self._chain(value, **kwargs)
             return
         token = Token(removestops=True, mode=kwargs.get("mode", ""))
@@ -228,7 +289,7 @@ class WordCachedAnalyzer(Analyzer):
         """Return the terms of `value` in order, as the tokens indexing yields."""
         known = self._terms
         found: list[str] = []
-        for match in self._pattern.finditer(value):
+        for match in self._pattern.finditer(composed(value)):
             word = match.group(0)
             terms = known.get(word)
             if terms is None:
@@ -246,6 +307,25 @@ class WordCachedAnalyzer(Analyzer):
             if word in STOP_WORDS:
                 return ()
             return (word,) if word.isdigit() else (stem(word),)
+        return tuple(token.text for token in self._chain(word, mode="index"))
+
+
+class ExactAnalyzer(WordCachedAnalyzer):
+    """The words of a text that have accents, as written (`make_exact_chain`): what lets a
+    word typed with its accents rank a memory that has them above one that has the word
+    only folded ("dấu" above "dau")."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._chain = make_exact_chain()
+
+    def terms(self, value: str) -> list[str]:
+        """Return the accented words of `value` in order (none for ASCII text, at once)."""
+        return [] if value.isascii() else super().terms(value)
+
+    def _analyze_word(self, word: str) -> tuple[str, ...]:
+        if len(self._terms) > WORD_CACHE:
+            self._terms.clear()
         return tuple(token.text for token in self._chain(word, mode="index"))
 
 
@@ -271,11 +351,36 @@ def query_terms(analyzer: Any, text: str) -> list[str]:
     return list(terms)
 
 
+def prompt_terms(analyzer: Any, text: str) -> list[str]:
+    """Return the distinct terms of a query (`query_terms`), less those only its kept words
+    give when it also holds a function word of a language that lists them (`_MARKS`).
+
+    Documents keep these words (a German memory indexes "die"): a query that leaves one
+    out asks for less, never for a term a memory lacks.
+    """
+    found = query_terms(analyzer, text)
+    words = {m.group(0).lower() for m in re.finditer(TOKEN_PATTERN, composed(text))}
+    if not words & _KEPT_IN.keys():
+        return found
+    languages = frozenset().union(*(_MARKS.get(w, frozenset()) for w in words))
+    dropped = {w for w in words if _KEPT_IN.get(w, frozenset()) & languages}
+    if not dropped:
+        return found
+    theirs = {t for w in dropped for t in analyzer.terms(w)}
+    others = {t for w in words - dropped for t in analyzer.terms(w)}  # "dies" gives "die" too
+    return [t for t in found if t not in theirs or t in others]
+
+
+def exact_terms(analyzer: ExactAnalyzer, text: str) -> list[str]:
+    """Return the distinct accented words of a query, as written (lowercase), in order."""
+    return list(dict.fromkeys(analyzer.terms(expand_contractions(text))))
+
+
 def term_sources(analyzer: Any, text: str) -> dict[str, str]:
     """Return each term of `text` with the word or identifier part it came from (lowercase),
     the first one when several give the same term."""
     sources: dict[str, str] = {}
-    for match in re.finditer(TOKEN_PATTERN, text):
+    for match in re.finditer(TOKEN_PATTERN, composed(text)):
         for part in _cached_parts(match.group(0)):
             own = next(iter(analyzer(part, mode="query")), None)
             if own is not None:

@@ -7,7 +7,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .analysis import make_analyzer, query_terms, term_sources
+from .analysis import (
+    ExactAnalyzer,
+    exact_terms,
+    make_analyzer,
+    prompt_terms,
+    query_terms,
+    term_sources,
+)
 
 CACHE_QUERIES = 128  # texts whose Query is kept: the steps of one recall share one value …
 CACHE_LONGEST = 10_000  # … unless the text is longer (a pasted log is analysed each time)
@@ -15,7 +22,9 @@ CACHE_LONGEST = 10_000  # … unless the text is longer (a pasted log is analyse
 
 @dataclass(frozen=True)
 class Query:
-    """A query's text and its distinct terms in order (contractions read as their words).
+    """A query's text and its distinct terms in order (contractions read as their words; a
+    word kept as English, such as "die", left out where the prompt is in a language that
+    has it as a function word: `prompt_terms`).
 
     Build one with `Query.of(text)`; every method of `SearchIndex` that reads a query takes
     it (or a text, read as `Query.of(text)`), so a recall's several searches, coverage and typo
@@ -29,7 +38,7 @@ class Query:
     def of(cls, text: str) -> Query:
         """Return the query of `text` (the same value for the same text, while cached)."""
         if len(text) > CACHE_LONGEST:
-            return cls(text, tuple(query_terms(_analyzer(), text)))
+            return cls(text, tuple(prompt_terms(_analyzer(), text)))
         return _parse(text)
 
     @functools.cached_property
@@ -37,6 +46,12 @@ class Query:
         """Each term with the word or identifier part it came from (lowercase): what a typo
         stand-in names. Analysed on first use (most queries have no unknown word)."""
         return term_sources(_analyzer(), self.text)
+
+    @functools.cached_property
+    def exact(self) -> tuple[str, ...]:
+        """The query's words that have accents, as typed (lowercase, not folded): a memory
+        holding them as written scores a little above one holding them only folded."""
+        return tuple(exact_terms(_exact_analyzer(), self.text))
 
 
 def as_query(query: Query | str) -> Query:
@@ -51,9 +66,14 @@ def terms(text: str) -> set[str]:
 
 @functools.lru_cache(maxsize=CACHE_QUERIES)
 def _parse(text: str) -> Query:
-    return Query(text, tuple(query_terms(_analyzer(), text)))
+    return Query(text, tuple(prompt_terms(_analyzer(), text)))
 
 
 @functools.cache
 def _analyzer() -> Any:
     return make_analyzer()
+
+
+@functools.cache
+def _exact_analyzer() -> ExactAnalyzer:
+    return ExactAnalyzer()

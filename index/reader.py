@@ -33,6 +33,9 @@ from .typos import StandIn
 BM25_B = 0.3  # length normalization (Whoosh's default is 0.75; docs/retrieval.md)
 BM25_K1 = 1.2  # term-frequency saturation (Whoosh's default)
 EXPANSION_BOOST = 0.3  # feedback terms weigh a third of the query's own
+# A query word typed with accents, found as written, adds this share of its BM25 weight in
+# the exact field (docs/search.md#languages)
+EXACT_BOOST = 0.5
 EXPANSION_MAX_DF = 0.05  # feedback terms must occur in at most 5% of documents
 COMMON_TERM_MIN = 1000  # above this many documents an any-word query keeps …
 ANY_TERM_LIMIT = 3  # … only its rarest terms (small vaults keep every term)
@@ -140,6 +143,8 @@ class IndexReader:
             require_all=not any_term,
             extra=tuple(t for t in expansion if t not in terms),
             extra_boost=EXPANSION_BOOST,
+            exact=query.exact,
+            exact_boost=EXACT_BOOST,
         )
         assert self._stats is not None  # set with the searcher
         held: dict[int, int] | None = {} if counted else None

@@ -8,7 +8,8 @@ from typing import Any
 
 from whoosh.fields import ID, STORED, TEXT, Schema
 
-from .analysis import make_analyzer
+from .analysis import ExactAnalyzer, make_analyzer
+from .scoring import EXACT_FIELD
 
 KEYWORD_BOOST = 0.6  # keywords count, but below the text a person or agent wrote
 
@@ -64,6 +65,10 @@ def make_schema() -> Schema:
         # cost every commit their encoding and the index its size.
         content=TEXT(analyzer=analyzer, stored=True, phrase=False),
         keywords=TEXT(analyzer=analyzer, stored=True, phrase=False, field_boost=KEYWORD_BOOST),
+        # Not searched on its own: a query's accented words score here on top of what their
+        # folded terms matched (index/scoring.py), so "dấu" ranks "dấu" above "dau". An
+        # ASCII text has nothing here (its analyzer returns at once).
+        exact=TEXT(analyzer=ExactAnalyzer(), phrase=False),
         source=STORED(),
         created=STORED(),
         seen=STORED(),
@@ -97,6 +102,7 @@ def render_fields(doc: Document) -> dict[str, Any]:
         "hash": doc.hash,
         "content": doc.content,
         "keywords": "\n".join(doc.keywords),
+        EXACT_FIELD: "\n".join((doc.content, *doc.keywords)),
         "source": doc.source,
         "created": doc.created,
         "seen": doc.seen,

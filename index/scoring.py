@@ -62,12 +62,21 @@ _NORM_LENGTHS = tuple(1 if n is None else n for n in BYTE_TO_LENGTH)
 
 @dataclass(frozen=True)
 class TermQuery:
-    """A bag-of-words query: `terms` in every scored field, `extra` in content only."""
+    """A bag-of-words query: `terms` in every scored field, `extra` in content only, and
+    `exact` (words with accents, as typed) in the exact field, adding to the documents the
+    others matched."""
 
     terms: tuple[str, ...]
     require_all: bool
     extra: tuple[str, ...] = ()
     extra_boost: float = 1.0
+    exact: tuple[str, ...] = ()
+    exact_boost: float = 0.0
+
+
+# The field of accented words as written (index/schema.py). Its scores have no length
+# part (b = 0): a bonus for the accents a document shares with the query, whatever its size.
+EXACT_FIELD = "exact"
 
 
 class LiveStats:
@@ -384,6 +393,12 @@ def _segment_best(
         )
         total[ids] += values
         matched[ids] = True
+    if query.exact_boost:
+        for text in query.exact:
+            ids, values = _term_vector(
+                segment, stats, cache, text, (EXACT_FIELD,), query.exact_boost, 0.0, k1
+            )
+            total[ids] += values * matched[ids]  # never a match of its own
     matched[cache.deleted(segment)] = False
     if keep is not None:
         matched &= keep

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from memstore.catalog.code_changes import Changes, Seen, Stored
 from memstore.catalog.manifest import Manifest
 
-# state.sqlite's layout and what a chunk's document holds (3: its prose, `prose`), as
-# PRAGMA user_version: a code index of another one is rebuilt
-SCHEMA = 3
+# state.sqlite's layout and what a chunk's document holds (3: its prose, `prose`; 4: the
+# search index's `exact` field), as PRAGMA user_version: a code index of another one is rebuilt
+SCHEMA = 4
 
 
 class OtherLayoutError(Exception):
