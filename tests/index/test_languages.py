@@ -235,7 +235,8 @@ def test_a_code_index_of_the_schema_before_is_rebuilt_with_the_exact_field(
     code, output = cli(vault, "reindex")
     assert code == 0, output
     code, output = cli(vault, "search", "xác nhận thanh toán", "-w", "shop")
-    assert code == 0 and output.startswith("pay.py:1-3"), output
+    first = [line for line in output.splitlines() if ":" in line and "might be" not in line]
+    assert code == 0 and first[0].startswith("pay.py:1-3"), output  # found, weak or not
     with contextlib.closing(sqlite3.connect(state)) as db:
         assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA,)
     assert not marker.exists()  # made afresh, then refilled from the registered root
