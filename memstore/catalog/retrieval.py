@@ -98,6 +98,27 @@ def find(
     return SearchResult(tuple(hits), weak=all(hit.weak for hit in hits))
 
 
+def query_weights(index: SearchIndex, query: Query) -> dict[str, float]:
+    """Return what each of the query's terms (stand-ins for unknown ones) is worth as
+    evidence (core.ranking.term_weight)."""
+    documents = index.document_count()
+    request, named = _request_terms(), _named_terms(query.text)
+    # A stand-in is judged as the word typed: "want" read as "went" is still a request word.
+    typed = {s.stand_in_term: s.term for s in index.stand_ins(query)}
+    weights = {}
+    for term, df in index.holder_counts(query, typos=True).items():
+        word = typed.get(term, term)
+        weights[term] = term_weight(
+            word,
+            df,
+            documents,
+            request=word in request,
+            specific=_is_specific(word),
+            named=word in named,
+        )
+    return weights
+
+
 def _older_versions(indexer: Indexer, documents: Sequence[Document]) -> list[set[int]]:
     """Return, for each document, the positions of those it supersedes."""
     position = {doc.id: n for n, doc in enumerate(documents)}
@@ -117,18 +138,7 @@ def _tiered(
 ) -> list[Hit]:
     """Return the ranked candidates as hits, each marked confident or weak by the evidence
     it holds (core.ranking.is_confident; docs/retrieval.md step 7), confident ones first."""
-    documents = index.document_count()
-    request, named = _request_terms(), _named_terms(query.text)
-    weights = {
-        term: term_weight(
-            df,
-            documents,
-            request=term in request,
-            specific=_is_specific(term),
-            named=term in named,
-        )
-        for term, df in index.holder_counts(query, typos=True).items()
-    }
+    weights = query_weights(index, query)
     hits, found = [], []
     for candidate, doc, value in ranked:
         coverage = 1.0 if candidate.strict else index.coverage(doc, query, typos=True)

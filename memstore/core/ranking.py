@@ -80,9 +80,9 @@ CONSOLIDATED_FACTOR = 4.0
 CONFIDENT_SHARE = 0.7  # a confident hit holds this share of the query's evidence weight …
 EVIDENCE_UNITS = 1.0  # … worth at least this many units …
 NEAR_BEST = 0.8  # … and at least this share of what the best hit holds;
-LEAD_SHARE = 0.4  # or it holds this share, no other hit holds more than …
-LEAD_RATIO = 0.6  # … this share of what it holds, and its evidence is worth …
-LEAD_UNITS = 2.5  # … this many units.
+LEAD_SHARE = 0.4  # or it holds this share, worth …
+LEAD_UNITS = 2.0  # … this many units, and no other hit's evidence is worth more than …
+LEAD_RATIO = 0.5  # … this share of its own.
 SPECIFIC_GAIN = 2.0  # a number, code or identifier ("413", "p3009", "checkout.spec.ts")
 KEYWORD_GAIN = 1.5  # a term the memory's stored keywords hold (its writer's own evidence)
 CORE_GAIN = 1.5  # a core memory: a standing rule, meant to apply whenever its subject comes up
@@ -97,7 +97,11 @@ _REQUEST_TEXT = """
     day week yesterday tomorrow
     over under after before up down out off via without within across around
     all every each other another same new old good bad big small many much more most less
-    one first last next time today always sometimes lot bit
+    one first last next time today always sometimes lot bit almost anymore anyway pretty
+    please pls plz thx btw whats thats theres dont doesnt didnt isnt cant wont im ive
+    someone something anything everything nothing somewhere anywhere seem
+    since too until while though although because whether either both such instead rather
+    enough also per
 """
 REQUEST_WORDS = frozenset(_REQUEST_TEXT.split())
 
@@ -166,20 +170,23 @@ class Evidence:
     units: float  # what it holds, in units (a word only one memory holds is worth 1)
 
 
-def term_weight(df: int, documents: int, *, request: bool, specific: bool, named: bool) -> float:
+def term_weight(
+    term: str, df: int, documents: int, *, request: bool, specific: bool, named: bool
+) -> float:
     """Return what a query term is worth as evidence, in units: its inverse document
     frequency ln((N + 1) / df) / ln(N + 1), times SPECIFIC_GAIN for a number, code or whole
     identifier (`specific`).
 
     A request word weighs nothing. A word no memory holds (df 0) is never held, so it only
     counts against: UNKNOWN_WEIGHT, as much as a word one memory holds; unless it comes from
-    a number, code or identifier (`named`: "1MB", "lodash-es"): a prompt's particulars, not
-    its topic, weigh nothing when no memory knows them.
+    a number, code or identifier (`named`: "1MB", "lodash-es") or has under 3 letters (a
+    flag's "-h"): a prompt's particulars, not its topic, weigh nothing when no memory knows
+    them.
     """
     if request or documents <= 0:
         return 0.0
     if df <= 0:
-        return 0.0 if named or specific else UNKNOWN_WEIGHT
+        return 0.0 if named or specific or len(term) < 3 else UNKNOWN_WEIGHT
     idf = math.log((documents + 1) / df) / math.log(documents + 1)
     return idf * SPECIFIC_GAIN if specific else idf
 
@@ -212,9 +219,9 @@ def confident(
 
     Confident: it holds at least CONFIDENT_SHARE of the query's evidence, worth at least
     EVIDENCE_UNITS, and at least NEAR_BEST of what the best hit holds; or it leads: it holds
-    LEAD_SHARE, worth LEAD_UNITS, and no other hit holds more than LEAD_RATIO of that (an
-    older version of it, `older[i]`: the positions of the hits it supersedes, is not another
-    answer). One common word that stems to a vault word is not evidence; a code only this
+    LEAD_SHARE, worth LEAD_UNITS, and no other hit's evidence is worth more than LEAD_RATIO
+    of its own (an older version of it, `older[i]`: the positions of the hits it supersedes,
+    is not another answer). One common word that stems to a vault word is not evidence; a code only this
     memory holds is.
     """
     best = max((f.share for f in found), default=0.0)
@@ -225,10 +232,10 @@ def confident(
             continue
         skip = older[i] if older else ()
         runner_up = max(
-            (o.share for j, o in enumerate(found) if j != i and j not in skip), default=0.0
+            (o.units for j, o in enumerate(found) if j != i and j not in skip), default=0.0
         )
         leads = (
-            f.share >= LEAD_SHARE and f.units >= LEAD_UNITS and runner_up <= LEAD_RATIO * f.share
+            f.share >= LEAD_SHARE and f.units >= LEAD_UNITS and runner_up <= LEAD_RATIO * f.units
         )
         tiers.append(f.share >= CONFIDENT_SHARE - 1e-9 or leads)
     return tiers

@@ -100,12 +100,12 @@ def test_decay_lowers_rank_but_a_better_match_still_wins() -> None:
 
 def test_tiers() -> None:
     # Held by 1 of 100 memories: one unit; a request word and an unknown number: nothing.
-    assert term_weight(1, 100, request=False, specific=False, named=False) == 1.0
-    assert term_weight(30, 100, request=True, specific=False, named=False) == 0.0
-    assert term_weight(0, 100, request=False, specific=True, named=True) == 0.0
-    assert term_weight(0, 100, request=False, specific=False, named=False) == 1.0  # unknown
-    assert term_weight(0, 100, request=False, specific=False, named=True) == 0.0
-    assert term_weight(2, 100, request=False, specific=True, named=True) > 1.0
+    assert term_weight("word", 1, 100, request=False, specific=False, named=False) == 1.0
+    assert term_weight("word", 30, 100, request=True, specific=False, named=False) == 0.0
+    assert term_weight("word", 0, 100, request=False, specific=True, named=True) == 0.0
+    assert term_weight("word", 0, 100, request=False, specific=False, named=False) == 1.0  # unknown
+    assert term_weight("word", 0, 100, request=False, specific=False, named=True) == 0.0
+    assert term_weight("word", 2, 100, request=False, specific=True, named=True) > 1.0
     weights = {"upload": 0.5, "413": 1.6, "over": 0.0, "sandwich": 1.0}
     found = evidence(weights, {"upload", "413", "over"}, {"413"})
     assert found == Evidence(round(2.1 / 3.1, 4), round(0.5 + 1.6 * 1.5, 4))
@@ -117,9 +117,11 @@ def test_tiers() -> None:
     ]
     assert confident([Evidence(0.8, 1.0), Evidence(0.7, 1.2)]) == [True, True]
     # A lead: under the share, far ahead of the rest and worth enough.
-    assert confident([Evidence(0.45, 2.5), Evidence(0.2, 0.5)]) == [True, False]
-    assert confident([Evidence(0.45, 2.5), Evidence(0.3, 0.5)]) == [False, False]
-    assert confident([Evidence(0.45, 2.0), Evidence(0.2, 0.5)]) == [False, False]
+    assert confident([Evidence(0.45, 2.5), Evidence(0.2, 1.25)]) == [True, False]
+    assert confident([Evidence(0.45, 2.5), Evidence(0.2, 1.3)]) == [False, False]
+    assert confident([Evidence(0.45, 1.9), Evidence(0.2, 0.5)]) == [False, False]
+    # … unless what comes close is an older version of it.
+    assert confident([Evidence(0.45, 2.5), Evidence(0.4, 2.5)], [{1}, set()]) == [True, False]
 
 
 def test_superseded_hits_move_below_their_correction() -> None:
