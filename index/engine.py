@@ -175,10 +175,22 @@ class SearchIndex:
         """Return the share of `terms` (index terms, not text) that `doc` contains."""
         return self.reader.coverage_of(doc, terms)
 
+    def held_terms(self, doc: Document) -> frozenset[str]:
+        """Return the index terms `doc`'s text and keywords hold (kept per document version)."""
+        return self.reader.held_terms(doc)
+
     def term_frequencies(self, query: Query | str, *, typos: bool = False) -> dict[str, int]:
         """Return how many documents hold each of the query's terms (with `typos`, stand-ins
         for unknown ones), in content or keywords, as Whoosh counts them."""
         return self.reader.term_frequencies(as_query(query), typos=typos)
+
+    def holder_counts(self, query: Query | str, *, typos: bool = False) -> dict[str, int]:
+        """Return about how many documents hold each of the query's terms (with `typos`,
+        stand-ins for unknown ones): the larger of the content and keywords counts, at most
+        the document count (deleted documents Whoosh still counts)."""
+        found = self.reader.holder_counts(as_query(query), typos=typos)
+        total = self.document_count()
+        return {term: min(n, total) for term, n in found.items()}
 
     def unknown_terms(self, query: Query | str, *, typos: bool = False) -> int:
         """Return how many of the query's terms no document contains (with `typos`, those

@@ -56,6 +56,11 @@ class Lexicon:
         """Return how many documents hold `term` in content or keywords (Whoosh's count)."""
         return self.frequency("content", term) + self.frequency("keywords", term)
 
+    def holders(self, term: str) -> int:
+        """Return about how many documents hold `term`: the larger of its content and keywords
+        counts (a memory's keywords mostly repeat its text, so the sum counts it twice)."""
+        return max(self.frequency("content", term), self.frequency("keywords", term))
+
     def is_known(self, term: str) -> bool:
         return bool(self.frequency("content", term) or self.frequency("keywords", term))
 

@@ -249,9 +249,9 @@ class IndexReader:
         if not terms:
             return 0.0
         wanted = terms if isinstance(terms, set | frozenset) else set(terms)
-        return round(len(wanted & self._held(doc)) / len(wanted), 4)
+        return round(len(wanted & self.held_terms(doc)) / len(wanted), 4)
 
-    def _held(self, doc: Document) -> frozenset[str]:
+    def held_terms(self, doc: Document) -> frozenset[str]:
         """Return the terms `doc`'s text and keywords hold, kept per document version (a
         weak hit's coverage analysed its whole text on every query: a code chunk's ~0.5 ms)."""
         key = (doc.key, doc.content, doc.keywords)  # exact: a document without a hash too
@@ -270,6 +270,11 @@ class IndexReader:
         """Return how many documents hold each of the query's terms (SearchIndex says how)."""
         self.searcher()
         return {term: self.lexicon.held_by(term) for term in self._terms(query, typos)}
+
+    def holder_counts(self, query: Query, *, typos: bool = False) -> dict[str, int]:
+        """Return about how many documents hold each of the query's terms (SearchIndex)."""
+        self.searcher()
+        return {term: self.lexicon.holders(term) for term in self._terms(query, typos)}
 
     def unknown_terms(self, query: Query, *, typos: bool = False) -> int:
         """Return how many of the query's terms no document contains (with `typos`, those

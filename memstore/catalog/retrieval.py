@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Collection, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -11,14 +13,16 @@ from memstore.core.conflicts import display_text
 from memstore.core.model import GLOBAL, CoreMemory, Hit, SearchResult
 from memstore.core.ranking import (
     CORE_BUDGET_TOKENS,
+    REQUEST_WORDS,
     Candidate,
     attach_corrections,
-    demote_superseded,
+    confident,
+    confident_first,
     estimate_tokens,
-    is_confident,
-    is_dominant,
+    evidence,
     pack,
     score,
+    term_weight,
 )
 from memstore.index import (
     Document,
@@ -28,6 +32,7 @@ from memstore.index import (
     StandIn,
     extract_entities,
     most_shared,
+    terms,
 )
 
 CANDIDATES = 30  # per view, before ranking cuts to k
@@ -43,12 +48,6 @@ SEMANTIC_AGREE = 5
 FEEDBACK_DOCS = 3  # pseudo-relevance feedback: the any-word search's first hits …
 FEEDBACK_TERMS = 15  # … lend their most characteristic terms to a second, boosted search …
 FEEDBACK_MAX_MEMORIES = 5000  # … in vaults up to this size (above, it costs more than it helps)
-# Tiers (docs/retrieval.md, measured on the eval fixture and the prompt benchmark):
-UNKNOWN_SHARE = 0.25  # words no memory holds veto the coverage rule above this share
-FAR_AHEAD_RATIO = 0.5  # a first hit whose runner-up scores at most this share of it …
-DISTINCTIVE_SHARE = 0.1  # … and that holds, of the terms in at most this share of memories, …
-FAR_AHEAD_COVERAGE = 0.6  # … this share …
-FAR_AHEAD_TERMS = 3  # … and at least this many, is confident
 
 
 def find(
@@ -97,47 +96,87 @@ def find(
     best = max(c.lexical for c in candidates)
     values = {c.key: score(c, best, len(entities), now) for c in candidates}
     ranked = sorted(candidates, key=lambda c: (-round(values[c.key], 6), c.key))[:k]
-    hits = _tiered(index, query, [(c, documents[c.key], values[c.key]) for c in ranked])
+    chosen = [(c, documents[c.key], values[c.key]) for c in ranked]
+    hits = _tiered(index, query, chosen, _older_versions(indexer, [d for _, d, _ in chosen]))
     return SearchResult(tuple(hits), weak=all(hit.weak for hit in hits))
 
 
+def query_weights(index: SearchIndex, query: Query) -> dict[str, float]:
+    """Return what each of the query's terms (stand-ins for unknown ones) is worth as
+    evidence (core.ranking.term_weight)."""
+    documents = index.document_count()
+    request, named = _request_terms(), _named_terms(query.text)
+    # A stand-in is judged as the word typed: "want" read as "went" is still a request word.
+    typed = {s.stand_in_term: s.term for s in index.stand_ins(query)}
+    weights = {}
+    for term, df in index.holder_counts(query, typos=True).items():
+        word = typed.get(term, term)
+        weights[term] = term_weight(
+            word,
+            df,
+            documents,
+            request=word in request,
+            specific=_is_specific(word),
+            named=word in named,
+        )
+    return weights
+
+
+def _older_versions(indexer: Indexer, documents: Sequence[Document]) -> list[set[int]]:
+    """Return, for each document, the positions of those it supersedes."""
+    position = {doc.id: n for n, doc in enumerate(documents)}
+    older: list[set[int]] = [set() for _ in documents]
+    for n, doc in enumerate(documents):
+        for entry in indexer.superseded_by(doc.id) if len(documents) > 1 else ():
+            if entry.id in position:
+                older[position[entry.id]].add(n)
+    return older
+
+
 def _tiered(
-    index: SearchIndex, query: Query, ranked: list[tuple[Candidate, Document, float]]
+    index: SearchIndex,
+    query: Query,
+    ranked: list[tuple[Candidate, Document, float]],
+    older: list[set[int]],
 ) -> list[Hit]:
-    """Return the ranked candidates as hits, each marked confident or weak (docs/retrieval.md)."""
-    frequencies = index.term_frequencies(query, typos=True)
-    unknown = sum(1 for df in frequencies.values() if not df)
-    # A word no memory holds vetoes the coverage rule only when it is a good part of the
-    # query: one new word in a long prompt ("hey", "1MB") does not make it unanswerable.
-    veto = unknown if unknown > UNKNOWN_SHARE * len(frequencies) else 0
-    hits = []
+    """Return the ranked candidates as hits, each marked confident or weak by the evidence
+    it holds (core.ranking.is_confident; docs/retrieval.md step 7), confident ones first."""
+    weights = query_weights(index, query)
+    hits, found = [], []
     for candidate, doc, value in ranked:
         coverage = 1.0 if candidate.strict else index.coverage(doc, query, typos=True)
-        hits.append(_hit(doc, replace(candidate, coverage=coverage), value, veto))
-    first, runner_up = ranked[0][2], ranked[1][2] if len(ranked) > 1 else 0.0
-    if hits[0].weak and (
-        is_dominant(first, runner_up, hits[0].coverage)
-        or _far_ahead(index, ranked[0][1], first, runner_up, frequencies)
-    ):
-        hits[0] = replace(hits[0], weak=False)
-    return hits
+        hits.append(_hit(doc, replace(candidate, coverage=coverage), value))
+        keyed = _keyword_terms(doc.keywords) if doc.keywords else frozenset()
+        found.append(evidence(weights, index.held_terms(doc), keyed, core=doc.kind == "core"))
+    tiers = confident(found, older)
+    hits = [replace(hit, weak=not sure) for hit, sure in zip(hits, tiers, strict=True)]
+    return sorted(hits, key=lambda hit: hit.weak)  # stable: score order within each tier
 
 
-def _far_ahead(
-    index: SearchIndex, doc: Document, first: float, runner_up: float, frequencies: dict[str, int]
-) -> bool:
-    """Say whether the first hit, scoring at least twice its runner-up, holds most (and at
-    least FAR_AHEAD_TERMS) of the query's distinctive terms: those some memory holds but no
-    more than DISTINCTIVE_SHARE of them. A prompt's request words ("fix", "fails", "can
-    you") are in many memories, or in none, and say nothing about which memory it wants."""
-    if first <= 0 or runner_up / first > FAR_AHEAD_RATIO:
-        return False
-    limit = DISTINCTIVE_SHARE * index.document_count()
-    distinctive = {term for term, df in frequencies.items() if 0 < df <= limit}
-    if len(distinctive) < FAR_AHEAD_TERMS:
-        return False
-    held = index.coverage_of(doc, distinctive)
-    return held >= FAR_AHEAD_COVERAGE and held * len(distinctive) >= FAR_AHEAD_TERMS
+def _is_specific(term: str) -> bool:
+    """A number, code or whole joined identifier ("413", "p3009", "checkout.spec.t")."""
+    return any(c.isdigit() or c in "./-_" for c in term)
+
+
+# The tokens of a text that name things: numbers, codes and joined identifiers ("413",
+# "1MB", "checkout.spec.ts", "localhost:5432", "lodash-es").
+_NAMED = re.compile(r"\w*\d\w*|\w+(?:[./\-:]\w+)+")
+
+
+@functools.lru_cache(maxsize=256)
+def _named_terms(text: str) -> frozenset[str]:
+    """Return the terms of `text` that come from numbers, codes and joined identifiers."""
+    return frozenset(t for m in _NAMED.finditer(text) for t in terms(m.group(0)))
+
+
+@functools.cache
+def _request_terms() -> frozenset[str]:
+    return frozenset(t for word in REQUEST_WORDS for t in terms(word))
+
+
+@functools.lru_cache(maxsize=4096)
+def _keyword_terms(keywords: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(terms(" ".join(keywords)))
 
 
 def _loose(
@@ -175,7 +214,7 @@ def _loose(
 def _hit_for(document: Document, score: float, weak: bool) -> Hit:
     """Return a hit for a memory found through another (its correction), not by the query."""
     candidate = Candidate(document.key, 0.0, 0.0, False, 0)
-    return replace(_hit(document, candidate, score, 0), weak=weak, view="correction")
+    return replace(_hit(document, candidate, score), weak=weak, view="correction")
 
 
 def with_corrections(
@@ -188,7 +227,7 @@ def with_corrections(
     found = {hit.id for hit in hits}
     missing = {c: hit for hit in hits for c in hit.superseded_by if c not in found}
     if not missing:
-        return demote_superseded(hits)
+        return confident_first(hits)
     entries = [
         e
         for c in missing
@@ -203,7 +242,7 @@ def with_corrections(
     ]
     # Ties go to the correction: it sorts before the memory it replaces.
     ordered = sorted([*extra, *hits], key=lambda h: -h.score)
-    return demote_superseded(ordered[:k])
+    return confident_first(ordered[:k])
 
 
 def fuse_similar(
@@ -241,7 +280,7 @@ def fuse_similar(
     while ranked and len(kept) < k:  # hits are made only for what makes the cut
         taken, ranked = ranked[: k - len(kept)], ranked[k - len(kept) :]
         kept.extend(_similar_hits(indexer, taken, lexical, vector_rank, archived=archived))
-    return demote_superseded(kept)
+    return confident_first(kept)
 
 
 def _similar_hits(
@@ -264,7 +303,7 @@ def _similar_hits(
             made.append(replace(hit, view=f"{hit.view}+semantic") if path in similar else hit)
         elif path in documents and path in entries and (archived or not entries[path].archived):
             candidate = Candidate(path, 0.0, 0.0, False, 0)
-            hit = _hit(documents[path], candidate, 0.0, 0)
+            hit = _hit(documents[path], candidate, 0.0)
             made.append(_linked(indexer, replace(hit, weak=True, view="semantic")))
     return made
 
@@ -356,7 +395,7 @@ def _candidate(
     )
 
 
-def _hit(doc: Document, candidate: Candidate, value: float, unknown: int) -> Hit:
+def _hit(doc: Document, candidate: Candidate, value: float) -> Hit:
     views = [
         name
         for name, found in (
@@ -376,7 +415,7 @@ def _hit(doc: Document, candidate: Candidate, value: float, unknown: int) -> Hit
         created=doc.created,
         seen=doc.seen,
         score=round(value, 4),
-        weak=not is_confident(candidate, unknown),
+        weak=True,  # until _tiered weighs its evidence
         coverage=candidate.coverage,
         view="+".join(views),
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TypeVar
@@ -75,9 +75,35 @@ RECALL_GAIN = 0.5  # each recall adds half a stability
 CONFIRM_GAIN = 2.0  # a person's confirmation counts four recalls
 CONSOLIDATE_AFTER = 5  # recalls after which a memory decays four times slower
 CONSOLIDATED_FACTOR = 4.0
-CONFIDENT_COVERAGE = 0.6  # a weak hit holding this share of the query's terms is confident
-DOMINANT_RATIO = 0.6  # a first hit whose runner-up scores at most this share of it …
-DOMINANT_COVERAGE = 0.5  # … and that holds this share of the query's terms is confident
+# Tiers (docs/retrieval.md step 7): one evidence score per hit, measured in "units", the
+# weight of a word only one memory holds (ln(N + 1) for N memories).
+CONFIDENT_SHARE = 0.7  # a confident hit holds this share of the query's evidence weight …
+EVIDENCE_UNITS = 1.0  # … worth at least this many units …
+NEAR_BEST = 0.8  # … and at least this share of what the best hit holds;
+LEAD_SHARE = 0.4  # or it holds this share, worth …
+LEAD_UNITS = 2.0  # … this many units, and no other hit's evidence is worth more than …
+LEAD_RATIO = 0.5  # … this share of its own.
+SPECIFIC_GAIN = 2.0  # a number, code or identifier ("413", "p3009", "checkout.spec.ts")
+KEYWORD_GAIN = 1.5  # a term the memory's stored keywords hold (its writer's own evidence)
+CORE_GAIN = 1.5  # a core memory: a standing rule, meant to apply whenever its subject comes up
+UNKNOWN_WEIGHT = 1.0  # a word no memory holds counts against every hit, in units
+# General English request and chat vocabulary: what people ask an agent *to do*, not what
+# about. These words say nothing about which memory a prompt wants; they weigh nothing.
+_REQUEST_TEXT = """
+    make fix fail work help need want get use try run see show tell know think look find
+    change add remove set let go come take give keep put check say ask like mean
+    thing stuff way issue problem question idea thank thanks hey hi hello ok okay sure
+    now again still already yet really actually maybe quite even ever lately recently
+    day week yesterday tomorrow
+    over under after before up down out off via without within across around
+    all every each other another same new old good bad big small many much more most less
+    one first last next time today always sometimes lot bit almost anymore anyway pretty
+    please pls plz thx btw whats thats theres dont doesnt didnt isnt cant wont im ive
+    someone something anything everything nothing somewhere anywhere seem
+    since too until while though although because whether either both such instead rather
+    enough also per
+"""
+REQUEST_WORDS = frozenset(_REQUEST_TEXT.split())
 
 
 @dataclass(frozen=True)
@@ -136,15 +162,94 @@ def score(candidate: Candidate, best_lexical: float, query_entities: int, now: d
     return (lexical + entity + (STRICT_BONUS if candidate.strict else 0.0)) * boost
 
 
-def is_dominant(first: float, second: float, coverage: float) -> bool:
-    """A first hit far ahead of the rest, matching a good part of the query, is confident:
-    a question the vault cannot answer tends to spread its words over several memories."""
-    return first > 0 and second / first <= DOMINANT_RATIO and coverage >= DOMINANT_COVERAGE
+@dataclass(frozen=True)
+class Evidence:
+    """What a memory shares with a query, weighed: see `evidence`."""
+
+    share: float  # of the query's evidence weight, the share this memory holds
+    units: float  # what it holds, in units (a word only one memory holds is worth 1)
 
 
-def is_confident(candidate: Candidate, unknown_terms: int) -> bool:
-    """Confident: every query term matched, or an exact entity, or most terms and no term
-    the vault has never seen (a word no memory contains marks a question it cannot answer)."""
-    if candidate.strict or candidate.entities:
-        return True
-    return unknown_terms == 0 and candidate.coverage >= CONFIDENT_COVERAGE
+def term_weight(
+    term: str, df: int, documents: int, *, request: bool, specific: bool, named: bool
+) -> float:
+    """Return what a query term is worth as evidence, in units: its inverse document
+    frequency ln((N + 1) / df) / ln(N + 1), times SPECIFIC_GAIN for a number, code or whole
+    identifier (`specific`).
+
+    A request word weighs nothing. A word no memory holds (df 0) is never held, so it only
+    counts against: UNKNOWN_WEIGHT, as much as a word one memory holds; unless it comes from
+    a number, code or identifier (`named`: "1MB", "lodash-es") or has under 3 letters (a
+    flag's "-h"): a prompt's particulars, not its topic, weigh nothing when no memory knows
+    them.
+    """
+    if request or documents <= 0:
+        return 0.0
+    if df <= 0:
+        return 0.0 if named or specific or len(term) < 3 else UNKNOWN_WEIGHT
+    idf = math.log((documents + 1) / df) / math.log(documents + 1)
+    return idf * SPECIFIC_GAIN if specific else idf
+
+
+def evidence(
+    weights: Mapping[str, float],
+    held: Collection[str],
+    keyed: Collection[str],
+    *,
+    core: bool = False,
+) -> Evidence:
+    """Weigh what a memory holds of a query: `weights` per query term (term_weight), `held`
+    the terms the memory contains, `keyed` those its stored keywords hold (worth
+    KEYWORD_GAIN more in the units, not in the share); a `core` memory's units count
+    CORE_GAIN more."""
+    total = sum(weights.values())
+    if total <= 0:
+        return Evidence(0.0, 0.0)
+    matched = [term for term, weight in weights.items() if weight and term in held]
+    share = sum(weights[t] for t in matched) / total
+    units = sum(weights[t] * (KEYWORD_GAIN if t in keyed else 1.0) for t in matched)
+    units *= CORE_GAIN if core else 1.0
+    return Evidence(round(share, 4), round(units, 4))
+
+
+def confident(
+    found: Sequence[Evidence], older: Sequence[Collection[int]] | None = None
+) -> list[bool]:
+    """Say, for each hit of one query, whether recall is confident in it.
+
+    Confident: it holds at least CONFIDENT_SHARE of the query's evidence, worth at least
+    EVIDENCE_UNITS, and at least NEAR_BEST of what the best hit holds; or it leads: it holds
+    LEAD_SHARE, worth LEAD_UNITS, and no other hit's evidence is worth more than LEAD_RATIO
+    of its own (an older version of it, `older[i]`: the positions of the hits it supersedes,
+    is not another answer). One common word that stems to a vault word is not evidence; a code only this
+    memory holds is.
+    """
+    best = max((f.share for f in found), default=0.0)
+    tiers = []
+    for i, f in enumerate(found):
+        if f.units < EVIDENCE_UNITS - 1e-9 or f.share < NEAR_BEST * best - 1e-9:
+            tiers.append(False)
+            continue
+        skip = older[i] if older else ()
+        runner_up = max(
+            (o.units for j, o in enumerate(found) if j != i and j not in skip), default=0.0
+        )
+        leads = (
+            f.share >= LEAD_SHARE and f.units >= LEAD_UNITS and runner_up <= LEAD_RATIO * f.units
+        )
+        tiers.append(f.share >= CONFIDENT_SHARE - 1e-9 or leads)
+    return tiers
+
+
+def confident_first(hits: Sequence[Hit]) -> list[Hit]:
+    """Return `hits` with every confident one before every weak one, in order otherwise;
+    a superseded memory that recall is confident in makes its correction confident (what is
+    true now is as sure as what it replaced), and the correction goes first."""
+    sure = {h.id for h in hits if not h.weak}
+    lifted = [
+        replace(h, weak=False)
+        if h.weak and any(o.id in sure for o in hits if h.id in o.superseded_by)
+        else h
+        for h in hits
+    ]
+    return sorted(demote_superseded(lifted), key=lambda h: h.weak)

@@ -274,6 +274,9 @@ def test_search_and_prompt_hook_put_the_correction_first(vault: Path, project: P
             workspace="webshop",
             supersedes=(old.id,),
         )
+        # Other memories: a word every memory holds tells none apart (docs/retrieval.md).
+        for text in ("Prices are integer cents", "Deploy with the GitHub action", "Use pnpm"):
+            store.add(text, workspace="webshop")
     env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
     found = subprocess.run(
         [str(EXE), "search", "make dev", "-w", "webshop", "--json"],
@@ -290,7 +293,7 @@ def test_search_and_prompt_hook_put_the_correction_first(vault: Path, project: P
     ).stdout
     assert f"(superseded by {new.id})" in text
     context = hook(
-        "prompt", {"cwd": str(project), "prompt": "how do I run make dev?"}, vault
+        "prompt", {"cwd": str(project), "prompt": "how do I run the API with make dev?"}, vault
     ).stdout
     assert f"[{new.id}]" in context and f"[{old.id}]" not in context
 

@@ -4,8 +4,8 @@ Each prompt is a sentence a developer might type. "answerable" prompts name a me
 (by its id) that should appear; "off-topic" prompts share some words with the vault but are
 not answered by it and should add nothing. For several coverage thresholds this prints how
 many answerable prompts get their memory into the context, and how many off-topic prompts
-stay silent. The hook puts the confident tier in context (memstore.core.ranking.is_confident,
-is_dominant); the other rows show simpler rules for comparison.
+stay silent. The hook puts the confident tier in context (memstore.core.ranking.confident,
+docs/retrieval.md step 7); the other rows show simpler rules for comparison.
 
 The natural-language set (tests/data/prompts-natural.json: chatty prompts and prompts with
 typos, written for issue 13) is measured beside the original one; `-v` lists every prompt

@@ -11,13 +11,15 @@ from hypothesis import strategies as st
 from memstore.core.model import Hit
 from memstore.core.ranking import (
     Candidate,
+    Evidence,
     attach_corrections,
+    confident,
     demote_superseded,
-    is_confident,
-    is_dominant,
+    evidence,
     pack,
     score,
     strength,
+    term_weight,
 )
 from memstore.service.store import Store
 from tests.conftest import git
@@ -97,15 +99,29 @@ def test_decay_lowers_rank_but_a_better_match_still_wins() -> None:
 
 
 def test_tiers() -> None:
-    assert is_confident(candidate(), unknown_terms=3)
-    assert is_confident(candidate(strict=False, coverage=0.1, entities=1), unknown_terms=2)
-    assert is_confident(candidate(strict=False, coverage=0.6), unknown_terms=0)
-    assert not is_confident(candidate(strict=False, coverage=0.6), unknown_terms=1)
-    assert (
-        is_dominant(1.0, 0.5, 0.5)
-        and not is_dominant(1.0, 0.7, 0.9)
-        and not is_dominant(1.0, 0.1, 0.2)
-    )
+    # Held by 1 of 100 memories: one unit; a request word and an unknown number: nothing.
+    assert term_weight("word", 1, 100, request=False, specific=False, named=False) == 1.0
+    assert term_weight("word", 30, 100, request=True, specific=False, named=False) == 0.0
+    assert term_weight("word", 0, 100, request=False, specific=True, named=True) == 0.0
+    assert term_weight("word", 0, 100, request=False, specific=False, named=False) == 1.0  # unknown
+    assert term_weight("word", 0, 100, request=False, specific=False, named=True) == 0.0
+    assert term_weight("word", 2, 100, request=False, specific=True, named=True) > 1.0
+    weights = {"upload": 0.5, "413": 1.6, "over": 0.0, "sandwich": 1.0}
+    found = evidence(weights, {"upload", "413", "over"}, {"413"})
+    assert found == Evidence(round(2.1 / 3.1, 4), round(0.5 + 1.6 * 1.5, 4))
+    assert evidence(weights, {"upload"}, (), core=True).units == 0.75
+    assert confident([Evidence(0.7, 1.0), Evidence(0.6, 1.2), Evidence(0.9, 0.5)]) == [
+        False,  # below 0.8 of the best share
+        False,
+        False,  # most of the query, but worth less than a unit
+    ]
+    assert confident([Evidence(0.8, 1.0), Evidence(0.7, 1.2)]) == [True, True]
+    # A lead: under the share, far ahead of the rest and worth enough.
+    assert confident([Evidence(0.45, 2.5), Evidence(0.2, 1.25)]) == [True, False]
+    assert confident([Evidence(0.45, 2.5), Evidence(0.2, 1.3)]) == [False, False]
+    assert confident([Evidence(0.45, 1.9), Evidence(0.2, 0.5)]) == [False, False]
+    # … unless what comes close is an older version of it.
+    assert confident([Evidence(0.45, 2.5), Evidence(0.4, 2.5)], [{1}, set()]) == [True, False]
 
 
 def test_superseded_hits_move_below_their_correction() -> None:
