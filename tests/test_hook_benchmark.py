@@ -13,7 +13,10 @@ from typing import Any
 import pytest
 
 SCRIPT = Path(__file__).resolve().parent / "benchmarks" / "bench_hook.py"
-NOT_YET = pytest.mark.xfail(strict=True, reason="issue 38: ranking not yet fixed")
+NOT_YET = pytest.mark.xfail(
+    strict=True,
+    reason="issue 38: a port one digit off (5432 asked, 5433 stored) is no evidence yet",
+)
 
 
 def _load() -> ModuleType:
@@ -139,7 +142,7 @@ def test_the_workspace_limits_what_the_hook_sees(sample: tuple[Any, Any, Path]) 
 
 ISSUE_EXAMPLES = [
     pytest.param("webshop", "file uploads over 1MB fail with 413, can you fix the upload limit?"),
-    pytest.param("webshop", "why does make deploy ENV=staging fail", marks=NOT_YET),
+    pytest.param("webshop", "why does make deploy ENV=staging fail"),
     pytest.param(
         "webshop",
         "deploy failed: Error: P3009 migrate found failed migrations in the target database",
@@ -147,22 +150,19 @@ ISSUE_EXAMPLES = [
     pytest.param(
         "data-pipeline",
         "pytest just hangs forever in CI, last thing in the log is something about ryuk",
-        marks=NOT_YET,
     ),
-    pytest.param(
-        "webshop", "checkout.spec.ts failed again on main, can you take a look", marks=NOT_YET
-    ),
+    pytest.param("webshop", "checkout.spec.ts failed again on main, can you take a look"),
     pytest.param(
         "webshop",
         "psql -h localhost -p 5432 -U shop gives connection refused, is the db even running?",
         marks=NOT_YET,
     ),
     pytest.param("webshop", "the api can't connect to postgres at localhost:5432"),
-    pytest.param("infra", "run terraform apply for prod", marks=NOT_YET),
-    pytest.param("webshop", "npm i lodash-es", marks=NOT_YET),
-    pytest.param("webshop", "make me a sandwich", marks=NOT_YET),
-    pytest.param("webshop", "who makes the coffee here?", marks=NOT_YET),
-    pytest.param(None, "who makes the coffee here?", marks=NOT_YET),
+    pytest.param("infra", "run terraform apply for prod"),
+    pytest.param("webshop", "npm i lodash-es"),
+    pytest.param("webshop", "make me a sandwich"),
+    pytest.param("webshop", "who makes the coffee here?"),
+    pytest.param(None, "who makes the coffee here?"),
     pytest.param("data-pipeline", "why do big uploads fail"),
 ]
 
@@ -177,7 +177,6 @@ def test_the_issue_example_gets_its_memory_and_nothing_wrong(
     assert outcome.answered if outcome.prompt.answerable else outcome.silent
 
 
-@NOT_YET
 def test_the_readme_example_injects_the_413_lesson_and_not_the_s3_note(tmp_path: Path) -> None:
     prompt = _prompt(
         "large", "shop-web", "file uploads over 1MB fail with 413, can you fix the upload limit?"
