@@ -28,7 +28,7 @@ import pytest
 
 from memstore.core.config import Settings
 from memstore.service.store import Store, init_vault
-from tests.conftest import EXE, run_memstore
+from tests.conftest import EXE, invoke_memstore
 
 TOPICS = {
     "webshop": [
@@ -468,7 +468,7 @@ def test_an_index_of_another_format_is_rebuilt_and_not_kept_aside(tmp_path: Path
     no_daemon = {**os.environ, "MEMSTORE_NO_DAEMON": "1", "MEMSTORE_VAULT": str(vault)}
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return run_memstore(*args, base_env=no_daemon)
+        return invoke_memstore(*args, env=no_daemon)
 
     assert cli("init", str(vault)).returncode == 0
     assert cli("add", "the replica lag alarm fires at 30 s", "-w", "infra").returncode == 0
