@@ -204,6 +204,11 @@ def invoke_memstore(
     if {**os.environ, **environment}.get("MEMSTORE_CRASH_AT"):
         raise ValueError("a crash point kills the process it runs in: use run_memstore")
     saved_env, saved_argv, root = dict(os.environ), sys.argv, logging.getLogger()
+    # click names the program from `__main__`: under `python -m pytest` it would be
+    # "python -m pytest.memstore" (and completion would read _PYTEST.MEMSTORE_COMPLETE);
+    # the executable's `__main__` is a script with no package.
+    main_module = sys.modules["__main__"]
+    saved_package = getattr(main_module, "__package__", None)
     saved_handlers, saved_sigpipe = list(root.handlers), signal.getsignal(signal.SIGPIPE)
     saved_umask, saved_cwd = os.umask(0o077), os.getcwd()
     os.umask(saved_umask)
@@ -215,6 +220,7 @@ def invoke_memstore(
     try:
         with CliRunner().isolation(input=stdin, env=environment) as (stdout, stderr, _):
             sys.argv = [str(EXE), *args]  # as the executable sees it (MEMSTORE_EXECUTABLE)
+            main_module.__package__ = None
             try:
                 launcher_main()
             except SystemExit as done:
@@ -224,6 +230,7 @@ def invoke_memstore(
             out, err = stdout.getvalue(), stderr.getvalue()
     finally:
         sys.argv = saved_argv
+        main_module.__package__ = saved_package
         os.chdir(saved_cwd)
         os.umask(saved_umask)
         signal.signal(signal.SIGPIPE, saved_sigpipe)

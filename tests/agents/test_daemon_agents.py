@@ -23,7 +23,7 @@ from mcp import Client, StdioServerParameters
 from memstore.mcp.server import Forwarder
 from memstore.ops import client
 from memstore.vault.files import Vault
-from tests.conftest import EXE, git, settings_at, wait_until
+from tests.conftest import EXE, git, invoke_memstore, settings_at, wait_until
 from tests.daemon.test_daemon import (
     TIMEOUT,
     daemon_pid,
@@ -70,6 +70,15 @@ def hook(
     return done.returncode, done.stdout, done.stderr.replace(str(vault), "<vault>")
 
 
+def hook_here(
+    environment: dict[str, str], vault: Path, event: str, payload: dict[str, Any], *args: str
+) -> tuple[int, str, str]:
+    """`hook` through the executable's `main` in this process (no daemon asked)."""
+    given = {**environment, "MEMSTORE_VAULT": str(vault)}
+    done = invoke_memstore("hook", event, *args, env=given, stdin=json.dumps(payload))
+    return done.returncode, done.stdout, done.stderr.replace(str(vault), "<vault>")
+
+
 def hook_calls(project: Path) -> list[tuple[str, dict[str, Any], tuple[str, ...]]]:
     start = {"session_id": "s1", "hook_event_name": "SessionStart", "cwd": str(project)}
     prompt = {"session_id": "s1", "cwd": str(project)}
@@ -98,7 +107,7 @@ def test_hooks_through_the_daemon_print_what_they_print_in_process(
     outputs = []
     for event, payload, args in calls:
         through = hook(env, served, event, payload, *args)
-        here = hook(no_daemon, alone, event, payload, *args)
+        here = hook_here(no_daemon, alone, event, payload, *args)
         assert through == here, (event, payload.get("prompt"), args)
         outputs.append(through)
     assert "client_max_body_size" in outputs[1][1] and outputs[2][1] == ""

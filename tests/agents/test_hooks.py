@@ -277,20 +277,12 @@ def test_search_and_prompt_hook_put_the_correction_first(vault: Path, project: P
         # Other memories: a word every memory holds tells none apart (docs/retrieval.md).
         for text in ("Prices are integer cents", "Deploy with the GitHub action", "Use pnpm"):
             store.add(text, workspace="webshop")
-    env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
-    found = subprocess.run(
-        [str(EXE), "search", "make dev", "-w", "webshop", "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    found = invoke_memstore("search", "make dev", "-w", "webshop", "--json", vault=vault)
+    assert found.returncode == 0, found.stderr
     hits = json.loads(found.stdout)["results"]
     assert [h["id"] for h in hits] == [new.id, old.id]
     assert hits[1]["superseded_by"] == [new.id]
-    text = subprocess.run(
-        [str(EXE), "search", "make dev", "-w", "webshop"], env=env, capture_output=True, text=True
-    ).stdout
+    text = invoke_memstore("search", "make dev", "-w", "webshop", vault=vault).stdout
     assert f"(superseded by {new.id})" in text
     context = hook(
         "prompt", {"cwd": str(project), "prompt": "how do I run the API with make dev?"}, vault

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -24,12 +25,24 @@ from memstore.daemon.watcher import Watcher
 from memstore.launcher import typer_app
 from memstore.ops import client
 from memstore.service.store import Store
-from tests.conftest import git, settings_at, vault_bytes, wait_until
+from tests.conftest import git, invoke_memstore, settings_at, vault_bytes, wait_until
+from tests.daemon import test_daemon
 from tests.daemon.test_daemon import env as daemons_allowed  # noqa: F401 (a fixture)
-from tests.daemon.test_daemon import make_vault, requests_served, run, status
+from tests.daemon.test_daemon import make_vault, requests_served, status
 from tests.mcp.test_mcp import stdio
 
 app = typer_app()  # every shell's commands, as the executable has them
+
+
+def run(
+    env: dict[str, str], *args: str, stdin: str | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run a command in `env`: where no daemon may answer, the executable's `main` in this
+    process; else the installed executable (which asks the daemon or starts one)."""
+    if env.get("MEMSTORE_NO_DAEMON") == "1":
+        return invoke_memstore(*args, env=env, stdin=stdin, cwd=cwd)
+    return test_daemon.run(env, *args, stdin=stdin, cwd=cwd)
+
 
 runner = CliRunner()
 

@@ -20,7 +20,7 @@ from memstore.core.config import SEMANTIC_ON, Settings, semantic_choice
 from memstore.core.errors import InvalidInputError
 from memstore.service.store import Store
 from tests.cli.test_progress import on_a_terminal
-from tests.conftest import EXE, git, settings_at
+from tests.conftest import EXE, git, invoke_memstore, settings_at
 from tests.daemon.test_daemon import env as daemons_allowed  # noqa: F401 (a fixture)
 from tests.daemon.test_daemon import requests_served, start_daemon
 
@@ -116,17 +116,11 @@ def test_without_the_extra_turning_the_view_on_names_the_fix(
 
 def test_a_model_folder_that_holds_no_model_is_one_line_from_the_cli(tmp_path: Path) -> None:
     env = {**os.environ, "MEMSTORE_VAULT": str(tmp_path / "v")}
-    subprocess.run([str(EXE), "init", str(tmp_path / "v")], env=env, check=True)
-    subprocess.run([str(EXE), "add", "-w", "web", "a note"], env=env, check=True)
+    assert invoke_memstore("init", str(tmp_path / "v"), env=env).returncode == 0
+    assert invoke_memstore("add", "-w", "web", "a note", env=env).returncode == 0
     empty = tmp_path / "model"
     empty.mkdir()
-    done = subprocess.run(
-        [str(EXE), "search", "note"],
-        env={**env, "MEMSTORE_SEMANTIC_MODEL": str(empty)},
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-    )
+    done = invoke_memstore("search", "note", env={**env, "MEMSTORE_SEMANTIC_MODEL": str(empty)})
     assert done.returncode == 1
     assert done.stderr.startswith(f"Error: {empty} holds no model") and done.stderr.count("\n") == 1
 
@@ -224,9 +218,9 @@ def test_the_daemon_and_a_lone_process_print_the_same_semantic_search(
     vault = tmp_path / "vault"
     env = {**daemons_allowed, "MEMSTORE_VAULT": str(vault), "MEMSTORE_SEMANTIC": "on"}
     alone = {**env, "MEMSTORE_NO_DAEMON": "1"}
-    subprocess.run([str(EXE), "init", str(vault)], env=alone, check=True)
+    assert invoke_memstore("init", str(vault), env=alone).returncode == 0
     for text in MEMORIES.values():
-        subprocess.run([str(EXE), "add", "-w", "web", text], env=alone, check=True)
+        assert invoke_memstore("add", "-w", "web", text, env=alone).returncode == 0
     start_daemon(env, vault)
     served = requests_served(vault)
 

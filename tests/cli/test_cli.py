@@ -17,7 +17,15 @@ from typer.testing import CliRunner
 from memstore import __version__
 from memstore.launcher import typer_app
 from memstore.ops.options import SEARCH, parse
-from tests.conftest import EXE, commit_count, git, head, run_memstore, vault_bytes
+from tests.conftest import (
+    EXE,
+    commit_count,
+    git,
+    head,
+    invoke_memstore,
+    run_memstore,
+    vault_bytes,
+)
 
 app = typer_app()  # every shell's commands, as the executable has them
 
@@ -27,7 +35,14 @@ runner = CliRunner()
 def run(
     *args: str, vault: Path | None = None, cwd: Path | None = None, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run the installed memstore executable."""
+    """Run the executable's `main` in this process (the launcher, its lean path, typer)."""
+    return invoke_memstore(*args, vault=vault, cwd=cwd, stdin=stdin)
+
+
+def run_exe(
+    *args: str, vault: Path | None = None, cwd: Path | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the installed memstore executable (where the process itself is what is tested)."""
     return run_memstore(*args, vault=vault, cwd=cwd, stdin=stdin, timeout=60)
 
 
@@ -39,7 +54,7 @@ def new_vault(path: Path) -> Path:
 
 
 def test_version_and_help() -> None:
-    assert run("--version").stdout.strip() == f"memstore {__version__}"
+    assert run_exe("--version").stdout.strip() == f"memstore {__version__}"
     # Every command and command group, however deep, shows an example in its --help.
     paths: list[list[str]] = []
     groups = [([], typer.main.get_command(app))]
@@ -59,7 +74,7 @@ def test_version_and_help() -> None:
 
 def test_init_creates_a_private_vault_with_its_git_files(tmp_path: Path) -> None:
     target = tmp_path / "v"
-    result = run("init", str(target))
+    result = run_exe("init", str(target))
     assert result.returncode == 0, result.stderr
     assert (target / ".gitignore").read_text(encoding="utf-8") == ".memstore/\n"
     assert (target / ".gitattributes").read_text(encoding="utf-8") == "*.md merge=memstore\n"
@@ -109,7 +124,7 @@ def test_vault_path_that_is_a_file(tmp_path: Path) -> None:
 
 def test_add_search_show_stats_through_the_executable(tmp_path: Path) -> None:
     vault = new_vault(tmp_path / "v")
-    added = run(
+    added = run_exe(
         "add",
         "Upload 413 is nginx client_max_body_size",
         "-w",
@@ -125,7 +140,7 @@ def test_add_search_show_stats_through_the_executable(tmp_path: Path) -> None:
     data = json.loads(added.stdout)
     assert data["status"] == "added" and data["workspace"] == "webshop"
     again = json.loads(
-        run(
+        run_exe(
             "add",
             "upload 413 is nginx  client_max_body_size",
             "-w",
@@ -135,16 +150,16 @@ def test_add_search_show_stats_through_the_executable(tmp_path: Path) -> None:
         ).stdout
     )
     assert again["status"] == "duplicate_merged" and again["seen"] == 2
-    found = json.loads(run("search", "nginx 413", "--all", "--json", vault=vault).stdout)
+    found = json.loads(run_exe("search", "nginx 413", "--all", "--json", vault=vault).stdout)
     assert [r["id"] for r in found["results"]] == [data["id"]] and found["weak"] is False
-    text = run("search", "nginx", "-w", "webshop", vault=vault).stdout
+    text = run_exe("search", "nginx", "-w", "webshop", vault=vault).stdout
     assert data["id"] in text and "webshop · lesson" in text
-    shown = run("show", data["id"][:4], vault=vault)
+    shown = run_exe("show", data["id"][:4], vault=vault)
     assert shown.stderr == f"# {data['path']}\n"  # stdout is the file itself, byte for byte
     assert shown.stdout.encode() == (vault / data["path"]).read_bytes()
-    stats = json.loads(run("stats", "--json", vault=vault).stdout)
+    stats = json.loads(run_exe("stats", "--json", vault=vault).stdout)
     assert stats["memories"] == 1 and stats["by_workspace"] == {"webshop": 1}
-    assert "seen(webshop)" in run("stats", vault=vault).stdout
+    assert "seen(webshop)" in run_exe("stats", vault=vault).stdout
 
 
 def test_add_reads_stdin_with_dash(tmp_path: Path) -> None:
@@ -220,9 +235,9 @@ def test_text_with_nul_bytes_from_stdin_is_refused(tmp_path: Path) -> None:
 
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
-    assert run("add", "x", "--kind", vault=tmp_path / "v").returncode == 2
-    assert run("search", "x", "-k", "0", vault=tmp_path / "v").returncode == 2
-    assert run("frobnicate").returncode == 2
+    assert run_exe("add", "x", "--kind", vault=tmp_path / "v").returncode == 2
+    assert run_exe("search", "x", "-k", "0", vault=tmp_path / "v").returncode == 2
+    assert run_exe("frobnicate").returncode == 2
 
 
 def test_search_without_a_vault_says_how_to_start(tmp_path: Path) -> None:
@@ -313,7 +328,7 @@ def test_read_only_vault_is_a_clear_error(tmp_path: Path) -> None:
     else:
         for folder in (vault, vault / ".memstore", vault / "global"):
             folder.chmod(0o500)
-        result = run("add", "second", "-w", "global", vault=vault)
+        result = run_exe("add", "second", "-w", "global", vault=vault)
         for folder in (vault, vault / ".memstore", vault / "global"):
             folder.chmod(0o700)
     assert (

@@ -22,7 +22,7 @@ from memstore.ops.client import Request
 from memstore.ops.output import briefing_lines, sync_lines
 from memstore.service.sync import SyncOutcome
 from memstore.vault.git_log import LogEntry
-from tests.conftest import EXE, head, run_memstore, vault_bytes
+from tests.conftest import EXE, head, invoke_memstore, run_memstore, vault_bytes
 from tests.daemon.test_daemon import (
     env,  # noqa: F401 (a pytest fixture, asked for by name)
     requests_served,
@@ -42,7 +42,10 @@ runner = CliRunner()
 def run(
     *args: str, vault: Path, under: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run the installed executable (search and add take the lean path)."""
+    """Run the executable's `main` in this process (search and add take the lean path); in
+    exactly the environment `under`, when given, the installed executable in a process."""
+    if under is None:
+        return invoke_memstore(*args, vault=vault)
     return run_memstore(*args, vault=vault, base_env=under, timeout=60)
 
 
@@ -303,16 +306,16 @@ def test_the_mcp_error_for_empty_content_speaks_to_the_agent(server: Any) -> Non
 # --- shell completion ---------------------------------------------------------------------
 
 
-def complete(words: str, vault: Path) -> list[str]:
-    """Ask the installed executable for bash completions of the line `words`."""
+def complete(words: str, vault: Path, executable: bool = False) -> list[str]:
+    """Ask the executable's `main` (or the installed executable itself) for bash completions
+    of the line `words`."""
     shell = {
-        **os.environ,
         "MEMSTORE_VAULT": str(vault),
         "_MEMSTORE_COMPLETE": "complete_bash",
         "COMP_WORDS": words,
         "COMP_CWORD": str(len(words.split(" ")) - 1),
     }
-    done = subprocess.run([str(EXE)], env=shell, capture_output=True, text=True, timeout=60)
+    done = run_memstore(env=shell, timeout=60) if executable else invoke_memstore(env=shell)
     assert done.returncode == 0 and done.stderr == "", done.stderr
     return done.stdout.split()
 
@@ -322,7 +325,7 @@ def test_completion_offers_workspaces_and_id_prefixes(vault: Path) -> None:
     for text, workspace in (("one", "infra-tools"), ("two", "infra"), ("three", "webshop")):
         added = run("add", f"memory number {text}", "-w", workspace, vault=vault)
         ids.append(added.stdout.split()[1])
-    assert complete("memstore search -w inf", vault) == ["infra", "infra-tools"]
+    assert complete("memstore search -w inf", vault, executable=True) == ["infra", "infra-tools"]
     assert complete("memstore list -w ", vault) == ["global", "infra", "infra-tools", "webshop"]
     assert complete("memstore add note -w web", vault) == ["webshop"]
     assert complete(f"memstore show {ids[0][:3]}", vault) == [

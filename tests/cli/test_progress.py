@@ -22,7 +22,7 @@ from memstore.core.codec import derive_id, render_memory, slugify
 from memstore.core.model import Memory
 from memstore.service.store import Store, init_vault
 from memstore.service.transfer import export
-from tests.conftest import EXE, git, run_memstore, settings_at
+from tests.conftest import EXE, git, invoke_memstore, settings_at
 
 NOW = {"MEMSTORE_PROGRESS_DELAY": "0"}
 
@@ -44,8 +44,9 @@ def generated_vault(root: Path, count: int) -> Path:
 
 
 def run(vault: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """Run the installed memstore with stdout and stderr on pipes."""
-    return run_memstore(*args, vault=vault, env=env)
+    """Run the executable's `main` in this process with stdout and stderr captured (no
+    terminal, as on pipes); the terminal cases run the executable on a pseudo-terminal."""
+    return invoke_memstore(*args, vault=vault, env=env)
 
 
 def on_a_terminal(vault: Path, *args: str, stdout_too: bool = False, **env: str) -> tuple[int, str]:

@@ -81,16 +81,16 @@ def seed(root: Path, extras: Path) -> Seeded:
     )
     git(root, "commit", "-qam", "edit: conflicted by hand")
     env = {**os.environ, "MEMSTORE_SESSION": "s-revert", "MEMSTORE_VAULT": str(root)}
-    subprocess.run([str(EXE), "add", "a session to revert"], env=env, check=True)
+    assert invoke_memstore("add", "a session to revert", env=env).returncode == 0
     other = extras / "other"
     init_vault(other, settings_at(other))
     with Store.open(settings_at(other)) as store:
         store.add("the yak shaver restores exports", workspace="global")
     export = extras / "export.json"
     env = {**os.environ, "MEMSTORE_VAULT": str(other)}
-    export.write_bytes(
-        subprocess.run([str(EXE), "export"], env=env, check=True, capture_output=True).stdout
-    )
+    exported = invoke_memstore("export", env=env)
+    assert exported.returncode == 0, exported.stderr
+    export.write_text(exported.stdout, encoding="utf-8")
     notes = extras / "CLAUDE.md"
     notes.write_text("# rules\n\n- always run the tapir linter\n", encoding="utf-8")
     code = extras / "code"
@@ -248,11 +248,14 @@ def test_every_command_at_every_place_of_vault_through_the_executable(tmp_path: 
 def walk(tmp_path: Path, *, everything: bool) -> None:
     """Run each command line naming the target vault; check only that vault changed."""
     default = tmp_path / "default"
-    assert subprocess.run([str(EXE), "init", str(default)], capture_output=True).returncode == 0
+    assert invoke_memstore("init", str(default)).returncode == 0
     env = {**os.environ, "MEMSTORE_VAULT": str(default), "MEMSTORE_PROGRESS_DELAY": "999"}
-    subprocess.run([str(EXE), "add", "the default vault keeps the aardvark"], env=env, check=True)
-    subprocess.run([str(EXE), "remote", "add", str(bare(tmp_path / "default.git"))], env=env)
-    subprocess.run([str(EXE), "sync"], env=env, check=True, capture_output=True)
+    for setup in (
+        ["add", "the default vault keeps the aardvark"],
+        ["remote", "add", str(bare(tmp_path / "default.git"))],
+        ["sync"],
+    ):
+        assert invoke_memstore(*setup, env=env).returncode == 0, setup
     template = tmp_path / "template"
     extras = tmp_path / "extras"
     extras.mkdir()

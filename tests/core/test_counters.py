@@ -62,7 +62,7 @@ def merged(base: Memory | None, ours: Memory, theirs: Memory) -> Memory:
     return merge_memory(base, ours, theirs).memory
 
 
-@settings(max_examples=300)
+@settings(max_examples=150)
 @given(clones())
 def test_merging_counters_is_commutative(c: tuple[Memory, list[Memory], list[int]]) -> None:
     base, (ours, theirs, *_), _ = c
@@ -70,7 +70,7 @@ def test_merging_counters_is_commutative(c: tuple[Memory, list[Memory], list[int
     assert merged(None, ours, theirs) == merged(None, theirs, ours)
 
 
-@settings(max_examples=300)
+@settings(max_examples=150)
 @given(clones())
 def test_merging_a_version_with_itself_or_its_base_gives_it_back(
     c: tuple[Memory, list[Memory], list[int]],
@@ -83,7 +83,7 @@ def test_merging_a_version_with_itself_or_its_base_gives_it_back(
     assert merged(ours, both, both) == both
 
 
-@settings(max_examples=300)
+@settings(max_examples=150)
 @given(clones(), st.randoms(use_true_random=False))
 def test_every_count_of_every_clone_is_kept_once_in_any_merge_order(
     c: tuple[Memory, list[Memory], list[int]], order: object
@@ -100,7 +100,7 @@ def test_every_count_of_every_clone_is_kept_once_in_any_merge_order(
         assert unattributed(result, name) == unattributed(base, name)
 
 
-@settings(max_examples=200)
+@settings(max_examples=100)
 @given(clones(), st.integers(1, 3))
 def test_an_old_memstore_bumping_the_plain_counter_still_adds_up(
     c: tuple[Memory, list[Memory], list[int]], plain: int
@@ -112,7 +112,7 @@ def test_an_old_memstore_bumping_the_plain_counter_still_adds_up(
     assert result == merged(base, old, ours)
 
 
-@settings(max_examples=200)
+@settings(max_examples=100)
 @given(clones())
 def test_counter_maps_round_trip_through_the_file(
     c: tuple[Memory, list[Memory], list[int]],

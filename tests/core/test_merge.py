@@ -72,7 +72,7 @@ def rendered(base: Memory | None, ours: Memory, theirs: Memory) -> str:
     return render_memory(merge_memory(base, ours, theirs).memory)
 
 
-@settings(max_examples=400)
+@settings(max_examples=200)
 @given(versions())
 def test_merge_does_not_depend_on_which_side_is_ours(v: tuple[Memory, Memory, Memory]) -> None:
     base, ours, theirs = v
@@ -93,7 +93,7 @@ def test_identical_sides_merge_to_themselves_counting_each_sides_increments(
     assert merge_memory(base, base, base).memory == base
 
 
-@settings(max_examples=300)
+@settings(max_examples=150)
 @given(versions())
 def test_counters_count_each_sides_increments_once(v: tuple[Memory, Memory, Memory]) -> None:
     base, ours, theirs = v
@@ -103,7 +103,7 @@ def test_counters_count_each_sides_increments_once(v: tuple[Memory, Memory, Memo
     assert merged.last_recalled == max(ours.last_recalled, theirs.last_recalled)
 
 
-@settings(max_examples=300)
+@settings(max_examples=150)
 @given(versions())
 def test_no_added_line_or_keyword_is_lost(v: tuple[Memory, Memory, Memory]) -> None:
     base, ours, theirs = v
@@ -118,7 +118,7 @@ def test_no_added_line_or_keyword_is_lost(v: tuple[Memory, Memory, Memory]) -> N
         assert line in rendered(None, ours, theirs)
 
 
-@settings(max_examples=300)
+@settings(max_examples=150)
 @given(versions())
 def test_the_result_always_parses_back(v: tuple[Memory, Memory, Memory]) -> None:
     base, ours, theirs = v

@@ -25,15 +25,24 @@ import pytest
 
 from memstore.ops import client
 from memstore.service.store import Store
-from tests.conftest import EXE, SAMPLE_VAULT, git, run_memstore, settings_at, wait_until
+from tests.conftest import (
+    EXE,
+    SAMPLE_VAULT,
+    git,
+    invoke_memstore,
+    run_memstore,
+    settings_at,
+    wait_until,
+)
 
 TIMEOUT = 30.0
 STARTED: list[subprocess.Popen[bytes]] = []  # daemons a test started itself: reaped after it
 
 
 def make_vault(path: Path) -> Path:
-    """A vault holding the sample vault's memories, committed (through the real executable)."""
-    made = run_memstore("init", str(path), env={"MEMSTORE_NO_DAEMON": "1"})
+    """A vault holding the sample vault's memories, committed (`memstore init` in-process:
+    the daemon, not the init, is what these tests run as processes)."""
+    made = invoke_memstore("init", str(path), env={"MEMSTORE_NO_DAEMON": "1"})
     assert made.returncode == 0, made.stderr
     for item in SAMPLE_VAULT.iterdir():
         if item.is_dir():
@@ -151,7 +160,11 @@ def test_daemon_and_in_process_print_the_same(tmp_path: Path, env: dict[str, str
         stdin = "piped text: always run migrations before deploy\n" if "-" in args else None
         outputs = []
         for vault, environment in ((served, env), (alone, no_daemon)):
-            done = run({**environment, "MEMSTORE_VAULT": str(vault)}, *args, stdin=stdin, cwd=repo)
+            given = {**environment, "MEMSTORE_VAULT": str(vault)}
+            if vault == alone:  # the same command in this process (`main`, no daemon)
+                done = invoke_memstore(*args, env=given, stdin=stdin, cwd=repo)
+            else:  # the executable, answered by the daemon
+                done = run(given, *args, stdin=stdin, cwd=repo)
             out = re.sub(r'"commit": "[0-9a-f]{40}"', "<commit>", done.stdout)
             outputs.append((done.returncode, out.replace(str(vault), "<vault>"), done.stderr))
         assert outputs[0] == outputs[1], args

@@ -19,7 +19,7 @@ from mcp import Client, StdioServerParameters
 
 from memstore.core.repo_name import workspace_at
 from memstore.service.store import Store
-from tests.conftest import EXE, git, run_memstore, settings_at
+from tests.conftest import EXE, git, invoke_memstore, run_memstore, settings_at
 from tests.daemon.test_daemon import env as daemons_allowed  # noqa: F401 (a fixture)
 
 NGINX = "Uploads over 1 MB fail with 413: raise nginx client_max_body_size in the server block"
@@ -43,7 +43,12 @@ def env(request: pytest.FixtureRequest, vault: Path) -> dict[str, str]:
 
 
 def run(env: dict[str, str], cwd: Path, *args: str, stdin: str = "") -> str:
-    done = run_memstore(*args, base_env=env, cwd=cwd, stdin=stdin, timeout=60)
+    """Run a command in `env`: where no daemon may answer, the executable's `main` in this
+    process (the same code path, without a process); else the executable, which asks one."""
+    if env.get("MEMSTORE_NO_DAEMON") == "1":
+        done = invoke_memstore(*args, env=env, cwd=cwd, stdin=stdin)
+    else:
+        done = run_memstore(*args, base_env=env, cwd=cwd, stdin=stdin, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     return done.stdout

@@ -21,7 +21,16 @@ import pytest
 from memstore.core.errors import InvalidInputError
 from memstore.service.editing import choose_editor, edit_memory, run_editor
 from memstore.service.store import Store
-from tests.conftest import EXE, commit_count, git, head, run_memstore, settings_at, vault_bytes
+from tests.conftest import (
+    EXE,
+    commit_count,
+    git,
+    head,
+    invoke_memstore,
+    run_memstore,
+    settings_at,
+    vault_bytes,
+)
 
 
 def editor(tmp_path: Path, body: str, name: str = "editor.py") -> str:
@@ -39,8 +48,9 @@ def editor(tmp_path: Path, body: str, name: str = "editor.py") -> str:
 
 
 def run(vault: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """Run the installed memstore with no terminal (stdin closed)."""
-    return run_memstore(*args, vault=vault, env=env)
+    """Run the executable's `main` in this process with no terminal (stdin empty); the
+    editor it starts is still a process of its own."""
+    return invoke_memstore(*args, vault=vault, env=env)
 
 
 def add(vault: Path, text: str) -> tuple[str, Path]:

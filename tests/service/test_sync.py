@@ -21,7 +21,7 @@ from memstore.service.sync import MARKER, SyncOptions
 from memstore.service.tree_merge import merge_trees
 from memstore.vault.git import Trailers
 from memstore.vault.remote import GC_AUTO, _classify, count_objects, needs_packing
-from tests.conftest import EXE, git, head, vault_bytes
+from tests.conftest import EXE, git, head, invoke_memstore, vault_bytes
 
 
 def environment() -> dict[str, str]:
@@ -424,13 +424,11 @@ def test_a_clone_of_a_bare_remote_on_master_takes_main_instead_of_forking(
     )
     assert "nonexistent ref" in clone.stderr  # the clone checked out nothing
     env = {**environment(), "MEMSTORE_VAULT": str(second)}
-    init = subprocess.run([str(EXE), "init"], env=env, capture_output=True, text=True)
+    init = invoke_memstore("init", env=env)
     assert init.returncode == 0 and "checked out origin/main" in init.stdout
-    found = subprocess.run(
-        [str(EXE), "search", "release train"], env=env, capture_output=True, text=True
-    )
+    found = invoke_memstore("search", "release train", env=env)
     assert "Tuesdays" in found.stdout
-    assert subprocess.run([str(EXE), "sync"], env=env, capture_output=True).returncode == 0
+    assert invoke_memstore("sync", env=env).returncode == 0
     branches = git(bare, "for-each-ref", "--format=%(refname)", "refs/heads")
     assert branches.split() == ["refs/heads/main"]  # one history, no second root on master
     assert git(second, "rev-parse", "HEAD") == git(bare, "rev-parse", "main")
@@ -459,15 +457,15 @@ def test_sync_names_unreadable_files_it_committed(machines: list[Store]) -> None
     (root / "global").mkdir(exist_ok=True)
     (root / "global" / "blob.md").write_bytes(b"\x00\x01binary\xff")
     env = {**environment(), "MEMSTORE_VAULT": str(root)}
-    done = subprocess.run([str(EXE), "sync"], env=env, capture_output=True, text=True)
+    done = invoke_memstore("sync", env=env)
     assert done.returncode == 0, done.stderr
     assert "committed edits made outside memstore" in done.stdout
     assert "1 file memstore cannot read (global/blob.md)" in done.stdout
-    again = subprocess.run([str(EXE), "sync"], env=env, capture_output=True, text=True)
+    again = invoke_memstore("sync", env=env)
     assert "cannot read" not in again.stdout  # said once, when it was committed
     # A later sync that commits some other hand edit does not name it again.
     (root / "global" / "hand-note.md").write_text("a readable note by hand\n", encoding="utf-8")
-    other = subprocess.run([str(EXE), "sync"], env=env, capture_output=True, text=True)
+    other = invoke_memstore("sync", env=env)
     assert "committed edits made outside memstore" in other.stdout, other.stdout
     assert "cannot read" not in other.stdout
 

@@ -28,7 +28,7 @@ import pytest
 
 from memstore.core.config import Settings
 from memstore.service.store import Store, init_vault
-from tests.conftest import EXE, run_memstore
+from tests.conftest import EXE, invoke_memstore
 
 TOPICS = {
     "webshop": [
@@ -296,8 +296,15 @@ def environment(home: Path, vault: Path) -> dict[str, str]:
 
 
 def memstore(
-    home: Path, vault: Path, *args: str, read_only: bool = False
+    home: Path, vault: Path, *args: str, read_only: bool = False, executable: bool = False
 ) -> subprocess.CompletedProcess[str]:
+    """Run a command on `vault`: the executable's `main` in this process, or (read-only, or
+    when asked) the installed executable in a process of its own."""
+    if not (read_only or executable):
+        unset: dict[str, str | None] = {
+            k: None for k in os.environ if k.startswith(("MEMSTORE_", "GIT_"))
+        }
+        return invoke_memstore(*args, env={**unset, **environment(home, vault)})
     command = [str(EXE), *args]
     if read_only:  # root ignores permission bits: a read-only mount binds root too
         script = 'mount --bind "$0" "$0" && mount -o remount,ro,bind "$0" && exec "$@"'
@@ -338,11 +345,11 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Pristine:
                 store.add(text, workspace=workspace, keywords=(f"k{n % 4}",))
         store.recall("redis cache", workspace=None, record_usage=True)  # usage.sqlite
         store.changes_since_last_session("claude-code")  # a file under .memstore/state/
-    assert memstore(home, vault, "reindex").returncode == 0
-    results = {query: ids(search(home, vault, query)) for query in QUERIES}
+    assert memstore(home, vault, "reindex", executable=True).returncode == 0
+    results = {query: ids(search(home, vault, query, executable=True)) for query in QUERIES}
     assert all(results.values()) and len({r[0] for r in results.values()}) == len(QUERIES)
     shown_id = results[QUERIES[0]][0]
-    shown = memstore(home, vault, "show", shown_id).stdout
+    shown = memstore(home, vault, "show", shown_id, executable=True).stdout
     return Pristine(vault, home, results, shown_id, shown)
 
 
@@ -468,7 +475,7 @@ def test_an_index_of_another_format_is_rebuilt_and_not_kept_aside(tmp_path: Path
     no_daemon = {**os.environ, "MEMSTORE_NO_DAEMON": "1", "MEMSTORE_VAULT": str(vault)}
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return run_memstore(*args, base_env=no_daemon)
+        return invoke_memstore(*args, env=no_daemon)
 
     assert cli("init", str(vault)).returncode == 0
     assert cli("add", "the replica lag alarm fires at 30 s", "-w", "infra").returncode == 0
