@@ -51,6 +51,7 @@ FILLERS = frozenset(
 )
 _FILLER_STARTS = frozenset(filler[:2] for filler in FILLERS)
 _LONGEST_FILLER = max(map(len, FILLERS))
+MAX_PIECE = 40  # a name's piece is no longer: longer words' starts are not looked up
 MIN_PIECE = 3  # a shorter piece of a name ("mk", "re") matches too many words to tell
 _WORD = re.compile(r"[^\W\d_]+|\d+")
 _TOKEN = re.compile(r"\w+(?:[./\-]\w+)*")  # as the index reads a text
@@ -246,7 +247,7 @@ def _lookup(terms: tuple[tuple[str, str], ...]) -> tuple[dict[str, str], dict[st
     starts: dict[str, str] = {}
     wholes: dict[str, str] = {}
     for term, word in terms:
-        for end in range(MIN_PIECE, len(word) + 1):
+        for end in range(MIN_PIECE, min(len(word), MAX_PIECE) + 1):  # a pasted blob: bounded
             starts[word[:end]] = min(starts.get(word[:end], term), term)
         for whole in (word, term):
             if len(whole) >= MIN_PIECE:

@@ -159,14 +159,18 @@ def _is_specific(term: str) -> bool:
 
 
 # The tokens of a text that name things: numbers, codes and joined identifiers ("413",
-# "1MB", "checkout.spec.ts", "localhost:5432", "lodash-es").
-_NAMED = re.compile(r"\w*\d\w*|\w+(?:[./\-:]\w+)+")
+# "1MB", "checkout.spec.ts", "localhost:5432", "lodash-es"): each run of word characters
+# and joiners, kept when it holds a digit or a joiner. (One pattern for both, `\w*\d\w*`,
+# backtracked quadratically: a 100,000-letter word took minutes.)
+_RUN = re.compile(r"\w+(?:[./\-:]\w+)*")
+_NAMING = re.compile(r"[\d./\-:]")
 
 
 @functools.lru_cache(maxsize=256)
 def _named_terms(text: str) -> frozenset[str]:
     """Return the terms of `text` that come from numbers, codes and joined identifiers."""
-    return frozenset(t for m in _NAMED.finditer(text) for t in terms(m.group(0)))
+    runs = (m.group(0) for m in _RUN.finditer(text))
+    return frozenset(t for run in runs if _NAMING.search(run) for t in terms(run))
 
 
 @functools.cache

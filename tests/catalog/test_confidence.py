@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -180,3 +181,14 @@ def test_a_superseded_memory_whose_correction_is_out_of_scope_is_never_injected(
         found = opened.search("make deploy ENV=staging fails", workspace="shop")
     assert [h.id for h in found.hits][:1] == [old] and not found.hits[0].weak
     assert context_lines(found) == []  # the outdated memory alone is never injected
+
+
+@pytest.mark.parametrize("blob", ["x" * 200_000, "a1" + "x" * 200_000, "x" * 100_000 + ".y"])
+def test_a_pasted_blob_is_weighed_in_linear_time(store: Store, blob: str) -> None:
+    """A prompt holding one huge word (a pasted log line, a fuzzer's argument) is weighed
+    at once: the pattern that found numbers and codes once backtracked quadratically (a
+    100,000-letter word took minutes). Linear work takes well under a second here."""
+    started = time.process_time()
+    result = store.search(f"upload limit {blob}", workspace=None)
+    assert time.process_time() - started < 10, "weighing the prompt took quadratic time"
+    assert result.hits[0].id == UPLOAD_413  # the words beside it still find their memory

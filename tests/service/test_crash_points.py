@@ -46,12 +46,10 @@ def memory_texts(vault: Path) -> str:
 
 
 def searches(vault: Path) -> list[object]:
-    answers = []
-    for query in QUERIES:
-        done = cli(vault, "search", query, "--all", "--json", "-k", "10")
-        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
-        answers.append([hit["id"] for hit in json.loads(done.stdout)["results"]])
-    return answers
+    """What every query finds across workspaces (one store for all: the answers, not the
+    command's start, are compared before and after a reindex)."""
+    with Store.open(settings_at(vault)) as store:
+        return [[h.id for h in store.search(q, workspace=None, k=10).hits] for q in QUERIES]
 
 
 def assert_healthy(vault: Path, reported: list[str]) -> None:
