@@ -167,14 +167,18 @@ def _cached_parts(token: str) -> tuple[str, ...]:
     return tuple(identifier_parts(token))  # the same few thousand words, over and over
 
 
-class IdentifierFilter(Filter):
-    """Yield each token whole and then each of its identifier parts."""
+class _StatelessFilter(Filter):
+    """A filter without settings: any two of one class are equal (Whoosh compares schemas)."""
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self)
 
     def __hash__(self) -> int:
         return hash(type(self))
+
+
+class IdentifierFilter(_StatelessFilter):
+    """Yield each token whole and then each of its identifier parts."""
 
     def __call__(self, tokens: Iterator[Any]) -> Iterator[Any]:
         for token in tokens:
@@ -188,14 +192,8 @@ class IdentifierFilter(Filter):
                 yield token
 
 
-class AccentedFilter(Filter):
+class AccentedFilter(_StatelessFilter):
     """Yield only the tokens that folding accents changes (as they are)."""
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self)
-
-    def __hash__(self) -> int:
-        return hash(type(self))
 
     def __call__(self, tokens: Iterator[Any]) -> Iterator[Any]:
         for token in tokens:
