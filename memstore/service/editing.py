@@ -13,9 +13,10 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from memstore.core.codec import parse_memory
 from memstore.core.errors import InvalidInputError, NotFoundError, VaultError
@@ -27,6 +28,8 @@ from memstore.service.store import Store
 from memstore.service.transaction import Transaction
 from memstore.vault.edits import EDITOR
 from memstore.vault.git import Trailers
+
+T = TypeVar("T")
 
 FALLBACK_EDITORS = ("editor", "nano", "vi")  # `editor`: Debian's choice of the system's editor
 
@@ -196,45 +199,74 @@ def edit_memory(
     InvalidInputError, saving nothing, when the person gives up on an invalid file; their
     text then stays in the copy, which the message names.
     """
-    scratch = Path(tempfile.mkdtemp(prefix="memstore-edit-"))
+    with editing_copy(open_store, id_prefix, "memstore-edit-") as draft:
+        edited = edit_until_valid(open_store, draft, edit, retry, check_edit, save_edit)
+        return edited or Edited(draft.id, draft.path, "")
+
+
+@contextlib.contextmanager
+def editing_copy(
+    open_store: Callable[[], contextlib.AbstractContextManager[Store]], id_prefix: str, prefix: str
+) -> Iterator[Draft]:
+    """Yield a draft of one memory whose copy lives in a fresh scratch folder.
+
+    The folder goes when the body finishes (saved, or nothing changed) and when the copy
+    holds nothing the vault does not; a person's unsaved text is never deleted.
+    """
+    scratch = Path(tempfile.mkdtemp(prefix=prefix))
     draft: Draft | None = None
-    is_done = False
+    finished = False
     try:
         with open_store() as store:
             draft = start_edit(store, id_prefix, scratch)
-        while True:
-            try:
-                edit(draft.copy)
-            except InvalidInputError as err:
-                if _holds_new_text(draft):
-                    raise InvalidInputError(f"{err} (your text is in {draft.copy})") from err
-                raise
-            data = draft.copy.read_bytes()
-            if data == draft.original:
-                is_done = True
-                return Edited(draft.id, draft.path, "")
-            try:
-                check_edit(draft, data)
-            except InvalidInputError as err:
-                if retry(str(err)):
-                    continue
-                raise InvalidInputError(
-                    f"{err}; nothing was saved (your text is in {draft.copy})"
-                ) from err
-            with open_store() as store:
-                edited = save_edit(store, draft, data)
-            is_done = True
-            return edited
+        yield draft
+        finished = True
     finally:
-        if is_done or not _holds_new_text(draft):
+        if finished or not holds_new_text(draft):
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _holds_new_text(draft: Draft | None) -> bool:
+def edit_until_valid(
+    open_store: Callable[[], contextlib.AbstractContextManager[Store]],
+    draft: Draft,
+    edit: Callable[[Path], None],
+    retry: Callable[[str], bool],
+    check: Callable[[Draft, bytes], object],
+    save: Callable[[Store, Draft, bytes], T],
+) -> T | None:
+    """Open the editor on the draft's copy until `check` accepts the text, then `save` it.
+
+    Returns None when the text came back unchanged. On a text `check` refuses,
+    `retry(problem)` says whether to open it again; giving up raises InvalidInputError
+    naming the copy that keeps the person's text.
+    """
+    while True:
+        try:
+            edit(draft.copy)
+        except InvalidInputError as err:
+            if holds_new_text(draft):
+                raise InvalidInputError(f"{err} (your text is in {draft.copy})") from err
+            raise
+        data = draft.copy.read_bytes()
+        if data == draft.original:
+            return None
+        try:
+            check(draft, data)
+        except InvalidInputError as err:
+            if retry(str(err)):
+                continue
+            raise InvalidInputError(
+                f"{err}; nothing was saved (your text is in {draft.copy})"
+            ) from err
+        with open_store() as store:
+            return save(store, draft, data)
+
+
+def holds_new_text(draft: Draft | None) -> bool:
     """Say whether the editor's copy holds text the vault does not (kept, never lost)."""
     if draft is None:
         return False
     try:
         return draft.copy.read_bytes() != draft.original
-    except OSError:
+    except OSError:  # the copy is gone: nothing left to keep
         return False

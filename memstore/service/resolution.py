@@ -12,8 +12,6 @@ their machines (the merge must not depend on who merges), so this is read from h
 from __future__ import annotations
 
 import re
-import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
@@ -30,7 +28,12 @@ from memstore.core.conflicts import (
 )
 from memstore.core.errors import InvalidInputError
 from memstore.core.model import Memory, check_workspace, summary
-from memstore.service.editing import Draft, check_edit, start_edit
+from memstore.service.editing import (
+    Draft,
+    check_edit,
+    edit_until_valid,
+    editing_copy,
+)
 from memstore.service.store import Store
 from memstore.service.transaction import Transaction
 from memstore.vault.git import GitRepo
@@ -200,40 +203,9 @@ def settle_by_editing(
     InvalidInputError, saving nothing, when the person gives up on a text that still
     holds markers or a broken front matter; their text stays in the copy, which it names.
     """
-    scratch = Path(tempfile.mkdtemp(prefix="memstore-resolve-"))
-    draft: Draft | None = None
-    try:
-        with open_store() as store:
-            draft = start_edit(store, id_prefix, scratch)
+    with editing_copy(open_store, id_prefix, "memstore-resolve-") as draft:
         conflicted_versions(draft.before, draft.id)
-        while True:
-            edit(draft.copy)
-            data = draft.copy.read_bytes()
-            if data == draft.original:
-                return None
-            try:
-                check_settled(draft, data)
-            except InvalidInputError as err:
-                if retry(str(err)):
-                    continue
-                raise InvalidInputError(
-                    f"{err}; nothing was saved (your text is in {draft.copy})"
-                ) from err
-            with open_store() as store:
-                settled = save_settled(store, draft, data)
-            draft = None  # saved: the copy can go
-            return settled
-    finally:
-        if draft is None or _is_untouched(draft):
-            shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _is_untouched(draft: Draft) -> bool:
-    """Say whether the editor's copy holds nothing the vault does not (else it is kept)."""
-    try:
-        return draft.copy.read_bytes() == draft.original
-    except OSError:
-        return False
+        return edit_until_valid(open_store, draft, edit, retry, check_settled, save_settled)
 
 
 def conflicted_versions(memory: Memory, memory_id: str) -> Versions:
