@@ -187,10 +187,3 @@ def test_the_library_api_is_named_and_lazy() -> None:
     from memstore import Settings, Store
 
     assert Store.__module__.startswith("memstore.service") and Settings.__name__ == "Settings"
-
-
-def test_the_search_engine_exports_documents_and_a_query_in_hits_out() -> None:
-    import memstore.index
-
-    for name in memstore.index.__all__:
-        assert getattr(memstore.index, name) is not None, name

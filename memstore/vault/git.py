@@ -13,7 +13,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -413,29 +413,6 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
             )
         except pygit2.GitError as err:
             raise VaultError(f"cannot restore {paths[0]} in {self.root}: {err}") from err
-
-    def move_rewritten(
-        self,
-        mapping: Mapping[str, str],
-        *,
-        checkout: bool = True,
-        refs: Collection[str] | None = None,
-    ) -> None:
-        """Move every ref (of `refs`, when given) that points at an old commit of `mapping`
-        to its rewritten commit; with `checkout`, the work tree follows HEAD."""
-        pygit2 = _pygit2()
-        repo = self._repo
-        for ref in list(repo.references if refs is None else refs):
-            reference = repo.references.get(ref)
-            if (
-                reference is not None
-                and reference.type == pygit2.enums.ReferenceType.DIRECT
-                and str(reference.target) in mapping
-            ):
-                reference.set_target(mapping[str(reference.target)])
-        if mapping and checkout:
-            self.sync_index()
-            repo.checkout_head(strategy=pygit2.enums.CheckoutStrategy.FORCE)
 
     def edit_tree(self, tree: Any, changes: dict[str, Any]) -> Any:
         """Return `tree` with paths set to blob ids or (None) removed, as a tree object."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +19,9 @@ class Rewrite:
 
 
 class GitRewrites(GitObjects):
-    """Commits rewritten and replayed (part of GitRepo; it moves the refs afterwards)."""
+    """Commits rewritten and replayed, and the refs moved to them (part of GitRepo)."""
+
+    sync_index: Callable[[], list[str]]  # GitRepo's: git's index up to HEAD before a checkout
 
     def paths_ever(self, suffix: str) -> set[str]:
         """Return every path ending in `suffix` that any commit of any ref ever held."""
@@ -136,7 +138,21 @@ class GitRewrites(GitObjects):
         checkout: bool = True,
         refs: Collection[str] | None = None,
     ) -> None:
-        raise NotImplementedError  # GitRepo's: a checkout first brings git's index up to HEAD
+        """Move every ref (of `refs`, when given) that points at an old commit of `mapping`
+        to its rewritten commit; with `checkout`, the work tree follows HEAD."""
+        pygit2 = _pygit2()
+        repo = self._repo
+        for ref in list(repo.references if refs is None else refs):
+            reference = repo.references.get(ref)
+            if (
+                reference is not None
+                and reference.type == pygit2.enums.ReferenceType.DIRECT
+                and str(reference.target) in mapping
+            ):
+                reference.set_target(mapping[str(reference.target)])
+        if mapping and checkout:
+            self.sync_index()
+            repo.checkout_head(strategy=pygit2.enums.CheckoutStrategy.FORCE)
 
 
 def _topological(commits: list[Any]) -> list[Any]:
