@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -29,6 +29,7 @@ from memstore.service.store import Store
 
 EPOCH = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)  # "now" for every evaluation run
 WORKSPACE = "eval"
+Tier = Literal["confident", "weak"]  # how a ranked hit was judged
 DEFAULT_FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "recall-eval.json"
 commands = typer.Typer()
 
@@ -39,7 +40,7 @@ class QueryResult:
     text: str
     relevant: list[str]
     ranked: list[str]  # fixture ids, best first
-    tiers: list[str]  # "confident" | "weak", per ranked hit
+    tiers: list[Tier]  # per ranked hit
     views: list[str]  # which view found each hit
     tags: list[str] = field(default_factory=list)
 
@@ -171,7 +172,7 @@ def _run_query(
         text=query["text"],
         relevant=list(query.get("relevant", [])),
         ranked=[to_fixture.get(hit.id, hit.id) for hit in found.hits],
-        tiers=["weak" if hit.weak else "confident" for hit in found.hits],
+        tiers=[_tier(hit.weak) for hit in found.hits],
         views=[hit.view for hit in found.hits],
         tags=list(query.get("tags", [])),
     )
@@ -273,3 +274,7 @@ def eval_command(
         emit_json(report_json(report))
     else:
         typer.echo("\n".join(report_lines(report)))
+
+
+def _tier(weak: bool) -> Tier:
+    return "weak" if weak else "confident"

@@ -14,7 +14,7 @@ from memstore.core.contradictions import Disagreement, disagreement
 from memstore.core.errors import InvalidInputError
 from memstore.core.faults import crash_point
 from memstore.core.merge import KIND_RANK, union
-from memstore.core.model import ADDABLE_KINDS, Memory, check_kind, summary
+from memstore.core.model import ADDABLE_KINDS, DisagreementKind, Memory, check_kind, summary
 from memstore.core.ranking import CORE_BUDGET_TOKENS, Candidate, estimate_tokens, strength
 from memstore.core.secrets import find_secrets
 from memstore.core.similar import neighbours, similar_pairs, term_sets
@@ -62,7 +62,7 @@ class Contradicting:
     new: str
     old: str
     workspace: str
-    kind: str  # "negation" | "number" | "value" | "antonym"
+    kind: DisagreementKind
     detail: str  # new's side first: 'port 8443 vs 8080'
 
 
