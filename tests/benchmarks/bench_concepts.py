@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import bench_hook
@@ -62,6 +63,31 @@ def hook_line() -> str:
     )
 
 
+def timing_line(vault: Path, rounds: int = 3) -> str:
+    """CPU ms per recall (p50 / p95) on `vault` (bench_read_path.py build|reindex) of the
+    eval fixture's and the hook benchmark's texts: prompts that name concepts."""
+    from memstore.core.config import Settings
+    from memstore.service.store import Store
+
+    texts = [q["text"] for q in load_fixture(DEFAULT_FIXTURE)["queries"]]
+    texts += [p.text for p in bench_hook.load_prompts()]
+    settings = Settings(vault=vault, source="bench", session="bench", host="bench")
+    times: list[float] = []
+    with Store.open(settings) as store:
+        for text in texts:  # warm the caches once
+            store.recall(text, workspace=None, k=5, catch_up=False)
+        for _ in range(rounds):
+            for text in texts:
+                started = time.process_time()
+                store.recall(text, workspace=None, k=5, catch_up=False)
+                times.append(1000 * (time.process_time() - started))
+    times.sort()
+    return (
+        f"  recall at {vault.name}: {len(texts)} texts x {rounds}, CPU p50 "
+        f"{times[len(times) // 2]:.2f} ms, p95 {times[int(0.95 * len(times))]:.2f} ms"
+    )
+
+
 def remember_defaults(settings: list[list[str]]) -> None:
     import ast
     import importlib
@@ -84,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--vaults", type=Path, default=Path("/tmp/memstore-locomo-vaults"))
     parser.add_argument("--no-hook", action="store_true")
+    parser.add_argument("--no-fixtures", action="store_true")
+    parser.add_argument("--timing", type=Path, help="a vault of bench_read_path.py to time")
     args = parser.parse_args(argv)
     rows = [[OFF], [], *([s for s in a.split(",") if s] for a in args.setting)]
     remember_defaults(rows)
@@ -92,8 +120,10 @@ def main(argv: list[str] | None = None) -> int:
         restore_defaults()
         set_constants(row)
         print(" ".join(row) or "in use", flush=True)
-        for name, path in FIXTURES.items():
+        for name, path in FIXTURES.items() if not args.no_fixtures else ():
             print(fixture_line(name, path), flush=True)
+        if args.timing:
+            print(timing_line(args.timing), flush=True)
         if not args.no_hook:
             print(hook_line(), flush=True)
         for split in (s for s in args.locomo.split(",") if s):
