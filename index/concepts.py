@@ -292,15 +292,20 @@ def _table() -> Mapping[str, tuple[tuple[frozenset[str], int], ...]]:
 
 
 @functools.cache
+def _lines() -> tuple[str, ...]:
+    return tuple(line for line in _GROUPS.splitlines() if line.strip())
+
+
+@functools.cache
 def _members(number: int) -> tuple[frozenset[str], ...]:
-    line = _GROUPS.strip().splitlines()[number]
+    line = _lines()[number]
     found = (frozenset(terms(word)) for word in line.split(","))
     return tuple(dict.fromkeys(m for m in found if m))
 
 
 def group_count() -> int:
     """Return how many groups of equivalent words the thesaurus holds."""
-    return len(_GROUPS.strip().splitlines())
+    return len(_lines())
 
 
 def related(query_terms: Iterable[str]) -> dict[str, frozenset[str]]:

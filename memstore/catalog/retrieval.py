@@ -152,8 +152,8 @@ def concept_terms(index: SearchIndex, query: Query) -> dict[str, tuple[frozenset
     little) are left out."""
     if CONCEPT_BOOST <= 0:
         return {}
-    found = related(query.terms)
-    request = _request_terms()
+    request = _request_terms()  # "show me" names no concert: request words name nothing
+    found = related(t for t in query.terms if t not in request)
     wanted = tuple(sorted(t for t in found if t not in request))
     if not wanted:
         return {}

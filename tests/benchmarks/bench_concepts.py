@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -52,8 +51,7 @@ def fixture_line(name: str, path: Path) -> str:
 
 
 def hook_line() -> str:
-    with tempfile.TemporaryDirectory():
-        by_vault = bench_hook.run(bench_hook.VAULTS)
+    by_vault = bench_hook.run(bench_hook.VAULTS)
     found = [o for outcomes in by_vault.values() for o in outcomes]
     f = bench_hook.summarize(found)
     return (
@@ -89,14 +87,12 @@ def timing_line(vault: Path, rounds: int = 3) -> str:
 
 
 def remember_defaults(settings: list[list[str]]) -> None:
-    import ast
     import importlib
 
     for assignment in (a for row in settings for a in row):
         name = assignment.split("=", 1)[0]
         module, attribute = name.rsplit(".", 1)
         DEFAULTS.setdefault(name, getattr(importlib.import_module(module), attribute))
-    _ = ast
 
 
 def restore_defaults() -> None:

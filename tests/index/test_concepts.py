@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memstore.index import Query
-from memstore.index.concepts import _GROUPS, _members, group_count, related
+from memstore.index.concepts import _lines, _members, group_count, related
 
 
 def expanded(text: str) -> set[str]:
@@ -36,7 +36,7 @@ def test_words_outside_every_group_expand_into_nothing() -> None:
 
 
 def test_every_group_keeps_two_distinct_members_after_analysis() -> None:
-    lines = _GROUPS.strip().splitlines()
+    lines = _lines()
     assert group_count() == len(lines) >= 240
     for number, line in enumerate(lines):
         assert len(_members(number)) >= 2, line
