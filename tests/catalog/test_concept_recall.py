@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from memstore.catalog import retrieval
+from memstore.core import ranking
 from memstore.service.store import Store
 
 NOTES = {
@@ -55,3 +56,16 @@ def test_a_concept_alone_is_never_a_confident_hit(store: Store, ids: dict[str, s
     result = store.search("macbook", workspace="app")  # the vault says darwin, never mac
     assert [hit.id for hit in result.hits] == [ids["darwin"]]
     assert result.hits[0].weak
+
+
+def test_concept_credit_when_turned_on_counts_a_share_of_the_word(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    weights = {"revert": 1.0, "prod": 1.0}
+    assert ranking.evidence(weights, {"prod"}, (), related={"revert"}) == ranking.Evidence(0.5, 1.0)
+    monkeypatch.setattr(ranking, "CONCEPT_CREDIT", 0.5)
+    assert ranking.evidence(weights, {"prod"}, (), related={"revert"}) == ranking.Evidence(
+        0.75, 1.5
+    )
+    # a word the memory holds itself is never also credited through its concept
+    assert ranking.evidence(weights, {"prod", "revert"}, (), related={"revert"}).share == 1.0
