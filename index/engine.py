@@ -140,6 +140,7 @@ class SearchIndex:
         limit: int = 5,
         any_term: bool = False,
         expansion: Collection[str] = (),
+        expansion_boost: float | None = None,
         typos: bool = False,
         coverage: bool = False,
     ) -> list[IndexHit]:
@@ -147,9 +148,11 @@ class SearchIndex:
 
         With `typos`, a term no document holds is searched as its stand-in (`stand_ins`).
         With `coverage`, each hit says what `coverage` would (counted from the postings the
-        search read, not from the document's text). `expansion` terms (feedback) score in
-        content, boosted below the query's own.
+        search read, not from the document's text). `expansion` terms (feedback, concepts)
+        score in content, boosted below the query's own (`expansion_boost`, default the
+        reader's EXPANSION_BOOST).
         """
+        boost = {} if expansion_boost is None else {"expansion_boost": expansion_boost}
         return self.reader.search(
             as_query(query),
             workspaces=workspaces,
@@ -158,6 +161,7 @@ class SearchIndex:
             expansion=expansion,
             typos=typos,
             coverage=coverage,
+            **boost,
         )
 
     def expansion_terms(

@@ -124,6 +124,7 @@ class IndexReader:
         limit: int = 5,
         any_term: bool = False,
         expansion: Collection[str] = (),
+        expansion_boost: float = EXPANSION_BOOST,
         typos: bool = False,
         coverage: bool = False,
     ) -> list[IndexHit]:
@@ -142,7 +143,7 @@ class IndexReader:
             tuple(terms),
             require_all=not any_term,
             extra=tuple(t for t in expansion if t not in terms),
-            extra_boost=EXPANSION_BOOST,
+            extra_boost=expansion_boost,
             exact=query.exact,
             exact_boost=EXACT_BOOST,
         )

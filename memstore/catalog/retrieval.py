@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
 from memstore.catalog.indexer import Entry, Indexer
+from memstore.core import ranking
 from memstore.core.conflicts import display_text
 from memstore.core.model import GLOBAL, CoreMemory, Hit, SearchResult
 from memstore.core.ranking import (
@@ -34,6 +35,7 @@ from memstore.index import (
     most_shared,
     terms,
 )
+from memstore.index.concepts import related
 
 CANDIDATES = 30  # per view, before ranking cuts to k
 # The semantic view (optional; docs/retrieval.md): each list's first SEMANTIC_DEPTH; confident
@@ -45,6 +47,11 @@ SEMANTIC_RRF_K = 60
 SEMANTIC_WEIGHT = 0.5
 SEMANTIC_HEAD = 2
 SEMANTIC_AGREE = 5
+# Concept terms (index/concepts.py) in more than this share of the memories (or
+# CONCEPT_MIN_COMMON, in a small vault) say little and are not searched.
+CONCEPT_MAX_SHARE = 0.1
+CONCEPT_BOOST = 0.3  # a concept's term weighs this share of the query's own (0: none)
+CONCEPT_MIN_COMMON = 5
 FEEDBACK_DOCS = 3  # pseudo-relevance feedback: the any-word search's first hits …
 FEEDBACK_TERMS = 15  # … lend their most characteristic terms to a second, boosted search …
 FEEDBACK_MAX_MEMORIES = 5000  # … in vaults up to this size (above, it costs more than it helps)
@@ -68,9 +75,17 @@ def find(
     query = _query(text)
     # typos=True: a word no memory holds is searched as its nearest known term (marked).
     strict = index.search(query, workspaces=scope, limit=CANDIDATES, typos=True)
-    # Memories holding only some of the words fill the places all-words matches leave;
-    # feedback (a second, costlier search) runs only when no memory holds every word.
-    loose = [] if len(strict) >= k else _loose(index, query, scope, feedback=not strict)
+    # Concepts are searched only where words are missing (and weighed only with credit).
+    wanted = len(strict) < k or ranking.CONCEPT_CREDIT > 0
+    concepts = concept_terms(index, query) if wanted else {}
+    # Memories holding only some of the words fill the places all-words matches leave,
+    # the words' concepts searched beside them (index/concepts.py); feedback (a second,
+    # costlier search) runs only when no memory holds every word.
+    loose = (
+        []
+        if len(strict) >= k
+        else _loose(index, query, scope, feedback=not strict, concepts=sorted(concepts))
+    )
     lexical: dict[str, IndexHit] = {h.document.key: h for h in [*loose, *strict]}
     complete = {h.document.key for h in strict}
     entities = [entity for entity, _ in extract_entities(query.text)]
@@ -97,20 +112,30 @@ def find(
     values = {c.key: score(c, best, len(entities), now) for c in candidates}
     ranked = sorted(candidates, key=lambda c: (-round(values[c.key], 6), c.key))[:k]
     chosen = [(c, documents[c.key], values[c.key]) for c in ranked]
-    hits = _tiered(index, query, chosen, _older_versions(indexer, [d for _, d, _ in chosen]))
+    older = _older_versions(indexer, [d for _, d, _ in chosen])
+    hits = _tiered(index, query, chosen, older, concepts)
     return SearchResult(tuple(hits), weak=all(hit.weak for hit in hits))
 
 
-def query_weights(index: SearchIndex, query: Query) -> dict[str, float]:
+def query_weights(
+    index: SearchIndex,
+    query: Query,
+    concepts: Mapping[str, tuple[frozenset[str], int]] | None = None,
+) -> dict[str, float]:
     """Return what each of the query's terms (stand-ins for unknown ones) is worth as
-    evidence (core.ranking.term_weight)."""
+    evidence (core.ranking.term_weight). With CONCEPT_CREDIT, a word no memory holds whose
+    concept some memory holds (`concepts`, concept_terms) is worth what its concept's most
+    common term is."""
     documents = index.document_count()
     request, named = _request_terms(), _named_terms(query.text)
     # A stand-in is judged as the word typed: "want" read as "went" is still a request word.
     typed = {s.stand_in_term: s.term for s in index.stand_ins(query)}
+    through = _concept_frequency(concepts) if ranking.CONCEPT_CREDIT > 0 and concepts else {}
     weights = {}
     for term, df in index.holder_counts(query, typos=True).items():
         word = typed.get(term, term)
+        if df <= 0 and word in through:
+            df = through[word]
         weights[term] = term_weight(
             word,
             df,
@@ -120,6 +145,32 @@ def query_weights(index: SearchIndex, query: Query) -> dict[str, float]:
             named=word in named,
         )
     return weights
+
+
+def concept_terms(index: SearchIndex, query: Query) -> dict[str, tuple[frozenset[str], int]]:
+    """Return the terms of the concepts the query names (index/concepts.py) that some
+    memories hold, each with the query terms it stands for and how many memories hold it;
+    request words and terms in more than CONCEPT_MAX_SHARE of the memories (they say
+    little) are left out."""
+    if CONCEPT_BOOST <= 0:
+        return {}
+    request = _request_terms()  # "show me" names no concert: request words name nothing
+    found = related(t for t in query.terms if t not in request)
+    wanted = tuple(sorted(t for t in found if t not in request))
+    if not wanted:
+        return {}
+    held = index.holder_counts(Query(query.text, wanted))
+    common = max(CONCEPT_MAX_SHARE * index.document_count(), CONCEPT_MIN_COMMON)
+    return {t: (found[t], held[t]) for t in wanted if 0 < held.get(t, 0) <= common}
+
+
+def _concept_frequency(concepts: Mapping[str, tuple[frozenset[str], int]]) -> dict[str, int]:
+    """Return, per query term, how many memories hold its concept's most common term."""
+    found: dict[str, int] = {}
+    for sources, held in concepts.values():
+        for source in sources:
+            found[source] = max(found.get(source, 0), held)
+    return found
 
 
 def _older_versions(indexer: Indexer, documents: Sequence[Document]) -> list[set[int]]:
@@ -138,19 +189,30 @@ def _tiered(
     query: Query,
     ranked: list[tuple[Candidate, Document, float]],
     older: list[set[int]],
+    concepts: Mapping[str, tuple[frozenset[str], int]] | None = None,
 ) -> list[Hit]:
     """Return the ranked candidates as hits, each marked confident or weak by the evidence
     it holds (core.ranking.is_confident; docs/retrieval.md step 7), confident ones first."""
-    weights = query_weights(index, query)
+    weights = query_weights(index, query, concepts)
     hits, found = [], []
     for candidate, doc, value in ranked:
         coverage = 1.0 if candidate.strict else index.coverage(doc, query, typos=True)
         hits.append(_hit(doc, replace(candidate, coverage=coverage), value))
         keyed = _keyword_terms(doc.keywords) if doc.keywords else frozenset()
-        found.append(evidence(weights, index.held_terms(doc), keyed, core=doc.kind == "core"))
+        held = index.held_terms(doc)
+        via = _held_through(concepts, held) if ranking.CONCEPT_CREDIT > 0 and concepts else ()
+        found.append(evidence(weights, held, keyed, core=doc.kind == "core", related=via))
     tiers = confident(found, older)
     hits = [replace(hit, weak=not sure) for hit, sure in zip(hits, tiers, strict=True)]
     return sorted(hits, key=lambda hit: hit.weak)  # stable: score order within each tier
+
+
+def _held_through(
+    concepts: Mapping[str, tuple[frozenset[str], int]], held: frozenset[str]
+) -> set[str]:
+    """Return the query terms a memory holds through a concept term (a typo's stand-in is
+    judged as it is)."""
+    return {s for term, (found, _) in concepts.items() if term in held for s in found}
 
 
 def _is_specific(term: str) -> bool:
@@ -184,14 +246,27 @@ def _keyword_terms(keywords: tuple[str, ...]) -> frozenset[str]:
 
 
 def _loose(
-    index: SearchIndex, query: Query, scope: set[str] | None, *, feedback: bool
+    index: SearchIndex,
+    query: Query,
+    scope: set[str] | None,
+    *,
+    feedback: bool,
+    concepts: Sequence[str] = (),
 ) -> list[IndexHit]:
     """Any-word search whose tail is refilled by pseudo-relevance feedback.
 
     The first hits stay as the query found them; the terms most characteristic of them feed
     a second search whose results fill the places after them, scored just below.
     """
-    first = index.search(query, workspaces=scope, limit=CANDIDATES, any_term=True, typos=True)
+    first = index.search(
+        query,
+        workspaces=scope,
+        limit=CANDIDATES,
+        any_term=True,
+        expansion=concepts,
+        expansion_boost=CONCEPT_BOOST,
+        typos=True,
+    )
     if not feedback or len(first) <= FEEDBACK_DOCS or not FEEDBACK_TERMS:
         return first
     if index.count() > FEEDBACK_MAX_MEMORIES:
@@ -200,6 +275,7 @@ def _loose(
     extra = index.expansion_terms(
         [h.document for h in head], exclude=set(query.terms), count=FEEDBACK_TERMS
     )
+    extra = [*concepts, *(t for t in extra if t not in concepts)]
     kept = {h.document.key for h in head}
     second = [
         h

@@ -87,6 +87,9 @@ SPECIFIC_GAIN = 2.0  # a number, code or identifier ("413", "p3009", "checkout.s
 KEYWORD_GAIN = 1.5  # a term the memory's stored keywords hold (its writer's own evidence)
 CORE_GAIN = 1.5  # a core memory: a standing rule, meant to apply whenever its subject comes up
 UNKNOWN_WEIGHT = 1.0  # a word no memory holds counts against every hit, in units
+# A query word a memory holds only as another word of its concept ("revert" as "rollback",
+# index/concepts.py) counts this share of its weight (0: a concept only ranks, never counts).
+CONCEPT_CREDIT = 0.0
 # General English request and chat vocabulary: what people ask an agent *to do*, not what
 # about. These words say nothing about which memory a prompt wants; they weigh nothing.
 _REQUEST_TEXT = """
@@ -197,17 +200,21 @@ def evidence(
     keyed: Collection[str],
     *,
     core: bool = False,
+    related: Collection[str] = (),
 ) -> Evidence:
     """Weigh what a memory holds of a query: `weights` per query term (term_weight), `held`
     the terms the memory contains, `keyed` those its stored keywords hold (worth
     KEYWORD_GAIN more in the units, not in the share); a `core` memory's units count
-    CORE_GAIN more."""
+    CORE_GAIN more. Query terms in `related` but not in `held`, which the memory holds only
+    as another word of their concept, count CONCEPT_CREDIT of their weight."""
     total = sum(weights.values())
     if total <= 0:
         return Evidence(0.0, 0.0)
     matched = [term for term, weight in weights.items() if weight and term in held]
-    share = sum(weights[t] for t in matched) / total
+    via = sum(w for t, w in weights.items() if w and t in related and t not in held)
+    share = (sum(weights[t] for t in matched) + CONCEPT_CREDIT * via) / total
     units = sum(weights[t] * (KEYWORD_GAIN if t in keyed else 1.0) for t in matched)
+    units += CONCEPT_CREDIT * via
     units *= CORE_GAIN if core else 1.0
     return Evidence(round(share, 4), round(units, 4))
 
