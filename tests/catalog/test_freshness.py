@@ -50,6 +50,7 @@ def rewrite_in_place(path: Path, text: str) -> None:
 def settled(store: Store, monkeypatch: pytest.MonkeyPatch) -> Store:
     """A store whose folders count as settled at once (no racy window to wait out)."""
     monkeypatch.setattr(plan_module, "RACY_NS", -(10**18))
+    monkeypatch.setattr(plan_module, "FINE_RACY_NS", -(10**18))
     return store
 
 
