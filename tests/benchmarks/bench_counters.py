@@ -64,7 +64,10 @@ def git_figures(root: Path, since: str) -> dict[str, int]:
             ["git", *args], cwd=root, input=data, capture_output=True, text=True, check=True
         ).stdout
 
-    objects = out("rev-list", "--objects", f"{since}..HEAD")
+    objects = "".join(
+        f"{line.split()[0]}\n"
+        for line in out("rev-list", "--objects", f"{since}..HEAD").splitlines()
+    )
     sizes = out("cat-file", "--batch-check=%(objectsize)", data=objects) if objects else ""
     disk = sum(f.stat().st_size for f in (root / ".git").rglob("*") if f.is_file())
     return {
