@@ -27,8 +27,9 @@ STAMP = "%Y-%m-%dT%H:%M:%SZ"
 
 
 def flush(store: Store, tx: Transaction, replica: str, every: float | None) -> int:
-    """Write the pending recall counts due (`every`: seconds a file waits between writes;
-    None: every pending count, as sync does) in `tx`'s one commit; return how many memories."""
+    """Write the pending recall counts due (`every`: seconds between periodic flushes, and
+    between two writes of a file; None: every pending count, as sync does) in `tx`'s one
+    commit; return how many memories."""
     usage, indexer, vault = store.usage, store.indexer, tx.vault
     now = store.shared.clock()
     when = now.strftime(STAMP)
@@ -70,7 +71,7 @@ def flush(store: Store, tx: Transaction, replica: str, every: float | None) -> i
     crash_point("usage-marked")
     _write(tx, written, store)
     crash_point("usage-committed")
-    usage.clear(flushed, when)
+    usage.clear(flushed, when, periodic=every is not None)
     # Record the folders the flush touched, as listed now, so readers without a daemon do
     # not list them again (a quick look: a watched vault's catch-up would compare every file).
     store.indexer.catch_up(full=False)

@@ -2,8 +2,9 @@
 
 Recall is read-only with respect to git: each recall adds a row here (sqlite under
 .memstore/, outside git), and a flush turns the pending counts into `recalled` /
-`last_recalled` in the memory files with one commit. A file is written at most once per
-flush interval (`due`): its pending recalls must be that old, and so must its last write.
+`last_recalled` in the memory files with one commit. The periodic flush runs at most once
+per flush interval and skips a file written within one (by sync), so each file is written
+at most once per interval (`due`).
 A flush marks what it is about to write (`mark`: each memory's share before and the count
 it adds) before it touches a file, so a flush killed anywhere neither loses a count nor
 counts one twice (`settle`). Deleting .memstore/ loses only counts not yet flushed.
@@ -44,9 +45,8 @@ class Usage:
                 db.execute(
                     "CREATE TABLE IF NOT EXISTS pending (id TEXT PRIMARY KEY, count INTEGER, last TEXT)"
                 )
-                # When each id's oldest unwritten recall was counted: a table of its own, so
-                # an older memstore still records into `pending` as it did.
-                db.execute("CREATE TABLE IF NOT EXISTS waiting (id TEXT PRIMARY KEY, since TEXT)")
+                # When each file was last written by a flush ('': the last periodic flush);
+                # tables of their own, so an older memstore records into `pending` as it did.
                 db.execute("CREATE TABLE IF NOT EXISTS written (id TEXT PRIMARY KEY, at TEXT)")
                 db.execute(
                     "CREATE TABLE IF NOT EXISTS marked (id TEXT PRIMARY KEY, share INTEGER, "
@@ -73,7 +73,6 @@ class Usage:
                     "count = count + 1, last = max(last, excluded.last)",
                     rows,
                 )
-                db.executemany("INSERT OR IGNORE INTO waiting VALUES (?, ?)", rows)
         except sqlite3.Error as err:
             raise VaultError(f"cannot record usage in {self.path}: {err}") from err
 
@@ -85,17 +84,20 @@ class Usage:
         return {memory_id: (count, last) for memory_id, count, last in rows}
 
     def due(self, before: str | None) -> dict[str, tuple[int, str]]:
-        """Return the pending counts whose file may be written now: pending since `before`
-        (an ISO timestamp) or earlier, and not written after it. None: every pending count."""
+        """Return the pending counts a periodic flush writes now: none if the last one ran
+        after `before` (an ISO timestamp), else those whose file was not written after it.
+        None: every pending count (sync's flush)."""
         if before is None:
             return self.pending()
         if not self.path.exists():
             return {}
-        rows = self._connect().execute(
-            "SELECT p.id, p.count, p.last FROM pending p LEFT JOIN waiting s ON s.id = p.id "
-            "LEFT JOIN written w ON w.id = p.id "
-            "WHERE coalesce(s.since, '') <= ? AND coalesce(w.at, '') <= ? ORDER BY p.id",
-            [before, before],
+        db = self._connect()
+        if db.execute("SELECT 1 FROM written WHERE id = '' AND at > ?", [before]).fetchone():
+            return {}
+        rows = db.execute(
+            "SELECT p.id, p.count, p.last FROM pending p LEFT JOIN written w ON w.id = p.id "
+            "WHERE coalesce(w.at, '') <= ? ORDER BY p.id",
+            [before],
         )
         return {memory_id: (count, last) for memory_id, count, last in rows}
 
@@ -131,9 +133,10 @@ class Usage:
         self.clear(landed, "")
         return len(landed)
 
-    def clear(self, counts: dict[str, tuple[int, str]], when: str) -> None:
+    def clear(self, counts: dict[str, tuple[int, str]], when: str, periodic: bool = False) -> None:
         """Subtract flushed counts written at `when` (recalls recorded meanwhile stay
-        pending, as of `when`) and forget the flush's marks, in one transaction."""
+        pending) and forget the flush's marks, in one transaction (`periodic`: note `when`
+        as the last periodic flush)."""
         db = self._connect()
         db.execute("PRAGMA synchronous=FULL")
         try:
@@ -141,16 +144,12 @@ class Usage:
             for memory_id, (count, _) in counts.items():
                 db.execute("UPDATE pending SET count = count - ? WHERE id = ?", [count, memory_id])
             db.execute("DELETE FROM pending WHERE count <= 0")
-            db.execute("DELETE FROM waiting WHERE id NOT IN (SELECT id FROM pending)")
-            if when:  # what was recalled meanwhile waits from now
+            if when:
+                written = [*counts, *([""] if periodic else [])]
                 db.executemany(
-                    "UPDATE waiting SET since = max(since, ?) WHERE id = ?",
-                    [(when, memory_id) for memory_id in counts],
+                    "INSERT OR REPLACE INTO written VALUES (?, ?)", [(i, when) for i in written]
                 )
-                db.executemany(
-                    "INSERT OR REPLACE INTO written VALUES (?, ?)", [(i, when) for i in counts]
-                )
-                db.execute("DELETE FROM written WHERE at < ?", [_day_before(when)])
+                db.execute("DELETE FROM written WHERE id != '' AND at < ?", [_day_before(when)])
             db.execute("DELETE FROM marked")
             db.execute("COMMIT")
         finally:

@@ -146,7 +146,7 @@ def flush_all(root: Path) -> int:
         return store.flush_usage()
 
 
-def stop_time(root: Path, env: dict[str, str]) -> float:
+def stop_time(root: Path, env: dict[str, str]) -> dict[str, Any]:
     """Start a daemon, wait until it answers, and time `memstore daemon --stop` (a process)."""
     sock = root / ".memstore" / "daemon.sock"
     command = [sys.executable, "-m", "memstore", "daemon", "--vault", str(root)]
@@ -159,11 +159,20 @@ def stop_time(root: Path, env: dict[str, str]) -> float:
             break
         except OSError:
             time.sleep(0.05)
+    head = _head(root)
     began = time.perf_counter()
-    subprocess.run([*command, "--stop"], env=env, check=True, capture_output=True)
+    said = subprocess.run([*command, "--stop"], env=env, check=True, capture_output=True)
     took = time.perf_counter() - began
     daemon.wait(timeout=120)
-    return round(took, 2)
+    if b"stopped the daemon" not in said.stdout:
+        raise SystemExit(f"daemon --stop found no daemon: {said.stdout!r}")
+    return {"s": round(took, 2), "wrote_files": _head(root) != head}
+
+
+def _head(root: Path) -> str:
+    return subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout
 
 
 def readers(root: Path, runs: int = 5) -> dict[str, Any]:
@@ -195,9 +204,9 @@ def worker(root: Path) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k != "MEMSTORE_NO_DAEMON"}
     figures: dict[str, Any] = {"session": session(root)}
     pend(root, PENDING_AT_STOP)
-    figures["stop_s_pending"] = stop_time(root, env)
+    figures["stop_pending"] = stop_time(root, env)
     flush_all(root)  # whatever the stop left
-    figures["stop_s_nothing_pending"] = stop_time(root, env)
+    figures["stop_nothing_pending"] = stop_time(root, env)
     figures["readers_quiet"] = readers(root)
     pend(root, PENDING_AT_STOP)
     began = time.perf_counter()

@@ -94,7 +94,7 @@ def test_the_periodic_flush_writes_each_file_at_most_once_per_interval(
     assert store.usage.pending() == {}
 
 
-def test_what_was_recalled_during_a_flush_waits_a_whole_interval(
+def test_periodic_flushes_are_an_interval_apart_and_what_is_recalled_meanwhile_waits(
     clocked: tuple[Store, Clock, list[str]],
 ) -> None:
     store, clock, ids = clocked
