@@ -150,7 +150,10 @@ def stop_time(root: Path, env: dict[str, str]) -> dict[str, Any]:
     """Start a daemon, wait until it answers, and time `memstore daemon --stop` (a process)."""
     sock = root / ".memstore" / "daemon.sock"
     command = [sys.executable, "-m", "memstore", "daemon", "--vault", str(root)]
-    daemon = subprocess.Popen([*command, "--idle-exit", "600"], env=env, stderr=subprocess.DEVNULL)
+    # cwd: `python -m` puts the current folder first on sys.path, before PYTHONPATH
+    daemon = subprocess.Popen(
+        [*command, "--idle-exit", "600"], env=env, stderr=subprocess.DEVNULL, cwd=root
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         try:
@@ -161,7 +164,7 @@ def stop_time(root: Path, env: dict[str, str]) -> dict[str, Any]:
             time.sleep(0.05)
     head = _head(root)
     began = time.perf_counter()
-    said = subprocess.run([*command, "--stop"], env=env, check=True, capture_output=True)
+    said = subprocess.run([*command, "--stop"], env=env, check=True, capture_output=True, cwd=root)
     took = time.perf_counter() - began
     daemon.wait(timeout=120)
     if b"stopped the daemon" not in said.stdout:
@@ -175,7 +178,7 @@ def _head(root: Path) -> str:
     ).stdout
 
 
-def readers(root: Path, runs: int = 5) -> dict[str, Any]:
+def readers(root: Path, runs: int = 8) -> dict[str, Any]:
     """Fresh stores, one after another: catch-up + search CPU ms, folders listed again."""
     from memstore.service.store import Store
     from memstore.vault.files import Vault
