@@ -40,6 +40,12 @@ def main() -> None:
         served = serve_main(argv[1:])
         if served is not None:
             sys.exit(served)
+    if argv[:1] == ["daemon"] and "--stop" in argv:
+        from memstore.daemon.stopping import stop_from_command_line
+
+        status = stop_from_command_line(argv[1:], os.environ, _cwd())
+        if status is not None:
+            sys.exit(status)
     if argv[:1] == ["daemon"]:
         from memstore.daemon.server import run_from_command_line
 

@@ -164,20 +164,12 @@ class Daemon:
                 self._serve(listener)
         finally:
             with _acquired(self._serving, REQUEST_LIMIT_S):  # a request under way finishes
+                # Pending recall counters stay journaled in usage.sqlite, outside git: the
+                # next flush (a daemon's or watcher's tick, sync) writes them. Writing them
+                # here held `daemon --stop` for seconds (713-832 files after a session).
                 self.watcher.stop(final_tick=False)
-                self._flush_usage()
             logging.getLogger().removeHandler(self._request_log)
         say(f"stopped: {self.stop_reason or 'asked to'}")
-
-    def _flush_usage(self) -> None:
-        """Write pending recall counters into the files on the way out (not the rest of
-        store.tidy: packing git history can take minutes at 100k memories)."""
-        if not (self.store.vault.root / ".git").exists():
-            return  # the vault is gone: nothing to write into
-        try:
-            self.store.flush_usage()
-        except MemstoreError as err:
-            log.warning("could not write recall counters (kept for the next run): %s", err)
 
     def _warm(self) -> None:
         """Load what the first query would (searcher, field lengths), so it is answered warm."""

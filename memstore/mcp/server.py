@@ -46,6 +46,7 @@ from memstore.ops import client, tools
 from memstore.ops.options import SERVE, last, parse
 from memstore.ops.registry import Op
 from memstore.ops.tools import AddOut, ConfirmOut, RecallOut, Tool
+from memstore.vault.usage import FLUSH_EVERY_S
 
 if TYPE_CHECKING:
     from memstore.service.store import Store
@@ -280,7 +281,7 @@ class Forwarder:
         the recall counters it kept."""
         if self._store is not None:
             try:
-                self._store.flush_usage()
+                self._store.flush_usage(FLUSH_EVERY_S)  # the rest waits in usage.sqlite
             except MemstoreError as err:
                 logging.getLogger("memstore").warning("%s", err)
             self._store.close()

@@ -16,6 +16,7 @@ from memstore.service.resources import Part, serialized
 from memstore.service.sync import MARKER, SyncOptions, SyncOutcome, finish_interrupted, sync
 from memstore.vault import remote
 from memstore.vault.git import clear_stale_locks, git_debris
+from memstore.vault.usage import FLUSH_EVERY_S
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +149,7 @@ class Maintenance(Part):
         index of many segments: what a long-running shell (serve, watch) does every few
         minutes."""
         store = self.store
-        store.writer.flush_usage()
+        store.writer.flush_usage(FLUSH_EVERY_S)  # the files due: each at most once an interval
         if remote.needs_packing(store.vault.root):
             with store.transaction(catch_up=False, serialize=False):
                 remote.pack(store.vault.root, store.settings.env, auto=True)

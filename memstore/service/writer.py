@@ -12,8 +12,7 @@ from dataclasses import replace
 from memstore.catalog.indexer import Entry
 from memstore.core.codec import content_hash, derive_id
 from memstore.core.contradictions import disagreement
-from memstore.core.errors import InvalidInputError, NotFoundError, SecretError, VaultError
-from memstore.core.faults import crash_point
+from memstore.core.errors import InvalidInputError, NotFoundError, VaultError
 from memstore.core.merge import tally
 from memstore.core.model import (
     ADDABLE_KINDS,
@@ -29,6 +28,7 @@ from memstore.core.model import (
 from memstore.core.secrets import find_secret_in_fields
 from memstore.core.similar import containment, term_sets
 from memstore.index import SearchIndexError
+from memstore.service import counters
 from memstore.service.checks import check_keywords, check_source, check_text, memory_path
 from memstore.service.resources import Part, serialized
 from memstore.service.transaction import Transaction
@@ -292,10 +292,12 @@ class Writer(Part):
         return self.store.shared.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
 
     @serialized
-    def flush_usage(self) -> int:
-        """Write pending recall counts into the memory files, in one commit; return how many."""
+    def flush_usage(self, every: float | None = None) -> int:
+        """Write the pending recall counts into the memory files, in one commit (`every`:
+        only the files due, each written at most once per `every` seconds, as the periodic
+        flush does; None: all); return how many memories."""
         with self.store.transaction(catch_up=False) as tx:
-            return self.flush_usage_held(tx)
+            return self.flush_usage_held(tx, every)
 
     def replica(self) -> str:
         """Return this clone's name in the files' per-replica counters (`seen_by`).
@@ -320,56 +322,10 @@ class Writer(Part):
         shared.replica = name
         return name
 
-    def flush_usage_held(self, tx: Transaction) -> int:
-        """Write pending recall counts in `tx`'s one commit; return how many memories."""
-        usage, indexer, vault = self.store.usage, self.store.indexer, tx.vault
-        pending = usage.pending()
-        flushed = dict(pending)
-        written: list[tuple[str, Memory]] = []
-        found = {
-            memory_id: [e for e in indexer.by_id_prefix(memory_id) if e.id == memory_id]
-            for memory_id in pending
-        }
-        # A person's edit of a recalled memory is committed on its own, not in the flush.
-        paths = [entries[0].path for entries in found.values() if entries]
-        tx.commit_edits(paths)
-        # A file left uncommitted for a credential is not rewritten: its counts wait for it.
-        held = set(tx.git.changed_paths(paths)) if paths else set()
-        for memory_id, (count, last) in pending.items():
-            entries = found[memory_id]
-            if not entries or not vault.path(entries[0].path).is_file():
-                continue  # forgotten meanwhile: its counts go with it
-            if entries[0].path in held:
-                del flushed[memory_id]
-                continue
-            current = vault.read(entries[0].path)
-            if not current.has_front_matter or current.problem:
-                continue  # a file memstore did not write is never rewritten for a counter
-            updated = replace(
-                tally(current, "recalled", self.replica(), count),
-                last_recalled=max(current.last_recalled, last),
-            )
-            written.append((entries[0].path, updated))
-        befores = {path: tx.git.read_work_file(path) for path, _ in written}
-        files = {path: tx.render_over(path, befores[path], m) for path, m in written}
-        with tx.writing(files):
-            for path, data in files.items():
-                vault.write_bytes_atomic(path, data)
-            crash_point("memory-written")
-            if written:
-                try:
-                    tx.commit(
-                        f"recall: usage of {len(written)} "
-                        f"{'memory' if len(written) == 1 else 'memories'}",
-                        add=tuple(files),
-                    )
-                except (VaultError, SecretError):  # a refused commit leaves nothing written
-                    for path, old in befores.items():
-                        tx.put_back(path, old)
-                    raise
-            indexer.record_all(dict(written))
-        usage.clear(flushed)
-        return len(written)
+    def flush_usage_held(self, tx: Transaction, every: float | None = None) -> int:
+        """Write pending recall counts in `tx`'s one commit (`every`: only those due, see
+        flush_usage; None: all, as sync does); return how many memories."""
+        return counters.flush(self.store, tx, self.replica(), every)
 
 
 def _resolve_target(tx: Transaction, id_prefix: str) -> str:

@@ -22,6 +22,7 @@ from mcp import Client, StdioServerParameters
 
 from memstore.mcp.server import Forwarder
 from memstore.ops import client
+from memstore.service.store import Store
 from memstore.vault.files import Vault
 from tests.conftest import EXE, git, invoke_memstore, settings_at, wait_until
 from tests.daemon.test_daemon import (
@@ -241,7 +242,10 @@ def test_serve_through_the_daemon_answers_what_it_answers_in_process(
     # the first call started the daemon; every call was its
     assert requests_served(served) == len(TOOL_CALLS)
     assert not (alone / ".memstore" / client.SOCKET_NAME).exists()
-    assert client.stop(served)  # it writes the recall counters, as serve does at its exit
+    assert client.stop(served)  # the recall counters stay journaled (issue 39), as at serve's exit
+    for vault in (served, alone):  # the next flush writes them (the daemon's own commit)
+        with Store.open(settings_at(vault)) as store:
+            assert store.flush_usage() == 2
     # the same commits (the counters' commit is the daemon's own: its source is not the agent's)
     logs = [git(vault, "log", "--format=%s") for vault in (served, alone)]
     assert logs[0] == logs[1] and logs[0].startswith("recall: usage of 2 memories\n")
@@ -274,7 +278,10 @@ def test_three_servers_share_one_daemon_and_its_recall_counters_reach_the_files(
     assert all(r.structured_content["results"][0]["id"] == first["id"] for r in results)
     assert requests_served(vault) == 3
     before = git(vault, "rev-parse", "HEAD")
-    assert client.stop(vault)  # the daemon writes the counters on its way out
+    assert client.stop(vault)  # the counters stay journaled (issue 39): no commit on its way out
+    assert git(vault, "rev-parse", "HEAD") == before
+    with Store.open(settings_at(vault)) as store:  # the next flush (a tick, a sync)
+        store.flush_usage()
     hits = len(results[0].structured_content["results"])
     assert git(vault, "log", "-1", "--format=%s") == f"recall: usage of {hits} memories\n"
     assert git(vault, "rev-parse", "HEAD") != before
@@ -339,4 +346,5 @@ def test_serve_answers_in_process_when_no_daemon_can_start(
     assert not found.is_error and "client_max_body_size" in text_of(found)
     assert time.monotonic() - started < 20  # it did not wait for a daemon that is not coming
     assert not client.is_running(vault)
-    assert git(vault, "log", "-1", "--format=%s").startswith("recall: usage of")  # at its exit
+    with Store.open(settings_at(vault)) as store:  # counted in process, kept for the next flush
+        assert store.usage.pending()

@@ -50,6 +50,7 @@ def rewrite_in_place(path: Path, text: str) -> None:
 def settled(store: Store, monkeypatch: pytest.MonkeyPatch) -> Store:
     """A store whose folders count as settled at once (no racy window to wait out)."""
     monkeypatch.setattr(plan_module, "RACY_NS", -(10**18))
+    monkeypatch.setattr(plan_module, "FINE_RACY_NS", -(10**18))
     return store
 
 
@@ -121,11 +122,13 @@ def test_a_change_in_the_same_clock_tick_as_the_last_look_is_not_missed(
     store: Store, vault: Path
 ) -> None:
     write(vault, "webshop/a-aaaa1111.md", memory_text("aaaa1111", "kestrel upload"))
+    # A coarse file system's clock (whole seconds) can give the second change the same
+    # folder mtime as the first (a fine one, ticking every few ms, cannot 0.1 s later).
+    coarse = -(-time.time_ns() // 1_000_000_000) * 1_000_000_000  # the next whole second
+    os.utime(vault / "webshop", ns=(coarse, coarse))
     assert hits(store, "kestrel") == ["webshop/a-aaaa1111.md"]
-    seen = os.stat(vault / "webshop")
     write(vault, "webshop/b-bbbb2222.md", memory_text("bbbb2222", "osprey deploy"))
-    # A coarse clock can give the second change the same folder mtime as the first.
-    os.utime(vault / "webshop", ns=(seen.st_atime_ns, seen.st_mtime_ns))
+    os.utime(vault / "webshop", ns=(coarse, coarse))
     assert hits(store, "osprey") == ["webshop/b-bbbb2222.md"]
 
 

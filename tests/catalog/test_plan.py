@@ -5,7 +5,15 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memstore.catalog.plan import RACY, RACY_NS, Plan, plan_catch_up, settle, settle_all
+from memstore.catalog.plan import (
+    FINE_RACY_NS,
+    RACY,
+    RACY_NS,
+    Plan,
+    plan_catch_up,
+    settle,
+    settle_all,
+)
 
 paths = st.text(alphabet="abc/", min_size=1, max_size=6)
 fingerprints = st.tuples(st.integers(0, 3), st.integers(0, 3))
@@ -61,8 +69,18 @@ def test_what_changed_within_racy_ns_of_its_reading_is_recorded_racy() -> None:
     assert settle_all({"a": 0, "b": started}, started) == {"a": 0, "b": RACY}
 
 
+def test_a_fine_time_settles_after_the_fine_margin_a_whole_second_after_racy_ns() -> None:
+    started = 10 * RACY_NS
+    fine = started - FINE_RACY_NS - 1  # a fraction of a second: a fine file system's time
+    assert settle(fine, started) == fine
+    assert settle(started - FINE_RACY_NS, started) == RACY
+    whole = started - 1_000_000_000  # may come from a coarse file system: 2 s apply
+    assert settle(whole, started) == RACY
+
+
 @given(st.integers(0, 10**19), st.integers(0, 10**19))
 def test_a_settled_time_is_the_time_itself_or_racy(mtime: int, started: int) -> None:
     settled = settle(mtime, started)
     assert settled in (mtime, RACY)
-    assert (settled == RACY) == (started - mtime <= RACY_NS)
+    margin = RACY_NS if mtime % 1_000_000_000 == 0 else FINE_RACY_NS
+    assert (settled == RACY) == (started - mtime <= margin)
