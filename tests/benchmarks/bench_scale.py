@@ -588,6 +588,8 @@ def upkeep(s: Sized) -> None:
         ("audit", [s.exe, "audit", "--vault", str(s.root), "--json"]),
         ("dedupe", [s.exe, "dedupe", "--list", "--vault", str(s.root)]),
     ):
+        if name != "reindex" and s.args.upkeep_timeout <= 0:
+            continue  # --upkeep-timeout 0: reindex only
         s.log(f"memstore {name} …")
         timeout = s.args.reindex_timeout if name == "reindex" else s.args.upkeep_timeout
         try:
@@ -914,6 +916,9 @@ def bench_size(n: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         started = time.perf_counter()
         step(s)
         s.res["phase_s"][step.__name__] = round(time.perf_counter() - started, 1)
+        if args.json:  # what is measured so far survives a run stopped part-way
+            partial = args.json.with_suffix(f".{n}.partial.json")
+            partial.write_text(json.dumps(s.res, indent=2) + "\n", encoding="utf-8")
     with Store(s.settings, Vault(root)) as store:
         store.catch_up()
         s.res["final_memories"] = len(store.indexer.entries())
@@ -1315,7 +1320,9 @@ def parse_args(raw: list[str]) -> argparse.Namespace:
     parser.add_argument("--cli-runs", type=int, default=30)
     parser.add_argument("--min-runs", type=int, default=30)
     parser.add_argument("--phase-budget", type=float, default=60.0, help="seconds per slow phase")
-    parser.add_argument("--upkeep-timeout", type=float, default=90.0, help="audit, dedupe (s)")
+    parser.add_argument(
+        "--upkeep-timeout", type=float, default=90.0, help="audit, dedupe (s; 0: skip)"
+    )
     parser.add_argument(
         "--reindex-timeout", type=float, default=420.0, help="seconds (the 1M target is 6 min)"
     )
