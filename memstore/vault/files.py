@@ -342,9 +342,8 @@ class Vault:
             if stat.S_ISLNK(mode):
                 return
             private = 0o700 if stat.S_ISDIR(mode) else 0o600
-            # Only when it differs: a chmod moves the file's ctime off what git's index
-            # recorded, and git's status then hashes the file again on every call
-            # (8.5 s a sync at 10k memories; minutes at a million).
+            # Only when it differs: a chmod moves the ctime off git's index, and every git
+            # status then hashes the file again (issue 39: seconds a sync at 10k memories)
             if stat.S_IMODE(mode) != private:
                 os.chmod(path, private)
 
