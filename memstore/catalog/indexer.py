@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from memstore.catalog.manifest import file_identity
 from memstore.catalog.memory_manifest import FORMAT, Entry, MemoryManifest, create_tables
 from memstore.catalog.reading import document_for
-from memstore.catalog.updater import CatchUp, Updater
+from memstore.catalog.updater import CatchUp, Moved, Updater
 from memstore.core.errors import VaultError
 from memstore.core.model import FileProblem, Memory
 from memstore.index import SearchIndex, SearchIndexError
@@ -354,6 +354,7 @@ class Indexer:
         *,
         workspace: str | None = None,
         full: bool | None = None,
+        moved: Moved | None = None,
     ) -> CatchUp:
         """Index every file changed, added or removed since the index last saw the vault.
 
@@ -361,28 +362,40 @@ class Indexer:
         modification time changed are listed again, which finds every new, deleted,
         renamed or atomically saved file but not a file rewritten in place; a full
         catch-up compares every file. With `workspace`, look only in that folder (the
-        write lane's check). Run under the vault's write lock: a service transaction's
-        catch-up (`Transaction.catch_up`) or a reader's (`Maintenance`, when the lock is free).
+        write lane's check). `moved`: HEAD was moved by memstore's own checkout, which
+        changed only those paths: their folders are listed again instead of every file.
+        Run under the vault's write lock: a service transaction's catch-up
+        (`Transaction.catch_up`) or a reader's (`Maintenance`, when the lock is free).
         """
         self.check()
         if full is None:
-            full = self._is_full_due(workspace)
+            full = self._is_full_due(workspace, moved)
         if full:
             result = self._catch_up(progress, workspace)
+        elif moved is not None:
+            result = self._updater().quick(None, progress, also=moved.folders())
         else:
             result = self._quick_catch_up(workspace, progress)
         if workspace is None:
             self.unfilled = False
         return result
 
-    def _is_full_due(self, workspace: str | None) -> bool:
+    def _is_full_due(self, workspace: str | None, moved: Moved | None = None) -> bool:
         """Say whether a catch-up must compare every file (in its scope)."""
         if self._full_due or self.vault.is_watched():
             return True  # a watcher's catch-ups follow its events: in-place writes too
-        if not self.vault.moved_by_commits_only(self._git_seen(), self.vault.head()):
-            return True  # a checkout, merge or reset by hand may have rewritten files in place
-        if workspace is not None:
-            return False  # the time-based full catch-up is the whole vault's (readers')
+        seen, now = self._git_seen(), self.vault.head()
+        # a checkout, merge or reset by hand may have rewritten files in place; memstore's
+        # own (`moved`) says which files it changed, from a HEAD reached by commits alone
+        if not self.vault.moved_by_commits_only(seen, now) and (
+            moved is None
+            or workspace is not None
+            or moved.head != now[0]
+            or not self.vault.moved_by_commits_only(seen, moved.before)
+        ):
+            return True
+        if workspace is not None or moved is not None:
+            return False  # the time-based full catch-up is for the whole vault's readers
         try:
             last = float(self.manifest.meta("full-at") or 0)
         except ValueError:

@@ -33,6 +33,19 @@ class CatchUp:
     problems: tuple[FileProblem, ...] = ()
 
 
+@dataclass(frozen=True)
+class Moved:
+    """HEAD moved from `before` to commit `head` by memstore's own checkout (a sync's
+    merge), which changed only `paths` in the work tree (git's diff of the two commits)."""
+
+    before: tuple[str, int]
+    head: str
+    paths: tuple[str, ...]
+
+    def folders(self) -> set[str]:
+        return {_parent(path) for path in self.paths}
+
+
 class Updater:
     """One update of the memories' index (its search index and manifest) from the files."""
 
@@ -59,26 +72,36 @@ class Updater:
         scope = Folders(settle_all(folders, started), replaced=workspace or "")
         return self.apply_plan(plan, on_disk, progress, folders=scope, meta=meta)
 
-    def quick(self, workspace: str | None, progress: Progress | None) -> CatchUp:
-        """List again only the folders whose modification time changed.
+    def quick(
+        self, workspace: str | None, progress: Progress | None, also: Collection[str] = ()
+    ) -> CatchUp:
+        """List again only the folders whose modification time changed (and `also` these:
+        where a checkout of memstore's rewrote files in place, see `Moved`).
 
         Writes nothing to the index unless a file changed: a read-only command records at
         most the folders it listed whose mtimes have settled (`_settle`); a folder still
         unsettled, or HEAD moved by commits, is looked at again next time, and the full
-        catch-up records both.
+        catch-up records both. With `also`, HEAD is recorded as seen in any case.
         """
         started, head = time.time_ns(), self.vault.head()
         known = self.manifest.folders(workspace)
         if (workspace or "") not in known:
             return self.full(progress, workspace)  # never listed: (first) full catch-up
-        dirty = sorted(f for f, mtime in known.items() if self.vault.folder_mtime(f) != mtime)
+        dirty = sorted(
+            f for f, mtime in known.items() if f in also or self.vault.folder_mtime(f) != mtime
+        )
+        moved = {"git": f"{head[0]} {head[1]}"} if also else {}
         if not dirty:
+            if moved:
+                self.manifest.write([], [], Folders({}), moved)
             return CatchUp()
         on_disk, listed, gone = self._list_again(dirty, known)
         plan = plan_catch_up(on_disk, self.manifest.fingerprints_in(listed, gone))
         if not plan:
             if not gone:
                 self._settle(listed, known, started)
+            if moved:
+                self.manifest.write([], [], Folders({}), moved)
             return CatchUp()
         folders = Folders(settle_all(listed, started), gone=tuple(sorted(gone)))
         meta = {"git": f"{head[0]} {head[1]}"}  # HEAD moved by commits alone, if at all

@@ -8,6 +8,7 @@ import shutil
 
 from memstore.catalog.codebase import ingested
 from memstore.catalog.indexer import CatchUp, Drift, Progress, rebuild
+from memstore.catalog.updater import Moved
 from memstore.core.errors import VaultError
 from memstore.core.faults import crash_point
 from memstore.index import SearchIndex, SearchIndexError
@@ -90,11 +91,14 @@ class Maintenance(Part):
                 return self.catch_up_held() if locked else CatchUp()
 
     def catch_up_held(
-        self, workspace: str | None = None, progress: Progress | None = None
+        self,
+        workspace: str | None = None,
+        progress: Progress | None = None,
+        moved: Moved | None = None,
     ) -> CatchUp:
         """Catch up the index (under the vault lock: a transaction's, or a reader's try)."""
         try:
-            return self.store.indexer.catch_up(progress, workspace=workspace)
+            return self.store.indexer.catch_up(progress, workspace=workspace, moved=moved)
         except SearchIndexError as err:
             return self.rebuild_damaged(err)
 
@@ -209,6 +213,15 @@ class Maintenance(Part):
         with store.transaction(catch_up=False):
             return store.git.prepare_plain_git(name)
 
+    def _moved(self, before: tuple[str, int]) -> Moved | None:
+        """What a sync's checkout changed since `before` (None: HEAD unborn there or now)."""
+        store = self.store
+        head = store.vault.head()
+        if not before[0] or not head[0]:
+            return None
+        paths = store.git.paths_between(before[0], head[0]) if head[0] != before[0] else []
+        return Moved(before, head[0], tuple(paths))
+
     def remote_name(self) -> str:
         """Return the remote sync uses by default: the one the branch tracks (`remote add
         NAME URL` sets it), else origin."""
@@ -234,6 +247,7 @@ class Maintenance(Part):
         with store.transaction() as tx:
             flushed = store.writer.flush_usage_held(tx)
         settings = store.settings
+        before = store.vault.head()  # the index is current here: the flush caught it up
         outcome = sync(
             store.vault,
             store.git,
@@ -249,7 +263,7 @@ class Maintenance(Part):
             caught_up = self.reindex(progress)
         with store.transaction(catch_up=False) as tx:
             if not (outcome.rebased or outcome.purged_here):
-                caught_up = tx.catch_up(progress=progress)
+                caught_up = tx.catch_up(progress=progress, moved=self._moved(before))
             if remote.needs_packing(store.vault.root):
                 remote.pack(store.vault.root, settings.env, auto=True)
             plain_git = store.git.prepare_plain_git(name)  # a vault set up before it did this

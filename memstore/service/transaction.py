@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from memstore.catalog.indexer import CatchUp, Entry, Indexer, Progress
+from memstore.catalog.updater import Moved
 from memstore.core.codec import parse_memory, render_changes, render_memory
 from memstore.core.errors import InvalidInputError, SecretError, VaultError
 from memstore.core.faults import crash_point
@@ -49,9 +50,15 @@ class Transaction:
     def indexer(self) -> Indexer:
         return self.store.indexer
 
-    def catch_up(self, workspace: str | None = None, progress: Progress | None = None) -> CatchUp:
-        """Bring the index up to date with the files (of one workspace, or all)."""
-        return self.store.maintenance.catch_up_held(workspace, progress)
+    def catch_up(
+        self,
+        workspace: str | None = None,
+        progress: Progress | None = None,
+        moved: Moved | None = None,
+    ) -> CatchUp:
+        """Bring the index up to date with the files (of one workspace, or all; `moved`:
+        what a checkout of memstore's changed, see Indexer.catch_up)."""
+        return self.store.maintenance.catch_up_held(workspace, progress, moved)
 
     def resolve(self, id_prefix: str) -> Entry:
         """Return the one memory `id_prefix` names, caught up first so a memory written by

@@ -335,9 +335,17 @@ class Vault:
         path = self.root
         for part in parts:
             path = path / part
-            if path.is_symlink() or not path.exists():
+            try:
+                mode = os.lstat(path).st_mode
+            except (FileNotFoundError, NotADirectoryError):
                 return  # deleted by the change: nothing left to protect
-            os.chmod(path, 0o700 if path.is_dir() else 0o600)
+            if stat.S_ISLNK(mode):
+                return
+            private = 0o700 if stat.S_ISDIR(mode) else 0o600
+            # Only when it differs: a chmod moves the ctime off git's index, and every git
+            # status then hashes the file again (issue 39: seconds a sync at 10k memories)
+            if stat.S_IMODE(mode) != private:
+                os.chmod(path, private)
 
     def read_state(self, name: str) -> str:
         """Return a small piece of local state kept under .memstore/ ('' if never written)."""

@@ -159,7 +159,12 @@ class TreeWriter:
 def build_remote(
     bare: Path, memories: Sequence[Memory], batch: int, seed_vault: Path, settings: Settings
 ) -> dict[str, Any]:
-    """A bare remote whose history is a `memstore init` then `batch`-sized commits of memories."""
+    """A bare remote whose history is a `memstore init` then `batch`-sized commits of memories.
+
+    The commits are streamed through `git fast-import` (one pack, trees written as deltas):
+    writing a million loose blobs and rewritten folder trees through libgit2 took most of an
+    hour on a busy machine, fast-import minutes.
+    """
     import pygit2
 
     init_vault(seed_vault, settings)
@@ -169,34 +174,98 @@ def build_remote(
         capture_output=True,
     )
     repo = pygit2.Repository(str(bare))
-    branch = repo.head.name
-    parent = repo.head.target
-    writer = TreeWriter(repo, repo[parent].tree.id)
+    branch, parent = repo.head.name, str(repo.head.target)
     paths: list[str] = []
+    importer = subprocess.Popen(
+        ["git", "-C", str(bare), "fast-import", "--quiet", "--done"],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert importer.stdin is not None
     for start in range(0, len(memories), batch):
         chunk = memories[start : start + batch]
         files = {memory_path(m): render_memory(m).encode("utf-8") for m in chunk}
         paths.extend(files)
-        tree = writer.add(files)
         stamp = int(datetime.fromisoformat(chunk[-1].created.replace("Z", "+00:00")).timestamp())
-        sig = pygit2.Signature("bench", "bench@example.invalid", stamp, 0)
         message = (
             f"add: {len(chunk)} memories ({start + 1}–{start + len(chunk)})\n\n"
             f"Memstore-Source: {chunk[0].source}\nMemstore-Session: bench-{start // batch}\n"
             "Memstore-Host: bench-remote\n"
-        )
-        parent = repo.create_commit(branch, sig, sig, message, tree, [parent])
+        ).encode()
+        who = f"bench <bench@example.invalid> {stamp} +0000".encode()
+        out = [b"commit ", branch.encode(), b"\nauthor ", who, b"\ncommitter ", who]
+        out += [b"\ndata %d\n" % len(message), message]
+        if start == 0:
+            out.append(f"from {parent}\n".encode())
+        for path, data in files.items():
+            out += [b"M 100644 inline ", path.encode("utf-8"), b"\ndata %d\n" % len(data), data]
+            out.append(b"\n")
+        importer.stdin.write(b"".join(out) + b"\n")
+    importer.stdin.write(b"done\n")
+    importer.stdin.close()
+    if importer.wait() != 0:
+        err = importer.stderr.read().decode("utf-8", "replace") if importer.stderr else ""
+        raise RuntimeError(f"git fast-import failed: {err[-600:]}")
     # a hosted remote keeps its objects packed; loose ones would make every fetch pack them
     subprocess.run(["git", "-C", str(bare), "repack", "-a", "-d", "-q"], check=True)
     folders = {p.rsplit("/", 1)[0] for p in paths}
+    sizes: dict[str, int] = {}
+    for p in paths:
+        folder = p.rsplit("/", 1)[0]
+        sizes[folder] = sizes.get(folder, 0) + 1
     return {
         "commits": -(-len(memories) // batch),
         "folders": len(folders),
-        "largest_folder": max(sum(1 for p in paths if p.startswith(f + "/")) for f in folders)
-        if len(folders) < 2000
-        else None,
+        "largest_folder": max(sizes.values(), default=0),
         "sample_path": paths[0] if paths else "",
     }
+
+
+def push_adds(bare: Path, memories: Sequence[Memory]) -> dict[str, Any]:
+    """What `len(memories)` `memstore add`s on another clone push: one commit per memory,
+    `add(<workspace>): …` with the trailers an add writes, on the remote's branch."""
+    import pygit2
+
+    t0 = time.perf_counter()
+    repo = pygit2.Repository(str(bare))
+    branch = repo.head.name
+    parent = repo.head.target
+    writer = TreeWriter(repo, repo[parent].tree.id)
+    for m in memories:
+        tree = writer.add({memory_path(m): render_memory(m).encode("utf-8")})
+        stamp = int(datetime.fromisoformat(m.created.replace("Z", "+00:00")).timestamp())
+        sig = pygit2.Signature("other", "other@example.invalid", stamp, 0)
+        message = (
+            f"add({m.workspace}): {m.body[:60]}\n\n"
+            "Memstore-Source: cli\nMemstore-Session: other-1\nMemstore-Host: other-machine\n"
+        )
+        parent = repo.create_commit(branch, sig, sig, message, tree, [parent])
+    return {"commits": len(memories), "push_s": round(time.perf_counter() - t0, 2)}
+
+
+def as_memories(items: Sequence[bf.Generated], after: str, taken: set[str]) -> list[Memory]:
+    """`items` as memories created one minute apart after `after` (ids unique in `taken`)."""
+    start = datetime.fromisoformat(after.replace("Z", "+00:00"))
+    out = []
+    for i, g in enumerate(items):
+        length = 8
+        while (memory_id := derive_id(g.workspace, g.body, length)) in taken:
+            length += 2
+        taken.add(memory_id)
+        stamp = datetime.fromtimestamp(start.timestamp() + 60 * (i + 1), UTC)
+        out.append(
+            Memory(
+                id=memory_id,
+                workspace=g.workspace,
+                body=g.body,
+                kind=g.kind,
+                keywords=g.keywords,
+                source="cli",
+                created=stamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                seen=1,
+            )
+        )
+    return out
 
 
 # --- processes: time, peak RSS, resident sizes ---------------------------------------------
@@ -386,6 +455,9 @@ class Sized:
     cli_queries: list[bf.Query]
     fresh: list[bf.Generated]
     res: dict[str, Any] = field(default_factory=dict)
+    bare: Path | None = None  # the remote the vault syncs with
+    last_created: str = ""  # the newest memory's created stamp on the remote
+    ids: set[str] = field(default_factory=set)  # the ids taken on the remote
 
     def log(self, msg: str) -> None:
         bf.log(f"[N={self.n}] {msg}")
@@ -422,7 +494,9 @@ def prepare_remote(s: Sized, cache: Path | None) -> tuple[list[bf.Generated], Pa
     pairs = generate(s.n, bf.SEED + s.n)
     memories = [m for _, m in pairs]
     sample = memory_path(memories[0])
-    bare = s.tmp / "remote.git"
+    bare = s.bare = s.tmp / "remote.git"
+    s.last_created = memories[-1].created
+    s.ids = {m.id for m in memories}
     cached = cache / f"remote-{s.n}-{s.args.batch}-{slugify(sample)[:60]}.git" if cache else None
     if cached is not None and cached.exists():
         s.log(f"reusing remote {cached}")
@@ -448,7 +522,7 @@ def clone_vault(s: Sized, bare: Path) -> None:
     )
     clone: dict[str, Any] = {}
     for name, argv in steps:
-        ms, rss, done = run_one(argv, s.env_nd, s.tmp, timeout=1800)
+        ms, rss, done = run_one(argv, s.env_nd, s.tmp, timeout=s.args.clone_timeout)
         if done.returncode != 0:
             raise RuntimeError(f"memstore {name} failed: {done.stderr.strip()[:400]}")
         clone[f"{name}_s"] = round(ms / 1000, 2)
@@ -536,11 +610,14 @@ def upkeep(s: Sized) -> None:
         ("audit", [s.exe, "audit", "--vault", str(s.root), "--json"]),
         ("dedupe", [s.exe, "dedupe", "--list", "--vault", str(s.root)]),
     ):
+        if name != "reindex" and s.args.upkeep_timeout <= 0:
+            continue  # --upkeep-timeout 0: reindex only
         s.log(f"memstore {name} …")
+        timeout = s.args.reindex_timeout if name == "reindex" else s.args.upkeep_timeout
         try:
-            ms, rss, done = run_one(argv, s.env_nd, s.tmp, timeout=s.args.upkeep_timeout)
+            ms, rss, done = run_one(argv, s.env_nd, s.tmp, timeout=timeout)
         except subprocess.TimeoutExpired:
-            s.res[name] = {"stopped_after_s": s.args.upkeep_timeout}
+            s.res[name] = {"stopped_after_s": timeout}
             continue
         if done.returncode not in (0, 1):
             raise RuntimeError(f"memstore {name} failed: {done.stderr.strip()[:400]}")
@@ -550,6 +627,75 @@ def upkeep(s: Sized) -> None:
     s.res["memories_after_upkeep"] = memories
     if "s" in s.res["reindex"]:
         s.res["reindex"]["per_s"] = round(memories / s.res["reindex"]["s"], 1)
+
+
+def sync_new(s: Sized) -> None:
+    """The sync that brings in `--sync-new` memories another clone added and pushed (one
+    commit each), no daemon; beside it FTS5 taking the same texts into its table and git's
+    own look at the synced worktree (`git status`)."""
+    if s.bare is None or not s.args.sync_new:
+        return
+    memories = as_memories(s.take_fresh(s.args.sync_new), s.last_created, s.ids)
+    s.log(f"another clone pushes {len(memories)} adds, then memstore sync …")
+    pushed = push_adds(s.bare, memories)
+    ms, rss, done = run_one(
+        [s.exe, "sync", "--vault", str(s.root)], s.env_nd, s.tmp, timeout=s.args.clone_timeout
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"memstore sync failed: {done.stderr.strip()[:400]}")
+    paths = [memory_path(m) for m in memories]
+    arrived = sum((s.root / p).is_file() for p in paths)
+    s.res["sync_new"] = {
+        "memories": len(memories),
+        "arrived": arrived,
+        "s": round(ms / 1000, 2),
+        "peak_rss_mib": round(rss / 1024, 1),
+        "output": done.stdout.strip().splitlines()[-4:],
+        **pushed,
+    }
+    s.res["sync_new_fts5"] = fts_insert(s.tmp / "fts.sqlite", s.root, paths)
+    ms, _, done = run_one(["git", "-C", str(s.root), "status", "--porcelain"], s.env, s.tmp)
+    s.res["git_status_s"] = round(ms / 1000, 2)
+
+
+def fts_insert(db_path: Path, root: Path, paths: Sequence[str]) -> dict[str, Any]:
+    """FTS5 taking `paths` (read + parse + insert + commit) into the table fts_phase built."""
+    from memstore.core.codec import parse_memory
+
+    if not db_path.exists():
+        return {}
+    t0 = time.perf_counter()
+    rows = []
+    for rel in paths:
+        m = parse_memory((root / rel).read_text(encoding="utf-8"), path=rel)
+        rows.append((rel, m.workspace, m.body, " ".join(m.keywords)))
+    db = sqlite3.connect(db_path)
+    with db:
+        db.executemany("INSERT INTO mem VALUES (?, ?, ?, ?)", rows)
+    db.close()
+    return {"docs": len(rows), "s": round(time.perf_counter() - t0, 3)}
+
+
+def disk_usage(s: Sized) -> None:
+    """Bytes on disk (du, in MiB): the memory files, .git, the index, memstore's state."""
+    state = Vault(s.root).state_dir
+
+    def du(*args: str) -> float | None:
+        done = subprocess.run(["du", "-sk", *args], capture_output=True, text=True)
+        last = done.stdout.strip().splitlines()[-1:] or [""]
+        kib = last[0].split("\t")[0]
+        return round(int(kib) / 1024, 1) if kib.isdigit() else None
+
+    s.res["disk_mib"] = {
+        "files": du(f"--exclude={s.root}/.git", f"--exclude={state}", str(s.root)),
+        "git": du(str(s.root / ".git")),
+        "git_index": round((s.root / ".git" / "index").stat().st_size / MIB, 1),
+        "index": du(str(state / "index")),
+        "state": du(str(state)),
+        "fts5": round((s.tmp / "fts.sqlite").stat().st_size / MIB, 1)
+        if (s.tmp / "fts.sqlite").exists()
+        else None,
+    }
 
 
 async def mcp_recalls(
@@ -771,7 +917,7 @@ def bench_size(n: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     s.queries = bf.make_queries(items, args.queries, bf.SEED * 7 + n)
     with_hits = [q for q in s.queries if bf.fts_match(q.text)]
     s.cli_queries = with_hits[:: max(1, len(with_hits) // args.cli_runs)][: args.cli_runs]
-    s.fresh = fresh_memories(items, n, args.adds + 2 * args.cli_adds)
+    s.fresh = fresh_memories(items, n, args.adds + 2 * args.cli_adds + args.sync_new)
     s.res["planned"] = {
         "search_warm_nodaemon": len(s.queries),
         "client_recall_warm": len(s.queries),
@@ -779,10 +925,22 @@ def bench_size(n: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "add_inprocess": args.adds,
     }
     s.res["phase_s"] = {"setup": s.res["setup_s"]}
-    for step in (top_up, fts_phase, warm_inprocess, cold_nodaemon, upkeep, daemon_phase):
+    for step in (
+        top_up,
+        fts_phase,
+        sync_new,
+        disk_usage,
+        warm_inprocess,
+        cold_nodaemon,
+        upkeep,
+        daemon_phase,
+    ):
         started = time.perf_counter()
         step(s)
         s.res["phase_s"][step.__name__] = round(time.perf_counter() - started, 1)
+        if args.json:  # what is measured so far survives a run stopped part-way
+            partial = args.json.with_suffix(f".{n}.partial.json")
+            partial.write_text(json.dumps(s.res, indent=2) + "\n", encoding="utf-8")
     with Store(s.settings, Vault(root)) as store:
         store.catch_up()
         s.res["final_memories"] = len(store.indexer.entries())
@@ -1030,6 +1188,26 @@ FIGURES = (
         "s",
         lambda r: (_get(r, "fts5_build", "total_ms") or 0) / 1000,
     ),
+    Figure(
+        "sync bringing in `--sync-new` (1,000) new adds",
+        "≤ 10 s",
+        lambda r: _get(r, "sync_new", "s"),
+        "s",
+        lambda r: _get(r, "sync_new_fts5", "s"),
+        limit=lambda r: 10.0,
+    ),
+    Figure("  peak RSS of that sync", "", lambda r: _get(r, "sync_new", "peak_rss_mib"), "MiB"),
+    Figure("  `git status` of the synced vault", "", lambda r: _get(r, "git_status_s"), "s"),
+    Figure("disk: memory files", "", lambda r: _get(r, "disk_mib", "files"), "MiB"),
+    Figure("disk: .git", "", lambda r: _get(r, "disk_mib", "git"), "MiB"),
+    Figure(
+        "disk: the index",
+        "",
+        lambda r: _get(r, "disk_mib", "index"),
+        "MiB",
+        lambda r: _get(r, "disk_mib", "fts5"),
+    ),
+    Figure("  git's index file", "", lambda r: _get(r, "disk_mib", "git_index"), "MiB"),
     Figure("whole size, wall", "≤ ~10 min", lambda r: _get(r, "bench_wall_s"), "s"),
     Figure(
         "other processes' load",
@@ -1164,7 +1342,18 @@ def parse_args(raw: list[str]) -> argparse.Namespace:
     parser.add_argument("--cli-runs", type=int, default=30)
     parser.add_argument("--min-runs", type=int, default=30)
     parser.add_argument("--phase-budget", type=float, default=60.0, help="seconds per slow phase")
-    parser.add_argument("--upkeep-timeout", type=float, default=90.0)
+    parser.add_argument(
+        "--upkeep-timeout", type=float, default=90.0, help="audit, dedupe (s; 0: skip)"
+    )
+    parser.add_argument(
+        "--reindex-timeout", type=float, default=420.0, help="seconds (the 1M target is 6 min)"
+    )
+    parser.add_argument(
+        "--clone-timeout", type=float, default=3600.0, help="seconds per init/remote add/sync"
+    )
+    parser.add_argument(
+        "--sync-new", type=int, default=1000, help="adds another clone pushes before a sync"
+    )
     parser.add_argument(
         "--prepare", action="store_true", help="only build the remotes into --cache, then exit"
     )
@@ -1182,7 +1371,8 @@ def parse_args(raw: list[str]) -> argparse.Namespace:
         args.sizes = [300]
         args.batch, args.queries, args.warmup, args.adds = 100, 40, 5, 20
         args.cli_adds, args.cli_runs, args.min_runs = 5, 5, 5
-        args.phase_budget, args.upkeep_timeout = 5.0, 30.0
+        args.phase_budget, args.upkeep_timeout, args.reindex_timeout = 5.0, 30.0, 30.0
+        args.sync_new = 20
     return args
 
 

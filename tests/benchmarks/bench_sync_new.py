@@ -1,0 +1,109 @@
+#!/usr/bin/env python
+"""The sync that brings in another clone's adds, alone: wall time and CPU at N memories.
+
+A standalone script (issue 39: the figure that broke first on the way to a million):
+
+    python tests/benchmarks/bench_sync_new.py --size 100000 --cache /tmp/million-remotes
+    python tests/benchmarks/bench_sync_new.py --size 100000 --from-git 4530b3c   # A/B
+
+The vault is made as bench_scale.py makes it (a remote of N memories in commits of 500,
+then `memstore init` + `remote add` + `sync`). Each round: one local `memstore add` (so
+the sync merges), another clone's `--new` adds pushed to the remote (one commit each),
+then `memstore sync` with no daemon, timed: wall, CPU (user + sys of it and its git
+children) and peak RSS. CPU is the figure to compare on a shared machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_foundation as bf
+import bench_scale as bs
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def one_round(s: bs.Sized, bare: Path, new: int, i: int) -> dict[str, Any]:
+    note = [s.exe, "add", f"local note {i}: the deploy step flakes on Mondays", "-w", "global"]
+    _, _, done = bs.run_one([*note, "--vault", str(s.root)], s.env_nd, s.tmp)
+    if done.returncode != 0:
+        raise RuntimeError(f"memstore add failed: {done.stderr.strip()[:400]}")
+    memories = bs.as_memories(s.take_fresh(new), s.last_created, s.ids)
+    s.last_created = memories[-1].created
+    pushed = bs.push_adds(bare, memories)
+    cpu = children_cpu()
+    argv = [s.exe, "sync", "--vault", str(s.root)]
+    ms, rss, done = bs.run_one(argv, s.env_nd, s.tmp, timeout=s.args.clone_timeout)
+    if done.returncode != 0:
+        raise RuntimeError(f"memstore sync failed: {done.stderr.strip()[:400]}")
+    arrived = sum((s.root / bs.memory_path(m)).is_file() for m in memories)
+    return {
+        "wall_s": round(ms / 1000, 2),
+        "cpu_s": round(children_cpu() - cpu, 2),
+        "peak_rss_mib": round(rss / 1024, 1),
+        "arrived": arrived,
+        "output": done.stdout.strip().splitlines()[-3:],
+        **pushed,
+    }
+
+
+def parse_args(raw: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=100000)
+    parser.add_argument("--new", type=int, default=1000, help="adds the other clone pushes")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--batch", type=int, default=500, help="memories per commit on the remote")
+    parser.add_argument("--clone-timeout", type=float, default=3600.0)
+    parser.add_argument("--cache", type=Path, help="keep and reuse the generated remotes here")
+    parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    parser.add_argument("--no-snapshot", action="store_true")
+    parser.add_argument("--from-git", metavar="REV", help="measure the sources committed at REV")
+    return parser.parse_args(raw)
+
+
+def main(argv: list[str] | None = None) -> int:
+    raw = sys.argv[1:] if argv is None else argv
+    args = parse_args(raw)
+    meta = bs.run_meta(args, bs.enter_sources(args, raw, __file__))
+    tmp = Path(tempfile.mkdtemp(prefix=f"memstore-sync-new-{args.size}-"))
+    try:
+        s = bs.sized(args.size, args, tmp)
+        mark = bf.cpu_mark()
+        items, bare = bs.prepare_remote(s, args.cache)
+        bs.clone_vault(s, bare)
+        s.fresh = bs.fresh_memories(items, s.n, args.new * args.rounds)
+        rounds = []
+        for i in range(args.rounds):
+            s.log(f"round {i + 1}: another clone pushes {args.new} adds, then memstore sync …")
+            rounds.append(one_round(s, bare, args.new, i))
+            s.log(f"round {i + 1}: {rounds[-1]}")
+        result = {"meta": meta, "n": s.n, "clone": s.res["clone"], "rounds": rounds}
+        result["other_processes"] = bf.foreign_load(mark)
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(json.dumps(result, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    started = time.perf_counter()
+    code = main()
+    bf.log(f"done in {time.perf_counter() - started:.0f} s")
+    sys.exit(code)
