@@ -27,7 +27,16 @@ from memstore.core.errors import InvalidInputError, MemstoreError
 from memstore.core.model import GLOBAL, AddResult, SearchResult, check_workspace
 from memstore.core.repo_name import workspace_at
 from memstore.ops.client import Reply, Request, resolve_vault
-from memstore.ops.options import ADD, INGEST, SEARCH, Options, is_option_like, last, parse
+from memstore.ops.options import (
+    ADD,
+    INGEST,
+    SEARCH,
+    Options,
+    is_option_like,
+    last,
+    parse,
+)
+from memstore.ops.options import wants_stdin as wants_stdin  # the launcher's, imported alone
 
 if TYPE_CHECKING:
     from memstore.ops.output import Elsewhere
@@ -79,12 +88,6 @@ def _is_attached(arg: str, flags: Collection[str], values: Collection[str]) -> b
 def empty_workspace(options: Options) -> bool:
     """Return whether `-w ""` was given: an error, which the typer command says."""
     return "workspace" in options and not last(options, "workspace").strip()
-
-
-def wants_stdin(op: str, argv: list[str]) -> bool:
-    """Return whether command `op` reads its text from standard input (`memstore add -`)."""
-    options = parse(argv, ADD, "text") if op == "add" else None
-    return options is not None and last(options, "text") == "-"
 
 
 def open_in_process(settings: Settings, create: bool) -> AbstractContextManager[Store]:
