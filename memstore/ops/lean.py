@@ -91,10 +91,13 @@ def empty_workspace(options: Options) -> bool:
 
 
 def open_in_process(settings: Settings, create: bool) -> AbstractContextManager[Store]:
-    """Open the vault in this process (the path without a daemon)."""
+    """Open the vault in this process (the path without a daemon): a one-shot command, so
+    git's index, if an add left it behind, is staged by a child after it answers."""
     from memstore.service.store import Store
 
-    return Store.open(settings, create=create)
+    store = Store.open(settings, create=create)
+    store.shared.one_shot = True
+    return store
 
 
 def settings_for(request: Request, options: Options) -> Settings:
