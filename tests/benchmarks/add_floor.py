@@ -112,7 +112,7 @@ def in_process(root: Path, adds: int) -> None:
     for module, cls, name, label in PARTS:
         owner = getattr(importlib.import_module(module), cls)
         setattr(owner, name, _cpu_timed(spent, label, getattr(owner, name)))
-    rng = random.Random(39)
+    rng = random.Random(time.time_ns())  # new texts each run: a repeat would be a duplicate
     add: Timing = ([], [])
     floor: Timing = ([], [])
     parts: dict[str, list[float]] = {label: [] for *_, label in PARTS}
@@ -130,6 +130,8 @@ def in_process(root: Path, adds: int) -> None:
             add[0].append(wall)
             add[1].append(cpu)
             hinted += bool(result.contradicts)
+            if result.status != "added":
+                raise RuntimeError(f"add {n} was {result.status}, not a new memory")
             for label in parts:
                 parts[label].append(spent.get(label, 0.0) * 1000)
             data = (root / result.path).read_bytes()
@@ -185,6 +187,20 @@ def cpu_ticks(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
+def settle(pid: int, bound_s: float = 120.0) -> None:
+    """Wait until a process uses less than 5% of a core over half a second."""
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        before = cpu_ticks(pid)
+        time.sleep(0.5)
+        if cpu_ticks(pid) - before < 25:
+            return
+
+
+def ready(reply: client.Reply | None) -> bool:
+    return reply is not None and bool((reply.data or {}).get("last_catch_up"))
+
+
 def fts_table(root: Path, db_path: Path) -> int:
     """An FTS5 table of the vault's texts (porter unicode61), as bench_scale builds it."""
     db = sqlite3.connect(db_path)
@@ -209,7 +225,7 @@ def cli(root: Path, runs: int, localmem: str) -> None:
     exe = bf.memstore_command()
     env = bf.subprocess_env(tmp)
     env_nd = {**env, "MEMSTORE_NO_DAEMON": "1"}
-    rng = random.Random(3939)
+    rng = random.Random(time.time_ns() + 1)
     rows: dict[str, Timing] = {}
 
     def timed_runs(label: str, argv: Callable[[int], list[str]], run_env: dict[str, str]) -> None:
@@ -240,10 +256,11 @@ def cli(root: Path, runs: int, localmem: str) -> None:
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 300
-        while client.status(root) is None:
+        while not ready(client.status(root)):  # answering, its first catch-up done
             if time.monotonic() > deadline or daemon.poll() is not None:
                 raise RuntimeError("the daemon did not answer")
             time.sleep(0.1)
+        settle(daemon.pid)  # its second catch-up (a full compare) ends before the adds
         for n in range(2):  # unmeasured: the daemon's first add opens what it needs
             run_child(add_argv(n), env, tmp)
         before = cpu_ticks(daemon.pid)
