@@ -210,9 +210,17 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
     def _lag_file(self) -> Path:
         return self.root / ".git" / INDEX_LAG
 
-    def _note_lag(self, paths: tuple[str, ...]) -> None:
+    def _note_lag(self, paths: tuple[str, ...], pid: int | None = None) -> None:
+        pid = os.getpid() if pid is None else pid
         with open(self._lag_file(), "a", encoding="utf-8") as lag:
-            lag.write("".join(f"{os.getpid()} {path}\n" for path in paths))
+            lag.write("".join(f"{pid} {path}\n" for path in paths))
+
+    def hand_lag_to(self, pid: int) -> None:
+        """Name process `pid` as the one staging the paths git's index waits for (a child a
+        one-shot command leaves them to): other processes leave them to it while it lives."""
+        lagging = self.index_lag()[1]
+        if lagging:
+            self._note_lag(tuple(lagging), pid)
 
     def index_lag(self) -> tuple[set[int], list[str]]:
         """Return the processes that deferred git's index and the paths they committed."""

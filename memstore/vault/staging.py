@@ -99,8 +99,15 @@ class IndexStager:
             return
         try:
             os.setsid()  # out of the terminal's process group: a Ctrl-C meant for the next
-            if os.fork():  # command does not interrupt it (it would leave the lag, harmlessly)
-                return
+            named, naming = os.pipe()
+            grandchild = os.fork()  # command does not interrupt it (it would leave the lag)
+            if grandchild:
+                # Named before this command returns: the next command's lock-time heal
+                # leaves a live stager's paths alone (a dead one's it stages itself).
+                git.hand_lag_to(grandchild)
+                return  # closing `naming` (at exit) lets the grandchild go on
+            os.close(naming)
+            os.read(named, 1)  # staging only once it is named: the list stays in step
             null = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):  # the caller's pipes close when this command ends
                 os.dup2(null, fd)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
 
 from memstore.service.store import Store
-from memstore.vault.git import INDEX_LAG, GitRepo
+from memstore.vault.files import process_alive
+from memstore.vault.git import INDEX_LAG, GitRepo, read_index_lag
 from tests.conftest import git, settings_at, wait_until
 
 
@@ -53,4 +55,31 @@ def test_a_store_that_is_not_one_shot_stages_at_close_itself(
         store.git.defer_index_bytes = 0
         store.add("Staging deploys need a second reviewer", workspace="ops")
     assert stagers == [os.getpid()]
+    assert git(vault, "status", "--porcelain") == ""
+
+
+def test_the_staging_child_is_named_so_the_next_writer_leaves_it_the_work(
+    vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = tmp_path / "release"
+    sync_index = GitRepo.sync_index
+
+    def held(self: GitRepo) -> list[str]:  # the child waits here until the test lets it go
+        deadline = time.monotonic() + 30
+        while not release.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return sync_index(self)
+
+    monkeypatch.setattr(GitRepo, "sync_index", held)
+    with Store.open(settings_at(vault)) as store:
+        store.shared.one_shot = True
+        store.git.defer_index_bytes = 0
+        added = store.add("The release branch is cut on Mondays", workspace="ops")
+    pids, paths = read_index_lag(vault)
+    assert paths == [added.path]
+    assert any(pid != os.getpid() and process_alive(pid) for pid in pids)  # the child, named
+    with Store.open(settings_at(vault)) as other:
+        assert other.shared.stager.is_live()  # so a writer's lock-time heal leaves it alone
+    release.touch()
+    wait_until(lambda: not (vault / ".git" / INDEX_LAG).exists(), 10, "the child staged")
     assert git(vault, "status", "--porcelain") == ""
