@@ -210,17 +210,8 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
     def _lag_file(self) -> Path:
         return self.root / ".git" / INDEX_LAG
 
-    def _note_lag(self, paths: tuple[str, ...], pid: int | None = None) -> None:
-        pid = os.getpid() if pid is None else pid
-        with open(self._lag_file(), "a", encoding="utf-8") as lag:
-            lag.write("".join(f"{pid} {path}\n" for path in paths))
-
-    def hand_lag_to(self, pid: int) -> None:
-        """Name process `pid` as the one staging the paths git's index waits for (a child a
-        one-shot command leaves them to): other processes leave them to it while it lives."""
-        lagging = self.index_lag()[1]
-        if lagging:
-            self._note_lag(tuple(lagging), pid)
+    def _note_lag(self, paths: tuple[str, ...]) -> None:
+        note_index_lag(self.root, paths, os.getpid())
 
     def index_lag(self) -> tuple[set[int], list[str]]:
         """Return the processes that deferred git's index and the paths they committed."""
@@ -502,6 +493,14 @@ def read_index_lag(root: Path) -> tuple[set[int], list[str]]:
             pids.add(int(pid))
             paths.append(path)
     return pids, list(dict.fromkeys(paths))
+
+
+def note_index_lag(root: Path, paths: Iterable[str], pid: int) -> None:
+    """Name `paths` as committed while git's index was left behind, for process `pid` to
+    stage (a commit's own process, or the child a one-shot command leaves them to: other
+    processes leave them to it while it lives)."""
+    with open(root / ".git" / INDEX_LAG, "a", encoding="utf-8") as lag:
+        lag.write("".join(f"{pid} {path}\n" for path in paths))
 
 
 def index_lag_idle(root: Path) -> float:

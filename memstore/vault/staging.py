@@ -16,7 +16,13 @@ from collections.abc import Callable
 
 from memstore.core.errors import VaultError
 from memstore.vault.files import Vault, process_alive
-from memstore.vault.git import GitRepo, index_lag_idle, index_lags, read_index_lag
+from memstore.vault.git import (
+    GitRepo,
+    index_lag_idle,
+    index_lags,
+    note_index_lag,
+    read_index_lag,
+)
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +110,7 @@ class IndexStager:
             if grandchild:
                 # Named before this command returns: the next command's lock-time heal
                 # leaves a live stager's paths alone (a dead one's it stages itself).
-                git.hand_lag_to(grandchild)
+                note_index_lag(self._vault.root, git.index_lag()[1], grandchild)
                 return  # closing `naming` (at exit) lets the grandchild go on
             os.close(naming)
             os.read(named, 1)  # staging only once it is named: the list stays in step
