@@ -14,6 +14,9 @@ from .scoring import SCORED_FIELDS, segment_id
 from .typos import StandIn, max_distance, near_terms, nearest_surface, ranked
 
 CACHE_QUERIES = 1000  # queries whose stand-ins are kept for the index version
+# Per segment (field, term) counts kept across index versions (~100 B each: ~20 MB at most);
+# a segment's counts never change, and an add leaves all but its own new segment as they were.
+CACHE_SEGMENT_COUNTS = 200_000
 MAX_STAND_INS = 8  # unknown terms of one query looked at for a stand-in
 
 
@@ -32,6 +35,7 @@ class Lexicon:
         self._segment_terms: dict[str, frozenset[str]] = {}
         self._term_table: tuple[tuple[str, ...], list[str]] = ((), [])
         self._frequencies: dict[tuple[str, str], int] = {}
+        self._segment_counts: dict[tuple[str, str, str], int] = {}
         self._stand_ins: dict[tuple[str, str], StandIn | None] = {}
         # query text → its terms with stand-ins in place, and the stand-ins
         self._resolved: dict[str, tuple[list[str], tuple[StandIn, ...]]] = {}
@@ -40,16 +44,33 @@ class Lexicon:
         """Answer for `searcher` (a new index version) from now on."""
         self._searcher = searcher
         self._frequencies = {}
+        live = {_segment_key(r) for r, _ in searcher.reader().leaf_readers()}
+        if len(self._segment_counts) > CACHE_SEGMENT_COUNTS:
+            self._segment_counts = {}
+        self._segment_counts = {k: v for k, v in self._segment_counts.items() if k[0] in live}
         self._stand_ins = {}
         self._resolved = {}
 
     def frequency(self, fieldname: str, term: str) -> int:
-        """Return how many documents hold `term` (Whoosh's count, deleted ones included);
-        Whoosh asks every segment each time, ~10 µs a term."""
+        """Return how many documents hold `term` (Whoosh's count, deleted ones included).
+
+        Whoosh asks every segment, ~10 µs a term each: a segment's count is kept for as long
+        as the segment lives, so a new index version asks only its new segments.
+        """
         key = (fieldname, term)
         if key not in self._frequencies:
+            counts = self._segment_counts
+            total = 0
             with guard(self.root, "read"):
-                self._frequencies[key] = self._searcher.reader().doc_frequency(fieldname, term)
+                for segment, _ in self._searcher.reader().leaf_readers():
+                    at = (_segment_key(segment), fieldname, term)
+                    count = counts.get(at)
+                    if count is None:
+                        count = segment.doc_frequency(fieldname, term)
+                        if at[0]:
+                            counts[at] = count
+                    total += count
+            self._frequencies[key] = total
         return self._frequencies[key]
 
     def held_by(self, term: str) -> int:
@@ -169,3 +190,8 @@ class Lexicon:
                 if found:
                     break
         return found
+
+
+def _segment_key(reader: Any) -> str:
+    """Return the id of a leaf reader's segment ('' for a reader of none: never cached)."""
+    return segment_id(reader) if reader.segment() is not None else ""

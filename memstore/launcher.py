@@ -124,7 +124,7 @@ def _run_lean(op: str, argv: list[str]) -> None:
 
     stdin = b""
     if op == "add":
-        from memstore.ops.lean import wants_stdin
+        from memstore.ops.options import wants_stdin
 
         stdin = _read_stdin() if wants_stdin(op, argv) else b""
     cwd = _cwd()

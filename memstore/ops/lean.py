@@ -27,7 +27,16 @@ from memstore.core.errors import InvalidInputError, MemstoreError
 from memstore.core.model import GLOBAL, AddResult, SearchResult, check_workspace
 from memstore.core.repo_name import workspace_at
 from memstore.ops.client import Reply, Request, resolve_vault
-from memstore.ops.options import ADD, INGEST, SEARCH, Options, is_option_like, last, parse
+from memstore.ops.options import (
+    ADD,
+    INGEST,
+    SEARCH,
+    Options,
+    is_option_like,
+    last,
+    parse,
+)
+from memstore.ops.options import wants_stdin as wants_stdin  # the launcher's, imported alone
 
 if TYPE_CHECKING:
     from memstore.ops.output import Elsewhere
@@ -81,17 +90,14 @@ def empty_workspace(options: Options) -> bool:
     return "workspace" in options and not last(options, "workspace").strip()
 
 
-def wants_stdin(op: str, argv: list[str]) -> bool:
-    """Return whether command `op` reads its text from standard input (`memstore add -`)."""
-    options = parse(argv, ADD, "text") if op == "add" else None
-    return options is not None and last(options, "text") == "-"
-
-
 def open_in_process(settings: Settings, create: bool) -> AbstractContextManager[Store]:
-    """Open the vault in this process (the path without a daemon)."""
+    """Open the vault in this process (the path without a daemon): a one-shot command, so
+    git's index, if an add left it behind, is staged by a child after it answers."""
     from memstore.service.store import Store
 
-    return Store.open(settings, create=create)
+    store = Store.open(settings, create=create)
+    store.shared.one_shot = True
+    return store
 
 
 def settings_for(request: Request, options: Options) -> Settings:

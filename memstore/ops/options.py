@@ -197,3 +197,13 @@ def is_option_like(arg: str) -> bool:
 def last(options: Options, key: str, default: str = "") -> str:
     """Return the last value given for `key` (an option given twice: the last one wins)."""
     return options[key][-1] if key in options else default
+
+
+def wants_stdin(op: str, argv: list[str]) -> bool:
+    """Return whether command `op` reads its text from standard input (`memstore add -`).
+
+    Here, not in lean.py: the launcher asks before it knows whether a daemon answers, and
+    lean.py imports the settings and the model (~27 ms) that only an in-process add needs.
+    """
+    options = parse(argv, ADD, "text") if op == "add" else None
+    return options is not None and last(options, "text") == "-"

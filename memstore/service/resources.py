@@ -38,6 +38,9 @@ class Resources:
         # requests: the code index's terms for typo walks (~0.2 s to read, ~3 MB at 22k
         # chunks; a one-off command walks the segments instead).
         self.resident = False
+        # A one-shot command (the lean `add` without a daemon) leaves git's index, when a
+        # commit deferred it, for a child process to stage after it answers (IndexStager).
+        self.one_shot = False
         self.usage = Usage(vault.state_dir / "usage.sqlite")
         self.core_cache: dict[object, tuple[CoreMemory, ...]] = {}
         # The semantic view of each model asked for (Settings.semantic), and the index
@@ -76,7 +79,7 @@ class Resources:
             self.mutex.release()
 
     def close(self) -> None:
-        self.stager.flush(final=True)
+        self.stager.flush(final=True, detach=self.one_shot)
         self.usage.close()
         if self.indexer is not None:
             self.indexer.close()

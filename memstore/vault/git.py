@@ -211,8 +211,7 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
         return self.root / ".git" / INDEX_LAG
 
     def _note_lag(self, paths: tuple[str, ...]) -> None:
-        with open(self._lag_file(), "a", encoding="utf-8") as lag:
-            lag.write("".join(f"{os.getpid()} {path}\n" for path in paths))
+        note_index_lag(self.root, paths, os.getpid())
 
     def index_lag(self) -> tuple[set[int], list[str]]:
         """Return the processes that deferred git's index and the paths they committed."""
@@ -471,6 +470,14 @@ def read_index_lag(root: Path) -> tuple[set[int], list[str]]:
             pids.add(int(pid))
             paths.append(path)
     return pids, list(dict.fromkeys(paths))
+
+
+def note_index_lag(root: Path, paths: Iterable[str], pid: int) -> None:
+    """Name `paths` as committed while git's index was left behind, for process `pid` to
+    stage (a commit's own process, or the child a one-shot command leaves them to: other
+    processes leave them to it while it lives)."""
+    with open(root / ".git" / INDEX_LAG, "a", encoding="utf-8") as lag:
+        lag.write("".join(f"{pid} {path}\n" for path in paths))
 
 
 def index_lag_idle(root: Path) -> float:

@@ -16,7 +16,13 @@ from collections.abc import Callable
 
 from memstore.core.errors import VaultError
 from memstore.vault.files import Vault, process_alive
-from memstore.vault.git import GitRepo, index_lag_idle, index_lags, read_index_lag
+from memstore.vault.git import (
+    GitRepo,
+    index_lag_idle,
+    index_lags,
+    note_index_lag,
+    read_index_lag,
+)
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +58,16 @@ class IndexStager:
                 self._due = now + INDEX_QUIET_S
                 self._start(INDEX_QUIET_S)
 
-    def flush(self, *, final: bool = False) -> None:
+    def flush(self, *, final: bool = False, detach: bool = False) -> None:
         """Stage what this process's commits deferred, when no write is under way.
 
         `final`: the store is closing; the timer is cancelled and nothing is retried.
+        `detach` (with `final`, for a one-shot command): a child process stages it while this
+        one returns at once. Reading and writing a 100,000-file git index costs libgit2
+        ~140 ms, most of a `memstore add` run without a daemon; the commit is made and named
+        in the lag file already, so the child only shortens the window in which `git status`
+        shows the added file as deleted-and-untracked, as before; if it is killed, the next
+        writer stages the paths (`heal`).
         """
         with self._mutex:
             timer, self._timer = self._timer, None
@@ -69,6 +81,13 @@ class IndexStager:
             git = self._git()
             if git is None or os.getpid() not in git.index_lag()[0]:
                 return
+            if final and detach:
+                self._stage_in_child(git)
+                return
+            self._stage(git, final=final)
+
+    def _stage(self, git: GitRepo, *, final: bool) -> None:
+        with self._mutex:
             try:
                 with self._vault.try_lock() as locked:
                     if locked:
@@ -77,6 +96,30 @@ class IndexStager:
                         self._start(INDEX_QUIET_S)  # a writer is busy: after it
             except VaultError as err:
                 log.warning("%s; the next memstore command tries again", err)
+
+    def _stage_in_child(self, git: GitRepo) -> None:
+        """Stage in a grandchild process (no zombie is left to this one) and return at once."""
+        child = os.fork()
+        if child:
+            os.waitpid(child, 0)  # the first child only forks again and leaves
+            return
+        try:
+            os.setsid()  # out of the terminal's process group: a Ctrl-C meant for the next
+            named, naming = os.pipe()
+            grandchild = os.fork()  # command does not interrupt it (it would leave the lag)
+            if grandchild:
+                # Named before this command returns: the next command's lock-time heal
+                # leaves a live stager's paths alone (a dead one's it stages itself).
+                note_index_lag(self._vault.root, git.index_lag()[1], grandchild)
+                return  # closing `naming` (at exit) lets the grandchild go on
+            os.close(naming)
+            os.read(named, 1)  # staging only once it is named: the list stays in step
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):  # the caller's pipes close when this command ends
+                os.dup2(null, fd)
+            self._stage(git, final=True)
+        finally:
+            os._exit(0)  # never back into the command: it has already answered
 
     def is_live(self) -> bool:
         """Whether git's index lags HEAD only because a live process defers staging it."""

@@ -13,6 +13,16 @@ wrapper on every add) and what writing git's index file whole costs at that size
     python tests/benchmarks/bench_add_scale.py --memories 100000 --vault-dir /tmp/h1/v \\
         --layout flat --profile       # reuse a built vault; where the time goes (cProfile)
 
+`--vault PATH` measures an existing vault instead (one `bench_scale.py` made: init + remote
++ sync, as a user gets it) and prints issue 39's add figures, each beside its reference
+from the same run (wall and CPU time; the machine is shared): in-process `Store.add` beside
+the floor (a bare libgit2 blob + tree + commit on the same repository, alternating with the
+adds), its parts by owner, then with `--cli N` the CLI add through the daemon and without
+one, beside the interpreter (`python -c pass`), an FTS5 process adding one row to a table
+of the vault's texts, and `--localmem 'CMD {text}'` when given (see add_floor.py):
+
+    python tests/benchmarks/bench_add_scale.py --vault /tmp/adds-v100k/vault --adds 200 --cli 20
+
 `--vault-dir` keeps each built vault (`<dir>/<layout>-<n>`) for the next run; every run
 adds its timed memories to it. Build a vault with the code you measure: the index format
 may differ between versions.
@@ -249,12 +259,20 @@ def run(n: int, args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--vault", type=Path, help="measure this existing vault (issue 39)")
+    parser.add_argument("--cli", type=int, default=0, help="with --vault: CLI adds of each kind")
+    parser.add_argument("--localmem", default="", help="with --cli: 'CMD {text}' to compare")
     parser.add_argument("--memories", type=int, nargs="+", default=[1000, 10_000])
     parser.add_argument("--adds", type=int, default=60)
     parser.add_argument("--layout", choices=("flat", "sharded"), default="sharded")
     parser.add_argument("--vault-dir", default="", help="keep and reuse built vaults here")
     parser.add_argument("--profile", action="store_true", help="where an add's time goes")
     args = parser.parse_args()
+    if args.vault:
+        import add_floor
+
+        add_floor.run(args.vault, args.adds, args.cli, args.localmem)
+        return
     for n in args.memories:
         run(n, args)
 
