@@ -8,6 +8,7 @@ fixed shape (a Datadog key, a Twilio auth token) are left to the labelled rule i
 
 from __future__ import annotations
 
+import functools
 import re
 
 # (kind, pattern): the value checked for stand-ins is the group `v` if the pattern has one.
@@ -123,9 +124,14 @@ PROVIDERS: tuple[tuple[str, str], ...] = (
     ),
 )
 
-COMPILED: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (kind, re.compile(pattern)) for kind, pattern in PROVIDERS
-)
+
+@functools.cache
+def compiled() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """Return the families' patterns, compiled on first use (a process that never looks
+    for credentials, a search, does not pay for it)."""
+    return tuple((kind, re.compile(pattern)) for kind, pattern in PROVIDERS)
+
+
 # What every match of a family holds, lowercased: a pattern runs only on a text that holds
 # one of its family's needles (a substring test costs far less than a regex pass).
 NEEDLES: dict[str, tuple[str, ...]] = {
