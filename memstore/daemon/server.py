@@ -157,10 +157,9 @@ class Daemon:
         logging.getLogger().addHandler(self._request_log)
         self.watcher.start(wait=True)
         try:
-            self._warm()
-            self._settle()
             with self._listening() as listener:
                 say(f"serving {self.store.vault.root} on {self.socket_path} (pid {os.getpid()})")
+                threading.Thread(target=self._warm, name="memstore-warm", daemon=True).start()
                 self._serve(listener)
         finally:
             with _acquired(self._serving, REQUEST_LIMIT_S):  # a request under way finishes
@@ -180,14 +179,27 @@ class Daemon:
             log.warning("could not write recall counters (kept for the next run): %s", err)
 
     def _warm(self) -> None:
-        """Load what the first query would (searcher, field lengths), so it is answered warm."""
+        """Read what first requests would, in the background from the first request on:
+        the searcher and field lengths, the core block of every workspace, the code index,
+        then the index's step by step (SearchIndex.warm_steps). Each step holds the store
+        as a request does, so a request waits for one short step at most; at 100,000
+        memories the first hundred recalls had twice the steady p95 before."""
+        store, done = self.store, object()
         try:
-            self.store.search("memstore", k=1, catch_up=False)
-            code = self.store.code_index()
+            store.search("memstore", k=1, catch_up=False)
+            store.recall("memstore", workspace=None, k=1, catch_up=False)
+            code = store.code_index()
             if code is not None:
                 code.warm()
-        except MemstoreError as err:
+            with store.shared.mutex:
+                steps = store.indexer.search.warm_steps()
+            while not self._stop.is_set():
+                with store.shared.mutex:
+                    if next(steps, done) is done:
+                        break
+        except (MemstoreError, SearchIndexError) as err:
             log.warning("could not warm the index: %s", err)
+        self._settled = 0.0  # what it read is frozen at the next idle moment (_settle)
 
     def _settle(self) -> None:
         """Collect garbage and freeze what survives, between requests (none waiting).
@@ -205,9 +217,22 @@ class Daemon:
             gc.unfreeze()
             gc.collect()
             gc.freeze()
+            self._release_pages()
         finally:
             self._settled = time.monotonic()
             self._serving.release()
+
+    def _release_pages(self) -> None:
+        """Unmap the index file pages the requests read (they stay in the page cache):
+        at 100,000 memories they were ~80 MB of the daemon's RSS after a working session."""
+        shared = self.store.shared
+        with shared.mutex:
+            indexes = [shared.indexer.search if shared.indexer is not None else None]
+            indexes.append(shared.code.search if shared.code is not None else None)
+            for index in indexes:
+                if index is not None:
+                    with contextlib.suppress(SearchIndexError):
+                        index.release_pages()
 
     @contextlib.contextmanager
     def _listening(self) -> Iterator[socket.socket]:

@@ -148,6 +148,25 @@ def stop_daemon(root: Path) -> None:
     bs.wait_gone(pid, 120.0)
 
 
+def anon_and_file(pid: int) -> dict[str, float]:
+    """The daemon's RSS split: its own memory, and the pages of files it maps (the index)."""
+    out = {}
+    for line in Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines():
+        key, _, value = line.partition(":")
+        if key in ("RssAnon", "RssFile"):
+            out[key] = round(int(value.split()[0]) / 1024, 1)
+    return out
+
+
+def run_ns(pid: int) -> int:
+    """Nanoseconds the process's threads have run on a CPU (/proc/PID/task/*/schedstat)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            total += int((task / "schedstat").read_text().split()[0])
+    return total
+
+
 def proc_cpu_ms(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
@@ -168,6 +187,8 @@ def daemon_phase(s: bs.Sized, res: dict[str, Any]) -> None:
     d: dict[str, Any] = {"answers_after_s": round(started, 2), "at_first_answer": bs.resident(pid)}
     env = {**s.env, "MEMSTORE_VAULT": str(s.root)}
 
+    cpu: list[float] = []  # the daemon's CPU time per recall (robust to a busy machine)
+
     def recall(text: str) -> float:
         payload = tools.call_payload(
             {"query": text, "workspace": "all"},
@@ -177,14 +198,18 @@ def daemon_phase(s: bs.Sized, res: dict[str, Any]) -> None:
             session="bench",
         )
         request = client.Request("tool", ["memory_recall"], str(s.tmp), env, payload)
+        before = run_ns(pid)
         t = time.perf_counter()
         reply = client.ask(s.root, request, start=False)
         if reply is None or reply.status not in (0, 1):
             raise RuntimeError(f"the daemon did not answer: {reply}")
-        return (time.perf_counter() - t) * 1000
+        wall = (time.perf_counter() - t) * 1000
+        cpu.append((run_ns(pid) - before) / 1e6)
+        return wall
 
     queries = [q.text for q in s.queries]
     d["first_100"] = bf.summary([recall(q) for q in queries[:100]])
+    d["first_100_cpu"] = bf.summary(cpu)
     d["after_first_100"] = bs.resident(pid)
     s.log("a working session: recalls, CLI searches, adds, hook prompts …")
     session = [recall(q) for q in queries[100:]]
@@ -196,8 +221,13 @@ def daemon_phase(s: bs.Sized, res: dict[str, Any]) -> None:
         hook = json.dumps({"prompt": q.text, "cwd": str(s.tmp), "session_id": "bench"})
         timed([s.exe, "hook", "prompt"], env, s.tmp, stdin=hook)
     d["session_recalls"] = bf.summary(session)
+    cpu.clear()
     d["steady"] = bf.summary([recall(q) for q in queries])
+    d["steady_cpu"] = bf.summary(cpu)
     d["after_session"] = bs.resident(pid)
+    time.sleep(3.0)  # idle: the daemon collects, freezes and unmaps what it read (SETTLE_AFTER_S)
+    d["after_idle"] = bs.resident(pid)
+    d["rss_anon_file_mib"] = anon_and_file(pid)
     d["cpu_ms"] = proc_cpu_ms(pid)
     res["daemon"] = d
     stop_daemon(s.root)
@@ -234,9 +264,10 @@ def report(res: dict[str, Any]) -> None:
             f"\ndaemon: answers {d['answers_after_s']} s after the first search; "
             f"CPU {d['cpu_ms'] / 1000:.1f} s in all"
         )
-        for key in ("at_first_answer", "after_first_100", "after_session"):
-            print(f"  RSS {key:16} {d[key]}")
-        for key in ("first_100", "session_recalls", "steady"):
+        for key in ("at_first_answer", "after_first_100", "after_session", "after_idle"):
+            print(f"  RSS {key:16} {d.get(key)}")
+        print(f"  after idle: {d.get('rss_anon_file_mib')}")
+        for key in ("first_100", "first_100_cpu", "session_recalls", "steady", "steady_cpu"):
             x = d[key]
             print(
                 f"  recall {key:16} n={x['n']} p50 {x['p50']:.1f} p95 {x['p95']:.1f} "
