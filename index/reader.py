@@ -43,9 +43,9 @@ EXACT_BOOST = 0.5
 EXPANSION_MAX_DF = 0.05  # feedback terms must occur in at most 5% of documents
 COMMON_TERM_MIN = 1000  # above this many documents an any-word query keeps …
 ANY_TERM_LIMIT = 3  # … only its rarest terms (small vaults keep every term)
-# Stored documents kept per segment (~1 KB each: ~16 MB): a common word ties many at the
-# last place, and each tied one is read (~40 µs) to break the tie by key.
-CACHE_DOCUMENTS = 16_000
+# Stored documents kept (~1 KB each: ~8 MB): a common word ties many at the last place,
+# and each tied one is read (~40 µs) to break the tie by key.
+CACHE_DOCUMENTS = 8_000
 # What a long-lived process reads ahead (warm_steps): the most frequent content terms, at
 # most this many, whose posting lists hold at most WARM_POSTINGS postings in all. At 100k
 # a budget of 1M postings cost 3.7 s of CPU and +48 MB held; the gain was mostly the

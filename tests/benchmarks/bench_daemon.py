@@ -134,6 +134,8 @@ def first_phase(s: bs.Sized, res: dict[str, Any], count: int) -> None:
     client = importlib.import_module("memstore.ops.client")
     real = []
     for argv in argvs[:3]:
+        # a client starts no daemon moments after it started one (memstore/ops/client.py)
+        bf.wait_for(lambda: not client._spawned_lately(s.root), 120, "the spawn mark", 0.1)
         real.append(timed(argv, s.env, s.tmp))
         bf.wait_for(lambda: client.status(s.root) is not None, 300, "the daemon", 0.05)
         stop_daemon(s.root)
@@ -178,6 +180,7 @@ def daemon_phase(s: bs.Sized, res: dict[str, Any]) -> None:
     if client.status(s.root) is not None:
         stop_daemon(s.root)
     s.log("starting the daemon (a first search) …")
+    bf.wait_for(lambda: not client._spawned_lately(s.root), 120, "the spawn mark", 0.1)
     t0 = time.perf_counter()
     timed(s.search_argvs()[0], s.env, s.tmp)
     bf.wait_for(lambda: client.status(s.root) is not None, 300, "the daemon", 0.005)
