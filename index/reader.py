@@ -310,8 +310,9 @@ class IndexReader:
         segment and field, then the posting lists and scores of the most frequent content
         terms, up to `postings` postings in all (the longest lists: the costliest to read
         the first time, and the words most queries share). Each step is short (a term, or
-        a few thousand terms of the table looked through); the caller holds whatever keeps
-        other threads out of the index during one. It stops when the index changes."""
+        a few thousand terms of the table looked through); each step runs with
+        other threads kept out of the index (the daemon takes the store). It stops when the
+        index changes."""
         searcher = self.searcher()
         reader, stats = searcher.reader(), self._stats
         assert stats is not None  # set with the searcher

@@ -21,10 +21,10 @@ try:
     main()
 except SystemExit:
     pass
-from memstore.core import secret_providers
+from memstore.core import secrets
 print(json.dumps({
     "modules": sorted(sys.modules),
-    "secret_rules_compiled": secret_providers.compiled.cache_info().currsize,
+    "secret_rules_compiled": sum("pattern" in vars(rule) for rule in secrets._RULES),
 }), file=sys.stderr)
 """
 
@@ -79,3 +79,14 @@ def test_a_segments_deleted_set_is_computed_once_per_reader(tmp_path: Path):
         first = segment.deleted_docs_set
         assert first == frozenset({1}) and segment.deleted_docs_set is first
     index.close()
+
+
+def test_the_secret_rules_compile_on_their_first_use():
+    code = (
+        "from memstore.core import secrets as s\n"
+        "compiled = lambda: sum('pattern' in vars(rule) for rule in s._RULES)\n"
+        "assert compiled() == 0\n"
+        "assert s.find_secrets('key AKIAIOSFODNN7EXAMPLF in the config')\n"
+        "assert compiled() > 0\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

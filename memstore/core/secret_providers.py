@@ -8,9 +8,6 @@ fixed shape (a Datadog key, a Twilio auth token) are left to the labelled rule i
 
 from __future__ import annotations
 
-import functools
-import re
-
 # (kind, pattern): the value checked for stand-ins is the group `v` if the pattern has one.
 _TAIL = r"(?![A-Za-z0-9_])"
 PROVIDERS: tuple[tuple[str, str], ...] = (
@@ -123,14 +120,6 @@ PROVIDERS: tuple[tuple[str, str], ...] = (
         r"(?<![\w.-])(?P<v>[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38})(?![\w.-])",
     ),
 )
-
-
-@functools.cache
-def compiled() -> tuple[tuple[str, re.Pattern[str]], ...]:
-    """Return the families' patterns, compiled on first use (a process that never looks
-    for credentials, a search, does not pay for it)."""
-    return tuple((kind, re.compile(pattern)) for kind, pattern in PROVIDERS)
-
 
 # What every match of a family holds, lowercased: a pattern runs only on a text that holds
 # one of its family's needles (a substring test costs far less than a regex pass).

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import gc
 import logging
 import os
 import queue
@@ -30,6 +29,8 @@ from pathlib import Path
 from memstore.catalog.indexer import CatchUp
 from memstore.core.config import Settings
 from memstore.core.errors import MemstoreError
+from memstore.daemon import heap
+from memstore.daemon.heap import resident_mib
 from memstore.daemon.watcher import Watcher
 from memstore.index import SearchIndexError
 from memstore.ops import hooks, lean, tools  # noqa: F401 (loaded now: a first hook is answered warm)
@@ -202,37 +203,14 @@ class Daemon:
         self._settled = 0.0  # what it read is frozen at the next idle moment (_settle)
 
     def _settle(self) -> None:
-        """Collect garbage and freeze what survives, between requests (none waiting).
-
-        At 100,000 memories the index's caches hold millions of objects; each full
-        collection the interpreter starts on its own walks them all, tens of milliseconds
-        inside whichever request triggered it (measured: recall p95 ~20 → ~16 ms, max
-        ~50 → ~25 ms, docs/benchmarks.md). Frozen objects are left out of those walks and
-        still freed when their last reference goes; unfreezing first lets a collection
-        here find cycles among them (a closed searcher's).
-        """
+        """Settle the heap between requests, none waiting (memstore/daemon/heap.py)."""
         if self._settled > self._last_request or not self._serving.acquire(blocking=False):
             return
         try:
-            gc.unfreeze()
-            gc.collect()
-            gc.freeze()
-            self._release_pages()
+            heap.settle(self.store)
         finally:
             self._settled = time.monotonic()
             self._serving.release()
-
-    def _release_pages(self) -> None:
-        """Unmap the index file pages the requests read (they stay in the page cache):
-        at 100,000 memories they were ~80 MB of the daemon's RSS after a working session."""
-        shared = self.store.shared
-        with shared.mutex:
-            indexes = [shared.indexer.search if shared.indexer is not None else None]
-            indexes.append(shared.code.search if shared.code is not None else None)
-            for index in indexes:
-                if index is not None:
-                    with contextlib.suppress(SearchIndexError):
-                        index.release_pages()
 
     @contextlib.contextmanager
     def _listening(self) -> Iterator[socket.socket]:
@@ -409,18 +387,6 @@ def client_left(conn: socket.socket) -> bool:
 
 def _iso(stamp: float) -> str:
     return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def resident_mib() -> float | None:
-    """Return this process's resident memory in MiB (Linux /proc; None elsewhere)."""
-    try:
-        with open("/proc/self/status", encoding="utf-8") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        pass
-    return None
 
 
 @contextlib.contextmanager
