@@ -1,4 +1,4 @@
-"""The resident daemon's memory between requests: collect, freeze, unmap, give back."""
+"""The resident daemon's memory between requests: collect, freeze, unmap."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from memstore.service.store import Store
 
 
 def settle(store: Store) -> None:
-    """Collect garbage and freeze what survives; unmap the index pages read; give the C
-    allocator's free pages back. Called between requests, none waiting.
+    """Collect garbage and freeze what survives, and unmap the index pages read. Called
+    between requests, none waiting.
 
     At 100,000 memories the index's caches hold millions of objects; each full collection
     the interpreter starts on its own walks them all, tens of milliseconds inside whichever
@@ -24,7 +24,6 @@ def settle(store: Store) -> None:
     gc.collect()
     gc.freeze()
     release_pages(store)
-    trim_heap()
 
 
 def release_pages(store: Store) -> None:
@@ -38,19 +37,6 @@ def release_pages(store: Store) -> None:
             if index is not None:
                 with contextlib.suppress(SearchIndexError):
                     index.release_pages()
-
-
-def trim_heap() -> None:
-    """Give the C allocator's free pages back to the system (glibc's `malloc_trim`; nothing
-    elsewhere): what an add or a burst of requests allocated and freed stays in the
-    process's RSS otherwise."""
-    import ctypes
-
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
-        return
-    trim(0)
 
 
 def resident_mib() -> float | None:

@@ -200,6 +200,9 @@ class Daemon:
                         break
         except (MemstoreError, SearchIndexError) as err:
             log.warning("could not warm the index: %s", err)
+        except Exception:  # a background thread's outer loop: the store closed under it
+            if not self._stop.is_set():
+                raise
         self._settled = 0.0  # what it read is frozen at the next idle moment (_settle)
 
     def _settle(self) -> None:
