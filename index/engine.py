@@ -9,7 +9,7 @@ import shutil
 import sqlite3
 import time
 import warnings
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -210,6 +210,16 @@ class SearchIndex:
     def load_terms(self) -> None:
         """Read now the terms `holds_terms` keeps, not in the first typo walk."""
         self.reader.load_terms()
+
+    def warm_steps(self) -> Iterator[None]:
+        """Read ahead what first searches would, a short step at a time
+        (IndexReader.warm_steps); the caller keeps other threads out during each step."""
+        with guard(self.root, "read"):
+            yield from self.reader.warm_steps()
+
+    def release_pages(self) -> int:
+        """Unmap the index file pages this process has read (IndexReader.release_pages)."""
+        return self.reader.release_pages()
 
     def document_count(self) -> int:
         """Return how many live documents the current searcher sees (no look at the disk)."""

@@ -16,7 +16,9 @@ from .damage import SearchIndexError, describe, guard
 from .entities import extract_entities
 from .schema import Document
 
-CACHE_ENTITY_ROWS = 200_000  # entity rows' keys kept across look-ups (~10 MB at most)
+# Entity rows' keys kept across look-ups (~2.5 MB at most; 200,000 held 10 MB after 200
+# recalls at 100k, issue 39)
+CACHE_ENTITY_ROWS = 50_000
 
 
 class EntityTable:

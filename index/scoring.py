@@ -43,16 +43,19 @@ Postings = tuple["array[int]", "array[float]"]
 _NONE: Postings = (array("i"), array("d"))
 # A term's documents in a segment (ascending) and their scores, summed over its fields.
 Vector = tuple[Any, Any]  # (numpy int32 array, numpy float64 array)
-# Posting entries kept across queries: 3M × 12 bytes is ~36 MB, and holds every posting of a
-# 100,000-memory index (2.7M), so a resident daemon reads each list from disk once.
-CACHE_POSTINGS = 3_000_000
+# Posting entries kept across queries: 1.5M × 12 bytes is ~18 MB, half the postings of a
+# 100,000-memory index (2.7M). Issue 39: the daemon's RSS after a working session at 100k was
+# 218 MiB with 3M (and 2M below); with these limits a recall's CPU p50 / p95 rose ~10% in an
+# in-process run of 300 recalls (6.6 / 15.3 → 8.3 / 16.9 ms at a third of each) and its
+# heap ~20 MB less (docs/benchmarks.md section 7).
+CACHE_POSTINGS = 1_500_000
 TIE_MARGIN = 1e-5  # wider than any two scores equal to six decimals are apart
 # Each field's scores of a term, as arrays beside its posting list, kept per index version
-# (8 bytes each: ~16 MB).
-CACHE_VALUES = 2_000_000
+# (8 bytes each: ~8 MB).
+CACHE_VALUES = 1_000_000
 # Each term's scores summed over its fields, as numpy arrays of (document, score), kept per
-# index version: a daemon asks the same words again and again (16 bytes a posting, ~32 MB).
-CACHE_VECTORS = 2_000_000
+# index version: a daemon asks the same words again and again (12-16 bytes a posting, ~16 MB).
+CACHE_VECTORS = 1_000_000
 CACHE_FILTERS = 32  # workspace filters' document sets kept per segment
 # A stored length byte to the length it counts as: in live totals an absent field (byte 0)
 # adds nothing; in BM25's length part it is 1.

@@ -8,8 +8,6 @@ fixed shape (a Datadog key, a Twilio auth token) are left to the labelled rule i
 
 from __future__ import annotations
 
-import re
-
 # (kind, pattern): the value checked for stand-ins is the group `v` if the pattern has one.
 _TAIL = r"(?![A-Za-z0-9_])"
 PROVIDERS: tuple[tuple[str, str], ...] = (
@@ -123,9 +121,6 @@ PROVIDERS: tuple[tuple[str, str], ...] = (
     ),
 )
 
-COMPILED: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (kind, re.compile(pattern)) for kind, pattern in PROVIDERS
-)
 # What every match of a family holds, lowercased: a pattern runs only on a text that holds
 # one of its family's needles (a substring test costs far less than a regex pass).
 NEEDLES: dict[str, tuple[str, ...]] = {

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from memstore.core.secret_providers import COMPILED as _PROVIDERS
-from memstore.core.secret_providers import NEEDLES
+from memstore.core.secret_providers import NEEDLES, PROVIDERS
 from memstore.core.secret_values import (
     is_dummy,
     is_passphrase,
@@ -100,7 +100,9 @@ def _url_password(match: re.Match[str]) -> bool:
 @dataclass(frozen=True)
 class _Rule:
     kind: str
-    pattern: re.Pattern[str]
+    # Compiled on the rule's first use (`pattern`): a process that never looks for
+    # credentials, a search, does not compile the ~70 patterns (issue 39).
+    source: str | re.Pattern[str]
     accept: Callable[[re.Match[str]], bool] = lambda match: True
     # Words joined up can spell a token by chance; a match in a join must look random,
     # unless the pattern is exact enough on its own (AKIA and 16 capitals, then a boundary).
@@ -108,6 +110,10 @@ class _Rule:
     # Lowercase substrings one of which every match holds: the pattern runs only on a text
     # holding one (a substring test costs far less than a regex pass). Empty: always runs.
     needles: tuple[str, ...] = ()
+
+    @functools.cached_property
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(self.source)
 
     def matches(self, text: str, *, joined: bool) -> bool:
         for match in self.pattern.finditer(text):
@@ -131,11 +137,14 @@ _LOOSE = frozenset(
 )
 
 
+_PROVIDER_KINDS = {pattern: kind for kind, pattern in PROVIDERS}
+
+
 def _token(match: re.Match[str]) -> bool:
     value = _value_of(match)
     if is_stand_in_token(value):
         return False
-    kind = next((k for k, p in _PROVIDERS if p is match.re), "")
+    kind = _PROVIDER_KINDS.get(match.re.pattern, "")
     return kind not in _LOOSE or (looks_random(value) and any(c.islower() for c in value))
 
 
@@ -257,7 +266,7 @@ _SUFFIXES = r"(?:[_.-](?:access|key|token|secret|value|base|pass))*"
 _RULES: tuple[_Rule, ...] = (
     _Rule(
         "a private key block",
-        re.compile(
+        (
             r"-{3,}[ \t]*BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?[ \t]*-{3,}|Private-Lines:"
             r"|PuTTY-User-Key-File-\d:"
         ),
@@ -265,57 +274,55 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         "an AWS access key id",
-        re.compile(r"\b(?P<v>(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16})\b"),
+        (r"\b(?P<v>(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16})\b"),
         _value,
         needles=("akia", "asia", "abia", "acca"),
         exact=True,
     ),
     _Rule(
         "an AWS secret access key",
-        re.compile(
-            r"(?i)\baws[\w.-]{0,20}?secret[\w.-]{0,20}?" + _ASSIGN + r"(?P<v>[A-Za-z0-9/+]{40})\b"
-        ),
+        (r"(?i)\baws[\w.-]{0,20}?secret[\w.-]{0,20}?" + _ASSIGN + r"(?P<v>[A-Za-z0-9/+]{40})\b"),
         _value,
         needles=("aws",),
     ),
     _Rule(
         "an AWS-style 40-character secret",
-        re.compile(r"(?<![A-Za-z0-9/+_.$-])(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=_.$-])"),
+        (r"(?<![A-Za-z0-9/+_.$-])(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=_.$-])"),
         lambda match: _is_random_base64(match["v"]) and not is_placeholder(match["v"]),
     ),
-    *(_Rule(kind, pattern, _token, needles=NEEDLES[kind]) for kind, pattern in _PROVIDERS),
+    *(_Rule(kind, pattern, _token, needles=NEEDLES[kind]) for kind, pattern in PROVIDERS),
     _Rule(
         "a JSON web token",
-        re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.(?P<p>eyJ[A-Za-z0-9_-]{10,})\.[A-Za-z0-9_-]{10,}"),
+        (r"\beyJ[A-Za-z0-9_-]{10,}\.(?P<p>eyJ[A-Za-z0-9_-]{10,})\.[A-Za-z0-9_-]{10,}"),
         lambda match: not _is_documented_jwt(match["p"]),
         needles=("eyj",),
     ),
     _Rule(
         "a signed URL",
-        re.compile(r"[?&](?:sig|X-Amz-Signature|Signature)=[A-Za-z0-9%+/_-]{20,}"),
+        (r"[?&](?:sig|X-Amz-Signature|Signature)=[A-Za-z0-9%+/_-]{20,}"),
         needles=("sig",),
     ),
     _Rule(
         "a password in a URL",
-        re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://(?P<u>[^\s:/?#@]*):(?P<v>[^\s/?#@]+)@[^\s/?#@]"),
+        (r"\b[A-Za-z][A-Za-z0-9+.-]*://(?P<u>[^\s:/?#@]*):(?P<v>[^\s/?#@]+)@[^\s/?#@]"),
         _url_password,
         needles=("://",),
     ),
     _Rule(
         "an Authorization header",
-        re.compile(r"(?i)\bbearer[ \t]+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)"),
+        (r"(?i)\bbearer[ \t]+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)"),
         _random_value,
         needles=("bearer",),
     ),
     _Rule(
         "an Authorization header",
-        re.compile(r"(?i)\bbasic[ \t]+(?P<v>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"),
+        (r"(?i)\bbasic[ \t]+(?P<v>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"),
         lambda match: _basic_auth(match["v"]),
         needles=("basic",),
     ),
     _Rule(
         "a password assignment",
-        re.compile(
+        (
             r"(?i)(?:\bmachine[ \t]+\S+[ \t]+login[ \t]+\S+[ \t]+password[ \t]+|--password[ \t]+"
             r"|\bmysql\w*\b[^\n]*?[ \t]-p)(?P<v>[^\s\-]\S{3,})"
         ),
@@ -324,7 +331,7 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         "a password on a command line",
-        re.compile(
+        (
             r"(?i)\bcurl\b[^\n]*?[ \t](?:-u|--user)[ \t=]*['\"]?(?P<u>[^\s:'\"]+):(?P<v>[^\s'\"]+)"
             r"|\bsmbclient\b[^\n]*?[ \t]-U[ \t]*['\"]?(?P<u2>[^\s%'\"]+)%(?P<v2>[^\s'\"]+)"
         ),
@@ -333,7 +340,7 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         "a password on a command line",
-        re.compile(
+        (
             r"\bsshpass[ \t]+-p[ \t]*['\"]?(?P<v>[^\s'\"]+)"
             r"|\b(?:docker|podman|helm|oras)\b[^\n]*?\blogin\b[^\n]*?[ \t]-p[ \t]+['\"]?(?P<v2>[^\s'\"]+)"
             r"|\bredis-cli\b[^\n]*?[ \t]-a[ \t]+['\"]?(?P<v3>[^\s'\"]+)"
@@ -345,7 +352,7 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         "a password assignment",
-        re.compile(
+        (
             r"(?i)(?:password|passwd|passphrase|(?<![a-z0-9])(?:pwd|pass|pw))"
             + _SUFFIXES
             + _ASSIGN
@@ -356,7 +363,7 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         "a secret or token assignment",
-        re.compile(
+        (
             r"(?i)(?:secret|(?<![a-z0-9])(?:token|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
             r"|auth[_-]?key|credentials?))" + _SUFFIXES + _ASSIGN + r"(?P<v>[^\s'\"<>`,;]{8,})"
         ),
@@ -365,7 +372,7 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         "a login and its password",
-        re.compile(
+        (
             r"(?i)\b(?:log[ \t-]?(?:in|on)|sign[ \t-]?in|anmelden|connexion|iniciar[ \t]sesi[oó]n)\b"
             r"[^\n]{0,60}?[ \t](?:with|as|using|mit|als|avec|con|como)[ \t]+['\"]?"
             r"(?P<u>[\w.@+-]{1,64})(?:[ \t]*/[ \t]*|:)(?P<v>[^\s'\"`]{6,})"
@@ -375,7 +382,7 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         "a password in a .pgpass line",
-        re.compile(
+        (
             r"(?<![^\s`'\"])(?:\*|[\w.-]*[A-Za-z][\w.-]*):(?:\d{2,5}|\*):[^\s:]+:[^\s:]+"
             r":(?P<v>[^\s:`'\"]{6,})(?![^\s`'\"])"
         ),
@@ -384,7 +391,7 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         "a registry login",
-        re.compile(r"\"auth\"[ \t]*:[ \t]*\"(?P<v>[A-Za-z0-9+/]{8,}={0,2})\""),
+        (r"\"auth\"[ \t]*:[ \t]*\"(?P<v>[A-Za-z0-9+/]{8,}={0,2})\""),
         lambda match: _basic_auth(match["v"]),
         needles=('"auth"',),
     ),

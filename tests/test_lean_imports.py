@@ -1,0 +1,92 @@
+"""What a session's first command imports: only what answering it needs (issue 39)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from memstore.service.store import Store
+from tests.conftest import settings_at
+
+# Run `memstore search` in a fresh interpreter, in-process (no daemon), and report what
+# was imported and whether the secret rules were compiled.
+SEARCH = """
+import json, os, sys
+sys.argv = ["memstore", "search", "upload", "--vault", sys.argv[1]]
+from memstore.launcher import main
+try:
+    main()
+except SystemExit:
+    pass
+from memstore.core import secrets
+print(json.dumps({
+    "modules": sorted(sys.modules),
+    "secret_rules_compiled": sum("pattern" in vars(rule) for rule in secrets._RULES),
+}), file=sys.stderr)
+"""
+
+
+def _imported_by_a_search(vault: Path) -> dict[str, object]:
+    env = {**os.environ, "MEMSTORE_NO_DAEMON": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", SEARCH, str(vault)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "upload" in done.stdout  # it did search
+    return dict(json.loads(done.stderr.strip().splitlines()[-1]))
+
+
+def test_a_search_without_a_daemon_imports_no_network_asyncio_or_secret_rules(vault: Path):
+    with Store.open(settings_at(vault)) as store:
+        store.add(
+            "the upload limit is 10 MB behind nginx", workspace="global", keywords=("upload",)
+        )
+    found = _imported_by_a_search(vault)
+    modules = set(found["modules"])  # type: ignore[arg-type]
+    assert "whoosh.reading" in modules
+    assert not modules & {"asyncio", "urllib.request", "http.client", "ssl", "email.parser"}
+    assert found["secret_rules_compiled"] == 0
+
+
+def test_whoosh_stand_ins_do_not_outlive_its_import():
+    code = (
+        "import sys, memstore.index, whoosh.reading\n"
+        "assert 'cached_property' not in sys.modules and 'urllib.request' not in sys.modules\n"
+        "import urllib.request, cached_property\n"
+        "assert hasattr(urllib.request, 'urlopen') and cached_property.__file__\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_segments_deleted_set_is_computed_once_per_reader(tmp_path: Path):
+    from memstore.index import Document, SearchIndex
+
+    index = SearchIndex.open(tmp_path / "ix", create=True)
+    docs = [
+        Document(key=f"k{n}", id=f"i{n}", workspace="w", kind="note", content=f"word {n}")
+        for n in range(3)
+    ]
+    index.apply(docs, new={d.key for d in docs})
+    index.apply([], ["k1"])
+    with index._ix.searcher() as searcher:  # the reader Whoosh hands out, as scoring uses it
+        (segment, _), *_ = searcher.reader().leaf_readers()
+        first = segment.deleted_docs_set
+        assert first == frozenset({1}) and segment.deleted_docs_set is first
+    index.close()
+
+
+def test_the_secret_rules_compile_on_their_first_use():
+    code = (
+        "from memstore.core import secrets as s\n"
+        "compiled = lambda: sum('pattern' in vars(rule) for rule in s._RULES)\n"
+        "assert compiled() == 0\n"
+        "assert s.find_secrets('key AKIAIOSFODNN7EXAMPLF in the config')\n"
+        "assert compiled() > 0\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
