@@ -37,8 +37,12 @@ $(WHEELHOUSE): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip download --quiet --dest $(WHEELHOUSE) . pip pipx hatchling
 	touch $@
 
+# The suite runs in parallel (pytest-xdist): one worker more than the machine has cores, as
+# many tests wait on a git or memstore process they started.
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
+
 test: check $(WHEELHOUSE)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 # tests/test_dist.py runs this target into a temporary DIST and installs the wheel offline.
 dist: $(VENV)/.installed

@@ -25,6 +25,8 @@ def main() -> None:
     argv = sys.argv[1:]
     _set_up_process()
     argv = _take_no_daemon(argv)
+    if argv[:1] == ["merge-file"]:
+        _run_merge_driver(argv[1:])  # exits unless the typer command should answer
     if argv[:1] in (["search"], ["add"], ["ingest"]):
         _run_lean(argv[0], argv[1:])  # exits unless the typer command should answer
     _set_up_logging()
@@ -156,6 +158,18 @@ def _run_lean(op: str, argv: list[str]) -> None:
         os._exit(141)
     sys.stderr.write(reply.stderr)
     sys.exit(reply.status)
+
+
+def _run_merge_driver(argv: list[str]) -> None:
+    """git's merge driver: merge and exit, importing only the merge rules (git starts it once
+    per memory file a pull merges); return only to let typer answer other arguments."""
+    from memstore.cli import merge_driver
+
+    arguments = merge_driver.plain_arguments(argv)
+    if arguments is None:
+        return
+    merge_driver.merge_files(*arguments)
+    sys.exit(0)
 
 
 def _end_quietly_on_a_closed_pipe() -> None:

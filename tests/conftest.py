@@ -26,6 +26,49 @@ SAMPLE_VAULT = REPO_ROOT / "sample-vault"
 EXE = Path(sys.executable).with_name("memstore")  # the executable of the venv running pytest
 
 
+SHARED_MEMORY = Path("/dev/shm")
+TEMP_PREFIX = "memstore-tests-"
+_MEMORY_TEMP = pytest.StashKey[Path]()
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own set-up reads --basetemp
+def pytest_configure(config: pytest.Config) -> None:
+    """Put the tests' folders in memory (tmpfs) unless --basetemp names a place.
+
+    Hundreds of tests make a vault and commit to it; on a disk every commit's fsync waits for
+    the disk other programs share (the durability they prove is against a killed process, which
+    tmpfs keeps too). One folder per run, named with its process id, removed at the end; a
+    folder whose run was killed is removed by the next run. xdist's workers take theirs inside.
+    """
+    if config.option.basetemp or hasattr(config, "workerinput"):
+        return
+    if not (SHARED_MEMORY.is_dir() and os.access(SHARED_MEMORY, os.W_OK)):
+        return
+    for stale in SHARED_MEMORY.glob(f"{TEMP_PREFIX}*"):
+        owner = stale.name.removeprefix(TEMP_PREFIX).split("-")[0]
+        if owner.isdigit() and not _is_running(int(owner)):
+            shutil.rmtree(stale, ignore_errors=True)
+    folder = tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", dir=SHARED_MEMORY)
+    config.option.basetemp = folder
+    config.stash[_MEMORY_TEMP] = Path(folder)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(_MEMORY_TEMP, None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _is_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 @pytest.fixture(autouse=True)
 def hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Point HOME, git config and MEMSTORE_* at tmp_path; fix the git identity."""
@@ -53,6 +96,10 @@ def hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("MEMSTORE_HOST", "test-host")
     # Ordinary tests run every command in-process; tests/daemon/test_daemon.py unsets this.
     monkeypatch.setenv("MEMSTORE_NO_DAEMON", "1")
+    # A hook that misses its budget answers nothing (by design, for the agent's sake): on a
+    # machine the parallel suite keeps busy a 4 s prompt hook can miss it. Tests of the budget
+    # itself set their own.
+    monkeypatch.setenv("MEMSTORE_HOOK_BUDGET", "120")
     # libgit2 reads the global config path once per process: point it at this home.
     pygit2.settings.search_path[pygit2.enums.ConfigLevel.GLOBAL] = str(home)
     monkeypatch.chdir(tmp_path)

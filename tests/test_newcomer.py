@@ -8,9 +8,11 @@ The install reads nothing from the network: pip takes every wheel from the wheel
 
 from __future__ import annotations
 
+import fcntl
 import json
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -55,6 +57,7 @@ class Machine:
             "PIP_NO_INDEX": "1",
             "PIP_FIND_LINKS": str(WHEELHOUSE),
             "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+            "MEMSTORE_HOOK_BUDGET": "120",  # an answer, however busy the machine running tests
         }
 
     def sh(
@@ -76,10 +79,16 @@ class Machine:
 
 
 def _wheelhouse() -> Path:
-    if not WHEELHOUSE.is_dir():  # what `make test` does first (Makefile: $(WHEELHOUSE))
-        wanted = [str(REPO_ROOT), "pip", "pipx", "hatchling"]
-        download = [sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(WHEELHOUSE)]
-        subprocess.run([*download, *wanted], check=True, timeout=600)
+    """The wheelhouse, filled first if missing (by one pytest worker while the others wait)."""
+    with open(Path(sys.prefix) / ".wheelhouse.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not WHEELHOUSE.is_dir():  # what `make test` does first (Makefile: $(WHEELHOUSE))
+            wanted = [str(REPO_ROOT), "pip", "pipx", "hatchling"]
+            partial = WHEELHOUSE.with_name("wheelhouse.partial")
+            shutil.rmtree(partial, ignore_errors=True)
+            download = [sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(partial)]
+            subprocess.run([*download, *wanted], check=True, timeout=600)
+            partial.rename(WHEELHOUSE)
     return WHEELHOUSE
 
 

@@ -130,14 +130,9 @@ def merge_file_command(
     Registered by memstore init as merge.memstore.driver. Example:
     memstore merge-file base.md ours.md theirs.md global/x.md
     """
-    from memstore.core.merge import merge_file
+    from memstore.cli.merge_driver import merge_files
 
-    def read(file: Path) -> bytes | None:
-        data = file.read_bytes()
-        return data or None  # git passes an empty base when both sides added the file
-
-    merged = merge_file(path or ours.name, read(base), read(ours), read(theirs))
-    ours.write_bytes(merged.data or b"")
+    merge_files(base, ours, theirs, path)
 
 
 @remote.callback(invoke_without_command=True)

@@ -18,7 +18,7 @@ from memstore.service.store import Store, init_vault
 from memstore.vault.files import Vault
 from tests.conftest import EXE, git, settings_at, wait_until
 
-TIMEOUT = 10.0
+TIMEOUT = 30.0  # a bound, not a wait: generous for a machine the parallel suite keeps busy
 
 
 def memory_text(memory_id: str, body: str, kind: str = "note") -> str:

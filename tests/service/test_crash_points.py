@@ -42,7 +42,8 @@ def killed(done: subprocess.CompletedProcess[str]) -> bool:
 
 
 def memory_texts(vault: Path) -> str:
-    return "\n".join(p.read_text(encoding="utf-8") for p in vault.glob("[!.]*/**/*.md"))
+    # sorted: a folder lists its files in an order of the file system's own (tmpfs: newest first)
+    return "\n".join(p.read_text(encoding="utf-8") for p in sorted(vault.glob("[!.]*/**/*.md")))
 
 
 def searches(vault: Path) -> list[object]:
