@@ -28,6 +28,7 @@ EXE = Path(sys.executable).with_name("memstore")  # the executable of the venv r
 
 SHARED_MEMORY = Path("/dev/shm")
 TEMP_PREFIX = "memstore-tests-"
+SHARED_MEMORY_NEEDED = 4 << 30  # room for every folder of a run (they stay until it ends)
 _MEMORY_TEMP = pytest.StashKey[Path]()
 
 
@@ -44,6 +45,9 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     if not (SHARED_MEMORY.is_dir() and os.access(SHARED_MEMORY, os.W_OK)):
         return
+    free = os.statvfs(SHARED_MEMORY)
+    if free.f_bavail * free.f_frsize < SHARED_MEMORY_NEEDED:
+        return  # a container's small /dev/shm (64 MiB by default): stay on the disk
     for stale in SHARED_MEMORY.glob(f"{TEMP_PREFIX}*"):
         owner = stale.name.removeprefix(TEMP_PREFIX).split("-")[0]
         if owner.isdigit() and not _is_running(int(owner)):
