@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from memstore.index.analysis import TOKEN_PATTERN, expand_contractions, make_analyzer
+from memstore.index.analysis import TOKEN_PATTERN, composed, expand_contractions, make_analyzer
 
 Key = TypeVar("Key", bound=Hashable)
 Progress = Callable[[int, int], None]
@@ -40,7 +40,7 @@ def term_sets(texts: Sequence[str]) -> list[frozenset[str]]:
     # The analyzer's filters work token by token, so a text's terms are the union of its
     # tokens' terms: analyse each distinct token once, in one run over all of them (a
     # run per text, or per token, costs several times more; a test compares the results).
-    tokens = [_TOKEN.findall(expand_contractions(text)) for text in texts]
+    tokens = [_TOKEN.findall(expand_contractions(composed(text))) for text in texts]
     distinct = list(dict.fromkeys(token for found in tokens for token in found))
     starts, offset = {}, 0
     for token in distinct:

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from memstore.core.codec import derive_id, render_memory, slugify
@@ -104,6 +104,7 @@ identifier_text = st.lists(
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(identifier_text, max_size=5))
+@example(["\U0002f800", "cafe\u0301 e\u0302\u0301t"])  # composed by NFC: 丽, café, ết
 def test_term_sets_are_the_index_terms_of_each_text(texts: list[str]) -> None:
     from memstore.core.similar import term_sets
 
