@@ -196,6 +196,12 @@ class SearchIndex:
         total = self.document_count()
         return {term: min(n, total) for term, n in found.items()}
 
+    def live_holder_counts(self, query: Query | str) -> dict[str, int]:
+        """Return exactly how many live documents hold each of the query's terms, the larger
+        of the content and keywords counts: unlike holder_counts, the same after a rebuild
+        (costlier: a replaced document's postings are looked through while it lingers)."""
+        return self.reader.live_holder_counts(as_query(query))
+
     def unknown_terms(self, query: Query | str, *, typos: bool = False) -> int:
         """Return how many of the query's terms no document contains (with `typos`, those
         without a stand-in)."""

@@ -44,6 +44,7 @@ EXACT_BOOST = 0.5
 EXPANSION_MAX_DF = 0.05  # feedback terms must occur in at most 5% of documents
 COMMON_TERM_MIN = 1000  # above this many documents an any-word query keeps …
 ANY_TERM_LIMIT = 3  # … only its rarest terms (small vaults keep every term)
+HOLDER_FIELDS = ("content", "keywords")  # a memory "holds" a term in its text or its keywords
 # Stored documents kept (~1 KB each: ~8 MB): a common word ties many at the last place,
 # and each tied one is read (~40 µs) to break the tie by key.
 CACHE_DOCUMENTS = 8_000
@@ -293,6 +294,16 @@ class IndexReader:
         """Return about how many documents hold each of the query's terms (SearchIndex)."""
         self.searcher()
         return {term: self.lexicon.holders(term) for term in self._terms(query, typos)}
+
+    def live_holder_counts(self, query: Query) -> dict[str, int]:
+        """Return exactly how many live documents hold each of the query's terms (SearchIndex)."""
+        self.searcher()
+        stats = self._stats
+        assert stats is not None  # set with the searcher
+        return {
+            term: max(stats.frequency(field, term, self._postings) for field in HOLDER_FIELDS)
+            for term in query.terms
+        }
 
     def unknown_terms(self, query: Query, *, typos: bool = False) -> int:
         """Return how many of the query's terms no document contains (with `typos`, those

@@ -100,20 +100,25 @@ class LiveStats:
     def idf(self, fieldname: str, text: str, cache: PostingCache) -> float:
         key = (fieldname, text)
         if key not in self._idf:
-            if not self.has_deleted:
-                df = self.reader.doc_frequency(fieldname, text)
-            else:
-                df = 0
-                for segment, _ in self.reader.leaf_readers():
-                    if not segment.doc_count_all():
-                        continue
-                    ids = cache.postings(segment, fieldname, text)[0]
-                    df += len(ids)
-                    if ids and segment.has_deletions():
-                        df -= len(segment.deleted_docs_set.intersection(ids))
+            df = self.frequency(fieldname, text, cache)
             # Whoosh's formula over live counts (an index of only deleted documents matches nothing)
             self._idf[key] = log(max(self.count, 1) / (df + 1)) + 1
         return self._idf[key]
+
+    def frequency(self, fieldname: str, text: str, cache: PostingCache) -> int:
+        """Return how many live documents hold `text` in `fieldname` (Whoosh's own count
+        goes on counting a replaced document until its segment merges)."""
+        if not self.has_deleted:
+            return int(self.reader.doc_frequency(fieldname, text))
+        df = 0
+        for segment, _ in self.reader.leaf_readers():
+            if not segment.doc_count_all():
+                continue
+            ids = cache.postings(segment, fieldname, text)[0]
+            df += len(ids)
+            if len(ids) and segment.has_deletions():
+                df -= len(segment.deleted_docs_set.intersection(ids))
+        return df
 
     def avg_field_length(self, fieldname: str) -> float:
         return self.lengths.get(fieldname, 0) / (self.count or 1)

@@ -159,7 +159,9 @@ def concept_terms(index: SearchIndex, query: Query) -> dict[str, tuple[frozenset
     wanted = tuple(sorted(t for t in found if t not in request))
     if not wanted:
         return {}
-    held = index.holder_counts(Query(query.text, wanted))
+    # Exact live counts: Whoosh's own still count a replaced memory, and a rebuilt index
+    # must search the same concepts (the index is a cache).
+    held = index.live_holder_counts(Query(query.text, wanted))
     common = max(CONCEPT_MAX_SHARE * index.document_count(), CONCEPT_MIN_COMMON)
     return {t: (found[t], held[t]) for t in wanted if 0 < held.get(t, 0) <= common}
 
