@@ -75,8 +75,9 @@ def find(
     query = _query(text)
     # typos=True: a word no memory holds is searched as its nearest known term (marked).
     strict = index.search(query, workspaces=scope, limit=CANDIDATES, typos=True)
-    # Concepts are searched only where words are missing (and weighed only with credit).
-    wanted = len(strict) < k or ranking.CONCEPT_CREDIT > 0
+    # Concepts are searched only when no memory holds every word (and weighed only with
+    # credit): beside an all-words match, a related word's weak hits are noise.
+    wanted = not strict or ranking.CONCEPT_CREDIT > 0
     concepts = concept_terms(index, query) if wanted else {}
     # Memories holding only some of the words fill the places all-words matches leave,
     # the words' concepts searched beside them (index/concepts.py); feedback (a second,

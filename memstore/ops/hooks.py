@@ -15,7 +15,7 @@ import os
 import re
 import select
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeGuard, get_args
 
@@ -24,7 +24,7 @@ from memstore.ops.client import Reply, Request, ask, daemon_allowed, resolve_vau
 # Everything else is imported where it is used: a hook the daemon answers costs an
 # interpreter, this module and the client (dataclasses, the model, tempfile: ~30 ms more).
 if TYPE_CHECKING:
-    from memstore.core.model import AddResult
+    from memstore.core.model import AddResult, Hit
     from memstore.ops.lean import OpenStore
     from memstore.service.store import Store
     from memstore.vault.sweep import Final
@@ -81,13 +81,22 @@ def prompt_hook(store: Store, payload: Mapping[str, Any], cwd: str) -> list[str]
         return []
     scope = workspace_for(payload, store.vault.root, cwd)
     result = store.search(prompt, workspace=scope, k=5)
-    if not result.hits:  # one more search, only then: most prompts match some word here
-        return _elsewhere_note(store, prompt, scope)
+    if result.weak and not _shares_a_word(prompt, result.hits):  # most prompts match some
+        return _elsewhere_note(store, prompt, scope)  # word here: only then one more search
     lines = context_lines(result)
     if not lines:
         return []
     note = typo_note(store.indexer, prompt).strip()
     return [lines[0], f"({note})", *lines[1:]] if note else lines
+
+
+def _shares_a_word(prompt: str, hits: Sequence[Hit]) -> bool:
+    """Say whether a hit holds a word of the prompt itself (not only a related word found
+    through its concepts, index/concepts.py: those do not stop the look elsewhere)."""
+    from memstore.index import terms
+
+    words = terms(prompt)
+    return any(words & terms(" ".join((hit.content, *hit.keywords))) for hit in hits)
 
 
 def _elsewhere_note(store: Store, prompt: str, scope: str | None) -> list[str]:
