@@ -190,7 +190,7 @@ def run_line(
         with subprocess.Popen(
             [str(EXE), *argv], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         ) as process:
-            timer = threading.Timer(30, process.kill)  # a bound, not a sleep
+            timer = threading.Timer(90, process.kill)  # a bound, not a sleep (a busy CI machine)
             timer.start()
             assert process.stdout is not None
             line = process.stdout.readline()
