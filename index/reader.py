@@ -372,27 +372,8 @@ class IndexReader:
 
     def release_pages(self) -> int:
         """Unmap the pages of the index files this process has read; return the bytes of
-        the mappings advised.
-
-        Whoosh reads its segments through memory maps, and every page a search touched
-        counts in the process's RSS (at 100,000 memories ~80 MB after a few hundred
-        recalls: stored documents are read all over the file). The pages stay in the
-        kernel's page cache, shared and reclaimable; the next read maps them again (a
-        minor fault per 64 KB, microseconds), so a long-lived process calls this when idle.
-        """
-        advice = getattr(mmap, "MADV_DONTNEED", None)
-        if self._searcher is None or advice is None:
-            return 0
-        released = 0
-        for segment, _ in self._searcher.reader().leaf_readers():
-            source = getattr(
-                getattr(getattr(segment, "_storage", None), "a", None), "_source", None
-            )
-            if isinstance(source, mmap.mmap) and not source.closed:
-                with contextlib.suppress(OSError, ValueError):
-                    source.madvise(advice)
-                    released += len(source)
-        return released
+        the mappings advised (release_pages)."""
+        return 0 if self._searcher is None else release_pages(self._searcher)
 
     def document_count(self) -> int:
         """Return how many live documents the current searcher sees (no look at the disk)."""
@@ -537,3 +518,25 @@ def _searcher_reusing(ix: Any, previous: Any) -> Any:
     for reader in kept.values():
         reader.close()
     return Searcher(MultiReader(readers, generation=toc.generation), fromindex=ix)
+
+
+def release_pages(searcher: Any) -> int:
+    """Unmap the pages of the searcher's segment files; return the bytes advised.
+
+    Whoosh reads its segments through memory maps, and every page a search touched
+    counts in the process's RSS (at 100,000 memories ~80 MB after a few hundred
+    recalls: stored documents are read all over the file). The pages stay in the
+    kernel's page cache, shared and reclaimable; the next read maps them again (a
+    minor fault per 64 KB, microseconds), so a long-lived process calls this when idle.
+    """
+    advice = getattr(mmap, "MADV_DONTNEED", None)
+    if advice is None:
+        return 0
+    released = 0
+    for segment, _ in searcher.reader().leaf_readers():
+        source = getattr(getattr(getattr(segment, "_storage", None), "a", None), "_source", None)
+        if isinstance(source, mmap.mmap) and not source.closed:
+            with contextlib.suppress(OSError, ValueError):
+                source.madvise(advice)
+                released += len(source)
+    return released

@@ -81,8 +81,8 @@ def prompt_hook(store: Store, payload: Mapping[str, Any], cwd: str) -> list[str]
         return []
     scope = workspace_for(payload, store.vault.root, cwd)
     result = store.search(prompt, workspace=scope, k=5)
-    if result.weak and not _shares_a_word(prompt, result.hits):  # most prompts match some
-        return _elsewhere_note(store, prompt, scope)  # word here: only then one more search
+    if not _holds_the_prompt(prompt, result.hits):  # most prompts match some word here:
+        return _elsewhere_note(store, prompt, scope)  # only then one more search
     lines = context_lines(result)
     if not lines:
         return []
@@ -90,13 +90,12 @@ def prompt_hook(store: Store, payload: Mapping[str, Any], cwd: str) -> list[str]
     return [lines[0], f"({note})", *lines[1:]] if note else lines
 
 
-def _shares_a_word(prompt: str, hits: Sequence[Hit]) -> bool:
-    """Say whether a hit holds a word of the prompt itself (not only a related word found
-    through its concepts, index/concepts.py: those do not stop the look elsewhere)."""
+def _holds_the_prompt(prompt: str, hits: Sequence[Hit]) -> bool:
+    """Say whether a hit is confident or holds a prompt's word (not just a related one)."""
     from memstore.index import terms
 
     words = terms(prompt)
-    return any(words & terms(" ".join((hit.content, *hit.keywords))) for hit in hits)
+    return any(not h.weak or words & terms(" ".join((h.content, *h.keywords))) for h in hits)
 
 
 def _elsewhere_note(store: Store, prompt: str, scope: str | None) -> list[str]:

@@ -188,9 +188,16 @@ def run_line(
         return done.returncode, done.stdout + done.stderr
     if argv[0] == "watch":
         with subprocess.Popen(
-            [str(EXE), *argv], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            [str(EXE), *argv],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            # Ctrl-C as in a terminal: a suite started in the background (`make test &`)
+            # passes SIGINT down ignored, and python then never turns it into an interrupt.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         ) as process:
-            timer = threading.Timer(90, process.kill)  # a bound, not a sleep (a busy CI machine)
+            timer = threading.Timer(30, process.kill)  # a bound, not a sleep
             timer.start()
             assert process.stdout is not None
             line = process.stdout.readline()
