@@ -248,10 +248,14 @@ class Forwarder:
         spawned = _spawned_at(vault)
         reply = client.ask(vault, request)
         deadline = time.monotonic() + DAEMON_WAIT_S
+        refused = False  # a daemon of other code refused and stops: ask (and start) once more
         while reply is None or reply.status is None:
             coming = client.is_running(vault) or _spawned_at(vault) != spawned
-            if not coming or time.monotonic() > deadline:
+            if not (coming or (reply is not None and not refused)):
                 return None
+            if time.monotonic() > deadline:
+                return None
+            refused = refused or reply is not None
             # A daemon refuses (and stops for) a client of other code. This shell outlives
             # upgrades: name the code on disk now, or it would stop every new daemon it asks.
             client.forget_identity()
