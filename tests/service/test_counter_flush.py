@@ -19,15 +19,8 @@ from memstore.core.codec import parse_memory
 from memstore.service.store import Store, init_vault
 from memstore.vault.usage import FLUSH_EVERY_S
 from tests.conftest import git, settings_at
+from tests.service.test_crash_points import TEXTS
 from tests.service.test_sync import converge, machines, remote  # noqa: F401 (fixtures)
-
-TEXTS = (
-    "Upload 413 is nginx client_max_body_size, not the app",
-    "Staging deploys need approval from maria",
-    "Use pnpm, not npm, in the webshop repository",
-    "The postgres orders table needs an index on created_at",
-    "Retry flaky payment tests once, never more",
-)
 
 
 class Clock:
