@@ -63,13 +63,27 @@ def env(tmp_path: Path) -> Iterator[dict[str, str]]:
             process.kill()
         process.wait(timeout=30)
     STARTED.clear()
-    for lock in tmp_path.rglob(client.LOCK_NAME):
-        vault = lock.parent.parent
+    for vault in vaults_with_a_lock(tmp_path):
         if client.is_running(vault):
             pid = daemon_pid(vault)
             with _suppress_gone():
                 os.kill(pid, signal.SIGKILL)
             wait_until(lambda v=vault: not client.is_running(v), TIMEOUT, "daemon killed")  # type: ignore[misc]
+
+
+def vaults_with_a_lock(root: Path) -> list[Path]:
+    """Every vault under `root` whose daemon lock file exists.
+
+    Walks with os.walk, which skips what vanishes mid-walk: a hook's detached child may
+    still be renaming index files in a vault while the test tears down.
+    """
+    found = []
+    for folder, subfolders, files in os.walk(root):
+        if Path(folder).name == ".memstore":
+            subfolders.clear()  # the index and journals below hold no lock
+            if client.LOCK_NAME in files:
+                found.append(Path(folder).parent)
+    return found
 
 
 class _suppress_gone:
