@@ -7,11 +7,12 @@ memories; and the folders a catch-up listed, with their modification times.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from memstore.catalog.manifest import Manifest
+from memstore.index import SearchIndexError
 from memstore.vault.files import Fingerprint
 
 FORMAT = "9"  # bump when documents or the schema change: a mismatched index is rebuilt
@@ -122,6 +123,15 @@ class MemoryManifest(Manifest):
                 "SELECT path, mtime_ns, size FROM files WHERE workspace = ?", [workspace]
             )
         return {path: (mtime, size) for path, mtime, size in rows}
+
+    def paths(self, workspace: str | None = None) -> Iterator[str]:
+        """Yield the recorded files (of `workspace`, or all), a row at a time."""
+        where, args = ("", []) if workspace is None else (" WHERE workspace = ?", [workspace])
+        try:
+            for (path,) in self.execute(f"SELECT path FROM files{where}", args):
+                yield path
+        except sqlite3.Error as err:
+            raise SearchIndexError(f"the manifest at {self.path} cannot be read ({err})") from err
 
     def folders(self, workspace: str | None) -> dict[str, int]:
         """Return the folders (of `workspace`, or all) with the mtime they were listed at."""

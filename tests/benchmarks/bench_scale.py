@@ -63,7 +63,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_foundation as bf
 import bench_mcp
 
-from memstore.core.codec import derive_id, render_memory, slugify
+from memstore.core.codec import content_hash, derive_id, render_memory, slugify
 from memstore.core.config import Settings
 from memstore.core.model import Memory
 from memstore.service.store import Store, init_vault
@@ -512,6 +512,28 @@ def prepare_remote(s: Sized, cache: Path | None) -> tuple[list[bf.Generated], Pa
     return [g for g, _ in pairs], bare
 
 
+def reuse_vault(s: Sized) -> list[bf.Generated]:
+    """Go on measuring a vault an earlier run kept (`--keep`, `--reuse DIR`): its remote,
+    vault and home are there; the figures of its setup are that run's. The FTS5 files are
+    made again; the new memories skip those an earlier run already added."""
+    s.log(f"reusing the vault in {s.tmp}: generating memories …")
+    pairs = generate(s.n, bf.SEED + s.n)
+    s.bare = s.tmp / "remote.git"
+    s.last_created = pairs[-1][1].created
+    s.ids = {m.id for _, m in pairs}
+    s.res["remote"] = {"reused_run": str(s.tmp)}
+    s.res["clone"] = {"reused_run": str(s.tmp)}
+    shutil.rmtree(s.tmp / "fts-view", ignore_errors=True)
+    (s.tmp / "fts.sqlite").unlink(missing_ok=True)
+    return [g for g, _ in pairs]
+
+
+def not_added_yet(s: Sized, items: list[bf.Generated]) -> list[bf.Generated]:
+    """The new memories a reused vault does not hold yet (an earlier run added some)."""
+    with Store(s.settings, Vault(s.root)) as store:
+        return [g for g in items if not store.indexer.by_hash(g.workspace, content_hash(g.body))]
+
+
 def clone_vault(s: Sized, bare: Path) -> None:
     """`memstore init` + `remote add` + `sync`: the vault as a second machine gets it (timed)."""
     s.log("memstore init + remote add + sync …")
@@ -883,9 +905,25 @@ def daemon_figures(s: Sized) -> None:
         s.res["daemon_memory"] = resident(pid) if pid else {}
 
 
+# The phases after the setup, in the order a run takes them (--phases picks and orders).
+PHASES: dict[str, Callable[[Sized], None]] = {
+    step.__name__: step
+    for step in (
+        top_up,
+        fts_phase,
+        sync_new,
+        disk_usage,
+        warm_inprocess,
+        cold_nodaemon,
+        upkeep,
+        daemon_phase,
+    )
+}
+
+
 def sized(n: int, args: argparse.Namespace, tmp: Path) -> Sized:
     home = tmp / "home"
-    home.mkdir()
+    home.mkdir(exist_ok=bool(getattr(args, "reuse", None)))
     root = tmp / "vault"
     env = bf.subprocess_env(home)
     return Sized(
@@ -912,12 +950,16 @@ def bench_size(n: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     root = s.root
     mark = bf.cpu_mark()
     t0 = time.perf_counter()
-    items = make_vault(s, args.cache)
+    items = reuse_vault(s) if args.reuse else make_vault(s, args.cache)
     s.res["setup_s"] = round(time.perf_counter() - t0, 1)
     s.queries = bf.make_queries(items, args.queries, bf.SEED * 7 + n)
     with_hits = [q for q in s.queries if bf.fts_match(q.text)]
     s.cli_queries = with_hits[:: max(1, len(with_hits) // args.cli_runs)][: args.cli_runs]
-    s.fresh = fresh_memories(items, n, args.adds + 2 * args.cli_adds + args.sync_new)
+    wanted = args.adds + 2 * args.cli_adds + args.sync_new
+    if args.reuse:  # what earlier runs on this vault added, and as many again
+        s.fresh = not_added_yet(s, fresh_memories(items, n, 2 * wanted))[:wanted]
+    else:
+        s.fresh = fresh_memories(items, n, wanted)
     s.res["planned"] = {
         "search_warm_nodaemon": len(s.queries),
         "client_recall_warm": len(s.queries),
@@ -925,16 +967,7 @@ def bench_size(n: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "add_inprocess": args.adds,
     }
     s.res["phase_s"] = {"setup": s.res["setup_s"]}
-    for step in (
-        top_up,
-        fts_phase,
-        sync_new,
-        disk_usage,
-        warm_inprocess,
-        cold_nodaemon,
-        upkeep,
-        daemon_phase,
-    ):
+    for step in (PHASES[name] for name in args.phases):
         started = time.perf_counter()
         step(s)
         s.res["phase_s"][step.__name__] = round(time.perf_counter() - started, 1)
@@ -1359,6 +1392,19 @@ def parse_args(raw: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--cache", type=Path, help="keep and reuse the generated remotes here")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folders")
+    parser.add_argument(
+        "--phases",
+        nargs="+",
+        choices=list(PHASES),
+        default=list(PHASES),
+        help="the phases to run after the setup, in this order (default: all)",
+    )
+    parser.add_argument(
+        "--reuse",
+        type=Path,
+        metavar="DIR",
+        help="go on measuring the vault a --keep run left in DIR (one size; no setup)",
+    )
     parser.add_argument("--no-snapshot", action="store_true")
     parser.add_argument("--report", type=Path, help="print the table of a --json file; run nothing")
     parser.add_argument(
@@ -1367,6 +1413,10 @@ def parse_args(raw: list[str]) -> argparse.Namespace:
         help="measure the sources committed at REV (e.g. HEAD), not the working tree",
     )
     args = parser.parse_args(raw)
+    if args.reuse is not None:
+        args.reuse = args.reuse.resolve()
+        if len(args.sizes) != 1 or not (args.reuse / "vault").is_dir():
+            parser.error("--reuse DIR needs one --sizes and a kept run (DIR/vault) in DIR")
     if args.quick:
         args.sizes = [300]
         args.batch, args.queries, args.warmup, args.adds = 100, 40, 5, 20
@@ -1444,12 +1494,12 @@ def run_sizes(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Each size in its own temporary folder, removed afterwards unless --keep."""
     results = []
     for n in args.sizes:
-        tmp = Path(tempfile.mkdtemp(prefix=f"memstore-scale-{n}-"))
+        tmp = args.reuse or Path(tempfile.mkdtemp(prefix=f"memstore-scale-{n}-"))
         try:
             results.append(bench_size(n, args, tmp))
             bf.log(f"[N={n}] done in {results[-1].get('bench_wall_s')} s")
         finally:
-            if args.keep:
+            if args.keep or args.reuse:
                 bf.log(f"kept {tmp}")
             else:
                 shutil.rmtree(tmp, ignore_errors=True)

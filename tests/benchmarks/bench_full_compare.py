@@ -1,0 +1,77 @@
+#!/usr/bin/env python
+"""A full catch-up's comparison on an existing vault: memory and CPU, folder at a time or whole.
+
+A standalone script (issue 39, a million memories):
+
+    python tests/benchmarks/bench_full_compare.py VAULT [--runs 3]
+
+Read-only: it opens the vault's index and compares every file with the manifest the way
+`Updater.full` does now (`_compare_all`: a folder at a time, only the differences kept) and
+the way it did before (the whole listing beside the whole record, `plan_catch_up`), each in
+a fresh process, alternating; it prints the peak RSS above the process's size with the
+index open, and the CPU time of the comparison. Nothing is indexed or written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ONE = """
+import json, resource, sys, time
+from pathlib import Path
+from memstore.catalog.indexer import Indexer
+from memstore.catalog.plan import plan_catch_up
+from memstore.catalog.updater import Updater
+from memstore.vault.files import Vault
+
+def rss_mib():
+    with open("/proc/self/status", encoding="utf-8") as status:
+        line = next(x for x in status if x.startswith("VmRSS:"))
+    return int(line.split()[1]) / 1024
+
+vault = Vault(Path(sys.argv[1]))
+indexer = Indexer.open(vault)
+before = rss_mib()
+cpu = time.process_time()
+if sys.argv[2] == "whole":
+    on_disk = vault.scan(None, folders={})
+    plan = plan_catch_up(on_disk, indexer.manifest.fingerprints(None))
+else:
+    updater = Updater(vault, indexer.search, indexer.manifest)
+    plan, _ = updater._compare_all(None, None, {})
+cpu = time.process_time() - cpu
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"way": sys.argv[2], "cpu_s": round(cpu, 2), "rss_before_mib": round(before),
+                  "peak_above_mib": round(peak - before), "added": len(plan.added),
+                  "changed": len(plan.changed), "removed": len(plan.removed)}))
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("vault", type=Path)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    results: dict[str, list[dict[str, object]]] = {"folders": [], "whole": []}
+    for _ in range(args.runs):
+        for way in ("folders", "whole"):
+            done = subprocess.run(
+                [sys.executable, "-c", ONE, str(args.vault), way],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            results[way].append(json.loads(done.stdout))
+            print(done.stdout.strip(), flush=True)
+    load = Path("/proc/loadavg").read_text(encoding="utf-8").split()[:3]
+    print(json.dumps({"load": load, "at": time.strftime("%H:%M UTC", time.gmtime())}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
