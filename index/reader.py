@@ -201,6 +201,9 @@ class IndexReader:
                 limit=limit,
                 held=held,
             )
+            if len(best) > limit:  # ties at the last place: the first keys among them
+                best = sorted(best, key=lambda p: (-round(p[0], 6), self._key(searcher, p[1])))
+                best = best[:limit]
             hits = [
                 IndexHit(
                     self._stored(searcher, n),
@@ -220,6 +223,11 @@ class IndexReader:
         # same order as the one it replaces.
         hits.sort(key=lambda h: (-round(h.score, 6), h.document.key))
         return hits[:limit]
+
+    def _key(self, searcher: Any, number: int) -> str:
+        """Return the key of stored document `number` (a tie at the last place is broken by
+        it: only the hits kept are built, and scored for coverage; hundreds can tie)."""
+        return self._stored(searcher, number).key
 
     def _stored(self, searcher: Any, number: int) -> Document:
         """Return the stored document `number` of the current searcher, kept per segment (a
