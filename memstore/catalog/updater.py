@@ -23,6 +23,10 @@ from memstore.index import Document, Part, SearchIndex, SearchIndexError
 from memstore.vault.files import Fingerprint, Vault
 
 Progress = Callable[[int, int], None]
+# A catch-up listing more folders than this does not remember them (Listings): a write's
+# own lists one or two; one after a sync or a clone lists hundreds, and a `scandir` more
+# of each would add ~15% to it for folders the next adds mostly do not write to.
+SNAPSHOT_FOLDERS = 16
 
 
 @dataclass(frozen=True)
@@ -132,7 +136,7 @@ class Updater:
 
     def _snapshots(self, folders: list[str]) -> dict[str, Entries]:
         """The entries of `folders` read before they are listed (see Listings.snapshot)."""
-        if self.listings is None:
+        if self.listings is None or len(folders) > SNAPSHOT_FOLDERS:
             return {}
         taken = {folder: self.listings.snapshot(folder) for folder in folders}
         return {folder: entries for folder, entries in taken.items() if entries is not None}
