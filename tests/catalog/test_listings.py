@@ -274,3 +274,32 @@ def test_a_file_a_person_is_still_writing_is_read_again_once_filled(
     add(store, 51)
     assert indexed(store) == on_disk(vault)
     assert "kestrel written by hand" in indexed(store)[partial.relative_to(vault).as_posix()]
+
+
+def test_a_catch_up_listing_many_folders_remembers_none_and_misses_nothing(
+    store: Store, vault: Path, listed: list[str]
+) -> None:
+    from memstore.catalog.updater import SNAPSHOT_FOLDERS
+
+    for n in range(SNAPSHOT_FOLDERS + 2):  # as a sync brings many folders at once
+        path = vault / f"ws{n:02d}" / "2026-11" / f"m-{n:08d}.md"
+        path.parent.mkdir(parents=True)
+        path.write_text(memory_text(f"m{n:07d}", f"heron note {n}"), encoding="utf-8")
+    store.catch_up()
+    for n in range(SNAPSHOT_FOLDERS + 2):  # every one of them changed: listed again
+        path = vault / f"ws{n:02d}" / "2026-11" / f"second-{n:08d}.md"
+        path.write_text(memory_text(f"s{n:07d}", f"plover note {n}"), encoding="utf-8")
+    listed.clear()
+    store.catch_up()
+    assert len([f for f in listed if f.endswith("2026-11")]) == SNAPSHOT_FOLDERS + 2
+    assert not [f for f in store.indexer.listings._folders if f.startswith("ws")]
+    assert indexed(store) == on_disk(vault)
+    listed.clear()
+    add(store, 1)
+    add(store, 2)  # a write's own catch-up lists its folders and remembers them
+    add(store, 3)
+    month = add(store, 4).path.rpartition("/")[0]
+    listed.clear()
+    add(store, 5)
+    assert month not in listed
+    assert indexed(store) == on_disk(vault)
