@@ -1,5 +1,6 @@
 """Irregular verb forms read as their base verb (index/inflections.py): "when did the build
-break?" finds "the build broke", in memories and in an index of the format before."""
+break?" finds "the build broke", in memories and in an index of the format before; and
+every pronoun is a stop word."""
 
 from __future__ import annotations
 
@@ -98,3 +99,12 @@ def test_an_index_of_the_format_before_is_rebuilt_with_base_verbs(
         assert [h.view for h in found] == ["lexical"]
     with contextlib.closing(sqlite3.connect(manifest)) as db:
         assert db.execute("SELECT value FROM meta WHERE name = 'format'").fetchone() == (FORMAT,)
+
+
+def test_every_pronoun_is_a_stop_word() -> None:
+    # "her" and "his" were terms: "what did Melanie and her family do" ranked every "her"
+    assert terms("her family, his car, ask him, by herself, yours or theirs") == [
+        "famili",
+        "car",
+        "ask",
+    ]
