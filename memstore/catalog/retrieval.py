@@ -153,7 +153,9 @@ def _idf_weights(index: SearchIndex, query: Query) -> dict[str, float]:
     }
 
 
-_SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+|\n|$)")
+# where a sentence ends: after . ! or ? and a space, or at a line's end ("orders?status=open"
+# in a URL is no question)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
 
 
 def _asked(text: str, wanted: frozenset[str], weights: Mapping[str, float]) -> float:
@@ -161,7 +163,7 @@ def _asked(text: str, wanted: frozenset[str], weights: Mapping[str, float]) -> f
     sentences ending with a question mark."""
     asked: set[str] = set()
     told: set[str] = set()
-    for sentence in _SENTENCE.findall(text):
+    for sentence in _SENTENCE_END.split(text):
         found = terms(sentence) & wanted
         if found:
             (asked if sentence.rstrip().endswith("?") else told).update(found)

@@ -42,6 +42,8 @@ def test_the_asked_share_counts_words_held_only_in_questions_by_weight() -> None
     rare = {**weights, next(iter(terms("webhook"))): 4.0}
     assert _asked("Stripe is live. Are webhooks on?", wanted, rare) == pytest.approx(4 / 5)
     assert _asked("no words of the prompt here?", wanted, weights) == 0.0
+    # a question mark inside a word (a URL's query string) ends no sentence
+    assert _asked("GET /stripe/webhook?retries=3 lists retries", wanted, weights) == 0.0
 
 
 def test_a_statement_without_a_question_mark_is_never_discounted(store: Store) -> None:
