@@ -10,7 +10,8 @@ irregular plurals of nouns are read the same way ("children" → child, "indices
 Left out: forms that are common words of other meanings in a developer's text, where the
 verb would cost more than it finds — `bit` (64-bit), `bound` (upper bound), `left` (the
 left panel), `led`, `lay`, `lain`, `ground`, `wound`, `rose`, `shot` (screenshot),
-`made` (`make`, the build tool), `stuck`, and forms spelled like their base (`cut`, `put`,
+`made` (`make`, the build tool), `stuck`, `found` ("not found", an error's words, is not the
+request verb "find"), and forms spelled like their base (`cut`, `put`,
 `set`, `read`).
 The stop words (`was`, `were`, `been`, `had`, `did`) are dropped before this is read.
 """
@@ -40,7 +41,7 @@ arise arose arisen|awake awoke awoken|bear bore borne|become became|begin began 
 |mislead misled|undergo underwent undergone|uphold upheld|withhold withheld
 |foresee foresaw foreseen|outgrow outgrew outgrown|overtake overtook overtaken
 |oversee oversaw overseen|partake partook partaken|override overrode overridden
-|forego forewent foregone|find found|fall fell fallen|see saw
+|forego forewent foregone|fall fell fallen|see saw
 """
 
 # base noun, then its irregular plurals ("lives" is left out: "where the config lives")
