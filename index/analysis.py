@@ -22,6 +22,7 @@ from whoosh.analysis import (
 from whoosh.lang.porter2 import stem
 from whoosh.support.charset import accent_map
 
+from .inflections import base_form
 from .stopwords import FUNCTION_WORDS, KEPT, LANGUAGES
 
 # Whoosh's English stop words plus the question words, pronouns and auxiliaries that
@@ -80,6 +81,22 @@ ENGLISH_STOP_WORDS = frozenset(
         "please",
         "about",
         "into",
+        # the other pronouns (issue 38: "her" and "his" were terms, and ranked)
+        "her",
+        "hers",
+        "his",
+        "him",
+        "herself",
+        "himself",
+        "itself",
+        "myself",
+        "yourself",
+        "yourselves",
+        "ourselves",
+        "themselves",
+        "yours",
+        "ours",
+        "theirs",
     }
 )
 # and the function words of Vietnamese, German, French, Spanish, Portuguese and Polish
@@ -201,11 +218,18 @@ class AccentedFilter(_StatelessFilter):
                 yield token
 
 
+def lemma_stem(word: str) -> str:
+    """Return the porter2 stem of `word`, an irregular verb form read as its base verb
+    first (index/inflections.py: "took" and "taken" stem as "take")."""
+    return stem(base_form(word))
+
+
 def make_chain() -> Any:
     """Return the analysis chain itself: tokenizer, identifier parts, stop, folding, stem.
 
     Stop words are dropped before accents are folded: Vietnamese "đâu" (where) is a stop
-    word, "dấu" (a diacritic mark) is not, and both fold to "dau".
+    word, "dấu" (a diacritic mark) is not, and both fold to "dau". Irregular verb forms
+    are read as their base verb as they are stemmed (`lemma_stem`).
     """
     return (
         RegexTokenizer(TOKEN_PATTERN)
@@ -213,7 +237,7 @@ def make_chain() -> Any:
         | LowercaseFilter()
         | StopFilter(stoplist=STOP_WORDS, minsize=1)
         | CharsetFilter(accent_map)
-        | StemFilter(stemfn=stem, cachesize=-1)
+        | StemFilter(stemfn=lemma_stem, cachesize=-1)
     )
 
 
@@ -304,7 +328,7 @@ class WordCachedAnalyzer(Analyzer):
             # with the chain). Most distinct words of a vault are such: ids, numbers.
             if word in STOP_WORDS:
                 return ()
-            return (word,) if word.isdigit() else (stem(word),)
+            return (word,) if word.isdigit() else (lemma_stem(word),)
         return tuple(token.text for token in self._chain(word, mode="index"))
 
 

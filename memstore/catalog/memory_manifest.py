@@ -14,7 +14,9 @@ from typing import Any
 from memstore.catalog.manifest import Manifest
 from memstore.vault.files import Fingerprint
 
-FORMAT = "9"  # bump when documents or the schema change: a mismatched index is rebuilt
+FORMAT = (
+    "10"  # bump when documents, the schema or the analysis change: a mismatched index is rebuilt
+)
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _ENTRY_COLUMNS = (
     "path, id, workspace, hash, problem, kind, supersedes, created, seen, recalled, "
