@@ -160,7 +160,7 @@ class Reader(Part):
         ]
         sizes = [estimate_tokens(hit.content) + HIT_OVERHEAD_TOKENS for hit in hits]
         kept, dropped = pack(hits, sizes, max_tokens)
-        core = self._core_memories(scope)
+        core = self.core_block(scope)
         if teams:
             core = merge_core([core, *team_core(teams, scope)])
         if max_tokens is not None:
@@ -177,7 +177,8 @@ class Reader(Part):
         message = recall_message(indexer, query, kept, result.weak, dropped)
         return Recall(tuple(kept), core, message, result.weak, dropped)
 
-    def _core_memories(self, scope: set[str] | None) -> tuple[CoreMemory, ...]:
+    def core_block(self, scope: set[str] | None) -> tuple[CoreMemory, ...]:
+        """Return the core memories of `scope` (None: all) that fit the core block."""
         # The block is the same for every recall until the index changes: compute it once.
         shared, indexer = self.store.shared, self.store.indexer
         key = (indexer.search.version(), tuple(sorted(scope)) if scope else None)

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from memstore.catalog.codebase import KIND as CODE_KIND
-from memstore.catalog.retrieval import core_memories, with_neighbors
+from memstore.catalog.retrieval import with_neighbors
 from memstore.core.errors import MemstoreError
 from memstore.core.model import CoreMemory, Hit, SearchResult
 from memstore.core.ranking import CORE_BUDGET_TOKENS, estimate_tokens, pack
@@ -139,7 +139,13 @@ def search_teams(
     answers = []
     for name, team in teams.items():
         try:
-            found = team.search(query, workspace=workspace, k=k, archived=archived)
+            with team.reading():
+                # no watcher follows a clone and only sync changes it, catching its index
+                # up: a reader catches up only a clone whose HEAD moved past its index
+                current = team.indexer.saw_head()
+            found = team.search(
+                query, workspace=workspace, k=k, archived=archived, catch_up=not current
+            )
         except MemstoreError as err:
             log.warning("team vault %r left out of this recall: %s", name, err)
             continue
@@ -173,7 +179,7 @@ def team_core(teams: Mapping[str, Store], scope: set[str] | None) -> list[tuple[
     for name, team in teams.items():
         with team.reading():
             try:
-                core = core_memories(team.indexer, scope)
+                core = team.reader.core_block(scope)
             except MemstoreError as err:
                 log.warning("team vault %r left out of this recall: %s", name, err)
                 continue
