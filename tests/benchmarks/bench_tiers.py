@@ -49,6 +49,11 @@ from memstore.service.store import Store, init_vault
 from memstore.service.tiers import merge_hits, search_teams, tier_stores
 
 K = 5
+EVAL_WORKSPACE = "eval"  # the workspace `memstore eval` loads a fixture into
+FIXTURES = (
+    Path(__file__).resolve().parents[2] / "memstore" / "fixtures" / "recall-eval.json",
+    Path(__file__).resolve().parents[1] / "data" / "recall-heldout.json",
+)
 
 
 def settings(root: Path, home: Path) -> Settings:
@@ -160,6 +165,72 @@ def agreement(tiered: Store, single: Store, queries: Sequence[bf.Query]) -> dict
     }
 
 
+MERGES: dict[str, Callable[[Sequence[Sequence[Hit]], int], list[Hit]]] = {
+    "confident-then-score": merge_hits,
+    "score-only": by_score,
+    "round-robin": round_robin,
+}
+
+
+def labelled(args: argparse.Namespace, tmp: Path, fixture: Path) -> dict[str, Any]:
+    """A labelled fixture's memories dealt at random into three tiers, each padded with
+    generated memories (so each tier's idf is its own), against one vault holding all:
+    recall@1, recall@5 and MRR@5 of the single vault and of each merge."""
+    tmp = tmp / fixture.stem
+    home = tmp / "home"
+    home.mkdir(parents=True)
+    data = json.loads(fixture.read_text(encoding="utf-8"))
+    rng = random.Random(args.seed)
+    sizes = {"personal": args.pad_personal, "acme": args.pad_team, "infra": args.pad_team}
+    pad = [m for _, m in bench_scale.generate(sum(sizes.values()), args.seed + 7)]
+    stores: dict[str, Store] = {}
+    start = 0
+    for name, n in sizes.items():
+        chosen = sorted(pad[start : start + n], key=lambda m: m.created)
+        start += n
+        stores[name] = clone_indexed(
+            remote_of(tmp, f"fx-{name}", chosen, 500, home), tmp / f"fx-{name}-v", home
+        )
+    single = clone_indexed(
+        remote_of(tmp, "fx-all", sorted(pad, key=lambda m: m.created), 500, home),
+        tmp / "fx-all-v",
+        home,
+    )
+    to_fixture: dict[str, str] = {}
+    for item in data["corpus"]:
+        tier = rng.choice(list(stores))
+        for store in (stores[tier], single):
+            added = store.add(
+                item["content"],
+                workspace=item.get("workspace", EVAL_WORKSPACE),
+                kind=item.get("kind", "note"),
+                keywords=tuple(item.get("keywords", ())),
+            )
+        to_fixture[added.id] = item["id"]
+    ranked: dict[str, list[list[str]]] = {"single": [], **{name: [] for name in MERGES}}
+    wanted = [q for q in data["queries"] if q.get("relevant")]
+    for q in wanted:
+        hits = single.search(q["text"], workspace=EVAL_WORKSPACE, k=K).hits
+        ranked["single"].append([to_fixture.get(h.id, h.id) for h in hits])
+        answers = [s.search(q["text"], workspace=EVAL_WORKSPACE, k=K).hits for s in stores.values()]
+        for name, merge in MERGES.items():
+            ranked[name].append([to_fixture.get(h.id, h.id) for h in merge(answers, K)])
+    for store in (*stores.values(), single):
+        store.close()
+    out: dict[str, Any] = {"fixture": fixture.name, "queries": len(wanted), "padding": sizes}
+    for name, lists in ranked.items():
+        ranks = [
+            next((i + 1 for i, found in enumerate(ids) if found in q["relevant"]), None)
+            for ids, q in zip(lists, wanted, strict=True)
+        ]
+        out[name] = {
+            "recall_at_1": round(sum(1 for r in ranks if r == 1) / len(ranks), 3),
+            "recall_at_5": round(sum(1 for r in ranks if r) / len(ranks), 3),
+            "mrr_at_5": round(sum(1 / r for r in ranks if r) / len(ranks), 3),
+        }
+    return out
+
+
 def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     personal_n, team_n = args.personal, args.team
     total = personal_n + 2 * team_n
@@ -235,6 +306,21 @@ def report(result: dict[str, Any]) -> None:
             )
 
 
+def report_fixtures(found: list[dict[str, Any]]) -> None:
+    for one in found:
+        pad = one["padding"]
+        print(
+            f"{one['fixture']}: {one['queries']} queries; tiers padded with "
+            f"{pad['personal']} / {pad['acme']} / {pad['infra']} generated memories:"
+        )
+        for name in ("single", *MERGES):
+            r = one[name]
+            print(
+                f"  {name:22} recall@1 {r['recall_at_1']:.3f}  recall@5 {r['recall_at_5']:.3f}  "
+                f"MRR@5 {r['mrr_at_5']:.3f}"
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--personal", type=int, default=10_000)
@@ -245,15 +331,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=40)
     parser.add_argument("--quick", action="store_true", help="CI smoke: 100 + 2 x 500")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--fixtures",
+        action="store_true",
+        help="only the labelled fixtures' recall, merged vs one vault (no 110k build)",
+    )
+    parser.add_argument("--pad-personal", type=int, default=1000)
+    parser.add_argument("--pad-team", type=int, default=3000)
     args = parser.parse_args(argv)
     if args.quick:
         args = replace_args(args, personal=100, team=500, queries=60, warmup=10, batch=100)
     tmp = Path(tempfile.mkdtemp(prefix="bench-tiers-"))
     try:
-        result = run(args, tmp)
+        if args.fixtures:
+            result = {"fixtures": [labelled(args, tmp, fixture) for fixture in FIXTURES]}
+        else:
+            result = run(args, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    report(result)
+    if args.fixtures:
+        report_fixtures(result["fixtures"])
+    else:
+        report(result)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return 0
