@@ -30,7 +30,7 @@ from memstore.core.model import (
     check_workspace,
 )
 from memstore.core.ranking import HIT_OVERHEAD_TOKENS, estimate_tokens, pack
-from memstore.index import SearchIndexError, terms
+from memstore.index import Query, SearchIndexError, terms
 from memstore.service.checks import check_id, check_source
 from memstore.service.resources import Part, serialized
 from memstore.service.tiers import (
@@ -39,6 +39,7 @@ from memstore.service.tiers import (
     merge_results,
     neighbors_of,
     search_teams,
+    settled,
     team_changes,
     team_core,
     tier_stores,
@@ -65,7 +66,7 @@ class Reader(Part):
     @serialized
     def search(
         self,
-        query: str,
+        query: str | Query,
         *,
         workspace: str | None = None,
         k: int = 5,
@@ -85,11 +86,15 @@ class Reader(Part):
             raise InvalidInputError(f"-k must be at least 1, not {k}")
         store = self.store
         if tiers and (teams := tier_stores(store)):
+            asked = settled(store, teams, query)
             answers = [
-                store.search(query, workspace=workspace, k=k, catch_up=catch_up, archived=archived)
+                store.search(
+                    asked[""], workspace=workspace, k=k, catch_up=catch_up, archived=archived
+                )
             ]
-            answers += search_teams(teams, query, workspace=workspace, k=k, archived=archived)
+            answers += search_teams(teams, asked, workspace=workspace, k=k, archived=archived)
             return merge_results(answers, k)
+        text = query if isinstance(query, str) else query.text
         scope = None if workspace is None else {check_workspace(workspace), GLOBAL}
         if catch_up:
             store.maintenance.catch_up()
@@ -110,7 +115,7 @@ class Reader(Part):
         hits = with_corrections(indexer, result.hits, depth, scope)
         vectors = store.vectors.view(locked=False)
         if vectors is not None:
-            similar = [key for key, _ in vectors.hits(query, SEMANTIC_DEPTH, scope)]
+            similar = [key for key, _ in vectors.hits(text, SEMANTIC_DEPTH, scope)]
             hits = fuse_similar(indexer, hits, similar, k, archived=archived)
             if hits:
                 result = replace(result, weak=all(hit.weak for hit in hits))
@@ -118,7 +123,7 @@ class Reader(Part):
         code = store.sources.code_index()
         if code is not None:
             hits = [self._with_code(code, hit) for hit in hits]
-            if chunks := code.find(query, scope, k):
+            if chunks := code.find(text, scope, k):
                 hits = fuse(hits, chunks, k)
                 return replace(
                     result, hits=tuple(hits), read_as=read_as, weak=all(h.weak for h in hits)

@@ -29,6 +29,7 @@ from memstore.core.errors import MemstoreError
 from memstore.core.model import CoreMemory, Hit, SearchResult
 from memstore.core.ranking import CORE_BUDGET_TOKENS, estimate_tokens, pack
 from memstore.core.vault_config import VAULT_CONFIG_NAME
+from memstore.index import Query
 from memstore.service.teams import Team, followed
 from memstore.vault.git import LogEntry
 
@@ -126,9 +127,30 @@ def tier_stores(store: Store) -> dict[str, Store]:
     return store.shared.tiers.open(store)
 
 
+def settled(personal: Store, teams: Mapping[str, Store], query: str | Query) -> dict[str, Query]:
+    """Return the query each tier ('' the personal one) is asked: a word another tier holds
+    is settled where it is missing, so that tier does not walk its lexicon for a typo's
+    stand-in (one index of every memory would know the word)."""
+    asked = query if isinstance(query, Query) else Query.of(query)
+    held: dict[str, set[str]] = {}
+    for name, store in {"": personal, **teams}.items():
+        with store.reading():
+            counts = store.indexer.search.term_frequencies(asked)
+        held[name] = {term for term, n in counts.items() if n}
+    return {
+        name: dataclasses.replace(
+            asked,
+            settled=frozenset(
+                term for other, terms in held.items() if other != name for term in terms
+            ),
+        )
+        for name in held
+    }
+
+
 def search_teams(
     teams: Mapping[str, Store],
-    query: str,
+    asked: Mapping[str, Query],
     *,
     workspace: str | None,
     k: int,
@@ -144,7 +166,7 @@ def search_teams(
                 # up: a reader catches up only a clone whose HEAD moved past its index
                 current = team.indexer.saw_head()
             found = team.search(
-                query, workspace=workspace, k=k, archived=archived, catch_up=not current
+                asked[name], workspace=workspace, k=k, archived=archived, catch_up=not current
             )
         except MemstoreError as err:
             log.warning("team vault %r left out of this recall: %s", name, err)

@@ -46,7 +46,7 @@ from memstore.core.config import Settings
 from memstore.core.model import Hit, Memory
 from memstore.service.following import join
 from memstore.service.store import Store, init_vault
-from memstore.service.tiers import merge_hits, search_teams, tier_stores
+from memstore.service.tiers import merge_hits, search_teams, settled, tier_stores
 
 K = 5
 EVAL_WORKSPACE = "eval"  # the workspace `memstore eval` loads a fixture into
@@ -145,10 +145,9 @@ def agreement(tiered: Store, single: Store, queries: Sequence[bf.Query]) -> dict
         if not truth:
             continue
         asked += 1
-        answers = [tiered.search(q.text, workspace=None, k=K).hits]
-        answers += [
-            r.hits for r in search_teams(teams, q.text, workspace=None, k=K, archived=False)
-        ]
+        ask = settled(tiered, teams, q.text)
+        answers = [tiered.search(ask[""], workspace=None, k=K).hits]
+        answers += [r.hits for r in search_teams(teams, ask, workspace=None, k=K, archived=False)]
         for name, merge in merges.items():
             ids = [h.id for h in merge(answers, K)]
             tally[name]["top1"] += bool(ids) and ids[0] == truth[0]
@@ -212,7 +211,14 @@ def labelled(args: argparse.Namespace, tmp: Path, fixture: Path) -> dict[str, An
     for q in wanted:
         hits = single.search(q["text"], workspace=EVAL_WORKSPACE, k=K).hits
         ranked["single"].append([to_fixture.get(h.id, h.id) for h in hits])
-        answers = [s.search(q["text"], workspace=EVAL_WORKSPACE, k=K).hits for s in stores.values()]
+        teams = {name: store for name, store in stores.items() if name != "personal"}
+        ask = settled(stores["personal"], teams, q["text"])
+        answers = [
+            store.search(
+                ask["" if name == "personal" else name], workspace=EVAL_WORKSPACE, k=K
+            ).hits
+            for name, store in stores.items()
+        ]
         for name, merge in MERGES.items():
             ranked[name].append([to_fixture.get(h.id, h.id) for h in merge(answers, K)])
     for store in (*stores.values(), single):
