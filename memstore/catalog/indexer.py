@@ -406,6 +406,11 @@ class Indexer:
             last = 0
         return not 0 <= time.time() - last < FULL_EVERY_S
 
+    def saw_head(self) -> bool:
+        """Say whether the index was last caught up at the vault's HEAD as it is now (a
+        clone that only sync changes, and sync catches up, needs no reader's catch-up)."""
+        return self._git_seen() == self.vault.head()
+
     def _git_seen(self) -> tuple[str, int]:
         head, _, size = (self.manifest.meta("git") or "").partition(" ")
         return head, int(size) if size.isdigit() else 0
