@@ -89,6 +89,7 @@ def typer_app() -> typer.Typer:
         listing,
         memories,
         sync,
+        teams,
         transfer,
         upkeep,
         vault,
@@ -107,6 +108,7 @@ def typer_app() -> typer.Typer:
     app.registered_commands = sorted(found, key=_place_in_help)
     app.add_typer(sync.remote, name="remote", cls=cli.CommandList)
     app.add_typer(conflicts.commands, name="conflicts", cls=cli.CommandList)
+    app.add_typer(teams.commands, name="team", cls=cli.CommandList)
     _app = app
     return app
 

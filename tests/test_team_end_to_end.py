@@ -27,10 +27,10 @@ def _team_id(bare: Path) -> str:
     return path.removesuffix(".md").rsplit("-", 1)[1]
 
 
-def _hits(member: Person, query: str, workspace: str = "webshop") -> list[dict[str, object]]:
-    done = member.run("search", query, "-w", workspace, "--json")
+def _hits(member: Person, query: str, *scope: str) -> list[dict[str, object]]:
+    done = member.run("search", query, *(scope or ("-w", "webshop")), "--json")
     assert done.returncode == 0, done.stderr
-    return list(json.loads(done.stdout)["hits"])
+    return list(json.loads(done.stdout)["results"])
 
 
 def test_a_shared_memory_reaches_the_team_after_review_and_shows_once(tmp_path: Path) -> None:
@@ -68,7 +68,7 @@ def test_a_shared_memory_reaches_the_team_after_review_and_shows_once(tmp_path: 
     assert [h["tier"] for h in hits] == ["acme"]  # the team's copy, once
     deploys = [
         h
-        for h in _hits(alice, "deploys tools/deploy.sh by hand", "all")
+        for h in _hits(alice, "deploys tools/deploy.sh by hand", "--all")
         if "deploy.sh" in str(h["content"])
     ]
     # the fold: the team's memory speaks for alice's, which had another id

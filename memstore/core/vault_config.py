@@ -9,7 +9,6 @@ machine (`merge_vault_config`).
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +69,8 @@ def parse_vault_config(text: str, *, where: str = VAULT_CONFIG_NAME) -> VaultCon
     Raises:
         InvalidInputError: not TOML, or a team name, URL or review value memstore refuses.
     """
+    import tomllib  # only where a config is read: the merge driver and vault scans skip it
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:

@@ -80,7 +80,7 @@ def prompt_hook(store: Store, payload: Mapping[str, Any], cwd: str) -> list[str]
     if not prompt:
         return []
     scope = workspace_for(payload, store.vault.root, cwd)
-    result = store.search(prompt, workspace=scope, k=5)
+    result = store.search(prompt, workspace=scope, k=5, tiers=True)
     if not _holds_the_prompt(prompt, result.hits):  # most prompts match some word here:
         return _elsewhere_note(store, prompt, scope)  # only then one more search
     lines = context_lines(result)
@@ -206,7 +206,7 @@ def briefing_hook(
     from memstore.core.ranking import estimate_tokens
     from memstore.ops.output import briefing_lines
 
-    changes, known = store.changes_since_last_session(agent)
+    changes, known = store.changes_since_last_session(agent, tiers=True)
     workspace = workspace_for(payload, store.vault.root, cwd)
     changes = [c for c in changes if _concerns(c.summary, workspace)]
     if not known or not changes:

@@ -30,6 +30,7 @@ from memstore.core.secrets import find_secrets
 from memstore.core.similar import containment, term_sets
 from memstore.core.vault_config import read_vault_config
 from memstore.service.curation import NEAR_DUPLICATE, fold
+from memstore.service.following import record_push
 from memstore.service.store import Store
 from memstore.service.writer import CONTRADICTION_CANDIDATES
 from memstore.vault import remote
@@ -278,6 +279,7 @@ def push_proposal(
         if team.git.tree_of(commit) == team.git.tree_of(parent):  # proposed just so before
             return Shared(proposal, branch, target, parent, direct, _page(team, branch, target))
         pushed = push_ref(team.vault.root, team.remote_name(), commit, branch, team.settings.env)
+        record_push(team.vault.root, pushed.status != "refused")  # `team list`: can push
         if pushed.status == "pushed":
             if direct:
                 refresh_team(team)

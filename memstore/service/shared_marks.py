@@ -94,9 +94,9 @@ def held_by_team(team: Store, ids: set[str], pending: Pending | None) -> set[str
     return held
 
 
-def mark_shared(personal: Store, teams: Mapping[str, Store]) -> list[str]:
-    """Mark the personal memories each team tier now holds; return the ids marked, in one
-    commit of the personal vault (none when nothing changed)."""
+def mark_shared(personal: Store, teams: Mapping[str, Store]) -> dict[str, list[str]]:
+    """Mark the personal memories each team tier now holds, in one commit of the personal
+    vault (none when nothing changed); return the ids newly marked, by team."""
     personal.catch_up()
     entries = {entry.id: entry for entry in personal.indexer.entries()}
     proposed = _proposed(personal)
@@ -105,6 +105,7 @@ def mark_shared(personal: Store, teams: Mapping[str, Store]) -> list[str]:
         for memory_id in held_by_team(team, set(entries), proposed.get(name)):
             wanted.setdefault(memory_id, set()).add(name)
     written = {}
+    marked: dict[str, list[str]] = {}
     for memory_id, names in sorted(wanted.items()):
         path = entries[memory_id].path
         text = personal.vault.path(path).read_text(encoding="utf-8")
@@ -112,16 +113,16 @@ def mark_shared(personal: Store, teams: Mapping[str, Store]) -> list[str]:
         have = set(shared_teams(current.extra))
         if names <= have or current.problem or not current.has_front_matter:
             continue
-        marked = tuple(sorted(have | names))
+        for name in sorted(names - have):
+            marked.setdefault(name, []).append(memory_id)
+        value = render_list(tuple(sorted(have | names)))
         extra = [(k, raw) for k, raw in current.extra if k != SHARED_KEY]
-        after = replace(
-            current, extra=(*extra, (SHARED_KEY, f"{SHARED_KEY}: {render_list(marked)}"))
-        )
+        after = replace(current, extra=(*extra, (SHARED_KEY, f"{SHARED_KEY}: {value}")))
         written[path] = render_changes(text, current, after).encode("utf-8")
     if written:
-        _commit(personal, written, sorted({n for names in wanted.values() for n in names}))
+        _commit(personal, written, sorted(marked))
     _forget_seen(personal, proposed, wanted)
-    return sorted(entries[i].id for i in wanted if entries[i].path in written)
+    return marked
 
 
 def _commit(personal: Store, files: dict[str, bytes], teams: list[str]) -> None:
@@ -166,7 +167,7 @@ def without_shared(personal: Store, hits: Sequence[Hit], teams: Collection[str])
     kept = []
     for hit in hits:
         try:
-            mine = not getattr(hit, "tier", "") and hit.kind != CODE_KIND
+            mine = not hit.tier and hit.kind != CODE_KIND
             data = personal.vault.path(hit.path).read_bytes() if mine else b""
         except OSError:
             data = b""

@@ -17,6 +17,10 @@ from memstore.core.config import Settings
 from memstore.core.errors import NotFoundError, VaultError
 from memstore.core.vault_config import check_team_name, read_vault_config
 
+# In a clone's .git folder (never committed, kept by a reindex): the name of the team tier
+# it is. A clone holding it flushes no recall counters (service/counters.py).
+TEAM_MARK = "memstore-team"
+
 
 @dataclass(frozen=True)
 class Team:
@@ -72,3 +76,19 @@ def find_team(settings: Settings, name: str) -> Team:
         f"you follow no team vault named {name!r}; run 'memstore team list' to see yours, "
         f"or 'memstore team join {name} URL' to follow one"
     )
+
+
+def team_of(root: Path) -> str:
+    """Return the team tier the vault at `root` is a clone of ('' for any other vault)."""
+    try:
+        return (root / ".git" / TEAM_MARK).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def mark_team(root: Path, name: str) -> None:
+    """Record in the clone at `root` that it is team tier `name`."""
+    try:
+        (root / ".git" / TEAM_MARK).write_text(name + "\n", encoding="utf-8")
+    except OSError as err:
+        raise VaultError(f"cannot mark {root} as team vault {name!r}: {err.strerror}") from err

@@ -37,7 +37,7 @@ def test_a_merged_proposal_marks_the_personal_copies_once(tmp_path: Path) -> Non
         Store.open(dataclasses.replace(alice.settings, vault=clone)) as team,
     ):
         refresh_team(team)
-        assert mark_shared(personal, {"acme": team}) == []  # proposed, not merged yet
+        assert mark_shared(personal, {"acme": team}) == {}  # proposed, not merged yet
         commits = int(git(alice.vault, "rev-list", "--count", "HEAD"))
 
         for memory_id in (new, dup):
@@ -45,7 +45,7 @@ def test_a_merged_proposal_marks_the_personal_copies_once(tmp_path: Path) -> Non
         refresh_team(team)
         marked = mark_shared(personal, {"acme": team})
 
-        assert marked == sorted([new, dup])
+        assert marked == {"acme": sorted([new, dup])}
         assert _marks(personal, new) == ("acme",) and _marks(personal, dup) == ("acme",)
         assert _marks(personal, kept) == ()
         assert int(git(alice.vault, "rev-list", "--count", "HEAD")) == commits + 1
@@ -53,7 +53,7 @@ def test_a_merged_proposal_marks_the_personal_copies_once(tmp_path: Path) -> Non
             "shared: 2 memories now in acme"
         )
         assert git(alice.vault, "status", "--porcelain") == ""
-        assert mark_shared(personal, {"acme": team}) == []  # nothing new: no commit
+        assert mark_shared(personal, {"acme": team}) == {}  # nothing new: no commit
         assert int(git(alice.vault, "rev-list", "--count", "HEAD")) == commits + 1
 
     # The mark is the personal copy's alone: sharing it again does not carry it.
