@@ -97,11 +97,7 @@ def sync(
         ["your vault has no remote: only team vaults synced (memstore remote add URL syncs it)"]
         if outcome.merge == "no remote"
         else sync_lines(outcome, flushed, caught_up)
-    ) + pull_lines(pulls)
-    lines += [
-        f"marked {count(len(ids), 'memory', 'memories')} shared with {team}"
-        for team, ids in marked.items()
-    ]
+    ) + pull_lines(pulls, marked)
     if quiet:  # only what needs a person: the memories whose versions were kept
         lines = [line for line in lines if line.startswith(" ")]
     if lines:
