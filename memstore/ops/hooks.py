@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from memstore.core.model import AddResult, Hit
     from memstore.ops.lean import OpenStore
     from memstore.service.store import Store
-    from memstore.vault.sweep import Final
+    from memstore.vault.sweep import Final, SweepOutcome
 MIN_CAPTURE_CHARS = 200  # shorter final messages are chit-chat ("Done!"), not knowledge
 NOVELTY_THRESHOLD = 0.7  # measured: tests/benchmarks/bench_novelty.py (docs/agents.md)
 BRIEFING_TOKENS = 300
@@ -255,6 +255,7 @@ def sweep_hook(
         except OSError:
             final = sweep.Final("", "")
         seen = swept.get(found.session)
+        outcome: SweepOutcome | Literal["locked"]
         if seen and seen.digest == sweep.digest(final.text):
             outcome, result = seen.outcome, None  # captured (or swept) with this very ending
         else:
@@ -279,7 +280,7 @@ def _kept_line(ids: list[str]) -> str:
 
 def _sweep_one(
     store: Store, session: str, final: Final, project: Path, cwd: str, min_chars: int, left: float
-) -> tuple[str, AddResult | None]:
+) -> tuple[SweepOutcome | Literal["locked"], AddResult | None]:
     """Run the capture gates over one earlier session's final message; say what became of it."""
     from dataclasses import replace
 
