@@ -161,9 +161,8 @@ def _place(
         keywords = tuple(dict.fromkeys((*current.keywords, *copy.keywords)))
         updated = replace(current, body=copy.body, keywords=keywords)
         return Change(copy.id, same[0].path, "update", current.id), _render(text, current, updated)
-    folded = folded_into(team, copy.id)
-    if folded:
-        return Change(copy.id, "", "unchanged", folded), None
+    # A fold of this id shared before is found as its duplicate below (the team memory
+    # names it under merged:): never by reading every team file that might.
     target = _duplicate_of(team, copy)
     if target:
         current, text = _read(team, files, target)

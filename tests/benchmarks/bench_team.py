@@ -13,9 +13,9 @@ A standalone script, not a pytest module:
 3. `--rounds` rounds: in each, each of `--members` simulated members gets one share merged
    on the host (one commit per member on main, with the trailers a share writes, as a
    reviewer's merge leaves it; bench_scale.push_adds). Then the measured member syncs its
-   team tier (fetch, fast-forward, the index caught up with what came) and marks the
-   personal copies the team now holds: wall and CPU time per sync. A sync with nothing new
-   is timed too.
+   team tier as `memstore sync` does (the tiers half's pull_teams: fetch, merge, the index
+   caught up) and marks the personal copies the team now holds (shared_marks), each timed
+   apart. A sync with nothing new is timed too.
 4. The measured member shares one memory (fetch, plan against the 100k tier, one commit,
    push a branch) and reviews that branch; `memstore check` runs over a plain checkout.
 
@@ -144,22 +144,20 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     out["join"] = {k: round(v, 2) for k, v in step.items()}
 
     with Store.open(settings) as personal, Store.open(replace(settings, vault=clone)) as team:
-        runs = []
+        pulls, marks = [], []
         for round_no in range(args.rounds):
             batch = later[: args.members]
             later = later[args.members :]
             bench_scale.push_adds(bare, batch)  # each member's share, merged on the host
-            step, _ = timed(
-                lambda: (team_pull(personal, team), mark_shared(personal, {"acme": team}))
+            pulls.append(timed(lambda: team_pull(personal, team))[0])
+            marks.append(timed(lambda: mark_shared(personal, {"acme": team}))[0])
+            log(
+                f"round {round_no + 1}: pull {pulls[-1]['wall_s']:.2f} s, mark {marks[-1]['wall_s']:.2f} s"
             )
-            runs.append(step)
-            log(f"round {round_no + 1}: {args.members} shares pulled in {step['wall_s']:.2f} s")
-        out["sync_after_members_shared"] = median(runs)
-        idle = [
-            timed(lambda: (team_pull(personal, team), mark_shared(personal, {"acme": team})))[0]
-            for _ in range(3)
-        ]
-        out["sync_nothing_new"] = median(idle)
+        out["sync_after_members_shared"] = {"pull": median(pulls), "mark": median(marks)}
+        idle_pulls = [timed(lambda: team_pull(personal, team))[0] for _ in range(3)]
+        idle_marks = [timed(lambda: mark_shared(personal, {"acme": team}))[0] for _ in range(3)]
+        out["sync_nothing_new"] = {"pull": median(idle_pulls), "mark": median(idle_marks)}
         memory = later[0]
         added = personal.add(memory.body, workspace=memory.workspace)
         step, shared = timed(lambda: push_proposal(personal, team, "acme", [added.id]))
