@@ -65,7 +65,7 @@ HELP_ORDER = (
     *("init", "add", "search", "show", "reindex", "doctor", "watch", "daemon", "status"),
     *("serve", "benchmark", "hook", "sync", "confirm", "eval", "demo", "audit", "dedupe"),
     *("promote", "archive", "revive", "forget", "log", "revert", "import", "export"),
-    *("restore", "gc", "edit", "list", "stats", "ingest", "agents"),
+    *("restore", "gc", "edit", "list", "stats", "ingest", "agents", "share", "review", "check"),
 )
 _app: typer.Typer | None = None
 
@@ -98,6 +98,9 @@ def typer_app() -> typer.Typer:
     from memstore.mcp import commands as mcp
 
     groups = [vault, memories, upkeep, sync, history, transfer, evaluation, demo, listing, ingest]
+    from memstore.cli import teamwork  # share, review, check (issue 40)
+
+    groups.append(teamwork)
     parts = [*(m.commands for m in groups), daemon.commands, agents.commands]
     parts.append(mcp.commands(daemon.watching))  # in-process serve runs the daemon's watcher
     app = cli.new_app()

@@ -19,9 +19,11 @@ from memstore.core.errors import InvalidInputError, MemstoreError
 from memstore.ops.output import count, sync_lines
 from memstore.ops.parameters import JsonOption, QuietOption, VaultOption, emit_json, shell_settings
 from memstore.service.following import TeamPull, pull_teams
+from memstore.service.shared_marks import mark_shared
 from memstore.service.store import Store
 from memstore.service.sync import SyncOptions, SyncOutcome
 from memstore.service.teams import followed
+from memstore.service.tiers import tier_stores
 
 commands = typer.Typer()
 remote = typer.Typer()  # its help is remote_default's docstring
@@ -73,6 +75,8 @@ def sync(
         if force_purged:
             _confirm_force_purged(store, name or store.remote_name(), yes)
         outcome, flushed, caught_up, pulls = _sync_tiers(store, name, progress, options, quiet)
+        # the personal copies of memories a team tier now holds (docs/team.md)
+        marked = mark_shared(store, tier_stores(store)) if pulls else {}
         # only those this sync committed: one that came from the remote, or was committed
         # by an earlier sync, is not news (doctor lists them all)
         edited = set(outcome.edited)
@@ -85,6 +89,7 @@ def sync(
                 "indexed": len(caught_up.updated),
                 "removed": len(caught_up.removed),
                 "teams": [asdict(pull) for pull in pulls],
+                "shared_marked": marked,
             }
         )
         return
@@ -92,7 +97,7 @@ def sync(
         ["your vault has no remote: only team vaults synced (memstore remote add URL syncs it)"]
         if outcome.merge == "no remote"
         else sync_lines(outcome, flushed, caught_up)
-    ) + pull_lines(pulls)
+    ) + pull_lines(pulls, marked)
     if quiet:  # only what needs a person: the memories whose versions were kept
         lines = [line for line in lines if line.startswith(" ")]
     if lines:

@@ -6,6 +6,7 @@ host; recall reads it beside the personal vault, labelled with its name (docs/te
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
@@ -136,8 +137,9 @@ def team_leave(
         )
 
 
-def pull_lines(pulls: list[TeamPull]) -> list[str]:
-    """Return what `memstore sync` prints for the team tiers: one line each."""
+def pull_lines(pulls: list[TeamPull], marked: Mapping[str, list[str]] | None = None) -> list[str]:
+    """Return what `memstore sync` prints for the team tiers: one line each, then the
+    personal memories marked shared with a team (`marked`: team -> ids)."""
     said = {
         "cloned": "cloned (followed from another machine)",
         "up to date": "nothing new",
@@ -151,4 +153,6 @@ def pull_lines(pulls: list[TeamPull]) -> list[str]:
             continue
         indexed = f", {count(pull.indexed, 'memory', 'memories')} indexed" if pull.indexed else ""
         lines.append(f"team {pull.name}: {said.get(pull.result, pull.result)}{indexed}")
+    for team, ids in (marked or {}).items():
+        lines.append(f"marked {count(len(ids), 'memory', 'memories')} shared with {team}")
     return [printable(line) for line in lines]

@@ -86,12 +86,14 @@ class Reader(Part):
             raise InvalidInputError(f"-k must be at least 1, not {k}")
         store = self.store
         if tiers and (teams := tier_stores(store)):
+            from memstore.service.shared_marks import without_shared  # it imports the store
+
             asked = settled(store, teams, query)
-            answers = [
-                store.search(
-                    asked[""], workspace=workspace, k=k, catch_up=catch_up, archived=archived
-                )
-            ]
+            mine = store.search(
+                asked[""], workspace=workspace, k=k, catch_up=catch_up, archived=archived
+            )
+            # a memory marked shared with a tier read here: the team's copy speaks for it
+            answers = [replace(mine, hits=tuple(without_shared(store, mine.hits, set(teams))))]
             answers += search_teams(teams, asked, workspace=workspace, k=k, archived=archived)
             return merge_results(answers, k)
         text = query if isinstance(query, str) else query.text
