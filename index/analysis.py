@@ -5,7 +5,9 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterator
+from itertools import chain
 from typing import Any
 
 from whoosh.analysis import STOP_WORDS as WHOOSH_STOP_WORDS
@@ -295,9 +297,26 @@ class WordCachedAnalyzer(Analyzer):
             found += terms
         return found
 
+    def term_counts(self, value: str) -> Counter[str]:
+        """Return how many times each term of `value` occurs (`Counter(terms(value))`): the
+        words looked up at once, every new one analysed first, counted in C."""
+        known = self._terms
+        words = self._pattern.findall(composed(value))
+        new = {word for word in words if word not in known}
+        if new:
+            if len(known) + len(new) > WORD_CACHE:
+                known.clear()
+                new = set(words)
+            for word in new:
+                known[word] = self._analysis(word)
+        return Counter(chain.from_iterable(map(known.__getitem__, words)))
+
     def _analyze_word(self, word: str) -> tuple[str, ...]:
         if len(self._terms) > WORD_CACHE:
             self._terms.clear()
+        return self._analysis(word)
+
+    def _analysis(self, word: str) -> tuple[str, ...]:
         if _PLAIN_WORD.fullmatch(word):
             # Lowercase ASCII letters and digits: one part, nothing to fold, so the chain
             # can only stop or stem it, and porter2 leaves digits alone (a test compares
@@ -321,9 +340,11 @@ class ExactAnalyzer(WordCachedAnalyzer):
         """Return the accented words of `value` in order (none for ASCII text, at once)."""
         return [] if value.isascii() else super().terms(value)
 
-    def _analyze_word(self, word: str) -> tuple[str, ...]:
-        if len(self._terms) > WORD_CACHE:
-            self._terms.clear()
+    def term_counts(self, value: str) -> Counter[str]:
+        """Return how many times each accented word of `value` occurs (none for ASCII text)."""
+        return Counter() if value.isascii() else super().term_counts(value)
+
+    def _analysis(self, word: str) -> tuple[str, ...]:
         return tuple(token.text for token in self._chain(word, mode="index"))
 
 
