@@ -25,6 +25,7 @@ from pickle import dumps
 from typing import Any
 
 from whoosh import formats
+from whoosh.analysis import IDTokenizer
 from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC
 from whoosh.system import pack_uint, pack_ushort
 from whoosh.util.numeric import length_to_byte
@@ -136,6 +137,19 @@ class TermWriter(SegmentWriter):
                 postings[2].append(vbytes)
                 length += freq
             return length if field.scorable else 0
+        if (
+            type(fmt) is formats.Existence
+            and type(field.analyzer) is IDTokenizer
+            and isinstance(value, str)
+        ):
+            # Existence.word_values of an IDTokenizer's one token: the whole value, once
+            postings = terms.get(key := value.encode("utf-8"))
+            if postings is None:
+                postings = terms[key] = ([], [], [])
+            postings[0].append(docnum)
+            postings[1].append(fmt.field_boost * boost)
+            postings[2].append(b"")
+            return 1 if field.scorable else 0
         for key, freq, weight, vbytes in field.index(value):
             postings = terms.get(key)
             if postings is None:
