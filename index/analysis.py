@@ -108,6 +108,9 @@ WORD_CACHE = 200_000  # distinct words remembered per analyzer (then it starts o
 TOKEN_PATTERN = r"(?!(?i:[cdjlmnst]|qu)['’]\w)\w+(?:[./\-]\w+)*"
 _SEPARATORS = re.compile(r"[./_\-]+")
 _PLAIN_WORD = re.compile(r"[a-z0-9]+")  # what the chain only stops or stems
+# what the chain only lowercases, then stops or stems: a capitalised word ("Deploy": camelCase
+# finds one part) or one in capitals and digits ("API", "HTTP2": not split at all)
+_CASED_WORD = re.compile(r"[A-Z][a-z]+|[A-Z0-9]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 
@@ -317,6 +320,8 @@ class WordCachedAnalyzer(Analyzer):
         return self._analysis(word)
 
     def _analysis(self, word: str) -> tuple[str, ...]:
+        if _CASED_WORD.fullmatch(word):
+            word = word.lower()
         if _PLAIN_WORD.fullmatch(word):
             # Lowercase ASCII letters and digits: one part, nothing to fold, so the chain
             # can only stop or stem it, and porter2 leaves digits alone (a test compares

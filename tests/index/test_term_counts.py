@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memstore.index import analysis
-from memstore.index.analysis import ExactAnalyzer, WordCachedAnalyzer
+from memstore.index.analysis import _CASED_WORD, ExactAnalyzer, WordCachedAnalyzer, make_chain
 
 WORDS = [
     *("nginx", "upload", "the", "a", "running", "42", "v2.3.1", "nginx.conf", "snake_case"),
@@ -46,3 +46,19 @@ def test_a_word_cache_that_starts_over_midway_counts_the_same(
     for text in texts * 2:
         assert analyzer.term_counts(text) == _one_by_one(WordCachedAnalyzer(), text)
         assert len(analyzer._terms) <= 5 + 9
+
+
+@given(
+    st.one_of(
+        st.from_regex(r"[A-Z][a-z]{1,12}", fullmatch=True),
+        st.from_regex(r"[A-Z0-9]{1,10}", fullmatch=True),
+        st.sampled_from(["The", "API", "HTTP2", "V2", "Running", "Its", "JSON", "X", "A1B2"]),
+    )
+)
+@settings(max_examples=600, deadline=None)
+def test_a_cased_words_shortcut_gives_what_the_whole_chain_gives(word: str) -> None:
+    # capitalised words and words in capitals skip the filter chain (lowercased, then as
+    # a plain word): the terms must be the chain's, or a rebuilt index changes
+    assert _CASED_WORD.fullmatch(word)
+    chain = tuple(t.text for t in make_chain()(word, mode="index"))
+    assert WordCachedAnalyzer()._analyze_word(word) == chain
