@@ -5,7 +5,9 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterator
+from itertools import chain
 from typing import Any
 
 from whoosh.analysis import STOP_WORDS as WHOOSH_STOP_WORDS
@@ -123,6 +125,9 @@ WORD_CACHE = 200_000  # distinct words remembered per analyzer (then it starts o
 TOKEN_PATTERN = r"(?!(?i:[cdjlmnst]|qu)['’]\w)\w+(?:[./\-]\w+)*"
 _SEPARATORS = re.compile(r"[./_\-]+")
 _PLAIN_WORD = re.compile(r"[a-z0-9]+")  # what the chain only stops or stems
+# what the chain only lowercases, then stops or stems: a capitalised word ("Deploy": camelCase
+# finds one part) or one in capitals and digits ("API", "HTTP2": not split at all)
+_CASED_WORD = re.compile(r"[A-Z][a-z]+|[A-Z0-9]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 
@@ -319,9 +324,28 @@ class WordCachedAnalyzer(Analyzer):
             found += terms
         return found
 
+    def term_counts(self, value: str) -> Counter[str]:
+        """Return how many times each term of `value` occurs (`Counter(terms(value))`): the
+        words looked up at once, every new one analysed first, counted in C."""
+        known = self._terms
+        words = self._pattern.findall(composed(value))
+        new = {word for word in words if word not in known}
+        if new:
+            if len(known) + len(new) > WORD_CACHE:
+                known.clear()
+                new = set(words)
+            for word in new:
+                known[word] = self._analysis(word)
+        return Counter(chain.from_iterable(map(known.__getitem__, words)))
+
     def _analyze_word(self, word: str) -> tuple[str, ...]:
         if len(self._terms) > WORD_CACHE:
             self._terms.clear()
+        return self._analysis(word)
+
+    def _analysis(self, word: str) -> tuple[str, ...]:
+        if _CASED_WORD.fullmatch(word):
+            word = word.lower()
         if _PLAIN_WORD.fullmatch(word):
             # Lowercase ASCII letters and digits: one part, nothing to fold, so the chain
             # can only stop or stem it, and porter2 leaves digits alone (a test compares
@@ -345,9 +369,11 @@ class ExactAnalyzer(WordCachedAnalyzer):
         """Return the accented words of `value` in order (none for ASCII text, at once)."""
         return [] if value.isascii() else super().terms(value)
 
-    def _analyze_word(self, word: str) -> tuple[str, ...]:
-        if len(self._terms) > WORD_CACHE:
-            self._terms.clear()
+    def term_counts(self, value: str) -> Counter[str]:
+        """Return how many times each accented word of `value` occurs (none for ASCII text)."""
+        return Counter() if value.isascii() else super().term_counts(value)
+
+    def _analysis(self, word: str) -> tuple[str, ...]:
         return tuple(token.text for token in self._chain(word, mode="index"))
 
 
