@@ -254,9 +254,8 @@ def sweep_hook(
             final = sweep.read_final(found)
         except OSError:
             final = sweep.Final("", "")
-        seen = swept.get(found.session)
         outcome: SweepOutcome | Literal["locked"]
-        if seen and seen.digest == sweep.digest(final.text):
+        if (seen := swept.get(found.session)) and seen.digest == sweep.digest(final.text):
             outcome, result = seen.outcome, None  # captured (or swept) with this very ending
         else:
             outcome, result = _sweep_one(store, found.session, final, project, cwd, min_chars, left)
