@@ -5,7 +5,9 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterator
+from itertools import chain
 from typing import Any
 
 from whoosh.analysis import STOP_WORDS as WHOOSH_STOP_WORDS
@@ -22,6 +24,7 @@ from whoosh.analysis import (
 from whoosh.lang.porter2 import stem
 from whoosh.support.charset import accent_map
 
+from .inflections import base_form
 from .stopwords import FUNCTION_WORDS, KEPT, LANGUAGES
 
 # Whoosh's English stop words plus the question words, pronouns and auxiliaries that
@@ -80,6 +83,22 @@ ENGLISH_STOP_WORDS = frozenset(
         "please",
         "about",
         "into",
+        # the other pronouns (issue 38: "her" and "his" were terms, and ranked)
+        "her",
+        "hers",
+        "his",
+        "him",
+        "herself",
+        "himself",
+        "itself",
+        "myself",
+        "yourself",
+        "yourselves",
+        "ourselves",
+        "themselves",
+        "yours",
+        "ours",
+        "theirs",
     }
 )
 # and the function words of Vietnamese, German, French, Spanish, Portuguese and Polish
@@ -106,6 +125,9 @@ WORD_CACHE = 200_000  # distinct words remembered per analyzer (then it starts o
 TOKEN_PATTERN = r"(?!(?i:[cdjlmnst]|qu)['’]\w)\w+(?:[./\-]\w+)*"
 _SEPARATORS = re.compile(r"[./_\-]+")
 _PLAIN_WORD = re.compile(r"[a-z0-9]+")  # what the chain only stops or stems
+# what the chain only lowercases, then stops or stems: a capitalised word ("Deploy": camelCase
+# finds one part) or one in capitals and digits ("API", "HTTP2": not split at all)
+_CASED_WORD = re.compile(r"[A-Z][a-z]+|[A-Z0-9]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 
@@ -201,11 +223,18 @@ class AccentedFilter(_StatelessFilter):
                 yield token
 
 
+def lemma_stem(word: str) -> str:
+    """Return the porter2 stem of `word`, an irregular verb form read as its base verb
+    first (index/inflections.py: "took" and "taken" stem as "take")."""
+    return stem(base_form(word))
+
+
 def make_chain() -> Any:
     """Return the analysis chain itself: tokenizer, identifier parts, stop, folding, stem.
 
     Stop words are dropped before accents are folded: Vietnamese "đâu" (where) is a stop
-    word, "dấu" (a diacritic mark) is not, and both fold to "dau".
+    word, "dấu" (a diacritic mark) is not, and both fold to "dau". Irregular verb forms
+    are read as their base verb as they are stemmed (`lemma_stem`).
     """
     return (
         RegexTokenizer(TOKEN_PATTERN)
@@ -213,7 +242,7 @@ def make_chain() -> Any:
         | LowercaseFilter()
         | StopFilter(stoplist=STOP_WORDS, minsize=1)
         | CharsetFilter(accent_map)
-        | StemFilter(stemfn=stem, cachesize=-1)
+        | StemFilter(stemfn=lemma_stem, cachesize=-1)
     )
 
 
@@ -295,16 +324,35 @@ class WordCachedAnalyzer(Analyzer):
             found += terms
         return found
 
+    def term_counts(self, value: str) -> Counter[str]:
+        """Return how many times each term of `value` occurs (`Counter(terms(value))`): the
+        words looked up at once, every new one analysed first, counted in C."""
+        known = self._terms
+        words = self._pattern.findall(composed(value))
+        new = {word for word in words if word not in known}
+        if new:
+            if len(known) + len(new) > WORD_CACHE:
+                known.clear()
+                new = set(words)
+            for word in new:
+                known[word] = self._analysis(word)
+        return Counter(chain.from_iterable(map(known.__getitem__, words)))
+
     def _analyze_word(self, word: str) -> tuple[str, ...]:
         if len(self._terms) > WORD_CACHE:
             self._terms.clear()
+        return self._analysis(word)
+
+    def _analysis(self, word: str) -> tuple[str, ...]:
+        if _CASED_WORD.fullmatch(word):
+            word = word.lower()
         if _PLAIN_WORD.fullmatch(word):
             # Lowercase ASCII letters and digits: one part, nothing to fold, so the chain
             # can only stop or stem it, and porter2 leaves digits alone (a test compares
             # with the chain). Most distinct words of a vault are such: ids, numbers.
             if word in STOP_WORDS:
                 return ()
-            return (word,) if word.isdigit() else (stem(word),)
+            return (word,) if word.isdigit() else (lemma_stem(word),)
         return tuple(token.text for token in self._chain(word, mode="index"))
 
 
@@ -321,9 +369,11 @@ class ExactAnalyzer(WordCachedAnalyzer):
         """Return the accented words of `value` in order (none for ASCII text, at once)."""
         return [] if value.isascii() else super().terms(value)
 
-    def _analyze_word(self, word: str) -> tuple[str, ...]:
-        if len(self._terms) > WORD_CACHE:
-            self._terms.clear()
+    def term_counts(self, value: str) -> Counter[str]:
+        """Return how many times each accented word of `value` occurs (none for ASCII text)."""
+        return Counter() if value.isascii() else super().term_counts(value)
+
+    def _analysis(self, word: str) -> tuple[str, ...]:
         return tuple(token.text for token in self._chain(word, mode="index"))
 
 

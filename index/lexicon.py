@@ -38,7 +38,7 @@ class Lexicon:
         self._segment_counts: dict[tuple[str, str, str], int] = {}
         self._stand_ins: dict[tuple[str, str], StandIn | None] = {}
         # query text → its terms with stand-ins in place, and the stand-ins
-        self._resolved: dict[str, tuple[list[str], tuple[StandIn, ...]]] = {}
+        self._resolved: dict[tuple[str, frozenset[str]], tuple[list[str], tuple[StandIn, ...]]] = {}
 
     def reset(self, searcher: Any) -> None:
         """Answer for `searcher` (a new index version) from now on."""
@@ -86,25 +86,25 @@ class Lexicon:
         return bool(self.frequency("content", term) or self.frequency("keywords", term))
 
     def has_resolved(self, query: Query) -> bool:
-        return query.text in self._resolved
+        return (query.text, query.settled) in self._resolved
 
     def resolve(self, query: Query) -> tuple[list[str], tuple[StandIn, ...]]:
         """Return `query`'s terms with stand-ins in place, and the stand-ins."""
-        found = self._resolved.get(query.text)
+        found = self._resolved.get((query.text, query.settled))
         if found is None:
             stand_ins = self._stand_ins_of(query)
             swapped = {s.term: s.stand_in_term for s in stand_ins}
             if len(self._resolved) > CACHE_QUERIES:
                 self._resolved.clear()
             resolved = list(dict.fromkeys(swapped.get(t, t) for t in query.terms))
-            found = self._resolved[query.text] = (resolved, tuple(stand_ins))
+            found = self._resolved[query.text, query.settled] = (resolved, tuple(stand_ins))
         return found
 
     def _stand_ins_of(self, query: Query) -> list[StandIn]:
         """Return the stand-ins of the first MAX_STAND_INS unknown terms (a pasted log or
         stack trace holds many words no memory does, and is no typo)."""
         found = []
-        unknown = [t for t in query.terms if not self.is_known(t)]
+        unknown = [t for t in query.terms if t not in query.settled and not self.is_known(t)]
         for term in unknown[:MAX_STAND_INS]:
             word = query.sources.get(term, term)
             if (term, word) not in self._stand_ins:

@@ -33,6 +33,9 @@ class Query:
 
     text: str
     terms: tuple[str, ...]
+    # Terms another index the caller also searches holds: here, where no document holds
+    # them, they are not replaced by a typo's stand-in (they are no typo).
+    settled: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, text: str) -> Query:

@@ -189,12 +189,20 @@ def live_field_lengths(reader: Any) -> dict[str, int]:
     """Sum the field lengths of live documents (Whoosh's own totals keep merged-away ones)."""
     totals = dict.fromkeys(SCORED_FIELDS, 0)
     for segment, _ in reader.leaf_readers():
-        if not segment.doc_count_all():
-            continue
-        deleted = _deleted_ids(segment)
-        for fieldname in SCORED_FIELDS:
-            lengths = _LIVE_LENGTHS[field_codes(segment, fieldname)]
-            totals[fieldname] += int(lengths.sum()) - int(lengths[deleted].sum())
+        if segment.doc_count_all():
+            for fieldname, length in segment_field_lengths(segment).items():
+                totals[fieldname] += length
+    return totals
+
+
+def segment_field_lengths(segment: Any) -> dict[str, int]:
+    """Sum the field lengths of one segment's live documents (the same for as long as the
+    segment lives with as many deleted documents: a caller may keep it)."""
+    deleted = _deleted_ids(segment)
+    totals = {}
+    for fieldname in SCORED_FIELDS:
+        lengths = _LIVE_LENGTHS[field_codes(segment, fieldname)]
+        totals[fieldname] = int(lengths.sum()) - int(lengths[deleted].sum())
     return totals
 
 

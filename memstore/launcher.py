@@ -65,7 +65,7 @@ HELP_ORDER = (
     *("init", "add", "search", "show", "reindex", "doctor", "watch", "daemon", "status"),
     *("serve", "benchmark", "hook", "sync", "confirm", "eval", "demo", "audit", "dedupe"),
     *("promote", "archive", "revive", "forget", "log", "revert", "import", "export"),
-    *("restore", "gc", "edit", "list", "stats", "ingest", "agents"),
+    *("restore", "gc", "edit", "list", "stats", "ingest", "agents", "share", "review", "check"),
 )
 _app: typer.Typer | None = None
 
@@ -89,6 +89,7 @@ def typer_app() -> typer.Typer:
         listing,
         memories,
         sync,
+        teams,
         transfer,
         upkeep,
         vault,
@@ -97,6 +98,9 @@ def typer_app() -> typer.Typer:
     from memstore.mcp import commands as mcp
 
     groups = [vault, memories, upkeep, sync, history, transfer, evaluation, demo, listing, ingest]
+    from memstore.cli import teamwork  # share, review, check (issue 40)
+
+    groups.append(teamwork)
     parts = [*(m.commands for m in groups), daemon.commands, agents.commands]
     parts.append(mcp.commands(daemon.watching))  # in-process serve runs the daemon's watcher
     app = cli.new_app()
@@ -104,6 +108,7 @@ def typer_app() -> typer.Typer:
     app.registered_commands = sorted(found, key=_place_in_help)
     app.add_typer(sync.remote, name="remote", cls=cli.CommandList)
     app.add_typer(conflicts.commands, name="conflicts", cls=cli.CommandList)
+    app.add_typer(teams.commands, name="team", cls=cli.CommandList)
     _app = app
     return app
 

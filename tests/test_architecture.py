@@ -20,6 +20,7 @@ SHELLS = {
     "agents/commands.py",
     "cli/ingest.py",
     "cli/sync.py",
+    "cli/teams.py",
     "cli/terminal.py",
     "cli/upkeep.py",
 }

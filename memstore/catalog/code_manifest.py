@@ -14,8 +14,9 @@ from memstore.catalog.code_changes import Changes, Seen, Stored
 from memstore.catalog.manifest import Manifest
 
 # state.sqlite's layout and what a chunk's document holds (3: its prose, `prose`; 4: the
-# search index's `exact` field), as PRAGMA user_version: a code index of another one is rebuilt
-SCHEMA = 4
+# search index's `exact` field; 5: irregular verbs read as their base, index/inflections.py), as
+# PRAGMA user_version: a code index of another one is rebuilt
+SCHEMA = 5
 
 
 class OtherLayoutError(Exception):

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from memstore.catalog.listings import Listings
 from memstore.catalog.manifest import file_identity
 from memstore.catalog.memory_manifest import FORMAT, Entry, MemoryManifest, create_tables
 from memstore.catalog.reading import document_for
@@ -123,6 +124,8 @@ class Indexer:
         # a watcher running (which leaves catch-ups to itself but does not see an index
         # deleted under it: the empty one answered "no memories" until its next reconcile).
         self.unfilled = False
+        # the folders' entries as this process's index holds them (catalog/listings.py)
+        self.listings = Listings(os.fspath(vault.root))
 
     @property
     def root(self) -> Path:
@@ -261,6 +264,7 @@ class Indexer:
 
     def _become(self, fresh: Indexer) -> None:
         """Take over `fresh`'s index and manifest (this one's are closed or damaged)."""
+        self.listings.forget()
         self.search.take_over(fresh.search)
         self.manifest, self._temporary = fresh.manifest, fresh._temporary
         self._opened = fresh._opened
@@ -402,12 +406,17 @@ class Indexer:
             last = 0
         return not 0 <= time.time() - last < FULL_EVERY_S
 
+    def saw_head(self) -> bool:
+        """Say whether the index was last caught up at the vault's HEAD as it is now (a
+        clone that only sync changes, and sync catches up, needs no reader's catch-up)."""
+        return self._git_seen() == self.vault.head()
+
     def _git_seen(self) -> tuple[str, int]:
         head, _, size = (self.manifest.meta("git") or "").partition(" ")
         return head, int(size) if size.isdigit() else 0
 
     def _updater(self) -> Updater:
-        return Updater(self.vault, self.search, self.manifest)
+        return Updater(self.vault, self.search, self.manifest, self.listings)
 
     def _catch_up(
         self,
@@ -431,6 +440,7 @@ class Indexer:
     def remove(self, paths: list[str]) -> None:
         """Drop files memstore has just deleted from the index."""
         self._apply([], paths, {}, None)
+        self.listings.removed(paths)
 
     def record(self, path: str, memory: Memory) -> None:
         """Index one file memstore has just written."""

@@ -15,7 +15,9 @@ from memstore.catalog.manifest import Manifest
 from memstore.index import SearchIndexError
 from memstore.vault.files import Fingerprint
 
-FORMAT = "9"  # bump when documents or the schema change: a mismatched index is rebuilt
+FORMAT = (
+    "10"  # bump when documents, the schema or the analysis change: a mismatched index is rebuilt
+)
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _ENTRY_COLUMNS = (
     "path, id, workspace, hash, problem, kind, supersedes, created, seen, recalled, "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
@@ -55,6 +56,10 @@ CONCEPT_MIN_COMMON = 5
 FEEDBACK_DOCS = 3  # pseudo-relevance feedback: the any-word search's first hits …
 FEEDBACK_TERMS = 15  # … lend their most characteristic terms to a second, boosted search …
 FEEDBACK_MAX_MEMORIES = 5000  # … in vaults up to this size (above, it costs more than it helps)
+# A memory holding the query's words only in its own questions ("any tips for X?") asks
+# what the prompt asks: its BM25 score is lowered by this share of its idf-weighted share of
+# such words (docs/retrieval.md, "Questions are not answers").
+ASKED_DISCOUNT = 0.5
 
 
 def find(
@@ -109,6 +114,7 @@ def find(
         _candidate(key, lexical.get(key), key in complete, named.get(key, 0), entries.get(key))
         for key in documents
     ]
+    candidates = _answers_first(index, query, candidates, documents)
     best = max(c.lexical for c in candidates)
     values = {c.key: score(c, best, len(entities), now) for c in candidates}
     ranked = sorted(candidates, key=lambda c: (-round(values[c.key], 6), c.key))[:k]
@@ -116,6 +122,56 @@ def find(
     older = _older_versions(indexer, [d for _, d, _ in chosen])
     hits = _tiered(index, query, chosen, older, concepts)
     return SearchResult(tuple(hits), weak=all(hit.weak for hit in hits))
+
+
+def _answers_first(
+    index: SearchIndex,
+    query: Query,
+    candidates: list[Candidate],
+    documents: Mapping[str, Document],
+) -> list[Candidate]:
+    """Return `candidates` with the BM25 score of each that holds the query's words only in
+    its own questions lowered: a memory asking "any tips for X?" asks what the prompt
+    asks, it does not answer it (its `asked` share, weighed by idf, × ASKED_DISCOUNT)."""
+    if ASKED_DISCOUNT <= 0 or not any("?" in documents[c.key].content for c in candidates):
+        return candidates
+    wanted = frozenset(query.terms)
+    weights = _idf_weights(index, query)
+    out = []
+    for c in candidates:
+        text = documents[c.key].content
+        share = _asked(text, wanted, weights) if c.lexical > 0 and "?" in text else 0.0
+        out.append(replace(c, lexical=c.lexical * (1 - ASKED_DISCOUNT * share)) if share else c)
+    return out
+
+
+def _idf_weights(index: SearchIndex, query: Query) -> dict[str, float]:
+    documents = index.document_count()
+    return {
+        t: math.log((documents + 1) / max(df, 1))
+        for t, df in index.holder_counts(query, typos=False).items()
+    }
+
+
+# where a sentence ends: after . ! or ? and a space, or at a line's end ("orders?status=open"
+# in a URL is no question)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
+
+
+def _asked(text: str, wanted: frozenset[str], weights: Mapping[str, float]) -> float:
+    """Return the idf-weighted share of the query terms `text` holds that it holds only in
+    sentences ending with a question mark."""
+    asked: set[str] = set()
+    told: set[str] = set()
+    for sentence in _SENTENCE_END.split(text):
+        found = terms(sentence) & wanted
+        if found:
+            (asked if sentence.rstrip().endswith("?") else told).update(found)
+    held = asked | told
+    total = sum(weights.get(t, 0.0) for t in held)
+    if not total:
+        return 0.0
+    return sum(weights.get(t, 0.0) for t in asked - told) / total
 
 
 def query_weights(

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
+from memstore.catalog.listings import Entries, Listings, Seen
 from memstore.catalog.memory_manifest import Folders, MemoryManifest
 from memstore.catalog.plan import RACY, Plan, plan_catch_up, settle_all
 from memstore.catalog.reading import HelperPart, Read, ReadPool, document_for, limitmb, plan_shares
@@ -28,6 +29,10 @@ Progress = Callable[[int, int], None]
 # memory file held for the one commit costs ~4.5 KB (its postings, document, manifest row
 # and entities: a first sync of 1,000,000 peaked at 4.4 GiB), so a chunk ~250 MB.
 CHUNK_FILES = 50_000
+# A catch-up listing more folders than this does not remember them (Listings): a write's
+# own lists one or two; one after a sync or a clone lists hundreds, and a `scandir` more
+# of each would add ~15% to it for folders the next adds mostly do not write to.
+SNAPSHOT_FOLDERS = 16
 
 
 @dataclass(frozen=True)
@@ -55,10 +60,20 @@ class Moved:
 class Updater:
     """One update of the memories' index (its search index and manifest) from the files."""
 
-    def __init__(self, vault: Vault, search: SearchIndex, manifest: MemoryManifest) -> None:
+    def __init__(
+        self,
+        vault: Vault,
+        search: SearchIndex,
+        manifest: MemoryManifest,
+        listings: Listings | None = None,
+    ) -> None:
         self.vault = vault
         self.search = search
         self.manifest = manifest
+        # the folders' entries as this process's index holds them (listings.py): a folder
+        # whose time changed but whose entries did not (this process's own writes) is
+        # not listed again
+        self.listings = listings
 
     def full(
         self,
@@ -128,14 +143,13 @@ class Updater:
         known = self.manifest.folders(workspace)
         if (workspace or "") not in known:
             return self.full(progress, workspace)  # never listed: (first) full catch-up
-        dirty = sorted(
-            f for f, mtime in known.items() if f in also or self.vault.folder_mtime(f) != mtime
-        )
+        dirty = sorted(f for f, mtime in known.items() if f in also or self._changed(f, mtime))
         moved = {"git": f"{head[0]} {head[1]}"} if also else {}
         if not dirty:
             if moved:
                 self.manifest.write([], [], Folders({}), moved)
             return CatchUp()
+        snapshots = self._snapshots(dirty)
         on_disk, listed, gone = self._list_again(dirty, known)
         plan = plan_catch_up(on_disk, self.manifest.fingerprints_in(listed, gone))
         if not plan:
@@ -143,10 +157,48 @@ class Updater:
                 self._settle(listed, known, started)
             if moved:
                 self.manifest.write([], [], Folders({}), moved)
+            self._remember(snapshots, listed, gone, on_disk, started)
             return CatchUp()
         folders = Folders(settle_all(listed, started), gone=tuple(sorted(gone)))
         meta = {"git": f"{head[0]} {head[1]}"}  # HEAD moved by commits alone, if at all
-        return self.apply_plan(plan, on_disk, progress, folders=folders, meta=meta)
+        result = self.apply_plan(plan, on_disk, progress, folders=folders, meta=meta)
+        unread = {_parent(p) for p in set(plan.to_index) - set(result.updated)}
+        kept = {f: e for f, e in snapshots.items() if f not in unread}
+        self._remember(kept, listed, gone, on_disk, started)
+        return result
+
+    def _changed(self, folder: str, recorded: int) -> bool:
+        """Say whether a folder must be listed again: its time is not the one recorded, nor
+        is it as this process's index holds it (Listings.unchanged)."""
+        now = self.vault.folder_mtime(folder)
+        if now == recorded:
+            return False
+        return self.listings is None or not self.listings.unchanged(folder, now)
+
+    def _snapshots(self, folders: list[str]) -> dict[str, Entries]:
+        """The entries of `folders` read before they are listed (see Listings.snapshot)."""
+        if self.listings is None or len(folders) > SNAPSHOT_FOLDERS:
+            return {}
+        taken = {folder: self.listings.snapshot(folder) for folder in folders}
+        return {folder: entries for folder, entries in taken.items() if entries is not None}
+
+    def _remember(
+        self,
+        snapshots: dict[str, Entries],
+        listed: dict[str, int],
+        gone: set[str],
+        on_disk: dict[str, Fingerprint],
+        started: int,
+    ) -> None:
+        """Record the folders the index was just brought up to date from, at the time the
+        listing read (not those whose files could not all be read, nor those with a file
+        too recent to trust: listed again next time, see Listings.remember)."""
+        if self.listings is not None:
+            self.listings.forget(gone)
+            seen: dict[str, Seen] = {
+                f: (listed[f], entries) for f, entries in snapshots.items() if f in listed
+            }
+            self.listings.remember(seen, on_disk, started)
 
     def _settle(self, listed: dict[str, int], known: dict[str, int], started: int) -> None:
         """Record the folders a look found as indexed whose mtimes have settled.
@@ -191,14 +243,13 @@ class Updater:
         paths = list(memories)
         if not paths:
             return
-        fingerprints = {path: self._fingerprint(path) for path in paths}
+        stats = {path: self.vault.path(path).stat() for path in paths}
+        fingerprints = {path: (st.st_mtime_ns, st.st_size) for path, st in stats.items()}
         known = {entry.path for entry in self.manifest.by_path(paths)}
         new = tuple(path for path in paths if path not in known)
         self.apply(paths, [], fingerprints, None, memories=dict(memories), new=new)
-
-    def _fingerprint(self, path: str) -> Fingerprint:
-        st = self.vault.path(path).stat()
-        return (st.st_mtime_ns, st.st_size)
+        if self.listings is not None:
+            self.listings.wrote((path, st.st_ino) for path, st in stats.items())
 
     def apply_plan(
         self,

@@ -161,7 +161,7 @@ def search(
 
             result = History(store).search_as_of(query, as_of, workspace=scope, k=k)
         else:
-            result = store.search(query, workspace=scope, k=k, archived=archived)
+            result = store.search(query, workspace=scope, k=k, archived=archived, tiers=True)
             if not context:
                 named = settings.vault if vault else None
                 elsewhere = look_elsewhere(

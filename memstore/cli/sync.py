@@ -12,12 +12,18 @@ from typing import Annotated
 
 import typer
 
+from memstore.catalog.indexer import CatchUp, Progress
+from memstore.cli.teams import pull_lines
 from memstore.cli.terminal import progress_bar
-from memstore.core.errors import InvalidInputError
+from memstore.core.errors import InvalidInputError, MemstoreError
 from memstore.ops.output import count, sync_lines
 from memstore.ops.parameters import JsonOption, QuietOption, VaultOption, emit_json, shell_settings
+from memstore.service.following import TeamPull, pull_teams
+from memstore.service.shared_marks import mark_shared
 from memstore.service.store import Store
-from memstore.service.sync import SyncOptions
+from memstore.service.sync import SyncOptions, SyncOutcome
+from memstore.service.teams import followed
+from memstore.service.tiers import tier_stores
 
 commands = typer.Typer()
 remote = typer.Typer()  # its help is remote_default's docstring
@@ -68,7 +74,9 @@ def sync(
     ):
         if force_purged:
             _confirm_force_purged(store, name or store.remote_name(), yes)
-        outcome, flushed, caught_up = store.sync(name, progress, options)
+        outcome, flushed, caught_up, pulls = _sync_tiers(store, name, progress, options, quiet)
+        # the personal copies of memories a team tier now holds (docs/team.md)
+        marked = mark_shared(store, tier_stores(store)) if pulls else {}
         # only those this sync committed: one that came from the remote, or was committed
         # by an earlier sync, is not news (doctor lists them all)
         edited = set(outcome.edited)
@@ -80,10 +88,16 @@ def sync(
                 "usage_flushed": flushed,
                 "indexed": len(caught_up.updated),
                 "removed": len(caught_up.removed),
+                "teams": [asdict(pull) for pull in pulls],
+                "shared_marked": marked,
             }
         )
         return
-    lines = sync_lines(outcome, flushed, caught_up)
+    lines = (
+        ["your vault has no remote: only team vaults synced (memstore remote add URL syncs it)"]
+        if outcome.merge == "no remote"
+        else sync_lines(outcome, flushed, caught_up)
+    ) + pull_lines(pulls, marked)
     if quiet:  # only what needs a person: the memories whose versions were kept
         lines = [line for line in lines if line.startswith(" ")]
     if lines:
@@ -94,6 +108,24 @@ def sync(
             f"note: the vault holds {count(len(unreadable), 'file')} memstore cannot read "
             f"({shown}); they were committed like any edit. memstore doctor says why."
         )
+
+
+def _sync_tiers(
+    store: Store, name: str, progress: Progress | None, options: SyncOptions, quiet: bool
+) -> tuple[SyncOutcome, int, CatchUp, list[TeamPull]]:
+    """Sync the vault, then pull each team tier (one line each, never failing the vault's
+    sync); a vault with no remote of its own that follows teams pulls only those."""
+    if followed(store.settings) and not store.remote_url(name or store.remote_name()):
+        outcome, flushed, caught_up = SyncOutcome(merge="no remote"), 0, CatchUp()
+    else:
+        try:
+            outcome, flushed, caught_up = store.sync(name, progress, options)
+        except MemstoreError:
+            lines = pull_lines(pull_teams(store, progress))
+            if lines and not quiet:
+                typer.echo("\n".join(lines))
+            raise
+    return outcome, flushed, caught_up, pull_teams(store, progress)
 
 
 def _confirm_force_purged(store: Store, name: str, yes: bool) -> None:

@@ -12,12 +12,20 @@ changes by an older memstore or by hand).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from typing import Any, Literal
 
 from memstore.core.codec import normalize_text, parse_memory, render_memory
+from memstore.core.errors import InvalidInputError
 from memstore.core.model import KINDS, Memory
+from memstore.core.vault_config import (
+    VAULT_CONFIG_NAME,
+    format_vault_config,
+    merge_vault_config,
+    parse_vault_config,
+)
 
 # When both sides changed a kind differently, the more deliberate kind wins: a person's
 # `core` over a `lesson` over a `note` …, independent of which machine merges.
@@ -270,6 +278,15 @@ def merge_file(
     texts = [_decode(b) for b in (base, ours, theirs)]
     if texts[1] is None or texts[2] is None:  # not text: keep both files' bytes apart
         return FileMerge(max(ours, theirs), "conflict")
+    old, mine, yours = texts
+    if path == VAULT_CONFIG_NAME and mine is not None and yours is not None:
+        with suppress(InvalidInputError):  # a broken file merges as text, marked
+            merged = merge_vault_config(
+                parse_vault_config(old) if old is not None else None,
+                parse_vault_config(mine),
+                parse_vault_config(yours),
+            )
+            return FileMerge(format_vault_config(merged).encode("utf-8"))
     if not path.endswith(".md"):
         merged_text, conflict = merge_text(texts[0], texts[1], texts[2])
         return FileMerge(merged_text.encode("utf-8"), "conflict" if conflict else "")

@@ -112,6 +112,8 @@ class Hit:
     neighbors: tuple[str, ...] = ()
     # Where the code this memory names is (ingested source trees): "path:start-end" or "path".
     code: tuple[str, ...] = ()
+    # The team vault it was found in ('' for the personal vault): recall reads every tier.
+    tier: str = ""
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,7 @@ class CoreMemory:
     id: str
     workspace: str
     content: str
+    tier: str = ""  # the team vault it comes from ('' for the personal vault)
 
 
 @dataclass(frozen=True)

@@ -179,8 +179,8 @@ class Daemon:
         memories the first hundred recalls had twice the steady p95 before."""
         store, done = self.store, object()
         try:
-            store.search("memstore", k=1, catch_up=False)
-            store.recall("memstore", workspace=None, k=1, catch_up=False)
+            store.search("memstore", k=1, catch_up=False, tiers=True)  # and the team tiers
+            store.recall("memstore", workspace=None, k=1, catch_up=False, tiers=True)
             code = store.code_index()
             if code is not None:
                 code.warm()

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from memstore.core.model import AddResult, Hit
     from memstore.ops.lean import OpenStore
     from memstore.service.store import Store
-    from memstore.vault.sweep import Final
+    from memstore.vault.sweep import Final, SweepOutcome
 MIN_CAPTURE_CHARS = 200  # shorter final messages are chit-chat ("Done!"), not knowledge
 NOVELTY_THRESHOLD = 0.7  # measured: tests/benchmarks/bench_novelty.py (docs/agents.md)
 BRIEFING_TOKENS = 300
@@ -80,7 +80,7 @@ def prompt_hook(store: Store, payload: Mapping[str, Any], cwd: str) -> list[str]
     if not prompt:
         return []
     scope = workspace_for(payload, store.vault.root, cwd)
-    result = store.search(prompt, workspace=scope, k=5)
+    result = store.search(prompt, workspace=scope, k=5, tiers=True)
     if not _holds_the_prompt(prompt, result.hits):  # most prompts match some word here:
         return _elsewhere_note(store, prompt, scope)  # only then one more search
     lines = context_lines(result)
@@ -206,7 +206,7 @@ def briefing_hook(
     from memstore.core.ranking import estimate_tokens
     from memstore.ops.output import briefing_lines
 
-    changes, known = store.changes_since_last_session(agent)
+    changes, known = store.changes_since_last_session(agent, tiers=True)
     workspace = workspace_for(payload, store.vault.root, cwd)
     changes = [c for c in changes if _concerns(c.summary, workspace)]
     if not known or not changes:
@@ -254,8 +254,8 @@ def sweep_hook(
             final = sweep.read_final(found)
         except OSError:
             final = sweep.Final("", "")
-        seen = swept.get(found.session)
-        if seen and seen.digest == sweep.digest(final.text):
+        outcome: SweepOutcome | Literal["locked"]
+        if (seen := swept.get(found.session)) and seen.digest == sweep.digest(final.text):
             outcome, result = seen.outcome, None  # captured (or swept) with this very ending
         else:
             outcome, result = _sweep_one(store, found.session, final, project, cwd, min_chars, left)
@@ -279,7 +279,7 @@ def _kept_line(ids: list[str]) -> str:
 
 def _sweep_one(
     store: Store, session: str, final: Final, project: Path, cwd: str, min_chars: int, left: float
-) -> tuple[str, AddResult | None]:
+) -> tuple[SweepOutcome | Literal["locked"], AddResult | None]:
     """Run the capture gates over one earlier session's final message; say what became of it."""
     from dataclasses import replace
 

@@ -135,7 +135,7 @@ def run_search(request: Request, open_store: OpenStore = open_in_process) -> Rep
     note = ""
     try:
         with open_store(settings, False) as store:
-            result = store.search(query, workspace=scope, k=int(k))
+            result = store.search(query, workspace=scope, k=int(k), tiers=True)
             elsewhere = None
             if not context:
                 vault = settings.vault if "vault" in options else None
@@ -161,6 +161,10 @@ def unknown_workspace(store: Store, named: str | None, read: str = "searched it 
     known = store.workspaces()
     if named in known:
         return ""
+    from memstore.service.tiers import tier_stores
+
+    if any(named in team.workspaces() for team in tier_stores(store).values()):
+        return ""  # a followed team vault's workspace
     return printable(
         f"note: no workspace {named!r} in this vault ({read}); known: {', '.join(known)}\n"
     )

@@ -253,7 +253,8 @@ def search_lines(
             continue
         conflict, text = split_label(hit.content)  # "(conflict: 2 versions)" goes up here
         mark += f"  {conflict}" if conflict else ""
-        lines.append(f"{hit.id}  {hit.workspace} · {hit.kind} · {hit.score:.2f}{mark}")
+        where = f"{hit.tier}:{hit.workspace}" if hit.tier else hit.workspace
+        lines.append(f"{hit.id}  {where} · {hit.kind} · {hit.score:.2f}{mark}")
         lines.extend(f"    {line}" for line in text.strip().splitlines()[:6])
         if hit.code:  # where the code it names is (ingested source trees)
             lines.append(f"    code: {', '.join(hit.code)}")
@@ -344,8 +345,10 @@ def context_lines(result: SearchResult, width: int = CONTEXT_CHARS) -> list[str]
     for hit in hits:
         text = " ".join(hit.content.split())
         if len(text) > width:
-            text = text[:width].rsplit(" ", 1)[0] + f" … (full text: memstore show {hit.id})"
-        lines.append(printable(f"- [{hit.id}] {text}"))
+            more = f"in team vault {hit.tier}" if hit.tier else f"memstore show {hit.id}"
+            text = text[:width].rsplit(" ", 1)[0] + f" … (full text: {more})"
+        label = f"{hit.tier}:{hit.workspace}/{hit.id}" if hit.tier else hit.id
+        lines.append(printable(f"- [{label}] {text}"))
     return lines
 
 

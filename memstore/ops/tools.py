@@ -19,7 +19,7 @@ from typing_extensions import TypedDict
 
 from memstore.core.config import Settings
 from memstore.core.errors import InvalidInputError, MemstoreError, NotFoundError
-from memstore.core.model import ALL, GLOBAL, AddStatus, Hit, Recall, SearchResult
+from memstore.core.model import ALL, GLOBAL, AddStatus, CoreMemory, Hit, Recall, SearchResult
 from memstore.core.repo_name import workspace_at
 
 if TYPE_CHECKING:
@@ -57,12 +57,14 @@ class HitOut(TypedDict):
     weak: bool
     neighbors: list[str]
     superseded_by: list[str]
+    tier: NotRequired[str]  # the team vault it comes from (absent: the personal vault)
 
 
 class CoreOut(TypedDict):
     id: str
     workspace: str
     content: str
+    tier: NotRequired[str]
 
 
 class RecallOut(TypedDict):
@@ -107,9 +109,7 @@ def recall_output(recall: Recall) -> RecallOut:
     weak = any(h.weak and h.kind != "code" for h in recall.hits)
     return {
         "results": [_hit_output(h) for h in recall.hits],
-        "core_memory": [
-            {"id": c.id, "workspace": c.workspace, "content": c.content} for c in recall.core
-        ],
+        "core_memory": [_core_output(c) for c in recall.core],
         "message": recall.message + (CONFIRM_HINT if weak else ""),
     }
 
@@ -132,6 +132,15 @@ def _hit_output(hit: Hit) -> HitOut:
         out["ref"] = hit.path
     if hit.code:
         out["code"] = list(hit.code)
+    if hit.tier:
+        out["tier"] = hit.tier
+    return out
+
+
+def _core_output(core: CoreMemory) -> CoreOut:
+    out: CoreOut = {"id": core.id, "workspace": core.workspace, "content": core.content}
+    if core.tier:
+        out["tier"] = core.tier
     return out
 
 
@@ -154,6 +163,7 @@ def recall(
         max_tokens=int(arguments.get("max_tokens", 0)) or None,
         catch_up=not live,
         record_usage=True,
+        tiers=True,
     )
     if not found.hits and not found.dropped and scope is not None:
         elsewhere = look_elsewhere(store, None, query, scope, command=RECALL_ALL)
@@ -187,7 +197,7 @@ def look_elsewhere(
     if scope is None or (result is not None and result.hits):
         return None
     found = store.search(
-        query, workspace=None, k=ELSEWHERE_LIMIT, catch_up=False, archived=archived
+        query, workspace=None, k=ELSEWHERE_LIMIT, catch_up=False, archived=archived, tiers=True
     )
     hits = [hit for hit in found.hits if hit.workspace not in (scope, GLOBAL)]
     if confident:

@@ -18,6 +18,7 @@ from memstore.core.errors import SecretError, VaultError
 from memstore.core.faults import crash_point
 from memstore.core.merge import tally
 from memstore.core.model import Memory
+from memstore.service.teams import team_of
 from memstore.service.transaction import Transaction
 
 if TYPE_CHECKING:
@@ -29,7 +30,13 @@ STAMP = "%Y-%m-%dT%H:%M:%SZ"
 def flush(store: Store, tx: Transaction, replica: str, every: float | None) -> int:
     """Write the pending recall counts due (`every`: seconds between periodic flushes, and
     between two writes of a file; None: every pending count, as sync does) in `tx`'s one
-    commit; return how many memories."""
+    commit; return how many memories.
+
+    A team vault's clone never flushes: its counts are this person's, and a team tier only
+    takes what a member shares (its journal keeps them, for this machine's ranking).
+    """
+    if team_of(tx.vault.root):
+        return 0
     usage, indexer, vault = store.usage, store.indexer, tx.vault
     now = store.shared.clock()
     when = now.strftime(STAMP)

@@ -17,7 +17,6 @@ from memstore.catalog.retrieval import (
     recall_message,
     stand_ins,
     with_corrections,
-    with_neighbors,
 )
 from memstore.core.codec import merged_ids
 from memstore.core.errors import InvalidInputError, NotFoundError
@@ -31,9 +30,20 @@ from memstore.core.model import (
     check_workspace,
 )
 from memstore.core.ranking import HIT_OVERHEAD_TOKENS, estimate_tokens, pack
-from memstore.index import SearchIndexError, terms
+from memstore.index import Query, SearchIndexError, terms
 from memstore.service.checks import check_id, check_source
 from memstore.service.resources import Part, serialized
+from memstore.service.tiers import (
+    ids_by_tier,
+    merge_core,
+    merge_results,
+    neighbors_of,
+    search_teams,
+    settled,
+    team_changes,
+    team_core,
+    tier_stores,
+)
 from memstore.vault.git import LogEntry
 
 
@@ -56,23 +66,37 @@ class Reader(Part):
     @serialized
     def search(
         self,
-        query: str,
+        query: str | Query,
         *,
         workspace: str | None = None,
         k: int = 5,
         catch_up: bool = True,
         archived: bool = False,
+        tiers: bool = False,
     ) -> SearchResult:
         """Return up to `k` hits, ranked: all query terms first, then any term; a memory
         another corrects comes just below its correction.
 
         `workspace` None searches every workspace; a name searches it plus `global`.
         `catch_up` False skips the scan for files changed outside memstore (a running
-        watcher already keeps the index current).
+        watcher already keeps the index current). `tiers`: the followed team vaults too,
+        one ranked list (service/tiers.py).
         """
         if k < 1:
             raise InvalidInputError(f"-k must be at least 1, not {k}")
         store = self.store
+        if tiers and (teams := tier_stores(store)):
+            from memstore.service.shared_marks import without_shared  # it imports the store
+
+            asked = settled(store, teams, query)
+            mine = store.search(
+                asked[""], workspace=workspace, k=k, catch_up=catch_up, archived=archived
+            )
+            # a memory marked shared with a tier read here: the team's copy speaks for it
+            answers = [replace(mine, hits=tuple(without_shared(store, mine.hits, set(teams))))]
+            answers += search_teams(teams, asked, workspace=workspace, k=k, archived=archived)
+            return merge_results(answers, k)
+        text = query if isinstance(query, str) else query.text
         scope = None if workspace is None else {check_workspace(workspace), GLOBAL}
         if catch_up:
             store.maintenance.catch_up()
@@ -93,7 +117,7 @@ class Reader(Part):
         hits = with_corrections(indexer, result.hits, depth, scope)
         vectors = store.vectors.view(locked=False)
         if vectors is not None:
-            similar = [key for key, _ in vectors.hits(query, SEMANTIC_DEPTH, scope)]
+            similar = [key for key, _ in vectors.hits(text, SEMANTIC_DEPTH, scope)]
             hits = fuse_similar(indexer, hits, similar, k, archived=archived)
             if hits:
                 result = replace(result, weak=all(hit.weak for hit in hits))
@@ -101,7 +125,7 @@ class Reader(Part):
         code = store.sources.code_index()
         if code is not None:
             hits = [self._with_code(code, hit) for hit in hits]
-            if chunks := code.find(query, scope, k):
+            if chunks := code.find(text, scope, k):
                 hits = fuse(hits, chunks, k)
                 return replace(
                     result, hits=tuple(hits), read_as=read_as, weak=all(h.weak for h in hits)
@@ -124,23 +148,28 @@ class Reader(Part):
         max_tokens: int | None = None,
         catch_up: bool = True,
         record_usage: bool = False,
+        tiers: bool = False,
     ) -> Recall:
         """Search, then attach corrections and neighbours, add core memories, fit a budget.
 
         `max_tokens` covers hits and core memories together (hits first, whole or not at all).
+        `tiers`: the followed team vaults too (their hits and core memories labelled).
         """
         if max_tokens is not None and max_tokens < 1:
             raise InvalidInputError(f"max_tokens must be at least 1, not {max_tokens}")
         store = self.store
-        result = store.search(query, workspace=workspace, k=k, catch_up=catch_up)
+        result = store.search(query, workspace=workspace, k=k, catch_up=catch_up, tiers=tiers)
         scope = None if workspace is None else {workspace, GLOBAL}
+        teams = tier_stores(store) if tiers else {}
         indexer = store.indexer
         hits = [
-            hit if hit.kind == CODE_KIND else with_neighbors(indexer, hit) for hit in result.hits
+            hit if hit.kind == CODE_KIND else neighbors_of(store, teams, hit) for hit in result.hits
         ]
         sizes = [estimate_tokens(hit.content) + HIT_OVERHEAD_TOKENS for hit in hits]
         kept, dropped = pack(hits, sizes, max_tokens)
-        core = self._core_memories(scope)
+        core = self.core_block(scope)
+        if teams:
+            core = merge_core([core, *team_core(teams, scope)])
         if max_tokens is not None:
             # The budget covers the whole answer: core memories fill what the hits leave.
             taken = {id(hit) for hit in kept}
@@ -148,13 +177,15 @@ class Reader(Part):
                 n for hit, n in zip(hits, sizes, strict=True) if id(hit) in taken
             )
             core = tuple(pack(core, [estimate_tokens(c.content) + 10 for c in core], left)[0])
-        if record_usage:
-            ids = [hit.id for hit in kept if hit.kind != CODE_KIND]
-            store.usage.record(ids, store.writer.timestamp())
+        if record_usage:  # a team tier's counts stay in its journal (service/counters.py)
+            when = store.writer.timestamp()
+            for tier, ids in ids_by_tier(kept).items():
+                teams.get(tier, store).usage.record(ids, when)
         message = recall_message(indexer, query, kept, result.weak, dropped)
         return Recall(tuple(kept), core, message, result.weak, dropped)
 
-    def _core_memories(self, scope: set[str] | None) -> tuple[CoreMemory, ...]:
+    def core_block(self, scope: set[str] | None) -> tuple[CoreMemory, ...]:
+        """Return the core memories of `scope` (None: all) that fit the core block."""
         # The block is the same for every recall until the index changes: compute it once.
         shared, indexer = self.store.shared, self.store.indexer
         key = (indexer.search.version(), tuple(sorted(scope)) if scope else None)
@@ -261,10 +292,13 @@ class Reader(Part):
         return best / len(wanted)
 
     @serialized
-    def changes_since_last_session(self, agent: str) -> tuple[list[LogEntry], bool]:
+    def changes_since_last_session(
+        self, agent: str, *, tiers: bool = False
+    ) -> tuple[list[LogEntry], bool]:
         """Return the commits since `agent` last asked (newest first) and remember HEAD.
 
         The second value is False the first time an agent asks (nothing to compare with).
+        `tiers`: the followed team vaults' commits too, each summary naming its team.
         """
         store = self.store
         marker = f"briefing-{check_source(agent)}"
@@ -273,6 +307,10 @@ class Reader(Part):
         changes = store.git.log(limit=200, since=since) if since and since != head else []
         if head:
             store.vault.write_state(marker, head)
+        if tiers and (teams := tier_stores(store)):
+            changes = sorted(
+                [*changes, *team_changes(teams, agent)], key=lambda c: c.time, reverse=True
+            )
         return changes, bool(since)
 
     @serialized

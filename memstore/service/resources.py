@@ -12,6 +12,7 @@ from memstore.catalog.codebase import CodeIndex
 from memstore.catalog.indexer import Indexer
 from memstore.catalog.semantic import VectorIndex
 from memstore.core.model import CoreMemory
+from memstore.service.tiers import Tiers
 from memstore.vault.files import Vault
 from memstore.vault.git import GitRepo
 from memstore.vault.staging import IndexStager
@@ -52,6 +53,7 @@ class Resources:
         self.stager = IndexStager(vault, lambda: self.repo, self.mutex)
         self.sources_refreshed: float | None = None  # monotonic time of a search's walk
         self.replica: str | None = None  # this clone's name in seen_by/recalled_by, once read
+        self.tiers = Tiers()  # the followed team vaults recall reads beside this one
 
     def git(self) -> GitRepo:
         if self.repo is None:
@@ -79,6 +81,7 @@ class Resources:
             self.mutex.release()
 
     def close(self) -> None:
+        self.tiers.close()
         self.stager.flush(final=True, detach=self.one_shot)
         self.usage.close()
         if self.indexer is not None:

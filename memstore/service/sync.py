@@ -47,6 +47,7 @@ class SyncOptions:
 
     allow_unrelated: bool = False  # merge a remote history that shares no commit with ours
     force_purged: bool = False  # force-push a history rewritten by `forget --purge`
+    pull_only: bool = False  # a team tier's sync: fetch and merge, never push
 
 
 @dataclass(frozen=True)
@@ -149,7 +150,7 @@ def sync(
         _note_conflicts(git, begun, head, outcome)
         with locked():
             _note_returned(vault, begun, head, git, outcome)
-        if theirs and head == theirs:
+        if (theirs and head == theirs) or options.pull_only:
             outcome.pushed = False
             _drop_purged_objects(vault, env, locked, outcome)
             return outcome

@@ -157,20 +157,22 @@ class Transaction:
         self.commit_edits([path])
         before = self.git.read_work_file(path)
         data = self.render_over(path, before, memory, basis)
-        with self.writing({path: data}):
-            self.vault.write_bytes_atomic(path, data)
-            crash_point("memory-written")
-            try:
-                commit = self.commit(
-                    message, trailers=trailers, add=(path,), defer_index=True,
-                    allow_secret=allow_secret,
-                )  # fmt: skip
-            except (VaultError, SecretError):
-                self.put_back(path, before)
-                raise
-        vectors = self.store.vectors
-        in_step = vectors.in_step()
-        self.indexer.record(path, parse_memory(data.decode("utf-8"), path=path))
+        # the folder stays known as indexed only if unchanged until now (catalog/listings.py)
+        with self.indexer.listings.writing([path]):
+            with self.writing({path: data}):
+                self.vault.write_bytes_atomic(path, data)
+                crash_point("memory-written")
+                try:
+                    commit = self.commit(
+                        message, trailers=trailers, add=(path,), defer_index=True,
+                        allow_secret=allow_secret,
+                    )  # fmt: skip
+                except (VaultError, SecretError):
+                    self.put_back(path, before)
+                    raise
+            vectors = self.store.vectors
+            in_step = vectors.in_step()
+            self.indexer.record(path, parse_memory(data.decode("utf-8"), path=path))
         if in_step:  # embed the memory written, not the vault
             vectors.view(locked=True, written=[path])
         return commit
@@ -179,18 +181,19 @@ class Transaction:
         """Delete a memory's file in one commit and drop it from the index."""
         self.commit_edits([entry.path])
         before = self.git.read_work_file(entry.path)
-        with self.writing({entry.path: None}):
-            try:
-                self.vault.path(entry.path).unlink()
-            except OSError as err:
-                raise VaultError(f"cannot delete {entry.path}: {err.strerror}") from err
-            crash_point("memory-written")
-            try:
-                commit = self.commit(message, remove=(entry.path,), defer_index=True)
-            except VaultError:
-                self.put_back(entry.path, before)
-                raise
-        self.indexer.remove([entry.path])
+        with self.indexer.listings.writing([entry.path]):
+            with self.writing({entry.path: None}):
+                try:
+                    self.vault.path(entry.path).unlink()
+                except OSError as err:
+                    raise VaultError(f"cannot delete {entry.path}: {err.strerror}") from err
+                crash_point("memory-written")
+                try:
+                    commit = self.commit(message, remove=(entry.path,), defer_index=True)
+                except VaultError:
+                    self.put_back(entry.path, before)
+                    raise
+            self.indexer.remove([entry.path])
         note_forgotten(self.vault, entry.path, entry.id)  # sync says if it comes back
         return commit
 

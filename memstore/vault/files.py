@@ -20,6 +20,7 @@ from memstore.core.codec import escape_name, is_utf8_name, parse_memory, path_id
 from memstore.core.errors import VaultError
 from memstore.core.faults import crash_point
 from memstore.core.model import FileProblem, Memory
+from memstore.core.vault_config import VAULT_CONFIG_NAME
 from memstore.vault.locks import hold, hold_if_free, hold_shared, is_held_shared, open_lock_file
 from memstore.vault.reflog import arrived_from, moved_by_commits_only, read_head
 
@@ -460,12 +461,15 @@ def looks_like_memory(relative: str, head: bytes) -> bool:
 def first_stranger(files: Iterable[str], head_of: Callable[[str], bytes]) -> str:
     """Return the first of `files` (vault-relative) that is not a memory, '' if none.
 
-    Dotfiles (.gitignore, .github/) and a README or LICENSE at the top do not count.
+    Dotfiles (.gitignore, .github/), a README or LICENSE at the top and the vault's config
+    (memstore.toml at the top) do not count.
     """
     for relative in files:
         if any(part.startswith(".") for part in relative.split("/")):
             continue
-        if "/" not in relative and _FURNITURE.fullmatch(relative):
+        if "/" not in relative and (
+            _FURNITURE.fullmatch(relative) or relative == VAULT_CONFIG_NAME
+        ):
             continue
         if not looks_like_memory(relative, head_of(relative)):
             return relative

@@ -37,7 +37,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 if TYPE_CHECKING:
     from memstore.vault.files import Vault
@@ -79,17 +79,20 @@ class Final:
     cwd: str
 
 
+# What became of a session's final message: captured by the capture hook, kept (added)
+# or known (already held) by a sweep, too short to keep, or refused (e.g. it holds a secret).
+SweepOutcome = Literal["captured", "kept", "short", "known", "refused"]
+SWEEP_OUTCOMES: frozenset[str] = frozenset(get_args(SweepOutcome))
+
+
 @dataclass(frozen=True)
 class Swept:
     """What is known of one session: the final message seen, and what became of it."""
 
     digest: str
-    outcome: str  # captured | kept | short | known | refused
+    outcome: SweepOutcome
     at: float
     stamp: tuple[int, int] | None = None  # None: recorded by the capture hook
-
-
-_NO = Swept("", "", 0.0)
 
 
 def digest(text: str) -> str:
@@ -133,7 +136,7 @@ def find_transcripts(
         if (
             session == current[0]
             or str(path) == current[1]
-            or swept.get(session, _NO).stamp == stamp
+            or (session in swept and swept[session].stamp == stamp)
         ):
             continue
         if agent == "codex" and not _same_dir(_rollout_cwd(path), project):
@@ -313,9 +316,12 @@ def parse_swept(text: str) -> dict[str, Swept]:
     for session, value in (sessions if isinstance(sessions, dict) else {}).items():
         try:
             stamp = value.get("stamp")
+            outcome = value["outcome"]
+            if outcome not in SWEEP_OUTCOMES:
+                continue  # written by another version: looked at, and gated, again
             found[str(session)] = Swept(
                 str(value["digest"]),
-                str(value["outcome"]),
+                outcome,
                 float(value["at"]),
                 (int(stamp[0]), int(stamp[1])) if stamp else None,
             )

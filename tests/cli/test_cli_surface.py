@@ -275,7 +275,7 @@ def test_a_flag_given_a_value_says_it_takes_none() -> None:
 def test_the_command_list_shows_each_whole_first_line() -> None:
     listed = runner.invoke(app, ["--help"]).output.split("Commands:")[1]
     assert "..." not in listed and "(e.g.\n" not in listed  # click cut them at a '.'
-    for group in (["remote"], ["conflicts"]):
+    for group in (["remote"], ["conflicts"], ["team"]):
         subcommands = runner.invoke(app, [*group, "--help"]).output.split("Commands:")[1]
         assert "..." not in subcommands, group
     assert "Remember something: one markdown file and one git commit (a duplicate" in " ".join(
@@ -489,4 +489,4 @@ def test_help_lists_every_shells_commands_in_the_launchers_order() -> None:
 
     listed = runner.invoke(app, ["--help"]).output.split("Commands:")[1]
     names = [line.split()[0] for line in listed.splitlines() if line[:3].strip()]
-    assert names == [*HELP_ORDER, "remote", "conflicts"]
+    assert names == [*HELP_ORDER, "remote", "conflicts", "team"]

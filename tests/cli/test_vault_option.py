@@ -44,6 +44,7 @@ class Seeded:
     export: Path  # an export of another vault's memory, for restore
     notes: Path  # an instruction file, for import
     code: Path  # a source tree, for ingest
+    proposal: str  # a branch of the team vault the target follows (acme), for review
 
 
 def snapshot(*roots: Path) -> dict[str, bytes]:
@@ -96,7 +97,34 @@ def seed(root: Path, extras: Path) -> Seeded:
     code = extras / "code"
     code.mkdir()
     (code / "ocelot.py").write_text("def ocelot_speed():\n    return 3\n", encoding="utf-8")
-    return Seeded(zebra, archived, conflicted, "s-revert", export, notes, code)
+    return Seeded(
+        zebra, archived, conflicted, "s-revert", export, notes, code, follow_a_team(root, extras)
+    )
+
+
+def follow_a_team(root: Path, extras: Path) -> str:
+    """Make the target follow a team vault 'acme' (its clone under the world's xdg/, the
+    team's bare repository extras/team.git) holding one proposal; return its branch."""
+    from memstore.service.store import init_vault
+
+    team = extras / "team-src"
+    init_vault(team, settings_at(team))
+    with Store.open(settings_at(team)) as store:
+        store.add("the team's heron feeds at dawn", workspace="global")
+        store.set_remote(str(bare(extras / "team.git")))
+        store.sync()
+    env = {**os.environ, "MEMSTORE_VAULT": str(root), "XDG_DATA_HOME": str(root.parent / "xdg")}
+    joined = invoke_memstore("team", "join", "acme", str(extras / "team.git"), env=env)
+    assert joined.returncode == 0, joined.stderr
+    with Store.open(settings_at(root)) as store:
+        ibis = store.add("the ibis proposal waits for review", workspace="global").id
+    shared = invoke_memstore("share", ibis, "--team", "acme", env=env)
+    assert shared.returncode == 0, shared.stdout + shared.stderr
+    heads = git(
+        extras / "team.git", "for-each-ref", "--format=%(refname:short)", "refs/heads/memstore"
+    )
+    (branch,) = heads.split()
+    return branch
 
 
 LAUNCHER_PARSED = {"search", "add", "ingest", "hook", "daemon", "serve", "watch"}
@@ -141,6 +169,12 @@ def cases(s: Seeded, scratch: Path) -> dict[tuple[str, ...], list[str]]:
         ("serve",): [],
         ("watch",): [],
         ("daemon",): ["--stop"],
+        ("team",): [],
+        ("team", "list"): [],
+        ("team", "join"): ["crew", str(scratch / "extras" / "team.git")],
+        ("team", "leave"): ["acme"],
+        ("share",): [s.zebra, "--team", "acme"],
+        ("review",): [s.proposal, "--team", "acme"],
     }
 
 
@@ -287,18 +321,22 @@ def walk(tmp_path: Path, *, everything: bool) -> None:
             world = tmp_path / f"run-{at}-{number}"
             shutil.copytree(template, world, symlinks=True)
             shutil.copytree(extras / "target.git", world / "target.git")
+            shutil.copytree(extras / "team.git", world / "team.git")
             target = world / "target"
             # pygit2, not the git CLI: a git process per line cost more than the command
             pygit2.Repository(str(target)).remotes.set_url("origin", str(world / "target.git"))
+            (clone,) = (world / "xdg" / "memstore" / "teams").iterdir()  # acme's
+            pygit2.Repository(str(clone)).remotes.set_url("origin", str(world / "team.git"))
             if words == ("init",):
                 shutil.rmtree(target)
             start = snapshot(target) if target.exists() else {}
             argv = [str(target) if word == "VAULT" else word for word in line]
-            status, out = run_line(argv, env, payloads.get(words[0], ""), executable=everything)
+            here = env | {"XDG_DATA_HOME": str(world / "xdg")}
+            status, out = run_line(argv, here, payloads.get(words[0], ""), executable=everything)
             assert status == (3 if words == ("status",) else 0), (argv, out)  # 3: not running
             assert snapshot(default, tmp_path / "default.git") == before, argv
             assert "aardvark" not in out and str(default) not in out, (argv, out)
-            markers = ("zebra", "twelve", "target", "okapi")
+            markers = ("zebra", "twelve", "target", "okapi", "acme", "ibis")
             touched = snapshot(target) != start or any(m in out for m in markers)
             assert touched, (argv, out)  # (the worlds stay for pytest to clear: rmtree is slow)
 

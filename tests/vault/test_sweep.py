@@ -536,7 +536,7 @@ def test_a_long_project_path_is_found_by_its_kept_prefix(tmp_path: Path) -> None
 swept_values = st.builds(
     sweep.Swept,
     st.text(min_size=1),
-    st.sampled_from(["captured", "kept", "short", "known", "refused"]),
+    st.sampled_from(sorted(sweep.SWEEP_OUTCOMES)),
     st.floats(min_value=1e9, max_value=2e9),
     st.none() | st.tuples(st.integers(0, 2**40), st.integers(0, 2**62)),
 )
@@ -549,3 +549,11 @@ def test_the_state_file_reads_back_what_was_written(sessions: dict[str, sweep.Sw
     assert back.keys() == sessions.keys()
     assert all(back[k].digest == v.digest and back[k].stamp == v.stamp for k, v in sessions.items())
     assert sweep.parse_swept("garbled {") == {}
+
+
+def test_a_session_with_an_outcome_this_version_does_not_know_is_looked_at_again() -> None:
+    entry = {"digest": "ab", "at": 1e9}
+    text = json.dumps(
+        {"sessions": {"a": entry | {"outcome": "kept"}, "b": entry | {"outcome": "x"}}}
+    )
+    assert list(sweep.parse_swept(text)) == ["a"]
