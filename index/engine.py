@@ -21,7 +21,7 @@ from .analysis import make_analyzer
 from .damage import DAMAGE, SearchIndexError, describe, guard
 from .entity_table import EntityTable
 from .query import Query, as_query
-from .reader import IndexReader
+from .reader import IndexReader, warm_steps
 from .schema import Document, IndexHit, Part, make_schema
 from .typos import StandIn
 from .writer import IndexWriter
@@ -189,17 +189,15 @@ class SearchIndex:
         return self.reader.term_frequencies(as_query(query), typos=typos)
 
     def holder_counts(self, query: Query | str, *, typos: bool = False) -> dict[str, int]:
-        """Return about how many documents hold each of the query's terms (with `typos`,
-        stand-ins for unknown ones): the larger of the content and keywords counts, at most
-        the document count (deleted documents Whoosh still counts)."""
-        found = self.reader.holder_counts(as_query(query), typos=typos)
-        total = self.document_count()
-        return {term: min(n, total) for term, n in found.items()}
+        """Return how many live documents hold each of the query's terms (with `typos`,
+        stand-ins for unknown ones): the larger of the content and keywords counts, the same
+        after a rebuild (a replaced document Whoosh still counts is not counted)."""
+        return self.reader.holder_counts(as_query(query), typos=typos)
 
     def live_holder_counts(self, query: Query | str) -> dict[str, int]:
-        """Return exactly how many live documents hold each of the query's terms, the larger
-        of the content and keywords counts: unlike holder_counts, the same after a rebuild
-        (costlier: a replaced document's postings are looked through while it lingers)."""
+        """Return how many live documents hold each of the query's own terms (no stand-ins),
+        the larger of the content and keywords counts (a replaced document's postings are
+        looked through while it lingers)."""
         return self.reader.live_holder_counts(as_query(query))
 
     def unknown_terms(self, query: Query | str, *, typos: bool = False) -> int:
@@ -219,9 +217,9 @@ class SearchIndex:
 
     def warm_steps(self) -> Iterator[None]:
         """Read ahead what first searches would, a short step at a time
-        (IndexReader.warm_steps); the caller keeps other threads out during each step."""
+        (index/reader.py warm_steps); the caller keeps other threads out during each step."""
         with guard(self.root, "read"):
-            yield from self.reader.warm_steps()
+            yield from warm_steps(self.reader)
 
     def release_pages(self) -> int:
         """Unmap the index file pages this process has read (IndexReader.release_pages)."""

@@ -7,7 +7,7 @@ import heapq
 import mmap
 from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import replace
 from math import log
 from pathlib import Path
@@ -321,18 +321,25 @@ class IndexReader:
         return {term: self.lexicon.held_by(term) for term in self._terms(query, typos)}
 
     def holder_counts(self, query: Query, *, typos: bool = False) -> dict[str, int]:
-        """Return about how many documents hold each of the query's terms (SearchIndex)."""
+        """Return how many live documents hold each of the query's terms (with `typos`,
+        their stand-ins): SearchIndex says how."""
         self.searcher()
-        return {term: self.lexicon.holders(term) for term in self._terms(query, typos)}
+        return self._live_holders(self._terms(query, typos))
 
     def live_holder_counts(self, query: Query) -> dict[str, int]:
         """Return exactly how many live documents hold each of the query's terms (SearchIndex)."""
         self.searcher()
+        return self._live_holders(query.terms)
+
+    def _live_holders(self, terms: Iterable[str]) -> dict[str, int]:
+        # The larger of the content and keywords counts (keywords mostly repeat the text),
+        # of live documents: Whoosh's own count goes on counting a replaced document until
+        # its segment merges, so weights read from it differ from a rebuilt index's.
         stats = self._stats
         assert stats is not None  # set with the searcher
         return {
             term: max(stats.frequency(field, term, self._postings) for field in HOLDER_FIELDS)
-            for term in query.terms
+            for term in terms
         }
 
     def unknown_terms(self, query: Query, *, typos: bool = False) -> int:
@@ -353,52 +360,6 @@ class IndexReader:
             self.searcher()
             with guard(self.root, "read"):
                 self.lexicon.term_lookup()
-
-    def warm_steps(self, postings: int = WARM_POSTINGS) -> Iterator[None]:
-        """Read, a step at a time, what first searches would: BM25's length parts of every
-        segment and field, then the posting lists and scores of the most frequent content
-        terms, up to `postings` postings in all (the longest lists: the costliest to read
-        the first time, and the words most queries share). Each step is short (a term, or
-        a few thousand terms of the table looked through); each step runs with
-        other threads kept out of the index (the daemon takes the store). It stops when the
-        index changes."""
-        searcher = self.searcher()
-        reader, stats = searcher.reader(), self._stats
-        assert stats is not None  # set with the searcher
-        for segment, _ in reader.leaf_readers():
-            if segment.doc_count_all():
-                for fieldname in SCORED_FIELDS:
-                    stats.norms(segment, fieldname, self._postings, BM25_B, BM25_K1)
-                self._postings.deleted(segment)
-        yield
-        # The largest segment's counts stand for the index's (a walk of the merged terms
-        # of all segments cost several times more).
-        largest = max((segment for segment, _ in reader.leaf_readers()), key=_documents_in)
-        frequent: list[tuple[int, str]] = []
-        for done, (text, info) in enumerate(largest.iter_field("content"), 1):
-            frequent.append((info.doc_frequency(), text))
-            if done % 2000 == 0:
-                frequent = heapq.nlargest(WARM_TERMS, frequent)
-                yield
-                if self._searcher is not searcher:
-                    return
-        total = 0
-        for count, text in heapq.nlargest(WARM_TERMS, frequent):
-            total += count
-            if total > postings or self._searcher is not searcher:
-                return
-            score(
-                reader,
-                stats,
-                self._postings,
-                TermQuery((text,), require_all=True),
-                b=BM25_B,
-                k1=BM25_K1,
-                allowed=None,
-                limit=1,
-                held=None,
-            )
-            yield
 
     def release_pages(self) -> int:
         """Unmap the pages of the index files this process has read; return the bytes of
@@ -570,3 +531,50 @@ def release_pages(searcher: Any) -> int:
                 source.madvise(advice)
                 released += len(source)
     return released
+
+
+def warm_steps(index: IndexReader, postings: int = WARM_POSTINGS) -> Iterator[None]:
+    """Read, a step at a time, what first searches of `index` would: BM25's length parts of every
+    segment and field, then the posting lists and scores of the most frequent content
+    terms, up to `postings` postings in all (the longest lists: the costliest to read
+    the first time, and the words most queries share). Each step is short (a term, or
+    a few thousand terms of the table looked through); each step runs with
+    other threads kept out of the index (the daemon takes the store). It stops when the
+    index changes."""
+    searcher = index.searcher()
+    reader, stats = searcher.reader(), index._stats
+    assert stats is not None  # set with the searcher
+    for segment, _ in reader.leaf_readers():
+        if segment.doc_count_all():
+            for fieldname in SCORED_FIELDS:
+                stats.norms(segment, fieldname, index._postings, BM25_B, BM25_K1)
+            index._postings.deleted(segment)
+    yield
+    # The largest segment's counts stand for the index's (a walk of the merged terms
+    # of all segments cost several times more).
+    largest = max((segment for segment, _ in reader.leaf_readers()), key=_documents_in)
+    frequent: list[tuple[int, str]] = []
+    for done, (text, info) in enumerate(largest.iter_field("content"), 1):
+        frequent.append((info.doc_frequency(), text))
+        if done % 2000 == 0:
+            frequent = heapq.nlargest(WARM_TERMS, frequent)
+            yield
+            if index._searcher is not searcher:
+                return
+    total = 0
+    for count, text in heapq.nlargest(WARM_TERMS, frequent):
+        total += count
+        if total > postings or index._searcher is not searcher:
+            return
+        score(
+            reader,
+            stats,
+            index._postings,
+            TermQuery((text,), require_all=True),
+            b=BM25_B,
+            k1=BM25_K1,
+            allowed=None,
+            limit=1,
+            held=None,
+        )
+        yield
