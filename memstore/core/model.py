@@ -19,6 +19,9 @@ GLOBAL = "global"
 ALL = "all"
 
 _WORKSPACE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+# Names of files at a vault's top (its config, a README or LICENSE): no workspace folder
+# may take one (a folder "memstore.toml" would replace the team's config).
+_TOP_FILES = re.compile(r"memstore\.toml|(readme|license|licence|copying)(\.[a-z0-9]+)?")
 
 
 def check_workspace(name: str, *, for_add: bool = False) -> str:
@@ -32,6 +35,11 @@ def check_workspace(name: str, *, for_add: bool = False) -> str:
         raise InvalidInputError(
             f"invalid workspace name {name!r}; use lowercase letters, digits, '.', '_' "
             "and '-' (starting with a letter or digit, no '..'), e.g. -w my-project"
+        )
+    if _TOP_FILES.fullmatch(name):
+        raise InvalidInputError(
+            f"workspace name {name!r} is the name of a file at the vault's top; "
+            "pick another, e.g. -w my-project"
         )
     return name
 

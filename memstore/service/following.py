@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
+from urllib.parse import urlsplit
 
 from memstore.catalog.indexer import Progress
 from memstore.core.errors import InvalidInputError, MemstoreError, SyncError, VaultError
+from memstore.core.secrets import find_secrets
 from memstore.core.vault_config import (
     VAULT_CONFIG_NAME,
     VaultConfig,
@@ -98,6 +101,7 @@ def join(store: Store, name: str, url: str, progress: Progress | None = None) ->
         SyncError: the URL cannot be cloned.
     """
     check_team_name(name)
+    _check_url(store, url)
     config = read_vault_config(store.vault.root)
     known = config.teams.get(name)
     if known is not None and known != url:
@@ -111,6 +115,28 @@ def join(store: Store, name: str, url: str, progress: Progress | None = None) ->
         return team, ""
     teams = {**config.teams, name: url}
     return team, write_config(store, dataclasses.replace(config, teams=teams), f"team: join {name}")
+
+
+def _check_url(store: Store, url: str) -> None:
+    """Refuse a team URL holding a credential (it would be committed to memstore.toml and
+    pushed with the vault) or naming this very vault or its own remote."""
+    parts = urlsplit(url) if "://" in url else None
+    if (parts is not None and parts.password) or find_secrets(url):
+        raise InvalidInputError(
+            "the team URL holds a credential, which memstore.toml would keep in git; give the "
+            "URL without it and let git's credential helper or an SSH key sign in"
+        )
+    own = {os.path.realpath(store.vault.root)}
+    own |= {os.path.realpath(u) if "://" not in u else u for u in remote_urls(store)}
+    if (os.path.realpath(url) if "://" not in url else url) in own:
+        raise InvalidInputError(
+            f"{url} is this vault or its own remote; a team vault is another repository "
+            "(memstore init ~/acme-memory, then memstore remote add and sync to share one)"
+        )
+
+
+def remote_urls(store: Store) -> list[str]:
+    return list(remote.remote_urls(store.vault.root, store.settings.env).values())
 
 
 def leave(store: Store, name: str) -> Left:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import shutil
@@ -15,6 +16,7 @@ from memstore.index import SearchIndex, SearchIndexError
 from memstore.service import journal
 from memstore.service.resources import Part, serialized
 from memstore.service.sync import MARKER, SyncOptions, SyncOutcome, finish_interrupted, sync
+from memstore.service.teams import team_of
 from memstore.vault import remote
 from memstore.vault.git import clear_stale_locks, git_debris
 from memstore.vault.usage import FLUSH_EVERY_S
@@ -240,9 +242,12 @@ class Maintenance(Part):
     ) -> tuple[SyncOutcome, int, CatchUp]:
         """Commit edits and usage, fetch, merge with memstore's rules, push, catch up the
         index (`progress` follows the indexing of what the pull brought). `name`: the
-        remote (default: the one the branch tracks, else origin)."""
+        remote (default: the one the branch tracks, else origin). A team vault's clone
+        only pulls: what reaches a team goes through `memstore share`."""
         store = self.store
         name = name or self.remote_name()
+        if team_of(store.vault.root):
+            options = dataclasses.replace(options, pull_only=True)
         self.ensure_merge_driver()
         with store.transaction() as tx:
             flushed = store.writer.flush_usage_held(tx)

@@ -97,21 +97,27 @@ def assess(team: Store, files: dict[str, bytes | None], base: str) -> tuple[Asse
             folded = tuple(i for i in merged_ids(memory) if i not in merged_ids(old))
             effect = "fold" if folded else "update"
         alike, disputed = _neighbours(team, memory.id, memory.workspace, memory.body, path)
+        secrets = tuple(find_secrets(text))
+        # a review is pasted as a comment (mailed, notified): never the credential itself
+        body = WITHHELD if secrets else memory.body
         found.append(
             Assessed(
                 path,
                 memory.id,
                 memory.workspace,
-                memory.body,
+                body,
                 effect,
                 folded,
                 alike,
                 disputed,
-                tuple(find_secrets(text)),
+                secrets,
                 memory.problem,
             )
         )
     return tuple(found)
+
+
+WITHHELD = "(text withheld: it looks like a credential)"
 
 
 def _neighbours(

@@ -52,6 +52,11 @@ def check_vault(root: Path) -> Checked:
     if not root.is_dir():
         raise NotFoundError(f"{root} is not a folder; give the vault checkout's path")
     vault = Vault(root)
+    if not vault.has_vault_mark():
+        raise NotFoundError(
+            f"{root} is not a memstore vault (its .gitattributes does not name memstore's "
+            "merge driver); give the vault checkout's path"
+        )
     skipped: list[FileProblem] = []
     try:
         files = sorted(vault.scan(skipped))

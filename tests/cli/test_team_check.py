@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from memstore.core.merge import conflict_body
+from memstore.vault.files import GITATTRIBUTES
 from tests.conftest import SAMPLE_VAULT, git, invoke_memstore, vault_bytes
 from tests.service.team_hosts import AWS_KEY_ID
 
@@ -22,6 +23,7 @@ def checkout(tmp_path: Path) -> Path:
     """A plain checkout of a team vault: memory files and git, no .memstore folder."""
     path = tmp_path / "checkout"
     shutil.copytree(SAMPLE_VAULT, path)
+    (path / ".gitattributes").write_text(GITATTRIBUTES, encoding="utf-8")  # as init writes it
     git(path, "init", "-q", "-b", "main")
     git(path, "add", "-A")
     git(path, "commit", "-qm", "team vault")
