@@ -407,8 +407,7 @@ class Indexer:
         return not 0 <= time.time() - last < FULL_EVERY_S
 
     def saw_head(self) -> bool:
-        """Say whether the index was last caught up at the vault's HEAD as it is now (a
-        clone that only sync changes, and sync catches up, needs no reader's catch-up)."""
+        """Say whether the index was last caught up at the vault's HEAD as it is now."""
         return self._git_seen() == self.vault.head()
 
     def _git_seen(self) -> tuple[str, int]:
