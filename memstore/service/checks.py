@@ -7,9 +7,12 @@ import re
 from memstore.core.codec import slugify, trace_slug
 from memstore.core.errors import InvalidInputError
 from memstore.core.model import Memory
+from memstore.core.secrets import find_secrets
 
 MAX_TEXT_BYTES = 100_000
 MAX_KEYWORD_CHARS = 64
+SLUG_SCAN_CHARS = 600  # the slug's words lie within a text's first few hundred characters
+SAFE_WORD_CHARS = 12  # a credential is longer, or holds a digit or a sign
 _SOURCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -17,9 +20,13 @@ def memory_path(memory: Memory) -> str:
     """Return where a new memory's file goes: `<workspace>/<YYYY-MM>/<slug>-<id>.md`.
 
     A trace (an agent's closing message, "Found it: the …") is named by its most specific
-    words rather than its first ones.
+    words rather than its first ones. A text holding a credential near its start is named by
+    its plain short words only: a file's name reaches commit subjects, shares and listings.
     """
-    slug = trace_slug(memory.body) if memory.kind == "trace" else slugify(memory.body)
+    body = memory.body
+    if find_secrets(body[:SLUG_SCAN_CHARS]):  # stored with --allow-secret: never in a name
+        body = " ".join(w for w in body.split() if w.isalpha() and len(w) <= SAFE_WORD_CHARS)
+    slug = trace_slug(body) if memory.kind == "trace" else slugify(body)
     return f"{memory.workspace}/{memory.created[:7]}/{slug}-{memory.id}.md"
 
 

@@ -95,3 +95,14 @@ def test_a_review_withholds_the_text_of_a_memory_holding_a_credential(tmp_path: 
         head = git(team.path, "rev-parse", "HEAD")
         [assessed] = assess(clone, {"webshop/2026-12/deploy-k3y5h0wn.md": text.encode()}, head)
     assert assessed.secrets and assessed.text == WITHHELD and KEY not in repr(assessed)
+
+
+def test_a_memory_stored_with_a_credential_keeps_it_out_of_its_file_name(tmp_path: Path) -> None:
+    with Store.open(machine(tmp_path, "a")) as person:
+        text = f"deploy key for staging is {KEY} keep it handy"
+        added = person.add(text, workspace="webshop", allow_secret=True)
+        plain = person.add("deploy notes for staging keep them handy", workspace="webshop")
+        subject = git(person.vault.root, "log", "-2", "--format=%s")
+    assert KEY.lower() not in added.path and KEY not in subject
+    assert added.path.split("/")[-1].startswith("deploy-key-for-staging-is-keep")
+    assert plain.path.split("/")[-1].startswith("deploy-notes-for-staging-keep-them")
