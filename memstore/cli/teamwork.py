@@ -145,7 +145,7 @@ def _only_team(settings: Settings) -> Team:
 @commands.command()
 def check(
     path: Annotated[
-        Path, typer.Argument(metavar="[PATH]", help="The vault checkout (default: here).")
+        Path, typer.Argument(metavar="PATH", help="The vault checkout (default: here).")
     ] = Path("."),
     fmt: Annotated[
         str,

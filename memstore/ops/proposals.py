@@ -94,6 +94,9 @@ def _tally(memories: Sequence[Assessed]) -> str:
     contradictions = sum(len(m.contradictions) for m in memories)
     secrets = sum(1 for m in memories if m.secrets)
     broken = sum(1 for m in memories if m.problem)
+    removed = sum(1 for m in memories if m.effect == "remove")
+    if removed:  # a share never removes: a branch made by hand does
+        parts.append(count(removed, "removed team memory", "removed team memories"))
     if duplicates:
         parts.append(count(duplicates, "duplicate"))
     if contradictions:

@@ -75,7 +75,8 @@ class Review:
     @property
     def is_clean(self) -> bool:
         return not any(
-            m.duplicates or m.contradictions or m.secrets or m.problem for m in self.memories
+            m.duplicates or m.contradictions or m.secrets or m.problem or m.effect == "remove"
+            for m in self.memories
         )
 
 

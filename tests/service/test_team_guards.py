@@ -12,8 +12,9 @@ import pytest
 from memstore.core.errors import InvalidInputError, NotFoundError
 from memstore.core.model import check_workspace
 from memstore.core.vault_config import VAULT_CONFIG_NAME
+from memstore.ops.proposals import review_markdown
 from memstore.service.following import join
-from memstore.service.proposal_review import WITHHELD, assess
+from memstore.service.proposal_review import WITHHELD, Review, assess
 from memstore.service.store import Store
 from memstore.service.vault_check import check_vault
 from tests.service.test_team_tiers import git, machine, team_remote
@@ -106,3 +107,17 @@ def test_a_memory_stored_with_a_credential_keeps_it_out_of_its_file_name(tmp_pat
     assert KEY.lower() not in added.path and KEY not in subject
     assert added.path.split("/")[-1].startswith("deploy-key-for-staging-is-keep")
     assert plain.path.split("/")[-1].startswith("deploy-notes-for-staging-keep-them")
+
+
+def test_a_branch_removing_a_team_memory_needs_a_look(tmp_path: Path) -> None:
+    acme = team_remote(tmp_path, "acme")
+    with Store.open(machine(tmp_path, "a")) as person:
+        team, _ = join(person, "acme", str(acme))
+        settings = person.settings
+    with Store.open(type(settings)(**{**vars(settings), "vault": team.path})) as clone:
+        head = git(team.path, "rev-parse", "HEAD")
+        path = next(p for p in clone.vault.scan() if p.startswith("webshop/"))
+        memories = assess(clone, {path: None}, head)
+    review = Review("acme", "by-hand", head, "", memories)
+    assert memories[0].effect == "remove" and not review.is_clean
+    assert "**Needs a look:** 1 removed team memory." in review_markdown(review)
