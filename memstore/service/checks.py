@@ -16,15 +16,16 @@ SAFE_WORD_CHARS = 12  # a credential is longer, or holds a digit or a sign
 _SOURCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
-def memory_path(memory: Memory) -> str:
+def memory_path(memory: Memory, *, may_hold_secret: bool = True) -> str:
     """Return where a new memory's file goes: `<workspace>/<YYYY-MM>/<slug>-<id>.md`.
 
     A trace (an agent's closing message, "Found it: the …") is named by its most specific
     words rather than its first ones. A text holding a credential near its start is named by
-    its plain short words only: a file's name reaches commit subjects, shares and listings.
+    its plain short words only: a file's name reaches commit subjects, shares and listings
+    (`may_hold_secret` False: the caller's scan found none, and the text is not scanned).
     """
     body = memory.body
-    if find_secrets(body[:SLUG_SCAN_CHARS]):  # stored with --allow-secret: never in a name
+    if may_hold_secret and find_secrets(body[:SLUG_SCAN_CHARS]):  # never in a file's name
         body = " ".join(w for w in body.split() if w.isalpha() and len(w) <= SAFE_WORD_CHARS)
     slug = trace_slug(body) if memory.kind == "trace" else slugify(body)
     return f"{memory.workspace}/{memory.created[:7]}/{slug}-{memory.id}.md"

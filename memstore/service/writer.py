@@ -105,7 +105,12 @@ class Writer(Part):
             # last recall) left current, not a version this add makes stale.
             contradicted = () if kind == "trace" else self._contradicted(body, workspace, targets)
             path, memory = self.plan_memory(
-                body, workspace=workspace, kind=kind, keywords=keywords, source=source
+                body,
+                workspace=workspace,
+                kind=kind,
+                keywords=keywords,
+                source=source,
+                may_hold_secret=allow_secret,  # else the scan above refused one already
             )
             memory = replace(memory, supersedes=tuple(dict.fromkeys(targets)))
             message = f"add({workspace}): {summary(body)}"
@@ -223,9 +228,18 @@ class Writer(Part):
 
     @serialized
     def plan_memory(
-        self, body: str, *, workspace: str, kind: str, keywords: tuple[str, ...], source: str
+        self,
+        body: str,
+        *,
+        workspace: str,
+        kind: str,
+        keywords: tuple[str, ...],
+        source: str,
+        may_hold_secret: bool = True,
     ) -> tuple[str, Memory]:
         """Return the path and memory `add` would write for a new `body`; writes nothing.
+        `may_hold_secret`: whether `body` may hold a credential its file name must leave out
+        (False when a scan found none, saving memory_path its own).
 
         The id is free among the memories indexed now (in a transaction: as it stands).
         The file goes in a folder for the month it was created (UTC), so no git tree a
@@ -240,7 +254,7 @@ class Writer(Part):
             source=source,
             created=self.timestamp(),
         )
-        return memory_path(memory), memory
+        return memory_path(memory, may_hold_secret=may_hold_secret), memory
 
     def _free_id(self, workspace: str, body: str) -> str:
         for length in range(8, 27, 2):
