@@ -8,6 +8,7 @@ could not show at 100,000 memories is capped or sampled, and `vault.sampled` say
 from __future__ import annotations
 
 import heapq
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -40,6 +41,9 @@ FRONT_CHARS = 4000
 TEXT_CHARS = 20000
 
 Progress = Callable[[int, int], None]
+_CONFLICT = re.compile(
+    r"^conflict:[ \t]*['\"]?true", re.MULTILINE | re.IGNORECASE
+)  # sync kept both
 
 
 def collect_view(
@@ -171,7 +175,7 @@ def _memories(
         )
         if kinds:
             read.secrets.append(_secret_item(entry.id, path, raw_front, raw_body, kinds))
-        if "\nconflict:" in f"\n{front}":
+        if _CONFLICT.search(front):
             read.conflicts.append(entry)
         keywords = doc.keywords if doc else ()
         if entry.kind == "core":

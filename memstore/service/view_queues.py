@@ -10,7 +10,7 @@ stale and never-recalled memories from the manifest's counters, by audit's rules
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -86,12 +86,13 @@ def alike_queues(
         docs, by_path, list(pairs), list(entries), store.git.added_order, every=True
     )
     split = {frozenset((c.new, c.old)) for c in disputed}
+    path_of = {by_path[key].id: key for key in docs}
     contradictions = [
         {
             "ids": [c.new, c.old],
             "why": mask_secrets(f"{c.new} disagrees with the older {c.old}: {c.detail}"),
             "command": mask_secrets(
-                supersede_command(docs[_path(by_path, c.new)].content, c.workspace, c.old, vault)
+                supersede_command(docs[path_of[c.new]].content, c.workspace, c.old, vault)
             ),
         }
         for c in disputed
@@ -110,10 +111,6 @@ def alike_queues(
             }
         )
     return contradictions, duplicates, len(newest)
-
-
-def _path(by_path: Mapping[str, Entry], memory_id: str) -> str:
-    return next(path for path, e in by_path.items() if e.id == memory_id)
 
 
 def usage_queues(entries: Sequence[Entry], now: datetime, vault: str | None) -> tuple[Queue, Queue]:
