@@ -156,12 +156,13 @@ def read_timeline(
 
 
 def _body(diff: str) -> str:
-    """A diff without git's header lines (`diff --git`, `index`, `---`/`+++`): the change
-    names its memories; the hunks are what changed."""
+    """A diff with one line naming each file (`diff <path>`) instead of git's four or five
+    (`diff --git`, `index`, modes, `---`/`+++`): then its hunks."""
     lines, in_header = [], False
     for line in diff.split("\n"):
         if line.startswith("diff --git "):
             in_header = True
+            lines.append("diff " + line.rpartition(" b/")[2])
         elif line.startswith("@@"):
             in_header = False
         if not in_header:
