@@ -131,8 +131,14 @@ def read_timeline(
             "count in their sessions ('memstore log' lists them all)"
         )
     sessions: dict[str, dict[str, Any]] = {}
+    names: dict[str, str] = {}  # trailer values (sessions, agents, machines) as shown
     for number, (commit, kind) in enumerate(zip(walked, kinds, strict=True)):
         change = _change(commit, kind)
+        for key in ("session", "source", "host"):
+            value = change[key]
+            if value not in names:
+                names[value] = masker.text(value)
+            change[key] = names[value]
         for memory_id in change["ids"]:
             if change["host"]:
                 timeline.host_of[memory_id] = change["host"]  # newest first: the oldest wins
