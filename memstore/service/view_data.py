@@ -54,7 +54,8 @@ def collect_view(
     progress: Progress | None,
     vault_option: str | None = None,
 ) -> dict[str, Any]:
-    """Return the view's data (see docs/view.md, "Data"); reads the vault, writes nothing.
+    """Return the view's data (see docs/view.md, "Data"); changes no memory and no commit
+    (it catches the index up and remembers clean texts under .memstore/, both derived).
 
     `since` (a date or an age, as `memstore log --since`) keeps the changes since then and
     the memories they touched or that were created since; `workspace` keeps one workspace.
