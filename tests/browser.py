@@ -14,6 +14,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,8 @@ class Browser:
         exe = find_chromium()
         if exe is None:
             raise BrowserError("no chromium on PATH")
+        profile.mkdir(parents=True, exist_ok=True)
+        self._log = profile / "chromium.log"
         theirs_in, self._out = os.pipe()  # chromium reads commands from fd 3
         self._in, theirs_out = os.pipe()  # and writes to fd 4
 
@@ -50,6 +53,9 @@ class Browser:
             os.dup2(read, 3)
             os.dup2(write, 4)
 
+        # chromium's singleton socket lives in TMPDIR, and a test's TMPDIR is too long a path
+        self._tmp = Path(tempfile.mkdtemp(prefix="chromium-", dir="/tmp"))
+        self._stderr = self._log.open("wb")
         self._process = subprocess.Popen(
             [
                 exe,
@@ -70,13 +76,21 @@ class Browser:
             close_fds=False,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=self._stderr,
+            env={**os.environ, "TMPDIR": str(self._tmp)},
         )
         os.close(theirs_in)
         os.close(theirs_out)
         self._buffer = b""
         self._next = 0
         self.events: list[dict[str, Any]] = []
+        try:
+            self._attach(width, height)
+        except BrowserError:
+            self.close()
+            raise
+
+    def _attach(self, width: int, height: int) -> None:
         target = self.call("Target.createTarget", url="about:blank")["targetId"]
         self._session = self.call("Target.attachToTarget", targetId=target, flatten=True)[
             "sessionId"
@@ -106,6 +120,8 @@ class Browser:
         self._process.wait(timeout=30)
         os.close(self._in)
         os.close(self._out)
+        self._stderr.close()
+        shutil.rmtree(self._tmp, ignore_errors=True)
 
     def _read(self, deadline: float) -> dict[str, Any]:
         while b"\0" not in self._buffer:
@@ -113,7 +129,8 @@ class Browser:
                 raise BrowserError("chromium did not answer in time")
             chunk = os.read(self._in, 1 << 20)
             if not chunk:
-                raise BrowserError("chromium exited")
+                log = self._log.read_text(encoding="utf-8", errors="replace")
+                raise BrowserError(f"chromium exited: {log[-2000:]}")
             self._buffer += chunk
         message, self._buffer = self._buffer.split(b"\0", 1)
         return dict(json.loads(message))

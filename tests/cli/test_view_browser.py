@@ -1,0 +1,213 @@
+"""`memstore view`'s page in a real browser: headless chromium loads the file from disk with
+no network (tests/browser.py records every request the page tries), and the tests read the DOM.
+
+Screenshots of the timeline and the graph are saved under each test's temporary folder.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memstore.ops.view_page import render_page
+from tests.browser import Browser, find_chromium
+from tests.conftest import wait_until
+from tests.ops.view_synthetic import synthetic_view
+
+pytestmark = pytest.mark.skipif(
+    find_chromium() is None,
+    reason="chromium is not installed (.ci/run installs it with apt-get where it runs as root)",
+)
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Browser]:
+    with Browser(tmp_path / "chromium-profile") as opened:
+        yield opened
+
+
+def write_page(folder: Path, data: dict[str, Any]) -> Path:
+    path = folder / "view.html"
+    path.write_text(render_page(data), encoding="utf-8")
+    return path
+
+
+def go(browser: Browser, route: str) -> None:
+    """Follow a link inside the page and wait until the page has drawn it."""
+    browser.evaluate(f"location.hash = {json.dumps(route)}")
+    wait_until(lambda: browser.evaluate("document.body.dataset.route") == route, 10, route)
+
+
+def count(browser: Browser, selector: str) -> int:
+    return int(browser.evaluate(f"document.querySelectorAll({json.dumps(selector)}).length"))
+
+
+def texts(browser: Browser, selector: str) -> list[str]:
+    return list(
+        browser.evaluate(
+            f"[...document.querySelectorAll({json.dumps(selector)})].map(e => e.textContent)"
+        )
+    )
+
+
+def test_the_page_asks_for_nothing_but_its_own_file_on_any_tab(
+    browser: Browser, tmp_path: Path
+) -> None:
+    page = write_page(tmp_path, synthetic_view(300))
+    browser.load(page.as_uri())
+    for route in ("#health", "#vault", "#search/deploy", "#m/m000001", "#timeline"):
+        go(browser, route)
+    browser.evaluate("document.querySelectorAll('details.change').forEach(d => d.open = true)")
+    assert count(browser, "pre.diff") > 0  # the diffs were drawn, without a request
+    assert browser.requests() == [page.as_uri()]
+    assert browser.errors() == []
+
+
+def test_an_image_planted_in_the_page_is_caught_asking_the_network(
+    browser: Browser, tmp_path: Path
+) -> None:
+    planted = tmp_path / "planted.html"
+    html = render_page(synthetic_view(20))
+    planted.write_text(
+        html.replace("<body>", '<body><img src="http://example.invalid/pixel.png">', 1),
+        encoding="utf-8",
+    )
+    browser.load(planted.as_uri())
+    assert "http://example.invalid/pixel.png" in browser.requests()  # tried (and refused)
+
+
+def test_the_timeline_groups_by_session_filters_and_opens_a_diff(
+    browser: Browser, tmp_path: Path
+) -> None:
+    data = synthetic_view(400)
+    browser.load(write_page(tmp_path, data).as_uri())
+    assert count(browser, ".session") > 1
+    commands = texts(browser, ".session code.cmd")
+    assert commands[0].startswith("memstore revert --session s")
+    assert count(browser, "details.change") == 200 - count(browser, ".session")  # one page
+    kinds = {c["kind"] for c in data["changes"]}
+    assert "confirm" in kinds
+    browser.evaluate(
+        "(() => { const s = document.querySelector('select[data-filter=kind]');"
+        " s.value = 'confirm'; s.dispatchEvent(new Event('change')); })()"
+    )
+    confirms = sum(c["kind"] == "confirm" for c in data["changes"])
+    assert count(browser, "details.change") == min(confirms, 200 - count(browser, ".session"))
+    assert set(texts(browser, "details.change .kind")) == {"confirm"}
+    browser.evaluate("document.querySelector('details.change').open = true")
+    wait_until(lambda: count(browser, "details.change pre.diff, details.change p") == 1, 5, "diff")
+
+
+def test_search_finds_memories_by_entity_keyword_and_id_as_you_type(
+    browser: Browser, tmp_path: Path
+) -> None:
+    data = synthetic_view(500)
+    browser.load(write_page(tmp_path, data).as_uri())
+    first = data["memories"][7]
+    for query, expected in (
+        (
+            first["entities"][0],
+            [m for m in data["memories"] if first["entities"][0] in m["entities"]],
+        ),
+        (first["id"], [first]),
+    ):
+        browser.evaluate(
+            "(() => { const s = document.getElementById('search');"
+            f" s.value = {json.dumps(query)}; s.dispatchEvent(new Event('input')); }})()"
+        )
+        wait_until(
+            lambda: browser.evaluate("document.body.dataset.route").startswith("#search/"), 5, query
+        )
+        shown = int(browser.evaluate("document.getElementById('search-count').dataset.memories"))
+        assert shown >= len(expected)
+        ids = browser.evaluate(
+            "[...document.querySelectorAll('#search-results .row')].map(r => r.dataset.id)"
+        )
+        assert {m["id"] for m in expected[:200]} <= set(ids)
+
+
+def test_a_memory_page_draws_its_supersede_chain_history_and_neighbours(
+    browser: Browser, tmp_path: Path
+) -> None:
+    data = synthetic_view(300)
+    middle = data["memories"][98]  # the view_synthetic chain m000097 <- m000098 <- m000099
+    assert middle["supersedes"] == ["m000097"] and middle["superseded_by"] == ["m000099"]
+    browser.load(write_page(tmp_path, data).as_uri() + "#m/m000098")
+    wait_until(lambda: count(browser, "[data-memory]") == 1, 10, "the memory page")
+    assert browser.evaluate("document.querySelector('.chain').dataset.chain") == (
+        "m000097 > m000098 > m000099"
+    )
+    assert count(browser, "#history .version") == len(middle["history"])
+    assert browser.evaluate("document.querySelector('[data-count=recalled] b').textContent") == str(
+        middle["recalled"]
+    )
+    neighbours = browser.evaluate(
+        "[...document.querySelectorAll('[data-neighbour]')].map(e => e.dataset.neighbour)"
+    )
+    assert neighbours == middle["neighbours"]
+    go(browser, "#m/" + neighbours[0])  # a neighbour is a link to its own page
+    assert (
+        browser.evaluate("document.querySelector('[data-memory]').dataset.memory") == neighbours[0]
+    )
+
+
+def test_the_health_tab_lists_each_queue_with_its_commands(
+    browser: Browser, tmp_path: Path
+) -> None:
+    data = synthetic_view(300)
+    browser.load(write_page(tmp_path, data).as_uri() + "#health")
+    wait_until(lambda: count(browser, "[data-queue]") > 0, 10, "the queues")
+    shown = browser.evaluate(
+        "Object.fromEntries([...document.querySelectorAll('details[data-queue]')]"
+        ".map(d => [d.dataset.queue, d.querySelectorAll('.item').length]))"
+    )
+    assert shown == {q: len(items) for q, items in data["queues"].items()}
+    commands = set(texts(browser, "details[data-queue] code.cmd"))
+    assert {i["command"] for items in data["queues"].values() for i in items} == commands
+
+
+def _interactive_ms(browser: Browser, page: Path) -> float:
+    browser.load(page.as_uri())
+    return float(browser.evaluate("document.documentElement.dataset.interactiveMs"))
+
+
+@pytest.mark.parametrize(
+    "memories",
+    [1_000, pytest.param(10_000, marks=pytest.mark.long)],
+)
+def test_the_page_answers_within_two_seconds(
+    browser: Browser, tmp_path: Path, memories: int
+) -> None:
+    """The script's own clock at its end: parsing the file and the data, drawing the timeline."""
+    page = write_page(tmp_path, synthetic_view(memories))
+    ms = _interactive_ms(browser, page)
+    print(f"{memories} memories, {page.stat().st_size / 1e6:.1f} MB: interactive in {ms:.0f} ms")
+    assert ms < 2000
+
+
+@pytest.mark.parametrize(
+    "memories",
+    [10_000, pytest.param(100_000, marks=pytest.mark.long)],
+)
+def test_a_big_vault_never_puts_its_rows_in_the_dom(
+    browser: Browser, tmp_path: Path, memories: int
+) -> None:
+    page = write_page(tmp_path, synthetic_view(memories))
+    browser.load(page.as_uri())
+    for route in ("#timeline", "#search", "#search/deploy", "#vault", "#health", "#m/m000003"):
+        go(browser, route)
+        elements = count(browser, "*")
+        assert elements < 8000, (route, elements)  # 200 rows a page, not one per memory
+    go(browser, "#search")
+    assert count(browser, "#search-results .row") == 200
+    browser.evaluate("document.querySelector('#search-results button.more').click()")
+    assert count(browser, "#search-results .row") == 400
+    note = browser.evaluate("document.getElementById('graph-note') && 1")
+    assert note is None  # the graph is drawn on the vault tab only
+    go(browser, "#vault")
+    assert "Sampled" in browser.evaluate("document.getElementById('graph-note').textContent")
+    browser.screenshot(tmp_path / "graph.png", selector="#graph")
