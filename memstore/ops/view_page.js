@@ -415,16 +415,17 @@
     const cell = 2 * k;
     for (let it = 0; it < iterations; it++) {
       fx.fill(0); fy.fill(0);
-      const grid = new Map();
+      const grid = new Map(); // cell number -> the nodes in it
+      const cellOf = (gx, gy) => (gx + 32768) * 65536 + (gy + 32768);
       for (let v = 0; v < n; v++) {
-        const key = `${Math.floor(x[v] / cell)},${Math.floor(y[v] / cell)}`;
+        const key = cellOf(Math.floor(x[v] / cell), Math.floor(y[v] / cell));
         if (!grid.has(key)) grid.set(key, []);
         grid.get(key).push(v);
       }
       for (let v = 0; v < n; v++) {
         const cx = Math.floor(x[v] / cell), cy = Math.floor(y[v] / cell);
         for (let gx = cx - 1; gx <= cx + 1; gx++) for (let gy = cy - 1; gy <= cy + 1; gy++) {
-          for (const u of grid.get(`${gx},${gy}`) || []) {
+          for (const u of grid.get(cellOf(gx, gy)) || []) {
             if (u === v) continue;
             const dx = x[v] - x[u], dy = y[v] - y[u], d2 = dx * dx + dy * dy || 0.01;
             if (d2 > cell * cell) continue; // the same reach every way: no drift to cell edges
@@ -520,15 +521,25 @@
 
   // ---- Search -----------------------------------------------------------------------
 
-  let hayReady = false;
-  function buildHay() { // the lowercase text each search scans, made once
-    if (hayReady) return;
-    for (const m of MEMORIES) {
-      m._hay = `${m.id} ${m.workspace} ${m.kind} ${(m.keywords || []).join(" ")} ` +
-        `${(m.entities || []).join(" ")} ${m.text || ""}`.toLowerCase();
+  // The lowercase text each search scans, made once: in slices while the page is idle after
+  // it loads, and whatever is left at the first search.
+  let hayDone = 0;
+  const HAY_TOTAL = MEMORIES.length + CHANGES.length;
+  function buildHay(until) {
+    for (; hayDone < HAY_TOTAL && hayDone < until; hayDone++) {
+      if (hayDone < MEMORIES.length) {
+        const m = MEMORIES[hayDone];
+        m._hay = `${m.id} ${m.workspace} ${m.kind} ${(m.keywords || []).join(" ")} ` +
+          `${(m.entities || []).join(" ")} ${m.text || ""}`.toLowerCase();
+      } else {
+        const c = CHANGES[hayDone - MEMORIES.length];
+        c._hay = `${c.commit} ${c.subject || ""}`.toLowerCase();
+      }
     }
-    for (const c of CHANGES) c._hay = `${c.commit} ${c.subject || ""}`.toLowerCase();
-    hayReady = true;
+  }
+  function buildHayWhenIdle() {
+    buildHay(hayDone + 5000);
+    if (hayDone < HAY_TOTAL) setTimeout(buildHayWhenIdle, 0);
   }
 
   function memoryRow(m) {
@@ -542,7 +553,7 @@
   function searchView(query) {
     const results = h("div", { id: "search-results" });
     show(h("h2", {}, query ? `Search: ${query}` : "Memories"), results);
-    buildHay();
+    buildHay(HAY_TOTAL);
     const words = query.toLowerCase().split(/\s+/).filter(Boolean);
     const match = (item) => words.every((w) => item._hay.includes(w));
     const memories = words.length ? MEMORIES.filter(match) : MEMORIES;
@@ -592,4 +603,5 @@
   route();
   // How long until the page answered: read by the browser tests (tests/cli/test_view_browser.py).
   document.documentElement.dataset.interactiveMs = performance.now().toFixed(1);
+  setTimeout(buildHayWhenIdle, 0);
 })();
