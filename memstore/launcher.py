@@ -64,7 +64,7 @@ def main() -> None:
 HELP_ORDER = (
     *("init", "add", "search", "show", "reindex", "doctor", "watch", "daemon", "status"),
     *("serve", "benchmark", "hook", "sync", "confirm", "eval", "demo", "audit", "dedupe"),
-    *("promote", "archive", "revive", "forget", "log", "revert", "import", "export"),
+    *("promote", "archive", "revive", "forget", "log", "revert", "view", "import", "export"),
     *("restore", "gc", "edit", "list", "stats", "ingest", "agents", "share", "review", "check"),
 )
 _app: typer.Typer | None = None
@@ -93,6 +93,7 @@ def typer_app() -> typer.Typer:
         transfer,
         upkeep,
         vault,
+        view,
     )
     from memstore.daemon import commands as daemon
     from memstore.mcp import commands as mcp
@@ -100,7 +101,7 @@ def typer_app() -> typer.Typer:
     groups = [vault, memories, upkeep, sync, history, transfer, evaluation, demo, listing, ingest]
     from memstore.cli import teamwork  # share, review, check (issue 40)
 
-    groups.append(teamwork)
+    groups += [teamwork, view]
     parts = [*(m.commands for m in groups), daemon.commands, agents.commands]
     parts.append(mcp.commands(daemon.watching))  # in-process serve runs the daemon's watcher
     app = cli.new_app()

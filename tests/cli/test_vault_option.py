@@ -150,6 +150,7 @@ def cases(s: Seeded, scratch: Path) -> dict[tuple[str, ...], list[str]]:
         ("forget",): [s.zebra, "--yes"],
         ("log",): [],
         ("revert",): ["--session", s.session, "--yes"],
+        ("view",): [],
         ("import",): [str(s.notes)],
         ("export",): [],
         ("restore",): [str(s.export)],

@@ -1,0 +1,344 @@
+"""The data of `memstore view`: history, memories, health queues and a picture of the vault.
+
+`collect_view` returns one JSON-able dict (schema 1) that the page (ops/view_page.py) embeds.
+Every text in it is masked as the secret scanner sees it (core/secret_mask.py). What a page
+could not show at 100,000 memories is capped or sampled, and `vault.sampled` says how.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from memstore.catalog.indexer import Entry
+from memstore.core.errors import NotFoundError
+from memstore.core.model import check_workspace, summary
+from memstore.core.secret_mask import mask_secrets
+from memstore.core.secrets import find_secrets
+from memstore.index import Document
+from memstore.service.history import parse_date, parse_since
+from memstore.service.store import Store
+from memstore.service.view_history import Timeline, read_timeline
+from memstore.service.view_queues import (
+    QUEUE_ITEMS,
+    alike_queues,
+    core_queue,
+    usage_queues,
+    with_vault,
+)
+from memstore.vault.files import MAX_FILE_BYTES
+
+SCHEMA = 1
+NEIGHBOURS = 8
+NEIGHBOUR_CANDIDATES = 200  # memories weighed per memory: rare entities' holders first
+GRAPH_MEMORIES = 1500  # a drawing of more is neither readable nor quick in a page
+GRAPH_ENTITIES = 300
+FRONT_CHARS = 4000
+TEXT_CHARS = 20000
+
+Progress = Callable[[int, int], None]
+
+
+def collect_view(
+    store: Store,
+    *,
+    workspace: str | None,
+    since: str | None,
+    progress: Progress | None,
+    vault_option: str | None = None,
+) -> dict[str, Any]:
+    """Return the view's data (see docs/view.md, "Data"); reads the vault, writes nothing.
+
+    `since` (a date or an age, as `memstore log --since`) keeps the changes since then and
+    the memories they touched or that were created since; `workspace` keeps one workspace.
+    `vault_option`: the vault as the person named it, added to every command shown.
+    Raises InvalidInputError for a bad date or workspace name, NotFoundError for a
+    workspace the vault does not have.
+    """
+    now = store.shared.clock()
+    cutoff = _cutoff(since, now)
+    store.catch_up()
+    everything = store.indexer.entries()
+    workspaces = sorted({e.workspace for e in everything})
+    if workspace is not None:
+        check_workspace(workspace)
+        if workspace not in workspaces:
+            raise NotFoundError(
+                f"no memory in workspace {workspace!r}; memstore stats lists workspaces"
+            )
+    entries = [e for e in everything if workspace is None or e.workspace == workspace]
+    steps = _Steps(progress, len(entries))
+    timeline = read_timeline(
+        store.vault.root,
+        since=int(cutoff.timestamp()) if cutoff else None,
+        workspace=workspace,
+        progress=lambda done: steps.tell(0, done),
+    )
+    if cutoff is not None:
+        stamp = cutoff.strftime("%Y-%m-%dT%H:%M:%SZ")
+        entries = [e for e in entries if e.created >= stamp or e.id in timeline.by_memory]
+    documents = {d.key: d for d in store.indexer.search.documents()}
+    memories, read = _memories(store, entries, documents, timeline, steps)
+    sampled = dict(timeline.capped)
+    queues = _queues(store, entries, documents, read, now, vault_option, sampled)
+    for session in timeline.sessions:
+        session["undo"] = with_vault(session["undo"], vault_option)
+    graph = _graph(memories)
+    if graph["sampled"]:
+        sampled["graph"] = graph["note"]
+    return {
+        "schema": SCHEMA,
+        "vault": {
+            "path": str(store.vault.root),
+            "generated": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "memories": len(memories),
+            "workspaces": workspaces,
+            "since": cutoff.strftime("%Y-%m-%dT%H:%M:%SZ") if cutoff else None,
+            "workspace": workspace,
+            "sampled": sampled,
+        },
+        "memories": memories,
+        "changes": timeline.changes,
+        "sessions": timeline.sessions,
+        "queues": queues,
+        "stats": _stats(memories),
+        "graph": graph,
+    }
+
+
+def _cutoff(since: str | None, now: datetime) -> datetime | None:
+    if since is None:
+        return None
+    return parse_date(parse_since(since, now), end_of_day=False)
+
+
+class _Steps:
+    """Progress over the parts: the history, then the memories (a share each)."""
+
+    def __init__(self, progress: Progress | None, memories: int) -> None:
+        self.progress = progress
+        self.total = 2 * max(memories, 1)
+        self.memories = memories
+
+    def tell(self, part: int, done: int) -> None:
+        if self.progress is None:
+            return
+        if part == 0:
+            self.progress(min(done, self.memories) // 2, self.total)
+        else:
+            self.progress(self.memories // 2 + done * 3 // 2, self.total)
+
+
+class _Read:
+    """What reading the files found beyond the memories: credentials, conflicts, core text."""
+
+    def __init__(self) -> None:
+        self.secrets: list[dict[str, Any]] = []
+        self.conflicts: list[Entry] = []
+        self.core: list[tuple[Entry, str]] = []
+
+
+def _memories(
+    store: Store,
+    entries: Sequence[Entry],
+    documents: dict[str, Document],
+    timeline: Timeline,
+    steps: _Steps,
+) -> tuple[list[dict[str, Any]], _Read]:
+    read = _Read()
+    corrected_by: dict[str, list[str]] = defaultdict(list)
+    for entry in entries:
+        for old in entry.supersedes:
+            corrected_by[old].append(entry.id)
+    memories = []
+    for number, entry in enumerate(entries):
+        doc = documents.get(entry.path)
+        front, body = _read_file(store, entry.path, doc)
+        kinds = find_secrets(f"{front}\n{body}") if (front or body) else []
+        if kinds:
+            read.secrets.append(_secret_item(entry, front, body, kinds))
+            front, body = mask_secrets(front), mask_secrets(body)
+        if "\nconflict:" in f"\n{front}":
+            read.conflicts.append(entry)
+        keywords = doc.keywords if doc else ()
+        if entry.kind == "core":
+            read.core.append((entry, body))
+        memories.append(
+            {
+                "id": entry.id,
+                "workspace": entry.workspace,
+                "kind": entry.kind,
+                "created": entry.created,
+                "source": doc.source if doc else "",
+                "host": timeline.host_of.get(entry.id, ""),
+                "text": body[:TEXT_CHARS],
+                "front": front[:FRONT_CHARS],
+                "keywords": [mask_secrets(k) if kinds else k for k in keywords],
+                "seen": entry.seen,
+                "recalled": entry.recalled,
+                "confirmed": entry.confirmed,
+                "last_recalled": entry.last_recalled,
+                "archived": entry.archived,
+                "path": entry.path,
+                "supersedes": list(entry.supersedes),
+                "superseded_by": corrected_by.get(entry.id, []),
+                "entities": [
+                    mask_secrets(name) for name, _ in store.indexer.search.entities_of(entry.path)
+                ],
+                "history": timeline.by_memory.get(entry.id, []),
+                "neighbours": [],
+            }
+        )
+        if number % 500 == 0:
+            steps.tell(1, number)
+    _link_neighbours(memories)
+    return memories, read
+
+
+def _read_file(store: Store, path: str, doc: Document | None) -> tuple[str, str]:
+    """A memory file's front matter (the text between its `---` lines) and body."""
+    try:
+        with store.vault.path(path).open("rb") as file:
+            text = file.read(MAX_FILE_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return "", doc.content if doc else ""
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n")
+    if text.startswith("---\n"):
+        end = text.find("\n---\n", 3)
+        if end >= 0:
+            return text[4 : end + 1], text[end + 5 :]
+        if text.endswith("\n---"):
+            return text[4:-3], ""
+    return "", text
+
+
+def _secret_item(entry: Entry, front: str, body: str, kinds: list[str]) -> dict[str, Any]:
+    lines = f"---\n{front}---\n{body}".split("\n") if front else body.split("\n")
+    line = next((n for n, text in enumerate(lines, 1) if find_secrets(text)), 1)
+    return {
+        "path": entry.path,
+        "line": line,
+        "kind": kinds[0],
+        "command": f"memstore forget {entry.id} --purge",
+    }
+
+
+def _link_neighbours(memories: list[dict[str, Any]]) -> None:
+    """Each memory's neighbours: those sharing its entities, rarer entities weighing more."""
+    holders: dict[str, list[int]] = defaultdict(list)
+    for number, memory in enumerate(memories):
+        for entity in memory["entities"]:
+            holders[entity].append(number)
+    for number, memory in enumerate(memories):
+        scores: Counter[int] = Counter()
+        weighed = 0
+        for entity in sorted(memory["entities"], key=lambda e: len(holders[e])):
+            held = holders[entity]
+            if len(held) < 2:
+                continue
+            for other in held[:NEIGHBOUR_CANDIDATES]:
+                if other != number:
+                    scores[other] += 1.0 / len(held)  # type: ignore[assignment]
+            weighed += len(held)
+            if weighed >= NEIGHBOUR_CANDIDATES:
+                break
+        best = sorted(scores.items(), key=lambda p: (-p[1], memories[p[0]]["id"]))
+        memory["neighbours"] = [memories[other]["id"] for other, _ in best[:NEIGHBOURS]]
+
+
+def _queues(
+    store: Store,
+    entries: Sequence[Entry],
+    documents: dict[str, Document],
+    read: _Read,
+    now: datetime,
+    vault: str | None,
+    sampled: dict[str, str],
+) -> dict[str, list[dict[str, Any]]]:
+    paths = {e.path for e in entries}
+    shown = [d for key, d in documents.items() if key in paths]
+    contradictions, duplicates, compared = alike_queues(store, shown, entries, vault)
+    if compared < len(shown):
+        sampled["duplicates"] = (
+            f"near-duplicates and contradictions looked for among the newest {compared:,} "
+            f"of {len(shown):,} memories; 'memstore audit' compares them all"
+        )
+    stale, never = usage_queues(entries, now, vault)
+    queues = {
+        "contradictions": contradictions,
+        "duplicates": duplicates,
+        "conflicts": [
+            {
+                "id": e.id,
+                "why": "sync kept two versions of its text (edited differently on two machines)",
+                "command": with_vault(f"memstore conflicts resolve {e.id} --edit", vault),
+            }
+            for e in read.conflicts
+        ],
+        "stale": stale,
+        "never_recalled": never,
+        "secrets": [{**s, "command": with_vault(s["command"], vault)} for s in read.secrets],
+        "core_over_budget": core_queue(read.core, vault),
+    }
+    for name, items in queues.items():
+        if len(items) > QUEUE_ITEMS:
+            sampled[f"queue {name}"] = f"the first {QUEUE_ITEMS} of {len(items):,} are listed"
+            queues[name] = items[:QUEUE_ITEMS]
+    return queues
+
+
+def _stats(memories: list[dict[str, Any]]) -> dict[str, Any]:
+    months = Counter(m["created"][:7] for m in memories if m["created"])
+    growth, total = [], 0
+    for month in sorted(months):
+        total += months[month]
+        growth.append([month, months[month], total])
+    return {
+        "by_workspace": dict(sorted(Counter(m["workspace"] for m in memories).items())),
+        "by_kind": dict(sorted(Counter(m["kind"] for m in memories).items())),
+        "growth": growth,
+    }
+
+
+def _graph(memories: list[dict[str, Any]]) -> dict[str, Any]:
+    """Memories and the entities they name; past GRAPH_MEMORIES, a sample around the
+    entities named most."""
+    degree = Counter(e for m in memories for e in m["entities"])
+    shared = {e for e, n in degree.items() if n >= 2}
+    sampled = len(memories) > GRAPH_MEMORIES or len(shared) > GRAPH_ENTITIES
+    if not sampled:
+        chosen, entities = memories, sorted(shared)
+        note = "every memory and every entity two or more memories name"
+    else:
+        entities = sorted(
+            (e for e, _ in degree.most_common(GRAPH_ENTITIES) if e in shared),
+        )
+        top = set(entities)
+        ranked = sorted(memories, key=lambda m: (-len(top.intersection(m["entities"])), m["id"]))
+        chosen = [m for m in ranked[:GRAPH_MEMORIES] if top.intersection(m["entities"])]
+        note = (
+            f"sampled: the {len(entities)} entities named by the most memories (of "
+            f"{len(shared):,} named by two or more) and the {len(chosen):,} memories naming "
+            f"the most of them (of {len(memories):,})"
+        )
+    nodes: list[dict[str, Any]] = []
+    at: dict[str, int] = {}
+    for memory in chosen:
+        at[f"m:{memory['id']}"] = len(nodes)
+        nodes.append(
+            {
+                "id": memory["id"],
+                "label": summary(memory["text"], 40),
+                "type": "memory",
+                "size": 1 + memory["recalled"],
+            }
+        )
+    for entity in entities:
+        at[f"e:{entity}"] = len(nodes)
+        nodes.append({"id": entity, "label": entity, "type": "entity", "size": degree[entity]})
+    edges = [
+        [at[f"m:{m['id']}"], at[f"e:{e}"]] for m in chosen for e in m["entities"] if f"e:{e}" in at
+    ]
+    return {"nodes": nodes, "edges": edges, "sampled": sampled, "note": note}

@@ -1,0 +1,179 @@
+"""The view's timeline: every commit as a change (kind, who, which memories, its diff) and sessions.
+
+Read in one pass of `git log --raw` (vault/git_walk.py); diffs only for the newest changes,
+a person's edits and merges, each cut to a few dozen lines, so the page stays small at
+100,000 commits. Every text that leaves here is masked as the secret scanner sees it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from memstore.core.secret_mask import mask_secrets
+from memstore.vault.git_walk import Walked, read_diffs, walk_history
+
+ChangeKind = Literal[
+    "add",
+    "seen",
+    "confirm",
+    "edit",
+    "supersede",
+    "archive",
+    "forget",
+    "merge",
+    "conflict",
+    "recall",
+    "import",
+    "other",
+]
+# The verb of a commit subject (`verb(workspace): …`) and the kind of change it is.
+VERBS: dict[str, ChangeKind] = {
+    "add": "add",
+    "seen": "seen",
+    "confirm": "confirm",
+    "edit": "edit",
+    "supersede": "supersede",
+    "archive": "archive",
+    "forget": "forget",
+    "recall": "recall",
+    "import": "import",
+    "restore": "import",
+    "resolve": "conflict",  # settling a conflict sync kept: shown beside the conflicts
+}
+_VERB = re.compile(r"^([a-z]+)\b")
+_ID = re.compile(r"-([a-z0-9]{4,40})\.md$")
+DIFF_NEWEST = 2000  # changes, newest first, shown with their diff
+DIFF_EXTRA = 1000  # older changes shown with a diff anyway: a person's edits and merges
+DIFF_LINES = 60  # lines of one change's diff
+SUBJECT_CHARS = 200
+
+
+@dataclass
+class Timeline:
+    """The changes (newest first), the sessions, and each memory's changes and first host."""
+
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    sessions: list[dict[str, Any]] = field(default_factory=list)
+    by_memory: dict[str, list[int]] = field(default_factory=dict)
+    host_of: dict[str, str] = field(default_factory=dict)  # id -> machine of its oldest change
+    capped: dict[str, str] = field(default_factory=dict)  # what was left out, in words
+
+
+def memory_id_of(path: str) -> str:
+    """The id a memory file's name ends with (`<slug>-<id>.md`), or ''."""
+    found = _ID.search(path)
+    return found.group(1) if found else ""
+
+
+def trailer(message: str, name: str) -> str:
+    found = re.search(rf"^Memstore-{name}: (.+)$", message, re.MULTILINE)
+    return found.group(1).strip() if found else ""
+
+
+def change_kind(walked: Walked) -> ChangeKind:
+    """What kind of change a commit is, from its subject's verb and its parents."""
+    subject = walked.message.split("\n", 1)[0]
+    if len(walked.parents) > 1:
+        return "merge"
+    verb = _VERB.match(subject)
+    kind = VERBS.get(verb.group(1), "other") if verb else "other"
+    # A commit made by hand with git (no memstore trailers) that changed memories.
+    if (
+        kind == "other"
+        and not trailer(walked.message, "Source")
+        and any(path.endswith(".md") and "/" in path for _, path in walked.touched)
+    ):
+        return "edit"
+    return kind
+
+
+def iso(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def read_timeline(
+    root: Path,
+    *,
+    since: int | None,
+    workspace: str | None,
+    progress: Callable[[int], None] | None = None,
+) -> Timeline:
+    """Read the history into changes and sessions (see the module's docstring)."""
+    timeline = Timeline()
+    walked = list(walk_history(root, since=since, under=workspace))
+    kinds = [change_kind(w) for w in walked]
+    with_diff = [w.id for w in walked[:DIFF_NEWEST]]
+    extra = [
+        w.id
+        for w, kind in zip(walked[DIFF_NEWEST:], kinds[DIFF_NEWEST:], strict=True)
+        if kind in ("edit", "merge")
+    ]
+    with_diff += extra[:DIFF_EXTRA]
+    diffs = read_diffs(root, with_diff, max_lines=DIFF_LINES)
+    if len(walked) > len(with_diff):
+        timeline.capped["diffs"] = (
+            f"diffs shown for the newest {DIFF_NEWEST:,} changes and {min(len(extra), DIFF_EXTRA):,}"
+            f" older edits and merges, each cut to {DIFF_LINES} lines; "
+            "'git show <commit>' in the vault shows any change"
+        )
+    sessions: dict[str, dict[str, Any]] = {}
+    for number, (commit, kind) in enumerate(zip(walked, kinds, strict=True)):
+        diff = mask_secrets(diffs.get(commit.id, ""))
+        if kind == "merge" and "\n+conflict: true" in diff:
+            kind = "conflict"
+        timeline.changes.append(_change(commit, kind, diff))
+        change = timeline.changes[-1]
+        for memory_id in change["ids"]:
+            timeline.by_memory.setdefault(memory_id, []).append(number)
+            if change["host"]:
+                timeline.host_of[memory_id] = change["host"]  # newest first: the oldest wins
+        if change["session"]:
+            _add_to_session(sessions, change)
+        if progress is not None and number % 500 == 0:
+            progress(number)
+    timeline.sessions = sorted(sessions.values(), key=lambda s: s["last"], reverse=True)
+    for session in timeline.sessions:
+        session["ids"] = list(dict.fromkeys(session["ids"]))
+    return timeline
+
+
+def _change(commit: Walked, kind: ChangeKind, diff: str) -> dict[str, Any]:
+    subject = commit.message.split("\n", 1)[0][:SUBJECT_CHARS]
+    ids = [memory_id_of(path) for _, path in commit.touched if path.endswith(".md")]
+    return {
+        "commit": commit.id[:10],
+        "time": iso(commit.time),
+        "kind": kind,
+        "subject": mask_secrets(subject),
+        "author": mask_secrets(commit.author),
+        "session": trailer(commit.message, "Session"),
+        "source": trailer(commit.message, "Source"),
+        "host": trailer(commit.message, "Host"),
+        "ids": [i for i in dict.fromkeys(ids) if i],
+        "diff": diff,
+    }
+
+
+def _add_to_session(sessions: dict[str, dict[str, Any]], change: dict[str, Any]) -> None:
+    name = change["session"]
+    session = sessions.get(name)
+    if session is None:
+        session = sessions[name] = {
+            "session": name,
+            "source": change["source"],
+            "host": change["host"],
+            "first": change["time"],
+            "last": change["time"],
+            "changes": 0,
+            "ids": [],
+            "undo": f"memstore revert --session {name}",
+        }
+    session["changes"] += 1
+    session["first"] = min(session["first"], change["time"])
+    session["last"] = max(session["last"], change["time"])
+    session["ids"].extend(change["ids"])

@@ -1,0 +1,188 @@
+"""The view's health queues, each item with the exact command that settles it.
+
+Contradictions and near-duplicates are audit's (the same containment, the same detector,
+the same supersede command), looked for among the newest ALIKE_MEMORIES memories: audit
+reads every pair closely (~10 s at 10,000 memories of a templated corpus), more than the
+whole page may cost. Conflicts and credentials come from the files the view reads anyway;
+stale and never-recalled memories from the manifest's counters, by audit's rules.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from memstore.catalog.indexer import Entry
+from memstore.core.codec import normalize_text
+from memstore.core.ranking import CORE_BUDGET_TOKENS, Candidate, estimate_tokens, strength
+from memstore.core.secret_mask import mask_secrets
+from memstore.core.similar import similar_pairs, term_sets
+from memstore.index import Document
+from memstore.service.curation import (
+    NEAR_DUPLICATE,
+    NEVER_RECALLED_DAYS,
+    RECALL_FLOOR,
+    contradicting,
+)
+from memstore.service.store import Store
+
+ALIKE_MEMORIES = 2000  # the newest memories compared for near-duplicates and contradictions
+QUEUE_ITEMS = 500  # items a queue lists; the page says how many more there are
+
+Queue = list[dict[str, Any]]
+
+
+def with_vault(command: str, vault: str | None) -> str:
+    """`command` acting on the vault the person named with --vault (if they named one)."""
+    return f"{command} --vault {shlex.quote(vault)}" if vault else command
+
+
+def supersede_command(text: str, workspace: str, old_id: str, vault: str | None) -> str:
+    """The command that records the newer memory's text as correcting `old_id`: audit's
+    (ops/output.py's, which this layer cannot import; a test keeps the two the same)."""
+    line = " ".join(text.split())
+    if normalize_text(line) != normalize_text(text):  # a bullet list: its line starts matter
+        line = text.strip()
+    options = with_vault(f"-w {workspace} --supersedes {old_id}", vault)
+    if line.startswith("-"):
+        return f"memstore add {options} -- {_quote(line)}"
+    return f"memstore add {_quote(line)} {options}"
+
+
+def _quote(text: str) -> str:
+    """Quote `text` for a POSIX shell: "don't" in double quotes rather than 'don'"'"'t'."""
+    if "'" in text and not any(c in text for c in '"$`\\!\n'):
+        return f'"{text}"'
+    return shlex.quote(text)
+
+
+def alike_queues(
+    store: Store, documents: Sequence[Document], entries: Sequence[Entry], vault: str | None
+) -> tuple[Queue, Queue, int]:
+    """(contradictions, near-duplicates, memories compared) among the newest memories."""
+    by_path = {e.path: e for e in entries}
+    newest = sorted(
+        (d for d in documents if d.key in by_path),
+        key=lambda d: (by_path[d.key].created, d.key),
+        reverse=True,
+    )[:ALIKE_MEMORIES]
+    sets = term_sets([d.content for d in newest])
+    found = similar_pairs(
+        ((d.key, d.workspace, terms) for d, terms in zip(newest, sets, strict=True)),
+        NEAR_DUPLICATE,
+    )
+    apart = set(store.vault.read_state("dedupe-kept").split()) | {
+        ":".join(sorted((e.id, old))) for e in entries for old in e.supersedes
+    }
+    docs = {d.key: d for d in newest}
+    pairs = {
+        pair: share
+        for pair, share in found.items()
+        if ":".join(sorted(by_path[p].id for p in pair)) not in apart
+    }
+    disputed = contradicting(
+        docs, by_path, list(pairs), list(entries), store.git.added_order, every=True
+    )
+    split = {frozenset((c.new, c.old)) for c in disputed}
+    contradictions = [
+        {
+            "ids": [c.new, c.old],
+            "why": mask_secrets(f"{c.new} disagrees with the older {c.old}: {c.detail}"),
+            "command": mask_secrets(
+                supersede_command(docs[_path(by_path, c.new)].content, c.workspace, c.old, vault)
+            ),
+        }
+        for c in disputed
+    ]
+    duplicates = []
+    for (first, second), share in sorted(pairs.items(), key=lambda p: (-p[1], p[0])):
+        a, b = by_path[first].id, by_path[second].id
+        if frozenset((a, b)) in split:
+            continue
+        keep = a if by_path[first].created >= by_path[second].created else b
+        duplicates.append(
+            {
+                "ids": [a, b],
+                "why": f"{share:.0%} of the shorter one's terms are in the other",
+                "command": with_vault(f"memstore dedupe --merge {keep}", vault),
+            }
+        )
+    return contradictions, duplicates, len(newest)
+
+
+def _path(by_path: Mapping[str, Entry], memory_id: str) -> str:
+    return next(path for path, e in by_path.items() if e.id == memory_id)
+
+
+def usage_queues(entries: Sequence[Entry], now: datetime, vault: str | None) -> tuple[Queue, Queue]:
+    """(stale, never recalled): audit's decayed and never-recalled memories, not archived."""
+    stale, never = [], []
+    for entry in entries:
+        if entry.archived:
+            continue
+        archive = with_vault(f"memstore archive {entry.id}", vault)
+        age = _days(entry.created, now)
+        if entry.recalled == 0 and age >= NEVER_RECALLED_DAYS:
+            never.append(
+                {
+                    "id": entry.id,
+                    "why": f"never recalled in {age} days",
+                    "command": archive,
+                }
+            )
+        level = strength(_candidate(entry), now)
+        if level < RECALL_FLOOR:
+            stale.append(
+                {
+                    "id": entry.id,
+                    "why": f"strength {level:.3f} is below the recall floor {RECALL_FLOOR}",
+                    "command": archive,
+                }
+            )
+    return stale, never
+
+
+def core_queue(
+    core: Sequence[tuple[Entry, str]], vault: str | None, cap: int = CORE_BUDGET_TOKENS
+) -> Queue:
+    """One item when the core memories (always injected) outgrow their token budget."""
+    sized = sorted(((estimate_tokens(text) + 10, e) for e, text in core), key=lambda p: -p[0])
+    total = sum(size for size, _ in sized)
+    if total <= cap or not sized:
+        return []
+    largest = sized[0][1]
+    return [
+        {
+            "ids": [e.id for _, e in sized],
+            "why": f"core memories take ~{total} tokens of a {cap}-token budget; the largest is "
+            f"{largest.id} (~{sized[0][0]} tokens)",
+            "command": with_vault(f"memstore promote {largest.id} --kind note", vault),
+        }
+    ]
+
+
+def _candidate(entry: Entry) -> Candidate:
+    return Candidate(
+        entry.path,
+        0.0,
+        0.0,
+        False,
+        0,
+        entry.created,
+        entry.last_recalled,
+        entry.seen,
+        entry.recalled,
+        entry.confirmed,
+    )
+
+
+def _days(stamp: str, now: datetime) -> int:
+    if not stamp:
+        return 0
+    try:
+        then = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return 0
+    return max(0, (now - then).days)
