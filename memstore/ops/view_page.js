@@ -350,8 +350,12 @@
       h("p", { class: "muted" }, `${plural(total, "item")} to look at, as memstore audit finds them; ` +
         "each with the command that settles it."),
       h("div", { class: "counts" }, names.map((q) =>
-        h("a", { href: "#health", "data-queue-count": q, class: "count" },
-          h("b", {}, String((QUEUES[q] || []).length)), QUEUE_TITLES[q] || q))));
+        h("a", { href: "#health", "data-queue-count": q, class: "count", onclick: (event) => {
+          event.preventDefault(); // open that queue and bring it into view
+          const queue = document.querySelector(`details[data-queue="${q}"]`);
+          queue.open = true;
+          queue.scrollIntoView();
+        } }, h("b", {}, String((QUEUES[q] || []).length)), QUEUE_TITLES[q] || q))));
     for (const q of names) {
       const items = QUEUES[q] || [];
       show(h("details", { class: "queue", "data-queue": q, "data-count": items.length, open: items.length > 0 },
@@ -477,10 +481,14 @@
       ctx.fillStyle = node.type === "entity" ? "#e8912d" : "#1f6feb";
       ctx.beginPath(); ctx.arc(px(v), py(v), radius(node), 0, 2 * Math.PI); ctx.fill();
     });
-    const labelled = nodes.map((node, v) => v).filter((v) => nodes[v].type === "entity")
-      .sort((a, b) => (nodes[b].size || 0) - (nodes[a].size || 0)).slice(0, 40);
+    // A small graph names every node; a big one its 40 most named entities.
+    const labelled = nodes.length <= 80 ? nodes.map((_, v) => v)
+      : nodes.map((_, v) => v).filter((v) => nodes[v].type === "entity")
+        .sort((a, b) => (nodes[b].size || 0) - (nodes[a].size || 0)).slice(0, 40);
     ctx.font = "12px system-ui, sans-serif"; ctx.fillStyle = "#1d232a";
-    for (const v of labelled) ctx.fillText(nodes[v].label || nodes[v].id, px(v) + radius(nodes[v]) + 2, py(v) + 4);
+    for (const v of labelled) {
+      ctx.fillText(String(nodes[v].label || nodes[v].id).slice(0, 40), px(v) + radius(nodes[v]) + 2, py(v) + 4);
+    }
     canvas.addEventListener("click", (event) => {
       const box = canvas.getBoundingClientRect();
       const cx = ((event.clientX - box.left) * W) / box.width, cy = ((event.clientY - box.top) * H) / box.height;

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
+from memstore.core.secrets import find_secrets
 from memstore.ops.view_page import render_page
 from tests.browser import Browser, find_chromium
-from tests.conftest import wait_until
+from tests.conftest import git, invoke_memstore, wait_until
 from tests.ops.view_synthetic import synthetic_view
 
 pytestmark = pytest.mark.skipif(
@@ -211,3 +212,180 @@ def test_a_big_vault_never_puts_its_rows_in_the_dom(
     go(browser, "#vault")
     assert "Sampled" in browser.evaluate("document.getElementById('graph-note').textContent")
     browser.screenshot(tmp_path / "graph.png", selector="#graph")
+
+
+# ---- A real vault, built with the real CLI, viewed with `memstore view` ----------------
+
+TOKEN = "ghp_" + "Zq7Rk2Lm9Xv4Tb8Nc1Wd6Yh3Pf5Js0Ga2Ue7Q"  # shaped like a GitHub token
+
+
+def _add(vault: Path, text: str, *args: str, session: str, source: str, host: str) -> str:
+    done = invoke_memstore(
+        "add",
+        text,
+        "--json",
+        *args,
+        vault=vault,
+        env={"MEMSTORE_SESSION": session, "MEMSTORE_SOURCE": source, "MEMSTORE_HOST": host},
+    )
+    assert done.returncode == 0, done.stderr
+    return str(json.loads(done.stdout)["id"])
+
+
+def build_vault(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """Two agents on two machines, a supersede chain, a confirm, an archive, a forget, a hand
+    edit by a person and a credential in a hand-written file."""
+    vault = tmp_path / "vault"
+    assert invoke_memstore("init", str(vault)).returncode == 0
+    laptop = {"session": "sess-laptop", "source": "claude-code", "host": "laptop"}
+    desk = {"session": "sess-desk", "source": "codex", "host": "desk"}
+    ids = {
+        "approval": _add(
+            vault,
+            "Staging deploys need approval from @maria",
+            "-w",
+            "webshop",
+            "-K",
+            "deploy",
+            **laptop,
+        ),
+        "nginx": _add(
+            vault,
+            "Upload 413 is nginx client_max_body_size, not the app; raise it in the server block",
+            "-w",
+            "webshop",
+            "-K",
+            "nginx",
+            **laptop,
+        ),
+        "port": _add(
+            vault, "The api service listens on port 3000 in development", "-w", "api", **laptop
+        ),
+        "old": _add(vault, "The nightly backup runs from cron on db-1", "-w", "api", **laptop),
+    }
+    ids["port2"] = _add(
+        vault, "The api service listens on port 8080 in development", "-w", "api", **desk
+    )
+    ids["approval2"] = _add(
+        vault,
+        "Staging deploys need approval from @maria and @jon",
+        "-w",
+        "webshop",
+        "--supersedes",
+        ids["approval"],
+        **desk,
+    )
+    ids["approval3"] = _add(
+        vault,
+        "Staging deploys need approval in the release channel",
+        "-w",
+        "webshop",
+        "--supersedes",
+        ids["approval2"],
+        **desk,
+    )
+    ids["gone"] = _add(
+        vault, "Temporary note about a flaky test in checkout", "-w", "webshop", **desk
+    )
+    for args in (
+        ("confirm", ids["nginx"]),
+        ("archive", ids["old"]),
+        ("forget", ids["gone"], "--yes"),
+    ):
+        done = invoke_memstore(
+            *args,
+            vault=vault,
+            env={
+                "MEMSTORE_SESSION": "sess-desk",
+                "MEMSTORE_SOURCE": "codex",
+                "MEMSTORE_HOST": "desk",
+            },
+        )
+        assert done.returncode == 0, done.stderr
+    nginx = next(vault.rglob(f"*-{ids['nginx']}.md"))
+    nginx.write_text(
+        nginx.read_text(encoding="utf-8") + "Also check the proxy in front of it.\n",
+        encoding="utf-8",
+    )
+    (vault / "webshop" / "ci-notes.md").write_text(
+        f"CI pushes with token {TOKEN}\n", encoding="utf-8"
+    )
+    git(vault, "add", "-A")
+    git(
+        vault,
+        "-c",
+        "user.name=Maria",
+        "-c",
+        "user.email=maria@example.org",
+        "commit",
+        "-qm",
+        "hand edits",
+    )
+    return vault, ids
+
+
+def test_a_real_vault_viewed_shows_its_sessions_chain_history_and_queues(
+    browser: Browser, tmp_path: Path
+) -> None:
+    vault, ids = build_vault(tmp_path)
+    page = tmp_path / "view.html"
+    done = invoke_memstore("view", "-o", str(page), vault=vault)
+    assert done.returncode == 0, done.stderr
+    html = page.read_text(encoding="utf-8")
+    assert TOKEN not in html and TOKEN[8:] not in html
+    assert find_secrets(html) == []  # nothing in the file the scanner would flag
+    browser.load(page.as_uri())
+    # the timeline: both sessions, who and where, the command that undoes each
+    sessions = browser.evaluate(
+        "Object.fromEntries([...document.querySelectorAll('.session[data-session]')]"
+        ".map(s => [s.dataset.session, s.textContent]))"
+    )
+    assert "claude-code on laptop" in sessions["sess-laptop"]
+    assert "codex on desk" in sessions["sess-desk"]
+    assert "memstore revert --session sess-desk" in sessions["sess-desk"]
+    browser.screenshot(tmp_path / "timeline.png")
+    # every memory but the forgotten one
+    go(browser, "#search")
+    shown = set(
+        browser.evaluate(
+            "[...document.querySelectorAll('#search-results .row')].map(r => r.dataset.id)"
+        )
+    )
+    (handwritten,) = shown - set(ids.values())  # a file with no front matter is a memory too
+    assert shown - {handwritten} == set(ids.values()) - {ids["gone"]}
+    go(browser, "#m/" + handwritten)
+    text = browser.evaluate("document.querySelector('pre.text').textContent")
+    assert text.startswith("CI pushes with token ") and TOKEN not in text  # masked
+    # the chain from either end of it, older to newer
+    chain = f"{ids['approval']} > {ids['approval2']} > {ids['approval3']}"
+    for end in ("approval", "approval2", "approval3"):
+        go(browser, "#m/" + ids[end])
+        assert browser.evaluate("document.querySelector('.chain').dataset.chain") == chain
+    # a memory's history: added by one agent, confirmed by another, edited by a person
+    go(browser, "#m/" + ids["nginx"])
+    history = texts(browser, "#history .version summary")
+    assert any("add" in h and "session sess-laptop" in h and "on laptop" in h for h in history), (
+        history
+    )
+    assert any("confirm" in h and "session sess-desk" in h and "on desk" in h for h in history), (
+        history
+    )
+    assert any("Maria" in h for h in history), history
+    browser.screenshot(tmp_path / "memory.png", full_page=True)
+    assert "Also check the proxy" in browser.evaluate(
+        "document.querySelector('pre.text').textContent"
+    )
+    # health: the contradiction and the credential, each with its command
+    go(browser, "#health")
+    queues = browser.evaluate(
+        "Object.fromEntries([...document.querySelectorAll('details[data-queue]')]"
+        ".map(d => [d.dataset.queue, d.textContent]))"
+    )
+    assert ids["port"] in queues["contradictions"] and ids["port2"] in queues["contradictions"]
+    assert "memstore" in queues["contradictions"]
+    assert "ci-notes.md" in queues["secrets"] and TOKEN not in queues["secrets"]
+    browser.screenshot(tmp_path / "health.png", full_page=True)
+    go(browser, "#vault")
+    browser.screenshot(tmp_path / "graph.png", selector="#graph")
+    assert browser.requests() == [page.as_uri()]
+    assert browser.errors() == []
