@@ -214,9 +214,15 @@
       const { rows, changes, groups } = timelineRows();
       summary.textContent = `${plural(changes, "change")} in ${plural(groups, "group")} ` +
         `(of ${plural(CHANGES.length, "change")} and ${plural(SESSIONS.length, "session")}), newest first.`;
-      list.replaceChildren(paged(rows, (row) =>
-        "change" in row ? changeRow(row.change, false) : sessionHead(row),
-        "No change matches these filters."));
+      list.replaceChildren(paged(rows, (row, k) => {
+        if (!("change" in row)) return sessionHead(row);
+        if (k % PAGE) return changeRow(row.change, false);
+        // a page that starts inside a group names the group again
+        const head = sessionHead(rows.findLast((r, j) => j < k && !("change" in r)));
+        head.classList.add("continued");
+        head.prepend(h("span", { class: "muted" }, "(continued)"));
+        return h("div", {}, head, changeRow(row.change, false));
+      }, "No change matches these filters."));
     };
     const set = (key) => (value) => { timelineFilter[key] = value; refresh(); };
     const text = h("input", { type: "search", placeholder: "filter subjects", value: timelineFilter.text, "data-filter": "text" });

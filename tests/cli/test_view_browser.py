@@ -90,6 +90,9 @@ def test_the_timeline_groups_by_session_filters_and_opens_a_diff(
     commands = texts(browser, ".session code.cmd")
     assert commands[0].startswith("memstore revert --session s")
     assert count(browser, "details.change") == 200 - count(browser, ".session")  # one page
+    browser.evaluate("document.querySelector('#timeline-list button.more').click()")
+    second = "document.querySelector('#timeline-list .rows').children[200]"
+    assert browser.evaluate(f"{second}.matches('.session') || !!{second}.querySelector('.continued')")
     kinds = {c["kind"] for c in data["changes"]}
     assert "confirm" in kinds
     browser.evaluate(
