@@ -92,7 +92,9 @@ def test_the_timeline_groups_by_session_filters_and_opens_a_diff(
     assert count(browser, "details.change") == 200 - count(browser, ".session")  # one page
     browser.evaluate("document.querySelector('#timeline-list button.more').click()")
     second = "document.querySelector('#timeline-list .rows').children[200]"
-    assert browser.evaluate(f"{second}.matches('.session') || !!{second}.querySelector('.continued')")
+    assert browser.evaluate(
+        f"{second}.matches('.session') || !!{second}.querySelector('.continued')"
+    )
     kinds = {c["kind"] for c in data["changes"]}
     assert "confirm" in kinds
     browser.evaluate(
