@@ -492,8 +492,13 @@
       : nodes.map((_, v) => v).filter((v) => nodes[v].type === "entity")
         .sort((a, b) => (nodes[b].size || 0) - (nodes[a].size || 0)).slice(0, 40);
     ctx.font = "12px system-ui, sans-serif"; ctx.fillStyle = "#1d232a";
+    const placed = []; // label boxes drawn so far: a label that would overlap one is left out
     for (const v of labelled) {
-      ctx.fillText(String(nodes[v].label || nodes[v].id).slice(0, 40), px(v) + radius(nodes[v]) + 2, py(v) + 4);
+      const text = String(nodes[v].label || nodes[v].id).slice(0, 40);
+      const left = px(v) + radius(nodes[v]) + 2, top = py(v) - 8, width = ctx.measureText(text).width;
+      if (placed.some((b) => left < b.right && b.left < left + width && top < b.top + 14 && b.top < top + 14)) continue;
+      placed.push({ left, top, right: left + width });
+      ctx.fillText(text, left, py(v) + 4);
     }
     canvas.addEventListener("click", (event) => {
       const box = canvas.getBoundingClientRect();
