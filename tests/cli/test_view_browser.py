@@ -222,6 +222,7 @@ def test_a_big_vault_never_puts_its_rows_in_the_dom(
 # ---- A real vault, built with the real CLI, viewed with `memstore view` ----------------
 
 TOKEN = "ghp_" + "Zq7Rk2Lm9Xv4Tb8Nc1Wd6Yh3Pf5Js0Ga2Ue7Q"  # shaped like a GitHub token
+SLACK = "xoxb-" + "4821930475-7719302846-Hq8ZtWm3Rk5Lp2Nv7Xc9Bd4F"  # and a Slack bot token
 
 
 def _add(vault: Path, text: str, *args: str, session: str, source: str, host: str) -> str:
@@ -289,6 +290,14 @@ def build_vault(tmp_path: Path) -> tuple[Path, dict[str, str]]:
         ids["approval2"],
         **desk,
     )
+    ids["slack"] = _add(
+        vault,
+        f"The deploy bot posts with {SLACK} to #releases",
+        "-w",
+        "webshop",
+        "--allow-secret",
+        **desk,
+    )
     ids["gone"] = _add(
         vault, "Temporary note about a flaky test in checkout", "-w", "webshop", **desk
     )
@@ -337,7 +346,8 @@ def test_a_real_vault_viewed_shows_its_sessions_chain_history_and_queues(
     done = invoke_memstore("view", "-o", str(page), vault=vault)
     assert done.returncode == 0, done.stderr
     html = page.read_text(encoding="utf-8")
-    assert TOKEN not in html and TOKEN[8:] not in html
+    for secret in (TOKEN, SLACK):
+        assert secret not in html and secret[10:30] not in html
     assert find_secrets(html) == []  # nothing in the file the scanner would flag
     browser.load(page.as_uri())
     # the timeline: both sessions, who and where, the command that undoes each
@@ -361,6 +371,9 @@ def test_a_real_vault_viewed_shows_its_sessions_chain_history_and_queues(
     go(browser, "#m/" + handwritten)
     text = browser.evaluate("document.querySelector('pre.text').textContent")
     assert text.startswith("CI pushes with token ") and TOKEN not in text  # masked
+    go(browser, "#m/" + ids["slack"])
+    text = browser.evaluate("document.querySelector('pre.text').textContent")
+    assert text.startswith("The deploy bot posts with ") and "[secret" in text and SLACK not in text
     # the chain from either end of it, older to newer
     chain = f"{ids['approval']} > {ids['approval2']} > {ids['approval3']}"
     for end in ("approval", "approval2", "approval3"):

@@ -9,6 +9,7 @@ import json
 import re
 from importlib import resources
 
+from memstore.core.secrets import find_secrets
 from memstore.ops.view_page import render_page
 from tests.ops.view_synthetic import synthetic_view
 
@@ -71,3 +72,12 @@ def test_the_shipped_assets_name_no_address_to_fetch() -> None:
 def test_an_empty_vault_renders() -> None:
     page = render_page({"schema": 1, "vault": {"path": "/v"}, "memories": []})
     assert "memstore view of /v" in page and _data_of(page)["memories"] == []
+
+
+def test_a_credential_left_in_the_data_is_still_found_by_the_scanner_in_the_page() -> None:
+    """The browser test scans the written page for secrets: the page's escaping must not hide
+    one from the scanner, or that test could not fail."""
+    data = synthetic_view(5)
+    assert find_secrets(render_page(data)) == []  # the page itself (hashes, script) is clean
+    data["memories"][0]["text"] = "push with ghp_Zq7Rk2Lm9Xv4Tb8Nc1Wd6Yh3Pf5Js0Ga2Ue7Q <now>"
+    assert find_secrets(render_page(data)) != []
