@@ -458,9 +458,24 @@
     return { x, y, iterations };
   }
 
+  /** The graph without the memories that name no entity (a dot linked to nothing says nothing). */
+  function linkedPart(allNodes, allEdges) {
+    const edges = allEdges.filter(([a, b]) => allNodes[a] && allNodes[b]);
+    const linked = new Set(edges.flat());
+    const keep = allNodes.map((node, v) => node.type !== "memory" || linked.has(v));
+    const index = [];
+    const nodes = allNodes.filter((node, v) => keep[v] && index.push(v) > 0);
+    const renumber = new Map(index.map((v, k) => [v, k]));
+    return {
+      nodes,
+      edges: edges.map(([a, b]) => [renumber.get(a), renumber.get(b)]),
+      alone: allNodes.length - nodes.length,
+    };
+  }
+
   function graphView() {
     const graph = DATA.graph || { nodes: [], edges: [] };
-    const nodes = graph.nodes || [], edges = (graph.edges || []).filter(([a, b]) => nodes[a] && nodes[b]);
+    const { nodes, edges, alone } = linkedPart(graph.nodes || [], graph.edges || []);
     if (!nodes.length) return h("p", { class: "muted" }, "No memory names an entity yet.");
     const started = performance.now();
     graphLayout = graphLayout || layoutGraph(nodes, edges);
@@ -476,7 +491,9 @@
     const fit = Math.min((W - 40) / (maxX - minX || 1), (H - 40) / (maxY - minY || 1));
     const ox = (W - (maxX - minX) * fit) / 2, oy = (H - (maxY - minY) * fit) / 2; // centred
     const px = (v) => ox + (x[v] - minX) * fit, py = (v) => oy + (y[v] - minY) * fit;
-    const radius = (node) => (node.type === "entity" ? Math.min(14, 3 + Math.sqrt(node.size || 1)) : 2.5);
+    // an entity's area grows with how many memories name it, relative to the most named one
+    const most = Math.max(1, ...nodes.map((node) => (node.type === "entity" ? node.size || 1 : 1)));
+    const radius = (node) => (node.type === "entity" ? 3 + 9 * Math.sqrt((node.size || 1) / most) : 2.5);
     const ctx = canvas.getContext("2d");
     ctx.scale(scale, scale);
     ctx.strokeStyle = "rgba(95,107,119,0.18)";
@@ -518,6 +535,7 @@
         `${plural(memories, "memory")} (blue) and ${plural(nodes.length - memories, "entity")} (orange, sized by ` +
         `how many memories name them), ${plural(edges.length, "link")}; laid out here in ` +
         `${graphLayout.iterations} steps (${Math.round(performance.now() - started)} ms). ` +
+        (alone ? `${plural(alone, "memory")} naming no entity left out. ` : "") +
         (graph.sampled ? `Sampled: ${graph.note || "a part of the vault"}.` : (graph.note || "")) +
         " Click a node to open it."),
       canvas);
@@ -608,7 +626,11 @@
   searchBox.addEventListener("input", () => {
     const q = searchBox.value.trim();
     const target = q ? "#search/" + encodeURIComponent(q) : "#search";
-    if (location.hash !== target) location.hash = target;
+    if (location.hash === target) return;
+    if (location.hash.startsWith("#search")) { // typing: one history entry, not one per key
+      history.replaceState(null, "", target);
+      route();
+    } else location.hash = target;
   });
 
   document.getElementById("vault-line").textContent = [
