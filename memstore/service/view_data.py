@@ -7,6 +7,7 @@ could not show at 100,000 memories is capped or sampled, and `vault.sampled` say
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -15,12 +16,12 @@ from typing import Any
 from memstore.catalog.indexer import Entry
 from memstore.core.errors import NotFoundError
 from memstore.core.model import check_workspace, summary
-from memstore.core.secret_mask import mask_secrets
 from memstore.core.secrets import find_secrets
 from memstore.index import Document
 from memstore.service.history import parse_date, parse_since
 from memstore.service.store import Store
 from memstore.service.view_history import Timeline, read_timeline
+from memstore.service.view_masking import Masker
 from memstore.service.view_queues import (
     QUEUE_ITEMS,
     alike_queues,
@@ -70,8 +71,10 @@ def collect_view(
             )
     entries = [e for e in everything if workspace is None or e.workspace == workspace]
     steps = _Steps(progress, len(entries))
+    masker = Masker(store.vault)
     timeline = read_timeline(
         store.vault.root,
+        masker,
         since=int(cutoff.timestamp()) if cutoff else None,
         workspace=workspace,
         progress=lambda done: steps.tell(0, done),
@@ -80,18 +83,24 @@ def collect_view(
         stamp = cutoff.strftime("%Y-%m-%dT%H:%M:%SZ")
         entries = [e for e in entries if e.created >= stamp or e.id in timeline.by_memory]
     documents = {d.key: d for d in store.indexer.search.documents()}
-    memories, read = _memories(store, entries, documents, timeline, steps)
+    memories, read = _memories(store, entries, documents, timeline, masker, steps)
     sampled = dict(timeline.capped)
     queues = _queues(store, entries, documents, read, now, vault_option, sampled)
+    for items in queues.values():
+        for item in items:
+            for key in ("why", "command"):
+                if key in item:
+                    item[key] = masker.text(item[key])
     for session in timeline.sessions:
         session["undo"] = with_vault(session["undo"], vault_option)
-    graph = _graph(memories)
+    graph = _graph(memories, masker)
+    masker.save(everything=workspace is None and cutoff is None)
     if graph["sampled"]:
         sampled["graph"] = graph["note"]
     return {
         "schema": SCHEMA,
         "vault": {
-            "path": str(store.vault.root),
+            "path": masker.text(str(store.vault.root)),
             "generated": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "memories": len(memories),
             "workspaces": workspaces,
@@ -145,6 +154,7 @@ def _memories(
     entries: Sequence[Entry],
     documents: dict[str, Document],
     timeline: Timeline,
+    masker: Masker,
     steps: _Steps,
 ) -> tuple[list[dict[str, Any]], _Read]:
     read = _Read()
@@ -155,11 +165,12 @@ def _memories(
     memories = []
     for number, entry in enumerate(entries):
         doc = documents.get(entry.path)
-        front, body = _read_file(store, entry.path, doc)
-        kinds = find_secrets(f"{front}\n{body}") if (front or body) else []
+        raw_front, raw_body = _read_file(store, entry.path, doc)
+        (path, front, body), kinds = masker.parts(
+            [entry.path, raw_front[:FRONT_CHARS], raw_body[:TEXT_CHARS]]
+        )
         if kinds:
-            read.secrets.append(_secret_item(entry, front, body, kinds))
-            front, body = mask_secrets(front), mask_secrets(body)
+            read.secrets.append(_secret_item(entry.id, path, raw_front, raw_body, kinds))
         if "\nconflict:" in f"\n{front}":
             read.conflicts.append(entry)
         keywords = doc.keywords if doc else ()
@@ -173,19 +184,19 @@ def _memories(
                 "created": entry.created,
                 "source": doc.source if doc else "",
                 "host": timeline.host_of.get(entry.id, ""),
-                "text": body[:TEXT_CHARS],
-                "front": front[:FRONT_CHARS],
-                "keywords": [mask_secrets(k) if kinds else k for k in keywords],
+                "text": body,
+                "front": front,
+                "keywords": [masker.text(k) for k in keywords],
                 "seen": entry.seen,
                 "recalled": entry.recalled,
                 "confirmed": entry.confirmed,
                 "last_recalled": entry.last_recalled,
                 "archived": entry.archived,
-                "path": entry.path,
+                "path": path,
                 "supersedes": list(entry.supersedes),
                 "superseded_by": corrected_by.get(entry.id, []),
                 "entities": [
-                    mask_secrets(name) for name, _ in store.indexer.search.entities_of(entry.path)
+                    masker.text(name) for name, _ in store.indexer.search.entities_of(entry.path)
                 ],
                 "history": timeline.by_memory.get(entry.id, []),
                 "neighbours": [],
@@ -214,14 +225,18 @@ def _read_file(store: Store, path: str, doc: Document | None) -> tuple[str, str]
     return "", text
 
 
-def _secret_item(entry: Entry, front: str, body: str, kinds: list[str]) -> dict[str, Any]:
+def _secret_item(
+    memory_id: str, path: str, front: str, body: str, kinds: list[str]
+) -> dict[str, Any]:
+    """A credential found in a file: the line it is on (1 when it spans lines or is in the
+    file's name) and the command that removes it from the history too."""
     lines = f"---\n{front}---\n{body}".split("\n") if front else body.split("\n")
     line = next((n for n, text in enumerate(lines, 1) if find_secrets(text)), 1)
     return {
-        "path": entry.path,
+        "path": path,
         "line": line,
         "kind": kinds[0],
-        "command": f"memstore forget {entry.id} --purge",
+        "command": f"memstore forget {memory_id} --purge",
     }
 
 
@@ -231,21 +246,25 @@ def _link_neighbours(memories: list[dict[str, Any]]) -> None:
     for number, memory in enumerate(memories):
         for entity in memory["entities"]:
             holders[entity].append(number)
+    size = {entity: len(held) for entity, held in holders.items()}
     for number, memory in enumerate(memories):
-        scores: Counter[int] = Counter()
+        scores: dict[int, float] = {}
         weighed = 0
-        for entity in sorted(memory["entities"], key=lambda e: len(holders[e])):
+        for entity in sorted(memory["entities"], key=size.__getitem__):
             held = holders[entity]
             if len(held) < 2:
                 continue
+            weight = 1.0 / len(held)
             for other in held[:NEIGHBOUR_CANDIDATES]:
-                if other != number:
-                    scores[other] += 1.0 / len(held)  # type: ignore[assignment]
+                scores[other] = scores.get(other, 0.0) + weight
             weighed += len(held)
             if weighed >= NEIGHBOUR_CANDIDATES:
                 break
-        best = sorted(scores.items(), key=lambda p: (-p[1], memories[p[0]]["id"]))
-        memory["neighbours"] = [memories[other]["id"] for other, _ in best[:NEIGHBOURS]]
+        scores.pop(number, None)
+        best = heapq.nsmallest(
+            NEIGHBOURS, scores.items(), key=lambda p: (-p[1], memories[p[0]]["id"])
+        )
+        memory["neighbours"] = [memories[other]["id"] for other, _ in best]
 
 
 def _queues(
@@ -302,7 +321,7 @@ def _stats(memories: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _graph(memories: list[dict[str, Any]]) -> dict[str, Any]:
+def _graph(memories: list[dict[str, Any]], masker: Masker) -> dict[str, Any]:
     """Memories and the entities they name; past GRAPH_MEMORIES, a sample around the
     entities named most."""
     degree = Counter(e for m in memories for e in m["entities"])
@@ -330,7 +349,7 @@ def _graph(memories: list[dict[str, Any]]) -> dict[str, Any]:
         nodes.append(
             {
                 "id": memory["id"],
-                "label": summary(memory["text"], 40),
+                "label": masker.text(summary(memory["text"], 40)),
                 "type": "memory",
                 "size": 1 + memory["recalled"],
             }

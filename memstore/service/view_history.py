@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from memstore.core.secret_mask import mask_secrets
+from memstore.service.view_masking import Masker
 from memstore.vault.git_walk import Walked, read_diffs, walk_history
 
 ChangeKind = Literal[
@@ -47,10 +47,13 @@ VERBS: dict[str, ChangeKind] = {
 }
 _VERB = re.compile(r"^([a-z]+)\b")
 _ID = re.compile(r"-([a-z0-9]{4,40})\.md$")
-DIFF_NEWEST = 2000  # changes, newest first, shown with their diff
-DIFF_EXTRA = 1000  # older changes shown with a diff anyway: a person's edits and merges
-DIFF_LINES = 60  # lines of one change's diff
+DIFF_NEWEST = 1000  # changes, newest first, shown with their diff
+DIFF_EXTRA = 500  # older changes shown with a diff anyway: a person's edits and merges
+DIFF_LINES = 40  # lines of one change's diff (a memory file is ~10)
 SUBJECT_CHARS = 200
+# Changes listed one by one, newest first; older ones count in their sessions only. At 10
+# changes a memory a 100,000-memory vault has a million: no page holds them usefully.
+MAX_CHANGES = 20_000
 
 
 @dataclass
@@ -98,6 +101,7 @@ def iso(seconds: int) -> str:
 
 def read_timeline(
     root: Path,
+    masker: Masker,
     *,
     since: int | None,
     workspace: str | None,
@@ -107,33 +111,42 @@ def read_timeline(
     timeline = Timeline()
     walked = list(walk_history(root, since=since, under=workspace))
     kinds = [change_kind(w) for w in walked]
-    with_diff = [w.id for w in walked[:DIFF_NEWEST]]
+    listed = walked[:MAX_CHANGES]
+    with_diff = [w.id for w in listed[:DIFF_NEWEST]]
     extra = [
         w.id
-        for w, kind in zip(walked[DIFF_NEWEST:], kinds[DIFF_NEWEST:], strict=True)
+        for w, kind in zip(listed[DIFF_NEWEST:], kinds[DIFF_NEWEST:], strict=False)
         if kind in ("edit", "merge")
-    ]
-    with_diff += extra[:DIFF_EXTRA]
-    diffs = read_diffs(root, with_diff, max_lines=DIFF_LINES)
-    if len(walked) > len(with_diff):
+    ][:DIFF_EXTRA]
+    diffs = read_diffs(root, [*with_diff, *extra], max_lines=DIFF_LINES)
+    if len(listed) > len(with_diff):
         timeline.capped["diffs"] = (
-            f"diffs shown for the newest {DIFF_NEWEST:,} changes and {min(len(extra), DIFF_EXTRA):,}"
-            f" older edits and merges, each cut to {DIFF_LINES} lines; "
-            "'git show <commit>' in the vault shows any change"
+            f"diffs shown for the newest {len(with_diff):,} changes and {len(extra):,} older "
+            f"edits and merges, each cut to {DIFF_LINES} lines; 'git show <commit>' in the "
+            "vault shows any change"
+        )
+    if len(walked) > MAX_CHANGES:
+        timeline.capped["changes"] = (
+            f"the newest {MAX_CHANGES:,} of {len(walked):,} changes are listed; the older ones "
+            "count in their sessions ('memstore log' lists them all)"
         )
     sessions: dict[str, dict[str, Any]] = {}
     for number, (commit, kind) in enumerate(zip(walked, kinds, strict=True)):
-        diff = mask_secrets(diffs.get(commit.id, ""))
-        if kind == "merge" and "\n+conflict: true" in diff:
-            kind = "conflict"
-        timeline.changes.append(_change(commit, kind, diff))
-        change = timeline.changes[-1]
+        change = _change(commit, kind)
         for memory_id in change["ids"]:
-            timeline.by_memory.setdefault(memory_id, []).append(number)
             if change["host"]:
                 timeline.host_of[memory_id] = change["host"]  # newest first: the oldest wins
+        if number < MAX_CHANGES:
+            diff = masker.text(_body(diffs.get(commit.id, "")))
+            if kind == "merge" and "\n+conflict: true" in f"\n{diff}":
+                change["kind"] = "conflict"
+            change.update(subject=masker.text(change["subject"]), diff=diff)
+            change["author"] = masker.text(change["author"])
+            timeline.changes.append(change)
+            for memory_id in change["ids"]:
+                timeline.by_memory.setdefault(memory_id, []).append(number)
         if change["session"]:
-            _add_to_session(sessions, change)
+            _add_to_session(sessions, change, listed=number < MAX_CHANGES)
         if progress is not None and number % 500 == 0:
             progress(number)
     timeline.sessions = sorted(sessions.values(), key=lambda s: s["last"], reverse=True)
@@ -142,24 +155,40 @@ def read_timeline(
     return timeline
 
 
-def _change(commit: Walked, kind: ChangeKind, diff: str) -> dict[str, Any]:
+def _body(diff: str) -> str:
+    """A diff without git's header lines (`diff --git`, `index`, `---`/`+++`): the change
+    names its memories; the hunks are what changed."""
+    lines, in_header = [], False
+    for line in diff.split("\n"):
+        if line.startswith("diff --git "):
+            in_header = True
+        elif line.startswith("@@"):
+            in_header = False
+        if not in_header:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def _change(commit: Walked, kind: ChangeKind) -> dict[str, Any]:
     subject = commit.message.split("\n", 1)[0][:SUBJECT_CHARS]
     ids = [memory_id_of(path) for _, path in commit.touched if path.endswith(".md")]
     return {
         "commit": commit.id[:10],
         "time": iso(commit.time),
         "kind": kind,
-        "subject": mask_secrets(subject),
-        "author": mask_secrets(commit.author),
+        "subject": subject,
+        "author": commit.author,
         "session": trailer(commit.message, "Session"),
         "source": trailer(commit.message, "Source"),
         "host": trailer(commit.message, "Host"),
         "ids": [i for i in dict.fromkeys(ids) if i],
-        "diff": diff,
+        "diff": "",
     }
 
 
-def _add_to_session(sessions: dict[str, dict[str, Any]], change: dict[str, Any]) -> None:
+def _add_to_session(
+    sessions: dict[str, dict[str, Any]], change: dict[str, Any], *, listed: bool
+) -> None:
     name = change["session"]
     session = sessions.get(name)
     if session is None:
@@ -176,4 +205,5 @@ def _add_to_session(sessions: dict[str, dict[str, Any]], change: dict[str, Any])
     session["changes"] += 1
     session["first"] = min(session["first"], change["time"])
     session["last"] = max(session["last"], change["time"])
-    session["ids"].extend(change["ids"])
+    if listed:
+        session["ids"].extend(change["ids"])
