@@ -110,6 +110,13 @@
     return el;
   }
 
+  /** A line naming what the data capped (vault.sampled) among `keys`, or null. */
+  function cappedNote(keys) {
+    const said = (v) => (typeof v === "string" ? v : JSON.stringify(v));
+    const notes = keys.filter((k) => VAULT.sampled && VAULT.sampled[k]).map((k) => `${k}: ${said(VAULT.sampled[k])}`);
+    return notes.length ? h("p", { class: "warn capped" }, "Capped in this view: ", notes.join("; ")) : null;
+  }
+
   const distinct = (items, key) => [...new Set(items.map(key).filter(Boolean))].sort();
 
   // ---- Changes (the timeline and a memory's history) -------------------------------
@@ -238,7 +245,7 @@
         select("workspace", VAULT.workspaces || distinct(MEMORIES, (m) => m.workspace),
           timelineFilter.workspace, set("workspace")),
         text),
-      summary, list);
+      cappedNote(["changes", "diffs"]), summary, list);
     refresh();
   }
 
@@ -366,6 +373,7 @@
       const items = QUEUES[q] || [];
       show(h("details", { class: "queue", "data-queue": q, "data-count": items.length, open: items.length > 0 },
         h("summary", {}, `${QUEUE_TITLES[q] || q} (${items.length})`),
+        cappedNote([`queue ${q}`, q]),
         paged(items, queueItem, "Nothing in this queue.")));
     }
   }
@@ -549,8 +557,7 @@
         [["memories", MEMORIES.length], ["workspaces", Object.keys(stats.by_workspace || {}).length],
           ["changes", CHANGES.length], ["sessions", SESSIONS.length]].map(([name, n]) =>
           h("span", { "data-count": name }, h("b", {}, n.toLocaleString("en")), name))),
-      sampled.length ? h("p", { class: "warn" }, "Capped in this view: ",
-        sampled.map(([what, why]) => `${what}: ${typeof why === "string" ? why : JSON.stringify(why)}`).join("; ")) : null,
+      cappedNote(sampled.map(([what]) => what)),
       bars("Workspaces by size", stats.by_workspace), bars("Kinds by size", stats.by_kind),
       h("h3", {}, "Growth"), growthChart(stats.growth),
       h("h3", {}, "Entity graph"), graphView());

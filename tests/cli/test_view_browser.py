@@ -85,7 +85,11 @@ def test_the_timeline_groups_by_session_filters_and_opens_a_diff(
     browser: Browser, tmp_path: Path
 ) -> None:
     data = synthetic_view(400)
+    data["vault"]["sampled"]["changes"] = "the newest 500 of 526 are shown"
     browser.load(write_page(tmp_path, data).as_uri())
+    assert texts(browser, ".capped") == [
+        "Capped in this view: changes: the newest 500 of 526 are shown"
+    ]
     assert count(browser, ".session") > 1
     commands = texts(browser, ".session code.cmd")
     assert commands[0].startswith("memstore revert --session s")
