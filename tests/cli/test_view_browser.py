@@ -371,6 +371,8 @@ def test_a_real_vault_viewed_shows_its_sessions_chain_history_and_queues(
         )
     )
     (handwritten,) = shown - set(ids.values())  # a file with no front matter is a memory too
+    header = browser.evaluate("document.getElementById('vault-line').textContent")
+    assert f"{len(shown)} memories" in header and str(vault) in header
     assert shown - {handwritten} == set(ids.values()) - {ids["gone"]}
     go(browser, "#m/" + handwritten)
     text = browser.evaluate("document.querySelector('pre.text').textContent")
