@@ -184,7 +184,8 @@
       const c = CHANGES[i];
       if ((f.kind && c.kind !== f.kind) || (f.source && c.source !== f.source) ||
           (f.host && c.host !== f.host) || (f.workspace && !workspacesOf(i).has(f.workspace)) ||
-          (text && !`${c.subject} ${c.commit} ${(c.ids || []).join(" ")}`.toLowerCase().includes(text))) continue;
+          (text && !`${c.subject} ${c.commit} ${c.session} ${c.author} ${(c.ids || []).join(" ")}`
+            .toLowerCase().includes(text))) continue;
       const key = c.session ? "s:" + c.session : `a:${c.author || ""}|${c.host || ""}`;
       if (!groups.has(key)) groups.set(key, []);
       groups.get(key).push(i);
@@ -232,7 +233,7 @@
       }, "No change matches these filters."));
     };
     const set = (key) => (value) => { timelineFilter[key] = value; refresh(); };
-    const text = h("input", { type: "search", placeholder: "filter subjects", value: timelineFilter.text, "data-filter": "text" });
+    const text = h("input", { type: "search", placeholder: "subject, id, session, author", value: timelineFilter.text, "data-filter": "text" });
     text.addEventListener("input", () => set("text")(text.value));
     show(h("h2", {}, "Timeline"),
       h("p", { class: "muted" }, "Every change in the vault's git history, grouped by session: " +

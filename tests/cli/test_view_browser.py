@@ -110,6 +110,15 @@ def test_the_timeline_groups_by_session_filters_and_opens_a_diff(
     assert set(texts(browser, "details.change .kind")) == {"confirm"}
     browser.evaluate("document.querySelector('details.change').open = true")
     wait_until(lambda: count(browser, "details.change pre.diff, details.change p") == 1, 5, "diff")
+    browser.evaluate(
+        "(() => { const s = document.querySelector('select[data-filter=kind]');"
+        " s.value = ''; s.dispatchEvent(new Event('change'));"
+        " const t = document.querySelector('input[data-filter=text]');"
+        " t.value = 'S00003'; t.dispatchEvent(new Event('input')); })()"
+    )
+    in_session = sum(c["session"] == "s00003" for c in data["changes"])
+    assert set(texts(browser, ".session strong")) == {"session s00003"}
+    assert count(browser, "details.change") == min(in_session, 199)
 
 
 def test_search_finds_memories_by_entity_keyword_and_id_as_you_type(
