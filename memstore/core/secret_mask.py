@@ -17,6 +17,13 @@ from memstore.core.secrets import find_secrets
 _WORD = re.compile(r"\S+")
 _PIECE = re.compile(r"[A-Za-z0-9+/=_.~-]+")  # a word a split key's pieces are made of
 _TRIM = "\"'`()[]{}<>,;:!?"
+# A private key's block, from its BEGIN line to its END line (or the end of the text): its
+# body is the secret, though the scanner needs only the BEGIN line to find it.
+_KEY_BLOCK = re.compile(
+    r"-{3,}[ \t]*BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?[ \t]*-{3,}.*?(?:-{3,}[ \t]*END[^\n]*|\Z)",
+    re.DOTALL,
+)
+KEY_BLOCK = "a private key block"
 MAX_WORDS = 200  # a longer flagged line is masked whole: word by word would cost seconds
 
 
@@ -30,6 +37,7 @@ def mask_secrets(text: str) -> str:
     found = find_secrets(text) if text else []
     if not found:
         return text
+    text = _KEY_BLOCK.sub(mark(KEY_BLOCK), text)
     lines = text.split("\n")
     for number, line in enumerate(lines):
         kinds = find_secrets(line)
@@ -98,11 +106,16 @@ def _split_key(line: str, words: list[tuple[int, int]], index: int) -> set[int]:
 
 
 def _render(line: str, words: list[tuple[int, int]], masked: set[int], kind: str) -> str:
-    out, at = [], 0
+    """`line` with the words numbered in `masked` replaced, neighbours by one mark."""
+    out, at, last = [], 0, -2
     for index in sorted(masked):
         start, end = words[index]
-        out += [line[at:start], mark(kind)]
-        at = end
+        if index == last + 1:
+            at = end  # the mark before covers this word too
+        else:
+            out += [line[at:start], mark(kind)]
+            at = end
+        last = index
     return "".join([*out, line[at:]])
 
 

@@ -205,5 +205,5 @@ def _add_to_session(
     session["changes"] += 1
     session["first"] = min(session["first"], change["time"])
     session["last"] = max(session["last"], change["time"])
-    if listed:
-        session["ids"].extend(change["ids"])
+    if listed and change["kind"] not in ("merge", "conflict"):
+        session["ids"].extend(change["ids"])  # a merge brings others' memories: not its own
