@@ -332,7 +332,8 @@
     if (!c) return h("div", { class: "row muted" }, `change ${index} is not in this view`);
     return h("div", { class: "version", "data-change": index },
       changeRow(index, true),
-      c.session ? h("div", { class: "muted" }, "Undo its session: ",
+      c.session ? h("div", { class: "muted" },
+        link("timeline/" + encodeURIComponent(c.session), `session ${c.session} in the timeline`), " · undo it: ",
         command(sessionById.get(c.session)?.undo || `memstore revert --session ${c.session}`)) : null);
   }
 
@@ -587,6 +588,10 @@
     if (hayDone < HAY_TOTAL) setTimeout(buildHayWhenIdle, 0);
   }
 
+  let byCreated = null;
+  const newestMemories = () => (byCreated = byCreated ||
+    MEMORIES.slice().sort((a, b) => (a.created < b.created ? 1 : a.created > b.created ? -1 : 0)));
+
   function memoryRow(m) {
     return h("div", { class: "row", "data-id": m.id }, memoryLink(m.id), " ",
       h("span", { class: "tag" }, m.workspace), h("span", { class: "tag" }, m.kind),
@@ -601,7 +606,7 @@
     buildHay(HAY_TOTAL);
     const words = query.toLowerCase().split(/\s+/).filter(Boolean);
     const match = (item) => words.every((w) => item._hay.includes(w));
-    const memories = words.length ? MEMORIES.filter(match) : MEMORIES;
+    const memories = words.length ? newestMemories().filter(match) : newestMemories();
     const changes = words.length ? CHANGES.map((_, k) => k).filter((k) => match(CHANGES[k])) : [];
     results.append(
       h("p", { class: "muted", id: "search-count", "data-memories": memories.length, "data-changes": changes.length },
@@ -624,7 +629,10 @@
     else if (tab === "search") {
       if (rest.length) searchBox.value = arg;
       searchView(searchBox.value.trim());
-    } else timeline();
+    } else {
+      if (tab === "timeline" && rest.length) timelineFilter.text = arg; // #timeline/<session>
+      timeline();
+    }
     for (const a of document.querySelectorAll("#tabs a")) {
       a.classList.toggle("on", a.dataset.tab === (tab === "m" ? "" : tab || "timeline"));
     }
@@ -649,6 +657,12 @@
     VAULT.generated ? `made ${day(VAULT.generated)}` : null,
   ].filter(Boolean).join(" · ");
   window.addEventListener("hashchange", route);
+  document.addEventListener("keydown", (event) => { // "/" jumps to the search box
+    if (event.key === "/" && !/^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement?.tagName || "")) {
+      event.preventDefault();
+      searchBox.focus();
+    }
+  });
   route();
   // How long until the page answered: read by the browser tests (tests/cli/test_view_browser.py).
   document.documentElement.dataset.interactiveMs = performance.now().toFixed(1);

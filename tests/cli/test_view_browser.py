@@ -126,6 +126,12 @@ def test_search_finds_memories_by_entity_keyword_and_id_as_you_type(
 ) -> None:
     data = synthetic_view(500)
     browser.load(write_page(tmp_path, data).as_uri())
+    go(browser, "#search")  # with no words: every memory, newest first
+    newest = sorted(data["memories"], key=lambda m: m["created"], reverse=True)
+    listed = browser.evaluate(
+        "[...document.querySelectorAll('#search-results .row')].map(r => r.dataset.id)"
+    )
+    assert listed == [m["id"] for m in newest[:200]]
     first = data["memories"][7]
     for query, expected in (
         (
@@ -404,6 +410,12 @@ def test_a_real_vault_viewed_shows_its_sessions_chain_history_and_queues(
         history
     )
     assert any("Maria" in h for h in history), history
+    browser.evaluate("document.querySelector('#history a[href=\"#timeline/sess-desk\"]').click()")
+    wait_until(
+        lambda: browser.evaluate("document.body.dataset.route") == "#timeline/sess-desk", 10, "link"
+    )
+    assert set(texts(browser, ".session strong")) == {"session sess-desk"}
+    go(browser, "#m/" + ids["nginx"])
     browser.screenshot(tmp_path / "memory.png", full_page=True)
     assert "Also check the proxy" in browser.evaluate(
         "document.querySelector('pre.text').textContent"
