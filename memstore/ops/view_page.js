@@ -468,11 +468,12 @@
     return { x, y, iterations };
   }
 
-  /** The graph without the memories that name no entity (a dot linked to nothing says nothing). */
+  /** The graph without its unlinked nodes: a memory naming no entity, an entity none of the
+   * sampled memories names (a dot linked to nothing says nothing). */
   function linkedPart(allNodes, allEdges) {
     const edges = allEdges.filter(([a, b]) => allNodes[a] && allNodes[b]);
     const linked = new Set(edges.flat());
-    const keep = allNodes.map((node, v) => node.type !== "memory" || linked.has(v));
+    const keep = allNodes.map((_, v) => linked.has(v));
     const index = [];
     const nodes = allNodes.filter((node, v) => keep[v] && index.push(v) > 0);
     const renumber = new Map(index.map((v, k) => [v, k]));
@@ -545,7 +546,7 @@
         `${plural(memories, "memory")} (blue) and ${plural(nodes.length - memories, "entity")} (orange, sized by ` +
         `how many memories name them), ${plural(edges.length, "link")}; laid out here in ` +
         `${graphLayout.iterations} steps (${Math.round(performance.now() - started)} ms). ` +
-        (alone ? `${plural(alone, "memory")} naming no entity left out. ` : "") +
+        (alone ? `${plural(alone, "node")} linked to nothing left out. ` : "") +
         (graph.sampled ? `Sampled: ${graph.note || "a part of the vault"}.` : (graph.note || "")) +
         " Click a node to open it."),
       canvas);

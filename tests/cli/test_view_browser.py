@@ -235,6 +235,9 @@ def test_a_big_vault_never_puts_its_rows_in_the_dom(
     assert note is None  # the graph is drawn on the vault tab only
     go(browser, "#vault")
     assert "Sampled" in browser.evaluate("document.getElementById('graph-note').textContent")
+    data = json.loads(browser.evaluate("document.getElementById('memstore-data').textContent"))
+    linked = {v for edge in data["graph"]["edges"] for v in edge}
+    assert browser.evaluate("document.getElementById('graph').dataset.nodes") == str(len(linked))
     browser.screenshot(tmp_path / "graph.png", selector="#graph")
 
 
