@@ -437,3 +437,12 @@ def test_a_real_vault_viewed_shows_its_sessions_chain_history_and_queues(
     browser.screenshot(tmp_path / "graph.png", selector="#graph")
     assert browser.requests() == [page.as_uri()]
     assert browser.errors() == []
+
+
+def test_an_empty_vault_draws_every_tab_without_an_error(browser: Browser, tmp_path: Path) -> None:
+    page = write_page(tmp_path, {"schema": 1, "vault": {"path": "/v"}, "memories": []})
+    browser.load(page.as_uri())
+    for route in ("#health", "#vault", "#search/x", "#m/nope", "#timeline"):
+        go(browser, route)
+        assert browser.evaluate("document.getElementById('main').textContent").strip()
+    assert browser.errors() == []
