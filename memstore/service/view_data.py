@@ -77,7 +77,7 @@ def collect_view(
         masker,
         since=int(cutoff.timestamp()) if cutoff else None,
         workspace=workspace,
-        progress=lambda done: steps.tell(0, done),
+        progress=steps.history,
     )
     if cutoff is not None:
         stamp = cutoff.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -124,20 +124,20 @@ def _cutoff(since: str | None, now: datetime) -> datetime | None:
 
 
 class _Steps:
-    """Progress over the parts: the history, then the memories (a share each)."""
+    """Progress over the two long parts, as (done, total): the history, then the memories
+    (each counted as half of the whole)."""
 
     def __init__(self, progress: Progress | None, memories: int) -> None:
         self.progress = progress
-        self.total = 2 * max(memories, 1)
-        self.memories = memories
+        self.half = max(memories, 1)
 
-    def tell(self, part: int, done: int) -> None:
-        if self.progress is None:
-            return
-        if part == 0:
-            self.progress(min(done, self.memories) // 2, self.total)
-        else:
-            self.progress(self.memories // 2 + done * 3 // 2, self.total)
+    def history(self, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress(done * self.half // max(total, 1), 2 * self.half)
+
+    def memories(self, done: int) -> None:
+        if self.progress is not None:
+            self.progress(self.half + min(done, self.half), 2 * self.half)
 
 
 class _Read:
@@ -203,8 +203,9 @@ def _memories(
             }
         )
         if number % 500 == 0:
-            steps.tell(1, number)
+            steps.memories(number)
     _link_neighbours(memories)
+    steps.memories(len(entries))
     return memories, read
 
 

@@ -105,7 +105,7 @@ def read_timeline(
     *,
     since: int | None,
     workspace: str | None,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Timeline:
     """Read the history into changes and sessions (see the module's docstring)."""
     timeline = Timeline()
@@ -148,7 +148,7 @@ def read_timeline(
         if change["session"]:
             _add_to_session(sessions, change, listed=number < MAX_CHANGES)
         if progress is not None and number % 500 == 0:
-            progress(number)
+            progress(number, len(walked))
     timeline.sessions = sorted(sessions.values(), key=lambda s: s["last"], reverse=True)
     for session in timeline.sessions:
         session["ids"] = list(dict.fromkeys(session["ids"]))

@@ -289,6 +289,13 @@ def test_a_second_view_scans_only_what_changed(world: World) -> None:
         assert masker.kinds(f"a token {TOKEN}") and masker.scanned > scanned  # never remembered
 
 
+def test_progress_runs_up_to_its_total(world: World) -> None:
+    steps: list[tuple[int, int]] = []
+    view_of(world.a, progress=lambda done, total: steps.append((done, total)))
+    assert len(steps) >= 3 and steps[-1][0] == steps[-1][1]
+    assert [done for done, _ in steps] == sorted(done for done, _ in steps)
+
+
 def test_view_supersede_command_is_audits() -> None:
     for text in (RETRY_FIVE, "don't rebase main", "- a bullet\n- another", 'say "hi" $HOME'):
         for vault in (None, "/v w"):
