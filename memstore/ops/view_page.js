@@ -1,7 +1,8 @@
 /* memstore view: renders the data embedded in this page. No framework, no network.
  *
  * Every list is paged (PAGE rows, then a "more" button), so a vault of 100k memories never
- * puts 100k rows in the DOM; search scans a lowercase field built once, on first use.
+ * puts 100k rows in the DOM; search scans a lowercase copy of each item, built in slices
+ * while the page is idle after it loads.
  * Text from the vault only ever reaches the page as textContent, never as HTML.
  */
 "use strict";
@@ -175,7 +176,8 @@
   function timelineRows() {
     if (!newestFirst) {
       newestFirst = CHANGES.map((_, i) => i);
-      newestFirst.sort((a, b) => (CHANGES[a].time < CHANGES[b].time ? 1 : CHANGES[a].time > CHANGES[b].time ? -1 : a - b));
+      const time = (i) => CHANGES[i].time || "";
+      newestFirst.sort((a, b) => (time(a) < time(b) ? 1 : time(a) > time(b) ? -1 : a - b));
     }
     const f = timelineFilter;
     const text = f.text.toLowerCase();
@@ -233,7 +235,8 @@
       }, "No change matches these filters."));
     };
     const set = (key) => (value) => { timelineFilter[key] = value; refresh(); };
-    const text = h("input", { type: "search", placeholder: "subject, id, session, author", value: timelineFilter.text, "data-filter": "text" });
+    const text = h("input", { type: "search", placeholder: "subject, id, session, author",
+      value: timelineFilter.text, "data-filter": "text" });
     text.addEventListener("input", () => set("text")(text.value));
     show(h("h2", {}, "Timeline"),
       h("p", { class: "muted" }, "Every change in the vault's git history, grouped by session: " +
@@ -305,7 +308,8 @@
     const entities = new Set(m.entities || []);
     show(
       h("h2", { "data-memory": m.id }, m.id, " ", tags.map((t) => h("span", { class: "tag" }, t))),
-      h("p", { class: "muted" }, `Added ${day(m.created)} by ${m.source || "?"} on ${m.host || "?"} · ${m.path || ""}`),
+      h("p", { class: "muted" },
+        `Added ${day(m.created)} by ${m.source || "?"} on ${m.host || "?"} · ${m.path || ""}`),
       h("div", { class: "counts", id: "recall-counts" },
         [["seen", m.seen], ["recalled", m.recalled], ["confirmed", m.confirmed]].map(([name, n]) =>
           h("span", { "data-count": name }, h("b", {}, String(n ?? 0)), name)),
@@ -313,7 +317,7 @@
       h("h3", {}, "Text"), h("pre", { class: "text" }, m.text || ""),
       h("h3", {}, "Front matter"), h("pre", { class: "front" }, m.front || ""),
       h("p", {}, "Keywords: ", (m.keywords || []).map((k) => h("span", { class: "tag" }, k)),
-        " Entities: ", [...entities].map((e) => link("search/" + encodeURIComponent(e), e)).flatMap((el, k) => (k ? [" ", el] : [el]))),
+        " Entities: ", [...entities].map((e, k) => [k ? " " : null, link("search/" + encodeURIComponent(e), e)])),
       h("h3", {}, "Supersede chain"), chainView(m),
       h("h3", {}, `History (${plural((m.history || []).length, "change")})`),
       h("div", { id: "history" }, paged((m.history || []).slice().reverse(), (index) => historyRow(index),
@@ -417,7 +421,8 @@
       chart.append(svg("text", { x: L + step * k, y: H - 6 }, growth[k][0]));
     }
     return h("div", {}, chart, h("p", { class: "muted" },
-      `Line: memories in all (up to ${total.toLocaleString("en")}). Bars: added per month (up to ${added.toLocaleString("en")}).`));
+      `Line: memories in all (up to ${total.toLocaleString("en")}). ` +
+      `Bars: added per month (up to ${added.toLocaleString("en")}).`));
   }
 
   let graphLayout = null; // positions, computed once
@@ -497,7 +502,8 @@
     canvas.width = W * scale; canvas.height = H * scale;
     let minX = Infinity, maxX = -Infinity, minY = Infinity, maxY = -Infinity;
     for (let v = 0; v < nodes.length; v++) {
-      minX = Math.min(minX, x[v]); maxX = Math.max(maxX, x[v]); minY = Math.min(minY, y[v]); maxY = Math.max(maxY, y[v]);
+      minX = Math.min(minX, x[v]); maxX = Math.max(maxX, x[v]);
+      minY = Math.min(minY, y[v]); maxY = Math.max(maxY, y[v]);
     }
     const fit = Math.min((W - 40) / (maxX - minX || 1), (H - 40) / (maxY - minY || 1));
     const ox = (W - (maxX - minX) * fit) / 2, oy = (H - (maxY - minY) * fit) / 2; // centred
@@ -538,7 +544,7 @@
       });
       if (best < 0) return;
       const node = nodes[best];
-      location.hash = node.type === "memory" ? "#m/" + encodeURIComponent(node.id) : "#search/" + encodeURIComponent(node.id);
+      location.hash = (node.type === "memory" ? "#m/" : "#search/") + encodeURIComponent(node.id);
     });
     const memories = nodes.filter((node) => node.type === "memory").length;
     return h("div", {},
