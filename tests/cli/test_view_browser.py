@@ -193,6 +193,10 @@ def test_the_health_tab_lists_each_queue_with_its_commands(
     assert shown == {q: len(items) for q, items in data["queues"].items()}
     commands = set(texts(browser, "details[data-queue] code.cmd"))
     assert {i["command"] for items in data["queues"].values() for i in items} == commands
+    browser.evaluate("document.querySelector('details[data-queue] .command button').click()")
+    wait_until(
+        lambda: texts(browser, "details[data-queue] .command button")[0] == "copied", 5, "copy"
+    )
 
 
 def _interactive_ms(browser: Browser, page: Path) -> float:
