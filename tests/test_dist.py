@@ -56,6 +56,8 @@ def test_make_dist_builds_a_wheel_and_an_sdist_named_memstore_agents(built: Path
     # The search engine installs inside memstore: no top-level package to collide with.
     assert {n.split("/", 1)[0] for n in names if n.endswith(".py")} == {"memstore"}
     assert any(n.startswith("memstore/sample_vault/") and n.endswith(".md") for n in names)
+    # `memstore view`'s page: its template, style and script are files the wheel carries
+    assert {f"memstore/ops/view_page.{ext}" for ext in ("html", "css", "js")} <= names
     with tarfile.open(sdist) as archive:
         members = {m.name.split("/", 1)[-1] for m in archive.getmembers()}
     assert {"pyproject.toml", "README.md", "memstore/__init__.py", "Makefile"} <= members
