@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from stat import S_ISREG
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Literal
@@ -200,7 +201,7 @@ class CiteChecker:
             stat = os.stat(self.root / path)
         except (FileNotFoundError, NotADirectoryError):
             return None
-        if not os.path.isfile(self.root / path):
+        if not S_ISREG(stat.st_mode):
             return None
         return (stat.st_mtime_ns, stat.st_size)
 

@@ -141,3 +141,35 @@ def test_both_sides_reanchoring_keeps_the_newer_anchor() -> None:
     )
     assert merge_cites((), (older,), (CITE,)) == (CITE,)
     assert merge_cites((), (CITE,), (older,)) == (CITE,)
+
+
+# --- in a memory file -------------------------------------------------------------------------
+
+HAND_WRITTEN = (
+    "---\nid: abcdefgh\nkind: lesson\nkeywords: [upload]\nseen: 1\n"
+    "cites:\n  - src/upload.py   # a person's shorthand\n---\nuploads go through nginx\n"
+)
+
+
+def test_a_malformed_cites_key_is_a_problem_kept_verbatim_never_a_crash() -> None:
+    from memstore.core.codec import parse_memory, render_memory
+
+    memory = parse_memory(HAND_WRITTEN, path="webshop/x.md")
+    assert memory.cites == ()
+    assert "cites entry 1 is not a mapping" in memory.problem
+    assert render_memory(memory) == HAND_WRITTEN
+
+
+def test_cites_are_written_after_supersedes_and_read_back() -> None:
+    from memstore.core.codec import parse_memory, render_memory
+    from memstore.core.model import Memory
+
+    memory = Memory(id="abcdefgh", workspace="webshop", body="b\n", supersedes=("k3xq9v2m",), cites=(CITE,))
+    text = render_memory(memory)
+    header = text.split("---\n")[1].split("\n")
+    keys = [line.split(":")[0] for line in header if line and not line.startswith(" ")]
+    assert keys[-2:] == ["supersedes", "cites"]
+    assert parse_memory(text, path="webshop/x.md") == memory
+    crlf = Memory(id="abcdefgh", workspace="webshop", body="b\r\n", cites=(CITE,), newline="\r\n")
+    assert "\n" not in render_memory(crlf).replace("\r\n", "")
+    assert parse_memory(render_memory(crlf), path="webshop/x.md") == crlf
