@@ -243,7 +243,9 @@ def _memory_from(
         supersedes=tuple(s.lower() for s in _as_list(data.get("supersedes"))),
         cites=cites,
         extra=tuple(
-            (key, raw) for key, raw in split_top_level(header) if key not in KNOWN_KEYS or key in kept
+            (key, raw)
+            for key, raw in split_top_level(header)
+            if key not in KNOWN_KEYS or key in kept
         ),
         problem="; ".join(problems),
         newline=newline,
@@ -503,7 +505,16 @@ def _changed_blocks(before: Memory, after: Memory) -> list[tuple[str, list[str]]
 
 # The keys render_memory writes only when they hold something.
 _OPTIONAL_KEYS = frozenset(
-    ("source", "created", "recalled", "last_recalled", "confirmed", "archived", "supersedes", "cites")
+    (
+        "source",
+        "created",
+        "recalled",
+        "last_recalled",
+        "confirmed",
+        "archived",
+        "supersedes",
+        "cites",
+    )
 )
 
 

@@ -164,7 +164,9 @@ def test_cites_are_written_after_supersedes_and_read_back() -> None:
     from memstore.core.codec import parse_memory, render_memory
     from memstore.core.model import Memory
 
-    memory = Memory(id="abcdefgh", workspace="webshop", body="b\n", supersedes=("k3xq9v2m",), cites=(CITE,))
+    memory = Memory(
+        id="abcdefgh", workspace="webshop", body="b\n", supersedes=("k3xq9v2m",), cites=(CITE,)
+    )
     text = render_memory(memory)
     header = text.split("---\n")[1].split("\n")
     keys = [line.split(":")[0] for line in header if line and not line.startswith(" ")]
