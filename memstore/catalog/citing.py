@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import re
 import time
-from stat import S_ISREG
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
+from stat import S_ISREG
 from typing import Literal
 
 from memstore.catalog.chunking import definitions
