@@ -239,14 +239,42 @@ class CiteChecker:
         return CiteState("changed", f"{cite.label} changed")
 
     def _judge_lines(self, cite: Cite, lines: tuple[int, int], file: _File) -> CiteState:
-        stripped = file.stripped
-        if not cite.digest or _window_digest(stripped, lines[0], lines[1]) == cite.digest:
+        found = _find_lines(file.stripped, lines, cite.digest)
+        if found == lines:
             return CiteState("fresh")
-        length = lines[1] - lines[0] + 1
-        for start in range(1, len(stripped) - length + 2):
-            if _window_digest(stripped, start, start + length - 1) == cite.digest:
-                return CiteState("fresh", f"moved to lines {start}-{start + length - 1}")
+        if found is not None:
+            return CiteState("fresh", f"moved to lines {found[0]}-{found[1]}")
         return CiteState("changed", f"{cite.label} changed")
+
+    def reanchor(self, cite: Cite, now: str) -> Cite | None:
+        """Anchor `cite` to today's working tree (a moved line range follows its lines);
+        None when what it cites is gone."""
+        if self.check(cite).state == "gone":
+            return None
+        spec = cite.label
+        if cite.lines:
+            stamp = self._stamp(cite.path)
+            file = None if stamp is None else self._read(cite.path, stamp)
+            found = None if file is None else _find_lines(file.stripped, cite.lines, cite.digest)
+            if found is not None:
+                spec = f"{cite.path}:{found[0]}-{found[1]}"
+        try:
+            return anchor(self.root, cite.repo, spec, now)
+        except InvalidInputError:  # a range now past the end of its file
+            return None
+
+
+def _find_lines(stripped: list[str], lines: tuple[int, int], digest: str) -> tuple[int, int] | None:
+    """Return where lines with `digest` are: `lines` themselves, else the nearest window of
+    the same length holding them (the code moved), else None."""
+    if not digest or _window_digest(stripped, *lines) == digest:
+        return lines if lines[1] <= len(stripped) else None
+    length = lines[1] - lines[0] + 1
+    starts = range(1, len(stripped) - length + 2)
+    for start in sorted(starts, key=lambda s: abs(s - lines[0])):
+        if _window_digest(stripped, start, start + length - 1) == digest:
+            return (start, start + length - 1)
+    return None
 
 
 def _window_digest(stripped: list[str], start: int, end: int) -> str:

@@ -11,6 +11,15 @@ from memstore.core.errors import InvalidInputError
 from memstore.core.repo_name import find_enclosing_repository, workspace_at
 
 
+def checkout_at(vault: Path, cwd: str | Path | None) -> tuple[Path, str] | None:
+    """Return the repository `cwd` is in, as (root, name citations use); None outside one
+    (or inside the vault)."""
+    where = Path(cwd).resolve() if cwd else None
+    root = find_enclosing_repository(where) if where else None
+    repo = workspace_at(vault, where) if where and root else None
+    return None if root is None or repo is None else (root, repo)
+
+
 def add_cites(
     vault: Path, cwd: str | Path | None, specs: Sequence[str], text: str, *, auto: bool = True
 ) -> tuple[Cite, ...]:
@@ -20,10 +29,8 @@ def add_cites(
     vault) there is nothing to cite: a spec is an error, the text cites nothing.
     """
     specs = [spec for spec in specs if spec.strip()]
-    where = Path(cwd).resolve() if cwd else None
-    root = find_enclosing_repository(where) if where else None
-    repo = workspace_at(vault, where) if where and root else None
-    if root is None or repo is None or where is None:
+    checkout = checkout_at(vault, cwd)
+    if checkout is None or not cwd:
         if specs:
             raise InvalidInputError(
                 f"cannot cite {specs[0]}: run the add from inside the git repository the "
@@ -31,6 +38,9 @@ def add_cites(
             )
         return ()
     from memstore.catalog.citing import anchor, relative_spec
+
+    root, repo = checkout
+    where = Path(cwd).resolve()
 
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     cites: dict[object, Cite] = {}
