@@ -13,17 +13,19 @@ import os
 import re
 import time
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from stat import S_ISREG
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from memstore.catalog.chunking import definitions
 from memstore.core.citations import Cite, blob_id, lines_digest, text_digest
 from memstore.core.errors import InvalidInputError
-from memstore.vault.path_history import PathHistory
 
 _RANGE = re.compile(r"([1-9][0-9]{0,8})(?:-([1-9][0-9]{0,8}))?")
 _SYMBOL = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
+
+if TYPE_CHECKING:
+    from memstore.vault.path_history import PathHistory
 
 CiteStateName = Literal["fresh", "changed", "gone"]
 
@@ -73,6 +75,15 @@ def relative_spec(root: Path, cwd: Path, spec: str) -> str:
         ) from None
     suffix = f":{symbol}" if symbol else f":{lines[0]}-{lines[1]}" if lines else ""
     return inside.as_posix() + suffix
+
+
+@lru_cache(maxsize=16)
+def definitions(path: str, text: str) -> tuple[tuple[str, int, int], ...]:
+    """Return a file's named definitions (chunking.definitions), the last few files' kept:
+    an add that finds a symbol and then anchors it parses the file once."""
+    from memstore.catalog.chunking import definitions as parse  # not for a whole file's cite
+
+    return tuple(parse(path, text))
 
 
 def locate(path: str, text: str, symbol: str) -> tuple[int, int] | None:
@@ -183,6 +194,8 @@ class CiteChecker:
         if state.state == "fresh":
             return ""
         if self._history is None:
+            from memstore.vault.path_history import PathHistory  # pygit2: only to explain
+
             self._history = PathHistory(self.root)
         change = self._history.last_change(cite.path)
         anchored = _epoch(cite.at)
