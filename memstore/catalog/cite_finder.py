@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 
 MAX_FILES = 5  # named files looked at: a memory naming more is a list, not a lesson about them
 MAX_PARSE_BYTES = 512 * 1024  # a file larger than this is cited whole, never parsed here
+# A named file larger than this is data (a dump, a model, a log), not code to cite: reading
+# it for its blob id would make the add cost follow its size. The largest source file of
+# CPython 3.11's standard library is 0.76 MB (pydoc_data/topics.py).
+MAX_CITE_BYTES = 2 * 1024 * 1024
 
 # a path with a file extension (src/upload.py, ./lib/x.ts, README.md), optionally followed
 # by :SYMBOL or :START-END as --cite takes them
@@ -73,7 +77,11 @@ def _inside(root: Path, cwd: Path, written: str) -> str | None:
         relative = os.path.relpath(full, root)
         if relative.startswith("..") or ".git" in Path(relative).parts:
             continue
-        if os.path.isfile(full):
+        try:
+            size = os.stat(full).st_size
+        except OSError:
+            continue
+        if os.path.isfile(full) and size <= MAX_CITE_BYTES:
             return Path(relative).as_posix()
     return None
 

@@ -197,3 +197,16 @@ def test_memory_add_takes_cites_from_the_agents_repository(vault: Path, repo: Pa
         assert "cites" not in run_tool("memory_add", store, {"content": "no code here"}, session)
         with pytest.raises(Exception, match="no function or class nope"):
             run_tool("memory_add", store, {"content": "x y", "cites": ["cart.ts:nope"]}, session)
+
+
+def test_a_named_file_too_large_to_be_code_is_not_cited(vault: Path, repo: Path) -> None:
+    (repo / "data").mkdir()
+    (repo / "data" / "dump.csv").write_bytes(b"x" * (3 * 1024 * 1024))
+    done = invoke_memstore(
+        "add", "data/dump.csv is refreshed nightly", "--json", vault=vault, cwd=repo
+    )
+    assert json.loads(done.stdout)["cites"] == []
+    cited = invoke_memstore(
+        "add", "the dump", "--cite", "data/dump.csv", "--json", vault=vault, cwd=repo
+    )
+    assert json.loads(cited.stdout)["cites"] == ["data/dump.csv"]  # asked for: cited
