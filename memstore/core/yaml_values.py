@@ -63,19 +63,20 @@ def _load_simple(text: str) -> dict[str, object] | None:
             continue  # a blank line means nothing in YAML
         block = _SIMPLE_BLOCK_KEY.fullmatch(line)
         if block is not None:  # `cites:` and one `  - {k: v, …}` a line
-            key, items = block.group(1), []
+            key = block.group(1)
+            mappings: list[dict[str, object]] = []
             for pending in lines:
                 if not pending.startswith("  - {"):
                     break
-                item = _simple_flow_map(pending) if pending.endswith("}") else None
-                if item is None:
+                mapping = _simple_flow_map(pending) if pending.endswith("}") else None
+                if mapping is None:
                     return None
-                items.append(item)
+                mappings.append(mapping)
             else:
                 pending = None
-            if not items or key in data or _implicit_tag(key) != _STR:
+            if not mappings or key in data or _implicit_tag(key) != _STR:
                 return None
-            data[key] = items
+            data[key] = mappings
             continue
         match = _SIMPLE_LINE.fullmatch(line)
         if match is None or match.group(1) in data or _implicit_tag(match.group(1)) != _STR:
