@@ -105,6 +105,8 @@ def anchor(root: Path, repo: str, spec: str, now: str) -> Cite:
         data = (root / path).read_bytes()
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         raise InvalidInputError(f"cannot cite {path}: no such file in {root}") from None
+    except OSError as err:  # unreadable: a permission, a device
+        raise InvalidInputError(f"cannot cite {path}: {err.strerror or err}") from None
     cite = Cite(repo=repo, path=path, blob=blob_id(data), at=now)
     text = data.decode("utf-8", "replace")
     if symbol:
