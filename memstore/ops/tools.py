@@ -86,12 +86,14 @@ class AddOut(TypedDict):
     # Only when the new memory disagrees with one already stored (no tokens otherwise).
     contradicts: NotRequired[list[ContradictionOut]]
     message: NotRequired[str]
+    cites: NotRequired[list[str]]  # the code it cites: path, path:function, path:12-40
 
 
 class ConfirmOut(TypedDict):
     id: str
     confirmed: int
     workspace: str
+    dropped_cites: NotRequired[list[str]]  # citations of code that is gone, with why
 
 
 SentCore = MutableMapping[str, tuple[tuple[str, str, str], ...]]
@@ -215,15 +217,24 @@ def elsewhere_message(query: str, scope: str, elsewhere: Elsewhere) -> str:
 
 
 def add(
-    store: Store, arguments: Mapping[str, Any], *, workspace: str | None, source: str
+    store: Store,
+    arguments: Mapping[str, Any],
+    *,
+    workspace: str | None,
+    source: str,
+    cwd: str = "",
 ) -> AddOut:
-    """Run memory_add (`workspace`, `source`: the session's defaults; no workspace: global)."""
+    """Run memory_add (`workspace`, `source`: the session's defaults; no workspace: global;
+    `cwd`: the agent's folder, whose repository its `cites` paths are in)."""
     content = str(arguments.get("content") or "")
     if not content.strip():  # store.add's message is for a person at a shell
         raise InvalidInputError(
             "content is empty; pass the fact to remember as `content`, one self-contained "
             "sentence or two (e.g. symptom — cause — fix)"
         )
+    from memstore.ops.add_cites import add_cites
+
+    specs = [str(spec) for spec in arguments.get("cites") or ()]
     result = store.add(
         content,
         workspace=str(arguments.get("workspace") or workspace or GLOBAL),
@@ -232,6 +243,7 @@ def add(
         source=str(arguments.get("source") or source) or None,
         supersedes=tuple(arguments.get("supersedes") or ()),
         allowed_kinds=AGENT_KINDS,
+        cites=add_cites(store.settings.vault, cwd, specs, content),
     )
     out: AddOut = {
         "status": result.status,
@@ -239,6 +251,8 @@ def add(
         "seen": result.seen,
         "workspace": result.workspace,
     }
+    if result.cites:
+        out["cites"] = [cite.label for cite in result.cites]
     if result.contradicts:
         out["contradicts"] = [{"id": c.id, "detail": c.detail} for c in result.contradicts]
         out["message"] = contradiction_message([c.id for c in result.contradicts])
@@ -255,20 +269,31 @@ def contradiction_message(ids: list[str]) -> str:
     )
 
 
-def confirm(store: Store, arguments: Mapping[str, Any]) -> ConfirmOut:
-    """Run memory_confirm: the person vouched for a recalled memory (`id`, or a prefix)."""
+def confirm(store: Store, arguments: Mapping[str, Any], cwd: str = "") -> ConfirmOut:
+    """Run memory_confirm: the person vouched for a recalled memory (`id`, or a prefix);
+    its citations of the code in `cwd`'s repository are anchored to today's version."""
     memory_id = str(arguments.get("id") or "").strip()
     if not memory_id:
         raise InvalidInputError(
             "id is empty; pass the id of the recalled memory the person confirmed (e.g. k3xq9p2a)"
         )
     try:
-        memory = store.confirm(memory_id)
+        from memstore.ops.add_cites import checkout_at
+
+        checkout = checkout_at(store.settings.vault, cwd) if cwd else None
+        memory, dropped = store.confirm_cited(memory_id, checkout)
     except NotFoundError as err:  # its advice is for a person at a shell
         raise NotFoundError(
             f"no memory with id {memory_id!r}; call memory_recall to find ids"
         ) from err
-    return {"id": memory.id, "confirmed": memory.confirmed, "workspace": memory.workspace}
+    out: ConfirmOut = {
+        "id": memory.id,
+        "confirmed": memory.confirmed,
+        "workspace": memory.workspace,
+    }
+    if dropped:
+        out["dropped_cites"] = [f"{cite.label}: {reason}" for cite, reason in dropped]
+    return out
 
 
 def without_repeated_core(out: RecallOut, asked: str, sent_core: SentCore) -> RecallOut:
@@ -295,6 +320,7 @@ class ToolSession:
     workspace: str | None
     source: str
     is_live: Callable[[], bool]
+    cwd: str = ""  # the agent's folder: memory_add cites code of its repository
 
 
 ToolRun = Callable[["Store", Mapping[str, Any], ToolSession], Mapping[str, Any]]
@@ -305,9 +331,9 @@ HANDLERS: dict[Tool, ToolRun] = {
         store, arguments, workspace=session.workspace, live=session.is_live()
     ),
     Tool.ADD: lambda store, arguments, session: add(
-        store, arguments, workspace=session.workspace, source=session.source
+        store, arguments, workspace=session.workspace, source=session.source, cwd=session.cwd
     ),
-    Tool.CONFIRM: lambda store, arguments, _session: confirm(store, arguments),
+    Tool.CONFIRM: lambda store, arguments, session: confirm(store, arguments, session.cwd),
 }
 
 
@@ -339,7 +365,9 @@ def answer(request: Request, open_store: OpenStore) -> Reply:
             workspace_at(settings.vault, Path(request.cwd)) if request.cwd else None
         )
         with open_store(settings, False) as store:
-            session = ToolSession(workspace, settings.source, store.vault.is_watched)
+            session = ToolSession(
+                workspace, settings.source, store.vault.is_watched, request.cwd or ""
+            )
             out = run(request.argv[0], store, arguments, session)
     except MemstoreError as err:
         return Reply(1, "", str(err))

@@ -8,8 +8,11 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
+from memstore.catalog.citing import CiteChecker
 from memstore.catalog.indexer import Entry
+from memstore.core.citations import Cite, merge_cites
 from memstore.core.codec import content_hash, derive_id
 from memstore.core.contradictions import disagreement
 from memstore.core.errors import InvalidInputError, NotFoundError, VaultError
@@ -59,12 +62,14 @@ class Writer(Part):
         allow_secret: bool = False,
         merge_duplicate: bool = True,
         caller: Caller | None = None,
+        cites: tuple[Cite, ...] = (),
     ) -> AddResult:
         """Store a memory: a new file and commit, or a duplicate folded into its file.
 
         A text that looks like it holds a credential is refused unless `allow_secret`; with
         `merge_duplicate` false a duplicate is reported and left untouched (re-imports).
         `caller` (default: the store's) is who writes; `source` names another author.
+        `cites`: the code it cites, anchored (memstore.catalog.citing), kept in its file.
         """
         caller = caller or self.store.caller
         body = check_text(text)
@@ -99,7 +104,7 @@ class Writer(Part):
                 )
             if existing:
                 return self._merge_duplicate(
-                    tx, existing[0], keywords, targets, source, allow_secret=allow_secret
+                    tx, existing[0], keywords, targets, source, allow_secret, cites
                 )
             # Looked up before the write: the index searched is the one the catch-up (or the
             # last recall) left current, not a version this add makes stale.
@@ -112,10 +117,10 @@ class Writer(Part):
                 source=source,
                 may_hold_secret=allow_secret,  # else the scan above refused one already
             )
-            memory = replace(memory, supersedes=tuple(dict.fromkeys(targets)))
+            memory = replace(memory, supersedes=tuple(dict.fromkeys(targets)), cites=cites)
             message = f"add({workspace}): {summary(body)}"
             commit = tx.write_memory(path, memory, message, source, allow_secret=allow_secret)
-        added = AddResult("added", memory.id, path, 1, workspace, commit)
+        added = AddResult("added", memory.id, path, 1, workspace, commit, cites=cites)
         return replace(added, contradicts=contradicted)
 
     def _contradicted(
@@ -172,8 +177,8 @@ class Writer(Part):
         keywords: tuple[str, ...],
         supersedes: tuple[str, ...],
         source: str,
-        *,
         allow_secret: bool = False,
+        cites: tuple[Cite, ...] = (),
     ) -> AddResult:
         current = tx.vault.read(entry.path)
         # The text again with --supersedes is a correction being recorded (a contradiction
@@ -210,6 +215,7 @@ class Writer(Part):
             tally(current, "seen", self.replica()) if not named else current,
             keywords=tuple(dict.fromkeys((*current.keywords, *keywords))),
             supersedes=(*current.supersedes, *links),
+            cites=merge_cites((), current.cites, cites),
             # A hand-written file asked to correct another gets the front matter that says so.
             has_front_matter=True,
         )
@@ -222,8 +228,16 @@ class Writer(Part):
             entry.path, merged, message, source, basis=current, allow_secret=allow_secret
         )
         status: AddStatus = "supersede_recorded" if links else "duplicate_merged"
+        recorded = tuple(cite for cite in cites if cite in merged.cites)
         return AddResult(
-            status, merged.id, entry.path, merged.seen, merged.workspace, commit, linked=named
+            status,
+            merged.id,
+            entry.path,
+            merged.seen,
+            merged.workspace,
+            commit,
+            linked=named,
+            cites=recorded,
         )
 
     @serialized
@@ -289,10 +303,35 @@ class Writer(Part):
 
     def confirm(self, id_prefix: str) -> Memory:
         """Record that a person vouches for a memory: it decays more slowly from now on."""
-        memory, _ = self.update(
-            id_prefix, lambda m: tally(m, "confirmed", self.replica()), "confirm"
-        )
-        return memory
+        return self.confirm_cited(id_prefix, None)[0]
+
+    def confirm_cited(
+        self, id_prefix: str, checkout: tuple[Path, str] | None
+    ) -> tuple[Memory, tuple[tuple[Cite, str], ...]]:
+        """Confirm a memory and anchor its citations of `checkout` (root, repository name) to
+        today's code, in the one commit; return it and the citations dropped as gone."""
+        dropped: list[tuple[Cite, str]] = []
+        now = self.timestamp()
+
+        def change(memory: Memory) -> Memory:
+            memory = tally(memory, "confirmed", self.replica())
+            if checkout is None or not memory.cites:
+                return memory
+            kept = []
+            checker = CiteChecker(checkout[0])
+            for cite in memory.cites:
+                if cite.repo != checkout[1]:
+                    kept.append(cite)  # another repository's code: not here to look at
+                    continue
+                anchored = checker.reanchor(cite, now)
+                if anchored is None:
+                    dropped.append((cite, checker.check(cite).reason or f"{cite.label} is gone"))
+                else:
+                    kept.append(anchored)
+            return replace(memory, cites=tuple(kept))
+
+        memory, _ = self.update(id_prefix, change, "confirm")
+        return memory, tuple(dropped)
 
     @serialized
     def forget(self, entry: Entry, message: Callable[[Memory], str]) -> str:
