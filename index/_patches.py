@@ -17,6 +17,9 @@ Whoosh means to leave a posting block uncompressed when its pickle is under 20 b
 that only one or two documents hold (a memory's key, id and hash, most words) paid a zlib
 stream that made its block larger. Here the block is written as Whoosh meant: readers take
 the compression from each block's header, so segments written either way read the same.
+
+Whoosh reads a term table's directory of 256 hash tables with one read each when it opens
+one: every new segment (each add writes one) paid 256 reads. Here the directory is one read.
 """
 
 from __future__ import annotations
@@ -28,13 +31,14 @@ import zlib
 from typing import Any
 
 from whoosh.codec import whoosh3
-from whoosh.filedb import structfile
+from whoosh.filedb import filetables, structfile
 from whoosh.util.numeric import byte_to_length, length_to_byte
 
 # A stored length byte to the length it stands for; 0 means the field is absent (None).
 BYTE_TO_LENGTH: tuple[int | None, ...] = (None, *(byte_to_length(b) for b in range(1, 256)))
 _NO_COLUMN = ()
 SMALL_BLOCK = 20  # a block's pickle below this many bytes is not compressed (Whoosh's own)
+WHOOSH_HASH_READER_INIT = filetables.HashReader.__init__  # Whoosh's own, before apply()
 
 
 class MappedFile:
@@ -131,13 +135,45 @@ def _write_block(self: Any, last: bool = False) -> None:
     self._new_block()
 
 
+def _hash_reader_init(
+    self: Any, dbfile: Any, length: int | None = None, magic: bytes = b"HSH3", startoffset: int = 0
+) -> None:
+    # Whoosh's HashReader.__init__, reading the directory of hash tables at once.
+    self.dbfile = dbfile
+    self.startoffset = startoffset
+    self.is_closed = False
+    if length is None:
+        dbfile.seek(0, os.SEEK_END)
+        length = dbfile.tell() - startoffset
+    dbfile.seek(startoffset)
+    filemagic = dbfile.read(4)
+    if filemagic != magic:
+        raise filetables.FileFormatError(f"Unknown file header {filemagic!r}")
+    self.hashtype = dbfile.read_byte()
+    self.hashfn = filetables._hash_functions[self.hashtype]
+    dbfile.read_int()  # two ints Whoosh keeps for future use
+    dbfile.read_int()
+    self.startofdata = dbfile.tell()
+    exptr = startoffset + length - filetables._INT_SIZE
+    expos = exptr - dbfile.get_int(exptr)  # the extras' length ends the file
+    dbfile.seek(expos)
+    self._read_extras()
+    dbfile.seek(expos - filetables._directory_size)
+    directory = dbfile.read(filetables._directory_size)
+    if len(directory) != filetables._directory_size:
+        raise EOFError("the term table's directory is cut short")
+    self.tables = list(filetables._dir_entry.iter_unpack(directory))
+    self.endofdata = self.tables[0][0]
+
+
 _applied = False
 _lock = threading.Lock()
 
 
 def apply() -> None:
-    """Make Whoosh read mapped segment files in place and lengths a column at a time, and
-    write small posting blocks uncompressed (idempotent: the first call patches)."""
+    """Make Whoosh read mapped segment files in place, lengths a column at a time and a
+    term table's directory at once, and write small posting blocks uncompressed
+    (idempotent: the first call patches)."""
     global _applied
     if _applied:
         return
@@ -146,4 +182,5 @@ def apply() -> None:
             whoosh3.W3PostingsWriter._write_block = _write_block
             structfile.BufferFile.__init__ = _mapped_buffer_file
             whoosh3.W3PerDocReader.doc_field_length = _doc_field_length
+            filetables.HashReader.__init__ = _hash_reader_init
             _applied = True

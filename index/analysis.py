@@ -269,6 +269,9 @@ def make_analyzer() -> Any:
     return WordCachedAnalyzer()
 
 
+_UNPICKLED: dict[type, Any] = {}  # per analyzer class, the first unpickled (its cache shared)
+
+
 class WordCachedAnalyzer(Analyzer):
     """`make_chain()`, run once per distinct word and remembered.
 
@@ -287,7 +290,15 @@ class WordCachedAnalyzer(Analyzer):
         return {}  # pickled into the index's schema: the cache is rebuilt, not stored
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__()  # type: ignore[misc]
+        # Unpickled with the schema at every read of the index's table of contents (a new
+        # searcher, a writer: twice an add). Each analyzer of a class analyses alike, so they
+        # share the first one's chain and word cache instead of starting empty each time.
+        first = _UNPICKLED.get(type(self))
+        if first is None:
+            self.__init__()  # type: ignore[misc]
+            first = _UNPICKLED.setdefault(type(self), self)  # whole before it is shared
+        if first is not self:
+            self.__dict__.update(first.__dict__)
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self)
