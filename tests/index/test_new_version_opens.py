@@ -1,6 +1,7 @@
 """What a new index version costs to open after one add, made cheaper without changing an
-answer: a term table's directory read at once, the analyzers unpickled with each table of
-contents sharing one word cache, and document frequencies counted per kept segment."""
+answer: a term table's directory read at once, a stored column's offsets summed at once, the
+analyzers unpickled with each table of contents sharing one word cache, and document
+frequencies counted per kept segment."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from whoosh import columns
 from whoosh.filedb import filetables
 from whoosh.filedb.filestore import RamStorage
 
@@ -128,3 +130,29 @@ def test_document_frequencies_kept_per_segment_are_whooshs_through_many_versions
     }
     assert len(lexicon._segment_counts) == 1
     index.close()
+
+
+def test_a_stored_columns_offsets_summed_at_once_are_whooshs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(9)
+    docs = [_doc(rng, n) for n in range(300)]
+    docs[5] = Document("ws/5.md", "00000005", "ws", "note", "", ())  # empty values too
+    index = SearchIndex.open(tmp_path / "ix")
+    index.apply(docs, new={d.key for d in docs})
+    index.close()
+    read: list[int] = []
+
+    def both(self: Any) -> None:
+        _patches.WHOOSH_READ_OFFSETS(self)
+        theirs = (list(self._offsets), list(self._lengths), self.had_stored_offsets)
+        _patches._read_offsets_and_lengths(self)
+        assert (list(self._offsets), list(self._lengths), self.had_stored_offsets) == theirs
+        assert self._offsets.typecode == "L" or self.had_stored_offsets
+        read.append(len(self._offsets))
+
+    monkeypatch.setattr(columns.VarBytesColumn.Reader, "_read_offsets_and_lengths", both)
+    reopened = SearchIndex.open(tmp_path / "ix")
+    assert reopened.get([d.key for d in docs]) == {d.key: d for d in docs}
+    assert read and max(read) == len(docs)
+    reopened.close()
