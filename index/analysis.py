@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Iterator
@@ -269,7 +270,10 @@ def make_analyzer() -> Any:
     return WordCachedAnalyzer()
 
 
-_UNPICKLED: dict[type, Any] = {}  # per analyzer class, the first unpickled (its cache shared)
+# Per thread and analyzer class, the first one unpickled (its word cache shared). Per thread:
+# `term_counts` reads back words it just filled, which a cache started over by another
+# thread would have lost; one thread's analyzers never run at once.
+_UNPICKLED = threading.local()
 
 
 class WordCachedAnalyzer(Analyzer):
@@ -293,10 +297,11 @@ class WordCachedAnalyzer(Analyzer):
         # Unpickled with the schema at every read of the index's table of contents (a new
         # searcher, a writer: twice an add). Each analyzer of a class analyses alike, so they
         # share the first one's chain and word cache instead of starting empty each time.
-        first = _UNPICKLED.get(type(self))
+        kept: dict[type, Any] = _UNPICKLED.__dict__.setdefault("analyzers", {})
+        first = kept.get(type(self))
         if first is None:
             self.__init__()  # type: ignore[misc]
-            first = _UNPICKLED.setdefault(type(self), self)  # whole before it is shared
+            first = kept[type(self)] = self
         if first is not self:
             self.__dict__.update(first.__dict__)
 

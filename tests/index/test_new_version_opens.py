@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pickle
 import random
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,21 @@ def test_analyzers_unpickled_with_the_schema_share_one_word_cache(kind: type[Any
     if kind is WordCachedAnalyzer:  # the exact analyzer keeps its own cache and chain
         exact = pickle.loads(pickle.dumps(ExactAnalyzer()))
         assert exact._terms is not second._terms and exact._chain is not second._chain
+
+
+def test_each_thread_shares_its_own_word_cache() -> None:
+    # a cache another thread starts over (past WORD_CACHE words) must not lose the words a
+    # thread's term_counts just filled: threads never share one
+    here = pickle.loads(pickle.dumps(WordCachedAnalyzer()))
+    there: list[Any] = []
+    thread = threading.Thread(
+        target=lambda: there.extend(pickle.loads(pickle.dumps(WordCachedAnalyzer())) for _ in "ab")
+    )
+    thread.start()
+    thread.join()
+    assert there[0]._terms is there[1]._terms  # shared within the other thread
+    assert there[0]._terms is not here._terms
+    assert there[0].terms("the workers were running") == here.terms("the workers were running")
 
 
 def _whoosh_counts(index: SearchIndex, terms: list[str]) -> dict[tuple[str, str], int]:
