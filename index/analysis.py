@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Iterator
@@ -269,6 +270,12 @@ def make_analyzer() -> Any:
     return WordCachedAnalyzer()
 
 
+# Per thread and analyzer class, the first one unpickled (its word cache shared). Per thread:
+# `term_counts` reads back words it just filled, which a cache started over by another
+# thread would have lost; one thread's analyzers never run at once.
+_UNPICKLED = threading.local()
+
+
 class WordCachedAnalyzer(Analyzer):
     """`make_chain()`, run once per distinct word and remembered.
 
@@ -287,7 +294,16 @@ class WordCachedAnalyzer(Analyzer):
         return {}  # pickled into the index's schema: the cache is rebuilt, not stored
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__()  # type: ignore[misc]
+        # Unpickled with the schema at every read of the index's table of contents (a new
+        # searcher, a writer: twice an add). Each analyzer of a class analyses alike, so they
+        # share the first one's chain and word cache instead of starting empty each time.
+        kept: dict[type, Any] = _UNPICKLED.__dict__.setdefault("analyzers", {})
+        first = kept.get(type(self))
+        if first is None:
+            self.__init__()  # type: ignore[misc]
+            first = kept[type(self)] = self
+        if first is not self:
+            self.__dict__.update(first.__dict__)
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self)

@@ -35,7 +35,9 @@ class Lexicon:
         self._segment_terms: dict[str, frozenset[str]] = {}
         self._term_table: tuple[tuple[str, ...], list[str]] = ((), [])
         self._frequencies: dict[tuple[str, str], int] = {}
-        self._segment_counts: dict[tuple[str, str, str], int] = {}
+        # segment id → (field, term) → documents holding it; and this version's segments
+        self._segment_counts: dict[str, dict[tuple[str, str], int]] = {}
+        self._segments: list[tuple[Any, dict[tuple[str, str], int] | None]] = []
         self._stand_ins: dict[tuple[str, str], StandIn | None] = {}
         # query text → its terms with stand-ins in place, and the stand-ins
         self._resolved: dict[tuple[str, frozenset[str]], tuple[list[str], tuple[StandIn, ...]]] = {}
@@ -44,10 +46,17 @@ class Lexicon:
         """Answer for `searcher` (a new index version) from now on."""
         self._searcher = searcher
         self._frequencies = {}
-        live = {_segment_key(r) for r, _ in searcher.reader().leaf_readers()}
-        if len(self._segment_counts) > CACHE_SEGMENT_COUNTS:
+        if sum(map(len, self._segment_counts.values())) > CACHE_SEGMENT_COUNTS:
             self._segment_counts = {}
-        self._segment_counts = {k: v for k, v in self._segment_counts.items() if k[0] in live}
+        kept: dict[str, dict[tuple[str, str], int]] = {}
+        self._segments = []
+        for segment, _ in searcher.reader().leaf_readers():
+            key = _segment_key(segment)
+            counts = None  # a reader of no segment: never kept
+            if key:
+                counts = kept[key] = self._segment_counts.get(key, {})
+            self._segments.append((segment, counts))
+        self._segment_counts = kept  # a segment gone takes its counts along
         self._stand_ins = {}
         self._resolved = {}
 
@@ -58,20 +67,19 @@ class Lexicon:
         as the segment lives, so a new index version asks only its new segments.
         """
         key = (fieldname, term)
-        if key not in self._frequencies:
-            counts = self._segment_counts
+        total = self._frequencies.get(key)
+        if total is None:
             total = 0
             with guard(self.root, "read"):
-                for segment, _ in self._searcher.reader().leaf_readers():
-                    at = (_segment_key(segment), fieldname, term)
-                    count = counts.get(at)
+                for segment, counts in self._segments:
+                    count = None if counts is None else counts.get(key)
                     if count is None:
                         count = segment.doc_frequency(fieldname, term)
-                        if at[0]:
-                            counts[at] = count
+                        if counts is not None:
+                            counts[key] = count
                     total += count
             self._frequencies[key] = total
-        return self._frequencies[key]
+        return total
 
     def held_by(self, term: str) -> int:
         """Return how many documents hold `term` in content or keywords (Whoosh's count)."""
