@@ -6,7 +6,7 @@ A standalone script (issue 39, a million memories):
     python tests/benchmarks/bench_full_compare.py VAULT [--runs 3]
 
 Read-only: it opens the vault's index and compares every file with the manifest the way
-`Updater.full` does now (`_compare_all`: a folder at a time, only the differences kept) and
+`Updater.full` does now (`compare.compare_all`: a folder at a time, only the differences kept) and
 the way it did before (the whole listing beside the whole record, `plan_catch_up`), each in
 a fresh process, alternating; it prints the peak RSS above the process's size with the
 index open, and the CPU time of the comparison. Nothing is indexed or written.
@@ -26,7 +26,7 @@ import json, resource, sys, time
 from pathlib import Path
 from memstore.catalog.indexer import Indexer
 from memstore.catalog.plan import plan_catch_up
-from memstore.catalog.updater import Updater
+from memstore.catalog.compare import compare_all
 from memstore.vault.files import Vault
 
 def rss_mib():
@@ -42,8 +42,7 @@ if sys.argv[2] == "whole":
     on_disk = vault.scan(None, folders={})
     plan = plan_catch_up(on_disk, indexer.manifest.fingerprints(None))
 else:
-    updater = Updater(vault, indexer.search, indexer.manifest)
-    plan, _ = updater._compare_all(None, None, {})
+    plan, _ = compare_all(vault, indexer.manifest, None, None, {})
 cpu = time.process_time() - cpu
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"way": sys.argv[2], "cpu_s": round(cpu, 2), "rss_before_mib": round(before),
