@@ -115,12 +115,13 @@ class Maintenance(Part):
         by another process meanwhile, or whose manifest cannot be read apart, is compared
         the usual way, held."""
         store = self.store
-        indexer = store.indexer
         scopes = [None] if workspaces is None else sorted(workspaces)
+        with store.shared.mutex:  # opened (the first time) by one thread only
+            indexer = store.indexer
+            manifest, held = indexer.manifest, indexer.unfilled or indexer.is_replaced()
         try:
-            if indexer.unfilled or indexer.is_replaced():
+            if held:
                 raise SearchIndexError("compared held")
-            manifest = indexer.manifest
             compared = [compare(store.vault, manifest.path, w) for w in scopes]
         except (SearchIndexError, VaultError):
             return self.catch_up(wait=True, workspaces=workspaces, full=True)
