@@ -10,11 +10,11 @@ files are read (memstore/catalog/reading.py), indexed, and recorded in the manif
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
+from memstore.catalog.compare import Compared, compare_all, recheck
 from memstore.catalog.listings import Entries, Listings, Seen
 from memstore.catalog.memory_manifest import Folders, MemoryManifest
 from memstore.catalog.plan import RACY, Plan, plan_catch_up, settle_all
@@ -85,48 +85,26 @@ class Updater:
         receives the entries that look like memories but are not read: why, one each)."""
         started, head = time.time_ns(), self.vault.head()
         folders: dict[str, int] = {}
-        plan, on_disk = self._compare_all(workspace, skipped, folders)
+        plan, on_disk = compare_all(self.vault, self.manifest, workspace, skipped, folders)
         meta = {}
         if workspace is None:
             meta = {"full-at": f"{started / 1e9:.3f}", "git": f"{head[0]} {head[1]}"}
         scope = Folders(settle_all(folders, started), replaced=workspace or "")
         return self.apply_plan(plan, on_disk, progress, folders=scope, meta=meta)
 
-    def _compare_all(
-        self, workspace: str | None, skipped: list[FileProblem] | None, folders: dict[str, int]
-    ) -> tuple[Plan, dict[str, Fingerprint]]:
-        """Compare every file (of `workspace`, or the vault) with the manifest a folder at
-        a time; return the plan and the fingerprints of the files it indexes.
-
-        Only the differences are kept: the listing and the manifest's record held whole,
-        one beside the other, were ~0.6 GB at 1,000,000 memories, on every full catch-up
-        (a daemon's reconcile: every 30 s). `folders` receives each folder listed.
-        """
-        top = workspace or ""
-        where = self.vault.path(top)
-        pending = [top] if os.path.isdir(where) and not os.path.islink(where) else []
-        added: list[str] = []
-        changed: list[str] = []
-        removed: list[str] = []
-        differ: dict[str, Fingerprint] = {}
-        while pending:
-            folder = pending.pop()
-            found: dict[str, Fingerprint] = {}
-            pending += self.vault.scan_folder(folder, found, skipped, folders)
-            recorded = self.manifest.fingerprints_in([folder], []) if folder in folders else {}
-            for path, fingerprint in found.items():
-                if path not in recorded:
-                    added.append(path)
-                elif recorded[path] == fingerprint:
-                    continue
-                else:
-                    changed.append(path)
-                differ[path] = fingerprint
-            removed += (path for path in recorded if path not in found)
-        # what the manifest records in folders not listed: gone, or unreadable (as before)
-        removed += (p for p in self.manifest.paths(workspace) if _parent(p) not in folders)
-        plan = Plan(*(tuple(sorted(paths)) for paths in (added, changed, removed)))
-        return plan, differ
+    def apply_compared(self, compared: Compared, progress: Progress | None) -> CatchUp:
+        """Apply a comparison made without the lock (compare.py), under it: only the paths
+        it named, each looked at again (`recheck`), and the folders it listed recorded at
+        the times it listed them (a folder changed since is listed again next time). HEAD
+        and the time of the full catch-up are recorded only if HEAD has not moved since."""
+        plan, on_disk = recheck(self.vault, self.manifest, compared)
+        meta = {}
+        head = compared.head
+        if compared.workspace is None and self.vault.head() == head:
+            meta = {"full-at": f"{compared.started / 1e9:.3f}", "git": f"{head[0]} {head[1]}"}
+        mtimes = settle_all(compared.folders, compared.started)
+        scope = Folders(mtimes, replaced=compared.workspace or "")
+        return self.apply_plan(plan, on_disk, progress, folders=scope, meta=meta)
 
     def quick(
         self, workspace: str | None, progress: Progress | None, also: Collection[str] = ()

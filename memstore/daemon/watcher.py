@@ -1,12 +1,15 @@
 """The watcher: watchdog events become debounced batches; each batch runs the same catch-up.
 
-It only collects paths. The work is `Store.catch_up`, the reconcile the CLI runs before a
-search, so events can be lost (an inotify overflow, a watcher started late) without the
-index drifting: every batch rescans the workspace folders it touched, a batch that changed
-something is followed by one more settle scan of them, and a full reconcile runs at start
-and every 30 s — less often while nothing happens (doubling up to every 5 minutes, the
-CLI's own full catch-up interval; any event brings it back to 30 s), so an idle daemon at
-100,000 memories costs ~0.2% of a core instead of ~2%.
+It only collects paths. The work is the reconcile the CLI runs before a search, so events
+can be lost (an inotify overflow, a watcher started late) without the index drifting:
+every batch compares the workspace folders it touched, a batch that changed something is
+followed by one more settle scan of them, and the whole vault is looked at again at start
+and every 30 s — less often while nothing happens (doubling up to every 5 minutes; any
+event brings it back to 30 s). That periodic look lists only the folders whose time
+changed (a quick catch-up: new, deleted and renamed files); every file is compared at
+start and every 5 minutes (`full_every`: a file rewritten in place whose event was lost).
+Comparisons hold neither the store nor the vault lock (Maintenance.reconcile): at
+1,000,000 memories one is ~9 s of CPU, which recalls waited out before.
 """
 
 from __future__ import annotations
@@ -68,7 +71,8 @@ CHANGES = (
     DirMovedEvent,
 )
 RECONCILE_S = 30.0
-RECONCILE_MAX_S = 300.0  # the quietest pace of reconciles (a full compare: ~0.5 s at 100k)
+RECONCILE_MAX_S = 300.0  # the quietest pace of reconciles (a quick one: folder times)
+FULL_EVERY_S = 300.0  # every file compared at least this often (~0.5 s CPU at 100k, ~9 s at 1M)
 TICK_S = 300.0  # how often a long-running process writes its pending recall counters
 OnBatch = Callable[[CatchUp, set[str]], None]
 
@@ -110,8 +114,10 @@ class Watcher:
         reconcile_every: float = RECONCILE_S,
         on_tick: Callable[[], object] | None = None,
         tick_every: float = TICK_S,
+        full_every: float = FULL_EVERY_S,
     ) -> None:
         self.store = store
+        self.full_every = full_every
         self.on_batch = on_batch
         self.on_tick = on_tick
         self.tick_every = tick_every
@@ -216,14 +222,16 @@ class Watcher:
         return found or None
 
     def _run(self) -> None:
-        self._batch(set(), everything=True)  # files may have changed while nothing was watching
-        # While this is held, readers in other processes skip their own scan of the vault, and
-        # a catch-up compares every file (the indexer's rule while a watcher runs): the second
-        # one finds files rewritten in place while nothing watched, which a quick catch-up
-        # (folder mtimes) cannot. Taken only now, so no reader skips its scan of an index
-        # that is not current yet.
+        # Files may have changed while nothing was watching: every file is compared (in
+        # place too), with events already collected (the observer started first), so
+        # what changes during the comparison is a batch of its own afterwards.
+        self._batch(set(), everything=True)
+        # While this is held, readers in other processes skip their own scan of the vault,
+        # and leave catch-ups to this watcher. Taken only now, so no reader skips its scan
+        # of an index that is not current yet; the quick look then takes in what was
+        # created or deleted meanwhile (the events of the meantime follow it too).
         with self.store.vault.watching():
-            self._batch(set(), everything=True)
+            self._batch(set(), everything=True, quick=True)
             self.ready.set()
             self._loop()
 
@@ -232,6 +240,7 @@ class Watcher:
         settle_at: float | None = None
         pace = self.reconcile_every
         next_reconcile = time.monotonic() + pace
+        next_full = time.monotonic() + self.full_every
         next_tick = time.monotonic() + self.tick_every
         settle_paths: set[str] = set()
         while not self._stop.is_set():
@@ -260,7 +269,9 @@ class Watcher:
                 self._commit_edits()
                 settle_at, settle_paths = None, set()
             elif now >= next_reconcile:
-                found = self._batch(set(), everything=True)
+                full = now >= next_full
+                found = self._batch(set(), everything=True, quick=not full)
+                next_full = now + self.full_every if full else next_full
                 self._commit_edits()
                 quiet = max(self.reconcile_every, RECONCILE_MAX_S)
                 pace = self.reconcile_every if found else min(pace * 2, quiet)
@@ -291,14 +302,19 @@ class Watcher:
             self._touched |= touched  # retried after the next batch
             log.warning("could not commit edits made by hand, will retry: %s", err)
 
-    def _batch(self, paths: set[str], *, everything: bool = False) -> bool:
+    def _batch(self, paths: set[str], *, everything: bool = False, quick: bool = False) -> bool:
+        """Catch up: the folders `paths` are in, or `everything` (`quick`: only the folders
+        whose time changed); return whether anything changed."""
         root = self.store.vault.root
         self._touched |= {Path(p).relative_to(root).as_posix() for p in paths if p.endswith(".md")}
         if not everything and self._already_indexed(paths):
             return False  # memstore's own write (it indexes what it writes): nothing to scan
         try:
-            scope = None if everything else self._workspaces(paths)
-            result = self.store.catch_up(wait=True, workspaces=scope)
+            if quick:
+                result = self.store.catch_up(wait=True, full=False)
+            else:
+                scope = None if everything else self._workspaces(paths)
+                result = self.store.maintenance.reconcile(scope)
             self.last_catch_up = time.time()
             self._touched |= {*result.updated, *result.removed}
         except MemstoreError as err:

@@ -8,8 +8,9 @@ import os
 import shutil
 
 from memstore.catalog.codebase import ingested
+from memstore.catalog.compare import compare
 from memstore.catalog.indexer import CatchUp, Drift, Progress, rebuild
-from memstore.catalog.updater import Moved
+from memstore.catalog.updater import Moved, Updater
 from memstore.core.errors import VaultError
 from memstore.core.faults import crash_point
 from memstore.index import SearchIndex, SearchIndexError
@@ -64,25 +65,23 @@ class Maintenance(Part):
                 ", ".join(fixed[:3]) + (" …" if len(fixed) > 3 else ""),
             )
 
-    def catch_up(self, *, wait: bool = False, workspaces: set[str] | None = None) -> CatchUp:
+    def catch_up(
+        self, *, wait: bool = False, workspaces: set[str] | None = None, full: bool | None = None
+    ) -> CatchUp:
         """Bring the index up to date with the files.
 
         A reader (`wait` False) skips this when a writer holds the lock right now: readers
         do not wait, and the writer updates the index itself. The watcher waits its turn, and
         so does a reader whose index was just created (a person deleted it): it is empty.
+        `full` (with `wait`): compare every file, or only list the folders whose time
+        changed (None: as Indexer.catch_up decides).
         """
         store = self.store
         with store.shared.mutex:
             if wait:
-                with store.transaction(catch_up=False) as tx:
-                    if workspaces is None:
-                        return tx.catch_up()
-                    results = [tx.catch_up(workspace) for workspace in sorted(workspaces)]
-                    return CatchUp(
-                        tuple(p for r in results for p in r.updated),
-                        tuple(p for r in results for p in r.removed),
-                        tuple(p for r in results for p in r.problems),
-                    )
+                with store.transaction(catch_up=False):
+                    scopes = [None] if workspaces is None else sorted(workspaces)
+                    return _joined([self.catch_up_held(w, full=full) for w in scopes])
             watched = store.vault.is_watched()  # first: it heals a .memstore made a file
             if store.indexer.unfilled:  # created just now (deleted by hand?): fill it first
                 with store.transaction(catch_up=False) as tx:
@@ -97,12 +96,44 @@ class Maintenance(Part):
         workspace: str | None = None,
         progress: Progress | None = None,
         moved: Moved | None = None,
+        *,
+        full: bool | None = None,
     ) -> CatchUp:
         """Catch up the index (under the vault lock: a transaction's, or a reader's try)."""
         try:
-            return self.store.indexer.catch_up(progress, workspace=workspace, moved=moved)
+            return self.store.indexer.catch_up(
+                progress, workspace=workspace, moved=moved, full=full
+            )
         except SearchIndexError as err:
             return self.rebuild_damaged(err)
+
+    def reconcile(self, workspaces: set[str] | None = None) -> CatchUp:
+        """Compare every file (of `workspaces`, or the vault) with the index, holding
+        neither the store nor the vault lock meanwhile, then apply what differs under both
+        (catalog/compare.py): a watcher's full comparison, which at 1,000,000 memories
+        takes seconds that recalls would otherwise wait. An index not filled yet, replaced
+        by another process meanwhile, or whose manifest cannot be read apart, is compared
+        the usual way, held."""
+        store = self.store
+        scopes = [None] if workspaces is None else sorted(workspaces)
+        with store.shared.mutex:  # opened (the first time) by one thread only
+            indexer = store.indexer
+            manifest, held = indexer.manifest, indexer.unfilled or indexer.is_replaced()
+        try:
+            if held:
+                raise SearchIndexError("compared held")
+            compared = [compare(store.vault, manifest.path, w) for w in scopes]
+        except (SearchIndexError, VaultError):
+            return self.catch_up(wait=True, workspaces=workspaces, full=True)
+        with store.transaction(catch_up=False):  # follows an index another process replaced
+            if store.indexer is not indexer or indexer.manifest is not manifest:
+                return _joined([self.catch_up_held(w, full=True) for w in scopes])
+            try:
+                indexer.check()
+                updater = Updater(store.vault, indexer.search, indexer.manifest, indexer.listings)
+                return _joined([updater.apply_compared(c, None) for c in compared])
+            except SearchIndexError as err:
+                return self.rebuild_damaged(err)
 
     def rebuild_damaged(self, err: SearchIndexError) -> CatchUp:
         # The index broke while open (e.g. a crash mid-commit): set it aside and rebuild.
@@ -275,3 +306,14 @@ class Maintenance(Part):
         if plain_git:
             log.warning("set up a plain git pull in this vault: %s", ", ".join(plain_git))
         return outcome, flushed, caught_up
+
+
+def _joined(results: list[CatchUp]) -> CatchUp:
+    """One catch-up's result of several (one per workspace)."""
+    if len(results) == 1:
+        return results[0]
+    return CatchUp(
+        tuple(p for r in results for p in r.updated),
+        tuple(p for r in results for p in r.removed),
+        tuple(p for r in results for p in r.problems),
+    )

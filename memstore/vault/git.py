@@ -13,7 +13,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -367,19 +367,29 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
             raise VaultError(f"cannot read git status in {self.root}: {err}") from err
         return sorted(_text_paths(path for path, state in status.items() if state & ~quiet))
 
-    def move_to(self, commit: str, *, force: bool = False) -> None:
+    def move_to(
+        self, commit: str, *, force: bool = False, paths: Sequence[str] | None = None
+    ) -> None:
         """Check out `commit` into the work tree and point the current branch at it.
 
         The checkout never overwrites a file that differs from HEAD (a person's edit made
         while a sync fetched): it raises UncommittedEditError instead, and nothing moves.
         `force` overwrites all the same (the caller knows every changed file is its own).
+        `paths`: every path HEAD and `commit` differ in (git's diff of the two): only those
+        are compared with the work tree and written (a whole checkout looks at every file:
+        ~0.9 s of CPU at 200,000, against ~0.35 s for the 1,000 a sync brought).
         """
         pygit2 = _pygit2()
         repo = self._repo
         strategy = pygit2.enums.CheckoutStrategy
+        how = strategy.FORCE if force else strategy.SAFE
         self.sync_index()  # a checkout compares the work tree with git's index
         try:
-            repo.checkout_tree(repo[commit], strategy=strategy.FORCE if force else strategy.SAFE)
+            if paths is None:
+                repo.checkout_tree(repo[commit], strategy=how)
+            elif paths:  # none: the two trees hold the same files (an empty list means all)
+                how |= strategy.DISABLE_PATHSPEC_MATCH  # the paths are names, not patterns
+                repo.checkout_tree(repo[commit], strategy=how, paths=list(paths))
         except pygit2.GitError as err:
             if "conflict" in str(err).lower():
                 raise UncommittedEditError(

@@ -3,13 +3,17 @@
 
 A standalone script (issue 39, a million memories):
 
-    python tests/benchmarks/bench_full_compare.py VAULT [--runs 3]
+    python tests/benchmarks/bench_full_compare.py VAULT [--runs 3] [--ways folders whole apart]
 
-Read-only: it opens the vault's index and compares every file with the manifest the way
-`Updater.full` does now (`_compare_all`: a folder at a time, only the differences kept) and
+Read-only (but `apart`): it opens the vault's manifest (any format: nothing is rebuilt) and compares every file with the manifest the way
+`Updater.full` does now (`compare.compare_all`: a folder at a time, only the differences kept) and
 the way it did before (the whole listing beside the whole record, `plan_catch_up`), each in
 a fresh process, alternating; it prints the peak RSS above the process's size with the
-index open, and the CPU time of the comparison. Nothing is indexed or written.
+index open, and the CPU time of the comparison. Nothing is indexed or written. `apart`
+is a daemon's comparison now (`compare.compare`: no lock, a connection of its own) and
+then what it holds the store for (`recheck` of the plan, and the manifest's folder times
+and HEAD written, as `Updater.apply_compared` does; the plan's files are not indexed):
+the CPU of each.
 """
 
 from __future__ import annotations
@@ -24,9 +28,9 @@ from pathlib import Path
 ONE = """
 import json, resource, sys, time
 from pathlib import Path
-from memstore.catalog.indexer import Indexer
-from memstore.catalog.plan import plan_catch_up
-from memstore.catalog.updater import Updater
+from memstore.catalog.compare import compare, compare_all, recheck
+from memstore.catalog.memory_manifest import Folders, MemoryManifest, create_tables
+from memstore.catalog.plan import plan_catch_up, settle_all
 from memstore.vault.files import Vault
 
 def rss_mib():
@@ -35,18 +39,30 @@ def rss_mib():
     return int(line.split()[1]) / 1024
 
 vault = Vault(Path(sys.argv[1]))
-indexer = Indexer.open(vault)
+path = vault.state_dir / "index" / "manifest.sqlite"
+manifest = MemoryManifest.open(path, create_tables)
 before = rss_mib()
-cpu = time.process_time()
+started = time.process_time()
+held = None
 if sys.argv[2] == "whole":
     on_disk = vault.scan(None, folders={})
-    plan = plan_catch_up(on_disk, indexer.manifest.fingerprints(None))
+    plan = plan_catch_up(on_disk, manifest.fingerprints(None))
+elif sys.argv[2] == "apart":
+    compared = compare(vault, path, None)
+    plan = compared.plan
+    cpu = time.process_time() - started
+    recheck(vault, manifest, compared)
+    meta = {"full-at": f"{compared.started / 1e9:.3f}", "git": " ".join(map(str, compared.head))}
+    mtimes = settle_all(compared.folders, compared.started)
+    manifest.write([], [], Folders(mtimes, replaced=""), meta)
+    held = round(time.process_time() - started - cpu, 3)
 else:
-    updater = Updater(vault, indexer.search, indexer.manifest)
-    plan, _ = updater._compare_all(None, None, {})
-cpu = time.process_time() - cpu
+    plan, _ = compare_all(vault, manifest, None, None, {})
+if held is None:
+    cpu = time.process_time() - started
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps({"way": sys.argv[2], "cpu_s": round(cpu, 2), "rss_before_mib": round(before),
+print(json.dumps({"way": sys.argv[2], "cpu_s": round(cpu, 2), "held_cpu_s": held,
+                  "rss_before_mib": round(before),
                   "peak_above_mib": round(peak - before), "added": len(plan.added),
                   "changed": len(plan.changed), "removed": len(plan.removed)}))
 """
@@ -56,10 +72,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("vault", type=Path)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--ways", nargs="+", default=["folders", "whole"])
     args = parser.parse_args()
-    results: dict[str, list[dict[str, object]]] = {"folders": [], "whole": []}
+    results: dict[str, list[dict[str, object]]] = {way: [] for way in args.ways}
     for _ in range(args.runs):
-        for way in ("folders", "whole"):
+        for way in args.ways:
             done = subprocess.run(
                 [sys.executable, "-c", ONE, str(args.vault), way],
                 capture_output=True,

@@ -13,6 +13,7 @@ import pytest
 
 from memstore.catalog import reading as reading_module
 from memstore.catalog import updater as updater_module
+from memstore.catalog.compare import compare_all
 from memstore.catalog.memory_manifest import MemoryManifest
 from memstore.service.store import Store
 from tests.catalog.test_reindex_scale import answers, entity_rows, generate, stopped_clock
@@ -172,7 +173,7 @@ def test_a_full_comparison_folder_by_folder_finds_what_the_whole_listing_finds(
             (vault / folder / f"new-{n}.md").write_text(f"a new memory {n}\n", encoding="utf-8")
         updater = updater_module.Updater(store.vault, store.indexer.search, store.indexer.manifest)
         folders: dict[str, int] = {}
-        plan, fingerprints = updater._compare_all(workspace, None, folders)
+        plan, fingerprints = compare_all(updater.vault, updater.manifest, workspace, None, folders)
         listed: dict[str, int] = {}
         on_disk = store.vault.scan(workspace=workspace, folders=listed)
         whole = updater_module.plan_catch_up(
