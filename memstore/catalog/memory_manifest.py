@@ -99,6 +99,17 @@ class MemoryManifest(Manifest):
             found += self.entries(f"path IN ({','.join('?' * len(some))})", some)
         return found
 
+    def held_ids(self, ids: Iterable[str], batch: int = 500) -> set[str]:
+        """Return which of `ids` a file holds (the id index, `batch` ids a query)."""
+        wanted, found = sorted(ids), set()
+        for start in range(0, len(wanted), batch):
+            some = wanted[start : start + batch]
+            marks = ",".join("?" * len(some))
+            found |= {
+                str(r[0]) for r in self.query(f"SELECT id FROM files WHERE id IN ({marks})", some)
+            }
+        return found
+
     def by_id_prefix(self, prefix: str) -> list[Entry]:
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         # The range lets sqlite use the id index (LIKE alone reads every row: 50 ms at

@@ -474,9 +474,16 @@ def core_memories(indexer: Indexer, scope: set[str] | None) -> tuple[CoreMemory,
 
 
 def recall_message(
-    indexer: Indexer, query: str | Query, hits: list[Hit], weak: bool, dropped: int
+    indexer: Indexer,
+    query: str | Query,
+    hits: list[Hit],
+    weak: bool,
+    dropped: int,
+    read_as: Sequence[tuple[str, str]] | None = None,
 ) -> str:
-    """Return the one line a recall says about what it found (friendly when nothing)."""
+    """Return the one line a recall says about what it found (friendly when nothing).
+    `read_as`: the (word, stand-in) pairs the search already found (across tiers: a word
+    one tier holds is no typo), so the lexicon is not walked again."""
     if not hits and not indexer.count():
         return "Memory is empty. Store what you learn with memory_add."
     if not hits and dropped:
@@ -491,7 +498,10 @@ def recall_message(
     text = f"No memory has every word; {found} might be related." if weak else f"{found} found."
     if dropped:
         text += f" {dropped} more left out to fit max_tokens."
-    return typo_note(indexer, query) + text
+    if read_as is None:
+        return typo_note(indexer, query) + text
+    pairs = ", ".join(f"{word} → {known}" for word, known in read_as)
+    return (f"Searched unknown words as known ones: {pairs}. " if pairs else "") + text
 
 
 def stand_ins(indexer: Indexer, query: str | Query) -> list[StandIn]:

@@ -195,23 +195,28 @@ def show(
 
     Example:  memstore show k3xq --as-of 2026-11-01
     """
+    from memstore.service.tiers import locate
+
     with Store.open(shell_settings(vault)) as store:
+        tier, owner, memory_id = locate(store, memory_id)  # acme:ID, or an id only a team holds
+        label = f"{tier}:" if tier else ""
         if as_of:
             from memstore.service.history import History
 
-            path, old = History(store).show_as_of(memory_id, as_of)
-            typer.echo(printable(f"# {path} as of {as_of}"), err=True)
+            path, old = History(owner).show_as_of(memory_id, as_of)
+            typer.echo(printable(f"# {label}{path} as of {as_of}"), err=True)
             print_file(old.encode("utf-8", "surrogateescape"))
             return
-        entry, memory = store.show(memory_id)
-        data = store.vault.path(entry.path).read_bytes()
+        entry, memory = owner.show(memory_id)
+        data = owner.vault.path(entry.path).read_bytes()
     if as_json:
         fields = asdict(memory)
         fields["extra"] = {key: raw for key, raw in memory.extra}
         fields["path"] = entry.path
+        fields["tier"] = tier or None
         emit_json(fields)
         return
-    typer.echo(printable(f"# {entry.path}"), err=True)
+    typer.echo(printable(f"# {label}{entry.path}"), err=True)
     print_file(data)
 
 

@@ -115,7 +115,8 @@ def _sync_tiers(
 ) -> tuple[SyncOutcome, int, CatchUp, list[TeamPull]]:
     """Sync the vault, then pull each team tier (one line each, never failing the vault's
     sync); a vault with no remote of its own that follows teams pulls only those."""
-    if followed(store.settings) and not store.remote_url(name or store.remote_name()):
+    was_followed = followed(store.settings)  # a team left on another machine: sync says so
+    if was_followed and not store.remote_url(name or store.remote_name()):
         outcome, flushed, caught_up = SyncOutcome(merge="no remote"), 0, CatchUp()
     else:
         try:
@@ -125,7 +126,7 @@ def _sync_tiers(
             if lines and not quiet:
                 typer.echo("\n".join(lines))
             raise
-    return outcome, flushed, caught_up, pull_teams(store, progress)
+    return outcome, flushed, caught_up, pull_teams(store, progress, was_followed)
 
 
 def _confirm_force_purged(store: Store, name: str, yes: bool) -> None:

@@ -148,11 +148,16 @@ def pull_lines(pulls: list[TeamPull], marked: Mapping[str, list[str]] | None = N
     }
     lines = []
     for pull in pulls:
+        if pull.result == "left":
+            done = pull.error or "removed its clone"
+            lines.append(f"team {pull.name}: left on another machine (memstore.toml); {done}")
+            continue
         if pull.error:
             lines.append(f"team {pull.name}: not synced: {pull.error}")
             continue
-        indexed = f", {count(pull.indexed, 'memory', 'memories')} indexed" if pull.indexed else ""
-        lines.append(f"team {pull.name}: {said.get(pull.result, pull.result)}{indexed}")
+        # the memories this pull added or changed, not how many the team holds
+        news = f": {count(pull.indexed, 'memory', 'memories')} new or changed" * bool(pull.indexed)
+        lines.append(f"team {pull.name}: {said.get(pull.result, pull.result)}{news}")
     for team, ids in (marked or {}).items():
         lines.append(f"marked {count(len(ids), 'memory', 'memories')} shared with {team}")
     return [printable(line) for line in lines]

@@ -179,8 +179,18 @@ def confirm(
 
     Example:  memstore confirm k3xq
     """
+    from memstore.service.tiers import locate
+
     settings = shell_settings(vault)
     with Store.open(settings) as store:
+        tier, _, found = locate(store, memory_id)
+        if tier:
+            raise InvalidInputError(
+                f"memory {found} is team {tier}'s: a team memory changes only through review, "
+                "and what you recall of it is counted on this machine alone; to vouch for it, "
+                f"say so on the team's host, or keep a copy of your own (memstore show "
+                f"{tier}:{found}, then memstore add)"
+            )
         memory, dropped = store.confirm_cited(memory_id, checkout_here(settings.vault))
     times = count(memory.confirmed, "time")
     say(f"confirmed {memory.id} ({times})")

@@ -113,8 +113,12 @@ def doctor(
 
     Exit status 1 when drift remains. Example:  memstore doctor --fix
     """
+    from memstore.service.secret_names import find_named_secrets, rename_named_secrets
+
     with Store.open(shell_settings(vault)) as store:
         found, after = store.doctor(fix=fix)
+        named = find_named_secrets(store)
+        renamed = rename_named_secrets(store, named) if fix else ""
     remaining = after if after is not None else found
     if as_json:
         emit_json(
@@ -122,9 +126,21 @@ def doctor(
                 "drift": asdict(found),
                 "clean": found.is_clean,
                 "after_fix": asdict(after) if after else None,
+                "named_secrets": [asdict(n) for n in named],
+                "renamed": renamed or None,
             }
         )
     else:
         typer.echo("\n".join(doctor_lines(found, after)))
-    if not remaining.is_clean:
+        for n in named:  # by id: the file's name is what leaks
+            typer.echo(
+                f"memory {n.id}: its file name holds what looks like {n.kind}"
+                + (" (renamed)" if renamed else "; 'memstore doctor --fix' renames it")
+            )
+        if named:
+            typer.echo(
+                "  the old names stay in git history and on any remote they reached: rotate "
+                "the credential; 'memstore forget ID --purge' drops a memory from history"
+            )
+    if not remaining.is_clean or (named and not renamed):
         raise typer.Exit(1)

@@ -198,3 +198,19 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "a Mapbox secret token": ("sk.eyj",),
     "a Discord bot token": (".",),
 }
+
+# The exact shape a provider issues, where it has one (its documentation or its tokens'
+# checksum layout): a value of that shape is a credential whatever its letters, so a run in
+# order (ghp_abcd…0123…) is not read as typed to be replaced. Only a repeated character
+# (ghp_xxxx…) or a word (your, example) says a stand-in there.
+ISSUED: dict[str, str] = {
+    "a GitHub token": r"gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}",
+    "a GitLab token": r"glpat-[A-Za-z0-9_-]{20}",
+    "a Google API key": r"AIza[0-9A-Za-z_-]{35}",
+    "a Slack token": r"xox[bp]-\d{10,13}-\d{10,13}-[A-Za-z0-9-]{24,34}",
+    "an AI provider API key": r"hf_[A-Za-z0-9]{34}|gsk_[A-Za-z0-9]{52}",
+    "a Linear API key": r"lin_api_[A-Za-z0-9]{40}",
+    "a Databricks token": r"dapi[a-f0-9]{32}",
+    "a Twilio API key": r"SK[0-9a-f]{32}",
+    "a Docker access token": r"dckr_pat_[A-Za-z0-9_-]{27}",
+}

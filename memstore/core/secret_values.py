@@ -51,14 +51,17 @@ def is_placeholder(value: str) -> bool:
     )
 
 
-def is_dummy(value: str) -> bool:
-    """Tell whether a key-shaped value was typed to be replaced: xxxx…, 0000…, 1234…abcd…."""
+def is_dummy(value: str, *, runs: bool = True) -> bool:
+    """Tell whether a key-shaped value was typed to be replaced: xxxx…, 0000…, 1234…abcd…
+    (`runs` False: a run of characters in order is not a sign, only one repeated)."""
     tail = re.split(r"[-_.]", value)[-1]  # after a provider's prefix (sk_test_1234…)
     chars = [c for c in (tail if len(tail) >= 8 else value) if c.isalnum()]
     if len(chars) < 8:
         return False
     if max(Counter(c.lower() for c in chars).values()) >= 0.4 * len(chars):
         return True
+    if not runs:
+        return False
     steps = sum(0 <= ord(b) - ord(a) <= 1 for a, b in itertools.pairwise(chars))
     return steps >= 0.7 * (len(chars) - 1)
 
@@ -70,14 +73,17 @@ def looks_random(value: str) -> bool:
     return any(c.isdigit() for c in value) and any(c.isupper() for c in value)
 
 
-def is_stand_in_token(value: str) -> bool:
+def is_stand_in_token(value: str, *, issued: bool = False) -> bool:
+    """Tell whether a provider-shaped token is a stand-in. `issued`: it has the exact length
+    and characters the provider issues (ghp_ and 36), so letters in order (abcd…0123…) do not
+    make it one; a repeated character (ghp_xxxx…) or a word saying so (your, example) still do."""
     # Not is_placeholder: a token's dots (hvs.…, SG.….…) would read as a code reference.
     lowered = value.lower()
     return (
         value[0] in "<${"
         or lowered.endswith(("example", "examplekey"))
         or any(marker in lowered for marker in _STAND_IN_MARKS)
-        or is_dummy(value)
+        or is_dummy(value, runs=not issued)
     )
 
 

@@ -10,7 +10,7 @@ import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from memstore.core.secret_providers import NEEDLES, PROVIDERS
+from memstore.core.secret_providers import ISSUED, NEEDLES, PROVIDERS
 from memstore.core.secret_values import (
     is_dummy,
     is_passphrase,
@@ -138,13 +138,15 @@ _LOOSE = frozenset(
 
 
 _PROVIDER_KINDS = {pattern: kind for kind, pattern in PROVIDERS}
+_ISSUED = {kind: re.compile(pattern) for kind, pattern in ISSUED.items()}
 
 
 def _token(match: re.Match[str]) -> bool:
     value = _value_of(match)
-    if is_stand_in_token(value):
-        return False
     kind = _PROVIDER_KINDS.get(match.re.pattern, "")
+    issued = kind in _ISSUED and _ISSUED[kind].fullmatch(value) is not None
+    if is_stand_in_token(value, issued=issued):
+        return False
     return kind not in _LOOSE or (looks_random(value) and any(c.islower() for c in value))
 
 
@@ -275,7 +277,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         "an AWS access key id",
         (r"\b(?P<v>(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16})\b"),
-        _value,
+        lambda match: not is_stand_in_token(match["v"], issued=True),  # the issued shape
         needles=("akia", "asia", "abia", "acca"),
         exact=True,
     ),

@@ -35,10 +35,16 @@ def share_lines(shared: Shared, team: str) -> list[str]:
             lines.append(f"{change.id}: folds into team memory {change.into} ({change.path})")
         elif change.action == "update":
             lines.append(f"{change.id}: updates the team's copy ({change.path})")
+        elif change.action == "newer":
+            lines.append(
+                f"{change.id}: skipped: team {team} edited it since you shared it; see "
+                f"'memstore show {team}:{change.id}' (edit yours and share again to propose "
+                "a change to the team's text)"
+            )
         else:
             lines.append(f"{change.id}: added as {change.path}")
     if not shared.commit:
-        lines.append(f"nothing to propose: team {team} holds every memory already")
+        lines.append(f"nothing to propose to team {team}")
     elif shared.direct:
         lines.append(f"committed to {team}'s {shared.target} ({shared.commit[:8]}) and synced")
     elif shared.url:

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +21,14 @@ from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit
 
 from memstore.catalog.indexer import Progress
-from memstore.core.errors import InvalidInputError, MemstoreError, SyncError, VaultError
+from memstore.catalog.updater import Moved
+from memstore.core.errors import (
+    InvalidInputError,
+    MemstoreError,
+    SyncError,
+    UncommittedEditError,
+    VaultError,
+)
 from memstore.core.secrets import find_secrets
 from memstore.core.vault_config import (
     VAULT_CONFIG_NAME,
@@ -29,17 +37,20 @@ from memstore.core.vault_config import (
     format_vault_config,
     read_vault_config,
 )
+from memstore.service.sync import MARKER as SYNC_MARKER
 from memstore.service.sync import SyncOptions
 from memstore.service.teams import Team, clone_path, find_team, followed, mark_team, teams_home
 from memstore.service.vault_init import init_vault
 from memstore.vault import remote
 from memstore.vault.files import Vault, has_vault_mark
+from memstore.vault.git import GitRepo
 
 if TYPE_CHECKING:
     from memstore.service.store import Store
 
-SYNCED = "team-synced"  # in the clone's .memstore/: {"at": ISO time, "error": last failure}
-PUSHED = "team-push"  # in the clone's .memstore/: {"can": "yes" | "no", "at": ISO time}
+# Records of a clone, in a file beside it (record_path; older clones: in their .memstore/)
+SYNCED = "team-synced"  # {"at": ISO time of the last pull that reached it, "error": failure}
+PUSHED = "team-push"  # {"can": "yes" | "no", "at": ISO time}
 CanPush = Literal["yes", "no", "unknown"]
 
 
@@ -110,7 +121,9 @@ def join(store: Store, name: str, url: str, progress: Progress | None = None) ->
             "or pick another name"
         )
     team = Team(name, url, clone_path(store.settings, name, url))
-    ensure_clone(store, team, progress)
+    if not ensure_clone(store, team, progress):
+        pull_team(store, team, progress)  # a clone kept by a leave: brought up to date
+        record_sync(team.path, "")
     if known is not None:
         return team, ""
     teams = {**config.teams, name: url}
@@ -157,6 +170,7 @@ def leave(store: Store, name: str) -> Left:
     if unpushed:
         return Left(team, commit, removed_clone=False, unpushed=unpushed)
     shutil.rmtree(team.path)
+    record_path(team.path).unlink(missing_ok=True)
     return Left(team, commit, removed_clone=True)
 
 
@@ -242,19 +256,22 @@ def _read(path: Path) -> bytes:
         return b""
 
 
-def pull_teams(store: Store, progress: Progress | None = None) -> list[TeamPull]:
+def pull_teams(
+    store: Store, progress: Progress | None = None, was_followed: Sequence[Team] = ()
+) -> list[TeamPull]:
     """Bring every followed team tier up to date (clone the ones not cloned here yet); a
-    team that fails is reported in its TeamPull and never stops the others."""
-    pulls = []
-    for team in followed(store.settings):
+    team that fails is reported in its TeamPull and never stops the others. A team in
+    `was_followed` (before the personal vault's sync) and followed no more was left on
+    another machine: its clone goes as `team leave` removes one ("left")."""
+    teams = followed(store.settings)
+    pulls = [_left_elsewhere(store, team) for team in was_followed if team not in teams]
+    for team in teams:
         try:
             if ensure_clone(store, team, progress):
                 pulls.append(TeamPull(team.name, "cloned"))
                 continue
-            with open_team(store, team) as clone:
-                outcome, _, caught_up = clone.sync("", progress, SyncOptions(pull_only=True))
+            pulls.append(pull_team(store, team, progress))
             record_sync(team.path, "")
-            pulls.append(TeamPull(team.name, outcome.merge, len(caught_up.updated)))
         except MemstoreError as err:
             if (team.path / ".git").exists():
                 record_sync(team.path, str(err))
@@ -262,26 +279,114 @@ def pull_teams(store: Store, progress: Progress | None = None) -> list[TeamPull]
     return pulls
 
 
+def _left_elsewhere(store: Store, team: Team) -> TeamPull:
+    kept = unpushed_work(store, team.path) if (team.path / ".git").exists() else ()
+    if (team.path / ".git").exists() and not kept:
+        shutil.rmtree(team.path)
+        record_path(team.path).unlink(missing_ok=True)
+    store.shared.tiers.close()  # this process reads the tier no more
+    why = f"kept its clone at {team.path}: it holds {len(kept)} changes not pushed" if kept else ""
+    return TeamPull(team.name, "left", error=why)
+
+
+def pull_team(store: Store, team: Team, progress: Progress | None = None) -> TeamPull:
+    """Pull one cloned team tier: fetch, and stop there when the fetched head is what the
+    clone holds; a fast-forward moves the clone and indexes only the files it changed.
+    Anything else (local commits, a sync killed half-way, a remote history rewritten by a
+    purge) takes the whole sync of the clone, as before.
+
+    Raises:
+        SyncError: the team's remote cannot be fetched (the message names team and URL).
+    """
+    git = GitRepo.open(team.path)
+    env = store.settings.env
+    name = git.tracked_remote() or "origin"
+    done = remote.run_git(team.path, ["fetch", "--quiet", "--no-tags", name], env)
+    if done.returncode != 0:
+        reason = (done.stderr.strip().splitlines() or ["git fetch failed"])[-1]
+        raise SyncError(
+            f"cannot fetch team vault {team.name!r} from {team.url}: "
+            f"{reason.removeprefix('fatal: ')}; recall reads what is cloned meanwhile"
+        )
+    theirs = git.resolve(f"refs/remotes/{name}/{git.branch()}")
+    head = git.head()
+    pending = bool(Vault(team.path).read_state(SYNC_MARKER))
+    if not pending and theirs in ("", head):
+        return TeamPull(team.name, "up to date")
+    with open_team(store, team) as clone:
+        if not pending and head and git.merge_base(head, theirs) == head:
+            try:
+                return TeamPull(team.name, "fast-forward", _fast_forward(clone, theirs, progress))
+            except UncommittedEditError:
+                pass  # a file edited in the clone: the whole sync commits it first
+        outcome, _, caught_up = clone.sync(name, progress, SyncOptions(pull_only=True))
+    return TeamPull(team.name, outcome.merge, len(caught_up.updated))
+
+
+def _fast_forward(clone: Store, theirs: str, progress: Progress | None) -> int:
+    """Move the clone to `theirs` (a descendant of its HEAD) and index what changed;
+    return how many memories were indexed. A clone only pulls: no edits to commit and no
+    counters to flush (those of a team memory stay in the clone's journal), so the whole
+    sync's status of every file is skipped; a file edited in the clone stops the checkout
+    (UncommittedEditError) and nothing moves."""
+    with clone.transaction(catch_up=False) as tx:
+        before = clone.vault.head()
+        paths = tuple(clone.git.paths_between(before[0], theirs))
+        clone.git.move_to(theirs)
+        caught_up = tx.catch_up(progress=progress, moved=Moved(before, theirs, paths))
+    return len(caught_up.updated)
+
+
 def record_sync(root: Path, error: str) -> None:
-    """Record in the clone that a pull reached its remote now ('' error) or failed."""
-    vault = Vault(root)
-    before = _state(vault, SYNCED)
+    """Record that a pull of the clone at `root` reached its remote now ('' error) or
+    failed (kept beside the clone: a clone removed and cloned again keeps its record)."""
+    before = _record(root, SYNCED)
     at = now_text() if not error else str(before.get("at", ""))
-    vault.write_state(SYNCED, json.dumps({"at": at, "error": error}))
+    _write_record(root, SYNCED, {"at": at, "error": error})
 
 
 def record_push(root: Path, can_push: bool) -> None:
     """Record in the clone whether a push to its remote was accepted (a share calls this:
     `team list` then says whether you can push, without asking the host each time)."""
-    vault = Vault(root)
-    vault.write_state(PUSHED, json.dumps({"can": "yes" if can_push else "no", "at": now_text()}))
+    _write_record(root, PUSHED, {"can": "yes" if can_push else "no", "at": now_text()})
 
 
-def _state(vault: Vault, name: str) -> dict[str, object]:
+def record_path(root: Path) -> Path:
+    """Return the file beside the clone at `root` holding its sync and push records."""
+    return root.parent / f"{root.name}.json"
+
+
+def _write_record(root: Path, name: str, value: dict[str, object]) -> None:
+    records = _records(root)
+    records[name] = value
+    path = record_path(root)
     try:
-        data = json.loads(vault.read_state(name) or "{}")
+        scratch = path.with_name(f".{path.name}.{os.getpid()}")
+        scratch.write_text(json.dumps(records), encoding="utf-8")
+        os.replace(scratch, path)
+    except OSError as err:
+        raise VaultError(f"cannot record the state of {root} in {path}: {err.strerror}") from err
+
+
+def _records(root: Path) -> dict[str, object]:
+    try:
+        data = json.loads(record_path(root).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # local state: a missing or garbled record reads as none
+    return data if isinstance(data, dict) else {}
+
+
+def _record(root: Path, name: str) -> dict[str, object]:
+    """Return one record of the clone at `root` (an older clone kept it in its .memstore/)."""
+    found = _records(root).get(name)
+    if isinstance(found, dict):
+        return found
+    if not (root / ".git").exists():
+        return {}
+    try:
+        data = json.loads(Vault(root).read_state(name) or "{}")
     except ValueError:
-        return {}  # local state: a garbled record reads as none
+        return {}
     return data if isinstance(data, dict) else {}
 
 
@@ -290,9 +395,8 @@ def states(store: Store) -> list[TeamState]:
     found = []
     for team in followed(store.settings):
         cloned = (team.path / ".git").exists()
-        vault = Vault(team.path)
-        synced = _state(vault, SYNCED) if cloned else {}
-        pushed = _state(vault, PUSHED) if cloned else {}
+        synced = _record(team.path, SYNCED)
+        pushed = _record(team.path, PUSHED)
         can: CanPush = "yes" if pushed.get("can") == "yes" else "unknown"
         can = "no" if pushed.get("can") == "no" else can
         found.append(

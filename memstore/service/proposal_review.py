@@ -16,6 +16,7 @@ from typing import Literal
 from memstore.core.codec import content_hash, merged_ids, parse_memory
 from memstore.core.contradictions import disagreement
 from memstore.core.errors import InvalidInputError, NotFoundError
+from memstore.core.model import Memory
 from memstore.core.secrets import find_secrets
 from memstore.core.similar import containment, term_sets
 from memstore.service.curation import NEAR_DUPLICATE
@@ -97,7 +98,7 @@ def assess(team: Store, files: dict[str, bytes | None], base: str) -> tuple[Asse
             old = parse_memory(before.decode("utf-8", "replace"), path=path)
             folded = tuple(i for i in merged_ids(memory) if i not in merged_ids(old))
             effect = "fold" if folded else "update"
-        alike, disputed = _neighbours(team, memory.id, memory.workspace, memory.body, path)
+        alike, disputed = _neighbours(team, memory, path, base)
         secrets = tuple(find_secrets(text))
         # a review is pasted as a comment (mailed, notified): never the credential itself
         body = WITHHELD if secrets else memory.body
@@ -122,26 +123,38 @@ WITHHELD = "(text withheld: it looks like a credential)"
 
 
 def _neighbours(
-    team: Store, memory_id: str, workspace: str, body: str, path: str
+    team: Store, memory: Memory, path: str, base: str
 ) -> tuple[tuple[Alike, ...], tuple[Disputed, ...]]:
-    """The team memories of `workspace` that say the same (and agree) or disagree."""
-    indexer = team.indexer
-    hits = indexer.search.search(
+    """The team memories of the memory's workspace that say the same (and agree) or
+    disagree, as the team's main `base` holds them: the clone's index finds the candidates,
+    but its work tree may differ from main (a hand edit, commits of its own)."""
+    body, workspace = memory.body, memory.workspace
+    hits = team.indexer.search.search(
         body, workspaces={workspace}, limit=CONTRADICTION_CANDIDATES, any_term=True
     )
-    docs = [h.document for h in hits if h.document.key != path and h.document.id != memory_id]
-    exact = {e.path for e in indexer.by_hash(workspace, content_hash(body)) if e.path != path}
-    mine, *theirs = term_sets([body, *(doc.content for doc in docs)])
+    found = [h.document for h in hits if h.document.key != path and h.document.id != memory.id]
+    docs = [(doc.id, _text_at(team, base, doc.key, doc.content)) for doc in found]
+    texts = [(doc_id, text) for doc_id, text in docs if text is not None]
+    mine, *theirs = term_sets([body, *(text for _, text in texts)])
     alike: list[Alike] = []
     disputed: list[Disputed] = []
-    for doc, terms in zip(docs, theirs, strict=True):
-        share = 1.0 if doc.key in exact else containment(mine, terms)
-        how = disagreement(body, doc.content) if share >= CONTRADICTION_CLOSE else None
+    for (doc_id, text), terms in zip(texts, theirs, strict=True):
+        same = content_hash(text) == content_hash(body)
+        share = 1.0 if same else containment(mine, terms)
+        how = disagreement(body, text) if share >= CONTRADICTION_CLOSE else None
         if how is not None:
-            disputed.append(Disputed(doc.id, how.kind, how.detail, doc.content))
+            disputed.append(Disputed(doc_id, how.kind, how.detail, text))
         elif share >= NEAR_DUPLICATE:
-            alike.append(Alike(doc.id, round(share, 2), doc.content))
+            alike.append(Alike(doc_id, round(share, 2), text))
     return tuple(alike), tuple(disputed)
+
+
+def _text_at(team: Store, base: str, path: str, indexed: str) -> str | None:
+    """A team memory's text at commit `base` (None: not there), else as indexed."""
+    if not base:
+        return indexed
+    data = team.git.read_at(base, path)
+    return parse_memory(data.decode("utf-8", "replace"), path=path).body if data else None
 
 
 def review_proposal(team: Store, proposal: Proposal) -> Review:

@@ -42,7 +42,9 @@ from memstore.vault.team_remote import (
     remote_branch_exists,
 )
 
-Action = Literal["add", "fold", "update", "unchanged"]
+# newer: the team's copy is a later edit of this very text (a correction made on the host):
+# sharing the personal copy as it stands would undo it, so it is skipped and said
+Action = Literal["add", "fold", "update", "unchanged", "newer"]
 SHARED_KEY = "shared"  # the personal copy's mark: the teams that hold it (shared_marks.py)
 ATTEMPTS = 3  # review "none": a main that moved while pushing is fetched and built on again
 
@@ -158,6 +160,8 @@ def _place(
         current, text = _read(team, files, same[0].path)
         if current.body == copy.body and set(copy.keywords) <= set(current.keywords):
             return Change(copy.id, "", "unchanged", current.id), None
+        if current.body != copy.body and _held_before(team, same[0].path, copy.body):
+            return Change(copy.id, same[0].path, "newer", current.id), None
         keywords = tuple(dict.fromkeys((*current.keywords, *copy.keywords)))
         updated = replace(current, body=copy.body, keywords=keywords)
         return Change(copy.id, same[0].path, "update", current.id), _render(text, current, updated)
@@ -174,6 +178,22 @@ def _place(
     if team_path in files:  # two memories of one proposal folded into each other: rare
         raise InvalidInputError(f"two memories shared together both go to {team_path}")
     return Change(copy.id, team_path, "add"), render_memory(copy).encode("utf-8")
+
+
+def _held_before(team: Store, path: str, body: str) -> bool:
+    """Say whether an earlier commit of the team tier held the file at `path` with `body`
+    (the personal copy is a version the team has since edited)."""
+    found = remote.run_git(
+        team.vault.root, ["log", "--format=%H", "--", path], team.settings.env
+    ).stdout.split()
+    for commit in found[1:]:  # the first is the team's copy as it stands
+        data = team.git.read_at(commit, path)
+        if (
+            data is not None
+            and parse_memory(data.decode("utf-8", "replace"), path=path).body == body
+        ):
+            return True
+    return False
 
 
 def _read(team: Store, files: dict[str, bytes], path: str) -> tuple[Memory, str]:

@@ -181,7 +181,7 @@ class Reader(Part):
             when = store.writer.timestamp()
             for tier, ids in ids_by_tier(kept).items():
                 teams.get(tier, store).usage.record(ids, when)
-        message = recall_message(indexer, query, kept, result.weak, dropped)
+        message = recall_message(indexer, query, kept, result.weak, dropped, result.read_as)
         return Recall(tuple(kept), core, message, result.weak, dropped)
 
     def core_block(self, scope: set[str] | None) -> tuple[CoreMemory, ...]:

@@ -78,7 +78,8 @@ def held_by_team(team: Store, ids: set[str], pending: Pending | None) -> set[str
     proposed to it, named under the `merged:` of a team memory changed since the proposal's
     base (a fold arrives as a change: only those files are read, not the whole tier)."""
     team.catch_up()
-    held = {entry.id for entry in team.indexer.entries()} & ids
+    with team.reading():  # the ids asked, not every row of a tier of 100,000
+        held = team.indexer.manifest.held_ids(ids)
     rest = set(pending.ids if pending else ()) & ids - held
     if not rest or pending is None:
         return held

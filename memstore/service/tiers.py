@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING
 
 from memstore.catalog.codebase import KIND as CODE_KIND
 from memstore.catalog.retrieval import with_neighbors
-from memstore.core.errors import MemstoreError
+from memstore.core.errors import InvalidInputError, MemstoreError, NotFoundError
 from memstore.core.model import CoreMemory, Hit, SearchResult
 from memstore.core.ranking import CORE_BUDGET_TOKENS, estimate_tokens, pack
 from memstore.core.vault_config import VAULT_CONFIG_NAME
 from memstore.index import Query
-from memstore.service.teams import Team, followed
+from memstore.service.teams import Team, find_team, followed
 from memstore.vault.git import LogEntry
 
 if TYPE_CHECKING:
@@ -285,3 +285,41 @@ def merge_core(blocks: Sequence[Sequence[CoreMemory]]) -> tuple[CoreMemory, ...]
     unique = list({(c.tier, c.id): c for c in core}.values())
     kept, _ = pack(unique, [estimate_tokens(c.content) + 10 for c in unique], CORE_BUDGET_TOKENS)
     return tuple(kept)
+
+
+def locate(store: Store, ref: str) -> tuple[str, Store, str]:
+    """Return the tier ('' personal), the store and the id a memory reference names:
+    `TEAM:ID` in that team tier, else an id of the personal vault, else of the one team
+    tier that holds it.
+
+    Raises:
+        NotFoundError: no tier holds it, or TEAM is not a followed team cloned here.
+        InvalidInputError: a bare id several team tiers hold (the message says how to pick).
+    """
+    name, colon, rest = ref.partition(":")
+    if colon:
+        teams = tier_stores(store)
+        if name not in teams:
+            find_team(store.settings, name)  # not followed: says which are
+            raise NotFoundError(f"team vault {name!r} is not cloned here yet: run 'memstore sync'")
+        teams[name].resolve(rest)
+        return name, teams[name], rest
+    try:
+        store.resolve(ref)
+        return "", store, ref
+    except NotFoundError as err:
+        holders = [(n, team) for n, team in tier_stores(store).items() if _holds(team, ref)]
+        if not holders:
+            raise err from None
+    if len(holders) > 1:
+        names = ", ".join(f"{n}:{ref}" for n, _ in holders)
+        raise InvalidInputError(f"several team vaults hold {ref!r}; name one: {names}")
+    return holders[0][0], holders[0][1], ref
+
+
+def _holds(team: Store, ref: str) -> bool:
+    try:
+        team.resolve(ref)
+    except (NotFoundError, InvalidInputError):
+        return False
+    return True

@@ -241,7 +241,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     personal_n, team_n = args.personal, args.team
     total = personal_n + 2 * team_n
     home = tmp / "home"
-    home.mkdir()
+    home.mkdir(exist_ok=True)
     log(f"generating {total} memories …")
     pairs = bench_scale.generate(total, args.seed)
     order = list(range(total))
@@ -252,6 +252,12 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "acme": dealt[personal_n : personal_n + team_n],
         "infra": dealt[personal_n + team_n :],
     }
+    tiered_root, single_root = home / "memstore", tmp / "single"
+    if (single_root / ".git").exists():  # --keep: built by an earlier run
+        log("reusing the vaults built by an earlier run …")
+        tiered = Store.open(settings(tiered_root, home))
+        single = Store.open(settings(single_root, home))
+        return measure(args, tiered, single, pairs, sizes=(personal_n, team_n, total))
     remotes = {}
     for name, chosen in sets.items():
         log(f"remote {name}: {len(chosen)} memories …")
@@ -261,28 +267,44 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     everything = sorted((m for _, m in pairs), key=lambda m: m.created)
     remotes["all"] = remote_of(tmp, "all", everything, args.batch, home)
     started = time.perf_counter()
-    tiered = clone_indexed(remotes["personal"], home / "memstore", home)
+    tiered = clone_indexed(remotes["personal"], tiered_root, home)
     for team in ("acme", "infra"):
         log(f"team join {team} …")
         join(tiered, team, str(remotes[team]))
     build_tiers = time.perf_counter() - started
     log("single vault …")
     started = time.perf_counter()
-    single = clone_indexed(remotes["all"], tmp / "single", home)
+    single = clone_indexed(remotes["all"], single_root, home)
     build_single = time.perf_counter() - started
+    result = measure(args, tiered, single, pairs, sizes=(personal_n, team_n, total))
+    result["index_build_s"] = {"tiers": round(build_tiers, 1), "single": round(build_single, 1)}
+    return result
+
+
+def measure(
+    args: argparse.Namespace,
+    tiered: Store,
+    single: Store,
+    pairs: Sequence[Any],
+    sizes: tuple[int, int, int],
+) -> dict[str, Any]:
+    """Recall latency (--rounds rounds, each its own p50/p95) and the merged ranking."""
+    personal_n, team_n, total = sizes
     queries = bf.make_queries([g for g, _ in pairs], args.queries, args.seed + 1)
     try:
-        log(f"recall ×{len(queries)} on each …")
-        result = {
+        rounds = []
+        for n in range(args.rounds):
+            log(f"recall ×{len(queries)} on each, round {n + 1} of {args.rounds} …")
+            rounds.append(latency(tiered, single, queries, args.warmup))
+        return {
             "sizes": {"personal": personal_n, "team": team_n, "teams": 2, "single": total},
-            "index_build_s": {"tiers": round(build_tiers, 1), "single": round(build_single, 1)},
-            "recall_ms": latency(tiered, single, queries, args.warmup),
+            "recall_ms": rounds[-1],
+            "rounds": [{"wall": r["p95_ratio_wall"], "cpu": r["p95_ratio_cpu"]} for r in rounds],
             "ranking": agreement(tiered, single, queries),
         }
     finally:
         tiered.close()
         single.close()
-    return result
 
 
 def log(message: str) -> None:
@@ -302,6 +324,8 @@ def report(result: dict[str, Any]) -> None:
             f"cpu p50 {cpu['p50']:7.2f}  p95 {cpu['p95']:7.2f}   (n={wall['n']})"
         )
     print(f"  p95 ratio tiers/single: wall {r['p95_ratio_wall']}, cpu {r['p95_ratio_cpu']}")
+    for n, ratios in enumerate(result.get("rounds", []), 1):
+        print(f"    round {n}: p95 ratio wall {ratios['wall']}, cpu {ratios['cpu']}")
     ranking = result["ranking"]
     print(f"merged list vs the single index ({ranking['queries_with_hits']} queries with hits):")
     for name, figures in ranking.items():
@@ -337,6 +361,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=40)
     parser.add_argument("--quick", action="store_true", help="CI smoke: 100 + 2 x 500")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--rounds", type=int, default=3, help="latency rounds in the run")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="build in (and keep) this folder; a later run given it reuses the vaults",
+    )
     parser.add_argument(
         "--fixtures",
         action="store_true",
@@ -347,14 +377,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args = replace_args(args, personal=100, team=500, queries=60, warmup=10, batch=100)
-    tmp = Path(tempfile.mkdtemp(prefix="bench-tiers-"))
+    tmp = args.keep or Path(tempfile.mkdtemp(prefix="bench-tiers-"))
+    tmp.mkdir(parents=True, exist_ok=True)
     try:
         if args.fixtures:
             result = {"fixtures": [labelled(args, tmp, fixture) for fixture in FIXTURES]}
         else:
             result = run(args, tmp)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
     if args.fixtures:
         report_fixtures(result["fixtures"])
     else:
