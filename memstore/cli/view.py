@@ -28,7 +28,6 @@ commands = typer.Typer()
 # Where the page goes unless -o says otherwise: beside the index, outside git (.memstore/
 # is ignored), readable by its owner only, rewritten by each `memstore view`.
 DEFAULT_PAGE = Path(".memstore") / "view.html"
-DEFAULT_DATA = Path(".memstore") / "view.json"
 
 
 def open_in_browser(path: Path) -> bool:
@@ -97,7 +96,7 @@ def view(
     if as_json and output is None:
         typer.echo(render_json(data))
         return
-    target = output or settings.vault / (DEFAULT_DATA if as_json else DEFAULT_PAGE)
+    target = output or settings.vault / DEFAULT_PAGE
     write_private(target, render_json(data) if as_json else render_page(data))
     say(str(target))
     if open_page and not open_in_browser(target):

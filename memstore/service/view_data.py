@@ -12,6 +12,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from operator import itemgetter
 from typing import Any
 
 from memstore.catalog.indexer import Entry
@@ -34,7 +35,7 @@ from memstore.vault.files import MAX_FILE_BYTES
 
 SCHEMA = 1
 NEIGHBOURS = 8
-NEIGHBOUR_CANDIDATES = 200  # memories weighed per memory: rare entities' holders first
+NEIGHBOUR_CANDIDATES = 64  # memories weighed per memory: rare entities' holders first
 GRAPH_MEMORIES = 1500  # a drawing of more is neither readable nor quick in a page
 GRAPH_ENTITIES = 300
 FRONT_CHARS = 4000
@@ -247,7 +248,11 @@ def _secret_item(
 
 
 def _link_neighbours(memories: list[dict[str, Any]]) -> None:
-    """Each memory's neighbours: those sharing its entities, rarer entities weighing more."""
+    """Each memory's neighbours: those sharing its entities, rarer entities weighing more.
+
+    Only the first NEIGHBOUR_CANDIDATES holders of its entities, rarest entity first, are
+    weighed: at 100,000 memories a common entity has thousands, and weighing them all cost
+    more than the rest of the view."""
     holders: dict[str, list[int]] = defaultdict(list)
     for number, memory in enumerate(memories):
         for entity in memory["entities"]:
@@ -255,21 +260,18 @@ def _link_neighbours(memories: list[dict[str, Any]]) -> None:
     size = {entity: len(held) for entity, held in holders.items()}
     for number, memory in enumerate(memories):
         scores: dict[int, float] = {}
-        weighed = 0
+        budget = NEIGHBOUR_CANDIDATES
         for entity in sorted(memory["entities"], key=size.__getitem__):
             held = holders[entity]
-            if len(held) < 2:
+            if len(held) < 2 or budget <= 0:
                 continue
             weight = 1.0 / len(held)
-            for other in held[:NEIGHBOUR_CANDIDATES]:
+            for other in held[:budget]:
                 scores[other] = scores.get(other, 0.0) + weight
-            weighed += len(held)
-            if weighed >= NEIGHBOUR_CANDIDATES:
-                break
+            budget -= len(held)
         scores.pop(number, None)
-        best = heapq.nsmallest(
-            NEIGHBOURS, scores.items(), key=lambda p: (-p[1], memories[p[0]]["id"])
-        )
+        # highest score first; a tie in the vault's order (deterministic: nlargest is stable)
+        best = heapq.nlargest(NEIGHBOURS, scores.items(), key=itemgetter(1))
         memory["neighbours"] = [memories[other]["id"] for other, _ in best]
 
 
