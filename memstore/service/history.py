@@ -180,6 +180,15 @@ class History:
         commits = [c for c in store.git.history() if c.trailer("Session") == session]
         if not commits:
             raise NotFoundError(no_session(session))
+        # A sync's merge brings in what other machines wrote: undoing it would delete their
+        # memories here, and the next sync everywhere. Revert undoes a session's own writes.
+        commits = [c for c in commits if not c.merge]
+        if not commits:
+            raise InvalidInputError(
+                f"session {session} only merged other machines' memories at a sync; revert "
+                "undoes an agent's own writes, never a merge (run 'memstore log' to find the "
+                "session that wrote what you want undone)"
+            )
         with store.transaction(catch_up=False) as tx:
             # A person's uncommitted edit is committed on its own first: the revert then
             # sees it as later work by someone else and keeps it.

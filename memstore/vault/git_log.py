@@ -55,6 +55,9 @@ class Commit:
     time: int
     paths: frozenset[str]
     parent: str
+    # More than one parent: a merge (a sync bringing in another machine's work); its paths
+    # are what the other side changed, measured against this side's parent.
+    merge: bool = False
 
     def trailer(self, name: str) -> str:
         match = re.search(rf"^Memstore-{name}: (.+)$", self.message, re.MULTILINE)
@@ -136,6 +139,7 @@ class GitLog(GitObjects):
                     commit.commit_time,
                     frozenset(paths),
                     str(commit.parent_ids[0]) if commit.parent_ids else "",
+                    len(commit.parent_ids) > 1,
                 )
             )
         return out
