@@ -18,7 +18,7 @@ def holds(store: Store, memory_id: str) -> bool:
     return any(store.vault.root.rglob(f"*-{memory_id}.md"))
 
 
-def both_moved(machines: list[Store]) -> tuple[str, str]:
+def both_moved(machines: list[Store]) -> tuple[str, str]:  # noqa: F811
     """A and B each add a memory; B syncs first, so A's next sync makes a merge."""
     a, b, _ = machines
     own = a.add("Deploys are frozen on Fridays after noon", workspace="global").id
@@ -27,7 +27,9 @@ def both_moved(machines: list[Store]) -> tuple[str, str]:
     return own, theirs
 
 
-def test_reverting_a_session_keeps_what_its_sync_merged_in(machines: list[Store]) -> None:
+def test_reverting_a_session_keeps_what_its_sync_merged_in(
+    machines: list[Store],  # noqa: F811
+) -> None:
     a, b, _ = machines
     own, theirs = both_moved(machines)
     a.sync()  # a merge commit, in the same session as A's add
@@ -43,7 +45,7 @@ def test_reverting_a_session_keeps_what_its_sync_merged_in(machines: list[Store]
 
 
 def test_a_session_that_only_merged_is_refused_and_changes_nothing(
-    machines: list[Store],
+    machines: list[Store],  # noqa: F811
 ) -> None:
     a, _, _ = machines
     own, theirs = both_moved(machines)
