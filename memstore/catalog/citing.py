@@ -195,11 +195,7 @@ class CiteChecker:
         state = self.check(cite)
         if state.state == "fresh":
             return ""
-        if self._history is None:
-            from memstore.vault.path_history import PathHistory  # pygit2: only to explain
-
-            self._history = PathHistory(self.root)
-        change = self._history.last_change(cite.path)
+        change = self._paths().last_change(cite.path)
         anchored = _epoch(cite.at)
         if (
             change is None
@@ -263,6 +259,19 @@ class CiteChecker:
         if found is not None:
             return CiteState("fresh", f"moved to lines {found[0]}-{found[1]}")
         return CiteState("changed", f"{cite.label} changed")
+
+    def holds_version(self, cite: Cite) -> bool:
+        """Whether this repository's objects hold the version `cite` was anchored to: proof
+        that it is the cited repository (another with the same folder name, or an old branch
+        of it, does not), before a citation gone from its files is dropped."""
+        return bool(cite.blob) and self._paths().holds(cite.blob)
+
+    def _paths(self) -> PathHistory:
+        if self._history is None:
+            from memstore.vault.path_history import PathHistory  # pygit2: only to explain
+
+            self._history = PathHistory(self.root)
+        return self._history
 
     def reanchor(self, cite: Cite, now: str) -> Cite | None:
         """Anchor `cite` to today's working tree (a moved line range follows its lines);

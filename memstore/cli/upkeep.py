@@ -191,11 +191,15 @@ def confirm(
                 f"say so on the team's host, or keep a copy of your own (memstore show "
                 f"{tier}:{found}, then memstore add)"
             )
-        memory, dropped = store.confirm_cited(memory_id, checkout_here(settings.vault))
+        memory, dropped, unsure = store.confirm_cited(memory_id, checkout_here(settings.vault))
     times = count(memory.confirmed, "time")
     say(f"confirmed {memory.id} ({times})")
     for cite, reason in dropped:
         say(f"dropped citation {cite.label}: {reason}")
+    for cite, reason in unsure:
+        say(
+            f"kept citation {cite.label}: {reason}, but this repository never held the cited version"
+        )
 
 
 @commands.command()

@@ -94,6 +94,7 @@ class ConfirmOut(TypedDict):
     confirmed: int
     workspace: str
     dropped_cites: NotRequired[list[str]]  # citations of code that is gone, with why
+    kept_cites: NotRequired[list[str]]  # gone here, kept: this repository never held them
 
 
 SentCore = MutableMapping[str, tuple[tuple[str, str, str], ...]]
@@ -281,7 +282,7 @@ def confirm(store: Store, arguments: Mapping[str, Any], cwd: str = "") -> Confir
         from memstore.ops.add_cites import checkout_at
 
         checkout = checkout_at(store.settings.vault, cwd) if cwd else None
-        memory, dropped = store.confirm_cited(memory_id, checkout)
+        memory, dropped, unsure = store.confirm_cited(memory_id, checkout)
     except NotFoundError as err:  # its advice is for a person at a shell
         raise NotFoundError(
             f"no memory with id {memory_id!r}; call memory_recall to find ids"
@@ -293,6 +294,8 @@ def confirm(store: Store, arguments: Mapping[str, Any], cwd: str = "") -> Confir
     }
     if dropped:
         out["dropped_cites"] = [f"{cite.label}: {reason}" for cite, reason in dropped]
+    if unsure:
+        out["kept_cites"] = [f"{cite.label}: {reason}" for cite, reason in unsure]
     return out
 
 

@@ -307,10 +307,13 @@ class Writer(Part):
 
     def confirm_cited(
         self, id_prefix: str, checkout: tuple[Path, str] | None
-    ) -> tuple[Memory, tuple[tuple[Cite, str], ...]]:
+    ) -> tuple[Memory, tuple[tuple[Cite, str], ...], tuple[tuple[Cite, str], ...]]:
         """Confirm a memory and anchor its citations of `checkout` (root, repository name) to
-        today's code, in the one commit; return it and the citations dropped as gone."""
+        today's code, in the one commit; return it, the citations dropped as gone, and those
+        gone here but kept: this repository does not hold the version they cite, so it may
+        be another with the same name (or an old branch), and nothing is dropped on a guess."""
         dropped: list[tuple[Cite, str]] = []
+        unsure: list[tuple[Cite, str]] = []
         now = self.timestamp()
 
         def change(memory: Memory) -> Memory:
@@ -324,14 +327,18 @@ class Writer(Part):
                     kept.append(cite)  # another repository's code: not here to look at
                     continue
                 anchored = checker.reanchor(cite, now)
-                if anchored is None:
-                    dropped.append((cite, checker.check(cite).reason or f"{cite.label} is gone"))
+                reason = "" if anchored else checker.check(cite).reason or f"{cite.label} is gone"
+                if anchored is None and not checker.holds_version(cite):
+                    kept.append(cite)
+                    unsure.append((cite, reason))
+                elif anchored is None:
+                    dropped.append((cite, reason))
                 else:
                     kept.append(anchored)
             return replace(memory, cites=tuple(kept))
 
         memory, _ = self.update(id_prefix, change, "confirm")
-        return memory, tuple(dropped)
+        return memory, tuple(dropped), tuple(unsure)
 
     @serialized
     def forget(self, entry: Entry, message: Callable[[Memory], str]) -> str:

@@ -38,6 +38,15 @@ class PathHistory:
             self._found[(head, path)] = self._walk(repo, path)
         return self._found[(head, path)]
 
+    def holds(self, blob: str) -> bool:
+        """Whether the repository's objects hold the blob `blob` (hex): False when it cannot be
+        opened or the id is not one."""
+        repo = self._open()
+        try:
+            return repo is not None and blob in repo
+        except ValueError:
+            return False
+
     def _open(self) -> Any:
         if self._repo is None:
             pygit2 = _pygit2()

@@ -66,7 +66,7 @@ def test_confirm_reanchors_changed_and_moved_citations_and_drops_gone_ones(
     assert [checker.check(c).state for c in cites] == ["changed", "fresh", "gone"]
     before = commit_count(store.vault.root)
 
-    memory, dropped = store.confirm_cited(added.id, (repo, "webshop"))
+    memory, dropped, _ = store.confirm_cited(added.id, (repo, "webshop"))
 
     assert commit_count(store.vault.root) == before + 1
     assert memory.confirmed == 1
@@ -92,7 +92,7 @@ def test_a_range_whose_text_changed_keeps_its_lines_when_confirmed(
     cite = anchor(repo, "webshop", "src/upload.py:2-3", THEN)
     added = store.add("the limit check", workspace="webshop", cites=(cite,))
     _edit(repo, UPLOAD.replace("> LIMIT", ">= LIMIT"))
-    memory, dropped = store.confirm_cited(added.id, (repo, "webshop"))
+    memory, dropped, _ = store.confirm_cited(added.id, (repo, "webshop"))
     assert dropped == () and memory.cites[0].lines == (2, 3)
     assert CiteChecker(repo).check(memory.cites[0]).state == "fresh"
 
@@ -100,7 +100,7 @@ def test_a_range_whose_text_changed_keeps_its_lines_when_confirmed(
 def test_confirm_outside_the_repository_leaves_citations_alone(store: Store, repo: Path) -> None:
     cite = anchor(repo, "webshop", "src/upload.py:handle_upload", THEN)
     added = store.add("uploads are checked", workspace="webshop", cites=(cite,))
-    memory, dropped = store.confirm_cited(added.id, None)
+    memory, dropped, _ = store.confirm_cited(added.id, None)
     assert memory.cites == (cite,) and dropped == () and memory.confirmed == 1
 
 
@@ -134,7 +134,7 @@ def test_two_clones_reanchoring_one_function_merge_through_the_git_driver(
     init_vault(second, settings_at(second))  # registers the merge driver in the clone
     _edit(repo, UPLOAD.replace("> LIMIT", ">= LIMIT"))
     with Store.open(settings_at(first)) as a:  # A re-anchors today
-        reanchored, _ = a.confirm_cited(added.id, (repo, "webshop"))
+        reanchored, _, _ = a.confirm_cited(added.id, (repo, "webshop"))
     git(first, "push", "-q", "origin", "main")
     older = anchor(repo, "webshop", "src/upload.py:handle_upload", "2026-12-02T00:00:00Z")
     more = anchor(repo, "webshop", "src/upload.py:reject", "2026-12-02T00:00:00Z")
@@ -175,3 +175,27 @@ def test_an_agent_cites_and_confirms_through_the_mcp_server(store: Store, repo: 
     confirmed = json.loads(text_of(call(server, "memory_confirm", {"id": out["id"]})))
     assert confirmed["dropped_cites"] == ["src/upload.py:reject: reject no longer in src/upload.py"]
     assert _stored(store, out["id"]) == ()
+
+
+def test_confirm_in_another_repository_of_the_same_name_drops_nothing(
+    store: Store, repo: Path, tmp_path: Path
+) -> None:
+    # a new user's trial: `confirm` run in an unrelated checkout also called webshop dropped
+    # every citation as "deleted"; that repository never held the cited version
+    cites = tuple(
+        anchor(repo, "webshop", spec, THEN)
+        for spec in ("src/upload.py:handle_upload", "src/upload.py")
+    )
+    added = store.add("uploads past LIMIT get 413", workspace="webshop", cites=cites)
+    other = tmp_path / "elsewhere" / "webshop"
+    other.mkdir(parents=True)
+    (other / "README.md").write_text("another shop\n", encoding="utf-8")
+    git(other, "init", "-q", "-b", "main")
+    git(other, "add", ".")
+    git(other, "commit", "-qm", "first")
+
+    memory, dropped, unsure = store.confirm_cited(added.id, (other, "webshop"))
+
+    assert dropped == ()
+    assert [cite for cite, _ in unsure] == list(cites)
+    assert memory.cites == cites and _stored(store, added.id) == cites
