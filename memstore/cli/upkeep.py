@@ -15,6 +15,7 @@ import typer
 from memstore.cli.terminal import ask, now, progress_bar, say
 from memstore.core.errors import InvalidInputError
 from memstore.core.model import ADDABLE_KINDS, summary
+from memstore.core.secret_mask import mask_secrets
 from memstore.ops.cli_help import choices
 from memstore.ops.lean import checkout_here, complete_workspace
 from memstore.ops.output import count, supersede_command
@@ -226,7 +227,9 @@ def forget(
     with Store.open(shell_settings(vault)) as store:
         curator = Curator(store, now())
         entry, memory = store.show(memory_id)
-        say(f"# {entry.path}\n{memory.body.rstrip()}")
+        # a memory is often forgotten (or purged) for the credential it holds: the terminal
+        # and an agent's transcript see it masked as the scanner sees it
+        say(f"# {entry.path}\n{mask_secrets(memory.body.rstrip())}")
         named = curator.correcting(entry)
         if named and not force:
             raise InvalidInputError(
