@@ -103,7 +103,11 @@ def anchor(root: Path, repo: str, spec: str, now: str) -> Cite:
     path = posix.as_posix()
     try:
         data = (root / path).read_bytes()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+    except IsADirectoryError:
+        raise InvalidInputError(
+            f"cannot cite {path}: it is a folder; cite a file in it (or a function there)"
+        ) from None
+    except (FileNotFoundError, NotADirectoryError):
         raise InvalidInputError(f"cannot cite {path}: no such file in {root}") from None
     except OSError as err:  # unreadable: a permission, a device
         raise InvalidInputError(f"cannot cite {path}: {err.strerror or err}") from None
@@ -112,8 +116,12 @@ def anchor(root: Path, repo: str, spec: str, now: str) -> Cite:
     if symbol:
         qualified = _qualified(path, text, symbol)
         if qualified is None:
+            several = sorted({n for n, _, _ in definitions(path, text) if n.endswith("." + symbol)})
             raise InvalidInputError(
-                f"cannot cite {path}:{symbol}: no function or class {symbol} in {path}"
+                f"cannot cite {path}:{symbol}: {symbol} is defined {len(several)} times; "
+                f"name one: {', '.join(several)}"
+                if several
+                else f"cannot cite {path}:{symbol}: no function or class {symbol} in {path}"
             )
         name, (start, end) = qualified
         return replace(cite, symbol=name, digest=text_digest(_slice(text, start, end)))

@@ -104,13 +104,26 @@ def test_anchor_records_the_blob_git_gives_and_a_digest(repo: Path) -> None:
         ("src/upload.py:no_such_function", "no_such_function"),
         ("src/upload.py:5-400", "has 19 lines"),
         ("../outside.py", "inside the repository"),
-        ("src", "no such file"),
+        ("src", "it is a folder"),
+        ("src/upload.py:close_all", "no function or class close_all"),
     ],
 )
 def test_anchor_refuses_what_is_not_there_in_one_line(repo: Path, spec: str, named: str) -> None:
     with pytest.raises(InvalidInputError) as caught:
         anchor(repo, "webshop", spec, NOW)
     assert named in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_name_two_classes_define_is_refused_naming_both(repo: Path) -> None:
+    _write(
+        repo,
+        "src/two.py",
+        "class A:\n    def handle(self):\n        pass\n\n\nclass B:\n    def handle(self):\n        pass\n",
+    )
+    twice = "defined 2 times; name one: A.handle, B.handle"
+    with pytest.raises(InvalidInputError, match=twice):
+        anchor(repo, "webshop", "src/two.py:handle", NOW)
+    assert anchor(repo, "webshop", "src/two.py:B.handle", NOW).symbol == "B.handle"
 
 
 def test_relative_spec_reads_paths_from_the_callers_folder(repo: Path) -> None:
