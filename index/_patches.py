@@ -12,10 +12,6 @@ Whoosh also reads a document's field length with a seek and a read each time; wr
 segment asks once per posting (~40 system calls per memory indexed). Here a reader loads
 a field's whole lengths column on first use.
 
-Whoosh derives a small segment's stored-field offsets from their lengths in a Python loop
-each time a reader opens it (~10 ms a segment of 25,000 documents, on every first search of
-a process); here they are summed in C, to the same array.
-
 Whoosh means to leave a posting block uncompressed when its pickle is under 20 bytes
 ("don't bother compressing"), but the next line sets the compression anyway: every term
 that only one or two documents hold (a memory's key, id and hash, most words) paid a zlib
@@ -25,16 +21,12 @@ the compression from each block's header, so segments written either way read th
 
 from __future__ import annotations
 
-import itertools
 import os
 import pickle
-import struct
 import threading
 import zlib
-from array import array
 from typing import Any
 
-from whoosh import columns
 from whoosh.codec import whoosh3
 from whoosh.filedb import structfile
 from whoosh.util.numeric import byte_to_length, length_to_byte
@@ -42,7 +34,6 @@ from whoosh.util.numeric import byte_to_length, length_to_byte
 # A stored length byte to the length it stands for; 0 means the field is absent (None).
 BYTE_TO_LENGTH: tuple[int | None, ...] = (None, *(byte_to_length(b) for b in range(1, 256)))
 _NO_COLUMN = ()
-_WHOOSH_OFFSETS = columns.VarBytesColumn.Reader._read_offsets_and_lengths  # for the tests
 SMALL_BLOCK = 20  # a block's pickle below this many bytes is not compressed (Whoosh's own)
 
 
@@ -116,29 +107,6 @@ def length_column(perdoc: Any, fieldname: str) -> tuple[int | None, ...]:
     return tuple(BYTE_TO_LENGTH[b] for b in raw)
 
 
-def _var_bytes_offsets_and_lengths(self: Any) -> None:
-    # Whoosh's VarBytesColumn.Reader._read_offsets_and_lengths, the offsets summed in C.
-    dbfile, doccount = self._dbfile, self._doccount
-    lastbyte = self._basepos + self._length - 1  # the lengths' type code
-    lens_code = chr(dbfile.get_byte(lastbyte))
-    offsets = None
-    if lens_code == "X":  # the offsets were written: the real type codes come before
-        self.had_stored_offsets = True
-        lens_code = chr(dbfile.get_byte(lastbyte - 2))
-        offsets_code = chr(dbfile.get_byte(lastbyte - 1))
-        offsetstart = (lastbyte - 2) - doccount * struct.calcsize(offsets_code)
-        offsets = dbfile.get_array(offsetstart, offsets_code, doccount)
-        lastbyte = offsetstart
-    lengths = dbfile.get_array(
-        lastbyte - struct.calcsize(lens_code) * doccount, lens_code, doccount
-    )
-    if offsets is None:
-        offsets = array("L", itertools.accumulate(lengths, initial=0))
-        offsets.pop()  # the end of the last value
-    self._offsets = offsets
-    self._lengths = lengths
-
-
 def _write_block(self: Any, last: bool = False) -> None:
     # Whoosh's W3PostingsWriter._write_block, with its small-block rule applied.
     if not self._blockcount:
@@ -168,9 +136,8 @@ _lock = threading.Lock()
 
 
 def apply() -> None:
-    """Make Whoosh read mapped segment files in place, lengths a column at a time and
-    stored offsets summed in C, and write small posting blocks uncompressed (idempotent:
-    the first call patches)."""
+    """Make Whoosh read mapped segment files in place and lengths a column at a time, and
+    write small posting blocks uncompressed (idempotent: the first call patches)."""
     global _applied
     if _applied:
         return
@@ -179,5 +146,4 @@ def apply() -> None:
             whoosh3.W3PostingsWriter._write_block = _write_block
             structfile.BufferFile.__init__ = _mapped_buffer_file
             whoosh3.W3PerDocReader.doc_field_length = _doc_field_length
-            columns.VarBytesColumn.Reader._read_offsets_and_lengths = _var_bytes_offsets_and_lengths
             _applied = True
