@@ -48,6 +48,9 @@ HOLDER_FIELDS = ("content", "keywords")  # a memory "holds" a term in its text o
 # Stored documents kept (~1 KB each: ~8 MB): a common word ties many at the last place,
 # and each tied one is read (~40 µs) to break the tie by key.
 CACHE_DOCUMENTS = 8_000
+# The terms a weak hit's text holds (~600 B each), for its coverage: asked only of the few
+# hits a query keeps, so fewer are kept than documents (a miss analyses the text again).
+CACHE_HELD_TERMS = 2_000
 # What a long-lived process reads ahead (warm_steps): the most frequent content terms, at
 # most this many, whose posting lists hold at most WARM_POSTINGS postings in all. At 100k
 # a budget of 1M postings cost 3.7 s of CPU and +48 MB held; the gain was mostly the
@@ -311,7 +314,7 @@ class IndexReader:
         text = f"{doc.content}\n{' '.join(doc.keywords)}"
         found = frozenset(query_terms(self._analyzer, text))
         self._held_terms[key] = found
-        if len(self._held_terms) > CACHE_DOCUMENTS:
+        if len(self._held_terms) > CACHE_HELD_TERMS:
             self._held_terms.popitem(last=False)
         return found
 

@@ -50,7 +50,7 @@ def max_distance(term: str) -> int:
     return 2 if len(term) >= TWO_EDITS_MIN else 1
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=128)  # ~11 KB each; a stand-in found is kept by the Lexicon
 def automaton(term: str, edits: int) -> Any:
     """Return a DFA accepting the strings within `edits` of `term` (a swap is one edit)
     that begin with its first letter (which also keeps the walk to one stretch of the table)."""

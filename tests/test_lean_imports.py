@@ -51,6 +51,7 @@ def test_a_search_without_a_daemon_imports_no_network_asyncio_or_secret_rules(va
     modules = set(found["modules"])  # type: ignore[arg-type]
     assert "whoosh.reading" in modules
     assert not modules & {"asyncio", "urllib.request", "http.client", "ssl", "email.parser"}
+    assert "whoosh.lang.morph_en" not in modules  # Variations' word forms: never searched with
     assert found["secret_rules_compiled"] == 0
 
 
@@ -60,6 +61,17 @@ def test_whoosh_stand_ins_do_not_outlive_its_import():
         "assert 'cached_property' not in sys.modules and 'urllib.request' not in sys.modules\n"
         "import urllib.request, cached_property\n"
         "assert hasattr(urllib.request, 'urlopen') and cached_property.__file__\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_whoosh_variations_import_their_word_forms_on_first_use():
+    code = (
+        "import sys, memstore.index, whoosh.query.terms\n"
+        "assert 'whoosh.lang.morph_en' not in sys.modules\n"
+        "forms = whoosh.query.terms.variations('rendering')  # what Variations asks\n"
+        "from whoosh.lang.morph_en import variations\n"
+        "assert set(forms) == set(variations('rendering')) and 'render' in forms\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -187,7 +187,8 @@ class Daemon:
             with store.shared.mutex:
                 steps = store.indexer.search.warm_steps()
             while not self._stop.is_set():
-                with store.shared.mutex:
+                # between requests, not beside one: a step's Python would slow it (the GIL)
+                with self._serving, store.shared.mutex:
                     if next(steps, done) is done:
                         break
         except (MemstoreError, SearchIndexError) as err:

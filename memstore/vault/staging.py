@@ -92,6 +92,8 @@ class IndexStager:
                 with self._vault.try_lock() as locked:
                     if locked:
                         git.sync_index()
+                        if not final:  # a long-lived process: its next write needs no index
+                            git.release_index()
                     elif not final:
                         self._start(INDEX_QUIET_S)  # a writer is busy: after it
             except VaultError as err:

@@ -174,7 +174,10 @@ def proc_cpu_ms(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
-def daemon_phase(s: bs.Sized, res: dict[str, Any]) -> None:
+def daemon_phase(s: bs.Sized, res: dict[str, Any], fresh: Sequence[str] = ()) -> None:
+    """The daemon from its first answer: the first 100 recalls, a working session, the
+    session's recalls asked again (`steady`) and recalls never asked before (`steady_fresh`:
+    a repeated query finds its words' lists, stand-ins and rows cached)."""
     client = importlib.import_module("memstore.ops.client")
     tools = importlib.import_module("memstore.ops.tools")
     if client.status(s.root) is not None:
@@ -227,6 +230,10 @@ def daemon_phase(s: bs.Sized, res: dict[str, Any]) -> None:
     cpu.clear()
     d["steady"] = bf.summary([recall(q) for q in queries])
     d["steady_cpu"] = bf.summary(cpu)
+    if fresh:
+        cpu.clear()
+        d["steady_fresh"] = bf.summary([recall(q) for q in fresh])
+        d["steady_fresh_cpu"] = bf.summary(cpu)
     d["after_session"] = bs.resident(pid)
     time.sleep(3.0)  # idle: the daemon collects, freezes and unmaps what it read (SETTLE_AFTER_S)
     d["after_idle"] = bs.resident(pid)
@@ -270,7 +277,17 @@ def report(res: dict[str, Any]) -> None:
         for key in ("at_first_answer", "after_first_100", "after_session", "after_idle"):
             print(f"  RSS {key:16} {d.get(key)}")
         print(f"  after idle: {d.get('rss_anon_file_mib')}")
-        for key in ("first_100", "first_100_cpu", "session_recalls", "steady", "steady_cpu"):
+        for key in (
+            "first_100",
+            "first_100_cpu",
+            "session_recalls",
+            "steady",
+            "steady_cpu",
+            "steady_fresh",
+            "steady_fresh_cpu",
+        ):
+            if key not in d:
+                continue
             x = d[key]
             print(
                 f"  recall {key:16} n={x['n']} p50 {x['p50']:.1f} p95 {x['p95']:.1f} "
@@ -304,6 +321,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         items = [g for g, _ in bs.generate(args.size, bf.SEED + args.size)]
     s.queries = bf.make_queries(items, 400, bf.SEED * 7 + args.size)
+    asked = {q.text for q in s.queries}
+    more = bf.make_queries(items, 200, bf.SEED * 7 + args.size + 1)
+    fresh = list(dict.fromkeys(q.text for q in more if q.text not in asked))[:100]
     hits = [q for q in s.queries if bf.fts_match(q.text)]
     s.cli_queries = hits[:: max(1, len(hits) // 30)][:30]
     s.fresh = bs.fresh_memories(items, args.size, 40)
@@ -316,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         if "first" in args.phases:
             first_phase(s, res, args.first_runs)
         if "daemon" in args.phases:
-            daemon_phase(s, res)
+            daemon_phase(s, res, fresh)
     load = bf.foreign_load(mark)
     res["meta"] = (
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, git {bs.git_head()}, "
