@@ -198,7 +198,9 @@ def show(
     from memstore.service.tiers import locate
 
     with Store.open(shell_settings(vault)) as store:
-        tier, owner, memory_id = locate(store, memory_id)  # acme:ID, or an id only a team holds
+        tier, owner = "", store
+        if not as_of or ":" in memory_id:  # an old version may be of a memory forgotten since
+            tier, owner, memory_id = locate(store, memory_id)  # acme:ID, or only a team's id
         label = f"{tier}:" if tier else ""
         if as_of:
             from memstore.service.history import History

@@ -48,7 +48,7 @@ from memstore.vault.git import GitRepo
 if TYPE_CHECKING:
     from memstore.service.store import Store
 
-# Records of a clone, in a file beside it (record_path; older clones: in their .memstore/)
+# Records of a clone, in a file outside it (record_path; older clones: in their .memstore/)
 SYNCED = "team-synced"  # {"at": ISO time of the last pull that reached it, "error": failure}
 PUSHED = "team-push"  # {"can": "yes" | "no", "at": ISO time}
 CanPush = Literal["yes", "no", "unknown"]
@@ -339,7 +339,7 @@ def _fast_forward(clone: Store, theirs: str, progress: Progress | None) -> int:
 
 def record_sync(root: Path, error: str) -> None:
     """Record that a pull of the clone at `root` reached its remote now ('' error) or
-    failed (kept beside the clone: a clone removed and cloned again keeps its record)."""
+    failed (kept outside the clone: a clone removed and cloned again keeps its record)."""
     before = _record(root, SYNCED)
     at = now_text() if not error else str(before.get("at", ""))
     _write_record(root, SYNCED, {"at": at, "error": error})
@@ -352,8 +352,9 @@ def record_push(root: Path, can_push: bool) -> None:
 
 
 def record_path(root: Path) -> Path:
-    """Return the file beside the clone at `root` holding its sync and push records."""
-    return root.parent / f"{root.name}.json"
+    """Return the file holding the sync and push records of the clone at `root`: outside
+    the clone, beside the teams' folder (`…/memstore/team-records/<clone>.json`)."""
+    return root.parent.parent / "team-records" / f"{root.name}.json"
 
 
 def _write_record(root: Path, name: str, value: dict[str, object]) -> None:
@@ -361,6 +362,7 @@ def _write_record(root: Path, name: str, value: dict[str, object]) -> None:
     records[name] = value
     path = record_path(root)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         scratch = path.with_name(f".{path.name}.{os.getpid()}")
         scratch.write_text(json.dumps(records), encoding="utf-8")
         os.replace(scratch, path)
