@@ -209,7 +209,7 @@
         h("span", {}, `${s.source || "?"} on ${s.host || "?"}`),
         h("span", { class: "muted" }, `${day(s.first)} – ${day(s.last)}`),
         h("span", { class: "muted" }, `${plural(row.count, "change")} shown of ${s.changes ?? row.count}`),
-        command(s.undo || `memstore revert --session ${id}`));
+        undoOf(s, id));
     }
     const [author, host] = row.key.slice(2).split("|");
     return h("div", { class: "session" },
@@ -338,7 +338,13 @@
       changeRow(index, true),
       c.session ? h("div", { class: "muted" },
         link("timeline/" + encodeURIComponent(c.session), `session ${c.session} in the timeline`), " · undo it: ",
-        command(sessionById.get(c.session)?.undo || `memstore revert --session ${c.session}`)) : null);
+        undoOf(sessionById.get(c.session), c.session)) : null);
+  }
+
+  // The command that undoes a session, or why none is offered (a sync merge is not undone).
+  function undoOf(s, id) {
+    if (s && !s.undo) return h("span", { class: "muted no-undo" }, s.no_undo || "no undo offered");
+    return command((s && s.undo) || `memstore revert --session ${id}`);
   }
 
   // ---- Health -----------------------------------------------------------------------

@@ -98,7 +98,8 @@ def collect_view(
                 if key in item:
                     item[key] = masker.text(item[key])
     for session in timeline.sessions:
-        session["undo"] = with_vault(session["undo"], vault_option)
+        if session["undo"]:
+            session["undo"] = with_vault(session["undo"], vault_option)
     graph = _graph(memories, masker)
     masker.save(everything=workspace is None and cutoff is None)
     if graph["sampled"]:

@@ -54,6 +54,7 @@ SUBJECT_CHARS = 200
 # Changes listed one by one, newest first; older ones count in their sessions only. At 10
 # changes a memory a 100,000-memory vault has a million: no page holds them usefully.
 MAX_CHANGES = 20_000
+NO_UNDO = "sync merges are not undone by revert"  # shown for a session holding a merge
 
 
 @dataclass
@@ -208,9 +209,13 @@ def _add_to_session(
             "changes": 0,
             "ids": [],
             "undo": f"memstore revert --session {name}",
+            "no_undo": "",
         }
     session["changes"] += 1
     session["first"] = min(session["first"], change["time"])
     session["last"] = max(session["last"], change["time"])
-    if listed and change["kind"] not in ("merge", "conflict"):
+    if change["kind"] in ("merge", "conflict"):
+        # Reverting a sync's merge would delete what the other machine added: no undo offered.
+        session["undo"], session["no_undo"] = "", NO_UNDO
+    elif listed:
         session["ids"].extend(change["ids"])  # a merge brings others' memories: not its own
