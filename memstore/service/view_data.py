@@ -287,7 +287,7 @@ def _queues(
 ) -> dict[str, list[dict[str, Any]]]:
     paths = {e.path for e in entries}
     shown = [d for key, d in documents.items() if key in paths]
-    contradictions, duplicates, compared = alike_queues(store, shown, entries, vault)
+    contradictions, duplicates, compared = alike_queues(store, shown, entries, vault, now)
     if compared < len(shown):
         sampled["duplicates"] = (
             f"near-duplicates and contradictions looked for among the newest {compared:,} "

@@ -4,7 +4,12 @@ hand-written files, an early --since, one secret item per finding, the growth ch
 
 from __future__ import annotations
 
-from memstore.service.store import Store
+from datetime import UTC, datetime
+from pathlib import Path
+
+from memstore.ops.output import supersede_command
+from memstore.service.curation import Curator
+from memstore.service.store import Store, init_vault
 from tests.service import test_view_data as base
 
 world = base.world  # the two-machine vault of test_view_data
@@ -27,3 +32,33 @@ def test_no_undo_is_offered_for_a_session_holding_a_sync_merge(world: World) -> 
             assert session["undo"] == undo
             assert session["no_undo"] == ""
     assert {s["session"] for s in data["sessions"]} - merged == {"s-later"}
+
+
+def port(number: int) -> str:
+    return f"the api service listens on port {number}; set in deploy/api_gateway.yaml"
+
+
+def test_the_contradictions_queue_is_audits_with_audits_command(tmp_path: Path) -> None:
+    """A supersede chain settles its pairs: 9091 supersedes 9090 supersedes 8080, so only
+    9091 vs 3000 is left, and the newer text is the one the command adds."""
+    settings = base.machine(tmp_path / "v", "host-a", "claude-code", "s-one")
+    init_vault(settings.vault, settings)
+    with Store.open(settings) as store:
+        first = store.add(port(8080), workspace="webshop").id
+        other = store.add(port(3000), workspace="webshop").id
+        middle = store.add(port(9090), workspace="webshop", supersedes=(first,)).id
+        last = store.add(port(9091), workspace="webshop", supersedes=(middle,)).id
+        store.add(base.RETRY_THREE, workspace="billing")
+        store.add(base.RETRY_FIVE, workspace="billing")
+        curator = Curator(store, datetime.now(UTC))
+        report = curator.audit()
+        texts = curator.bodies(pair.new for pair in report.contradictions)
+    expected = [
+        ([c.new, c.old], supersede_command(texts[c.new], c.workspace, c.old))
+        for c in report.contradictions
+    ]
+    assert [last, other] in [ids for ids, _ in expected]  # the fixture's own check
+    assert len(expected) == 2  # and the billing pair
+    queue = view_of(settings.vault)["queues"]["contradictions"]
+    assert [(item["ids"], item["command"]) for item in queue] == expected
+    assert not any({first, middle} & set(item["ids"]) for item in queue)
