@@ -83,6 +83,7 @@ def collect_view(
         masker,
         since=int(cutoff.timestamp()) if cutoff else None,
         workspace=workspace,
+        known={e.path: e.id for e in everything},
         progress=steps.history,
     )
     if cutoff is not None:

@@ -7,9 +7,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+from memstore.core.codec import path_id
 from memstore.ops.output import supersede_command
 from memstore.service.curation import Curator
 from memstore.service.store import Store, init_vault
+from tests.conftest import git
 from tests.service import test_view_data as base
 
 world = base.world  # the two-machine vault of test_view_data
@@ -62,3 +64,24 @@ def test_the_contradictions_queue_is_audits_with_audits_command(tmp_path: Path) 
     queue = view_of(settings.vault)["queues"]["contradictions"]
     assert [(item["ids"], item["command"]) for item in queue] == expected
     assert not any({first, middle} & set(item["ids"]) for item in queue)
+
+
+def test_a_hand_written_file_has_the_index_id_in_the_timeline(world: World) -> None:
+    notes = world.a / "webshop" / "runbook-notes.md"
+    notes.write_text("restart the api with systemctl restart api\n", encoding="utf-8")
+    gone = world.a / "webshop" / "scratch-notes.md"
+    gone.write_text("a scratch note deleted later\n", encoding="utf-8")
+    git(world.a, "add", "-A")
+    git(world.a, "commit", "-qm", "runbook notes by hand")
+    gone.unlink()
+    git(world.a, "commit", "-qam", "drop the scratch note")
+    data = view_of(world.a)
+    (memory,) = [m for m in data["memories"] if m["path"] == "webshop/runbook-notes.md"]
+    assert memory["id"] == path_id("webshop/runbook-notes.md") != "notes"
+    added = next(c for c in data["changes"] if c["subject"] == "runbook notes by hand")
+    dropped = next(c for c in data["changes"] if c["subject"] == "drop the scratch note")
+    assert memory["id"] in added["ids"] and "notes" not in added["ids"]
+    assert dropped["ids"] == [path_id("webshop/scratch-notes.md")]  # gone: the id it had
+    assert [data["changes"][i]["subject"] for i in memory["history"]] == ["runbook notes by hand"]
+    # memstore's own files keep the id their name ends with
+    assert all(m["id"] in data["changes"][m["history"][-1]]["ids"] for m in data["memories"])
