@@ -7,10 +7,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from memstore.core.codec import path_id
 from memstore.ops.output import supersede_command
 from memstore.service.curation import Curator
 from memstore.service.store import Store, init_vault
+from memstore.vault.git_walk import walk_history
 from tests.conftest import git
 from tests.service import test_view_data as base
 
@@ -85,3 +88,22 @@ def test_a_hand_written_file_has_the_index_id_in_the_timeline(world: World) -> N
     assert [data["changes"][i]["subject"] for i in memory["history"]] == ["runbook notes by hand"]
     # memstore's own files keep the id their name ends with
     assert all(m["id"] in data["changes"][m["history"][-1]]["ids"] for m in data["memories"])
+
+
+@pytest.mark.parametrize("since", ["1970-01-01", "1969-07-20", "1900-01-01", "2001-09-09"])
+def test_a_date_before_the_first_commit_keeps_every_change(world: World, since: str) -> None:
+    everything = view_of(world.a)
+    data = view_of(world.a, since=since)
+    assert data["changes"] == everything["changes"] and len(data["changes"]) > 10
+    assert len(data["memories"]) == len(everything["memories"])
+
+
+def test_the_walk_keeps_commits_since_any_time_git_could_misread(world: World) -> None:
+    every = list(walk_history(world.a))
+    newest = max(w.time for w in every)
+    for since in (-86400 * 365, 0, 1, 100, 99_999_999, every[-1].time):
+        assert [w.id for w in walk_history(world.a, since=since)] == [w.id for w in every]
+    assert {w.id for w in walk_history(world.a, since=newest)} == {
+        w.id for w in every if w.time == newest
+    }
+    assert list(walk_history(world.a, since=newest + 1)) == []
