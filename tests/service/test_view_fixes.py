@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from memstore.core.codec import path_id
+from memstore.core.secrets import find_secrets
 from memstore.ops.output import supersede_command
 from memstore.service.curation import Curator
 from memstore.service.store import Store, init_vault
@@ -107,3 +108,33 @@ def test_the_walk_keeps_commits_since_any_time_git_could_misread(world: World) -
         w.id for w in every if w.time == newest
     }
     assert list(walk_history(world.a, since=newest + 1)) == []
+
+
+SLACK = "xoxb-" + "4821930475-7719302846-Hq8ZtWm3Rk5Lp2Nv7Xc9Bd4F"  # a Slack bot token's shape
+
+
+def test_the_secrets_queue_has_one_item_per_finding_on_its_line(world: World) -> None:
+    notes = world.a / "webshop" / "two-credentials.md"
+    notes.write_text(
+        f"deploy notes\n\nuse {base.TOKEN} for the registry\nnothing here\nbot: {SLACK}\n",
+        encoding="utf-8",
+    )
+    git(world.a, "add", "-A")
+    git(world.a, "commit", "-qm", "two credentials by hand")
+    settings = base.machine(world.a, "host-a", "test", "s-audit")
+    with Store.open(settings) as store:
+        audit = Curator(store, datetime.now(UTC)).audit()
+        path_of = {e.id: e.path for e in store.indexer.entries()}
+    queue = view_of(world.a)["queues"]["secrets"]
+    assert sorted((path_of[i], kind) for i, kind in audit.secrets) == sorted(
+        (item["path"], item["kind"]) for item in queue
+    )
+    lines = notes.read_text(encoding="utf-8").split("\n")
+    found = [
+        (item["line"], item["kind"])
+        for item in queue
+        if item["path"].endswith("two-credentials.md")
+    ]
+    assert len(found) == 2 and {line for line, _ in found} == {3, 5}
+    for line, kind in found:
+        assert kind in find_secrets(lines[line - 1])
