@@ -94,12 +94,14 @@
       for (; shown < end; shown++) part.append(render(list[shown], shown));
       rows.append(part);
       const left = list.length - shown;
-      more.hidden = left === 0;
+      // No button once nothing is left (a hidden one still reads "Show 0 more" as text).
+      if (left === 0) return more.remove();
       more.textContent = `Show ${Math.min(PAGE, left)} more (${left.toLocaleString("en")} left)`;
+      if (!more.isConnected) box.append(more);
     };
     more.addEventListener("click", step);
+    box.append(rows);
     step();
-    box.append(rows, more);
     return box;
   }
 

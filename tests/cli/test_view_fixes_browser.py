@@ -17,6 +17,16 @@ browser = base.browser
 NO_UNDO = "sync merges are not undone by revert"
 
 
+def page_text(browser: base.Browser) -> str:
+    """The text of every element the page drew (its script left out), hidden ones too."""
+    return str(
+        browser.evaluate(
+            "[...document.body.children].filter(e => e.tagName !== 'SCRIPT')"
+            ".map(e => e.textContent).join(' ')"
+        )
+    )
+
+
 def test_a_session_holding_a_merge_shows_why_no_undo_is_offered(
     browser: base.Browser, tmp_path: base.Path
 ) -> None:
@@ -32,3 +42,20 @@ def test_a_session_holding_a_merge_shows_why_no_undo_is_offered(
     others = base.texts(browser, ".session[data-session] code.cmd")
     assert others and all(c.startswith("memstore revert --session s") for c in others)
     assert not any(name == c.rsplit(" ", 1)[-1] for c in others)
+
+
+def test_no_more_button_is_left_once_every_row_is_shown(
+    browser: base.Browser, tmp_path: base.Path
+) -> None:
+    browser.load(base.write_page(tmp_path, synthetic_view(400)).as_uri())
+    for route in ("#health", "#search/deploy", "#timeline"):
+        base.go(browser, route)
+        assert "Show 0 more" not in page_text(browser), route
+        buttons = base.texts(browser, "button.more")
+        assert all(" 0 more" not in b and "(0 left)" not in b for b in buttons), route
+    clicks = 0
+    while base.count(browser, "#timeline-list button.more"):
+        browser.evaluate("document.querySelector('#timeline-list button.more').click()")
+        clicks += 1
+    assert clicks >= 1  # the timeline had more than a page: its button went with the last one
+    assert "0 left" not in page_text(browser)
