@@ -120,7 +120,7 @@ def collect_view(
         "changes": timeline.changes,
         "sessions": timeline.sessions,
         "queues": queues,
-        "stats": _stats(memories),
+        "stats": _stats(memories, timeline.first_change),
         "graph": graph,
     }
 
@@ -328,8 +328,11 @@ def _queues(
     return queues
 
 
-def _stats(memories: list[dict[str, Any]]) -> dict[str, Any]:
-    months = Counter(m["created"][:7] for m in memories if m["created"])
+def _stats(memories: list[dict[str, Any]], first_change: dict[str, str]) -> dict[str, Any]:
+    """Sizes by workspace and kind, and growth per month: a memory counts in the month it
+    was created, or (a hand-written file without `created`) of its oldest change."""
+    born = (m["created"] or first_change.get(m["id"], "") for m in memories)
+    months = Counter(stamp[:7] for stamp in born if stamp)
     growth, total = [], 0
     for month in sorted(months):
         total += months[month]

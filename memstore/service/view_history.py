@@ -67,6 +67,7 @@ class Timeline:
     sessions: list[dict[str, Any]] = field(default_factory=list)
     by_memory: dict[str, list[int]] = field(default_factory=dict)
     host_of: dict[str, str] = field(default_factory=dict)  # id -> machine of its oldest change
+    first_change: dict[str, str] = field(default_factory=dict)  # id -> time of its oldest change
     capped: dict[str, str] = field(default_factory=dict)  # what was left out, in words
 
 
@@ -151,6 +152,7 @@ def read_timeline(
                 names[value] = masker.text(value)
             change[key] = names[value]
         for memory_id in change["ids"]:
+            timeline.first_change[memory_id] = change["time"]  # newest first: the oldest wins
             if change["host"]:
                 timeline.host_of[memory_id] = change["host"]  # newest first: the oldest wins
         if number < MAX_CHANGES:

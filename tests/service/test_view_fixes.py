@@ -138,3 +138,17 @@ def test_the_secrets_queue_has_one_item_per_finding_on_its_line(world: World) ->
     assert len(found) == 2 and {line for line, _ in found} == {3, 5}
     for line, kind in found:
         assert kind in find_secrets(lines[line - 1])
+
+
+def test_growth_counts_a_hand_written_file_by_its_first_commit(world: World) -> None:
+    notes = world.a / "webshop" / "runbook-notes.md"
+    notes.write_text("restart the api with systemctl restart api\n", encoding="utf-8")
+    git(world.a, "add", "-A")
+    git(world.a, "commit", "-qm", "runbook notes by hand")
+    data = view_of(world.a)
+    memory = next(m for m in data["memories"] if m["path"] == "webshop/runbook-notes.md")
+    assert memory["created"] == ""  # no front matter: only git knows when it came
+    growth = data["stats"]["growth"]
+    assert growth[-1][2] == len(data["memories"])  # every memory counted
+    month = data["changes"][memory["history"][-1]]["time"][:7]
+    assert next(g for g in growth if g[0] == month)[1] >= 1
