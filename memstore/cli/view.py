@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import webbrowser
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -20,6 +21,7 @@ from memstore.ops.lean import complete_workspace
 from memstore.ops.output import render_json
 from memstore.ops.parameters import JsonOption, QuietOption, VaultOption, shell_settings
 from memstore.ops.view_page import render_page
+from memstore.service.history import parse_date, parse_since
 from memstore.service.store import Store
 from memstore.service.view_data import collect_view
 
@@ -84,6 +86,8 @@ def view(
 
     Example:  memstore view --since 7d --open
     """
+    if since is not None:
+        _check_since(since)
     settings = shell_settings(vault)
     with Store.open(settings) as store, progress_bar("building the view", quiet=quiet) as step:
         data = collect_view(
@@ -101,6 +105,15 @@ def view(
     say(str(target))
     if open_page and not open_in_browser(target):
         say(f"no browser to open; open {target} in one", err=True)
+
+
+def _check_since(since: str) -> None:
+    """A --since that is neither a date nor an age is a usage error (exit 2), as a bad
+    option's value is, before the vault is opened."""
+    try:
+        parse_date(parse_since(since, datetime.now(UTC)), end_of_day=False)
+    except InvalidInputError as err:
+        raise typer.BadParameter(str(err)) from err
 
 
 def write_private(path: Path, text: str) -> None:

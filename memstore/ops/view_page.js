@@ -94,12 +94,14 @@
       for (; shown < end; shown++) part.append(render(list[shown], shown));
       rows.append(part);
       const left = list.length - shown;
-      more.hidden = left === 0;
+      // No button once nothing is left (a hidden one still reads "Show 0 more" as text).
+      if (left === 0) return more.remove();
       more.textContent = `Show ${Math.min(PAGE, left)} more (${left.toLocaleString("en")} left)`;
+      if (!more.isConnected) box.append(more);
     };
     more.addEventListener("click", step);
+    box.append(rows);
     step();
-    box.append(rows, more);
     return box;
   }
 
@@ -209,7 +211,7 @@
         h("span", {}, `${s.source || "?"} on ${s.host || "?"}`),
         h("span", { class: "muted" }, `${day(s.first)} – ${day(s.last)}`),
         h("span", { class: "muted" }, `${plural(row.count, "change")} shown of ${s.changes ?? row.count}`),
-        command(s.undo || `memstore revert --session ${id}`));
+        undoOf(s, id));
     }
     const [author, host] = row.key.slice(2).split("|");
     return h("div", { class: "session" },
@@ -338,7 +340,13 @@
       changeRow(index, true),
       c.session ? h("div", { class: "muted" },
         link("timeline/" + encodeURIComponent(c.session), `session ${c.session} in the timeline`), " · undo it: ",
-        command(sessionById.get(c.session)?.undo || `memstore revert --session ${c.session}`)) : null);
+        undoOf(sessionById.get(c.session), c.session)) : null);
+  }
+
+  // The command that undoes a session, or why none is offered (a sync merge is not undone).
+  function undoOf(s, id) {
+    if (s && !s.undo) return h("span", { class: "muted no-undo" }, s.no_undo || "no undo offered");
+    return command((s && s.undo) || `memstore revert --session ${id}`);
   }
 
   // ---- Health -----------------------------------------------------------------------

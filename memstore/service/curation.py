@@ -166,25 +166,37 @@ class Curator:
                 count + (first * total + done) * count // (2 * total), 2 * count
             )
 
+        alike = self.audit_alike(list(documents.values()), everything, quarter(0), quarter(1))
+        report.near_duplicates = alike.duplicates
+        report.contradictions = alike.contradictions
+        return report
+
+    def audit_alike(
+        self,
+        documents: list[Document],
+        everything: list[Entry],
+        comparing: Progress | None = None,
+        checking: Progress | None = None,
+    ) -> Alike:
+        """Audit's near-duplicates and contradictions among `documents` (`everything`: the
+        vault's entries, for the supersedes that settle a pair); `memstore view` lists the same.
+        """
         # One comparison serves both lists. Contradictions: each memory is read beside its
         # few closest, as an add reads the new one beside its CONTRADICTION_CANDIDATES search
         # hits (a generated 100k vault has ~4 million pairs at this containment, ~30 µs of
         # reading each).
         found = neighbours(
-            _items(list(documents.values())),
+            _items(documents),
             NEAR_DUPLICATE,
             loose=CONTRADICTION_CLOSE,
             per_set=CONTRADICTION_CANDIDATES,
-            progress=quarter(0),
+            progress=comparing,
         )
         # One reading of the texts serves both lists: a near-duplicate pair that disagrees
         # is a contradiction, not a duplicate, even when it is not among the few closest.
-        alike = self._alike(
-            documents.values(), found.pairs, everything, closest=found.closest, progress=quarter(1)
+        return self._alike(
+            documents, found.pairs, everything, closest=found.closest, progress=checking
         )
-        report.near_duplicates = alike.duplicates
-        report.contradictions = alike.contradictions
-        return report
 
     def _review(self, entry: Entry, replaced: dict[str, list[str]], report: Audit) -> None:
         """Add what one memory needs (its file scanned, its use weighed) to the report."""

@@ -83,6 +83,7 @@ def collect_view(
         masker,
         since=int(cutoff.timestamp()) if cutoff else None,
         workspace=workspace,
+        known={e.path: e.id for e in everything},
         progress=steps.history,
     )
     if cutoff is not None:
@@ -98,7 +99,8 @@ def collect_view(
                 if key in item:
                     item[key] = masker.text(item[key])
     for session in timeline.sessions:
-        session["undo"] = with_vault(session["undo"], vault_option)
+        if session["undo"]:
+            session["undo"] = with_vault(session["undo"], vault_option)
     graph = _graph(memories, masker)
     masker.save(everything=workspace is None and cutoff is None)
     if graph["sampled"]:
@@ -118,7 +120,7 @@ def collect_view(
         "changes": timeline.changes,
         "sessions": timeline.sessions,
         "queues": queues,
-        "stats": _stats(memories),
+        "stats": _stats(memories, timeline.first_change),
         "graph": graph,
     }
 
@@ -176,7 +178,7 @@ def _memories(
             [entry.path, raw_front[:FRONT_CHARS], raw_body[:TEXT_CHARS]]
         )
         if kinds:
-            read.secrets.append(_secret_item(entry.id, path, raw_front, raw_body, kinds))
+            read.secrets.extend(_secret_items(entry.id, path, raw_front, raw_body, kinds))
         if _CONFLICT.search(front):
             read.conflicts.append(entry)
         keywords = doc.keywords if doc else ()
@@ -232,19 +234,29 @@ def _read_file(store: Store, path: str, doc: Document | None) -> tuple[str, str]
     return "", text
 
 
-def _secret_item(
+def _secret_items(
     memory_id: str, path: str, front: str, body: str, kinds: list[str]
-) -> dict[str, Any]:
-    """A credential found in a file: the line it is on (1 when it spans lines or is in the
-    file's name) and the command that removes it from the history too."""
-    lines = f"---\n{front}---\n{body}".split("\n") if front else body.split("\n")
-    line = next((n for n, text in enumerate(lines, 1) if find_secrets(text)), 1)
-    return {
-        "path": path,
-        "line": line,
-        "kind": kinds[0],
-        "command": f"memstore forget {memory_id} --purge",
-    }
+) -> list[dict[str, Any]]:
+    """The credentials found in a file, one item per kind audit names (its scan of the whole
+    file), each on the first line where the scanner finds it (1 when it spans lines or is
+    in the file's name), with the command that removes it from the history too."""
+    text = f"---\n{front}---\n{body}" if front else body
+    lines = text.split("\n")
+    on_line: list[list[str]] = []
+
+    def line_of(kind: str) -> int:
+        for number, line in enumerate(lines, 1):
+            if number > len(on_line):
+                on_line.append(find_secrets(line) if line.strip() else [])
+            if kind in on_line[number - 1]:
+                return number
+        return 1
+
+    command = f"memstore forget {memory_id} --purge"
+    return [
+        {"path": path, "line": line_of(kind), "kind": kind, "command": command}
+        for kind in find_secrets(text) or kinds
+    ]
 
 
 def _link_neighbours(memories: list[dict[str, Any]]) -> None:
@@ -286,7 +298,7 @@ def _queues(
 ) -> dict[str, list[dict[str, Any]]]:
     paths = {e.path for e in entries}
     shown = [d for key, d in documents.items() if key in paths]
-    contradictions, duplicates, compared = alike_queues(store, shown, entries, vault)
+    contradictions, duplicates, compared = alike_queues(store, shown, entries, vault, now)
     if compared < len(shown):
         sampled["duplicates"] = (
             f"near-duplicates and contradictions looked for among the newest {compared:,} "
@@ -316,8 +328,11 @@ def _queues(
     return queues
 
 
-def _stats(memories: list[dict[str, Any]]) -> dict[str, Any]:
-    months = Counter(m["created"][:7] for m in memories if m["created"])
+def _stats(memories: list[dict[str, Any]], first_change: dict[str, str]) -> dict[str, Any]:
+    """Sizes by workspace and kind, and growth per month: a memory counts in the month it
+    was created, or (a hand-written file without `created`) of its oldest change."""
+    born = (m["created"] or first_change.get(m["id"], "") for m in memories)
+    months = Counter(stamp[:7] for stamp in born if stamp)
     growth, total = [], 0
     for month in sorted(months):
         total += months[month]

@@ -8,12 +8,13 @@ a person's edits and merges, each cut to a few dozen lines, so the page stays sm
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from memstore.core.codec import path_id
 from memstore.service.view_masking import Masker
 from memstore.vault.git_walk import Walked, read_diffs, walk_history
 
@@ -47,6 +48,7 @@ VERBS: dict[str, ChangeKind] = {
 }
 _VERB = re.compile(r"^([a-z]+)\b")
 _ID = re.compile(r"-([a-z0-9]{4,40})\.md$")
+_WRITTEN_ID = re.compile(r"[a-z2-7]{8,}")  # derive_id's base32, 8 letters or more
 DIFF_NEWEST = 1000  # changes, newest first, shown with their diff
 DIFF_EXTRA = 500  # older changes shown with a diff anyway: a person's edits and merges
 DIFF_LINES = 40  # lines of one change's diff (a memory file is ~10)
@@ -54,6 +56,7 @@ SUBJECT_CHARS = 200
 # Changes listed one by one, newest first; older ones count in their sessions only. At 10
 # changes a memory a 100,000-memory vault has a million: no page holds them usefully.
 MAX_CHANGES = 20_000
+NO_UNDO = "sync merges are not undone by revert"  # shown for a session holding a merge
 
 
 @dataclass
@@ -64,13 +67,20 @@ class Timeline:
     sessions: list[dict[str, Any]] = field(default_factory=list)
     by_memory: dict[str, list[int]] = field(default_factory=dict)
     host_of: dict[str, str] = field(default_factory=dict)  # id -> machine of its oldest change
+    first_change: dict[str, str] = field(default_factory=dict)  # id -> time of its oldest change
     capped: dict[str, str] = field(default_factory=dict)  # what was left out, in words
 
 
-def memory_id_of(path: str) -> str:
-    """The id a memory file's name ends with (`<slug>-<id>.md`), or ''."""
+def memory_id_of(path: str, known: Mapping[str, str]) -> str:
+    """The id of the memory at `path`: the index's (`known`, path -> id) for a file the
+    vault has; for one gone since, the id its name ends with (`<slug>-<id>.md`) when that is
+    an id memstore would write, else the id a hand-written file is given (its path's hash)."""
+    if path in known:
+        return known[path]
     found = _ID.search(path)
-    return found.group(1) if found else ""
+    if found and _WRITTEN_ID.fullmatch(found.group(1)):
+        return found.group(1)
+    return path_id(path)
 
 
 def trailer(message: str, name: str) -> str:
@@ -105,9 +115,11 @@ def read_timeline(
     *,
     since: int | None,
     workspace: str | None,
+    known: Mapping[str, str],
     progress: Callable[[int, int], None] | None = None,
 ) -> Timeline:
-    """Read the history into changes and sessions (see the module's docstring)."""
+    """Read the history into changes and sessions (see the module's docstring); `known`
+    maps the path of each memory file the vault has to its id, as the index has it."""
     timeline = Timeline()
     walked = list(walk_history(root, since=since, under=workspace))
     kinds = [change_kind(w) for w in walked]
@@ -133,13 +145,14 @@ def read_timeline(
     sessions: dict[str, dict[str, Any]] = {}
     names: dict[str, str] = {}  # trailer values (sessions, agents, machines) as shown
     for number, (commit, kind) in enumerate(zip(walked, kinds, strict=True)):
-        change = _change(commit, kind)
+        change = _change(commit, kind, known)
         for key in ("session", "source", "host"):
             value = change[key]
             if value not in names:
                 names[value] = masker.text(value)
             change[key] = names[value]
         for memory_id in change["ids"]:
+            timeline.first_change[memory_id] = change["time"]  # newest first: the oldest wins
             if change["host"]:
                 timeline.host_of[memory_id] = change["host"]  # newest first: the oldest wins
         if number < MAX_CHANGES:
@@ -176,9 +189,16 @@ def _body(diff: str) -> str:
     return "\n".join(lines)
 
 
-def _change(commit: Walked, kind: ChangeKind) -> dict[str, Any]:
+def _is_memory(path: str) -> bool:
+    """Whether a changed path is a memory file: markdown in a workspace's folder (not at the
+    vault's top, like README.md), no part of it a dotfile or dot folder (vault/files.py)."""
+    parts = path.split("/")
+    return path.endswith(".md") and len(parts) > 1 and not any(p.startswith(".") for p in parts)
+
+
+def _change(commit: Walked, kind: ChangeKind, known: Mapping[str, str]) -> dict[str, Any]:
     subject = commit.message.split("\n", 1)[0][:SUBJECT_CHARS]
-    ids = [memory_id_of(path) for _, path in commit.touched if path.endswith(".md")]
+    ids = [memory_id_of(path, known) for _, path in commit.touched if _is_memory(path)]
     return {
         "commit": commit.id[:10],
         "time": iso(commit.time),
@@ -208,9 +228,13 @@ def _add_to_session(
             "changes": 0,
             "ids": [],
             "undo": f"memstore revert --session {name}",
+            "no_undo": "",
         }
     session["changes"] += 1
     session["first"] = min(session["first"], change["time"])
     session["last"] = max(session["last"], change["time"])
-    if listed and change["kind"] not in ("merge", "conflict"):
+    if change["kind"] in ("merge", "conflict"):
+        # Reverting a sync's merge would delete what the other machine added: no undo offered.
+        session["undo"], session["no_undo"] = "", NO_UNDO
+    elif listed:
         session["ids"].extend(change["ids"])  # a merge brings others' memories: not its own

@@ -1,9 +1,9 @@
 """The view's health queues, each item with the exact command that settles it.
 
-Contradictions and near-duplicates are audit's (the same containment, the same detector,
-the same supersede command), looked for among the newest ALIKE_MEMORIES memories: audit
-reads every pair closely (~10 s at 10,000 memories of a templated corpus), more than the
-whole page may cost. Conflicts and credentials come from the files the view reads anyway;
+Contradictions and near-duplicates are audit's (Curator.audit_alike: the same pairs, a
+supersede chain settling its own, and the same supersede command), looked for among the
+newest ALIKE_MEMORIES memories: audit reads every pair closely (~10 s at 10,000 memories
+of a templated corpus), more than the whole page may cost. Conflicts and credentials come from the files the view reads anyway;
 stale and never-recalled memories from the manifest's counters, by audit's rules.
 """
 
@@ -18,14 +18,8 @@ from memstore.catalog.indexer import Entry
 from memstore.core.codec import normalize_text
 from memstore.core.ranking import CORE_BUDGET_TOKENS, Candidate, estimate_tokens, strength
 from memstore.core.secret_mask import mask_secrets
-from memstore.core.similar import similar_pairs, term_sets
 from memstore.index import Document
-from memstore.service.curation import (
-    NEAR_DUPLICATE,
-    NEVER_RECALLED_DAYS,
-    RECALL_FLOOR,
-    contradicting,
-)
+from memstore.service.curation import NEVER_RECALLED_DAYS, RECALL_FLOOR, Curator
 from memstore.service.store import Store
 
 ALIKE_MEMORIES = 2000  # the newest memories compared for near-duplicates and contradictions
@@ -59,57 +53,43 @@ def _quote(text: str) -> str:
 
 
 def alike_queues(
-    store: Store, documents: Sequence[Document], entries: Sequence[Entry], vault: str | None
+    store: Store,
+    documents: Sequence[Document],
+    entries: Sequence[Entry],
+    vault: str | None,
+    now: datetime,
 ) -> tuple[Queue, Queue, int]:
-    """(contradictions, near-duplicates, memories compared) among the newest memories."""
+    """(contradictions, near-duplicates, memories compared): audit's (Curator.audit_alike,
+    the same pairs and the same supersede command) among the newest memories."""
     by_path = {e.path: e for e in entries}
     newest = sorted(
         (d for d in documents if d.key in by_path),
         key=lambda d: (by_path[d.key].created, d.key),
         reverse=True,
     )[:ALIKE_MEMORIES]
-    sets = term_sets([d.content for d in newest])
-    found = similar_pairs(
-        ((d.key, d.workspace, terms) for d, terms in zip(newest, sets, strict=True)),
-        NEAR_DUPLICATE,
-    )
-    apart = set(store.vault.read_state("dedupe-kept").split()) | {
-        ":".join(sorted((e.id, old))) for e in entries for old in e.supersedes
-    }
-    docs = {d.key: d for d in newest}
-    pairs = {
-        pair: share
-        for pair, share in found.items()
-        if ":".join(sorted(by_path[p].id for p in pair)) not in apart
-    }
-    disputed = contradicting(
-        docs, by_path, list(pairs), list(entries), store.git.added_order, every=True
-    )
-    split = {frozenset((c.new, c.old)) for c in disputed}
-    path_of = {by_path[key].id: key for key in docs}
+    alike = Curator(store, now).audit_alike(newest, store.indexer.entries())
+    text_of = {by_path[d.key].id: d.content for d in newest}
+    created = {by_path[d.key].id: by_path[d.key].created for d in newest}
     contradictions = [
         {
             "ids": [c.new, c.old],
             "why": mask_secrets(f"{c.new} disagrees with the older {c.old}: {c.detail}"),
             "command": mask_secrets(
-                supersede_command(docs[path_of[c.new]].content, c.workspace, c.old, vault)
+                supersede_command(text_of.get(c.new, ""), c.workspace, c.old, vault)
             ),
         }
-        for c in disputed
+        for c in alike.contradictions
     ]
-    duplicates = []
-    for (first, second), share in sorted(pairs.items(), key=lambda p: (-p[1], p[0])):
-        a, b = by_path[first].id, by_path[second].id
-        if frozenset((a, b)) in split:
-            continue
-        keep = a if by_path[first].created >= by_path[second].created else b
-        duplicates.append(
-            {
-                "ids": [a, b],
-                "why": f"{share:.0%} of the shorter one's terms are in the other",
-                "command": with_vault(f"memstore dedupe --merge {keep}", vault),
-            }
-        )
+    duplicates = [
+        {
+            "ids": [a, b],
+            "why": f"{share:.0%} of the shorter one's terms are in the other",
+            "command": with_vault(
+                f"memstore dedupe --merge {a if created[a] >= created[b] else b}", vault
+            ),
+        }
+        for a, b, share in alike.duplicates
+    ]
     return contradictions, duplicates, len(newest)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from memstore.core.errors import VaultError
@@ -44,8 +45,11 @@ def walk_history(
     changed something in that folder.
     """
     args = ["log", "--raw", "-z", *_COMMON, _FORMAT]
-    if since is not None:
-        args.append(f"--since=@{since}")
+    if since is not None and since > 0:
+        # A date, not `@<seconds>`: git reads `@100` or `@99999999` as some other time (no
+        # commit is "since" then). No commit is older than 1970: from then on, every one.
+        stamp = datetime.fromtimestamp(since, UTC).strftime("%Y-%m-%d %H:%M:%S +0000")
+        args.append(f"--since={stamp}")
     args += ["HEAD", "--"] + ([f"{under}/"] if under else [])
     for record in _records(_run(root, args)):
         head, _, body = record.rpartition(_FIELD)

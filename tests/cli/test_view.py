@@ -101,7 +101,6 @@ def test_view_json_prints_or_writes_the_data(vault: Path, tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("args", "said"),
     [
-        (["--since", "someday"], "Error: --since 'someday' is neither a date nor an age"),
         (["-w", "nowhere"], "Error: no memory in workspace 'nowhere'"),
         (["-w", "Bad Name"], "Error: invalid workspace name 'Bad Name'"),
     ],
