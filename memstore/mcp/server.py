@@ -55,23 +55,35 @@ Runner = Callable[[str, dict[str, Any]], Mapping[str, Any]]  # raises ToolError
 
 
 def build_server(
-    store: Store, *, workspace: str | None, source: str, is_live: Any = None
+    store: Store,
+    *,
+    workspace: str | None,
+    source: str,
+    is_live: Any = None,
+    cwd: Path | None = None,
 ) -> MCPServer:
     """Return the MCP server answering from `store` in this process; `workspace` is the
     default for both tools (None: recall reads every workspace, add writes to global).
 
     `is_live` says whether a watcher is keeping the index current (then a recall skips
-    its own scan for changed files).
+    its own scan for changed files); `cwd`, where the agent works, whose repository's
+    citations a recall checks.
     """
-    return tools_server(build_runner(store, workspace=workspace, source=source, is_live=is_live))
+    runner = build_runner(store, workspace=workspace, source=source, is_live=is_live, cwd=cwd)
+    return tools_server(runner)
 
 
 def build_runner(
-    store: Store, *, workspace: str | None, source: str, is_live: Any = None
+    store: Store,
+    *,
+    workspace: str | None,
+    source: str,
+    is_live: Any = None,
+    cwd: Path | None = None,
 ) -> Runner:
     """Return how the tools run over `store` in this process."""
 
-    session = tools.ToolSession(workspace, source, lambda: bool(is_live and is_live()))
+    session = tools.ToolSession(workspace, source, lambda: bool(is_live and is_live()), cwd)
 
     def run(name: str, arguments: dict[str, Any]) -> Mapping[str, Any]:
         try:
@@ -276,7 +288,10 @@ class Forwarder:
                     workspace_at(self.settings.vault, Path(self.cwd)) if self.cwd else None
                 )
                 self._local = build_runner(
-                    self._store, workspace=workspace, source=self.settings.source
+                    self._store,
+                    workspace=workspace,
+                    source=self.settings.source,
+                    cwd=Path(self.cwd) if self.cwd else None,
                 )
             return self._local
 

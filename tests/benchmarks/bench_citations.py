@@ -1,0 +1,344 @@
+#!/usr/bin/env python
+"""What citations cost recall: 10k memories, 2k of them citing functions of a real repository.
+
+A standalone script, not a pytest module (run it under `nice -n 10`):
+
+    python tests/benchmarks/bench_citations.py [--size 10000] [--citing 2000] [--queries 400]
+
+1. A real git repository: a slice of this Python's standard library (json, email, http,
+   logging, urllib, xml, importlib, asyncio, ...) copied into a temporary folder and committed.
+2. Two vaults built by adds through the add command's own path (`memstore add`, lean path, in
+   this process): the same `--size` generated memories (bench_foundation.py's generator) in
+   both; in the second, `--citing` of them are memories about a function of the repository,
+   added from inside it with `--cite PATH:SYMBOL`. In the first, the same texts are added
+   without citations, from outside any repository.
+3. Recall from inside the repository (so every citation of a hit is checked): `Store.recall`
+   in-process, and the MCP tool's path (`ops.tools.run("memory_recall")` and its JSON, what
+   the daemon answers `memstore serve` with), over the same queries for both vaults: half
+   aimed at the citing memories, half bench_foundation.py's query mix. Each query's wall time
+   and CPU time (time.process_time) are measured; p50/p95 printed side by side.
+4. Then `--edit` of the cited functions get one line more in their body, and recall is
+   measured again; the memories marked stale must be exactly those citing an edited function
+   (checked through `check_citations`, the code of `memstore list --stale`, and through the
+   hits recall returned).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_foundation as bf
+
+from memstore.core.config import Settings
+from memstore.ops.client import Request
+from memstore.ops.lean import run_add
+from memstore.ops.tools import ToolSession
+from memstore.ops.tools import run as run_tool
+from memstore.service.citations import check_citations
+from memstore.service.store import Store
+from memstore.service.vault_init import init_vault
+
+PACKAGES = ("json", "email", "http", "logging", "urllib", "xml", "importlib", "asyncio", "unittest")
+WORKSPACE = "stdslice"  # the repository's name: its folder, no remote
+
+
+def make_repository(root: Path) -> list[tuple[str, str, str]]:
+    """Copy a slice of the standard library into `root`, commit it, and return its functions
+    and methods as (path, symbol, first docstring line or name)."""
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    for name in PACKAGES:
+        shutil.copytree(
+            stdlib / name, root / name, ignore=shutil.ignore_patterns("__pycache__", "test*")
+        )
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    subprocess.run(["git", "add", "."], cwd=root, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=bench", "-c", "user.email=b@e", "commit", "-q", "-m", "slice"],
+        cwd=root,
+        check=True,
+    )
+    found = []
+    for file in sorted(root.rglob("*.py")):
+        path = file.relative_to(root).as_posix()
+        try:
+            tree = ast.parse(file.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef):
+                found.append((path, node.name, _about(node)))
+            elif isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef) and not item.name.startswith("__"):
+                        found.append((path, f"{node.name}.{item.name}", _about(item)))
+    return found
+
+
+def _about(node: ast.FunctionDef) -> str:
+    doc = ast.get_docstring(node) or ""
+    first = doc.strip().splitlines()[0] if doc.strip() else ""
+    return first[:120] or node.name.replace("_", " ")
+
+
+def citing_text(path: str, symbol: str, about: str, rng: random.Random) -> str:
+    """A memory an agent might write about a function: what it does, and a lesson."""
+    lesson = rng.choice(
+        (
+            "check its callers before changing the signature",
+            "it is called on every request, keep it fast",
+            "its error path was the cause of a flaky test last week",
+            "the tests for it live next to the module",
+            "do not copy it; import it",
+        )
+    )
+    return f"{symbol} in {path}: {about.rstrip('.')}. Note: {lesson}."
+
+
+def add_all(
+    store: Store,
+    items: Sequence[tuple[str, str, tuple[str, ...], str]],
+    cwd: Path,
+) -> list[float]:
+    """Add each (workspace, text, keywords, cite spec or "") through the add command's lean
+    path, in this process over `store`; return each add's wall time in ms."""
+    env = {**os.environ, "MEMSTORE_VAULT": str(store.vault.root)}
+    opened = lambda _settings, _create: contextlib.nullcontext(store)  # noqa: E731
+    times = []
+    for workspace, text, keywords, spec in items:
+        argv = [text, "-w", workspace, *(f"-k={k}" for k in keywords)]
+        argv += ["--cite", spec] if spec else []
+        started = time.perf_counter()
+        reply = run_add(Request("add", argv, str(cwd), env, b""), opened)
+        times.append((time.perf_counter() - started) * 1000)
+        if reply.status not in (0, None):
+            raise SystemExit(f"add failed: {reply.stderr.strip()} ({argv[:4]})")
+    return times
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, float, Any]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = fn()
+    return (time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000, out
+
+
+def percentiles(values: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    return {
+        "p50": round(statistics.median(ordered), 2),
+        "p95": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 2),
+    }
+
+
+def measure(store: Store, queries: Sequence[str], repo: Path, rounds: int) -> dict[str, Any]:
+    """Recall every query from inside the repository, in-process and through the MCP tool's
+    path, `rounds` times; return p50/p95 wall and CPU, and the stale hits seen."""
+    session = ToolSession(None, "bench", lambda: True, repo)
+    for query in queries[:20]:  # warm: the index's readers, the checker's file cache
+        store.recall(query, workspace=None, catch_up=False, cwd=repo)
+    inproc_wall, inproc_cpu, mcp_wall, mcp_cpu = [], [], [], []
+    stale: set[str] = set()
+    for _ in range(rounds):
+        for query in queries:
+            wall, cpu, found = timed(
+                lambda q=query: store.recall(q, workspace=None, catch_up=False, cwd=repo)
+            )
+            inproc_wall.append(wall)
+            inproc_cpu.append(cpu)
+            stale.update(hit.id for hit in found.hits if hit.stale)
+            arguments = {"query": query}
+            wall, cpu, _ = timed(
+                lambda a=arguments: json.dumps(run_tool("memory_recall", store, a, session))
+            )
+            mcp_wall.append(wall)
+            mcp_cpu.append(cpu)
+    return {
+        "in_process": {"wall": percentiles(inproc_wall), "cpu": percentiles(inproc_cpu)},
+        "mcp_tool": {"wall": percentiles(mcp_wall), "cpu": percentiles(mcp_cpu)},
+        "stale_hits": sorted(stale),
+    }
+
+
+def edit_functions(repo: Path, chosen: Sequence[tuple[str, str]]) -> None:
+    """Give each (path, symbol) one more line at the start of its body (a real change)."""
+    by_path: dict[str, list[str]] = {}
+    for path, symbol in chosen:
+        by_path.setdefault(path, []).append(symbol)
+    for path, symbols in by_path.items():
+        file = repo / path
+        lines = file.read_text(encoding="utf-8").splitlines(keepends=True)
+        tree = ast.parse("".join(lines))
+        inserts = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef) and f"{node.name}.{item.name}" in symbols:
+                        inserts.append(item)
+        inserts += [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in symbols]
+        for node in sorted(inserts, key=lambda n: -n.body[0].lineno):
+            first = node.body[0]
+            indent = " " * first.col_offset
+            lines.insert(first.lineno - 1, f"{indent}_edited_by_bench = True\n")
+        file.write_text("".join(lines), encoding="utf-8")
+
+
+def build(
+    root: Path, settings: Settings, items: list[tuple[str, str, tuple[str, ...], str]], cwd: Path
+) -> tuple[Store, dict[str, Any]]:
+    init_vault(root, settings)
+    store = Store.open(settings)
+    wall, cpu, times = timed(lambda: add_all(store, items, cwd))
+    return store, {
+        "adds": len(items),
+        "wall_s": round(wall / 1000, 1),
+        "cpu_s": round(cpu / 1000, 1),
+        "add": percentiles(times),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--citing", type=int, default=2_000)
+    parser.add_argument("--queries", type=int, default=400)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--edit", type=int, default=40)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    rng = random.Random(args.seed)
+    with tempfile.TemporaryDirectory(prefix="bench-cite-") as tmp_name:
+        tmp = Path(tmp_name)
+        repo, outside = tmp / WORKSPACE, tmp / "outside"
+        repo.mkdir()
+        outside.mkdir()
+        functions = make_repository(repo)
+        chosen = rng.sample(functions, min(args.citing, len(functions)))
+        corpus = bf.Corpus(args.seed)
+        plain: list[tuple[str, str, tuple[str, ...], str]] = []
+        seen: set[str] = set()
+        while len(plain) < args.size - len(chosen):
+            g = corpus.make()
+            if g.body not in seen:
+                seen.add(g.body)
+                plain.append((g.workspace, g.body.strip(), g.keywords, ""))
+        citing = [
+            (WORKSPACE, citing_text(path, symbol, about, rng), ("stdlib",), f"{path}:{symbol}")
+            for path, symbol, about in chosen
+        ]
+        mixed = plain + citing
+        rng.shuffle(mixed)
+        without = [(w, t, k, "") for w, t, k, _ in mixed]
+        queries = [bf_query for bf_query in _queries(plain, citing, args.queries, rng)]
+        print(
+            f"repository: {len(functions)} functions in {len(list(repo.rglob('*.py')))} files; "
+            f"{len(mixed)} memories, {len(citing)} citing",
+            flush=True,
+        )
+        results: dict[str, Any] = {
+            "size": len(mixed),
+            "citing": len(citing),
+            "queries": len(queries),
+        }
+        settings_a = Settings(vault=tmp / "plain", source="bench", session="b", host="h")
+        settings_b = Settings(vault=tmp / "cited", source="bench", session="b", host="h")
+        store_a, results["build_without"] = build(tmp / "plain", settings_a, without, outside)
+        print(f"built without citations: {results['build_without']}", flush=True)
+        store_b, results["build_with"] = build(tmp / "cited", settings_b, mixed, repo)
+        print(f"built with citations: {results['build_with']}", flush=True)
+        try:
+            results["without"] = measure(store_a, queries, repo, args.rounds)
+            results["with"] = measure(store_b, queries, repo, args.rounds)
+            edited = rng.sample([(p, s) for p, s, _ in chosen], min(args.edit, len(chosen)))
+            edit_functions(repo, edited)
+            results["with_after_edits"] = measure(store_b, queries, repo, args.rounds)
+            check = check_citations(store_b, repo)
+            results["audit"] = _exact(store_b, check, citing, edited, results["with_after_edits"])
+        finally:
+            store_a.close()
+            store_b.close()
+    _print(results)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2), encoding="utf-8")
+    return 0
+
+
+def _queries(
+    plain: Sequence[tuple[str, str, tuple[str, ...], str]],
+    citing: Sequence[tuple[str, str, tuple[str, ...], str]],
+    count: int,
+    rng: random.Random,
+) -> list[str]:
+    """Half aimed at citing memories (two or three of their words), half the foundation mix."""
+    aimed = []
+    for _, text, _, _ in rng.sample(list(citing), min(count // 2, len(citing))):
+        words = [w for w in text.replace(":", " ").replace(".", " ").split() if len(w) > 3]
+        aimed.append(" ".join(rng.sample(words, min(len(words), rng.choice((2, 3))))))
+    items = [bf.Generated(w, "note", t, k, (), "") for w, t, k, _ in plain[:2000]]
+    mix = [q.text for q in bf.make_queries(items, count - len(aimed), 7)]
+    return aimed + mix
+
+
+def _exact(
+    store: Store,
+    check: Any,
+    citing: Sequence[tuple[str, str, tuple[str, ...], str]],
+    edited: Sequence[tuple[str, str]],
+    after: dict[str, Any],
+) -> dict[str, Any]:
+    """Compare the memories marked stale with those citing an edited function."""
+    specs = {f"{p}:{s}" for p, s in edited}
+    texts = {text for _, text, _, spec in citing if spec in specs}
+    stale_texts = set()
+    for memory in check.stale:
+        stale_texts.add(store.vault.read(memory.path).body.strip())
+    marked = set(after["stale_hits"])
+    expected_ids = {
+        e.id for e in store.indexer.entries() if e.path in {m.path for m in check.stale}
+    }
+    return {
+        "edited_functions": len(edited),
+        "stale_memories": len(check.stale),
+        "exactly_the_edited": stale_texts == texts,
+        "false_marks": len(stale_texts - texts),
+        "missed": len(texts - stale_texts),
+        "recall_marks_all_stale": marked <= expected_ids,
+        "citations_checked": check.checked,
+    }
+
+
+def _print(results: dict[str, Any]) -> None:
+    print(
+        f"\n{results['size']:,} memories, {results['citing']:,} citing; "
+        f"{results['queries']} queries x rounds; wall and CPU ms"
+    )
+    print(f"{'':34}{'without':>18}{'with':>18}{'with, after edits':>22}")
+    for path in ("in_process", "mcp_tool"):
+        for clock in ("wall", "cpu"):
+            for pct in ("p50", "p95"):
+                row = [
+                    results[name][path][clock][pct]
+                    for name in ("without", "with", "with_after_edits")
+                ]
+                print(f"{path + ' ' + clock + ' ' + pct:34}{row[0]:>18}{row[1]:>18}{row[2]:>22}")
+    print(f"audit after edits: {results['audit']}")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
