@@ -243,6 +243,32 @@ def chunk_source(
     return sorted(set(chunks), key=lambda c: (c.start, c.end, c.kind, c.name))
 
 
+def definitions(path: str, text: str) -> list[tuple[str, int, int]]:
+    """List every named definition of a file, nested ones too: (qualified name, start, end).
+
+    The lines are whole definitions widened to their attached comments and decorators, as
+    chunk_source finds them, however long (a citation follows a symbol, not a chunk).
+    Empty without tree-sitter or a grammar for the file's language.
+    """
+    language = language_of(path)
+    parser = _parser(language) if language and text.strip() else None
+    if parser is None or language is None:
+        return []
+    lines = _split_lines(text)
+    cutter = _Cutter(lines, language, _RULES[language], 120, 60, 10)
+    found: list[tuple[str, int, int]] = []
+    pending = cutter.definitions(
+        parser.parse(text.encode("utf-8", "replace")).root_node.children, None
+    )
+    while pending:
+        definition = pending.pop()
+        if definition.name:
+            found.append((definition.name, definition.start, definition.end))
+        if definition.body is not None and definition.depth < _MAX_DEPTH:
+            pending += cutter.definitions(_spliced(definition.node, definition.body), definition)
+    return sorted(found, key=lambda d: (d[1], d[2], d[0]))
+
+
 @cache
 def _grammar(language: str) -> Language | None:
     module_name, function = _GRAMMARS[language]

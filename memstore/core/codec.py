@@ -16,6 +16,8 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
+from memstore.core.citations import CITES_KEY, Cite, cites_yaml, parse_cites
+from memstore.core.errors import InvalidInputError
 from memstore.core.model import GLOBAL, Kind, Memory, Newline, is_kind, plain_ascii
 from memstore.core.yaml_values import (
     load_yaml,
@@ -40,6 +42,7 @@ KNOWN_KEYS = (
     "confirmed_by",
     "archived",
     "supersedes",
+    "cites",
 )
 
 
@@ -220,6 +223,7 @@ def _memory_from(
     else:
         problems.append(f"unknown kind {stated!r}")
     memory_id = _as_str(data.get("id", "")) or path_id(path)
+    cites, kept = _as_cites(data.get(CITES_KEY), problems)
     return Memory(
         id=memory_id.lower(),
         workspace=workspace,
@@ -237,10 +241,24 @@ def _memory_from(
         confirmed_by=_as_counts(data.get("confirmed_by"), "confirmed_by", problems),
         archived=_as_str(data.get("archived", "")),
         supersedes=tuple(s.lower() for s in _as_list(data.get("supersedes"))),
-        extra=tuple((key, raw) for key, raw in split_top_level(header) if key not in KNOWN_KEYS),
+        cites=cites,
+        extra=tuple(
+            (key, raw)
+            for key, raw in split_top_level(header)
+            if key not in KNOWN_KEYS or key in kept
+        ),
         problem="; ".join(problems),
         newline=newline,
     )
+
+
+def _as_cites(value: object, problems: list[str]) -> tuple[tuple[Cite, ...], tuple[str, ...]]:
+    """Read `cites:`; a malformed one is a problem and stays verbatim among the user keys."""
+    try:
+        return parse_cites(value), ()
+    except InvalidInputError as err:
+        problems.append(str(err))
+        return (), (CITES_KEY,)
 
 
 def _as_str(value: object) -> str:
@@ -373,7 +391,10 @@ def render_memory(memory: Memory) -> str:
         lines.append(f"archived: {render_scalar(memory.archived)}")
     if memory.supersedes:
         lines.append(f"supersedes: {render_list(memory.supersedes)}")
-    lines.extend(raw for _, raw in memory.extra)
+    if memory.cites:
+        lines.extend(cites_yaml(memory.cites).split("\n"))
+    # a malformed `cites:` stays among the user keys until cites are written in its place
+    lines.extend(raw for key, raw in memory.extra if not (memory.cites and key == CITES_KEY))
     lines.append("---")
     return memory.newline.join(lines) + memory.newline + memory.body
 
@@ -462,7 +483,7 @@ def _changed_blocks(before: Memory, after: Memory) -> list[tuple[str, list[str]]
         # A key render_memory leaves out when empty goes (revive: no `archived: ""` left).
         (
             key,
-            [f"{key}: {_render_value(value)}"]
+            _render_block(key, value)
             if _present(after, key) and (value or key not in _OPTIONAL_KEYS)
             else [],
         )
@@ -484,7 +505,16 @@ def _changed_blocks(before: Memory, after: Memory) -> list[tuple[str, list[str]]
 
 # The keys render_memory writes only when they hold something.
 _OPTIONAL_KEYS = frozenset(
-    ("source", "created", "recalled", "last_recalled", "confirmed", "archived", "supersedes")
+    (
+        "source",
+        "created",
+        "recalled",
+        "last_recalled",
+        "confirmed",
+        "archived",
+        "supersedes",
+        "cites",
+    )
 )
 
 
@@ -495,6 +525,12 @@ def _present(memory: Memory, key: str) -> bool:
 
 # A counter map's line goes right below its counter's, where render_memory puts it.
 _COUNT_MAPS = {"seen_by": "seen", "recalled_by": "recalled", "confirmed_by": "confirmed"}
+
+
+def _render_block(key: str, value: object) -> list[str]:
+    if key == CITES_KEY and isinstance(value, tuple):
+        return cites_yaml(value).split("\n")
+    return [f"{key}: {_render_value(value)}"]
 
 
 def _render_value(value: object) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from typing import Any, Literal
 
+from memstore.core.citations import merge_cites
 from memstore.core.codec import normalize_text, parse_memory, render_memory
 from memstore.core.errors import InvalidInputError
 from memstore.core.model import KINDS, Memory
@@ -79,6 +80,7 @@ def merge_memory(base: Memory | None, ours: Memory, theirs: Memory) -> MergeResu
         **merge_counter("confirmed", base, ours, theirs),
         archived=pick(base.archived if base else None, ours.archived, theirs.archived),
         supersedes=union(base.supersedes if base else (), ours.supersedes, theirs.supersedes),
+        cites=merge_cites(base.cites if base else (), ours.cites, theirs.cites),
         extra=extra,
         newline=ours.newline if ours.newline == theirs.newline else "\n",
     )
@@ -339,6 +341,7 @@ def restore_memory(current: Memory, exported: Memory) -> Memory:
         body=body,
         keywords=union(current.keywords, current.keywords, exported.keywords),
         supersedes=union(current.supersedes, current.supersedes, exported.supersedes),
+        cites=merge_cites((), current.cites, exported.cites),
         seen=max(current.seen, exported.seen),
         recalled=max(current.recalled, exported.recalled),
         confirmed=max(current.confirmed, exported.confirmed),

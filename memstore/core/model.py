@@ -7,6 +7,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Literal, TypeGuard, get_args
 
+from memstore.core.citations import Cite
 from memstore.core.errors import InvalidInputError
 
 # A memory's kind. A Literal, not a StrEnum: the value travels as a plain string into files,
@@ -78,6 +79,7 @@ class Memory:
     confirmed: int = 0  # times a person confirmed it (memstore confirm): slows its decay
     archived: str = ""  # when it was archived: out of ordinary recall, found with --archived
     supersedes: tuple[str, ...] = ()
+    cites: tuple[Cite, ...] = ()  # the code it names (memstore.core.citations)
     # Each clone's share of `seen`, `recalled` and `confirmed` (replica name, count), sorted
     # by name: a clone bumps only its own entry, so two machines' bumps never look alike to
     # git and a merge takes each entry's larger value. What the map does not explain (an old

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memstore.core.citations import Cite
 from memstore.core.codec import (
     KNOWN_KEYS,
     content_hash,
@@ -34,6 +35,34 @@ bodies = st.text(
 
 
 @st.composite
+def citations(draw: st.DrawFn) -> Cite:
+    segment = st.text(
+        st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="/\\"),
+        min_size=1,
+        max_size=12,
+    ).filter(lambda s: s.strip() == s and s not in (".", ".."))
+    path = "/".join(draw(st.lists(segment, min_size=1, max_size=3)))
+    cut = draw(st.sampled_from(["file", "symbol", "lines"]))
+    start = draw(st.integers(1, 5000))
+    return Cite(
+        repo=draw(st.sampled_from(["webshop", "data-pipeline", "my.repo_2"])),
+        path=path,
+        symbol=draw(st.sampled_from(["handle_upload", "Uploader.handle", "$init"]))
+        if cut == "symbol"
+        else "",
+        lines=(start, start + draw(st.integers(0, 90))) if cut == "lines" else None,
+        blob=draw(st.sampled_from(["", "3f2a1c9e" * 5])),
+        digest=draw(st.sampled_from(["", "ab12cd34ef56ab12"])),
+        at=draw(st.one_of(st.just(""), timestamps)),
+    )
+
+
+cite_lists = st.lists(citations(), max_size=3).map(
+    lambda cs: tuple({c.key: c for c in cs}.values())
+)
+
+
+@st.composite
 def memories(draw: st.DrawFn) -> Memory:
     return Memory(
         id=draw(st.text(alphabet="abcdefghijklmnopqrstuvwxyz234567", min_size=8, max_size=10)),
@@ -51,6 +80,7 @@ def memories(draw: st.DrawFn) -> Memory:
                 draw(st.lists(st.text("abcdefgh234", min_size=8, max_size=8), max_size=3))
             )
         ),
+        cites=draw(cite_lists),
     )
 
 
@@ -310,6 +340,7 @@ def field_changes(draw: st.DrawFn, memory: Memory) -> Memory:
         "supersedes": st.lists(st.text("abcdefgh234", min_size=8, max_size=8), max_size=2).map(
             lambda ids: tuple(dict.fromkeys(ids))
         ),
+        "cites": cite_lists,
     }
     chosen = draw(st.lists(st.sampled_from(sorted(options)), unique=True, max_size=4))
     changed = replace(memory, **{name: draw(options[name]) for name in chosen})
@@ -356,8 +387,9 @@ def test_render_changes_rewrites_only_changed_keys(
     lines = result.removeprefix("\ufeff").split(newline)
     out = lines[1 : lines.index("---", 1)]
     assert not any(line.startswith(f"{key}:") for key in emptied for line in out)
-    # one line per changed key, none for a key emptied
-    assert len(out) == len(kept) + len(changed) - len(emptied) + added
+    # one line per changed key (and one per citation), none for a key emptied
+    cited = len(after.cites) if "cites" in changed else 0
+    assert len(out) == len(kept) + len(changed) - len(emptied) + added + cited
     cursor = 0
     for line in kept:  # every other line, byte for byte and in order
         cursor = out.index(line, cursor) + 1

@@ -1,0 +1,271 @@
+"""Anchor a citation to today's code and check whether the code it cites has changed since.
+
+A citation names a file, a symbol in it (as the code chunker names definitions) or a line
+range. Anchoring records the file's git blob id and a digest of the cited text; checking
+compares them with the working tree: a symbol is found again wherever it moved, a line
+range is searched for when its lines moved, so only a change of the cited code itself
+marks a citation changed. Files are read once per (mtime, size); no git subprocess.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
+from stat import S_ISREG
+from typing import Literal
+
+from memstore.catalog.chunking import definitions
+from memstore.core.citations import Cite, blob_id, lines_digest, text_digest
+from memstore.core.errors import InvalidInputError
+from memstore.vault.path_history import PathHistory
+
+_RANGE = re.compile(r"([1-9][0-9]{0,8})(?:-([1-9][0-9]{0,8}))?")
+_SYMBOL = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
+
+CiteStateName = Literal["fresh", "changed", "gone"]
+
+
+@dataclass(frozen=True)
+class CiteState:
+    """What became of a citation: fresh, changed or gone, and why in a few words."""
+
+    state: CiteStateName
+    reason: str = ""
+
+
+def parse_spec(spec: str) -> tuple[str, str, tuple[int, int] | None]:
+    """Split `PATH`, `PATH:12-40` or `PATH:SYMBOL` into (path, symbol, lines)."""
+    spec = spec.strip()
+    head, colon, tail = spec.rpartition(":")
+    path, symbol, lines = spec, "", None
+    if colon:
+        path = head
+        ranged = _RANGE.fullmatch(tail)
+        if ranged:
+            start = int(ranged.group(1))
+            end = int(ranged.group(2) or start)
+            if end < start:
+                raise InvalidInputError(f"cite {spec!r}: the range ends before it starts")
+            lines = (start, end)
+        elif _SYMBOL.fullmatch(tail):
+            symbol = tail
+        else:
+            raise InvalidInputError(
+                f"cite {spec!r}: after ':' give lines (12-40) or a function or class name"
+            )
+    if not path:
+        raise InvalidInputError("cite needs a path, e.g. --cite src/upload.py:handle_upload")
+    return path, symbol, lines
+
+
+def relative_spec(root: Path, cwd: Path, spec: str) -> str:
+    """Return `spec` with its path (relative to `cwd`, or absolute) made relative to `root`."""
+    path, symbol, lines = parse_spec(spec)
+    full = Path(os.path.normpath(cwd / path))
+    try:
+        inside = full.relative_to(root)
+    except ValueError:
+        raise InvalidInputError(
+            f"cannot cite {path}: it is outside the repository {root}"
+        ) from None
+    suffix = f":{symbol}" if symbol else f":{lines[0]}-{lines[1]}" if lines else ""
+    return inside.as_posix() + suffix
+
+
+def locate(path: str, text: str, symbol: str) -> tuple[int, int] | None:
+    """Return the lines of the definition `symbol` (Class.method for a nested one), or None."""
+    for name, start, end in definitions(path, text):
+        if name == symbol:
+            return (start, end)
+    return None
+
+
+def anchor(root: Path, repo: str, spec: str, now: str) -> Cite:
+    """Cite `spec` (its path relative to `root`) as the working tree holds it now."""
+    path, symbol, lines = parse_spec(spec)
+    posix = PurePosixPath(path.replace(os.sep, "/"))
+    if posix.is_absolute() or ".." in posix.parts or str(posix) in ("", "."):
+        raise InvalidInputError(f"cannot cite {path}: give a path inside the repository")
+    path = posix.as_posix()
+    try:
+        data = (root / path).read_bytes()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raise InvalidInputError(f"cannot cite {path}: no such file in {root}") from None
+    cite = Cite(repo=repo, path=path, blob=blob_id(data), at=now)
+    text = data.decode("utf-8", "replace")
+    if symbol:
+        qualified = _qualified(path, text, symbol)
+        if qualified is None:
+            raise InvalidInputError(
+                f"cannot cite {path}:{symbol}: no function or class {symbol} in {path}"
+            )
+        name, (start, end) = qualified
+        return replace(cite, symbol=name, digest=text_digest(_slice(text, start, end)))
+    if lines:
+        count = len(_split(text))
+        if lines[1] > count:
+            raise InvalidInputError(
+                f"cannot cite {path}:{lines[0]}-{lines[1]}: {path} has {count} lines"
+            )
+        return replace(cite, lines=lines, digest=text_digest(_slice(text, *lines)))
+    return cite
+
+
+def _qualified(path: str, text: str, symbol: str) -> tuple[str, tuple[int, int]] | None:
+    """Find `symbol` by its qualified name, else as the one definition with that last name."""
+    found = definitions(path, text)
+    for name, start, end in found:
+        if name == symbol:
+            return name, (start, end)
+    tails = [(name, (start, end)) for name, start, end in found if name.endswith("." + symbol)]
+    return tails[0] if len({name for name, _ in tails}) == 1 else None
+
+
+def _split(text: str) -> list[str]:
+    lines = text.split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def _slice(text: str, start: int, end: int) -> str:
+    return "\n".join(_split(text)[start - 1 : end])
+
+
+class _File:
+    """One file's content as read at one (mtime, size), with what checks derive from it."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.text = data.decode("utf-8", "replace")
+        self._blob = ""
+        self._stripped: list[str] | None = None
+
+    @property
+    def blob(self) -> str:
+        if not self._blob:
+            self._blob = blob_id(self.data)
+        return self._blob
+
+    @property
+    def stripped(self) -> list[str]:
+        if self._stripped is None:
+            self._stripped = [line.rstrip() for line in _split(self.text)]
+        return self._stripped
+
+
+Stamp = tuple[int, int]  # (mtime_ns, size)
+
+
+class CiteChecker:
+    """Check citations against one repository's working tree, caching by file (mtime, size)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._files: dict[str, tuple[Stamp, _File]] = {}
+        self._states: dict[Cite, tuple[Stamp | None, CiteState]] = {}
+        self._history: PathHistory | None = None
+
+    def check(self, cite: Cite) -> CiteState:
+        """Say whether the code `cite` names is as it was anchored: fresh, changed or gone."""
+        stamp = self._stamp(cite.path)
+        cached = self._states.get(cite)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        state = self._judge(cite, stamp)
+        self._states[cite] = (stamp, state)
+        return state
+
+    def explain(self, cite: Cite, now: float | None = None) -> str:
+        """Say what became of a stale citation and in which commit: '' for a fresh one."""
+        state = self.check(cite)
+        if state.state == "fresh":
+            return ""
+        if self._history is None:
+            self._history = PathHistory(self.root)
+        change = self._history.last_change(cite.path)
+        anchored = _epoch(cite.at)
+        if (
+            change is None
+            or change.blob == cite.blob  # the commit holds the version anchored
+            or (anchored is not None and change.time < anchored)
+        ):
+            return f"{state.reason} (not committed yet)"
+        days = int(((time.time() if now is None else now) - change.time) // 86400)
+        ago = "today" if days <= 0 else "1 day ago" if days == 1 else f"{days} days ago"
+        return f"{state.reason} in {change.commit[:7]}, {ago}"
+
+    def _stamp(self, path: str) -> Stamp | None:
+        try:
+            stat = os.stat(self.root / path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        if not S_ISREG(stat.st_mode):
+            return None
+        return (stat.st_mtime_ns, stat.st_size)
+
+    def _read(self, path: str, stamp: Stamp) -> _File | None:
+        cached = self._files.get(path)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        try:
+            file = _File((self.root / path).read_bytes())
+        except OSError:
+            return None
+        self._files[path] = (stamp, file)
+        return file
+
+    def _judge(self, cite: Cite, stamp: Stamp | None) -> CiteState:
+        file = None if stamp is None else self._read(cite.path, stamp)
+        if file is None:
+            return CiteState("gone", f"{cite.path} deleted")
+        if cite.blob and file.blob == cite.blob:
+            return CiteState("fresh")  # the very file anchored: nothing in it moved
+        if cite.symbol:
+            return self._judge_symbol(cite, file)
+        if cite.lines:
+            return self._judge_lines(cite, cite.lines, file)
+        if not cite.blob:
+            return CiteState("fresh", "not anchored")
+        return CiteState("changed", f"{cite.path} changed")
+
+    def _judge_symbol(self, cite: Cite, file: _File) -> CiteState:
+        span = locate(cite.path, file.text, cite.symbol)
+        if span is None:
+            return CiteState("gone", f"{cite.symbol} no longer in {cite.path}")
+        if not cite.digest or text_digest(_slice(file.text, *span)) == cite.digest:
+            return CiteState("fresh")
+        return CiteState("changed", f"{cite.label} changed")
+
+    def _judge_lines(self, cite: Cite, lines: tuple[int, int], file: _File) -> CiteState:
+        stripped = file.stripped
+        if not cite.digest or _window_digest(stripped, lines[0], lines[1]) == cite.digest:
+            return CiteState("fresh")
+        length = lines[1] - lines[0] + 1
+        for start in range(1, len(stripped) - length + 2):
+            if _window_digest(stripped, start, start + length - 1) == cite.digest:
+                return CiteState("fresh", f"moved to lines {start}-{start + length - 1}")
+        return CiteState("changed", f"{cite.label} changed")
+
+
+def _window_digest(stripped: list[str], start: int, end: int) -> str:
+    window = stripped[start - 1 : end]
+    first, last = 0, len(window)
+    while first < last and not window[first]:
+        first += 1
+    while last > first and not window[last - 1]:
+        last -= 1
+    return lines_digest(window[first:last])
+
+
+def _epoch(stamp: str) -> float | None:
+    from datetime import UTC, datetime
+
+    try:
+        parsed = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
