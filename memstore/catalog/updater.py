@@ -421,7 +421,7 @@ class _Batch:
                 *(path, fp[0], fp[1], doc.id, doc.workspace, doc.hash, memory.problem),
                 *(memory.kind, " ".join(memory.supersedes), memory.created, memory.seen),
                 *(memory.recalled, memory.last_recalled, memory.confirmed, memory.archived),
-                cites_column(getattr(memory, "cites", ())),
+                cites_column(memory.cites),
             )
         )
         return doc

@@ -78,7 +78,11 @@ def _serving(watch: Watch) -> Callable[..., None]:
             stopping = _stop_on_signals(watcher, store)
             try:
                 server = build_server(
-                    store, workspace=chosen, source=source, is_live=watcher.ready.is_set
+                    store,
+                    workspace=chosen,
+                    source=source,
+                    is_live=watcher.ready.is_set,
+                    cwd=Path.cwd(),  # recall checks the citations of its repository
                 )
                 run_stdio(server)
             finally:
