@@ -38,6 +38,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -81,13 +82,23 @@ def make_repository(root: Path) -> list[tuple[str, str, str]]:
             tree = ast.parse(file.read_text(encoding="utf-8"))
         except (SyntaxError, UnicodeDecodeError):
             continue
+        named: list[tuple[str, ast.FunctionDef]] = []
         for node in tree.body:
             if isinstance(node, ast.FunctionDef):
-                found.append((path, node.name, _about(node)))
+                named.append((node.name, node))
             elif isinstance(node, ast.ClassDef):
-                for item in node.body:
-                    if isinstance(item, ast.FunctionDef) and not item.name.startswith("__"):
-                        found.append((path, f"{node.name}.{item.name}", _about(item)))
+                named += [
+                    (f"{node.name}.{item.name}", item)
+                    for item in node.body
+                    if isinstance(item, ast.FunctionDef) and not item.name.startswith("__")
+                ]
+        counts = Counter(name for name, _ in named)
+        # one definition per name, its body on lines of its own (edit_functions adds one)
+        found += [
+            (path, name, _about(node))
+            for name, node in named
+            if counts[name] == 1 and node.body[0].lineno > node.lineno
+        ]
     return found
 
 
@@ -146,9 +157,11 @@ def percentiles(values: Sequence[float]) -> dict[str, float]:
     }
 
 
-def measure(store: Store, queries: Sequence[str], repo: Path, rounds: int) -> dict[str, Any]:
-    """Recall every query from inside the repository, in-process and through the MCP tool's
-    path, `rounds` times; return p50/p95 wall and CPU, and the stale hits seen."""
+def measure(store: Store, queries: Sequence[str], repo: Path | None, rounds: int) -> dict[str, Any]:
+    """Recall every query from inside the repository (None: from no folder, nothing checked),
+    in-process and through the MCP tool's path, `rounds` times; return p50/p95 wall and CPU,
+    the stale hits seen, and what reading the hits' cites costs from the manifest (what recall
+    does) and from Whoosh's stored fields (the alternative), per recall."""
     session = ToolSession(None, "bench", lambda: True, repo)
     for query in queries[:20]:  # warm: the index's readers, the checker's file cache
         store.recall(query, workspace=None, catch_up=False, cwd=repo)
@@ -168,7 +181,16 @@ def measure(store: Store, queries: Sequence[str], repo: Path, rounds: int) -> di
             )
             mcp_wall.append(wall)
             mcp_cpu.append(cpu)
+    manifest, stored = [], []
+    for query in queries:
+        paths = [h.path for h in store.search(query, workspace=None, catch_up=False).hits]
+        manifest.append(timed(lambda p=paths: store.indexer.by_path(p))[0] * 1000)
+        stored.append(timed(lambda p=paths: store.indexer.search.get(p))[0] * 1000)
     return {
+        "cites_lookup_us": {
+            "manifest": percentiles(manifest),
+            "whoosh_stored": percentiles(stored),
+        },
         "in_process": {"wall": percentiles(inproc_wall), "cpu": percentiles(inproc_cpu)},
         "mcp_tool": {"wall": percentiles(mcp_wall), "cpu": percentiles(mcp_cpu)},
         "stale_hits": sorted(stale),
@@ -184,13 +206,14 @@ def edit_functions(repo: Path, chosen: Sequence[tuple[str, str]]) -> None:
         file = repo / path
         lines = file.read_text(encoding="utf-8").splitlines(keepends=True)
         tree = ast.parse("".join(lines))
-        inserts = []
-        for node in ast.walk(tree):
+        inserts = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in symbols]
+        for node in tree.body:
             if isinstance(node, ast.ClassDef):
-                for item in node.body:
-                    if isinstance(item, ast.FunctionDef) and f"{node.name}.{item.name}" in symbols:
-                        inserts.append(item)
-        inserts += [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in symbols]
+                inserts += [
+                    item
+                    for item in node.body
+                    if isinstance(item, ast.FunctionDef) and f"{node.name}.{item.name}" in symbols
+                ]
         for node in sorted(inserts, key=lambda n: -n.body[0].lineno):
             first = node.body[0]
             indent = " " * first.col_offset
@@ -263,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         store_b, results["build_with"] = build(tmp / "cited", settings_b, mixed, repo)
         print(f"built with citations: {results['build_with']}", flush=True)
         try:
+            results["unchecked"] = measure(store_a, queries, None, args.rounds)
             results["without"] = measure(store_a, queries, repo, args.rounds)
             results["with"] = measure(store_b, queries, repo, args.rounds)
             edited = rng.sample([(p, s) for p, s, _ in chosen], min(args.edit, len(chosen)))
@@ -328,15 +352,19 @@ def _print(results: dict[str, Any]) -> None:
         f"\n{results['size']:,} memories, {results['citing']:,} citing; "
         f"{results['queries']} queries x rounds; wall and CPU ms"
     )
-    print(f"{'':34}{'without':>18}{'with':>18}{'with, after edits':>22}")
+    names = ("unchecked", "without", "with", "with_after_edits")
+    print(f"{'':26}{'no cwd':>12}{'no cites':>12}{'2k cites':>12}{'after edits':>14}")
     for path in ("in_process", "mcp_tool"):
         for clock in ("wall", "cpu"):
             for pct in ("p50", "p95"):
-                row = [
-                    results[name][path][clock][pct]
-                    for name in ("without", "with", "with_after_edits")
-                ]
-                print(f"{path + ' ' + clock + ' ' + pct:34}{row[0]:>18}{row[1]:>18}{row[2]:>22}")
+                row = [results[name][path][clock][pct] for name in names]
+                label = f"{path} {clock} {pct}"
+                print(f"{label:26}{row[0]:>12}{row[1]:>12}{row[2]:>12}{row[3]:>14}")
+    lookup = results["with"]["cites_lookup_us"]
+    print(
+        f"hits' cites per recall, us p50/p95: manifest rows {lookup['manifest']}, "
+        f"Whoosh stored fields {lookup['whoosh_stored']}"
+    )
     print(f"audit after edits: {results['audit']}")
 
 
