@@ -19,6 +19,7 @@ from memstore.core.model import ADDABLE_KINDS, GLOBAL
 from memstore.ops import options
 from memstore.ops.cli_help import choices
 from memstore.ops.lean import (
+    cites_here,
     detected_workspace,
     look_elsewhere,
     print_add,
@@ -99,6 +100,7 @@ def add(
     source: Annotated[str | None, option(options.ADD, "source")] = None,
     supersedes: Annotated[list[str] | None, option(options.ADD, "supersedes")] = None,
     allow_secret: Annotated[bool, option(options.ADD, "allow_secret")] = False,
+    cite: Annotated[list[str] | None, option(options.ADD, "cite")] = None,
     vault: VaultOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -111,6 +113,7 @@ def add(
         text = read_stdin()
     settings = shell_settings(vault)
     chosen = workspace or detected_workspace(settings.vault) or GLOBAL
+    cites = cites_here(settings.vault, cite or (), text)
     with Store.open(settings, create=True) as store:
         result = store.add(
             text,
@@ -120,6 +123,7 @@ def add(
             source=source,
             supersedes=tuple(supersedes or ()),
             allow_secret=allow_secret,
+            cites=cites,
         )
     named = str(settings.vault) if vault else None
     print_add(result, as_json=as_json, text=text, vault=named)

@@ -196,6 +196,8 @@ class AddResult:
     contradicts: tuple[Contradiction, ...] = ()
     # The ids a "supersede_recorded" add named as corrected (they were not named before).
     linked: tuple[str, ...] = ()
+    # The code this add cited (--cite, or named by its text), as recorded in the file.
+    cites: tuple[Cite, ...] = ()
 
 
 @dataclass(frozen=True)

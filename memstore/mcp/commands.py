@@ -82,7 +82,7 @@ def _serving(watch: Watch) -> Callable[..., None]:
                     workspace=chosen,
                     source=source,
                     is_live=watcher.ready.is_set,
-                    cwd=Path.cwd(),  # recall checks the citations of its repository
+                    cwd=str(Path.cwd()),
                 )
                 run_stdio(server)
             finally:

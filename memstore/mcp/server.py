@@ -55,33 +55,23 @@ Runner = Callable[[str, dict[str, Any]], Mapping[str, Any]]  # raises ToolError
 
 
 def build_server(
-    store: Store,
-    *,
-    workspace: str | None,
-    source: str,
-    is_live: Any = None,
-    cwd: Path | None = None,
+    store: Store, *, workspace: str | None, source: str, is_live: Any = None, cwd: str = ""
 ) -> MCPServer:
     """Return the MCP server answering from `store` in this process; `workspace` is the
     default for both tools (None: recall reads every workspace, add writes to global).
 
     `is_live` says whether a watcher is keeping the index current (then a recall skips
-    its own scan for changed files); `cwd`, where the agent works, whose repository's
-    citations a recall checks.
+    its own scan for changed files).
     """
-    runner = build_runner(store, workspace=workspace, source=source, is_live=is_live, cwd=cwd)
-    return tools_server(runner)
+    return tools_server(
+        build_runner(store, workspace=workspace, source=source, is_live=is_live, cwd=cwd)
+    )
 
 
 def build_runner(
-    store: Store,
-    *,
-    workspace: str | None,
-    source: str,
-    is_live: Any = None,
-    cwd: Path | None = None,
+    store: Store, *, workspace: str | None, source: str, is_live: Any = None, cwd: str = ""
 ) -> Runner:
-    """Return how the tools run over `store` in this process."""
+    """Return how the tools run over `store` in this process (`cwd`: the agent's folder)."""
 
     session = tools.ToolSession(workspace, source, lambda: bool(is_live and is_live()), cwd)
 
@@ -132,10 +122,11 @@ def tools_server(run: Runner) -> MCPServer:
         workspace: str = "",
         supersedes: list[str] = [],  # noqa: B006 (read, never mutated; keeps the schema short)
         source: str = "",
+        cites: list[str] = [],  # noqa: B006 (read, never mutated; keeps the schema short)
     ) -> Annotated[CallToolResult, AddOut]:
-        """Save one durable fact for later sessions: a lesson (symptom — cause — fix), a
-        decision and why, a preference, a working command. Self-contained, no secrets. Always
-        pass 2-5 keywords. kind: note|lesson|trace. supersedes: ids this corrects."""
+        """Save a durable fact for later sessions: a lesson (symptom, cause, fix), a decision
+        and why, a preference, a command. Self-contained, no secrets. Always pass 2-5
+        keywords. kind: note|lesson|trace. supersedes: ids it corrects. cites: path[:function]."""
         arguments = {
             "content": content,
             "keywords": list(keywords),
@@ -143,6 +134,7 @@ def tools_server(run: Runner) -> MCPServer:
             "workspace": workspace,
             "supersedes": list(supersedes),
             "source": source,
+            "cites": list(cites),
         }
         return compact(run(Tool.ADD, arguments))
 
@@ -288,10 +280,7 @@ class Forwarder:
                     workspace_at(self.settings.vault, Path(self.cwd)) if self.cwd else None
                 )
                 self._local = build_runner(
-                    self._store,
-                    workspace=workspace,
-                    source=self.settings.source,
-                    cwd=Path(self.cwd) if self.cwd else None,
+                    self._store, workspace=workspace, source=self.settings.source, cwd=self.cwd
                 )
             return self._local
 

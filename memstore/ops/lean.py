@@ -39,6 +39,7 @@ from memstore.ops.options import (
 from memstore.ops.options import wants_stdin as wants_stdin  # the launcher's, imported alone
 
 if TYPE_CHECKING:
+    from memstore.core.citations import Cite
     from memstore.ops.output import Elsewhere
     from memstore.service.store import Store
 
@@ -110,6 +111,13 @@ def settings_for(request: Request, options: Options) -> Settings:
 def detected_workspace(vault: Path) -> str | None:
     """Return the workspace of the current directory's git repository, if it has one."""
     return workspace_at(vault, Path.cwd())
+
+
+def cites_here(vault: Path, specs: Collection[str], text: str) -> tuple[Cite, ...]:
+    """Return the citations an add from the current directory records (ops/add_cites.py)."""
+    from memstore.ops.add_cites import add_cites
+
+    return add_cites(vault, Path.cwd(), list(specs), text)
 
 
 def _workspace_of(request: Request, vault: Path) -> str | None:
@@ -241,6 +249,9 @@ def run_add(request: Request, open_store: OpenStore = open_in_process) -> Reply:
     try:
         if text == "-":
             text = decode_stdin(request.stdin)
+        from memstore.ops.add_cites import add_cites
+
+        cites = add_cites(settings.vault, request.cwd, options.get("cite", ()), text)
         with open_store(settings, True) as store:
             result = store.add(
                 text,
@@ -250,6 +261,7 @@ def run_add(request: Request, open_store: OpenStore = open_in_process) -> Reply:
                 source=last(options, "source") or None,
                 supersedes=tuple(options.get("supersedes", ())),
                 allow_secret="allow_secret" in options,
+                cites=cites,
             )
     except MemstoreError as err:
         return _error(err)

@@ -94,6 +94,12 @@ ADD = (
     Option(
         ("--allow-secret",), "allow_secret", help="Store text that looks like a credential anyway."
     ),
+    Option(
+        ("--cite",),
+        "cite",
+        value=True,
+        help="Code it is about: PATH, PATH:SYMBOL or PATH:START-END (repeatable).",
+    ),
     VAULT,
     JSON,
 )

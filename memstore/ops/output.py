@@ -179,6 +179,7 @@ def add_line(result: AddResult, text: str = "", vault: str | None = None) -> str
         lines = [
             f"duplicate of {result.id} in {result.workspace}: seen {count(result.seen, 'time')}  ({result.path})"
         ]
+    lines += [f"cited {cite.label}" for cite in result.cites]
     for other in result.contradicts:
         command = supersede_command(text, result.workspace, other.id, vault)
         lines.append(
@@ -190,6 +191,7 @@ def add_line(result: AddResult, text: str = "", vault: str | None = None) -> str
 def add_json(result: AddResult, text: str = "", vault: str | None = None) -> dict[str, Any]:
     """Return what `memstore add --json` prints: the result, each contradiction with its command."""
     data = asdict(result)
+    data["cites"] = [cite.label for cite in result.cites]
     for item, other in zip(data["contradicts"], result.contradicts, strict=True):
         item["command"] = supersede_command(text, result.workspace, other.id, vault)
     return data

@@ -108,6 +108,7 @@ class AddOut(TypedDict):
     # Only when the new memory disagrees with one already stored (no tokens otherwise).
     contradicts: NotRequired[list[ContradictionOut]]
     message: NotRequired[str]
+    cites: NotRequired[list[str]]  # the code it cites: path, path:function, path:12-40
 
 
 class ConfirmOut(TypedDict):
@@ -246,15 +247,24 @@ def elsewhere_message(query: str, scope: str, elsewhere: Elsewhere) -> str:
 
 
 def add(
-    store: Store, arguments: Mapping[str, Any], *, workspace: str | None, source: str
+    store: Store,
+    arguments: Mapping[str, Any],
+    *,
+    workspace: str | None,
+    source: str,
+    cwd: str = "",
 ) -> AddOut:
-    """Run memory_add (`workspace`, `source`: the session's defaults; no workspace: global)."""
+    """Run memory_add (`workspace`, `source`: the session's defaults; no workspace: global;
+    `cwd`: the agent's folder, whose repository its `cites` paths are in)."""
     content = str(arguments.get("content") or "")
     if not content.strip():  # store.add's message is for a person at a shell
         raise InvalidInputError(
             "content is empty; pass the fact to remember as `content`, one self-contained "
             "sentence or two (e.g. symptom — cause — fix)"
         )
+    from memstore.ops.add_cites import add_cites
+
+    specs = [str(spec) for spec in arguments.get("cites") or ()]
     result = store.add(
         content,
         workspace=str(arguments.get("workspace") or workspace or GLOBAL),
@@ -263,6 +273,7 @@ def add(
         source=str(arguments.get("source") or source) or None,
         supersedes=tuple(arguments.get("supersedes") or ()),
         allowed_kinds=AGENT_KINDS,
+        cites=add_cites(store.settings.vault, cwd, specs, content),
     )
     out: AddOut = {
         "status": result.status,
@@ -270,6 +281,8 @@ def add(
         "seen": result.seen,
         "workspace": result.workspace,
     }
+    if result.cites:
+        out["cites"] = [cite.label for cite in result.cites]
     if result.contradicts:
         out["contradicts"] = [{"id": c.id, "detail": c.detail} for c in result.contradicts]
         out["message"] = contradiction_message([c.id for c in result.contradicts])
@@ -326,7 +339,7 @@ class ToolSession:
     workspace: str | None
     source: str
     is_live: Callable[[], bool]
-    cwd: Path | None = None  # where the agent works: recall checks its repository's citations
+    cwd: str = ""  # the agent's folder: memory_add cites code of its repository
 
 
 ToolRun = Callable[["Store", Mapping[str, Any], ToolSession], Mapping[str, Any]]
@@ -334,10 +347,14 @@ ToolRun = Callable[["Store", Mapping[str, Any], ToolSession], Mapping[str, Any]]
 # tool → how it runs: the daemon (`answer`) and `memstore serve` in-process both call `run`.
 HANDLERS: dict[Tool, ToolRun] = {
     Tool.RECALL: lambda store, arguments, session: recall(
-        store, arguments, workspace=session.workspace, live=session.is_live(), cwd=session.cwd
+        store,
+        arguments,
+        workspace=session.workspace,
+        live=session.is_live(),
+        cwd=Path(session.cwd) if session.cwd else None,
     ),
     Tool.ADD: lambda store, arguments, session: add(
-        store, arguments, workspace=session.workspace, source=session.source
+        store, arguments, workspace=session.workspace, source=session.source, cwd=session.cwd
     ),
     Tool.CONFIRM: lambda store, arguments, _session: confirm(store, arguments),
 }
@@ -371,8 +388,9 @@ def answer(request: Request, open_store: OpenStore) -> Reply:
             workspace_at(settings.vault, Path(request.cwd)) if request.cwd else None
         )
         with open_store(settings, False) as store:
-            here = Path(request.cwd) if request.cwd else None
-            session = ToolSession(workspace, settings.source, store.vault.is_watched, here)
+            session = ToolSession(
+                workspace, settings.source, store.vault.is_watched, request.cwd or ""
+            )
             out = run(request.argv[0], store, arguments, session)
     except MemstoreError as err:
         return Reply(1, "", str(err))

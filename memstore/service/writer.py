@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from memstore.catalog.indexer import Entry
+from memstore.core.citations import Cite, merge_cites
 from memstore.core.codec import content_hash, derive_id
 from memstore.core.contradictions import disagreement
 from memstore.core.errors import InvalidInputError, NotFoundError, VaultError
@@ -59,12 +60,14 @@ class Writer(Part):
         allow_secret: bool = False,
         merge_duplicate: bool = True,
         caller: Caller | None = None,
+        cites: tuple[Cite, ...] = (),
     ) -> AddResult:
         """Store a memory: a new file and commit, or a duplicate folded into its file.
 
         A text that looks like it holds a credential is refused unless `allow_secret`; with
         `merge_duplicate` false a duplicate is reported and left untouched (re-imports).
         `caller` (default: the store's) is who writes; `source` names another author.
+        `cites`: the code it cites, anchored (memstore.catalog.citing), kept in its file.
         """
         caller = caller or self.store.caller
         body = check_text(text)
@@ -99,7 +102,7 @@ class Writer(Part):
                 )
             if existing:
                 return self._merge_duplicate(
-                    tx, existing[0], keywords, targets, source, allow_secret=allow_secret
+                    tx, existing[0], keywords, targets, source, allow_secret, cites
                 )
             # Looked up before the write: the index searched is the one the catch-up (or the
             # last recall) left current, not a version this add makes stale.
@@ -112,10 +115,10 @@ class Writer(Part):
                 source=source,
                 may_hold_secret=allow_secret,  # else the scan above refused one already
             )
-            memory = replace(memory, supersedes=tuple(dict.fromkeys(targets)))
+            memory = replace(memory, supersedes=tuple(dict.fromkeys(targets)), cites=cites)
             message = f"add({workspace}): {summary(body)}"
             commit = tx.write_memory(path, memory, message, source, allow_secret=allow_secret)
-        added = AddResult("added", memory.id, path, 1, workspace, commit)
+        added = AddResult("added", memory.id, path, 1, workspace, commit, cites=cites)
         return replace(added, contradicts=contradicted)
 
     def _contradicted(
@@ -172,8 +175,8 @@ class Writer(Part):
         keywords: tuple[str, ...],
         supersedes: tuple[str, ...],
         source: str,
-        *,
         allow_secret: bool = False,
+        cites: tuple[Cite, ...] = (),
     ) -> AddResult:
         current = tx.vault.read(entry.path)
         # The text again with --supersedes is a correction being recorded (a contradiction
@@ -210,6 +213,7 @@ class Writer(Part):
             tally(current, "seen", self.replica()) if not named else current,
             keywords=tuple(dict.fromkeys((*current.keywords, *keywords))),
             supersedes=(*current.supersedes, *links),
+            cites=merge_cites((), current.cites, cites),
             # A hand-written file asked to correct another gets the front matter that says so.
             has_front_matter=True,
         )
@@ -222,8 +226,16 @@ class Writer(Part):
             entry.path, merged, message, source, basis=current, allow_secret=allow_secret
         )
         status: AddStatus = "supersede_recorded" if links else "duplicate_merged"
+        recorded = tuple(cite for cite in cites if cite in merged.cites)
         return AddResult(
-            status, merged.id, entry.path, merged.seen, merged.workspace, commit, linked=named
+            status,
+            merged.id,
+            entry.path,
+            merged.seen,
+            merged.workspace,
+            commit,
+            linked=named,
+            cites=recorded,
         )
 
     @serialized

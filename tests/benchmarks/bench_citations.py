@@ -162,7 +162,7 @@ def measure(store: Store, queries: Sequence[str], repo: Path | None, rounds: int
     in-process and through the MCP tool's path, `rounds` times; return p50/p95 wall and CPU,
     the stale hits seen, and what reading the hits' cites costs from the manifest (what recall
     does) and from Whoosh's stored fields (the alternative), per recall."""
-    session = ToolSession(None, "bench", lambda: True, repo)
+    session = ToolSession(None, "bench", lambda: True, str(repo or ""))
     for query in queries[:20]:  # warm: the index's readers, the checker's file cache
         store.recall(query, workspace=None, catch_up=False, cwd=repo)
     inproc_wall, inproc_cpu, mcp_wall, mcp_cpu = [], [], [], []
