@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,6 +27,7 @@ if TYPE_CHECKING:  # the checker (and the chunker it reads code with) only when 
     from memstore.catalog.citing import CiteChecker
 
 __all__ = [
+    "Repositories",
     "Repository",
     "cites_column",
     "confident_fresh_first",
@@ -49,6 +51,32 @@ def repository_at(vault: Path, cwd: Path) -> Repository | None:
     root = find_enclosing_repository(cwd.resolve())
     name = workspace_at(vault, cwd) if root is not None else None
     return None if root is None or name is None else Repository(name, root)
+
+
+class Repositories:
+    """The repositories recall was asked from, by working folder: finding one reads its
+    .git/config (~0.4 ms), so it is found again only when its .git entry changed (a
+    rewritten config renames a file in .git: the folder's mtime moves)."""
+
+    def __init__(self) -> None:
+        self._known: dict[Path, tuple[int, Repository]] = {}
+
+    def at(self, vault: Path, cwd: Path) -> Repository | None:
+        """Return the repository work in `cwd` happens in (repository_at), cached."""
+        known = self._known.get(cwd)
+        if known is not None and known[0] == _git_stamp(known[1].root):
+            return known[1]
+        found = repository_at(vault, cwd)
+        if found is not None:  # not a miss: `git init` may make one at any time
+            self._known[cwd] = (_git_stamp(found.root), found)
+        return found
+
+
+def _git_stamp(root: Path) -> int:
+    try:
+        return os.stat(root / ".git").st_mtime_ns
+    except OSError:
+        return -1
 
 
 def cites_column(cites: Iterable[Cite]) -> str:

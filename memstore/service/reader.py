@@ -18,7 +18,7 @@ from memstore.catalog.retrieval import (
     stand_ins,
     with_corrections,
 )
-from memstore.catalog.staleness import confident_fresh_first, mark_stale, repository_at
+from memstore.catalog.staleness import confident_fresh_first, mark_stale
 from memstore.core.codec import merged_ids
 from memstore.core.errors import InvalidInputError, NotFoundError
 from memstore.core.model import (
@@ -147,7 +147,7 @@ class Reader(Part):
         cites = {e.path: e.cites for e in store.indexer.by_path([h.path for h in hits]) if e.cites}
         if not cites:
             return hits
-        repository = repository_at(store.vault.root, cwd)
+        repository = store.shared.repositories.at(store.vault.root, cwd)
         if repository is None:
             return hits
         return mark_stale(hits, cites, repository, store.shared.cite_checker(repository.root))

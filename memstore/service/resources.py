@@ -13,6 +13,7 @@ from memstore.catalog.citing import CiteChecker
 from memstore.catalog.codebase import CodeIndex
 from memstore.catalog.indexer import Indexer
 from memstore.catalog.semantic import VectorIndex
+from memstore.catalog.staleness import Repositories
 from memstore.core.model import CoreMemory
 from memstore.service.tiers import Tiers
 from memstore.vault.files import Vault
@@ -59,6 +60,7 @@ class Resources:
         # One checker of citations per repository root recall was asked from (its cache of
         # each cited file, by mtime and size, is what makes a check cost nothing)
         self.cite_checkers: dict[Path, CiteChecker] = {}
+        self.repositories = Repositories()  # the repository of each folder recall is asked from
 
     def cite_checker(self, root: Path) -> CiteChecker:
         """Return the citation checker of the repository at `root` (one per root, kept)."""

@@ -7,11 +7,11 @@ A standalone script, not a pytest module (run it under `nice -n 10`):
 
 1. A real git repository: a slice of this Python's standard library (json, email, http,
    logging, urllib, xml, importlib, asyncio, ...) copied into a temporary folder and committed.
-2. Two vaults built by adds through the add command's own path (`memstore add`, lean path, in
-   this process): the same `--size` generated memories (bench_foundation.py's generator) in
-   both; in the second, `--citing` of them are memories about a function of the repository,
-   added from inside it with `--cite PATH:SYMBOL`. In the first, the same texts are added
-   without citations, from outside any repository.
+2. A vault built by adds through the add command's own path (`memstore add`, lean path, in
+   this process): `--size` memories, bench_foundation.py's generated ones and `--citing`
+   memories about a function of the repository, added from inside it with
+   `--cite PATH:SYMBOL`. Beside it, a copy of the same vault with every `cites:` taken out of
+   the files, indexed from them: the same memories, none citing.
 3. Recall from inside the repository (so every citation of a hit is checked): `Store.recall`
    in-process, and the MCP tool's path (`ops.tools.run("memory_recall")` and its JSON, what
    the daemon answers `memstore serve` with), over the same queries for both vaults: half
@@ -119,7 +119,9 @@ def citing_text(path: str, symbol: str, about: str, rng: random.Random) -> str:
             "do not copy it; import it",
         )
     )
-    return f"{symbol} in {path}: {about.rstrip('.')}. Note: {lesson}."
+    # the path is left out of the text: the add's automatic citation would cite the whole
+    # file beside the function (--cite names the function)
+    return f"{symbol}: {about.rstrip('.')}. Note: {lesson}."
 
 
 def add_all(
@@ -133,12 +135,15 @@ def add_all(
     opened = lambda _settings, _create: contextlib.nullcontext(store)  # noqa: E731
     times = []
     for workspace, text, keywords, spec in items:
-        argv = [text, "-w", workspace, *(f"-k={k}" for k in keywords)]
+        argv = [text, "-w", workspace, "--kind", "lesson" if spec else "note"]
+        argv += [f"--keyword={k}" for k in keywords]
         argv += ["--cite", spec] if spec else []
         started = time.perf_counter()
         reply = run_add(Request("add", argv, str(cwd), env, b""), opened)
         times.append((time.perf_counter() - started) * 1000)
-        if reply.status not in (0, None):
+        if len(times) % 1000 == 0:
+            print(f"  {len(times):,} adds, p50 {statistics.median(times):.1f} ms", flush=True)
+        if reply.status != 0:
             raise SystemExit(f"add failed: {reply.stderr.strip()} ({argv[:4]})")
     return times
 
@@ -157,44 +162,62 @@ def percentiles(values: Sequence[float]) -> dict[str, float]:
     }
 
 
-def measure(store: Store, queries: Sequence[str], repo: Path | None, rounds: int) -> dict[str, Any]:
-    """Recall every query from inside the repository (None: from no folder, nothing checked),
-    in-process and through the MCP tool's path, `rounds` times; return p50/p95 wall and CPU,
-    the stale hits seen, and what reading the hits' cites costs from the manifest (what recall
-    does) and from Whoosh's stored fields (the alternative), per recall."""
-    session = ToolSession(None, "bench", lambda: True, str(repo or ""))
-    for query in queries[:20]:  # warm: the index's readers, the checker's file cache
-        store.recall(query, workspace=None, catch_up=False, cwd=repo)
-    inproc_wall, inproc_cpu, mcp_wall, mcp_cpu = [], [], [], []
-    stale: set[str] = set()
+def measure(
+    variants: Sequence[tuple[str, Store, Path | None]], queries: Sequence[str], rounds: int
+) -> dict[str, dict[str, Any]]:
+    """Recall every query in each variant (a name, a store, the folder recall is asked from:
+    None checks nothing), in-process and through the MCP tool's path, `rounds` times, the
+    variants taking turns query by query (so the machine's load falls on all alike); return
+    per variant p50/p95 wall and CPU, the stale hits seen, and what reading the hits' cites
+    costs from the manifest (what recall does) and from Whoosh's stored fields, per recall."""
+    sessions = {
+        name: ToolSession(None, "bench", lambda: True, str(repo or ""))
+        for name, _, repo in variants
+    }
+    for _, store, repo in variants:
+        for query in queries[:20]:  # warm: the index's readers, the checker's file cache
+            store.recall(query, workspace=None, catch_up=False, cwd=repo)
+    times: dict[str, dict[str, list[float]]] = {
+        name: {"in_wall": [], "in_cpu": [], "mcp_wall": [], "mcp_cpu": []}
+        for name, _, _ in variants
+    }
+    stale: dict[str, set[str]] = {name: set() for name, _, _ in variants}
     for _ in range(rounds):
         for query in queries:
-            wall, cpu, found = timed(
-                lambda q=query: store.recall(q, workspace=None, catch_up=False, cwd=repo)
-            )
-            inproc_wall.append(wall)
-            inproc_cpu.append(cpu)
-            stale.update(hit.id for hit in found.hits if hit.stale)
-            arguments = {"query": query}
-            wall, cpu, _ = timed(
-                lambda a=arguments: json.dumps(run_tool("memory_recall", store, a, session))
-            )
-            mcp_wall.append(wall)
-            mcp_cpu.append(cpu)
-    manifest, stored = [], []
-    for query in queries:
-        paths = [h.path for h in store.search(query, workspace=None, catch_up=False).hits]
-        manifest.append(timed(lambda p=paths: store.indexer.by_path(p))[0] * 1000)
-        stored.append(timed(lambda p=paths: store.indexer.search.get(p))[0] * 1000)
-    return {
-        "cites_lookup_us": {
-            "manifest": percentiles(manifest),
-            "whoosh_stored": percentiles(stored),
-        },
-        "in_process": {"wall": percentiles(inproc_wall), "cpu": percentiles(inproc_cpu)},
-        "mcp_tool": {"wall": percentiles(mcp_wall), "cpu": percentiles(mcp_cpu)},
-        "stale_hits": sorted(stale),
-    }
+            for name, store, repo in variants:
+                wall, cpu, found = timed(
+                    lambda s=store, q=query, r=repo: s.recall(
+                        q, workspace=None, catch_up=False, cwd=r
+                    )
+                )
+                times[name]["in_wall"].append(wall)
+                times[name]["in_cpu"].append(cpu)
+                stale[name].update(hit.id for hit in found.hits if hit.stale)
+                wall, cpu, _ = timed(
+                    lambda s=store, q=query, n=name: json.dumps(
+                        run_tool("memory_recall", s, {"query": q}, sessions[n])
+                    )
+                )
+                times[name]["mcp_wall"].append(wall)
+                times[name]["mcp_cpu"].append(cpu)
+    out = {}
+    for name, store, _ in variants:
+        manifest, stored = [], []
+        for query in queries:
+            paths = [h.path for h in store.search(query, workspace=None, catch_up=False).hits]
+            manifest.append(timed(lambda p=paths, s=store: s.indexer.by_path(p))[0] * 1000)
+            stored.append(timed(lambda p=paths, s=store: s.indexer.search.get(p))[0] * 1000)
+        t = times[name]
+        out[name] = {
+            "cites_lookup_us": {
+                "manifest": percentiles(manifest),
+                "whoosh_stored": percentiles(stored),
+            },
+            "in_process": {"wall": percentiles(t["in_wall"]), "cpu": percentiles(t["in_cpu"])},
+            "mcp_tool": {"wall": percentiles(t["mcp_wall"]), "cpu": percentiles(t["mcp_cpu"])},
+            "stale_hits": sorted(stale[name]),
+        }
+    return out
 
 
 def edit_functions(repo: Path, chosen: Sequence[tuple[str, str]]) -> None:
@@ -235,6 +258,29 @@ def build(
     }
 
 
+def without_cites(source: Path, root: Path, settings: Settings) -> tuple[Store, dict[str, Any]]:
+    """Copy the vault at `source` to `root` with every memory's `cites:` taken out (one
+    commit), and index it from its files: the same memories, none citing."""
+    shutil.copytree(source, root, ignore=shutil.ignore_patterns(".memstore"))
+    stripped = 0
+    for file in root.rglob("*.md"):
+        text = file.read_text(encoding="utf-8")
+        if "\ncites:\n" in text:
+            head, _, rest = text.partition("\ncites:\n")
+            rest = "\n".join(line for line in rest.split("\n") if not line.startswith("  - {"))
+            file.write_text(f"{head}\n{rest}", encoding="utf-8")
+            stripped += 1
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=b", "-c", "user.email=b@e", "commit", "-qm", "no cites"],
+        cwd=root,
+        check=True,
+    )
+    store = Store.open(settings)
+    wall, _, _ = timed(store.catch_up)
+    return store, {"stripped": stripped, "index_s": round(wall / 1000, 1)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size", type=int, default=10_000)
@@ -248,9 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory(prefix="bench-cite-") as tmp_name:
         tmp = Path(tmp_name)
-        repo, outside = tmp / WORKSPACE, tmp / "outside"
+        repo = tmp / WORKSPACE
         repo.mkdir()
-        outside.mkdir()
         functions = make_repository(repo)
         chosen = rng.sample(functions, min(args.citing, len(functions)))
         corpus = bf.Corpus(args.seed)
@@ -267,7 +312,6 @@ def main(argv: list[str] | None = None) -> int:
         ]
         mixed = plain + citing
         rng.shuffle(mixed)
-        without = [(w, t, k, "") for w, t, k, _ in mixed]
         queries = [bf_query for bf_query in _queries(plain, citing, args.queries, rng)]
         print(
             f"repository: {len(functions)} functions in {len(list(repo.rglob('*.py')))} files; "
@@ -281,17 +325,17 @@ def main(argv: list[str] | None = None) -> int:
         }
         settings_a = Settings(vault=tmp / "plain", source="bench", session="b", host="h")
         settings_b = Settings(vault=tmp / "cited", source="bench", session="b", host="h")
-        store_a, results["build_without"] = build(tmp / "plain", settings_a, without, outside)
-        print(f"built without citations: {results['build_without']}", flush=True)
         store_b, results["build_with"] = build(tmp / "cited", settings_b, mixed, repo)
-        print(f"built with citations: {results['build_with']}", flush=True)
+        print(f"built by adds, with citations: {results['build_with']}", flush=True)
+        store_a, results["build_without"] = without_cites(tmp / "cited", tmp / "plain", settings_a)
+        print(f"copied without citations: {results['build_without']}", flush=True)
         try:
-            results["unchecked"] = measure(store_a, queries, None, args.rounds)
-            results["without"] = measure(store_a, queries, repo, args.rounds)
-            results["with"] = measure(store_b, queries, repo, args.rounds)
+            variants = [("unchecked", store_a, None), ("without", store_a, repo)]
+            results.update(measure([*variants, ("with", store_b, repo)], queries, args.rounds))
             edited = rng.sample([(p, s) for p, s, _ in chosen], min(args.edit, len(chosen)))
             edit_functions(repo, edited)
-            results["with_after_edits"] = measure(store_b, queries, repo, args.rounds)
+            after = measure([*variants, ("with_after_edits", store_b, repo)], queries, args.rounds)
+            results["with_after_edits"] = after["with_after_edits"]
             check = check_citations(store_b, repo)
             results["audit"] = _exact(store_b, check, citing, edited, results["with_after_edits"])
         finally:
