@@ -278,3 +278,12 @@ def test_a_rebuilt_index_marks_the_same_hits(cited: Path, shop: Path) -> None:
     with Store.open(settings_at(cited)) as store:
         assert sorted((e.path, e.cites) for e in store.indexer.entries()) == rows
     assert sum(1 for _, cites in rows if cites) == 5
+
+
+def test_confirm_from_the_repository_settles_a_stale_memory(cited: Path, shop: Path) -> None:
+    edit(shop, "src/upload.py", '"1048576"', '"2097152"')
+    assert stale_ids(recall_marks(cited, "upload size limit", shop)) == {"upld0001"}
+    assert invoke_memstore("confirm", "upld0001", vault=cited, cwd=shop).returncode == 0
+    assert stale_ids(recall_marks(cited, "upload size limit", shop)) == set()
+    listed = invoke_memstore("list", "--stale", "--json", vault=cited, cwd=shop).stdout
+    assert json.loads(listed)["stale"] == []

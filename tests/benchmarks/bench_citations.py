@@ -148,6 +148,18 @@ def add_all(
     return times
 
 
+def generated(corpus: bf.Corpus, count: int) -> list[tuple[str, str, tuple[str, ...], str]]:
+    """Return `count` distinct generated memories (bench_foundation.py's), none citing."""
+    plain: list[tuple[str, str, tuple[str, ...], str]] = []
+    seen: set[str] = set()
+    while len(plain) < count:
+        g = corpus.make()
+        if g.body not in seen:
+            seen.add(g.body)
+            plain.append((g.workspace, g.body.strip(), g.keywords, ""))
+    return plain
+
+
 def timed(fn: Callable[[], Any]) -> tuple[float, float, Any]:
     wall, cpu = time.perf_counter(), time.process_time()
     out = fn()
@@ -290,6 +302,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--edit", type=int, default=40)
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--all-adds", action="store_true", help="add every memory (default: the citing ones)"
+    )
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory(prefix="bench-cite-") as tmp_name:
@@ -299,34 +314,34 @@ def main(argv: list[str] | None = None) -> int:
         functions = make_repository(repo)
         chosen = rng.sample(functions, min(args.citing, len(functions)))
         corpus = bf.Corpus(args.seed)
-        plain: list[tuple[str, str, tuple[str, ...], str]] = []
-        seen: set[str] = set()
-        while len(plain) < args.size - len(chosen):
-            g = corpus.make()
-            if g.body not in seen:
-                seen.add(g.body)
-                plain.append((g.workspace, g.body.strip(), g.keywords, ""))
         citing = [
             (WORKSPACE, citing_text(path, symbol, about, rng), ("stdlib",), f"{path}:{symbol}")
             for path, symbol, about in chosen
         ]
-        mixed = plain + citing
-        rng.shuffle(mixed)
-        queries = [bf_query for bf_query in _queries(plain, citing, args.queries, rng)]
-        print(
-            f"repository: {len(functions)} functions in {len(list(repo.rglob('*.py')))} files; "
-            f"{len(mixed)} memories, {len(citing)} citing",
-            flush=True,
-        )
-        results: dict[str, Any] = {
-            "size": len(mixed),
-            "citing": len(citing),
-            "queries": len(queries),
-        }
         settings_a = Settings(vault=tmp / "plain", source="bench", session="b", host="h")
         settings_b = Settings(vault=tmp / "cited", source="bench", session="b", host="h")
-        store_b, results["build_with"] = build(tmp / "cited", settings_b, mixed, repo)
-        print(f"built by adds, with citations: {results['build_with']}", flush=True)
+        results: dict[str, Any] = {"size": args.size, "citing": len(citing)}
+        if args.all_adds:  # every memory through the add path (~45 min at 10k on a busy box)
+            plain = generated(corpus, args.size - len(citing))
+            mixed = plain + citing
+            rng.shuffle(mixed)
+            store_b, results["build_with"] = build(tmp / "cited", settings_b, mixed, repo)
+        else:  # the others written as files in one commit, then the citing ones added
+            items = bf.write_vault(tmp / "cited", args.size - len(citing), corpus, settings_b)
+            plain = [(g.workspace, g.body.strip(), g.keywords, "") for g in items]
+            store_b = Store.open(settings_b)
+            store_b.catch_up()
+            wall, cpu, times = timed(lambda: add_all(store_b, citing, repo))
+            results["build_with"] = {
+                "written": len(plain),
+                "adds": len(citing),
+                "wall_s": round(wall / 1000, 1),
+                "cpu_s": round(cpu / 1000, 1),
+                "add": percentiles(times),
+            }
+        print(f"built, with citations: {results['build_with']}", flush=True)
+        queries = _queries(plain, citing, args.queries, rng)
+        results["queries"] = len(queries)
         store_a, results["build_without"] = without_cites(tmp / "cited", tmp / "plain", settings_a)
         print(f"copied without citations: {results['build_without']}", flush=True)
         try:
