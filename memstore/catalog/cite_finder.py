@@ -13,11 +13,12 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from memstore.catalog.chunking import definitions, language_of
-from memstore.catalog.citing import anchor
-from memstore.core.citations import Cite
 from memstore.core.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from memstore.core.citations import Cite
 
 MAX_FILES = 5  # named files looked at: a memory naming more is a list, not a lesson about them
 MAX_PARSE_BYTES = 512 * 1024  # a file larger than this is cited whole, never parsed here
@@ -32,6 +33,12 @@ _NAME = re.compile(r"`([A-Za-z_$][\w$.]*)(?:\(\))?`|([A-Za-z_$][\w$]*(?:\.[A-Za-
 _CODE_LIKE = re.compile(r"_|[a-z][A-Z]|\.")
 
 
+def names_a_file(text: str) -> bool:
+    """Say whether `text` holds anything written like a file's path (a regular expression:
+    an add whose text does not pays nothing more)."""
+    return _PATH.search(text) is not None
+
+
 def find_cites(root: Path, repo: str, cwd: Path, text: str, now: str) -> tuple[Cite, ...]:
     """Return citations of the files `text` names in the repository at `root`, and of the
     symbols it names that those files define (read from `cwd` or `root`)."""
@@ -44,6 +51,8 @@ def find_cites(root: Path, repo: str, cwd: Path, text: str, now: str) -> tuple[C
                 break
     if not named:
         return ()
+    from memstore.catalog.citing import anchor  # the chunker: only for a file named
+
     names = _code_names(text)
     cites: dict[object, Cite] = {}
     for path, suffix in named.items():
@@ -72,7 +81,10 @@ def _inside(root: Path, cwd: Path, written: str) -> str | None:
 def _code_names(text: str) -> set[str]:
     """Return the words of `text` that read as code: quoted, called, snake, camel or dotted."""
     names = set()
+    paths = [match.span() for match in _PATH.finditer(text)]
     for match in _NAME.finditer(text):
+        if any(start <= match.start() < end for start, end in paths):
+            continue  # a part of a path (file-format.md) names no symbol
         quoted, word, call = match.groups()
         if quoted:
             names.add(quoted.strip("."))
@@ -84,12 +96,21 @@ def _code_names(text: str) -> set[str]:
 def _symbol_specs(root: Path, path: str, names: set[str]) -> list[str]:
     """Return `path:SYMBOL` for each code-like name the file defines (a unique last part
     stands for its qualified name)."""
-    if not names or language_of(path) is None:
+    if not names:
+        return []
+    from memstore.catalog.chunking import language_of
+    from memstore.catalog.citing import definitions
+
+    if language_of(path) is None:
         return []
     full = root / path
     if full.stat().st_size > MAX_PARSE_BYTES:
         return []
-    found = definitions(path, full.read_text(encoding="utf-8", errors="replace"))
+    text = full.read_text(encoding="utf-8", errors="replace")
+    names = {name for name in names if name.rsplit(".", 1)[-1] in text}
+    if not names:
+        return []  # none of the names is in the file: no need to parse it
+    found = definitions(path, text)
     qualified = {name for name, _, _ in found}
     by_last: dict[str, set[str]] = {}
     for name in qualified:

@@ -13,17 +13,19 @@ import os
 import re
 import time
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from stat import S_ISREG
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from memstore.catalog.chunking import definitions
 from memstore.core.citations import Cite, blob_id, lines_digest, text_digest
 from memstore.core.errors import InvalidInputError
-from memstore.vault.path_history import PathHistory
 
 _RANGE = re.compile(r"([1-9][0-9]{0,8})(?:-([1-9][0-9]{0,8}))?")
 _SYMBOL = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
+
+if TYPE_CHECKING:
+    from memstore.vault.path_history import PathHistory
 
 CiteStateName = Literal["fresh", "changed", "gone"]
 
@@ -73,6 +75,15 @@ def relative_spec(root: Path, cwd: Path, spec: str) -> str:
         ) from None
     suffix = f":{symbol}" if symbol else f":{lines[0]}-{lines[1]}" if lines else ""
     return inside.as_posix() + suffix
+
+
+@lru_cache(maxsize=16)
+def definitions(path: str, text: str) -> tuple[tuple[str, int, int], ...]:
+    """Return a file's named definitions (chunking.definitions), the last few files' kept:
+    an add that finds a symbol and then anchors it parses the file once."""
+    from memstore.catalog.chunking import definitions as parse  # not for a whole file's cite
+
+    return tuple(parse(path, text))
 
 
 def locate(path: str, text: str, symbol: str) -> tuple[int, int] | None:
@@ -183,6 +194,8 @@ class CiteChecker:
         if state.state == "fresh":
             return ""
         if self._history is None:
+            from memstore.vault.path_history import PathHistory  # pygit2: only to explain
+
             self._history = PathHistory(self.root)
         change = self._history.last_change(cite.path)
         anchored = _epoch(cite.at)
@@ -239,14 +252,42 @@ class CiteChecker:
         return CiteState("changed", f"{cite.label} changed")
 
     def _judge_lines(self, cite: Cite, lines: tuple[int, int], file: _File) -> CiteState:
-        stripped = file.stripped
-        if not cite.digest or _window_digest(stripped, lines[0], lines[1]) == cite.digest:
+        found = _find_lines(file.stripped, lines, cite.digest)
+        if found == lines:
             return CiteState("fresh")
-        length = lines[1] - lines[0] + 1
-        for start in range(1, len(stripped) - length + 2):
-            if _window_digest(stripped, start, start + length - 1) == cite.digest:
-                return CiteState("fresh", f"moved to lines {start}-{start + length - 1}")
+        if found is not None:
+            return CiteState("fresh", f"moved to lines {found[0]}-{found[1]}")
         return CiteState("changed", f"{cite.label} changed")
+
+    def reanchor(self, cite: Cite, now: str) -> Cite | None:
+        """Anchor `cite` to today's working tree (a moved line range follows its lines);
+        None when what it cites is gone."""
+        if self.check(cite).state == "gone":
+            return None
+        spec = cite.label
+        if cite.lines:
+            stamp = self._stamp(cite.path)
+            file = None if stamp is None else self._read(cite.path, stamp)
+            found = None if file is None else _find_lines(file.stripped, cite.lines, cite.digest)
+            if found is not None:
+                spec = f"{cite.path}:{found[0]}-{found[1]}"
+        try:
+            return anchor(self.root, cite.repo, spec, now)
+        except InvalidInputError:  # a range now past the end of its file
+            return None
+
+
+def _find_lines(stripped: list[str], lines: tuple[int, int], digest: str) -> tuple[int, int] | None:
+    """Return where lines with `digest` are: `lines` themselves, else the nearest window of
+    the same length holding them (the code moved), else None."""
+    if not digest or _window_digest(stripped, *lines) == digest:
+        return lines if lines[1] <= len(stripped) else None
+    length = lines[1] - lines[0] + 1
+    starts = range(1, len(stripped) - length + 2)
+    for start in sorted(starts, key=lambda s: abs(s - lines[0])):
+        if _window_digest(stripped, start, start + length - 1) == digest:
+            return (start, start + length - 1)
+    return None
 
 
 def _window_digest(stripped: list[str], start: int, end: int) -> str:

@@ -16,7 +16,7 @@ from memstore.cli.terminal import ask, now, progress_bar, say, working_folder
 from memstore.core.errors import InvalidInputError
 from memstore.core.model import ADDABLE_KINDS, summary
 from memstore.ops.cli_help import choices
-from memstore.ops.lean import complete_workspace
+from memstore.ops.lean import checkout_here, complete_workspace
 from memstore.ops.output import count, supersede_command
 from memstore.ops.parameters import (
     IdArgument,
@@ -186,12 +186,17 @@ def confirm(
 ) -> None:
     """Vouch for a memory: it decays more slowly and ranks a little higher (one commit).
 
+    Run inside a repository, its citations of that code are anchored to today's version.
+
     Example:  memstore confirm k3xq
     """
-    with Store.open(shell_settings(vault)) as store:
-        memory = store.confirm(memory_id)
+    settings = shell_settings(vault)
+    with Store.open(settings) as store:
+        memory, dropped = store.confirm_cited(memory_id, checkout_here(settings.vault))
     times = count(memory.confirmed, "time")
     say(f"confirmed {memory.id} ({times})")
+    for cite, reason in dropped:
+        say(f"dropped citation {cite.label}: {reason}")
 
 
 @commands.command()

@@ -120,6 +120,13 @@ def cites_here(vault: Path, specs: Collection[str], text: str) -> tuple[Cite, ..
     return add_cites(vault, Path.cwd(), list(specs), text)
 
 
+def checkout_here(vault: Path) -> tuple[Path, str] | None:
+    """Return the repository of the current directory (root, name), if any."""
+    from memstore.ops.add_cites import checkout_at
+
+    return checkout_at(vault, Path.cwd())
+
+
 def _workspace_of(request: Request, vault: Path) -> str | None:
     return workspace_at(vault, Path(request.cwd)) if request.cwd else None
 

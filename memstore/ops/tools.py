@@ -115,6 +115,7 @@ class ConfirmOut(TypedDict):
     id: str
     confirmed: int
     workspace: str
+    dropped_cites: NotRequired[list[str]]  # citations of code that is gone, with why
 
 
 SentCore = MutableMapping[str, tuple[tuple[str, str, str], ...]]
@@ -299,20 +300,31 @@ def contradiction_message(ids: list[str]) -> str:
     )
 
 
-def confirm(store: Store, arguments: Mapping[str, Any]) -> ConfirmOut:
-    """Run memory_confirm: the person vouched for a recalled memory (`id`, or a prefix)."""
+def confirm(store: Store, arguments: Mapping[str, Any], cwd: str = "") -> ConfirmOut:
+    """Run memory_confirm: the person vouched for a recalled memory (`id`, or a prefix);
+    its citations of the code in `cwd`'s repository are anchored to today's version."""
     memory_id = str(arguments.get("id") or "").strip()
     if not memory_id:
         raise InvalidInputError(
             "id is empty; pass the id of the recalled memory the person confirmed (e.g. k3xq9p2a)"
         )
     try:
-        memory = store.confirm(memory_id)
+        from memstore.ops.add_cites import checkout_at
+
+        checkout = checkout_at(store.settings.vault, cwd) if cwd else None
+        memory, dropped = store.confirm_cited(memory_id, checkout)
     except NotFoundError as err:  # its advice is for a person at a shell
         raise NotFoundError(
             f"no memory with id {memory_id!r}; call memory_recall to find ids"
         ) from err
-    return {"id": memory.id, "confirmed": memory.confirmed, "workspace": memory.workspace}
+    out: ConfirmOut = {
+        "id": memory.id,
+        "confirmed": memory.confirmed,
+        "workspace": memory.workspace,
+    }
+    if dropped:
+        out["dropped_cites"] = [f"{cite.label}: {reason}" for cite, reason in dropped]
+    return out
 
 
 def without_repeated_core(out: RecallOut, asked: str, sent_core: SentCore) -> RecallOut:
@@ -356,7 +368,7 @@ HANDLERS: dict[Tool, ToolRun] = {
     Tool.ADD: lambda store, arguments, session: add(
         store, arguments, workspace=session.workspace, source=session.source, cwd=session.cwd
     ),
-    Tool.CONFIRM: lambda store, arguments, _session: confirm(store, arguments),
+    Tool.CONFIRM: lambda store, arguments, session: confirm(store, arguments, session.cwd),
 }
 
 

@@ -193,6 +193,7 @@ class Store:
     add = _part("writer", Writer.add)
     update = _part("writer", Writer.update)
     confirm = _part("writer", Writer.confirm)
+    confirm_cited = _part("writer", Writer.confirm_cited)
     forget = _part("writer", Writer.forget)
     plan_memory = _part("writer", Writer.plan_memory)
     flush_usage = _part("writer", Writer.flush_usage)

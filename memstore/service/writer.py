@@ -8,7 +8,9 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
+from memstore.catalog.citing import CiteChecker
 from memstore.catalog.indexer import Entry
 from memstore.core.citations import Cite, merge_cites
 from memstore.core.codec import content_hash, derive_id
@@ -301,10 +303,35 @@ class Writer(Part):
 
     def confirm(self, id_prefix: str) -> Memory:
         """Record that a person vouches for a memory: it decays more slowly from now on."""
-        memory, _ = self.update(
-            id_prefix, lambda m: tally(m, "confirmed", self.replica()), "confirm"
-        )
-        return memory
+        return self.confirm_cited(id_prefix, None)[0]
+
+    def confirm_cited(
+        self, id_prefix: str, checkout: tuple[Path, str] | None
+    ) -> tuple[Memory, tuple[tuple[Cite, str], ...]]:
+        """Confirm a memory and anchor its citations of `checkout` (root, repository name) to
+        today's code, in the one commit; return it and the citations dropped as gone."""
+        dropped: list[tuple[Cite, str]] = []
+        now = self.timestamp()
+
+        def change(memory: Memory) -> Memory:
+            memory = tally(memory, "confirmed", self.replica())
+            if checkout is None or not memory.cites:
+                return memory
+            kept = []
+            checker = CiteChecker(checkout[0])
+            for cite in memory.cites:
+                if cite.repo != checkout[1]:
+                    kept.append(cite)  # another repository's code: not here to look at
+                    continue
+                anchored = checker.reanchor(cite, now)
+                if anchored is None:
+                    dropped.append((cite, checker.check(cite).reason or f"{cite.label} is gone"))
+                else:
+                    kept.append(anchored)
+            return replace(memory, cites=tuple(kept))
+
+        memory, _ = self.update(id_prefix, change, "confirm")
+        return memory, tuple(dropped)
 
     @serialized
     def forget(self, entry: Entry, message: Callable[[Memory], str]) -> str:
