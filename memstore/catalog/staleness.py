@@ -111,7 +111,10 @@ def stale_cites(cites: Sequence[Cite], repo: str, checker: CiteChecker) -> tuple
     for cite in cites:
         if cite.repo != repo:
             continue
-        state = checker.check(cite)
+        try:
+            state = checker.check(cite)
+        except OSError:  # a file that cannot be read now: no verdict, no mark
+            continue
         if state.state == "fresh":
             continue
         reason = checker.explain(cite) or state.reason or f"{cite.label} {state.state}"
