@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import gc
 import json
 import os
 import random
@@ -163,9 +164,16 @@ def generated(corpus: bf.Corpus, count: int) -> list[tuple[str, str, tuple[str, 
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, float, Any]:
-    wall, cpu = time.perf_counter(), time.process_time()
-    out = fn()
-    return (time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000, out
+    """Run `fn` with the garbage collector paused (it runs between calls instead: a
+    collection falling in one call or another is noise, not the call's cost)."""
+    gc.collect()
+    gc.disable()
+    try:
+        wall, cpu = time.perf_counter(), time.process_time()
+        out = fn()
+        return (time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000, out
+    finally:
+        gc.enable()
 
 
 def percentiles(values: Sequence[float]) -> dict[str, float]:
@@ -196,9 +204,11 @@ def measure(
         for name, _, _ in variants
     }
     stale: dict[str, set[str]] = {name: set() for name, _, _ in variants}
+    turns = random.Random(len(queries))
     for _ in range(rounds):
         for query in queries:
-            for name, store, repo in variants:
+            # the variants take turns in a random order: none always runs after another
+            for name, store, repo in turns.sample(list(variants), len(variants)):
                 wall, cpu, found = timed(
                     lambda s=store, q=query, r=repo: s.recall(
                         q, workspace=None, catch_up=False, cwd=r
@@ -216,13 +226,18 @@ def measure(
                 times[name]["mcp_cpu"].append(cpu)
     out = {}
     for name, store, _ in variants:
-        manifest, stored = [], []
+        manifest, stored, check = [], [], []
         for query in queries:
-            paths = [h.path for h in store.search(query, workspace=None, catch_up=False).hits]
+            hits = list(store.search(query, workspace=None, catch_up=False).hits)
+            paths = [h.path for h in hits]
+            # the staleness step itself: manifest rows, repository, checks, order
+            repo = dict((n, r) for n, _, r in variants)[name]
+            check.append(timed(lambda h=hits, s=store, r=repo: s.reader._checked(h, r))[1] * 1000)
             manifest.append(timed(lambda p=paths, s=store: s.indexer.by_path(p))[0] * 1000)
             stored.append(timed(lambda p=paths, s=store: s.indexer.search.get(p))[0] * 1000)
         t = times[name]
         out[name] = {
+            "stale_step_cpu_us": percentiles(check),
             "cites_lookup_us": {
                 "manifest": percentiles(manifest),
                 "whoosh_stored": percentiles(stored),
@@ -423,6 +438,8 @@ def _print(results: dict[str, Any]) -> None:
                 row = [results[name][path][clock][pct] for name in names]
                 label = f"{path} {clock} {pct}"
                 print(f"{label:26}{row[0]:>12}{row[1]:>12}{row[2]:>12}{row[3]:>14}")
+    steps = {n: results[n]["stale_step_cpu_us"] for n in names}
+    print(f"the staleness step alone (reader._checked), CPU us p50/p95: {steps}")
     lookup = results["with"]["cites_lookup_us"]
     print(
         f"hits' cites per recall, us p50/p95: manifest rows {lookup['manifest']}, "
