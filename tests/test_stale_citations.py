@@ -251,6 +251,7 @@ def test_audit_and_list_stale_name_what_changed_and_how_to_settle_it(
     assert "2 of 5 citing memories stale" in text
     elsewhere = invoke_memstore("list", "--stale", vault=cited, cwd=tmp_path).stdout
     assert "not checked: repository shop not found here (5 citations" in elsewhere
+    assert "5 citing memories, none checked here" in elsewhere
 
 
 def test_list_stale_finds_a_repository_registered_for_the_code_index(

@@ -53,6 +53,8 @@ def not_checked_lines(check: CitationCheck) -> list[str]:
 
 def summary_line(check: CitationCheck) -> str:
     """Return the one line that counts what was checked: '2 of 40 citing memories stale'."""
+    if not check.checked:
+        return f"{count(check.citing, 'citing memory', 'citing memories')}, none checked here"
     where = ", ".join(f"{name} at {root}" for name, root in check.repositories.items())
     checked = f"{count(check.checked, 'citation')} checked" + (f" in {where}" if where else "")
     return f"{len(check.stale)} of {count(check.citing, 'citing memory', 'citing memories')} stale ({checked})"
