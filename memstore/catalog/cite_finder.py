@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 
 MAX_FILES = 5  # named files looked at: a memory naming more is a list, not a lesson about them
 MAX_PARSE_BYTES = 512 * 1024  # a file larger than this is cited whole, never parsed here
+# A named file larger than this is data (a dump, a model, a log), not code to cite: reading
+# it for its blob id would make the add cost follow its size. The largest source file of
+# CPython 3.11's standard library is 0.76 MB (pydoc_data/topics.py).
+MAX_CITE_BYTES = 2 * 1024 * 1024
 
 # a path with a file extension (src/upload.py, ./lib/x.ts, README.md), optionally followed
 # by :SYMBOL or :START-END as --cite takes them
@@ -42,22 +46,26 @@ def names_a_file(text: str) -> bool:
 def find_cites(root: Path, repo: str, cwd: Path, text: str, now: str) -> tuple[Cite, ...]:
     """Return citations of the files `text` names in the repository at `root`, and of the
     symbols it names that those files define (read from `cwd` or `root`)."""
-    named: dict[str, str] = {}  # repository path -> the suffix written after it, if any
+    named: dict[str, list[str]] = {}  # repository path -> the :SYMBOL or :LINES written after it
+    spans = []  # where the text names them: no symbol is read from a file's own name
     for match in _PATH.finditer(text):
         path = _inside(root, cwd, match.group(1))
-        if path is not None and path not in named:
-            named[path] = match.group(2) or ""
+        if path is not None:
+            spans.append(match.span())
+            suffixes = named.setdefault(path, [])
+            if match.group(2) and match.group(2) not in suffixes:
+                suffixes.append(match.group(2))
             if len(named) == MAX_FILES:
                 break
     if not named:
         return ()
     from memstore.catalog.citing import anchor  # the chunker: only for a file named
 
-    names = _code_names(text)
+    names = _code_names(text, spans)
     cites: dict[object, Cite] = {}
-    for path, suffix in named.items():
-        specs = [f"{path}:{suffix}"] if suffix else _symbol_specs(root, path, names) or [path]
-        for spec in specs:
+    for path, suffixes in named.items():
+        specs = [f"{path}:{suffix}" for suffix in suffixes] + _symbol_specs(root, path, names)
+        for spec in specs or [path]:
             try:
                 cite = anchor(root, repo, spec, now)
             except InvalidInputError:  # a suffix that is not there: the file itself is
@@ -73,18 +81,22 @@ def _inside(root: Path, cwd: Path, written: str) -> str | None:
         relative = os.path.relpath(full, root)
         if relative.startswith("..") or ".git" in Path(relative).parts:
             continue
-        if os.path.isfile(full):
+        try:
+            size = os.stat(full).st_size
+        except OSError:
+            continue
+        if os.path.isfile(full) and size <= MAX_CITE_BYTES:
             return Path(relative).as_posix()
     return None
 
 
-def _code_names(text: str) -> set[str]:
-    """Return the words of `text` that read as code: quoted, called, snake, camel or dotted."""
+def _code_names(text: str, paths: list[tuple[int, int]]) -> set[str]:
+    """Return the words of `text` that read as code (quoted, called, snake, camel or
+    dotted), outside the spans of `paths` (file-format.md names no symbol)."""
     names = set()
-    paths = [match.span() for match in _PATH.finditer(text)]
     for match in _NAME.finditer(text):
         if any(start <= match.start() < end for start, end in paths):
-            continue  # a part of a path (file-format.md) names no symbol
+            continue
         quoted, word, call = match.groups()
         if quoted:
             names.add(quoted.strip("."))

@@ -105,6 +105,8 @@ def anchor(root: Path, repo: str, spec: str, now: str) -> Cite:
         data = (root / path).read_bytes()
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         raise InvalidInputError(f"cannot cite {path}: no such file in {root}") from None
+    except OSError as err:  # unreadable: a permission, a device
+        raise InvalidInputError(f"cannot cite {path}: {err.strerror or err}") from None
     cite = Cite(repo=repo, path=path, blob=blob_id(data), at=now)
     text = data.decode("utf-8", "replace")
     if symbol:
@@ -245,6 +247,9 @@ class CiteChecker:
 
     def _judge_symbol(self, cite: Cite, file: _File) -> CiteState:
         span = locate(cite.path, file.text, cite.symbol)
+        if span is None and not _can_parse(cite.path):
+            # no grammar here to find definitions by: the file changed, the symbol may not have
+            return CiteState("changed", f"{cite.path} changed (no parser here for its language)")
         if span is None:
             return CiteState("gone", f"{cite.symbol} no longer in {cite.path}")
         if not cite.digest or text_digest(_slice(file.text, *span)) == cite.digest:
@@ -288,6 +293,12 @@ def _find_lines(stripped: list[str], lines: tuple[int, int], digest: str) -> tup
         if _window_digest(stripped, start, start + length - 1) == digest:
             return (start, start + length - 1)
     return None
+
+
+def _can_parse(path: str) -> bool:
+    from memstore.catalog.chunking import language_of, tree_sitter_languages
+
+    return language_of(path) in tree_sitter_languages()
 
 
 def _window_digest(stripped: list[str], start: int, end: int) -> str:

@@ -52,9 +52,32 @@ def _load_simple(text: str) -> dict[str, object] | None:
     if not text.isascii():
         return None
     data: dict[str, object] = {}
-    for line in text.split("\n"):
+    lines = iter(text.split("\n"))
+    pending: str | None = None  # a line read past the end of a list of mappings
+    while True:
+        line = pending if pending is not None else next(lines, None)
+        pending = None
+        if line is None:
+            break
         if not line:
             continue  # a blank line means nothing in YAML
+        block = _SIMPLE_BLOCK_KEY.fullmatch(line)
+        if block is not None:  # `cites:` and one `  - {k: v, …}` a line
+            key = block.group(1)
+            mappings: list[dict[str, object]] = []
+            for pending in lines:
+                if not pending.startswith("  - {"):
+                    break
+                mapping = _simple_flow_map(pending) if pending.endswith("}") else None
+                if mapping is None:
+                    return None
+                mappings.append(mapping)
+            else:
+                pending = None
+            if not mappings or key in data or _implicit_tag(key) != _STR:
+                return None
+            data[key] = mappings
+            continue
         match = _SIMPLE_LINE.fullmatch(line)
         if match is None or match.group(1) in data or _implicit_tag(match.group(1)) != _STR:
             return None  # (YAML 1.1 reads a key like `no` or `on` as a boolean)
@@ -76,6 +99,45 @@ def _load_simple(text: str) -> dict[str, object] | None:
                 return None
             data[key] = value
     return data
+
+
+_SIMPLE_BLOCK_KEY = re.compile(r"([a-z_][a-z0-9_]*):")
+_FLOW_SPECIALS = re.compile(r"[\"'{}#&*!|>%@`]")
+_NESTED = re.compile(r"\[[^\]]*\[|\][^\[]*\]")  # a list in a list, or a stray bracket
+_FLOW_COMMA = re.compile(r",(?![^\[]*\])")  # a comma outside [ ]
+_FLOW_KEY = re.compile(r"[a-z_]+")
+
+
+def _simple_flow_map(line: str) -> dict[str, object] | None:
+    """Return the flow mapping `  - {a: word, b: [1, 2], c: 2026-…Z}` holds, or None.
+
+    Values are plain words, whole numbers, timestamps or flow lists of those; anything
+    else (quotes, nesting, comments) is PyYAML's to read.
+    """
+    inner = line[len("  - {") : -1]
+    if _FLOW_SPECIALS.search(inner):
+        return None
+    if _NESTED.search(inner):
+        return None
+    item: dict[str, object] = {}
+    for part in _FLOW_COMMA.split(inner):
+        key, colon, raw = part.strip().partition(": ")
+        raw = raw.strip()
+        if not colon or not raw or key in item or not _FLOW_KEY.fullmatch(key):
+            return None
+        if _implicit_tag(key) != _STR:
+            return None
+        if raw[0] == "[" and raw[-1] == "]":
+            values = [_simple_scalar(v.strip(), flow=True) for v in raw[1:-1].split(",")]
+            if not raw[1:-1].strip() or any(v is None for v in values):
+                return None
+            item[key] = values
+        else:
+            value = _simple_scalar(raw, flow=False)
+            if value is None or "[" in raw or "]" in raw:
+                return None
+            item[key] = value
+    return item
 
 
 def _simple_counts(inner: str) -> dict[str, int] | None:

@@ -225,3 +225,20 @@ def test_an_unchanged_file_is_not_read_again(repo: Path) -> None:
     read = checker._files["src/upload.py"][1]
     assert checker.check(cite).state == "fresh"
     assert checker._files["src/upload.py"][1] is read
+
+
+def test_without_a_grammar_a_changed_file_is_changed_not_gone(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstore.catalog import chunking, citing
+
+    cite = anchor(repo, "webshop", "src/server.go:Serve", NOW)
+    _write(repo, "src/server.go", SERVER_GO.replace("hello %s", "hi %s"))
+    monkeypatch.setattr(chunking, "_parser", lambda language: None)  # a machine without it
+    monkeypatch.setattr(chunking, "tree_sitter_languages", lambda: frozenset())
+    citing.definitions.cache_clear()
+    state = CiteChecker(repo).check(cite)
+    assert (state.state, state.reason) == (
+        "changed",
+        "src/server.go changed (no parser here for its language)",
+    )

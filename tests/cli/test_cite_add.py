@@ -197,3 +197,36 @@ def test_memory_add_takes_cites_from_the_agents_repository(vault: Path, repo: Pa
         assert "cites" not in run_tool("memory_add", store, {"content": "no code here"}, session)
         with pytest.raises(Exception, match="no function or class nope"):
             run_tool("memory_add", store, {"content": "x y", "cites": ["cart.ts:nope"]}, session)
+
+
+def test_a_named_file_too_large_to_be_code_is_not_cited(vault: Path, repo: Path) -> None:
+    (repo / "data").mkdir()
+    (repo / "data" / "dump.csv").write_bytes(b"x" * (3 * 1024 * 1024))
+    done = invoke_memstore(
+        "add", "data/dump.csv is refreshed nightly", "--json", vault=vault, cwd=repo
+    )
+    assert json.loads(done.stdout)["cites"] == []
+    cited = invoke_memstore(
+        "add", "the dump", "--cite", "data/dump.csv", "--json", vault=vault, cwd=repo
+    )
+    assert json.loads(cited.stdout)["cites"] == ["data/dump.csv"]  # asked for: cited
+
+
+@pytest.mark.parametrize(
+    ("text", "cited"),
+    [
+        ("Uploader.handle in src/upload.py only delegates", ["src/upload.py:Uploader.handle"]),
+        ("src/upload.py:handle and src/upload.py agree", ["src/upload.py:Uploader.handle"]),
+        ("src/upload.py:3-4 raises TooLarge", ["src/upload.py:3-4"]),
+        ("src/upload.py:no_such_thing is wrong", ["src/upload.py"]),
+        (
+            "`CartStore` in web/cart.ts and addToCart() there",
+            ["web/cart.ts:CartStore", "web/cart.ts:addToCart"],
+        ),
+    ],
+)
+def test_what_the_text_writes_after_a_path_or_in_code_form_is_cited(
+    vault: Path, repo: Path, text: str, cited: list[str]
+) -> None:
+    done = invoke_memstore("add", text, "--json", vault=vault, cwd=repo)
+    assert json.loads(done.stdout)["cites"] == cited

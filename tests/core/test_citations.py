@@ -175,3 +175,39 @@ def test_cites_are_written_after_supersedes_and_read_back() -> None:
     crlf = Memory(id="abcdefgh", workspace="webshop", body="b\r\n", cites=(CITE,), newline="\r\n")
     assert "\n" not in render_memory(crlf).replace("\r\n", "")
     assert parse_memory(render_memory(crlf), path="webshop/x.md") == crlf
+
+
+# --- the fast reading path ----------------------------------------------------------------
+
+_flow_words = st.sampled_from(
+    ["webshop", "src/upload.py", "a b", "no", "on", "1e3", "0x1f", "10:00", "-x", "x:", "12",
+     "2026-12-06T10:00:00Z", "2026-12-06", "[1, 2]", "[1]", "[]", "[a, 3]", '"q, r"', "~", "null",
+     "a#b", "a #b", "Uploader.handle", "$init", ""]
+)  # fmt: skip
+_flow_keys = st.sampled_from(["repo", "path", "lines", "at", "no", "x_y", "Key", "on"])
+
+
+@given(st.lists(st.lists(st.tuples(_flow_keys, _flow_words), min_size=1, max_size=5), max_size=3))
+def test_the_fast_reader_reads_cites_as_pyyaml_does_or_leaves_them_to_it(
+    items: list[list[tuple[str, str]]],
+) -> None:
+    from memstore.core.yaml_values import _load_simple, _yaml
+
+    rows = ["  - {" + ", ".join(f"{k}: {v}" for k, v in item) + "}" for item in items]
+    text = "\n".join(["id: abcdefgh", "cites:", *rows, "seen: 2"])
+    yaml, loader = _yaml()
+    try:
+        expected = yaml.load(text, Loader=loader)
+    except yaml.YAMLError:
+        expected = "error"
+    fast = _load_simple(text)
+    assert fast is None or fast == expected
+
+
+@given(st.lists(_cite(), max_size=4))
+def test_memstore_written_cites_take_the_fast_reader(cites: list[Cite]) -> None:
+    from memstore.core.yaml_values import _load_simple, _yaml
+
+    text = "id: abcdefgh\n" + cites_yaml(tuple(cites)) + "\nseen: 2"
+    yaml, loader = _yaml()
+    assert _load_simple(text) == yaml.load(text, Loader=loader) or not cites

@@ -155,3 +155,23 @@ def test_two_clones_reanchoring_one_function_merge_through_the_git_driver(
     assert merged.cites == (reanchored.cites[0], more)  # the newer anchor won; B's new cite kept
     assert merged.confirmed == 1 and merged.seen == 2
     assert git(second, "status", "--porcelain") == ""
+
+
+def test_an_agent_cites_and_confirms_through_the_mcp_server(store: Store, repo: Path) -> None:
+    import json
+
+    from memstore.mcp.server import build_server
+    from tests.mcp.test_mcp import call, text_of
+
+    server = build_server(store, workspace="webshop", source="claude-code", cwd=str(repo / "src"))
+    added = call(
+        server,
+        "memory_add",
+        {"content": "reject answers 413", "keywords": ["413"], "cites": ["upload.py:reject"]},
+    )
+    out = json.loads(text_of(added))
+    assert out["cites"] == ["src/upload.py:reject"]
+    _edit(repo, UPLOAD.replace("def reject", "def refuse"))
+    confirmed = json.loads(text_of(call(server, "memory_confirm", {"id": out["id"]})))
+    assert confirmed["dropped_cites"] == ["src/upload.py:reject: reject no longer in src/upload.py"]
+    assert _stored(store, out["id"]) == ()
