@@ -16,12 +16,12 @@ from memstore.index import SearchIndexError
 from memstore.vault.files import Fingerprint
 
 FORMAT = (
-    "10"  # bump when documents, the schema or the analysis change: a mismatched index is rebuilt
+    "11"  # bump when documents, the schema or the analysis change: a mismatched index is rebuilt
 )
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _ENTRY_COLUMNS = (
     "path, id, workspace, hash, problem, kind, supersedes, created, seen, recalled, "
-    "last_recalled, confirmed, archived"
+    "last_recalled, confirmed, archived, cites"
 )
 
 
@@ -42,6 +42,8 @@ class Entry:
     last_recalled: str = ""
     confirmed: int = 0
     archived: str = ""
+    # its citations as catalog/staleness.py stores them (JSON; "" when it cites nothing)
+    cites: str = ""
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,7 @@ class Folders:
 
 def _entry(row: tuple[Any, ...]) -> Entry:
     path, memory_id, workspace, hash, problem, kind, supersedes, *counters = row
-    created, seen, recalled, last_recalled, confirmed, archived = counters
+    created, seen, recalled, last_recalled, confirmed, archived, cites = counters
     return Entry(
         path,
         memory_id,
@@ -70,6 +72,7 @@ def _entry(row: tuple[Any, ...]) -> Entry:
         last_recalled or "",
         confirmed or 0,
         archived or "",
+        cites or "",
     )
 
 
@@ -118,6 +121,10 @@ class MemoryManifest(Manifest):
         return self.entries(
             "id >= ? AND id < ? AND id LIKE ? ESCAPE '\\'", [low, f"{low}\U0010ffff", f"{escaped}%"]
         )
+
+    def citing(self) -> list[Entry]:
+        """Return the entries of the memories that cite code (their `cites` column set)."""
+        return self.entries("cites != ''")
 
     def problems(self) -> list[tuple[str, str]]:
         return [
@@ -187,7 +194,7 @@ class MemoryManifest(Manifest):
         with self.transaction() as db:
             db.executemany("DELETE FROM files WHERE path = ?", [[p] for p in removed])
             db.executemany(
-                "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
             touched = [[p] for p in [*removed, *(row[0] for row in rows)]]
@@ -218,7 +225,7 @@ def create_tables(db: sqlite3.Connection) -> None:
         "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER, "
         "size INTEGER, id TEXT, workspace TEXT, hash TEXT, problem TEXT, kind TEXT, "
         "supersedes TEXT, created TEXT, seen INTEGER, recalled INTEGER, "
-        "last_recalled TEXT, confirmed INTEGER, archived TEXT)"
+        "last_recalled TEXT, confirmed INTEGER, archived TEXT, cites TEXT)"
     )
     db.execute("CREATE INDEX IF NOT EXISTS files_id ON files (id)")
     db.execute("CREATE TABLE IF NOT EXISTS links (old TEXT, path TEXT)")

@@ -19,6 +19,7 @@ from memstore.catalog.listings import Entries, Listings, Seen
 from memstore.catalog.memory_manifest import Folders, MemoryManifest
 from memstore.catalog.plan import RACY, Plan, plan_catch_up, settle_all
 from memstore.catalog.reading import HelperPart, Read, ReadPool, document_for, limitmb, plan_shares
+from memstore.catalog.staleness import cites_column
 from memstore.core.faults import crash_point
 from memstore.core.model import FileProblem, Memory
 from memstore.index import Document, Part, SearchIndex, SearchIndexError
@@ -398,6 +399,7 @@ class _Batch:
                 *(path, fp[0], fp[1], doc.id, doc.workspace, doc.hash, memory.problem),
                 *(memory.kind, " ".join(memory.supersedes), memory.created, memory.seen),
                 *(memory.recalled, memory.last_recalled, memory.confirmed, memory.archived),
+                cites_column(memory.cites),
             )
         )
         return doc

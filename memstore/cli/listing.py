@@ -282,6 +282,10 @@ def list_command(
     archived: Annotated[
         bool, typer.Option("--archived", help="Include archived memories.")
     ] = False,
+    stale: Annotated[
+        bool,
+        typer.Option("--stale", help="Only memories whose cited code changed (docs/citations.md)."),
+    ] = False,
     vault: VaultOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -289,6 +293,9 @@ def list_command(
 
     Example:  memstore list -w webshop --kind lesson --since 7d
     """
+    if stale:
+        _list_stale(vault, workspace, limit, archived=archived, as_json=as_json)
+        return
     if kind == "code":  # ingested source trees' chunks, not memories
         with Store.open(shell_settings(vault)) as store:
             code = store.code_index()
@@ -316,6 +323,29 @@ def list_command(
         typer.echo(render_json(listing_json(listing)))
     else:
         typer.echo("\n".join(listing_lines(listing)))
+
+
+def _list_stale(
+    vault: VaultOption, workspace: str | None, limit: int, *, archived: bool, as_json: bool
+) -> None:
+    """Print the memories whose cited code changed, checked against the repositories this
+    machine knows (the current one, the code index's roots: service/citations.py)."""
+    from memstore.cli.terminal import working_folder
+    from memstore.ops.stale import stale_json, stale_lines, summary_line
+    from memstore.service.citations import check_citations
+
+    settings = shell_settings(vault)
+    scope = check_workspace(workspace) if workspace else None
+    with Store.open(settings) as store:
+        cited = check_citations(store, working_folder(), scope, archived=archived)
+    named = str(settings.vault) if vault else None
+    if as_json:
+        typer.echo(render_json(stale_json(cited, named)))
+        return
+    lines = [*stale_lines(cited, named, limit), summary_line(cited)]
+    typer.echo(
+        "\n".join(printable(line) for line in lines) if cited.citing else "No memory cites code."
+    )
 
 
 commands.command("list")(list_command)

@@ -13,6 +13,7 @@ from typing import Annotated, Any, cast
 
 import typer
 
+from memstore.cli.terminal import working_folder
 from memstore.core.errors import InvalidInputError
 from memstore.core.model import ADDABLE_KINDS, GLOBAL
 from memstore.ops import options
@@ -165,7 +166,9 @@ def search(
 
             result = History(store).search_as_of(query, as_of, workspace=scope, k=k)
         else:
-            result = store.search(query, workspace=scope, k=k, archived=archived, tiers=True)
+            result = store.search(
+                query, workspace=scope, k=k, archived=archived, tiers=True, cwd=working_folder()
+            )
             if not context:
                 named = settings.vault if vault else None
                 elsewhere = look_elsewhere(

@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -18,6 +19,11 @@ from memstore.ops.output import printable
 
 def now() -> datetime:
     return datetime.now(UTC)
+
+
+def working_folder() -> Path:
+    """Return the folder the command runs in: its repository's citations are checked."""
+    return Path.cwd()
 
 
 def say(text: str, err: bool = False) -> None:

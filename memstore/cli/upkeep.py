@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from memstore.cli.terminal import ask, now, progress_bar, say
+from memstore.cli.terminal import ask, now, progress_bar, say, working_folder
 from memstore.core.errors import InvalidInputError
 from memstore.core.model import ADDABLE_KINDS, summary
 from memstore.core.secret_mask import mask_secrets
@@ -27,6 +27,8 @@ from memstore.ops.parameters import (
     emit_json,
     shell_settings,
 )
+from memstore.ops.stale import STALE_TITLE, stale_json, stale_lines, summary_line
+from memstore.service.citations import check_citations
 from memstore.service.curation import Audit, Contradicting, ContradictionError, Curator
 from memstore.service.store import Store
 
@@ -59,6 +61,7 @@ def audit(
         report = curator.audit(workspace, step)
         pairs = report.contradictions
         texts = curator.bodies(pair.new for pair in pairs) if pairs else {}
+        cited = check_citations(store, working_folder(), workspace)  # against the code here
     named = str(settings.vault) if vault else None
     fixes = [
         supersede_command(texts.get(pair.new, ""), pair.workspace, pair.old, named)
@@ -68,12 +71,20 @@ def audit(
         data = asdict(report)
         for pair, command in zip(data["contradictions"], fixes, strict=True):
             pair["command"] = command
+        data["citations"] = stale_json(cited, named)
         emit_json(data)
         return
     if workspace and not report.memories:
         say(f"no memory in workspace {workspace!r} (memstore stats lists workspaces)")
         return
-    say("\n".join(_audit_lines(report, fixes)))
+    lines = _audit_lines(report, fixes)
+    if cited.citing:  # after the counts: what changed in the code its memories cite
+        lines.append(f"citations: {summary_line(cited)}")
+        found = stale_lines(cited, named, limit=50)
+        if cited.stale:
+            lines.append(f"{STALE_TITLE} ({len(cited.stale)}):")
+        lines.extend(f"  {line}" for line in found)
+    say("\n".join(lines))
 
 
 @commands.command()

@@ -124,6 +124,18 @@ class Hit:
     code: tuple[str, ...] = ()
     # The team vault it was found in ('' for the personal vault): recall reads every tier.
     tier: str = ""
+    # Its citations whose code changed since they were anchored (empty: fresh, or not
+    # checked: no citation of the caller's repository; docs/citations.md).
+    stale: tuple[StaleCite, ...] = ()
+
+
+@dataclass(frozen=True)
+class StaleCite:
+    """A citation of a memory whose code changed or went away since it was anchored."""
+
+    cite: str  # what it cites: "src/upload.py:handle_upload", "src/upload.py:12-40"
+    state: Literal["changed", "gone"]
+    reason: str  # "src/upload.py:handle_upload changed in 3f2a1c9, 2 days ago"
 
 
 @dataclass(frozen=True)

@@ -48,11 +48,10 @@ USAGE = (
 
 
 def workspace_for(payload: Mapping[str, Any], vault: Path, cwd: str) -> str | None:
-    """Return the workspace of the directory the agent runs in (`cwd`: the hook's own);
+    """Return the workspace of the agent's directory (its payload's cwd, else the hook's own);
     None outside any git repository or inside the vault (repo_name.workspace_at's rule)."""
     from memstore.core.repo_name import workspace_at
 
-    # Agents send their cwd; without one, the hook runs where the agent started it.
     return workspace_at(vault, Path(cwd or "/", str(payload.get("cwd") or "")))
 
 
@@ -80,7 +79,8 @@ def prompt_hook(store: Store, payload: Mapping[str, Any], cwd: str) -> list[str]
     if not prompt:
         return []
     scope = workspace_for(payload, store.vault.root, cwd)
-    result = store.search(prompt, workspace=scope, k=5, tiers=True)
+    here = Path(cwd or "/", str(payload.get("cwd") or ""))  # cites of its repository are checked
+    result = store.search(prompt, workspace=scope, k=5, tiers=True, cwd=here)
     if not _holds_the_prompt(prompt, result.hits):  # most prompts match some word here:
         return _elsewhere_note(store, prompt, scope)  # only then one more search
     lines = context_lines(result)

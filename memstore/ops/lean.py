@@ -150,7 +150,8 @@ def run_search(request: Request, open_store: OpenStore = open_in_process) -> Rep
     note = ""
     try:
         with open_store(settings, False) as store:
-            result = store.search(query, workspace=scope, k=int(k), tiers=True)
+            here = Path(request.cwd) if request.cwd else None  # its citations are checked
+            result = store.search(query, workspace=scope, k=int(k), tiers=True, cwd=here)
             elsewhere = None
             if not context:
                 vault = settings.vault if "vault" in options else None

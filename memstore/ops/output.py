@@ -138,9 +138,23 @@ def ingest_text(summary: IngestSummary, *, as_json: bool, quiet: bool) -> str:
 
 
 def hit_json(hit: Hit) -> dict[str, Any]:
+    from memstore.ops.tools import stale_out
+
     data = asdict(hit)
     data["keywords"] = list(hit.keywords)
+    data["stale"] = stale_out(hit)  # null when fresh or not checked (docs/citations.md)
     return data
+
+
+STALE_ADVICE = "verify before acting"
+
+
+def stale_mark(hit: Hit) -> str:
+    """Return the mark of a hit whose cited code changed: "(stale: … - verify before
+    acting)" ("" when fresh or not checked)."""
+    if not hit.stale:
+        return ""
+    return f"(stale: {'; '.join(s.reason for s in hit.stale)} - {STALE_ADVICE})"
 
 
 def add_line(result: AddResult, text: str = "", vault: str | None = None) -> str:
@@ -260,6 +274,8 @@ def search_lines(
         lines.extend(f"    {line}" for line in text.strip().splitlines()[:6])
         if hit.code:  # where the code it names is (ingested source trees)
             lines.append(f"    code: {', '.join(hit.code)}")
+        if hit.stale:  # its cited code changed: what changed, and how to settle it
+            lines.append(f"    {stale_mark(hit)}; memstore confirm {hit.id} re-anchors it")
     return [printable(line) for line in lines]
 
 
@@ -350,7 +366,8 @@ def context_lines(result: SearchResult, width: int = CONTEXT_CHARS) -> list[str]
             more = f"in team vault {hit.tier}" if hit.tier else f"memstore show {hit.id}"
             text = text[:width].rsplit(" ", 1)[0] + f" … (full text: {more})"
         label = f"{hit.tier}:{hit.workspace}/{hit.id}" if hit.tier else hit.id
-        lines.append(printable(f"- [{label}] {text}"))
+        mark = f" {stale_mark(hit)}" if hit.stale else ""
+        lines.append(printable(f"- [{label}] {text}{mark}"))
     return lines
 
 

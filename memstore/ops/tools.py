@@ -58,6 +58,28 @@ class HitOut(TypedDict):
     neighbors: list[str]
     superseded_by: list[str]
     tier: NotRequired[str]  # the team vault it comes from (absent: the personal vault)
+    stale: NotRequired[StaleOut]  # its cited code changed since (absent: fresh or unchecked)
+
+
+class StaleCiteOut(TypedDict):
+    cite: str  # "src/upload.py:handle_upload"
+    state: str  # "changed" or "gone"
+    reason: str
+
+
+class StaleOut(TypedDict):
+    reason: str  # every stale citation's reason, joined: what the agent should verify
+    cites: list[StaleCiteOut]
+
+
+def stale_out(hit: Hit) -> StaleOut | None:
+    """Return what a stale hit says about its changed citations (None when fresh)."""
+    if not hit.stale:
+        return None
+    return {
+        "reason": "; ".join(s.reason for s in hit.stale),
+        "cites": [{"cite": s.cite, "state": s.state, "reason": s.reason} for s in hit.stale],
+    }
 
 
 class CoreOut(TypedDict):
@@ -137,6 +159,8 @@ def _hit_output(hit: Hit) -> HitOut:
         out["code"] = list(hit.code)
     if hit.tier:
         out["tier"] = hit.tier
+    if (stale := stale_out(hit)) is not None:
+        out["stale"] = stale
     return out
 
 
@@ -148,10 +172,16 @@ def _core_output(core: CoreMemory) -> CoreOut:
 
 
 def recall(
-    store: Store, arguments: Mapping[str, Any], *, workspace: str | None, live: bool
+    store: Store,
+    arguments: Mapping[str, Any],
+    *,
+    workspace: str | None,
+    live: bool,
+    cwd: Path | None = None,
 ) -> RecallOut:
     """Run memory_recall (`workspace`: the session's default, None for every workspace;
-    `live`: a watcher keeps the index current, so skip the scan for changed files).
+    `live`: a watcher keeps the index current, so skip the scan for changed files; `cwd`:
+    where the agent works, whose repository's citations are checked).
 
     Nothing found in a workspace while others hold matches: the message says how many and
     how to see them, as `memstore search` does.
@@ -167,6 +197,7 @@ def recall(
         catch_up=not live,
         record_usage=True,
         tiers=True,
+        cwd=cwd,
     )
     if not found.hits and not found.dropped and scope is not None:
         elsewhere = look_elsewhere(store, None, query, scope, command=RECALL_ALL)
@@ -331,7 +362,11 @@ ToolRun = Callable[["Store", Mapping[str, Any], ToolSession], Mapping[str, Any]]
 # tool → how it runs: the daemon (`answer`) and `memstore serve` in-process both call `run`.
 HANDLERS: dict[Tool, ToolRun] = {
     Tool.RECALL: lambda store, arguments, session: recall(
-        store, arguments, workspace=session.workspace, live=session.is_live()
+        store,
+        arguments,
+        workspace=session.workspace,
+        live=session.is_live(),
+        cwd=Path(session.cwd) if session.cwd else None,
     ),
     Tool.ADD: lambda store, arguments, session: add(
         store, arguments, workspace=session.workspace, source=session.source, cwd=session.cwd

@@ -18,6 +18,7 @@ from memstore.catalog.retrieval import (
     stand_ins,
     with_corrections,
 )
+from memstore.catalog.staleness import confident_fresh_first, mark_stale
 from memstore.core.codec import merged_ids
 from memstore.core.errors import InvalidInputError, NotFoundError
 from memstore.core.model import (
@@ -73,6 +74,7 @@ class Reader(Part):
         catch_up: bool = True,
         archived: bool = False,
         tiers: bool = False,
+        cwd: Path | None = None,
     ) -> SearchResult:
         """Return up to `k` hits, ranked: all query terms first, then any term; a memory
         another corrects comes just below its correction.
@@ -80,7 +82,9 @@ class Reader(Part):
         `workspace` None searches every workspace; a name searches it plus `global`.
         `catch_up` False skips the scan for files changed outside memstore (a running
         watcher already keeps the index current). `tiers`: the followed team vaults too,
-        one ranked list (service/tiers.py).
+        one ranked list (service/tiers.py). `cwd`: where the caller works; hits citing code
+        of its repository are checked, marked stale and ranked below fresh ones
+        (catalog/staleness.py).
         """
         if k < 1:
             raise InvalidInputError(f"-k must be at least 1, not {k}")
@@ -90,12 +94,13 @@ class Reader(Part):
 
             asked = settled(store, teams, query)
             mine = store.search(
-                asked[""], workspace=workspace, k=k, catch_up=catch_up, archived=archived
+                asked[""], workspace=workspace, k=k, catch_up=catch_up, archived=archived, cwd=cwd
             )
             # a memory marked shared with a tier read here: the team's copy speaks for it
             answers = [replace(mine, hits=tuple(without_shared(store, mine.hits, set(teams))))]
             answers += search_teams(teams, asked, workspace=workspace, k=k, archived=archived)
-            return merge_results(answers, k)
+            merged = merge_results(answers, k)
+            return replace(merged, hits=tuple(confident_fresh_first(merged.hits)))
         text = query if isinstance(query, str) else query.text
         scope = None if workspace is None else {check_workspace(workspace), GLOBAL}
         if catch_up:
@@ -121,6 +126,7 @@ class Reader(Part):
             hits = fuse_similar(indexer, hits, similar, k, archived=archived)
             if hits:
                 result = replace(result, weak=all(hit.weak for hit in hits))
+        hits = self._checked(hits, cwd)
         read_as = tuple((s.word, s.stand_in) for s in stand_ins(indexer, query))
         code = store.sources.code_index()
         if code is not None:
@@ -131,6 +137,20 @@ class Reader(Part):
                     result, hits=tuple(hits), read_as=read_as, weak=all(h.weak for h in hits)
                 )
         return replace(result, hits=tuple(hits), read_as=read_as)
+
+    def _checked(self, hits: list[Hit], cwd: Path | None) -> list[Hit]:
+        """Mark the hits whose citations of the caller's repository changed (stale), ranked
+        below the fresh ones of their tier; the rows read are the manifest's, never files."""
+        if cwd is None or not hits:
+            return hits
+        store = self.store
+        cites = {e.path: e.cites for e in store.indexer.by_path([h.path for h in hits]) if e.cites}
+        if not cites:
+            return hits
+        repository = store.shared.repositories.at(store.vault.root, cwd)
+        if repository is None:
+            return hits
+        return mark_stale(hits, cites, repository, store.shared.cite_checker(repository.root))
 
     def _with_code(self, code: CodeIndex, hit: Hit) -> Hit:
         """Attach where the code a memory names is (a decision beside the code it is about)."""
@@ -149,16 +169,20 @@ class Reader(Part):
         catch_up: bool = True,
         record_usage: bool = False,
         tiers: bool = False,
+        cwd: Path | None = None,
     ) -> Recall:
         """Search, then attach corrections and neighbours, add core memories, fit a budget.
 
         `max_tokens` covers hits and core memories together (hits first, whole or not at all).
         `tiers`: the followed team vaults too (their hits and core memories labelled).
+        `cwd`: where the caller works (search's: citations of its repository are checked).
         """
         if max_tokens is not None and max_tokens < 1:
             raise InvalidInputError(f"max_tokens must be at least 1, not {max_tokens}")
         store = self.store
-        result = store.search(query, workspace=workspace, k=k, catch_up=catch_up, tiers=tiers)
+        result = store.search(
+            query, workspace=workspace, k=k, catch_up=catch_up, tiers=tiers, cwd=cwd
+        )
         scope = None if workspace is None else {workspace, GLOBAL}
         teams = tier_stores(store) if tiers else {}
         indexer = store.indexer

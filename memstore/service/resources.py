@@ -6,11 +6,14 @@ import functools
 import threading
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from memstore.catalog.citing import CiteChecker
 from memstore.catalog.codebase import CodeIndex
 from memstore.catalog.indexer import Indexer
 from memstore.catalog.semantic import VectorIndex
+from memstore.catalog.staleness import Repositories
 from memstore.core.model import CoreMemory
 from memstore.service.tiers import Tiers
 from memstore.vault.files import Vault
@@ -54,6 +57,17 @@ class Resources:
         self.sources_refreshed: float | None = None  # monotonic time of a search's walk
         self.replica: str | None = None  # this clone's name in seen_by/recalled_by, once read
         self.tiers = Tiers()  # the followed team vaults recall reads beside this one
+        # One checker of citations per repository root recall was asked from (its cache of
+        # each cited file, by mtime and size, is what makes a check cost nothing)
+        self.cite_checkers: dict[Path, CiteChecker] = {}
+        self.repositories = Repositories()  # the repository of each folder recall is asked from
+
+    def cite_checker(self, root: Path) -> CiteChecker:
+        """Return the citation checker of the repository at `root` (one per root, kept)."""
+        checker = self.cite_checkers.get(root)
+        if checker is None:
+            checker = self.cite_checkers[root] = CiteChecker(root)
+        return checker
 
     def git(self) -> GitRepo:
         if self.repo is None:
