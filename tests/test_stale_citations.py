@@ -288,3 +288,18 @@ def test_confirm_from_the_repository_settles_a_stale_memory(cited: Path, shop: P
     assert stale_ids(recall_marks(cited, "upload size limit", shop)) == set()
     listed = invoke_memstore("list", "--stale", "--json", vault=cited, cwd=shop).stdout
     assert json.loads(listed)["stale"] == []
+
+
+def test_the_view_queues_memories_whose_cited_code_changed(
+    cited: Path, shop: Path, tmp_path: Path
+) -> None:
+    edit(shop, "src/upload.py", '"1048576"', '"2097152"')
+    (shop / "web" / "cart.js").unlink()
+    data = json.loads(invoke_memstore("view", "--json", vault=cited, cwd=shop).stdout)
+    queue = {item["id"]: item for item in data["queues"]["stale_citations"]}
+    assert set(queue) == {"upld0001", "cart0003"}
+    assert queue["upld0001"]["why"].startswith("src/upload.py:handle_upload changed")
+    assert queue["upld0001"]["command"] == "memstore confirm upld0001"
+    away = json.loads(invoke_memstore("view", "--json", vault=cited, cwd=tmp_path).stdout)
+    assert away["queues"]["stale_citations"] == []
+    assert "repository shop not found here" in away["vault"]["sampled"]["queue stale_citations"]

@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from memstore.cli.terminal import progress_bar, say
+from memstore.cli.terminal import progress_bar, say, working_folder
 from memstore.core.errors import InvalidInputError
 from memstore.ops.lean import complete_workspace
 from memstore.ops.output import render_json
@@ -96,6 +96,7 @@ def view(
             since=since,
             progress=step,
             vault_option=str(settings.vault) if vault else None,
+            cwd=working_folder(),
         )
     if as_json and output is None:
         typer.echo(render_json(data))

@@ -356,6 +356,7 @@
     duplicates: "Near-duplicates",
     conflicts: "Conflicts kept both ways",
     stale: "Stale memories",
+    stale_citations: "Cited code changed",
     never_recalled: "Never recalled",
     secrets: "Secrets found in files",
     core_over_budget: "Core memories over budget",

@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from operator import itemgetter
+from pathlib import Path
 from typing import Any
 
 from memstore.catalog.indexer import Entry
@@ -27,6 +28,7 @@ from memstore.service.view_masking import Masker
 from memstore.service.view_queues import (
     QUEUE_ITEMS,
     alike_queues,
+    cited_queue,
     core_queue,
     usage_queues,
     with_vault,
@@ -54,6 +56,7 @@ def collect_view(
     since: str | None,
     progress: Progress | None,
     vault_option: str | None = None,
+    cwd: Path | None = None,
 ) -> dict[str, Any]:
     """Return the view's data (see docs/view.md, "Data"); changes no memory and no commit
     (it catches the index up and remembers clean texts under .memstore/, both derived).
@@ -61,6 +64,8 @@ def collect_view(
     `since` (a date or an age, as `memstore log --since`) keeps the changes since then and
     the memories they touched or that were created since; `workspace` keeps one workspace.
     `vault_option`: the vault as the person named it, added to every command shown.
+    `cwd`: where the command runs; citations of its repository (and of the code index's
+    registered roots) are checked for the stale-citations queue (service/citations.py).
     Raises InvalidInputError for a bad date or workspace name, NotFoundError for a
     workspace the vault does not have.
     """
@@ -93,6 +98,7 @@ def collect_view(
     memories, read = _memories(store, entries, documents, timeline, masker, steps)
     sampled = dict(timeline.capped)
     queues = _queues(store, entries, documents, read, now, vault_option, sampled)
+    queues["stale_citations"] = cited_queue(store, cwd, workspace, vault_option, sampled)
     for items in queues.values():
         for item in items:
             for key in ("why", "command"):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from memstore.catalog.indexer import Entry
@@ -19,6 +20,7 @@ from memstore.core.codec import normalize_text
 from memstore.core.ranking import CORE_BUDGET_TOKENS, Candidate, estimate_tokens, strength
 from memstore.core.secret_mask import mask_secrets
 from memstore.index import Document
+from memstore.service.citations import check_citations
 from memstore.service.curation import NEVER_RECALLED_DAYS, RECALL_FLOOR, Curator
 from memstore.service.store import Store
 
@@ -163,3 +165,28 @@ def _days(stamp: str, now: datetime) -> int:
     except ValueError:
         return 0
     return max(0, (now - then).days)
+
+
+def cited_queue(
+    store: Store,
+    cwd: Path | None,
+    workspace: str | None,
+    vault: str | None,
+    sampled: dict[str, str],
+) -> Queue:
+    """Memories whose cited code changed or went away (audit's citations check), each with
+    `memstore confirm` (still true: re-anchors) — a supersede or forget settles it too."""
+    found = check_citations(store, cwd, workspace)
+    if found.not_found:
+        sampled["queue stale_citations"] = "not checked: " + ", ".join(
+            f"repository {name} not found here ({count} citations)"
+            for name, count in found.not_found.items()
+        )
+    return [
+        {
+            "id": memory.id,
+            "why": "; ".join(s.reason for s in memory.stale),
+            "command": with_vault(f"memstore confirm {memory.id}", vault),
+        }
+        for memory in found.stale
+    ][:QUEUE_ITEMS]

@@ -184,6 +184,14 @@ def synthetic_view(n: int, *, seed: int = 0, graph_nodes: int = 1500) -> dict[st
             {"id": a, "why": "never recalled in 90 days", "command": f"memstore archive {a}"}
             for a in pick[35:55]
         ],
+        "stale_citations": [
+            {
+                "id": a,
+                "why": "src/upload.py:handle_upload changed in 3f2a1c9, 2 days ago",
+                "command": f"memstore confirm {a}",
+            }
+            for a in pick[58:61]
+        ],
         "secrets": [
             {
                 "path": "notes/keys.md",
