@@ -205,10 +205,15 @@ class CiteChecker:
             return ""
         change = self._paths().last_change(cite.path)
         anchored = _epoch(cite.at)
+        stamp = self._stamp(cite.path)
+        file = None if stamp is None else self._read(cite.path, stamp)
         if (
             change is None
             or change.blob == cite.blob  # the commit holds the version anchored
             or (anchored is not None and change.time < anchored)
+            # the working tree is not what HEAD holds (a deleted file: no blob): the change
+            # is there, whatever a later commit did to the rest of the file
+            or change.blob != (file.blob if file is not None else "")
         ):
             return f"{state.reason} (not committed yet)"
         days = int(((time.time() if now is None else now) - change.time) // 86400)

@@ -255,3 +255,18 @@ def test_without_a_grammar_a_changed_file_is_changed_not_gone(
         "changed",
         "src/server.go changed (no parser here for its language)",
     )
+
+
+def test_a_change_only_in_the_working_tree_is_not_blamed_on_a_later_commit(repo: Path) -> None:
+    # h-stale saw "save no longer in src/upload.py in fd30b0b": a later commit touched the
+    # file elsewhere, and the rename was only in the working tree
+    cite = anchor(repo, "webshop", "src/upload.py:handle_upload", "2000-01-01T00:00:00Z")
+    checker = CiteChecker(repo)
+    _write(repo, "src/upload.py", UPLOAD + "\n\ndef unrelated():\n    return 1\n")
+    git(repo, "commit", "-qam", "an unrelated function")
+    assert checker.explain(cite) == ""  # the cited function did not change
+    renamed = (UPLOAD + "\n\ndef unrelated():\n    return 1\n").replace(
+        "def handle_upload(", "def store_upload("
+    )
+    _write(repo, "src/upload.py", renamed)
+    assert checker.explain(cite) == ("handle_upload no longer in src/upload.py (not committed yet)")
