@@ -100,7 +100,8 @@ def _scan_file(store: Store, entry: Entry) -> tuple[list[str], bool]:
     return find_secrets(data.decode("utf-8", errors="replace")), conflict
 
 
-def _candidate(entry: Entry) -> Candidate:
+def candidate(entry: Entry) -> Candidate:
+    """A memory's entry as ranking's decay reads it (audit's and the view's strength)."""
     return Candidate(
         entry.path,
         0.0,
@@ -208,7 +209,7 @@ class Curator:
         report.secrets.extend((entry.id, name) for name in secrets)
         if conflict:
             report.conflicts.append(entry.path)
-        memory_strength = strength(_candidate(entry), self.now)
+        memory_strength = strength(candidate(entry), self.now)
         age = (self.now - _parse(entry.created)).days if entry.created else 0
         if entry.recalled == 0 and age >= NEVER_RECALLED_DAYS:
             report.never_recalled.append(entry.id)

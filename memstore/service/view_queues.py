@@ -17,11 +17,11 @@ from typing import Any
 
 from memstore.catalog.indexer import Entry
 from memstore.core.codec import normalize_text
-from memstore.core.ranking import CORE_BUDGET_TOKENS, Candidate, estimate_tokens, strength
+from memstore.core.ranking import CORE_BUDGET_TOKENS, estimate_tokens, strength
 from memstore.core.secret_mask import mask_secrets
 from memstore.index import Document
 from memstore.service.citations import check_citations
-from memstore.service.curation import NEVER_RECALLED_DAYS, RECALL_FLOOR, Curator
+from memstore.service.curation import NEVER_RECALLED_DAYS, RECALL_FLOOR, Curator, candidate
 from memstore.service.store import Store
 
 ALIKE_MEMORIES = 2000  # the newest memories compared for near-duplicates and contradictions
@@ -111,7 +111,7 @@ def usage_queues(entries: Sequence[Entry], now: datetime, vault: str | None) -> 
                     "command": archive,
                 }
             )
-        level = strength(_candidate(entry), now)
+        level = strength(candidate(entry), now)
         if level < RECALL_FLOOR:
             stale.append(
                 {
@@ -140,21 +140,6 @@ def core_queue(
             "command": with_vault(f"memstore promote {largest.id} --kind note", vault),
         }
     ]
-
-
-def _candidate(entry: Entry) -> Candidate:
-    return Candidate(
-        entry.path,
-        0.0,
-        0.0,
-        False,
-        0,
-        entry.created,
-        entry.last_recalled,
-        entry.seen,
-        entry.recalled,
-        entry.confirmed,
-    )
 
 
 def _days(stamp: str, now: datetime) -> int:
