@@ -180,8 +180,7 @@ class Curator:
         checking: Progress | None = None,
     ) -> Alike:
         """Audit's near-duplicates and contradictions among `documents` (`everything`: the
-        vault's entries, for the supersedes that settle a pair); `memstore view` lists the same.
-        """
+        vault's entries, for the supersedes that settle a pair); the view lists the same."""
         # One comparison serves both lists. Contradictions: each memory is read beside its
         # few closest, as an add reads the new one beside its CONTRADICTION_CANDIDATES search
         # hits (a generated 100k vault has ~4 million pairs at this containment, ~30 µs of
