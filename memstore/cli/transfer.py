@@ -13,9 +13,8 @@ import typer
 
 from memstore.cli.terminal import progress_bar, say
 from memstore.core.model import GLOBAL, summary
-from memstore.ops.lean import complete_workspace
 from memstore.ops.output import count
-from memstore.ops.parameters import QuietOption, VaultOption, shell_settings
+from memstore.ops.parameters import QuietOption, VaultOption, WorkspaceFilter, shell_settings
 from memstore.service.store import Store
 
 commands = typer.Typer()
@@ -78,15 +77,7 @@ def import_command(
 
 @commands.command()
 def export(
-    workspace: Annotated[
-        str | None,
-        typer.Option(
-            "-w",
-            "--workspace",
-            help="Only this workspace.",
-            autocompletion=complete_workspace,
-        ),
-    ] = None,
+    workspace: WorkspaceFilter = None,
     output: Annotated[
         Path | None,
         typer.Option("-o", "--output", help="Write to this file (default: stdout)."),

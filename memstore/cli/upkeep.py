@@ -17,13 +17,14 @@ from memstore.core.errors import InvalidInputError
 from memstore.core.model import ADDABLE_KINDS, summary
 from memstore.core.secret_mask import mask_secrets
 from memstore.ops.cli_help import choices
-from memstore.ops.lean import checkout_here, complete_workspace
+from memstore.ops.lean import checkout_here
 from memstore.ops.output import count, supersede_command
 from memstore.ops.parameters import (
     IdArgument,
     JsonOption,
     QuietOption,
     VaultOption,
+    WorkspaceFilter,
     emit_json,
     shell_settings,
 )
@@ -37,15 +38,7 @@ commands = typer.Typer()
 
 @commands.command()
 def audit(
-    workspace: Annotated[
-        str | None,
-        typer.Option(
-            "-w",
-            "--workspace",
-            help="Only this workspace.",
-            autocompletion=complete_workspace,
-        ),
-    ] = None,
+    workspace: WorkspaceFilter = None,
     vault: VaultOption = None,
     as_json: JsonOption = False,
     quiet: QuietOption = False,

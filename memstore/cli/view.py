@@ -17,9 +17,14 @@ import typer
 
 from memstore.cli.terminal import progress_bar, say, working_folder
 from memstore.core.errors import InvalidInputError
-from memstore.ops.lean import complete_workspace
 from memstore.ops.output import render_json
-from memstore.ops.parameters import JsonOption, QuietOption, VaultOption, shell_settings
+from memstore.ops.parameters import (
+    JsonOption,
+    QuietOption,
+    VaultOption,
+    WorkspaceFilter,
+    shell_settings,
+)
 from memstore.ops.view_page import render_page
 from memstore.service.history import parse_date, parse_since
 from memstore.service.store import Store
@@ -52,16 +57,7 @@ def view(
     open_page: Annotated[
         bool, typer.Option("--open", help="Open the page in the desktop's browser.")
     ] = False,
-    workspace: Annotated[
-        str | None,
-        typer.Option(
-            "-w",
-            "--workspace",
-            help="Only this workspace.",
-            autocompletion=complete_workspace,
-            show_default=False,
-        ),
-    ] = None,
+    workspace: WorkspaceFilter = None,
     since: Annotated[
         str | None,
         typer.Option(

@@ -75,6 +75,17 @@ WorkspaceOption = Annotated[
         callback=_named,
     ),
 ]
+# -w as a filter (audit, export, view): only that workspace; none given means every one.
+WorkspaceFilter = Annotated[
+    str | None,
+    typer.Option(
+        "-w",
+        "--workspace",
+        help="Only this workspace.",
+        autocompletion=complete_workspace,
+        show_default=False,
+    ),
+]
 IdArgument = Annotated[
     str,
     typer.Argument(
