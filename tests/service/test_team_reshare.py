@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conftest import git
-from tests.service.team_hosts import follow, make_team_repo, person, refs
+from tests.service.team_hosts import Person, follow, make_team_repo, person, refs
 
 PORT = "The staging server of the webshop listens on port 8080"
 CORRECTED = "The staging server of the webshop listens on port 8443 (TLS only since May)"
@@ -23,7 +23,8 @@ def _correct_on_the_host(tmp_path: Path, bare: Path, memory_id: str) -> None:
     git(work, "push", "-q", "origin", "main")
 
 
-def test_resharing_an_unchanged_memory_never_undoes_a_team_correction(tmp_path: Path) -> None:
+def _shared_then_corrected_on_the_host(tmp_path: Path) -> tuple[Path, Person, str]:
+    """Alice shares a memory with team acme (review none), the team corrects it, she syncs."""
     bare = make_team_repo(tmp_path, [], review="none")
     alice = person(tmp_path, "alice", "alice@acme.com")
     follow(alice, "acme", str(bare))
@@ -31,6 +32,11 @@ def test_resharing_an_unchanged_memory_never_undoes_a_team_correction(tmp_path: 
     assert alice.run("share", memory_id, "--team", "acme").returncode == 0
     _correct_on_the_host(tmp_path, bare, memory_id)
     assert alice.run("sync").returncode == 0
+    return bare, alice, memory_id
+
+
+def test_resharing_an_unchanged_memory_never_undoes_a_team_correction(tmp_path: Path) -> None:
+    bare, alice, memory_id = _shared_then_corrected_on_the_host(tmp_path)
     before = refs(bare)
 
     done = alice.run("share", memory_id, "--team", "acme")
@@ -52,13 +58,7 @@ def test_resharing_an_unchanged_memory_never_undoes_a_team_correction(tmp_path: 
 
 
 def test_a_dry_run_says_the_same_before_anything_is_pushed(tmp_path: Path) -> None:
-    bare = make_team_repo(tmp_path, [], review="none")
-    alice = person(tmp_path, "alice", "alice@acme.com")
-    follow(alice, "acme", str(bare))
-    memory_id = alice.add(PORT)
-    assert alice.run("share", memory_id, "--team", "acme").returncode == 0
-    _correct_on_the_host(tmp_path, bare, memory_id)
-    assert alice.run("sync").returncode == 0
+    _, alice, memory_id = _shared_then_corrected_on_the_host(tmp_path)
 
     done = alice.run("share", memory_id, "--team", "acme", "--dry-run")
 
