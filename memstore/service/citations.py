@@ -60,14 +60,21 @@ def known_repositories(store: Store, cwd: Path | None) -> dict[str, Repository]:
 
 
 def check_citations(
-    store: Store, cwd: Path | None, workspace: str | None = None, *, archived: bool = False
+    store: Store,
+    cwd: Path | None,
+    workspace: str | None = None,
+    *,
+    archived: bool = False,
+    catch_up: bool = True,
 ) -> CitationCheck:
     """Check every citation of the vault's memories (of `workspace` only, when given)
     against the repositories this machine knows (known_repositories).
 
-    Reads the manifest's rows of the memories that cite code, never their files.
+    Reads the manifest's rows of the memories that cite code, never their files;
+    `catch_up=False` for a caller that has just caught the index up (the view).
     """
-    store.catch_up()
+    if catch_up:
+        store.catch_up()
     entries = [
         e
         for e in store.indexer.manifest.citing()

@@ -161,7 +161,7 @@ def cited_queue(
 ) -> Queue:
     """Memories whose cited code changed or went away (audit's citations check), each with
     `memstore confirm` (still true: re-anchors) — a supersede or forget settles it too."""
-    found = check_citations(store, cwd, workspace)
+    found = check_citations(store, cwd, workspace, catch_up=False)  # collect_view caught up
     if found.not_found:
         sampled["queue stale_citations"] = "not checked: " + ", ".join(
             f"repository {name} not found here ({count} citations)"
