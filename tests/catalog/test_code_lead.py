@@ -1,0 +1,134 @@
+"""Code hits, issue 38: the module nearer the tree's root first when a deeper one holds a copy
+of it, and the first hit's lead judged by what the question explains of its name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memstore.catalog import code_hits
+from memstore.catalog.code_evidence import Evidence
+from memstore.catalog.code_hits import Lead, _is_confident
+from memstore.core.model import Hit
+from memstore.service.store import Store, init_vault
+from tests.conftest import git, settings_at
+
+ARCHIVE = '''"""Archives of a folder."""
+
+import tarfile
+import zipfile
+
+
+def make_archive(base_name, format, root_dir):
+    """Create a zip or tar archive of the directory root_dir; return its name."""
+    if format == "zip":
+        with zipfile.ZipFile(base_name + ".zip", "w") as archive:
+            archive.write(root_dir)
+        return base_name + ".zip"
+    with tarfile.open(base_name + ".tar", "w") as archive:
+        archive.add(root_dir)
+    return base_name + ".tar"
+'''
+
+# the same function copied into a legacy package, its docstring saying "archive" and "directory" again
+LEGACY = ARCHIVE.replace("return its name", "the archive of a directory")
+
+SHELL = '''"""Shell words."""
+
+
+def split_words(line):
+    """Split a shell command line into words, respecting quotes."""
+    return line.split()
+
+
+def quote_word(word):
+    """Quote one word for a shell command line."""
+    return "'" + word + "'"
+'''
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    vault = tmp_path / "vault"
+    init_vault(vault, settings_at(vault))
+    repo = tmp_path / "tools"
+    files = {
+        "archive.py": ARCHIVE,
+        "legacy/packaging/archive_util.py": LEGACY,
+        "shell.py": SHELL,
+    }
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text, encoding="utf-8")
+    git(repo, "init", "-q")
+    opened = Store.open(settings_at(vault))
+    opened.ingest(repo, "tools")
+    return opened
+
+
+def code(store: Store, question: str) -> list[Hit]:
+    hits = store.search(question, workspace="tools", k=5, catch_up=False).hits
+    return [h for h in hits if h.kind == "code"]
+
+
+QUESTION = "where do we create a zip or tar archive of a directory"
+
+
+def test_the_module_nearer_the_root_comes_before_a_deeper_copy(store: Store) -> None:
+    with store:
+        hits = code(store, QUESTION)
+    assert hits[0].path.startswith("archive.py:")
+
+
+def test_without_the_depth_term_the_deeper_copy_came_first(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The case above is decided by RANK_DEPTH: the legacy copy's docstring repeats the words."""
+    monkeypatch.setattr(code_hits, "RANK_DEPTH", 0.0)
+    with store:
+        hits = code(store, QUESTION)
+    assert hits[0].path.startswith("legacy/packaging/archive_util.py:")
+
+
+def lead(named: float, exact: float, held: float, margin: float) -> Lead:
+    return Lead(
+        evidence=Evidence(named=named, exact=exact, context=0.0),
+        held=held,
+        margin=margin,
+        sibling_lead=0.0,
+        elsewhere=margin,
+    )
+
+
+def test_a_name_the_question_explains_whole_needs_a_smaller_lead() -> None:
+    between = (code_hits.CONFIDENT_WHOLE_MARGIN + code_hits.CONFIDENT_MARGIN) / 2
+    assert _is_confident(lead(named=0.3, exact=1.0, held=0.9, margin=between))
+    # a part of its name the question does not explain ("custom_", "_only"): a sibling
+    assert not _is_confident(lead(named=0.3, exact=0.75, held=0.9, margin=between))
+    # and a whole name still has to lead
+    assert not _is_confident(lead(named=0.3, exact=1.0, held=0.9, margin=0.05))
+
+
+def test_a_hit_holding_the_whole_question_far_ahead_is_confident_whatever_its_name() -> None:
+    far = code_hits.CONFIDENT_FAR_MARGIN
+    assert _is_confident(lead(named=0.0, exact=0.0, held=0.9, margin=far))
+    assert not _is_confident(lead(named=0.0, exact=0.0, held=0.9, margin=far - 0.1))
+    assert not _is_confident(lead(named=0.0, exact=0.0, held=0.6, margin=far + 0.5))
+
+
+def test_the_function_whose_name_the_question_explains_is_confident(store: Store) -> None:
+    with store:
+        hits = code(store, "where do we split a shell command line into words")
+    assert hits[0].content.split("\n", 1)[0].endswith("function split_words")
+    assert not hits[0].weak
+    assert all(h.weak for h in hits[1:])
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["where do we resize uploaded images into thumbnails", "make me a sandwich"],
+)
+def test_off_corpus_questions_stay_silent(store: Store, question: str) -> None:
+    with store:
+        assert all(h.weak for h in code(store, question))
