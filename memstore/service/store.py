@@ -3,15 +3,19 @@
 `Store` is small: it opens the vault, owns its parts and hands out transactions. The work
 is in the parts: `Writer` (writer.py), `Reader` (reader.py), `Maintenance`
 (maintenance.py), `Sources` (sources.py, ingested code) and `Vectors` (vectors.py).
+The writer and the transaction are imported when first used: a search (a session's first
+CLI call) reads the index and never needs them (issue 39: the contradiction hint's
+patterns, the merge rules and the credential scanner stay unloaded).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import shlex
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from memstore.catalog.indexer import Indexer
 from memstore.core.config import Settings
@@ -22,13 +26,15 @@ from memstore.service.maintenance import Maintenance
 from memstore.service.reader import Reader, Stats
 from memstore.service.resources import Clock, Resources
 from memstore.service.sources import Sources
-from memstore.service.transaction import Transaction
 from memstore.service.vault_init import InitResult, init_vault
 from memstore.service.vectors import Vectors
-from memstore.service.writer import Writer
 from memstore.vault.files import Vault
 from memstore.vault.git import GitRepo, Trailers
 from memstore.vault.usage import Usage
+
+if TYPE_CHECKING:
+    from memstore.service.transaction import Transaction
+    from memstore.service.writer import Writer
 
 __all__ = ["InitResult", "Stats", "Store", "init_vault", "memory_path"]
 
@@ -53,6 +59,17 @@ def _part(
     return call
 
 
+def _writer_part(method: str) -> Callable[..., Any]:
+    """A Store method that hands the call to its writer, whose module is imported when
+    the store first writes (the typed Writer methods are what mypy sees)."""
+
+    def call(self: Store, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self.writer, method)(*args, **kwargs)
+
+    call.__name__ = method
+    return call
+
+
 class Store:
     """A vault opened for reading and writing memories."""
 
@@ -71,7 +88,6 @@ class Store:
         self.trailers = Trailers(settings.source, settings.session, settings.host)
         self.caller = Caller(settings.source, settings.session, settings.host)
         self.shared = shared or Resources(vault, clock)
-        self.writer = Writer(self)
         self.reader = Reader(self)
         self.maintenance = Maintenance(self)
         self.sources = Sources(self)
@@ -136,6 +152,8 @@ class Store:
             if serialize:
                 self.shared.follow_index()
             with self.vault.lock(self.settings.lock_timeout):
+                from memstore.service.transaction import Transaction
+
                 tx = Transaction(self, caller or self.caller)
                 if catch_up:
                     tx.catch_up(workspace)
@@ -166,6 +184,12 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @functools.cached_property
+    def writer(self) -> Writer:
+        from memstore.service.writer import Writer
+
+        return Writer(self)
+
     @property
     def git(self) -> GitRepo:
         return self.shared.git()
@@ -190,14 +214,24 @@ class Store:
         self.shared.resident = value
 
     # The parts' public methods, called on the store (one line each).
-    add = _part("writer", Writer.add)
-    update = _part("writer", Writer.update)
-    confirm = _part("writer", Writer.confirm)
-    confirm_cited = _part("writer", Writer.confirm_cited)
-    forget = _part("writer", Writer.forget)
-    plan_memory = _part("writer", Writer.plan_memory)
-    flush_usage = _part("writer", Writer.flush_usage)
-    replica = _part("writer", Writer.replica)
+    if TYPE_CHECKING:
+        add = _part("writer", Writer.add)
+        update = _part("writer", Writer.update)
+        confirm = _part("writer", Writer.confirm)
+        confirm_cited = _part("writer", Writer.confirm_cited)
+        forget = _part("writer", Writer.forget)
+        plan_memory = _part("writer", Writer.plan_memory)
+        flush_usage = _part("writer", Writer.flush_usage)
+        replica = _part("writer", Writer.replica)
+    else:
+        add = _writer_part("add")
+        update = _writer_part("update")
+        confirm = _writer_part("confirm")
+        confirm_cited = _writer_part("confirm_cited")
+        forget = _writer_part("forget")
+        plan_memory = _writer_part("plan_memory")
+        flush_usage = _writer_part("flush_usage")
+        replica = _writer_part("replica")
     search = _part("reader", Reader.search)
     recall = _part("reader", Reader.recall)
     resolve = _part("reader", Reader.resolve)
