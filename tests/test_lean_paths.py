@@ -23,7 +23,9 @@ try:
     main()
 except SystemExit:
     pass
+import gc
 print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+print(json.dumps([gc.isenabled(), gc.get_freeze_count()]), file=sys.stderr)
 """
 
 NEVER = {"typer", "click", "rich", "pydantic", "yaml", "asyncio", "ssl", "urllib.request"}
@@ -55,7 +57,20 @@ def _imported_by(vault: Path, *argv: str) -> tuple[set[str], str]:
         text=True,
         check=True,
     )
-    return set(json.loads(done.stderr.strip().splitlines()[-1])), done.stdout
+    return set(json.loads(done.stderr.strip().splitlines()[-2])), done.stdout
+
+
+def _collector_after(vault: Path, *argv: str) -> tuple[bool, int]:
+    env = {**os.environ, "MEMSTORE_NO_DAEMON": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", RUN, json.dumps([*argv, "--vault", str(vault)])],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    enabled, frozen = json.loads(done.stderr.strip().splitlines()[-1])
+    return bool(enabled), int(frozen)
 
 
 def _vault_with_a_memory(vault: Path) -> None:
@@ -88,3 +103,10 @@ def test_an_add_without_a_daemon_imports_no_yaml_typer_or_code_catalog(vault: Pa
     assert "pygit2" in modules and "memstore.service.writer" in modules
     assert not modules & (NEVER - {"ssl"})  # pygit2 reads the default certificate paths
     assert not modules & {"memstore.catalog.codebase", "memstore.service.sync", "zipfile"}
+
+
+def test_the_imports_run_with_the_collector_paused_and_it_runs_again_after(vault: Path):
+    _vault_with_a_memory(vault)
+    enabled, frozen = _collector_after(vault, "search", "upload limit")
+    assert enabled  # paused only while importing
+    assert frozen > 0  # what the imports made is kept out of later collections (main: 0)

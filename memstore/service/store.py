@@ -3,9 +3,7 @@
 `Store` is small: it opens the vault, owns its parts and hands out transactions. The work
 is in the parts: `Writer` (writer.py), `Reader` (reader.py), `Maintenance`
 (maintenance.py), `Sources` (sources.py, ingested code) and `Vectors` (vectors.py).
-The writer and the transaction are imported when first used: a search (a session's first
-CLI call) reads the index and never needs them (issue 39: the contradiction hint's
-patterns, the merge rules and the credential scanner stay unloaded).
+The writer and the transaction are imported at the first write: a search needs neither.
 """
 
 from __future__ import annotations
@@ -49,24 +47,15 @@ def _now() -> datetime:
 def _part(
     name: str, method: Callable[Concatenate[Any, P], R]
 ) -> Callable[Concatenate[Store, P], R]:
-    """A Store method that hands the call to one of its parts (typed as the part's method)."""
+    """A Store method that hands the call to one of its parts (typed as the part's method;
+    one named by a string, the writer's, is looked up when called: its module loads then)."""
+    attribute = method if isinstance(method, str) else method.__name__
 
     def call(self: Store, *args: P.args, **kwargs: P.kwargs) -> R:
-        return method(getattr(self, name), *args, **kwargs)
+        return getattr(getattr(self, name), attribute)(*args, **kwargs)
 
-    call.__name__ = method.__name__
-    call.__doc__ = method.__doc__
-    return call
-
-
-def _writer_part(method: str) -> Callable[..., Any]:
-    """A Store method that hands the call to its writer, whose module is imported when
-    the store first writes (the typed Writer methods are what mypy sees)."""
-
-    def call(self: Store, *args: Any, **kwargs: Any) -> Any:
-        return getattr(self.writer, method)(*args, **kwargs)
-
-    call.__name__ = method
+    call.__name__ = attribute
+    call.__doc__ = None if isinstance(method, str) else method.__doc__
     return call
 
 
@@ -223,15 +212,15 @@ class Store:
         plan_memory = _part("writer", Writer.plan_memory)
         flush_usage = _part("writer", Writer.flush_usage)
         replica = _part("writer", Writer.replica)
-    else:
-        add = _writer_part("add")
-        update = _writer_part("update")
-        confirm = _writer_part("confirm")
-        confirm_cited = _writer_part("confirm_cited")
-        forget = _writer_part("forget")
-        plan_memory = _writer_part("plan_memory")
-        flush_usage = _writer_part("flush_usage")
-        replica = _writer_part("replica")
+    else:  # named, not typed: the writer's module is imported at the first write
+        add = _part("writer", "add")
+        update = _part("writer", "update")
+        confirm = _part("writer", "confirm")
+        confirm_cited = _part("writer", "confirm_cited")
+        forget = _part("writer", "forget")
+        plan_memory = _part("writer", "plan_memory")
+        flush_usage = _part("writer", "flush_usage")
+        replica = _part("writer", "replica")
     search = _part("reader", Reader.search)
     recall = _part("reader", Reader.recall)
     resolve = _part("reader", Reader.resolve)
