@@ -11,7 +11,9 @@ the waited child) and its wall time. The first round warms the page cache and is
         --vault /tmp/first-100k --runs 10 --code main=/tmp/first-base --code branch= search add
 
 `--code NAME=DIR` puts DIR first on PYTHONPATH (empty: the installed memstore). Each add
-writes one memory to the vault (in workspace `webshop`).
+writes one memory to the vault (in workspace `webshop`). `--phases` instead runs each
+command's steps in one process per run (as the launcher does, collector paused while
+importing) and reports the CPU of each: the client's imports, the store's, the command.
 """
 
 from __future__ import annotations
@@ -54,6 +56,41 @@ def command(op: str, exe: str, vault: str, name: str, round_: int) -> list[str]:
     raise ValueError(op)
 
 
+# One no-daemon command in this process, its steps timed (the launcher's order).
+PHASES = """
+import gc, json, os, sys, time
+T = time.process_time
+started = T()
+gc.disable()
+from memstore.ops import client, lean, registry
+options = T()
+import memstore.service.store
+gc.enable()
+gc.freeze()
+imported = T()
+op, argv = sys.argv[1], json.loads(sys.argv[2])
+request = client.Request(op, argv, os.getcwd(), dict(os.environ), b"")
+reply = registry.RUNNERS[registry.Op(op)](request, lean.open_in_process)
+done = T()
+print(json.dumps({"client": options - started, "store": imported - options,
+                  "command": done - imported, "modules": len(sys.modules)}))
+"""
+
+
+def phases(op: str, vault: str, name: str, round_: int, env: dict[str, str]) -> dict[str, float]:
+    """CPU ms of each step of one command run in a fresh process (PHASES)."""
+    argv = command(op, "", vault, name, round_)[1:]
+    done = subprocess.run(
+        [sys.executable, "-c", PHASES, op, json.dumps(argv[1:])],
+        env={**env, "OPENBLAS_NUM_THREADS": "1"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    return {k: v * 1000 if k != "modules" else v for k, v in found.items()}
+
+
 def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     """Run one process; return its CPU and wall time in ms."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -74,11 +111,20 @@ def main() -> int:
     p.add_argument("--code", action="append", required=True, help="NAME=DIR (DIR may be empty)")
     p.add_argument("--exe", default=str(Path(sys.executable).with_name("memstore")))
     p.add_argument("--json", type=Path)
+    p.add_argument("--phases", action="store_true", help="each step's CPU, in one process")
     p.add_argument("ops", nargs="+", choices=("search", "add"))
     args = p.parse_args()
     codes = [tuple(c.split("=", 1)) for c in args.code]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["MEMSTORE_NO_DAEMON"] = "1"
+    if args.phases:
+        for op in args.ops:
+            for name, path in codes:
+                code_env = {**env, "PYTHONPATH": path} if path else env
+                steps = [phases(op, str(args.vault), name, r, code_env) for r in range(args.runs)]
+                medians = {k: statistics.median([step[k] for step in steps]) for k in steps[0]}
+                print(f"{op} {name}: " + ", ".join(f"{k} {v:.0f}" for k, v in medians.items()))
+        return 0
     runs: dict[str, list[tuple[float, float]]] = {}
     for round_ in range(args.runs + 1):
         for op in args.ops:
