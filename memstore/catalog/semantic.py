@@ -26,7 +26,6 @@ import os
 import re
 import shutil
 import tempfile
-import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -274,6 +273,8 @@ class VectorIndex:
     # --- state ----------------------------------------------------------------------
 
     def _load(self) -> None:
+        import zipfile  # for its error: the semantic view is off unless asked for
+
         np = _numpy()
         self._rows: dict[str, int] = {}
         self._keys: list[str] = []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import configparser
 import re
 from pathlib import Path
 
@@ -81,6 +80,8 @@ def _remote_url(git_dir: Path) -> str:
         common = git_dir / "commondir"
         if common.exists():
             git_dir = (git_dir / common.read_text(encoding="utf-8").strip()).resolve()
+    import configparser  # only when a repository's remote is read
+
     parser = configparser.ConfigParser(strict=False, interpolation=None)
     try:
         parser.read(git_dir / "config", encoding="utf-8")

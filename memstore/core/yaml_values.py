@@ -168,13 +168,58 @@ def _simple_scalar(raw: str, *, flow: bool) -> object:
     return None
 
 
+# PyYAML's implicit resolvers (yaml.resolver.Resolver, YAML 1.1) in the order it adds them,
+# each with the first characters it is tried for; timestamps left out, as the loader above
+# leaves them. Kept here so that reading memstore's own front matter and rendering a scalar
+# import no PyYAML (~25 ms of a no-daemon `memstore add`); whitespace in the verbose (re.X)
+# patterns is PyYAML's layout only. tests/core/test_yaml_resolvers.py compares them with
+# the installed PyYAML's, and the tags they give with its resolver's.
+_DIGITS = "0123456789"
+RESOLVERS: tuple[tuple[str, str, int, tuple[str, ...]], ...] = (
+    (
+        "tag:yaml.org,2002:bool",
+        r"^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$",
+        re.X,
+        tuple("yYnNtTfFoO"),
+    ),
+    (
+        "tag:yaml.org,2002:float",
+        r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?"
+        r"|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        re.X,
+        tuple("-+" + _DIGITS + "."),
+    ),
+    (
+        "tag:yaml.org,2002:int",
+        r"^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+"
+        r"|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$",
+        re.X,
+        tuple("-+" + _DIGITS),
+    ),
+    ("tag:yaml.org,2002:merge", r"^(?:<<)$", 0, ("<",)),
+    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", re.X, ("~", "n", "N", "")),
+    ("tag:yaml.org,2002:value", r"^(?:=)$", 0, ("=",)),
+    ("tag:yaml.org,2002:yaml", r"^(?:!|&|\*)$", 0, tuple("!&*")),
+)
+
+
+@functools.cache
+def _resolvers() -> dict[str, list[tuple[str, re.Pattern[str]]]]:
+    """Return RESOLVERS by first character, compiled (on the first scalar read)."""
+    table: dict[str, list[tuple[str, re.Pattern[str]]]] = {}
+    for tag, pattern, flags, firsts in RESOLVERS:
+        compiled = re.compile(pattern, flags)
+        for first in firsts:
+            table.setdefault(first, []).append((tag, compiled))
+    return table
+
+
 @functools.lru_cache(maxsize=1 << 14)
 def _implicit_tag(value: str) -> str:
     """Return the tag PyYAML's resolver gives a plain scalar (as BaseResolver.resolve)."""
-    resolvers = _yaml()[1].yaml_implicit_resolvers
-    for tag, pattern in [*resolvers.get(value[0], []), *resolvers.get(None, [])]:
+    for tag, pattern in _resolvers().get(value[:1], ()):
         if pattern.match(value):
-            return str(tag)
+            return tag
     return _STR
 
 
@@ -201,17 +246,14 @@ _TIMESTAMP = re.compile(
 
 
 def render_scalar(value: str) -> str:
-    """Render a string as YAML that reads back as the same string."""
-    if (_PLAIN.match(value) or _TIMESTAMP.match(value)) and _reads_as(value) == value:
+    """Render a string as YAML that reads back as the same string.
+
+    A one-line plain word or timestamp reads back as itself exactly when YAML's resolver
+    gives it the string tag (timestamps stay strings, as `load_yaml` reads them).
+    """
+    if (_PLAIN.match(value) or _TIMESTAMP.match(value)) and _implicit_tag(value) == _STR:
         return value
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _reads_as(value: str) -> object:
-    try:
-        return load_yaml(value)
-    except yaml_error():
-        return None
 
 
 def render_list(values: tuple[str, ...]) -> str:

@@ -201,6 +201,8 @@ def look_elsewhere(
     `vault` (when the command line named one) and `archived` go into the command that
     shows them.
     """
+    if scope is None or result.hits:
+        return None  # what count_elsewhere answers too, without importing the MCP tools
     from shlex import quote
 
     from memstore.ops.tools import look_elsewhere as count_elsewhere

@@ -9,16 +9,16 @@ from dataclasses import asdict, dataclass
 from shlex import quote
 from typing import TYPE_CHECKING, Any
 
-from memstore.catalog.indexer import CatchUp, Drift
 from memstore.core.codec import normalize_text
 from memstore.core.conflicts import split_label, sync_hint
 from memstore.core.model import GLOBAL, AddResult, Hit, SearchResult
 from memstore.core.ranking import CHARS_PER_TOKEN
-from memstore.service.sync import SyncOutcome
-from memstore.vault.git_log import LogEntry
 
 if TYPE_CHECKING:
     from memstore.catalog.codebase import IngestSummary
+    from memstore.catalog.indexer import CatchUp, Drift
+    from memstore.service.sync import SyncOutcome
+    from memstore.vault.git_log import LogEntry
 
 
 def count(n: int, one: str, many: str = "") -> str:

@@ -7,7 +7,6 @@ import re
 from memstore.core.codec import slugify, trace_slug
 from memstore.core.errors import InvalidInputError
 from memstore.core.model import Memory
-from memstore.core.secrets import find_secrets
 
 MAX_TEXT_BYTES = 100_000
 MAX_KEYWORD_CHARS = 64
@@ -25,6 +24,8 @@ def memory_path(memory: Memory, *, may_hold_secret: bool = True) -> str:
     (`may_hold_secret` False: the caller's scan found none, and the text is not scanned).
     """
     body = memory.body
+    from memstore.core.secrets import find_secrets  # imported by writers only
+
     if may_hold_secret and find_secrets(body[:SLUG_SCAN_CHARS]):  # never in a file's name
         body = " ".join(w for w in body.split() if w.isalpha() and len(w) <= SAFE_WORD_CHARS)
     slug = trace_slug(body) if memory.kind == "trace" else slugify(body)

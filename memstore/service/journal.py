@@ -11,6 +11,9 @@ from memstore.vault.files import Vault
 from memstore.vault.git import GitRepo
 
 WRITING = "writing"  # state file: paths a writer is between writing and committing
+# state file: a sync stopped during its checkout (service/sync.py finishes it; kept here so
+# the check at each lock imports no sync)
+SYNC_MARKER = "sync-merge"
 log = logging.getLogger(__name__)
 
 

@@ -6,8 +6,8 @@ import dataclasses
 import logging
 import os
 import shutil
+from typing import TYPE_CHECKING
 
-from memstore.catalog.codebase import ingested
 from memstore.catalog.compare import compare
 from memstore.catalog.indexer import CatchUp, Drift, Progress, rebuild
 from memstore.catalog.updater import Moved, Updater
@@ -16,11 +16,14 @@ from memstore.core.faults import crash_point
 from memstore.index import SearchIndex, SearchIndexError
 from memstore.service import journal
 from memstore.service.resources import Part, serialized
-from memstore.service.sync import MARKER, SyncOptions, SyncOutcome, finish_interrupted, sync
-from memstore.service.teams import team_of
-from memstore.vault import remote
 from memstore.vault.git import clear_stale_locks, git_debris
 from memstore.vault.usage import FLUSH_EVERY_S
+
+if TYPE_CHECKING:
+    from memstore.service.sync import SyncOptions, SyncOutcome
+
+# Imported where used: sync (with the merge rules and the remote's plumbing), the code
+# catalog and team vaults are no part of a search's catch-up (a session's first CLI call).
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +47,9 @@ class Maintenance(Part):
                     "removed %s left by a killed process (no git process was using it)",
                     ", ".join(removed),
                 )
-        if vault.read_state(MARKER):
+        if vault.read_state(journal.SYNC_MARKER):
+            from memstore.service.sync import finish_interrupted
+
             # before anything commits edits: a half-done checkout is memstore's, not a person's
             try:
                 if finish_interrupted(vault, store.git, store.settings.host):
@@ -176,6 +181,8 @@ class Maintenance(Part):
             shared.close()
             shared.forget_index_caches()
             shared.indexer, result = rebuild(store.vault, step)
+            from memstore.catalog.codebase import ingested
+
             if ingested(store.vault.state_dir):  # source trees are chunked again from scratch
                 store.sources.writable().rebuild()
             store.vectors.view(locked=True, progress=embedding)
@@ -185,6 +192,8 @@ class Maintenance(Part):
         """Flush recall counters, pack git history past git's own threshold and compact an
         index of many segments: what a long-running shell (serve, watch) does every few
         minutes."""
+        from memstore.vault import remote
+
         store = self.store
         store.writer.flush_usage(FLUSH_EVERY_S)  # the files due: each at most once an interval
         if remote.needs_packing(store.vault.root):
@@ -241,6 +250,8 @@ class Maintenance(Part):
     def set_remote(self, url: str, name: str = "origin") -> list[str]:
         """Point the vault's remote at `url` (added if missing) and set up a plain `git pull`
         (GitRepo.prepare_plain_git); return the git settings that changed."""
+        from memstore.vault import remote
+
         store = self.store
         remote.set_remote(store.vault.root, name, url, store.settings.env)
         with store.transaction(catch_up=False):
@@ -261,6 +272,8 @@ class Maintenance(Part):
         return self.store.git.tracked_remote() or "origin"
 
     def remote_url(self, name: str = "") -> str:
+        from memstore.vault import remote
+
         store = self.store
         return remote.remote_url(store.vault.root, name or self.remote_name(), store.settings.env)
 
@@ -269,12 +282,17 @@ class Maintenance(Part):
         self,
         name: str = "",
         progress: Progress | None = None,
-        options: SyncOptions = SyncOptions(),
+        options: SyncOptions | None = None,
     ) -> tuple[SyncOutcome, int, CatchUp]:
         """Commit edits and usage, fetch, merge with memstore's rules, push, catch up the
         index (`progress` follows the indexing of what the pull brought). `name`: the
         remote (default: the one the branch tracks, else origin). A team vault's clone
         only pulls: what reaches a team goes through `memstore share`."""
+        from memstore.service.sync import SyncOptions, sync
+        from memstore.service.teams import team_of
+        from memstore.vault import remote
+
+        options = options or SyncOptions()
         store = self.store
         name = name or self.remote_name()
         if team_of(store.vault.root):

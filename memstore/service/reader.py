@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from memstore.catalog.codebase import KIND as CODE_KIND
-from memstore.catalog.codebase import CodeIndex, fuse, ingested
+from memstore.catalog.code_hits import KIND as CODE_KIND
+from memstore.catalog.code_hits import fuse
+from memstore.catalog.code_roots import ingested
 from memstore.catalog.indexer import Entry
 from memstore.catalog.retrieval import (
     SEMANTIC_DEPTH,
@@ -45,7 +47,10 @@ from memstore.service.tiers import (
     team_core,
     tier_stores,
 )
-from memstore.vault.git import LogEntry
+
+if TYPE_CHECKING:
+    from memstore.catalog.codebase import CodeIndex
+    from memstore.vault.git import LogEntry
 
 
 @dataclass(frozen=True)

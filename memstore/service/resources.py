@@ -9,10 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memstore.catalog.citing import CiteChecker
-from memstore.catalog.codebase import CodeIndex
 from memstore.catalog.indexer import Indexer
-from memstore.catalog.semantic import VectorIndex
 from memstore.catalog.staleness import Repositories
 from memstore.core.model import CoreMemory
 from memstore.service.tiers import Tiers
@@ -22,6 +19,9 @@ from memstore.vault.staging import IndexStager
 from memstore.vault.usage import Usage
 
 if TYPE_CHECKING:
+    from memstore.catalog.citing import CiteChecker
+    from memstore.catalog.codebase import CodeIndex
+    from memstore.catalog.semantic import VectorIndex
     from memstore.service.store import Store
 
 Clock = Callable[[], datetime]
@@ -66,6 +66,8 @@ class Resources:
         """Return the citation checker of the repository at `root` (one per root, kept)."""
         checker = self.cite_checkers.get(root)
         if checker is None:
+            from memstore.catalog.citing import CiteChecker
+
             checker = self.cite_checkers[root] = CiteChecker(root)
         return checker
 

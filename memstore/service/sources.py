@@ -5,19 +5,16 @@ from __future__ import annotations
 import contextlib
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from memstore.catalog.codebase import (
-    BusyError,
-    CodeIndex,
-    CodeRoot,
-    IngestSummary,
-    ingested,
-    registered_roots,
-)
-from memstore.catalog.indexer import Progress
+from memstore.catalog.code_roots import BusyError, CodeRoot, ingested, registered_roots
 from memstore.core.errors import InvalidInputError
 from memstore.core.model import GLOBAL, check_workspace
 from memstore.service.resources import Part
+
+if TYPE_CHECKING:  # the code catalog is imported once a vault holds ingested code
+    from memstore.catalog.codebase import CodeIndex, IngestSummary
+    from memstore.catalog.indexer import Progress
 
 # With no watcher, a search walks the ingested trees for changed code (~40 ms at 3,000
 # files): the first search of a process does, then at most one every this many seconds.
@@ -39,6 +36,8 @@ class Sources(Part):
                 shared.code.close()  # deleted or rebuilt by another process: read the new one
                 shared.code = None
             if shared.code is None and ingested(shared.vault.state_dir):
+                from memstore.catalog.codebase import CodeIndex
+
                 shared.code = CodeIndex.open(shared.vault.state_dir)
                 shared.code.search.holds_terms = shared.resident
             return shared.code
@@ -51,6 +50,8 @@ class Sources(Part):
         shared = self.store.shared
         with shared.code_mutex:
             if shared.code is None:
+                from memstore.catalog.codebase import CodeIndex
+
                 shared.code = CodeIndex.open(shared.vault.state_dir)
             return shared.code
 

@@ -3,15 +3,17 @@
 `Store` is small: it opens the vault, owns its parts and hands out transactions. The work
 is in the parts: `Writer` (writer.py), `Reader` (reader.py), `Maintenance`
 (maintenance.py), `Sources` (sources.py, ingested code) and `Vectors` (vectors.py).
+The writer and the transaction are imported at the first write: a search needs neither.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import shlex
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from memstore.catalog.indexer import Indexer
 from memstore.core.config import Settings
@@ -22,13 +24,15 @@ from memstore.service.maintenance import Maintenance
 from memstore.service.reader import Reader, Stats
 from memstore.service.resources import Clock, Resources
 from memstore.service.sources import Sources
-from memstore.service.transaction import Transaction
 from memstore.service.vault_init import InitResult, init_vault
 from memstore.service.vectors import Vectors
-from memstore.service.writer import Writer
 from memstore.vault.files import Vault
 from memstore.vault.git import GitRepo, Trailers
 from memstore.vault.usage import Usage
+
+if TYPE_CHECKING:
+    from memstore.service.transaction import Transaction
+    from memstore.service.writer import Writer
 
 __all__ = ["InitResult", "Stats", "Store", "init_vault", "memory_path"]
 
@@ -43,13 +47,15 @@ def _now() -> datetime:
 def _part(
     name: str, method: Callable[Concatenate[Any, P], R]
 ) -> Callable[Concatenate[Store, P], R]:
-    """A Store method that hands the call to one of its parts (typed as the part's method)."""
+    """A Store method that hands the call to one of its parts (typed as the part's method;
+    one named by a string, the writer's, is looked up when called: its module loads then)."""
+    attribute = method if isinstance(method, str) else method.__name__
 
     def call(self: Store, *args: P.args, **kwargs: P.kwargs) -> R:
-        return method(getattr(self, name), *args, **kwargs)
+        return getattr(getattr(self, name), attribute)(*args, **kwargs)
 
-    call.__name__ = method.__name__
-    call.__doc__ = method.__doc__
+    call.__name__ = attribute
+    call.__doc__ = None if isinstance(method, str) else method.__doc__
     return call
 
 
@@ -71,7 +77,6 @@ class Store:
         self.trailers = Trailers(settings.source, settings.session, settings.host)
         self.caller = Caller(settings.source, settings.session, settings.host)
         self.shared = shared or Resources(vault, clock)
-        self.writer = Writer(self)
         self.reader = Reader(self)
         self.maintenance = Maintenance(self)
         self.sources = Sources(self)
@@ -136,6 +141,8 @@ class Store:
             if serialize:
                 self.shared.follow_index()
             with self.vault.lock(self.settings.lock_timeout):
+                from memstore.service.transaction import Transaction
+
                 tx = Transaction(self, caller or self.caller)
                 if catch_up:
                     tx.catch_up(workspace)
@@ -166,6 +173,12 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @functools.cached_property
+    def writer(self) -> Writer:
+        from memstore.service.writer import Writer
+
+        return Writer(self)
+
     @property
     def git(self) -> GitRepo:
         return self.shared.git()
@@ -190,14 +203,24 @@ class Store:
         self.shared.resident = value
 
     # The parts' public methods, called on the store (one line each).
-    add = _part("writer", Writer.add)
-    update = _part("writer", Writer.update)
-    confirm = _part("writer", Writer.confirm)
-    confirm_cited = _part("writer", Writer.confirm_cited)
-    forget = _part("writer", Writer.forget)
-    plan_memory = _part("writer", Writer.plan_memory)
-    flush_usage = _part("writer", Writer.flush_usage)
-    replica = _part("writer", Writer.replica)
+    if TYPE_CHECKING:
+        add = _part("writer", Writer.add)
+        update = _part("writer", Writer.update)
+        confirm = _part("writer", Writer.confirm)
+        confirm_cited = _part("writer", Writer.confirm_cited)
+        forget = _part("writer", Writer.forget)
+        plan_memory = _part("writer", Writer.plan_memory)
+        flush_usage = _part("writer", Writer.flush_usage)
+        replica = _part("writer", Writer.replica)
+    else:  # named, not typed: the writer's module is imported at the first write
+        add = _part("writer", "add")
+        update = _part("writer", "update")
+        confirm = _part("writer", "confirm")
+        confirm_cited = _part("writer", "confirm_cited")
+        forget = _part("writer", "forget")
+        plan_memory = _part("writer", "plan_memory")
+        flush_usage = _part("writer", "flush_usage")
+        replica = _part("writer", "replica")
     search = _part("reader", Reader.search)
     recall = _part("reader", Reader.recall)
     resolve = _part("reader", Reader.resolve)

@@ -18,6 +18,7 @@ from memstore.core.conflicts import is_conflicted
 from memstore.core.errors import SyncError, UncommittedEditError
 from memstore.core.faults import crash_point
 from memstore.core.merge import merge_file
+from memstore.service import journal
 from memstore.service.rebase import Rebased, rebase_onto_purged
 from memstore.service.tree_merge import merge_trees
 from memstore.vault import remote
@@ -35,7 +36,7 @@ from memstore.vault.purges import (
     write_purges,
 )
 
-MARKER = "sync-merge"
+MARKER = journal.SYNC_MARKER
 FORGOTTEN = "forgotten"  # memories forgotten here: {path: id}, to say when one comes back
 FORGOTTEN_KEPT = 1000
 ATTEMPTS = 3  # a push rejected because someone pushed first is retried after merging again

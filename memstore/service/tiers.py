@@ -23,7 +23,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from memstore.catalog.codebase import KIND as CODE_KIND
+from memstore.catalog.code_hits import KIND as CODE_KIND
 from memstore.catalog.retrieval import with_neighbors
 from memstore.core.errors import InvalidInputError, MemstoreError, NotFoundError
 from memstore.core.model import CoreMemory, Hit, SearchResult

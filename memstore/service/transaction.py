@@ -11,11 +11,9 @@ from memstore.catalog.updater import Moved
 from memstore.core.codec import parse_memory, render_changes, render_memory
 from memstore.core.errors import InvalidInputError, SecretError, VaultError
 from memstore.core.faults import crash_point
-from memstore.core.merge import merge_file
 from memstore.core.model import Caller, Memory
 from memstore.service import journal
 from memstore.service.checks import check_id
-from memstore.service.sync import note_forgotten
 from memstore.vault.edits import commit_edits, wait_for_git_commit
 from memstore.vault.files import Vault
 from memstore.vault.git import GitRepo, Trailers, secret_message
@@ -194,6 +192,8 @@ class Transaction:
                     self.put_back(entry.path, before)
                     raise
             self.indexer.remove([entry.path])
+        from memstore.service.sync import note_forgotten  # not for an add (nor its import)
+
         note_forgotten(self.vault, entry.path, entry.id)  # sync says if it comes back
         return commit
 
@@ -213,6 +213,8 @@ class Transaction:
             ) from err
         on_disk = parse_memory(text, path=path)
         if basis is not None and on_disk != basis:
+            from memstore.core.merge import merge_file  # a person's edit meanwhile: rare
+
             ours = render_memory(memory).encode("utf-8")
             merged = merge_file(path, render_memory(basis).encode("utf-8"), ours, before)
             return merged.data if merged.data is not None else ours

@@ -20,7 +20,6 @@ from typing import Any
 from memstore.core.errors import SecretError, UncommittedEditError, VaultError
 from memstore.core.faults import crash_point
 from memstore.core.repo_name import find_enclosing_repository
-from memstore.core.secrets import find_added_secret, withhold_secret
 from memstore.vault.git_log import GitLog, Trailers
 from memstore.vault.git_log import LogEntry as LogEntry  # callers import these from here too
 from memstore.vault.git_objects import _pygit2
@@ -130,6 +129,8 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
             tree = self._tree_with(base, changes)
             parents = [] if repo.head_is_unborn else [repo.head.target]
             signature = self._signature()
+            from memstore.core.secrets import withhold_secret
+
             full = f"{withhold_secret(message, paths).rstrip()}\n\n{trailers.render()}"
             oid = repo.create_commit("HEAD", signature, signature, full, tree, parents)
         except (OSError, pygit2.GitError) as err:
@@ -153,6 +154,8 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
     def secrets_among(self, paths: Iterable[str]) -> dict[str, str]:
         """Return {path: kind} for the work tree files among `paths` whose uncommitted lines
         hold what looks like a credential (the scan `commit` makes)."""
+        from memstore.core.secrets import find_added_secret
+
         base = self._head_tree()
         found = {}
         for path in paths:
@@ -180,6 +183,8 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
             raise VaultError(f"cannot read HEAD in {self.root}: {err}") from err
 
     def _refuse_secrets(self, data: dict[str, bytes], base: Any) -> None:
+        from memstore.core.secrets import find_added_secret  # only writers scan
+
         for path, content in data.items():
             kind = find_added_secret(content, _blob_bytes(base, path))
             if kind:

@@ -1,0 +1,112 @@
+"""A session's first `memstore search` and a no-daemon `memstore add` import only what they
+use (issue 39, part 4): no writer, sync, code catalog or credential rules for a search; no
+PyYAML for either; never typer, click, rich or pydantic."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from memstore.service.store import Store
+from tests.conftest import settings_at
+
+# The launcher in a fresh interpreter (no daemon), then the modules it imported on stderr.
+RUN = """
+import json, sys
+argv = json.loads(sys.argv[1])
+sys.argv = ["memstore", *argv]
+from memstore.launcher import main
+try:
+    main()
+except SystemExit:
+    pass
+import gc
+print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+print(json.dumps([gc.isenabled(), gc.get_freeze_count()]), file=sys.stderr)
+"""
+
+NEVER = {"typer", "click", "rich", "pydantic", "yaml", "asyncio", "ssl", "urllib.request"}
+# What only writing, syncing, ingested code, the MCP tools or a credential scan needs.
+NOT_FOR_A_SEARCH = {
+    "pygit2",
+    "memstore.service.writer",
+    "memstore.service.transaction",
+    "memstore.service.sync",
+    "memstore.core.merge",
+    "memstore.core.contradictions",
+    "memstore.core.secrets",
+    "memstore.core.secret_values",
+    "memstore.catalog.codebase",
+    "memstore.catalog.chunking",
+    "memstore.ops.tools",
+    "memstore.vault.remote",
+    "zipfile",
+    "configparser",
+}
+
+
+def _imported_by(vault: Path, *argv: str) -> tuple[set[str], str]:
+    env = {**os.environ, "MEMSTORE_NO_DAEMON": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", RUN, json.dumps([*argv, "--vault", str(vault)])],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return set(json.loads(done.stderr.strip().splitlines()[-2])), done.stdout
+
+
+def _collector_after(vault: Path, *argv: str) -> tuple[bool, int]:
+    env = {**os.environ, "MEMSTORE_NO_DAEMON": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", RUN, json.dumps([*argv, "--vault", str(vault)])],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    enabled, frozen = json.loads(done.stderr.strip().splitlines()[-1])
+    return bool(enabled), int(frozen)
+
+
+def _vault_with_a_memory(vault: Path) -> None:
+    with Store.open(settings_at(vault)) as store:
+        store.add("the upload limit is 10 MB behind nginx", workspace="global")
+
+
+def test_a_search_without_a_daemon_imports_no_writer_sync_code_catalog_or_yaml(vault: Path):
+    _vault_with_a_memory(vault)
+    modules, out = _imported_by(vault, "search", "upload limit")
+    assert "upload limit is 10 MB" in out  # it did search, in this process
+    assert "memstore.service.reader" in modules and "whoosh.reading" in modules
+    assert not modules & NEVER
+    assert not modules & NOT_FOR_A_SEARCH, modules & NOT_FOR_A_SEARCH
+
+
+def test_a_search_that_finds_nothing_in_its_workspace_still_looks_elsewhere(vault: Path):
+    _vault_with_a_memory(vault)
+    with Store.open(settings_at(vault)) as store:
+        store.add("the staging cluster drains nodes on friday", workspace="infra")
+    modules, out = _imported_by(vault, "search", "drains nodes", "-w", "webshop")
+    assert "infra" in out or "--all" in out  # the other workspace's hit is pointed at
+    assert not modules & NEVER
+
+
+def test_an_add_without_a_daemon_imports_no_yaml_typer_or_code_catalog(vault: Path):
+    _vault_with_a_memory(vault)
+    modules, out = _imported_by(vault, "add", "the worker pool holds 8 threads", "-w", "infra")
+    assert out.startswith("added ")  # written and committed in this process
+    assert "pygit2" in modules and "memstore.service.writer" in modules
+    assert not modules & (NEVER - {"ssl"})  # pygit2 reads the default certificate paths
+    assert not modules & {"memstore.catalog.codebase", "memstore.service.sync", "zipfile"}
+
+
+def test_the_imports_run_with_the_collector_paused_and_it_runs_again_after(vault: Path):
+    _vault_with_a_memory(vault)
+    enabled, frozen = _collector_after(vault, "search", "upload limit")
+    assert enabled  # paused only while importing
+    assert frozen > 0  # what the imports made is kept out of later collections (main: 0)
