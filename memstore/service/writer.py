@@ -155,14 +155,21 @@ class Writer(Part):
         hits = indexer.search.search(
             body, workspaces={workspace}, limit=CONTRADICTION_CANDIDATES, any_term=True
         )
-        close = [h.document for h in hits]
-        entries = {e.path: e for e in indexer.by_path([d.key for d in close])}
-        mine, *theirs = term_sets([body, *(d.content for d in close)])
+        entries = {e.path: e for e in indexer.by_path([h.document.key for h in hits])}
+        close = [
+            (h.document, entry)
+            for h in hits
+            if (entry := entries.get(h.document.key)) is not None
+            and entry.id not in skip
+            and not entry.archived
+            and entry.kind not in UNHINTED
+        ]
+        if not close:
+            return ()
+        # the candidates left, read in one analysis with the new text
+        mine, *theirs = term_sets([body, *(doc.content for doc, _ in close)])
         found = []
-        for doc, terms_of_doc in zip(close, theirs, strict=True):
-            entry = entries.get(doc.key)
-            if entry is None or entry.id in skip or entry.archived or entry.kind in UNHINTED:
-                continue
+        for (doc, entry), terms_of_doc in zip(close, theirs, strict=True):
             if containment(mine, terms_of_doc) < CONTRADICTION_CLOSE:
                 continue
             found_one = disagreement(body, doc.content)
