@@ -258,7 +258,7 @@ class IndexReader:
         COMMON_TERM_MIN documents the query keeps its `any_term_limit` (default
         ANY_TERM_LIMIT) rarest terms.
         """
-        if self._current().reader().doc_count() <= COMMON_TERM_MIN:
+        if not self.keeps_rarest():
             return terms
         df = {t: self.lexicon.held_by(t) for t in terms}
         kept = set(sorted(terms, key=lambda t: (df[t], t))[: self.any_term_limit])
@@ -270,9 +270,13 @@ class IndexReader:
         score, yet each costs a look-up per segment and field. A new memory's own words (a
         hash, a version, an id) are often such terms, and its contradiction hint's query
         keeps them as its rarest. The scores, order and counts of every hit are the same."""
-        if self._current().reader().doc_count() <= COMMON_TERM_MIN:
+        if not self.keeps_rarest():
             return terms
         return [t for t in terms if self.lexicon.held_by(t)]
+
+    def keeps_rarest(self) -> bool:
+        """Say whether an any-word query keeps only its rarest terms here (`_selective`)."""
+        return self._current().reader().doc_count() > COMMON_TERM_MIN
 
     def _terms(self, query: Query, typos: bool) -> list[str]:
         """Return the query's terms, each unknown one replaced by its stand-in (with

@@ -410,6 +410,8 @@ def _candidate_query(search: SearchIndex, body: str) -> Query:
     no memory holds adds nothing to a score), the rarest of them in a large index.
     """
     query = Query.of(body)
+    if not search.keeps_rarest():
+        return query  # every term is searched: a word no memory holds only adds nothing
     holders = search.term_frequencies(query)
     rarest = sorted(query.terms, key=lambda t: (holders[t], t))[: search.any_term_limit]
     if any(holders[t] for t in rarest):
