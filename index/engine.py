@@ -112,6 +112,11 @@ class SearchIndex:
     def any_term_limit(self, value: int) -> None:
         self.reader.any_term_limit = value
 
+    def keeps_rarest(self) -> bool:
+        """Say whether an any-word search keeps only the query's `any_term_limit` rarest terms
+        (an index of more than a thousand documents)."""
+        return self.reader.keeps_rarest()
+
     @property
     def keeps_entities(self) -> bool:
         """Whether commits extract entities (an index nobody asks for them skips it)."""

@@ -182,6 +182,8 @@ class IndexReader:
         # The postings of terms a large index's any-word search leaves out are not read:
         # coverage then reads each hit's text (`coverage`).
         counted = coverage and len(set(terms)) == wanted
+        if any_term:
+            terms = self._held(terms)
         bag = TermQuery(
             tuple(terms),
             require_all=not any_term,
@@ -256,11 +258,25 @@ class IndexReader:
         COMMON_TERM_MIN documents the query keeps its `any_term_limit` (default
         ANY_TERM_LIMIT) rarest terms.
         """
-        if self._current().reader().doc_count() <= COMMON_TERM_MIN:
+        if not self.keeps_rarest():
             return terms
         df = {t: self.lexicon.held_by(t) for t in terms}
         kept = set(sorted(terms, key=lambda t: (df[t], t))[: self.any_term_limit])
         return [t for t in terms if t in kept]
+
+    def _held(self, terms: list[str]) -> list[str]:
+        """Leave out of an any-word query the terms no document holds, in a large index
+        (where `_selective` counted them already): they match nothing and add nothing to a
+        score, yet each costs a look-up per segment and field. A new memory's own words (a
+        hash, a version, an id) are often such terms, and its contradiction hint's query
+        keeps them as its rarest. The scores, order and counts of every hit are the same."""
+        if not self.keeps_rarest():
+            return terms
+        return [t for t in terms if self.lexicon.held_by(t)]
+
+    def keeps_rarest(self) -> bool:
+        """Say whether an any-word query keeps only its rarest terms here (`_selective`)."""
+        return self._current().reader().doc_count() > COMMON_TERM_MIN
 
     def _terms(self, query: Query, typos: bool) -> list[str]:
         """Return the query's terms, each unknown one replaced by its stand-in (with

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 from whoosh.codec.whoosh3 import LENGTHS_COLUMN as _LENGTHS_COLUMN
+from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC, W3TermInfo
 from whoosh.util.numeric import length_to_byte
 
 from ._patches import BYTE_TO_LENGTH
@@ -93,6 +94,7 @@ class LiveStats:
         self.has_deleted = reader.doc_count_all() != self.count
         self._idf: dict[tuple[str, str], float] = {}
         self._norms: dict[tuple[str, str], Any] = {}  # numpy arrays
+        self._norm_tables: dict[tuple[str, float, float], Any] = {}  # numpy, 256 each
         self._values: OrderedDict[tuple[str, str, str], Any] = OrderedDict()  # numpy
         self._values_size = 0
         self.vectors: OrderedDict[tuple[str, str, str, float], Vector] = OrderedDict()
@@ -130,12 +132,26 @@ class LiveStats:
         key = (segment_id(segment), fieldname)
         found = self._norms.get(key)
         if found is None:
+            found = self._norms[key] = self.norm_table(fieldname, b, k1)[
+                cache.codes(segment, fieldname)
+            ]
+        return found
+
+    def norm_table(self, fieldname: str, b: float, k1: float) -> Any:
+        """Return BM25's length part for each of the 256 stored length bytes of a field.
+
+        Lengths are stored as a byte: 256 values, each computed exactly as
+        whoosh.scoring.bm25 does (an absent field counts as length 1, as Whoosh's
+        doc_field_length default), then looked up per posting. One table a field and index
+        version serves every segment: the average is the index's (a per-segment table cost
+        ~1 ms an add at 100,000 memories, each add being a new version).
+        """
+        key = (fieldname, b, k1)
+        found = self._norm_tables.get(key)
+        if found is None:
             avgfl = self.avg_field_length(fieldname) or 1
-            # Lengths are stored as a byte: 256 values, each computed exactly as
-            # whoosh.scoring.bm25 does (an absent field counts as length 1, as Whoosh's
-            # doc_field_length default), then looked up per document.
             table = np.array([k1 * ((1 - b) + b * n / avgfl) for n in _NORM_LENGTHS])
-            found = self._norms[key] = table[cache.codes(segment, fieldname)]
+            found = self._norm_tables[key] = table
         return found
 
     def field_values(
@@ -159,11 +175,17 @@ class LiveStats:
         # float32 weights widened: the same doubles as the Python floats they stand for
         tf = np.frombuffer(postings[1], _DTYPES[postings[1].typecode]).astype(np.float64)
         idf = self.idf(fieldname, text, cache)
-        norms = self.norms(segment, fieldname, cache, b, k1)
+        # the length part of the postings' documents only: a whole segment's (`norms`) is
+        # kept only where warm_steps made it, for one index version
+        norms = self._norms.get((segment_id(segment), fieldname))
+        if norms is not None:
+            lengths = norms[ids]
+        else:
+            lengths = self.norm_table(fieldname, b, k1)[cache.codes(segment, fieldname)[ids]]
         # whoosh.scoring.bm25, idf * ((tf * (k1 + 1)) / (tf + k1 * ((1 - b) + b * dl / avgfl))),
         # with the length part looked up: the same IEEE operations in the same order, one
         # element at a time, so the same floats as Python's
-        found = idf * ((tf * (k1 + 1)) / (tf + norms[ids]))
+        found = idf * ((tf * (k1 + 1)) / (tf + lengths))
         self._values[key] = found
         self._values_size += max(len(found), 1)
         while self._values_size > CACHE_VALUES and len(self._values) > 1:
@@ -493,13 +515,14 @@ def read_postings(segment: Any, fieldname: str, text: str) -> Postings:
     """Return one segment's (document numbers, weights) for a term, deleted ones included."""
     # The raw posting list, deleted documents included (the deleted set changes while the
     # segment lives; callers filter).
-    matcher = segment._terms.matcher(
-        fieldname, segment._text_to_bytes(fieldname, text), segment.schema[fieldname].format
-    )
+    tbytes = segment._text_to_bytes(fieldname, text)
     ids = array("i")
     # W3 writes a block's weights as float32 (array "f", Whoosh's and index/bulk.py's): kept
     # as such, a third less memory a posting than doubles, every value the same
     weights = array("f")
+    if _read_listed(segment._terms, fieldname, tbytes, ids, weights):
+        return ids, weights
+    matcher = segment._terms.matcher(fieldname, tbytes, segment.schema[fieldname].format)
     if not _read_blocks(matcher, ids, weights):
         ids, weights = array("i"), array("d")  # doubles: a Python float, kept exactly
         while matcher.is_active():  # an inlined list, or another codec: the public, slower way
@@ -507,6 +530,25 @@ def read_postings(segment: Any, fieldname: str, text: str) -> Postings:
             weights.append(matcher.weight())
             matcher.next()
     return ids, weights
+
+
+def _read_listed(terms: Any, fieldname: str, tbytes: bytes, ids: Any, weights: Any) -> bool:
+    """Read a whoosh3 posting list that is not inlined in its term's entry from where the
+    entry says it starts (False, nothing read, for anything else): Whoosh's matcher,
+    made only to be read whole, first decodes its opening block's header and data (~70%
+    of a list's read at 100,000 memories, where an add's hint reads its rarest term's
+    lists afresh in each large segment)."""
+    postfile = getattr(terms, "_postfile", None)
+    buf = getattr(postfile, "_buf", None)
+    if not isinstance(buf, memoryview) or not hasattr(terms, "term_info"):
+        return False
+    info = terms.term_info(fieldname, tbytes)
+    if not isinstance(info, W3TermInfo) or info.is_inlined():
+        return False
+    offset = info.extent()[0]
+    if buf[offset : offset + len(WHOOSH3_HEADER_MAGIC)] != WHOOSH3_HEADER_MAGIC:
+        return False
+    return _read_blocks_at(buf, offset + len(WHOOSH3_HEADER_MAGIC), ids, weights)
 
 
 _BLOCK_LENGTH = struct.Struct("!i")  # whoosh.system.pack_int
@@ -526,6 +568,11 @@ def _read_blocks(matcher: Any, ids: array[int], weights: array[float]) -> bool:
     position = getattr(matcher, "_baseoffset", None)
     if not isinstance(buf, memoryview) or position is None or getattr(matcher, "_byteids", True):
         return False
+    return _read_blocks_at(buf, position, ids, weights)
+
+
+def _read_blocks_at(buf: memoryview, position: int, ids: Any, weights: Any) -> bool:
+    """Decode the whoosh3 blocks starting at `position` of `buf` (see _read_blocks)."""
     while True:
         (length,) = _BLOCK_LENGTH.unpack_from(buf, position)
         start = position + _BLOCK_LENGTH.size

@@ -30,7 +30,7 @@ from memstore.core.model import (
 )
 from memstore.core.secrets import find_secret_in_fields
 from memstore.core.similar import containment, term_sets
-from memstore.index import SearchIndexError
+from memstore.index import Query, SearchIndex, SearchIndexError
 from memstore.service import counters
 from memstore.service.checks import check_keywords, check_source, check_text, memory_path
 from memstore.service.resources import Part, serialized
@@ -153,16 +153,26 @@ class Writer(Part):
     ) -> tuple[Contradiction, ...]:
         indexer = self.store.indexer
         hits = indexer.search.search(
-            body, workspaces={workspace}, limit=CONTRADICTION_CANDIDATES, any_term=True
+            _candidate_query(indexer.search, body),
+            workspaces={workspace},
+            limit=CONTRADICTION_CANDIDATES,
+            any_term=True,
         )
-        close = [h.document for h in hits]
-        entries = {e.path: e for e in indexer.by_path([d.key for d in close])}
-        mine, *theirs = term_sets([body, *(d.content for d in close)])
+        entries = {e.path: e for e in indexer.by_path([h.document.key for h in hits])}
+        close = [
+            (h.document, entry)
+            for h in hits
+            if (entry := entries.get(h.document.key)) is not None
+            and entry.id not in skip
+            and not entry.archived
+            and entry.kind not in UNHINTED
+        ]
+        if not close:
+            return ()
+        # the candidates left, read in one analysis with the new text
+        mine, *theirs = term_sets([body, *(doc.content for doc, _ in close)])
         found = []
-        for doc, terms_of_doc in zip(close, theirs, strict=True):
-            entry = entries.get(doc.key)
-            if entry is None or entry.id in skip or entry.archived or entry.kind in UNHINTED:
-                continue
+        for (doc, entry), terms_of_doc in zip(close, theirs, strict=True):
             if containment(mine, terms_of_doc) < CONTRADICTION_CLOSE:
                 continue
             found_one = disagreement(body, doc.content)
@@ -386,6 +396,27 @@ class Writer(Part):
         """Write pending recall counts in `tx`'s one commit (`every`: only those due, see
         flush_usage; None: all, as sync does); return how many memories."""
         return counters.flush(self.store, tx, self.replica(), every)
+
+
+def _candidate_query(search: SearchIndex, body: str) -> Query:
+    """Return the query that finds the memories a new `body` is compared with: its text,
+    unless its rarest words are all its own.
+
+    A large index's any-word search keeps a query's few rarest terms (`any_term_limit`); a
+    new text's own words (a ticket, a build id, a host name) are the rarest of all and match
+    nothing, so with as many of them no memory was ever compared (0 of 200 changed memories
+    of a 100,000-memory vault found, docs/benchmarks.md section 9, fourth pass). Then the
+    words some memory holds are searched instead: the same hits where any is found (a word
+    no memory holds adds nothing to a score), the rarest of them in a large index.
+    """
+    query = Query.of(body)
+    if not search.keeps_rarest():
+        return query  # every term is searched: a word no memory holds only adds nothing
+    holders = search.term_frequencies(query)
+    rarest = sorted(query.terms, key=lambda t: (holders[t], t))[: search.any_term_limit]
+    if any(holders[t] for t in rarest):
+        return query
+    return Query(body, tuple(t for t in query.terms if holders[t]))
 
 
 def _resolve_target(tx: Transaction, id_prefix: str) -> str:
