@@ -957,7 +957,8 @@ def bench_size(n: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     s.cli_queries = with_hits[:: max(1, len(with_hits) // args.cli_runs)][: args.cli_runs]
     wanted = args.adds + 2 * args.cli_adds + args.sync_new
     if args.reuse:  # what earlier runs on this vault added, and as many again
-        s.fresh = not_added_yet(s, fresh_memories(items, n, 2 * wanted))[:wanted]
+        # (every earlier run took some: enough candidates that the rest still holds them)
+        s.fresh = not_added_yet(s, fresh_memories(items, n, 2 * wanted + 20_000))[:wanted]
     else:
         s.fresh = fresh_memories(items, n, wanted)
     s.res["planned"] = {
