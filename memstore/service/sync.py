@@ -118,6 +118,7 @@ def sync(
     `locked()` holds the vault's write lock: local steps (committing edits, merging,
     checking out) run under it; fetch and push do not, so an add never waits on the network.
     """
+    git.status_env = env  # a large vault's status of every file is git's own (vault/git.py)
     with locked():
         outcome = SyncOutcome(recovered=finish_interrupted(vault, git, trailers.host))
         outcome.purged_here = finish_local(git, vault, trailers)  # a purge killed half-way

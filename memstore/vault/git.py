@@ -14,7 +14,7 @@ import logging
 import os
 import subprocess
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,9 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
         # (path, kind) of files already said to be held back for a credential: said once
         # per process, not at every sync step or watcher batch.
         self.told_held: set[tuple[str, str]] = set()
+        # The environment git's own status runs with in a large vault (a shell's, given by
+        # sync); None: libgit2's status always.
+        self.status_env: Mapping[str, str] | None = None
 
     @classmethod
     def open(cls, root: Path) -> GitRepo:
@@ -367,8 +370,8 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
         flags = pygit2.enums.FileStatus
         quiet = flags.CURRENT | flags.IGNORED
         self.sync_index()
-        if _index_bytes(self.root) >= STATUS_CLI_BYTES:
-            return _text_paths(_git_status(self.root))
+        if self.status_env is not None and _index_bytes(self.root) >= STATUS_CLI_BYTES:
+            return _text_paths(_git_status(self.root, self.status_env))
         try:
             status = self._repo.status()
         except pygit2.GitError as err:
@@ -466,14 +469,14 @@ def _index_bytes(root: Path) -> int:
         return 0
 
 
-def _git_status(root: Path) -> list[str]:
+def _git_status(root: Path, env: Mapping[str, str]) -> list[str]:
     """The paths git's status names (changed, staged, deleted, untracked; not ignored), as
     libgit2's status names them. Takes no lock and writes nothing (no optional locks)."""
     argv = ["git", "-C", str(root), "--no-optional-locks", "status", "--porcelain=v1", "-z"]
     argv += ["--untracked-files=all", "--no-renames", "--ignore-submodules=all"]
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_PLACES}
+    environment = {k: v for k, v in env.items() if k not in _GIT_PLACES}
     try:
-        done = subprocess.run(argv, capture_output=True, check=True, env=env)
+        done = subprocess.run(argv, capture_output=True, check=True, env=environment)
     except (OSError, subprocess.CalledProcessError) as err:
         raise VaultError(f"cannot read git status in {root}: {err}") from err
     entries = done.stdout.split(b"\0")

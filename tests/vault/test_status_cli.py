@@ -17,6 +17,7 @@ from tests.service.test_sync import converge, machines, remote  # noqa: F401 (fi
 
 def both(store: Store, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[str]]:
     """The status paths from libgit2 and from git's own status, of the same work tree."""
+    store.git.status_env = store.settings.env  # as sync gives it
     monkeypatch.setattr(git_module, "STATUS_CLI_BYTES", 1 << 62)
     libgit2 = store.git.changed_paths()
     monkeypatch.setattr(git_module, "STATUS_CLI_BYTES", 0)
