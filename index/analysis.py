@@ -289,6 +289,7 @@ class WordCachedAnalyzer(Analyzer):
         self._chain = make_chain()
         self._pattern = re.compile(TOKEN_PATTERN)
         self._terms: dict[str, tuple[str, ...]] = {}
+        self._stems: dict[str, str] = {}  # the stems of identifier parts (`_analysis`)
 
     def __getstate__(self) -> dict[str, Any]:
         return {}  # pickled into the index's schema: the cache is rebuilt, not stored
@@ -343,8 +344,10 @@ class WordCachedAnalyzer(Analyzer):
     def term_counts(self, value: str) -> Counter[str]:
         """Return how many times each term of `value` occurs (`Counter(terms(value))`): the
         words looked up at once, every new one analysed first, counted in C."""
+        return self._count(self._pattern.findall(composed(value)))
+
+    def _count(self, words: list[str]) -> Counter[str]:
         known = self._terms
-        words = self._pattern.findall(composed(value))
         new = {word for word in words if word not in known}
         if new:
             if len(known) + len(new) > WORD_CACHE:
@@ -369,6 +372,23 @@ class WordCachedAnalyzer(Analyzer):
             if word in STOP_WORDS:
                 return ()
             return (word,) if word.isdigit() else (lemma_stem(word),)
+        if word.isascii():
+            # The chain on an ASCII word: its identifier parts, each lowercased (the accent
+            # map folds no lowercase ASCII letter), stop words dropped, stemmed. A rebuild
+            # analyses ~50,000 such words at 100k (snake_case, paths, versions); the chain's
+            # six generator stages were most of their cost (a test compares the two).
+            stems = self._stems
+            if len(stems) > WORD_CACHE:
+                stems.clear()
+            found = []
+            for part in identifier_parts(word):
+                lower = part.lower()
+                if lower not in STOP_WORDS:
+                    stemmed = stems.get(lower)
+                    if stemmed is None:
+                        stemmed = stems[lower] = lemma_stem(lower)
+                    found.append(stemmed)
+            return tuple(found)
         return tuple(token.text for token in self._chain(word, mode="index"))
 
 
@@ -386,10 +406,16 @@ class ExactAnalyzer(WordCachedAnalyzer):
         return [] if value.isascii() else super().terms(value)
 
     def term_counts(self, value: str) -> Counter[str]:
-        """Return how many times each accented word of `value` occurs (none for ASCII text)."""
-        return Counter() if value.isascii() else super().term_counts(value)
+        """Return how many times each accented word of `value` occurs (none for ASCII text,
+        nor for its ASCII words: most texts with a dash or a quote mark are such)."""
+        if value.isascii():
+            return Counter()
+        words = self._pattern.findall(composed(value))
+        return self._count([word for word in words if not word.isascii()])
 
     def _analysis(self, word: str) -> tuple[str, ...]:
+        if word.isascii():
+            return ()  # its parts are ASCII too: the accented filter keeps none of them
         return tuple(token.text for token in self._chain(word, mode="index"))
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from memstore.core.citations import CITES_KEY, Cite, cites_yaml, parse_cites
 from memstore.core.errors import InvalidInputError
 from memstore.core.model import GLOBAL, Kind, Memory, Newline, is_kind, plain_ascii
+from memstore.core.own_front_matter import read_own
 from memstore.core.yaml_values import (
     load_yaml,
     render_counts,
@@ -191,6 +192,9 @@ def parse_memory(text: str, *, path: str) -> Memory:
         return _with_problem(fallback(), "front matter opened with '---' is never closed")
     header = text[len("---") + len(newline) : closing.start()]
     body = text[closing.end() :].removeprefix("\n")
+    own = read_own(header, body, workspace=workspace, newline=newline)
+    if own is not None:  # the keys memstore writes, read without YAML (own_front_matter.py)
+        return own
     try:
         data = load_yaml(header) if header.strip() else {}
     except yaml_error() as err:

@@ -22,7 +22,7 @@ from memstore.service import journal
 from memstore.service.rebase import Rebased, rebase_onto_purged
 from memstore.service.tree_merge import merge_trees
 from memstore.vault import remote
-from memstore.vault.edits import commit_edits
+from memstore.vault.edits import NAMED_EDITS_MAX, commit_edits
 from memstore.vault.files import Vault
 from memstore.vault.git import GitRepo, Trailers
 from memstore.vault.purges import (
@@ -40,9 +40,6 @@ MARKER = journal.SYNC_MARKER
 FORGOTTEN = "forgotten"  # memories forgotten here: {path: id}, to say when one comes back
 FORGOTTEN_KEPT = 1000
 ATTEMPTS = 3  # a push rejected because someone pushed first is retried after merging again
-# Edits among at most this many named paths are looked for by hashing them (~6 µs each);
-# more, and git's status of every file is cheaper (~3 µs a file: 20,000 ≈ a 40k vault).
-NAMED_EDITS_MAX = 20_000
 
 
 @dataclass(frozen=True)
@@ -119,6 +116,7 @@ def sync(
     `locked()` holds the vault's write lock: local steps (committing edits, merging,
     checking out) run under it; fetch and push do not, so an add never waits on the network.
     """
+    git.status_env = env  # a large vault's status of every file is git's own (vault/git.py)
     with locked():
         outcome = SyncOutcome(recovered=finish_interrupted(vault, git, trailers.host))
         outcome.purged_here = finish_local(git, vault, trailers)  # a purge killed half-way

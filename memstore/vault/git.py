@@ -12,8 +12,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import subprocess
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,9 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
         # (path, kind) of files already said to be held back for a credential: said once
         # per process, not at every sync step or watcher batch.
         self.told_held: set[tuple[str, str]] = set()
+        # The environment git's own status runs with in a large vault (a shell's, given by
+        # sync); None: libgit2's status always.
+        self.status_env: Mapping[str, str] | None = None
 
     @classmethod
     def open(cls, root: Path) -> GitRepo:
@@ -371,6 +375,8 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
         flags = pygit2.enums.FileStatus
         quiet = flags.CURRENT | flags.IGNORED
         self.sync_index()
+        if self.status_env is not None and _index_bytes(self.root) >= STATUS_CLI_BYTES:
+            return _text_paths(_git_status(self.root, self.status_env))
         try:
             status = self._repo.status()
         except pygit2.GitError as err:
@@ -453,6 +459,39 @@ def _blob_bytes(tree: Any, path: str) -> bytes | None:
         return bytes(tree[path].data)
     except (KeyError, AttributeError):
         return None
+
+
+# Above this size of git's index (~65,000 files), git's own status is asked instead of
+# libgit2's: at 1,000,000 files 3.7 s of CPU against 4.8-5.2 s (and its stats run on every
+# core); at 100,000, 0.38 s against 0.45 s; below, starting a process costs more.
+STATUS_CLI_BYTES = 8 << 20
+
+
+def _index_bytes(root: Path) -> int:
+    try:
+        return (root / ".git" / "index").stat().st_size
+    except OSError:
+        return 0
+
+
+def _git_status(root: Path, env: Mapping[str, str]) -> list[str]:
+    """The paths git's status names (changed, staged, deleted, untracked; not ignored), as
+    libgit2's status names them. Takes no lock and writes nothing (no optional locks)."""
+    argv = ["git", "-C", str(root), "--no-optional-locks", "status", "--porcelain=v1", "-z"]
+    argv += ["--untracked-files=all", "--no-renames", "--ignore-submodules=all"]
+    environment = {k: v for k, v in env.items() if k not in _GIT_PLACES}
+    try:
+        done = subprocess.run(argv, capture_output=True, check=True, env=environment)
+    except (OSError, subprocess.CalledProcessError) as err:
+        raise VaultError(f"cannot read git status in {root}: {err}") from err
+    entries = done.stdout.split(b"\0")
+    return sorted(e[3:].decode("utf-8", "surrogateescape") for e in entries if len(e) > 3)
+
+
+# What would point git elsewhere than the vault (set when memstore runs inside a git hook).
+_GIT_PLACES = frozenset(
+    {"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR"}
+)
 
 
 # Lock files git and libgit2 leave behind when killed mid-write.

@@ -957,7 +957,8 @@ def bench_size(n: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     s.cli_queries = with_hits[:: max(1, len(with_hits) // args.cli_runs)][: args.cli_runs]
     wanted = args.adds + 2 * args.cli_adds + args.sync_new
     if args.reuse:  # what earlier runs on this vault added, and as many again
-        s.fresh = not_added_yet(s, fresh_memories(items, n, 2 * wanted))[:wanted]
+        # (every earlier run took some: enough candidates that the rest still holds them)
+        s.fresh = not_added_yet(s, fresh_memories(items, n, 2 * wanted + 20_000))[:wanted]
     else:
         s.fresh = fresh_memories(items, n, wanted)
     s.res["planned"] = {
@@ -1349,10 +1350,10 @@ def print_report(results: list[dict[str, Any]], meta: dict[str, Any], sizes: Seq
     for r in results:
         clone = r["clone"]
         print(
-            f"\nN = {r['n']:,}: remote {r['remote']}; init {clone['init_s']} s, remote add "
-            f"{clone['remote_add_s']} s, sync {clone['sync_s']} s (peak RSS "
-            f"{clone['sync_peak_rss_mib']} MiB); adds {r['add_statuses']}; memories at the end "
-            f"{r['final_memories']:,}; search outcomes {r.get('search_outcomes')}; daemon "
+            f"\nN = {r['n']:,}: remote {r['remote']}; init {clone.get('init_s')} s, remote add "
+            f"{clone.get('remote_add_s')} s, sync {clone.get('sync_s')} s (peak RSS "
+            f"{clone.get('sync_peak_rss_mib')} MiB); adds {r.get('add_statuses')}; memories at "
+            f"the end {r.get('final_memories', 0):,}; search outcomes {r.get('search_outcomes')}; daemon "
             f"{'yes, started in ' + str(r.get('daemon_start_s')) + ' s' if r.get('daemon') else 'no'}"
             f"{'; ' + r['daemon_error'] if r.get('daemon_error') else ''}; phases (s) {r.get('phase_s')}; daemon steps (s) {r.get('steps_s')}"
         )
@@ -1528,12 +1529,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.prepare:
         bf.log(f"remotes ready in {args.cache}: {[r['remote'] for r in results]}")
         return 0
-    print_report(results, meta, args.sizes)
-    if args.json:
+    if args.json:  # first: a report that fails must not lose the figures
         args.json.write_text(
             json.dumps({"meta": meta, "results": results}, indent=2) + "\n", encoding="utf-8"
         )
         bf.log(f"wrote {args.json}")
+    print_report(results, meta, args.sizes)
     return 0
 
 

@@ -5,6 +5,8 @@ A standalone script (issue 39: the figure that broke first on the way to a milli
 
     python tests/benchmarks/bench_sync_new.py --size 100000 --cache /tmp/million-remotes
     python tests/benchmarks/bench_sync_new.py --size 100000 --from-git 4530b3c   # A/B
+    python tests/benchmarks/bench_sync_new.py --size 1000000 --reuse /tmp/million-remotes/run-1m \
+        --rounds 1 --profile /tmp/sync-1m.prof     # a vault bench_scale.py --keep left
 
 The vault is made as bench_scale.py makes it (a remote of N memories in commits of 500,
 then `memstore init` + `remote add` + `sync`). Each round: one local `memstore add` (so
@@ -36,7 +38,9 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def one_round(s: bs.Sized, bare: Path, new: int, i: int) -> dict[str, Any]:
+def one_round(
+    s: bs.Sized, bare: Path, new: int, i: int, profile: Path | None = None
+) -> dict[str, Any]:
     note = [s.exe, "add", f"local note {i}: the deploy step flakes on Mondays", "-w", "global"]
     _, _, done = bs.run_one([*note, "--vault", str(s.root)], s.env_nd, s.tmp)
     if done.returncode != 0:
@@ -46,6 +50,8 @@ def one_round(s: bs.Sized, bare: Path, new: int, i: int) -> dict[str, Any]:
     pushed = bs.push_adds(bare, memories)
     cpu = children_cpu()
     argv = [s.exe, "sync", "--vault", str(s.root)]
+    if profile is not None:  # the sync's own process under cProfile (its git children not)
+        argv = [sys.executable, "-m", "cProfile", "-o", f"{profile}.{i + 1}", *argv]
     ms, rss, done = bs.run_one(argv, s.env_nd, s.tmp, timeout=s.args.clone_timeout)
     if done.returncode != 0:
         raise RuntimeError(f"memstore sync failed: {done.stderr.strip()[:400]}")
@@ -72,29 +78,48 @@ def parse_args(raw: list[str]) -> argparse.Namespace:
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     parser.add_argument("--no-snapshot", action="store_true")
     parser.add_argument("--from-git", metavar="REV", help="measure the sources committed at REV")
+    parser.add_argument(
+        "--reuse", type=Path, metavar="DIR", help="sync the vault a kept bench_scale.py run left"
+    )
+    parser.add_argument("--profile", type=Path, help="cProfile each sync into PROFILE.<round>")
     return parser.parse_args(raw)
+
+
+def reused(s: bs.Sized, rounds: int, new: int) -> tuple[list[bf.Generated], Path]:
+    """The memories and remote of a kept run (`bench_scale.py --keep`), its vault as it is;
+    the new memories skip those earlier runs added."""
+    pairs = bs.generate(s.n, bf.SEED + s.n)
+    s.last_created = pairs[-1][1].created
+    s.ids = {m.id for _, m in pairs}
+    items = [g for g, _ in pairs]
+    s.fresh = bs.not_added_yet(s, bs.fresh_memories(items, s.n, 5 * rounds * new + 5000))
+    return items, s.tmp / "remote.git"
 
 
 def main(argv: list[str] | None = None) -> int:
     raw = sys.argv[1:] if argv is None else argv
     args = parse_args(raw)
     meta = bs.run_meta(args, bs.enter_sources(args, raw, __file__))
-    tmp = Path(tempfile.mkdtemp(prefix=f"memstore-sync-new-{args.size}-"))
+    tmp = args.reuse or Path(tempfile.mkdtemp(prefix=f"memstore-sync-new-{args.size}-"))
     try:
         s = bs.sized(args.size, args, tmp)
         mark = bf.cpu_mark()
-        items, bare = bs.prepare_remote(s, args.cache)
-        bs.clone_vault(s, bare)
-        s.fresh = bs.fresh_memories(items, s.n, args.new * args.rounds)
+        if args.reuse:
+            _, bare = reused(s, args.rounds, args.new)
+            s.res["clone"] = {"reused_run": str(tmp)}
+        else:
+            items, bare = bs.prepare_remote(s, args.cache)
+            bs.clone_vault(s, bare)
+            s.fresh = bs.fresh_memories(items, s.n, args.new * args.rounds)
         rounds = []
         for i in range(args.rounds):
             s.log(f"round {i + 1}: another clone pushes {args.new} adds, then memstore sync …")
-            rounds.append(one_round(s, bare, args.new, i))
+            rounds.append(one_round(s, bare, args.new, i, args.profile))
             s.log(f"round {i + 1}: {rounds[-1]}")
         result = {"meta": meta, "n": s.n, "clone": s.res["clone"], "rounds": rounds}
         result["other_processes"] = bf.foreign_load(mark)
     finally:
-        if not args.keep:
+        if not args.keep and not args.reuse:
             shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps(result, indent=2))
     if args.json:
