@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memstore.service.store import Store
-from memstore.service.sync import NAMED_EDITS_MAX
+from memstore.vault.edits import NAMED_EDITS_MAX
 from memstore.vault.git import GitRepo
 from tests.conftest import git
 
