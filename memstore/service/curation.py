@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from memstore.catalog.indexer import Entry, Progress, has_conflict
+from memstore.core import ranking
 from memstore.core.codec import merged_ids, render_memory, with_merged
 from memstore.core.contradictions import Disagreement, disagreement
 from memstore.core.errors import InvalidInputError
@@ -209,7 +210,7 @@ class Curator:
         if conflict:
             report.conflicts.append(entry.path)
         memory_strength = strength(candidate(entry), self.now)
-        age = (self.now - _parse(entry.created)).days if entry.created else 0
+        age = int(ranking.days_between(entry.created, self.now))
         if entry.recalled == 0 and age >= NEVER_RECALLED_DAYS:
             report.never_recalled.append(entry.id)
         if memory_strength < RECALL_FLOOR:
@@ -460,7 +461,7 @@ class Curator:
             for entry in store.indexer.entries():
                 if entry.kind != "trace" or not entry.archived or self.correcting(entry):
                     continue
-                if (self.now - _parse(entry.archived)).days >= prune_traces_days:
+                if ranking.days_between(entry.archived, self.now) >= prune_traces_days:
                     traces.append(entry)
         before = remote.count_objects(store.vault.root, store.settings.env)
         if dry_run:
@@ -594,7 +595,3 @@ def fold(kept: Memory, folded: Memory) -> Memory:
         ),
         (folded.id, *merged_ids(folded)),
     )
-
-
-def _parse(stamp: str) -> datetime:
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))

@@ -17,7 +17,7 @@ from typing import Any
 
 from memstore.catalog.indexer import Entry
 from memstore.core.codec import normalize_text
-from memstore.core.ranking import CORE_BUDGET_TOKENS, estimate_tokens, strength
+from memstore.core.ranking import CORE_BUDGET_TOKENS, days_between, estimate_tokens, strength
 from memstore.core.secret_mask import mask_secrets
 from memstore.index import Document
 from memstore.service.citations import check_citations
@@ -143,13 +143,7 @@ def core_queue(
 
 
 def _days(stamp: str, now: datetime) -> int:
-    if not stamp:
-        return 0
-    try:
-        then = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return 0
-    return max(0, (now - then).days)
+    return int(days_between(stamp, now))  # a date without a time counts from UTC midnight
 
 
 def cited_queue(
