@@ -13,7 +13,7 @@ from memstore.catalog.indexer import Entry, Indexer
 from memstore.catalog.when import tells_when
 from memstore.core import ranking
 from memstore.core.conflicts import display_text
-from memstore.core.model import GLOBAL, CoreMemory, Hit, SearchResult
+from memstore.core.model import GLOBAL, CoreMemory, Hit, SearchResult, summary
 from memstore.core.ranking import (
     CORE_BUDGET_TOKENS,
     REQUEST_WORDS,
@@ -495,7 +495,7 @@ def recall_message(
         )
     if not hits:
         text = _query(query).text
-        return f"No memory matches {text!r}. Proceed; store what you learn with memory_add."
+        return f"No memory matches {summary(text, 80)!r}. Proceed; store what you learn with memory_add."
     found = f"{len(hits)} {'memory' if len(hits) == 1 else 'memories'}"
     text = f"No memory has every word; {found} might be related." if weak else f"{found} found."
     if dropped:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from memstore.core.codec import normalize_text
 from memstore.core.conflicts import split_label, sync_hint
-from memstore.core.model import GLOBAL, AddResult, Hit, SearchResult
+from memstore.core.model import GLOBAL, AddResult, Hit, SearchResult, summary
 from memstore.core.ranking import CHARS_PER_TOKEN
 
 if TYPE_CHECKING:
@@ -253,7 +253,7 @@ def search_lines(
         where = (
             "." if not scope else " in global." if scope == GLOBAL else f" in {scope} or global."
         )
-        lines = [*read_as, f"No memory matches {query!r}{where}"]
+        lines = [*read_as, f"No memory matches {summary(query, 80)!r}{where}"]
         if elsewhere and elsewhere.matches:
             lines.append(elsewhere_line(elsewhere))
         return [printable(line) for line in lines]

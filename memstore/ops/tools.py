@@ -19,7 +19,16 @@ from typing_extensions import TypedDict
 
 from memstore.core.config import Settings
 from memstore.core.errors import InvalidInputError, MemstoreError, NotFoundError
-from memstore.core.model import ALL, GLOBAL, AddStatus, CoreMemory, Hit, Recall, SearchResult
+from memstore.core.model import (
+    ALL,
+    GLOBAL,
+    AddStatus,
+    CoreMemory,
+    Hit,
+    Recall,
+    SearchResult,
+    summary,
+)
 from memstore.core.repo_name import workspace_at
 
 if TYPE_CHECKING:
@@ -189,10 +198,15 @@ def recall(
     chosen = str(arguments.get("workspace") or workspace or ALL)
     scope = None if chosen == ALL else chosen
     query = str(arguments.get("query", ""))
+    if not query.strip():
+        raise InvalidInputError('query is empty; pass the key words to look for, e.g. "nginx 413"')
+    k = int(arguments.get("k", 5))
+    if k < 1:
+        raise InvalidInputError(f"k is {k}; ask for 1 to 50 memories (more are cut to 50)")
     found = store.recall(
         query,
         workspace=scope,
-        k=max(1, min(int(arguments.get("k", 5)), 50)),
+        k=min(k, 50),
         max_tokens=int(arguments.get("max_tokens", 0)) or None,
         catch_up=not live,
         record_usage=True,
@@ -245,7 +259,7 @@ def elsewhere_message(query: str, scope: str, elsewhere: Elsewhere) -> str:
     from memstore.ops.output import elsewhere_line
 
     where = GLOBAL if scope == GLOBAL else f"{scope} or {GLOBAL}"
-    return f"No memory matches {query!r} in {where}. {elsewhere_line(elsewhere)}."
+    return f"No memory matches {summary(query, 80)!r} in {where}. {elsewhere_line(elsewhere)}."
 
 
 def add(
