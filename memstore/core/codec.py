@@ -433,13 +433,16 @@ def _patch_front_matter(text: str, before: Memory, after: Memory) -> str | None:
         return None
     lines = [line + "\n" for line in text[len(opening) : closing.start()].split("\n")][:-1]
     blocks = _blocks(lines)
-    if len(blocks) != len({key for key, _, _ in blocks}):
-        return None  # a key stated twice: which one YAML keeps is not ours to guess
-    where = {key: (first, end) for key, first, end in blocks}
+    keys = [key for key, _, _ in blocks]
+    twice = {key for key in keys if keys.count(key) > 1}
+    changes = list(_changed_blocks(before, after))
+    if twice & {key for key, _ in changes}:
+        return None  # a key stated twice changes: which one YAML keeps is not ours to guess
+    where = {key: (first, end) for key, first, end in blocks if key not in twice}
     replaced: dict[int, tuple[int, list[str]]] = {}  # first line -> (end, new lines)
     inserted: dict[int, list[str]] = {}  # a block's end -> new lines that follow it
     appended: list[str] = []
-    for key, new in _changed_blocks(before, after):
+    for key, new in changes:
         if key not in where and new and _COUNT_MAPS.get(key) in where:
             anchor_end = where[_COUNT_MAPS[key]][1]
             inserted.setdefault(anchor_end, []).extend(line + before.newline for line in new)
