@@ -24,6 +24,14 @@ _PREFIX = re.compile(
 # Every place _PREFIX matches (it reads at most 11 characters: a join of the next 12 words
 # starts as the rest of the run does).
 _PREFIX_AT = re.compile(f"(?={_PREFIX.pattern})")
+# Found wherever _PREFIX is (each of its prefixes ends in _, - or . but AKIA, ASIA and AIza),
+# and far faster: the search stops only at those three marks and at an A.
+_PREFIX_END = re.compile(
+    r"A(?:KIA|SIA|Iza)|[_.-](?:(?<=gh[pousr]_)|(?<=github_pat_)|(?<=glpat-)|(?<=xox[abposr]-)"
+    r"|(?<=sk-)|(?<=[rs]k_live_)|(?<=npm_)|(?<=hf_)|(?<=pypi-)|(?<=ya29\.)|(?<=gl(?:rt|dt)-)"
+    r"|(?<=glptt-)|(?<=[rs]k_test_)|(?<=GOCSPX-)|(?<=hv[sb]\.)|(?<=dckr_pat_)|(?<=lin_api_)"
+    r"|(?<=ntn_)|(?<=PMAK-))"
+)
 _SPLIT_MARK = re.compile(r"[-.]")
 _MAX_JOIN = 120  # characters: longer than any key a split is looked for in
 # What a join must hold for a rule to accept a match in it: a digit and a capital (a value
@@ -78,7 +86,7 @@ def _joins_to_read(text: str) -> Iterator[str]:
             whole = "".join(group)  # every join of the group lies in it
             if len(whole) >= _KEY_LINE or _may_hold(whole):
                 yield from _windows(group)
-    if _PREFIX.search("".join(pieces)) is None:  # every run's words joined lie in it
+    if _PREFIX_END.search("".join(pieces)) is None:  # every run's words joined lie in it
         return
     for span in _SPAN.finditer(sizes):
         run = pieces[span.start() : span.end()]

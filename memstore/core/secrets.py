@@ -5,13 +5,15 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import itertools
 import re
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from memstore.core.secret_gates import ScanText, compiled, triggers
 from memstore.core.secret_joins import joins as split_joins
-from memstore.core.secret_providers import ANCHORS, ISSUED, NEEDLES, PROVIDERS
+from memstore.core.secret_providers import ANCHORS, ISSUED, NEEDLES, PROVIDERS, UNTRIGGERED
 from memstore.core.secret_values import (
     is_dummy,
     is_passphrase,
@@ -90,38 +92,6 @@ def _url_password(match: re.Match[str]) -> bool:
     return match["v"] != match["u"] and not is_placeholder(match["v"])
 
 
-_B64_TABLE = bytes(
-    ord("a") if chr(i).isascii() and (chr(i).isalnum() or chr(i) in "+/") else ord(" ")
-    for i in range(256)
-)
-_B64_RUN = re.compile(r"[A-Za-z0-9+/]{40}")
-
-
-class _Text:
-    """A text the rules read, with what their anchors look at worked out once."""
-
-    __slots__ = ("_run", "lowered", "text")
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.lowered = text.lower()
-        self._run: bool | None = None
-
-    def base64_run(self) -> bool:
-        """Whether 40 base64 characters (A-Z, a-z, 0-9, + and /) stand in a row."""
-        if self._run is None:
-            if self.text.isascii():  # a byte table: ~10 times faster than the regex
-                self._run = b"a" * 40 in self.text.encode("ascii").translate(_B64_TABLE)
-            else:
-                self._run = _B64_RUN.search(self.text) is not None
-        return self._run
-
-
-@functools.cache
-def _compiled(source: str) -> re.Pattern[str]:
-    return re.compile(source)
-
-
 @dataclass(frozen=True)
 class _Rule:
     kind: str
@@ -146,16 +116,21 @@ class _Rule:
     def pattern(self) -> re.Pattern[str]:
         return re.compile(self.source)
 
-    def may_match(self, text: _Text) -> bool:
-        """False only where the pattern cannot match: no needle, or no anchor."""
+    def may_match(self, text: ScanText) -> bool:
+        """False only where the pattern cannot match: no anchor (the needles of a rule that
+        needs a run of base64, and no such run)."""
+        if not self.base64_run:  # every other rule has an anchor: its needles add nothing,
+            # but for a case-blind one (a word: no literal the engine can skip to) they cost less
+            if self.folded and not any(map(text.lowered.__contains__, self.needles)):
+                return False
+            return (
+                compiled(self.anchor).search(text.lowered if self.folded else text.text) is not None
+            )
         if self.needles and not any(map(text.lowered.__contains__, self.needles)):
             return False
-        if self.base64_run and text.base64_run():
-            return True
-        if not self.anchor:
-            return not self.base64_run
-        anchor = _compiled(self.anchor)
-        return anchor.search(text.lowered if self.folded else text.text) is not None
+        return text.base64_run() or (
+            bool(self.anchor) and compiled(self.anchor).search(text.text) is not None
+        )
 
     def matches(self, text: str, *, joined: bool) -> bool:
         for match in self.pattern.finditer(text):
@@ -470,6 +445,7 @@ _RULES: tuple[_Rule, ...] = (
         (r"\"auth\"[ \t]*:[ \t]*\"(?P<v>[A-Za-z0-9+/]{8,}={0,2})\""),
         lambda match: _basic_auth(match["v"]),
         needles=('"auth"',),
+        anchor='"auth"',
     ),
     _Rule(
         "a private key body",
@@ -507,6 +483,17 @@ LABELLED = "a credential next to its label"
 _ALL_NEEDLES = frozenset(needle for rule in _RULES for needle in rule.needles)
 
 
+def _gate(read: ScanText) -> list[bool]:
+    """Whether each rule may match `read` (False: it cannot), in _RULES' order."""
+    triggered = any(map(re.Pattern.search, triggers(), itertools.repeat(read.text)))
+    return [
+        rule.may_match(read)
+        if rule.base64_run or rule.folded or triggered or rule.kind in UNTRIGGERED
+        else False
+        for rule in _RULES
+    ]
+
+
 def find_secrets(text: str, *, full: bool = False, _inner: bool = False) -> list[str]:
     """Return what kinds of credential `text` seems to contain (empty: none found).
 
@@ -520,21 +507,21 @@ def find_secrets(text: str, *, full: bool = False, _inner: bool = False) -> list
         full = "ı" in normalized or len(normalized.lower()) != len(normalized)
     # Each join on a line of its own: a line break ends a token for every rule.
     joins = split_joins(normalized, every=full)
-    texts = [_Text(normalized), *([_Text(joins)] if joins else [])]
+    texts = [ScanText(normalized), *([ScanText(joins)] if joins else [])]
     if full:  # a pattern runs only where one of its needles is: most memories hold none
         lowered = f"{normalized}\n{joins}".lower()
         present = {needle for needle in _ALL_NEEDLES if needle in lowered}
+    gated = [[True] * len(_RULES) if full else _gate(read) for read in texts]
     found: list[str] = []
-    for rule in _RULES:
+    for number, rule in enumerate(_RULES):
         if rule.kind in found:
             continue
         if full and rule.needles and present.isdisjoint(rule.needles):
             continue
-        if any(
-            (full or rule.may_match(read)) and rule.matches(read.text, joined=joined)
-            for joined, read in zip((False, True), texts, strict=False)
-        ):
-            found.append(rule.kind)
+        for joined, read, may in zip((False, True), texts, gated, strict=False):
+            if may[number] and rule.matches(read.text, joined=joined):
+                found.append(rule.kind)
+                break
     if labelled_credential(normalized, lowered=None if full else texts[0].lowered):
         found.append(LABELLED)
     if not _inner:
