@@ -18,6 +18,17 @@ _B64_TABLE = bytes(
     for i in range(256)
 )
 _B64_RUN = re.compile(r"[A-Za-z0-9+/]{40}")
+_URLSAFE_TABLE = bytes(
+    ord("a") if chr(i).isascii() and (chr(i).isalnum() or chr(i) in "+/_-") else ord(" ")
+    for i in range(256)
+)
+
+
+def may_hold_run(text: str, length: int) -> bool:
+    """False only if `text` has no `length` characters of base64 (either alphabet) in a row."""
+    if not text.isascii():
+        return True
+    return b"a" * length in text.encode("ascii").translate(_URLSAFE_TABLE)
 
 
 class ScanText:

@@ -74,7 +74,11 @@ def _joins_to_read(text: str) -> Iterator[str]:
     per word is done by C loops (str.split, map, regex), and Python's per group or run."""
     pieces = list(map(str.strip, text.split(), itertools.repeat(_TRIM)))
     valid = map(bool, map(_PIECE.fullmatch, pieces))
-    sizes = bytes(map(min, map(operator.mul, map(len, pieces), valid), itertools.repeat(255)))
+    try:  # a word's piece times False is "": its length 0
+        sizes = bytes(map(len, map(operator.mul, pieces, valid)))
+    except ValueError:  # a word of 256 characters or more
+        valid = map(bool, map(_PIECE.fullmatch, pieces))
+        sizes = bytes(map(min, map(operator.mul, map(len, pieces), valid), itertools.repeat(255)))
     # A group is a whole block of words of one length (up to 10), and one shorter word after
     # it (within the run), three words or more: _groups starts one at each block.
     for block in _BLOCK.finditer(sizes):

@@ -312,7 +312,7 @@ def labelled_credential(text: str, *, lowered: str | None = None) -> bool:
 
     `lowered`: `text` lowercased, one character for one: a text with no label is told at once."""
     if lowered is not None:
-        if not any(end.search(lowered) for end in _LABEL_ENDS):
+        if not any(map(re.Pattern.search, _LABEL_ENDS, itertools.repeat(lowered))):
             return False
     elif _CREDENTIAL_WORD.search(text) is None:
         return False
