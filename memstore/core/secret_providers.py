@@ -272,7 +272,11 @@ TRIGGERS: tuple[str, ...] = (
     r"|(?<=[MNO][A-Za-z0-9_-]{24}\.)|(?<=[MNO][A-Za-z0-9_-]{25}\.))",
     r"AIza|AT(?:ATT|CTT)|A3-|AKCp|AQVN|AGE-SECRET-KEY-1|GOCSPX-|GR1348941|SK[0-9a-f]{32}|SG\."
     r"|PMAK-|NR(?:AK|AA|II|JS)-|HRKU-|EAA[ABCDG]|EZ[AT]K|CFPAT-|CLOJARS_|FLWSECK|LTAI|V(?<=cmV)",
-    r"/(?<=1//)|:(?<=\d:)[A-Za-z0-9_-]{33}|~(?<=Q~)|=[A-Za-z0-9+/%]{30}|2(?<=oy2)",
+    r"/(?<=1//)",
+    r":(?<=\d:)[A-Za-z0-9_-]{33}",
+    r"~(?<=Q~)",
+    r"=[A-Za-z0-9+/%]{30}",
+    r"2(?<=oy2)",
 )
 # Families with no capital or mark to start from (dapi and hex): their anchor is always searched.
 UNTRIGGERED = frozenset({"a Databricks token"})
