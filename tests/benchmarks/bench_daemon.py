@@ -160,6 +160,22 @@ def anon_and_file(pid: int) -> dict[str, float]:
     return out
 
 
+def mappings(pid: int, top: int = 8) -> dict[str, float]:
+    """The daemon's resident memory by mapping (MiB, /proc/PID/smaps): malloc's main heap,
+    the other anonymous mappings (threads' malloc arenas, large arrays, stacks), and the
+    files mapped, largest first."""
+    sizes: dict[str, float] = {}
+    name = ""
+    for line in Path(f"/proc/{pid}/smaps").read_text(encoding="utf-8").splitlines():
+        head = line.split()
+        if head and "-" in head[0] and not line.endswith(":") and ":" not in head[0]:
+            name = head[5] if len(head) > 5 else "[anonymous]"
+        elif head and head[0] == "Rss:":
+            sizes[name] = sizes.get(name, 0.0) + int(head[1]) / 1024
+    ranked = sorted(sizes.items(), key=lambda kv: -kv[1])[:top]
+    return {Path(k).name if k.startswith("/") else k: round(v, 1) for k, v in ranked}
+
+
 def run_ns(pid: int) -> int:
     """Nanoseconds the process's threads have run on a CPU (/proc/PID/task/*/schedstat)."""
     total = 0
@@ -238,6 +254,7 @@ def daemon_phase(s: bs.Sized, res: dict[str, Any], fresh: Sequence[str] = ()) ->
     time.sleep(3.0)  # idle: the daemon collects, freezes and unmaps what it read (SETTLE_AFTER_S)
     d["after_idle"] = bs.resident(pid)
     d["rss_anon_file_mib"] = anon_and_file(pid)
+    d["mappings_mib"] = mappings(pid)
     d["cpu_ms"] = proc_cpu_ms(pid)
     res["daemon"] = d
     stop_daemon(s.root)
@@ -277,6 +294,7 @@ def report(res: dict[str, Any]) -> None:
         for key in ("at_first_answer", "after_first_100", "after_session", "after_idle"):
             print(f"  RSS {key:16} {d.get(key)}")
         print(f"  after idle: {d.get('rss_anon_file_mib')}")
+        print(f"  by mapping: {d.get('mappings_mib')}")
         for key in (
             "first_100",
             "first_100_cpu",
