@@ -443,6 +443,7 @@ def serve(
     if not (vault / ".git").exists():
         say(f"Error: no vault at {vault}; run 'memstore init' (or 'memstore add' to start one)")
         return 1
+    heap.one_arena()  # before its threads start (memstore/daemon/heap.py)
     daemon: Daemon | None = None
     stopped = threading.Event()
 
