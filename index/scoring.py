@@ -37,8 +37,8 @@ from whoosh.util.numeric import length_to_byte
 from ._patches import BYTE_TO_LENGTH
 
 SCORED_FIELDS = ("content", "keywords")
-# A posting list: document numbers (ascending) and weights, as compact arrays (12 bytes a
-# posting, where Python lists of ints and floats cost ~75).
+# A posting list: document numbers (ascending) and weights, as compact arrays (8 bytes a
+# posting, where Python lists of ints and floats cost ~75); one weight when all are equal.
 Postings = tuple["array[int]", "array[float]"]
 _NONE: Postings = (array("i"), array("f"))
 _DTYPES = {"f": np.float32, "d": np.float64}  # a posting list's weights, as kept
@@ -493,6 +493,10 @@ def read_postings(segment: Any, fieldname: str, text: str) -> Postings:
             ids.append(matcher.id())
             weights.append(matcher.weight())
             matcher.next()
+    if len(weights) > 1 and weights.count(weights[0]) == len(weights):
+        # one weight for every posting (about half of a 100k index's lists, most often 1.0):
+        # kept once, numpy repeats it when scored (a posting costs 4 bytes instead of 8)
+        weights = array(weights.typecode, weights[:1])
     return ids, weights
 
 
