@@ -140,6 +140,7 @@ class Daemon:
         self._stop = threading.Event()
         self._serving = threading.Lock()
         self._turns = warm.Turns(self._serving, time.monotonic)  # requests before the warm-up
+        self.warmed = False  # the warm-up's steps all done (`memstore status --json`)
         self._busy_since: float | None = None
         self._socket_inode = 0
         self._request_log = _RequestLog()
@@ -175,7 +176,7 @@ class Daemon:
     def _warm(self) -> None:
         """Read what first requests would, in the background, only while no request
         waits or runs (memstore/daemon/warm.py)."""
-        warm.warm(self.store, self._turns, self._stop)
+        self.warmed = warm.warm(self.store, self._turns, self._stop)
         self._settled = 0.0  # what it read is frozen at the next idle moment (_settle)
 
     def _settle(self) -> None:
@@ -352,6 +353,7 @@ class Daemon:
             "idle_exit_s": self.idle_exit,
             "exits_at": _iso(now + idle_left) if self.idle_exit > 0 else None,
             "requests": self.requests,
+            "warmed": self.warmed,
             "version": self.identity,
         }
 

@@ -96,16 +96,19 @@ def steps(store: Store) -> Iterator[None]:
         yield
 
 
-def warm(store: Store, turns: Turns, stop: threading.Event) -> None:
-    """Run the warm-up's steps, each in a turn of its own, until done or `stop`."""
+def warm(store: Store, turns: Turns, stop: threading.Event) -> bool:
+    """Run the warm-up's steps, each in a turn of its own, until done (True) or `stop`."""
     steps_left = steps(store)
     try:
         while True:
             with turns.step(stop) as turn:
-                if not turn or next(steps_left, _DONE) is _DONE:
-                    return
+                if not turn:
+                    return False
+                if next(steps_left, _DONE) is _DONE:
+                    return True
     except (MemstoreError, SearchIndexError) as err:
         log.warning("could not warm the index: %s", err)
     except Exception:  # a background thread's outer loop: the store closed under it
         if not stop.is_set():
             raise
+    return False

@@ -5,11 +5,14 @@ than the one step under way."""
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any
 
 from memstore.daemon import warm
+from memstore.daemon.server import Daemon
 from memstore.daemon.warm import Turns
-from tests.conftest import wait_until
+from memstore.service.store import Store
+from tests.conftest import settings_at, wait_until
 
 
 class _Clock:
@@ -92,3 +95,13 @@ def test_warm_runs_each_step_in_a_turn_and_stops_when_asked(monkeypatch: Any):
     warm.warm(object(), turns, stop)  # type: ignore[arg-type]
     assert held == [True, True, True]  # the stop is seen before the fourth step
     assert not lock.locked()
+
+
+def test_the_status_says_when_the_warm_up_is_done(vault: Path) -> None:
+    with Store.open(settings_at(vault)) as store:
+        store.add("the upload limit is 10 MB behind nginx", workspace="global", kind="core")
+        daemon = Daemon(store, idle_exit=0)
+        assert daemon.status()["warmed"] is False
+        daemon._warm()  # no request: every step runs at once
+        assert daemon.status()["warmed"] is True
+        assert store.shared.core_cache  # the core block was read ahead
