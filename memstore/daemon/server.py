@@ -165,7 +165,10 @@ class Daemon:
                 threading.Thread(target=self._warm, name="memstore-warm", daemon=True).start()
                 self._serve(listener)
         finally:
-            with _acquired(self._serving, REQUEST_LIMIT_S):  # a request under way finishes
+            # a request under way finishes; a warm-up step does not hold the stop up (it
+            # sees the stop and ends, whatever it read is dropped with the store)
+            patience = 0.0 if self._turns.stepping else REQUEST_LIMIT_S
+            with _acquired(self._serving, patience):
                 # Pending recall counters stay journaled in usage.sqlite, outside git: the
                 # next flush (a daemon's or watcher's tick, sync) writes them. Writing them
                 # here held `daemon --stop` for seconds (713-832 files after a session).

@@ -37,6 +37,7 @@ class Turns:
         self._changed = threading.Condition()
         self._wanting = 0
         self._last = 0.0
+        self.stepping = False  # a warm-up step holds the request lock (a stop does not wait)
 
     @contextlib.contextmanager
     def request(self) -> Iterator[None]:
@@ -70,9 +71,11 @@ class Turns:
         else:
             yield False
             return
+        self.stepping = True
         try:
             yield True
         finally:
+            self.stepping = False
             self.serving.release()
 
 
