@@ -45,16 +45,16 @@ EXPANSION_MAX_DF = 0.05  # feedback terms must occur in at most 5% of documents
 COMMON_TERM_MIN = 1000  # above this many documents an any-word query keeps …
 ANY_TERM_LIMIT = 3  # … only its rarest terms (small vaults keep every term)
 HOLDER_FIELDS = ("content", "keywords")  # a memory "holds" a term in its text or its keywords
-# Stored documents kept (~1 KB each: ~8 MB): a common word ties many at the last place,
-# and each tied one is read (~40 µs) to break the tie by key.
-CACHE_DOCUMENTS = 8_000
+# Stored documents kept, of hits (~1.4 KB each). A common word ties many at the last place,
+# each read (~40 µs) for its key: tied ones' keys are kept apart (~120 B each), so they do
+# not push hits out (docs/benchmarks.md section 7, "Sixth session").
+CACHE_DOCUMENTS = 4_000
+CACHE_KEYS = 16_000
 # The terms a weak hit's text holds (~600 B each), for its coverage: asked only of the few
 # hits a query keeps, so fewer are kept than documents (a miss analyses the text again).
 CACHE_HELD_TERMS = 2_000
-# What a long-lived process reads ahead (warm_steps): the most frequent content terms, at
-# most this many, whose posting lists hold at most WARM_POSTINGS postings in all. At 100k
-# a budget of 1M postings cost 3.7 s of CPU and +48 MB held; the gain was mostly the
-# length parts and the core block, so the budget is a quarter of that.
+# What a long-lived process reads ahead (warm_steps): at most this many of the most frequent
+# content terms, WARM_POSTINGS postings in all (1M cost 3.7 s of CPU and 48 MB at 100k).
 WARM_TERMS = 200
 WARM_POSTINGS = 250_000
 
@@ -75,6 +75,7 @@ class IndexReader:
         self.any_term_limit = ANY_TERM_LIMIT  # an any-word query's terms kept in a large index
         self._leaves: list[tuple[int, str]] = []  # (first document number, segment id)
         self._documents: OrderedDict[tuple[str, int], Document] = OrderedDict()
+        self._keys: OrderedDict[tuple[str, int], str] = OrderedDict()  # tied documents' keys
         self._held_terms: OrderedDict[tuple[str, str, tuple[str, ...]], frozenset[str]] = (
             OrderedDict()
         )
@@ -117,6 +118,8 @@ class IndexReader:
         live = {segment for _, segment in self._leaves}
         for gone in [k for k in self._documents if k[0] not in live]:
             del self._documents[gone]
+        for gone in [k for k in self._keys if k[0] not in live]:
+            del self._keys[gone]
         self.lexicon.reset(searcher)
         self._searcher = searcher
 
@@ -230,16 +233,30 @@ class IndexReader:
         return hits[:limit]
 
     def _key(self, searcher: Any, number: int) -> str:
-        """Return the key of stored document `number` (a tie at the last place is broken by
-        it: only the hits kept are built, and scored for coverage; hundreds can tie)."""
-        return self._stored(searcher, number).key
+        """Return the key of stored document `number` (ties at the last place are broken by
+        it: hundreds can tie, and only the hits kept are built)."""
+        place = self._place(number)
+        document = self._documents.get(place)
+        if document is not None:
+            return document.key
+        found = self._keys.get(place)
+        if found is not None:
+            self._keys.move_to_end(place)
+            return found
+        found = self._keys[place] = str(searcher.stored_fields(number)["key"])
+        if len(self._keys) > CACHE_KEYS:
+            self._keys.popitem(last=False)
+        return found
 
-    def _stored(self, searcher: Any, number: int) -> Document:
-        """Return the stored document `number` of the current searcher, kept per segment (a
-        segment's documents never change; a deleted one is never asked for)."""
+    def _place(self, number: int) -> tuple[str, int]:
+        """Return (segment id, number in the segment) of the current searcher's `number`."""
         at = bisect_right(self._leaves, (number, "\uffff")) - 1
         base, segment = self._leaves[at] if at >= 0 else (0, "")
-        key = (segment, number - base)
+        return segment, number - base
+
+    def _stored(self, searcher: Any, number: int) -> Document:
+        """Return the current searcher's stored document `number`, kept (never changes)."""
+        key = self._place(number)
         found = self._documents.get(key)
         if found is not None:
             self._documents.move_to_end(key)

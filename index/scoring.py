@@ -38,8 +38,8 @@ from whoosh.util.numeric import length_to_byte
 from ._patches import BYTE_TO_LENGTH
 
 SCORED_FIELDS = ("content", "keywords")
-# A posting list: document numbers (ascending) and weights, as compact arrays (12 bytes a
-# posting, where Python lists of ints and floats cost ~75).
+# A posting list: document numbers (ascending) and weights, as compact arrays (8 bytes a
+# posting, where Python lists of ints and floats cost ~75); one weight when all are equal.
 Postings = tuple["array[int]", "array[float]"]
 _NONE: Postings = (array("i"), array("f"))
 _DTYPES = {"f": np.float32, "d": np.float64}  # a posting list's weights, as kept
@@ -52,9 +52,9 @@ Vector = tuple[Any, Any]  # (numpy int32 array, numpy float64 array)
 # heap ~20 MB less (docs/benchmarks.md section 7).
 CACHE_POSTINGS = 1_500_000
 TIE_MARGIN = 1e-5  # wider than any two scores equal to six decimals are apart
-# Each field's scores of a term, as arrays beside its posting list, kept per index version
-# (8 bytes each: ~8 MB).
-CACHE_VALUES = 1_000_000
+# A field's scores of a term are not kept beside its posting list (they were, 8 bytes a
+# posting, ~9 MB at 100k): the summed vector below is, and a field's scores are asked
+# again only when it was dropped or for another boost (computed again: ~5 ns a posting).
 # Each term's scores summed over its fields, as numpy arrays of (document, score), kept per
 # index version: a daemon asks the same words again and again (12-16 bytes a posting, ~16 MB).
 CACHE_VECTORS = 1_000_000
@@ -95,8 +95,6 @@ class LiveStats:
         self._idf: dict[tuple[str, str], float] = {}
         self._norms: dict[tuple[str, str], Any] = {}  # numpy arrays
         self._norm_tables: dict[tuple[str, float, float], Any] = {}  # numpy, 256 each
-        self._values: OrderedDict[tuple[str, str, str], Any] = OrderedDict()  # numpy
-        self._values_size = 0
         self.vectors: OrderedDict[tuple[str, str, str, float], Vector] = OrderedDict()
         self.vectors_size = 0
 
@@ -165,12 +163,7 @@ class LiveStats:
         k1: float,
     ) -> Any:
         """Return the term's BM25 score in one field for each of its postings, in order
-        (a numpy array)."""
-        key = (segment_id(segment), fieldname, text)
-        found = self._values.get(key)
-        if found is not None:
-            self._values.move_to_end(key)
-            return found
+        (a numpy array; not kept: the summed vector is, and this costs ~5 ns a posting)."""
         ids = np.frombuffer(postings[0], np.int32)
         # float32 weights widened: the same doubles as the Python floats they stand for
         tf = np.frombuffer(postings[1], _DTYPES[postings[1].typecode]).astype(np.float64)
@@ -185,13 +178,7 @@ class LiveStats:
         # whoosh.scoring.bm25, idf * ((tf * (k1 + 1)) / (tf + k1 * ((1 - b) + b * dl / avgfl))),
         # with the length part looked up: the same IEEE operations in the same order, one
         # element at a time, so the same floats as Python's
-        found = idf * ((tf * (k1 + 1)) / (tf + lengths))
-        self._values[key] = found
-        self._values_size += max(len(found), 1)
-        while self._values_size > CACHE_VALUES and len(self._values) > 1:
-            _, evicted = self._values.popitem(last=False)
-            self._values_size -= max(len(evicted), 1)
-        return found
+        return idf * ((tf * (k1 + 1)) / (tf + lengths))
 
     def vector(self, key: tuple[str, str, str, float]) -> Vector | None:
         """Return a term's kept (documents, scores) in a segment, or None."""
@@ -520,15 +507,18 @@ def read_postings(segment: Any, fieldname: str, text: str) -> Postings:
     # W3 writes a block's weights as float32 (array "f", Whoosh's and index/bulk.py's): kept
     # as such, a third less memory a posting than doubles, every value the same
     weights = array("f")
-    if _read_listed(segment._terms, fieldname, tbytes, ids, weights):
-        return ids, weights
-    matcher = segment._terms.matcher(fieldname, tbytes, segment.schema[fieldname].format)
-    if not _read_blocks(matcher, ids, weights):
-        ids, weights = array("i"), array("d")  # doubles: a Python float, kept exactly
-        while matcher.is_active():  # an inlined list, or another codec: the public, slower way
-            ids.append(matcher.id())
-            weights.append(matcher.weight())
-            matcher.next()
+    if not _read_listed(segment._terms, fieldname, tbytes, ids, weights):
+        matcher = segment._terms.matcher(fieldname, tbytes, segment.schema[fieldname].format)
+        if not _read_blocks(matcher, ids, weights):
+            ids, weights = array("i"), array("d")  # doubles: a Python float, kept exactly
+            while matcher.is_active():  # an inlined list, or another codec: the slower way
+                ids.append(matcher.id())
+                weights.append(matcher.weight())
+                matcher.next()
+    if len(weights) > 1 and weights.count(weights[0]) == len(weights):
+        # one weight for every posting (about half of a 100k index's lists, most often 1.0):
+        # kept once, numpy repeats it when scored (a posting costs 4 bytes instead of 8)
+        weights = array(weights.typecode, weights[:1])
     return ids, weights
 
 

@@ -462,9 +462,12 @@ def with_neighbors(indexer: Indexer, hit: Hit) -> Hit:
     return attach_corrections(hit, related)
 
 
-def core_memories(indexer: Indexer, scope: set[str] | None) -> tuple[CoreMemory, ...]:
-    """Return the core memories of `scope` (None: all) that fit the core block's budget."""
-    entries = indexer.by_kind("core", scope)
+def core_memories(
+    indexer: Indexer, scope: set[str] | None, entries: list[Entry] | None = None
+) -> tuple[CoreMemory, ...]:
+    """Return the core memories of `scope` (None: all) that fit the core block's budget
+    (`entries`: the scope's core entries, if the caller has them)."""
+    entries = indexer.by_kind("core", scope) if entries is None else entries
     documents = indexer.search.get([e.path for e in entries])
     core = [
         CoreMemory(d.id, d.workspace, display_text(d.content).strip())

@@ -29,7 +29,7 @@ from pathlib import Path
 from memstore.catalog.indexer import CatchUp
 from memstore.core.config import Settings
 from memstore.core.errors import MemstoreError
-from memstore.daemon import heap
+from memstore.daemon import heap, warm
 from memstore.daemon.heap import resident_mib
 from memstore.daemon.watcher import Watcher
 from memstore.index import SearchIndexError
@@ -139,6 +139,8 @@ class Daemon:
         self._settled = 0.0  # when the heap was last frozen (see _settle)
         self._stop = threading.Event()
         self._serving = threading.Lock()
+        self._turns = warm.Turns(self._serving, time.monotonic)  # requests before the warm-up
+        self.warmed = False  # the warm-up's steps all done (`memstore status --json`)
         self._busy_since: float | None = None
         self._socket_inode = 0
         self._request_log = _RequestLog()
@@ -163,7 +165,10 @@ class Daemon:
                 threading.Thread(target=self._warm, name="memstore-warm", daemon=True).start()
                 self._serve(listener)
         finally:
-            with _acquired(self._serving, REQUEST_LIMIT_S):  # a request under way finishes
+            # a request under way finishes; a warm-up step does not hold the stop up (it
+            # sees the stop and ends, whatever it read is dropped with the store)
+            patience = 0.0 if self._turns.stepping else REQUEST_LIMIT_S
+            with _acquired(self._serving, patience):
                 # Pending recall counters stay journaled in usage.sqlite, outside git: the
                 # next flush (a daemon's or watcher's tick, sync) writes them. Writing them
                 # here held `daemon --stop` for seconds (713-832 files after a session).
@@ -172,30 +177,9 @@ class Daemon:
         say(f"stopped: {self.stop_reason or 'asked to'}")
 
     def _warm(self) -> None:
-        """Read what first requests would, in the background from the first request on:
-        the searcher and field lengths, the core block of every workspace, the code index,
-        then the index's step by step (SearchIndex.warm_steps). Each step holds the store
-        as a request does, so a request waits for one short step at most; at 100,000
-        memories the first hundred recalls had twice the steady p95 before."""
-        store, done = self.store, object()
-        try:
-            store.search("memstore", k=1, catch_up=False, tiers=True)  # and the team tiers
-            store.recall("memstore", workspace=None, k=1, catch_up=False, tiers=True)
-            code = store.code_index()
-            if code is not None:
-                code.warm()
-            with store.shared.mutex:
-                steps = store.indexer.search.warm_steps()
-            while not self._stop.is_set():
-                # between requests, not beside one: a step's Python would slow it (the GIL)
-                with self._serving, store.shared.mutex:
-                    if next(steps, done) is done:
-                        break
-        except (MemstoreError, SearchIndexError) as err:
-            log.warning("could not warm the index: %s", err)
-        except Exception:  # a background thread's outer loop: the store closed under it
-            if not self._stop.is_set():
-                raise
+        """Read what first requests would, in the background, only while no request
+        waits or runs (memstore/daemon/warm.py)."""
+        self.warmed = warm.warm(self.store, self._turns, self._stop)
         self._settled = 0.0  # what it read is frozen at the next idle moment (_settle)
 
     def _settle(self) -> None:
@@ -312,8 +296,16 @@ class Daemon:
 
     def _serve_one(self, request: Request, conn: socket.socket) -> Reply:
         run = runner(request.op)  # memstore.ops.registry: the same runners as the lean path
-        if run is None or not self._serving.acquire(timeout=BUSY_WAIT_S):
-            return Reply(None)  # unknown here, or busy: the caller runs it itself
+        if run is None:
+            return Reply(None)  # unknown here: the caller runs it itself
+        with self._turns.request():
+            return self._serve_held(run, request, conn)
+
+    def _serve_held(
+        self, run: Callable[..., Reply], request: Request, conn: socket.socket
+    ) -> Reply:
+        if not self._serving.acquire(timeout=BUSY_WAIT_S):
+            return Reply(None)  # busy: the caller runs it itself
         if self._stop.is_set():
             self._serving.release()
             return Reply(None)  # stopping: the store may be closed by the time it would run
@@ -364,6 +356,7 @@ class Daemon:
             "idle_exit_s": self.idle_exit,
             "exits_at": _iso(now + idle_left) if self.idle_exit > 0 else None,
             "requests": self.requests,
+            "warmed": self.warmed,
             "version": self.identity,
         }
 
@@ -455,6 +448,7 @@ def serve(
     if not (vault / ".git").exists():
         say(f"Error: no vault at {vault}; run 'memstore init' (or 'memstore add' to start one)")
         return 1
+    heap.one_arena()  # before its threads start (memstore/daemon/heap.py)
     daemon: Daemon | None = None
     stopped = threading.Event()
 

@@ -219,7 +219,12 @@ class Reader(Part):
         shared, indexer = self.store.shared, self.store.indexer
         key = (indexer.search.version(), tuple(sorted(scope)) if scope else None)
         if key not in shared.core_cache:
-            shared.core_cache = {key: core_memories(indexer, scope)}
+            # An index version that changed no core memory (an add of a note) has the block of
+            # the one before: reading thousands of documents cost ~0.3 s at 100k (issue 39).
+            entries = indexer.by_kind("core", scope)
+            files = (key[1], tuple((e.path, e.hash) for e in entries))
+            block = shared.core_cache.get(files) or core_memories(indexer, scope, entries)
+            shared.core_cache = {key: block, files: block}
         return shared.core_cache[key]
 
     @serialized

@@ -160,6 +160,22 @@ def anon_and_file(pid: int) -> dict[str, float]:
     return out
 
 
+def mappings(pid: int, top: int = 8) -> dict[str, float]:
+    """The daemon's resident memory by mapping (MiB, /proc/PID/smaps): malloc's main heap,
+    the other anonymous mappings (threads' malloc arenas, large arrays, stacks), and the
+    files mapped, largest first."""
+    sizes: dict[str, float] = {}
+    name = ""
+    for line in Path(f"/proc/{pid}/smaps").read_text(encoding="utf-8").splitlines():
+        head = line.split()
+        if head and "-" in head[0] and not line.endswith(":") and ":" not in head[0]:
+            name = head[5] if len(head) > 5 else "[anonymous]"
+        elif head and head[0] == "Rss:":
+            sizes[name] = sizes.get(name, 0.0) + int(head[1]) / 1024
+    ranked = sorted(sizes.items(), key=lambda kv: -kv[1])[:top]
+    return {Path(k).name if k.startswith("/") else k: round(v, 1) for k, v in ranked}
+
+
 def run_ns(pid: int) -> int:
     """Nanoseconds the process's threads have run on a CPU (/proc/PID/task/*/schedstat)."""
     total = 0
@@ -174,7 +190,24 @@ def proc_cpu_ms(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
-def daemon_phase(s: bs.Sized, res: dict[str, Any], fresh: Sequence[str] = ()) -> None:
+def wait_warmed(root: Path, pid: int, patience: float = 300.0) -> float:
+    """Wait until the daemon says its read-ahead is done (`warmed` in its status; code
+    without it: until it uses under 20 ms of CPU in 2 s). Return the seconds waited."""
+    client = importlib.import_module("memstore.ops.client")
+    t0 = time.perf_counter()
+    if "warmed" in dict(client.status(root).data):
+        bf.wait_for(lambda: dict(client.status(root).data)["warmed"], patience, "the warm-up", 0.1)
+    else:
+        last = -(10**12)
+        while run_ns(pid) - last > 20_000_000:  # its watcher and main loop wake now and then
+            last = run_ns(pid)
+            time.sleep(2.0)
+    return round(time.perf_counter() - t0, 2)
+
+
+def daemon_phase(
+    s: bs.Sized, res: dict[str, Any], fresh: Sequence[str] = (), after_warm: bool = False
+) -> None:
     """The daemon from its first answer: the first 100 recalls, a working session, the
     session's recalls asked again (`steady`) and recalls never asked before (`steady_fresh`:
     a repeated query finds its words' lists, stand-ins and rows cached)."""
@@ -191,6 +224,8 @@ def daemon_phase(s: bs.Sized, res: dict[str, Any], fresh: Sequence[str] = ()) ->
     pid = bs.daemon_pid(s.root, dict(client.status(s.root).data))
     assert pid is not None
     d: dict[str, Any] = {"answers_after_s": round(started, 2), "at_first_answer": bs.resident(pid)}
+    if after_warm:  # the first recalls once the read-ahead is done (not at its first answer)
+        d["warm_wait_s"] = wait_warmed(s.root, pid)
     env = {**s.env, "MEMSTORE_VAULT": str(s.root)}
 
     cpu: list[float] = []  # the daemon's CPU time per recall (robust to a busy machine)
@@ -238,6 +273,7 @@ def daemon_phase(s: bs.Sized, res: dict[str, Any], fresh: Sequence[str] = ()) ->
     time.sleep(3.0)  # idle: the daemon collects, freezes and unmaps what it read (SETTLE_AFTER_S)
     d["after_idle"] = bs.resident(pid)
     d["rss_anon_file_mib"] = anon_and_file(pid)
+    d["mappings_mib"] = mappings(pid)
     d["cpu_ms"] = proc_cpu_ms(pid)
     res["daemon"] = d
     stop_daemon(s.root)
@@ -271,12 +307,14 @@ def report(res: dict[str, Any]) -> None:
     if "daemon" in res:
         d = res["daemon"]
         print(
-            f"\ndaemon: answers {d['answers_after_s']} s after the first search; "
+            f"\ndaemon: answers {d['answers_after_s']} s after the first search"
+            f"{'; warm-up waited ' + str(d['warm_wait_s']) + ' s' if 'warm_wait_s' in d else ''}; "
             f"CPU {d['cpu_ms'] / 1000:.1f} s in all"
         )
         for key in ("at_first_answer", "after_first_100", "after_session", "after_idle"):
             print(f"  RSS {key:16} {d.get(key)}")
         print(f"  after idle: {d.get('rss_anon_file_mib')}")
+        print(f"  by mapping: {d.get('mappings_mib')}")
         for key in (
             "first_100",
             "first_100_cpu",
@@ -309,6 +347,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--from-git", metavar="REV", help="measure the sources committed at REV")
     p.add_argument("--no-snapshot", action="store_true")
     p.add_argument("--keep", action="store_true")
+    p.add_argument(
+        "--first-after-warm",
+        action="store_true",
+        help="start the first 100 recalls once the daemon's warm-up is done",
+    )
     args = p.parse_args(raw)
     bs.enter_sources(args, raw, __file__)  # one version of the code for every process
     work = args.vault.parent / f"{args.vault.name}-bench"
@@ -336,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
         if "first" in args.phases:
             first_phase(s, res, args.first_runs)
         if "daemon" in args.phases:
-            daemon_phase(s, res, fresh)
+            daemon_phase(s, res, fresh, args.first_after_warm)
     load = bf.foreign_load(mark)
     res["meta"] = (
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, git {bs.git_head()}, "

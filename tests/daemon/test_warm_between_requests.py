@@ -4,6 +4,7 @@ first recalls as fast as later ones)."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 from memstore.daemon.server import Daemon
+from memstore.daemon.warm import Turns
 from memstore.index import SearchIndex
 from memstore.service.store import Store
 from tests.conftest import settings_at
@@ -56,6 +58,7 @@ def test_each_warm_step_holds_the_request_lock(vault: Path, monkeypatch: pytest.
         store.add("the upload limit is 10 MB behind nginx", workspace="global")
         daemon = Daemon(store, idle_exit=0)
         daemon._serving = _OwnedLock()  # type: ignore[assignment]
+        daemon._turns = Turns(daemon._serving, time.monotonic)  # type: ignore[arg-type]
         daemon._warm()
         assert held_by_the_step == [True, True, True]  # a request waits for one step at most
         assert not daemon._serving.locked()

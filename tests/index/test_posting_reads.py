@@ -78,7 +78,8 @@ def test_a_posting_list_is_read_without_a_matcher_unless_inlined(
         monkeypatch.setattr(terms, "matcher", lambda *a, m=matcher: made.append(a[1]) or m(*a))
         info = terms.term_info(field, segment._text_to_bytes(field, text))
         ids, weights = read_postings(segment, field, text)
-        assert len(ids) == len(weights) == info.doc_frequency()
+        assert len(ids) == info.doc_frequency()
+        assert len(weights) in (1, len(ids))  # one weight: every posting's is the same
         assert bool(made) == info.is_inlined(), (field, text)
         seen[info.is_inlined()] += 1
         made.clear()

@@ -309,6 +309,8 @@ def test_posting_lists_read_from_the_map_equal_whoosh_matchers(layered: SearchIn
                     weights.append(matcher.weight())
                     matcher.next()
                 got_ids, got_weights = read_postings(segment, field, text)
+                if len(got_weights) == 1:  # one weight for all of them, kept once
+                    got_weights *= len(got_ids)
                 assert (list(got_ids), list(got_weights)) == (ids, weights), (field, text)
                 if len(ids) > 128:  # more than one block (whoosh3 writes 128 a block) …
                     fresh = segment._terms.matcher(
