@@ -7,6 +7,7 @@ could not show at 100,000 memories is capped or sampled, and `vault.sampled` say
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import re
 from collections import Counter, defaultdict
@@ -83,6 +84,7 @@ def collect_view(
     entries = [e for e in everything if workspace is None or e.workspace == workspace]
     steps = _Steps(progress, len(entries))
     masker = Masker(store.vault)
+    files = _Files(store)
     timeline = read_timeline(
         store.vault.root,
         masker,
@@ -90,14 +92,15 @@ def collect_view(
         workspace=workspace,
         known={e.path: e.id for e in everything},
         progress=steps.history,
+        drawn=files.drawn({e.path: e.id for e in entries}),
     )
     if cutoff is not None:
         stamp = cutoff.strftime("%Y-%m-%dT%H:%M:%SZ")
         entries = [e for e in entries if e.created >= stamp or e.id in timeline.by_memory]
     documents = {d.key: d for d in store.indexer.search.documents()}
-    memories, read = _memories(store, entries, documents, timeline, masker, steps)
+    memories, read = _memories(store, files, entries, documents, timeline, masker, steps)
     sampled = dict(timeline.capped)
-    queues = _queues(store, entries, documents, read, now, vault_option, sampled)
+    queues = _queues(store, entries, everything, documents, read, now, vault_option, sampled)
     queues["stale_citations"] = cited_queue(store, cwd, workspace, vault_option, sampled)
     for items in queues.values():
         for item in items:
@@ -165,6 +168,7 @@ class _Read:
 
 def _memories(
     store: Store,
+    files: _Files,
     entries: Sequence[Entry],
     documents: dict[str, Document],
     timeline: Timeline,
@@ -179,7 +183,7 @@ def _memories(
     memories = []
     for number, entry in enumerate(entries):
         doc = documents.get(entry.path)
-        raw_front, raw_body = _read_file(store, entry.path, doc)
+        raw_front, raw_body = files.read(entry.path, doc)
         (path, front, body), kinds = masker.parts(
             [entry.path, raw_front[:FRONT_CHARS], raw_body[:TEXT_CHARS]]
         )
@@ -223,14 +227,60 @@ def _memories(
     return memories, read
 
 
-def _read_file(store: Store, path: str, doc: Document | None) -> tuple[str, str]:
+class _Files:
+    """Memory files as the page shows them: front matter (the text between the `---` lines)
+    and body, each read once; and which git blob a file is, where the page shows all of it."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.kept: dict[str, tuple[str, str]] = {}  # read for a drawn diff, kept for _memories
+
+    def read(self, path: str, doc: Document | None) -> tuple[str, str]:
+        kept = self.kept.pop(path, None)
+        return kept if kept is not None else self._read(path, doc)[:2]
+
+    def drawn(self, shown: dict[str, str]) -> Callable[[str, str], str]:
+        """`read_timeline`'s `drawn`: the id of the memory at `path` if its file is `blob`
+        and the page shows every byte of it (front and body uncut, nothing decoded away)."""
+
+        def memory_of(path: str, blob: str) -> str:
+            if path not in shown or not path.isprintable() or any(c in path for c in '"\\'):
+                return ""  # git would quote its name in a diff
+            front, body, whole = self._read(path, None)
+            self.kept[path] = (front, body)
+            return shown[path] if whole == blob else ""
+
+        return memory_of
+
+    def _read(self, path: str, doc: Document | None) -> tuple[str, str, str]:
+        """(front, body, the file's git blob id or "" when front and body do not show it
+        exactly: cut, not UTF-8, a BOM or CRLF taken out)."""
+        try:
+            with self.store.vault.path(path).open("rb") as file:
+                raw = file.read(MAX_FILE_BYTES)
+        except OSError:
+            return "", doc.content if doc else "", ""
+        text = raw.decode("utf-8", errors="replace")
+        front, body = _split(text.removeprefix("\ufeff").replace("\r\n", "\n"))
+        shown = f"---\n{front}---\n{body}" if front else body
+        exact = (
+            bool(raw)
+            and shown == text
+            and len(raw) < MAX_FILE_BYTES
+            and len(front) <= FRONT_CHARS
+            and len(body) <= TEXT_CHARS
+            and shown.encode("utf-8") == raw
+        )
+        return front, body, _blob_id(raw) if exact else ""
+
+
+def _blob_id(data: bytes) -> str:
+    """The id git gives a file of these bytes (SHA-1 of its blob object)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def _split(text: str) -> tuple[str, str]:
     """A memory file's front matter (the text between its `---` lines) and body."""
-    try:
-        with store.vault.path(path).open("rb") as file:
-            text = file.read(MAX_FILE_BYTES).decode("utf-8", errors="replace")
-    except OSError:
-        return "", doc.content if doc else ""
-    text = text.removeprefix("\ufeff").replace("\r\n", "\n")
     if text.startswith("---\n"):
         end = text.find("\n---\n", 3)
         if end >= 0:
@@ -296,6 +346,7 @@ def _link_neighbours(memories: list[dict[str, Any]]) -> None:
 def _queues(
     store: Store,
     entries: Sequence[Entry],
+    everything: Sequence[Entry],
     documents: dict[str, Document],
     read: _Read,
     now: datetime,
@@ -304,7 +355,9 @@ def _queues(
 ) -> dict[str, list[dict[str, Any]]]:
     paths = {e.path for e in entries}
     shown = [d for key, d in documents.items() if key in paths]
-    contradictions, duplicates, compared = alike_queues(store, shown, entries, vault, now)
+    contradictions, duplicates, compared = alike_queues(
+        store, shown, entries, vault, now, everything
+    )
     if compared < len(shown):
         sampled["duplicates"] = (
             f"near-duplicates and contradictions looked for among the newest {compared:,} "

@@ -26,6 +26,7 @@ SEPARATOR = "\n\n\u00a7\n\n"  # '§' is no token character: it ends a run of wor
 # A key's base64 body is judged by the BEGIN line above it: never scanned apart from it.
 _KEY_HEADER = "-----BEGIN"
 MAX_REMEMBERED = 2_000_000
+SHORT = 200  # characters: a text this short is remembered by itself within one view
 
 
 def scanner_digest() -> str:
@@ -51,11 +52,22 @@ class Masker:
         self.known = set(words[1:]) if words and words[0] == self.version else set()
         self.clean: set[str] = set()  # digests found or confirmed clean in this view
         self.scanned = 0  # characters scanned (not taken from memory)
+        # Short texts met again and again (names, keywords, entities): their verdict by the
+        # text itself, without hashing it each time.
+        self.short: dict[str, list[str]] = {}
 
     def kinds(self, text: str) -> list[str]:
         """The kinds of credential `text` holds ([] when none, or when known clean)."""
         if not text:
             return []
+        if len(text) <= SHORT:
+            found = self.short.get(text)
+            if found is None:
+                found = self.short[text] = self._kinds(text)
+            return found
+        return self._kinds(text)
+
+    def _kinds(self, text: str) -> list[str]:
         key = _digest(text)
         if key in self.known or key in self.clean:
             self.clean.add(key)
