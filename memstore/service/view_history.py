@@ -67,7 +67,7 @@ class Timeline:
     sessions: list[dict[str, Any]] = field(default_factory=list)
     by_memory: dict[str, list[int]] = field(default_factory=dict)
     host_of: dict[str, str] = field(default_factory=dict)  # id -> machine of its oldest change
-    first_change: dict[str, str] = field(default_factory=dict)  # id -> time of its oldest change
+    added_at: dict[str, str] = field(default_factory=dict)  # id -> when its file was added
     capped: dict[str, str] = field(default_factory=dict)  # what was left out, in words
 
 
@@ -169,8 +169,10 @@ def read_timeline(
             if value not in names:
                 names[value] = masker.text(value)
             change[key] = names[value]
+        for status, path in commit.touched:
+            if status == "A" and _is_memory(path):  # newest first: the oldest add wins
+                timeline.added_at[memory_id_of(path, known)] = change["time"]
         for memory_id in change["ids"]:
-            timeline.first_change[memory_id] = change["time"]  # newest first: the oldest wins
             if change["host"]:
                 timeline.host_of[memory_id] = change["host"]  # newest first: the oldest wins
         if number < MAX_CHANGES:

@@ -87,6 +87,23 @@ def read_diffs(root: Path, commits: Iterable[str], *, max_lines: int) -> dict[st
     return diffs
 
 
+def first_added(root: Path, paths: Iterable[str], *, batch: int = 500) -> dict[str, int]:
+    """Return when (a Unix time) each of `paths` first came into HEAD's history: the oldest
+    commit that added it (a merge counts against its first parent). Paths never added are
+    left out."""
+    wanted = sorted(set(paths))
+    found: dict[str, int] = {}
+    for start in range(0, len(wanted), batch):
+        args = ["log", "--diff-filter=A", "--name-only", "-z", *_COMMON, f"--format={_RECORD}%ct"]
+        out = _run(root, [*args, "HEAD", "--", *wanted[start : start + batch]])
+        for record in _records(out):  # newest first: the oldest add wins
+            stamp, _, names = record.partition("\0")  # '<time>' NUL '\n<path>' NUL …
+            for name in names.split("\0"):
+                if name.strip("\n"):
+                    found[name.strip("\n")] = int(stamp.strip() or 0)
+    return found
+
+
 def _records(out: str) -> Iterator[str]:
     for record in out.split(_RECORD):
         if record.strip("\0\n"):
