@@ -9,8 +9,18 @@
 (function () {
   const DATA = JSON.parse(document.getElementById("memstore-data").textContent);
   const PAGE = 200;
-  const MEMORIES = DATA.memories || [];
-  const CHANGES = DATA.changes || [];
+  /** A list of records sent as a table (ops/view_page.py pack): the keys once, a row each. */
+  function records(table) {
+    if (!table || Array.isArray(table)) return table || [];
+    const columns = table.columns, n = columns.length;
+    return table.rows.map((row) => {
+      const record = {};
+      for (let i = 0; i < n; i++) record[columns[i]] = row[i];
+      return row.length > n ? Object.assign(record, row[n]) : record;
+    });
+  }
+  const MEMORIES = records(DATA.memories);
+  const CHANGES = records(DATA.changes);
   const SESSIONS = DATA.sessions || [];
   const QUEUES = DATA.queues || {};
   const VAULT = DATA.vault || {};

@@ -104,11 +104,7 @@ def collect_view(
     sampled = dict(timeline.capped)
     queues = _queues(store, entries, everything, documents, read, now, vault_option, sampled)
     queues["stale_citations"] = cited_queue(store, cwd, workspace, vault_option, sampled)
-    for items in queues.values():
-        for item in items:
-            for key in ("why", "command"):
-                if key in item:
-                    item[key] = masker.text(item[key])
+    _mask_items(queues, masker)
     for session in timeline.sessions:
         if session["undo"]:
             session["undo"] = with_vault(session["undo"], vault_option)
@@ -134,6 +130,15 @@ def collect_view(
         "stats": _stats(memories, _born(store, entries, memories, timeline, now, cutoff)),
         "graph": graph,
     }
+
+
+def _mask_items(queues: dict[str, list[dict[str, Any]]], masker: Masker) -> None:
+    """Mask what each queue item says (a contradiction's text, its command), once."""
+    for items in queues.values():
+        for item in items:
+            for key in ("why", "command"):
+                if key in item:
+                    item[key] = masker.text(item[key])
 
 
 def _cutoff(since: str | None, now: datetime) -> datetime | None:
@@ -239,7 +244,7 @@ class _Files:
 
     def read(self, path: str, doc: Document | None) -> tuple[str, str]:
         kept = self.kept.pop(path, None)
-        return kept if kept is not None else self._read(path, doc)[:2]
+        return kept if kept is not None else self._read(path, doc, whole=False)[:2]
 
     def drawn(self, shown: dict[str, str]) -> Callable[[str, str], str]:
         """`read_timeline`'s `drawn`: the id of the memory at `path` if its file is `blob`
@@ -248,21 +253,25 @@ class _Files:
         def memory_of(path: str, blob: str) -> str:
             if path not in shown or not path.isprintable() or any(c in path for c in '"\\'):
                 return ""  # git would quote its name in a diff
-            front, body, whole = self._read(path, None)
+            front, body, raw = self._read(path, None, whole=True)
             self.kept[path] = (front, body)
-            return shown[path] if whole == blob else ""
+            return shown[path] if raw is not None and _blob_id(raw) == blob else ""
 
         return memory_of
 
-    def _read(self, path: str, doc: Document | None) -> tuple[str, str, str]:
-        """(front, body, the file's git blob id or "" when front and body do not show it
-        exactly: cut, not UTF-8, a BOM or CRLF taken out)."""
+    def _read(
+        self, path: str, doc: Document | None, *, whole: bool
+    ) -> tuple[str, str, bytes | None]:
+        """(front, body, and with `whole` the file's bytes if front and body show them
+        exactly: not cut, UTF-8, no BOM or CRLF taken out; else None)."""
         try:
             raw = _read_bytes(os.path.join(self.root, path), MAX_FILE_BYTES)
         except OSError:
-            return "", doc.content if doc else "", ""
+            return "", doc.content if doc else "", None
         text = raw.decode("utf-8", errors="replace")
         front, body = _split(text.removeprefix("\ufeff").replace("\r\n", "\n"))
+        if not whole:
+            return front, body, None
         shown = f"---\n{front}---\n{body}" if front else body
         exact = (
             bool(raw)
@@ -272,7 +281,7 @@ class _Files:
             and len(body) <= TEXT_CHARS
             and shown.encode("utf-8") == raw
         )
-        return front, body, _blob_id(raw) if exact else ""
+        return front, body, raw if exact else None
 
 
 def _read_bytes(path: str, limit: int) -> bytes:
@@ -348,7 +357,10 @@ def _link_neighbours(memories: list[dict[str, Any]]) -> None:
             holders[entity].append(number)
     size = {entity: len(held) for entity, held in holders.items()}
     for number, memory in enumerate(memories):
+        if not memory["entities"]:
+            continue
         scores: dict[int, float] = {}
+        score = scores.get
         budget = NEIGHBOUR_CANDIDATES
         for entity in sorted(memory["entities"], key=size.__getitem__):
             held = holders[entity]
@@ -356,7 +368,7 @@ def _link_neighbours(memories: list[dict[str, Any]]) -> None:
                 continue
             weight = 1.0 / len(held)
             for other in held[:budget]:
-                scores[other] = scores.get(other, 0.0) + weight
+                scores[other] = score(other, 0.0) + weight
             budget -= len(held)
         scores.pop(number, None)
         # highest score first; a tie in the vault's order (deterministic: nlargest is stable)

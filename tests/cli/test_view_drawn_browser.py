@@ -6,13 +6,13 @@ as git's diff of the commit would (as the view shows diffs it reads), and hold n
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memstore.core.secrets import find_secrets
+from memstore.ops.view_page import page_data
 from memstore.service.view_history import DIFF_LINES, _body
 from memstore.vault.git_walk import read_diffs
 from tests.browser import Browser, find_chromium
@@ -80,9 +80,7 @@ def test_a_change_that_added_a_file_is_drawn_as_gits_diff_of_it(
     assert done.returncode == 0, done.stderr
     html = page.read_text(encoding="utf-8")
     assert base.SLACK not in html and find_secrets(html) == []
-    data = json.loads(
-        html.split('id="memstore-data">', 1)[1].split("</script>", 1)[0].replace("\\u003c", "<")
-    )
+    data = page_data(html)
     changes = data["changes"]
     by_id = {m["id"]: m for m in data["memories"]}
     drawn = {c["added"]: c for c in changes if c.get("added")}
