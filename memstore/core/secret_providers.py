@@ -199,6 +199,84 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "a Discord bot token": (".",),
 }
 
+# A cheap search that finds something in every text the family's pattern matches (a literal
+# prefix mostly, so the regex engine skips ahead): the pattern runs only where it does.
+ANCHORS: dict[str, str] = {
+    "a GitHub token": r"g(?:h[pousr]_|ithub_pat_)",
+    "a GitLab token": r"gl[a-z]{2,5}-|GR1348941",
+    "a Slack token": r"x(?:ox[abposre]|app)-",
+    "a chat webhook": r"hooks\.slack\.com/|discord|\.com/webhook",
+    "an OpenAI or Anthropic API key": r"sk-",
+    "an AI provider API key": r"gsk_|pplx-|r8_|xai-|hf_|api_org_|lsv2_",
+    "a Stripe secret key": r"k_(?:live|test)_|whsec_",
+    "a Google API key": r"AIza",
+    "a Google OAuth secret": r"GOCSPX-|ya29\.|1//0",
+    "a Twilio API key": r"SK[0-9a-f]{32}",
+    "a Mailgun key": r"key-|-[0-9a-f]{8}-[0-9a-f]{8}",
+    "a Mailchimp API key": r"-us\d",
+    "a Django secret key": r"django-insecure-",
+    "a Vault token": r"hv[sbr]\.",
+    "a Docker access token": r"dckr_",
+    "a Telegram bot token": r"\d:[A-Za-z0-9_-]{33}",
+    "an Azure client secret": r"Q~",
+    "an Azure storage or service bus key": r"=[A-Za-z0-9+/%]{30}",
+    "a Linear API key": r"lin_(?:api|oauth)_",
+    "a Notion token": r"secret_|ntn_",
+    "an Atlassian API token": r"AT(?:ATT|CTT)",
+    "a Postman API key": r"PMAK-",
+    "a Terraform Cloud token": r"\.atlasv1\.",
+    "a Sentry token": r"sntry[su]_",
+    "a Grafana token": r"gl(?:sa|c)_",
+    "a New Relic key": r"NR(?:AK|AA|II|JS)-",
+    "a Databricks token": r"dapi[a-f0-9]{32}",
+    "a Figma token": r"fig[dou]_",
+    "a Heroku API key": r"HRKU-",
+    "a Brevo (Sendinblue) key": r"x(?:keysib|smtpsib)-",
+    "a SendGrid API key": r"SG\.",
+    "a Shopify token": r"shp(?:at|ss|ca|pa)_",
+    "a DigitalOcean token": r"do[por]_v1_",
+    "a Square token": r"sq0(?:atp|csp|idp)-|EAAA",
+    "a PlanetScale token": r"pscale_",
+    "a Fly.io token": r"fo1_|fm[12]",
+    "a Dropbox token": r"sl\.(?:u\.)?[A-Za-z0-9_-]{120}",
+    "a 1Password secret": r"ops_eyJ|A3-[A-Z0-9]{6}-",
+    "a package registry token": r"npm_|pypi-AgE|rubygems_|oy2[a-z0-9]{43}|CLOJARS_|AKCp|cmVmd",
+    "a developer service token": (
+        r"aio_|pat[A-Za-z0-9]{14}\.|CFPAT-|dp\.|EZ[AT]K|fio-u-|pnu_|rdme_|tk-us-|shippo_"
+        r"|sq[pua]_|sgp_|tfp_|y0_|pul-|sbp_|sb_secret_|ico-|vercel_|FLWSECK|dt0[a-z]\d\d\."
+        r"|pat\.|LTAI|AQVN|v1\.0-|glpat_"
+    ),
+    "a cloud service token": r"AGE-SECRET-KEY-1|EAA[BCDG]|access-(?:sandbox|development|production)-",
+    "a Beamer API key": r"b_[A-Za-z0-9=_-]{44}",
+    "a Mapbox secret token": r"sk\.eyJ",
+    "a Discord bot token": r"[MNO][A-Za-z0-9_-]{23,25}\.",
+}
+
+# Found in every text any family's anchor is found in, and searched for at once: each
+# alternative starts at a capital or a mark (_ - . : = ~ /), rare in prose, with what must
+# stand before it as a look-behind. A text without one needs no family's anchor searched.
+TRIGGERS: tuple[str, ...] = (
+    r"_(?:(?<=gh[pousr]_)|(?<=github_pat_)|(?<=gsk_)|(?<=r8_)|(?<=hf_)|(?<=api_org_)|(?<=lsv2_)"
+    r"|(?<=k_live_)|(?<=k_test_)|(?<=whsec_)|(?<=dckr_)|(?<=lin_)|(?<=secret_)|(?<=ntn_)"
+    r"|(?<=sntry[su]_)|(?<=glsa_)|(?<=glc_)|(?<=fig[dou]_)|(?<=shp[a-z]{2}_)|(?<=_v1_)"
+    r"|(?<=pscale_)|(?<=fo1_)|(?<=fm[12]_)|(?<=fm[12][ar]_)|(?<=ops_)|(?<=npm_)|(?<=rubygems_)"
+    r"|(?<=aio_)|(?<=pnu_)|(?<=rdme_)|(?<=shippo_)|(?<=sq[pua]_)|(?<=sgp_)|(?<=tfp_)|(?<=y0_)"
+    r"|(?<=sbp_)|(?<=sb_)|(?<=vercel_)|(?<=glpat_)|(?<=b_))",
+    r"-(?:(?<=gl[a-z]{2}-)|(?<=gl[a-z]{3}-)|(?<=gl[a-z]{4}-)|(?<=gl[a-z]{5}-)|(?<=xox[abposre]-)"
+    r"|(?<=xapp-)|(?<=sk-)|(?<=pplx-)|(?<=xai-)|(?<=key-)|(?<=django-)|(?<=xkeysib-)"
+    r"|(?<=xsmtpsib-)|(?<=sq0[a-z]{3}-)|(?<=pypi-)|(?<=fio-)|(?<=tk-)|(?<=pul-)|(?<=ico-)"
+    r"|(?<=access-)|[0-9a-f]{8}-|us\d)",
+    r"\.(?:(?<=hooks\.)|(?<=discord\.)|(?<=discordapp\.)|webhook|com/webhook|(?<=ya29\.)"
+    r"|(?<=hv[sbr]\.)|atlasv1\.|(?<=sl\.)|(?<=dp\.)|(?<=pat[A-Za-z0-9]{14}\.)|(?<=pat\.)"
+    r"|(?<=dt0[a-z]\d\d\.)|(?<=v1\.)|(?<=sk\.)|(?<=[MNO][A-Za-z0-9_-]{23}\.)"
+    r"|(?<=[MNO][A-Za-z0-9_-]{24}\.)|(?<=[MNO][A-Za-z0-9_-]{25}\.))",
+    r"AIza|AT(?:ATT|CTT)|A3-|AKCp|AQVN|AGE-SECRET-KEY-1|GOCSPX-|GR1348941|SK[0-9a-f]{32}|SG\."
+    r"|PMAK-|NR(?:AK|AA|II|JS)-|HRKU-|EAA[ABCDG]|EZ[AT]K|CFPAT-|CLOJARS_|FLWSECK|LTAI|V(?<=cmV)",
+    r"/(?<=1//)|:(?<=\d:)[A-Za-z0-9_-]{33}|~(?<=Q~)|=[A-Za-z0-9+/%]{30}|2(?<=oy2)",
+)
+# Families with no capital or mark to start from (dapi and hex): their anchor is always searched.
+UNTRIGGERED = frozenset({"a Databricks token"})
+
 # The exact shape a provider issues, where it has one (its documentation or its tokens'
 # checksum layout): a value of that shape is a credential whatever its letters, so a run in
 # order (ghp_abcd…0123…) is not read as typed to be replaced. Only a repeated character

@@ -5,12 +5,15 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import itertools
 import re
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from memstore.core.secret_providers import ISSUED, NEEDLES, PROVIDERS
+from memstore.core.secret_gates import ScanText, compiled, may_hold_run, triggers
+from memstore.core.secret_joins import joins as split_joins
+from memstore.core.secret_providers import ANCHORS, ISSUED, NEEDLES, PROVIDERS, UNTRIGGERED
 from memstore.core.secret_values import (
     is_dummy,
     is_passphrase,
@@ -48,14 +51,9 @@ _INVISIBLE = re.compile(
 _LOOKALIKES = str.maketrans(
     "АВЕКМНОРСТХаеорсхуіІјЈѕЅΑΒΕΖΗΙΚΜΝΟΡΤΥΧο", "ABEKMHOPCTXaeopcxyiIjJsSABEZHIKMNOPTYXo"
 )
-# A word made of token characters: a key split by spaces is a run of these.
-_PIECE = re.compile(r"[A-Za-z0-9+/=_.~-]+")
-_PREFIX = re.compile(
-    r"(?:AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|xox[abposr]-|sk-|[rs]k_live_|AIza|npm_|hf_"
-    r"|pypi-|ya29\.|gl(?:rt|dt|ptt)-|[rs]k_test_|GOCSPX-|hv[sb]\.|dckr_pat_|lin_api_|ntn_|PMAK-)"
-)
-_SPLIT_MARK = re.compile(r"[-.]")
-_MAX_JOIN = 120  # characters: longer than any key a split is looked for in
+_LOOKALIKE = re.compile(
+    "[АВЕКМНОРСТХаеорсхуіІјЈѕЅΑΒΕΖΗΙΚΜΝΟΡΤΥΧο]"
+)  # translated: ~10 times the cost
 
 
 def normalize(text: str) -> str:
@@ -63,7 +61,7 @@ def normalize(text: str) -> str:
     if text.isascii():
         return text
     text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
-    return text.translate(_LOOKALIKES)
+    return text.translate(_LOOKALIKES) if _LOOKALIKE.search(text) else text
 
 
 def _is_random_base64(value: str) -> bool:
@@ -110,10 +108,32 @@ class _Rule:
     # Lowercase substrings one of which every match holds: the pattern runs only on a text
     # holding one (a substring test costs far less than a regex pass). Empty: always runs.
     needles: tuple[str, ...] = ()
+    # A cheap search that finds something in every text the pattern matches, in the text as
+    # read (`folded` False) or lowercased (True, for a case-blind pattern). Empty: none.
+    anchor: str = ""
+    folded: bool = False
+    # The pattern needs 40 base64 characters in a row (or, with an anchor, that or the anchor).
+    base64_run: bool = False
 
     @functools.cached_property
     def pattern(self) -> re.Pattern[str]:
         return re.compile(self.source)
+
+    def may_match(self, text: ScanText) -> bool:
+        """False only where the pattern cannot match: no anchor (the needles of a rule that
+        needs a run of base64, and no such run)."""
+        if not self.base64_run:  # every other rule has an anchor: its needles add nothing,
+            # but for a case-blind one (a word: no literal the engine can skip to) they cost less
+            if self.folded and not any(map(text.lowered.__contains__, self.needles)):
+                return False
+            return (
+                compiled(self.anchor).search(text.lowered if self.folded else text.text) is not None
+            )
+        if self.needles and not any(map(text.lowered.__contains__, self.needles)):
+            return False
+        return text.base64_run() or (
+            bool(self.anchor) and compiled(self.anchor).search(text.text) is not None
+        )
 
     def matches(self, text: str, *, joined: bool) -> bool:
         for match in self.pattern.finditer(text):
@@ -196,10 +216,13 @@ def _der_kind(b64: str) -> str:
     if len(der) < 8 or der[0] != 0x30:
         return ""
     at = 2 + (der[1] & 0x7F if der[1] & 0x80 else 0)
+    if at >= len(der):  # a length of more bytes than there are: no DER (it raised before)
+        return ""
     if der[at] == 0x30:
         return "public"
     # A private key opens with its version: INTEGER 0 (PKCS#1, PKCS#8) or 1 (SEC1 EC).
-    return "private" if der[at : at + 2] == b"\x02\x01" and der[at + 2] in (0, 1) else ""
+    version = der[at : at + 3]
+    return "private" if version in (b"\x02\x01\x00", b"\x02\x01\x01") else ""
 
 
 def _private_key_body(match: re.Match[str]) -> bool:
@@ -273,6 +296,7 @@ _RULES: tuple[_Rule, ...] = (
             r"|PuTTY-User-Key-File-\d:"
         ),
         needles=("begin", "private-lines", "putty"),
+        anchor=r"BEGIN|Private-Lines:|PuTTY-User-Key-File-",
     ),
     _Rule(
         "an AWS access key id",
@@ -280,47 +304,60 @@ _RULES: tuple[_Rule, ...] = (
         lambda match: not is_stand_in_token(match["v"], issued=True),  # the issued shape
         needles=("akia", "asia", "abia", "acca"),
         exact=True,
+        anchor=r"A(?:KIA|SIA|BIA|CCA)",
     ),
     _Rule(
         "an AWS secret access key",
         (r"(?i)\baws[\w.-]{0,20}?secret[\w.-]{0,20}?" + _ASSIGN + r"(?P<v>[A-Za-z0-9/+]{40})\b"),
         _value,
         needles=("aws",),
+        base64_run=True,
     ),
     _Rule(
         "an AWS-style 40-character secret",
         (r"(?<![A-Za-z0-9/+_.$-])(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=_.$-])"),
         lambda match: _is_random_base64(match["v"]) and not is_placeholder(match["v"]),
+        base64_run=True,
     ),
-    *(_Rule(kind, pattern, _token, needles=NEEDLES[kind]) for kind, pattern in PROVIDERS),
+    *(
+        _Rule(kind, pattern, _token, needles=NEEDLES[kind], anchor=ANCHORS[kind])
+        for kind, pattern in PROVIDERS
+    ),
     _Rule(
         "a JSON web token",
         (r"\beyJ[A-Za-z0-9_-]{10,}\.(?P<p>eyJ[A-Za-z0-9_-]{10,})\.[A-Za-z0-9_-]{10,}"),
         lambda match: not _is_documented_jwt(match["p"]),
         needles=("eyj",),
+        anchor="eyJ",
     ),
     _Rule(
         "a signed URL",
         (r"[?&](?:sig|X-Amz-Signature|Signature)=[A-Za-z0-9%+/_-]{20,}"),
         needles=("sig",),
+        anchor=r"[?&](?:sig|X-Amz-Signature|Signature)=",
     ),
     _Rule(
         "a password in a URL",
         (r"\b[A-Za-z][A-Za-z0-9+.-]*://(?P<u>[^\s:/?#@]*):(?P<v>[^\s/?#@]+)@[^\s/?#@]"),
         _url_password,
         needles=("://",),
+        anchor=r"://[^\s:/?#@]*:[^\s/?#@]+@",
     ),
     _Rule(
         "an Authorization header",
         (r"(?i)\bbearer[ \t]+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)"),
         _random_value,
         needles=("bearer",),
+        anchor=r"bearer[ \t]",
+        folded=True,
     ),
     _Rule(
         "an Authorization header",
         (r"(?i)\bbasic[ \t]+(?P<v>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"),
         lambda match: _basic_auth(match["v"]),
         needles=("basic",),
+        anchor=r"basic[ \t]",
+        folded=True,
     ),
     _Rule(
         "a password assignment",
@@ -330,6 +367,8 @@ _RULES: tuple[_Rule, ...] = (
         ),
         _value,
         needles=("machine", "--password", "mysql"),
+        anchor=r"machine[ \t]|--password[ \t]|mysql",
+        folded=True,
     ),
     _Rule(
         "a password on a command line",
@@ -339,6 +378,8 @@ _RULES: tuple[_Rule, ...] = (
         ),
         _cli_user_password,
         needles=("curl", "smbclient"),
+        anchor=r"(?:curl|smbclient)[^\n]*?[ \t]-",
+        folded=True,
     ),
     _Rule(
         "a password on a command line",
@@ -351,6 +392,7 @@ _RULES: tuple[_Rule, ...] = (
         ),
         _cli_password,
         needles=("sshpass", "login", "redis-cli", "ldap", "htpasswd"),
+        anchor=r"sshpass|login[^\n]*?[ \t]-p|redis-cli|ldap|htpasswd",
     ),
     _Rule(
         "a password assignment",
@@ -362,6 +404,8 @@ _RULES: tuple[_Rule, ...] = (
         ),
         _password_value,
         needles=("pass", "pw"),
+        anchor=r"(?:pass(?:word|wd|phrase)?|pwd?)(?:[_.-][a-z]+)*['\"]?[ \t]*[:=]",
+        folded=True,
     ),
     _Rule(
         "a secret or token assignment",
@@ -371,6 +415,8 @@ _RULES: tuple[_Rule, ...] = (
         ),
         _random_value,
         needles=("secret", "token", "api", "key", "access", "private", "auth", "credential"),
+        anchor=r"(?:secret|token|key|credentials?)(?:[_.-][a-z]+)*['\"]?[ \t]*[:=]",
+        folded=True,
     ),
     _Rule(
         "a login and its password",
@@ -381,6 +427,11 @@ _RULES: tuple[_Rule, ...] = (
         ),
         _login_pair,
         needles=("log", "sign", "anmelden", "connexion", "sesi"),
+        anchor=(
+            r"(?:log[ \t-]?(?:in|on)|sign[ \t-]?in|anmelden|connexion|iniciar[ \t]sesi)"
+            r"[^\n]*?[ \t](?:with|as|using|mit|als|avec|con|como)[ \t]"
+        ),
+        folded=True,
     ),
     _Rule(
         "a password in a .pgpass line",
@@ -390,14 +441,23 @@ _RULES: tuple[_Rule, ...] = (
         ),
         lambda match: looks_like_password(match["v"]) or looks_generated(match["v"]),
         needles=(":",),
+        anchor=r":(?:\d{2,5}|\*):[^\s:]+:[^\s:]+:",
     ),
     _Rule(
         "a registry login",
         (r"\"auth\"[ \t]*:[ \t]*\"(?P<v>[A-Za-z0-9+/]{8,}={0,2})\""),
         lambda match: _basic_auth(match["v"]),
         needles=('"auth"',),
+        anchor='"auth"',
     ),
-    _Rule("a private key body", _KEY_BODY, _private_key_body, exact=True),
+    _Rule(
+        "a private key body",
+        _KEY_BODY,
+        _private_key_body,
+        exact=True,
+        anchor="b3BlbnNzaC1rZXktdjE",
+        base64_run=True,
+    ),
 )
 
 
@@ -406,6 +466,8 @@ _BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{24,}={0,2}(?![A-
 
 def _decoded(text: str) -> Iterator[str]:
     """Yield the text that base64 runs of `text` hold (a token encoded to hide it)."""
+    if not may_hold_run(text, 24):  # the regex below costs ~10 times as much
+        return
     for match in _BASE64_RUN.finditer(text):
         run = match[0].rstrip("=")
         if run.isalnum() and (run.islower() or run.isupper()):
@@ -422,82 +484,60 @@ def _decoded(text: str) -> Iterator[str]:
             yield text[:printable]
 
 
-def _runs(text: str) -> Iterator[list[str]]:
-    """Yield each run of whitespace-separated words made of token characters."""
-    run: list[str] = []
-    for word in [*text.split(), "\n"]:
-        piece = word.strip("\"'`()[]{}<>,;:!?")
-        if _PIECE.fullmatch(piece):
-            run.append(piece)
-            continue
-        if len(run) > 1:
-            yield run
-        run = []
-
-
-def _joins(run: list[str]) -> Iterator[str]:
-    """Yield the joins a split key could hide in: from a known prefix on, and equal groups."""
-    for i in range(len(run)):
-        if _PREFIX.match("".join(run[i : i + 12])):  # the prefix itself may be split
-            joined = run[i]
-            for word in run[i + 1 :]:
-                joined += word
-                if len(joined) > _MAX_JOIN:
-                    break
-                yield joined
-    start = 0
-    while start < len(run) - 1:
-        size, end = len(run[start]), start + 1
-        while end < len(run) and len(run[end]) == size:
-            end += 1
-        if end < len(run) and len(run[end]) < size:
-            end += 1  # the last group of a split key may be shorter
-        if end - start >= 3 and size <= 10:
-            yield from _windows(run[start:end])
-        start = max(end - 1, start + 1)
-
-
-def _windows(group: list[str]) -> Iterator[str]:
-    """Yield the whole group joined, and each part of it joining to exactly 40 characters."""
-    yield "".join(group)
-    for i in range(len(group)):
-        total = 0
-        for j in range(i, len(group)):
-            total += len(group[j])
-            if total == 40:
-                yield "".join(group[i : j + 1])
-            if total >= 40:
-                break
-
-
 LABELLED = "a credential next to its label"
 _ALL_NEEDLES = frozenset(needle for rule in _RULES for needle in rule.needles)
 
 
-def find_secrets(text: str, *, _inner: bool = False) -> list[str]:
-    """Return what kinds of credential `text` seems to contain (empty: none found)."""
+# The numbers of the rules no trigger stands for: their anchors are searched in every text.
+_UNTRIGGERED = tuple(
+    number
+    for number, rule in enumerate(_RULES)
+    if rule.base64_run or rule.folded or rule.kind in UNTRIGGERED
+)
+
+
+def _gate(read: ScanText) -> set[int]:
+    """The numbers of the rules that may match `read` (the others cannot)."""
+    triggered = any(map(re.Pattern.search, triggers(), itertools.repeat(read.text)))
+    numbers = range(len(_RULES)) if triggered else _UNTRIGGERED
+    return {number for number in numbers if _RULES[number].may_match(read)}
+
+
+def find_secrets(text: str, *, full: bool = False, _inner: bool = False) -> list[str]:
+    """Return what kinds of credential `text` seems to contain (empty: none found).
+
+    `full`: the slow reference the tests hold the fast path to: every join read, a rule run
+    wherever one of its needles is. By default a rule runs only where its anchor is and only
+    on the joins a rule could accept (secret_joins.py); the findings are the same."""
     normalized = normalize(text)
+    # A case-blind pattern's letters are found lowercased, except where lowering is not one
+    # character for one (the dotless i matches i, İ lowers to two): those take the slow way.
+    if not full and not normalized.isascii():
+        full = "ı" in normalized or len(normalized.lower()) != len(normalized)
     # Each join on a line of its own: a line break ends a token for every rule.
-    # Keys split by dashes or dots (AKIA-IOSF-…) are split by spaces once those are read as spaces.
-    undashed = _SPLIT_MARK.sub(" ", normalized)
-    runs = [*_runs(normalized), *(_runs(undashed) if undashed != normalized else ())]
-    joins = "\n".join(j for run in runs for j in _joins(run))
-    # A pattern runs only where one of its needles is: most memories hold none.
-    lowered = f"{normalized}\n{joins}".lower()
-    present = {needle for needle in _ALL_NEEDLES if needle in lowered}
+    joins = split_joins(normalized, every=full)
+    texts = [ScanText(normalized), *([ScanText(joins)] if joins else [])]
+    if full:  # a pattern runs only where one of its needles is: most memories hold none
+        lowered = f"{normalized}\n{joins}".lower()
+        present = {needle for needle in _ALL_NEEDLES if needle in lowered}
+    gated = [set(range(len(_RULES))) if full else _gate(read) for read in texts]
     found: list[str] = []
-    for rule in _RULES:
+    for number in sorted(set().union(*gated)):  # in _RULES' order
+        rule = _RULES[number]
         if rule.kind in found:
             continue
-        if rule.needles and present.isdisjoint(rule.needles):
+        if full and rule.needles and present.isdisjoint(rule.needles):
             continue
-        if rule.matches(normalized, joined=False) or (joins and rule.matches(joins, joined=True)):
-            found.append(rule.kind)
-    if labelled_credential(normalized):
+        for joined, read, may in zip((False, True), texts, gated, strict=False):
+            if number in may and rule.matches(read.text, joined=joined):
+                found.append(rule.kind)
+                break
+    if labelled_credential(normalized, lowered=None if full else texts[0].lowered):
         found.append(LABELLED)
     if not _inner:
         for decoded in _decoded(normalized):
-            found.extend(f"{kind}, base64-encoded" for kind in find_secrets(decoded, _inner=True))
+            kinds = find_secrets(decoded, full=full, _inner=True)
+            found.extend(f"{kind}, base64-encoded" for kind in kinds)
     return list(dict.fromkeys(found))
 
 
