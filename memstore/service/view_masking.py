@@ -15,7 +15,7 @@ import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from memstore.core import secret_providers, secret_values, secrets
+from memstore.core import secrets
 from memstore.core.errors import VaultError
 from memstore.core.secret_mask import mask_secrets
 from memstore.core.secrets import find_secrets
@@ -30,11 +30,12 @@ SHORT = 200  # characters: a text this short is remembered by itself within one 
 
 
 def scanner_digest() -> str:
-    """A digest of the scanner's rules (its modules' source): a new rule invalidates the memory."""
+    """A digest of the scanner's rules (the source of core/secret*.py, every module of it):
+    a new rule invalidates the memory."""
     digest = hashlib.blake2b(digest_size=8)
-    for module in (secrets, secret_values, secret_providers):
-        with contextlib.suppress(OSError, TypeError):
-            digest.update(Path(str(module.__file__)).read_bytes())
+    with contextlib.suppress(OSError, TypeError):
+        for path in sorted(Path(str(secrets.__file__)).parent.glob("secret*.py")):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 

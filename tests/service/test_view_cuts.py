@@ -116,3 +116,29 @@ def test_growth_with_since_counts_a_hand_written_file_when_it_was_added(vault: P
     assert data["stats"]["growth"][-1][2] == len(data["memories"])  # every memory counted once
     everything = base.view_of(vault)
     assert {m: a for m, a, _ in everything["stats"]["growth"]}.get("2024-03") == 1
+
+
+def test_the_clean_memory_is_tied_to_every_module_of_the_scanner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A text found clean is remembered under a digest of the scanner's source: a change to
+    any of core/secret*.py (the scan's joins and gates live in modules of their own) must
+    make every text scanned again."""
+    import shutil
+
+    from memstore.core import secrets
+    from memstore.service import view_masking
+
+    source = Path(str(secrets.__file__)).parent
+    copy = tmp_path / "core"
+    copy.mkdir()
+    for path in source.glob("secret*.py"):
+        shutil.copy(path, copy / path.name)
+    monkeypatch.setattr(secrets, "__file__", str(copy / "secrets.py"))
+    before = view_masking.scanner_digest()
+    assert before == view_masking.scanner_digest()
+    for path in sorted(copy.glob("secret*.py")):
+        path.write_text(path.read_text(encoding="utf-8") + "\n# a new rule\n", encoding="utf-8")
+        after = view_masking.scanner_digest()
+        assert after != before, path.name
+        before = after
