@@ -134,6 +134,13 @@ def collect_view(
 
 def _mask_items(queues: dict[str, list[dict[str, Any]]], masker: Masker) -> None:
     """Mask what each queue item says (a contradiction's text, its command), once."""
+    masker.prefetch(
+        item[key]
+        for items in queues.values()
+        for item in items
+        for key in ("why", "command")
+        if key in item
+    )
     for items in queues.values():
         for item in items:
             for key in ("why", "command"):
@@ -187,6 +194,13 @@ def _memories(
     for entry in entries:
         for old in entry.supersedes:
             corrected_by[old].append(entry.id)
+    named = [[name for name, _ in store.indexer.search.entities_of(e.path)] for e in entries]
+    masker.prefetch(
+        [
+            *(k for e in entries if (d := documents.get(e.path)) for k in d.keywords),
+            *(name for names in named for name in names),
+        ]
+    )
     memories = []
     for number, entry in enumerate(entries):
         doc = documents.get(entry.path)
@@ -220,9 +234,7 @@ def _memories(
                 "path": path,
                 "supersedes": list(entry.supersedes),
                 "superseded_by": corrected_by.get(entry.id, []),
-                "entities": [
-                    masker.text(name) for name, _ in store.indexer.search.entities_of(entry.path)
-                ],
+                "entities": [masker.text(name) for name in named[number]],
                 "history": timeline.by_memory.get(entry.id, []),
                 "neighbours": [],
             }

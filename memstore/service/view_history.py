@@ -162,6 +162,7 @@ def read_timeline(
         )
     sessions: dict[str, dict[str, Any]] = {}
     names: dict[str, str] = {}  # trailer values (sessions, agents, machines) as shown
+    _prefetch(masker, listed, tags)
     for number, (commit, kind) in enumerate(zip(walked, kinds, strict=True)):
         change = _change(commit, kind, known, tags[number])
         for key in ("session", "source", "host"):
@@ -228,6 +229,19 @@ def _body(diff: str) -> str:
     return "\n".join(lines)
 
 
+def _prefetch(masker: Masker, listed: list[Walked], tags: list[dict[str, str]]) -> None:
+    """Scan the subjects and names of the listed changes in batches (Masker.prefetch)."""
+    masker.prefetch(
+        text
+        for commit, tag in zip(listed, tags, strict=False)
+        for text in (_subject(commit), commit.author, *tag.values())
+    )
+
+
+def _subject(commit: Walked) -> str:
+    return commit.message.split("\n", 1)[0][:SUBJECT_CHARS]
+
+
 def _is_memory(path: str) -> bool:
     """Whether a changed path is a memory file: markdown in a workspace's folder (not at the
     vault's top, like README.md), no part of it a dotfile or dot folder (vault/files.py)."""
@@ -238,7 +252,7 @@ def _is_memory(path: str) -> bool:
 def _change(
     commit: Walked, kind: ChangeKind, known: Mapping[str, str], tags: Mapping[str, str]
 ) -> dict[str, Any]:
-    subject = commit.message.split("\n", 1)[0][:SUBJECT_CHARS]
+    subject = _subject(commit)
     ids = [memory_id_of(path, known) for _, path in commit.touched if _is_memory(path)]
     return {
         "commit": commit.id[:10],

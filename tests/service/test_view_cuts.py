@@ -9,11 +9,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from memstore.core.secret_mask import mask_secrets
 from memstore.core.secrets import find_secrets
 from memstore.service.store import Store, init_vault
 from memstore.service.view_data import _read_bytes
-from memstore.service.view_masking import Masker
+from memstore.service.view_masking import SEPARATOR, Masker
 from tests.conftest import git
 from tests.service import test_view_data as base
 
@@ -142,3 +145,52 @@ def test_the_clean_memory_is_tied_to_every_module_of_the_scanner(
         after = view_masking.scanner_digest()
         assert after != before, path.name
         before = after
+
+
+MORE_FRAGMENTS = [
+    *base.FRAGMENTS,
+    "Xk29!fLq",
+    "cache key:",
+    "with",
+    "as admin:",
+    "Bearer",
+    "eyJhbGciOiJIUzI1NiJ9",
+    "aws_secret_access_key =",
+    "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY",
+    "mysql -u root -p",
+    "sk-",
+    "live_",
+    "İ",
+    "\t",
+    "SG9pIQ==",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(MORE_FRAGMENTS), max_size=5).map(" ".join), max_size=12))
+def test_texts_scanned_in_a_batch_lose_no_finding_of_one_text(texts: list[str]) -> None:
+    """What `Masker.prefetch` relies on (as `parts` does): a batch found clean has no text
+    the scanner would flag alone."""
+    if any(find_secrets(text) for text in texts):
+        assert find_secrets(SEPARATOR.join(texts))
+
+
+def test_prefetch_gives_each_text_the_verdict_it_has_alone(vault: Path) -> None:
+    texts = [
+        "add(webshop): run make check before every push",
+        f"the registry token is {TOKEN}",
+        "cache key:",
+        "Xk29!fLqzP",  # flagged alone? whatever it is alone, it stays
+        "password: Xk29!fLqzP",
+        "claude-code",
+        "AKIA",
+        "Z7QD 4N3X WPL5 KR2M",
+        *(f"a subject number {n}" for n in range(100)),
+    ]
+    with Store.open(base.machine(vault, "host-a", "t", "s")) as store:
+        masker = Masker(store.vault)
+        masker.prefetch(texts)
+        assert masker.short  # the clean batches were learnt
+        for text in texts:
+            assert masker.kinds(text) == find_secrets(text), text
+            assert masker.text(text) == mask_secrets(text)
