@@ -5,6 +5,7 @@ Also the labelled rule of the secret scan: a credential word and the value it na
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -280,31 +281,34 @@ def _varied_password(value: str) -> bool:
 
 # Each word a label ends in, then no letter or digit (as _LABEL ends): one literal search each
 # over the lowercased text, far cheaper than _LABEL's search or one alternation of them all.
-_LABEL_ENDS = tuple(
-    re.compile(word + "(?![a-z0-9])")
-    for word in (
-        "password",
-        "passwd",
-        "passphrase",
-        "passwort",
-        "passwörter",
-        "passe",
-        "pwd",
-        "kennwort",
-        "contraseña",
-        "contraseñas",
-        "contrasena",
-        "contrasenas",
-        "clave",
-        "secret",
-        "token",
-        "credential",
-        "credentials",
-        "key",
-        "bearer",
-        "pat",
-    )
+_LABEL_WORDS = (
+    "password",
+    "passwd",
+    "passphrase",
+    "passwort",
+    "passwörter",
+    "passe",
+    "pwd",
+    "kennwort",
+    "contraseña",
+    "contraseñas",
+    "contrasena",
+    "contrasenas",
+    "clave",
+    "secret",
+    "token",
+    "credential",
+    "credentials",
+    "key",
+    "bearer",
+    "pat",
 )
+
+
+@functools.cache
+def _label_ends() -> tuple[re.Pattern[str], ...]:
+    """Compiled on first use (a search process never looks for credentials)."""
+    return tuple(re.compile(word + "(?![a-z0-9])") for word in _LABEL_WORDS)
 
 
 def labelled_credential(text: str, *, lowered: str | None = None) -> bool:
@@ -312,7 +316,7 @@ def labelled_credential(text: str, *, lowered: str | None = None) -> bool:
 
     `lowered`: `text` lowercased, one character for one: a text with no label is told at once."""
     if lowered is not None:
-        if not any(map(re.Pattern.search, _LABEL_ENDS, itertools.repeat(lowered))):
+        if not any(map(re.Pattern.search, _label_ends(), itertools.repeat(lowered))):
             return False
     elif _CREDENTIAL_WORD.search(text) is None:
         return False

@@ -6,6 +6,15 @@ Targets (issue 36): at most 3% of the forms stored, at most 1% of the look-alike
 `git show REV:memstore/core/secrets.py > /tmp/old.py`) on the same corpus; `--detect-secrets`
 measures that library's default plugins (not a memstore dependency: install it in a scratch
 venv and put its site-packages on PYTHONPATH) the way `detect-secrets scan` reads a file.
+
+`--texts FOLDER…` measures characters a second on real texts instead (issue 41): the memory
+files under each folder (read only; `.git` skipped; at most `--limit` a folder), scanned by
+the fast path and by `find_secrets(text, full=True)` (the full one the fast path is held
+to), rounds interleaved, CPU time; `--scanner FILE` adds another copy of secrets.py:
+
+    git show REV:memstore/core/secrets.py > /tmp/old_secrets.py
+    nice -n 10 python tests/benchmarks/bench_secrets.py --texts /tmp/vb/n10000/vault \
+        --scanner /tmp/old_secrets.py
 """
 
 from __future__ import annotations
@@ -121,6 +130,36 @@ def cost_us(scans: list[Scan], samples: list[Sample], rounds: int = 15) -> list[
     return [b / len(samples) * 1e6 for b in best]
 
 
+def read_texts(folders: list[str], limit: int) -> list[str]:
+    """The memory files under each folder (at most `limit` a folder, in path order)."""
+    texts: list[str] = []
+    for folder in folders:
+        paths = sorted(p for p in Path(folder).rglob("*.md") if ".git" not in p.parts)
+        texts += [p.read_text(encoding="utf-8", errors="replace") for p in paths[:limit]]
+    return texts
+
+
+def throughput(texts: list[str], scans: dict[str, Scan], rounds: int = 3) -> None:
+    """Print characters a second of each scan on `texts` (best of interleaved rounds, CPU)."""
+    chars = sum(map(len, texts))
+    best = dict.fromkeys(scans, float("inf"))
+    for _ in range(rounds):
+        for name, scan in scans.items():
+            started = time.process_time()
+            for text in texts:
+                scan(text)
+            best[name] = min(best[name], time.process_time() - started)
+    first = next(iter(scans))
+    found = {name: [scan(text) for text in texts] for name, scan in scans.items()}
+    print(f"{len(texts)} texts, {chars / 1e6:.2f} M characters")
+    for name, seconds in best.items():
+        same = "same findings" if found[name] == found[first] else "OTHER FINDINGS"
+        print(
+            f"  {name}: {chars / seconds / 1e6:.2f} M characters/s ({seconds * 1e9 / chars:.0f} ns "
+            f"a character, CPU), {sum(map(bool, found[name]))} texts flagged, {same}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=36)
@@ -128,7 +167,20 @@ def main() -> None:
     parser.add_argument("--detect-secrets", action="store_true", help="measure detect-secrets")
     parser.add_argument("--show", action="store_true", help="print each miss")
     parser.add_argument("--adds", type=int, default=0, help="also time N adds in a temp vault")
+    parser.add_argument("--texts", nargs="+", help="folders of memory files: characters a second")
+    parser.add_argument("--limit", type=int, default=10_000, help="files read per --texts folder")
     args = parser.parse_args()
+    if args.texts:
+        from memstore.core.secrets import find_secrets
+
+        measured: dict[str, Scan] = {
+            "fast": find_secrets,
+            "full": lambda text: find_secrets(text, full=True),
+        }
+        if args.scanner:
+            measured[args.scanner] = load_scanner(args.scanner)
+        throughput(read_texts(args.texts, args.limit), measured)
+        return
     scans = {"memstore": load_scanner(None)}
     if args.scanner:
         scans[args.scanner] = load_scanner(args.scanner)
