@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from memstore.cli.terminal import ask, now, say
-from memstore.core.errors import NotFoundError
+from memstore.core.errors import InvalidInputError, NotFoundError
 from memstore.ops.output import count
 from memstore.ops.parameters import JsonOption, VaultOption, emit_json, shell_settings
 from memstore.service.history import History, no_session, parse_since
@@ -42,7 +42,10 @@ def log(
 
     Example:  memstore log --source claude-code --since 7d
     """
-    cutoff = parse_since(since, now()) if since else None
+    try:  # a usage error (exit 2), as view's --since, before the vault is opened
+        cutoff = parse_since(since, now()) if since else None
+    except InvalidInputError as err:
+        raise typer.BadParameter(str(err)) from err
     with Store.open(shell_settings(vault)) as store:
         changes = History(store).log(memory_id, source=source, since=cutoff)[:limit]
     if as_json:

@@ -9,8 +9,18 @@
 (function () {
   const DATA = JSON.parse(document.getElementById("memstore-data").textContent);
   const PAGE = 200;
-  const MEMORIES = DATA.memories || [];
-  const CHANGES = DATA.changes || [];
+  /** A list of records sent as a table (ops/view_page.py pack): the keys once, a row each. */
+  function records(table) {
+    if (!table || Array.isArray(table)) return table || [];
+    const columns = table.columns, n = columns.length;
+    return table.rows.map((row) => {
+      const record = {};
+      for (let i = 0; i < n; i++) record[columns[i]] = row[i];
+      return row.length > n ? Object.assign(record, row[n]) : record;
+    });
+  }
+  const MEMORIES = records(DATA.memories);
+  const CHANGES = records(DATA.changes);
   const SESSIONS = DATA.sessions || [];
   const QUEUES = DATA.queues || {};
   const VAULT = DATA.vault || {};
@@ -138,6 +148,27 @@
     return pre;
   }
 
+  /** The diff of a change that only added a memory's file (`c.added`): the file as the
+   * page shows it (front matter and text, masked already), a '+' before each line, cut to
+   * DIFF_LINES lines as the data cuts the diffs it holds (service/view_history.py). */
+  const DIFF_LINES = 40;
+  function addedDiff(c) {
+    const m = c.added ? byId.get(c.added) : null;
+    if (!m) return "";
+    const file = m.front ? `---\n${m.front}---\n${m.text || ""}` : (m.text || "");
+    const lines = file.split("\n");
+    const ends = lines[lines.length - 1] === "";
+    if (ends) lines.pop();
+    const body = lines.map((line) => "+" + line);
+    if (!ends) body.push("\\ No newline at end of file");
+    const count = lines.length === 1 ? "1" : `1,${lines.length}`;
+    let out = [`diff ${m.path}`, `@@ -0,0 +${count} @@`, ...body];
+    // git's diff has 4 more header lines (new file mode, index, ---, +++), cut with the rest
+    const all = out.length + 4;
+    if (all > DIFF_LINES) out = [...out.slice(0, DIFF_LINES - 4), `… ${all - DIFF_LINES} more lines`];
+    return out.join("\n");
+  }
+
   function idLinks(ids) {
     const shown = (ids || []).slice(0, 6).map(memoryLink);
     const extra = (ids || []).length - shown.length;
@@ -157,7 +188,7 @@
         h("span", { class: "muted" }, `${c.commit || ""} · ${who.filter(Boolean).join(" · ")}`), " ",
         idLinks(c.ids)));
     row.addEventListener("toggle", () => {
-      if (row.open && !row.querySelector(".diff, p")) row.append(diffBlock(c.diff));
+      if (row.open && !row.querySelector(".diff, p")) row.append(diffBlock(c.diff || addedDiff(c)));
     });
     return row;
   }

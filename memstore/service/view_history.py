@@ -67,7 +67,7 @@ class Timeline:
     sessions: list[dict[str, Any]] = field(default_factory=list)
     by_memory: dict[str, list[int]] = field(default_factory=dict)
     host_of: dict[str, str] = field(default_factory=dict)  # id -> machine of its oldest change
-    first_change: dict[str, str] = field(default_factory=dict)  # id -> time of its oldest change
+    added_at: dict[str, str] = field(default_factory=dict)  # id -> when its file was added
     capped: dict[str, str] = field(default_factory=dict)  # what was left out, in words
 
 
@@ -83,13 +83,21 @@ def memory_id_of(path: str, known: Mapping[str, str]) -> str:
     return path_id(path)
 
 
-def trailer(message: str, name: str) -> str:
-    found = re.search(rf"^Memstore-{name}: (.+)$", message, re.MULTILINE)
-    return found.group(1).strip() if found else ""
+_TRAILER = re.compile(r"^Memstore-([A-Za-z-]+): (.+)$", re.MULTILINE)
 
 
-def change_kind(walked: Walked) -> ChangeKind:
-    """What kind of change a commit is, from its subject's verb and its parents."""
+def trailers(message: str) -> dict[str, str]:
+    """The `Memstore-<name>: <value>` lines of a commit message, the first of each name."""
+    found: dict[str, str] = {}
+    if "Memstore-" in message:
+        for name, value in _TRAILER.findall(message):
+            found.setdefault(name, value.strip())
+    return found
+
+
+def change_kind(walked: Walked, tags: Mapping[str, str] | None = None) -> ChangeKind:
+    """What kind of change a commit is, from its subject's verb and its parents (`tags`:
+    its trailers, when read already)."""
     subject = walked.message.split("\n", 1)[0]
     if len(walked.parents) > 1:
         return "merge"
@@ -98,7 +106,7 @@ def change_kind(walked: Walked) -> ChangeKind:
     # A commit made by hand with git (no memstore trailers) that changed memories.
     if (
         kind == "other"
-        and not trailer(walked.message, "Source")
+        and not (trailers(walked.message) if tags is None else tags).get("Source")
         and any(path.endswith(".md") and "/" in path for _, path in walked.touched)
     ):
         return "edit"
@@ -117,12 +125,19 @@ def read_timeline(
     workspace: str | None,
     known: Mapping[str, str],
     progress: Callable[[int, int], None] | None = None,
+    drawn: Callable[[str, str], str] | None = None,
 ) -> Timeline:
     """Read the history into changes and sessions (see the module's docstring); `known`
-    maps the path of each memory file the vault has to its id, as the index has it."""
+    maps the path of each memory file the vault has to its id, as the index has it.
+
+    `drawn(path, blob)`: the id of the memory the page shows whose file is that blob,
+    exactly as the page shows it ("" if none). A commit that only added that file gets
+    `added` (the id) instead of its diff: the page draws the diff from the memory's text
+    and front matter, which are masked already (no second scan, no `git log -p`)."""
     timeline = Timeline()
     walked = list(walk_history(root, since=since, under=workspace))
-    kinds = [change_kind(w) for w in walked]
+    tags = [trailers(w.message) for w in walked]
+    kinds = [change_kind(w, t) for w, t in zip(walked, tags, strict=True)]
     listed = walked[:MAX_CHANGES]
     with_diff = [w.id for w in listed[:DIFF_NEWEST]]
     extra = [
@@ -130,7 +145,10 @@ def read_timeline(
         for w, kind in zip(listed[DIFF_NEWEST:], kinds[DIFF_NEWEST:], strict=False)
         if kind in ("edit", "merge")
     ][:DIFF_EXTRA]
-    diffs = read_diffs(root, [*with_diff, *extra], max_lines=DIFF_LINES)
+    added = _drawn(listed, {*with_diff, *extra}, drawn if workspace is None else None)
+    diffs = read_diffs(
+        root, [c for c in [*with_diff, *extra] if c not in added], max_lines=DIFF_LINES
+    )
     if len(listed) > len(with_diff):
         timeline.capped["diffs"] = (
             f"diffs shown for the newest {len(with_diff):,} changes and {len(extra):,} older "
@@ -144,18 +162,23 @@ def read_timeline(
         )
     sessions: dict[str, dict[str, Any]] = {}
     names: dict[str, str] = {}  # trailer values (sessions, agents, machines) as shown
+    _prefetch(masker, listed, tags)
     for number, (commit, kind) in enumerate(zip(walked, kinds, strict=True)):
-        change = _change(commit, kind, known)
+        change = _change(commit, kind, known, tags[number])
         for key in ("session", "source", "host"):
             value = change[key]
             if value not in names:
                 names[value] = masker.text(value)
             change[key] = names[value]
+        for status, path in commit.touched:
+            if status == "A" and _is_memory(path):  # newest first: the oldest add wins
+                timeline.added_at[memory_id_of(path, known)] = change["time"]
         for memory_id in change["ids"]:
-            timeline.first_change[memory_id] = change["time"]  # newest first: the oldest wins
             if change["host"]:
                 timeline.host_of[memory_id] = change["host"]  # newest first: the oldest wins
         if number < MAX_CHANGES:
+            if commit.id in added:
+                change["added"] = added[commit.id]
             diff = masker.text(_body(diffs.get(commit.id, "")))
             if kind == "merge" and "\n+conflict: true" in f"\n{diff}":
                 change["kind"] = "conflict"
@@ -174,6 +197,23 @@ def read_timeline(
     return timeline
 
 
+def _drawn(
+    commits: list[Walked], wanted: set[str], drawn: Callable[[str, str], str] | None
+) -> dict[str, str]:
+    """Commit -> memory id, for the commits with a diff wanted that only added one file the
+    page shows as it is (its diff is that file's lines, each with a '+')."""
+    if drawn is None:
+        return {}
+    found = {}
+    for commit in commits:
+        if commit.id in wanted and len(commit.parents) <= 1 and len(commit.touched) == 1:
+            (status, path), blob = commit.touched[0], commit.blobs[0] if commit.blobs else ""
+            memory_id = drawn(path, blob) if status == "A" and blob else ""
+            if memory_id:
+                found[commit.id] = memory_id
+    return found
+
+
 def _body(diff: str) -> str:
     """A diff with one line naming each file (`diff <path>`) instead of git's four or five
     (`diff --git`, `index`, modes, `---`/`+++`): then its hunks."""
@@ -189,6 +229,19 @@ def _body(diff: str) -> str:
     return "\n".join(lines)
 
 
+def _prefetch(masker: Masker, listed: list[Walked], tags: list[dict[str, str]]) -> None:
+    """Scan the subjects and names of the listed changes in batches (Masker.prefetch)."""
+    masker.prefetch(
+        text
+        for commit, tag in zip(listed, tags, strict=False)
+        for text in (_subject(commit), commit.author, *tag.values())
+    )
+
+
+def _subject(commit: Walked) -> str:
+    return commit.message.split("\n", 1)[0][:SUBJECT_CHARS]
+
+
 def _is_memory(path: str) -> bool:
     """Whether a changed path is a memory file: markdown in a workspace's folder (not at the
     vault's top, like README.md), no part of it a dotfile or dot folder (vault/files.py)."""
@@ -196,8 +249,10 @@ def _is_memory(path: str) -> bool:
     return path.endswith(".md") and len(parts) > 1 and not any(p.startswith(".") for p in parts)
 
 
-def _change(commit: Walked, kind: ChangeKind, known: Mapping[str, str]) -> dict[str, Any]:
-    subject = commit.message.split("\n", 1)[0][:SUBJECT_CHARS]
+def _change(
+    commit: Walked, kind: ChangeKind, known: Mapping[str, str], tags: Mapping[str, str]
+) -> dict[str, Any]:
+    subject = _subject(commit)
     ids = [memory_id_of(path, known) for _, path in commit.touched if _is_memory(path)]
     return {
         "commit": commit.id[:10],
@@ -205,9 +260,9 @@ def _change(commit: Walked, kind: ChangeKind, known: Mapping[str, str]) -> dict[
         "kind": kind,
         "subject": subject,
         "author": commit.author,
-        "session": trailer(commit.message, "Session"),
-        "source": trailer(commit.message, "Source"),
-        "host": trailer(commit.message, "Host"),
+        "session": tags.get("Session", ""),
+        "source": tags.get("Source", ""),
+        "host": tags.get("Host", ""),
         "ids": [i for i in dict.fromkeys(ids) if i],
         "diff": "",
     }

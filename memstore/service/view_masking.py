@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from memstore.core import secret_providers, secret_values, secrets
+from memstore.core import secrets
 from memstore.core.errors import VaultError
 from memstore.core.secret_mask import mask_secrets
 from memstore.core.secrets import find_secrets
@@ -26,14 +26,17 @@ SEPARATOR = "\n\n\u00a7\n\n"  # '§' is no token character: it ends a run of wor
 # A key's base64 body is judged by the BEGIN line above it: never scanned apart from it.
 _KEY_HEADER = "-----BEGIN"
 MAX_REMEMBERED = 2_000_000
+SHORT = 200  # characters: a text this short is remembered by itself within one view
+BATCH = 40  # short texts scanned together by `prefetch` (~8,000 characters at most)
 
 
 def scanner_digest() -> str:
-    """A digest of the scanner's rules (its modules' source): a new rule invalidates the memory."""
+    """A digest of the scanner's rules (the source of core/secret*.py, every module of it):
+    a new rule invalidates the memory."""
     digest = hashlib.blake2b(digest_size=8)
-    for module in (secrets, secret_values, secret_providers):
-        with contextlib.suppress(OSError, TypeError):
-            digest.update(Path(str(module.__file__)).read_bytes())
+    with contextlib.suppress(OSError, TypeError):
+        for path in sorted(Path(str(secrets.__file__)).parent.glob("secret*.py")):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 
@@ -51,11 +54,46 @@ class Masker:
         self.known = set(words[1:]) if words and words[0] == self.version else set()
         self.clean: set[str] = set()  # digests found or confirmed clean in this view
         self.scanned = 0  # characters scanned (not taken from memory)
+        # Short texts met again and again (names, keywords, entities): their verdict by the
+        # text itself, without hashing it each time.
+        self.short: dict[str, list[str]] = {}
 
     def kinds(self, text: str) -> list[str]:
         """The kinds of credential `text` holds ([] when none, or when known clean)."""
         if not text:
             return []
+        if len(text) <= SHORT:
+            found = self.short.get(text)
+            if found is None:
+                found = self.short[text] = self._kinds(text)
+            return found
+        return self._kinds(text)
+
+    def prefetch(self, texts: Iterable[str]) -> None:
+        """Learn the verdicts of many short texts (subjects, names, keywords) at once: those
+        not known are scanned BATCH at a time, joined by SEPARATOR (as `parts` joins a
+        file's); a batch found clean clears each of its texts, one found dirty is left for
+        `kinds` to scan text by text. A scan's fixed cost is most of a short text's."""
+        pending: list[tuple[str, str]] = []
+        for text in dict.fromkeys(texts):
+            if not text or len(text) > SHORT or text in self.short or _KEY_HEADER in text:
+                continue
+            key = _digest(text)
+            if key in self.known or key in self.clean:
+                self.clean.add(key)
+                self.short[text] = []
+            else:
+                pending.append((text, key))
+        for start in range(0, len(pending), BATCH):
+            batch = pending[start : start + BATCH]
+            joined = SEPARATOR.join(text for text, _ in batch)
+            self.scanned += len(joined)
+            if not find_secrets(joined):
+                for text, key in batch:
+                    self.clean.add(key)
+                    self.short[text] = []
+
+    def _kinds(self, text: str) -> list[str]:
         key = _digest(text)
         if key in self.known or key in self.clean:
             self.clean.add(key)

@@ -18,7 +18,6 @@ from typing import Any
 from memstore.catalog.indexer import Entry
 from memstore.core.codec import normalize_text
 from memstore.core.ranking import CORE_BUDGET_TOKENS, days_between, estimate_tokens, strength
-from memstore.core.secret_mask import mask_secrets
 from memstore.index import Document
 from memstore.service.citations import check_citations
 from memstore.service.curation import NEVER_RECALLED_DAYS, RECALL_FLOOR, Curator, candidate
@@ -60,25 +59,26 @@ def alike_queues(
     entries: Sequence[Entry],
     vault: str | None,
     now: datetime,
+    everything: Sequence[Entry],
 ) -> tuple[Queue, Queue, int]:
     """(contradictions, near-duplicates, memories compared): audit's (Curator.audit_alike,
-    the same pairs and the same supersede command) among the newest memories."""
+    the same pairs and the same supersede command) among the newest memories. Their texts
+    are not masked here: collect_view masks every queue item's `why` and `command` once.
+    `everything`: the vault's entries (supersedes elsewhere settle a pair too)."""
     by_path = {e.path: e for e in entries}
     newest = sorted(
         (d for d in documents if d.key in by_path),
         key=lambda d: (by_path[d.key].created, d.key),
         reverse=True,
     )[:ALIKE_MEMORIES]
-    alike = Curator(store, now).audit_alike(newest, store.indexer.entries())
+    alike = Curator(store, now).audit_alike(newest, list(everything))
     text_of = {by_path[d.key].id: d.content for d in newest}
     created = {by_path[d.key].id: by_path[d.key].created for d in newest}
     contradictions = [
         {
             "ids": [c.new, c.old],
-            "why": mask_secrets(f"{c.new} disagrees with the older {c.old}: {c.detail}"),
-            "command": mask_secrets(
-                supersede_command(text_of.get(c.new, ""), c.workspace, c.old, vault)
-            ),
+            "why": f"{c.new} disagrees with the older {c.old}: {c.detail}",
+            "command": supersede_command(text_of.get(c.new, ""), c.workspace, c.old, vault),
         }
         for c in alike.contradictions
     ]

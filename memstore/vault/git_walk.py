@@ -34,6 +34,7 @@ class Walked:
     time: int
     message: str
     touched: tuple[tuple[str, str], ...]  # (status A/M/D, path), against the first parent
+    blobs: tuple[str, ...] = ()  # the blob each path of `touched` has after the commit
 
 
 def walk_history(
@@ -57,13 +58,15 @@ def walk_history(
         if len(fields) < 5:
             continue
         commit, parents, author, stamp, message = fields
+        entries = list(_raw_entries(body))
         yield Walked(
             commit,
             tuple(parents.split()),
             author,
             int(stamp or 0),
             message.rstrip("\n"),
-            tuple(_raw_entries(body)),
+            tuple((status, path) for status, path, _ in entries),
+            tuple(blob for _, _, blob in entries),
         )
 
 
@@ -84,20 +87,39 @@ def read_diffs(root: Path, commits: Iterable[str], *, max_lines: int) -> dict[st
     return diffs
 
 
+def first_added(root: Path, paths: Iterable[str], *, batch: int = 500) -> dict[str, int]:
+    """Return when (a Unix time) each of `paths` first came into HEAD's history: the oldest
+    commit that added it (a merge counts against its first parent). Paths never added are
+    left out."""
+    wanted = sorted(set(paths))
+    found: dict[str, int] = {}
+    for start in range(0, len(wanted), batch):
+        args = ["log", "--diff-filter=A", "--name-only", "-z", *_COMMON, f"--format={_RECORD}%ct"]
+        out = _run(root, [*args, "HEAD", "--", *wanted[start : start + batch]])
+        for record in _records(out):  # newest first: the oldest add wins
+            stamp, _, names = record.partition("\0")  # '<time>' NUL '\n<path>' NUL …
+            for name in names.split("\0"):
+                if name.strip("\n"):
+                    found[name.strip("\n")] = int(stamp.strip() or 0)
+    return found
+
+
 def _records(out: str) -> Iterator[str]:
     for record in out.split(_RECORD):
         if record.strip("\0\n"):
             yield record
 
 
-def _raw_entries(body: str) -> Iterator[tuple[str, str]]:
-    """(status, path) of `--raw -z` output: ':<modes> <ids> <status>' NUL '<path>' NUL."""
+def _raw_entries(body: str) -> Iterator[tuple[str, str, str]]:
+    """(status, path, new blob) of `--raw -z` output: ':<old mode> <new mode> <old blob>
+    <new blob> <status>' NUL '<path>' NUL."""
     tokens = body.split("\0")
     at = 0
     while at < len(tokens) - 1:
         meta = tokens[at].strip()
         if meta.startswith(":"):
-            yield meta.rsplit(" ", 1)[-1][:1], tokens[at + 1]
+            fields = meta.split(" ")
+            yield fields[-1][:1], tokens[at + 1], fields[3] if len(fields) > 4 else ""
             at += 2
         else:
             at += 1

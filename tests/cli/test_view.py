@@ -13,6 +13,7 @@ import pytest
 
 from memstore.cli import view as view_command
 from memstore.core.secrets import find_secrets
+from memstore.ops.view_page import unpack
 from tests.conftest import git, invoke_memstore, run_memstore
 
 TOKEN = "ghp_R8x2Lq9ZtV4mW7nB3cY6pK1sD5fH0jG2aE8u"
@@ -52,7 +53,7 @@ def embedded(page: str) -> dict[str, object]:
         r'<script type="application/json" id="memstore-data">(.*?)</script>', page, re.DOTALL
     )
     assert found, page[:300]
-    return dict(json.loads(found.group(1)))
+    return unpack(json.loads(found.group(1)))  # memories and changes are tables in the page
 
 
 def test_view_writes_a_private_page_in_the_vault_and_prints_its_path(

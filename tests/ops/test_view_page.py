@@ -10,7 +10,7 @@ import re
 from importlib import resources
 
 from memstore.core.secrets import find_secrets
-from memstore.ops.view_page import render_page
+from memstore.ops.view_page import pack, render_page, unpack
 from tests.ops.view_synthetic import synthetic_view
 
 HOSTILE = (
@@ -23,7 +23,7 @@ def _data_of(page: str) -> object:
         r'<script type="application/json" id="memstore-data">(.*?)</script>', page, re.S
     )
     assert found
-    return json.loads(found.group(1))
+    return unpack(json.loads(found.group(1)))  # memories and changes are tables in the page
 
 
 def test_the_data_round_trips_and_a_hostile_text_stays_inside_its_script_element() -> None:
@@ -81,3 +81,19 @@ def test_a_credential_left_in_the_data_is_still_found_by_the_scanner_in_the_page
     assert find_secrets(render_page(data)) == []  # the page itself (hashes, script) is clean
     data["memories"][0]["text"] = "push with ghp_Zq7Rk2Lm9Xv4Tb8Nc1Wd6Yh3Pf5Js0Ga2Ue7Q <now>"
     assert find_secrets(render_page(data)) != []
+
+
+def test_memories_and_changes_are_tables_in_the_page_and_unpack_as_they_were() -> None:
+    data = synthetic_view(50)
+    data["changes"][3]["added"] = data["memories"][0]["id"]  # a key only some records have
+    data["memories"][1]["last_recalled"] = None
+    packed = pack(data)
+    for name in ("memories", "changes"):
+        table = packed[name]
+        assert isinstance(table, dict) and len(table["rows"]) == len(data[name])
+    assert "added" not in packed["changes"]["columns"]
+    assert packed["changes"]["rows"][3][-1] == {"added": data["memories"][0]["id"]}
+    assert unpack(packed) == data
+    assert len(json.dumps(packed)) < 0.8 * len(json.dumps(data))  # every key named once
+    empty = {"schema": 1, "memories": [], "changes": []}
+    assert unpack(pack(empty)) == empty
