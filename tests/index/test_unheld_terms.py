@@ -15,21 +15,7 @@ import pytest
 
 from memstore.index import Document, SearchIndex
 from memstore.index import reader as reader_module
-
-WORDS = [
-    "nginx",
-    "upload",
-    "limit",
-    "deploy",
-    "staging",
-    "cache",
-    "redis",
-    "worker",
-    "queue",
-    "token",
-    "retry",
-    "build",
-]
+from tests.index.test_posting_reads import WORDS
 
 
 @pytest.fixture(scope="module")

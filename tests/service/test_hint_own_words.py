@@ -10,24 +10,11 @@ import pytest
 
 from memstore.index import reader as index_reader
 from memstore.service.store import Store
+from tests.index.test_posting_reads import WORDS as FILLER
 
 STORED = "The dev server listens on port 8080; change it in vite.config.ts."
 CHANGED = "The dev server listens on port 3000; change it in vite.config.ts."
 OWN_WORDS = " Seen in ticket OPS-48213 on build 7f3a9c1e, host web-12ab."
-FILLER = [
-    "nginx",
-    "upload",
-    "limit",
-    "deploy",
-    "staging",
-    "cache",
-    "redis",
-    "worker",
-    "queue",
-    "token",
-    "retry",
-    "build",
-]
 
 
 def _fill(store: Store, count: int) -> None:
