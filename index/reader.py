@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import heapq
 import mmap
-from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import replace
@@ -33,6 +32,7 @@ from .scoring import (
     segment_field_lengths,
     segment_id,
 )
+from .stored import StoredCache
 from .typos import StandIn
 
 BM25_B = 0.3  # length normalization (Whoosh's default is 0.75; docs/retrieval.md)
@@ -45,11 +45,6 @@ EXPANSION_MAX_DF = 0.05  # feedback terms must occur in at most 5% of documents
 COMMON_TERM_MIN = 1000  # above this many documents an any-word query keeps …
 ANY_TERM_LIMIT = 3  # … only its rarest terms (small vaults keep every term)
 HOLDER_FIELDS = ("content", "keywords")  # a memory "holds" a term in its text or its keywords
-# Stored documents kept, of hits (~1.4 KB each). A common word ties many at the last place,
-# each read (~40 µs) for its key: tied ones' keys are kept apart (~120 B each), so they do
-# not push hits out (docs/benchmarks.md section 7, "Sixth session").
-CACHE_DOCUMENTS = 4_000
-CACHE_KEYS = 16_000
 # The terms a weak hit's text holds (~600 B each), for its coverage: asked only of the few
 # hits a query keeps, so fewer are kept than documents (a miss analyses the text again).
 CACHE_HELD_TERMS = 2_000
@@ -73,9 +68,7 @@ class IndexReader:
         self._postings = PostingCache()
         self.lexicon = Lexicon(root, analyzer)
         self.any_term_limit = ANY_TERM_LIMIT  # an any-word query's terms kept in a large index
-        self._leaves: list[tuple[int, str]] = []  # (first document number, segment id)
-        self._documents: OrderedDict[tuple[str, int], Document] = OrderedDict()
-        self._keys: OrderedDict[tuple[str, int], str] = OrderedDict()  # tied documents' keys
+        self.stored = StoredCache()  # hits' documents and tied ones' keys, by segment
         self._held_terms: OrderedDict[tuple[str, str, tuple[str, ...]], frozenset[str]] = (
             OrderedDict()
         )
@@ -114,12 +107,7 @@ class IndexReader:
         self._stats = LiveStats(searcher.reader(), self._lengths(searcher))
         leaves = searcher.reader().leaf_readers()
         self._postings.forget_except(r for r, _ in leaves)
-        self._leaves = [(base, segment_id(r)) for r, base in leaves if r.doc_count_all()]
-        live = {segment for _, segment in self._leaves}
-        for gone in [k for k in self._documents if k[0] not in live]:
-            del self._documents[gone]
-        for gone in [k for k in self._keys if k[0] not in live]:
-            del self._keys[gone]
+        self.stored.reset([(base, segment_id(r)) for r, base in leaves if r.doc_count_all()])
         self.lexicon.reset(searcher)
         self._searcher = searcher
 
@@ -210,11 +198,13 @@ class IndexReader:
                 held=held,
             )
             if len(best) > limit:  # ties at the last place: the first keys among them
-                best = sorted(best, key=lambda p: (-round(p[0], 6), self._key(searcher, p[1])))
+                best = sorted(
+                    best, key=lambda p: (-round(p[0], 6), self.stored.key(searcher, p[1]))
+                )
                 best = best[:limit]
             hits = [
                 IndexHit(
-                    self._stored(searcher, n),
+                    self.stored.document(searcher, n),
                     value,
                     None if held is None else round(held[n] / wanted, 4),
                 )
@@ -231,41 +221,6 @@ class IndexReader:
         # same order as the one it replaces.
         hits.sort(key=lambda h: (-round(h.score, 6), h.document.key))
         return hits[:limit]
-
-    def _key(self, searcher: Any, number: int) -> str:
-        """Return the key of stored document `number` (ties at the last place are broken by
-        it: hundreds can tie, and only the hits kept are built)."""
-        place = self._place(number)
-        document = self._documents.get(place)
-        if document is not None:
-            return document.key
-        found = self._keys.get(place)
-        if found is not None:
-            self._keys.move_to_end(place)
-            return found
-        found = self._keys[place] = str(searcher.stored_fields(number)["key"])
-        if len(self._keys) > CACHE_KEYS:
-            self._keys.popitem(last=False)
-        return found
-
-    def _place(self, number: int) -> tuple[str, int]:
-        """Return (segment id, number in the segment) of the current searcher's `number`."""
-        at = bisect_right(self._leaves, (number, "\uffff")) - 1
-        base, segment = self._leaves[at] if at >= 0 else (0, "")
-        return segment, number - base
-
-    def _stored(self, searcher: Any, number: int) -> Document:
-        """Return the current searcher's stored document `number`, kept (never changes)."""
-        key = self._place(number)
-        found = self._documents.get(key)
-        if found is not None:
-            self._documents.move_to_end(key)
-            return found
-        found = parse_stored(searcher.stored_fields(number))
-        self._documents[key] = found
-        if len(self._documents) > CACHE_DOCUMENTS:
-            self._documents.popitem(last=False)
-        return found
 
     def _selective(self, terms: list[str]) -> list[str]:
         """In a large vault, keep an any-word query to its few rarest terms.

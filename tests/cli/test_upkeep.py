@@ -247,7 +247,7 @@ def test_log_takes_an_age_as_list_does_and_shows_the_session_revert_needs(vault:
     assert cli(vault, "list", "--since", "7d").returncode == 0
     assert cli(vault, "log", "--since", "2999-01-01T00:00:00Z").stdout == "no commit matches\n"
     refused = cli(vault, "log", "--since", "last week")
-    assert refused.returncode == 1 and "7d, 2w or 12h" in refused.stderr
+    assert refused.returncode == 2 and "7d, 2w or 12h" in refused.stderr
     assert cli(vault, "revert", "--session", "sess-42", "--yes").returncode == 0
     subject = git(vault, "log", "-1", "--format=%s")
     assert subject == "revert(session sess-42): 1 commit, 1 file\n"  # not "1 commits, 1 files"

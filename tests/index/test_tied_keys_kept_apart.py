@@ -43,9 +43,9 @@ def test_tied_documents_leave_only_their_keys(tmp_path: Path) -> None:
     hits = index.search("retry budget", limit=3, any_term=True)
     assert len(hits) == 3
     built = {h.document.key for h in hits}
-    kept = {d.key for d in reader._documents.values()}
+    kept = {d.key for d in reader.stored.documents.values()}
     assert kept == built  # the tied ones were not kept as documents …
-    assert len(reader._keys) > 100  # … only their keys
+    assert len(reader.stored.keys) > 100  # … only their keys
     index.close()
 
 
@@ -53,8 +53,8 @@ def test_tied_documents_leave_only_their_keys(tmp_path: Path) -> None:
 def test_hits_are_the_same_whatever_the_caches_hold(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, documents: int, keys: int
 ) -> None:
-    monkeypatch.setattr("memstore.index.reader.CACHE_DOCUMENTS", documents)
-    monkeypatch.setattr("memstore.index.reader.CACHE_KEYS", keys)
+    monkeypatch.setattr("memstore.index.stored.CACHE_DOCUMENTS", documents)
+    monkeypatch.setattr("memstore.index.stored.CACHE_KEYS", keys)
     index = _tied_index(tmp_path / "ix")
     for _ in range(2):  # the second time from whatever was kept
         for text in QUERIES:
@@ -65,16 +65,16 @@ def test_hits_are_the_same_whatever_the_caches_hold(
                 assert [(h.document.key, h.score) for h in got] == [
                     (h.document.key, h.score) for h in ranked[:limit]
                 ]
-    assert len(index.reader._documents) <= documents
-    assert len(index.reader._keys) <= keys
+    assert len(index.reader.stored.documents) <= documents
+    assert len(index.reader.stored.keys) <= keys
     index.close()
 
 
 def test_keys_of_merged_away_segments_are_forgotten(tmp_path: Path) -> None:
     index = _tied_index(tmp_path / "ix")
     index.search("budget", limit=2, any_term=True)
-    before = {segment for segment, _ in index.reader._keys}
+    before = {segment for segment, _ in index.reader.stored.keys}
     index.compact()  # one segment: the old ones are gone
     index.search("budget", limit=2, any_term=True)
-    assert before and not before & {segment for segment, _ in index.reader._keys}
+    assert before and not before & {segment for segment, _ in index.reader.stored.keys}
     index.close()
