@@ -48,27 +48,25 @@ NOT_FOR_A_SEARCH = {
 }
 
 
-def _imported_by(vault: Path, *argv: str) -> tuple[set[str], str]:
+def _run(vault: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """Run the command in a fresh interpreter without a daemon (RUN reports on stderr)."""
     env = {**os.environ, "MEMSTORE_NO_DAEMON": "1"}
-    done = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", RUN, json.dumps([*argv, "--vault", str(vault)])],
         env=env,
         capture_output=True,
         text=True,
         check=True,
     )
+
+
+def _imported_by(vault: Path, *argv: str) -> tuple[set[str], str]:
+    done = _run(vault, *argv)
     return set(json.loads(done.stderr.strip().splitlines()[-2])), done.stdout
 
 
 def _collector_after(vault: Path, *argv: str) -> tuple[bool, int]:
-    env = {**os.environ, "MEMSTORE_NO_DAEMON": "1"}
-    done = subprocess.run(
-        [sys.executable, "-c", RUN, json.dumps([*argv, "--vault", str(vault)])],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    done = _run(vault, *argv)
     enabled, frozen = json.loads(done.stderr.strip().splitlines()[-1])
     return bool(enabled), int(frozen)
 

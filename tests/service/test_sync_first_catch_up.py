@@ -7,35 +7,16 @@ the sync compare every file."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from memstore.catalog import indexer as indexer_module
 from memstore.catalog import plan as plan_module
-from memstore.catalog.updater import Updater
 from memstore.service.store import Store
 from tests.conftest import git
 from tests.service.test_sync import converge, machines, remote  # noqa: F401 (fixtures)
-
-
-@pytest.fixture
-def fulls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """Record the vault of every full catch-up (the comparison of every file)."""
-    seen: list[str] = []
-    real = Updater.full
-
-    def recording(self: Updater, *args: object, **kwargs: object) -> object:
-        seen.append(str(self.vault.root))
-        return real(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(Updater, "full", recording)
-    yield seen
-
-
-def texts(store: Store, query: str) -> list[str]:
-    return [hit.content for hit in store.search(query, workspace=None, k=5).hits]
+from tests.service.test_sync_catch_up import fulls, texts  # noqa: F401 (fixture)
 
 
 def rewrite_in_place(path: Path, old: str, new: str) -> None:
@@ -50,7 +31,7 @@ def rewrite_in_place(path: Path, old: str, new: str) -> None:
 
 def test_a_sync_does_not_compare_every_file_when_the_last_full_catch_up_is_old(
     machines: list[Store],  # noqa: F811
-    fulls: list[str],
+    fulls: list[str],  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # folders count as settled at once: only the closing catch-up can find the edit in place
@@ -87,7 +68,7 @@ def test_a_sync_does_not_compare_every_file_when_the_last_full_catch_up_is_old(
 
 def test_a_checkout_by_hand_before_a_sync_still_compares_every_file(
     machines: list[Store],  # noqa: F811
-    fulls: list[str],
+    fulls: list[str],  # noqa: F811
 ) -> None:
     a, b, _ = machines
     a.add("Kafka retention is seven days on the events topic", workspace="infra")
