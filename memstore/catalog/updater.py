@@ -122,7 +122,10 @@ class Updater:
         known = self.manifest.folders(workspace)
         if (workspace or "") not in known:
             return self.full(progress, workspace)  # never listed: (first) full catch-up
-        dirty = sorted(f for f, mtime in known.items() if f in also or self._changed(f, mtime))
+        # A folder of `also` the manifest does not know (new, or left unrecorded by an older
+        # memstore's `_settle`) is found from the nearest folder above it that it knows.
+        wanted = {_known_above(folder, known) for folder in also}
+        dirty = sorted(f for f, mtime in known.items() if f in wanted or self._changed(f, mtime))
         moved = {"git": f"{head[0]} {head[1]}"} if also else {}
         if not dirty:
             if moved:
@@ -180,16 +183,24 @@ class Updater:
             self.listings.remember(seen, on_disk, started)
 
     def _settle(self, listed: dict[str, int], known: dict[str, int], started: int) -> None:
-        """Record the folders a look found as indexed whose mtimes have settled.
+        """Record the folders a look found as indexed whose mtimes have settled, and those
+        it found new (under a folder whose time moved) as RACY.
 
         After a clone, a sync or a reindex, every folder was changed too recently to trust
         (RACY). Without this, each later reader listed them all again (a 10k vault's every
         file, ~60 ms a search) until the next full catch-up recorded them.
+
+        A new folder still too recent to trust is recorded too (as RACY: listed again next
+        time). Left out, it was known to no later quick catch-up once its parent settled:
+        an add's month folder changes after its parents (the file is written and synced
+        to disk after the mkdir), so a look between found the parents settled and the
+        month folder racy, and a memory moved or edited in it later stayed indexed as it
+        was (the quick catch-up lists only known folders).
         """
         settled = {
             folder: mtime
             for folder, mtime in settle_all(listed, started).items()
-            if mtime != RACY and known.get(folder) != mtime
+            if known.get(folder) != mtime and (mtime != RACY or folder not in known)
         }
         if settled:
             with contextlib.suppress(SearchIndexError):  # not writable: list them next time
@@ -407,6 +418,14 @@ class _Batch:
 
 def _parent(folder: str) -> str:
     return folder.rpartition("/")[0]
+
+
+def _known_above(folder: str, known: Mapping[str, int]) -> str:
+    """Return `folder` if the manifest knows it, else the nearest folder above it that it
+    knows (the vault's own folder, '', is always known to a quick catch-up)."""
+    while folder and folder not in known:
+        folder = _parent(folder)
+    return folder
 
 
 def _is_under(folder: str, parent: str) -> bool:

@@ -206,9 +206,11 @@ def test_a_reader_records_the_folders_that_settled_since_the_last_look(
     and the next reader lists it again; one that finds it as indexed records its mtime, so
     the readers after it list nothing."""
     write(vault, "webshop/2026-11/a-aaaa1111.md", memory_text("aaaa1111", "kestrel upload"))
+    soon = time.time_ns() + 60 * 10**9  # written a moment before the first look, however
+    os.utime(vault / "webshop/2026-11", ns=(soon, soon))  # long the machine makes it take
     assert hits(store, "kestrel") == ["webshop/2026-11/a-aaaa1111.md"]
     racy = store.indexer.manifest.folders(None)
-    assert plan_module.RACY in racy.values()  # written a moment before the first look
+    assert racy["webshop/2026-11"] == plan_module.RACY
     past = time.time_ns() - 10 * plan_module.RACY_NS
     for folder in racy:
         os.utime(vault / folder, ns=(past, past))  # as if the look came seconds later
@@ -217,3 +219,28 @@ def test_a_reader_records_the_folders_that_settled_since_the_last_look(
     assert recorded == {folder: os.stat(vault / folder).st_mtime_ns for folder in racy}
     write(vault, "webshop/2026-11/b-bbbb2222.md", memory_text("bbbb2222", "kestrel nest"))
     assert len(hits(store, "kestrel")) == 2  # a change after it is still found
+
+
+def test_a_folder_too_recent_to_record_stays_known_when_its_parent_settles(
+    store: Store, vault: Path
+) -> None:
+    """An add makes a workspace's month folder; the next reader finds its files indexed
+    while the folder is still too recent to trust but its parents are not (they changed
+    earlier: a mkdir, then the write). Recording the parents alone left the month folder
+    unknown to every later quick catch-up (it lists only known folders whose time moved):
+    a memory moved out of it stayed indexed at its old path beside the new one."""
+    assert hits(store, "kestrel") == []  # the vault's folder is known from here on
+    added = store.add("kestrel upload limit lives in nginx", workspace="webshop")
+    month = Path(added.path).parent.as_posix()
+    past, soon = time.time_ns() - 10 * plan_module.RACY_NS, time.time_ns() + 60 * 10**9
+    for folder in ("", "webshop"):
+        os.utime(vault / folder, ns=(past, past))  # changed seconds before the look
+    os.utime(vault / month, ns=(soon, soon))  # changed within the look's racy window
+    assert hits(store, "kestrel") == [added.path]
+    assert store.indexer.manifest.folders(None).get(month) == plan_module.RACY
+
+    (vault / "ops").mkdir()
+    moved = f"ops/{Path(added.path).name}"
+    (vault / added.path).rename(vault / moved)
+    assert hits(store, "kestrel") == [moved]
+    assert store.show(added.id)[0].path == moved

@@ -81,3 +81,32 @@ def test_a_checkout_by_hand_before_a_sync_still_compares_every_file(
     b.sync()
     assert str(b.vault.root) in fulls
     assert texts(b, "Consul gossip 8301")
+
+
+def test_a_sync_indexes_its_change_in_a_folder_the_manifest_does_not_know(
+    machines: list[Store],  # noqa: F811
+    fulls: list[str],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A memstore before this fix could leave a month folder unrecorded under a recorded,
+    settled workspace folder (Updater._settle). The sync's closing catch-up lists the
+    folders it changed files in: one the manifest does not know is found from the nearest
+    folder above it that it knows, not skipped."""
+    monkeypatch.setattr(plan_module, "RACY_NS", -(10**18))
+    monkeypatch.setattr(plan_module, "FINE_RACY_NS", -(10**18))
+    a, b, _ = machines
+    kept = a.add("Postgres listens on 5432 behind the bastion host", workspace="infra")
+    converge([a, b])
+    assert texts(b, "bastion 5432")
+    month = kept.path.rpartition("/")[0]
+    manifest = b.indexer.manifest
+    assert {"", "infra", month} <= set(manifest.folders(None))
+    manifest.execute("DELETE FROM folders WHERE path = ?", [month])  # as the old one left it
+    rewrite_in_place(a.vault.root / kept.path, "behind the bastion", "behind pgbouncer")
+    a.sync()
+    fulls.clear()
+    outcome, _, caught_up = b.sync()
+    assert outcome.merge == "fast-forward" and str(b.vault.root) not in fulls
+    assert caught_up.updated == (kept.path,)
+    assert any("pgbouncer" in t for t in texts(b, "Postgres pgbouncer"))
+    assert month in manifest.folders(None)
