@@ -1,8 +1,11 @@
 """`memstore daemon --stop` with recall counters pending (issue 39): it returns within a
-second, writes no memory file, and the next writer writes every count."""
+second (quiet; its CPU time, whatever the load), writes no memory file, and the next
+writer writes every count."""
 
 from __future__ import annotations
 
+import os
+import resource
 import time
 from pathlib import Path
 
@@ -11,9 +14,22 @@ from memstore.core.model import Memory
 from memstore.ops import client
 from memstore.service.store import Store, init_vault
 from tests.conftest import git, run_memstore, settings_at
-from tests.daemon.test_daemon import env, start_daemon  # noqa: F401 (the fixture)
+from tests.daemon.test_daemon import daemon_pid, env, start_daemon  # noqa: F401 (the fixture)
 
 MEMORIES = 400  # the old exit flush took 2-5 s for this many on these machines
+
+
+def cpu_of(pid: int) -> float:
+    """The CPU time (user + system, in seconds) live process `pid` has used so far."""
+    with open(f"/proc/{pid}/stat", "rb") as handle:
+        fields = handle.read().rsplit(b")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu() -> float:
+    """The CPU time (user + system, in seconds) of this process's children reaped so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def vault_of_many(path: Path, count: int) -> list[str]:
@@ -51,12 +67,26 @@ def test_stop_returns_within_a_second_with_counters_pending_and_the_next_writer_
         store.usage.record(ids, store.writer.timestamp())  # a working session's recalls
         store.usage.record(ids[:10], store.writer.timestamp())
     before = git(vault, "rev-parse", "HEAD")
-    start_daemon(env, vault)
+    daemon = start_daemon(env, vault)
+    assert daemon_pid(vault) == daemon.pid  # the daemon itself: its CPU time is ours to read
+    daemon_before, before_stop = cpu_of(daemon.pid), children_cpu()
     started = time.monotonic()
     stopped = run_memstore("daemon", "--stop", "--vault", str(vault), base_env=env)
     took = time.monotonic() - started
+    command = children_cpu() - before_stop
+    _, status, usage = os.wait4(daemon.pid, 0)  # reaped here: its whole CPU time is known
+    daemon.returncode = os.waitstatus_to_exitcode(status)
+    on_the_way_out = usage.ru_utime + usage.ru_stime - daemon_before
     assert stopped.stdout == f"stopped the daemon for {vault}\n", stopped.stderr
-    assert took <= 1.0, f"memstore daemon --stop took {took:.2f} s"  # the process, start to end
+    # The promise is about work: the daemon's exit writes no counter (the old exit flush of
+    # these 400 took 2-5 s; the next writer's flush below costs ~0.6 s of CPU by itself)
+    # and the command loads no daemon code: 0.21-0.27 s of CPU at load 36, as quiet.
+    spent = command + on_the_way_out
+    assert spent <= 0.5, f"daemon --stop cost {command:.2f} s + {on_the_way_out:.2f} s of CPU"
+    # And it waits for nothing (no lock, no thread's join: a watcher's waits up to 10 s):
+    # one second quiet (docs/benchmarks.md), but a loaded machine's process start alone
+    # takes seconds of wall time (1.3-2.1 s at load 36), so the bound is half that join.
+    assert took <= 5.0, f"memstore daemon --stop took {took:.2f} s"  # the process, start to end
     assert not client.is_running(vault)
     assert git(vault, "rev-parse", "HEAD") == before  # no file written on the way out
     with Store.open(settings_at(vault)) as store:  # the next writer (a tick, a sync)
