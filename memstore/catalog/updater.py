@@ -114,9 +114,10 @@ class Updater:
         where a checkout of memstore's rewrote files in place, see `Moved`).
 
         Writes nothing to the index unless a file changed: a read-only command records at
-        most the folders it listed whose mtimes have settled (`_settle`); a folder still
-        unsettled, or HEAD moved by commits, is looked at again next time, and the full
-        catch-up records both. With `also`, HEAD is recorded as seen in any case.
+        most the folders it listed whose mtimes have settled, and those it found new as
+        unsettled (`_settle`); a folder still unsettled, or HEAD moved by commits, is looked
+        at again next time, and the full catch-up records both. With `also`, HEAD is
+        recorded as seen in any case.
         """
         started, head = time.time_ns(), self.vault.head()
         known = self.manifest.folders(workspace)

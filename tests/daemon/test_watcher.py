@@ -338,7 +338,15 @@ def test_memstore_watch_exits_cleanly_on_sigterm(vault: Path) -> None:
         [str(EXE), "watch", "--vault", str(vault)], stderr=subprocess.PIPE, text=True
     )
     try:
-        wait_until(lambda: Vault(vault).is_watched(), 30, "memstore watch watching")
+        # Bounds against a hang, not promises: at load 36 the process's start and first
+        # catch-up alone took 16 s to over 30 s (six of six runs beside a full suite failed
+        # at 30 s); a process that exits instead is reported at once.
+        wait_until(
+            lambda: Vault(vault).is_watched() or process.poll() is not None,
+            4 * TIMEOUT,
+            "memstore watch watching",
+        )
+        assert process.poll() is None, process.communicate()[1]
         write(
             vault / "global" / "seen-sssseeee.md",
             memory_text("sssseeee", "indexed by the watch command"),
@@ -346,12 +354,12 @@ def test_memstore_watch_exits_cleanly_on_sigterm(vault: Path) -> None:
         probe = Indexer.open(Vault(vault))
         wait_until(
             lambda: [h.document.id for h in probe.search.search("watch command")] == ["sssseeee"],
-            TIMEOUT,
+            4 * TIMEOUT,
             "the file saved under memstore watch indexed",
         )
         probe.close()
         process.send_signal(signal.SIGTERM)
-        _, err = process.communicate(timeout=30)
+        _, err = process.communicate(timeout=4 * TIMEOUT)
         assert process.returncode == 0 and "stopped" in err
     finally:
         if process.poll() is None:
