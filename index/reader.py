@@ -141,7 +141,7 @@ class IndexReader:
             key = (segment_id(segment), gone)
             found = self._segment_lengths.get(key)
             if found is None:
-                found = segment_field_lengths(segment)
+                found = segment_field_lengths(segment, arrays=not self._postings.plain)
             kept[key] = found
             for fieldname, length in found.items():
                 totals[fieldname] += length
