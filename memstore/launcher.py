@@ -154,7 +154,7 @@ def _run_lean(op: str, argv: list[str]) -> None:
 
         _set_up_logging()
         _end_quietly_on_a_closed_pipe()
-        reply = registry.RUNNERS[registry.Op(op)](request, lean.open_in_process)
+        reply = registry.RUNNERS[registry.Op(op)](request, lean.open_one_shot)
         if allowed and reply.status is not None:
             # Only now: a daemon starting meanwhile would hold the vault lock for its first
             # catch-up, and this command's own catch-up (a reader's: it never waits) would

@@ -101,6 +101,16 @@ def open_in_process(settings: Settings, create: bool) -> AbstractContextManager[
     return store
 
 
+def open_one_shot(settings: Settings, create: bool) -> AbstractContextManager[Store]:
+    """open_in_process for a process that runs this one command and exits (the launcher's
+    path without a daemon): its searches score in plain Python (index/plain.py, the same
+    floats), so it never imports numpy, which costs more than the scoring it speeds."""
+    from memstore.index.scoring import use_plain_scoring
+
+    use_plain_scoring()
+    return open_in_process(settings, create)
+
+
 def settings_for(request: Request, options: Options) -> Settings:
     """Return the caller's settings: its environment, with paths relative to its directory."""
     vault = resolve_vault(last(options, "vault") or None, request.env, request.cwd)

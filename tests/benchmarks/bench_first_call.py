@@ -70,7 +70,8 @@ gc.freeze()
 imported = T()
 op, argv = sys.argv[1], json.loads(sys.argv[2])
 request = client.Request(op, argv, os.getcwd(), dict(os.environ), b"")
-reply = registry.RUNNERS[registry.Op(op)](request, lean.open_in_process)
+opener = getattr(lean, "open_one_shot", lean.open_in_process)  # the launcher's
+reply = registry.RUNNERS[registry.Op(op)](request, opener)
 done = T()
 print(json.dumps({"client": options - started, "store": imported - options,
                   "command": done - imported, "modules": len(sys.modules)}))

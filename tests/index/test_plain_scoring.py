@@ -5,12 +5,13 @@ accented words and workspaces."""
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memstore.index import Document, SearchIndex, plain, scoring
+from memstore.index import Document, SearchIndex, bulk, plain, scoring
 from memstore.index.analysis import make_analyzer, query_terms
 from memstore.index.reader import BM25_B, BM25_K1, EXACT_BOOST, EXPANSION_BOOST
 from memstore.index.scoring import LiveStats, PostingCache, TermQuery, score
@@ -143,3 +144,17 @@ def test_plain_workspace_filter_and_deleted_documents_equal_numpy_masks(
         assert found == {int(n) for n in mask.nonzero()[0]}
         deleted = PostingCache(plain=False).deleted(segment)
         assert set(PostingCache(plain=True).deleted(segment)) == {int(n) for n in deleted}
+
+
+@pytest.mark.parametrize("size", [0, 1, 500, 30_000])
+def test_a_small_pool_groups_its_postings_as_numpy_does(
+    size: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(size)
+    runs = bulk.Counted(1.0)
+    for docnum in range(size // 10):
+        runs.add(docnum, Counter({rng.choice(TERMS): rng.randint(1, 5) for _ in range(10)}))
+    monkeypatch.setattr(bulk, "PLAIN_POSTINGS", 0)
+    by_numpy = list(runs.by_term())
+    monkeypatch.setattr(bulk, "PLAIN_POSTINGS", 10**9)
+    assert list(runs.by_term()) == by_numpy
