@@ -393,7 +393,8 @@ def score(
         if not segment.doc_count_all():
             continue  # an empty index has a reader without a segment
         keep = None if allowed is None else cache.holding(segment, "workspace", allowed)
-        top, counts = _segment_best(
+        best_of = _plain_best if cache.plain else _segment_best  # the same pairs and counts
+        top, counts = best_of(
             segment, stats, cache, query, b, k1, limit, keep, count=held is not None
         )
         found.extend((value, base + n) for value, n in top)
@@ -429,17 +430,6 @@ def _segment_best(
     document gets the same additions in the same order as adding term scores one at a time
     (0 + a is a), so the floats are those of a sum over its terms.
     """
-    if cache.plain:
-
-        def vector(text: str, fields: tuple[str, ...], boost: float, b_: float | None) -> Vector:
-            b_ = b if b_ is None else b_
-            return _term_vector(segment, stats, cache, text, fields, boost, b_, k1)
-
-        deleted = cache.deleted(segment)
-        return plain.segment_best(
-            query, vector, deleted, keep, limit, count=count,
-            exact_field=EXACT_FIELD, scored_fields=SCORED_FIELDS,
-        )  # fmt: skip
     np = _np()
     size = segment.doc_count_all()
     total = np.zeros(size)
@@ -498,6 +488,31 @@ def _segment_best(
     if count:
         counts = [0] * len(documents) if holders is None else holders[documents].tolist()
     return list(zip(values.tolist(), documents.tolist(), strict=True)), counts
+
+
+def _plain_best(
+    segment: Any,
+    stats: LiveStats,
+    cache: PostingCache,
+    query: TermQuery,
+    b: float,
+    k1: float,
+    limit: int,
+    keep: Any,
+    *,
+    count: bool,
+) -> tuple[list[tuple[float, int]], list[int]]:
+    """_segment_best without numpy (index/plain.py): the same pairs, floats and counts."""
+
+    def vector(text: str, fields: tuple[str, ...], boost: float, b_: float | None) -> Vector:
+        b_ = b if b_ is None else b_
+        return _term_vector(segment, stats, cache, text, fields, boost, b_, k1)
+
+    deleted = cache.deleted(segment)
+    return plain.segment_best(
+        query, vector, deleted, keep, limit, count=count,
+        exact_field=EXACT_FIELD, scored_fields=SCORED_FIELDS,
+    )  # fmt: skip
 
 
 def _term_vector(
