@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 TYPE_CHECKING = False  # not typing's: the lean path imports no more than it needs
 if TYPE_CHECKING:
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
     from typing import Any, TypeVar
 
     import typer
+
+    from memstore.core.pattern_cache import PatternCache
 
     T = TypeVar("T")
 
@@ -132,6 +135,7 @@ def _run_lean(op: str, argv: list[str]) -> None:
 
     A search answered by the daemon imports the client and nothing else of memstore.
     """
+    patterns = _cache_patterns()
     from memstore.ops import client
 
     stdin = b""
@@ -162,6 +166,8 @@ def _run_lean(op: str, argv: list[str]) -> None:
             client.start_daemon(vault, request.env)
     if reply.status is None:
         return
+    if patterns is not None:
+        patterns.save()  # what this process compiled first, for the next
     try:
         sys.stdout.write(reply.stdout)
         sys.stdout.flush()
@@ -169,6 +175,16 @@ def _run_lean(op: str, argv: list[str]) -> None:
         os._exit(141)
     sys.stderr.write(reply.stderr)
     sys.exit(reply.status)
+
+
+def _cache_patterns() -> PatternCache | None:
+    """Compile regular expressions through the machine's pattern cache (core/pattern_cache.py):
+    a search or add without a daemon compiles hundreds while importing."""
+    from memstore.core.pattern_cache import install
+
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    return install(Path(home) / "memstore" / f"patterns-{version}.marshal")
 
 
 def _paused_collector(load: Callable[[], T]) -> T:
