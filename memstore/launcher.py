@@ -188,8 +188,8 @@ def _cache_patterns() -> PatternCache | None:
 
 
 def _paused_collector(load: Callable[[], T]) -> T:
-    """Return `load()` (imports: the store, its index, numpy and Whoosh, or the typer app's
-    commands: 400-500 modules) run with the cycle collector paused, then freeze what exists.
+    """Return `load()` (imports: the store, its index and Whoosh, or the typer app's
+    commands: 300-500 modules) run with the cycle collector paused, then freeze what exists.
 
     Importing allocates hundreds of thousands of long-lived objects and no cyclic garbage
     worth collecting; the collector would walk them dozens of times meanwhile and again at
