@@ -560,7 +560,7 @@ def warm_steps(index: IndexReader, postings: int = WARM_POSTINGS) -> Iterator[No
     reader, stats = searcher.reader(), index._stats
     assert stats is not None  # set with the searcher
     for segment, _ in reader.leaf_readers():
-        if segment.doc_count_all():
+        if segment.doc_count_all() and not index._postings.plain:  # arrays: a daemon's
             for fieldname in SCORED_FIELDS:
                 stats.norms(segment, fieldname, index._postings, BM25_B, BM25_K1)
             index._postings.deleted(segment)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import typer
 
     from memstore.core.pattern_cache import PatternCache
+    from memstore.ops.client import Reply
 
     T = TypeVar("T")
 
@@ -136,6 +137,27 @@ def _run_lean(op: str, argv: list[str]) -> None:
     A search answered by the daemon imports the client and nothing else of memstore.
     """
     patterns = _cache_patterns()
+    try:
+        reply = _answer_lean(op, argv)
+    finally:  # this process (or a test calling main) compiles on through re's own compiler
+        if patterns is not None:
+            patterns.save()  # what this process compiled first, for the next
+            from memstore.core.pattern_cache import uninstall
+
+            uninstall()
+    if reply is None or reply.status is None:
+        return
+    try:
+        sys.stdout.write(reply.stdout)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `memstore search … | head -1`: the reader left, as with SIGPIPE
+        os._exit(141)
+    sys.stderr.write(reply.stderr)
+    sys.exit(reply.status)
+
+
+def _answer_lean(op: str, argv: list[str]) -> Reply | None:
+    """Return the daemon's reply, else this process's (None, or a None status: typer's)."""
     from memstore.ops import client
 
     stdin = b""
@@ -151,7 +173,7 @@ def _run_lean(op: str, argv: list[str]) -> None:
     if allowed:
         reply = client.ask(vault, request, start=False)
     if (reply is None or reply.status is None) and op == "ingest":
-        return  # the typer command ingests here, with its progress bar
+        return None  # the typer command ingests here, with its progress bar
     if reply is None or reply.status is None:
         _paused_collector(_import_the_store)
         from memstore.ops import lean, registry
@@ -164,17 +186,7 @@ def _run_lean(op: str, argv: list[str]) -> None:
             # catch-up, and this command's own catch-up (a reader's: it never waits) would
             # be skipped.
             client.start_daemon(vault, request.env)
-    if reply.status is None:
-        return
-    if patterns is not None:
-        patterns.save()  # what this process compiled first, for the next
-    try:
-        sys.stdout.write(reply.stdout)
-        sys.stdout.flush()
-    except BrokenPipeError:  # `memstore search … | head -1`: the reader left, as with SIGPIPE
-        os._exit(141)
-    sys.stderr.write(reply.stderr)
-    sys.exit(reply.status)
+    return reply
 
 
 def _cache_patterns() -> PatternCache | None:

@@ -86,7 +86,7 @@ class PatternCache:
 
 
 _ORIGINAL: Any = None
-INSTALLED: PatternCache | None = None  # the cache re compiles through, if any
+INSTALLED: PatternCache | None = None  # the cache installed last (kept once uninstalled)
 
 
 def install(path: Path) -> PatternCache | None:
@@ -109,7 +109,5 @@ def uninstall() -> None:
     """Give `re` its own compiler back."""
     from re import _compiler  # type: ignore[attr-defined]
 
-    global INSTALLED
     if _ORIGINAL is not None:
         _compiler.compile = _ORIGINAL
-    INSTALLED = None

@@ -6,6 +6,8 @@ workspace and in one."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -55,16 +57,24 @@ def _search(opener: lean.OpenStore, vault: Path, argv: list[str]) -> tuple[int |
 
 @pytest.mark.parametrize("query", QUERIES)
 def test_a_one_shot_search_prints_what_the_numpy_scored_search_prints(
-    generated: tuple[Path, list[str]], query: str, monkeypatch: pytest.MonkeyPatch
+    generated: tuple[Path, list[str]], query: str
 ) -> None:
     vault, workspaces = generated
     assert len(workspaces) > 2
+    plain_readers: list[bool] = []
+
+    @contextmanager
+    def one_shot(settings: Settings, create: bool) -> Iterator[Store]:
+        with lean.open_one_shot(settings, create) as store:
+            yield store
+            plain_readers.append(store.indexer.search.reader._postings.plain)
+
     for options in (["-k", "10"], ["--json", "-k", "20"], ["--json", "-w", workspaces[1]]):
-        monkeypatch.setattr(scoring, "PLAIN", False)
         arrays = _search(lean.open_in_process, vault, [query, *options])
-        one_shot = _search(lean.open_one_shot, vault, [query, *options])
-        assert scoring.PLAIN  # the one-shot path scored without numpy
-        assert one_shot == arrays
+        plain = _search(one_shot, vault, [query, *options])
+        assert plain_readers.pop()  # scored without numpy
+        assert not scoring.PLAIN  # only that store's reader: the process goes on as before
+        assert plain == arrays
 
 
 def test_plain_and_numpy_stores_return_the_same_hits_and_scores(
