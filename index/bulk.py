@@ -28,7 +28,6 @@ from itertools import repeat
 from pickle import dumps
 from typing import Any
 
-import numpy
 from whoosh import formats
 from whoosh.analysis import IDTokenizer
 from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC
@@ -89,6 +88,11 @@ class TermPool:
         self.counted = {}
 
 
+# Below this many postings a field's runs are grouped in plain Python (an add's one-memory
+# segment: numpy's import cost more than the whole add's grouping); above, by numpy.
+PLAIN_POSTINGS = 20_000
+
+
 class Counted:
     """A Frequency field's postings in runs of (document, term, count), as the documents
     come: a document's counts join with three C-level extends instead of ~30 Python steps
@@ -110,6 +114,11 @@ class Counted:
     def by_term(self) -> Iterator[tuple[bytes, list[int], list[int]]]:
         """Yield each term (encoded, in order) with its documents and counts, in the order
         they came (document order)."""
+        if len(self.terms) < PLAIN_POSTINGS:
+            yield from self._by_term_plain()
+            return
+        import numpy  # a rebuild's millions of postings: sorted as arrays
+
         numbers: dict[str, int] = dict.fromkeys(self.terms, 0)
         for number, term in enumerate(numbers):
             numbers[term] = number
@@ -122,6 +131,18 @@ class Counted:
             number = numbers[term]
             start, end = ends[number - 1] if number else 0, ends[number]
             yield term.encode("utf-8"), docnums[start:end], counts[start:end]
+
+    def _by_term_plain(self) -> Iterator[tuple[bytes, list[int], list[int]]]:
+        """by_term for a few postings (an add's segment), without numpy: the same lists."""
+        grouped: dict[str, tuple[list[int], list[int]]] = {}
+        for docnum, term, count in zip(self.docnums, self.terms, self.counts, strict=True):
+            found = grouped.get(term)
+            if found is None:
+                found = grouped[term] = ([], [])
+            found[0].append(docnum)
+            found[1].append(count)
+        for term in sorted(grouped):
+            yield term.encode("utf-8"), *grouped[term]
 
 
 class TermWriter(SegmentWriter):

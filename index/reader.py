@@ -52,6 +52,10 @@ CACHE_HELD_TERMS = 2_000
 # content terms, WARM_POSTINGS postings in all (1M cost 3.7 s of CPU and 48 MB at 100k).
 WARM_TERMS = 200
 WARM_POSTINGS = 250_000
+# The entity table's row of each segment's live field lengths (segment, deleted count):
+# a new process after an add sums only the new segment's (all of them, without numpy,
+# cost ~50 ms at 100,000 memories).
+SEGMENT_LENGTHS = "segment-lengths"
 
 
 class IndexReader:
@@ -124,9 +128,16 @@ class IndexReader:
         cached = self._table.get_meta(name)
         if cached:
             return {f: int(v) for f, v in zip(SCORED_FIELDS, cached.split(","), strict=True)}
+        if not self._segment_lengths:  # a new process: the sums the last version recorded
+            self._segment_lengths = _parse_segment_lengths(self._table.get_meta(SEGMENT_LENGTHS))
         lengths = self._live_lengths(searcher.reader())
         value = ",".join(str(lengths[f]) for f in SCORED_FIELDS)
         self._table.replace_meta("live-lengths@", name, value)
+        kept = ";".join(
+            f"{segment}:{gone}:" + ",".join(str(found[f]) for f in SCORED_FIELDS)
+            for (segment, gone), found in self._segment_lengths.items()
+        )
+        self._table.replace_meta(SEGMENT_LENGTHS, SEGMENT_LENGTHS, kept)
         return lengths
 
     def _live_lengths(self, reader: Any) -> dict[str, int]:
@@ -141,7 +152,7 @@ class IndexReader:
             key = (segment_id(segment), gone)
             found = self._segment_lengths.get(key)
             if found is None:
-                found = segment_field_lengths(segment)
+                found = segment_field_lengths(segment, arrays=not self._postings.plain)
             kept[key] = found
             for fieldname, length in found.items():
                 totals[fieldname] += length
@@ -430,6 +441,19 @@ class IndexReader:
             raise SearchIndexError(f"index at {self.root} is damaged ({detail})") from err
 
 
+def _parse_segment_lengths(value: str | None) -> dict[tuple[str, int], dict[str, int]]:
+    """Read the SEGMENT_LENGTHS row: segment:deleted:content,keywords;… (a cache: a row
+    that does not read as such is ignored)."""
+    found: dict[tuple[str, int], dict[str, int]] = {}
+    for part in (value or "").split(";"):
+        with contextlib.suppress(ValueError):
+            segment, gone, sums = part.split(":")
+            values = [int(n) for n in sums.split(",")]
+            if len(values) == len(SCORED_FIELDS):
+                found[(segment, int(gone))] = dict(zip(SCORED_FIELDS, values, strict=True))
+    return found
+
+
 def _documents_in(segment: Any) -> int:
     return int(segment.doc_count_all())
 
@@ -536,7 +560,7 @@ def warm_steps(index: IndexReader, postings: int = WARM_POSTINGS) -> Iterator[No
     reader, stats = searcher.reader(), index._stats
     assert stats is not None  # set with the searcher
     for segment, _ in reader.leaf_readers():
-        if segment.doc_count_all():
+        if segment.doc_count_all() and not index._postings.plain:  # arrays: a daemon's
             for fieldname in SCORED_FIELDS:
                 stats.norms(segment, fieldname, index._postings, BM25_B, BM25_K1)
             index._postings.deleted(segment)

@@ -18,31 +18,23 @@ until segments merge, so an updated index would score differently from a rebuilt
 from __future__ import annotations
 
 import heapq
-import io
-import pickle
-import struct
-import zlib
 from array import array
 from collections import OrderedDict
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from itertools import accumulate
 from math import log
 from typing import Any
 
-import numpy as np
 from whoosh.codec.whoosh3 import LENGTHS_COLUMN as _LENGTHS_COLUMN
-from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC, W3TermInfo
 from whoosh.util.numeric import length_to_byte
 
+from . import plain
 from ._patches import BYTE_TO_LENGTH
+from .postings import Postings, read_postings
+from .postings import _read_blocks as _read_blocks  # tests read a matcher's blocks with it
 
 SCORED_FIELDS = ("content", "keywords")
-# A posting list: document numbers (ascending) and weights, as compact arrays (8 bytes a
-# posting, where Python lists of ints and floats cost ~75); one weight when all are equal.
-Postings = tuple["array[int]", "array[float]"]
 _NONE: Postings = (array("i"), array("f"))
-_DTYPES = {"f": np.float32, "d": np.float64}  # a posting list's weights, as kept
 # A term's documents in a segment (ascending) and their scores, summed over its fields.
 Vector = tuple[Any, Any]  # (numpy int32 array, numpy float64 array)
 # Posting entries kept across queries: 1.5M × 12 bytes is ~18 MB, half the postings of a
@@ -61,8 +53,18 @@ CACHE_VECTORS = 1_000_000
 CACHE_FILTERS = 32  # workspace filters' document sets kept per segment
 # A stored length byte to the length it counts as: in live totals an absent field (byte 0)
 # adds nothing; in BM25's length part it is 1.
-_LIVE_LENGTHS = np.array([n or 0 for n in BYTE_TO_LENGTH], dtype=np.int64)
+_LIVE_LENGTHS = tuple(n or 0 for n in BYTE_TO_LENGTH)
 _NORM_LENGTHS = tuple(1 if n is None else n for n in BYTE_TO_LENGTH)
+# numpy is imported by the first reader that scores with arrays (a daemon, a test): a
+# process that searches once scores in plain Python (index/plain.py), the same floats,
+# without numpy's import (PostingCache.plain; the CLI's no-daemon path sets PLAIN).
+PLAIN = False
+
+
+def use_plain_scoring(on: bool = True) -> None:
+    """Make the readers opened from now on score without numpy (index/plain.py)."""
+    global PLAIN
+    PLAIN = on
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,7 @@ class LiveStats:
         self.has_deleted = reader.doc_count_all() != self.count
         self._idf: dict[tuple[str, str], float] = {}
         self._norms: dict[tuple[str, str], Any] = {}  # numpy arrays
-        self._norm_tables: dict[tuple[str, float, float], Any] = {}  # numpy, 256 each
+        self._norm_tables: dict[tuple[Any, ...], Any] = {}  # numpy (or a tuple), 256 each
         self.vectors: OrderedDict[tuple[str, str, str, float], Vector] = OrderedDict()
         self.vectors_size = 0
 
@@ -147,10 +149,13 @@ class LiveStats:
         key = (fieldname, b, k1)
         found = self._norm_tables.get(key)
         if found is None:
-            avgfl = self.avg_field_length(fieldname) or 1
-            table = np.array([k1 * ((1 - b) + b * n / avgfl) for n in _NORM_LENGTHS])
-            found = self._norm_tables[key] = table
+            found = self._norm_tables[key] = _np().array(self.plain_norms(fieldname, b, k1))
         return found
+
+    def plain_norms(self, fieldname: str, b: float, k1: float) -> tuple[float, ...]:
+        """Return norm_table's 256 values as Python floats."""
+        avgfl = self.avg_field_length(fieldname) or 1
+        return tuple(k1 * ((1 - b) + b * n / avgfl) for n in _NORM_LENGTHS)
 
     def field_values(
         self,
@@ -163,11 +168,22 @@ class LiveStats:
         k1: float,
     ) -> Any:
         """Return the term's BM25 score in one field for each of its postings, in order
-        (a numpy array; not kept: the summed vector is, and this costs ~5 ns a posting)."""
+        (a numpy array, a list if the cache is plain; not kept: the summed vector is, and
+        this costs ~5 ns a posting)."""
+        idf = self.idf(fieldname, text, cache)
+        if cache.plain:
+            table = self._norm_tables.get((fieldname, b, k1, "plain"))
+            if table is None:
+                table = self._norm_tables[(fieldname, b, k1, "plain")] = self.plain_norms(
+                    fieldname, b, k1
+                )
+            codes = cache.codes(segment, fieldname)
+            return plain.field_values(postings[0], postings[1], idf, table, codes, k1)
+        np = _np()
         ids = np.frombuffer(postings[0], np.int32)
         # float32 weights widened: the same doubles as the Python floats they stand for
-        tf = np.frombuffer(postings[1], _DTYPES[postings[1].typecode]).astype(np.float64)
-        idf = self.idf(fieldname, text, cache)
+        dtype = np.float32 if postings[1].typecode == "f" else np.float64
+        tf = np.frombuffer(postings[1], dtype).astype(np.float64)
         # the length part of the postings' documents only: a whole segment's (`norms`) is
         # kept only where warm_steps made it, for one index version
         norms = self._norms.get((segment_id(segment), fieldname))
@@ -206,13 +222,22 @@ def live_field_lengths(reader: Any) -> dict[str, int]:
     return totals
 
 
-def segment_field_lengths(segment: Any) -> dict[str, int]:
+def segment_field_lengths(segment: Any, *, arrays: bool = True) -> dict[str, int]:
     """Sum the field lengths of one segment's live documents (the same for as long as the
-    segment lives with as many deleted documents: a caller may keep it)."""
-    deleted = _deleted_ids(segment)
+    segment lives with as many deleted documents: a caller may keep it). `arrays` False: without
+    numpy (the same integers)."""
+    gone = segment.deleted_docs_set if segment.has_deletions() else ()
     totals = {}
+    if not arrays:
+        for fieldname in SCORED_FIELDS:
+            codes = field_bytes(segment, fieldname)
+            totals[fieldname] = plain.live_length(codes, gone, _LIVE_LENGTHS)
+        return totals
+    np = _np()
+    deleted = np.fromiter(gone, dtype=np.int64, count=len(gone))
+    table = np.array(_LIVE_LENGTHS, dtype=np.int64)
     for fieldname in SCORED_FIELDS:
-        lengths = _LIVE_LENGTHS[field_codes(segment, fieldname)]
+        lengths = table[field_codes(segment, fieldname)]
         totals[fieldname] = int(lengths.sum()) - int(lengths[deleted].sum())
     return totals
 
@@ -220,36 +245,45 @@ def segment_field_lengths(segment: Any) -> dict[str, int]:
 def field_codes(segment: Any, fieldname: str) -> Any:
     """Return one segment's stored length byte per document, deleted documents included, as
     a numpy uint8 array (0 where the document has no such field; BYTE_TO_LENGTH decodes)."""
+    np = _np()
+    return np.frombuffer(field_bytes(segment, fieldname), dtype=np.uint8)
+
+
+def field_bytes(segment: Any, fieldname: str) -> bytes:
+    """Return one segment's stored length byte per document, deleted documents included
+    (0 where the document has no such field; BYTE_TO_LENGTH decodes)."""
     count = segment.doc_count_all()
-    codes = np.zeros(count, dtype=np.uint8)
     try:
         # Whoosh's lengths column, read whole: asking doc_field_length per document cost
         # ~0.3 s a field at 100,000 documents in every new process.
         perdoc = segment._perdoc
         column = perdoc._cached_reader(f"_{fieldname}_len", _LENGTHS_COLUMN)
         if column is None:
-            return codes
-        raw = column._dbfile.get(column._basepos, column._count)
+            return bytes(count)
+        raw = bytes(column._dbfile.get(column._basepos, column._count))[:count]
     except AttributeError:  # another codec: the public, slower way
+        codes = bytearray(count)
         for n in range(count):
             length = segment.doc_field_length(n, fieldname, None)
             codes[n] = 0 if length is None else length_to_byte(length)
-        return codes
-    stored = np.frombuffer(raw, dtype=np.uint8)[:count]
-    codes[: len(stored)] = stored
-    return codes
+        return bytes(codes)
+    return raw + bytes(count - len(raw))
 
 
-def _deleted_ids(segment: Any) -> Any:
-    gone = segment.deleted_docs_set if segment.has_deletions() else ()
-    return np.fromiter(gone, dtype=np.int64, count=len(gone))
+def _np() -> Any:
+    """Return numpy, imported on first use (a plain reader never imports it)."""
+    import numpy
+
+    return numpy
 
 
 class PostingCache:
     """Posting lists and field lengths per segment, read once and kept (least recent out)."""
 
-    def __init__(self, limit: int = CACHE_POSTINGS) -> None:
+    def __init__(self, limit: int = CACHE_POSTINGS, *, plain: bool | None = None) -> None:
         self.limit = limit
+        # without numpy: lists, sets and bytes where numpy arrays would be (index/plain.py)
+        self.plain = PLAIN if plain is None else plain
         self._lists: OrderedDict[tuple[str, str, str], Postings] = OrderedDict()
         self._size = 0
         self._lengths: dict[tuple[str, str], Any] = {}  # length bytes, numpy
@@ -277,7 +311,13 @@ class PostingCache:
         (deleted ones included) as a numpy mask, kept: a workspace filter."""
         key = (segment_id(segment), fieldname, tuple(sorted(texts)))
         found = self._holding.get(key)
-        if found is None:
+        if found is None and self.plain:
+            found = plain.holding(self.postings(segment, fieldname, t)[0] for t in texts)
+            self._holding[key] = found
+            if len(self._holding) > CACHE_FILTERS:
+                self._holding.popitem(last=False)
+        elif found is None:
+            np = _np()
             found = np.zeros(segment.doc_count_all(), dtype=bool)
             for text in texts:
                 found[np.frombuffer(self.postings(segment, fieldname, text)[0], np.int32)] = True
@@ -292,10 +332,14 @@ class PostingCache:
         """Return the segment's deleted documents as a numpy array of document numbers
         (kept while the set does not grow: a segment's deletions are only ever added)."""
         gone = segment.deleted_docs_set if segment.has_deletions() else ()
+        if self.plain:
+            return gone
         key = segment_id(segment)
         found = self._deleted.get(key)
         if found is None or len(found) != len(gone):
-            found = self._deleted[key] = _deleted_ids(segment)
+            np = _np()
+            found = np.fromiter(gone, dtype=np.int64, count=len(gone))
+            self._deleted[key] = found
         return found
 
     def codes(self, segment: Any, fieldname: str) -> Any:
@@ -303,7 +347,10 @@ class PostingCache:
         key = (segment_id(segment), fieldname)
         found = self._lengths.get(key)
         if found is None:
-            found = self._lengths[key] = field_codes(segment, fieldname)
+            codes = (
+                field_bytes(segment, fieldname) if self.plain else field_codes(segment, fieldname)
+            )
+            found = self._lengths[key] = codes
         return found
 
     def forget_except(self, segments: Iterable[Any]) -> None:
@@ -346,7 +393,8 @@ def score(
         if not segment.doc_count_all():
             continue  # an empty index has a reader without a segment
         keep = None if allowed is None else cache.holding(segment, "workspace", allowed)
-        top, counts = _segment_best(
+        best_of = _plain_best if cache.plain else _segment_best  # the same pairs and counts
+        top, counts = best_of(
             segment, stats, cache, query, b, k1, limit, keep, count=held is not None
         )
         found.extend((value, base + n) for value, n in top)
@@ -382,6 +430,7 @@ def _segment_best(
     document gets the same additions in the same order as adding term scores one at a time
     (0 + a is a), so the floats are those of a sum over its terms.
     """
+    np = _np()
     size = segment.doc_count_all()
     total = np.zeros(size)
     if query.require_all:
@@ -441,6 +490,31 @@ def _segment_best(
     return list(zip(values.tolist(), documents.tolist(), strict=True)), counts
 
 
+def _plain_best(
+    segment: Any,
+    stats: LiveStats,
+    cache: PostingCache,
+    query: TermQuery,
+    b: float,
+    k1: float,
+    limit: int,
+    keep: Any,
+    *,
+    count: bool,
+) -> tuple[list[tuple[float, int]], list[int]]:
+    """_segment_best without numpy (index/plain.py): the same pairs, floats and counts."""
+
+    def vector(text: str, fields: tuple[str, ...], boost: float, b_: float | None) -> Vector:
+        b_ = b if b_ is None else b_
+        return _term_vector(segment, stats, cache, text, fields, boost, b_, k1)
+
+    deleted = cache.deleted(segment)
+    return plain.segment_best(
+        query, vector, deleted, keep, limit, count=count,
+        exact_field=EXACT_FIELD, scored_fields=SCORED_FIELDS,
+    )  # fmt: skip
+
+
 def _term_vector(
     segment: Any,
     stats: LiveStats,
@@ -458,6 +532,17 @@ def _term_vector(
     found = stats.vector(key)
     if found is not None:
         return found
+    if cache.plain:  # each field's scores times the boost, then added (as below)
+        scored = []
+        for fieldname in fields:
+            postings = cache.postings(segment, fieldname, text)
+            if postings[0]:
+                values = stats.field_values(segment, fieldname, text, postings, cache, b, k1)
+                scored.append(plain.times((list(postings[0]), values), boost))
+        found = plain.summed(scored)
+        stats.remember(key, found)
+        return found
+    np = _np()
     parts = []
     for fieldname in fields:
         postings = cache.postings(segment, fieldname, text)
@@ -496,89 +581,3 @@ def _size(postings: Postings) -> int:
 
 def segment_id(segment: Any) -> str:
     return str(segment.segment().segment_id())
-
-
-def read_postings(segment: Any, fieldname: str, text: str) -> Postings:
-    """Return one segment's (document numbers, weights) for a term, deleted ones included."""
-    # The raw posting list, deleted documents included (the deleted set changes while the
-    # segment lives; callers filter).
-    tbytes = segment._text_to_bytes(fieldname, text)
-    ids = array("i")
-    # W3 writes a block's weights as float32 (array "f", Whoosh's and index/bulk.py's): kept
-    # as such, a third less memory a posting than doubles, every value the same
-    weights = array("f")
-    if not _read_listed(segment._terms, fieldname, tbytes, ids, weights):
-        matcher = segment._terms.matcher(fieldname, tbytes, segment.schema[fieldname].format)
-        if not _read_blocks(matcher, ids, weights):
-            ids, weights = array("i"), array("d")  # doubles: a Python float, kept exactly
-            while matcher.is_active():  # an inlined list, or another codec: the slower way
-                ids.append(matcher.id())
-                weights.append(matcher.weight())
-                matcher.next()
-    if len(weights) > 1 and weights.count(weights[0]) == len(weights):
-        # one weight for every posting (about half of a 100k index's lists, most often 1.0):
-        # kept once, numpy repeats it when scored (a posting costs 4 bytes instead of 8)
-        weights = array(weights.typecode, weights[:1])
-    return ids, weights
-
-
-def _read_listed(terms: Any, fieldname: str, tbytes: bytes, ids: Any, weights: Any) -> bool:
-    """Read a whoosh3 posting list that is not inlined in its term's entry from where the
-    entry says it starts (False, nothing read, for anything else): Whoosh's matcher,
-    made only to be read whole, first decodes its opening block's header and data (~70%
-    of a list's read at 100,000 memories, where an add's hint reads its rarest term's
-    lists afresh in each large segment)."""
-    postfile = getattr(terms, "_postfile", None)
-    buf = getattr(postfile, "_buf", None)
-    if not isinstance(buf, memoryview) or not hasattr(terms, "term_info"):
-        return False
-    info = terms.term_info(fieldname, tbytes)
-    if not isinstance(info, W3TermInfo) or info.is_inlined():
-        return False
-    offset = info.extent()[0]
-    if buf[offset : offset + len(WHOOSH3_HEADER_MAGIC)] != WHOOSH3_HEADER_MAGIC:
-        return False
-    return _read_blocks_at(buf, offset + len(WHOOSH3_HEADER_MAGIC), ids, weights)
-
-
-_BLOCK_LENGTH = struct.Struct("!i")  # whoosh.system.pack_int
-
-
-def _read_blocks(matcher: Any, ids: array[int], weights: array[float]) -> bool:
-    """Decode a whoosh3 posting list straight from its segment's memory map, block by block,
-    into `ids` and `weights` (False, nothing read, if it is not one): Whoosh's matcher
-    spends ~35 µs of Python calls a block and undoes the id deltas in a generator; this is
-    the same format read with C calls.
-
-    A block is a signed length (negative on the last block), the pickled tuple
-    (count, max id, max weight, compression, min length, max length), then the pickled
-    (ids as deltas, weights, values), zlib-compressed when compression is set.
-    """
-    buf = getattr(getattr(matcher, "_postfile", None), "_buf", None)
-    position = getattr(matcher, "_baseoffset", None)
-    if not isinstance(buf, memoryview) or position is None or getattr(matcher, "_byteids", True):
-        return False
-    return _read_blocks_at(buf, position, ids, weights)
-
-
-def _read_blocks_at(buf: memoryview, position: int, ids: Any, weights: Any) -> bool:
-    """Decode the whoosh3 blocks starting at `position` of `buf` (see _read_blocks)."""
-    while True:
-        (length,) = _BLOCK_LENGTH.unpack_from(buf, position)
-        start = position + _BLOCK_LENGTH.size
-        block = io.BytesIO(buf[start : start + abs(length)])
-        info = pickle.load(block)
-        count, compression = info[0], info[3]
-        data = block.read()
-        raw_ids, raw_weights = pickle.loads(zlib.decompress(data) if compression else data)[:2]
-        ids.extend(accumulate(raw_ids))
-        # as W3LeafMatcher._read_weights: None is all 1.0, one float is every weight
-        if raw_weights is None:
-            weights.extend([1.0] * count)
-        elif isinstance(raw_weights, float):
-            weights.extend([array("f", [raw_weights])[0]] * count)
-        else:
-            weights.extend(raw_weights)
-        if length < 0:
-            return True
-        position = start + length

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 TYPE_CHECKING = False  # not typing's: the lean path imports no more than it needs
 if TYPE_CHECKING:
@@ -17,6 +18,9 @@ if TYPE_CHECKING:
     from typing import Any, TypeVar
 
     import typer
+
+    from memstore.core.pattern_cache import PatternCache
+    from memstore.ops.client import Reply
 
     T = TypeVar("T")
 
@@ -132,6 +136,28 @@ def _run_lean(op: str, argv: list[str]) -> None:
 
     A search answered by the daemon imports the client and nothing else of memstore.
     """
+    patterns = _cache_patterns()
+    try:
+        reply = _answer_lean(op, argv)
+    finally:  # this process (or a test calling main) compiles on through re's own compiler
+        if patterns is not None:
+            patterns.save()  # what this process compiled first, for the next
+            from memstore.core.pattern_cache import uninstall
+
+            uninstall()
+    if reply is None or reply.status is None:
+        return
+    try:
+        sys.stdout.write(reply.stdout)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `memstore search … | head -1`: the reader left, as with SIGPIPE
+        os._exit(141)
+    sys.stderr.write(reply.stderr)
+    sys.exit(reply.status)
+
+
+def _answer_lean(op: str, argv: list[str]) -> Reply | None:
+    """Return the daemon's reply, else this process's (None, or a None status: typer's)."""
     from memstore.ops import client
 
     stdin = b""
@@ -147,33 +173,35 @@ def _run_lean(op: str, argv: list[str]) -> None:
     if allowed:
         reply = client.ask(vault, request, start=False)
     if (reply is None or reply.status is None) and op == "ingest":
-        return  # the typer command ingests here, with its progress bar
+        return None  # the typer command ingests here, with its progress bar
     if reply is None or reply.status is None:
         _paused_collector(_import_the_store)
         from memstore.ops import lean, registry
 
         _set_up_logging()
         _end_quietly_on_a_closed_pipe()
-        reply = registry.RUNNERS[registry.Op(op)](request, lean.open_in_process)
+        reply = registry.RUNNERS[registry.Op(op)](request, lean.open_one_shot)
         if allowed and reply.status is not None:
             # Only now: a daemon starting meanwhile would hold the vault lock for its first
             # catch-up, and this command's own catch-up (a reader's: it never waits) would
             # be skipped.
             client.start_daemon(vault, request.env)
-    if reply.status is None:
-        return
-    try:
-        sys.stdout.write(reply.stdout)
-        sys.stdout.flush()
-    except BrokenPipeError:  # `memstore search … | head -1`: the reader left, as with SIGPIPE
-        os._exit(141)
-    sys.stderr.write(reply.stderr)
-    sys.exit(reply.status)
+    return reply
+
+
+def _cache_patterns() -> PatternCache | None:
+    """Compile regular expressions through the machine's pattern cache (core/pattern_cache.py):
+    a search or add without a daemon compiles hundreds while importing."""
+    from memstore.core.pattern_cache import install
+
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    return install(Path(home) / "memstore" / f"patterns-{version}.marshal")
 
 
 def _paused_collector(load: Callable[[], T]) -> T:
-    """Return `load()` (imports: the store, its index, numpy and Whoosh, or the typer app's
-    commands: 400-500 modules) run with the cycle collector paused, then freeze what exists.
+    """Return `load()` (imports: the store, its index and Whoosh, or the typer app's
+    commands: 300-500 modules) run with the cycle collector paused, then freeze what exists.
 
     Importing allocates hundreds of thousands of long-lived objects and no cyclic garbage
     worth collecting; the collector would walk them dozens of times meanwhile and again at

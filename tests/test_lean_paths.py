@@ -1,6 +1,6 @@
 """A session's first `memstore search` and a no-daemon `memstore add` import only what they
 use (issue 39, part 4): no writer, sync, code catalog or credential rules for a search; no
-PyYAML for either; never typer, click, rich or pydantic."""
+PyYAML or numpy for either; never typer, click, rich or pydantic."""
 
 from __future__ import annotations
 
@@ -28,7 +28,12 @@ print(json.dumps(sorted(sys.modules)), file=sys.stderr)
 print(json.dumps([gc.isenabled(), gc.get_freeze_count()]), file=sys.stderr)
 """
 
-NEVER = {"typer", "click", "rich", "pydantic", "yaml", "asyncio", "ssl", "urllib.request"}
+# numpy: a one-shot process scores in plain Python (index/plain.py) and groups an add's
+# postings without it (index/bulk.py); a daemon still imports it.
+NEVER = {
+    *("typer", "click", "rich", "pydantic", "yaml", "asyncio", "ssl", "urllib.request"),
+    "numpy",
+}
 # What only writing, syncing, ingested code, the MCP tools or a credential scan needs.
 NOT_FOR_A_SEARCH = {
     "pygit2",

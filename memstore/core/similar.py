@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Generic, TypeVar
 
-import numpy as np
-
 from memstore.index.analysis import TOKEN_PATTERN, composed, expand_contractions, make_analyzer
 
 Key = TypeVar("Key", bound=Hashable)
@@ -117,6 +115,8 @@ def _group_pairs(
     per_set: int,
 ) -> None:
     """Add one group's pairs to `found`, probing each set once."""
+    import numpy as np  # here: an add's contradiction check imports this module for its terms
+
     # Smallest first: every earlier set is no larger than the one probing, so the earlier
     # set is the one whose share is measured.
     order = sorted(sets, key=lambda key: len(sets[key]))

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Collection
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Collection, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -99,6 +99,28 @@ def open_in_process(settings: Settings, create: bool) -> AbstractContextManager[
     store = Store.open(settings, create=create)
     store.shared.one_shot = True
     return store
+
+
+def open_one_shot(settings: Settings, create: bool) -> AbstractContextManager[Store]:
+    """open_in_process for a process that runs this one command and exits (the launcher's
+    path without a daemon): its searches score in plain Python (index/plain.py, the same
+    floats), so it never imports numpy, which costs more than the scoring it speeds."""
+    return _plain_scoring(open_in_process(settings, create))
+
+
+@contextmanager
+def _plain_scoring(opening: AbstractContextManager[Store]) -> Iterator[Store]:
+    """Yield the store with readers opened meanwhile scoring without numpy; then as before
+    (a caller that goes on, such as a test calling the launcher, opens others as usual)."""
+    from memstore.index import scoring
+
+    before = scoring.PLAIN
+    scoring.use_plain_scoring()
+    try:
+        with opening as store:
+            yield store
+    finally:
+        scoring.use_plain_scoring(before)
 
 
 def settings_for(request: Request, options: Options) -> Settings:

@@ -10,7 +10,9 @@ the waited child) and its wall time. The first round warms the page cache and is
     env -u PYTHONDONTWRITEBYTECODE python tests/benchmarks/bench_first_call.py \\
         --vault /tmp/first-100k --runs 10 --code main=/tmp/first-base --code branch= search add
 
-`--code NAME=DIR` puts DIR first on PYTHONPATH (empty: the installed memstore). Each add
+`--code NAME=DIR` puts DIR first on PYTHONPATH (empty: the installed memstore); DIR may
+instead be another installation's `memstore` executable (its venv, say one `pip install .`
+made, as pipx does: non-editable), run as it is. Each add
 writes one memory to the vault (in workspace `webshop`). `--phases` instead runs each
 command's steps in one process per run (as the launcher does, collector paused while
 importing) and reports the CPU of each: the client's imports, the store's, the command.
@@ -70,7 +72,8 @@ gc.freeze()
 imported = T()
 op, argv = sys.argv[1], json.loads(sys.argv[2])
 request = client.Request(op, argv, os.getcwd(), dict(os.environ), b"")
-reply = registry.RUNNERS[registry.Op(op)](request, lean.open_in_process)
+opener = getattr(lean, "open_one_shot", lean.open_in_process)  # the launcher's
+reply = registry.RUNNERS[registry.Op(op)](request, opener)
 done = T()
 print(json.dumps({"client": options - started, "store": imported - options,
                   "command": done - imported, "modules": len(sys.modules)}))
@@ -129,8 +132,9 @@ def main() -> int:
     for round_ in range(args.runs + 1):
         for op in args.ops:
             for name, path in codes:
+                exe, path = (path, "") if Path(path).is_file() else (args.exe, path)
                 code_env = {**env, "PYTHONPATH": path} if path else env
-                argv = command(op, args.exe, str(args.vault), name, round_)
+                argv = command(op, exe, str(args.vault), name, round_)
                 figures = timed(argv, code_env)
                 if round_:
                     runs.setdefault(f"{op} {name}", []).append(figures)
