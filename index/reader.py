@@ -209,10 +209,7 @@ class IndexReader:
                 held=held,
             )
             if len(best) > limit:  # ties at the last place: the first keys among them
-                best = sorted(
-                    best, key=lambda p: (-round(p[0], 6), self.stored.key(searcher, p[1]))
-                )
-                best = best[:limit]
+                best = self.stored.first(searcher, best, limit)
             hits = [
                 IndexHit(
                     self.stored.document(searcher, n),

@@ -9,14 +9,31 @@ belonged to a segment merged away is forgotten at the next searcher (`reset`).
 
 from __future__ import annotations
 
+import mmap
+import struct
 from bisect import bisect_right
 from collections import OrderedDict
+from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+from whoosh.codec.whoosh3 import W3TermInfo
+
 from .schema import Document, parse_stored
+from .scoring import read_postings, segment_id
 
 CACHE_DOCUMENTS = 4_000
 CACHE_KEYS = 16_000
+# Above this many documents tied at the last place, those of a segment are narrowed by their
+# keys' order in its key term table before any is read (`first`): at 1,000,000 memories a
+# common word tied ~10× the documents it ties at 100,000, each read for its key.
+RANKED_TIES = 64
+KEY_FIELD = "key"
+# W3TermInfo's packed head ("!BfIBBfII"): the document frequency at byte 5, the first and
+# last document at bytes 15 and 19
+_DF_AND_IDS = struct.Struct("!5xI6xII")
+mmap_type = mmap.mmap
+_LENGTHS = struct.Struct("!ii")  # whoosh.filedb.filetables: a record's key and data lengths
 
 Place = tuple[str, int]  # (segment id, document number in the segment)
 
@@ -28,6 +45,7 @@ class StoredCache:
         self.leaves: list[tuple[int, str]] = []  # (first document number, segment id)
         self.documents: OrderedDict[Place, Document] = OrderedDict()
         self.keys: OrderedDict[Place, str] = OrderedDict()
+        self.ranks: dict[str, Any] = {}  # segment id → its documents' key ranks (numpy)
 
     def reset(self, leaves: list[tuple[int, str]]) -> None:
         """Take a new searcher's segments; forget what segments no longer live held."""
@@ -36,6 +54,64 @@ class StoredCache:
         for kept in (self.documents, self.keys):
             for gone in [place for place in kept if place[0] not in live]:
                 del kept[gone]
+        for gone_segment in [sid for sid in self.ranks if sid not in live]:
+            del self.ranks[gone_segment]
+
+    def first(
+        self, searcher: Any, best: list[tuple[float, int]], limit: int
+    ) -> list[tuple[float, int]]:
+        """Return the `limit` first of `best` (score, document number) pairs by score
+        rounded to six decimals, then key: sorted(best, key=(-round(score, 6), key))[:limit].
+
+        Only the documents tied at the last place need their keys, and of those only the
+        ones that can fill its places: where more than RANKED_TIES tie, each segment's are
+        first narrowed to as many as there are places by their keys' order in the segment
+        (`key_ranks`), so a few keys are read instead of thousands."""
+        order = sorted(best, key=lambda p: -round(p[0], 6))
+        if len(order) > limit:
+            last = round(order[limit - 1][0], 6)
+            above = [p for p in order if round(p[0], 6) > last]
+            tied = [p for p in order if round(p[0], 6) == last]
+            if len(tied) > RANKED_TIES:
+                tied = self._narrowed(searcher, tied, limit - len(above))
+            order = [*above, *tied]
+        return sorted(order, key=lambda p: (-round(p[0], 6), self.key(searcher, p[1])))[:limit]
+
+    def _narrowed(
+        self, searcher: Any, tied: list[tuple[float, int]], places: int
+    ) -> list[tuple[float, int]]:
+        """Return, of each segment's `tied` pairs, the `places` with the first keys (all of
+        a segment's where its key term table cannot be read)."""
+        by_segment: dict[str, list[tuple[float, int]]] = {}
+        for pair in tied:
+            by_segment.setdefault(self.place(pair[1])[0], []).append(pair)
+        segments: dict[str, Any] = {}
+        kept: list[tuple[float, int]] = []
+        for sid, pairs in by_segment.items():
+            ranks = None
+            if len(pairs) > places:
+                if not segments:
+                    segments = {segment_id(r): r for r, _ in searcher.reader().leaf_readers()}
+                ranks = self._ranks(sid, segments.get(sid))
+            if ranks is None:
+                kept.extend(pairs)
+                continue
+            local = np.array([self.place(n)[1] for _, n in pairs], dtype=np.int64)
+            order = ranks[local]
+            if (order < 0).any():  # a document the key table does not name: read them all
+                kept.extend(pairs)
+                continue
+            chosen = np.argpartition(order, places - 1)[:places]
+            kept.extend(pairs[i] for i in sorted(chosen.tolist()))
+        return kept
+
+    def _ranks(self, sid: str, segment: Any) -> Any:
+        found = self.ranks.get(sid)
+        if found is None and segment is not None:
+            found = key_ranks(segment)
+            if found is not None:
+                self.ranks[sid] = found
+        return found
 
     def place(self, number: int) -> Place:
         """Return (segment id, number in the segment) of the current searcher's `number`."""
@@ -70,3 +146,61 @@ class StoredCache:
         if len(self.documents) > CACHE_DOCUMENTS:
             self.documents.popitem(last=False)
         return found
+
+
+def key_ranks(segment: Any) -> Any:
+    """Return each document's place in the order of `segment`'s keys (numpy int32, -1 for a
+    document no key names; deleted documents share their key's place), or None where the
+    segment is not a whoosh3 one.
+
+    The key field's terms are the keys whole (an ID field), in the term table in the order
+    of their UTF-8 bytes: code-point order, which is Python's order of the strings. Each
+    term's entry names its first and last document (a key has one live document; an
+    updated one's old copy stays, deleted, in its segment): ~1 µs a document, read once a
+    segment, where reading a stored document for its key costs ~40 µs.
+    """
+    terms: Any = getattr(segment, "_terms", None)
+    tindex = getattr(terms, "_tindex", None)
+    if tindex is None or not hasattr(terms, "_keycoder"):
+        return None
+    prefix = terms._keycoder(KEY_FIELD, b"")
+    ranks = np.full(segment.doc_count_all(), -1, dtype=np.int32)
+    pos = tindex.closest_key_pos(prefix)
+    if pos is None:
+        return ranks
+    for rank, (key, data) in enumerate(_records(tindex, pos, prefix)):
+        df, first, last = _DF_AND_IDS.unpack_from(data)
+        if df <= 2:
+            ranks[first] = ranks[last] = rank
+            continue
+        info = W3TermInfo.from_bytes(data)
+        if info.is_inlined():
+            ids: Iterable[int] = info.inlined_postings()[0]
+        else:
+            ids = read_postings(segment, KEY_FIELD, key[len(prefix) :].decode("utf-8"))[0]
+        ranks[np.fromiter(ids, dtype=np.int64)] = rank
+    return ranks
+
+
+def _records(tindex: Any, pos: int, prefix: bytes) -> Iterable[tuple[bytes, bytes]]:
+    """Yield the (key, data) records of an ordered term table from `pos` while the keys
+    start with `prefix` (one field's terms)."""
+    dbfile, end = tindex.dbfile, tindex.endofdata
+    buf = getattr(dbfile, "_buf", None)
+    size = len(prefix)
+    if isinstance(buf, memoryview | mmap_type):
+        unpack = _LENGTHS.unpack_from
+        head = _LENGTHS.size
+        while pos < end:
+            keylen, datalen = unpack(buf, pos)
+            start = pos + head
+            key = bytes(buf[start : start + keylen])
+            if key[:size] != prefix:
+                return
+            yield key, bytes(buf[start + keylen : start + keylen + datalen])
+            pos = start + keylen + datalen
+        return
+    for key, data in tindex.items_from(prefix):
+        if key[:size] != prefix:
+            return
+        yield key, data

@@ -137,11 +137,36 @@ def near_terms(term: str, edits: int, lookups: Iterable[Callable[[str], str | No
 
     Each lookup returns a table's first term at or after its argument (None past the end).
     """
-    dfa = automaton(term, edits)
-    found: set[str] = set()
-    for lookup in lookups:
-        found.update(find_all_matches(dfa, lookup))
-    return found
+    return set(find_all_matches(automaton(term, edits), merged(list(lookups))))
+
+
+def merged(lookups: list[Callable[[str], str | None]]) -> Callable[[str], str | None]:
+    """Return a look-up of the first term at or after a word in the union of the tables
+    `lookups` search: one walk of the automaton over every segment's table at once.
+
+    A walk (find_all_matches) asks for rising words, and a table whose last answer is at or
+    after the word asked has the same answer again: only the tables the walk went past
+    are asked. Walking each table on its own made the automaton's steps once per segment
+    and field (86 tables in a million-memory index built in chunks: a typed path's walk
+    cost ~10× 100k's); the terms found are the same, those of the union.
+    """
+    answers: list[str | None] = [None] * len(lookups)
+    state: dict[str, str | None] = {"asked": None}  # the last word asked (None: none yet)
+
+    def lookup(word: str) -> str | None:
+        previous = state["asked"]
+        again = previous is None or word < previous  # not rising: ask every table
+        state["asked"] = word
+        best: str | None = None
+        for i, find in enumerate(lookups):
+            answer = answers[i]
+            if again or (answer is not None and answer < word):
+                answer = answers[i] = find(word)
+            if answer is not None and (best is None or answer < best):
+                best = answer
+        return best
+
+    return lookup
 
 
 def ranked(term: str, frequencies: dict[str, int]) -> list[tuple[int, str]]:

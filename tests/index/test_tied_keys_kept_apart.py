@@ -45,7 +45,8 @@ def test_tied_documents_leave_only_their_keys(tmp_path: Path) -> None:
     built = {h.document.key for h in hits}
     kept = {d.key for d in reader.stored.documents.values()}
     assert kept == built  # the tied ones were not kept as documents …
-    assert len(reader.stored.keys) > 100  # … only their keys
+    # … only their keys: of each segment's, as many as there are places (test_tied_ranks.py)
+    assert 3 <= len(reader.stored.keys) <= 6 * 3
     index.close()
 
 
