@@ -32,9 +32,9 @@ READER_CHUNK = 1000
 # A fresh build of at least PART_MIN files per core is shared among up to four processes,
 # each writing a segment of its own (docs/benchmarks.md §5).
 PART_MIN = 10_000
-OWN_WEIGHT = (
-    1.0  # this process's share against a helper's (see docs/benchmarks.md, seventh session)
-)
+# This process's share against a helper's: equal, now that this process writes its own
+# part before it waits for the helpers (docs/benchmarks.md, reindex, seventh session).
+OWN_WEIGHT = 1.0
 PART_CODE = "from memstore.catalog.reading import serve_part; serve_part()"
 READS_CODE = "from memstore.catalog.reading import serve_reads; serve_reads()"
 
