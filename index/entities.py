@@ -5,30 +5,46 @@ from __future__ import annotations
 import re
 
 # Order matters: earlier patterns claim their text first, so a URL is not also a path.
-# Each pattern comes with the characters one of which any match contains: a text without
-# them skips that pattern's scan (eight scans of every memory were most of a rebuild's
-# entity time).
-_PATTERNS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = (
-    ("url", re.compile(r"\bhttps?://[^\s<>\"'`)\]]+[^\s<>\"'`)\].,;:!?]"), ("://",)),
-    ("mention", re.compile(r"(?<![\w@])@[A-Za-z][\w.-]*\w"), ("@",)),
+# Each pattern comes with what any of its matches contains: one of a few characters (a
+# text without them skips that pattern's scan), or a short pattern searched first (a
+# gate: a character class first, which the regex engine scans for in C, where a pattern
+# starting with \b or a look-behind is tried at every position). Eight scans of every
+# memory were most of a rebuild's entity time; the gates are each pattern's necessary
+# condition (tests/index/test_index.py compares with every pattern run on every text).
+_PATTERNS: tuple[tuple[str, re.Pattern[str], tuple[str, ...], re.Pattern[str] | None], ...] = (
+    ("url", re.compile(r"\bhttps?://[^\s<>\"'`)\]]+[^\s<>\"'`)\].,;:!?]"), ("://",), None),
+    ("mention", re.compile(r"(?<![\w@])@[A-Za-z][\w.-]*\w"), ("@",), None),
     (
         "path",
         re.compile(r"(?<![\w/])(?:~|\.{1,2})?(?:/[\w.@-]+){2,}/?|\b[\w-]+(?:/[\w.-]+)+\.\w{1,8}\b"),
         ("/",),
+        None,
     ),
     (
         "version",
         re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)+(?:[-+][\w.]+)?\b|\bv\d+\.\d+\b"),
         (".",),
+        re.compile(r"\d\.\d"),  # both: digits, a dot, digits
     ),
-    ("code", re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b|\b[A-Z]{2,}[0-9]+\b"), ()),
-    ("identifier", re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b"), ("_",)),
+    (
+        "code",
+        re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b|\b[A-Z]{2,}[0-9]+\b"),
+        (),
+        re.compile(r"[A-Z][A-Z0-9_]"),  # a capital, then a capital, digit or underscore
+    ),
+    (
+        "identifier",
+        re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b"),
+        ("_",),
+        re.compile(r"[a-z0-9]_[a-z0-9]"),
+    ),
     (
         "identifier",
         re.compile(r"\b[A-Z]?[a-z]+(?:[A-Z][a-z0-9]+)+\b|\b[A-Z][a-z]+[A-Z]{2,}\w*\b"),
         (),
+        re.compile(r"[a-z][A-Z]"),  # both: a small letter, then a capital
     ),
-    ("quoted", re.compile(r"`([^`\n]{2,80})`|\"([^\"\n]{2,80})\""), ("`", '"')),
+    ("quoted", re.compile(r"`([^`\n]{2,80})`|\"([^\"\n]{2,80})\""), ("`", '"'), None),
 )
 
 
@@ -38,8 +54,10 @@ def extract_entities(text: str, *, skip: bool = True) -> list[tuple[str, str]]:
     `skip` False scans with every pattern, even those the text cannot match (for tests)."""
     found: dict[str, str] = {}
     claimed: list[tuple[int, int]] = []
-    for kind, pattern, needs in _PATTERNS:
+    for kind, pattern, needs, gate in _PATTERNS:
         if skip and needs and not any(n in text for n in needs):
+            continue
+        if skip and gate is not None and gate.search(text) is None:
             continue
         for match in pattern.finditer(text):
             start, end = match.span()

@@ -8,31 +8,46 @@ read and index a share into a part of their own (memstore.index's pool, `Helper`
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memstore.catalog.staleness import cites_column
 from memstore.core.codec import content_hash
 from memstore.core.errors import VaultError
 from memstore.core.model import Memory
-from memstore.index import Document, document_entities, write_part
+from memstore.index import Document, Part, document_entities, write_part
 from memstore.index.parts import Helper, parts_folder, serve, share_count, split, usable_cores
 from memstore.vault.files import Vault
 
 # (path, memory or None, why it could not be read, its entities if already extracted)
 Read = tuple[str, Memory | None, str, list[tuple[str, str]] | None]
+# What a helper sends back of a file it read: (path, its manifest row after the path and
+# fingerprint or None, why it could not be read, its entities): no `Memory` to pickle.
+Taken = tuple[str, tuple[object, ...] | None, str, list[tuple[str, str]] | None]
 Progress = Callable[[int, int], None]
 READER_MIN = 5000  # fewer files are read here: starting the reader costs ~0.2 s
 READER_CHUNK = 1000
 # A fresh build of at least PART_MIN files per core is shared among up to four processes,
 # each writing a segment of its own (docs/benchmarks.md §5).
 PART_MIN = 10_000
-OWN_WEIGHT = 1.8  # this process's share against a helper's (measured at 100k on 2 cores)
+# This process's share against a helper's: equal, now that this process writes its own
+# part before it waits for the helpers (docs/benchmarks.md, reindex, seventh session).
+OWN_WEIGHT = 1.0
 PART_CODE = "from memstore.catalog.reading import serve_part; serve_part()"
 READS_CODE = "from memstore.catalog.reading import serve_reads; serve_reads()"
 
-__all__ = ["HelperPart", "Read", "ReadPool", "document_for", "limitmb", "plan_shares"]
+__all__ = [
+    "HelperPart",
+    "Read",
+    "ReadPool",
+    "Taken",
+    "document_for",
+    "limitmb",
+    "manifest_row",
+    "plan_shares",
+]
 
 
 def document_for(path: str, memory: Memory) -> Document:
@@ -48,6 +63,17 @@ def document_for(path: str, memory: Memory) -> Document:
         created=memory.created,
         seen=memory.seen,
         hash=content_hash(memory.body),
+    )
+
+
+def manifest_row(memory: Memory, doc: Document) -> tuple[object, ...]:
+    """Return a memory file's manifest row after its path and fingerprint (its problem
+    fourth)."""
+    return (
+        *(doc.id, doc.workspace, doc.hash, memory.problem),
+        *(memory.kind, " ".join(memory.supersedes), memory.created, memory.seen),
+        *(memory.recalled, memory.last_recalled, memory.confirmed, memory.archived),
+        cites_column(memory.cites),
     )
 
 
@@ -78,7 +104,7 @@ class HelperPart:
 
     folder: Path
     segment: Any
-    reads: list[Read]
+    reads: list[Taken]
 
 
 class ReadPool:
@@ -115,12 +141,23 @@ class ReadPool:
     ) -> Iterator[Read | HelperPart]:
         """Yield this process's reads in order, then each helper's part (or, where it
         failed, the reads of its share), reporting progress over all of them."""
+        yield from self.own_reads(own, memories, progress, total)
+        yield from self.parts(progress, total)
+
+    def own_reads(
+        self, own: list[str], memories: dict[str, Memory], progress: Progress | None, total: int
+    ) -> Iterator[Read]:
+        """Yield this process's reads in order, reporting progress over all shares."""
         for done, read in enumerate(
             read_files(self.vault, own, memories, alone=not self.shares), 1
         ):
             if progress is not None and (done % 200 == 0 or done == len(own)):
                 progress(done + sum(h.done for h in self._helpers if h), total)
             yield read
+
+    def parts(self, progress: Progress | None, total: int) -> Iterator[Read | HelperPart]:
+        """Wait for each helper; yield its part (or, where it failed, the reads of its
+        share, read here)."""
         for share, helper in zip(self.shares, self._helpers, strict=True):
             part = helper.result() if helper is not None else None
             if helper is None or part is None:  # it failed: this process reads its share
@@ -129,6 +166,20 @@ class ReadPool:
                 yield HelperPart(helper.folder, *part)
         if progress is not None and self.shares:
             progress(total, total)
+
+    def write_own(self, name: str, docs: Iterable[Document], count: int) -> Part | None:
+        """Index `docs` (about `count`) into a part of this process's own, in the folder
+        the helpers' parts are in; None if none came."""
+        folder = self._root / name
+        keys: list[str] = []
+
+        def keyed() -> Iterator[Document]:
+            for doc in docs:
+                keys.append(doc.key)
+                yield doc
+
+        segment = write_part(folder, keyed(), limitmb(count))
+        return None if segment is None else Part(folder, segment, tuple(keys))
 
 
 def read_files(
@@ -196,7 +247,7 @@ class _PartHelper:
         self._helper = helper
         self.folder = folder
         self.done = 0
-        self._result: tuple[Any, list[Read]] | None = None
+        self._result: tuple[Any, list[Taken]] | None = None
         self._listener = threading.Thread(target=self._listen, daemon=True)
         self._listener.start()
 
@@ -219,7 +270,7 @@ class _PartHelper:
             except (IndexError, TypeError):
                 return  # not one of ours: result() says it failed
 
-    def result(self) -> tuple[Any, list[Read]] | None:
+    def result(self) -> tuple[Any, list[Taken]] | None:
         """Wait for the helper; return its segment and what it read, or None if it failed."""
         self._listener.join()
         if not self._helper.succeeded():
@@ -237,7 +288,7 @@ def serve_part() -> None:
     def work(receive: Callable[[], Any], answer: Callable[[object], None]) -> None:
         root, folder, paths, limit, keep_entities = receive()
         vault = Vault(Path(root))
-        reads: list[Read] = []
+        reads: list[Taken] = []
 
         def documents() -> Iterator[Document]:
             for done, path in enumerate(paths, 1):
@@ -245,10 +296,11 @@ def serve_part() -> None:
                     answer(("done", done))
                 path, memory, error, _ = read_one(vault, path, {})
                 if memory is None:
-                    reads.append((path, memory, error, None))
+                    reads.append((path, None, error, []))
                     continue
                 doc = document_for(path, memory)
-                reads.append((path, memory, error, document_entities(doc) if keep_entities else []))
+                found = document_entities(doc) if keep_entities else []
+                reads.append((path, manifest_row(memory, doc), error, found))
                 yield doc
 
         answer(("part", write_part(Path(folder), documents(), limit), reads))

@@ -18,11 +18,19 @@ from memstore.catalog.compare import Compared, compare_all, recheck
 from memstore.catalog.listings import Entries, Listings, Seen
 from memstore.catalog.memory_manifest import Folders, MemoryManifest
 from memstore.catalog.plan import RACY, Plan, plan_catch_up, settle_all
-from memstore.catalog.reading import HelperPart, Read, ReadPool, document_for, limitmb, plan_shares
-from memstore.catalog.staleness import cites_column
+from memstore.catalog.reading import (
+    HelperPart,
+    Read,
+    ReadPool,
+    Taken,
+    document_for,
+    limitmb,
+    manifest_row,
+    plan_shares,
+)
 from memstore.core.faults import crash_point
 from memstore.core.model import FileProblem, Memory
-from memstore.index import Document, Part, SearchIndex, SearchIndexError
+from memstore.index import Document, Part, SearchIndex, SearchIndexError, document_entities
 from memstore.vault.files import Fingerprint, Vault
 
 Progress = Callable[[int, int], None]
@@ -332,13 +340,28 @@ class Updater:
         empty when the build began is shared among processes like a whole one: the index
         then holds only this build's documents, none of which it held before.
         """
-        batch = _Batch(on_disk)
         fresh = not removed and not memories and all(path in new for path in changed)
         own, *shares = plan_shares(changed, fresh=fresh, is_empty=is_empty)
+        keeps_entities = self.search.keeps_entities
+        batch = _Batch(on_disk, entities=keeps_entities and bool(shares))
         adopted: list[Part] = []
         parts = self.search.root / "parts"
-        with ReadPool(self.vault, shares, parts, self.search.keeps_entities) as pool:
-            if changed or removed:
+        with ReadPool(self.vault, shares, parts, keeps_entities) as pool:
+            if shares:
+                # This process writes its share as a part too, before it waits for the
+                # helpers (its commit then only adopts): what it does after they are done
+                # is what no other process can do meanwhile (a rebuild's wall time).
+                mine = pool.write_own(
+                    "own",
+                    batch.documents(pool.own_reads(own, memories, progress, len(changed)), adopted),
+                    len(own),
+                )
+                rest = list(batch.documents(pool.parts(progress, len(changed)), adopted))
+                # the shares of helpers that failed, read here
+                here = pool.write_own("here", rest, len(rest)) if rest else None
+                adopted += [part for part in (here, mine) if part is not None]
+                self.search.apply([], new=new, entities=batch.entities, parts=lambda: adopted)
+            elif changed or removed:
                 reads = pool.reads(own, memories, progress, len(changed))
                 self.search.apply(
                     batch.documents(reads, adopted),
@@ -373,8 +396,11 @@ class _Batch:
     """What one index update makes of the files it reads: their documents, their manifest
     rows and entities, and what could not be read (it keeps its previous entry)."""
 
-    def __init__(self, on_disk: dict[str, Fingerprint]) -> None:
+    def __init__(self, on_disk: dict[str, Fingerprint], *, entities: bool = False) -> None:
         self.on_disk = on_disk
+        # find the entities of what this process reads as it reads it (a shared build's
+        # own share, whose documents go into a part: the commit's table has only keys)
+        self.find_entities = entities
         self.rows: list[tuple[object, ...]] = []
         self.problems: list[FileProblem] = []
         self.unreadable: list[str] = []
@@ -386,7 +412,7 @@ class _Batch:
         """Yield the documents of `reads`; a helper's part is adopted, its reads recorded."""
         for read in reads:
             if isinstance(read, HelperPart):
-                keys = tuple(doc.key for r in read.reads if (doc := self.take(r)) is not None)
+                keys = tuple(taken[0] for taken in read.reads if self.record(taken))
                 if read.segment is not None:
                     adopted.append(Part(read.folder, read.segment, keys))
             elif (doc := self.take(read)) is not None:
@@ -396,25 +422,29 @@ class _Batch:
         """Record one read file; return its document (None: it could not be read)."""
         path, memory, error, found = read
         if memory is None:
+            self.record((path, None, error, None))
+            return None
+        doc = document_for(path, memory)
+        if found is None and self.find_entities:
+            found = document_entities(doc)
+        self.record((path, manifest_row(memory, doc), error, found))
+        return doc
+
+    def record(self, taken: Taken) -> bool:
+        """Record one file as a helper sent it back; say whether it could be read."""
+        path, row, error, found = taken
+        if row is None:
             # An unreadable file keeps its previous index entry: not a deletion.
             self.unreadable.append(path)
             self.problems.append(FileProblem(path, error))
-            return None
-        if memory.problem:
-            self.problems.append(FileProblem(path, memory.problem))
-        doc = document_for(path, memory)
-        if found is not None:
+            return False
+        if row[3]:  # its problem
+            self.problems.append(FileProblem(path, str(row[3])))
+        if found is not None:  # else the entity table finds them
             self.entities[path] = found
         fp = self.on_disk[path]
-        self.rows.append(
-            (
-                *(path, fp[0], fp[1], doc.id, doc.workspace, doc.hash, memory.problem),
-                *(memory.kind, " ".join(memory.supersedes), memory.created, memory.seen),
-                *(memory.recalled, memory.last_recalled, memory.confirmed, memory.archived),
-                cites_column(memory.cites),
-            )
-        )
-        return doc
+        self.rows.append((path, fp[0], fp[1], *row))
+        return True
 
 
 def _parent(folder: str) -> str:

@@ -27,6 +27,7 @@ from memstore.vault.reflog import arrived_from, moved_by_commits_only, read_head
 log = logging.getLogger(__name__)
 STATE_DIR = ".memstore"
 MAX_FILE_BYTES = 2_000_000  # larger files are reported, not indexed
+READ_FIRST = 1 << 14  # the first read of a file (most memories are well under 16 KiB)
 GITIGNORE = ".memstore/\n"
 GITATTRIBUTES = "*.md merge=memstore\n"
 # Files a repository made on a forge starts with: they do not make it somebody's project.
@@ -210,14 +211,13 @@ class Vault:
 
     def read(self, relative: str) -> Memory:
         """Read one memory file; unreadable content becomes a memory with `problem` set."""
-        path = self.path(relative)
+        path = os.path.join(self._root, relative)  # not pathlib's `/`, no stat: ~10% of a read
         try:
-            size = os.stat(path, follow_symlinks=False).st_size
+            data, size = _read_bytes(path)
             if size > MAX_FILE_BYTES:
                 return _unreadable(
                     relative, f"file is {size:,} bytes; the limit is {MAX_FILE_BYTES:,}"
                 )
-            data = _read_bytes(path, size)
         except OSError as err:
             raise VaultError(f"cannot read {relative}: {err.strerror}") from err
         if b"\0" in data:
@@ -485,17 +485,22 @@ def _read_head(path: Path) -> bytes:
         os.close(fd)
 
 
-def _read_bytes(path: Path, size: int) -> bytes:
+def _read_bytes(path: str) -> tuple[bytes, int]:
     """Read a whole file with plain system calls (a reindex reads every memory; Python's
-    buffered file objects cost more than the read itself)."""
+    buffered file objects cost more than the read itself); return its bytes and size. A
+    file over MAX_FILE_BYTES is not read whole: its bytes are empty, its size its own."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        chunks = [os.read(fd, size + 1)]
-        while chunks[-1]:
+        chunks = [os.read(fd, READ_FIRST)]
+        read = len(chunks[0])
+        while chunks[-1] and read <= MAX_FILE_BYTES:
             chunks.append(os.read(fd, 1 << 16))
+            read += len(chunks[-1])
+        if read > MAX_FILE_BYTES:
+            return b"", os.fstat(fd).st_size
     finally:
         os.close(fd)
-    return b"".join(chunks)
+    return b"".join(chunks), read
 
 
 def _unreadable(relative: str, reason: str) -> Memory:

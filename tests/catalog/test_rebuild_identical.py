@@ -16,14 +16,16 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import pytest
 from whoosh import index as whoosh_index
 from whoosh.writing import SegmentWriter
 
+from memstore.catalog import reading
 from memstore.catalog.indexer import rebuild
 from memstore.core import codec, yaml_values
 from memstore.core.codec import render_memory
 from memstore.core.model import KINDS, Memory
-from memstore.index import analysis
+from memstore.index import analysis, entities, entity_table
 from memstore.index import writer as index_writer
 from memstore.vault.files import Vault
 
@@ -111,16 +113,30 @@ def _snapshot(vault: Path) -> dict[str, Any]:
     ix.close()
     with sqlite3.connect(root / "entities.sqlite") as db:
         entities = sorted(db.execute("SELECT key, entity, kind FROM entities"))
+    with sqlite3.connect(root.parent / "manifest.sqlite") as db:
+        # every column of every row (the same files: the same times and sizes)
+        manifest = sorted(db.execute("SELECT * FROM files"))
     return {
         "stored": stored,
         "lengths": lengths,
         "postings": postings,
         "entities": entities,
         "answers": answers,
+        "manifest": manifest,
     }
 
 
-def test_a_rebuild_holds_what_the_slow_path_builds(vault: Path) -> None:
+def _every_pattern(text: str, *, skip: bool = True) -> list[tuple[str, str]]:
+    return entities.extract_entities(text, skip=False)
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["one process", "shared with a helper"])
+def test_a_rebuild_holds_what_the_slow_path_builds(
+    vault: Path, monkeypatch: pytest.MonkeyPatch, shared: bool
+) -> None:
+    """The slow path also runs every entity pattern on every text (no gates) in one
+    process; the fast one is also a build shared with a helper process, this process
+    writing its share as a part of its own (as a rebuild of 20,000 files or more does)."""
     _write_vault(vault, 400)
     with (
         mock.patch.object(codec, "read_own", lambda *a, **k: None),
@@ -128,12 +144,21 @@ def test_a_rebuild_holds_what_the_slow_path_builds(vault: Path) -> None:
         mock.patch.object(analysis.WordCachedAnalyzer, "_analysis", _slow_analysis),
         mock.patch.object(analysis.ExactAnalyzer, "_analysis", _slow_analysis),
         mock.patch.object(index_writer, "TermWriter", SegmentWriter),
+        mock.patch.object(entity_table, "extract_entities", _every_pattern),
     ):
         slow = _snapshot(vault)
+    if shared:
+        monkeypatch.setattr(reading, "PART_MIN", 100)
+        monkeypatch.setattr(reading, "usable_cores", lambda: 2)
     fast = _snapshot(vault)
+    if shared:
+        segments = list((vault / ".memstore" / "index" / "search" / "whoosh").glob("*.seg"))
+        assert len(segments) == 2  # the helper's part and this process's
     assert len(slow["stored"]) == 400 + len(HAND_WRITTEN)
+    assert len(slow["manifest"]) == 400 + len(HAND_WRITTEN)
     assert any(fields.get("exact") is None for fields in slow["stored"].values())
     assert sum(1 for field, _ in slow["postings"] if field == "exact") >= 2  # accents indexed
     assert sum(1 for hits in slow["answers"].values() if hits) >= 5
-    for part in ("stored", "lengths", "postings", "entities", "answers"):
+    assert {kind for _, _, kind in slow["entities"]} >= {"identifier", "version", "code"}
+    for part in ("stored", "lengths", "postings", "entities", "answers", "manifest"):
         assert fast[part] == slow[part], part

@@ -279,12 +279,16 @@ def test_entity_extraction_kinds() -> None:
                 "word",
                 "Nginx",
                 "x",
+                # the gates' edges: a small letter then a capital, a capital then a capital,
+                # digit or underscore, digits around a dot, letters and digits around "_"
+                *("a", "B", "Z", "9", "0", "v", "getHTTP", "xY", "OrderService", "ABc"),
+                *("A_", "_B", "Q1", "1.", ".2", "v2", "٣", "ǅ", "é", "_9", "z_"),
             ]
         ),
         max_size=12,
     ).map("".join)
 )
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=600, deadline=None)
 def test_skipping_patterns_a_text_cannot_match_changes_no_entity(text: str) -> None:
     assert extract_entities(text) == extract_entities(text, skip=False)
 
