@@ -192,9 +192,10 @@ class Fetching:
 
     def stop(self) -> None:
         """End the fetch if it still runs (the sync failed before it needed it)."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.communicate()
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.kill()
+            self.process.communicate()  # closes its pipes
 
 
 def start_fetch(root: Path, name: str, env: Mapping[str, str]) -> Fetching:

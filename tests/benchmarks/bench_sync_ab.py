@@ -58,6 +58,33 @@ def copy_run(staged: Path, dest: Path) -> Path:
     return vault
 
 
+class InPlace:
+    """The staged run itself, put back after each trial (`--in-place`: copying a large
+    vault takes minutes on a busy disk): git's refs reset to the staged commits, the work
+    tree reset, memstore's index folder restored from a copy made once."""
+
+    def __init__(self, staged: Path) -> None:
+        self.staged = staged
+        self.vault = staged / "vault"
+        self.heads = {
+            "vault": git(self.vault, "rev-parse", "HEAD").stdout.strip(),
+            "tracking": git(self.vault, "rev-parse", "refs/remotes/origin/main").stdout.strip(),
+            "remote": git(staged / "remote.git", "rev-parse", "refs/heads/main").stdout.strip(),
+        }
+        self.kept = staged / "memstore-state.kept"
+        if not self.kept.exists():
+            subprocess.run(["cp", "-a", str(self.vault / ".memstore"), str(self.kept)], check=True)
+
+    def restore(self) -> Path:
+        git(self.vault, "reset", "-q", "--hard", self.heads["vault"])
+        git(self.vault, "clean", "-q", "-fd", "--", ".")
+        git(self.vault, "update-ref", "refs/remotes/origin/main", self.heads["tracking"])
+        git(self.staged / "remote.git", "update-ref", "refs/heads/main", self.heads["remote"])
+        shutil.rmtree(self.vault / ".memstore")
+        subprocess.run(["cp", "-a", str(self.kept), str(self.vault / ".memstore")], check=True)
+        return self.vault
+
+
 def git(where: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [GIT, "-C", str(where), *args], capture_output=True, text=True, check=False
@@ -85,7 +112,11 @@ def read_log(path: Path) -> list[dict[str, Any]]:
 
 def one_trial(args: argparse.Namespace, label: str, source: str | None, n: int) -> dict[str, Any]:
     dest = args.work / f"{label}-{n}"
-    vault = copy_run(args.staged, dest)
+    if args.in_place:
+        dest.mkdir(parents=True, exist_ok=True)
+        vault = args.in_place.restore()
+    else:
+        vault = copy_run(args.staged, dest)
     for setting in args.config:
         key, _, value = setting.partition("=")
         git(vault, "config", key, value)
@@ -93,7 +124,7 @@ def one_trial(args: argparse.Namespace, label: str, source: str | None, n: int) 
     log = dest / "git.log"
     env = {
         **os.environ,
-        "HOME": str(dest / "home"),
+        "HOME": str((args.staged if args.in_place else dest) / "home"),
         "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}",
         "BENCH_GIT_LOG": str(log),
         "MEMSTORE_NO_DAEMON": "1",
@@ -123,7 +154,7 @@ def one_trial(args: argparse.Namespace, label: str, source: str | None, n: int) 
         "output": (done.stdout + done.stderr).strip().splitlines()[-3:],
         "load": os.getloadavg()[0],
     }
-    if not args.keep:
+    if not args.keep and not args.in_place:
         shutil.rmtree(dest, ignore_errors=True)
     return result
 
@@ -141,7 +172,13 @@ def main() -> int:
     parser.add_argument("--count", action="store_true", help="count the synced files")
     parser.add_argument("--keep", action="store_true", help="keep each trial's copy")
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--in-place",
+        action="store_true",
+        help="sync the staged run itself, put back after each trial",
+    )
     args = parser.parse_args()
+    args.in_place = InPlace(args.staged) if args.in_place else None
     bin_dir = args.work / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
     wrapper = bin_dir / "git"
