@@ -313,6 +313,13 @@ class Maintenance(Part):
             flushed = store.writer.flush_usage_held(tx)
         settings = store.settings
         before = store.vault.head()  # the index is current here: the flush caught it up
+        caught: list[tuple[str, CatchUp]] = []  # (HEAD, its catch-up) made while pushing
+
+        def meanwhile() -> None:  # the index catches up while git pushes
+            with store.transaction(catch_up=False) as tx:
+                head = store.vault.head()[0]
+                caught.append((head, tx.catch_up(progress=progress, moved=self._moved(before))))
+
         outcome = sync(
             store.vault,
             store.git,
@@ -321,13 +328,18 @@ class Maintenance(Part):
             name,
             lambda: store.vault.lock(settings.lock_timeout),  # sync's steps each take it
             options,
+            meanwhile,
         )
         if outcome.rebased or outcome.purged_here:
             # A purge: the index keeps a deleted memory's text in its segment files until
             # they merge, so it is rebuilt, as forget --purge rebuilds it.
             caught_up = self.reindex(progress)
         with store.transaction(catch_up=False) as tx:
-            if not (outcome.rebased or outcome.purged_here):
+            if outcome.rebased or outcome.purged_here:
+                pass
+            elif caught and caught[-1][0] == store.vault.head()[0]:
+                caught_up = caught[-1][1]  # nothing moved HEAD after that catch-up
+            else:
                 caught_up = tx.catch_up(progress=progress, moved=self._moved(before))
             if remote.needs_packing(store.vault.root):
                 remote.pack(store.vault.root, settings.env, auto=True)

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from memstore.core.codec import parse_memory
 from memstore.core.conflicts import is_conflicted
@@ -110,11 +111,13 @@ def sync(
     name: str,
     locked: Callable[[], AbstractContextManager[object]],
     options: SyncOptions = SyncOptions(),
+    meanwhile: Callable[[], None] | None = None,
 ) -> SyncOutcome:
     """Bring the vault and remote `name` to the same history.
 
     `locked()` holds the vault's write lock: local steps (committing edits, merging,
     checking out) run under it; fetch and push do not, so an add never waits on the network.
+    `meanwhile` runs while each push does (the caller's catch-up of what HEAD is then).
     """
     git.status_env = env  # a large vault's status of every file is git's own (vault/git.py)
     with locked():
@@ -128,17 +131,25 @@ def sync(
                 "(any URL git push accepts, e.g. git@github.com:you/memory.git or a bare repo "
                 "path)"
             )
-        outcome.committed_edits = _commit_edits(vault, git, trailers.host, outcome)
-        begun = git.head()
+        branch = git.branch()
+        tracking = f"refs/remotes/{name}/{branch}"
+        # The remote commit this clone had before: where its own commits begin, should the
+        # remote's history turn out rewritten by a purge (rebase.rebase_onto_purged).
+        earlier = [git.resolve(tracking)]
+        # Fetch while edits are committed (at 1,000,000 files their status takes seconds).
+        fetching = remote.start_fetch(vault.root, name, env)
+        try:
+            outcome.committed_edits = _commit_edits(vault, git, trailers.host, outcome)
+            begun = git.head()
+        except BaseException:
+            fetching.stop()
+            raise
+    fetch: Callable[[], None] = fetching.wait  # the first merge's; every later one fetches
     merging = _Merge(vault, git, trailers, options, outcome)
-    branch = git.branch()
-    tracking = f"refs/remotes/{name}/{branch}"
-    # The remote commit this clone had before: where its own commits begin, should the
-    # remote's history turn out rewritten by a purge (rebase.rebase_onto_purged).
-    earlier = [git.resolve(tracking)]
     attempt = 0
     while attempt < ATTEMPTS:
-        remote.fetch(vault.root, name, env)
+        fetch()
+        fetch = partial(remote.fetch, vault.root, name, env)
         crash_point("sync-fetched")
         with locked():
             theirs = git.resolve(tracking)
@@ -157,7 +168,9 @@ def sync(
             _drop_purged_objects(vault, env, locked, outcome)
             return outcome
         crash_point("sync-push")
-        if remote.push(vault.root, name, branch, env, commit=head, lease=lease):
+        if remote.push(
+            vault.root, name, branch, env, commit=head, lease=lease, meanwhile=meanwhile
+        ):
             outcome.pushed = True
             if lease:
                 with locked():

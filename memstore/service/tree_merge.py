@@ -94,9 +94,7 @@ class _TreeMerge:
 
     def _moves(self, base: Any, side: Any) -> tuple[dict[str, str], dict[str, list[str]]]:
         """Return a side's moves (old path → new) and what it added, by file name."""
-        diff = base.diff_to_tree(side)
-        gone = [d.old_file.path for d in diff.deltas if d.status_char() == "D"]
-        added = [d.new_file.path for d in diff.deltas if d.status_char() == "A"]
+        added, gone, _ = self.git.tree_changes(base, side)
         by_name: dict[str, list[str]] = {}
         for path in added:
             by_name.setdefault(path.rsplit("/", 1)[-1], []).append(path)

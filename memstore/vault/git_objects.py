@@ -82,6 +82,50 @@ def flatten(tree: Any, prefix: str = "") -> list[str]:
     return paths
 
 
+def changes(repo: Any, old: Any, new: Any) -> tuple[list[str], list[str], list[str]]:
+    """Return the file paths only `new` has, only `old` has, and both hold differently.
+
+    What libgit2's tree diff names (added, deleted, modified; a file that became a folder or
+    back is deleted and added), without reading a folder both trees hold unchanged: at
+    100,000 memories the diff of two commits 500 memories apart cost 0.12-0.22 s of CPU in
+    libgit2 and 0.007-0.011 s here, since libgit2 reads every entry of each changed folder
+    through its iterators (a month folder holds up to 11,000 files at 1,000,000)."""
+    added: list[str] = []
+    deleted: list[str] = []
+    modified: list[str] = []
+    _walk_changes(repo, old, new, "", (added, deleted, modified))
+    return sorted(added), sorted(deleted), sorted(modified)  # a diff's order: by path
+
+
+def _walk_changes(
+    repo: Any, old: Any, new: Any, prefix: str, out: tuple[list[str], list[str], list[str]]
+) -> None:
+    added, deleted, modified = out
+    before = {entry.name: entry for entry in old} if old is not None else {}
+    after = {entry.name: entry for entry in new} if new is not None else {}
+    for name in sorted(before.keys() | after.keys()):
+        was, now = before.get(name), after.get(name)
+        if was is not None and now is not None and (was.id, was.filemode) == (now.id, now.filemode):
+            continue
+        was_tree = was is not None and was.filemode == TREE_MODE
+        now_tree = now is not None and now.filemode == TREE_MODE
+        if was_tree or now_tree:
+            _walk_changes(
+                repo,
+                repo[was.id] if was_tree and was is not None else None,
+                repo[now.id] if now_tree and now is not None else None,
+                f"{prefix}{name}/",
+                out,
+            )
+        path = f"{prefix}{name}"
+        if was is not None and not was_tree and now is not None and not now_tree:
+            modified.append(path)
+        elif was is not None and not was_tree:
+            deleted.append(path)
+        elif now is not None and not now_tree:
+            added.append(path)
+
+
 BETWEEN_KEPT = 16  # pairs of commits whose differing paths are remembered
 
 
@@ -153,8 +197,8 @@ class GitObjects:
         """Return the paths that differ between two commits ('' old: all of `new`).
 
         Remembered per pair of commits (they never change): a sync asks the same pair up
-        to five times, and at 1,000,000 memories each diff of two commits 1,000 memories
-        apart cost 0.5-0.7 s (its month folders' trees are read whole)."""
+        to five times, and at 1,000,000 memories each libgit2 diff of two commits 1,000
+        memories apart cost 0.5-0.7 s (`changes` reads only the folders that differ)."""
         pygit2 = _pygit2()
         new_commit = self._repo[new]
         if not old:
@@ -163,11 +207,17 @@ class GitObjects:
         key = (str(old_commit.id), str(new_commit.id))
         known: dict[tuple[str, str], list[str]] = self.__dict__.setdefault("_between", {})
         if key not in known:
-            diff = old_commit.peel(pygit2.Tree).diff_to_tree(new_commit.peel(pygit2.Tree))
+            added, deleted, modified = changes(
+                self._repo, old_commit.peel(pygit2.Tree), new_commit.peel(pygit2.Tree)
+            )
             if len(known) >= BETWEEN_KEPT:
                 known.pop(next(iter(known)))
-            known[key] = sorted({d.new_file.path for d in diff.deltas})
+            known[key] = sorted({*added, *deleted, *modified})
         return list(known[key])
+
+    def tree_changes(self, old: Any, new: Any) -> tuple[list[str], list[str], list[str]]:
+        """Return the file paths only tree `new` holds, only `old` holds, and both differently."""
+        return changes(self._repo, old, new)
 
     def tree_without(self, tree: Any, paths: set[str], prefix: str = "") -> Any:
         """Return the id of `tree` with `paths` (and folders left empty) taken out."""

@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,6 +57,41 @@ def run_git(
         raise SyncError(
             f"git {args[0]} took over {TIMEOUT_S} s; check the network and try again"
         ) from err
+
+
+def _beside(
+    root: Path, args: list[str], env: Mapping[str, str], meanwhile: Callable[[], None]
+) -> subprocess.CompletedProcess[str]:
+    """Run git as `run_git` does while `meanwhile` runs; its time limit starts after that."""
+    environment = {**env, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    try:
+        process = subprocess.Popen(
+            ["git", *args],
+            cwd=root,
+            env=environment,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+        )
+    except FileNotFoundError as missing:
+        raise SyncError(
+            "git is not installed; memstore sync and gc need the git command"
+        ) from missing
+    try:
+        meanwhile()
+    finally:
+        try:
+            out, err = process.communicate(timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired as late:
+            process.kill()
+            process.communicate()
+            raise SyncError(
+                f"git {args[0]} took over {TIMEOUT_S} s; check the network and try again"
+            ) from late
+    return subprocess.CompletedProcess(["git", *args], process.returncode, out, err)
 
 
 def remote_url(root: Path, name: str, env: Mapping[str, str]) -> str:
@@ -109,17 +145,85 @@ def fetch(root: Path, name: str, env: Mapping[str, str]) -> None:
         raise _classify(done.stderr, name, remote_url(root, name, env), "fetch from")
 
 
+# A fetch that runs beside memstore's own commits: git's automatic gc and maintenance are
+# off for it (memstore packs after a sync itself, under its lock: remote.pack), so it only
+# adds objects and moves refs/remotes/<name>/*, never a ref or object a commit here uses.
+_BESIDE = ["-c", "gc.auto=0", "-c", "maintenance.auto=false"]
+
+
+class Fetching:
+    """A `git fetch` started in the background (`start_fetch`); `wait` for its outcome."""
+
+    def __init__(self, root: Path, name: str, env: Mapping[str, str]) -> None:
+        self.root, self.name, self.env = root, name, env
+        self.started = time.monotonic()
+        environment = {**env, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+        try:
+            self.process: subprocess.Popen[str] | None = subprocess.Popen(
+                ["git", *_BESIDE, "fetch", "--quiet", "--no-tags", name],
+                cwd=root,
+                env=environment,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+            )
+        except FileNotFoundError:
+            self.process = None
+
+    def wait(self) -> None:
+        """Wait for the fetch (at most `TIMEOUT_S` from its start); raise as `fetch` does."""
+        if self.process is None:
+            raise SyncError("git is not installed; memstore sync and gc need the git command")
+        left = max(0.0, TIMEOUT_S - (time.monotonic() - self.started))
+        try:
+            _, stderr = self.process.communicate(timeout=left)
+        except subprocess.TimeoutExpired as err:
+            self.stop()
+            raise SyncError(
+                f"git fetch took over {TIMEOUT_S} s; check the network and try again"
+            ) from err
+        if self.process.returncode != 0:
+            raise _classify(
+                stderr, self.name, remote_url(self.root, self.name, self.env), "fetch from"
+            )
+
+    def stop(self) -> None:
+        """End the fetch if it still runs (the sync failed before it needed it)."""
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.kill()
+            self.process.communicate()  # closes its pipes
+
+
+def start_fetch(root: Path, name: str, env: Mapping[str, str]) -> Fetching:
+    """Start fetching remote `name` in the background: the sync commits edits meanwhile."""
+    return Fetching(root, name, env)
+
+
 def push(
-    root: Path, name: str, branch: str, env: Mapping[str, str], *, commit: str = "", lease: str = ""
+    root: Path,
+    name: str,
+    branch: str,
+    env: Mapping[str, str],
+    *,
+    commit: str = "",
+    lease: str = "",
+    meanwhile: Callable[[], None] | None = None,
 ) -> bool:
     """Push `commit` (default HEAD) to the branch; return False when the remote moved on.
 
     Never forced, except with `lease`: then the branch is replaced only if the remote still
-    has that commit (git's --force-with-lease), as finishing a purge needs.
+    has that commit (git's --force-with-lease), as finishing a purge needs. `meanwhile`
+    runs while git pushes (the sync's catch-up of the index: it reads no git object the
+    push writes); the push is waited for even when it raises.
     """
     refspec = f"{commit or 'HEAD'}:refs/heads/{branch}"
     force = [f"--force-with-lease=refs/heads/{branch}:{lease}"] if lease else []
-    done = run_git(root, ["push", "--quiet", "--porcelain", *force, name, refspec], env)
+    argv = ["push", "--quiet", "--porcelain", *force, name, refspec]
+    done = run_git(root, argv, env) if meanwhile is None else _beside(root, argv, env, meanwhile)
     if done.returncode == 0:
         point_bare_head(root, remote_url(root, name, env), branch, env)
         return True

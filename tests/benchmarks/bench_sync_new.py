@@ -7,6 +7,8 @@ A standalone script (issue 39: the figure that broke first on the way to a milli
     python tests/benchmarks/bench_sync_new.py --size 100000 --from-git 4530b3c   # A/B
     python tests/benchmarks/bench_sync_new.py --size 1000000 --reuse /tmp/million-remotes/run-1m \
         --rounds 1 --profile /tmp/sync-1m.prof     # a vault bench_scale.py --keep left
+    python tests/benchmarks/bench_sync_new.py --size 100000 --reuse DIR --rounds 1 --stage-only
+        # the round up to its sync: bench_sync_ab.py times syncs of copies of DIR
 
 The vault is made as bench_scale.py makes it (a remote of N memories in commits of 500,
 then `memstore init` + `remote add` + `sync`). Each round: one local `memstore add` (so
@@ -48,6 +50,8 @@ def one_round(
     memories = bs.as_memories(s.take_fresh(new), s.last_created, s.ids)
     s.last_created = memories[-1].created
     pushed = bs.push_adds(bare, memories)
+    if s.args.stage_only:  # the sync is bench_sync_ab.py's to run, on copies
+        return {"staged": str(s.tmp), **pushed}
     cpu = children_cpu()
     argv = [s.exe, "sync", "--vault", str(s.root)]
     if profile is not None:  # the sync's own process under cProfile (its git children not)
@@ -82,6 +86,12 @@ def parse_args(raw: list[str]) -> argparse.Namespace:
         "--reuse", type=Path, metavar="DIR", help="sync the vault a kept bench_scale.py run left"
     )
     parser.add_argument("--profile", type=Path, help="cProfile each sync into PROFILE.<round>")
+    parser.add_argument(
+        "--stage-only",
+        action="store_true",
+        help="make the round's local add and the other clone's push, then stop before the sync "
+        "(with --keep or --reuse: bench_sync_ab.py syncs copies of that folder)",
+    )
     return parser.parse_args(raw)
 
 
