@@ -226,10 +226,11 @@ def stage_as_head(root: Path, paths: list[str]) -> None:
     if as_blob:
         subprocess.run([*git, "--index-info"], input=b"\0".join(as_blob) + b"\0", env=env,
                        check=True, capture_output=True)  # fmt: skip
-    if as_file:
-        names = b"\0".join(os.fsencode(p) for p in as_file) + b"\0"
-        subprocess.run([*git, "--add", "--remove", "--stdin"], input=names, env=env,
-                       check=True, capture_output=True)  # fmt: skip
+    # Written even when no entry changed (paths another staging took already): git's index
+    # dated after HEAD is how the next writer tells it from a killed commit's (no repair).
+    names = b"".join(os.fsencode(p) + b"\0" for p in as_file)
+    subprocess.run([*git, "--add", "--remove", "--force-write-index", "--stdin"], input=names,
+                   env=env, check=True, capture_output=True)  # fmt: skip
 
 
 def _head_entries(

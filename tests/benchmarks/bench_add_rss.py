@@ -2,8 +2,9 @@
 
 For each round and each `--code LABEL=DIR` (a source tree put first on PYTHONPATH; `.` for
 this checkout), on the same vault: start `memstore daemon`, wait until it answered its first
-catch-up and settled, reset its peak RSS (/proc/PID/clear_refs), then run `--adds` CLI adds
-through it (one process each, `-w webshop`), sampling its RSS every 10 ms, wait
+catch-up and finished its warm-up (`warmed`) and settled, reset its peak RSS
+(/proc/PID/clear_refs), then run `--adds` CLI adds through it (one process each,
+`-w webshop`), sampling its RSS every 10 ms, wait
 `--quiet` seconds (git's index is staged once writes pause), and stop it. Printed per
 version: RSS when ready, the highest RSS sampled during the adds and the quiet time, the
 kernel's peak (VmHWM) since the reset, RSS at the end, the daemon's CPU per add, and the
@@ -31,7 +32,8 @@ import bench_foundation as bf
 
 READY = (
     "import sys\nfrom memstore.ops import client\nr = client.status(sys.argv[1])\n"
-    "print(bool(r is not None and (r.data or {}).get('last_catch_up')))"
+    "d = (r.data or {}) if r is not None else {}\n"
+    "print(bool(d.get('last_catch_up')) and d.get('warmed', True) is not False)"
 )
 STOP = "import sys\nfrom memstore.ops import client\nclient.stop(sys.argv[1])"
 

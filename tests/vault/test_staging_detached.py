@@ -18,8 +18,14 @@ import pytest
 
 from memstore.service.curation import Curator
 from memstore.service.store import Store
-from memstore.vault.git import INDEX_LAG, GitRepo, read_index_lag
-from memstore.vault.index_staging import CLAIMED, STAGING_LOCK, is_staging, spawn_stager
+from memstore.vault.git import INDEX_LAG, GitRepo, git_debris, read_index_lag
+from memstore.vault.index_staging import (
+    CLAIMED,
+    STAGING_LOCK,
+    is_staging,
+    note_index_lag,
+    spawn_stager,
+)
 from memstore.vault.locks import open_lock_file
 from tests.conftest import git, settings_at, wait_until
 
@@ -163,3 +169,20 @@ def test_two_processes_adding_at_once_leave_git_status_clean(vault: Path) -> Non
     wait_until(lambda: lag_gone(vault), 20, "staged")
     assert git(vault, "status", "--porcelain") == ""
     assert len([p for p in git(vault, "ls-files").split() if p.startswith("ops/")]) == 16
+
+
+def test_a_staging_that_changes_no_entry_still_dates_git_index_after_head(vault: Path) -> None:
+    with Store.open(settings_at(vault)) as store:
+        store.git.defer_index_bytes = 0
+        added = store.add("Hotfixes skip the freeze", workspace="ops")
+        wait_until(lambda: lag_gone(vault), 20, "staged")
+        # named again (a staging's naming step can repeat what another took) and git's index
+        # dated before HEAD: a staging that writes nothing would leave it looking killed
+        note_index_lag(vault, [added.path], os.getpid())
+        os.utime(vault / ".git" / "index", ns=(1, 1))
+        pid = spawn_stager(vault, store.vault.state_dir / "lock")
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert lag_gone(vault)
+        assert not git_debris(vault)[1]  # not older than HEAD: no repair at the next lock
+    assert git(vault, "status", "--porcelain") == ""
