@@ -27,7 +27,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ from memstore.vault.locks import hold, open_lock_file, try_flock
 INDEX_LAG = "memstore-index-lag"
 CLAIMED = INDEX_LAG + ".claimed"  # the lines a staging process took (it stages them)
 STAGING_LOCK = "memstore-staging"  # flocked by whoever is staging git's index
-# How long a staging process waits for the vault lock held by one holder (a sync may hold
+# How long a staging process waits while one holder keeps the vault lock (a sync may hold
 # it for seconds), and a writer of git's index for a staging process to end.
 LOCK_WAIT_S = 30.0
 # Paths named on one `git ls-tree` command line.
@@ -127,13 +127,19 @@ def staging_held(root: Path, timeout: float = LOCK_WAIT_S) -> Iterator[None]:
         yield
 
 
-def spawn_stager(root: Path, vault_lock: Path, name: Callable[[int], None] | None = None) -> int:
+def spawn_stager(
+    root: Path,
+    vault_lock: Path,
+    env: Mapping[str, str],
+    name: Callable[[int], None] | None = None,
+) -> int:
     """Start a staging process for the vault at `root` (its own session, its output to
     /dev/null); return its pid. It starts its work only once `name(pid)` has returned (the
     caller names it in the lag: a writer's heal then leaves the paths to it)."""
     package = Path(__file__).resolve().parents[2]  # where this memstore is imported from
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(package), env.get("PYTHONPATH")) if p)
+    environment = {k: v for k, v in env.items() if k not in GIT_PLACES}  # git: this vault
+    places = (str(package), env.get("PYTHONPATH"))
+    environment["PYTHONPATH"] = os.pathsep.join(p for p in places if p)
     argv = [sys.executable, "-m", "memstore.vault.index_staging", str(root), str(vault_lock)]
     wait, go = os.pipe()
     actions: list[tuple[Any, ...]] = [
@@ -141,7 +147,7 @@ def spawn_stager(root: Path, vault_lock: Path, name: Callable[[int], None] | Non
     ]
     actions.append((os.POSIX_SPAWN_DUP2, wait, GO_FD))
     try:
-        pid = os.posix_spawn(sys.executable, argv, env, file_actions=actions, setsid=True)
+        pid = os.posix_spawn(sys.executable, argv, environment, file_actions=actions, setsid=True)
     finally:
         os.close(wait)
     try:
@@ -207,9 +213,7 @@ def stage_as_head(root: Path, paths: list[str]) -> None:
     Raises:
         subprocess.CalledProcessError: git failed (e.g. a person's git holds index.lock).
     """
-    env = {k: v for k, v in os.environ.items() if k not in GIT_PLACES}
-    env["GIT_LITERAL_PATHSPECS"] = "1"
-    head = _head_entries(root, paths, env)
+    head = _head_entries(root, paths)
     as_file, as_blob = [], []
     for path in paths:
         mode, oid = head.get(path, (b"", b""))
@@ -222,26 +226,25 @@ def stage_as_head(root: Path, paths: list[str]) -> None:
             as_file.append(path)  # --remove drops a file gone from disk and from HEAD
         else:
             as_blob.append(b"0 %s\t%s" % (b"0" * 40, os.fsencode(path)))  # mode 0: dropped
-    git = ["git", "-C", str(root), "update-index", "-z"]
+    git = ["git", "-C", str(root), "--literal-pathspecs", "update-index", "-z"]
     if as_blob:
-        subprocess.run([*git, "--index-info"], input=b"\0".join(as_blob) + b"\0", env=env,
+        subprocess.run([*git, "--index-info"], input=b"\0".join(as_blob) + b"\0",
                        check=True, capture_output=True)  # fmt: skip
     # Written even when no entry changed (paths another staging took already): git's index
     # dated after HEAD is how the next writer tells it from a killed commit's (no repair).
     names = b"".join(os.fsencode(p) + b"\0" for p in as_file)
     subprocess.run([*git, "--add", "--remove", "--force-write-index", "--stdin"], input=names,
-                   env=env, check=True, capture_output=True)  # fmt: skip
+                   check=True, capture_output=True)  # fmt: skip
 
 
-def _head_entries(
-    root: Path, paths: list[str], env: dict[str, str]
-) -> dict[str, tuple[bytes, bytes]]:
+def _head_entries(root: Path, paths: list[str]) -> dict[str, tuple[bytes, bytes]]:
     """{path: (mode, blob id)} of the files HEAD holds among `paths`."""
     found: dict[str, tuple[bytes, bytes]] = {}
     for start in range(0, len(paths), PATHS_PER_CALL):
-        argv = ["git", "-C", str(root), "ls-tree", "-z", "--full-tree", "HEAD", "--"]
-        done = subprocess.run([*argv, *paths[start : start + PATHS_PER_CALL]], env=env,
-                              check=True, capture_output=True)  # fmt: skip
+        argv = ["git", "-C", str(root), "--literal-pathspecs", "ls-tree", "-z", "--full-tree"]
+        argv += ["HEAD", "--"]
+        some = paths[start : start + PATHS_PER_CALL]
+        done = subprocess.run([*argv, *some], check=True, capture_output=True)
         for record in done.stdout.split(b"\0"):
             meta, _, name = record.partition(b"\t")
             parts = meta.split()

@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from memstore.vault.files import Vault, process_alive
 from memstore.vault.git import GitRepo
@@ -40,9 +40,14 @@ class IndexStager:
     """Stage what this process's commits deferred, once writes pause (one timer at most)."""
 
     def __init__(
-        self, vault: Vault, git: Callable[[], GitRepo | None], mutex: threading.RLock
+        self,
+        vault: Vault,
+        git: Callable[[], GitRepo | None],
+        mutex: threading.RLock,
+        env: Mapping[str, str],
     ) -> None:
         self._vault = vault
+        self._env = env  # the staging process's (a shell's: PATH finds git)
         self._git = git  # the open repository, None while none was opened
         self._mutex = mutex  # the store's: guards the timer
         self._timer: threading.Timer | None = None
@@ -87,7 +92,10 @@ class IndexStager:
         root = self._vault.root
         try:
             pid = spawn_stager(
-                root, self._vault.state_dir / "lock", lambda pid: note_index_lag(root, mine, pid)
+                root,
+                self._vault.state_dir / "lock",
+                self._env,
+                lambda pid: note_index_lag(root, mine, pid),
             )
         except OSError as err:
             log.warning("cannot start a staging of git's index (%s); the next writer does it", err)

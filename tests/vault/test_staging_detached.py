@@ -104,7 +104,9 @@ def test_staging_never_runs_twice_at_once_and_a_waiting_one_takes_what_is_left(
         held = open_lock_file(vault / ".git" / STAGING_LOCK)
         fcntl.flock(held.fileno(), fcntl.LOCK_EX)  # as a staging process at work would
         try:
-            pids = [spawn_stager(vault, store.vault.state_dir / "lock") for _ in range(2)]
+            pids = [
+                spawn_stager(vault, store.vault.state_dir / "lock", os.environ) for _ in range(2)
+            ]
             assert is_staging(vault) and store.shared.stager.is_live()
             # both wait: the paths are still named, nothing was staged beside the holder
             wait_until(lambda: (vault / ".git" / INDEX_LAG).exists(), 60, "lag")
@@ -180,7 +182,7 @@ def test_a_staging_that_changes_no_entry_still_dates_git_index_after_head(vault:
         # dated before HEAD: a staging that writes nothing would leave it looking killed
         note_index_lag(vault, [added.path], os.getpid())
         os.utime(vault / ".git" / "index", ns=(1, 1))
-        pid = spawn_stager(vault, store.vault.state_dir / "lock")
+        pid = spawn_stager(vault, store.vault.state_dir / "lock", os.environ)
         _, status = os.waitpid(pid, 0)
         assert os.waitstatus_to_exitcode(status) == 0
         assert lag_gone(vault)
