@@ -146,6 +146,9 @@ def in_process(root: Path, adds: int) -> None:
             floor[0].append(wall)
             floor[1].append(cpu)
     repo.references.delete(FLOOR_REF)
+    folder = root / "webshop" / month
+    width = sum(1 for name in os.listdir(folder) if not name.startswith("."))
+    print(f"the adds' folder webshop/{month} holds {width:,} files (its tree is written whole)")
     print(
         f"in-process, {adds} adds ({hinted} reported a contradiction)   wall p50 / p95 ms"
         "     CPU p50 / p95 ms"
