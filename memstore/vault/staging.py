@@ -32,8 +32,10 @@ log = logging.getLogger(__name__)
 # the first), not on every add: writing it costs in proportion to the vault.
 INDEX_QUIET_S = 0.5
 INDEX_LAG_MAX_S = 5.0
-# How long a closing store (or the timer) waits for its staging process.
+# How long the timer waits for its staging process, and a closing store (a daemon stopping
+# answers within a second or so; a staging left running goes on alone, in its own session).
 STAGING_WAIT_S = 60.0
+CLOSING_WAIT_S = 10.0
 
 
 class IndexStager:
@@ -102,7 +104,7 @@ class IndexStager:
             return
         if final and detach:
             return  # its own session: this command's end does not stop it
-        done = _reap(pid, STAGING_WAIT_S)
+        done = _reap(pid, CLOSING_WAIT_S if final else STAGING_WAIT_S)
         if not final and (not done or self._mine()):
             with self._mutex:  # not staged (git's index locked by a person's git?): later
                 if self._timer is None:
