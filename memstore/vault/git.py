@@ -152,7 +152,7 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
         # `git status` stale, which the next memstore command repairs.
         try:
             self._stage(add, remove)
-        except (OSError, pygit2.GitError) as err:
+        except (OSError, VaultError, pygit2.GitError) as err:  # VaultError: staging_held
             log.warning(
                 "committed %s, but git's index was not updated (%s); the next memstore "
                 "command repairs it",
