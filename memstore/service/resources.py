@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -31,7 +31,7 @@ class Resources:
     """The state one open vault keeps, shared by the store and each request's view of it
     (`Store.serving`): opened lazily, closed once."""
 
-    def __init__(self, vault: Vault, clock: Clock) -> None:
+    def __init__(self, vault: Vault, clock: Clock, env: Mapping[str, str] | None = None) -> None:
         self.vault = vault
         self.clock = clock
         self.repo: GitRepo | None = None
@@ -53,7 +53,8 @@ class Resources:
         self.vectors_at: dict[str, int] = {}
         # One store may serve several threads (the MCP server and its watcher, the daemon).
         self.mutex = threading.RLock()
-        self.stager = IndexStager(vault, lambda: self.repo, self.mutex)
+        # git's index is staged by a process of its own, in the shell's environment
+        self.stager = IndexStager(vault, lambda: self.repo, self.mutex, env or {})
         self.sources_refreshed: float | None = None  # monotonic time of a search's walk
         self.replica: str | None = None  # this clone's name in seen_by/recalled_by, once read
         self.tiers = Tiers()  # the followed team vaults recall reads beside this one

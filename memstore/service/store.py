@@ -76,7 +76,7 @@ class Store:
         # single lines).
         self.trailers = Trailers(settings.source, settings.session, settings.host)
         self.caller = Caller(settings.source, settings.session, settings.host)
-        self.shared = shared or Resources(vault, clock)
+        self.shared = shared or Resources(vault, clock, settings.env)
         self.reader = Reader(self)
         self.maintenance = Maintenance(self)
         self.sources = Sources(self)

@@ -13,7 +13,6 @@ import contextlib
 import logging
 import os
 import subprocess
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,13 +28,20 @@ from memstore.vault.git_objects import text_paths as _text_paths
 from memstore.vault.git_processes import clear_stale_locks as clear_stale_locks
 from memstore.vault.git_rewrite import GitRewrites
 from memstore.vault.git_setup import GitSetup
+from memstore.vault.index_staging import (
+    GIT_PLACES,
+    clear_index_lag,
+    note_index_lag,
+    read_index_lag,
+    staging_held,
+)
+from memstore.vault.index_staging import INDEX_LAG as INDEX_LAG
+from memstore.vault.index_staging import index_lag_idle as index_lag_idle
+from memstore.vault.index_staging import index_lags as index_lags
 
 log = logging.getLogger(__name__)
 
 
-# Paths committed while git's index was left behind (see GitRepo.commit): "<pid> <path>"
-# lines, in .git/ beside the index they describe.
-INDEX_LAG = "memstore-index-lag"
 # A git index this big (about 30,000 files) costs a write proportional to the vault on
 # every commit: commits that may defer it then leave it to sync_index (docs/file-format.md).
 DEFER_INDEX_BYTES = 4_000_000
@@ -146,7 +152,7 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
         # `git status` stale, which the next memstore command repairs.
         try:
             self._stage(add, remove)
-        except (OSError, pygit2.GitError) as err:
+        except (OSError, VaultError, pygit2.GitError) as err:  # VaultError: staging_held
             log.warning(
                 "committed %s, but git's index was not updated (%s); the next memstore "
                 "command repairs it",
@@ -196,28 +202,26 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
 
     def _stage(self, add: tuple[str, ...], remove: tuple[str, ...]) -> None:
         index = self._repo.index
-        # The index object is cached per Repository: reload it, or changes another
-        # process wrote to it since we opened the repository would be overwritten.
-        index.read(False)
-        lagging = self.index_lag()[1]
-        self._stage_as_head(index, lagging)  # one write brings deferred paths along
-        for path in add:
-            index.add(path)
-        for path in remove:
-            if path in index:
-                index.remove(path)
-        index.write()
-        if lagging:
-            self._lag_file().unlink(missing_ok=True)
+        with staging_held(self.root):  # a staging process writes the same file
+            # The index object is cached per Repository: reload it, or changes another
+            # process wrote to it since we opened the repository would be overwritten.
+            index.read(False)
+            lagging = self.index_lag()[1]
+            self._stage_as_head(index, lagging)  # one write brings deferred paths along
+            for path in add:
+                index.add(path)
+            for path in remove:
+                if path in index:
+                    index.remove(path)
+            index.write()
+            if lagging:
+                clear_index_lag(self.root)
 
     def _index_is_large(self) -> bool:
         try:
             return (self.root / ".git" / "index").stat().st_size >= self.defer_index_bytes
         except OSError:
             return False
-
-    def _lag_file(self) -> Path:
-        return self.root / ".git" / INDEX_LAG
 
     def _note_lag(self, paths: tuple[str, ...]) -> None:
         note_index_lag(self.root, paths, os.getpid())
@@ -232,24 +236,22 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
         An entry becomes what HEAD holds: a file a person changed since shows as their
         unstaged change, as it would after any commit.
         """
-        lagging = self.index_lag()[1]
-        if not lagging:
+        if not index_lags(self.root):
             return []
         pygit2 = _pygit2()
         try:
-            index = self._repo.index
-            index.read(False)
-            self._stage_as_head(index, lagging)
-            index.write()
+            with staging_held(self.root):  # a staging process under way: after it
+                lagging = self.index_lag()[1]
+                if not lagging:
+                    return []
+                index = self._repo.index
+                index.read(False)
+                self._stage_as_head(index, lagging)
+                index.write()
+                clear_index_lag(self.root)
         except (OSError, pygit2.GitError) as err:
             raise VaultError(f"cannot update git's index in {self.root}: {err}") from err
-        self._lag_file().unlink(missing_ok=True)
         return lagging
-
-    def release_index(self) -> None:
-        """Let go of git's index as read into memory (17 MiB at 100,000 files) and the
-        repository's other caches; what is used next is read again (a commit needs no index)."""
-        self._repo.free()
 
     def _stage_as_head(self, index: Any, paths: list[str]) -> None:
         if not paths:
@@ -479,19 +481,13 @@ def _git_status(root: Path, env: Mapping[str, str]) -> list[str]:
     libgit2's status names them. Takes no lock and writes nothing (no optional locks)."""
     argv = ["git", "-C", str(root), "--no-optional-locks", "status", "--porcelain=v1", "-z"]
     argv += ["--untracked-files=all", "--no-renames", "--ignore-submodules=all"]
-    environment = {k: v for k, v in env.items() if k not in _GIT_PLACES}
+    environment = {k: v for k, v in env.items() if k not in GIT_PLACES}
     try:
         done = subprocess.run(argv, capture_output=True, check=True, env=environment)
     except (OSError, subprocess.CalledProcessError) as err:
         raise VaultError(f"cannot read git status in {root}: {err}") from err
     entries = done.stdout.split(b"\0")
     return sorted(e[3:].decode("utf-8", "surrogateescape") for e in entries if len(e) > 3)
-
-
-# What would point git elsewhere than the vault (set when memstore runs inside a git hook).
-_GIT_PLACES = frozenset(
-    {"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR"}
-)
 
 
 # Lock files git and libgit2 leave behind when killed mid-write.
@@ -508,43 +504,6 @@ def git_debris(root: Path) -> tuple[list[Path], bool]:
     with contextlib.suppress(OSError):
         locks += [p for p in (git_dir / "refs" / "heads").rglob("*.lock")]
     return locks, _index_older_than_head(git_dir)
-
-
-def index_lags(root: Path) -> bool:
-    """Whether some commit left git's index behind HEAD for `sync_index` (one stat)."""
-    return (root / ".git" / INDEX_LAG).exists()
-
-
-def read_index_lag(root: Path) -> tuple[set[int], list[str]]:
-    """Return the processes that deferred git's index and the paths they committed."""
-    try:
-        text = (root / ".git" / INDEX_LAG).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return set(), []
-    pids: set[int] = set()
-    paths: list[str] = []
-    for line in text.splitlines():
-        pid, _, path = line.partition(" ")
-        if pid.isdigit() and path:
-            pids.add(int(pid))
-            paths.append(path)
-    return pids, list(dict.fromkeys(paths))
-
-
-def note_index_lag(root: Path, paths: Iterable[str], pid: int) -> None:
-    """Name `paths` as committed while git's index was left behind, for process `pid` to
-    stage (a commit's own process, or the child a one-shot command leaves them to: other
-    processes leave them to it while it lives)."""
-    with open(root / ".git" / INDEX_LAG, "a", encoding="utf-8") as lag:
-        lag.write("".join(f"{pid} {path}\n" for path in paths))
-
-
-def index_lag_idle(root: Path) -> float:
-    """Seconds since a commit last left git's index behind HEAD (0 if it is not behind)."""
-    try:
-        return max(0.0, time.time() - (root / ".git" / INDEX_LAG).stat().st_mtime)
-    except OSError:
-        return 0.0
 
 
 def _index_older_than_head(git_dir: Path) -> bool:

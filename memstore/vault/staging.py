@@ -2,8 +2,9 @@
 
 A commit of memstore's may leave git's index (written whole, at a cost in proportion to
 the vault) behind HEAD, noting the paths in `.git/memstore-index-lag` (GitRepo.commit's
-`defer_index`). One IndexStager per open vault stages them once writes pause, at process
-exit, or — for a process that was killed — when the next writer takes the vault lock.
+`defer_index`). One IndexStager per open vault has a staging process (index_staging.py)
+stage them once writes pause or at process exit; this process never reads git's index for
+it. A killed process's paths are staged by the next writer when it takes the vault lock.
 """
 
 from __future__ import annotations
@@ -12,16 +13,17 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
-from memstore.core.errors import VaultError
 from memstore.vault.files import Vault, process_alive
-from memstore.vault.git import (
-    GitRepo,
+from memstore.vault.git import GitRepo
+from memstore.vault.index_staging import (
     index_lag_idle,
     index_lags,
+    is_staging,
     note_index_lag,
     read_index_lag,
+    spawn_stager,
 )
 
 log = logging.getLogger(__name__)
@@ -30,17 +32,26 @@ log = logging.getLogger(__name__)
 # the first), not on every add: writing it costs in proportion to the vault.
 INDEX_QUIET_S = 0.5
 INDEX_LAG_MAX_S = 5.0
+# How long the timer waits for its staging process, and a closing store (a daemon stopping
+# answers within a second or so; a staging left running goes on alone, in its own session).
+STAGING_WAIT_S = 60.0
+CLOSING_WAIT_S = 10.0
 
 
 class IndexStager:
     """Stage what this process's commits deferred, once writes pause (one timer at most)."""
 
     def __init__(
-        self, vault: Vault, git: Callable[[], GitRepo | None], mutex: threading.RLock
+        self,
+        vault: Vault,
+        git: Callable[[], GitRepo | None],
+        mutex: threading.RLock,
+        env: Mapping[str, str],
     ) -> None:
         self._vault = vault
+        self._env = env  # the staging process's (a shell's: PATH finds git)
         self._git = git  # the open repository, None while none was opened
-        self._mutex = mutex  # the store's: staging never runs beside a write in this process
+        self._mutex = mutex  # the store's: guards the timer
         self._timer: threading.Timer | None = None
         self._due = 0.0  # when git's index is staged: writes paused, or lag too long
         self._since = 0.0
@@ -59,15 +70,14 @@ class IndexStager:
                 self._start(INDEX_QUIET_S)
 
     def flush(self, *, final: bool = False, detach: bool = False) -> None:
-        """Stage what this process's commits deferred, when no write is under way.
+        """Have a staging process stage what this process's commits deferred.
 
-        `final`: the store is closing; the timer is cancelled and nothing is retried.
-        `detach` (with `final`, for a one-shot command): a child process stages it while this
-        one returns at once. Reading and writing a 100,000-file git index costs libgit2
-        ~140 ms, most of a `memstore add` run without a daemon; the commit is made and named
-        in the lag file already, so the child only shortens the window in which `git status`
-        shows the added file as deleted-and-untracked, as before; if it is killed, the next
-        writer stages the paths (`heal`).
+        `final`: the store is closing; the timer is cancelled and the staging waited for,
+        unless `detach` (a one-shot command): then it answers at once and the staging
+        process goes on alone. Reading and writing a 100,000-file git index costs ~100 ms
+        of CPU; the commits are made and named in the lag file already, so staging only
+        ends the window in which `git status` shows an added file as deleted-and-untracked.
+        If the staging process is killed, the next staging or writer takes its paths.
         """
         with self._mutex:
             timer, self._timer = self._timer, None
@@ -78,58 +88,45 @@ class IndexStager:
                 if wait > 0:
                     self._start(wait)
                     return
-            git = self._git()
-            if git is None or os.getpid() not in git.index_lag()[0]:
+            mine = self._mine()
+            if not mine:
                 return
-            if final and detach:
-                self._stage_in_child(git)
-                return
-            self._stage(git, final=final)
-
-    def _stage(self, git: GitRepo, *, final: bool) -> None:
-        with self._mutex:
-            try:
-                with self._vault.try_lock() as locked:
-                    if locked:
-                        git.sync_index()
-                        if not final:  # a long-lived process: its next write needs no index
-                            git.release_index()
-                    elif not final:
-                        self._start(INDEX_QUIET_S)  # a writer is busy: after it
-            except VaultError as err:
-                log.warning("%s; the next memstore command tries again", err)
-
-    def _stage_in_child(self, git: GitRepo) -> None:
-        """Stage in a grandchild process (no zombie is left to this one) and return at once."""
-        child = os.fork()
-        if child:
-            os.waitpid(child, 0)  # the first child only forks again and leaves
-            return
+        root = self._vault.root
         try:
-            os.setsid()  # out of the terminal's process group: a Ctrl-C meant for the next
-            named, naming = os.pipe()
-            grandchild = os.fork()  # command does not interrupt it (it would leave the lag)
-            if grandchild:
-                # Named before this command returns: the next command's lock-time heal
-                # leaves a live stager's paths alone (a dead one's it stages itself).
-                note_index_lag(self._vault.root, git.index_lag()[1], grandchild)
-                return  # closing `naming` (at exit) lets the grandchild go on
-            os.close(naming)
-            os.read(named, 1)  # staging only once it is named: the list stays in step
-            null = os.open(os.devnull, os.O_RDWR)
-            for fd in (0, 1, 2):  # the caller's pipes close when this command ends
-                os.dup2(null, fd)
-            self._stage(git, final=True)
-        finally:
-            os._exit(0)  # never back into the command: it has already answered
+            pid = spawn_stager(
+                root,
+                self._vault.state_dir / "lock",
+                self._env,
+                lambda pid: note_index_lag(root, mine, pid),
+            )
+        except OSError as err:
+            log.warning("cannot start a staging of git's index (%s); the next writer does it", err)
+            return
+        if final and detach:
+            return  # its own session: this command's end does not stop it
+        done = _reap(pid, CLOSING_WAIT_S if final else STAGING_WAIT_S)
+        if not final and (not done or self._mine()):
+            with self._mutex:  # not staged (git's index locked by a person's git?): later
+                if self._timer is None:
+                    self._due = time.monotonic() + INDEX_LAG_MAX_S
+                    self._start(INDEX_LAG_MAX_S)
+
+    def _mine(self) -> list[str]:
+        """The paths this process's commits left behind in git's index (no pygit2)."""
+        pids, paths = read_index_lag(self._vault.root)
+        return paths if os.getpid() in pids else []
 
     def is_live(self) -> bool:
-        """Whether git's index lags HEAD only because a live process defers staging it."""
-        pids, lagging = read_index_lag(self._vault.root)  # no pygit2: runs in every process
+        """Whether git's index lags HEAD only because a live process defers staging it or a
+        staging process is at work."""
+        root = self._vault.root
+        pids, lagging = read_index_lag(root)  # no pygit2: runs in every process
+        if lagging and is_staging(root):
+            return True
         return (
             bool(lagging)
             and any(process_alive(pid) for pid in pids)
-            and index_lag_idle(self._vault.root) < 2 * INDEX_LAG_MAX_S
+            and index_lag_idle(root) < 2 * INDEX_LAG_MAX_S
         )
 
     def heal(self, open_git: Callable[[], GitRepo], *, index_stale: bool) -> list[str]:
@@ -151,3 +148,18 @@ class IndexStager:
         self._timer = threading.Timer(delay, self.flush)
         self._timer.daemon = True
         self._timer.start()
+
+
+def _reap(pid: int, bound: float) -> bool:
+    """Wait up to `bound` seconds for the staging process; say whether it succeeded."""
+    deadline = time.monotonic() + bound
+    while True:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return True  # reaped elsewhere
+        if done:
+            return os.waitstatus_to_exitcode(status) == 0
+        if time.monotonic() > deadline:
+            return False  # left to run: its session is its own
+        time.sleep(0.01)

@@ -45,11 +45,16 @@ from memstore.service.store import Store
 
 # (module, class, method, label): CPU time spent in each during an add, by owner.
 PARTS = (
+    ("memstore.service.maintenance", "Maintenance", "heal", "lock-time heal (git debris, lag)"),
     ("memstore.catalog.indexer", "Indexer", "catch_up", "index: workspace catch-up"),
+    ("memstore.catalog.indexer", "Indexer", "by_hash", "index: duplicate lookup"),
+    ("memstore.catalog.indexer", "Indexer", "by_id_prefix", "index: free id lookup"),
     ("memstore.service.writer", "Writer", "_contradicted", "contradiction hint (search)"),
     ("memstore.index.reader", "IndexReader", "_open_searcher", "  of which: searcher opened"),
     ("memstore.catalog.indexer", "Indexer", "record_all", "index: the new document"),
     ("memstore.vault.git", "GitRepo", "commit", "git: blob, trees, commit"),
+    ("memstore.vault.git", "GitRepo", "secrets_among", "git: the file's secret check (HEAD)"),
+    ("memstore.vault.staging", "IndexStager", "later", "git index: staging scheduled"),
     ("memstore.service.transaction", "Transaction", "note_writing", "write journal (2 writes)"),
     ("memstore.vault.files", "Vault", "write_bytes_atomic", "file: atomic write (fsync)"),
     ("memstore.service.transaction", "Transaction", "commit_edits", "outside-edit check"),
@@ -141,6 +146,9 @@ def in_process(root: Path, adds: int) -> None:
             floor[0].append(wall)
             floor[1].append(cpu)
     repo.references.delete(FLOOR_REF)
+    folder = root / "webshop" / month
+    width = sum(1 for name in os.listdir(folder) if not name.startswith("."))
+    print(f"the adds' folder webshop/{month} holds {width:,} files (its tree is written whole)")
     print(
         f"in-process, {adds} adds ({hinted} reported a contradiction)   wall p50 / p95 ms"
         "     CPU p50 / p95 ms"
@@ -150,6 +158,11 @@ def in_process(root: Path, adds: int) -> None:
     print("  parts of Store.add (CPU ms)                      p50   mean")
     for label, values in parts.items():
         print(f"    {label:40} {statistics.median(values):7.2f} {statistics.mean(values):6.2f}")
+    rest = [
+        cpu - sum(parts[label][i] for label in parts if not label.startswith(" "))
+        for i, cpu in enumerate(add[1])
+    ]
+    print(f"    {'everything else':40} {statistics.median(rest):7.2f} {statistics.mean(rest):6.2f}")
 
 
 def _cpu_timed(spent: dict[str, float], label: str, method: Any) -> Any:

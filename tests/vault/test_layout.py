@@ -19,7 +19,7 @@ from memstore.core.model import Memory
 from memstore.service.curation import Curator
 from memstore.service.store import Store, init_vault
 from memstore.service.sync import SyncOptions
-from memstore.vault.git import INDEX_LAG, GitRepo
+from memstore.vault.git import GitRepo, index_lags
 from tests.conftest import git, settings_at, wait_until
 from tests.service.test_sync import machine_settings
 
@@ -248,9 +248,7 @@ def test_a_deferred_git_index_is_staged_once_writes_pause(vault: Path) -> None:
     with Store.open(settings_at(vault)) as store:
         store.git.defer_index_bytes = 0
         store.add("Deploys pause during the holidays", workspace="ops")
-        wait_until(
-            lambda: not (vault / ".git" / INDEX_LAG).exists(), 10, "the deferred git index written"
-        )
+        wait_until(lambda: not index_lags(vault), 10, "the deferred git index written")
         assert git(vault, "status", "--porcelain") == ""
 
 
@@ -260,9 +258,7 @@ def test_an_edit_made_before_the_deferred_index_catches_up_shows_as_unstaged(vau
         added = store.add("The cache TTL is five minutes", workspace="webshop")
         with (vault / added.path).open("a", encoding="utf-8") as file:
             file.write("Except on Fridays.\n")
-        wait_until(
-            lambda: not (vault / ".git" / INDEX_LAG).exists(), 10, "the deferred git index written"
-        )
+        wait_until(lambda: not index_lags(vault), 10, "the deferred git index written")
     assert git(vault, "status", "--porcelain") == f" M {added.path}\n"
 
 
