@@ -48,6 +48,9 @@ KNOWN_KEYS = (
 
 
 _CLOSING = re.compile(r"^---[ \t]*\r?$", re.MULTILINE)
+_DOTS = re.compile(r"^\.\.\.[ \t]*\r?$", re.MULTILINE)  # YAML's document end: not a closing
+_UNCLOSED = "front matter opened with '---' is never closed"
+_DOTTED = "front matter opened with '---' is closed by '...' on line {}: make that line '---'"
 _TOP_KEY = re.compile(r"^([^\s#][^:]*?):(?:\s|$)")
 _BULLET = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+", re.MULTILINE)
 _SPACE = re.compile(r"\s+")
@@ -189,7 +192,9 @@ def parse_memory(text: str, *, path: str) -> Memory:
         return fallback()
     closing = _CLOSING.search(text, len("---") + len(newline))
     if closing is None:
-        return _with_problem(fallback(), "front matter opened with '---' is never closed")
+        dots = _DOTS.search(text, len("---") + len(newline))
+        reason = _DOTTED.format(text.count("\n", 0, dots.start()) + 1) if dots else _UNCLOSED
+        return _with_problem(fallback(), reason)
     header = text[len("---") + len(newline) : closing.start()]
     body = text[closing.end() :].removeprefix("\n")
     own = read_own(header, body, workspace=workspace, newline=newline)
@@ -511,18 +516,12 @@ def _changed_blocks(before: Memory, after: Memory) -> list[tuple[str, list[str]]
 
 
 # The keys render_memory writes only when they hold something.
-_OPTIONAL_KEYS = frozenset(
-    (
-        "source",
-        "created",
-        "recalled",
-        "last_recalled",
-        "confirmed",
-        "archived",
-        "supersedes",
-        "cites",
-    )
-)
+# fmt: off
+_OPTIONAL_KEYS = frozenset((
+    "source", "created", "recalled", "last_recalled", "confirmed", "archived", "supersedes",
+    "cites",
+))
+# fmt: on
 
 
 def _present(memory: Memory, key: str) -> bool:
