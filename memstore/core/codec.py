@@ -47,7 +47,7 @@ KNOWN_KEYS = (
 )
 
 
-_CLOSING = re.compile(r"^---[ \t]*\r?$", re.MULTILINE)
+CLOSING = re.compile(r"^---[ \t]*\r?$", re.MULTILINE)
 _DOTS = re.compile(r"^\.\.\.[ \t]*\r?$", re.MULTILINE)  # YAML's document end: not a closing
 _UNCLOSED = "front matter opened with '---' is never closed"
 _DOTTED = "front matter opened with '---' is closed by '...' on line {}: make that line '---'"
@@ -190,7 +190,7 @@ def parse_memory(text: str, *, path: str) -> Memory:
 
     if not (text.startswith("---\n") or text.startswith("---\r\n")):
         return fallback()
-    closing = _CLOSING.search(text, len("---") + len(newline))
+    closing = CLOSING.search(text, len("---") + len(newline))
     if closing is None:
         dots = _DOTS.search(text, len("---") + len(newline))
         reason = _DOTTED.format(text.count("\n", 0, dots.start()) + 1) if dots else _UNCLOSED
@@ -433,7 +433,7 @@ def _patch_front_matter(text: str, before: Memory, after: Memory) -> str | None:
     bom = "\ufeff" if text.startswith("\ufeff") else ""
     text = text.removeprefix("\ufeff")
     opening = "---" + before.newline
-    closing = _CLOSING.search(text, len(opening)) if text.startswith(opening) else None
+    closing = CLOSING.search(text, len(opening)) if text.startswith(opening) else None
     if closing is None:
         return None
     lines = [line + "\n" for line in text[len(opening) : closing.start()].split("\n")][:-1]
