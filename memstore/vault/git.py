@@ -367,7 +367,10 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
                 committed = None
             file = self.root / path
             try:
-                on_disk = pygit2.hashfile(str(file)) if file.is_file() else None
+                if file.is_symlink():  # the path it holds, as git hashes a link
+                    on_disk = pygit2.hash(os.fsencode(os.readlink(file)))
+                else:
+                    on_disk = pygit2.hashfile(str(file)) if file.is_file() else None
             except (OSError, pygit2.GitError):
                 on_disk = None
             if committed != on_disk:
