@@ -30,6 +30,7 @@ from memstore.catalog.memory_manifest import FORMAT, Entry, MemoryManifest, crea
 from memstore.catalog.reading import document_for
 from memstore.catalog.updater import CatchUp, Moved, Updater
 from memstore.core.errors import VaultError
+from memstore.core.front_matter_keys import repeated_keys
 from memstore.core.model import FileProblem, Memory
 from memstore.index import SearchIndex, SearchIndexError
 from memstore.vault.files import Fingerprint, Vault, process_alive
@@ -65,6 +66,7 @@ class Drift:
     problems: tuple[FileProblem, ...] = ()  # files that cannot be read cleanly (not drift)
     conflicts: tuple[str, ...] = ()  # memories sync left with both texts (`conflict: true`)
     duplicate_ids: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (id, the files using it)
+    repeated_keys: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (file, keys stated twice)
 
     @property
     def is_clean(self) -> bool:
@@ -465,6 +467,7 @@ class Indexer:
         problems: list[FileProblem] = []
         on_disk = self.vault.scan(problems)
         changed, conflicts = [], []
+        repeated: list[tuple[str, tuple[str, ...]]] = []
         for path in sorted(on_disk):
             try:
                 memory = self.vault.read(path)
@@ -473,6 +476,8 @@ class Indexer:
                 continue
             if memory.problem:
                 problems.append(FileProblem(path, memory.problem))
+            elif memory.has_front_matter and (twice := self._repeated_keys(path)):
+                repeated.append((path, twice))
             if has_conflict(memory):
                 conflicts.append(path)
             if path not in indexed:
@@ -495,7 +500,16 @@ class Indexer:
             problems=tuple(sorted(problems, key=lambda p: p.path)),
             conflicts=tuple(conflicts),
             duplicate_ids=_shared_ids(manifest.values()),
+            repeated_keys=tuple(repeated),
         )
+
+    def _repeated_keys(self, path: str) -> tuple[str, ...]:
+        """The keys a file's front matter states twice (YAML silently keeps the last)."""
+        try:
+            text = self.vault.path(path).read_bytes().decode("utf-8", errors="replace")
+        except OSError:
+            return ()  # gone since the scan: the drift says so
+        return repeated_keys(text)
 
     @_healing
     def problems(self) -> list[FileProblem]:

@@ -16,7 +16,7 @@ import typer
 
 from memstore.catalog.indexer import Entry
 from memstore.core.conflicts import display_text, split_label
-from memstore.core.errors import NotFoundError
+from memstore.core.errors import InvalidInputError, NotFoundError
 from memstore.core.model import KINDS, check_kind, check_workspace
 from memstore.index import Document, SearchIndexError
 from memstore.ops.cli_help import choices
@@ -306,11 +306,15 @@ def list_command(
             typer.echo("\n".join(code_lines(rows, total)))
         return
     now = datetime.now(UTC)
+    try:  # a usage error (exit 2), as log's and view's --since, before the vault is opened
+        cutoff = parse_since(since, now) if since else ""
+    except InvalidInputError as err:
+        raise typer.BadParameter(str(err)) from err
     filters = Filters(
         workspace=check_workspace(workspace) if workspace else None,
         kind=check_kind(kind, allowed=KINDS) if kind else None,
         source=source,
-        since=parse_since(since, now) if since else "",
+        since=cutoff,
         archived=archived,
     )
     with Store.open(shell_settings(vault)) as store:

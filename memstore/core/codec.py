@@ -47,7 +47,10 @@ KNOWN_KEYS = (
 )
 
 
-_CLOSING = re.compile(r"^---[ \t]*\r?$", re.MULTILINE)
+CLOSING = re.compile(r"^---[ \t]*\r?$", re.MULTILINE)
+_DOTS = re.compile(r"^\.\.\.[ \t]*\r?$", re.MULTILINE)  # YAML's document end: not a closing
+_UNCLOSED = "front matter opened with '---' is never closed"
+_DOTTED = "front matter opened with '---' is closed by '...' on line {}: make that line '---'"
 _TOP_KEY = re.compile(r"^([^\s#][^:]*?):(?:\s|$)")
 _BULLET = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+", re.MULTILINE)
 _SPACE = re.compile(r"\s+")
@@ -187,9 +190,11 @@ def parse_memory(text: str, *, path: str) -> Memory:
 
     if not (text.startswith("---\n") or text.startswith("---\r\n")):
         return fallback()
-    closing = _CLOSING.search(text, len("---") + len(newline))
+    closing = CLOSING.search(text, len("---") + len(newline))
     if closing is None:
-        return _with_problem(fallback(), "front matter opened with '---' is never closed")
+        dots = _DOTS.search(text, len("---") + len(newline))
+        reason = _DOTTED.format(text.count("\n", 0, dots.start()) + 1) if dots else _UNCLOSED
+        return _with_problem(fallback(), reason)
     header = text[len("---") + len(newline) : closing.start()]
     body = text[closing.end() :].removeprefix("\n")
     own = read_own(header, body, workspace=workspace, newline=newline)
@@ -428,7 +433,7 @@ def _patch_front_matter(text: str, before: Memory, after: Memory) -> str | None:
     bom = "\ufeff" if text.startswith("\ufeff") else ""
     text = text.removeprefix("\ufeff")
     opening = "---" + before.newline
-    closing = _CLOSING.search(text, len(opening)) if text.startswith(opening) else None
+    closing = CLOSING.search(text, len(opening)) if text.startswith(opening) else None
     if closing is None:
         return None
     lines = [line + "\n" for line in text[len(opening) : closing.start()].split("\n")][:-1]
@@ -511,18 +516,12 @@ def _changed_blocks(before: Memory, after: Memory) -> list[tuple[str, list[str]]
 
 
 # The keys render_memory writes only when they hold something.
-_OPTIONAL_KEYS = frozenset(
-    (
-        "source",
-        "created",
-        "recalled",
-        "last_recalled",
-        "confirmed",
-        "archived",
-        "supersedes",
-        "cites",
-    )
-)
+# fmt: off
+_OPTIONAL_KEYS = frozenset((
+    "source", "created", "recalled", "last_recalled", "confirmed", "archived", "supersedes",
+    "cites",
+))
+# fmt: on
 
 
 def _present(memory: Memory, key: str) -> bool:

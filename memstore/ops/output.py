@@ -338,6 +338,12 @@ def doctor_lines(found: Drift, after: Drift | None) -> list[str]:
         lines.extend(
             f"  {memory_id}: {', '.join(paths)}" for memory_id, paths in found.duplicate_ids
         )
+    if found.repeated_keys:
+        lines.append(
+            f"keys stated twice in one front matter ({len(found.repeated_keys)}): memstore "
+            "reads the last; delete the line you do not mean"
+        )
+        lines.extend(f"  {path}: {', '.join(keys)}" for path, keys in found.repeated_keys)
     if found.is_clean:
         lines.append("index matches the files: no drift")
     elif after is None:

@@ -77,7 +77,7 @@ def commit_edits(vault: Vault, git: GitRepo, host: str, paths: Iterable[str] | N
     trailers = Trailers(EDITOR, "", host)
     commits = []
     for workspace, group in sorted(by_workspace.items()):
-        present = tuple(p for p in group if vault.path(p).is_file())
+        present = tuple(p for p in group if vault.path(p).is_file() or _is_link(vault, p))
         gone = tuple(p for p in group if p not in present)
         message = f"edit({workspace}): {_describe(vault, present, gone)}"
         commits.append(git.commit(message, trailers, add=present, remove=gone))
@@ -91,9 +91,15 @@ def _is_vault_file(path: str) -> bool:
     return not any(part.startswith(".") for part in path.split("/"))
 
 
+def _is_link(vault: Vault, path: str) -> bool:
+    return vault.path(path).is_symlink()
+
+
 def _describe(vault: Vault, present: tuple[str, ...], gone: tuple[str, ...]) -> str:
     if len(present) == 1 and not gone:
-        memory = vault.read(present[0]) if present[0].endswith(".md") else None
+        # a link's commit holds the path it names: its target's text stays out of git
+        readable = present[0].endswith(".md") and not _is_link(vault, present[0])
+        memory = vault.read(present[0]) if readable else None
         text = summary(memory.body) if memory is not None else ""
         return text or present[0]
     if len(gone) == 1 and not present:

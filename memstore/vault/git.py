@@ -129,14 +129,16 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
         deferred = defer_index and self._index_is_large() and not any("\n" in p for p in paths)
         try:
             base = None if repo.head_is_unborn else repo.head.peel(pygit2.Commit).tree
-            data = {p: self.root.joinpath(p).read_bytes() for p in add}
+            files = {p: _as_git_sees(self.root / p) for p in add}
+            data = {p: content for p, (content, _) in files.items()}
             if not allow_secret:
                 self._refuse_secrets(data, base)
             if deferred:
                 self._note_lag(paths)  # before the commit: a kill after it still names them
             changes: dict[str, Any] = {p: repo.create_blob(d) for p, d in data.items()}
             changes.update({p: None for p in remove})
-            tree = self._tree_with(base, changes)
+            modes = {p: mode for p, (_, mode) in files.items()}
+            tree = self._tree_with(base, changes, modes)
             parents = [] if repo.head_is_unborn else [repo.head.target]
             signature = self._signature()
             from memstore.core.secrets import withhold_secret
@@ -271,8 +273,9 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
             else:
                 index.add(pygit2.IndexEntry(path, committed.id, committed.filemode))
 
-    def _tree_with(self, base: Any, changes: dict[str, Any]) -> Any:
-        """Return the id of `base` (a tree or None) with paths set to blobs or removed."""
+    def _tree_with(self, base: Any, changes: dict[str, Any], modes: Mapping[str, int] = {}) -> Any:
+        """Return the id of `base` (a tree or None) with paths set to blobs or removed;
+        a blob's mode is `modes`' (git's file modes), else a plain file's."""
         pygit2 = _pygit2()
         repo = self._repo
         builder = repo.TreeBuilder(base) if base is not None else repo.TreeBuilder()
@@ -289,13 +292,14 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
                 if base is not None and name in base:
                     builder.remove(name)
             else:
-                builder.insert(name, blob, pygit2.enums.FileMode.BLOB)
+                builder.insert(name, blob, modes.get(name, pygit2.enums.FileMode.BLOB))
         for name, sub in below.items():
             current = base[name] if base is not None and name in base else None
             subtree = (
                 repo[current.id] if current is not None and current.type_str == "tree" else None
             )
-            oid = self._tree_with(subtree, sub)
+            inner = {p.partition("/")[2]: m for p, m in modes.items() if p.startswith(name + "/")}
+            oid = self._tree_with(subtree, sub, inner)
             if len(repo[oid]):
                 builder.insert(name, oid, pygit2.enums.FileMode.TREE)
             elif current is not None:
@@ -365,7 +369,10 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
                 committed = None
             file = self.root / path
             try:
-                on_disk = pygit2.hashfile(str(file)) if file.is_file() else None
+                if file.is_symlink():  # the path it holds, as git hashes a link
+                    on_disk = pygit2.hash(os.fsencode(os.readlink(file)))
+                else:
+                    on_disk = pygit2.hashfile(str(file)) if file.is_file() else None
             except (OSError, pygit2.GitError):
                 on_disk = None
             if committed != on_disk:
@@ -444,6 +451,17 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
     def edit_tree(self, tree: Any, changes: dict[str, Any]) -> Any:
         """Return `tree` with paths set to blob ids or (None) removed, as a tree object."""
         return self._repo[self._tree_with(tree, changes)]
+
+
+def _as_git_sees(path: Path) -> tuple[bytes, int]:
+    """Return a work tree file's content and mode as git commits it: a symlink is the path
+    it holds (never the file it points at, which may lie outside the vault), and an
+    executable keeps its mode."""
+    modes = _pygit2().enums.FileMode
+    if path.is_symlink():
+        return os.fsencode(os.readlink(path)), modes.LINK
+    executable = os.stat(path).st_mode & 0o100
+    return path.read_bytes(), modes.BLOB_EXECUTABLE if executable else modes.BLOB
 
 
 def secret_message(path: str, kind: str) -> str:

@@ -67,6 +67,34 @@ def test_doctor_cli_exit_status(sample_vault: Path) -> None:
     assert fixed.returncode == 0 and "fixed" in fixed.stdout
 
 
+def test_doctor_names_keys_a_front_matter_states_twice(sample_vault: Path) -> None:
+    # YAML keeps the last `kind:` without a word; the person sees both. Doctor names the
+    # file and the keys (a key stated twice everywhere else, `keywords:` here, is left out).
+    folder = sample_vault / "webshop" / "2026-12"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "twice.md").write_text(
+        "---\nid: twice123\nkind: note\nkeywords: [redis]\nkind: lesson\n"
+        "owner: ann\nowner: bo\n---\nredis timeouts come from the pool size\n",
+        encoding="utf-8",
+    )
+    (folder / "once.md").write_text(
+        "---\r\nid: once1234\r\nkind: note\r\n---\r\nkind: lesson in the body\r\n",
+        encoding="utf-8",
+    )
+    exe = Path(sys.executable).with_name("memstore")
+    env = {"MEMSTORE_VAULT": str(sample_vault), "PATH": "/usr/bin:/bin"}
+    env["HOME"] = str(sample_vault.parent)
+    subprocess.run([str(exe), "reindex"], env=env, check=True, capture_output=True)
+    done = subprocess.run([str(exe), "doctor"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr  # not drift: the file reads, as the last key says
+    assert "keys stated twice in one front matter (1)" in done.stdout
+    assert "  webshop/2026-12/twice.md: kind, owner\n" in done.stdout
+    with Store.open(settings_at(sample_vault)) as store:
+        found, _ = store.doctor()
+        assert found.repeated_keys == (("webshop/2026-12/twice.md", ("kind", "owner")),)
+        assert store.vault.read("webshop/2026-12/twice.md").kind == "lesson"
+
+
 def PINNED() -> datetime:
     return datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 

@@ -144,6 +144,21 @@ def test_unclosed_front_matter_and_non_mapping_are_problems_not_crashes() -> Non
     assert "mapping" in parse_memory("---\n- a\n- b\n---\nbody\n", path="a/b.md").problem
 
 
+def test_front_matter_closed_by_yaml_dots_is_named_with_its_line() -> None:
+    # YAML's document end `...` is not memstore's closing: the reason says so and where,
+    # rather than "never closed" (which sent a person looking for a missing line).
+    text = "---\nid: dots1234\nkind: note\n...\nkafka retention is 7 days\n"
+    memory = parse_memory(text, path="w/b.md")
+    assert memory.problem == (
+        "front matter opened with '---' is closed by '...' on line 4: make that line '---'"
+    )
+    assert memory.body == text and not memory.has_front_matter  # still never rewritten
+    crlf = parse_memory(text.replace("\n", "\r\n"), path="w/b.md")
+    assert "'...' on line 4" in crlf.problem
+    fixed = parse_memory(text.replace("\n...\n", "\n---\n"), path="w/b.md")
+    assert not fixed.problem and fixed.id == "dots1234"
+
+
 def test_bad_field_values_are_reported_and_defaulted() -> None:
     memory = parse_memory("---\nkind: wizard\nseen: lots\n---\nx\n", path="a/b.md")
     assert memory.kind == "note" and memory.seen == 1
