@@ -68,8 +68,12 @@ class PatternCache:
             if len(self.known) < LIMIT:
                 self.known[key] = entry
                 self.added += 1
-        final, code, groups, groupindex, names = entry
-        return _sre.compile(pattern, final, list(code), groups, dict(groupindex), names)
+        try:
+            final, code, groups, groupindex, names = entry
+            return _sre.compile(pattern, final, list(code), groups, dict(groupindex), names)
+        except (RuntimeError, TypeError, ValueError, OverflowError):  # a garbled entry
+            self.known.pop(key, None)
+            return (_ORIGINAL or _compiler.compile)(pattern, flags)
 
     def save(self) -> None:
         """Write the patterns back if any was added (atomically; a failure keeps the old)."""

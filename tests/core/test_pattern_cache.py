@@ -96,6 +96,20 @@ def test_a_file_that_is_not_this_interpreters_cache_is_ignored(
     assert marshal.loads(path.read_bytes())[0] == KEY  # rewritten as this one's
 
 
+def test_a_garbled_entry_with_this_interpreters_key_is_compiled_afresh(tmp_path: Path) -> None:
+    """A kept code the engine refuses (a damaged or hand-made file with the right key)
+    costs the entry, not the command: the pattern is compiled as re would."""
+    path = tmp_path / "patterns.marshal"
+    key = ("str", r"a(b)c", 0)
+    bad = (0, [999999, 1, 2], 1, {}, (None, None))
+    path.write_bytes(marshal.dumps((KEY, [(key, bad)])))
+    cache = PatternCache(path)
+    assert key in cache.known
+    pattern = cache.compile(r"a(b)c", 0)
+    assert pattern.groups == 1 and pattern.match("abc")
+    assert key not in cache.known
+
+
 def test_installed_re_compiles_through_the_cache_and_uninstalls(tmp_path: Path) -> None:
     cache = pattern_cache.install(tmp_path / "p.marshal")
     try:
