@@ -9,6 +9,7 @@ those that only mention it (docs/retrieval.md, "A memory's subject").
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import replace
@@ -29,7 +30,12 @@ def label_terms(text: str) -> frozenset[str]:
     match = _LABEL.match(text)
     if not match or len(match.group(1).split()) > SUBJECT_MAX_WORDS:
         return frozenset()
-    return frozenset(terms(match.group(1)))
+    return _label_terms(match.group(1))
+
+
+@functools.lru_cache(maxsize=1024)
+def _label_terms(label: str) -> frozenset[str]:
+    return frozenset(terms(label))
 
 
 def subject_first(
