@@ -10,6 +10,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from memstore.catalog.indexer import Entry, Indexer
+from memstore.catalog.subject import subject_first
 from memstore.catalog.when import tells_when
 from memstore.core import ranking
 from memstore.core.conflicts import display_text
@@ -117,6 +118,7 @@ def find(
     ]
     candidates = _answers_first(index, query, candidates, documents)
     candidates = tells_when(query, candidates, documents)
+    candidates = subject_first(query, candidates, documents)
     best = max(c.lexical for c in candidates)
     values = {c.key: score(c, best, len(entities), now) for c in candidates}
     ranked = sorted(candidates, key=lambda c: (-round(values[c.key], 6), c.key))[:k]

@@ -9,15 +9,17 @@ A standalone script, not a pytest module:
 Three trees are copied and ingested into one fresh vault, each into a workspace of its own:
 Python's standard library (`sysconfig.get_paths()["stdlib"]`, without its installed
 packages, its test folder included) as `stdlib`, the installed `click` package as `click`,
-and the installed `pip` package (its vendored libraries included) as `pip`. Three question
-sets are asked, each in its tree's workspace, k=5:
+the installed `pip` package (its vendored libraries included) as `pip`, and the installed
+`rich` package as `rich`. Four question sets are asked, each in its tree's workspace, k=5:
 
   * tests/data/code-questions.json: questions written as people ask agents, each with the
     functions that answer it, plus off-corpus questions (code not in that tree, or not a
     question about code at all) that must get no confident hit;
   * bench_code.py's 60 standard-library questions (all answerable);
   * tests/data/code-questions-pip.json: the held-out check of issue 38, written after the
-    ranking constants were chosen on the two sets above (30 answerable, 10 off-corpus).
+    ranking constants were chosen on the two sets above (30 answerable, 10 off-corpus);
+  * tests/data/code-questions-rich.json: the seventh session's held-out check, written before
+    any change of that session was tried (32 answerable, 10 off-corpus).
 
 A hit answers when it is in an answer's file and its lines overlap the answer's definition
 as the `ast` module finds it (bench_code's rule). Reported per set: R@1, R@5, MRR; the
@@ -55,6 +57,8 @@ from memstore.service.store import Store
 
 QUESTIONS = Path(__file__).resolve().parents[1] / "data" / "code-questions.json"
 HELD_OUT = QUESTIONS.with_name("code-questions-pip.json")  # issue 38's held-out check
+HELD_OUT_RICH = QUESTIONS.with_name("code-questions-rich.json")  # the seventh session's
+SETS = ("own", "bench_code", "pip", "rich")
 K = 5
 
 
@@ -62,11 +66,13 @@ def trees() -> dict[str, Path]:
     """The trees asked about: workspace → source folder."""
     import click
     import pip
+    import rich
 
     return {
         "stdlib": Path(sysconfig.get_paths()["stdlib"]),
         "click": Path(click.__file__).resolve().parent,
         "pip": Path(pip.__file__).resolve().parent,
+        "rich": Path(rich.__file__).resolve().parent,
     }
 
 
@@ -83,7 +89,7 @@ def build_vault(vault: Path) -> dict[str, Any]:
     for workspace, source in trees().items():
         copy = vault.parent / f"tree-{workspace}"
         done_mark = vault.parent / f"tree-{workspace}.ingested"
-        if done_mark.exists() or (kept and workspace != "pip"):
+        if done_mark.exists() or (kept and workspace in ("stdlib", "click")):
             continue  # a kept vault has it (one kept from before pip was added: stdlib, click)
         if copy.exists():
             shutil.rmtree(copy)
@@ -108,6 +114,7 @@ def build_vault(vault: Path) -> dict[str, Any]:
 def load_questions() -> list[dict[str, Any]]:
     own = json.loads(QUESTIONS.read_text(encoding="utf-8"))["questions"]
     held_out = json.loads(HELD_OUT.read_text(encoding="utf-8"))["questions"]
+    rich = json.loads(HELD_OUT_RICH.read_text(encoding="utf-8"))["questions"]
     return (
         [{**q, "set": "own"} for q in own]
         + [
@@ -115,6 +122,7 @@ def load_questions() -> list[dict[str, Any]]:
             for text, p, n in bc.STDLIB_QUERIES
         ]
         + [{**q, "set": "pip"} for q in held_out]
+        + [{**q, "set": "rich"} for q in rich]
     )
 
 
@@ -201,9 +209,7 @@ def run(vault: Path, show_rows: bool) -> dict[str, Any]:
                 f"{r['set'][:5]} {mark} rank={r['rank']} {r['question'][:60]!r:64} {r['top'][:70]}"
             )
     return {
-        "own": figures([r for r in rows if r["set"] == "own"]),
-        "bench_code": figures([r for r in rows if r["set"] == "bench_code"]),
-        "pip": figures([r for r in rows if r["set"] == "pip"]),
+        **{name: figures([r for r in rows if r["set"] == name]) for name in SETS},
         "unanswerable": [
             r["question"] for r in rows if r["answerable"] and not r["found_in_source"]
         ],

@@ -15,10 +15,10 @@ from tests.conftest import EXE
 
 # Measured with `memstore eval` on memstore/fixtures/recall-eval.json (77 memories, 119 queries).
 BASELINE = {
-    "recall_at_1": 0.9888,
-    "recall_at_3": 0.9888,
+    "recall_at_1": 1.0,
+    "recall_at_3": 1.0,
     "recall_at_5": 1.0,
-    "mrr_at_5": 0.9916,
+    "mrr_at_5": 1.0,
     "confident_correct_first": 0.8427,
     "off_corpus_empty": 0.0,
     "off_corpus_no_confident": 1.0,
