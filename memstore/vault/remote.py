@@ -59,23 +59,27 @@ def run_git(
         ) from err
 
 
+def _start_git(root: Path, args: list[str], env: Mapping[str, str]) -> subprocess.Popen[str]:
+    """Start git in `root` as `run_git` runs it (no prompt, C messages), its output piped."""
+    return subprocess.Popen(
+        ["git", *args],
+        cwd=root,
+        env={**env, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+    )
+
+
 def _beside(
     root: Path, args: list[str], env: Mapping[str, str], meanwhile: Callable[[], None]
 ) -> subprocess.CompletedProcess[str]:
     """Run git as `run_git` does while `meanwhile` runs; its time limit starts after that."""
-    environment = {**env, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
     try:
-        process = subprocess.Popen(
-            ["git", *args],
-            cwd=root,
-            env=environment,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-        )
+        process = _start_git(root, args, env)
     except FileNotFoundError as missing:
         raise SyncError(
             "git is not installed; memstore sync and gc need the git command"
@@ -157,18 +161,9 @@ class Fetching:
     def __init__(self, root: Path, name: str, env: Mapping[str, str]) -> None:
         self.root, self.name, self.env = root, name, env
         self.started = time.monotonic()
-        environment = {**env, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
         try:
-            self.process: subprocess.Popen[str] | None = subprocess.Popen(
-                ["git", *_BESIDE, "fetch", "--quiet", "--no-tags", name],
-                cwd=root,
-                env=environment,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                encoding="utf-8",
-                errors="replace",
+            self.process: subprocess.Popen[str] | None = _start_git(
+                root, [*_BESIDE, "fetch", "--quiet", "--no-tags", name], env
             )
         except FileNotFoundError:
             self.process = None
