@@ -9,14 +9,15 @@ belonged to a segment merged away is forgotten at the next searcher (`reset`).
 
 from __future__ import annotations
 
+import heapq
 import mmap
 import struct
+from array import array
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
 from whoosh.codec.whoosh3 import W3TermInfo
 
 from .schema import Document, parse_stored
@@ -45,7 +46,7 @@ class StoredCache:
         self.leaves: list[tuple[int, str]] = []  # (first document number, segment id)
         self.documents: OrderedDict[Place, Document] = OrderedDict()
         self.keys: OrderedDict[Place, str] = OrderedDict()
-        self.ranks: dict[str, Any] = {}  # segment id → its documents' key ranks (numpy)
+        self.ranks: dict[str, Any] = {}  # segment id → its documents' key ranks (an array)
 
     def reset(self, leaves: list[tuple[int, str]]) -> None:
         """Take a new searcher's segments; forget what segments no longer live held."""
@@ -96,13 +97,12 @@ class StoredCache:
             if ranks is None:
                 kept.extend(pairs)
                 continue
-            local = np.array([self.place(n)[1] for _, n in pairs], dtype=np.int64)
-            order = ranks[local]
-            if (order < 0).any():  # a document the key table does not name: read them all
+            order = [ranks[self.place(n)[1]] for _, n in pairs]
+            if min(order) < 0:  # a document the key table does not name: read them all
                 kept.extend(pairs)
                 continue
-            chosen = np.argpartition(order, places - 1)[:places]
-            kept.extend(pairs[i] for i in sorted(chosen.tolist()))
+            chosen = heapq.nsmallest(places, range(len(pairs)), key=order.__getitem__)
+            kept.extend(pairs[i] for i in sorted(chosen))
         return kept
 
     def _ranks(self, sid: str, segment: Any) -> Any:
@@ -149,7 +149,7 @@ class StoredCache:
 
 
 def key_ranks(segment: Any) -> Any:
-    """Return each document's place in the order of `segment`'s keys (numpy int32, -1 for a
+    """Return each document's place in the order of `segment`'s keys (an int array, -1 for a
     document no key names; deleted documents share their key's place), or None where the
     segment is not a whoosh3 one.
 
@@ -164,7 +164,7 @@ def key_ranks(segment: Any) -> Any:
     if tindex is None or not hasattr(terms, "_keycoder"):
         return None
     prefix = terms._keycoder(KEY_FIELD, b"")
-    ranks = np.full(segment.doc_count_all(), -1, dtype=np.int32)
+    ranks = array("i", [-1]) * segment.doc_count_all()  # no numpy: a one-shot search has none
     pos = tindex.closest_key_pos(prefix)
     if pos is None:
         return ranks
@@ -178,7 +178,8 @@ def key_ranks(segment: Any) -> Any:
             ids: Iterable[int] = info.inlined_postings()[0]
         else:
             ids = read_postings(segment, KEY_FIELD, key[len(prefix) :].decode("utf-8"))[0]
-        ranks[np.fromiter(ids, dtype=np.int64)] = rank
+        for n in ids:
+            ranks[n] = rank
     return ranks
 
 

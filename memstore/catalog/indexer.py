@@ -466,24 +466,7 @@ class Indexer:
         manifest = {entry.path: entry for entry in self.entries()}
         problems: list[FileProblem] = []
         on_disk = self.vault.scan(problems)
-        changed, conflicts = [], []
-        repeated: list[tuple[str, tuple[str, ...]]] = []
-        for path in sorted(on_disk):
-            try:
-                memory = self.vault.read(path)
-            except VaultError as err:
-                problems.append(FileProblem(path, str(err)))
-                continue
-            if memory.problem:
-                problems.append(FileProblem(path, memory.problem))
-            elif memory.has_front_matter and (twice := self._repeated_keys(path)):
-                repeated.append((path, twice))
-            if has_conflict(memory):
-                conflicts.append(path)
-            if path not in indexed:
-                continue
-            if document_for(path, memory) != indexed[path]:
-                changed.append(path)
+        changed, conflicts, repeated = _compare_files(self.vault, on_disk, indexed, problems)
         miscounted = [
             f"{path}: in the {'manifest' if path in manifest else 'search index'} only"
             for path in sorted(set(indexed) ^ set(manifest))
@@ -503,18 +486,45 @@ class Indexer:
             repeated_keys=tuple(repeated),
         )
 
-    def _repeated_keys(self, path: str) -> tuple[str, ...]:
-        """The keys a file's front matter states twice (YAML silently keeps the last)."""
-        try:
-            text = self.vault.path(path).read_bytes().decode("utf-8", errors="replace")
-        except OSError:
-            return ()  # gone since the scan: the drift says so
-        return repeated_keys(text)
-
     @_healing
     def problems(self) -> list[FileProblem]:
         """Return every indexed file that could not be read cleanly."""
         return [FileProblem(path, problem) for path, problem in self.manifest.problems()]
+
+
+def _compare_files(
+    vault: Vault, on_disk: Iterable[str], indexed: Mapping[str, Any], problems: list[FileProblem]
+) -> tuple[list[str], list[str], list[tuple[str, tuple[str, ...]]]]:
+    """Read every file afresh (`drift`): those whose document differs from the index's,
+    those sync left with both texts, and those whose front matter states a key twice;
+    `problems` gets the files that cannot be read cleanly."""
+    changed: list[str] = []
+    conflicts: list[str] = []
+    repeated: list[tuple[str, tuple[str, ...]]] = []
+    for path in sorted(on_disk):
+        try:
+            memory = vault.read(path)
+        except VaultError as err:
+            problems.append(FileProblem(path, str(err)))
+            continue
+        if memory.problem:
+            problems.append(FileProblem(path, memory.problem))
+        elif memory.has_front_matter and (twice := _repeated_keys(vault, path)):
+            repeated.append((path, twice))
+        if has_conflict(memory):
+            conflicts.append(path)
+        if path in indexed and document_for(path, memory) != indexed[path]:
+            changed.append(path)
+    return changed, conflicts, repeated
+
+
+def _repeated_keys(vault: Vault, path: str) -> tuple[str, ...]:
+    """The keys a file's front matter states twice (YAML silently keeps the last)."""
+    try:
+        text = vault.path(path).read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return ()  # gone since the scan: the drift says so
+    return repeated_keys(text)
 
 
 def rebuild(vault: Vault, progress: Progress | None = None) -> tuple[Indexer, CatchUp]:

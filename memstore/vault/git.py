@@ -134,7 +134,7 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
             if not allow_secret:
                 self._refuse_secrets(data, base)
             if deferred:
-                self._note_lag(paths)  # before the commit: a kill after it still names them
+                note_index_lag(self.root, paths, os.getpid())  # named before committing
             changes: dict[str, Any] = {p: repo.create_blob(d) for p, d in data.items()}
             changes.update({p: None for p in remove})
             modes = {p: mode for p, (_, mode) in files.items()}
@@ -224,9 +224,6 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
             return (self.root / ".git" / "index").stat().st_size >= self.defer_index_bytes
         except OSError:
             return False
-
-    def _note_lag(self, paths: tuple[str, ...]) -> None:
-        note_index_lag(self.root, paths, os.getpid())
 
     def index_lag(self) -> tuple[set[int], list[str]]:
         """Return the processes that deferred git's index and the paths they committed."""

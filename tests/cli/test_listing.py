@@ -157,12 +157,16 @@ def test_list_json_has_rows_and_counts(listed: Path) -> None:
 
 def test_list_refuses_bad_filters_in_one_line(listed: Path) -> None:
     for args, message in (
-        (["--since", "yesterday"], "use e.g. 2026-11-01, 7d, 2w or 12h"),
         (["--kind", "lessons"], "unknown kind 'lessons'"),
         (["-w", "Not A Workspace"], "invalid workspace name"),
     ):
         result = runner.invoke(app, ["list", *args], env={"MEMSTORE_VAULT": str(listed)})
         assert result.exit_code == 1 and message in str(result.exception), args
+    # a --since that is neither a date nor an age is a usage error (tests/cli/test_log_since.py)
+    result = runner.invoke(
+        app, ["list", "--since", "yesterday"], env={"MEMSTORE_VAULT": str(listed)}
+    )
+    assert result.exit_code == 2 and "use e.g. 2026-11-01, 7d, 2w or 12h" in result.output
 
 
 def test_since_reads_dates_and_ages() -> None:
