@@ -15,6 +15,7 @@ from memstore.index import Document, SearchIndex, bulk, plain, scoring
 from memstore.index.analysis import make_analyzer, query_terms
 from memstore.index.reader import BM25_B, BM25_K1, EXACT_BOOST, EXPANSION_BOOST
 from memstore.index.scoring import LiveStats, PostingCache, TermQuery, score
+from tests.index.test_scoring import write_layers
 
 WORDS = [
     *("nginx", "upload", "deploy", "kafka", "redis", "postgres", "terraform", "cache"),
@@ -41,17 +42,8 @@ def _doc(rng: random.Random, n: int) -> Document:
 @pytest.fixture(scope="module")
 def layered(tmp_path_factory: pytest.TempPathFactory) -> SearchIndex:
     """An index written in many commits, with replacements and deletions."""
-    rng = random.Random(11)
     index = SearchIndex.open(tmp_path_factory.mktemp("plain") / "ix")
-    keys: list[str] = []
-    for batch in range(10):
-        docs = [_doc(rng, batch * 60 + i) for i in range(60)]
-        replaced = [
-            _doc(rng, int(k.split("/")[1][:-3])) for k in rng.sample(keys, min(8, len(keys)))
-        ]
-        gone = rng.sample(keys, min(6, len(keys)))
-        index.apply([*docs, *[d for d in replaced if d.key not in gone]], gone)
-        keys = [k for k in keys if k not in gone] + [d.key for d in docs]
+    write_layers(index, random.Random(11), _doc, batches=10, size=60, replace=8, delete=6)
     return index
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from array import array
+from collections.abc import Callable
 from math import log
 from pathlib import Path
 from typing import Any
@@ -98,19 +99,33 @@ def _doc(rng: random.Random, n: int) -> Document:
 @pytest.fixture(scope="module")
 def layered(tmp_path_factory: pytest.TempPathFactory) -> SearchIndex:
     """An index written in many small commits, with replacements and deletions."""
-    rng = random.Random(7)
     index = SearchIndex.open(tmp_path_factory.mktemp("layered") / "ix")
+    write_layers(index, random.Random(7), _doc, batches=12, size=40, replace=5, delete=4)
+    return index
+
+
+def write_layers(
+    index: SearchIndex,
+    rng: random.Random,
+    doc: Callable[[random.Random, int], Document],
+    *,
+    batches: int,
+    size: int,
+    replace: int,
+    delete: int,
+) -> None:
+    """Write `batches` commits of `size` new documents into `index`, each also replacing
+    up to `replace` earlier ones and deleting up to `delete`."""
     keys: list[str] = []
-    for batch in range(12):
-        docs = [_doc(rng, batch * 40 + i) for i in range(40)]
+    for batch in range(batches):
+        docs = [doc(rng, batch * size + i) for i in range(size)]
         replaced = [
-            _doc(rng, int(k.split("/")[1][:-3])) for k in rng.sample(keys, min(5, len(keys)))
+            doc(rng, int(k.split("/")[1][:-3])) for k in rng.sample(keys, min(replace, len(keys)))
         ]
         # a replaced memory keeps its key but may move workspace: drop the old key first
-        gone = rng.sample(keys, min(4, len(keys)))
+        gone = rng.sample(keys, min(delete, len(keys)))
         index.apply([*docs, *[d for d in replaced if d.key not in gone]], gone)
         keys = [k for k in keys if k not in gone] + [d.key for d in docs]
-    return index
 
 
 def _stats(index: SearchIndex) -> LiveStats:
