@@ -55,6 +55,11 @@ MAX_PIECE = 40  # a name's piece is no longer: longer words' starts are not look
 MIN_PIECE = 3  # a shorter piece of a name ("mk", "re") matches too many words to tell
 _WORD = re.compile(r"[^\W\d_]+|\d+")
 _TOKEN = re.compile(r"\w+(?:[./\-]\w+)*")  # as the index reads a text
+# A name spelled as code in a question: `parse_qsl`, `HTTPResponse._read_chunked`,
+# `inspect.getsourcelines`, `TextWrapper` (not "Context" or "e.g.", which prose spells too).
+_IDENTIFIER = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+_CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
+_MODULE_FILES = frozenset({"__init__", "index", "mod", "lib"})  # a package's own module
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,36 @@ def read_question(text: str, frequencies: Mapping[str, int], documents: int) -> 
     return Question(terms_, prefixes, weights, sum(weights))
 
 
+def identifiers(text: str) -> frozenset[str]:
+    """Return the names `text` spells as code (lowercase): dotted (`json.dumps`, each part
+    two characters or more), snake_case (`_read_chunked`; a dunder alone is every class's)
+    or camelCase (`TextWrapper`). A question naming one asks about that definition."""
+    found = set()
+    for token in _IDENTIFIER.findall(text):
+        parts = token.split(".")
+        if len(parts) > 1:
+            code_like = all(len(part) >= 2 for part in parts)
+        else:
+            code_like = "_" in token.strip("_") or bool(_CAMEL.search(token))
+        if code_like:
+            found.add(token.lower())
+    return frozenset(found)
+
+
+def names_identifier(names: frozenset[str], name: str, path: str) -> bool:
+    """Say whether a chunk named `name` (qualified) in `path` is a definition `names` (from
+    `identifiers`) spells: its name, its qualified name, or either after its module's dotted
+    path or any end of it (`json.dumps` of `json/__init__.py`, `client.HTTPResponse.read`)."""
+    if not names or not name:
+        return False
+    module = path.rpartition(".")[0] or path
+    folder, _, stem = module.rpartition("/")
+    if stem in _MODULE_FILES and folder:
+        module = folder
+    full = f"{module.replace('/', '.')}.{name}".lower()
+    return any(full == wanted or full.endswith(f".{wanted}") for wanted in names)
+
+
 def _idf(held_by: int, documents: int) -> float:
     """BM25's idf, positive however many chunks hold the term (a count over the index's
     fields may pass the number of chunks); a term none holds weighs as one a single chunk
@@ -136,14 +171,22 @@ def weigh(question: Question, name: str, path: str) -> Evidence:
 
 def held(question: Question, text: str) -> float:
     """Return the weighted share of the question whose words `text` holds."""
+    return holding(question, text)[0]
+
+
+def holding(question: Question, text: str) -> tuple[float, int]:
+    """Return the weighted share of the question whose words `text` holds, and how many of
+    its informative words that is (one word alone is no evidence of a match)."""
     if not question.total:
-        return 0.0
+        return 0.0, 0
     lower = _lower(text)
     found = 0.0
+    words = 0
     for prefix, weight in zip(question.prefixes, question.weights, strict=True):
         if _holds(text, lower, prefix):
             found += weight
-    return found / question.total
+            words += 1
+    return found / question.total, words
 
 
 @functools.lru_cache(maxsize=4096)

@@ -9,8 +9,9 @@ A standalone script, not a pytest module:
 Three trees are copied and ingested into one fresh vault, each into a workspace of its own:
 Python's standard library (`sysconfig.get_paths()["stdlib"]`, without its installed
 packages, its test folder included) as `stdlib`, the installed `click` package as `click`,
-the installed `pip` package (its vendored libraries included) as `pip`, and the installed
-`rich` package as `rich`. Four question sets are asked, each in its tree's workspace, k=5:
+the installed `pip` package (its vendored libraries included) as `pip`, the installed
+`rich` package as `rich` and the installed `starlette` package as `starlette`. Five question
+sets are asked, each in its tree's workspace, k=5:
 
   * tests/data/code-questions.json: questions written as people ask agents, each with the
     functions that answer it, plus off-corpus questions (code not in that tree, or not a
@@ -19,7 +20,9 @@ the installed `pip` package (its vendored libraries included) as `pip`, and the 
   * tests/data/code-questions-pip.json: the held-out check of issue 38, written after the
     ranking constants were chosen on the two sets above (30 answerable, 10 off-corpus);
   * tests/data/code-questions-rich.json: the seventh session's held-out check, written before
-    any change of that session was tried (32 answerable, 10 off-corpus).
+    any change of that session was tried (32 answerable, 10 off-corpus);
+  * tests/data/code-questions-starlette.json: the eighth session's held-out check, written
+    before any ranker ran on it (40 answerable, 10 off-corpus).
 
 A hit answers when it is in an answer's file and its lines overlap the answer's definition
 as the `ast` module finds it (bench_code's rule). Reported per set: R@1, R@5, MRR; the
@@ -58,7 +61,8 @@ from memstore.service.store import Store
 QUESTIONS = Path(__file__).resolve().parents[1] / "data" / "code-questions.json"
 HELD_OUT = QUESTIONS.with_name("code-questions-pip.json")  # issue 38's held-out check
 HELD_OUT_RICH = QUESTIONS.with_name("code-questions-rich.json")  # the seventh session's
-SETS = ("own", "bench_code", "pip", "rich")
+HELD_OUT_STARLETTE = QUESTIONS.with_name("code-questions-starlette.json")  # the eighth's
+SETS = ("own", "bench_code", "pip", "rich", "starlette")
 K = 5
 
 
@@ -67,12 +71,14 @@ def trees() -> dict[str, Path]:
     import click
     import pip
     import rich
+    import starlette
 
     return {
         "stdlib": Path(sysconfig.get_paths()["stdlib"]),
         "click": Path(click.__file__).resolve().parent,
         "pip": Path(pip.__file__).resolve().parent,
         "rich": Path(rich.__file__).resolve().parent,
+        "starlette": Path(starlette.__file__).resolve().parent,
     }
 
 
@@ -115,6 +121,7 @@ def load_questions() -> list[dict[str, Any]]:
     own = json.loads(QUESTIONS.read_text(encoding="utf-8"))["questions"]
     held_out = json.loads(HELD_OUT.read_text(encoding="utf-8"))["questions"]
     rich = json.loads(HELD_OUT_RICH.read_text(encoding="utf-8"))["questions"]
+    starlette = json.loads(HELD_OUT_STARLETTE.read_text(encoding="utf-8"))["questions"]
     return (
         [{**q, "set": "own"} for q in own]
         + [
@@ -123,6 +130,7 @@ def load_questions() -> list[dict[str, Any]]:
         ]
         + [{**q, "set": "pip"} for q in held_out]
         + [{**q, "set": "rich"} for q in rich]
+        + [{**q, "set": "starlette"} for q in starlette]
     )
 
 

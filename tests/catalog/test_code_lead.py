@@ -91,13 +91,27 @@ def test_without_the_depth_term_the_deeper_copy_came_first(
     assert hits[0].path.startswith("legacy/packaging/archive_util.py:")
 
 
-def lead(named: float, exact: float, held: float, margin: float) -> Lead:
+def lead(
+    named: float,
+    exact: float,
+    held: float,
+    margin: float,
+    *,
+    words: int = 3,
+    name_lead: float = -0.1,
+    container: bool = False,
+) -> Lead:
+    """A first hit's lead; by default another candidate's name matches the question better
+    (`name_lead` < 0), so only the margin clauses can make it confident."""
     return Lead(
         evidence=Evidence(named=named, exact=exact, context=0.0),
         held=held,
         margin=margin,
         sibling_lead=0.0,
         elsewhere=margin,
+        words=words,
+        name_lead=name_lead,
+        container=container,
     )
 
 
@@ -110,11 +124,41 @@ def test_a_name_the_question_explains_whole_needs_a_smaller_lead() -> None:
     assert not _is_confident(lead(named=0.3, exact=1.0, held=0.9, margin=0.05))
 
 
-def test_a_hit_holding_the_whole_question_far_ahead_is_confident_whatever_its_name() -> None:
+def test_a_hit_holding_half_the_question_far_ahead_is_confident_whatever_its_name() -> None:
     far = code_hits.CONFIDENT_FAR_MARGIN
-    assert _is_confident(lead(named=0.0, exact=0.0, held=0.9, margin=far))
-    assert not _is_confident(lead(named=0.0, exact=0.0, held=0.9, margin=far - 0.1))
-    assert not _is_confident(lead(named=0.0, exact=0.0, held=0.6, margin=far + 0.5))
+    assert _is_confident(lead(named=0.0, exact=0.0, held=0.6, margin=far))
+    assert not _is_confident(lead(named=0.0, exact=0.0, held=0.6, margin=far - 0.1))
+    assert not _is_confident(lead(named=0.0, exact=0.0, held=0.4, margin=far + 0.5))
+
+
+def test_one_word_held_far_ahead_is_no_evidence() -> None:
+    """Issue 38's false confidence: a question of which the code knows one word ("thanks,
+    that worked!") holds all of its known weight in any chunk holding that word."""
+    far = code_hits.CONFIDENT_FAR_MARGIN + 0.5
+    assert not _is_confident(lead(named=0.0, exact=0.0, held=1.0, margin=far, words=1))
+    assert _is_confident(lead(named=0.0, exact=0.0, held=1.0, margin=far, words=2))
+
+
+def test_a_name_no_other_candidate_matches_better_is_confident_when_its_file_leads() -> None:
+    elsewhere = code_hits.CONFIDENT_NAME_ELSEWHERE
+    # a small lead, a name matching a small share: confident only as the best name there is
+    assert _is_confident(lead(named=0.2, exact=0.5, held=0.7, margin=elsewhere, name_lead=0.0))
+    assert not _is_confident(
+        lead(named=0.2, exact=0.5, held=0.7, margin=elsewhere, name_lead=-0.01)
+    )
+    assert not _is_confident(lead(named=0.2, exact=0.5, held=0.7, margin=0.0, name_lead=0.1))
+    assert not _is_confident(lead(named=0.0, exact=0.0, held=0.7, margin=elsewhere, name_lead=0.0))
+    assert not _is_confident(lead(named=0.2, exact=0.5, held=0.4, margin=elsewhere, name_lead=0.1))
+
+
+def test_a_class_is_not_confident_when_a_function_of_another_name_matches_clearly_better() -> None:
+    """`Emoji` first for "replace :smile: style emoji codes" while `_emoji_replace` is named
+    so: the class holds the words, the function does what is asked."""
+    strong = {"named": 0.3, "exact": 1.0, "held": 1.0, "margin": 0.6}
+    worse = code_hits.CONFIDENT_CONTAINER_NAME_LEAD - 0.05
+    assert not _is_confident(lead(**strong, name_lead=worse, container=True))
+    assert _is_confident(lead(**strong, name_lead=worse, container=False))
+    assert _is_confident(lead(**strong, name_lead=0.0, container=True))
 
 
 def test_the_function_whose_name_the_question_explains_is_confident(store: Store) -> None:
