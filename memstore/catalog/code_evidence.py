@@ -60,6 +60,11 @@ _TOKEN = re.compile(r"\w+(?:[./\-]\w+)*")  # as the index reads a text
 _IDENTIFIER = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 _CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
 _MODULE_FILES = frozenset({"__init__", "index", "mod", "lib"})  # a package's own module
+# A dotted name ending so is a file's name (`checkout.spec.ts`, `router.py`): its chunks
+_FILE_ENDINGS = frozenset(
+    """py pyi js jsx ts tsx mjs cjs go rs java kt c h cc cpp hpp cs rb php swift scala sh
+    md rst txt json yaml yml toml ini cfg sql html css""".split()  # noqa: SIM905
+)
 
 
 @dataclass(frozen=True)
@@ -111,24 +116,47 @@ def read_question(text: str, frequencies: Mapping[str, int], documents: int) -> 
 def identifiers(text: str) -> frozenset[str]:
     """Return the names `text` spells as code (lowercase): dotted (`json.dumps`, each part
     two characters or more), snake_case (`_read_chunked`; a dunder alone is every class's)
-    or camelCase (`TextWrapper`). A question naming one asks about that definition."""
+    or camelCase of four characters or more (`TextWrapper`; not `kB`), or a file's name
+    (`router.py`). A question naming one asks about that definition."""
     found = set()
     for token in _IDENTIFIER.findall(text):
         parts = token.split(".")
         if len(parts) > 1:
-            code_like = all(len(part) >= 2 for part in parts)
+            code_like = all(len(part) >= 2 for part in parts) or parts[-1] in _FILE_ENDINGS
         else:
-            code_like = "_" in token.strip("_") or bool(_CAMEL.search(token))
+            code_like = "_" in token.strip("_") or (len(token) >= 4 and bool(_CAMEL.search(token)))
         if code_like:
             found.add(token.lower())
     return frozenset(found)
+
+
+def definition_names(names: frozenset[str]) -> list[str]:
+    """The last parts of `names` (from `identifiers`) that name definitions, not files:
+    what a search for those definitions asks for (`urlsplit` of `urllib.parse.urlsplit`)."""
+    leaves = {name.rpartition(".")[2] for name in names}
+    return sorted(leaf for leaf in leaves if leaf not in _FILE_ENDINGS)
+
+
+def spelled_for_sure(names: frozenset[str]) -> bool:
+    """Say whether `names` (from `identifiers`) hold one no prose spells: dotted or
+    snake_case (a camelCase word may be a product's name: "GitHub", "WebSocket")."""
+    return any("." in name or "_" in name.strip("_") for name in names)
 
 
 def names_identifier(names: frozenset[str], name: str, path: str) -> bool:
     """Say whether a chunk named `name` (qualified) in `path` is a definition `names` (from
     `identifiers`) spells: its name, its qualified name, or either after its module's dotted
     path or any end of it (`json.dumps` of `json/__init__.py`, `client.HTTPResponse.read`)."""
-    if not names or not name:
+    if not names:
+        return False
+    lower_path = path.lower()
+    if any(
+        wanted.rpartition(".")[2] in _FILE_ENDINGS
+        and (lower_path == wanted or lower_path.endswith(f"/{wanted}"))
+        for wanted in names
+    ):
+        return True  # a chunk of the file it names
+    if not name:
         return False
     module = path.rpartition(".")[0] or path
     folder, _, stem = module.rpartition("/")

@@ -14,6 +14,7 @@ from memstore.catalog.code_evidence import (
     holding,
     identifiers,
     names_identifier,
+    spelled_for_sure,
     weigh,
 )
 from memstore.core.model import Hit
@@ -223,15 +224,19 @@ def ranked(
     text: str,
     limit: int,
     question: Question,
+    named: Sequence[IndexHit] = (),
 ) -> list[Hit]:
     """Return a code search's hits for `text`, best first, at most `limit`: by BM25 and the
-    evidence of each (code_evidence.py), a function before its class or module chunk when
-    its name matches as well, tests after code (unless it asks for tests), near-duplicates
-    dropped; the first hit confident (not weak) when its evidence is strong and leads."""
+    evidence of each (code_evidence.py), the definitions it names as code first (of `found`
+    and of `named`, a search for those names), a function before its class or module chunk
+    when its name matches as well, tests after code (unless it asks for tests),
+    near-duplicates dropped; the first hit confident (not weak) when its evidence is strong
+    and leads."""
+    wanted = identifiers(text)
+    found = [*found, *_named_only(named, found, wanted)]
     if not found:
         return []
     best = max(hit.score for hit in found) or 1.0
-    wanted = identifiers(text)
     rows = []
     for index_hit in found:
         document = index_hit.document
@@ -252,13 +257,42 @@ def ranked(
     order = _functions_first(rows)
     if wanted:  # the definitions it names as code first: "what does json.dumps return"
         order.sort(key=lambda row: not row.spelled)  # stable: ranks kept
-    if not _asks_for_tests(text):  # "where do we …" wants the code, not its tests
+    tests_asked = _asks_for_tests(text)
+    if not tests_asked:  # "where do we …" wants the code, not its tests
         order.sort(key=lambda row: _is_test(row.ref))  # stable: ranks kept
     hits = (_hit(row.found, row.ref, row.name) for row in order)
     kept = distinct(hits, limit)
-    if kept and _is_confident(_lead(order, kept[1].id if len(kept) > 1 else None, question)):
+    if not kept:
+        return kept
+    first = order[0]
+    # a test when the question is about the code, or another definition than the one it
+    # names as code ("does textwrap.dedent keep tabs" → `enum._dedent`), is never the answer
+    off_target = (_is_test(first.ref) and not tests_asked) or (
+        spelled_for_sure(wanted) and not first.spelled
+    )
+    lead = _lead(order, kept[1].id if len(kept) > 1 else None, question)
+    if not off_target and _is_confident(lead):
         kept[0] = replace(kept[0], weak=False)
     return kept
+
+
+def _named_only(
+    named: Sequence[IndexHit], found: Sequence[IndexHit], wanted: frozenset[str]
+) -> list[IndexHit]:
+    """The hits of a search for the names a question spells as code that are those
+    definitions and not already found (a name called everywhere leaves its definition out of
+    the question's own candidates: `urlsplit`)."""
+    if not named or not wanted:
+        return []
+    seen = {hit.document.id for hit in found}
+    out = []
+    for hit in named:
+        ref = hit.document.source.partition("\n")[0]
+        name = _label(hit.document.content, ref)[1]
+        if hit.document.id not in seen and names_identifier(wanted, name, ref.rpartition(":")[0]):
+            out.append(hit)
+            seen.add(hit.document.id)
+    return out
 
 
 def _functions_first(rows: list[_Ranked]) -> list[_Ranked]:
@@ -330,8 +364,7 @@ def _lead(order: list[_Ranked], second_id: str | None, question: Question) -> Le
         words=words,
         name_lead=_name_match(first.evidence) - max(others, default=0.0),
         container=first.kind in CONTAINERS,
-        spelled_alone=first.spelled
-        and sum(row.spelled for row in order if not _is_test(row.ref)) == 1 - _is_test(first.ref),
+        spelled_alone=first.spelled and sum(row.spelled for row in order) == 1,
     )
 
 

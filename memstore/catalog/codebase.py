@@ -33,7 +33,7 @@ from memstore.catalog.code_changes import (
     plan_root,
     root_id,
 )
-from memstore.catalog.code_evidence import read_question
+from memstore.catalog.code_evidence import definition_names, identifiers, read_question
 from memstore.catalog.code_hits import KIND, distinct, fuse, ranked
 from memstore.catalog.code_manifest import CodeManifest, OtherLayoutError, schema
 from memstore.catalog.code_roots import (
@@ -361,10 +361,21 @@ class CodeIndex:
             typos=True,
             coverage=True,
         )
-        if not found:
+        names = definition_names(identifiers(text))
+        named = (
+            search.search(  # the definitions it names as code: "urlsplit" of `urllib.parse.urlsplit`
+                " ".join(names),
+                workspaces=scope,
+                limit=limit * CANDIDATES,
+                any_term=len(names) > 1,  # each name's parts together: a short search
+            )
+            if names
+            else []
+        )
+        if not found and not named:
             return []
         question = read_question(text, search.term_frequencies(text), search.document_count())
-        return ranked(found, text, limit, question)
+        return ranked(found, text, limit, question, named)
 
     @_guarded
     def listing(self, workspace: str | None, limit: int) -> tuple[list[dict[str, object]], int]:

@@ -10,7 +10,7 @@ Three trees are copied and ingested into one fresh vault, each into a workspace 
 Python's standard library (`sysconfig.get_paths()["stdlib"]`, without its installed
 packages, its test folder included) as `stdlib`, the installed `click` package as `click`,
 the installed `pip` package (its vendored libraries included) as `pip`, the installed
-`rich` package as `rich` and the installed `starlette` package as `starlette`. Five question
+`rich` package as `rich` and the installed `starlette` package as `starlette`. Six question
 sets are asked, each in its tree's workspace, k=5:
 
   * tests/data/code-questions.json: questions written as people ask agents, each with the
@@ -22,7 +22,10 @@ sets are asked, each in its tree's workspace, k=5:
   * tests/data/code-questions-rich.json: the seventh session's held-out check, written before
     any change of that session was tried (32 answerable, 10 off-corpus);
   * tests/data/code-questions-starlette.json: the eighth session's held-out check, written
-    before any ranker ran on it (40 answerable, 10 off-corpus).
+    before any ranker ran on it (40 answerable, 10 off-corpus);
+  * tests/data/code-questions-named.json: 20 questions that name a definition as code
+    (`inspect.getsourcelines`, `Context.ensure_object`) over the standard library and click,
+    written with the change that reads such names (a demonstration, not held out).
 
 A hit answers when it is in an answer's file and its lines overlap the answer's definition
 as the `ast` module finds it (bench_code's rule). Reported per set: R@1, R@5, MRR; the
@@ -62,7 +65,8 @@ QUESTIONS = Path(__file__).resolve().parents[1] / "data" / "code-questions.json"
 HELD_OUT = QUESTIONS.with_name("code-questions-pip.json")  # issue 38's held-out check
 HELD_OUT_RICH = QUESTIONS.with_name("code-questions-rich.json")  # the seventh session's
 HELD_OUT_STARLETTE = QUESTIONS.with_name("code-questions-starlette.json")  # the eighth's
-SETS = ("own", "bench_code", "pip", "rich", "starlette")
+NAMED = QUESTIONS.with_name("code-questions-named.json")  # names spelled as code
+SETS = ("own", "bench_code", "pip", "rich", "starlette", "named")
 K = 5
 
 
@@ -122,6 +126,7 @@ def load_questions() -> list[dict[str, Any]]:
     held_out = json.loads(HELD_OUT.read_text(encoding="utf-8"))["questions"]
     rich = json.loads(HELD_OUT_RICH.read_text(encoding="utf-8"))["questions"]
     starlette = json.loads(HELD_OUT_STARLETTE.read_text(encoding="utf-8"))["questions"]
+    named = json.loads(NAMED.read_text(encoding="utf-8"))["questions"]
     return (
         [{**q, "set": "own"} for q in own]
         + [
@@ -131,6 +136,7 @@ def load_questions() -> list[dict[str, Any]]:
         + [{**q, "set": "pip"} for q in held_out]
         + [{**q, "set": "rich"} for q in rich]
         + [{**q, "set": "starlette"} for q in starlette]
+        + [{**q, "set": "named"} for q in named]
     )
 
 

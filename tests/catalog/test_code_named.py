@@ -99,6 +99,49 @@ def test_every_definition_a_question_names_comes_before_the_rest(store: Store) -
     }
 
 
+def test_a_question_naming_a_definition_the_code_lacks_stays_weak(store: Store) -> None:
+    """No `_getsourcelines` is defined in inspect: the debugger's, named and worded as the
+    question is, is not what it asks about."""
+    with store:
+        hits = code(store, "what does inspect._getsourcelines return")
+    assert hits
+    assert all(h.weak for h in hits)
+
+
+def test_a_name_called_everywhere_is_still_found_where_it_is_defined(
+    tmp_path: Path,
+) -> None:
+    """Twenty callers of `urlsplit` hold the question's words more often than its definition
+    does: the search for the name it spells brings the definition in."""
+    vault = tmp_path / "vault"
+    init_vault(vault, settings_at(vault))
+    repo = tmp_path / "web"
+    repo.mkdir()
+    (repo / "parse.py").write_text(
+        'def urlsplit(url):\n    """Split a URL into five parts."""\n    return url.split("/")\n',
+        encoding="utf-8",
+    )
+    for n in range(20):
+        (repo / f"caller{n}.py").write_text(
+            f"def strip_{n}(url):\n"
+            f'    """Strip whitespace from the URL, then urlsplit it and strip again."""\n'
+            f"    return urlsplit(url.strip())\n",
+            encoding="utf-8",
+        )
+    git(repo, "init", "-q")
+    with Store.open(settings_at(vault)) as opened:
+        opened.ingest(repo, "web")
+        hits = [
+            h
+            for h in opened.search(
+                "where does parse.urlsplit strip whitespace", workspace="web", k=5, catch_up=False
+            ).hits
+            if h.kind == "code"
+        ]
+    assert hits[0].path.startswith("parse.py:")
+    assert not hits[0].weak
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -108,6 +151,8 @@ def test_every_definition_a_question_names_comes_before_the_rest(store: Store) -
         ("the TextWrapper drops words", {"textwrapper"}),
         # prose: a capital at a sentence's start, an abbreviation, a dunder every class has
         ("Context is lost, e.g. after a fork", set()),
+        ("a file size like 1.2 kB", set()),
+        ("why does checkout.spec.ts fail", {"checkout.spec.ts"}),
         ("where is the __init__ method of a dataclass made", set()),
     ],
 )
@@ -126,9 +171,40 @@ def test_names_spelled_as_code(text: str, expected: set[str]) -> None:
         ("_read_chunked", "HTTPResponse._read_chunked", "http/client.py", True),
         ("read_chunked", "HTTPResponse._read_chunked", "http/client.py", False),
         ("parse_qsl", "", "urllib/parse.py", False),
+        ("checkout.spec.ts", "describe", "web/tests/checkout.spec.ts", True),
+        ("router.py", "", "app/router.py", True),
+        ("router.py", "route", "app/other.py", False),
     ],
 )
 def test_a_chunk_named_as_the_question_spells_it(
     wanted: str, name: str, path: str, named: bool
 ) -> None:
     assert names_identifier(frozenset({wanted}), name, path) is named
+
+
+def test_a_test_is_never_the_confident_answer_to_a_question_about_the_code(
+    tmp_path: Path,
+) -> None:
+    """When only a test holds the question's words (the code it tests is not ingested), it
+    comes first, weak: a question that does not ask for tests asks for the code."""
+    vault = tmp_path / "vault"
+    init_vault(vault, settings_at(vault))
+    repo = tmp_path / "shell"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "tests" / "test_words.py").write_text(
+        "def test_split_words():\n"
+        '    """Split a shell command line into words, respecting quotes."""\n'
+        '    assert split_words("a \'b c\'") == ["a", "b c"]\n',
+        encoding="utf-8",
+    )
+    git(repo, "init", "-q")
+    question = "where do we split a shell command line into words"
+    with Store.open(settings_at(vault)) as opened:
+        opened.ingest(repo, "shell")
+        hits = [
+            h
+            for h in opened.search(question, workspace="shell", k=5, catch_up=False).hits
+            if h.kind == "code"
+        ]
+    assert hits[0].path.startswith("tests/test_words.py:")
+    assert hits[0].weak
