@@ -233,10 +233,11 @@ def ranked(
     near-duplicates dropped; the first hit confident (not weak) when its evidence is strong
     and leads."""
     wanted = identifiers(text)
+    # BM25 over the question's best, not over the names' search (a query of its own)
+    best = max((hit.score for hit in found or named), default=0.0) or 1.0
     found = [*found, *_named_only(named, found, wanted)]
     if not found:
         return []
-    best = max(hit.score for hit in found) or 1.0
     rows = []
     for index_hit in found:
         document = index_hit.document
@@ -342,7 +343,7 @@ class Lead:
     words: int = 0  # how many of the question's informative words its text holds
     name_lead: float = 0.0  # its name's match over the best candidate's of another name
     container: bool = False  # a class, module chunk or window, not a function
-    spelled_alone: bool = False  # the one candidate (tests aside) the question names as code
+    spelled_alone: bool = False  # the one candidate the question names as code
 
 
 def _lead(order: list[_Ranked], second_id: str | None, question: Question) -> Lead:
