@@ -151,15 +151,17 @@ CONFIDENT_SIBLING_LEAD = 0.05
 CONFIDENT_ELSEWHERE_MARGIN = 0.1
 # A name the question explains whole (every informative part: `make_archive` for "create a zip
 # or tar archive", not `custom_version_option` for "the --version option") needs a smaller
-# lead; a first hit whose text holds half the question (two of its words at least: one
-# word alone is no evidence) and leads by far is confident whatever its name (`copytree`
+# lead; a first hit whose text holds half the question and leads by far is confident
+# whatever its name (`copytree`
 # for "copy a directory tree recursively" beside a sibling, `launch` for "open a URL in the
 # default application"). Chosen on both sets for a precision of at least 0.9 on each
 # (docs/code.md, "Confidence"; the far lead widened from held 0.8 and margin 0.5 in the
 # eighth session).
 CONFIDENT_WHOLE_MARGIN = 0.15
 CONFIDENT_FAR_MARGIN = 0.35
-CONFIDENT_FAR_WORDS = 2
+# Whatever else, a first hit's text holds two of the question's informative words or more:
+# one word alone is no evidence ("thanks, that worked!" holds all a code index knows of it).
+CONFIDENT_WORDS = 2
 # The name's lead over every other candidate: its name's match (its share of the question
 # times the share of its parts the question explains) over the best of the candidates of
 # another name, wherever they are. A first hit whose name no other candidate's matches
@@ -388,9 +390,9 @@ def _is_confident(lead: Lead) -> bool:
         return True
     if lead.container and lead.name_lead < CONFIDENT_CONTAINER_NAME_LEAD:
         return False
-    if lead.held < CONFIDENT_HELD:  # its text (label, code, docstrings) holds the question
-        return False
-    if lead.margin >= CONFIDENT_FAR_MARGIN and lead.words >= CONFIDENT_FAR_WORDS:
+    if lead.held < CONFIDENT_HELD or lead.words < CONFIDENT_WORDS:
+        return False  # its text (label, code, docstrings) must hold the question
+    if lead.margin >= CONFIDENT_FAR_MARGIN:
         return True
     evidence = lead.evidence
     if (

@@ -131,12 +131,15 @@ def test_a_hit_holding_half_the_question_far_ahead_is_confident_whatever_its_nam
     assert not _is_confident(lead(named=0.0, exact=0.0, held=0.4, margin=far + 0.5))
 
 
-def test_one_word_held_far_ahead_is_no_evidence() -> None:
+def test_one_word_held_is_no_evidence() -> None:
     """Issue 38's false confidence: a question of which the code knows one word ("thanks,
     that worked!") holds all of its known weight in any chunk holding that word."""
     far = code_hits.CONFIDENT_FAR_MARGIN + 0.5
     assert not _is_confident(lead(named=0.0, exact=0.0, held=1.0, margin=far, words=1))
     assert _is_confident(lead(named=0.0, exact=0.0, held=1.0, margin=far, words=2))
+    named = {"named": 0.6, "exact": 1.0, "held": 1.0, "margin": far, "name_lead": 0.3}
+    assert not _is_confident(lead(**named, words=1))
+    assert _is_confident(lead(**named, words=2))
 
 
 def test_a_name_no_other_candidate_matches_better_is_confident_when_its_file_leads() -> None:
