@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from memstore.core.codec import escape_name, is_utf8_name
+from memstore.vault.git_lean import objects, package
 
 log = logging.getLogger("memstore.vault.git")
 
@@ -49,7 +50,7 @@ _tuned = False
 
 
 def _pygit2() -> Any:  # imported by the other git modules of the vault
-    import pygit2
+    pygit2 = package()
 
     global _tuned
     if not _tuned:
@@ -136,7 +137,7 @@ class GitObjects:
     root: Path
 
     def _signature(self) -> Any:
-        pygit2 = _pygit2()
+        pygit2 = objects()
         try:
             return self._repo.default_signature
         except (KeyError, pygit2.GitError):
