@@ -51,6 +51,8 @@ NOT_FOR_A_SEARCH = {
     "memstore.vault.remote",
     "zipfile",
     "configparser",
+    # a one-shot search's searcher is index/lean_searcher.py's
+    *("whoosh.searching", "whoosh.query", "whoosh.highlight", "whoosh.classify"),
 }
 
 
