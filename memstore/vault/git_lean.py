@@ -24,9 +24,15 @@ import sys
 import types
 from typing import Any
 
-# libgit2's object cache: see git_objects.py (the same limits pygit2's settings set there).
-CACHE_BYTES = 16 << 20
+# libgit2 keeps parsed trees in its object cache only up to 4 KB each: a month folder of a
+# 100k vault is a tree of ~2,700 entries (~100 KB), inflated and parsed again at every look-up
+# of a path in it (1.2 ms; an add looked three times). Trees are kept up to TREE_CACHE_BYTES
+# each, and everything the cache holds within CACHE_BYTES (libgit2's default is 256 MiB):
+# a walk of every month folder must not grow a daemon by tens of MiB. Set once per process,
+# by whichever of `package` and the C level's load comes first.
 TREE_CACHE_BYTES = 4 << 20
+CACHE_BYTES = 16 << 20
+_sized = False
 # What a commit uses of the C extension; without any of them pygit2 is imported instead.
 NEEDED = (
     *("Repository", "init_file_backend", "Commit", "Tree", "Signature", "GitError"),
@@ -99,7 +105,7 @@ def _load_alone() -> Any:
             return None
         _cache_int_enums(extension)
         _size_the_cache(load("pygit2._libgit2", where), extension)
-    except (ImportError, OSError, AttributeError):
+    except (ImportError, OSError, AttributeError, TypeError, ValueError):
         return None
     return extension
 
@@ -126,13 +132,15 @@ def _cache_int_enums(extension: Any) -> None:
 
 
 def _size_the_cache(cffi: Any, extension: Any) -> None:
-    """What git_objects._pygit2 sets through pygit2.settings, through libgit2's own call."""
+    """What `package` sets through pygit2.settings, through libgit2's own call."""
+    global _sized
     lib, ffi = cffi.lib, cffi.ffi
     lib.git_libgit2_opts(lib.GIT_OPT_SET_CACHE_MAX_SIZE, ffi.cast("ssize_t", CACHE_BYTES))
     tree = ffi.cast("int", extension.GIT_OBJECT_TREE)
     lib.git_libgit2_opts(
         lib.GIT_OPT_SET_CACHE_OBJECT_LIMIT, tree, ffi.cast("size_t", TREE_CACHE_BYTES)
     )
+    _sized = True
 
 
 _classes: dict[int, type] = {}
@@ -178,8 +186,13 @@ def package() -> Any:
     before it: an import finds a loaded submodule in sys.modules without binding it)."""
     import pygit2
 
+    global _sized
     if not hasattr(pygit2, "_pygit2"):
         pygit2._pygit2 = sys.modules["pygit2._pygit2"]
+    if not _sized:
+        _sized = True
+        pygit2.settings.cache_max_size(CACHE_BYTES)
+        pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.TREE, TREE_CACHE_BYTES)
     return pygit2
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pygit2
 
+from memstore.vault import git_lean
 from memstore.vault.git import GitRepo
 from memstore.vault.git_log import Trailers
 from tests.conftest import git
@@ -29,6 +30,7 @@ root, add, remove, before = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys
 from memstore.vault import git_lean
 git_lean.use_c_level()
 exec(before)
+from memstore.vault import git_lean
 from memstore.vault.git import GitRepo
 from memstore.vault.git_log import Trailers
 repo = GitRepo.open(Path(root))
@@ -37,6 +39,8 @@ oid = repo.commit("change", Trailers("test", "s1", "host"), add=tuple(add), remo
                   defer_index=True)
 report = {"commit": oid, "package_before": "pygit2" in sys.modules,
           "kind": type(repo._repo).__name__}
+import pygit2
+report["cache_limit"] = pygit2.settings.cached_memory[1]  # sized by whichever path opened
 from memstore.vault.git_objects import _pygit2
 pygit2 = _pygit2()  # how the vault imports it
 report["same_error"] = pygit2.GitError is git_lean.objects().GitError
@@ -101,6 +105,7 @@ def test_a_commit_at_the_c_level_is_the_commit_pygit2_makes(tmp_path: Path) -> N
 
     assert report["package_before"] is False  # committed with no pygit2 package imported
     assert report["kind"] == "CRepository"
+    assert report["cache_limit"] == git_lean.CACHE_BYTES  # libgit2's cache sized as pygit2 does
     assert git(lean, "rev-parse", "HEAD^{tree}") == git(package, "rev-parse", "HEAD^{tree}")
     modes = {
         line.split("\t")[1]: line.split()[0]
@@ -143,6 +148,7 @@ def test_pygit2_is_imported_as_before_when_the_c_level_alone_will_not_do(tmp_pat
         report = _commit_in_a_fresh_process(lean, [f"global/new-{number}.md"], before=refusal)
         assert report["package_before"] is True, refusal
         assert report["kind"] == "Repository", refusal
+        assert report["cache_limit"] == git_lean.CACHE_BYTES, refusal  # sized on opening
     assert git(lean, "ls-tree", "--name-only", "HEAD", "global/").split() == [
         "global/new-0.md",
         "global/new-1.md",
