@@ -60,9 +60,11 @@ def _import_whoosh() -> None:
     `whoosh.searching` are left to whoever uses them: a one-shot search does not
     (index/lean_searcher.py)."""
     if "whoosh.lang.morph_en" not in sys.modules:
+        import whoosh.lang
+
         forms = _WordForms("whoosh.lang.morph_en")
         forms.variations = _variations  # type: ignore[attr-defined]
-        sys.modules["whoosh.lang.morph_en"] = forms
+        sys.modules["whoosh.lang.morph_en"] = whoosh.lang.morph_en = forms
     stand_ins = {}
     if "urllib.request" not in sys.modules:
         stand_ins["urllib.request"] = types.ModuleType("urllib.request")
@@ -73,7 +75,7 @@ def _import_whoosh() -> None:
     sys.modules.update(stand_ins)
     try:
         import whoosh.compat
-        import whoosh.reading  # noqa: F401
+        import whoosh.reading
     finally:
         for name, module in stand_ins.items():
             if sys.modules.get(name) is module:

@@ -130,10 +130,14 @@ def test_whooshs_word_forms_load_on_first_use_and_are_the_same() -> None:
         "import json, sys\n"
         "if sys.argv[1] == 'memstore':\n"
         "    import memstore.index\n"
+        "    import whoosh.lang\n"
+        "    assert whoosh.lang.morph_en is sys.modules['whoosh.lang.morph_en']\n"
         "    print(type(sys.modules['whoosh.lang.morph_en']).__name__)\n"
         "from whoosh.query.terms import variations\n"
         f"print(json.dumps([sorted(variations(w)) for w in {words!r}]))\n"
         "print(type(sys.modules['whoosh.lang.morph_en']).__name__)\n"
+        "import whoosh.lang\n"
+        "assert whoosh.lang.morph_en is sys.modules['whoosh.lang.morph_en']\n"
     )
     runs = [
         subprocess.run(
