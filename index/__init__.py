@@ -27,45 +27,24 @@ def _no_download(*_args: object, **_kwargs: object) -> None:
     raise OSError("memstore's index downloads nothing")
 
 
-class _WordForms(types.ModuleType):
-    """`whoosh.lang.morph_en` until something uses it: the real module (six large patterns,
-    ~5 ms to compile) is imported then, in its place, and answers."""
-
-    def __getattr__(self, name: str) -> object:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(_real_word_forms(), name)
-
-
-def _real_word_forms() -> types.ModuleType:
-    import importlib
-
-    if isinstance(sys.modules.get("whoosh.lang.morph_en"), _WordForms):
-        del sys.modules["whoosh.lang.morph_en"]
-    return importlib.import_module("whoosh.lang.morph_en")
-
-
 def _variations(word: str) -> object:
     # whoosh.query.Variations' word forms, from the real module (imported on first use)
-    return _real_word_forms().variations(word)
+    from whoosh.lang.morph_en import variations
+
+    return variations(word)
 
 
 def _import_whoosh() -> None:
     """Import Whoosh without imports it makes and memstore never uses, a third of the
     cost of a search process's imports before this: `urllib.request` (for a download
-    helper; it brings http, ssl and email) and `asyncio` (the `cached_property` package's
-    support for coroutines), stand-ins in `sys.modules` only while Whoosh imports; and
-    the English word forms of `Variations` queries (six large patterns compiled, ~5 ms),
-    `whoosh.lang.morph_en` standing in until first used. `whoosh.query` and
-    `whoosh.searching` are left to whoever uses them: a one-shot search does not
-    (index/lean_searcher.py)."""
-    if "whoosh.lang.morph_en" not in sys.modules:
-        import whoosh.lang
-
-        forms = _WordForms("whoosh.lang.morph_en")
-        forms.variations = _variations  # type: ignore[attr-defined]
-        sys.modules["whoosh.lang.morph_en"] = whoosh.lang.morph_en = forms
+    helper; it brings http, ssl and email), `asyncio` (the `cached_property` package's
+    support for coroutines) and the English word forms of `Variations` queries (six
+    large patterns compiled, ~5 ms). Stand-ins are in `sys.modules` only while Whoosh
+    imports."""
     stand_ins = {}
+    if "whoosh.lang.morph_en" not in sys.modules:
+        stand_ins["whoosh.lang.morph_en"] = types.ModuleType("whoosh.lang.morph_en")
+        stand_ins["whoosh.lang.morph_en"].variations = _variations  # type: ignore[attr-defined]
     if "urllib.request" not in sys.modules:
         stand_ins["urllib.request"] = types.ModuleType("urllib.request")
         stand_ins["urllib.request"].urlretrieve = _no_download  # type: ignore[attr-defined]
@@ -75,7 +54,8 @@ def _import_whoosh() -> None:
     sys.modules.update(stand_ins)
     try:
         import whoosh.compat
-        import whoosh.reading
+        import whoosh.query
+        import whoosh.reading  # noqa: F401
     finally:
         for name, module in stand_ins.items():
             if sys.modules.get(name) is module:

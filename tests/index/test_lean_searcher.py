@@ -1,13 +1,10 @@
 """A one-shot search's searcher (index/lean_searcher.py) answers as Whoosh's Searcher over the
 same index: the same hits, counts, stored fields and freshness; whatever else is asked of it
-goes through a Searcher it builds once. Whoosh's word forms load on first use, the same."""
+goes through a Searcher it builds once."""
 
 from __future__ import annotations
 
-import json
 import random
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -121,30 +118,3 @@ def test_a_reader_searcher_never_asked_for_more_closes_its_reader(folder: Path) 
         assert lean.reader().is_closed and lean._searcher is None
     finally:
         index.close()
-
-
-def test_whooshs_word_forms_load_on_first_use_and_are_the_same() -> None:
-    # index/__init__ stands in for whoosh.lang.morph_en (six large patterns) until used.
-    words = ["rendering", "took", "indices", "queries"]
-    script = (
-        "import json, sys\n"
-        "if sys.argv[1] == 'memstore':\n"
-        "    import memstore.index\n"
-        "    import whoosh.lang\n"
-        "    assert whoosh.lang.morph_en is sys.modules['whoosh.lang.morph_en']\n"
-        "    print(type(sys.modules['whoosh.lang.morph_en']).__name__)\n"
-        "from whoosh.query.terms import variations\n"
-        f"print(json.dumps([sorted(variations(w)) for w in {words!r}]))\n"
-        "print(type(sys.modules['whoosh.lang.morph_en']).__name__)\n"
-        "import whoosh.lang\n"
-        "assert whoosh.lang.morph_en is sys.modules['whoosh.lang.morph_en']\n"
-    )
-    runs = [
-        subprocess.run(
-            [sys.executable, "-c", script, first], capture_output=True, text=True, check=True
-        ).stdout.split("\n")
-        for first in ("memstore", "whoosh")
-    ]
-    assert runs[0][0] == "_WordForms"  # standing in once memstore.index is imported
-    assert json.loads(runs[0][1]) == json.loads(runs[1][0])  # the real module's forms
-    assert runs[0][2] == runs[1][1] == "module"  # the real module, once used
