@@ -12,13 +12,13 @@ from math import log
 from pathlib import Path
 from typing import Any, Literal
 
-from whoosh.query import Prefix, Term
 from whoosh.reading import MultiReader, SegmentReader, TermNotFound
-from whoosh.searching import Searcher
 
+from . import scoring
 from .analysis import query_terms
 from .damage import SearchIndexError, describe, guard, raise_if_damage
 from .entity_table import EntityTable
+from .lean_searcher import ReaderSearcher
 from .lexicon import Lexicon
 from .query import Query
 from .schema import Document, IndexHit, parse_stored
@@ -106,6 +106,8 @@ class IndexReader:
             searcher = _searcher_reusing(self._ix, previous)
             if searcher is None:
                 previous.close()
+        if searcher is None and scoring.PLAIN:  # one search: no whoosh.searching, no query
+            searcher = ReaderSearcher(self._ix.reader(), self._ix)
         if searcher is None:
             searcher = self._ix.searcher()
         self._stats = LiveStats(searcher.reader(), self._lengths(searcher))
@@ -376,6 +378,8 @@ class IndexReader:
 
     def find(self, workspace: str) -> list[Document]:
         """Return the documents of one workspace, by key."""
+        from whoosh.query import Term
+
         searcher = self.searcher()
         with guard(self.root, "read"):
             hits = searcher.search(Term("workspace", workspace), limit=None)
@@ -400,6 +404,8 @@ class IndexReader:
 
     def keys_with_prefix(self, prefix: str) -> list[str]:
         """Return the keys of the live documents whose key starts with `prefix`."""
+        from whoosh.query import Prefix
+
         searcher = self.searcher()
         with guard(self.root, "read"):
             if not prefix:
@@ -520,6 +526,8 @@ def _searcher_reusing(ix: Any, previous: Any) -> Any:
         return None
     for reader in kept.values():
         reader.close()
+    from whoosh.searching import Searcher
+
     return Searcher(MultiReader(readers, generation=toc.generation), fromindex=ix)
 
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     import typer
 
+    from memstore.core.generated_code import GeneratedCode
     from memstore.core.pattern_cache import PatternCache
     from memstore.ops.client import Reply
 
@@ -175,12 +176,19 @@ def _answer_lean(op: str, argv: list[str]) -> Reply | None:
     if (reply is None or reply.status is None) and op == "ingest":
         return None  # the typer command ingests here, with its progress bar
     if reply is None or reply.status is None:
-        _paused_collector(_import_the_store)
-        from memstore.ops import lean, registry
+        generated = _cache_generated_code()  # not before: a daemon's answer needs no dataclass
+        try:
+            _paused_collector(_import_the_store)
+            from memstore.ops import lean, registry
 
-        _set_up_logging()
-        _end_quietly_on_a_closed_pipe()
-        reply = registry.RUNNERS[registry.Op(op)](request, lean.open_one_shot)
+            _set_up_logging()
+            _end_quietly_on_a_closed_pipe()
+            reply = registry.RUNNERS[registry.Op(op)](request, lean.open_one_shot)
+        finally:
+            generated.save()  # what this process compiled first, for the next
+            from memstore.core.generated_code import uninstall
+
+            uninstall()
         if allowed and reply.status is not None:
             # Only now: a daemon starting meanwhile would hold the vault lock for its first
             # catch-up, and this command's own catch-up (a reader's: it never waits) would
@@ -194,9 +202,22 @@ def _cache_patterns() -> PatternCache | None:
     a search or add without a daemon compiles hundreds while importing."""
     from memstore.core.pattern_cache import install
 
-    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     version = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    return install(Path(home) / "memstore" / f"patterns-{version}.marshal")
+    return install(_cache_home() / f"patterns-{version}.marshal")
+
+
+def _cache_generated_code() -> GeneratedCode:
+    """Run the methods dataclasses generate from the machine's cache of their code
+    (core/generated_code.py): a search or add without a daemon defines ~45 classes."""
+    from memstore.core.generated_code import install
+
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    return install(_cache_home() / f"generated-{version}.marshal")
+
+
+def _cache_home() -> Path:
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(home) / "memstore"
 
 
 def _paused_collector(load: Callable[[], T]) -> T:

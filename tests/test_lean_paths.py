@@ -11,12 +11,14 @@ import sys
 from pathlib import Path
 
 from memstore.service.store import Store
-from tests.conftest import settings_at
+from memstore.vault.index_staging import CLAIMED, INDEX_LAG
+from tests.conftest import git, settings_at, wait_until
 
 # The launcher in a fresh interpreter (no daemon), then the modules it imported on stderr.
 RUN = """
 import json, sys
 argv = json.loads(sys.argv[1])
+exec(sys.argv[2])  # a prelude: a large vault's threshold, say
 sys.argv = ["memstore", *argv]
 from memstore.launcher import main
 try:
@@ -50,14 +52,16 @@ NOT_FOR_A_SEARCH = {
     "memstore.vault.remote",
     "zipfile",
     "configparser",
+    # a one-shot search's searcher is index/lean_searcher.py's
+    *("whoosh.searching", "whoosh.highlight", "whoosh.classify", "whoosh.scoring"),
 }
 
 
-def _run(vault: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+def _run(vault: Path, *argv: str, prelude: str = "") -> subprocess.CompletedProcess[str]:
     """Run the command in a fresh interpreter without a daemon (RUN reports on stderr)."""
     env = {**os.environ, "MEMSTORE_NO_DAEMON": "1"}
     return subprocess.run(
-        [sys.executable, "-c", RUN, json.dumps([*argv, "--vault", str(vault)])],
+        [sys.executable, "-c", RUN, json.dumps([*argv, "--vault", str(vault)]), prelude],
         env=env,
         capture_output=True,
         text=True,
@@ -65,8 +69,8 @@ def _run(vault: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _imported_by(vault: Path, *argv: str) -> tuple[set[str], str]:
-    done = _run(vault, *argv)
+def _imported_by(vault: Path, *argv: str, prelude: str = "") -> tuple[set[str], str]:
+    done = _run(vault, *argv, prelude=prelude)
     return set(json.loads(done.stderr.strip().splitlines()[-2])), done.stdout
 
 
@@ -106,6 +110,21 @@ def test_an_add_without_a_daemon_imports_no_yaml_typer_or_code_catalog(vault: Pa
     assert "pygit2" in modules and "memstore.service.writer" in modules
     assert not modules & (NEVER - {"ssl"})  # pygit2 reads the default certificate paths
     assert not modules & {"memstore.catalog.codebase", "memstore.service.sync", "zipfile"}
+
+
+def test_an_add_to_a_large_vault_commits_without_pygit2s_package(vault: Path):
+    # A large vault's add leaves git's index to a staging process (vault/index_staging.py):
+    # the commit is all it needs of libgit2, and pygit2's C extension alone makes it.
+    _vault_with_a_memory(vault)
+    large = "import memstore.vault.git as g; g.DEFER_INDEX_BYTES = 0"
+    modules, out = _imported_by(vault, "add", "the worker pool holds 8 threads", prelude=large)
+    assert out.startswith("added ")
+    assert "pygit2._pygit2" in modules
+    assert not modules & {"pygit2", "pygit2.enums", "pygit2.repository", "ssl"}
+    assert "the worker pool holds 8 threads" in git(vault, "show", "HEAD")
+    lag = [vault / ".git" / INDEX_LAG, vault / ".git" / CLAIMED]
+    wait_until(lambda: not any(p.exists() for p in lag), 60, "git's index staged after")
+    assert git(vault, "status", "--porcelain") == ""
 
 
 def test_the_imports_run_with_the_collector_paused_and_it_runs_again_after(vault: Path):

@@ -101,26 +101,26 @@ def open_in_process(settings: Settings, create: bool) -> AbstractContextManager[
     return store
 
 
-def open_one_shot(settings: Settings, create: bool) -> AbstractContextManager[Store]:
+@contextmanager
+def open_one_shot(settings: Settings, create: bool) -> Iterator[Store]:
     """open_in_process for a process that runs this one command and exits (the launcher's
     path without a daemon): its searches score in plain Python (index/plain.py, the same
-    floats), so it never imports numpy, which costs more than the scoring it speeds."""
-    return _plain_scoring(open_in_process(settings, create))
-
-
-@contextmanager
-def _plain_scoring(opening: AbstractContextManager[Store]) -> Iterator[Store]:
-    """Yield the store with readers opened meanwhile scoring without numpy; then as before
-    (a caller that goes on, such as a test calling the launcher, opens others as usual)."""
+    floats), so it never imports numpy, which costs more than the scoring it speeds; its
+    commits start at libgit2's C level (vault/git_lean.py), before pygit2's package.
+    Afterwards as before (a caller that goes on, such as a test calling the launcher, opens
+    others as usual)."""
     from memstore.index import scoring
+    from memstore.vault import git_lean
 
-    before = scoring.PLAIN
+    plain = scoring.PLAIN
     scoring.use_plain_scoring()
+    c_level = git_lean.use_c_level()
     try:
-        with opening as store:
+        with open_in_process(settings, create) as store:
             yield store
     finally:
-        scoring.use_plain_scoring(before)
+        scoring.use_plain_scoring(plain)
+        git_lean.use_c_level(c_level)
 
 
 def settings_for(request: Request, options: Options) -> Settings:

@@ -20,6 +20,7 @@ from typing import Any
 from memstore.core.errors import SecretError, UncommittedEditError, VaultError
 from memstore.core.faults import crash_point
 from memstore.core.repo_name import find_enclosing_repository
+from memstore.vault.git_lean import objects, open_repository
 from memstore.vault.git_log import GitLog, Trailers
 from memstore.vault.git_log import LogEntry as LogEntry  # callers import these from here too
 from memstore.vault.git_objects import _pygit2
@@ -70,10 +71,9 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
             raise VaultError(f"{root} is not a git repository; run: memstore init {root}")
         if owner.resolve() != root.resolve():
             raise VaultError(parent_repository_message(root, owner))
-        pygit2 = _pygit2()
         try:
-            return cls(pygit2.Repository(str(root)), root)
-        except pygit2.GitError as err:
+            return cls(open_repository(str(root)), root)
+        except objects().GitError as err:
             raise VaultError(f"cannot open the git repository at {root}: {err}") from err
 
     @classmethod
@@ -123,7 +123,7 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
         Raises:
             SecretError: a file holds what looks like a credential.
         """
-        pygit2 = _pygit2()
+        pygit2 = objects()  # the C level: what a commit needs (vault/git_lean.py)
         repo = self._repo
         paths = (*add, *remove)
         deferred = defer_index and self._index_is_large() and not any("\n" in p for p in paths)
@@ -188,7 +188,7 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
         Raises:
             VaultError: HEAD cannot be read (a repository removed or broken).
         """
-        pygit2 = _pygit2()
+        pygit2 = objects()
         try:
             return None if self._repo.head_is_unborn else self._repo.head.peel(pygit2.Commit).tree
         except pygit2.GitError as err:
@@ -273,7 +273,7 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
     def _tree_with(self, base: Any, changes: dict[str, Any], modes: Mapping[str, int] = {}) -> Any:
         """Return the id of `base` (a tree or None) with paths set to blobs or removed;
         a blob's mode is `modes`' (git's file modes), else a plain file's."""
-        pygit2 = _pygit2()
+        pygit2 = objects()
         repo = self._repo
         builder = repo.TreeBuilder(base) if base is not None else repo.TreeBuilder()
         here: dict[str, Any] = {}
@@ -289,7 +289,7 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
                 if base is not None and name in base:
                     builder.remove(name)
             else:
-                builder.insert(name, blob, modes.get(name, pygit2.enums.FileMode.BLOB))
+                builder.insert(name, blob, modes.get(name, pygit2.GIT_FILEMODE_BLOB))
         for name, sub in below.items():
             current = base[name] if base is not None and name in base else None
             subtree = (
@@ -298,7 +298,7 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
             inner = {p.partition("/")[2]: m for p, m in modes.items() if p.startswith(name + "/")}
             oid = self._tree_with(subtree, sub, inner)
             if len(repo[oid]):
-                builder.insert(name, oid, pygit2.enums.FileMode.TREE)
+                builder.insert(name, oid, pygit2.GIT_FILEMODE_TREE)
             elif current is not None:
                 builder.remove(name)
         return builder.write()
@@ -356,7 +356,7 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
         if paths is None:
             return self._status_paths()
         paths = _text_paths(paths)
-        pygit2 = _pygit2()
+        pygit2 = objects()
         tree = self._head_tree()
         changed = []
         for path in dict.fromkeys(paths):
@@ -454,11 +454,14 @@ def _as_git_sees(path: Path) -> tuple[bytes, int]:
     """Return a work tree file's content and mode as git commits it: a symlink is the path
     it holds (never the file it points at, which may lie outside the vault), and an
     executable keeps its mode."""
-    modes = _pygit2().enums.FileMode
+    git = objects()  # git's modes as libgit2's ints (pygit2.enums.FileMode's values)
     if path.is_symlink():
-        return os.fsencode(os.readlink(path)), modes.LINK
+        return os.fsencode(os.readlink(path)), git.GIT_FILEMODE_LINK
     executable = os.stat(path).st_mode & 0o100
-    return path.read_bytes(), modes.BLOB_EXECUTABLE if executable else modes.BLOB
+    return (
+        path.read_bytes(),
+        git.GIT_FILEMODE_BLOB_EXECUTABLE if executable else git.GIT_FILEMODE_BLOB,
+    )
 
 
 def secret_message(path: str, kind: str) -> str:

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from memstore.core.codec import escape_name, is_utf8_name
+from memstore.vault.git_lean import CACHE_BYTES as CACHE_BYTES
+from memstore.vault.git_lean import objects, package
 
 log = logging.getLogger("memstore.vault.git")
 
@@ -38,25 +40,8 @@ def text_paths(paths: Iterable[str]) -> list[str]:
 _REPORTED: set[str] = set()
 
 
-# libgit2 keeps parsed trees in its object cache only up to 4 KB each: a month folder of a
-# 100k vault is a tree of ~2,700 entries (~100 KB), inflated and parsed again at every look-up
-# of a path in it (1.2 ms; an add looked three times). Trees are kept up to TREE_CACHE_BYTES
-# each, and everything the cache holds within CACHE_BYTES (libgit2's default is 256 MiB):
-# a walk of every month folder must not grow a daemon by tens of MiB.
-TREE_CACHE_BYTES = 4 << 20
-CACHE_BYTES = 16 << 20
-_tuned = False
-
-
 def _pygit2() -> Any:  # imported by the other git modules of the vault
-    import pygit2
-
-    global _tuned
-    if not _tuned:
-        _tuned = True
-        pygit2.settings.cache_max_size(CACHE_BYTES)
-        pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.TREE, TREE_CACHE_BYTES)
-    return pygit2
+    return package()  # its object cache sized once (git_lean.CACHE_BYTES, TREE_CACHE_BYTES)
 
 
 def entry_id(container: Any, path: str) -> Any:
@@ -136,7 +121,7 @@ class GitObjects:
     root: Path
 
     def _signature(self) -> Any:
-        pygit2 = _pygit2()
+        pygit2 = objects()
         try:
             return self._repo.default_signature
         except (KeyError, pygit2.GitError):

@@ -15,7 +15,9 @@ instead be another installation's `memstore` executable (its venv, say one `pip 
 made, as pipx does: non-editable), run as it is. Each add
 writes one memory to the vault (in workspace `webshop`). `--phases` instead runs each
 command's steps in one process per run (as the launcher does, collector paused while
-importing) and reports the CPU of each: the client's imports, the store's, the command.
+importing, the launcher's pattern and generated-code caches installed where that version
+has them) and reports the CPU of each: the interpreter, launcher and client's imports,
+the store's, the command.
 """
 
 from __future__ import annotations
@@ -63,6 +65,9 @@ PHASES = """
 import gc, json, os, sys, time
 T = time.process_time
 started = T()
+from memstore import launcher  # its caches, where the version has them (as it runs them)
+for cache in ("_cache_patterns", "_cache_generated_code"):
+    getattr(launcher, cache, lambda: None)()
 gc.disable()
 from memstore.ops import client, lean, registry
 options = T()
