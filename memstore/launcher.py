@@ -183,7 +183,9 @@ def _answer_lean(op: str, argv: list[str]) -> Reply | None:
 
             _set_up_logging()
             _end_quietly_on_a_closed_pipe()
-            reply = registry.RUNNERS[registry.Op(op)](request, lean.open_one_shot)
+            # a daemon started afterwards compares every file (docs/search.md, rule 1)
+            opener = lean.opener_for(vault if allowed else None, lean.open_one_shot)
+            reply = registry.RUNNERS[registry.Op(op)](request, opener)
         finally:
             generated.save()  # what this process compiled first, for the next
             from memstore.core.generated_code import uninstall

@@ -122,6 +122,10 @@ class Indexer:
         self.recovered_from: Path | None = None
         self._temporary: Path | None = None  # where a read-only vault's index was built
         self._full_due = False  # set by drift(): the next catch-up compares every file
+        # A one-shot search that starts a daemon leaves the 5-minute comparison to that
+        # daemon's watcher (docs/search.md, rule 1); `deferred_full` says one was due.
+        self.defer_timed_full = False
+        self.deferred_full = False
         # Created empty by this process, not yet caught up: its first catch-up runs even with
         # a watcher running (which leaves catch-ups to itself but does not see an index
         # deleted under it: the empty one answered "no memories" until its next reconcile).
@@ -406,7 +410,11 @@ class Indexer:
             last = float(self.manifest.meta("full-at") or 0)
         except ValueError:
             last = 0
-        return not 0 <= time.time() - last < FULL_EVERY_S
+        due = not 0 <= time.time() - last < FULL_EVERY_S
+        if due and self.defer_timed_full:
+            self.deferred_full = True
+            return False
+        return due
 
     def saw_head(self) -> bool:
         """Say whether the index was last caught up at the vault's HEAD as it is now."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from memstore.catalog.manifest import Manifest
@@ -143,6 +144,22 @@ class MemoryManifest(Manifest):
                 "SELECT path, mtime_ns, size FROM files WHERE workspace = ?", [workspace]
             )
         return {path: (mtime, size) for path, mtime, size in rows}
+
+    def changed_among(self, root: Path, paths: Iterable[str]) -> list[str]:
+        """Return those of `paths` whose file under `root` is not as recorded (rewritten
+        in place, removed): a one-shot search's look at its hits when the comparison of
+        every file was left to the daemon it starts (docs/search.md, rule 1)."""
+        changed = []
+        for path in dict.fromkeys(paths):
+            rows = self.query("SELECT mtime_ns, size FROM files WHERE path = ?", [path])
+            try:
+                info = (root / path).stat()
+            except OSError:
+                changed.append(path)
+                continue
+            if [(info.st_mtime_ns, info.st_size)] != [tuple(row) for row in rows]:
+                changed.append(path)
+        return changed
 
     def paths(self, workspace: str | None = None) -> Iterator[str]:
         """Yield the recorded files (of `workspace`, or all), a row at a time."""

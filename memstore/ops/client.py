@@ -448,6 +448,16 @@ def is_running(vault: Path | str) -> bool:
     return False
 
 
+def will_start_daemon(vault: Path | str) -> bool:
+    """Say whether start_daemon, called after this command, would start one now."""
+    return (
+        os.path.exists(os.path.join(vault, ".git"))
+        and not is_running(vault)
+        and not _spawned_lately(vault)
+        and os.access(_in_state(vault, ""), os.W_OK)
+    )
+
+
 def start_daemon(vault: Path | str, env: Mapping[str, str]) -> bool:
     """Start a daemon for `vault` in the background unless one runs or started moments ago.
 

@@ -440,10 +440,9 @@ def _option(flags: list[str], name: str) -> str:
 
 
 def respond(request: Request) -> Reply:
-    """Ask the vault's daemon to run the hook; run it here when none answers or none is
-    allowed, and then start one for the next hook."""
-    reply = None
-    vault = None
+    """Ask the vault's daemon to run the hook, else run it here and start one for the next."""
+    reply: Reply | None = None
+    vault: Path | None = None
     if daemon_allowed(request.env, request.argv):
         try:
             vault = resolve_vault(_vault_flag(request.argv), request.env, request.cwd)
@@ -451,10 +450,11 @@ def respond(request: Request) -> Reply:
             vault = None  # "--vault" without a value: answer() says so
         reply = ask(vault, request, start=False) if vault is not None else None
     if reply is None or reply.status is None:
-        reply = answer(request)
+        from memstore.ops.lean import open_in_process, opener_for  # docs/search.md, rule 1
+
+        reply = answer(request, opener_for(vault, open_in_process))
         if vault is not None and reply.status is not None:
-            # Only now: a daemon starting meanwhile holds the vault lock for its first
-            # catch-up, and this hook's own catch-up (a reader's: it never waits) is skipped.
+            # only now: a starting daemon holds the vault lock, which this hook's catch-up needs
             start_daemon(vault, request.env)
     return reply
 

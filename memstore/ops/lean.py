@@ -26,7 +26,7 @@ from memstore.core.config import Settings
 from memstore.core.errors import InvalidInputError, MemstoreError
 from memstore.core.model import GLOBAL, AddResult, SearchResult, check_workspace
 from memstore.core.repo_name import workspace_at
-from memstore.ops.client import Reply, Request, resolve_vault
+from memstore.ops.client import Reply, Request, resolve_vault, will_start_daemon
 from memstore.ops.options import (
     ADD,
     INGEST,
@@ -121,6 +121,30 @@ def open_one_shot(settings: Settings, create: bool) -> Iterator[Store]:
     finally:
         scoring.use_plain_scoring(plain)
         git_lean.use_c_level(c_level)
+
+
+def before_daemon(open_store: OpenStore) -> OpenStore:
+    """Return `open_store` for a command that starts a daemon when it is done: its search
+    leaves the 5-minute comparison of every file to that daemon's watcher, which makes it
+    at its start, and compares only its own hits' files (docs/search.md, rule 1). At
+    100,000 memories the comparison is ~1 s of CPU, a session's first search almost always
+    meets it, and the prompt hook waits for that search."""
+
+    @contextmanager
+    def opened(settings: Settings, create: bool) -> Iterator[Store]:
+        with open_store(settings, create) as store:
+            store.indexer.defer_timed_full = True
+            yield store
+
+    return opened
+
+
+def opener_for(vault: Path | str | None, open_store: OpenStore) -> OpenStore:
+    """Return `open_store`, or `before_daemon(open_store)` when the command will start a
+    daemon for `vault` once it has answered (None: it starts none)."""
+    if vault is not None and will_start_daemon(vault):
+        return before_daemon(open_store)
+    return open_store
 
 
 def settings_for(request: Request, options: Options) -> Settings:

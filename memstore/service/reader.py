@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -123,6 +124,8 @@ class Reader(Part):
             # Not under the vault lock: a read-only vault's search still answers.
             store.maintenance.rebuild_damaged(err)
             result = find(store.indexer, query, scope, depth, now, archived=archived)
+        if store.indexer.deferred_full and self._left_stale(result.hits):
+            result = find(store.indexer, query, scope, depth, now, archived=archived)
         indexer = store.indexer
         hits = with_corrections(indexer, result.hits, depth, scope)
         vectors = store.vectors.view(locked=False)
@@ -142,6 +145,18 @@ class Reader(Part):
                     result, hits=tuple(hits), read_as=read_as, weak=all(h.weak for h in hits)
                 )
         return replace(result, hits=tuple(hits), read_as=read_as)
+
+    def _left_stale(self, hits: Sequence[Hit]) -> bool:
+        """Compare every file now if a hit's file is not as indexed, and say so: this search
+        left the comparison of every file to the daemon its command starts (docs/search.md,
+        rule 1), and never shows a memory's text as it was before a rewrite in place."""
+        indexer = self.store.indexer
+        paths = [hit.path for hit in hits if not hit.tier]
+        if not paths or not indexer.manifest.changed_among(self.store.vault.root, paths):
+            return False
+        indexer.defer_timed_full = indexer.deferred_full = False
+        self.store.maintenance.catch_up()  # now due: every file compared
+        return True
 
     def _checked(self, hits: list[Hit], cwd: Path | None) -> list[Hit]:
         """Mark the hits whose citations of the caller's repository changed (stale), ranked
