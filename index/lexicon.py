@@ -25,9 +25,14 @@ class Lexicon:
     holds, the known term near it that stands in (index/typos.py). Everything is kept for
     the searcher's index version; `reset` starts the next one."""
 
-    def __init__(self, root: Path, analyzer: Any) -> None:
+    def __init__(
+        self, root: Path, analyzer: Any, lacks: Callable[[str, str, str], None] | None = None
+    ) -> None:
         self.root = root
         self._analyzer = analyzer
+        # told (segment id, field, term) of each term a segment was found not to hold, so
+        # the postings cache does not ask the segment again (scoring.PostingCache.lacks)
+        self._lacks = lacks
         self._searcher: Any = None
         # An index of few terms across many segments keeps them in memory for typo walks
         # (one walk instead of one per segment and field; see _term_lookup).
@@ -37,7 +42,7 @@ class Lexicon:
         self._frequencies: dict[tuple[str, str], int] = {}
         # segment id → (field, term) → documents holding it; and this version's segments
         self._segment_counts: dict[str, dict[tuple[str, str], int]] = {}
-        self._segments: list[tuple[Any, dict[tuple[str, str], int] | None]] = []
+        self._segments: list[tuple[Any, str, dict[tuple[str, str], int] | None]] = []
         self._stand_ins: dict[tuple[str, str], StandIn | None] = {}
         # query text → its terms with stand-ins in place, and the stand-ins
         self._resolved: dict[tuple[str, frozenset[str]], tuple[list[str], tuple[StandIn, ...]]] = {}
@@ -55,7 +60,7 @@ class Lexicon:
             counts = None  # a reader of no segment: never kept
             if key:
                 counts = kept[key] = self._segment_counts.get(key, {})
-            self._segments.append((segment, counts))
+            self._segments.append((segment, key, counts))
         self._segment_counts = kept  # a segment gone takes its counts along
         self._stand_ins = {}
         self._resolved = {}
@@ -70,13 +75,16 @@ class Lexicon:
         total = self._frequencies.get(key)
         if total is None:
             total = 0
+            lacks = self._lacks
             with guard(self.root, "read"):
-                for segment, counts in self._segments:
+                for segment, segment_key, counts in self._segments:
                     count = None if counts is None else counts.get(key)
                     if count is None:
                         count = segment.doc_frequency(fieldname, term)
                         if counts is not None:
                             counts[key] = count
+                    if not count and lacks is not None and segment_key:
+                        lacks(segment_key, fieldname, term)
                     total += count
             self._frequencies[key] = total
         return total

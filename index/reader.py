@@ -70,7 +70,7 @@ class IndexReader:
         self._searcher: Any = None
         self._stats: LiveStats | None = None
         self._postings = PostingCache()
-        self.lexicon = Lexicon(root, analyzer)
+        self.lexicon = Lexicon(root, analyzer, self._postings.lacks)
         self.any_term_limit = ANY_TERM_LIMIT  # an any-word query's terms kept in a large index
         self.stored = StoredCache()  # hits' documents and tied ones' keys, by segment
         self._held_terms: OrderedDict[tuple[str, str, tuple[str, ...]], frozenset[str]] = (
@@ -141,7 +141,7 @@ class IndexReader:
         return lengths
 
     def _live_lengths(self, reader: Any) -> dict[str, int]:
-        """Sum the live field lengths of every segment (scoring.live_field_lengths), each
+        """Sum the live field lengths of every segment (scoring.segment_field_lengths), each
         segment's kept while it lives with as many deleted documents."""
         totals = dict.fromkeys(SCORED_FIELDS, 0)
         kept: dict[tuple[str, int], dict[str, int]] = {}

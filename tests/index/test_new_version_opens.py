@@ -137,7 +137,7 @@ def test_document_frequencies_kept_per_segment_are_whooshs_through_many_versions
         assert all(
             lexicon.held_by(t) == expected["content", t] + expected["keywords", t] for t in asked
         )
-    live = {segment for segment, counts in lexicon._segments if counts is not None}
+    live = {segment for segment, _, counts in lexicon._segments if counts is not None}
     assert len(lexicon._segment_counts) == len(live)  # merged-away segments dropped
     index.compact()
     index.reader.searcher()

@@ -13,7 +13,8 @@ import pytest
 from memstore.index import Document, SearchIndex
 from memstore.index import reader as reader_module
 from memstore.index.reader import SEGMENT_LENGTHS
-from memstore.index.scoring import live_field_lengths, segment_id
+from memstore.index.scoring import segment_id
+from tests.index.test_scoring import live_field_lengths
 
 WORDS = ["nginx", "upload", "deploy", "kafka", "redis", "retry", "queue", "worker", "token"]
 
