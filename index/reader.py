@@ -132,12 +132,13 @@ class IndexReader:
             self._segment_lengths = _parse_segment_lengths(self._table.get_meta(SEGMENT_LENGTHS))
         lengths = self._live_lengths(searcher.reader())
         value = ",".join(str(lengths[f]) for f in SCORED_FIELDS)
-        self._table.replace_meta("live-lengths@", name, value)
         kept = ";".join(
             f"{segment}:{gone}:" + ",".join(str(found[f]) for f in SCORED_FIELDS)
             for (segment, gone), found in self._segment_lengths.items()
         )
-        self._table.replace_meta(SEGMENT_LENGTHS, SEGMENT_LENGTHS, kept)
+        self._table.replace_meta(
+            ("live-lengths@", name, value), (SEGMENT_LENGTHS, SEGMENT_LENGTHS, kept)
+        )
         return lengths
 
     def _live_lengths(self, reader: Any) -> dict[str, int]:
