@@ -31,14 +31,9 @@ class Lexicon:
     holds, the known term near it that stands in (index/typos.py). Everything is kept for
     the searcher's index version; `reset` starts the next one."""
 
-    def __init__(
-        self, root: Path, analyzer: Any, lacks: Callable[[str, str, str], None] | None = None
-    ) -> None:
+    def __init__(self, root: Path, analyzer: Any) -> None:
         self.root = root
         self._analyzer = analyzer
-        # told (segment id, field, term) of each term a segment was found not to hold, so
-        # the postings cache does not ask the segment again (scoring.PostingCache.lacks)
-        self._lacks = lacks
         self._searcher: Any = None
         # An index of few terms across many segments keeps them in memory for typo walks
         # (one walk instead of one per segment and field; see _term_lookup).
@@ -85,7 +80,6 @@ class Lexicon:
         total = self._frequencies.get(key)
         if total is None:
             total = 0
-            lacks = self._lacks
             with guard(self.root, "read"):
                 for segment, segment_key, counts in self._segments:
                     count = None if counts is None else counts.get(key)
@@ -96,11 +90,16 @@ class Lexicon:
                         if counts is not None:
                             counts[key] = count
                             self._asked_of(segment, segment_key, counts)
-                    if not count and lacks is not None and segment_key:
-                        lacks(segment_key, fieldname, term)
                     total += count
             self._frequencies[key] = total
         return total
+
+    def lacks(self, segment_key: str, fieldname: str, term: str) -> bool:
+        """Say whether a segment (by id) is known to hold no `term` in `fieldname` (asked
+        already, or read whole): the postings cache then does not ask it again."""
+        counts = self._segment_counts.get(segment_key)
+        count = None if counts is None else counts.get((fieldname, term))
+        return count == 0 or (count is None and segment_key in self._whole)
 
     def _asked_of(self, segment: Any, key: str, counts: dict[tuple[str, str], int]) -> None:
         """Count a term asked of a segment; read a small one's terms whole when it is due."""

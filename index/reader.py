@@ -70,7 +70,8 @@ class IndexReader:
         self._searcher: Any = None
         self._stats: LiveStats | None = None
         self._postings = PostingCache()
-        self.lexicon = Lexicon(root, analyzer, self._postings.lacks)
+        self.lexicon = Lexicon(root, analyzer)
+        self._postings.lacks = self.lexicon.lacks
         self.any_term_limit = ANY_TERM_LIMIT  # an any-word query's terms kept in a large index
         self.stored = StoredCache()  # hits' documents and tied ones' keys, by segment
         self._held_terms: OrderedDict[tuple[str, str, tuple[str, ...]], frozenset[str]] = (

@@ -20,7 +20,7 @@ from __future__ import annotations
 import heapq
 from array import array
 from collections import OrderedDict
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from math import log
 from typing import Any
@@ -276,6 +276,7 @@ class PostingCache:
         self.plain = PLAIN if plain is None else plain
         self._lists: OrderedDict[tuple[str, str, str], Postings] = OrderedDict()
         self._keys: dict[str, set[tuple[str, str, str]]] = {}  # _lists' keys by segment
+        self.lacks: Callable[[str, str, str], bool] | None = None  # IndexReader: its lexicon's
         self._size = 0
         self._lengths: dict[tuple[str, str], Any] = {}  # length bytes, numpy
         self._holding: OrderedDict[tuple[str, str, tuple[str, ...]], Any] = OrderedDict()
@@ -288,15 +289,13 @@ class PostingCache:
         if found is not None:
             self._lists.move_to_end(key)
             return found
-        # a term the segment lacks is kept too (as an empty list): asking Whoosh costs ~10 µs
-        found = read_postings(segment, fieldname, text) if (fieldname, text) in segment else _NONE
+        # a term the segment lacks is kept too (as an empty list): asking Whoosh costs ~10 µs,
+        # not asked where the lexicon knows already (Lexicon.lacks)
+        known = self.lacks is not None and self.lacks(*key)
+        held = not known and (fieldname, text) in segment
+        found = read_postings(segment, fieldname, text) if held else _NONE
         self._keep(key, found)
         return found
-
-    def lacks(self, segment_key: str, fieldname: str, text: str) -> None:
-        """Record that a segment (by id) has no `text` in `fieldname` (the lexicon asked it)."""
-        if (segment_key, fieldname, text) not in self._lists:
-            self._keep((segment_key, fieldname, text), _NONE)
 
     def _keep(self, key: tuple[str, str, str], found: Postings) -> None:
         self._lists[key] = found

@@ -62,7 +62,7 @@ def test_an_adds_search_shortcuts_give_the_hits_of_the_full_search_and_of_a_rebu
     first = _doc(rng, 0)
     index.apply([first])
     full = SearchIndex.open(tmp_path / "adds")  # the same index, searched without shortcuts
-    full.reader.lexicon._lacks = None
+    full.reader._postings.lacks = None
     live = {first.key: first}
     queries = _queries(rng)
     hits = 0
