@@ -31,6 +31,7 @@ from typing import Any
 from whoosh import formats
 from whoosh.analysis import IDTokenizer
 from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC
+from whoosh.filedb.filestore import FileStorage, RamStorage
 from whoosh.system import pack_uint, pack_ushort
 from whoosh.util.numeric import length_to_byte
 from whoosh.writing import SegmentWriter
@@ -146,11 +147,17 @@ class Counted:
 
 
 class TermWriter(SegmentWriter):
-    """A `SegmentWriter` over a `TermPool`, for schemas without spelling or vectors."""
+    """A `SegmentWriter` over a `TermPool`, for schemas without spelling or vectors.
 
-    def __init__(self, ix: Any, **kwargs: Any) -> None:
+    `temp_in_memory`: keep the commit's temporary files (the stored fields and length
+    columns before they join the segment) in memory, not in a folder Whoosh makes and
+    removes for every commit; for a commit of a few documents (an add's: about half its
+    wall time on a busy disk, docs/benchmarks.md "Eighth session: adds").
+    """
+
+    def __init__(self, ix: Any, *, temp_in_memory: bool = False, **kwargs: Any) -> None:
         _patches.apply()  # its blocks are written as Whoosh meant (index/_patches.py)
-        super().__init__(ix, **kwargs)
+        super().__init__(_InMemoryTemp.target(ix) if temp_in_memory else ix, **kwargs)
         self.pool = TermPool()
         self._values: dict[int, bytes] = {}
         if any(f.separate_spelling() or f.vector for _, f in self.schema.items()):
@@ -254,6 +261,34 @@ class TermWriter(SegmentWriter):
         self.fieldwriter.close()
         if lengths is not None:
             lengths.close()
+
+
+class _InMemoryTemp(FileStorage):
+    """An index's folder whose writers keep their temporary files in memory."""
+
+    @classmethod
+    def target(cls, ix: Any) -> Any:
+        """Return what a SegmentWriter reads of `ix` (its lock, table of contents, name and
+        folder), the folder's temporary files kept in memory."""
+        storage = ix.storage
+        view = _WriteTarget()
+        view.storage = cls(storage.folder, storage.supports_mmap, storage.readonly)
+        view.indexname = ix.indexname
+        view.lock = ix.lock
+        view._read_toc = ix._read_toc
+        return view
+
+    def temp_storage(self, name: str | None = None) -> Any:
+        return RamStorage()
+
+
+class _WriteTarget:
+    """The parts of a Whoosh index a SegmentWriter's constructor reads."""
+
+    storage: Any
+    indexname: str
+    lock: Any
+    _read_toc: Any
 
 
 def write_terms(fieldwriter: Any, schema: Any, lengths: Any, pool: TermPool) -> None:

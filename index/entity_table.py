@@ -146,12 +146,21 @@ class EntityTable:
             row = self.db.execute("SELECT value FROM meta WHERE name = ?", [name]).fetchone()
         return None if row is None else str(row[0])
 
-    def replace_meta(self, prefix: str, name: str, value: str) -> None:
-        """Store `name` = `value` in place of every value named `prefix`…: a cache, so a
-        table that cannot be written (a read-only vault) is left as it is."""
+    def replace_meta(self, *entries: tuple[str, str, str]) -> None:
+        """Store each (prefix, name, value), `name` = `value` in place of every value named
+        `prefix`…, in one transaction: a cache, so a table that cannot be written (a
+        read-only vault) is left as it is."""
+        db = self.db
         with contextlib.suppress(sqlite3.OperationalError):
-            self.db.execute("DELETE FROM meta WHERE name LIKE ?", [f"{prefix}%"])
-            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [name, value])
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                for prefix, name, value in entries:
+                    db.execute("DELETE FROM meta WHERE name LIKE ?", [f"{prefix}%"])
+                    db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [name, value])
+                db.execute("COMMIT")
+            finally:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
 
     def verify(self) -> None:
         """Check the table itself and each segment file against its recorded checksum.

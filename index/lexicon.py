@@ -18,6 +18,12 @@ CACHE_QUERIES = 1000  # queries whose stand-ins are kept for the index version
 # a segment's counts never change, and an add leaves all but its own new segment as they were.
 CACHE_SEGMENT_COUNTS = 200_000
 MAX_STAND_INS = 8  # unknown terms of one query looked at for a stand-in
+# A segment this small (an add's own, and the tiers it merges into: index/engine.py's
+# MERGE_MAX_DOCS) has all its terms read at once when it has been asked about as many terms
+# as that costs: each add asks every segment for each of its new words (~5 µs a look-up);
+# reading a segment's terms costs ~4 µs a term, ~4 terms a document.
+WHOLE_SEGMENT_DOCS = 500
+READ_WHOLE_AFTER = 24  # terms asked of a one-document segment; 4 more for each other document
 
 
 class Lexicon:
@@ -37,7 +43,9 @@ class Lexicon:
         self._frequencies: dict[tuple[str, str], int] = {}
         # segment id → (field, term) → documents holding it; and this version's segments
         self._segment_counts: dict[str, dict[tuple[str, str], int]] = {}
-        self._segments: list[tuple[Any, dict[tuple[str, str], int] | None]] = []
+        self._asked: dict[str, int] = {}  # segment id → terms asked of it
+        self._whole: set[str] = set()  # segments whose counts hold every term they have
+        self._segments: list[tuple[Any, str, dict[tuple[str, str], int] | None]] = []
         self._stand_ins: dict[tuple[str, str], StandIn | None] = {}
         # query text → its terms with stand-ins in place, and the stand-ins
         self._resolved: dict[tuple[str, frozenset[str]], tuple[list[str], tuple[StandIn, ...]]] = {}
@@ -47,7 +55,7 @@ class Lexicon:
         self._searcher = searcher
         self._frequencies = {}
         if sum(map(len, self._segment_counts.values())) > CACHE_SEGMENT_COUNTS:
-            self._segment_counts = {}
+            self._segment_counts, self._asked, self._whole = {}, {}, set()
         kept: dict[str, dict[tuple[str, str], int]] = {}
         self._segments = []
         for segment, _ in searcher.reader().leaf_readers():
@@ -55,8 +63,10 @@ class Lexicon:
             counts = None  # a reader of no segment: never kept
             if key:
                 counts = kept[key] = self._segment_counts.get(key, {})
-            self._segments.append((segment, counts))
+            self._segments.append((segment, key, counts))
         self._segment_counts = kept  # a segment gone takes its counts along
+        self._asked = {key: n for key, n in self._asked.items() if key in kept}
+        self._whole &= kept.keys()
         self._stand_ins = {}
         self._resolved = {}
 
@@ -71,15 +81,34 @@ class Lexicon:
         if total is None:
             total = 0
             with guard(self.root, "read"):
-                for segment, counts in self._segments:
+                for segment, segment_key, counts in self._segments:
                     count = None if counts is None else counts.get(key)
-                    if count is None:
+                    if count is None and segment_key in self._whole:
+                        count = 0
+                    elif count is None:
                         count = segment.doc_frequency(fieldname, term)
                         if counts is not None:
                             counts[key] = count
+                            self._asked_of(segment, segment_key, counts)
                     total += count
             self._frequencies[key] = total
         return total
+
+    def lacks(self, segment_key: str, fieldname: str, term: str) -> bool:
+        """Say whether a segment (by id) is known to hold no `term` in `fieldname` (asked
+        already, or read whole): the postings cache then does not ask it again."""
+        counts = self._segment_counts.get(segment_key)
+        count = None if counts is None else counts.get((fieldname, term))
+        return count == 0 or (count is None and segment_key in self._whole)
+
+    def _asked_of(self, segment: Any, key: str, counts: dict[tuple[str, str], int]) -> None:
+        """Count a term asked of a segment; read a small one's terms whole when it is due."""
+        asked = self._asked[key] = self._asked.get(key, 0) + 1
+        documents = segment.doc_count_all()
+        if asked == READ_WHOLE_AFTER + 4 * (documents - 1) and documents <= WHOLE_SEGMENT_DOCS:
+            for (fieldname, text), info in segment:
+                counts[fieldname, text.decode("utf-8")] = info.doc_frequency()
+            self._whole.add(key)
 
     def held_by(self, term: str) -> int:
         """Return how many documents hold `term` in content or keywords (Whoosh's count)."""

@@ -71,6 +71,7 @@ class IndexReader:
         self._stats: LiveStats | None = None
         self._postings = PostingCache()
         self.lexicon = Lexicon(root, analyzer)
+        self._postings.lacks = self.lexicon.lacks
         self.any_term_limit = ANY_TERM_LIMIT  # an any-word query's terms kept in a large index
         self.stored = StoredCache()  # hits' documents and tied ones' keys, by segment
         self._held_terms: OrderedDict[tuple[str, str, tuple[str, ...]], frozenset[str]] = (
@@ -134,16 +135,17 @@ class IndexReader:
             self._segment_lengths = _parse_segment_lengths(self._table.get_meta(SEGMENT_LENGTHS))
         lengths = self._live_lengths(searcher.reader())
         value = ",".join(str(lengths[f]) for f in SCORED_FIELDS)
-        self._table.replace_meta("live-lengths@", name, value)
         kept = ";".join(
             f"{segment}:{gone}:" + ",".join(str(found[f]) for f in SCORED_FIELDS)
             for (segment, gone), found in self._segment_lengths.items()
         )
-        self._table.replace_meta(SEGMENT_LENGTHS, SEGMENT_LENGTHS, kept)
+        self._table.replace_meta(
+            ("live-lengths@", name, value), (SEGMENT_LENGTHS, SEGMENT_LENGTHS, kept)
+        )
         return lengths
 
     def _live_lengths(self, reader: Any) -> dict[str, int]:
-        """Sum the live field lengths of every segment (scoring.live_field_lengths), each
+        """Sum the live field lengths of every segment (scoring.segment_field_lengths), each
         segment's kept while it lives with as many deleted documents."""
         totals = dict.fromkeys(SCORED_FIELDS, 0)
         kept: dict[tuple[str, int], dict[str, int]] = {}

@@ -20,7 +20,7 @@ from __future__ import annotations
 import heapq
 from array import array
 from collections import OrderedDict
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from math import log
 from typing import Any
@@ -212,16 +212,6 @@ class LiveStats:
             self.vectors_size -= max(len(evicted[0]), 1)
 
 
-def live_field_lengths(reader: Any) -> dict[str, int]:
-    """Sum the field lengths of live documents (Whoosh's own totals keep merged-away ones)."""
-    totals = dict.fromkeys(SCORED_FIELDS, 0)
-    for segment, _ in reader.leaf_readers():
-        if segment.doc_count_all():
-            for fieldname, length in segment_field_lengths(segment).items():
-                totals[fieldname] += length
-    return totals
-
-
 def segment_field_lengths(segment: Any, *, arrays: bool = True) -> dict[str, int]:
     """Sum the field lengths of one segment's live documents (the same for as long as the
     segment lives with as many deleted documents: a caller may keep it). `arrays` False: without
@@ -285,6 +275,8 @@ class PostingCache:
         # without numpy: lists, sets and bytes where numpy arrays would be (index/plain.py)
         self.plain = PLAIN if plain is None else plain
         self._lists: OrderedDict[tuple[str, str, str], Postings] = OrderedDict()
+        self._keys: dict[str, set[tuple[str, str, str]]] = {}  # _lists' keys by segment
+        self.lacks: Callable[[str, str, str], bool] | None = None  # IndexReader: its lexicon's
         self._size = 0
         self._lengths: dict[tuple[str, str], Any] = {}  # length bytes, numpy
         self._holding: OrderedDict[tuple[str, str, tuple[str, ...]], Any] = OrderedDict()
@@ -297,14 +289,22 @@ class PostingCache:
         if found is not None:
             self._lists.move_to_end(key)
             return found
-        # a term the segment lacks is kept too (as an empty list): asking Whoosh costs ~10 µs
-        found = read_postings(segment, fieldname, text) if (fieldname, text) in segment else _NONE
+        # a term the segment lacks is kept too (as an empty list): asking Whoosh costs ~10 µs,
+        # not asked where the lexicon knows already (Lexicon.lacks)
+        known = self.lacks is not None and self.lacks(*key)
+        held = not known and (fieldname, text) in segment
+        found = read_postings(segment, fieldname, text) if held else _NONE
+        self._keep(key, found)
+        return found
+
+    def _keep(self, key: tuple[str, str, str], found: Postings) -> None:
         self._lists[key] = found
+        self._keys.setdefault(key[0], set()).add(key)
         self._size += _size(found)
         while self._size > self.limit and len(self._lists) > 1:
-            _, evicted = self._lists.popitem(last=False)
+            evicted_key, evicted = self._lists.popitem(last=False)
+            self._keys[evicted_key[0]].discard(evicted_key)
             self._size -= _size(evicted)
-        return found
 
     def holding(self, segment: Any, fieldname: str, texts: Collection[str]) -> Any:
         """Return which of the segment's documents hold any of `texts` in `fieldname`
@@ -356,8 +356,10 @@ class PostingCache:
     def forget_except(self, segments: Iterable[Any]) -> None:
         """Drop what belongs to segments no longer in the index."""
         live = {segment_id(s) for s in segments if s.doc_count_all()}
-        for gone in [k for k in self._lists if k[0] not in live]:
-            self._size -= _size(self._lists.pop(gone))
+        # by segment, not by looking at every list kept (~100,000 after a few hundred adds)
+        for gone_segment in [k for k in self._keys if k not in live]:
+            for gone in self._keys.pop(gone_segment):
+                self._size -= _size(self._lists.pop(gone))
         for stale in [k for k in self._lengths if k[0] not in live]:
             del self._lengths[stale]
         for stale_filter in [k for k in self._holding if k[0] not in live]:
@@ -390,7 +392,7 @@ def score(
     """
     found: list[tuple[float, int]] = []
     for segment, base in reader.leaf_readers():
-        if not segment.doc_count_all():
+        if not segment.doc_count_all() or not _reaches(segment, cache, query):
             continue  # an empty index has a reader without a segment
         keep = None if allowed is None else cache.holding(segment, "workspace", allowed)
         best_of = _plain_best if cache.plain else _segment_best  # the same pairs and counts
@@ -406,6 +408,19 @@ def score(
         taken = {n for _, n in best}
         best += [pair for pair in found if round(pair[0], 6) == last and pair[1] not in taken]
     return best
+
+
+def _reaches(segment: Any, cache: PostingCache, query: TermQuery) -> bool:
+    """Whether the query can match a document of the segment (accented words only add to a
+    match): if not, its score arrays are not made (most segments, for an add's rare words)."""
+
+    def held(text: str, fields: tuple[str, ...]) -> bool:
+        return any(cache.postings(segment, fieldname, text)[0] for fieldname in fields)
+
+    if any(held(text, ("content",)) for text in query.extra if text not in query.terms):
+        return True
+    terms = (held(text, SCORED_FIELDS) for text in dict.fromkeys(query.terms))
+    return all(terms) if query.require_all else any(terms)
 
 
 def _segment_best(

@@ -47,11 +47,15 @@ class StoredCache:
         self.documents: OrderedDict[Place, Document] = OrderedDict()
         self.keys: OrderedDict[Place, str] = OrderedDict()
         self.ranks: dict[str, Any] = {}  # segment id → its documents' key ranks (an array)
+        self._live: set[str] = set()  # the segments of the last reset
 
     def reset(self, leaves: list[tuple[int, str]]) -> None:
         """Take a new searcher's segments; forget what segments no longer live held."""
         self.leaves = leaves
         live = {segment for _, segment in leaves}
+        gone_any, self._live = not self._live <= live, live
+        if not gone_any:  # segments only added (an add's new version): none held is gone
+            return
         for kept in (self.documents, self.keys):
             for gone in [place for place in kept if place[0] not in live]:
                 del kept[gone]

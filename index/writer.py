@@ -20,6 +20,9 @@ from .schema import Document, Part, make_schema, render_fields
 # Which segments a commit keeps as they are, merging the others into its own (Whoosh's
 # `mergetype`): the caller's policy (index/engine.py merges small segments by tiers).
 MergePolicy = Callable[[Any, list[Any]], list[Any]]
+# A commit whose caller budgets at most this for its postings (catalog/reading.limitmb: up
+# to 500 documents, an add's one) keeps its temporary files in memory (bulk.TermWriter).
+SMALL_COMMIT_MB = 64
 
 
 class IndexWriter:
@@ -47,7 +50,8 @@ class IndexWriter:
         docs: list[Document] = []
         deletes = list(deletes)
         adopted: list[Part] = []
-        writer = self._writer(limitmb)
+        # A commit of a few documents (an add's) keeps its temporary files in memory.
+        writer = self._writer(limitmb, temp_in_memory=limitmb <= SMALL_COMMIT_MB)
         try:
             for key in deletes:
                 writer.delete_by_term("key", key)
@@ -79,13 +83,17 @@ class IndexWriter:
         for name in names:
             os.replace(part.folder / name, self.root / "whoosh" / name)
 
-    def _writer(self, limitmb: int = 128, *, merging_all: bool = False) -> Any:
+    def _writer(
+        self, limitmb: int = 128, *, merging_all: bool = False, temp_in_memory: bool = False
+    ) -> Any:
         """Return a writer holding the index's lock: a `TermWriter`, or Whoosh's own when
         the commit merges every segment (its pool spills to disk past `limitmb`)."""
         try:
             if merging_all:
                 return self._ix.writer(timeout=30.0, limitmb=limitmb)
-            return TermWriter(self._ix, timeout=30.0, limitmb=limitmb)
+            return TermWriter(
+                self._ix, timeout=30.0, limitmb=limitmb, temp_in_memory=temp_in_memory
+            )
         except LockError as err:
             raise SearchIndexError(f"index at {self.root} is locked by another writer") from err
         except Exception as err:

@@ -7,7 +7,13 @@ workspace of 24 months inside a root of 10 workspaces, then times the floor an a
 interleaved so every width sees the same load. Also splits the cost: the month folder's tree
 written alone, and the same commit with the new file in a small sibling folder.
 
+`--sub-levels K ...` also times the layout not adopted (docs/benchmarks.md "Eighth session:
+adds"): the same files one level further down, in K folders under the month (31 for a day
+level, 256 for the first two hex characters of an id), where a commit writes four trees, the
+new file's sub-folder of width/K entries and the month's of K.
+
     python tests/benchmarks/bench_tree_width.py --widths 1000 10000 30000 100000 --adds 60
+    python tests/benchmarks/bench_tree_width.py --widths 10000 100000 --sub-levels 31 256
 """
 
 from __future__ import annotations
@@ -32,11 +38,18 @@ def name(rng: random.Random, n: int) -> str:
     return f"{slug}-{n:x}{rng.randrange(16**6):06x}.md"
 
 
-def build(repo: Any, width: int, rng: random.Random) -> tuple[str, Any]:
-    """A commit whose webshop/2026-12 holds `width` files; return its ref and head commit."""
+def build(repo: Any, width: int, rng: random.Random, split: int = 0) -> tuple[str, Any]:
+    """A commit whose webshop/2026-12 holds `width` files (in `split` sub-folders of it when
+    given); return its ref and head commit."""
     blob = repo.create_blob(b"---\nid: x\n---\na memory\n")
     big = repo.TreeBuilder()
-    for n in range(width):
+    if split:
+        parts = [repo.TreeBuilder() for _ in range(split)]
+        for n in range(width):
+            parts[n % split].insert(name(rng, n), blob, BLOB)
+        for k, part in enumerate(parts):
+            big.insert(f"{k:02x}", part.write(), TREE)
+    for n in range(0 if split else width):
         big.insert(name(rng, n), blob, BLOB)
     small = repo.TreeBuilder()
     for n in range(200):
@@ -52,7 +65,7 @@ def build(repo: Any, width: int, rng: random.Random) -> tuple[str, Any]:
     for ws in range(9):
         root.insert(f"ws{ws}", workspace.write(), TREE)
     root.insert("webshop", workspace.write(), TREE)
-    ref = f"refs/heads/w{width}"
+    ref = f"refs/heads/w{width}" + (f"-in-{split}" if split else "")
     oid = repo.create_commit(ref, SIGNATURE, SIGNATURE, "base", root.write(), [])
     return ref, repo[oid]
 
@@ -66,6 +79,24 @@ def floor_commit(repo: Any, ref: str, month: str, data: bytes, file: str) -> Non
     month_builder.insert(file, blob, BLOB)
     ws_builder = repo.TreeBuilder(ws_tree)
     ws_builder.insert(month, month_builder.write(), TREE)
+    root_builder = repo.TreeBuilder(head.tree)
+    root_builder.insert("webshop", ws_builder.write(), TREE)
+    repo.create_commit(ref, SIGNATURE, SIGNATURE, "floor", root_builder.write(), [head.id])
+
+
+def floor_commit_below(repo: Any, ref: str, data: bytes, file: str, folder: str) -> None:
+    """The floor one level further down: blob, webshop/2026-12/`folder`, month, workspace and
+    root trees, a commit on `ref`."""
+    head = repo[repo.references[ref].target]
+    blob = repo.create_blob(data)
+    ws_tree = repo[head.tree["webshop"].id]
+    month_tree = repo[ws_tree["2026-12"].id]
+    sub_builder = repo.TreeBuilder(repo[month_tree[folder].id])
+    sub_builder.insert(file, blob, BLOB)
+    month_builder = repo.TreeBuilder(month_tree)
+    month_builder.insert(folder, sub_builder.write(), TREE)
+    ws_builder = repo.TreeBuilder(ws_tree)
+    ws_builder.insert("2026-12", month_builder.write(), TREE)
     root_builder = repo.TreeBuilder(head.tree)
     root_builder.insert("webshop", ws_builder.write(), TREE)
     repo.create_commit(ref, SIGNATURE, SIGNATURE, "floor", root_builder.write(), [head.id])
@@ -94,14 +125,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--widths", type=int, nargs="+", default=[1000, 10_000, 30_000, 100_000])
     parser.add_argument("--adds", type=int, default=60)
+    parser.add_argument("--sub-levels", type=int, nargs="*", default=[], help="e.g. 31 256")
     args = parser.parse_args()
     rng = random.Random(7)
     repo = pygit2.init_repository(tempfile.mkdtemp(prefix="bench-tree-width-"), bare=True)
     refs = {w: build(repo, w, rng)[0] for w in args.widths}
+    below = {(w, k): build(repo, w, rng, k)[0] for w in args.widths for k in args.sub_levels}
     kinds = (
         "floor, file in the wide folder",
         "floor, file in a 200-file folder",
         "wide folder's tree alone",
+        *(f"floor, month split in {k} sub-folders" for k in args.sub_levels),
     )
     rows: dict[tuple[int, str], tuple[list[float], list[float]]] = {
         (w, k): ([], []) for w in args.widths for k in kinds
@@ -110,12 +144,19 @@ def main() -> None:
     for n in range(args.adds):  # interleaved: each width sees the same load
         for width, ref in refs.items():
             file = f"timed-{n}-{rng.randrange(10**9)}.md"
+            split = [
+                lambda r=below[width, k], f=file, d=f"{rng.randrange(k):02x}": floor_commit_below(
+                    repo, r, data, f, d
+                )
+                for k in args.sub_levels
+            ]
             for kind, act in zip(
                 kinds,
                 (
                     lambda r=ref, f=file: floor_commit(repo, r, "2026-12", data, f),
                     lambda r=ref, f=file: floor_commit(repo, r, "2026-11", data, f),
                     lambda r=ref, f=file: month_tree_only(repo, r, data, f),
+                    *split,
                 ),
                 strict=True,
             ):

@@ -6,6 +6,8 @@ opening an index installs it), so what is compared is how postings are gathered 
 
 from __future__ import annotations
 
+import functools
+import os
 import random
 import zlib
 from pathlib import Path
@@ -58,7 +60,7 @@ def _segment_files(folder: Path) -> dict[str, bytes]:
     }
 
 
-def _write(folder: Path, batches: list[list[Document]], writer: type, deletes: int = 0) -> None:
+def _write(folder: Path, batches: list[list[Document]], writer: Any, deletes: int = 0) -> None:
     """Commit each batch with `writer` (later batches replace `deletes` earlier documents
     and merge the small segments before them, as `SearchIndex.apply` does)."""
     _patches.apply()  # Whoosh's own writer too writes its blocks as Whoosh meant
@@ -82,6 +84,26 @@ def test_a_fresh_segment_is_byte_for_byte_whooshs(tmp_path: Path) -> None:
     theirs, ours = _segment_files(tmp_path / "whoosh"), _segment_files(tmp_path / "term")
     assert sorted(ours) == sorted(theirs) and len(ours) >= 4
     assert {ext for ext in ours if ours[ext] != theirs[ext]} == set()
+
+
+def test_a_commit_with_its_temporary_files_in_memory_writes_the_same_bytes_and_no_folder(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    made: list[str] = []
+    real_makedirs = os.makedirs
+
+    def makedirs(path: Any, *args: Any, **kwargs: Any) -> None:
+        made.append(str(path))
+        real_makedirs(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "makedirs", makedirs)
+    rng = random.Random(11)
+    batches = [_documents(rng, 1, n) for n in range(8)]  # one a commit, merged by tiers too
+    _write(tmp_path / "whoosh", batches, SegmentWriter)
+    _write(tmp_path / "term", batches, functools.partial(TermWriter, temp_in_memory=True))
+    assert _segment_files(tmp_path / "term") == _segment_files(tmp_path / "whoosh")
+    assert any(path.startswith(str(tmp_path / "whoosh")) for path in made)  # Whoosh's own
+    assert [path for path in made if path.startswith(str(tmp_path / "term"))] == []
 
 
 @settings(

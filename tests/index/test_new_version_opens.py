@@ -17,6 +17,7 @@ from whoosh.filedb import filetables
 from whoosh.filedb.filestore import RamStorage
 
 from memstore.index import Document, SearchIndex, _patches
+from memstore.index import lexicon as lexicon_module
 from memstore.index.analysis import ExactAnalyzer, WordCachedAnalyzer
 from memstore.index.schema import make_schema
 
@@ -116,9 +117,12 @@ def _whoosh_counts(index: SearchIndex, terms: list[str]) -> dict[tuple[str, str]
     }
 
 
+@pytest.mark.parametrize("read_whole_after", [lexicon_module.READ_WHOLE_AFTER, 1])
 def test_document_frequencies_kept_per_segment_are_whooshs_through_many_versions(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read_whole_after: int
 ) -> None:
+    # 1: a small segment's terms are read whole at its first look-up (Lexicon._asked_of)
+    monkeypatch.setattr(lexicon_module, "READ_WHOLE_AFTER", read_whole_after)
     rng = random.Random(23)
     index = SearchIndex.open(tmp_path / "ix")
     lexicon = index.reader.lexicon
@@ -137,8 +141,11 @@ def test_document_frequencies_kept_per_segment_are_whooshs_through_many_versions
         assert all(
             lexicon.held_by(t) == expected["content", t] + expected["keywords", t] for t in asked
         )
-    live = {segment for segment, counts in lexicon._segments if counts is not None}
+    live = {segment for segment, _, counts in lexicon._segments if counts is not None}
     assert len(lexicon._segment_counts) == len(live)  # merged-away segments dropped
+    assert bool(lexicon._whole) == (read_whole_after == 1) and lexicon._whole <= set(
+        lexicon._segment_counts
+    )
     index.compact()
     index.reader.searcher()
     assert {(f, t): lexicon.frequency(f, t) for f in ("content",) for t in terms} == {

@@ -19,13 +19,26 @@ from memstore.index import Document, SearchIndex, scoring
 from memstore.index.analysis import make_analyzer, query_terms
 from memstore.index.reader import BM25_B, BM25_K1, EXPANSION_BOOST
 from memstore.index.scoring import (
+    SCORED_FIELDS,
     LiveStats,
     PostingCache,
     TermQuery,
-    live_field_lengths,
     read_postings,
     score,
+    segment_field_lengths,
 )
+
+
+def live_field_lengths(reader: Any) -> dict[str, int]:
+    """Sum the field lengths of live documents, segment by segment (what the index keeps
+    summed: IndexReader._live_lengths; Whoosh's own totals keep merged-away ones)."""
+    totals = dict.fromkeys(SCORED_FIELDS, 0)
+    for segment, _ in reader.leaf_readers():
+        if segment.doc_count_all():
+            for fieldname, length in segment_field_lengths(segment).items():
+                totals[fieldname] += length
+    return totals
+
 
 WORDS = [
     "nginx",

@@ -13,7 +13,8 @@ import pytest
 from memstore.index import Document, SearchIndex
 from memstore.index import reader as reader_module
 from memstore.index.reader import SEGMENT_LENGTHS
-from memstore.index.scoring import live_field_lengths, segment_id
+from memstore.index.scoring import segment_id
+from tests.index.test_scoring import live_field_lengths
 
 WORDS = ["nginx", "upload", "deploy", "kafka", "redis", "retry", "queue", "worker", "token"]
 
@@ -90,7 +91,7 @@ def test_a_new_process_sums_only_the_segments_the_last_version_did_not_record(
 def test_a_garbled_row_of_segment_lengths_is_ignored(tmp_path: Path) -> None:
     index = SearchIndex.open(tmp_path / "ix")
     index.apply([_doc(random.Random(1), n) for n in range(5)])
-    index._table.replace_meta(SEGMENT_LENGTHS, SEGMENT_LENGTHS, "x:y:z;a:1:2;;b:2:3,4,5")
+    index._table.replace_meta((SEGMENT_LENGTHS, SEGMENT_LENGTHS, "x:y:z;a:1:2;;b:2:3,4,5"))
     fresh = SearchIndex.open(tmp_path / "ix")
     searcher = fresh.reader.searcher()
     assert fresh.reader._lengths(searcher) == live_field_lengths(searcher.reader())
