@@ -299,10 +299,10 @@ def _create_tables(db: sqlite3.Connection) -> None:
     # never corrupt it; a killed process loses nothing. Saves an fsync per write.
     db.execute("PRAGMA synchronous=NORMAL")
     db.execute("CREATE TABLE IF NOT EXISTS entities (key TEXT, entity TEXT, kind TEXT)")
+    db.execute("CREATE INDEX IF NOT EXISTS entities_entity ON entities (entity)")
     # An entity's keys in key order, from the index alone (shared_with reads the longest
-    # list only as far as it needs); it replaces the index of entities alone.
+    # list only as far as it needs). The index above stays for memstore before it.
     db.execute("CREATE INDEX IF NOT EXISTS entities_entity_key ON entities (entity, key)")
-    db.execute("DROP INDEX IF EXISTS entities_entity")
     db.execute("CREATE INDEX IF NOT EXISTS entities_key ON entities (key)")
     db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
     db.execute("CREATE TABLE IF NOT EXISTS segments (name TEXT PRIMARY KEY, size INT, crc INT)")
