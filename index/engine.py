@@ -10,6 +10,7 @@ import sqlite3
 import time
 import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -324,15 +325,22 @@ class SearchIndex:
         """Return how many segments the index has (each costs a little on every search)."""
         return len(self.reader.segment_sizes())
 
-    def needs_compacting(self) -> bool:
+    def needs_compacting(self, max_docs: int | None = None) -> bool:
         """Say whether enough large segments piled up that searches pay for them (small
-        ones are kept few by the tiers commits merge them in)."""
-        large = sum(1 for n in self.reader.segment_sizes() if n > MERGE_MAX_DOCS)
+        ones are kept few by the tiers commits merge them in), and (`max_docs`) whether
+        a compaction rewriting at most that many documents would merge any of them."""
+        sizes = self.reader.segment_sizes()
+        large = sum(1 for n in sizes if n > MERGE_MAX_DOCS)
+        if max_docs is not None and len(smallest_within(sizes, max_docs)) < 2:
+            return False
         return large > COMPACT_SEGMENTS
 
-    def compact(self) -> None:
-        """Merge every segment into one (seconds at 10,000 documents)."""
-        self.writer.compact()
+    def compact(self, max_docs: int | None = None) -> None:
+        """Merge every segment into one (seconds at 10,000 documents), or with `max_docs`
+        only the smallest segments that hold at most that many documents together."""
+        self.writer.compact(
+            None if max_docs is None else partial(_merge_smallest, max_docs=max_docs)
+        )
 
 
 def _open_whoosh(folder: Path) -> Any:
@@ -386,6 +394,32 @@ def _merge_small_segments(writer: Any, segments: list[Any]) -> list[Any]:
                 writer.add_document(**render_fields(parse_stored(reader.stored_fields(number))))
             reader.close()
     return kept
+
+
+def smallest_within(sizes: list[int], max_docs: int) -> list[int]:
+    """Return the positions in `sizes` of the smallest segments whose documents together
+    are at most `max_docs` (smallest first; on equal sizes, the earlier segment)."""
+    chosen: list[int] = []
+    total = 0
+    for position in sorted(range(len(sizes)), key=lambda i: sizes[i]):
+        if total + sizes[position] > max_docs:
+            break
+        total += sizes[position]
+        chosen.append(position)
+    return chosen
+
+
+def _merge_smallest(writer: Any, segments: list[Any], max_docs: int) -> list[Any]:
+    """Merge the smallest `segments` holding at most `max_docs` documents together into
+    the commit's own segment (none unless two or more fit); keep the others as they are."""
+    chosen = smallest_within([segment.doc_count_all() for segment in segments], max_docs)
+    if len(chosen) < 2:
+        return segments
+    for position in chosen:
+        reader = SegmentReader(writer.storage, writer.schema, segments[position])
+        writer.add_reader(reader)
+        reader.close()
+    return [segment for i, segment in enumerate(segments) if i not in set(chosen)]
 
 
 def _tier(count: int) -> int:

@@ -8,7 +8,7 @@ import os
 import sqlite3
 import zlib
 from collections import Counter, OrderedDict
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from itertools import chain, islice
 from pathlib import Path
 
@@ -19,6 +19,9 @@ from .schema import Document
 # Entity rows' keys kept across look-ups (~2.5 MB at most; 200,000 held 10 MB after 200
 # recalls at 100k, issue 39)
 CACHE_ENTITY_ROWS = 50_000
+# An entity with more rows than this is not read whole to rank the keys sharing a memory's
+# entities (EntityTable.shared_with): at a million memories that was ~30% of a recall's CPU.
+LONG_LIST = 2_000
 
 
 class EntityTable:
@@ -72,27 +75,63 @@ class EntityTable:
         each of the thousands of keys a common entity (a person's @name) has.
 
         A key mentioning two or more of them is in the intersection of two entities' key
-        sets; the rest come in key order from the entities' sorted key lists.
+        sets; the rest come in key order from the entities' sorted key lists. The longest
+        list (at a million memories a person's @name has ~31,000 keys) is not read whole:
+        the other lists' keys are looked up in it, and its own keys are read in order only
+        as far as the answer needs.
         """
         wanted = sorted({e.lower() for e in entities})
         if not wanted or limit < 1:
             return []
         with guard(self.root, "read"):
-            lists = list(self._rows(wanted).values())
-        sets = [self._key_set(e, keys) for e, keys in zip(wanted, lists, strict=True)]
-        # A key in c of the sets is in c(c-1)/2 of their pairwise intersections: counting
-        # those (in C) ranks the keys as counting every row would.
-        pairs = Counter(
-            chain.from_iterable(a & b for i, a in enumerate(sets) for b in sets[i + 1 :])
-        )
-        for key in exclude:
-            pairs.pop(key, None)
-        ranked = most_shared(pairs, limit)
-        if len(ranked) < limit:
-            # Each remaining key is in one list only, and every list is sorted.
-            once = (k for k in heapq.merge(*lists) if k not in pairs and k not in exclude)
-            ranked += islice(once, limit - len(ranked))
+            longest = self._longest(wanted)
+            read = [e for e in wanted if e != longest]
+            rows = self._rows(read) if read else {}
+            sets = [self._key_set(e, keys) for e, keys in rows.items()]
+            lists: list[Iterable[str]] = list(rows.values())
+            if longest:  # its keys that matter for the pairs: those in another list
+                sets.append(self._holding(longest, frozenset().union(*sets)))
+            # A key in c of the sets is in c(c-1)/2 of their pairwise intersections:
+            # counting those (in C) ranks the keys as counting every row would.
+            pairs = Counter(
+                chain.from_iterable(a & b for i, a in enumerate(sets) for b in sets[i + 1 :])
+            )
+            for key in exclude:
+                pairs.pop(key, None)
+            ranked = most_shared(pairs, limit)
+            if len(ranked) < limit:
+                # Each remaining key is in one list only, and every list is sorted.
+                if longest:
+                    lists.append(self._keys_in_order(longest))
+                once = (k for k in heapq.merge(*lists) if k not in pairs and k not in exclude)
+                ranked += islice(once, limit - len(ranked))
         return ranked
+
+    def _longest(self, wanted: list[str]) -> str:
+        """Return an entity of `wanted` with more than LONG_LIST rows, the most of them
+        counted up to that ('' if none: their lists are read whole, and kept)."""
+        query = "SELECT COUNT(*) FROM (SELECT 1 FROM entities WHERE entity = ? LIMIT ?)"
+        sizes = {e: self.db.execute(query, [e, LONG_LIST + 1]).fetchone()[0] for e in wanted}
+        longest = max(wanted, key=lambda e: (sizes[e], e))
+        return longest if sizes[longest] > LONG_LIST else ""
+
+    def _holding(self, entity: str, keys: Collection[str]) -> frozenset[str]:
+        """Return those of `keys` that have a row of `entity`."""
+        found: set[str] = set()
+        listed = sorted(keys)
+        for start in range(0, len(listed), 500):
+            chunk = listed[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            query = f"SELECT key FROM entities WHERE entity = ? AND key IN ({marks})"
+            found.update(key for (key,) in self.db.execute(query, [entity, *chunk]))
+        return frozenset(found)
+
+    def _keys_in_order(self, entity: str) -> Iterator[str]:
+        """Yield the keys of `entity`'s rows in key order, read as they are asked for (the
+        (entity, key) index holds them in that order)."""
+        query = "SELECT key FROM entities WHERE entity = ? ORDER BY key"
+        for (key,) in self.db.execute(query, [entity]):
+            yield key
 
     def _key_set(self, entity: str, keys: tuple[str, ...]) -> frozenset[str]:
         """Return the set of an entity's keys (kept while its row list stays cached)."""
@@ -270,6 +309,9 @@ def _create_tables(db: sqlite3.Connection) -> None:
     db.execute("PRAGMA synchronous=NORMAL")
     db.execute("CREATE TABLE IF NOT EXISTS entities (key TEXT, entity TEXT, kind TEXT)")
     db.execute("CREATE INDEX IF NOT EXISTS entities_entity ON entities (entity)")
+    # An entity's keys in key order, from the index alone (shared_with reads the longest
+    # list only as far as it needs). The index above stays for memstore before it.
+    db.execute("CREATE INDEX IF NOT EXISTS entities_entity_key ON entities (entity, key)")
     db.execute("CREATE INDEX IF NOT EXISTS entities_key ON entities (key)")
     db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
     db.execute("CREATE TABLE IF NOT EXISTS segments (name TEXT PRIMARY KEY, size INT, crc INT)")

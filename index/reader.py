@@ -559,7 +559,8 @@ def warm_steps(index: IndexReader, postings: int = WARM_POSTINGS) -> Iterator[No
     """Read, a step at a time, what first searches of `index` would: BM25's length parts of every
     segment and field, then the posting lists and scores of the most frequent content
     terms, up to `postings` postings in all (the longest lists: the costliest to read
-    the first time, and the words most queries share). Each step is short (a term, or
+    the first time, and the words most queries share), then each segment's terms for
+    typo walks (lexicon.TermRun). Each step is short (a term, a segment's terms, or
     a few thousand terms of the table looked through); each step runs with
     other threads kept out of the index (the daemon takes the store). It stops when the
     index changes."""
@@ -587,7 +588,7 @@ def warm_steps(index: IndexReader, postings: int = WARM_POSTINGS) -> Iterator[No
     for count, text in heapq.nlargest(WARM_TERMS, frequent):
         total += count
         if total > postings or index._searcher is not searcher:
-            return
+            break
         score(
             reader,
             stats,
@@ -599,4 +600,9 @@ def warm_steps(index: IndexReader, postings: int = WARM_POSTINGS) -> Iterator[No
             limit=1,
             held=None,
         )
+        yield
+    # Each segment's terms for typo walks (~60 ms and ~0.5 MB a segment of 25,000)
+    for _ in index.lexicon.term_runs():
+        if index._searcher is not searcher:
+            return
         yield

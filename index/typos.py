@@ -8,10 +8,11 @@ documents hold, if a form of it memories write is as near to the word typed. Ter
 digits are left alone (versions, error codes and sizes are values, not misspelled words),
 and so are terms over 40 characters (pasted, not typed).
 
-The vocabulary is never loaded whole: a Levenshtein automaton of the term walks each
-segment's sorted term table, asking only for the first term at or after a string it could
-still accept (`whoosh.automata.fsa.find_all_matches`), a few dozen look-ups per segment;
-the automaton's states are made as the walk reaches them (`LazyDFA`).
+No vocabulary is searched term by term: a Levenshtein automaton of the term walks the
+segments' sorted terms (each segment's held in memory by the lexicon, index/lexicon.py
+`TermRun`), asking only for the first term at or after a string it could still accept
+(`whoosh.automata.fsa.find_all_matches`), a few dozen look-ups per segment; the
+automaton's states are made as the walk reaches them (`LazyDFA`).
 """
 
 from __future__ import annotations

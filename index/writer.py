@@ -100,11 +100,15 @@ class IndexWriter:
             raise_if_damage(err, self.root, "written")
             raise
 
-    def compact(self) -> None:
-        """Merge every segment into one (seconds at 10,000 documents)."""
+    def compact(self, merge: MergePolicy | None = None) -> None:
+        """Merge every segment into one (seconds at 10,000 documents), or those `merge`
+        does not keep."""
         writer = self._writer(merging_all=True)
         try:
-            writer.commit(optimize=True)
+            if merge is None:
+                writer.commit(optimize=True)
+            else:
+                writer.commit(mergetype=merge)
         except Exception as err:
             with contextlib.suppress(Exception):  # the damage may break cancelling too
                 writer.cancel()

@@ -26,6 +26,11 @@ if TYPE_CHECKING:
 # catalog and team vaults are no part of a search's catch-up (a session's first CLI call).
 
 log = logging.getLogger(__name__)
+# Documents one tidy's compaction may rewrite: it holds the vault lock (a writer waits 10 s
+# for it) and Whoosh merges ~1,500 documents a second. A million memories built in chunks
+# hold 40 segments of 25,000: merging them all held the lock for many minutes, every tidy
+# (docs/benchmarks.md section 8, "Eighth session"). `memstore gc` still merges them all.
+COMPACT_MAX_DOCS = 10_000
 
 
 class Maintenance(Part):
@@ -200,12 +205,13 @@ class Maintenance(Part):
             with store.transaction(catch_up=False, serialize=False):
                 remote.pack(store.vault.root, store.settings.env, auto=True)
         with store.shared.mutex:
-            crowded = store.indexer.search.needs_compacting()
-        if crowded:
-            self.compact_index()
+            crowded = store.indexer.search.needs_compacting(COMPACT_MAX_DOCS)
+        if crowded:  # a step bounded by what it rewrites: writers wait for it
+            self.compact_index(COMPACT_MAX_DOCS)
 
-    def compact_index(self) -> int:
-        """Merge the index into one segment; return how many it had.
+    def compact_index(self, max_docs: int | None = None) -> int:
+        """Merge the index into one segment (or, with `max_docs`, its smallest segments
+        holding at most that many documents); return how many segments it had.
 
         Seconds at 10,000 memories, so it works on an index object of its own and leaves
         the store to other threads: searches go on reading the segments they have until
@@ -216,7 +222,7 @@ class Maintenance(Part):
             own = SearchIndex.open(store.indexer.search.root, create=False)
             try:
                 before = own.segment_count()
-                own.compact()
+                own.compact(max_docs)
             finally:
                 own.close()
         return before
