@@ -22,9 +22,10 @@ from .analysis import make_analyzer
 from .damage import DAMAGE, SearchIndexError, describe, guard
 from .entity_table import EntityTable
 from .query import Query, as_query
-from .reader import IndexReader, warm_steps
+from .reader import IndexReader
 from .schema import Document, IndexHit, Part, make_schema, parse_stored, render_fields
 from .typos import StandIn
+from .warming import warm_steps
 from .writer import IndexWriter
 
 MERGE_MAX_DOCS = 500  # a commit merges segments up to this size; larger ones on compact()
@@ -223,7 +224,7 @@ class SearchIndex:
 
     def warm_steps(self) -> Iterator[None]:
         """Read ahead what first searches would, a short step at a time
-        (index/reader.py warm_steps); the caller keeps other threads out during each step."""
+        (index/warming.py warm_steps); the caller keeps other threads out during each step."""
         with guard(self.root, "read"):
             yield from warm_steps(self.reader)
 
