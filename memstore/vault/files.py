@@ -234,14 +234,19 @@ class Vault:
         self.write_bytes_atomic(relative, text.encode("utf-8"))
 
     def write_bytes_atomic(self, relative: str, data: bytes) -> None:
-        """Write a file's exact bytes atomically (owner-only, like every vault file)."""
+        """Write a file's exact bytes atomically: a new file owner-only (0600), a rewritten
+        one with the mode it had (an executable stays one for git, a read-only file stays
+        read-only; memstore never widens or narrows what its owner chose)."""
         path = self.path(relative)
         tmp = ""
         try:
             self._make_folders(path.parent)
+            mode = _kept_mode(path)
             # A short hidden temp name (0600): the indexer skips it, a 255-byte name still fits.
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
             with os.fdopen(fd, "wb") as handle:
+                if mode is not None:
+                    os.fchmod(handle.fileno(), mode)
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
@@ -290,7 +295,8 @@ class Vault:
         return changed
 
     def make_private(self, paths: Iterable[str] | None = None) -> None:
-        """Make memory folders 0700 and files 0600: of `paths` (vault-relative), or all.
+        """Make memory folders 0700 and files owner-only (group and other bits off, the
+        owner's kept): of `paths` (vault-relative), or all.
 
         Checkouts and clones create files by the umask (often 0644): memories may hold
         what only their owner should read.
@@ -342,7 +348,9 @@ class Vault:
                 return  # deleted by the change: nothing left to protect
             if stat.S_ISLNK(mode):
                 return
-            private = 0o700 if stat.S_ISDIR(mode) else 0o600
+            # A file keeps its owner's bits: the executable bit is what git records (0600
+            # flipped a 100755 file to 100644 on every machine that checked it out)
+            private = 0o700 if stat.S_ISDIR(mode) else stat.S_IMODE(mode) & 0o700
             # Only when it differs: a chmod moves the ctime off git's index, and every git
             # status then hashes the file again (issue 39: seconds a sync at 10k memories)
             if stat.S_IMODE(mode) != private:
@@ -517,3 +525,13 @@ def process_alive(pid: int) -> bool:
     except OSError:
         return True  # exists, owned by someone else
     return True
+
+
+def _kept_mode(path: Path) -> int | None:
+    """Return the mode a rewrite of `path` keeps (None: a new file, or one already 0600)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    kept = stat.S_IMODE(mode)
+    return None if kept == 0o600 or not stat.S_ISREG(mode) else kept
