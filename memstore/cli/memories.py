@@ -15,7 +15,7 @@ import typer
 
 from memstore.cli.terminal import working_folder
 from memstore.core.errors import InvalidInputError
-from memstore.core.model import ADDABLE_KINDS, GLOBAL, check_workspace
+from memstore.core.model import ADDABLE_KINDS, ALL, GLOBAL, check_workspace
 from memstore.ops import options
 from memstore.ops.cli_help import choices
 from memstore.ops.lean import (
@@ -168,6 +168,7 @@ def search(
             'the query is empty; pass words to look for, e.g. memstore search "nginx 413 upload"'
         )
     settings = shell_settings(vault)
+    all_workspaces = all_workspaces or workspace == ALL  # -w all: every workspace, as --all
     scope = None if all_workspaces else (workspace or detected_workspace(settings.vault))
     elsewhere = None
     with Store.open(settings) as store:

@@ -26,6 +26,7 @@ from memstore.core.config import Settings
 from memstore.core.errors import InvalidInputError, MemstoreError
 from memstore.core.model import (
     ADDABLE_KINDS,
+    ALL,
     GLOBAL,
     AddResult,
     SearchResult,
@@ -184,10 +185,9 @@ def run_search(request: Request, open_store: OpenStore = open_in_process) -> Rep
     if not query.strip() and "context" not in options:
         return DEFER  # an error: the typer command says it
     settings = settings_for(request, options)
+    every = "all" in options or last(options, "workspace") == ALL  # -w all: as --all
     scope = (
-        None
-        if "all" in options
-        else (last(options, "workspace") or _workspace_of(request, settings.vault))
+        None if every else (last(options, "workspace") or _workspace_of(request, settings.vault))
     )
     context = "context" in options
     note = ""
@@ -199,7 +199,7 @@ def run_search(request: Request, open_store: OpenStore = open_in_process) -> Rep
             if not context:
                 vault = settings.vault if "vault" in options else None
                 elsewhere = look_elsewhere(store, result, query, scope, vault=vault)
-                named = None if "all" in options else last(options, "workspace") or None
+                named = None if every else last(options, "workspace") or None
                 note = unknown_workspace(store, named)
     except MemstoreError as err:
         return _error(err)

@@ -71,10 +71,22 @@ def test_log_n_zero_lists_every_commit_as_list_does(seeded: tuple[Path, str]) ->
     assert every.returncode == 0 and len(every.stdout.splitlines()) == 2, every.stdout
 
 
+@pytest.mark.parametrize("typer_only", [[], ["--archived"]])  # the lean path, and typer's
+def test_search_w_all_searches_every_workspace_as_all_does(
+    seeded: tuple[Path, str], tmp_path: Path, typer_only: list[str]
+) -> None:
+    # `all` is reserved for every workspace (add refuses it, memory_recall takes it); search
+    # read it as a workspace of that name: "No memory matches 'deploy' in all or global"
+    vault, memory = seeded
+    named = invoke_memstore("search", "deploy", "-w", "all", *typer_only, vault=vault)
+    every = invoke_memstore("search", "deploy", "--all", *typer_only, vault=vault)
+    assert named.returncode == every.returncode == 0, named.stderr
+    assert memory in named.stdout and (named.stdout, named.stderr) == (every.stdout, every.stderr)
+
+
 def test_good_values_still_pass(seeded: tuple[Path, str]) -> None:
     vault, memory = seeded
     assert invoke_memstore("list", "--kind", "code", vault=vault).returncode == 0
-    assert invoke_memstore("search", "deploy", "-w", "all", vault=vault).returncode == 0
     assert invoke_memstore("show", memory, "--as-of", "2999-01-01", vault=vault).returncode == 0
 
 
