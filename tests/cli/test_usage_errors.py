@@ -17,6 +17,8 @@ BAD_VALUES = [
     (["add", "some text", "--kind", "imported"], "kind 'imported' is set by memstore import"),
     (["add", "some text", "-w", "my space"], "invalid workspace name 'my space'; use lowercase"),
     (["add", "some text", "-w", "all"], "workspace 'all' is reserved"),
+    (["add", "a\x01b", "-w", "ALL"], "invalid workspace name 'ALL'"),
+    (["add", "some text", "-w", "../x"], "invalid workspace name '../x'"),
     (["search", "hello", "-w", "My Space"], "invalid workspace name 'My Space'"),
     (["search", "hello", "--as-of", "bogus"], "cannot read the date 'bogus'; use YYYY-MM-DD"),
     (["show", "ID", "--as-of", "bogus"], "cannot read the date 'bogus'; use YYYY-MM-DD"),
