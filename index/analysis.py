@@ -207,9 +207,11 @@ class IdentifierFilter(_StatelessFilter):
         for token in tokens:
             text = token.text
             parts = _cached_parts(text)
-            if len(parts) == 1:
+            if parts == (text,):
                 yield token
                 continue
+            # "e-e": a run of foreign function words is not kept whole, and its one part is
+            # what it gives (the token itself was yielded here, where the fast path gave none)
             for part in parts:
                 token.text = part
                 yield token

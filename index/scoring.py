@@ -389,8 +389,11 @@ def score(
     Documents tied with the last place (to six decimals) come too: the caller breaks ties
     by something stabler than document numbers, which change when segments merge.
     `allowed` limits the documents to those whose `workspace` field is one of its values.
+    A `limit` below 1 returns nothing (it read the last of no places: an IndexError).
     """
     found: list[tuple[float, int]] = []
+    if limit < 1:
+        return found
     for segment, base in reader.leaf_readers():
         if not segment.doc_count_all() or not _reaches(segment, cache, query):
             continue  # an empty index has a reader without a segment

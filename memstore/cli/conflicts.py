@@ -11,10 +11,9 @@ from typing import Annotated
 
 import typer
 
-from memstore.core.conflicts import label
-from memstore.core.errors import InvalidInputError
+from memstore.core.conflicts import KEEP_CHOICES, label
 from memstore.ops.output import printable, render_json
-from memstore.ops.parameters import JsonOption, VaultOption, shell_settings
+from memstore.ops.parameters import JsonOption, VaultOption, shell_settings, valid_workspace
 from memstore.service.editing import choose_editor, run_editor
 from memstore.service.resolution import Conflict, find_conflicts, settle, settle_by_editing
 from memstore.service.store import Store
@@ -36,7 +35,8 @@ commands = typer.Typer(help=HELP, invoke_without_command=True)
 def conflicts(
     ctx: typer.Context,
     workspace: Annotated[
-        str | None, typer.Option("-w", "--workspace", help="Only this workspace.")
+        str | None,
+        typer.Option("-w", "--workspace", help="Only this workspace.", callback=valid_workspace),
     ] = None,
     vault: VaultOption = None,
     as_json: JsonOption = False,
@@ -57,6 +57,17 @@ def conflicts(
     typer.echo("settle one: memstore conflicts resolve ID --keep mine|theirs|both (or --edit)")
 
 
+def _keep_choice(keep: str | None) -> str | None:
+    """Refuse a --keep that is none of the choices as a usage error, before the vault opens
+    (a version number past the memory's versions is the memory's to say)."""
+    if keep is None or keep in KEEP_CHOICES or (keep.isdigit() and int(keep) >= 1):
+        return keep
+    raise typer.BadParameter(
+        f"{keep!r} is not a choice; use mine, theirs, both or a version number "
+        "(as 'memstore conflicts' shows them)"
+    )
+
+
 @commands.command("resolve")
 def resolve(
     memory_id: Annotated[
@@ -70,6 +81,7 @@ def resolve(
             help="mine: this machine's version; theirs: the other machine's; both: the "
             "texts one after another, as one memory; N: version N as listed.",
             show_default=False,
+            callback=_keep_choice,
         ),
     ] = None,
     edit: Annotated[
@@ -87,7 +99,7 @@ def resolve(
     Example:  memstore conflicts resolve k3xq --keep mine
     """
     if (keep is None) == (not edit):
-        raise InvalidInputError(
+        raise typer.BadParameter(
             "say how to settle it: --keep mine, --keep theirs, --keep both, or --edit"
         )
     settings = shell_settings(vault)

@@ -32,7 +32,7 @@ def log(
         str | None,
         typer.Option("--since", help="Only commits since a date or age (2026-11-01, 7d, 2w, 12h)."),
     ] = None,
-    limit: Annotated[int, typer.Option("-n", help="At most this many.")] = 50,
+    limit: Annotated[int, typer.Option("-n", help="At most this many (0: all).", min=0)] = 50,
     vault: VaultOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -47,7 +47,7 @@ def log(
     except InvalidInputError as err:
         raise typer.BadParameter(str(err)) from err
     with Store.open(shell_settings(vault)) as store:
-        changes = History(store).log(memory_id, source=source, since=cutoff)[:limit]
+        changes = History(store).log(memory_id, source=source, since=cutoff)[: limit or None]
     if as_json:
         emit_json([asdict(c) for c in changes])
         return

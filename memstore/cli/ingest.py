@@ -20,7 +20,14 @@ from memstore.core.repo_name import detect_workspace
 from memstore.ops import client, options
 from memstore.ops.lean import complete_workspace
 from memstore.ops.output import count, ingest_text, printable, render_json
-from memstore.ops.parameters import JsonOption, QuietOption, VaultOption, option, shell_settings
+from memstore.ops.parameters import (
+    JsonOption,
+    QuietOption,
+    VaultOption,
+    option,
+    shell_settings,
+    valid_workspace,
+)
 from memstore.service.store import Store
 
 HELP = """Chunk a source tree by function and class into the index, so search and recall find code.
@@ -51,7 +58,13 @@ def ingest(
     ] = None,
     workspace: Annotated[
         str | None,
-        option(options.INGEST, "workspace", autocompletion=complete_workspace, show_default=False),
+        option(
+            options.INGEST,
+            "workspace",
+            autocompletion=complete_workspace,
+            show_default=False,
+            callback=valid_workspace,
+        ),
     ] = None,
     dry_run: Annotated[bool, option(options.INGEST, "dry_run")] = False,
     list_roots: Annotated[bool, option(options.INGEST, "list")] = False,

@@ -22,7 +22,13 @@ from memstore.index import Document, SearchIndexError
 from memstore.ops.cli_help import choices
 from memstore.ops.lean import complete_workspace, unknown_workspace
 from memstore.ops.output import count, printable, render_json
-from memstore.ops.parameters import JsonOption, VaultOption, shell_settings
+from memstore.ops.parameters import (
+    JsonOption,
+    VaultOption,
+    kind_option,
+    shell_settings,
+    valid_workspace,
+)
 from memstore.service.history import parse_since
 from memstore.service.store import Stats, Store
 
@@ -249,8 +255,14 @@ WorkspaceFilter = Annotated[
         help="Only this workspace (default: every workspace).",
         show_default=False,
         autocompletion=complete_workspace,
+        callback=valid_workspace,
     ),
 ]
+
+
+def _listed_kind(kind: str | None) -> str | None:
+    """A --kind of list: a memory's kind, or code (ingested chunks); else a usage error."""
+    return kind if kind == "code" else kind_option(KINDS)(kind)
 
 
 def list_command(
@@ -262,6 +274,7 @@ def list_command(
             help=" | ".join((*KINDS, "code (ingested source)")),
             show_default=False,
             autocompletion=choices(*KINDS, "code"),
+            callback=_listed_kind,
         ),
     ] = None,
     source: Annotated[

@@ -15,7 +15,7 @@ import typer
 
 from memstore.cli.terminal import working_folder
 from memstore.core.errors import InvalidInputError
-from memstore.core.model import ADDABLE_KINDS, GLOBAL
+from memstore.core.model import ADDABLE_KINDS, ALL, GLOBAL, check_workspace
 from memstore.ops import options
 from memstore.ops.cli_help import choices
 from memstore.ops.lean import (
@@ -34,9 +34,12 @@ from memstore.ops.parameters import (
     JsonOption,
     VaultOption,
     WorkspaceOption,
+    date_option,
     emit_json,
+    kind_option,
     option,
     shell_settings,
+    usage_checked,
 )
 from memstore.service.store import Store
 
@@ -94,6 +97,7 @@ def add(
             "kind",
             help=" | ".join(ADDABLE_KINDS),
             autocompletion=choices(*ADDABLE_KINDS),
+            callback=kind_option(ADDABLE_KINDS),
         ),
     ] = "note",
     keyword: Annotated[list[str] | None, option(options.ADD, "keyword")] = None,
@@ -111,6 +115,10 @@ def add(
     text = " ".join(words)
     if text == "-":
         text = read_stdin()
+    if workspace is not None:  # `all` names every workspace: one to search, none to add to
+        usage_checked(
+            lambda name: check_workspace(name, for_add=True), workspace, "'-w' / '--workspace'"
+        )
     settings = shell_settings(vault)
     chosen = workspace or detected_workspace(settings.vault) or GLOBAL
     cites = cites_here(settings.vault, cite or (), text)
@@ -144,7 +152,9 @@ def search(
     all_workspaces: Annotated[bool, option(options.SEARCH, "all")] = False,
     context: Annotated[bool, option(options.SEARCH, "context")] = False,
     archived: Annotated[bool, option(options.SEARCH, "archived")] = False,
-    as_of: Annotated[str | None, option(options.SEARCH, "as_of", metavar="DATE")] = None,
+    as_of: Annotated[
+        str | None, option(options.SEARCH, "as_of", metavar="DATE", callback=date_option)
+    ] = None,
     vault: VaultOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -158,6 +168,7 @@ def search(
             'the query is empty; pass words to look for, e.g. memstore search "nginx 413 upload"'
         )
     settings = shell_settings(vault)
+    all_workspaces = all_workspaces or workspace == ALL  # -w all: every workspace, as --all
     scope = None if all_workspaces else (workspace or detected_workspace(settings.vault))
     elsewhere = None
     with Store.open(settings) as store:
@@ -185,7 +196,12 @@ def show(
     memory_id: IdArgument,
     as_of: Annotated[
         str | None,
-        typer.Option("--as-of", metavar="DATE", help="The memory as it was then (YYYY-MM-DD)."),
+        typer.Option(
+            "--as-of",
+            metavar="DATE",
+            help="The memory as it was then (YYYY-MM-DD).",
+            callback=date_option,
+        ),
     ] = None,
     vault: VaultOption = None,
     as_json: JsonOption = False,

@@ -14,7 +14,13 @@ import typer
 from memstore.cli.terminal import progress_bar, say
 from memstore.core.model import GLOBAL, summary
 from memstore.ops.output import count
-from memstore.ops.parameters import QuietOption, VaultOption, WorkspaceFilter, shell_settings
+from memstore.ops.parameters import (
+    QuietOption,
+    VaultOption,
+    WorkspaceFilter,
+    shell_settings,
+    valid_workspace,
+)
 from memstore.service.store import Store
 
 commands = typer.Typer()
@@ -32,6 +38,7 @@ def import_command(
             "-w",
             "--workspace",
             help="Workspace (default: detected from the file's repository).",
+            callback=valid_workspace,
         ),
     ] = None,
     whole_file: Annotated[

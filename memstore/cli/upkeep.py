@@ -26,6 +26,7 @@ from memstore.ops.parameters import (
     VaultOption,
     WorkspaceFilter,
     emit_json,
+    kind_option,
     shell_settings,
 )
 from memstore.ops.stale import STALE_TITLE, stale_json, stale_lines, summary_line
@@ -135,7 +136,10 @@ def promote(
     kind: Annotated[
         str,
         typer.Option(
-            "--kind", help=" | ".join(ADDABLE_KINDS), autocompletion=choices(*ADDABLE_KINDS)
+            "--kind",
+            help=" | ".join(ADDABLE_KINDS),
+            autocompletion=choices(*ADDABLE_KINDS),
+            callback=kind_option(ADDABLE_KINDS),
         ),
     ],
     vault: VaultOption = None,

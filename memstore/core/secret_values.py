@@ -5,10 +5,12 @@ Also the labelled rule of the secret scan: a credential word and the value it na
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import math
 import re
+import sys
 from collections import Counter
 
 _STAND_INS = (
@@ -320,7 +322,12 @@ def labelled_credential(text: str, *, lowered: str | None = None) -> bool:
             return False
     elif _CREDENTIAL_WORD.search(text) is None:
         return False
+    runs: list[tuple[int, int]] | None = None
     for label in _LABEL.finditer(text):
+        if runs is None:
+            runs = [m.span() for m in _LONG_BASE64.finditer(text)] if len(text) > 256 else []
+        if runs and _inside(runs, label.start()):
+            continue  # letters in an image's or archive's base64, not a word: "…Gpat+x…"
         words = label[0].lower().replace("-", "_").replace(".", "_").split("_")
         before = _WORD_BEFORE.search(text, max(0, label.start() - 40), label.start())
         if before is not None:
@@ -332,6 +339,16 @@ def labelled_credential(text: str, *, lowered: str | None = None) -> bool:
         if _names_a_value(_TOKEN_WORD.findall(line)[:8], is_password=is_password):
             return True
     return False
+
+
+# A run of base64 longer than any credential a label names (a data URI's image, a wrapped blob).
+_LONG_BASE64 = re.compile(r"[A-Za-z0-9+/]{256,}={0,2}|(?:[A-Za-z0-9+/]{60,76}\r?\n){4,}")
+
+
+def _inside(runs: list[tuple[int, int]], at: int) -> bool:
+    """Return whether `at` falls within one of `runs` (sorted, apart)."""
+    place = bisect.bisect_right(runs, (at, sys.maxsize)) - 1
+    return place >= 0 and runs[place][0] <= at < runs[place][1]
 
 
 def _names_a_value(words: list[str], *, is_password: bool) -> bool:

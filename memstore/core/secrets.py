@@ -225,6 +225,19 @@ def _der_kind(b64: str) -> str:
     return "private" if version in (b"\x02\x01\x00", b"\x02\x01\x01") else ""
 
 
+# The most base64 a private key's body holds: an RSA key of 16,384 bits is ~12,600 characters
+# (PKCS#8), a PGP secret key with a 4,096-bit subkey ~7,000. A longer run without a header and
+# without a key's own structure is something else: an image, an archive, a data URI.
+KEY_BODY_MAX = 16_384
+# What a file that is no key opens with (PNG, JPEG, GIF, WebP/RIFF, PDF, zip, gzip, ELF, wasm,
+# bzip2, xz, 7z, zstd, ICO): base64 of one of those is not a key's middle.
+_FILE_MAGIC = (
+    *(b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"RIFF", b"%PDF", b"PK\x03\x04", b"\x1f\x8b"),
+    *(b"\x7fELF", b"\x00asm", b"BZh", b"\xfd7zXZ", b"7z\xbc\xaf", b"\x28\xb5\x2f\xfd"),
+    b"\x00\x00\x01\x00",
+)
+
+
 def _private_key_body(match: re.Match[str]) -> bool:
     """A key's base64 body without its BEGIN line (cut off, or pasted alone)."""
     if match["d"] is not None:
@@ -241,9 +254,13 @@ def _private_key_body(match: re.Match[str]) -> bool:
     kind = _der_kind(body)
     if kind:
         return kind == "private"
+    if len(body) > KEY_BODY_MAX or before.endswith(("base64,", "base64,\n")):
+        return False  # far bigger than a key, or a data URI's payload
     try:
         decoded = base64.b64decode("".join(body.split())[:400] + "==")
     except (binascii.Error, ValueError):
+        return False
+    if decoded.startswith(_FILE_MAGIC):
         return False
     return not _is_text(decoded)  # a middle piece of a key is bytes, not text
 

@@ -16,6 +16,7 @@ import contextlib
 import logging
 import math
 import os
+import selectors
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -42,6 +43,8 @@ async def stdio_streams() -> AsyncIterator[Streams]:
     reading = None
     try:
         try:
+            if not _is_pollable(wire_in):
+                raise ValueError("the event loop cannot wait on it")
             reading, _ = await loop.connect_read_pipe(
                 lambda: _Lines(inbox), os.fdopen(wire_in, "rb", buffering=0, closefd=False)
             )
@@ -121,6 +124,18 @@ async def _write_replies(outbox: MemoryObjectReceiveStream[SessionMessage], wire
                     view = view[os.write(wire, view) :]
             except BrokenPipeError:  # the client is gone; its end of stdin closes next
                 return
+
+
+def _is_pollable(fd: int) -> bool:
+    """Say whether the event loop can wait on `fd`: a character device such as /dev/null
+    passes connect_read_pipe's check, but epoll refuses it (EPERM, in a callback: the
+    server then never read its end and hung)."""
+    with selectors.DefaultSelector() as probe:
+        try:
+            probe.register(fd, selectors.EVENT_READ)
+        except (OSError, ValueError):
+            return False
+    return True
 
 
 def _take_wire() -> tuple[int, int]:

@@ -24,7 +24,15 @@ from typing import TYPE_CHECKING, Any
 
 from memstore.core.config import Settings
 from memstore.core.errors import InvalidInputError, MemstoreError
-from memstore.core.model import GLOBAL, AddResult, SearchResult, check_workspace
+from memstore.core.model import (
+    ADDABLE_KINDS,
+    ALL,
+    GLOBAL,
+    AddResult,
+    SearchResult,
+    check_workspace,
+    is_kind,
+)
 from memstore.core.repo_name import workspace_at
 from memstore.ops.client import Reply, Request, resolve_vault, will_start_daemon
 from memstore.ops.options import (
@@ -89,6 +97,20 @@ def _is_attached(arg: str, flags: Collection[str], values: Collection[str]) -> b
 def empty_workspace(options: Options) -> bool:
     """Return whether `-w ""` was given: an error, which the typer command says."""
     return "workspace" in options and not last(options, "workspace").strip()
+
+
+def is_misused(options: Options, *, adding: bool = False) -> bool:
+    """Return whether an option's value is one the typer command refuses as a usage error
+    (exit 2, with the usage line): an empty or impossible -w, an unknown --kind. The lean
+    path defers those to it, so both paths answer alike."""
+    if empty_workspace(options):
+        return True
+    try:
+        if "workspace" in options:
+            check_workspace(last(options, "workspace"), for_add=adding)
+    except InvalidInputError:
+        return True
+    return "kind" in options and not is_kind(last(options, "kind"), ADDABLE_KINDS)
 
 
 def open_in_process(settings: Settings, create: bool) -> AbstractContextManager[Store]:
@@ -181,16 +203,15 @@ def run_search(request: Request, open_store: OpenStore = open_in_process) -> Rep
     """Run `memstore search`; a None status defers to the typer command."""
     options = parse(request.argv, SEARCH, "query")
     k = last(options or {}, "k", "5")
-    if options is None or not k.isdigit() or not 1 <= int(k) <= 200 or empty_workspace(options):
+    if options is None or not k.isdigit() or not 1 <= int(k) <= 200 or is_misused(options):
         return DEFER
     query = last(options, "query")
     if not query.strip() and "context" not in options:
         return DEFER  # an error: the typer command says it
     settings = settings_for(request, options)
+    every = "all" in options or last(options, "workspace") == ALL  # -w all: as --all
     scope = (
-        None
-        if "all" in options
-        else (last(options, "workspace") or _workspace_of(request, settings.vault))
+        None if every else (last(options, "workspace") or _workspace_of(request, settings.vault))
     )
     context = "context" in options
     note = ""
@@ -202,7 +223,7 @@ def run_search(request: Request, open_store: OpenStore = open_in_process) -> Rep
             if not context:
                 vault = settings.vault if "vault" in options else None
                 elsewhere = look_elsewhere(store, result, query, scope, vault=vault)
-                named = None if "all" in options else last(options, "workspace") or None
+                named = None if every else last(options, "workspace") or None
                 note = unknown_workspace(store, named)
     except MemstoreError as err:
         return _error(err)
@@ -296,7 +317,7 @@ def print_search(
 def run_add(request: Request, open_store: OpenStore = open_in_process) -> Reply:
     """Run `memstore add`; a None status defers to the typer command."""
     options = parse(request.argv, ADD, "text")
-    if options is None or empty_workspace(options):
+    if options is None or is_misused(options, adding=True):
         return DEFER
     settings = settings_for(request, options)
     text = last(options, "text")

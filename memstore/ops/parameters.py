@@ -8,12 +8,15 @@ options are built from memstore/ops/options.py with `option`, the table the lean
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from memstore.core.config import Settings
+from memstore.core.errors import InvalidInputError
+from memstore.core.model import check_kind, check_workspace
 from memstore.ops import options
 from memstore.ops.lean import complete_id, complete_workspace
 from memstore.ops.output import render_json
@@ -46,11 +49,49 @@ def _vault_in_effect(ctx: typer.Context, vault: Path | None) -> Path | None:
     return given[0] if given else None
 
 
+T = TypeVar("T")
+
+
+def usage_checked(check: Callable[[str], T], value: str, hint: str | None = None) -> T:
+    """Return `check(value)`; an InvalidInputError it raises becomes a usage error (exit 2,
+    with the usage line), as typer's own bad values are: a value the command line got wrong,
+    not a failure of the vault. `hint`: the option, for a check run in a command's body."""
+    try:
+        return check(value)
+    except InvalidInputError as err:
+        raise typer.BadParameter(str(err), param_hint=hint) from err
+
+
 def _named(workspace: str | None) -> str | None:
-    """Refuse `-w ""`: it used to mean the default workspace without a word."""
+    """Refuse `-w ""` (it used to mean the default workspace without a word) and a name no
+    workspace can have (`-w "my space"`)."""
     if workspace is not None and not workspace.strip():
         raise typer.BadParameter("is empty; name a workspace, e.g. -w my-project")
-    return workspace
+    return valid_workspace(workspace)
+
+
+def valid_workspace(workspace: str | None) -> str | None:
+    return None if workspace is None else usage_checked(check_workspace, workspace)
+
+
+def kind_option(allowed: tuple[str, ...]) -> Callable[[str | None], str | None]:
+    """Return a --kind callback refusing a kind outside `allowed` as a usage error."""
+
+    def checked(kind: str | None) -> str | None:
+        if kind is None:
+            return None
+        return usage_checked(lambda value: check_kind(value, allowed=allowed), kind)
+
+    return checked
+
+
+def date_option(value: str | None) -> str | None:
+    """Refuse an --as-of that is no date (YYYY-MM-DD or an ISO date-time) as a usage error."""
+    from memstore.service.history import parse_date  # the history module only when asked
+
+    if value is not None:
+        usage_checked(parse_date, value)
+    return value
 
 
 VaultOption = Annotated[
@@ -84,6 +125,7 @@ WorkspaceFilter = Annotated[
         help="Only this workspace.",
         autocompletion=complete_workspace,
         show_default=False,
+        callback=valid_workspace,
     ),
 ]
 IdArgument = Annotated[

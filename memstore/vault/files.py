@@ -234,7 +234,7 @@ class Vault:
         self.write_bytes_atomic(relative, text.encode("utf-8"))
 
     def write_bytes_atomic(self, relative: str, data: bytes) -> None:
-        """Write a file's exact bytes atomically (owner-only, like every vault file)."""
+        """Write a file's exact bytes atomically: a new one 0600, a rewrite in its mode."""
         path = self.path(relative)
         tmp = ""
         try:
@@ -242,6 +242,7 @@ class Vault:
             # A short hidden temp name (0600): the indexer skips it, a 255-byte name still fits.
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
             with os.fdopen(fd, "wb") as handle:
+                os.fchmod(handle.fileno(), _kept_mode(path))
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
@@ -290,10 +291,9 @@ class Vault:
         return changed
 
     def make_private(self, paths: Iterable[str] | None = None) -> None:
-        """Make memory folders 0700 and files 0600: of `paths` (vault-relative), or all.
+        """Make memory folders 0700 and files owner-only: of `paths` (vault-relative), or all.
 
-        Checkouts and clones create files by the umask (often 0644): memories may hold
-        what only their owner should read.
+        Checkouts and clones create files by the umask (often 0644): memories are private.
         """
         try:
             os.chmod(self.root, 0o700)
@@ -342,7 +342,8 @@ class Vault:
                 return  # deleted by the change: nothing left to protect
             if stat.S_ISLNK(mode):
                 return
-            private = 0o700 if stat.S_ISDIR(mode) else 0o600
+            # the owner's bits stay: git records the executable one (0600 flipped 100755 files)
+            private = 0o700 if stat.S_ISDIR(mode) else stat.S_IMODE(mode) & 0o700
             # Only when it differs: a chmod moves the ctime off git's index, and every git
             # status then hashes the file again (issue 39: seconds a sync at 10k memories)
             if stat.S_IMODE(mode) != private:
@@ -517,3 +518,14 @@ def process_alive(pid: int) -> bool:
     except OSError:
         return True  # exists, owned by someone else
     return True
+
+
+def _kept_mode(path: Path) -> int:
+    """Return the mode a write of `path` gives it: the one it has (an executable stays one
+    for git, a read-only file read-only: memstore neither widens nor narrows what its owner
+    chose), 0600 for a new file."""
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return 0o600
+    return stat.S_IMODE(mode) if stat.S_ISREG(mode) else 0o600

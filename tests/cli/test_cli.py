@@ -202,9 +202,7 @@ def test_workspace_is_detected_from_the_current_repository(tmp_path: Path) -> No
     ("args", "message"),
     [
         (("add", ""), "empty"),
-        (("add", "a\x01b", "-w", "ALL"), "invalid workspace"),
-        (("add", "x", "-w", "all"), "reserved"),
-        (("add", "x", "-w", "../x"), "invalid workspace"),
+        # a bad -w is a usage error (exit 2): tests/cli/test_usage_errors.py
         (("add", "x", "--supersedes", "nope1234"), "supersedes 'nope1234'"),
         (("show", "zzzz"), "no memory with id"),
         (("show", "../../etc/passwd"), "not a memory id"),

@@ -161,8 +161,8 @@ def test_list_refuses_bad_filters_in_one_line(listed: Path) -> None:
         (["-w", "Not A Workspace"], "invalid workspace name"),
     ):
         result = runner.invoke(app, ["list", *args], env={"MEMSTORE_VAULT": str(listed)})
-        assert result.exit_code == 1 and message in str(result.exception), args
-    # a --since that is neither a date nor an age is a usage error (tests/cli/test_log_since.py)
+        assert result.exit_code == 2 and message in result.output, args
+    # each a usage error (tests/cli/test_usage_errors.py), as --since (tests/cli/test_log_since.py)
     result = runner.invoke(
         app, ["list", "--since", "yesterday"], env={"MEMSTORE_VAULT": str(listed)}
     )

@@ -160,7 +160,7 @@ def test_promote_is_idempotent_and_changes_only_the_kind(vault: Path) -> None:
     assert "already core" in cli(vault, "promote", memory, "--kind", "core").stdout
     assert commit_count(vault) == commits
     refused = cli(vault, "promote", memory, "--kind", "imported")  # import's mark, as for add
-    assert refused.returncode == 1 and "kind 'imported' is set by memstore import" in refused.stderr
+    assert refused.returncode == 2 and "kind 'imported' is set by memstore import" in refused.stderr
     assert commit_count(vault) == commits
     after = json.loads(cli(vault, "show", memory, "--json").stdout)
     assert {k: v for k, v in after.items() if k != "kind"} == {

@@ -363,6 +363,23 @@ def test_posting_cache_serves_a_second_query_without_reading(layered: SearchInde
     assert all(cache._lists[key] is value for key, value in cached.items())
 
 
+@pytest.mark.parametrize("plain", [False, True])
+def test_a_limit_of_zero_returns_nothing(layered: SearchIndex, plain: bool) -> None:
+    cache = PostingCache()
+    cache.plain = plain  # index/plain.py's path as well as numpy's
+    reader = layered.reader.searcher().reader()
+    query = TermQuery(("nginx", "kafka"), require_all=False)
+    held: dict[int, int] = {}
+    for limit in (0, -1):
+        got = score(reader, _stats(layered), cache, query, b=BM25_B, k1=BM25_K1, limit=limit)
+        assert got == []
+        kept = score(
+            reader, _stats(layered), cache, query, b=BM25_B, k1=BM25_K1, limit=limit, held=held
+        )
+        assert kept == [] and held == {}
+    assert score(reader, _stats(layered), cache, query, b=BM25_B, k1=BM25_K1, limit=1)
+
+
 def test_search_after_a_merge_forgets_merged_segments(tmp_path: Path) -> None:
     index = SearchIndex.open(tmp_path / "ix")
     rng = random.Random(3)

@@ -537,6 +537,17 @@ def test_stdio_lines_split_or_batched_or_not_utf8_each_get_their_reply(vault: Pa
         proc.stdout.close()
 
 
+def test_serve_with_stdin_from_the_null_device_ends_at_once(vault: Path) -> None:
+    # /dev/null passes the event loop's pipe check but epoll refuses it: the server logged a
+    # traceback and never ended (`memstore serve </dev/null` in a script hung)
+    env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
+    done = subprocess.run(
+        [str(EXE), "serve"], stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert b"Traceback" not in done.stderr and done.stdout == b""
+
+
 def test_stdio_from_a_file_is_served_by_the_sdk_transport(vault: Path, tmp_path: Path) -> None:
     # a regular file cannot be read through the event loop: the SDK's threaded reader serves it
     requests = tmp_path / "requests.jsonl"

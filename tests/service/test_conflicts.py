@@ -349,7 +349,7 @@ def test_resolve_edit_refuses_markers_left_and_saves_a_settled_text(
 
 def test_resolve_needs_one_way_to_settle(pair: Pair) -> None:
     out = invoke_memstore("conflicts", "resolve", pair.id, vault=pair.a.vault.root)
-    assert out.returncode == 1 and "--keep mine" in out.stderr
+    assert out.returncode == 2 and "--keep mine" in out.stderr  # a usage error
 
 
 def test_a_plain_git_pull_merge_counts_as_made_here(
