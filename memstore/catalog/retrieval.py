@@ -10,7 +10,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from memstore.catalog.indexer import Entry, Indexer
-from memstore.catalog.sessions import with_session_neighbours
+from memstore.catalog.sessions import session_neighbours_raised
 from memstore.catalog.subject import subject_first
 from memstore.catalog.when import tells_when
 from memstore.core import ranking
@@ -123,10 +123,7 @@ def find(
     best = max(c.lexical for c in candidates)
     values = {c.key: score(c, best, len(entities), now) for c in candidates}
     # The memories written beside the first hits in their sessions (catalog/sessions.py).
-    beside = with_session_neighbours(
-        indexer, candidates, values, documents, entries, scope=scope, archived=archived
-    )
-    candidates, values, documents = beside.candidates, beside.values, beside.documents
+    values = session_neighbours_raised(indexer, candidates, values, entries, k)
     ranked = sorted(candidates, key=lambda c: (-round(values[c.key], 6), c.key))[:k]
     chosen = [(c, documents[c.key], values[c.key]) for c in ranked]
     older = _older_versions(indexer, [d for _, d, _ in chosen])
@@ -579,5 +576,5 @@ def _hit(doc: Document, candidate: Candidate, value: float) -> Hit:
         score=round(value, 4),
         weak=True,  # until _tiered weighs its evidence
         coverage=candidate.coverage,
-        view="+".join(views) or "session",  # found only beside a hit in its session
+        view="+".join(views),
     )
