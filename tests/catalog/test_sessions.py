@@ -4,12 +4,15 @@ before and after it in that session (docs/retrieval.md, "Memories of the same se
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
+from mcp import Client
 
 from memstore.catalog import sessions
 from memstore.core.codec import parse_memory, render_memory
@@ -17,6 +20,7 @@ from memstore.core.config import Settings
 from memstore.core.merge import merge_memory
 from memstore.core.model import Caller, Memory
 from memstore.core.own_front_matter import read_own
+from memstore.mcp.server import build_server
 from memstore.service.store import Store
 
 CAUSE = "The nightly build broke: the cache key changed when the CI image was upgraded"
@@ -143,3 +147,18 @@ def test_a_session_merges_like_a_scalar_whichever_side_merges() -> None:
     assert merge_memory(base, base, theirs).memory.session == "s2"
     both = merge_memory(None, ours, theirs).memory.session
     assert both == merge_memory(None, theirs, ours).memory.session == "s2"
+
+
+def test_an_add_over_mcp_records_the_servers_session(store: Store, vault: Path) -> None:
+    """The product path, not the benchmark's: memory_add through the real MCP client."""
+    server = build_server(store, workspace="webshop", source="claude-code")
+
+    async def add() -> Any:
+        async with Client(server) as client:
+            return await client.call_tool("memory_add", {"content": CAUSE, "keywords": ["ci"]})
+
+    added = asyncio.run(add()).structured_content
+    entry, memory = store.show(added["id"])
+    assert memory.session == "test-session"
+    text = (vault / entry.path).read_text(encoding="utf-8")
+    assert "\nsource: claude-code\nsession: test-session\n" in text
