@@ -17,12 +17,12 @@ from memstore.index import SearchIndexError
 from memstore.vault.files import Fingerprint
 
 FORMAT = (
-    "11"  # bump when documents, the schema or the analysis change: a mismatched index is rebuilt
+    "12"  # bump when documents, the schema or the analysis change: a mismatched index is rebuilt
 )
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _ENTRY_COLUMNS = (
     "path, id, workspace, hash, problem, kind, supersedes, created, seen, recalled, "
-    "last_recalled, confirmed, archived, cites"
+    "last_recalled, confirmed, archived, cites, session"
 )
 
 
@@ -45,6 +45,7 @@ class Entry:
     archived: str = ""
     # its citations as catalog/staleness.py stores them (JSON; "" when it cites nothing)
     cites: str = ""
+    session: str = ""  # the agent session that wrote it ('' unknown: front matter `session`)
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ class Folders:
 
 def _entry(row: tuple[Any, ...]) -> Entry:
     path, memory_id, workspace, hash, problem, kind, supersedes, *counters = row
-    created, seen, recalled, last_recalled, confirmed, archived, cites = counters
+    created, seen, recalled, last_recalled, confirmed, archived, cites, session = counters
     return Entry(
         path,
         memory_id,
@@ -74,6 +75,7 @@ def _entry(row: tuple[Any, ...]) -> Entry:
         confirmed or 0,
         archived or "",
         cites or "",
+        session or "",
     )
 
 
@@ -122,6 +124,23 @@ class MemoryManifest(Manifest):
         return self.entries(
             "id >= ? AND id < ? AND id LIKE ? ESCAPE '\\'", [low, f"{low}\U0010ffff", f"{escaped}%"]
         )
+
+    def beside(self, entry: Entry, since: str, until: str) -> list[str]:
+        """Return the paths of the memories written just before and just after `entry` in
+        its session (in `created` order, then by path), each created between `since` and
+        `until`; none when it records no session."""
+        if not entry.session:
+            return []
+        found = []
+        for compare, order, bound in (("<", "DESC", ">= ?"), (">", "ASC", "<= ?")):
+            rows = self.query(
+                "SELECT path FROM files WHERE session = ? AND session != '' "
+                f"AND (created, path) {compare} (?, ?) AND created {bound} "
+                f"ORDER BY created {order}, path {order} LIMIT 1",
+                [entry.session, entry.created, entry.path, since if order == "DESC" else until],
+            )
+            found += [str(row[0]) for row in rows]
+        return found
 
     def citing(self) -> list[Entry]:
         """Return the entries of the memories that cite code (their `cites` column set)."""
@@ -211,7 +230,8 @@ class MemoryManifest(Manifest):
         with self.transaction() as db:
             db.executemany("DELETE FROM files WHERE path = ?", [[p] for p in removed])
             db.executemany(
-                "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO files VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
             touched = [[p] for p in [*removed, *(row[0] for row in rows)]]
@@ -242,7 +262,12 @@ def create_tables(db: sqlite3.Connection) -> None:
         "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER, "
         "size INTEGER, id TEXT, workspace TEXT, hash TEXT, problem TEXT, kind TEXT, "
         "supersedes TEXT, created TEXT, seen INTEGER, recalled INTEGER, "
-        "last_recalled TEXT, confirmed INTEGER, archived TEXT, cites TEXT)"
+        "last_recalled TEXT, confirmed INTEGER, archived TEXT, cites TEXT, session TEXT)"
+    )
+    # a session's memories in the order they were written (catalog/sessions.py)
+    db.execute(
+        "CREATE INDEX IF NOT EXISTS files_session ON files (session, created, path) "
+        "WHERE session != ''"
     )
     db.execute("CREATE INDEX IF NOT EXISTS files_id ON files (id)")
     db.execute("CREATE TABLE IF NOT EXISTS links (old TEXT, path TEXT)")

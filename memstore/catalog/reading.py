@@ -74,6 +74,7 @@ def manifest_row(memory: Memory, doc: Document) -> tuple[object, ...]:
         *(memory.kind, " ".join(memory.supersedes), memory.created, memory.seen),
         *(memory.recalled, memory.last_recalled, memory.confirmed, memory.archived),
         cites_column(memory.cites),
+        memory.session,
     )
 
 

@@ -10,6 +10,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from memstore.catalog.indexer import Entry, Indexer
+from memstore.catalog.sessions import session_neighbours_raised
 from memstore.catalog.subject import subject_first
 from memstore.catalog.when import tells_when
 from memstore.core import ranking
@@ -121,6 +122,8 @@ def find(
     candidates = subject_first(query, candidates, documents)
     best = max(c.lexical for c in candidates)
     values = {c.key: score(c, best, len(entities), now) for c in candidates}
+    # The memories written beside the first hits in their sessions (catalog/sessions.py).
+    values = session_neighbours_raised(indexer, candidates, values, entries, k)
     ranked = sorted(candidates, key=lambda c: (-round(values[c.key], 6), c.key))[:k]
     chosen = [(c, documents[c.key], values[c.key]) for c in ranked]
     older = _older_versions(indexer, [d for _, d, _ in chosen])

@@ -22,7 +22,7 @@ import typer
 
 from memstore.core.config import SEMANTIC_ON, Settings
 from memstore.core.errors import InvalidInputError
-from memstore.core.model import ADDABLE_KINDS
+from memstore.core.model import ADDABLE_KINDS, Caller
 from memstore.ops.output import count
 from memstore.ops.parameters import JsonOption, emit_json, shell_settings
 from memstore.service.store import Store
@@ -141,7 +141,11 @@ def views_run(semantic: str) -> list[str]:
 
 
 def _load_corpus(store: Store, corpus: list[dict[str, Any]], clock: _Clock) -> dict[str, str]:
-    """Add every memory through Store.add (oldest corrections first); return id → fixture id."""
+    """Add every memory through Store.add (oldest corrections first); return id → fixture id.
+
+    A fixture's memories were written over months by many sessions: each records the
+    session its `session` names, else one of its own (one session for the whole corpus
+    would make memories a year apart each other's context: catalog/sessions.py)."""
     by_fixture: dict[str, str] = {}
     pending = sorted(corpus, key=lambda m: -int(m.get("age_days", 0)))
     while pending:
@@ -157,6 +161,7 @@ def _load_corpus(store: Store, corpus: list[dict[str, Any]], clock: _Clock) -> d
                     kind=item.get("kind", "note"),
                     keywords=tuple(item.get("keywords", ())),
                     supersedes=tuple(by_fixture[s] for s in item.get("supersedes", [])),
+                    caller=Caller("eval", str(item.get("session") or f"eval-{item['id']}"), "eval"),
                 )
             by_fixture[item["id"]] = added.id
             pending.remove(item)

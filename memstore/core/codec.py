@@ -33,6 +33,7 @@ KNOWN_KEYS = (
     "kind",
     "keywords",
     "source",
+    "session",
     "created",
     "seen",
     "seen_by",
@@ -240,6 +241,7 @@ def _memory_from(
         kind=kind,
         keywords=_as_list(data.get("keywords")),
         source=_as_str(data.get("source", "")),
+        session=_as_str(data.get("session", "")),
         created=_as_str(data.get("created", "")),
         seen=_as_count(data.get("seen", 1), "seen", problems, default=1),
         seen_by=_as_counts(data.get("seen_by"), "seen_by", problems),
@@ -381,6 +383,8 @@ def render_memory(memory: Memory) -> str:
     ]
     if memory.source:
         lines.append(f"source: {render_scalar(memory.source)}")
+    if memory.session:
+        lines.append(f"session: {render_scalar(memory.session)}")
     if memory.created:
         lines.append(f"created: {render_scalar(memory.created)}")
     lines.append(f"seen: {memory.seen}")
@@ -518,8 +522,8 @@ def _changed_blocks(before: Memory, after: Memory) -> list[tuple[str, list[str]]
 # The keys render_memory writes only when they hold something.
 # fmt: off
 _OPTIONAL_KEYS = frozenset((
-    "source", "created", "recalled", "last_recalled", "confirmed", "archived", "supersedes",
-    "cites",
+    "source", "session", "created", "recalled", "last_recalled", "confirmed", "archived",
+    "supersedes", "cites",
 ))
 # fmt: on
 

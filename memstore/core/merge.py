@@ -73,6 +73,7 @@ def merge_memory(base: Memory | None, ours: Memory, theirs: Memory) -> MergeResu
         kind=merge_kind(base.kind if base else None, ours.kind, theirs.kind),
         keywords=union(base.keywords if base else (), ours.keywords, theirs.keywords),
         source=pick(base.source if base else None, ours.source, theirs.source),
+        session=pick(base.session if base else None, ours.session, theirs.session),
         created=min_timestamp(ours.created, theirs.created),
         **merge_counter("seen", base, ours, theirs),
         **merge_counter("recalled", base, ours, theirs),

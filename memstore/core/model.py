@@ -72,6 +72,9 @@ class Memory:
     kind: str = "note"
     keywords: tuple[str, ...] = ()
     source: str = ""
+    # The agent session that wrote it ('' when unknown: a person's add, an older file).
+    # Memories of one session, in the order they were created, are each other's context.
+    session: str = ""
     created: str = ""
     seen: int = 1
     recalled: int = 0
@@ -282,3 +285,13 @@ class Caller:
     source: str
     session: str
     host: str
+
+
+PERSON_SOURCE = "cli"  # the source of a person at the command line (Settings' default)
+
+
+def written_in(caller: Caller) -> str:
+    """Return the session a memory `caller` adds records (front matter `session`): an
+    agent's session, or '' for a person at the command line, whose every command is a
+    session of its own (nothing it wrote before is its context)."""
+    return "" if caller.source == PERSON_SOURCE else caller.session

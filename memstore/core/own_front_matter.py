@@ -3,8 +3,8 @@
 A reindex reads every file: YAML's fast path (`yaml_values._load_simple`) built a dict of
 the front matter, and the codec then looked up each of fifteen keys, split the header into
 entries again for unknown keys and parsed citations, ~40% of a rebuild's reading. Most files
-hold only the keys memstore writes for a plain memory (id, kind, keywords, source, created,
-seen, and maybe recalled, last_recalled, confirmed, archived, supersedes), one per line,
+hold only the keys memstore writes for a plain memory (id, kind, keywords, source, session,
+created, seen, and maybe recalled, last_recalled, confirmed, archived, supersedes), one per line,
 each value a scalar or a flow list. Those are read here, each scalar exactly as YAML reads it
 (`yaml_values._simple_scalar`: PyYAML's own implicit resolvers); anything else (another key,
 a counter map, citations, a comment, a value that is not a whole number, an unknown kind, a
@@ -18,7 +18,7 @@ from __future__ import annotations
 from memstore.core.model import Memory, Newline, is_kind
 from memstore.core.yaml_values import _simple_scalar
 
-_TEXT_KEYS = frozenset({"source", "created", "last_recalled", "archived"})
+_TEXT_KEYS = frozenset({"source", "session", "created", "last_recalled", "archived"})
 _COUNT_KEYS = frozenset({"seen", "recalled", "confirmed"})
 _LIST_KEYS = frozenset({"keywords", "supersedes"})
 _KEYS = frozenset({"id", "kind", *_TEXT_KEYS, *_COUNT_KEYS, *_LIST_KEYS})
@@ -51,6 +51,7 @@ def read_own(header: str, body: str, *, workspace: str, newline: Newline) -> Mem
         kind=kind,
         keywords=values.get("keywords", ()),  # type: ignore[arg-type]
         source=_text(values.get("source")),
+        session=_text(values.get("session")),
         created=_text(values.get("created")),
         seen=values.get("seen", 1),  # type: ignore[arg-type]
         recalled=values.get("recalled", 0),  # type: ignore[arg-type]

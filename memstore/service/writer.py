@@ -27,6 +27,7 @@ from memstore.core.model import (
     check_kind,
     check_workspace,
     summary,
+    written_in,
 )
 from memstore.core.secrets import find_secret_in_fields
 from memstore.core.similar import containment, term_sets
@@ -116,6 +117,7 @@ class Writer(Part):
                 keywords=keywords,
                 source=source,
                 may_hold_secret=allow_secret,  # else the scan above refused one already
+                session=written_in(caller),
             )
             memory = replace(memory, supersedes=tuple(dict.fromkeys(targets)), cites=cites)
             message = f"add({workspace}): {summary(body)}"
@@ -260,10 +262,12 @@ class Writer(Part):
         keywords: tuple[str, ...],
         source: str,
         may_hold_secret: bool = True,
+        session: str = "",
     ) -> tuple[str, Memory]:
         """Return the path and memory `add` would write for a new `body`; writes nothing.
         `may_hold_secret`: whether `body` may hold a credential its file name must leave out
-        (False when a scan found none, saving memory_path its own).
+        (False when a scan found none, saving memory_path its own). `session`: the agent
+        session it records ('' none: `written_in`).
 
         The id is free among the memories indexed now (in a transaction: as it stands).
         The file goes in a folder for the month it was created (UTC), so no git tree a
@@ -276,6 +280,7 @@ class Writer(Part):
             kind=kind,
             keywords=keywords,
             source=source,
+            session=session,
             created=self.timestamp(),
         )
         return memory_path(memory, may_hold_secret=may_hold_secret), memory

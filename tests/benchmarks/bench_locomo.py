@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -43,17 +44,25 @@ _ID = re.compile(r"^D(\d+):(\d+)$")
 
 def turns(conversation: dict[str, Any]) -> list[tuple[str, str]]:
     """Return (dia_id, memory text) for every turn of one conversation."""
+    return [(dia_id, text) for dia_id, text, _ in written(conversation)]
+
+
+def written(conversation: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """Return (dia_id, memory text, when it was said) for every turn of one conversation:
+    its session's date and time, a minute a turn (as an agent's adds are stamped)."""
     out = []
     sessions = sorted(
         (int(key.split("_")[1]), key) for key in conversation if re.fullmatch(r"session_\d+", key)
     )
     for number, key in sessions:
         date = conversation.get(f"session_{number}_date_time", "")
-        for turn in conversation[key]:
+        start = datetime.strptime(date, "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+        for place, turn in enumerate(conversation[key]):
             text = f"{turn['speaker']}: {turn['text']}"
             if turn.get("blip_caption"):
                 text += f" [shares an image: {turn['blip_caption']}]"
-            out.append((turn["dia_id"], f"{text}\n({date})\n"))
+            said = (start + timedelta(minutes=place)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            out.append((turn["dia_id"], f"{text}\n({date})\n", said))
     return out
 
 
@@ -70,8 +79,15 @@ def clean_evidence(raw: Sequence[str], known: set[str]) -> tuple[list[str], int]
     return list(dict.fromkeys(kept)), dropped
 
 
-def build_vault(root: Path, items: list[tuple[str, str]]) -> dict[str, str]:
-    """Write one memory file per turn, commit once, index; return memory id → dia_id."""
+def build_vault(
+    root: Path, items: list[tuple[str, str]], said: dict[str, str] | None = None
+) -> dict[str, str]:
+    """Write one memory file per turn, commit once, index; return memory id → dia_id.
+
+    With `said` (dia_id → when: `written`), each turn records its conversation session
+    (`session: s3` for D3:7) and when it was said, as an agent's adds during a session do;
+    without it, no session and one date for every turn (the figures before the eighth
+    session)."""
     settings = Settings(vault=root, source="locomo", session="locomo", host="bench")
     init_vault(root, settings)
     by_id, paths = {}, []
@@ -82,7 +98,8 @@ def build_vault(root: Path, items: list[tuple[str, str]]) -> dict[str, str]:
             workspace="conv",
             body=text,
             source="locomo",
-            created="2023-01-01T00:00:00Z",
+            session=f"s{dia_id[1:].split(':')[0]}" if said else "",
+            created=said[dia_id] if said else "2023-01-01T00:00:00Z",
         )
         path = f"conv/{dia_id.replace(':', '-').lower()}-{memory_id}.md"
         (root / "conv").mkdir(exist_ok=True)
@@ -134,7 +151,8 @@ def run(data_path: Path) -> dict[str, Any]:
             items = turns(sample["conversation"])
             known = {dia for dia, _ in items}
             root = tmp / f"conv{index}"
-            by_id = build_vault(root, items)
+            said = {dia: when for dia, _, when in written(sample["conversation"])}
+            by_id = build_vault(root, items, said)
             db = fts_index(items)
             split = "dev 0-5" if index in DEV else "test 6-9"
             settings = Settings(vault=root, source="locomo", session="locomo", host="bench")

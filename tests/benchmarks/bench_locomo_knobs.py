@@ -9,7 +9,7 @@ A standalone script, not a pytest module, for measuring one knob at a time (docs
 
 Each NAME=VALUE sets a module constant (a Python literal) before any store opens. The
 conversations' vaults are built once under --vaults and reused (delete the folder after a
-change to how memories are written). Tune on the dev split (0-5) only; --split test is the
+change to how memories are written; --no-sessions builds its own, conv<N>-plain). Tune on the dev split (0-5) only; --split test is the
 held-out check. --fixture also runs `memstore eval`'s fixture with the same constants
 (recall@1, the paraphrase class, off-corpus silence); --semantic turns the semantic view on
 for both (needs the extra).
@@ -25,7 +25,17 @@ import sys
 import time
 from pathlib import Path
 
-from bench_locomo import DEFAULT_DATA, DEV, TEST, build_vault, clean_evidence, mean, measure, turns
+from bench_locomo import (
+    DEFAULT_DATA,
+    DEV,
+    TEST,
+    build_vault,
+    clean_evidence,
+    mean,
+    measure,
+    turns,
+    written,
+)
 
 from memstore.core.config import SEMANTIC_ON, Settings
 from memstore.service.store import Store
@@ -41,17 +51,19 @@ def set_constants(assignments: list[str]) -> None:
         setattr(loaded, attribute, ast.literal_eval(value))
 
 
-def locomo(data: Path, split: range, vaults: Path, semantic: str) -> str:
+def locomo(data: Path, split: range, vaults: Path, semantic: str, sessions: bool) -> str:
     samples = json.loads(data.read_text(encoding="utf-8"))
     rows, cpu = [], 0.0
     for number in split:
         items = turns(samples[number]["conversation"])
         known = {dia for dia, _ in items}
-        root = vaults / f"conv{number}"
-        ids = vaults / f"conv{number}.json"
+        name = f"conv{number}" if sessions else f"conv{number}-plain"
+        root, ids = vaults / name, vaults / f"{name}.json"
         settings = Settings(vault=root, source="locomo", session="locomo", host="bench")
         if not ids.exists():
-            ids.write_text(json.dumps(build_vault(root, items)), encoding="utf-8")
+            said = {d: when for d, _, when in written(samples[number]["conversation"])}
+            by_id = build_vault(root, items, said if sessions else None)
+            ids.write_text(json.dumps(by_id), encoding="utf-8")
             with Store.open(settings) as store:
                 store.reindex()
         by_id = json.loads(ids.read_text(encoding="utf-8"))
@@ -95,6 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vaults", type=Path, default=Path("/tmp/memstore-locomo-vaults"))
     parser.add_argument("--semantic", action="store_true", help="the semantic view on")
     parser.add_argument("--fixture", action="store_true", help="the eval fixture too")
+    parser.add_argument(
+        "--no-sessions",
+        action="store_true",
+        help="turns record no session and one date (as before the eighth session)",
+    )
     args = parser.parse_args(argv)
     if not args.data.exists():
         print(f"no LoCoMo data at {args.data}; pass --data PATH", file=sys.stderr)
@@ -103,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     semantic = SEMANTIC_ON if args.semantic else ""
     args.vaults.mkdir(parents=True, exist_ok=True)
     print(" ".join(args.constants) or "constants in use")
-    print(locomo(args.data, DEV if args.split == "dev" else TEST, args.vaults, semantic))
+    split = DEV if args.split == "dev" else TEST
+    print(locomo(args.data, split, args.vaults, semantic, not args.no_sessions))
     if args.fixture:
         print(fixture(semantic))
     return 0

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -53,7 +54,10 @@ def settings(root: Path) -> Settings:
     return Settings(vault=root, source="bench", session="bench", host="bench")
 
 
-def build(root: Path, count: int) -> None:
+def build(root: Path, count: int, session: int = 0) -> None:
+    """Write `count` generated memories (see the module's docstring). `session` > 0: each
+    memory an agent wrote records a session, `session` memories a session written a minute
+    apart, as an agent's adds do (recall then looks up each first hit's neighbours)."""
     import pygit2
 
     init_vault(root, settings(root))
@@ -73,6 +77,7 @@ def build(root: Path, count: int) -> None:
         batch.clear()
 
     written = 0
+    opened = datetime(2026, 1, 1)  # when the current session began
     while written < count:
         item = corpus.make()
         if (item.workspace, item.body) in seen:
@@ -85,13 +90,20 @@ def build(root: Path, count: int) -> None:
             memory_id = derive_id(item.workspace, item.body, length)
         used.add(memory_id)
         created = corpus.created()
+        source = corpus.rng.choice(("claude-code", "codex", "cli", "cursor"))
+        group, place = divmod(written, session) if session else (0, 0)
+        if session and place:
+            created = (opened + timedelta(minutes=place)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        elif session:
+            opened = datetime.fromisoformat(created.replace("Z", "+00:00"))
         memory = Memory(
             id=memory_id,
             workspace=item.workspace,
             body=item.body,
             kind=item.kind,
             keywords=item.keywords,
-            source=corpus.rng.choice(("claude-code", "codex", "cli", "cursor")),
+            source=source,
+            session=f"bench-{group}" if session and source != "cli" else "",
             created=created,
             seen=corpus.rng.choice((1, 1, 1, 2, 3)),
         )
@@ -195,9 +207,12 @@ def main() -> None:
     parser.add_argument("command", choices=("build", "reindex", "warm", "cold", "add"))
     parser.add_argument("vault", type=Path)
     parser.add_argument("count", type=int, nargs="?", default=0)
+    parser.add_argument(
+        "--session", type=int, default=0, help="build: memories a session (0: no sessions)"
+    )
     args = parser.parse_args()
     if args.command == "build":
-        build(args.vault, args.count or 10_000)
+        build(args.vault, args.count or 10_000, args.session)
     else:
         {"reindex": reindex, "warm": warm, "cold": cold, "add": add}[args.command](args.vault)
 
