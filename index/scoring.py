@@ -388,8 +388,8 @@ def score(
 
     Documents tied with the last place (to six decimals) come too: the caller breaks ties
     by something stabler than document numbers, which change when segments merge.
-    `allowed` limits the documents to those whose `workspace` field is one of its values.
-    A `limit` below 1 returns nothing (it read the last of no places: an IndexError).
+    `allowed` limits the documents to those whose `workspace` field is one of its values;
+    a `limit` below 1 returns nothing.
     """
     found: list[tuple[float, int]] = []
     if limit < 1:
@@ -414,8 +414,7 @@ def score(
 
 
 def _reaches(segment: Any, cache: PostingCache, query: TermQuery) -> bool:
-    """Whether the query can match a document of the segment (accented words only add to a
-    match): if not, its score arrays are not made (most segments, for an add's rare words)."""
+    """Whether the query can match a segment's document (else no score arrays are made)."""
 
     def held(text: str, fields: tuple[str, ...]) -> bool:
         return any(cache.postings(segment, fieldname, text)[0] for fieldname in fields)

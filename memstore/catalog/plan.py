@@ -18,10 +18,6 @@ from dataclasses import dataclass
 RACY_NS = 2_000_000_000
 FINE_RACY_NS = 100_000_000  # > 6 ticks of the coarsest fine clock (15.6 ms)
 RACY = -1  # the modification time recorded for what changed too recently to trust
-# A file's own time is racy only within a tick or two of the look (a same-size rewrite after
-# the read had to come in the tick the file was read in): a folder's margin would have every
-# file of a bulk write (a clone, an import) read twice.
-FILE_RACY_NS = 35_000_000  # > 2 ticks of the coarsest fine clock (15.6 ms)
 
 
 @dataclass(frozen=True)
@@ -66,13 +62,6 @@ def settle(mtime_ns: int, started_ns: int) -> int:
     """
     margin = RACY_NS if mtime_ns % 1_000_000_000 == 0 else FINE_RACY_NS
     return mtime_ns if mtime_ns < started_ns - margin else RACY
-
-
-def is_racy_file(mtime_ns: int, started_ns: int) -> bool:
-    """Say whether a file read by a look begun at `started_ns` may change again unseen: in
-    the clock tick it was read in, with as many bytes (its fingerprint would not change)."""
-    margin = RACY_NS if mtime_ns % 1_000_000_000 == 0 else FILE_RACY_NS
-    return mtime_ns >= started_ns - margin
 
 
 def settle_all(mtimes: Mapping[str, int], started_ns: int) -> dict[str, int]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from memstore.catalog.compare import Compared, compare_all, recheck
 from memstore.catalog.listings import Entries, Listings, Seen
 from memstore.catalog.memory_manifest import Folders, MemoryManifest
-from memstore.catalog.plan import RACY, Plan, is_racy_file, plan_catch_up, settle_all
+from memstore.catalog.plan import RACY, Plan, plan_catch_up, settle_all
 from memstore.catalog.reading import (
     HelperPart,
     Read,
@@ -99,7 +99,7 @@ class Updater:
         if workspace is None:
             meta = {"full-at": f"{started / 1e9:.3f}", "git": f"{head[0]} {head[1]}"}
         scope = Folders(settle_all(folders, started), replaced=workspace or "")
-        return self.apply_plan(plan, on_disk, progress, folders=scope, meta=meta, started=started)
+        return self.apply_plan(plan, on_disk, progress, folders=scope, meta=meta)
 
     def apply_compared(self, compared: Compared, progress: Progress | None) -> CatchUp:
         """Apply a comparison made without the lock (compare.py), under it: only the paths
@@ -113,9 +113,7 @@ class Updater:
             meta = {"full-at": f"{compared.started / 1e9:.3f}", "git": f"{head[0]} {head[1]}"}
         mtimes = settle_all(compared.folders, compared.started)
         scope = Folders(mtimes, replaced=compared.workspace or "")
-        return self.apply_plan(
-            plan, on_disk, progress, folders=scope, meta=meta, started=compared.started
-        )
+        return self.apply_plan(plan, on_disk, progress, folders=scope, meta=meta)
 
     def quick(
         self, workspace: str | None, progress: Progress | None, also: Collection[str] = ()
@@ -154,11 +152,7 @@ class Updater:
             return CatchUp()
         folders = Folders(settle_all(listed, started), gone=tuple(sorted(gone)))
         meta = {"git": f"{head[0]} {head[1]}"}  # HEAD moved by commits alone, if at all
-        # memstore's own checkout (`also`) wrote what git holds: its files are not racy, and
-        # a sync's thousand would each be read twice
-        result = self.apply_plan(
-            plan, on_disk, progress, folders=folders, meta=meta, started=None if also else started
-        )
+        result = self.apply_plan(plan, on_disk, progress, folders=folders, meta=meta)
         unread = {_parent(p) for p in set(plan.to_index) - set(result.updated)}
         kept = {f: e for f, e in snapshots.items() if f not in unread}
         self._remember(kept, listed, gone, on_disk, started)
@@ -264,28 +258,11 @@ class Updater:
         *,
         folders: Folders,
         meta: dict[str, str],
-        started: int | None,
     ) -> CatchUp:
-        """Index what a catch-up's plan found added or changed, and drop what it removed.
-
-        A file changed too recently to trust (within a clock tick of `started`, when the
-        look began: plan.is_racy_file) is recorded with a RACY time, and its folder as RACY: a
-        rewrite of the same size in the same tick, after it was read, has the very
-        fingerprint it was read with, and was missed until its next change (git's racy
-        rule: its time differs from RACY, so the next look reads it again). None: no file is
-        racy (memstore's own checkout wrote them).
-        """
+        """Index what a catch-up's plan found added or changed, and drop what it removed."""
         changed, new = plan.to_index, set(plan.added)
-        recorded = on_disk
-        racy = set()
-        if started is not None:
-            racy = {p for p in changed if is_racy_file(on_disk[p][0], started)}
-        if racy:  # only the changed files' fingerprints are recorded (a full look lists all)
-            recorded = {p: (RACY, on_disk[p][1]) if p in racy else on_disk[p] for p in changed}
-            mtimes = {**folders.mtimes, **{_parent(p): RACY for p in racy}}
-            folders = replace(folders, mtimes=mtimes)
         return self.apply(
-            changed, plan.removed, recorded, progress, folders=folders, meta=meta, new=new
+            changed, plan.removed, on_disk, progress, folders=folders, meta=meta, new=new
         )
 
     def apply(
