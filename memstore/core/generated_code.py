@@ -18,9 +18,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import marshal
-import os
 import sys
-import tempfile
 from importlib.util import MAGIC_NUMBER
 from pathlib import Path
 from types import CodeType
@@ -65,13 +63,10 @@ class GeneratedCode:
         """Write the code back if any was added (atomically; a failure keeps the old)."""
         if not self.added:
             return
+        from memstore.core.pattern_cache import write_beside
+
         with contextlib.suppress(OSError, ValueError):  # ValueError: not marshallable
-            data = marshal.dumps((KEY, list(self.known.items())))
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, name = tempfile.mkstemp(dir=self.path.parent, prefix=".generated-")
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-            os.replace(name, self.path)
+            write_beside(self.path, marshal.dumps((KEY, list(self.known.items()))))
             self.added = 0
 
 

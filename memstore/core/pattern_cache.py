@@ -80,13 +80,18 @@ class PatternCache:
         if not self.added:
             return
         with contextlib.suppress(OSError, ValueError):  # ValueError: not marshallable
-            data = marshal.dumps((KEY, list(self.known.items())))
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, name = tempfile.mkstemp(dir=self.path.parent, prefix=".patterns-")
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-            os.replace(name, self.path)
+            write_beside(self.path, marshal.dumps((KEY, list(self.known.items()))))
             self.added = 0
+
+
+def write_beside(path: Path, data: bytes) -> None:
+    """Write `data` to `path` through a temporary file beside it, renamed over it (a reader
+    sees the old file or the new one; a failure keeps the old)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-")
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+    os.replace(name, path)
 
 
 _ORIGINAL: Any = None
