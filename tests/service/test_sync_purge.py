@@ -166,6 +166,24 @@ def test_a_machine_with_nothing_unpushed_follows_the_purged_history(two: Pair) -
     assert "bluefin" not in history_text(two.remote)
 
 
+def test_the_sync_that_takes_a_purge_counts_the_purged_file_removed(two: Pair) -> None:
+    """Found by the seventh session's trial: the index is rebuilt after a purge, and the
+    summary listed every file the rebuild read (`index: 1 updated, 0 removed`)."""
+    a, b = two.a, two.b
+    secret = a.add(SECRET)
+    a.add("Deploys go through the staging cluster first")
+    a.sync()
+    b.sync()
+    a.run("forget", secret["id"], "--purge", "--yes")
+
+    finished = a.run("sync", "--force-purged", "--yes")
+    synced = b.sync()
+
+    assert "index:" not in finished.stdout, finished.stdout  # forget --purge caught it up
+    assert "index: 0 updated, 1 removed" in synced.stdout.splitlines(), synced.stdout
+    assert secret["id"] not in b.run("search", "bluefin quartz").stdout  # and it is gone
+
+
 def test_force_purged_without_a_purge_says_there_is_none(two: Pair) -> None:
     done = two.a.run("sync", "--force-purged", "--yes", ok=False)
     assert done.returncode == 1 and "no purge to finish" in done.stderr
