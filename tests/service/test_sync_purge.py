@@ -361,6 +361,45 @@ def test_the_force_purged_prompt_names_the_remote_it_rewrites(two: Pair) -> None
     assert asking.returncode != 0  # declined: nothing rewritten
 
 
+def test_the_purge_hint_at_a_terminal_names_the_command_without_yes(two: Pair) -> None:
+    """At a terminal `sync --force-purged` asks, so the hint leaves --yes out (without
+    one it names it: tests/cli/test_upkeep.py)."""
+    a = two.a
+    secret = a.add(SECRET)
+    a.sync()
+    leader, follower = os.openpty()
+    forgetting = subprocess.Popen(
+        [str(EXE), "forget", secret["id"], "--purge", "--yes"],
+        env=a.env(),
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+    )
+    os.close(follower)
+    said = b""
+    deadline = time.monotonic() + TIMEOUT
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([leader], [], [], 1.0)
+            if not ready:
+                continue
+            try:
+                read = os.read(leader, 4096)
+            except OSError:  # the process ended and closed its side (Linux: EIO)
+                break
+            if not read:
+                break
+            said += read
+        forgetting.wait(timeout=TIMEOUT)
+    finally:
+        if forgetting.poll() is None:
+            forgetting.kill()
+        os.close(leader)
+    assert forgetting.returncode == 0, said
+    text = b" ".join(said.split()).decode()  # a terminal ends lines with CRLF
+    assert "run 'memstore sync --force-purged' to rewrite" in text, said
+
+
 def test_re_basing_onto_a_purge_keeps_each_local_commit_and_its_session(two: Pair) -> None:
     """Found by issue 36's review: the re-base squashed a clone's own commits into one
     `sync:` commit, losing a person's edit(...) commits and agents' session trailers (so
