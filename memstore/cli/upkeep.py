@@ -256,10 +256,12 @@ def forget(
             )
             changed, paths = curator.purge(entry, force=force)
             branch = store.git.branch()
+            # the command that works here: without a terminal to ask, it needs --yes too
+            finish = "memstore sync --force-purged" + ("" if sys.stdin.isatty() else " --yes")
             say(
                 f"purged {entry.id} from {count(changed, 'commit')} ({', '.join(sorted(paths))}).\n"
                 "The remote and other clones still have it, and 'memstore sync' refuses to merge "
-                "it back: run 'memstore sync --force-purged' to rewrite the remote the same way "
+                f"it back: run '{finish}' to rewrite the remote the same way "
                 f"(in {store.vault.root}, branch {branch}); "
                 "every other clone's next 'memstore sync' then drops it too "
                 "(docs/sync.md, 'Purged memories'). Rotate the secret if it was one."

@@ -282,6 +282,23 @@ class Maintenance(Part):
         paths = store.git.paths_between(before[0], head[0]) if head[0] != before[0] else []
         return Moved(before, head[0], tuple(paths))
 
+    def _rebuilt_for_purge(self, progress: Progress | None) -> CatchUp:
+        """Rebuild the index after a sync's purge and say what changed as a catch-up would:
+        the files the index held before and not after are removed, the new or changed ones
+        updated (a rebuild alone lists every file it read as updated, so the purged file
+        was counted `1 updated, 0 removed`)."""
+        store = self.store
+        with store.transaction(catch_up=False):
+            held = store.indexer.manifest.fingerprints()
+        rebuilt = self.reindex(progress)
+        with store.transaction(catch_up=False):
+            now = store.indexer.manifest.fingerprints()
+        return CatchUp(
+            tuple(sorted(p for p, seen in now.items() if held.get(p) != seen)),
+            tuple(sorted(p for p in held if p not in now)),
+            rebuilt.problems,
+        )
+
     def remote_name(self) -> str:
         """Return the remote sync uses by default: the one the branch tracks (`remote add
         NAME URL` sets it), else origin."""
@@ -339,7 +356,7 @@ class Maintenance(Part):
         if outcome.rebased or outcome.purged_here:
             # A purge: the index keeps a deleted memory's text in its segment files until
             # they merge, so it is rebuilt, as forget --purge rebuilds it.
-            caught_up = self.reindex(progress)
+            caught_up = self._rebuilt_for_purge(progress)
         with store.transaction(catch_up=False) as tx:
             if outcome.rebased or outcome.purged_here:
                 pass

@@ -166,6 +166,24 @@ def test_a_machine_with_nothing_unpushed_follows_the_purged_history(two: Pair) -
     assert "bluefin" not in history_text(two.remote)
 
 
+def test_the_sync_that_takes_a_purge_counts_the_purged_file_removed(two: Pair) -> None:
+    """Found by the seventh session's trial: the index is rebuilt after a purge, and the
+    summary listed every file the rebuild read (`index: 1 updated, 0 removed`)."""
+    a, b = two.a, two.b
+    secret = a.add(SECRET)
+    a.add("Deploys go through the staging cluster first")
+    a.sync()
+    b.sync()
+    a.run("forget", secret["id"], "--purge", "--yes")
+
+    finished = a.run("sync", "--force-purged", "--yes")
+    synced = b.sync()
+
+    assert "index:" not in finished.stdout, finished.stdout  # forget --purge caught it up
+    assert "index: 0 updated, 1 removed" in synced.stdout.splitlines(), synced.stdout
+    assert secret["id"] not in b.run("search", "bluefin quartz").stdout  # and it is gone
+
+
 def test_force_purged_without_a_purge_says_there_is_none(two: Pair) -> None:
     done = two.a.run("sync", "--force-purged", "--yes", ok=False)
     assert done.returncode == 1 and "no purge to finish" in done.stderr
@@ -341,6 +359,45 @@ def test_the_force_purged_prompt_names_the_remote_it_rewrites(two: Pair) -> None
         os.close(leader)
     assert b"Rewrite remote 'origin' without purged memory" in said, said
     assert asking.returncode != 0  # declined: nothing rewritten
+
+
+def test_the_purge_hint_at_a_terminal_names_the_command_without_yes(two: Pair) -> None:
+    """At a terminal `sync --force-purged` asks, so the hint leaves --yes out (without
+    one it names it: tests/cli/test_upkeep.py)."""
+    a = two.a
+    secret = a.add(SECRET)
+    a.sync()
+    leader, follower = os.openpty()
+    forgetting = subprocess.Popen(
+        [str(EXE), "forget", secret["id"], "--purge", "--yes"],
+        env=a.env(),
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+    )
+    os.close(follower)
+    said = b""
+    deadline = time.monotonic() + TIMEOUT
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([leader], [], [], 1.0)
+            if not ready:
+                continue
+            try:
+                read = os.read(leader, 4096)
+            except OSError:  # the process ended and closed its side (Linux: EIO)
+                break
+            if not read:
+                break
+            said += read
+        forgetting.wait(timeout=TIMEOUT)
+    finally:
+        if forgetting.poll() is None:
+            forgetting.kill()
+        os.close(leader)
+    assert forgetting.returncode == 0, said
+    text = b" ".join(said.split()).decode()  # a terminal ends lines with CRLF
+    assert "run 'memstore sync --force-purged' to rewrite" in text, said
 
 
 def test_re_basing_onto_a_purge_keeps_each_local_commit_and_its_session(two: Pair) -> None:
