@@ -6,16 +6,11 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 from memstore.service.store import Store
-from memstore.service.vault_init import init_vault
 from tests.conftest import git, settings_at
-from tests.service.test_sync import machine_settings
+from tests.service.test_conflicts import machines, remote  # noqa: F401 (fixtures)
 
 
 def mode(path: Path) -> int:
@@ -26,27 +21,11 @@ def git_mode(root: Path, ref: str, path: str) -> str:
     return git(root, "ls-tree", ref, path).split()[0]
 
 
-@pytest.fixture
-def machines(tmp_path: Path) -> Iterator[tuple[Store, Store, Path]]:
-    remote = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
-    first, second = tmp_path / "a", tmp_path / "b"
-    init_vault(first, machine_settings(first, "host-a"))
-    a = Store.open(machine_settings(first, "host-a"))
-    a.set_remote(str(remote))
-    a.sync()
-    subprocess.run(["git", "clone", "-q", str(remote), str(second)], check=True)
-    init_vault(second, machine_settings(second, "host-b"))
-    b = Store.open(machine_settings(second, "host-b"))
-    yield a, b, remote
-    a.close()
-    b.close()
-
-
 def test_an_executable_memory_keeps_its_mode_across_machines(
-    machines: tuple[Store, Store, Path],
+    machines: tuple[Store, Store],  # noqa: F811
+    remote: Path,  # noqa: F811
 ) -> None:
-    a, b, remote = machines
+    a, b = machines
     added = a.add("the deploy script lives in ops and needs approval", workspace="infra")
     os.chmod(a.vault.root / added.path, 0o755)
     a.sync()
