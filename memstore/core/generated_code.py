@@ -61,12 +61,9 @@ class GeneratedCode:
 
     def save(self) -> None:
         """Write the code back if any was added (atomically; a failure keeps the old)."""
-        if not self.added:
-            return
         from memstore.core.pattern_cache import write_beside
 
-        with contextlib.suppress(OSError, ValueError):  # ValueError: not marshallable
-            write_beside(self.path, marshal.dumps((KEY, list(self.known.items()))))
+        if self.added and write_beside(self.path, (KEY, list(self.known.items()))):
             self.added = 0
 
 

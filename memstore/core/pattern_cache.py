@@ -77,16 +77,21 @@ class PatternCache:
 
     def save(self) -> None:
         """Write the patterns back if any was added (atomically; a failure keeps the old)."""
-        if not self.added:
-            return
-        with contextlib.suppress(OSError, ValueError):  # ValueError: not marshallable
-            write_beside(self.path, marshal.dumps((KEY, list(self.known.items()))))
+        if self.added and write_beside(self.path, (KEY, list(self.known.items()))):
             self.added = 0
 
 
-def write_beside(path: Path, data: bytes) -> None:
-    """Write `data` to `path` through a temporary file beside it, renamed over it (a reader
-    sees the old file or the new one; a failure keeps the old)."""
+def write_beside(path: Path, value: Any) -> bool:
+    """Write `value` marshalled to `path` through a temporary file beside it, renamed over
+    it (a reader sees the old file or the new one); say whether it was written (a failure
+    keeps the old: a cache)."""
+    with contextlib.suppress(OSError, ValueError):  # ValueError: not marshallable
+        _write_beside(path, marshal.dumps(value))
+        return True
+    return False
+
+
+def _write_beside(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-")
     with os.fdopen(fd, "wb") as out:

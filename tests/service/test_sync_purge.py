@@ -335,51 +335,28 @@ def test_the_force_purged_prompt_names_the_remote_it_rewrites(two: Pair) -> None
     secret = a.add(SECRET)
     a.sync()
     a.run("forget", secret["id"], "--purge", "--yes")
-    leader, follower = os.openpty()
-    asking = subprocess.Popen(
-        [str(EXE), "sync", "--force-purged"],
-        env=a.env(),
-        stdin=follower,
-        stdout=follower,
-        stderr=follower,
-    )
-    os.close(follower)
-    said = b""
-    deadline = time.monotonic() + TIMEOUT
-    try:
-        while b"?" not in said and time.monotonic() < deadline:
-            ready, _, _ = select.select([leader], [], [], 1.0)
-            if ready:
-                said += os.read(leader, 4096)
-        os.write(leader, b"n\n")
-        asking.wait(timeout=TIMEOUT)
-    finally:
-        if asking.poll() is None:
-            asking.kill()
-        os.close(leader)
+    said, returncode = at_a_terminal(["sync", "--force-purged"], a.env(), answer=b"n\n")
     assert b"Rewrite remote 'origin' without purged memory" in said, said
-    assert asking.returncode != 0  # declined: nothing rewritten
+    assert returncode != 0  # declined: nothing rewritten
 
 
-def test_the_purge_hint_at_a_terminal_names_the_command_without_yes(two: Pair) -> None:
-    """At a terminal `sync --force-purged` asks, so the hint leaves --yes out (without
-    one it names it: tests/cli/test_upkeep.py)."""
-    a = two.a
-    secret = a.add(SECRET)
-    a.sync()
+def at_a_terminal(
+    args: list[str], env: dict[str, str], answer: bytes | None = None
+) -> tuple[bytes, int]:
+    """Run the executable with a terminal (a pty) as stdin and output; type `answer` once it
+    asks (a "?" printed). Return what it printed and its exit status."""
     leader, follower = os.openpty()
-    forgetting = subprocess.Popen(
-        [str(EXE), "forget", secret["id"], "--purge", "--yes"],
-        env=a.env(),
-        stdin=follower,
-        stdout=follower,
-        stderr=follower,
+    process = subprocess.Popen(
+        [str(EXE), *args], env=env, stdin=follower, stdout=follower, stderr=follower
     )
     os.close(follower)
     said = b""
     deadline = time.monotonic() + TIMEOUT
     try:
         while time.monotonic() < deadline:
+            if answer is not None and b"?" in said:
+                os.write(leader, answer)
+                answer = None
             ready, _, _ = select.select([leader], [], [], 1.0)
             if not ready:
                 continue
@@ -390,12 +367,22 @@ def test_the_purge_hint_at_a_terminal_names_the_command_without_yes(two: Pair) -
             if not read:
                 break
             said += read
-        forgetting.wait(timeout=TIMEOUT)
+        process.wait(timeout=TIMEOUT)
     finally:
-        if forgetting.poll() is None:
-            forgetting.kill()
+        if process.poll() is None:
+            process.kill()
         os.close(leader)
-    assert forgetting.returncode == 0, said
+    return said, process.returncode
+
+
+def test_the_purge_hint_at_a_terminal_names_the_command_without_yes(two: Pair) -> None:
+    """At a terminal `sync --force-purged` asks, so the hint leaves --yes out (without
+    one it names it: tests/cli/test_upkeep.py)."""
+    a = two.a
+    secret = a.add(SECRET)
+    a.sync()
+    said, returncode = at_a_terminal(["forget", secret["id"], "--purge", "--yes"], a.env())
+    assert returncode == 0, said
     text = b" ".join(said.split()).decode()  # a terminal ends lines with CRLF
     assert "run 'memstore sync --force-purged' to rewrite" in text, said
 
