@@ -129,8 +129,9 @@ def refusal(held: list[Purge], vault: Vault, name: str, branch: str) -> SyncErro
     return SyncError(
         f"remote {name!r} still holds memory {ids} you purged (forget --purge): merging it "
         f"would bring it back, so nothing was merged or pushed; finish the purge with "
-        f"'memstore sync --force-purged' (it rewrites {name}/{branch} the same way, keeping "
-        "what others pushed since, and force-pushes with a lease)"
+        f"'memstore sync --remote {name} --force-purged' (add --yes where no terminal can "
+        f"confirm; it rewrites {name}/{branch} the same way, keeping what others pushed "
+        "since, and force-pushes with a lease)"
     )
 
 

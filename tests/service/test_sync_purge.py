@@ -103,6 +103,8 @@ def test_a_purge_is_finished_on_the_remote_and_no_machine_brings_it_back(two: Pa
     before = remote_head(two)
     assert refused.returncode == 1
     assert "--force-purged" in refused.stderr and secret["id"] in refused.stderr
+    # the command that finishes it, whichever remote was synced and wherever it runs
+    assert "'memstore sync --remote origin --force-purged' (add --yes" in refused.stderr
     assert "\n" not in refused.stderr.strip()
     assert not (a.root / secret["path"]).exists()  # nothing merged back
     assert remote_head(two) == before  # nothing pushed
