@@ -454,10 +454,6 @@ def _parse_segment_lengths(value: str | None) -> dict[tuple[str, int], dict[str,
     return found
 
 
-def _documents_in(segment: Any) -> int:
-    return int(segment.doc_count_all())
-
-
 def _live_number(leaves: list[tuple[Any, int]], key: str) -> int | Literal[False] | None:
     """Return the live document holding `key` from its term's one posting, read in the
     terms table (Whoosh's `document_number` builds a posting reader for it: ~3× the cost,
