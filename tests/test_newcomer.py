@@ -230,13 +230,13 @@ def test_two_vaults_sync_through_a_bare_remote_and_a_third_clone_takes_plain_git
     # stored the lesson again (seen on adjacent lines), and nobody configured a git identity.
     third = tmp_path / "third"
     desktop.sh(f"git clone -q {shlex.quote(str(remote))} {third} && memstore init {third}")
-    before = next(third.glob(f"global/*/*-{lesson}.md")).read_text(encoding="utf-8")
+    before = next(third.glob(f"global/**/*-{lesson}.md")).read_text(encoding="utf-8")
     seen = int(re.search(r"^seen: (\d+)$", before, re.MULTILINE).group(1))  # type: ignore[union-attr]
     desktop.sh(f"memstore add {shlex.quote(LESSON)} -w global", MEMSTORE_VAULT=str(third))
     laptop.sh(f"memstore add {shlex.quote(LESSON)} -w global && memstore sync")
     pulled = desktop.sh("git pull", cwd=third)
     assert "CONFLICT" not in pulled.stdout + pulled.stderr
-    text = next(third.glob(f"global/*/*-{lesson}.md")).read_text(encoding="utf-8")
+    text = next(third.glob(f"global/**/*-{lesson}.md")).read_text(encoding="utf-8")
     # both bumps count (the same bump on two clones once looked identical to git: one lost)
     assert f"seen: {seen + 2}\n" in text and "<<<<<<<" not in text
     assert git(third, "status", "--porcelain") == ""

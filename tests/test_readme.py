@@ -39,16 +39,17 @@ def test_the_vault_diagram_shows_the_paths_add_writes(vault: Path) -> None:
     assert len(shown) == 2
     with Store.open(settings_at(vault)) as store:
         for path in shown:
-            workspace, month, name = path.split("/")
-            assert re.fullmatch(r"\d{4}-\d{2}", month), path
+            workspace, month, day, name = path.split("/")
+            assert re.fullmatch(r"\d{4}-\d{2}", month) and re.fullmatch(r"\d{2}", day), path
             slug, _id = name.removesuffix(".md").rsplit("-", 1)
             text = slug.replace("-", " ").replace("from maria", "from @maria")
             memory = store.add(text, workspace=workspace)
             file = next(vault.rglob(f"*-{memory.id}.md"))
             created = re.search(r"^created: (\S+)$", file.read_text(encoding="utf-8"), re.M)
             assert created, file
-            # the same layout: workspace, the month it was created, slug-id
-            expected = f"{workspace}/{created.group(1)[:7]}/{slug}-{memory.id}.md"
+            # the same layout: workspace, the month and day it was created, slug-id
+            stamp = created.group(1)
+            expected = f"{workspace}/{stamp[:7]}/{stamp[8:10]}/{slug}-{memory.id}.md"
             assert file.relative_to(vault).as_posix() == expected, path
 
 

@@ -101,7 +101,7 @@ def test_the_daemon_the_first_search_starts_finds_the_rewrite(
                 "--vault", str(vault), "--json")  # fmt: skip
     assert added.returncode == 0, added.stderr
     assert run(quiet, "search", "cron", "--vault", str(vault)).returncode == 0
-    path = next(vault.glob("webshop/*/*product-cache*.md"))
+    path = next(vault.glob("webshop/**/*product-cache*.md"))
     manifest_full_at(vault, "0")
     rewrite_in_place(path, "by cron", "by airflow")
 

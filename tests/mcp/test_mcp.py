@@ -410,7 +410,7 @@ def test_serve_stops_on_a_signal_and_writes_recall_counters(
         assert server.wait(timeout=30) == status
     # the exit's periodic flush, the first of the hour
     assert git(vault, "log", "-1", "--format=%s").strip() == "recall: usage of 1 memory"
-    assert "recalled: 1" in next(vault.glob(f"global/*/*{added.id}.md")).read_text()
+    assert "recalled: 1" in next(vault.glob(f"global/**/*{added.id}.md")).read_text()
 
 
 # --- text that is not Unicode ----------------------------------------------------------
