@@ -26,7 +26,13 @@ from typing import Any, TypeVar
 
 from memstore.catalog.listings import Listings
 from memstore.catalog.manifest import file_identity
-from memstore.catalog.memory_manifest import FORMAT, Entry, MemoryManifest, create_tables
+from memstore.catalog.memory_manifest import (
+    FORMAT,
+    Entry,
+    MemoryManifest,
+    OutdatedManifestError,
+    create_tables,
+)
 from memstore.catalog.reading import document_for
 from memstore.catalog.updater import CatchUp, Moved, Updater
 from memstore.core.errors import VaultError
@@ -150,8 +156,11 @@ class Indexer:
                 return cls._recover(vault, None)
             indexer.unfilled = True
             return indexer
+        built = SearchIndexError(f"index at {root} was built by another memstore version")
         try:
             indexer = cls._open_at(vault, root, create=False)
+        except OutdatedManifestError:  # not damage: nothing worth keeping aside
+            return cls._recover(vault, built, keep=False)
         except SearchIndexError as err:
             return cls._recover(vault, err)
         try:
@@ -161,7 +170,6 @@ class Indexer:
             return cls._recover(vault, err)
         if outdated:  # not damage: nothing worth keeping aside
             indexer.close()
-            built = SearchIndexError(f"index at {root} was built by another memstore version")
             return cls._recover(vault, built, keep=False)
         return indexer
 

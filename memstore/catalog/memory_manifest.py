@@ -257,7 +257,13 @@ def subtree(folder: str) -> tuple[str, str]:
     return f"{folder}/", f"{folder}0"
 
 
+class OutdatedManifestError(SearchIndexError):
+    """The manifest was written by another memstore version: its index is replaced, not kept
+    aside as damaged."""
+
+
 def create_tables(db: sqlite3.Connection) -> None:
+    _refuse_another_format(db)
     db.execute(
         "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER, "
         "size INTEGER, id TEXT, workspace TEXT, hash TEXT, problem TEXT, kind TEXT, "
@@ -277,3 +283,13 @@ def create_tables(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS files_hash ON files (workspace, hash)")
     db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
     db.execute("CREATE TABLE IF NOT EXISTS folders (path TEXT PRIMARY KEY, mtime_ns INTEGER)")
+
+
+def _refuse_another_format(db: sqlite3.Connection) -> None:
+    """Raise OutdatedManifestError for a manifest another FORMAT wrote, before this schema
+    meets its tables: an older one lacks columns this one indexes (format 11 had no
+    `session`), which failed as "no such column" and kept the old index aside as damage."""
+    if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone():
+        row = db.execute("SELECT value FROM meta WHERE name = 'format'").fetchone()
+        if row is not None and row[0] != FORMAT:
+            raise OutdatedManifestError(f"format {row[0]}, this memstore's is {FORMAT}")

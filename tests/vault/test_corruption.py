@@ -470,7 +470,10 @@ def test_every_command_meets_damage_without_a_traceback(
         )
 
 
-def test_an_index_of_another_format_is_rebuilt_and_not_kept_aside(tmp_path: Path) -> None:
+@pytest.mark.parametrize("schema", ["this", "older"])
+def test_an_index_of_another_format_is_rebuilt_and_not_kept_aside(
+    tmp_path: Path, schema: str
+) -> None:
     vault = tmp_path / "vault"
     no_daemon = {**os.environ, "MEMSTORE_NO_DAEMON": "1", "MEMSTORE_VAULT": str(vault)}
 
@@ -482,6 +485,9 @@ def test_an_index_of_another_format_is_rebuilt_and_not_kept_aside(tmp_path: Path
     manifest = vault / ".memstore" / "index" / "manifest.sqlite"
     with contextlib.closing(sqlite3.connect(manifest)) as db, db:
         db.execute("UPDATE meta SET value = '1' WHERE name = 'format'")  # an old memstore's
+        if schema == "older":  # format 11's tables: no `session` column, which 12 indexes
+            db.execute("DROP INDEX files_session")
+            db.execute("ALTER TABLE files DROP COLUMN session")
     found = cli("search", "replica lag", "--all")
     assert found.returncode == 0 and "replica lag alarm" in found.stdout
     said = f"index at {vault / '.memstore' / 'index'} was built by another memstore version"
