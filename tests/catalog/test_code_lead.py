@@ -128,7 +128,8 @@ def test_a_hit_holding_half_the_question_far_ahead_is_confident_whatever_its_nam
     far = code_hits.CONFIDENT_FAR_MARGIN
     assert _is_confident(lead(named=0.0, exact=0.0, held=0.6, margin=far))
     assert not _is_confident(lead(named=0.0, exact=0.0, held=0.6, margin=far - 0.1))
-    assert not _is_confident(lead(named=0.0, exact=0.0, held=0.4, margin=far + 0.5))
+    short = code_hits.CONFIDENT_HELD - 0.05  # holding less of the question than it must
+    assert not _is_confident(lead(named=0.0, exact=0.0, held=short, margin=far + 0.5))
 
 
 def test_one_word_held_is_no_evidence() -> None:
@@ -151,7 +152,10 @@ def test_a_name_no_other_candidate_matches_better_is_confident_when_its_file_lea
     )
     assert not _is_confident(lead(named=0.2, exact=0.5, held=0.7, margin=0.0, name_lead=0.1))
     assert not _is_confident(lead(named=0.0, exact=0.0, held=0.7, margin=elsewhere, name_lead=0.0))
-    assert not _is_confident(lead(named=0.2, exact=0.5, held=0.4, margin=elsewhere, name_lead=0.1))
+    short = code_hits.CONFIDENT_HELD - 0.05
+    assert not _is_confident(
+        lead(named=0.2, exact=0.5, held=short, margin=elsewhere, name_lead=0.1)
+    )
 
 
 def test_a_class_is_not_confident_when_a_function_of_another_name_matches_clearly_better() -> None:
