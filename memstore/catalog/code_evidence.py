@@ -276,6 +276,11 @@ def _name_match(
     return frozenset(matched), explained, informative
 
 
+def name_parts(segment: str) -> tuple[str, ...]:
+    """The lowercase word parts of a name (`format_exception_only` → format, exception, only)."""
+    return _parts(segment)
+
+
 @functools.lru_cache(maxsize=4096)
 def _parts(segment: str) -> tuple[str, ...]:
     """The lowercase word parts of an identifier (`_read_chunked` → read, chunked)."""

@@ -183,3 +183,49 @@ def test_the_function_whose_name_the_question_explains_is_confident(store: Store
 def test_off_corpus_questions_stay_silent(store: Store, question: str) -> None:
     with store:
         assert all(h.weak for h in code(store, question))
+
+
+EXCEPTIONS = '''"""Exceptions as text."""
+
+
+def format_exception_only(exc):
+    """Format an exception: the exception type and the exception message."""
+    return [f"{type(exc).__name__}: {exc}\\n"]
+
+
+def format_exception(exc, tb):
+    """The traceback's lines, then the last line."""
+    return format_tb(tb) + format_exception_only(exc)
+
+
+def format_tb(tb):
+    """The traceback's frames as strings."""
+    return [str(frame) for frame in tb]
+'''
+
+
+def _first_name(tmp_path: Path, question: str) -> str:
+    vault = tmp_path / "vault"
+    init_vault(vault, settings_at(vault))
+    repo = tmp_path / "tools"
+    repo.mkdir()
+    (repo / "exceptions.py").write_text(EXCEPTIONS, encoding="utf-8")
+    git(repo, "init", "-q")
+    with Store.open(settings_at(vault)) as opened:
+        opened.ingest(repo, "tools")
+        return code(opened, question)[0].content.partition("\n")[0].rpartition(" ")[2]
+
+
+def test_the_name_without_a_part_the_question_does_not_explain_comes_first(
+    tmp_path: Path,
+) -> None:
+    """`format_exception` before `format_exception_only` for "format an exception": "only"
+    names a variant the question does not ask for."""
+    assert _first_name(tmp_path, "where do we format an exception") == "format_exception"
+
+
+def test_without_the_shorter_name_rule_the_variant_came_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(code_hits, "SHORTER_SLACK", -1.0)
+    assert _first_name(tmp_path, "where do we format an exception") == "format_exception_only"
