@@ -204,12 +204,14 @@ def format_tb(tb):
 '''
 
 
-def _first_name(tmp_path: Path, question: str) -> str:
+def _first_name(
+    tmp_path: Path, question: str, source: str = EXCEPTIONS, file: str = "exceptions.py"
+) -> str:
     vault = tmp_path / "vault"
     init_vault(vault, settings_at(vault))
     repo = tmp_path / "tools"
     repo.mkdir()
-    (repo / "exceptions.py").write_text(EXCEPTIONS, encoding="utf-8")
+    (repo / file).write_text(source, encoding="utf-8")
     git(repo, "init", "-q")
     with Store.open(settings_at(vault)) as opened:
         opened.ingest(repo, "tools")
@@ -229,3 +231,41 @@ def test_without_the_shorter_name_rule_the_variant_came_first(
 ) -> None:
     monkeypatch.setattr(code_hits, "SHORTER_SLACK", -1.0)
     assert _first_name(tmp_path, "where do we format an exception") == "format_exception_only"
+
+
+BODIES = '''"""Response bodies."""
+
+
+def read(response, amount=None):
+    """Read the response body, or amount bytes of it."""
+    if response.chunked:
+        return read_chunked(response, amount)
+    return response.fp.read(amount)
+
+
+def read_chunked(response, amount=None):
+    """Bytes sent in pieces, each after its length."""
+    parts = []
+    while (size := int(response.fp.readline(), 16)) > 0:
+        parts.append(response.fp.read(size))
+    return b"".join(parts)
+
+
+def close(response):
+    """Close the response."""
+    response.fp.close()
+'''
+CHUNKED = "how do we read a chunked response body"
+
+
+def test_the_name_with_the_question_s_further_word_comes_first(tmp_path: Path) -> None:
+    """`read_chunked` before `read` for "read a chunked body": the first's name and a part
+    the question explains."""
+    assert _first_name(tmp_path, CHUNKED, BODIES, "body.py") == "read_chunked"
+
+
+def test_without_the_longer_name_rule_the_plain_name_came_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(code_hits, "LONGER_SLACK", -1.0)
+    assert _first_name(tmp_path, CHUNKED, BODIES, "body.py") == "read"
