@@ -68,10 +68,11 @@ previous prev
 
 @functools.cache
 def _by_term() -> dict[str, tuple[str, ...]]:
-    """Each group word's index term → the other words of its groups."""
+    """Each group word's index term → the other words of its groups (a stop word, which has
+    no term, stands for nothing and is stood for by nothing)."""
     found: dict[str, dict[str, None]] = {}
     for line in _GROUPS:
-        words = line.split()
+        words = [word for word in line.split() if terms(word)]
         for word in words:
             for term in terms(word):
                 others = found.setdefault(term, {})

@@ -95,6 +95,16 @@ def test_alternatives_are_read_from_the_question_s_terms() -> None:
     assert "releas" not in code_words.alternatives("zebra")
 
 
+def test_a_stop_word_in_a_group_stands_for_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(code_words, "_GROUPS", ["release unlock the"])
+    code_words._by_term.cache_clear()
+    try:
+        assert code_words.alternatives("releas") == ("unlock",)
+        read_question("the lock is released", {}, 100)  # no word without a term to read
+    finally:
+        code_words._by_term.cache_clear()
+
+
 def test_a_name_made_of_a_word_code_uses_for_the_question_s_matches_it() -> None:
     question = read_question("how is a lock file released", {}, 100)
     unlock = weigh(question, "unlock_file", "locks.py")
