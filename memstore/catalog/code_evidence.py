@@ -31,6 +31,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from memstore.catalog.code_words import alternatives
 from memstore.index import terms
 from memstore.index.analysis import expand_contractions, identifier_parts
 
@@ -76,6 +77,11 @@ class Question:
     prefixes: tuple[str, ...]  # per term: what a word holding it starts with
     weights: tuple[float, ...]  # per term
     total: float
+    # per term: what a word standing for it starts with (code_words.py: "unlock" for released)
+    others: tuple[tuple[str, ...], ...] = ()
+    # the terms and their words, then each term with each word code uses for it: what a
+    # name's parts are matched against
+    named_as: tuple[tuple[str, str], ...] = ()
 
     def share(self, terms: frozenset[str]) -> float:
         """Return the weighted share of the question that `terms` match."""
@@ -110,7 +116,9 @@ def read_question(text: str, frequencies: Mapping[str, int], documents: int) -> 
     terms_ = tuple(words.items())
     weights = tuple(_idf(frequencies.get(t, 0), documents) for t, _ in terms_)
     prefixes = tuple(_prefix(term, word) for term, word in terms_)
-    return Question(terms_, prefixes, weights, sum(weights))
+    others = tuple(tuple(_prefix(min(terms(o)), o) for o in alternatives(t)) for t, _ in terms_)
+    named_as = terms_ + tuple((t, o) for t, _ in terms_ for o in alternatives(t))
+    return Question(terms_, prefixes, weights, sum(weights), others, named_as)
 
 
 def identifiers(text: str) -> frozenset[str]:
@@ -188,8 +196,9 @@ def weigh(question: Question, name: str, path: str) -> Evidence:
     if not question.total:
         return Evidence(0.0, 0.0, 0.0)
     container, _, leaf_name = name.rpartition(".")
-    leaf, explained, informative = _name_match(leaf_name, question.terms)
-    around = _around(f"{container}/{path.rpartition('.')[0] or path}", question.terms) - leaf
+    named_as = question.named_as or question.terms
+    leaf, explained, informative = _name_match(leaf_name, named_as)
+    around = _around(f"{container}/{path.rpartition('.')[0] or path}", named_as) - leaf
     return Evidence(
         named=question.share(leaf),
         exact=explained / informative if informative else 0.0,
@@ -210,8 +219,9 @@ def holding(question: Question, text: str) -> tuple[float, int]:
     lower = _lower(text)
     found = 0.0
     words = 0
-    for prefix, weight in zip(question.prefixes, question.weights, strict=True):
-        if _holds(text, lower, prefix):
+    others = question.others or ((),) * len(question.prefixes)
+    for prefix, weight, also in zip(question.prefixes, question.weights, others, strict=True):
+        if _holds(text, lower, prefix) or any(_holds(text, lower, other) for other in also):
             found += weight
             words += 1
     return found / question.total, words
@@ -264,6 +274,11 @@ def _name_match(
             matched |= found
             explained += 1
     return frozenset(matched), explained, informative
+
+
+def name_parts(segment: str) -> tuple[str, ...]:
+    """The lowercase word parts of a name (`format_exception_only` → format, exception, only)."""
+    return _parts(segment)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -128,7 +128,8 @@ def test_a_hit_holding_half_the_question_far_ahead_is_confident_whatever_its_nam
     far = code_hits.CONFIDENT_FAR_MARGIN
     assert _is_confident(lead(named=0.0, exact=0.0, held=0.6, margin=far))
     assert not _is_confident(lead(named=0.0, exact=0.0, held=0.6, margin=far - 0.1))
-    assert not _is_confident(lead(named=0.0, exact=0.0, held=0.4, margin=far + 0.5))
+    short = code_hits.CONFIDENT_HELD - 0.05  # holding less of the question than it must
+    assert not _is_confident(lead(named=0.0, exact=0.0, held=short, margin=far + 0.5))
 
 
 def test_one_word_held_is_no_evidence() -> None:
@@ -151,7 +152,10 @@ def test_a_name_no_other_candidate_matches_better_is_confident_when_its_file_lea
     )
     assert not _is_confident(lead(named=0.2, exact=0.5, held=0.7, margin=0.0, name_lead=0.1))
     assert not _is_confident(lead(named=0.0, exact=0.0, held=0.7, margin=elsewhere, name_lead=0.0))
-    assert not _is_confident(lead(named=0.2, exact=0.5, held=0.4, margin=elsewhere, name_lead=0.1))
+    short = code_hits.CONFIDENT_HELD - 0.05
+    assert not _is_confident(
+        lead(named=0.2, exact=0.5, held=short, margin=elsewhere, name_lead=0.1)
+    )
 
 
 def test_a_class_is_not_confident_when_a_function_of_another_name_matches_clearly_better() -> None:
@@ -179,3 +183,89 @@ def test_the_function_whose_name_the_question_explains_is_confident(store: Store
 def test_off_corpus_questions_stay_silent(store: Store, question: str) -> None:
     with store:
         assert all(h.weak for h in code(store, question))
+
+
+EXCEPTIONS = '''"""Exceptions as text."""
+
+
+def format_exception_only(exc):
+    """Format an exception: the exception type and the exception message."""
+    return [f"{type(exc).__name__}: {exc}\\n"]
+
+
+def format_exception(exc, tb):
+    """The traceback's lines, then the last line."""
+    return format_tb(tb) + format_exception_only(exc)
+
+
+def format_tb(tb):
+    """The traceback's frames as strings."""
+    return [str(frame) for frame in tb]
+'''
+
+
+def _first_name(
+    tmp_path: Path, question: str, source: str = EXCEPTIONS, file: str = "exceptions.py"
+) -> str:
+    vault = tmp_path / "vault"
+    init_vault(vault, settings_at(vault))
+    repo = tmp_path / "tools"
+    repo.mkdir()
+    (repo / file).write_text(source, encoding="utf-8")
+    git(repo, "init", "-q")
+    with Store.open(settings_at(vault)) as opened:
+        opened.ingest(repo, "tools")
+        return code(opened, question)[0].content.partition("\n")[0].rpartition(" ")[2]
+
+
+def test_the_name_without_a_part_the_question_does_not_explain_comes_first(
+    tmp_path: Path,
+) -> None:
+    """`format_exception` before `format_exception_only` for "format an exception": "only"
+    names a variant the question does not ask for."""
+    assert _first_name(tmp_path, "where do we format an exception") == "format_exception"
+
+
+def test_without_the_shorter_name_rule_the_variant_came_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(code_hits, "SHORTER_SLACK", -1.0)
+    assert _first_name(tmp_path, "where do we format an exception") == "format_exception_only"
+
+
+BODIES = '''"""Response bodies."""
+
+
+def read(response, amount=None):
+    """Read the response body, or amount bytes of it."""
+    if response.chunked:
+        return read_chunked(response, amount)
+    return response.fp.read(amount)
+
+
+def read_chunked(response, amount=None):
+    """Bytes sent in pieces, each after its length."""
+    parts = []
+    while (size := int(response.fp.readline(), 16)) > 0:
+        parts.append(response.fp.read(size))
+    return b"".join(parts)
+
+
+def close(response):
+    """Close the response."""
+    response.fp.close()
+'''
+CHUNKED = "how do we read a chunked response body"
+
+
+def test_the_name_with_the_question_s_further_word_comes_first(tmp_path: Path) -> None:
+    """`read_chunked` before `read` for "read a chunked body": the first's name and a part
+    the question explains."""
+    assert _first_name(tmp_path, CHUNKED, BODIES, "body.py") == "read_chunked"
+
+
+def test_without_the_longer_name_rule_the_plain_name_came_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(code_hits, "LONGER_SLACK", -1.0)
+    assert _first_name(tmp_path, CHUNKED, BODIES, "body.py") == "read"
