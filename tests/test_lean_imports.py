@@ -52,6 +52,7 @@ def test_a_search_without_a_daemon_imports_no_network_asyncio_or_secret_rules(va
     assert "whoosh.reading" in modules
     assert not modules & {"asyncio", "urllib.request", "http.client", "ssl", "email.parser"}
     assert "whoosh.lang.morph_en" not in modules  # Variations' word forms: never searched with
+    assert not modules & {"whoosh.query", "html"}  # every query class; highlighting's escape
     assert found["secret_rules_compiled"] == 0
 
 
@@ -61,6 +62,20 @@ def test_whoosh_stand_ins_do_not_outlive_its_import():
         "assert 'cached_property' not in sys.modules and 'urllib.request' not in sys.modules\n"
         "import urllib.request, cached_property\n"
         "assert hasattr(urllib.request, 'urlopen') and cached_property.__file__\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_whoosh_query_is_imported_when_first_asked_for_with_its_stand_in():
+    code = (
+        "import sys, memstore.index, whoosh.reading\n"
+        "assert 'whoosh.query' not in sys.modules and 'html' not in sys.modules\n"
+        "from whoosh.searching import Searcher  # imports whoosh.query\n"
+        "from whoosh.query import Term, Variations\n"
+        "assert 'whoosh.lang.morph_en' not in sys.modules  # the stand-in, gone again\n"
+        "assert memstore.index._QueryFinder not in sys.meta_path  # once\n"
+        "import whoosh.compat\n"
+        "assert whoosh.compat.htmlescape('<a href=\"x\">', quote=False) == '&lt;a href=\"x\"&gt;'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
