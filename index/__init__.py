@@ -58,7 +58,40 @@ def _stand_ins(query: bool) -> dict[str, types.ModuleType]:
     if not query and "html" not in sys.modules:
         stand_ins["html"] = types.ModuleType("html")
         stand_ins["html"].escape = _html_escape  # type: ignore[attr-defined]
+    md5 = _builtin_md5()
+    if not query and md5 is not None and "md5" not in vars(sys.modules.get("hashlib", sys)):
+        stand_ins["hashlib"] = types.ModuleType("hashlib")  # not imported, or not run yet
+        stand_ins["hashlib"].md5 = md5  # type: ignore[attr-defined]
     return stand_ins
+
+
+def _builtin_md5() -> object:
+    """Python's own MD5 (the same digests as OpenSSL's), for Whoosh's term tables' hash:
+    hashlib loads OpenSSL's libcrypto (~3 ms of CPU), which a search otherwise never calls."""
+    try:
+        from _md5 import md5  # type: ignore[import-not-found]
+    except ImportError:  # an interpreter built without it
+        return None
+    return md5
+
+
+def _swapped(stand_ins: dict[str, types.ModuleType]) -> dict[str, types.ModuleType | None]:
+    """Put `stand_ins` in `sys.modules`; return what they replaced (a module not run yet)."""
+    replaced = {name: sys.modules.get(name) for name in stand_ins}
+    sys.modules.update(stand_ins)
+    return replaced
+
+
+def _restored(
+    stand_ins: dict[str, types.ModuleType], replaced: dict[str, types.ModuleType | None]
+) -> None:
+    for name, stand_in in stand_ins.items():
+        if sys.modules.get(name) is stand_in:
+            before = replaced[name]
+            if before is None:
+                del sys.modules[name]
+            else:
+                sys.modules[name] = before
 
 
 class _WithStandIns:
@@ -73,13 +106,11 @@ class _WithStandIns:
 
     def exec_module(self, module: types.ModuleType) -> None:
         stand_ins = _stand_ins(self.query)
-        sys.modules.update(stand_ins)
+        replaced = _swapped(stand_ins)
         try:
             self.loader.exec_module(module)
         finally:
-            for name, stand_in in stand_ins.items():
-                if sys.modules.get(name) is stand_in:
-                    del sys.modules[name]
+            _restored(stand_ins, replaced)
 
 
 class _QueryFinder:
@@ -104,20 +135,20 @@ def _import_whoosh() -> None:
     """Import Whoosh without imports it makes and memstore never uses, a third of the
     cost of a search process's imports before this: `urllib.request` (for a download
     helper; it brings http, ssl and email), `asyncio` (the `cached_property` package's
-    support for coroutines), `html` (for highlighting) and the English word forms of
+    support for coroutines), `html` (for highlighting), OpenSSL's MD5 (Python's own gives
+    the same digests) and the English word forms of
     `Variations` queries (six large patterns compiled, ~5 ms). Stand-ins are in
     `sys.modules` only while Whoosh imports. `whoosh.query` (~4 ms: every query class),
     which reading an index does not need, is imported when something first asks for it,
     with its own stand-in."""
     stand_ins = _stand_ins(query=False)
-    sys.modules.update(stand_ins)
+    replaced = _swapped(stand_ins)
     try:
         import whoosh.compat
+        import whoosh.filedb.filetables
         import whoosh.reading  # noqa: F401
     finally:
-        for name, module in stand_ins.items():
-            if sys.modules.get(name) is module:
-                del sys.modules[name]
+        _restored(stand_ins, replaced)
     if "whoosh.query" not in sys.modules and _QueryFinder not in sys.meta_path:
         sys.meta_path.insert(0, _QueryFinder)
 

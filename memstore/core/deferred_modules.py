@@ -3,13 +3,15 @@
 A no-daemon `memstore search` imports ~20 modules of the standard library only because
 something it imports names them at its top: `inspect` (dataclasses, for a class without a
 docstring), `subprocess` (git and the index's process pool), `tempfile`, `calendar` and
-`queue` (Whoosh), `json`, `traceback` (logging, for an exception it prints) ... 12-18 ms of
-CPU in every such process, for modules the search never calls. `defer()` puts a stand-in
-for each in `sys.modules` before those imports: `import inspect` then binds the stand-in
-without running the module, and the first attribute anyone reads of it (`inspect.signature`,
-`from inspect import signature`) runs the real module into it, once, under a lock; from
-then on it is that module (its class is ModuleType again). A module already imported is
-left as it is; only pure-Python modules found by the usual import system are deferred.
+`queue` (Whoosh), `hashlib` (OpenSSL's libcrypto; Whoosh's term tables hash with Python's
+own MD5, memstore/index/__init__.py), `json`, `traceback` (logging, for an exception it
+prints) ... 15-20 ms of CPU in every such process, for modules the search never calls.
+`defer()` puts a stand-in for each in `sys.modules` before those imports: `import inspect`
+then binds the stand-in without running the module, and the first attribute anyone reads
+of it (`inspect.signature`, `from inspect import signature`) runs the real module into it,
+once, under a lock; from then on it is that module (its class is ModuleType again). A
+module already imported is left as it is; only pure-Python modules found by the usual
+import system are deferred.
 
 The stand-in carries the real module's `__spec__` (not initializing), `__name__`,
 `__file__`, `__loader__`, `__package__` and `__cached__`, so the import system binds it
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
 ONE_SHOT = (
     *("inspect", "ast", "dis", "opcode", "tokenize", "linecache", "traceback", "textwrap"),
     *("subprocess", "selectors", "tempfile", "bz2", "lzma", "calendar", "locale", "queue"),
-    *("json", "base64", "ipaddress"),
+    *("json", "base64", "ipaddress", "hashlib"),
 )
 
 
