@@ -43,9 +43,7 @@ def main() -> None:
     if argv[:1] not in LONG_RUNNING:
         _end_quietly_on_a_closed_pipe()
     if argv[:1] == ["hook"] and not {"-h", "--help"} & set(argv):
-        from memstore.ops.hooks import main as hook_main
-
-        sys.exit(hook_main(argv[1:]))
+        sys.exit(_run_hook(argv[1:]))
     if argv[:1] == ["serve"]:
         from memstore.mcp.server import main as serve_main  # through the daemon; None: typer
 
@@ -157,6 +155,33 @@ def _run_lean(op: str, argv: list[str]) -> None:
         os._exit(141)
     sys.stderr.write(reply.stderr)
     sys.exit(reply.status)
+
+
+def _run_hook(argv: list[str]) -> int:
+    """Run an agent's hook (ops/hooks.py): through the daemon, else as a one-shot command
+    (the hook's work runs in a child process, which keeps what it compiled)."""
+    patterns = _cache_patterns()
+
+    def here(answer: Callable[[], Reply]) -> Reply:
+        generated = _cache_generated_code()
+        try:
+            _paused_collector(_import_the_store)
+            return answer()
+        finally:
+            generated.save()
+            if patterns is not None:
+                patterns.save()  # the child's: it ends without the launcher's finally
+
+    try:
+        from memstore.ops.hooks import main as hook_main
+
+        return hook_main(argv, here)
+    finally:
+        if patterns is not None:
+            patterns.save()
+            from memstore.core.pattern_cache import uninstall
+
+            uninstall()
 
 
 def _answer_lean(op: str, argv: list[str]) -> Reply | None:

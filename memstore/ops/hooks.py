@@ -36,6 +36,7 @@ MAX_TRACE_KEYWORD = 40  # longer words (a URL, a long path) make poor keywords
 # Seconds a hook may keep the agent waiting (MEMSTORE_HOOK_BUDGET overrides). Below the
 # timeouts agents give hooks (Codex's example: 10 s, 30 s for Stop; Claude Code: 60 s).
 HookEvent = Literal["prompt", "briefing", "capture", "codex-notify"]
+Here = Callable[[Callable[[], Reply]], Reply]  # runs a hook's answer in this process
 BUDGET_S: dict[str, float] = {"prompt": 4.0, "briefing": 4.0, "capture": 20.0, "codex-notify": 20.0}
 # Seconds of the briefing's budget the crashed-session sweep may take (a quarter at most).
 # Measured: each trace it keeps costs ~0.1-0.15 s, each transcript tail read ~10 ms.
@@ -439,8 +440,13 @@ def _option(flags: list[str], name: str) -> str:
     return flags[at]
 
 
-def respond(request: Request) -> Reply:
-    """Ask the vault's daemon to run the hook, else run it here and start one for the next."""
+def respond(request: Request, here: Here | None = None) -> Reply:
+    """Ask the vault's daemon to run the hook, else run it here and start one for the next.
+
+    `here`: how the launcher runs a command in a process that answers only it (its caches,
+    its imports with the collector paused): then the store is opened as for one command
+    (ops/lean.open_one_shot: plain scoring without numpy, commits from libgit2's C level).
+    """
     reply: Reply | None = None
     vault: Path | None = None
     if daemon_allowed(request.env, request.argv):
@@ -450,9 +456,10 @@ def respond(request: Request) -> Reply:
             vault = None  # "--vault" without a value: answer() says so
         reply = ask(vault, request, start=False) if vault is not None else None
     if reply is None or reply.status is None:
-        from memstore.ops.lean import open_in_process, opener_for  # docs/search.md, rule 1
+        from memstore.ops.lean import open_in_process, open_one_shot, opener_for
 
-        reply = answer(request, opener_for(vault, open_in_process))
+        opener = opener_for(vault, open_in_process if here is None else open_one_shot)
+        reply = answer(request, opener) if here is None else here(lambda: answer(request, opener))
         if vault is not None and reply.status is not None:
             # only now: a starting daemon holds the vault lock, which this hook's catch-up needs
             start_daemon(vault, request.env)
@@ -584,8 +591,9 @@ def _read_all(fd: int) -> bytes:
     return b"".join(chunks)
 
 
-def main(argv: list[str]) -> int:
-    """Entry point for `memstore hook …` (reads the environment: this is a shell)."""
+def main(argv: list[str], here: Here | None = None) -> int:
+    """Entry point for `memstore hook …` (reads the environment: this is a shell); `here`:
+    the launcher's way to answer in this process (respond)."""
     stdin = b"" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read()
     try:
         cwd = os.getcwd()
@@ -594,7 +602,7 @@ def main(argv: list[str]) -> int:
     argv = event_first(argv)
     request = Request("hook", argv, cwd, dict(os.environ), stdin)
     event = argv[0] if argv else ""
-    reply = within_budget(lambda: respond(request), budget(event, request.env), event)
+    reply = within_budget(lambda: respond(request, here), budget(event, request.env), event)
     sys.stdout.write(reply.stdout)
     sys.stderr.write(budget_warning(event, request.env) + reply.stderr)
     return reply.status or 0
