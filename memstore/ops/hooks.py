@@ -36,7 +36,6 @@ MAX_TRACE_KEYWORD = 40  # longer words (a URL, a long path) make poor keywords
 # Seconds a hook may keep the agent waiting (MEMSTORE_HOOK_BUDGET overrides). Below the
 # timeouts agents give hooks (Codex's example: 10 s, 30 s for Stop; Claude Code: 60 s).
 HookEvent = Literal["prompt", "briefing", "capture", "codex-notify"]
-Here = Callable[[Callable[[], Reply]], Reply]  # runs a hook's answer in this process
 BUDGET_S: dict[str, float] = {"prompt": 4.0, "briefing": 4.0, "capture": 20.0, "codex-notify": 20.0}
 # Seconds of the briefing's budget the crashed-session sweep may take (a quarter at most).
 # Measured: each trace it keeps costs ~0.1-0.15 s, each transcript tail read ~10 ms.
@@ -440,13 +439,8 @@ def _option(flags: list[str], name: str) -> str:
     return flags[at]
 
 
-def respond(request: Request, here: Here | None = None) -> Reply:
-    """Ask the vault's daemon to run the hook, else run it here and start one for the next.
-
-    `here`: how the launcher runs a command in a process that answers only it (its caches,
-    its imports with the collector paused): then the store is opened as for one command
-    (ops/lean.open_one_shot: plain scoring without numpy, commits from libgit2's C level).
-    """
+def respond(request: Request, here: Callable[[Callable[[], Reply]], Reply] | None = None) -> Reply:
+    """Ask the daemon to run the hook, else run it here (as `here` runs one command), start one."""
     reply: Reply | None = None
     vault: Path | None = None
     if daemon_allowed(request.env, request.argv):
@@ -486,8 +480,7 @@ def event_first(argv: list[str]) -> list[str]:
 
 
 def _vault_flag(argv: list[str]) -> str | None:
-    flags = argv[1:-1] if argv[:1] == ["codex-notify"] else argv[1:]
-    return _option(flags, "--vault") or None
+    return _option(argv[1:-1] if argv[:1] == ["codex-notify"] else argv[1:], "--vault") or None
 
 
 MAX_BUDGET_S = 3600.0
@@ -591,9 +584,8 @@ def _read_all(fd: int) -> bytes:
     return b"".join(chunks)
 
 
-def main(argv: list[str], here: Here | None = None) -> int:
-    """Entry point for `memstore hook …` (reads the environment: this is a shell); `here`:
-    the launcher's way to answer in this process (respond)."""
+def main(argv: list[str], here: Callable[[Callable[[], Reply]], Reply] | None = None) -> int:
+    """Entry point for `memstore hook …` (reads the environment: this is a shell)."""
     stdin = b"" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read()
     try:
         cwd = os.getcwd()
