@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 ONE_SHOT = (
     *("inspect", "ast", "dis", "opcode", "tokenize", "linecache", "traceback", "textwrap"),
     *("subprocess", "selectors", "tempfile", "bz2", "lzma", "calendar", "locale", "queue"),
-    *("json", "base64", "ipaddress", "hashlib"),
+    *("json", "base64", "ipaddress", "hashlib", "random"),
 )
 
 
