@@ -48,6 +48,7 @@ NOT_FOR_A_SEARCH = {
     "memstore.core.secret_values",
     "memstore.catalog.codebase",
     "memstore.catalog.chunking",
+    "memstore.catalog.semantic",  # the semantic view, off by default
     "memstore.ops.tools",
     "memstore.vault.remote",
     "zipfile",
