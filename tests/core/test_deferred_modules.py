@@ -96,6 +96,23 @@ def test_builtins_extensions_and_imported_modules_are_not_deferred(tmp_path: Pat
     assert _fresh(["sys", "_socket", "array", "os", "no_such_module_here"], code, tmp_path) == [[]]
 
 
+def test_the_dataclasses_of_a_search_or_add_have_docstrings():
+    # dataclasses writes a docstring from the class's signature (inspect, ~6 ms to import)
+    # for a class that has none: a one-shot search or add would run the deferred inspect.
+    code = """
+import dataclasses, sys
+import memstore.service.store, memstore.ops.lean, memstore.ops.registry, memstore.ops.output
+import memstore.service.writer, memstore.service.transaction, memstore.core.contradictions
+for module in list(sys.modules.values()):
+    for value in list(vars(module).values()) if module else []:
+        if isinstance(value, type) and dataclasses.is_dataclass(value):
+            if (value.__doc__ or "").startswith(value.__name__ + "("):
+                print(value.__module__ + "." + value.__qualname__)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == []
+
+
 def test_a_one_shot_search_runs_none_of_the_deferred_modules(vault: Path):
     from memstore.service.store import Store
     from tests.conftest import settings_at
