@@ -32,10 +32,10 @@ if TYPE_CHECKING:
 
 # Imported at the top of what a search or add imports (memstore's modules, Whoosh, the
 # standard library's own), used only by commands, errors or options those paths do not run.
+# What only these import (ast, dis, tokenize, linecache, selectors, locale ...) then never is.
 ONE_SHOT = (
-    *("inspect", "ast", "dis", "opcode", "tokenize", "linecache", "traceback", "textwrap"),
-    *("subprocess", "selectors", "tempfile", "bz2", "lzma", "calendar", "locale", "queue"),
-    *("json", "base64", "ipaddress", "hashlib", "random"),
+    *("inspect", "traceback", "subprocess", "tempfile", "random", "bz2", "lzma", "calendar"),
+    *("queue", "json", "base64", "ipaddress", "hashlib"),
 )
 
 
