@@ -136,11 +136,10 @@ def _import_whoosh() -> None:
     cost of a search process's imports before this: `urllib.request` (for a download
     helper; it brings http, ssl and email), `asyncio` (the `cached_property` package's
     support for coroutines), `html` (for highlighting), OpenSSL's MD5 (Python's own gives
-    the same digests) and the English word forms of
-    `Variations` queries (six large patterns compiled, ~5 ms). Stand-ins are in
-    `sys.modules` only while Whoosh imports. `whoosh.query` (~4 ms: every query class),
-    which reading an index does not need, is imported when something first asks for it,
-    with its own stand-in."""
+    the same digests) and the English word forms of `Variations` queries (six large
+    patterns compiled, ~5 ms). Stand-ins are in `sys.modules` only while Whoosh imports.
+    `whoosh.query` (~4 ms: every query class), which reading an index does not need, is
+    imported when something first asks for it, with its own stand-in (_QueryFinder)."""
     stand_ins = _stand_ins(query=False)
     replaced = _swapped(stand_ins)
     try:
