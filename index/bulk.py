@@ -18,12 +18,12 @@ whole index, keeps Whoosh's own writer and its spilling to disk.
 from __future__ import annotations
 
 import functools
+import hashlib
 import struct
 import zlib
 from array import array
 from collections import Counter
 from collections.abc import Iterator
-from hashlib import md5
 from itertools import repeat
 from pickle import dumps
 from typing import Any
@@ -297,6 +297,7 @@ def write_terms(fieldwriter: Any, schema: Any, lengths: Any, pool: TermPool) -> 
     here and written a buffer at a time (Whoosh spent ~15 method calls on each term, and
     a 100,000-memory vault has ~400,000 terms)."""
     tindex = fieldwriter._tindex
+    md5 = hashlib.md5  # imported as a module: a one-shot search may leave it unrun
     for fieldname in sorted({*pool.fields, *pool.counted}):
         runs = pool.counted.get(fieldname)
         terms = pool.fields.get(fieldname, {})

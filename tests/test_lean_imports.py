@@ -52,6 +52,8 @@ def test_a_search_without_a_daemon_imports_no_network_asyncio_or_secret_rules(va
     assert "whoosh.reading" in modules
     assert not modules & {"asyncio", "urllib.request", "http.client", "ssl", "email.parser"}
     assert "whoosh.lang.morph_en" not in modules  # Variations' word forms: never searched with
+    assert not modules & {"whoosh.query", "html"}  # every query class; highlighting's escape
+    assert "_hashlib" not in modules  # OpenSSL: Whoosh's term tables hash with Python's MD5
     assert found["secret_rules_compiled"] == 0
 
 
@@ -61,6 +63,37 @@ def test_whoosh_stand_ins_do_not_outlive_its_import():
         "assert 'cached_property' not in sys.modules and 'urllib.request' not in sys.modules\n"
         "import urllib.request, cached_property\n"
         "assert hasattr(urllib.request, 'urlopen') and cached_property.__file__\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_whoosh_query_is_imported_when_first_asked_for_with_its_stand_in():
+    code = (
+        "import sys, memstore.index, whoosh.reading\n"
+        "assert 'whoosh.query' not in sys.modules and 'html' not in sys.modules\n"
+        "from whoosh.searching import Searcher  # imports whoosh.query\n"
+        "from whoosh.query import Term, Variations\n"
+        "assert 'whoosh.lang.morph_en' not in sys.modules  # the stand-in, gone again\n"
+        "assert memstore.index._QueryFinder not in sys.meta_path  # once\n"
+        "import whoosh.compat\n"
+        "assert whoosh.compat.htmlescape('<a href=\"x\">', quote=False) == '&lt;a href=\"x\"&gt;'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_whoosh_hashes_terms_as_openssl_does_when_hashlib_was_not_run_before_it():
+    code = (
+        "import sys\n"
+        "from memstore.core.deferred_modules import defer, is_deferred\n"
+        "defer(('hashlib',))\n"
+        "import memstore.index\n"
+        "from whoosh.filedb import filetables\n"
+        "assert is_deferred(sys.modules['hashlib']) and '_hashlib' not in sys.modules\n"
+        "keys = [b'', b'\\x00\\x03upload', 'caf\u00e9 \u65e5\u672c'.encode(), bytes(range(256)) * 9]\n"
+        "ours = [filetables.md5_hash(k) for k in keys]\n"
+        "import hashlib\n"
+        "theirs = [int(hashlib.md5(k).hexdigest(), 16) & 0xFFFFFFFF for k in keys]\n"
+        "assert filetables.md5 is not hashlib.md5 and ours == theirs, (ours, theirs)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -48,6 +48,7 @@ NOT_FOR_A_SEARCH = {
     "memstore.core.secret_values",
     "memstore.catalog.codebase",
     "memstore.catalog.chunking",
+    "memstore.catalog.semantic",  # the semantic view, off by default
     "memstore.ops.tools",
     "memstore.vault.remote",
     "zipfile",
@@ -132,3 +133,28 @@ def test_the_imports_run_with_the_collector_paused_and_it_runs_again_after(vault
     enabled, frozen = _collector_after(vault, "search", "upload limit")
     assert enabled  # paused only while importing
     assert frozen > 0  # what the imports made is kept out of later collections (main: 0)
+
+
+def test_a_hook_without_a_daemon_answers_as_a_one_shot_command(vault: Path, tmp_path: Path):
+    # The hook's work runs in a child: as a search or add, with the machine's caches and
+    # plain scoring (no numpy), printing what the full path prints.
+    from memstore.ops.client import Request
+    from memstore.ops.hooks import answer
+    from memstore.ops.lean import open_in_process
+    from tests.conftest import run_memstore
+
+    _vault_with_a_memory(vault)
+    with Store.open(settings_at(vault)) as store:
+        store.add("nginx rejects uploads over the limit with 413", workspace="global")
+    payload = json.dumps({"prompt": "what is the upload limit behind nginx?", "cwd": str(vault)})
+    cache = tmp_path / "cache"
+    done = run_memstore(
+        "hook", "prompt", vault=vault, stdin=payload, env={"XDG_CACHE_HOME": str(cache)}
+    )
+    assert done.returncode == 0, done.stderr
+    assert "upload limit is 10 MB" in done.stdout
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    assert (cache / "memstore" / f"generated-{version}.marshal").is_file()  # the child's
+    env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
+    full = answer(Request("hook", ["prompt"], str(vault), env, payload.encode()), open_in_process)
+    assert done.stdout == full.stdout

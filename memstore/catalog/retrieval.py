@@ -10,6 +10,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from memstore.catalog.indexer import Entry, Indexer
+from memstore.catalog.request_terms import REQUEST_TERMS
 from memstore.catalog.sessions import session_neighbours_raised
 from memstore.catalog.subject import subject_first
 from memstore.catalog.when import tells_when
@@ -18,7 +19,6 @@ from memstore.core.conflicts import display_text
 from memstore.core.model import GLOBAL, CoreMemory, Hit, SearchResult, summary
 from memstore.core.ranking import (
     CORE_BUDGET_TOKENS,
-    REQUEST_WORDS,
     Candidate,
     attach_corrections,
     confident,
@@ -301,9 +301,10 @@ def _named_terms(text: str) -> frozenset[str]:
     return frozenset(t for run in runs if _NAMING.search(run) for t in terms(run))
 
 
-@functools.cache
 def _request_terms() -> frozenset[str]:
-    return frozenset(t for word in REQUEST_WORDS for t in terms(word))
+    """The request words' terms (written out in catalog/request_terms.py, which a test
+    compares with analysing REQUEST_WORDS)."""
+    return REQUEST_TERMS
 
 
 @functools.lru_cache(maxsize=4096)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
-import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,13 +49,23 @@ class Settings:
         return cls(
             vault=Path(path),
             source=env.get("MEMSTORE_SOURCE", source) or source,
-            session=env.get("MEMSTORE_SESSION") or secrets.token_hex(6),
-            host=env.get("MEMSTORE_HOST") or re.sub(r"[^A-Za-z0-9._-]+", "-", socket.gethostname()),
+            session=env.get("MEMSTORE_SESSION") or os.urandom(6).hex(),  # secrets.token_hex(6)
+            host=env.get("MEMSTORE_HOST") or re.sub(r"[^A-Za-z0-9._-]+", "-", _host_name()),
             env=dict(env),
             executable=env.get("MEMSTORE_EXECUTABLE", ""),
             may_create_vault=path == default or os.path.realpath(path) == os.path.realpath(default),
             semantic=semantic_choice(env, home=home),
         )
+
+
+def _host_name() -> str:
+    """socket.gethostname() (which reads uname's node name where there is uname), without
+    importing socket: a one-shot search builds settings once and uses no socket."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
+
+    return socket.gethostname()
 
 
 def semantic_choice(env: Mapping[str, str], *, home: Path) -> str:

@@ -80,6 +80,8 @@ class _Word(NamedTuple):  # a tuple: one is built for every word of every text r
 
 @dataclass(frozen=True)
 class _Cue:
+    """A negation in a sentence: its words, what it negates, what else its clause says."""
+
     word: str  # the negation's first word
     phrase: str  # the negation and the words it negates, as written
     scope: frozenset[str]  # terms of the words it negates
@@ -89,6 +91,8 @@ class _Cue:
 
 @dataclass(frozen=True)
 class _Quantity:
+    """A number with its unit or key, as a sentence states it ("port 8080")."""
+
     text: str
     values: frozenset[tuple[str, object]]  # (dimension, normalized value) readings
     key: frozenset[str]
@@ -98,6 +102,8 @@ class _Quantity:
 
 @dataclass(frozen=True)
 class _Slot:
+    """A key and the value a sentence gives it ("timeout = 30s", "owner: alice")."""
+
     key: frozenset[str]
     key_text: str
     value: str  # lowercase, compared
@@ -108,6 +114,8 @@ class _Slot:
 
 @dataclass(frozen=True)
 class _Reading:
+    """What the contradiction check reads of one text: its terms, negations, numbers, values."""
+
     raw: frozenset[str]  # every word, lowercase
     content: frozenset[str]  # terms minus function words, negations and quantities
     terms: frozenset[str]  # terms minus function words

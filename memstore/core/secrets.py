@@ -97,6 +97,8 @@ def _url_password(match: re.Match[str]) -> bool:
 
 @dataclass(frozen=True)
 class _Rule:
+    """One kind of credential the scan looks for: its pattern and what a match must pass."""
+
     kind: str
     # Compiled on the rule's first use (`pattern`): a process that never looks for
     # credentials, a search, does not compile the ~70 patterns (issue 39).

@@ -439,8 +439,8 @@ def _option(flags: list[str], name: str) -> str:
     return flags[at]
 
 
-def respond(request: Request) -> Reply:
-    """Ask the vault's daemon to run the hook, else run it here and start one for the next."""
+def respond(request: Request, here: Callable[[Callable[[], Reply]], Reply] | None = None) -> Reply:
+    """Ask the daemon to run the hook, else run it here (as `here` runs one command), start one."""
     reply: Reply | None = None
     vault: Path | None = None
     if daemon_allowed(request.env, request.argv):
@@ -450,9 +450,10 @@ def respond(request: Request) -> Reply:
             vault = None  # "--vault" without a value: answer() says so
         reply = ask(vault, request, start=False) if vault is not None else None
     if reply is None or reply.status is None:
-        from memstore.ops.lean import open_in_process, opener_for  # docs/search.md, rule 1
+        from memstore.ops.lean import open_in_process, open_one_shot, opener_for
 
-        reply = answer(request, opener_for(vault, open_in_process))
+        opener = opener_for(vault, open_in_process if here is None else open_one_shot)
+        reply = answer(request, opener) if here is None else here(lambda: answer(request, opener))
         if vault is not None and reply.status is not None:
             # only now: a starting daemon holds the vault lock, which this hook's catch-up needs
             start_daemon(vault, request.env)
@@ -479,8 +480,7 @@ def event_first(argv: list[str]) -> list[str]:
 
 
 def _vault_flag(argv: list[str]) -> str | None:
-    flags = argv[1:-1] if argv[:1] == ["codex-notify"] else argv[1:]
-    return _option(flags, "--vault") or None
+    return _option(argv[1:-1] if argv[:1] == ["codex-notify"] else argv[1:], "--vault") or None
 
 
 MAX_BUDGET_S = 3600.0
@@ -584,7 +584,7 @@ def _read_all(fd: int) -> bytes:
     return b"".join(chunks)
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], here: Callable[[Callable[[], Reply]], Reply] | None = None) -> int:
     """Entry point for `memstore hook …` (reads the environment: this is a shell)."""
     stdin = b"" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read()
     try:
@@ -594,7 +594,7 @@ def main(argv: list[str]) -> int:
     argv = event_first(argv)
     request = Request("hook", argv, cwd, dict(os.environ), stdin)
     event = argv[0] if argv else ""
-    reply = within_budget(lambda: respond(request), budget(event, request.env), event)
+    reply = within_budget(lambda: respond(request, here), budget(event, request.env), event)
     sys.stdout.write(reply.stdout)
     sys.stderr.write(budget_warning(event, request.env) + reply.stderr)
     return reply.status or 0

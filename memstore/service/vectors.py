@@ -8,10 +8,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from memstore.catalog.indexer import Progress
-from memstore.catalog.semantic import Passage, VectorIndex, load_embedder
 from memstore.core.codec import normalize_text
 from memstore.core.config import SEMANTIC_ON
 from memstore.service.resources import Part
+
+TYPE_CHECKING = False  # the view is off by default: a search without it imports none of it
+if TYPE_CHECKING:
+    from memstore.catalog.semantic import VectorIndex
 
 # The semantic view embeds this many memories per hold of the vault lock (~0.3 s), and says
 # so in one line when a search must embed more than EMBED_NOTICE first.
@@ -54,6 +57,8 @@ class Vectors(Part):
         shared = store.shared
         vectors = shared.vector_views.get(choice)
         if vectors is None:
+            from memstore.catalog.semantic import VectorIndex, load_embedder
+
             model = load_embedder(None if choice == SEMANTIC_ON else Path(choice))
             vectors = VectorIndex.open(store.vault.state_dir / "semantic", model)
             shared.vector_views[choice] = vectors
@@ -80,6 +85,8 @@ class Vectors(Part):
         search with the view on) lets a waiting writer in between batches, and stops (False)
         when it cannot take the lock back.
         """
+        from memstore.catalog.semantic import Passage
+
         indexer = self.store.indexer
         entries = indexer.entries() if written is None else indexer.by_path(list(written))
         memories = {e.path: (e.hash, e.workspace) for e in entries}

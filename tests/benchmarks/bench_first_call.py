@@ -1,4 +1,4 @@
-"""A session's first CLI calls without a daemon: `memstore search` and `memstore add` (issue 39).
+"""A session's first CLI calls without a daemon: `memstore search`, `add`, the prompt hook (issue 39).
 
 Runs each command as its own process (`MEMSTORE_NO_DAEMON=1`, byte code allowed), one
 version of the code after the other, round by round, so every version meets the same
@@ -13,7 +13,8 @@ the waited child) and its wall time. The first round warms the page cache and is
 `--code NAME=DIR` puts DIR first on PYTHONPATH (empty: the installed memstore); DIR may
 instead be another installation's `memstore` executable (its venv, say one `pip install .`
 made, as pipx does: non-editable), run as it is. Each add
-writes one memory to the vault (in workspace `webshop`). `--phases` instead runs each
+writes one memory to the vault (in workspace `webshop`); `hook` is the prompt hook with
+an agent's payload on stdin (its work runs in a child the hook waits for: counted). `--phases` instead runs each
 command's steps in one process per run (as the launcher does, collector paused while
 importing, the launcher's pattern and generated-code caches installed where that version
 has them) and reports the CPU of each: the interpreter, launcher and client's imports,
@@ -55,9 +56,19 @@ def command(op: str, exe: str, vault: str, name: str, round_: int) -> list[str]:
     if op == "add":
         text = f"first-call timing {name} {round_} {time.time_ns()}: the {query} needs a check"
         return [exe, "add", text, "-w", "webshop", "--vault", vault]
+    if op == "hook":  # the prompt hook: its payload (payload_of) on stdin
+        return [exe, "hook", "prompt", "--vault", vault]
     if op == "pass":
         return [sys.executable, "-c", "pass"]
     raise ValueError(op)
+
+
+def payload_of(op: str, round_: int) -> bytes:
+    """What the command reads on stdin: an agent's prompt for the hook, else nothing."""
+    if op != "hook":
+        return b""
+    prompt = f"why does the {QUERIES[round_ % len(QUERIES)]} keep failing?"
+    return json.dumps({"prompt": prompt, "cwd": "/"}).encode()
 
 
 # One no-daemon command in this process, its steps timed (the launcher's order).
@@ -99,11 +110,11 @@ def phases(op: str, vault: str, name: str, round_: int, env: dict[str, str]) -> 
     return {k: v * 1000 if k != "modules" else v for k, v in found.items()}
 
 
-def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Run one process; return its CPU and wall time in ms."""
+def timed(argv: list[str], env: dict[str, str], stdin: bytes = b"") -> tuple[float, float]:
+    """Run one process (and what it waits for); return its CPU and wall time in ms."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run(argv, env=env, capture_output=True, stdin=subprocess.DEVNULL)
+    done = subprocess.run(argv, env=env, capture_output=True, input=stdin)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode not in (0, 1):
@@ -120,11 +131,13 @@ def main() -> int:
     p.add_argument("--exe", default=str(Path(sys.executable).with_name("memstore")))
     p.add_argument("--json", type=Path)
     p.add_argument("--phases", action="store_true", help="each step's CPU, in one process")
-    p.add_argument("ops", nargs="+", choices=("search", "add"))
+    p.add_argument("ops", nargs="+", choices=("search", "add", "hook"))
     args = p.parse_args()
     codes = [tuple(c.split("=", 1)) for c in args.code]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["MEMSTORE_NO_DAEMON"] = "1"
+    if args.phases and "hook" in args.ops:
+        p.error("--phases times search and add (a hook's work runs in a child process)")
     if args.phases:
         for op in args.ops:
             for name, path in codes:
@@ -140,7 +153,7 @@ def main() -> int:
                 exe, path = (path, "") if Path(path).is_file() else (args.exe, path)
                 code_env = {**env, "PYTHONPATH": path} if path else env
                 argv = command(op, exe, str(args.vault), name, round_)
-                figures = timed(argv, code_env)
+                figures = timed(argv, code_env, payload_of(op, round_))
                 if round_:
                     runs.setdefault(f"{op} {name}", []).append(figures)
         figures = timed(command("pass", "", "", "", round_), env)
