@@ -30,6 +30,7 @@ from memstore.core.ranking import (
     term_weight,
 )
 from memstore.index import (
+    COMMON_ENTITY,
     Document,
     IndexHit,
     Query,
@@ -460,9 +461,11 @@ def _linked(indexer: Indexer, hit: Hit) -> Hit:
 
 def with_neighbors(indexer: Indexer, hit: Hit) -> Hit:
     """Attach the ids of the memories that correct `hit` (see with_corrections) and of up to
-    four that share its entities."""
+    four that share its entities, leaving out an entity more than COMMON_ENTITY memories
+    mention (a person's @name at team scale: it tells nothing about which belong together)."""
     index = indexer.search
-    ranked = index.shared_with((e for e, _ in index.entities_of(hit.path)), 4, {hit.path})
+    entities = (e for e, _ in index.entities_of(hit.path))
+    ranked = index.shared_with(entities, 4, {hit.path}, common=COMMON_ENTITY)
     related = [e.id for e in sorted(indexer.by_path(ranked), key=lambda e: ranked.index(e.path))]
     return attach_corrections(hit, related)
 
