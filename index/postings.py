@@ -7,6 +7,8 @@ import pickle
 import struct
 import zlib
 from array import array
+from collections.abc import Iterable
+from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
@@ -87,17 +89,78 @@ def _read_blocks_at(buf: memoryview, position: int, ids: Any, weights: Any) -> b
         start = position + _BLOCK_LENGTH.size
         block = io.BytesIO(buf[start : start + abs(length)])
         info = pickle.load(block)
-        count, compression = info[0], info[3]
-        data = block.read()
-        raw_ids, raw_weights = pickle.loads(zlib.decompress(data) if compression else data)[:2]
-        ids.extend(accumulate(raw_ids))
-        # as W3LeafMatcher._read_weights: None is all 1.0, one float is every weight
-        if raw_weights is None:
-            weights.extend([1.0] * count)
-        elif isinstance(raw_weights, float):
-            weights.extend([array("f", [raw_weights])[0]] * count)
-        else:
-            weights.extend(raw_weights)
+        _decode(block.read(), info[0], info[3], ids, weights)
         if length < 0:
             return True
         position = start + length
+
+
+def _decode(data: Any, count: int, compression: int, ids: Any, weights: Any) -> None:
+    """Append one block's document numbers and weights (its data, after its header)."""
+    raw_ids, raw_weights = pickle.loads(zlib.decompress(data) if compression else data)[:2]
+    ids.extend(accumulate(raw_ids))
+    # as W3LeafMatcher._read_weights: None is all 1.0, one float is every weight
+    if raw_weights is None:
+        weights.extend([1.0] * count)
+    elif isinstance(raw_weights, float):
+        weights.extend([array("f", [raw_weights])[0]] * count)
+    else:
+        weights.extend(raw_weights)
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """A whoosh3 posting list's blocks as their headers describe them: where each one's data
+    is, its last document, its heaviest weight and shortest length byte (what a block can
+    score at most: index/pruning.py), read without decoding any block's postings."""
+
+    buf: memoryview
+    spans: list[tuple[int, int, int, int]]  # (data start, data end, postings, compression)
+    last: array[int]  # each block's last document number (ascending)
+    heaviest: array[float]
+    shortest: bytes  # length bytes (a field's BYTE_TO_LENGTH decodes)
+
+    def read(self, which: Iterable[int]) -> Postings:
+        """Return the postings of the blocks `which` (ascending), as read_postings would."""
+        ids, weights = array("i"), array("f")
+        buf, spans = self.buf, self.spans
+        for n in which:
+            start, end, count, compression = spans[n]
+            _decode(buf[start:end], count, compression, ids, weights)
+        return ids, weights
+
+
+_HEADER_MAX = 128  # a block header's pickle: six numbers, ~40 bytes
+
+
+def read_blocks(segment: Any, fieldname: str, text: str) -> Blocks | None:
+    """Return a term's posting blocks in a segment (None where the list is inlined in its
+    term's entry, absent, or not whoosh3's: read_postings reads those whole)."""
+    terms = segment._terms
+    buf = getattr(getattr(terms, "_postfile", None), "_buf", None)
+    if not isinstance(buf, memoryview) or not hasattr(terms, "term_info"):
+        return None
+    tbytes = segment._text_to_bytes(fieldname, text)
+    if (fieldname, tbytes) not in terms:
+        return None
+    info = terms.term_info(fieldname, tbytes)
+    if not isinstance(info, W3TermInfo) or info.is_inlined():
+        return None
+    position = info.extent()[0]
+    if buf[position : position + len(WHOOSH3_HEADER_MAGIC)] != WHOOSH3_HEADER_MAGIC:
+        return None
+    position += len(WHOOSH3_HEADER_MAGIC)
+    spans, last, heaviest, shortest = [], array("i"), array("d"), bytearray()
+    while True:
+        (length,) = _BLOCK_LENGTH.unpack_from(buf, position)
+        start = position + _BLOCK_LENGTH.size
+        end = start + abs(length)
+        header = io.BytesIO(bytes(buf[start : min(end, start + _HEADER_MAX)]))
+        count, final, weight, compression, low = pickle.load(header)[:5]
+        spans.append((start + header.tell(), end, count, compression))
+        last.append(final)
+        heaviest.append(weight)
+        shortest.append(low)
+        if length < 0:
+            return Blocks(buf, spans, last, heaviest, bytes(shortest))
+        position = end

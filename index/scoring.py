@@ -28,26 +28,21 @@ from typing import Any
 from whoosh.codec.whoosh3 import LENGTHS_COLUMN as _LENGTHS_COLUMN
 from whoosh.util.numeric import length_to_byte
 
-from . import plain
+from . import plain, pruning
 from ._patches import BYTE_TO_LENGTH
 from .postings import Postings, read_postings
 from .postings import _read_blocks as _read_blocks  # tests read a matcher's blocks with it
 
 SCORED_FIELDS = ("content", "keywords")
 _NONE: Postings = (array("i"), array("f"))
-# A term's documents in a segment (ascending) and their scores, summed over its fields.
-Vector = tuple[Any, Any]  # (numpy int32 array, numpy float64 array)
+Vector = tuple[Any, Any]  # a term's documents in a segment (int32) and scores (float64)
 # Posting entries kept across queries: 1.5M × 12 bytes is ~18 MB, half the postings of a
-# 100,000-memory index (2.7M). Issue 39: the daemon's RSS after a working session at 100k was
-# 218 MiB with 3M (and 2M below); with these limits a recall's CPU p50 / p95 rose ~10% in an
-# in-process run of 300 recalls (6.6 / 15.3 → 8.3 / 16.9 ms at a third of each) and its
-# heap ~20 MB less (docs/benchmarks.md section 7).
+# 100,000-memory index (2.7M). Issue 39: with 3M (and 2M below) the daemon's RSS at 100k was
+# 218 MiB; with these a recall's CPU p50 / p95 rose ~10% (docs/benchmarks.md section 7).
 CACHE_POSTINGS = 1_500_000
 TIE_MARGIN = 1e-5  # wider than any two scores equal to six decimals are apart
-# A field's scores of a term are not kept beside its posting list (they were, 8 bytes a
-# posting, ~9 MB at 100k): the summed vector below is, and a field's scores are asked
-# again only when it was dropped or for another boost (computed again: ~5 ns a posting).
-# Each term's scores summed over its fields, as numpy arrays of (document, score), kept per
+# A field's scores of a term are not kept (8 bytes a posting, ~9 MB at 100k): the summed
+# vector is. Each term's scores summed over its fields, as numpy arrays of (document, score), kept per
 # index version: a daemon asks the same words again and again (12-16 bytes a posting, ~16 MB).
 CACHE_VECTORS = 1_000_000
 CACHE_FILTERS = 32  # workspace filters' document sets kept per segment
@@ -55,9 +50,8 @@ CACHE_FILTERS = 32  # workspace filters' document sets kept per segment
 # adds nothing; in BM25's length part it is 1.
 _LIVE_LENGTHS = tuple(n or 0 for n in BYTE_TO_LENGTH)
 _NORM_LENGTHS = tuple(1 if n is None else n for n in BYTE_TO_LENGTH)
-# numpy is imported by the first reader that scores with arrays (a daemon, a test): a
-# process that searches once scores in plain Python (index/plain.py), the same floats,
-# without numpy's import (PostingCache.plain; the CLI's no-daemon path sets PLAIN).
+# numpy is imported by the first reader that scores with arrays: a process that searches once
+# scores in plain Python (index/plain.py), the same floats (the CLI's no-daemon path sets PLAIN).
 PLAIN = False
 
 
@@ -113,15 +107,8 @@ class LiveStats:
         goes on counting a replaced document until its segment merges)."""
         if not self.has_deleted:
             return int(self.reader.doc_frequency(fieldname, text))
-        df = 0
-        for segment, _ in self.reader.leaf_readers():
-            if not segment.doc_count_all():
-                continue
-            ids = cache.postings(segment, fieldname, text)[0]
-            df += len(ids)
-            if len(ids) and segment.has_deletions():
-                df -= len(segment.deleted_docs_set.intersection(ids))
-        return df
+        segments = (s for s, _ in self.reader.leaf_readers() if s.doc_count_all())
+        return sum(pruning.live_frequency(s, fieldname, text, cache) for s in segments)
 
     def avg_field_length(self, fieldname: str) -> float:
         return self.lengths.get(fieldname, 0) / (self.count or 1)
@@ -281,6 +268,7 @@ class PostingCache:
         self._lengths: dict[tuple[str, str], Any] = {}  # length bytes, numpy
         self._holding: OrderedDict[tuple[str, str, tuple[str, ...]], Any] = OrderedDict()
         self._deleted: dict[str, Any] = {}
+        self.blocks = pruning.BlockCache()  # long lists' block headers (index/pruning.py)
 
     def postings(self, segment: Any, fieldname: str, text: str) -> Postings:
         """Return the segment's (document numbers, weights) for a term, deleted ones included."""
@@ -296,6 +284,13 @@ class PostingCache:
         found = read_postings(segment, fieldname, text) if held else _NONE
         self._keep(key, found)
         return found
+
+    def holds(self, segment: Any, fieldname: str, text: str) -> bool:
+        """Say whether the segment has postings of a term (deleted ones too), not reading them."""
+        found = self._lists.get(key := (segment_id(segment), fieldname, text))
+        if found is not None or (self.lacks is not None and self.lacks(*key)):
+            return bool(found and found[0])
+        return (fieldname, text) in segment
 
     def _keep(self, key: tuple[str, str, str], found: Postings) -> None:
         self._lists[key] = found
@@ -366,6 +361,7 @@ class PostingCache:
             del self._holding[stale_filter]
         for stale_set in [k for k in self._deleted if k not in live]:
             del self._deleted[stale_set]
+        self.blocks.forget_except(live)
 
 
 def score(
@@ -417,7 +413,7 @@ def _reaches(segment: Any, cache: PostingCache, query: TermQuery) -> bool:
     """Whether the query can match a segment's document (else no score arrays are made)."""
 
     def held(text: str, fields: tuple[str, ...]) -> bool:
-        return any(cache.postings(segment, fieldname, text)[0] for fieldname in fields)
+        return any(cache.holds(segment, fieldname, text) for fieldname in fields)
 
     if any(held(text, ("content",)) for text in query.extra if text not in query.terms):
         return True
@@ -447,6 +443,9 @@ def _segment_best(
     document gets the same additions in the same order as adding term scores one at a time
     (0 + a is a), so the floats are those of a sum over its terms.
     """
+    pruned = pruning.segment_best(segment, stats, cache, query, b, k1, limit, keep, count=count)
+    if pruned is not None:  # a long posting list: read only where it can matter
+        return pruned
     np = _np()
     size = segment.doc_count_all()
     total = np.zeros(size)
