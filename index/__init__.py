@@ -67,12 +67,7 @@ _import_whoosh()
 from .damage import SearchIndexError  # noqa: E402
 from .engine import SearchIndex  # noqa: E402
 from .entities import extract_entities  # noqa: E402
-from .entity_table import (  # noqa: E402
-    COMMON_ENTITY,
-    connect_read_only,
-    document_entities,
-    most_shared,
-)
+from .entity_table import connect_read_only, document_entities, most_shared  # noqa: E402
 
 # The process pool (index/parts.py) and the part it writes, importable for the catalog's
 # indexers only: not in __all__.
@@ -83,7 +78,6 @@ from .typos import StandIn  # noqa: E402
 from .writer import write_part  # noqa: F401, E402
 
 __all__ = [
-    "COMMON_ENTITY",
     "Document",
     "IndexHit",
     "Part",

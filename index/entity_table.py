@@ -22,10 +22,6 @@ CACHE_ENTITY_ROWS = 50_000
 # An entity with more rows than this is not read whole to rank the keys sharing a memory's
 # entities (EntityTable.shared_with): at a million memories that was ~30% of a recall's CPU.
 LONG_LIST = 2_000
-# An entity more memories than this mention says little about which of them belong together
-# (a person's @name: ~3,200 holders at 100,000 memories, ~31,000 at a million): recall's
-# neighbours leave it out (shared_with's `common`). Probing it cost ~37% of a recall at 1M.
-COMMON_ENTITY = 1_000
 
 
 class EntityTable:

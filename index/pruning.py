@@ -30,7 +30,7 @@ from typing import Any
 from .postings import Blocks, read_blocks
 
 # A list of fewer postings than this in a segment is read whole (and kept, scoring.py).
-LONG_POSTINGS = 4096
+LONG_POSTINGS = 1024
 # Blocks' headers kept across queries (~40 bytes a block: ~8 MB at most).
 CACHE_BLOCKS = 200_000
 WIDEN = 1.000001  # a bound's relative margin: float32 weights, rounding of the bound itself
@@ -96,7 +96,7 @@ class Lists:
         for fieldname in fields:
             found = self.blocks.get(self.segment, self.sid, fieldname, text)
             if found is not None:
-                total += sum(span[2] for span in found.spans)
+                total += found.postings
             elif (fieldname, text) in self.segment:
                 total += self.segment.doc_frequency(fieldname, text)
         return total
@@ -146,7 +146,7 @@ class Lists:
     def _field_at(self, text: str, fieldname: str, boost: float, documents: Any) -> Vector:
         np = self.np
         blocks = self.blocks.get(self.segment, self.sid, fieldname, text)
-        if blocks is None or 2 * len(documents) >= sum(span[2] for span in blocks.spans):
+        if blocks is None or 2 * len(documents) >= blocks.postings:
             return self.whole(text, (fieldname,), boost)
         last = np.frombuffer(blocks.last, np.int32)
         which = np.unique(np.searchsorted(last, documents))
@@ -157,13 +157,14 @@ class Lists:
 
 
 def all_words(
-    lists: Lists, query: Any, eligible: Any, fields: tuple[str, ...]
+    lists: Lists, query: Any, eligible: Any, fields: tuple[str, ...], sizes: dict[str, int]
 ) -> tuple[Any, Any, int]:
     """Return the documents (ascending) holding every one of the query's terms among
-    `eligible` (a mask), their scores and the count of distinct terms each holds."""
+    `eligible` (a mask), their scores and the count of distinct terms each holds (`sizes`:
+    each term's postings in the segment)."""
     np = lists.np
     distinct = list(dict.fromkeys(query.terms))
-    order = sorted(distinct, key=lambda t: (lists.size(t, fields), t))
+    order = sorted(distinct, key=lambda t: (sizes[t], t))
     ids, scores = lists.whole(order[0], fields, 1.0)
     chosen = eligible[ids]
     documents = ids[chosen]
@@ -197,7 +198,7 @@ def any_word(
     np = lists.np
     times = Counter(query.terms)
     extra = Counter(t for t in query.extra if t not in times)
-    words = [(t, fields, 1.0) for t in times] + [
+    words: list[tuple[str, tuple[str, ...], float]] = [(t, fields, 1.0) for t in times] + [
         (t, ("content",), query.extra_boost) for t in extra
     ]
     bounds = {
@@ -260,7 +261,9 @@ def segment_best(
     from .scoring import SCORED_FIELDS, TIE_MARGIN, _score_key, _term_vector, segment_id
 
     extra = [t for t in query.extra if t not in query.terms]
-    if limit < 1 or (query.exact and query.exact_boost) or (query.require_all and extra):
+    if cache.plain or limit < 1 or (query.exact and query.exact_boost):
+        return None
+    if query.require_all and extra:
         return None
     import numpy as np
 
@@ -280,14 +283,15 @@ def segment_best(
         lambda fieldname: stats.norm_table(fieldname, b, k1),
         lambda fieldname, text: stats.idf(fieldname, text, cache),
     )
-    if max(lists.size(t, SCORED_FIELDS) for t in set(query.terms)) < LONG_POSTINGS:
+    sizes = {t: lists.size(t, SCORED_FIELDS) for t in set(query.terms)}
+    if max(sizes.values(), default=0) < LONG_POSTINGS:
         return None
     eligible = np.ones(segment.doc_count_all(), dtype=bool)
     eligible[cache.deleted(segment)] = False
     if keep is not None:
         eligible &= keep
     if query.require_all:
-        documents, values, distinct = all_words(lists, query, eligible, SCORED_FIELDS)
+        documents, values, distinct = all_words(lists, query, eligible, SCORED_FIELDS, sizes)
         holders = np.full(len(documents), distinct, dtype=np.int32)
     else:
         margin = 2 * TIE_MARGIN
@@ -323,4 +327,4 @@ def live_frequency(segment: Any, fieldname: str, text: str, cache: Any) -> int:
     deleted = np.sort(np.fromiter(gone, dtype=np.int64, count=len(gone)))
     which = np.unique(np.searchsorted(last, deleted))
     ids = blocks.read(which[which < len(last)].tolist())[0]
-    return sum(span[2] for span in blocks.spans) - len(gone.intersection(ids))
+    return blocks.postings - len(gone.intersection(ids))

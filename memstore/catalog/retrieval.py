@@ -30,7 +30,6 @@ from memstore.core.ranking import (
     term_weight,
 )
 from memstore.index import (
-    COMMON_ENTITY,
     Document,
     IndexHit,
     Query,
@@ -43,6 +42,10 @@ from memstore.index import (
 from memstore.index.concepts import related
 
 CANDIDATES = 30  # per view, before ranking cuts to k
+# An entity more memories than this mention says little about which of them belong together
+# (a person's @name: ~3,200 holders at 100,000 memories, ~31,000 at a million): a hit's
+# neighbours leave it out. Probing its holders was ~25-37% of a recall's CPU at 1M.
+COMMON_ENTITY = 1_000
 # The semantic view (optional; docs/retrieval.md): each list's first SEMANTIC_DEPTH; confident
 # lexical hits first and the first SEMANTIC_HEAD weak ones after them, as lexical ranked them;
 # the rest fused by reciprocal rank (vector list at half weight) only when the two views'
