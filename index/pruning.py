@@ -2,8 +2,9 @@
 
 At a million memories a common word's posting list in one segment holds tens of thousands
 of postings, and reading one costs ~30 µs a block of 128 (index/postings.py): scoring every
-posting of every query word was a third of a recall's CPU. Two ways skip most of them
-(scoring._segment_best hands a segment's query here when its lists are long enough):
+posting of every query word was half of a recall's CPU. Two ways skip most of them
+(scoring.score asks here first for each segment; a query whose lists there are all shorter
+than LONG_POSTINGS, or with accented exact words, is scored by _segment_best, every posting):
 
 - All words: only documents holding the rarest word can match, so its list is read whole and
   each other word's blocks are read only where they hold one of those documents (a block's
