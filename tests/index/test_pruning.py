@@ -148,3 +148,26 @@ def test_exact_words_are_scored_the_whole_way(big: SearchIndex) -> None:
     cache = PostingCache()
     got = pruning.segment_best(segment, stats, cache, query, BM25_B, BM25_K1, 5, None, count=False)
     assert got is None
+
+
+def test_blocks_read_from_their_headers_are_the_posting_lists(big: SearchIndex) -> None:
+    reader = big.reader.searcher().reader()
+    compared = 0
+    for segment, _ in reader.leaf_readers():
+        for fieldname in ("content", "keywords"):
+            for text in TERMS:
+                blocks = postings.read_blocks(segment, fieldname, text)
+                if blocks is None:  # absent, or inlined in its term's entry
+                    continue
+                ids, weights = postings.read_postings(segment, fieldname, text)
+                every = list(weights) if len(weights) == len(ids) else list(weights) * len(ids)
+                got = blocks.read(range(len(blocks.spans)))
+                assert list(got[0]) == list(ids) and list(got[1]) == every
+                assert blocks.postings == len(ids) and blocks.last[-1] == ids[-1]
+                # what a block's header bounds: its documents and their weights
+                starts = [0, *(n + 1 for n in blocks.last[:-1])]
+                for n, (first, last) in enumerate(zip(starts, blocks.last, strict=True)):
+                    held = [w for i, w in zip(ids, every, strict=True) if first <= i <= last]
+                    assert held and max(held) <= blocks.heaviest[n] * 1.000001
+                compared += 1
+    assert compared > 20
