@@ -223,17 +223,23 @@ def any_word(
     last = _kth(np, sums, seen & eligible, limit)
     if last is not None and read < len(words):
         documents = documents[sums[documents] + max(rest, 0.0) >= last - margin]
-    values = {w: lists.at(*w, documents) for w in words}
-    total = np.zeros(len(documents))
-    holders = np.zeros(len(documents), dtype=np.int32)
-    for text in query.terms:
-        total += values[(text, fields, 1.0)][1]
-    for text in times:
-        holders += values[(text, fields, 1.0)][0]
-    for text in query.extra:
-        if text not in times:
-            total += values[(text, ("content",), query.extra_boost)][1]
-    return documents, total, holders
+    # Scores summed in the query's order over the segment (the words read whole added as
+    # whole vectors, the others' values at the documents left; 0 added is no change)
+    whole = set(words[:read])
+    looked = {w: lists.at(*w, documents) for w in words[read:]}
+    total = np.zeros(size)
+    holders = np.zeros(size, dtype=np.int32)
+    counted = [(t, fields, 1.0) for t in times]
+    added = [(t, fields, 1.0) for t in query.terms]
+    added += [(t, ("content",), query.extra_boost) for t in query.extra if t not in times]
+    for words_, into, part in ((added, total, 1), (counted, holders, 0)):
+        for word in words_:
+            if word in whole:
+                ids, scores = lists.whole(*word)
+                into[ids] += scores if part else 1
+            else:
+                into[documents] += looked[word][part]
+    return documents, total[documents], holders[documents]
 
 
 def _kth(np: Any, sums: Any, mask: Any, limit: int) -> float | None:
