@@ -38,9 +38,9 @@ Vector = tuple[Any, Any]  # a term's documents in a segment (int32) and scores (
 # 218 MiB; with these a recall's CPU p50 / p95 rose ~10% (docs/benchmarks.md section 7).
 CACHE_POSTINGS = 1_500_000
 TIE_MARGIN = 1e-5  # wider than any two scores equal to six decimals are apart
-# A field's scores of a term are not kept (8 bytes a posting, ~9 MB at 100k): the summed
-# vector is. Each term's scores summed over its fields, as numpy arrays of (document, score), kept per
-# index version: a daemon asks the same words again and again (12-16 bytes a posting, ~16 MB).
+# A field's scores of a term are not kept (8 bytes a posting, ~9 MB at 100k): each term's
+# scores summed over its fields are, as numpy arrays of (document, score), per index
+# version: a daemon asks the same words again and again (12-16 bytes a posting, ~16 MB).
 CACHE_VECTORS = 1_000_000
 CACHE_FILTERS = 32  # workspace filters' document sets kept per segment
 # A stored length byte to the length it counts as: in live totals an absent field (byte 0)
