@@ -281,11 +281,15 @@ class SearchIndex:
         return self._table.entity_keys(entities)
 
     def shared_with(
-        self, entities: Iterable[str], limit: int, exclude: Collection[str]
+        self,
+        entities: Iterable[str],
+        limit: int,
+        exclude: Collection[str],
+        common: int | None = None,
     ) -> list[str]:
         """Return the `limit` keys, none of `exclude`, that mention the most of `entities`
-        (ties by key)."""
-        return self._table.shared_with(entities, limit, exclude)
+        (ties by key), leaving out an entity more than `common` documents mention."""
+        return self._table.shared_with(entities, limit, exclude, common)
 
     def entities_of(self, key: str) -> list[tuple[str, str]]:
         """Return the (entity, kind) pairs recorded for one document."""

@@ -68,11 +68,16 @@ class EntityTable:
         return dict(Counter(chain.from_iterable(keys_of[e] for e in wanted)))
 
     def shared_with(
-        self, entities: Iterable[str], limit: int, exclude: Collection[str]
+        self,
+        entities: Iterable[str],
+        limit: int,
+        exclude: Collection[str],
+        common: int | None = None,
     ) -> list[str]:
         """Return the `limit` keys, none of `exclude`, that mention the most of `entities`,
         ties by key: sorted(entity_keys(...), key=(-count, key))[:limit], without counting
-        each of the thousands of keys a common entity (a person's @name) has.
+        each of the thousands of keys a common entity (a person's @name) has. With `common`,
+        an entity with more than `common` rows is left out of `entities`.
 
         A key mentioning two or more of them is in the intersection of two entities' key
         sets; the rest come in key order from the entities' sorted key lists. The longest
@@ -84,7 +89,13 @@ class EntityTable:
         if not wanted or limit < 1:
             return []
         with guard(self.root, "read"):
-            longest = self._longest(wanted)
+            sizes = self._sizes(wanted, max(LONG_LIST, common or 0))
+            if common is not None:
+                wanted = [e for e in wanted if sizes[e] <= common]
+                if not wanted:
+                    return []
+            longest = max(wanted, key=lambda e: (sizes[e], e))
+            longest = longest if sizes[longest] > LONG_LIST else ""
             read = [e for e in wanted if e != longest]
             rows = self._rows(read) if read else {}
             sets = [self._key_set(e, keys) for e, keys in rows.items()]
@@ -107,13 +118,11 @@ class EntityTable:
                 ranked += islice(once, limit - len(ranked))
         return ranked
 
-    def _longest(self, wanted: list[str]) -> str:
-        """Return an entity of `wanted` with more than LONG_LIST rows, the most of them
-        counted up to that ('' if none: their lists are read whole, and kept)."""
+    def _sizes(self, wanted: list[str], cap: int) -> dict[str, int]:
+        """Return each entity's row count, counted up to `cap` + 1 (the longest of more than
+        LONG_LIST rows is not read whole: its keys are probed; the others are read and kept)."""
         query = "SELECT COUNT(*) FROM (SELECT 1 FROM entities WHERE entity = ? LIMIT ?)"
-        sizes = {e: self.db.execute(query, [e, LONG_LIST + 1]).fetchone()[0] for e in wanted}
-        longest = max(wanted, key=lambda e: (sizes[e], e))
-        return longest if sizes[longest] > LONG_LIST else ""
+        return {e: self.db.execute(query, [e, cap + 1]).fetchone()[0] for e in wanted}
 
     def _holding(self, entity: str, keys: Collection[str]) -> frozenset[str]:
         """Return those of `keys` that have a row of `entity`."""

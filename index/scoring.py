@@ -25,39 +25,30 @@ from dataclasses import dataclass
 from math import log
 from typing import Any
 
-from whoosh.codec.whoosh3 import LENGTHS_COLUMN as _LENGTHS_COLUMN
-from whoosh.util.numeric import length_to_byte
-
-from . import plain
+from . import plain, pruning
 from ._patches import BYTE_TO_LENGTH
-from .postings import Postings, read_postings
+from .postings import Postings, field_bytes, read_postings
 from .postings import _read_blocks as _read_blocks  # tests read a matcher's blocks with it
 
 SCORED_FIELDS = ("content", "keywords")
 _NONE: Postings = (array("i"), array("f"))
-# A term's documents in a segment (ascending) and their scores, summed over its fields.
-Vector = tuple[Any, Any]  # (numpy int32 array, numpy float64 array)
+Vector = tuple[Any, Any]  # a term's documents in a segment (int32) and scores (float64)
 # Posting entries kept across queries: 1.5M × 12 bytes is ~18 MB, half the postings of a
-# 100,000-memory index (2.7M). Issue 39: the daemon's RSS after a working session at 100k was
-# 218 MiB with 3M (and 2M below); with these limits a recall's CPU p50 / p95 rose ~10% in an
-# in-process run of 300 recalls (6.6 / 15.3 → 8.3 / 16.9 ms at a third of each) and its
-# heap ~20 MB less (docs/benchmarks.md section 7).
+# 100,000-memory index (2.7M). Issue 39: with 3M (and 2M below) the daemon's RSS at 100k was
+# 218 MiB; with these a recall's CPU p50 / p95 rose ~10% (docs/benchmarks.md section 7).
 CACHE_POSTINGS = 1_500_000
 TIE_MARGIN = 1e-5  # wider than any two scores equal to six decimals are apart
-# A field's scores of a term are not kept beside its posting list (they were, 8 bytes a
-# posting, ~9 MB at 100k): the summed vector below is, and a field's scores are asked
-# again only when it was dropped or for another boost (computed again: ~5 ns a posting).
-# Each term's scores summed over its fields, as numpy arrays of (document, score), kept per
-# index version: a daemon asks the same words again and again (12-16 bytes a posting, ~16 MB).
+# A field's scores of a term are not kept (8 bytes a posting, ~9 MB at 100k): each term's
+# scores summed over its fields are, as numpy arrays of (document, score), per index
+# version: a daemon asks the same words again and again (12-16 bytes a posting, ~16 MB).
 CACHE_VECTORS = 1_000_000
 CACHE_FILTERS = 32  # workspace filters' document sets kept per segment
 # A stored length byte to the length it counts as: in live totals an absent field (byte 0)
 # adds nothing; in BM25's length part it is 1.
 _LIVE_LENGTHS = tuple(n or 0 for n in BYTE_TO_LENGTH)
 _NORM_LENGTHS = tuple(1 if n is None else n for n in BYTE_TO_LENGTH)
-# numpy is imported by the first reader that scores with arrays (a daemon, a test): a
-# process that searches once scores in plain Python (index/plain.py), the same floats,
-# without numpy's import (PostingCache.plain; the CLI's no-daemon path sets PLAIN).
+# numpy is imported by the first reader that scores with arrays: a process that searches once
+# scores in plain Python (index/plain.py), the same floats (the CLI's no-daemon path sets PLAIN).
 PLAIN = False
 
 
@@ -87,7 +78,8 @@ EXACT_FIELD = "exact"
 
 
 class LiveStats:
-    """Document count, document frequencies and field lengths over live documents."""
+    """Document count, document frequencies and field lengths over live documents (one
+    index version's)."""
 
     def __init__(self, reader: Any, lengths: dict[str, int]) -> None:
         self.reader = reader
@@ -95,6 +87,7 @@ class LiveStats:
         self.count = reader.doc_count()
         self.has_deleted = reader.doc_count_all() != self.count
         self._idf: dict[tuple[str, str], float] = {}
+        self._df: dict[tuple[str, str], int] = {}
         self._norms: dict[tuple[str, str], Any] = {}  # numpy arrays
         self._norm_tables: dict[tuple[Any, ...], Any] = {}  # numpy (or a tuple), 256 each
         self.vectors: OrderedDict[tuple[str, str, str, float], Vector] = OrderedDict()
@@ -110,18 +103,16 @@ class LiveStats:
 
     def frequency(self, fieldname: str, text: str, cache: PostingCache) -> int:
         """Return how many live documents hold `text` in `fieldname` (Whoosh's own count
-        goes on counting a replaced document until its segment merges)."""
-        if not self.has_deleted:
-            return int(self.reader.doc_frequency(fieldname, text))
-        df = 0
-        for segment, _ in self.reader.leaf_readers():
-            if not segment.doc_count_all():
-                continue
-            ids = cache.postings(segment, fieldname, text)[0]
-            df += len(ids)
-            if len(ids) and segment.has_deletions():
-                df -= len(segment.deleted_docs_set.intersection(ids))
-        return df
+        goes on counting a replaced document until its segment merges), kept per version
+        (Whoosh asks each segment: ~30 µs × 42 segments at 1M, a recall asks ~40 terms)."""
+        found = self._df.get((fieldname, text))
+        if found is None and not self.has_deleted:
+            found = self._df[fieldname, text] = int(self.reader.doc_frequency(fieldname, text))
+        elif found is None:
+            segments = (s for s, _ in self.reader.leaf_readers() if s.doc_count_all())
+            found = sum(pruning.live_frequency(s, fieldname, text, cache) for s in segments)
+            self._df[fieldname, text] = found
+        return found
 
     def avg_field_length(self, fieldname: str) -> float:
         return self.lengths.get(fieldname, 0) / (self.count or 1)
@@ -239,27 +230,6 @@ def field_codes(segment: Any, fieldname: str) -> Any:
     return np.frombuffer(field_bytes(segment, fieldname), dtype=np.uint8)
 
 
-def field_bytes(segment: Any, fieldname: str) -> bytes:
-    """Return one segment's stored length byte per document, deleted documents included
-    (0 where the document has no such field; BYTE_TO_LENGTH decodes)."""
-    count = segment.doc_count_all()
-    try:
-        # Whoosh's lengths column, read whole: asking doc_field_length per document cost
-        # ~0.3 s a field at 100,000 documents in every new process.
-        perdoc = segment._perdoc
-        column = perdoc._cached_reader(f"_{fieldname}_len", _LENGTHS_COLUMN)
-        if column is None:
-            return bytes(count)
-        raw = bytes(column._dbfile.get(column._basepos, column._count))[:count]
-    except AttributeError:  # another codec: the public, slower way
-        codes = bytearray(count)
-        for n in range(count):
-            length = segment.doc_field_length(n, fieldname, None)
-            codes[n] = 0 if length is None else length_to_byte(length)
-        return bytes(codes)
-    return raw + bytes(count - len(raw))
-
-
 def _np() -> Any:
     """Return numpy, imported on first use (a plain reader never imports it)."""
     import numpy
@@ -281,6 +251,7 @@ class PostingCache:
         self._lengths: dict[tuple[str, str], Any] = {}  # length bytes, numpy
         self._holding: OrderedDict[tuple[str, str, tuple[str, ...]], Any] = OrderedDict()
         self._deleted: dict[str, Any] = {}
+        self.blocks = pruning.BlockCache()  # long lists' block headers (index/pruning.py)
 
     def postings(self, segment: Any, fieldname: str, text: str) -> Postings:
         """Return the segment's (document numbers, weights) for a term, deleted ones included."""
@@ -296,6 +267,13 @@ class PostingCache:
         found = read_postings(segment, fieldname, text) if held else _NONE
         self._keep(key, found)
         return found
+
+    def holds(self, segment: Any, fieldname: str, text: str) -> bool:
+        """Say whether the segment has postings of a term (deleted ones too), not reading them."""
+        found = self._lists.get(key := (segment_id(segment), fieldname, text))
+        if found is not None or (self.lacks is not None and self.lacks(*key)):
+            return bool(found and found[0])
+        return (fieldname, text) in segment
 
     def _keep(self, key: tuple[str, str, str], found: Postings) -> None:
         self._lists[key] = found
@@ -366,6 +344,7 @@ class PostingCache:
             del self._holding[stale_filter]
         for stale_set in [k for k in self._deleted if k not in live]:
             del self._deleted[stale_set]
+        self.blocks.forget_except(live)
 
 
 def score(
@@ -399,9 +378,10 @@ def score(
             continue  # an empty index has a reader without a segment
         keep = None if allowed is None else cache.holding(segment, "workspace", allowed)
         best_of = _plain_best if cache.plain else _segment_best  # the same pairs and counts
-        top, counts = best_of(
+        # a long posting list is read only where it can matter (index/pruning.py), the same pairs
+        top, counts = pruning.segment_best(
             segment, stats, cache, query, b, k1, limit, keep, count=held is not None
-        )
+        ) or best_of(segment, stats, cache, query, b, k1, limit, keep, count=held is not None)
         found.extend((value, base + n) for value, n in top)
         if held is not None:
             held.update((base + n, c) for (_, n), c in zip(top, counts, strict=True))
@@ -417,7 +397,7 @@ def _reaches(segment: Any, cache: PostingCache, query: TermQuery) -> bool:
     """Whether the query can match a segment's document (else no score arrays are made)."""
 
     def held(text: str, fields: tuple[str, ...]) -> bool:
-        return any(cache.postings(segment, fieldname, text)[0] for fieldname in fields)
+        return any(cache.holds(segment, fieldname, text) for fieldname in fields)
 
     if any(held(text, ("content",)) for text in query.extra if text not in query.terms):
         return True

@@ -42,6 +42,10 @@ from memstore.index import (
 from memstore.index.concepts import related
 
 CANDIDATES = 30  # per view, before ranking cuts to k
+# An entity more memories than this mention says little about which of them belong together
+# (a person's @name: ~3,200 holders at 100,000 memories, ~31,000 at a million): a hit's
+# neighbours leave it out. Probing its holders was ~25-37% of a recall's CPU at 1M.
+COMMON_ENTITY = 1_000
 # The semantic view (optional; docs/retrieval.md): each list's first SEMANTIC_DEPTH; confident
 # lexical hits first and the first SEMANTIC_HEAD weak ones after them, as lexical ranked them;
 # the rest fused by reciprocal rank (vector list at half weight) only when the two views'
@@ -461,9 +465,11 @@ def _linked(indexer: Indexer, hit: Hit) -> Hit:
 
 def with_neighbors(indexer: Indexer, hit: Hit) -> Hit:
     """Attach the ids of the memories that correct `hit` (see with_corrections) and of up to
-    four that share its entities."""
+    four that share its entities, leaving out an entity more than COMMON_ENTITY memories
+    mention (a person's @name at team scale: it tells nothing about which belong together)."""
     index = indexer.search
-    ranked = index.shared_with((e for e, _ in index.entities_of(hit.path)), 4, {hit.path})
+    entities = (e for e, _ in index.entities_of(hit.path))
+    ranked = index.shared_with(entities, 4, {hit.path}, common=COMMON_ENTITY)
     related = [e.id for e in sorted(indexer.by_path(ranked), key=lambda e: ranked.index(e.path))]
     return attach_corrections(hit, related)
 

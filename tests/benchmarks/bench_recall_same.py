@@ -1,9 +1,10 @@
 """Recall's answers on a kept bench_scale vault, written as JSON to compare two codes: each
-query's hits (id, score to six decimals, neighbours, corrections) and its message.
+query's hits (id, score as hex, corrections), its message, the BM25 search's 30 best (key,
+score as hex: every word, and any word) and, last, the hits' neighbours.
 
     PYTHONPATH=MAIN python tests/benchmarks/bench_recall_same.py --run RUN --size N --out a.json
     PYTHONPATH=BRANCH python tests/benchmarks/bench_recall_same.py --run RUN --size N --out b.json
-    cmp a.json b.json
+    cmp a.json b.json   # or compare all but the neighbours (a change of rule changes those)
 
 Read-only (no recall counters are recorded).
 """
@@ -31,6 +32,7 @@ def main() -> int:
     args = parser.parse_args()
     os.environ["HOME"] = str(args.run / "home")
     from memstore.core.config import Settings
+    from memstore.index import Query
     from memstore.service.store import Store
     from memstore.vault.files import Vault
 
@@ -39,12 +41,17 @@ def main() -> int:
     settings = Settings(vault=root, source="bench", session="bench", host="bench")
     store = Store(settings, Vault(root))
     out = []
+    index = store.indexer.search
     for q in queries[: args.queries]:
         result = store.recall(q.text, workspace=None, k=5, catch_up=False, tiers=True)
-        hits = [
-            [h.id, round(h.score, 6), list(h.neighbors), list(h.superseded_by)] for h in result.hits
+        hits = [[h.id, h.score.hex(), list(h.superseded_by)] for h in result.hits]
+        neighbours = [list(h.neighbors) for h in result.hits]
+        # BM25 alone, as recall asks it: every word, and any word (its rarest), 30 best
+        bm25 = [
+            [[h.document.key, h.score.hex()] for h in index.search(Query.of(q.text), **how)]
+            for how in ({"limit": 30, "typos": True}, {"limit": 30, "any_term": True})
         ]
-        out.append([q.text, hits, str(result.message)[:200]])
+        out.append([q.text, hits, str(result.message)[:200], bm25, neighbours])
     args.out.write_text(json.dumps(out, indent=0) + "\n", encoding="utf-8")
     store.close()
     return 0

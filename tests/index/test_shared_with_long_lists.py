@@ -53,6 +53,11 @@ def test_shared_with_equals_counting_every_key_whatever_list_is_long(
         expected = _expected(ix, asked, exclude, limit)
         assert ix.shared_with(asked, limit, exclude) == expected
         assert ix.shared_with(asked, limit, exclude) == expected  # from the cache
+        # recall's neighbours leave out entities more than `common` documents mention
+        sizes = {e: len(ix.entity_keys([e])) for e in asked}
+        telling = {e for e in asked if sizes[e] <= 3}
+        expected = _expected(ix, telling, exclude, limit) if telling else []
+        assert ix.shared_with(asked, limit, exclude, common=3) == expected
     finally:
         ix.close()
 
