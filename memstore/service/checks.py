@@ -16,7 +16,7 @@ _SOURCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
 def memory_path(memory: Memory, *, may_hold_secret: bool = True) -> str:
-    """Return where a new memory's file goes: `<workspace>/<YYYY-MM>/<slug>-<id>.md`.
+    """Return where a new memory's file goes: `<workspace>/<YYYY-MM>/<DD>/<slug>-<id>.md`.
 
     A trace (an agent's closing message, "Found it: the …") is named by its most specific
     words rather than its first ones. A text holding a credential near its start is named by
@@ -29,7 +29,14 @@ def memory_path(memory: Memory, *, may_hold_secret: bool = True) -> str:
     if may_hold_secret and find_secrets(body[:SLUG_SCAN_CHARS]):  # never in a file's name
         body = " ".join(w for w in body.split() if w.isalpha() and len(w) <= SAFE_WORD_CHARS)
     slug = trace_slug(body) if memory.kind == "trace" else slugify(body)
-    return f"{memory.workspace}/{memory.created[:7]}/{slug}-{memory.id}.md"
+    return f"{memory.workspace}/{_created_folder(memory.created)}/{slug}-{memory.id}.md"
+
+
+def _created_folder(created: str) -> str:
+    """`2026-12-07T…` → `2026-12/07`: the month, then the day (UTC), so no folder a commit
+    rewrites whole holds more than one day's new memories (docs/file-format.md)."""
+    month, day = created[:7], created[8:10]
+    return f"{month}/{day}" if day.isdigit() else month
 
 
 def check_id(id_prefix: str) -> str:

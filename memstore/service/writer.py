@@ -202,8 +202,8 @@ class Writer(Part):
         session it records ('' none: `written_in`).
 
         The id is free among the memories indexed now (in a transaction: as it stands).
-        The file goes in a folder for the month it was created (UTC), so no git tree a
-        commit rewrites grows with the vault (docs/file-format.md, "Where files go").
+        The file goes in a folder for the day it was created (UTC, inside its month's), so no
+        git tree a commit rewrites grows with the vault (docs/file-format.md, "Where files go").
         """
         memory = Memory(
             id=self._free_id(workspace, body),

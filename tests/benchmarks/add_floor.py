@@ -309,7 +309,7 @@ def cli(root: Path, runs: int, localmem: str) -> None:
 
 def run(root: Path, adds: int, runs: int, localmem: str) -> None:
     mark = bf.cpu_mark()
-    memories = sum(1 for _ in root.glob("*/*/*.md"))
+    memories = sum(1 for _ in root.glob("[!.]*/**/*.md"))
     print(f"vault {root}: {memories:,} memories; code {bf.code_fingerprint(bf.source_base())}")
     in_process(root, adds)
     if runs:

@@ -95,6 +95,6 @@ def test_stop_returns_within_a_second_with_counters_pending_and_the_next_writer_
         assert store.flush_usage() == MEMORIES
         assert store.usage.pending() == {}
     assert git(vault, "log", "-1", "--format=%s") == f"recall: usage of {MEMORIES} memories\n"
-    texts = [p.read_text("utf-8") for p in vault.glob("infra/*/*.md")]
+    texts = [p.read_text("utf-8") for p in vault.glob("infra/**/*.md")]
     assert sorted(t.count("\nrecalled: 2\n") for t in texts).count(1) == 10
     assert sum("\nrecalled: 1\n" in t for t in texts) == MEMORIES - 10

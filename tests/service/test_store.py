@@ -31,8 +31,9 @@ def test_add_writes_one_file_and_one_commit_with_trailers(store: Store, vault: P
     )
     assert result.status == "added" and result.seen == 1
     text = (vault / result.path).read_text(encoding="utf-8")
-    month = re.search(r"^created: (\d{4}-\d\d)-", text, re.MULTILINE).group(1)  # type: ignore[union-attr]
-    assert result.path == f"webshop/{month}/upload-413-is-nginx-client-max-{result.id}.md"
+    created = re.search(r"^created: (\d{4}-\d\d)-(\d\d)T", text, re.MULTILINE)
+    month, day = created.groups()  # type: ignore[union-attr]
+    assert result.path == f"webshop/{month}/{day}/upload-413-is-nginx-client-max-{result.id}.md"
     assert text.startswith(
         f'---\nid: {result.id}\nkind: lesson\nkeywords: [nginx, "413"]\nsource: test\n'
     )

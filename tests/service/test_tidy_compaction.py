@@ -8,6 +8,7 @@ while every add and sync waited. Here the same shape in miniature: a catch-up in
 from __future__ import annotations
 
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,10 @@ from memstore.service.store import Store
 from tests.conftest import settings_at
 
 TOPICS = ("kafka consumer lag", "redis eviction policy", "postgres vacuum", "nginx upload limit")
+# One moment for every add and search: a score's recency part moves with the clock, and
+# under load the adds span seconds, so two near-tied scores could round apart between the
+# ranking before the tidy and the one after (the tidy itself changes no score).
+NOW = datetime(2026, 12, 7, 12, 0, 0, tzinfo=UTC)
 
 
 def _segments(index: SearchIndex) -> dict[str, int]:
@@ -35,13 +40,13 @@ def _ranked(store: Store, query: str) -> list[tuple[str, float]]:
 @pytest.fixture
 def chunked(vault: Path, monkeypatch: pytest.MonkeyPatch) -> Store:
     """A vault of 60 memories whose index a catch-up built in chunks of 6: ten segments."""
-    with Store.open(settings_at(vault)) as store:
+    with Store.open(settings_at(vault), clock=lambda: NOW) as store:
         for n in range(60):
             store.add(f"{TOPICS[n % 4]} note {n}: seen on host{n}", workspace="webshop")
     shutil.rmtree(vault / ".memstore" / "index")
     monkeypatch.setattr(updater, "CHUNK_FILES", 6)
     monkeypatch.setattr(engine, "MERGE_MAX_DOCS", 5)  # "large" is above 5 documents here
-    return Store.open(settings_at(vault))
+    return Store.open(settings_at(vault), clock=lambda: NOW)
 
 
 def test_a_tidy_merges_only_the_smallest_segments_its_bound_allows(

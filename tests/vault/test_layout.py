@@ -1,4 +1,4 @@
-"""Where memory files go: month folders for new memories, every older layout still works,
+"""Where memory files go: day folders under month folders for new memories, every older layout still works,
 and an add's git work does not grow with the vault."""
 
 from __future__ import annotations
@@ -50,14 +50,16 @@ def flat_file(vault: Path, workspace: str, text: str) -> Memory:
 # --- where new files go ----------------------------------------------------------------
 
 
-def test_a_new_memory_goes_in_the_folder_of_its_creation_month_utc(vault: Path) -> None:
+def test_a_new_memory_goes_in_the_folder_of_its_creation_day_utc(vault: Path) -> None:
     with Store.open(settings_at(vault), clock=at(MARCH)) as store:  # type: ignore[arg-type]
         march = store.add("Staging deploys need approval from maria", workspace="webshop")
     with Store.open(settings_at(vault), clock=at(APRIL)) as store:  # type: ignore[arg-type]
         april = store.add("The CDN purges take ten minutes", workspace="webshop")
 
-    assert march.path == f"webshop/2026-03/staging-deploys-need-approval-from-maria-{march.id}.md"
-    assert april.path == f"webshop/2026-04/the-cdn-purges-take-ten-minutes-{april.id}.md"
+    assert (
+        march.path == f"webshop/2026-03/31/staging-deploys-need-approval-from-maria-{march.id}.md"
+    )
+    assert april.path == f"webshop/2026-04/01/the-cdn-purges-take-ten-minutes-{april.id}.md"
     assert (vault / march.path).read_text(encoding="utf-8").count("created: 2026-03-31T23:59:30Z")
     assert git(vault, "status", "--porcelain") == ""
 
@@ -224,8 +226,9 @@ def test_an_add_rewrites_the_same_trees_in_a_small_and_a_ten_times_larger_vault(
             store.add("The first memory of March", workspace="webshop")
             store.add("The second memory of March", workspace="webshop")
         written.append(rewritten_entries(root))
-    # root (.gitattributes, .gitignore, webshop) + webshop (12 months + March) + March (2)
-    assert written == [3 + 13 + 2, 3 + 13 + 2]
+    # root (.gitattributes, .gitignore, webshop) + webshop (12 months + March)
+    # + March (its day 31) + March 31 (2)
+    assert written == [3 + 13 + 1 + 2, 3 + 13 + 1 + 2]
 
 
 def test_a_large_git_index_is_not_rewritten_per_add_and_is_staged_at_exit(
