@@ -245,6 +245,11 @@ def main() -> None:
             print(
                 f"round {round_ + 1} {name} done, load so far {bf.foreign_load(mark)}", flush=True
             )
+        report(codes, figures)  # after every round: a run stopped early still says something
+    print(f"other processes' load during the run: {bf.foreign_load(mark)}")
+
+
+def report(codes: dict[str, str], figures: dict[str, dict[str, list[float]]]) -> None:
     rows = (
         ("in.add_cpu", "Store.add, CPU (the write; main: with its hint)"),
         ("in.add_wall", "Store.add, wall"),
@@ -267,7 +272,7 @@ def main() -> None:
             with_hint = [a + h for a, h in zip(adds, hints, strict=True)]
             if not name.startswith("main"):
                 print(f"{name}: Store.add + Store.hint CPU {cell(with_hint)}")
-    print(f"other processes' load during the run: {bf.foreign_load(mark)}")
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":
