@@ -87,14 +87,37 @@ def child(root: Path, adds: int) -> None:
             else:
                 out["hint"].append(inside.get("hint", 0.0) * 1000)
             data = (root / result.path).read_bytes()
-            parts = result.path.split("/")
-            name = f"floor-{n}-{rng.randrange(10**9)}.md"
             _, floor_cpu, _ = add_floor.measured(
-                lambda m=parts[1], f=name, d=data: add_floor.floor_commit(repo, m, f, d)
+                lambda p=result.path, d=data: floor_commit(repo, p, d)
             )
             out["floor"].append(floor_cpu)
     repo.references.delete(add_floor.FLOOR_REF)
     print(json.dumps(out))
+
+
+def floor_commit(repo: Any, path: str, data: bytes) -> None:
+    """A bare libgit2 commit of one new file beside `path` (the add's: every tree on its way,
+    a month's or a day's folder alike), on add_floor.FLOOR_REF, parented on HEAD."""
+    import pygit2
+
+    *folders, name = path.split("/")
+    name = f"floor-{time.time_ns()}-{name}"
+    head = repo.head.peel(pygit2.Commit)
+    trees = [head.tree]
+    for part in folders:
+        parent = trees[-1]
+        trees.append(repo[parent[part].id] if parent is not None and part in parent else None)
+    entry, mode, child = repo.create_blob(data), pygit2.enums.FileMode.BLOB, name
+    for depth in range(len(folders), -1, -1):  # the file's folder first, the root last
+        tree = trees[depth]
+        builder = repo.TreeBuilder(tree) if tree is not None else repo.TreeBuilder()
+        builder.insert(child, entry, mode)
+        entry, mode = builder.write(), pygit2.enums.FileMode.TREE
+        child = folders[depth - 1] if depth else ""
+    signature = pygit2.Signature("bench", "bench@example.invalid")
+    ref = add_floor.FLOOR_REF
+    parents = [repo.references[ref].target] if ref in repo.references else [head.id]
+    repo.create_commit(ref, signature, signature, "floor", entry, parents)
 
 
 def code_env(path: str, home: Path) -> dict[str, str]:
