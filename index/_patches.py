@@ -20,6 +20,9 @@ the compression from each block's header, so segments written either way read th
 
 Whoosh reads a term table's directory of 256 hash tables with one read each when it opens
 one: every new segment (each add writes one) paid 256 reads. Here the directory is one read.
+Writing a term table, Whoosh writes each of those 256 hash tables a slot at a time (a
+one-document segment, an add's, has ~500 slots, most of them 256 empty tables' positions):
+here the tables and the directory are packed and written once each, the same bytes.
 A stored-fields column derives its offsets from its lengths in a Python loop when it is
 first read (a 21,871-document segment: ~5 ms, each process, each segment a hit comes from);
 here in one `accumulate`.
@@ -46,6 +49,8 @@ _NO_COLUMN = ()
 SMALL_BLOCK = 20  # a block's pickle below this many bytes is not compressed (Whoosh's own)
 WHOOSH_HASH_READER_INIT = filetables.HashReader.__init__  # Whoosh's own, before apply()
 WHOOSH_READ_OFFSETS = columns.VarBytesColumn.Reader._read_offsets_and_lengths  # the same
+WHOOSH_WRITE_HASHES = filetables.HashWriter._write_hashes  # the same
+WHOOSH_WRITE_DIRECTORY = filetables.HashWriter._write_directory  # the same
 
 
 class MappedFile:
@@ -173,6 +178,34 @@ def _hash_reader_init(
     self.endofdata = self.tables[0][0]
 
 
+def _write_hashes(self: Any) -> None:
+    # Whoosh's HashWriter._write_hashes (same slots, same bytes), written at once.
+    pointer, null = filetables._pointer, (0, 0)  # no key starts at 0: the header is there
+    start = self.dbfile.tell()
+    out: list[bytes] = []
+    size = 0
+    for entries in self.buckets:
+        numslots = 2 * len(entries)
+        self.directory.append((start + size, numslots))
+        if not numslots:
+            continue
+        table = [null] * numslots
+        for hashval, position in entries:
+            slot = (hashval >> 8) % numslots
+            while table[slot] != null:
+                slot = (slot + 1) % numslots
+            table[slot] = (hashval, position)
+        out.extend(pointer.pack(hashval, position) for hashval, position in table)
+        size += numslots * pointer.size
+    self.dbfile.write(b"".join(out))
+
+
+def _write_directory(self: Any) -> None:
+    # Whoosh's HashWriter._write_directory, written at once.
+    entry = filetables._dir_entry
+    self.dbfile.write(b"".join(entry.pack(position, slots) for position, slots in self.directory))
+
+
 def _read_offsets_and_lengths(self: Any) -> None:
     # Whoosh's VarBytesColumn.Reader._read_offsets_and_lengths, offsets summed in C.
     dbfile, doccount = self._dbfile, self._doccount
@@ -202,7 +235,8 @@ _lock = threading.Lock()
 def apply() -> None:
     """Make Whoosh read mapped segment files in place, lengths a column at a time, a term
     table's directory at once and a stored column's offsets summed in C, and write small
-    posting blocks uncompressed (idempotent: the first call patches)."""
+    posting blocks uncompressed and term tables' hash tables at once (idempotent: the first
+    call patches)."""
     global _applied
     if _applied:
         return
@@ -212,5 +246,7 @@ def apply() -> None:
             structfile.BufferFile.__init__ = _mapped_buffer_file
             whoosh3.W3PerDocReader.doc_field_length = _doc_field_length
             filetables.HashReader.__init__ = _hash_reader_init
+            filetables.HashWriter._write_hashes = _write_hashes
+            filetables.HashWriter._write_directory = _write_directory
             columns.VarBytesColumn.Reader._read_offsets_and_lengths = _read_offsets_and_lengths
             _applied = True

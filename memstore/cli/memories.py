@@ -133,6 +133,7 @@ def add(
             allow_secret=allow_secret,
             cites=cites,
         )
+        result = store.hint(result, text)  # the add returned: its vault lock is released
     named = str(settings.vault) if vault else None
     print_add(result, as_json=as_json, text=text, vault=named)
 

@@ -339,6 +339,7 @@ def run_add(request: Request, open_store: OpenStore = open_in_process) -> Reply:
                 allow_secret="allow_secret" in options,
                 cites=cites,
             )
+            result = store.hint(result, text)  # the add returned: its vault lock is released
     except MemstoreError as err:
         return _error(err)
     vault = str(settings.vault) if "vault" in options else None

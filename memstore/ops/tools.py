@@ -291,6 +291,7 @@ def add(
         allowed_kinds=AGENT_KINDS,
         cites=add_cites(store.settings.vault, cwd, specs, content),
     )
+    result = store.hint(result, content)  # the add returned: its vault lock is released
     out: AddOut = {
         "status": result.status,
         "id": result.id,

@@ -20,9 +20,9 @@ from memstore.core.ranking import CORE_BUDGET_TOKENS, Candidate, estimate_tokens
 from memstore.core.secrets import find_secrets
 from memstore.core.similar import neighbours, similar_pairs, term_sets
 from memstore.index import Document
+from memstore.service.hints import CONTRADICTION_CANDIDATES, CONTRADICTION_CLOSE, UNHINTED
 from memstore.service.store import Store
 from memstore.service.sync import unnote_forgotten
-from memstore.service.writer import CONTRADICTION_CANDIDATES, CONTRADICTION_CLOSE, UNHINTED
 from memstore.vault import remote
 from memstore.vault.files import MAX_FILE_BYTES
 from memstore.vault.purges import Purge, commit_marker, finish_local, mark_applied, record_purge

@@ -20,9 +20,9 @@ from memstore.core.model import Memory
 from memstore.core.secrets import find_secrets
 from memstore.core.similar import containment, term_sets
 from memstore.service.curation import NEAR_DUPLICATE
+from memstore.service.hints import CONTRADICTION_CANDIDATES, CONTRADICTION_CLOSE
 from memstore.service.proposals import Proposal, refresh_team
 from memstore.service.store import Store
-from memstore.service.writer import CONTRADICTION_CANDIDATES, CONTRADICTION_CLOSE
 from memstore.vault.team_remote import fetch_branch
 
 Effect = Literal["add", "fold", "update", "remove"]

@@ -31,8 +31,8 @@ from memstore.core.similar import containment, term_sets
 from memstore.core.vault_config import read_vault_config
 from memstore.service.curation import NEAR_DUPLICATE, fold
 from memstore.service.following import record_push
+from memstore.service.hints import CONTRADICTION_CANDIDATES
 from memstore.service.store import Store
-from memstore.service.writer import CONTRADICTION_CANDIDATES
 from memstore.vault import remote
 from memstore.vault.git import Trailers
 from memstore.vault.team_remote import (

@@ -26,6 +26,7 @@ from memstore.core.codec import merged_ids
 from memstore.core.errors import InvalidInputError, NotFoundError
 from memstore.core.model import (
     GLOBAL,
+    AddResult,
     CoreMemory,
     Hit,
     Memory,
@@ -293,6 +294,14 @@ class Reader(Part):
             ):
                 found.append(entry)
         return found
+
+    @serialized
+    def hint(self, result: AddResult, text: str) -> AddResult:
+        """Return an add's `result` with the memories the new one (`text`) contradicts: asked
+        by whoever shows the add once it returned, outside the vault lock (service/hints.py)."""
+        from memstore.service.hints import hinted
+
+        return hinted(self.store, result, text)
 
     @serialized
     def show(self, id_prefix: str) -> tuple[Entry, Memory]:

@@ -1,8 +1,8 @@
 """The service: one vault, its git history and its index. CLI, MCP and watcher call this.
 
-`Store` is small: it opens the vault, owns its parts and hands out transactions. The work
-is in the parts: `Writer` (writer.py), `Reader` (reader.py), `Maintenance`
-(maintenance.py), `Sources` (sources.py, ingested code) and `Vectors` (vectors.py).
+`Store` is small: it opens the vault, owns its parts and hands out transactions. The work is
+in the parts: `Writer` (writer.py), `Reader` (reader.py, and the add's hint: hints.py),
+`Maintenance` (maintenance.py), `Sources` (sources.py, ingested code), `Vectors` (vectors.py).
 The writer and the transaction are imported at the first write: a search needs neither.
 """
 
@@ -160,8 +160,7 @@ class Store:
             yield self
 
     def hold(self) -> None:
-        """Wait for the operation under way, then keep every other out (the process is
-        about to exit; nothing releases this)."""
+        """Wait for the operation under way, then keep all others out (the process exits)."""
         self.shared.mutex.acquire()
 
     def close(self) -> None:
@@ -223,6 +222,7 @@ class Store:
         replica = _part("writer", "replica")
     search = _part("reader", Reader.search)
     recall = _part("reader", Reader.recall)
+    hint = _part("reader", Reader.hint)
     resolve = _part("reader", Reader.resolve)
     show = _part("reader", Reader.show)
     stats = _part("reader", Reader.stats)

@@ -14,7 +14,6 @@ from memstore.catalog.citing import CiteChecker
 from memstore.catalog.indexer import Entry
 from memstore.core.citations import Cite, merge_cites
 from memstore.core.codec import content_hash, derive_id
-from memstore.core.contradictions import disagreement
 from memstore.core.errors import InvalidInputError, NotFoundError, VaultError
 from memstore.core.merge import tally
 from memstore.core.model import (
@@ -22,7 +21,6 @@ from memstore.core.model import (
     AddResult,
     AddStatus,
     Caller,
-    Contradiction,
     Memory,
     check_kind,
     check_workspace,
@@ -30,18 +28,11 @@ from memstore.core.model import (
     written_in,
 )
 from memstore.core.secrets import find_secret_in_fields
-from memstore.core.similar import containment, term_sets
-from memstore.index import Query, SearchIndex, SearchIndexError
 from memstore.service import counters
 from memstore.service.checks import check_keywords, check_source, check_text, memory_path
 from memstore.service.resources import Part, serialized
 from memstore.service.transaction import Transaction
 
-CONTRADICTION_CANDIDATES = 5  # closest memories an add compares itself with
-# Term containment a pair needs before it is compared (the audit's candidate pairs too): a
-# changed value lowers the overlap, so dedupe's 0.7 would miss short memories.
-CONTRADICTION_CLOSE = 0.5
-UNHINTED = ("core", "trace")  # kinds never named as the memory a new one contradicts
 REPLICA = "replica"  # state file: this clone's name in per-replica counters, and its path
 log = logging.getLogger(__name__)
 
@@ -107,9 +98,6 @@ class Writer(Part):
                 return self._merge_duplicate(
                     tx, existing[0], keywords, targets, source, allow_secret, cites
                 )
-            # Looked up before the write: the index searched is the one the catch-up (or the
-            # last recall) left current, not a version this add makes stale.
-            contradicted = () if kind == "trace" else self._contradicted(body, workspace, targets)
             path, memory = self.plan_memory(
                 body,
                 workspace=workspace,
@@ -122,65 +110,9 @@ class Writer(Part):
             memory = replace(memory, supersedes=tuple(dict.fromkeys(targets)), cites=cites)
             message = f"add({workspace}): {summary(body)}"
             commit = tx.write_memory(path, memory, message, source, allow_secret=allow_secret)
-        added = AddResult("added", memory.id, path, 1, workspace, commit, cites=cites)
-        return replace(added, contradicts=contradicted)
-
-    def _contradicted(
-        self, body: str, workspace: str, supersedes: tuple[str, ...]
-    ) -> tuple[Contradiction, ...]:
-        """Return the memories closest to a new `body` in its workspace that it disagrees with.
-
-        Only a workspace's own memories: one of `global` may be the rule a workspace's
-        memory makes an exception to, and superseding it would mark it corrected in every
-        workspace. Left out: what the add already supersedes, archived and superseded
-        memories, core memories (a person's rules, sent beside every recall, which a
-        supersede does not take out of that block) and traces (a record of one session,
-        not a claim that stays true; the capture hook stores them and never reads a hint).
-        """
-        try:
-            try:
-                return self._find_contradicted(body, workspace, set(supersedes))
-            except SearchIndexError as err:  # damage the catch-up's look did not meet
-                self.store.maintenance.rebuild_damaged(err)
-                return self._find_contradicted(body, workspace, set(supersedes))
-        except SearchIndexError as err:
-            log.warning("could not look for memories the new one contradicts: %s", err)
-            return ()
-        except Exception:  # a hint: whatever goes wrong in it must not stop the add
-            log.warning("could not look for memories the new one contradicts", exc_info=True)
-            return ()
-
-    def _find_contradicted(
-        self, body: str, workspace: str, skip: set[str]
-    ) -> tuple[Contradiction, ...]:
-        indexer = self.store.indexer
-        hits = indexer.search.search(
-            _candidate_query(indexer.search, body),
-            workspaces={workspace},
-            limit=CONTRADICTION_CANDIDATES,
-            any_term=True,
-        )
-        entries = {e.path: e for e in indexer.by_path([h.document.key for h in hits])}
-        close = [
-            (h.document, entry)
-            for h in hits
-            if (entry := entries.get(h.document.key)) is not None
-            and entry.id not in skip
-            and not entry.archived
-            and entry.kind not in UNHINTED
-        ]
-        if not close:
-            return ()
-        # the candidates left, read in one analysis with the new text
-        mine, *theirs = term_sets([body, *(doc.content for doc, _ in close)])
-        found = []
-        for (doc, entry), terms_of_doc in zip(close, theirs, strict=True):
-            if containment(mine, terms_of_doc) < CONTRADICTION_CLOSE:
-                continue
-            found_one = disagreement(body, doc.content)
-            if found_one and not indexer.superseded_by(entry.id):
-                found.append(Contradiction(entry.id, found_one.kind, found_one.detail))
-        return tuple(found)
+        # The contradiction hint is not looked for here, under the vault lock: whoever shows
+        # the add asks Store.hint (memstore.service.hints) once it has returned.
+        return AddResult("added", memory.id, path, 1, workspace, commit, cites=cites)
 
     def _merge_duplicate(
         self,
@@ -401,27 +333,6 @@ class Writer(Part):
         """Write pending recall counts in `tx`'s one commit (`every`: only those due, see
         flush_usage; None: all, as sync does); return how many memories."""
         return counters.flush(self.store, tx, self.replica(), every)
-
-
-def _candidate_query(search: SearchIndex, body: str) -> Query:
-    """Return the query that finds the memories a new `body` is compared with: its text,
-    unless its rarest words are all its own.
-
-    A large index's any-word search keeps a query's few rarest terms (`any_term_limit`); a
-    new text's own words (a ticket, a build id, a host name) are the rarest of all and match
-    nothing, so with as many of them no memory was ever compared (0 of 200 changed memories
-    of a 100,000-memory vault found, docs/benchmarks.md section 9, fourth pass). Then the
-    words some memory holds are searched instead: the same hits where any is found (a word
-    no memory holds adds nothing to a score), the rarest of them in a large index.
-    """
-    query = Query.of(body)
-    if not search.keeps_rarest():
-        return query  # every term is searched: a word no memory holds only adds nothing
-    holders = search.term_frequencies(query)
-    rarest = sorted(query.terms, key=lambda t: (holders[t], t))[: search.any_term_limit]
-    if any(holders[t] for t in rarest):
-        return query
-    return Query(body, tuple(t for t in query.terms if holders[t]))
 
 
 def _resolve_target(tx: Transaction, id_prefix: str) -> str:

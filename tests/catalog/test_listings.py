@@ -245,10 +245,11 @@ def test_a_change_between_an_adds_catch_up_and_its_write_is_found_by_the_next(
     results = [add(store, n) for n in range(4)]
     month = vault / results[0].path.rpartition("/")[0]
     target = vault / results[1].path
-    real = Writer._contradicted
+    real = Writer.plan_memory
 
     def person_meanwhile(self: Writer, *args: object, **kwargs: object) -> object:
-        # runs after the add's catch-up, before its write: a person rewrites a memory in
+        # runs after the add's catch-up, before its write (the new memory's id and path are
+        # planned between the two): a person rewrites a memory in
         # place (same name, same inode) and the folder's time moves on (as deleting and
         # creating it again under its name leaves it, when the inode is reused)
         text = target.read_text(encoding="utf-8").replace("burst memory", "osprey memory")
@@ -259,9 +260,9 @@ def test_a_change_between_an_adds_catch_up_and_its_write_is_found_by_the_next(
         os.utime(month, ns=(later, later))
         return real(self, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Writer, "_contradicted", person_meanwhile)
+    monkeypatch.setattr(Writer, "plan_memory", person_meanwhile)
     add(store, 98)
-    monkeypatch.setattr(Writer, "_contradicted", real)
+    monkeypatch.setattr(Writer, "plan_memory", real)
     add(store, 99)
     assert indexed(store) == on_disk(vault)
 

@@ -72,6 +72,32 @@ def test_a_hash_file_read_with_the_directory_at_once_finds_every_key() -> None:
     reader.close()
 
 
+@pytest.mark.parametrize("count", [0, 1, 3, 70, 3000])
+@pytest.mark.parametrize("ordered", [False, True])
+def test_hash_tables_written_at_once_are_whooshs_bytes(count: int, ordered: bool) -> None:
+    """A term table's 256 hash tables and directory, packed and written once each (an add's
+    segment has ~500 slots), are byte for byte what Whoosh writes a slot at a time."""
+    kind = filetables.OrderedHashWriter if ordered else filetables.HashWriter
+    rng = random.Random(count)
+    keys = sorted({f"{rng.choice(WORDS)}-{n}".encode() for n in range(count)})
+    values = [key[::-1] * rng.randint(0, 3) for key in keys]
+    written = []
+    for way in ("whoosh", "patched"):
+        storage = RamStorage()
+        writer = kind(storage.create_file("table"))
+        if way == "whoosh":  # on the instance: the class keeps the patch apply() installs
+            writer._write_hashes = _patches.WHOOSH_WRITE_HASHES.__get__(writer)
+            writer._write_directory = _patches.WHOOSH_WRITE_DIRECTORY.__get__(writer)
+        else:
+            writer._write_hashes = _patches._write_hashes.__get__(writer)
+            writer._write_directory = _patches._write_directory.__get__(writer)
+        for key, value in zip(keys, values, strict=True):
+            writer.add(key, value)
+        writer.close()
+        written.append(bytes(storage.open_file("table").read()))
+    assert written[0] == written[1] and len(written[0]) > 256 * 12
+
+
 @pytest.mark.parametrize("kind", [WordCachedAnalyzer, ExactAnalyzer])
 def test_analyzers_unpickled_with_the_schema_share_one_word_cache(kind: type[Any]) -> None:
     schema = make_schema()

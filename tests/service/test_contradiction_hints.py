@@ -15,6 +15,7 @@ import pytest
 from memstore.core.codec import derive_id
 from memstore.core.contradictions import disagreement
 from memstore.core.errors import InvalidInputError
+from memstore.core.model import AddResult
 from memstore.service.curation import ContradictionError, Curator
 from memstore.service.store import Store
 from tests.cli.test_cli_surface import EXE, typer_run
@@ -72,6 +73,11 @@ CASES = {
         "caduca 15 minutos vs 60 minutos",
     ),
 }
+
+
+def hinted_add(store: Store, text: str, **options: Any) -> AddResult:
+    """Add `text` and ask for its hint, as the CLI, MCP and the daemon do after an add."""
+    return store.hint(store.add(text, **options), text)
 
 
 def added_id(out: subprocess.CompletedProcess[str]) -> str:
@@ -260,13 +266,13 @@ def test_the_old_text_superseding_itself_is_refused_and_counts_nothing(store: St
 def test_no_hint_for_what_the_add_supersedes_or_a_duplicate(store: Store) -> None:
     stored, contradicting, *_ = CASES["en"]
     old = store.add(stored, workspace="web")
-    named = store.add(contradicting, workspace="web", supersedes=(old.id,))
+    named = hinted_add(store, contradicting, workspace="web", supersedes=(old.id,))
     assert named.status == "added" and named.contradicts == ()
-    duplicate = store.add(contradicting, workspace="web")
+    duplicate = hinted_add(store, contradicting, workspace="web")
     assert duplicate.status == "duplicate_merged" and duplicate.contradicts == ()
     # the old memory is corrected now: a third port disagrees with the correction only
-    third = store.add(
-        "The dev server listens on port 4000; change it in vite.config.ts.", workspace="web"
+    third = hinted_add(
+        store, "The dev server listens on port 4000; change it in vite.config.ts.", workspace="web"
     )
     assert [(c.id, c.detail) for c in third.contradicts] == [(named.id, "port 4000 vs 3000")]
 
@@ -288,11 +294,11 @@ def test_no_hint_with_an_archived_core_or_trace_memory(store: Store, left_out: s
     old = store.add(first, workspace="ops", kind=old_kind)
     if left_out == "archived":
         Curator(store, datetime.now(UTC)).archive(old.id)
-    added = store.add(second, workspace="ops", kind=new_kind)
+    added = hinted_add(store, second, workspace="ops", kind=new_kind)
     assert old.status == added.status == "added" and added.contradicts == ()
     # the same pair between two notes is hinted
     control = store.add(second, workspace="ops-control")
-    assert store.add(first, workspace="ops-control").contradicts[0].id == control.id
+    assert hinted_add(store, first, workspace="ops-control").contradicts[0].id == control.id
 
 
 # --- MCP ---------------------------------------------------------------------------------
@@ -394,7 +400,7 @@ def test_audit_finds_what_an_add_hints(vault: Path) -> None:
     with Store.open(settings_at(vault), clock=ticking(datetime(2026, 12, 1, tzinfo=UTC))) as store:
         for lang, (stored, contradicting, agreeing, unrelated, _) in CASES.items():
             for text in (stored, agreeing, unrelated, contradicting):
-                result = store.add(text, workspace=lang)
+                result = hinted_add(store, text, workspace=lang)
                 hinted |= {(result.id, c.id, c.detail) for c in result.contradicts}
         pairs = Curator(store, datetime.now(UTC)).audit().contradictions
     assert {(p.new, p.old, p.detail) for p in pairs} == hinted and len(hinted) >= 4
@@ -412,7 +418,7 @@ def test_audit_names_the_later_committed_memory_newer_within_one_second(vault: P
     second = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
     with Store.open(settings_at(vault), clock=lambda: second) as store:
         old = store.add(stored, workspace=workspace)
-        new = store.add(contradicting, workspace=workspace)
+        new = hinted_add(store, contradicting, workspace=workspace)
         assert new.id < old.id and [c.id for c in new.contradicts] == [old.id]
         [pair] = Curator(store, datetime.now(UTC)).audit().contradictions
         [listed] = Curator(store, datetime.now(UTC)).alike().contradictions
