@@ -26,13 +26,7 @@ from typing import Any, TypeVar
 
 from memstore.catalog.listings import Listings
 from memstore.catalog.manifest import file_identity
-from memstore.catalog.memory_manifest import (
-    FORMAT,
-    Entry,
-    MemoryManifest,
-    OutdatedManifestError,
-    create_tables,
-)
+from memstore.catalog.memory_manifest import FORMAT, Entry, MemoryManifest, create_tables
 from memstore.catalog.reading import document_for
 from memstore.catalog.updater import CatchUp, Moved, Updater
 from memstore.core.errors import VaultError
@@ -159,10 +153,9 @@ class Indexer:
         built = SearchIndexError(f"index at {root} was built by another memstore version")
         try:
             indexer = cls._open_at(vault, root, create=False)
-        except OutdatedManifestError:  # not damage: nothing worth keeping aside
-            return cls._recover(vault, built, keep=False)
-        except SearchIndexError as err:
-            return cls._recover(vault, err)
+        except SearchIndexError as err:  # another version's (OutdatedManifestError): not kept
+            outdated = getattr(err, "outdated", False)
+            return cls._recover(vault, built if outdated else err, keep=not outdated)
         try:
             outdated = indexer.manifest.meta("format") not in (None, FORMAT)
         except SearchIndexError as err:

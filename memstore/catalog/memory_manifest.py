@@ -261,6 +261,8 @@ class OutdatedManifestError(SearchIndexError):
     """The manifest was written by another memstore version: its index is replaced, not kept
     aside as damaged."""
 
+    outdated = True  # what Indexer.open asks (it does not import this module's errors)
+
 
 def create_tables(db: sqlite3.Connection) -> None:
     _refuse_another_format(db)
