@@ -85,6 +85,19 @@ class Listings:
             if folder and folder not in racy:  # the vault's own folder holds no memories
                 self._folders[folder] = (mtime, dict(entries))
 
+    def adopt(self, recorded: Mapping[str, int]) -> None:
+        """Know folders as indexed without listing them: those not known yet whose time is
+        still the one the manifest `recorded` (a settled time: anything changed since moved
+        it on). Their entries are read once, no stat per file, between two looks at that
+        time. For a writer about to touch files in folders it never listed (a sync's
+        counter flush: hundreds of folders, each listed again whole after its write)."""
+        for folder, mtime in recorded.items():
+            if not folder or folder in self._folders or mtime < 0 or self._mtime(folder) != mtime:
+                continue
+            entries = read_entries(self._where(folder))
+            if entries is not None and self._mtime(folder) == mtime:
+                self._folders[folder] = (mtime, entries)
+
     def _is_own(self, path: str, listed: Mapping[str, Seen]) -> bool:
         folder, _, name = path.rpartition("/")
         own = self._own.get(path)

@@ -134,7 +134,11 @@ class Updater:
         # A folder of `also` the manifest does not know (new, or left unrecorded by an older
         # memstore's `_settle`) is found from the nearest folder above it that it knows.
         wanted = {_known_above(folder, known) for folder in also}
-        dirty = sorted(f for f, mtime in known.items() if f in wanted or self._changed(f, mtime))
+        own: dict[str, int] = {}  # folders changed by this process's own writes alone
+        dirty = sorted(
+            f for f, mtime in known.items() if f in wanted or self._changed(f, mtime, own)
+        )
+        self._record_own(own, started)
         moved = {"git": f"{head[0]} {head[1]}"} if also else {}
         if not dirty:
             if moved:
@@ -158,13 +162,26 @@ class Updater:
         self._remember(kept, listed, gone, on_disk, started)
         return result
 
-    def _changed(self, folder: str, recorded: int) -> bool:
+    def _changed(self, folder: str, recorded: int, own: dict[str, int]) -> bool:
         """Say whether a folder must be listed again: its time is not the one recorded, nor
-        is it as this process's index holds it (Listings.unchanged)."""
+        is it as this process's index holds it (Listings.unchanged; `own` receives those
+        with their time now)."""
         now = self.vault.folder_mtime(folder)
         if now == recorded:
             return False
-        return self.listings is None or not self.listings.unchanged(folder, now)
+        if self.listings is None or now is None or not self.listings.unchanged(folder, now):
+            return True
+        own[folder] = now
+        return False
+
+    def _record_own(self, own: dict[str, int], started: int) -> None:
+        """Record in the manifest the folders whose time moved only by this process's own
+        writes, once that time has settled: a later reader without this process's listings
+        (a search without the daemon) then does not list them again."""
+        settled = {f: m for f, m in settle_all(own, started).items() if m != RACY}
+        if settled:
+            with contextlib.suppress(SearchIndexError):  # not writable: listed next time
+                self.manifest.write([], [], Folders(settled), {})
 
     def _snapshots(self, folders: list[str]) -> dict[str, Entries]:
         """The entries of `folders` read before they are listed (see Listings.snapshot)."""

@@ -76,12 +76,22 @@ def flush(store: Store, tx: Transaction, replica: str, every: float | None) -> i
         )
     usage.mark(shares)
     crash_point("usage-marked")
-    _write(tx, written, store)
+    # The folders written in are known as indexed from the manifest, not listed: after the
+    # writes only their new entries are recorded (a sync's flush at 1,000,000 memories
+    # listed 159 whole month folders again after writing 606 files: 15.9 s).
+    indexer = store.indexer
+    touched = {path.rpartition("/")[0] for path in written}
+    indexer.listings.adopt(
+        {f: m for f, m in indexer.manifest.folders(None).items() if f in touched}
+    )
+    with indexer.listings.writing(written):
+        _write(tx, written, store)
     crash_point("usage-committed")
     usage.clear(flushed, when, periodic=every is not None)
-    # Record the folders the flush touched, as listed now, so readers without a daemon do
-    # not list them again (a quick look: a watched vault's catch-up would compare every file).
-    store.indexer.catch_up(full=False)
+    # Record the folders the flush touched whose times have settled, so readers without a
+    # daemon do not list them again (a quick look, which lists none the flush alone changed;
+    # a watched vault's catch-up would compare every file).
+    indexer.catch_up(full=False)
     return len(written)
 
 

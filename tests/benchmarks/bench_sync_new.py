@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import resource
 import shutil
 import sys
@@ -52,6 +53,8 @@ def one_round(
     pushed = bs.push_adds(bare, memories)
     if s.args.stage_only:  # the sync is bench_sync_ab.py's to run, on copies
         return {"staged": str(s.tmp), **pushed}
+    if s.args.recalls:
+        pending_recalls(s, s.args.recalls, i)
     cpu = children_cpu()
     argv = [s.exe, "sync", "--vault", str(s.root)]
     if profile is not None:  # the sync's own process under cProfile (its git children not)
@@ -70,6 +73,19 @@ def one_round(
     }
 
 
+def pending_recalls(s: bs.Sized, count: int, i: int) -> None:
+    """Leave one recall of `count` memories pending, as a session's recalls do: the sync
+    flushes them into their files first (at 1M the eighth session's sync had 606)."""
+    from memstore.vault.usage import Usage
+
+    ids = random.Random(i).sample(sorted(s.ids), count)
+    usage = Usage(s.root / ".memstore" / "usage.sqlite")
+    try:
+        usage.record(ids, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    finally:
+        usage.close()
+
+
 def parse_args(raw: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--size", type=int, default=100000)
@@ -84,6 +100,9 @@ def parse_args(raw: list[str]) -> argparse.Namespace:
     parser.add_argument("--from-git", metavar="REV", help="measure the sources committed at REV")
     parser.add_argument(
         "--reuse", type=Path, metavar="DIR", help="sync the vault a kept bench_scale.py run left"
+    )
+    parser.add_argument(
+        "--recalls", type=int, default=0, help="memories with a recall pending before each sync"
     )
     parser.add_argument("--profile", type=Path, help="cProfile each sync into PROFILE.<round>")
     parser.add_argument(
