@@ -129,6 +129,7 @@ _PLAIN_WORD = re.compile(r"[a-z0-9]+")  # what the chain only stops or stems
 # what the chain only lowercases, then stops or stems: a capitalised word ("Deploy": camelCase
 # finds one part) or one in capitals and digits ("API", "HTTP2": not split at all)
 _CASED_WORD = re.compile(r"[A-Z][a-z]+|[A-Z0-9]+")
+_FOREIGN_WORD_CHAR = re.compile(r"(?=\w)[^\x00-\x7f]")  # what any non-ASCII word holds
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 
@@ -412,7 +413,12 @@ class ExactAnalyzer(WordCachedAnalyzer):
         nor for its ASCII words: most texts with a dash or a quote mark are such)."""
         if value.isascii():
             return Counter()
-        words = self._pattern.findall(composed(value))
+        value = composed(value)
+        if _FOREIGN_WORD_CHAR.search(value) is None:
+            # Every word is ASCII (a word's characters are \w or ASCII [./-]): the text's
+            # other characters are dashes, quote marks, symbols (most such texts).
+            return Counter()
+        words = self._pattern.findall(value)
         return self._count([word for word in words if not word.isascii()])
 
     def _analysis(self, word: str) -> tuple[str, ...]:

@@ -36,7 +36,7 @@ def read_own(header: str, body: str, *, workspace: str, newline: Newline) -> Mem
         key, colon, raw = line.partition(": ")
         if not colon or key not in _KEYS or key in values or not raw or raw[0] == " ":
             return None
-        value = _list(raw) if key in _LIST_KEYS else _simple_scalar(raw, flow=False)
+        value = _list(raw) if key in _LIST_KEYS else _scalar(raw, _BLOCK_SCALARS)
         if value is None or (key in _COUNT_KEYS and type(value) is not int):
             return None
         values[key] = value
@@ -63,6 +63,25 @@ def read_own(header: str, body: str, *, workspace: str, newline: Newline) -> Mem
     )
 
 
+# What `_simple_scalar` read of each raw scalar, outside and inside a flow list: a reindex
+# reads the same kinds, sources, counts and keywords again in most files (strings, whole
+# numbers and None only: nothing a caller could change). Started over past SCALAR_CACHE.
+SCALAR_CACHE = 50_000
+_BLOCK_SCALARS: dict[str, object] = {}
+_FLOW_SCALARS: dict[str, object] = {}
+_UNSEEN = object()
+
+
+def _scalar(raw: str, cache: dict[str, object]) -> object:
+    """Return `_simple_scalar(raw)` (flow: `cache` is _FLOW_SCALARS), remembered."""
+    value = cache.get(raw, _UNSEEN)
+    if value is _UNSEEN:
+        if len(cache) >= SCALAR_CACHE:
+            cache.clear()
+        value = cache[raw] = _simple_scalar(raw, flow=cache is _FLOW_SCALARS)
+    return value
+
+
 def _text(value: object) -> str:
     # codec._as_str of what _simple_scalar reads (a string or a whole number, never a bool)
     return "" if value is None else str(value).strip()
@@ -77,7 +96,7 @@ def _list(raw: str) -> tuple[str, ...] | None:
         return ()
     kept: dict[str, None] = {}
     for item in inner.split(","):
-        value = _simple_scalar(item.strip(), flow=True)
+        value = _scalar(item.strip(), _FLOW_SCALARS)
         if value is None:
             return None
         text = _text(value)

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Any
 from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memstore.core import codec, yaml_values
+from memstore.core import codec, own_front_matter, yaml_values
 from memstore.core.codec import parse_memory, render_memory
 from memstore.core.model import KINDS, Memory
 
@@ -135,3 +136,17 @@ def test_odd_front_matter_goes_to_the_full_reader() -> None:
         "id: a\nseen_by: {laptop: 2}",
     ):
         assert codec.read_own(header, "", workspace="w", newline="\n") is None, header
+
+
+def test_remembered_scalars_read_as_the_full_reader_reads_them(monkeypatch: Any) -> None:
+    """A raw scalar read again (remembered: apart for block values and flow-list items)
+    reads as the full reader reads it, also when the remembered values start over at every
+    file (SCALAR_CACHE 1)."""
+    stamp = "2026-07-29T07:06:45Z"
+    block = f"---\nid: a1\ncreated: {stamp}\nkeywords: [x, 7]\n---\nbody\n"
+    flow = f"---\nid: a2\nkeywords: [{stamp}, 7]\nseen: 7\n---\nbody\n"
+    for size in (own_front_matter.SCALAR_CACHE, 1):
+        monkeypatch.setattr(own_front_matter, "SCALAR_CACHE", size)
+        for text in (block, flow, block, flow):
+            _assert_read_alike(text)
+    assert parse_memory(block, path="w/m.md").created == stamp

@@ -17,6 +17,7 @@ WORDS = [
     *("nginx", "upload", "the", "a", "running", "42", "v2.3.1", "nginx.conf", "snake_case"),
     *("camelCaseName", "Über", "über", "dấu", "đâu", "l'erreur", "c'est", "部署需要审批"),
     *("デプロイ", "v2配置", "peut-être", "est-elle", "src/app/main.py", "ÉTÉ", "ﬁle", "e\u0301"),
+    *("—", "“quoted”", "fix —", "→", "½", "x²"),  # no foreign word, or one of digits
 ]
 TEXTS = st.lists(st.one_of(st.sampled_from(WORDS), st.text(max_size=12)), max_size=40).map(
     lambda words: " ".join(words)
