@@ -162,3 +162,24 @@ def test_a_manifest_without_the_racy_table_gains_it_without_a_rebuild(vault: Pat
         assert len(hits(store, "grebe")) == 1
         assert _index_state(store) == state
         assert store.indexer.manifest.execute("SELECT COUNT(*) FROM racy").fetchone() == (0,)
+
+
+def test_the_comparison_apart_from_the_lock_reads_a_racy_file_again(
+    store: Store, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A watcher's comparison (compare.py, applied under the lock) finds the rewrite, and
+    leaves a racy file found as indexed unwritten and uncounted."""
+    path = write(vault, "webshop/a-aaaa1111.md", memory_text("aaaa1111", "kestrel upload"))
+    tick = _tick_to_come()
+    os.utime(path, ns=(tick, tick))
+    assert store.maintenance.reconcile().updated == ("webshop/a-aaaa1111.md",)
+    state = _index_state(store)
+    assert store.maintenance.reconcile() == CatchUp()
+    assert _index_state(store) == state
+    rewrite_in_place(path, memory_text("aaaa1111", "pelican upload"))
+    os.utime(path, ns=(tick, tick))
+    assert store.maintenance.reconcile().updated == ("webshop/a-aaaa1111.md",)
+    assert hits(store, "pelican") == ["webshop/a-aaaa1111.md"]
+    _settle_at_once(monkeypatch)
+    assert store.maintenance.reconcile() == CatchUp()
+    assert store.indexer.manifest.racy(None) == set()
