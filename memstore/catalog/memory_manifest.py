@@ -263,8 +263,9 @@ class MemoryManifest(Manifest):
         read again and found as indexed, no longer racy."""
         with self.transaction() as db:
             db.executemany("DELETE FROM files WHERE path = ?", [[p] for p in removed])
-            done = [[p] for p in [*removed, *(row[0] for row in rows), *settled]]
-            db.executemany("DELETE FROM racy WHERE path = ?", done)
+            if db.execute("SELECT 1 FROM racy LIMIT 1").fetchone():  # a rebuild: ~0.7 s at 1M
+                done = [[p] for p in [*removed, *(row[0] for row in rows), *settled]]
+                db.executemany("DELETE FROM racy WHERE path = ?", done)
             db.executemany("INSERT OR REPLACE INTO racy VALUES (?)", [[p] for p in racy])
             db.executemany(
                 "INSERT OR REPLACE INTO files VALUES "
