@@ -77,14 +77,16 @@ def compare_all(
 
     Only the differences are kept: the listing and the manifest's record held whole, one
     beside the other, were ~0.6 GB at 1,000,000 memories, on every full catch-up. `folders`
-    receives each folder listed.
+    receives each folder listed. A file the manifest lists as racy is unsure (plan.py).
     """
+    racy = manifest.racy(workspace)
     top = workspace or ""
     where = vault.path(top)
     pending = [top] if os.path.isdir(where) and not os.path.islink(where) else []
     added: list[str] = []
     changed: list[str] = []
     removed: list[str] = []
+    unsure: list[str] = []
     differ: dict[str, Fingerprint] = {}
     while pending:
         folder = pending.pop()
@@ -94,16 +96,18 @@ def compare_all(
         for path, fingerprint in found.items():
             if path not in recorded:
                 added.append(path)
-            elif recorded[path] == fingerprint:
-                continue
-            else:
+            elif recorded[path] != fingerprint:
                 changed.append(path)
+            elif path in racy:
+                unsure.append(path)
+            else:
+                continue
             differ[path] = fingerprint
         removed += (path for path in recorded if path not in found)
     # what the manifest records in folders not listed: gone, or unreadable (as before)
     removed += (p for p in manifest.paths(workspace) if _parent(p) not in folders)
-    plan = Plan(*(tuple(sorted(paths)) for paths in (added, changed, removed)))
-    return plan, differ
+    lists: tuple[list[str], ...] = (added, changed, removed, [], unsure)
+    return Plan(*(tuple(sorted(paths)) for paths in lists)), differ
 
 
 def recheck(
@@ -113,7 +117,7 @@ def recheck(
     fingerprint now against the manifest's record now (a write of memstore's may have
     indexed one meanwhile, a person may have changed or deleted one)."""
     plan = compared.plan
-    paths = {*plan.added, *plan.changed, *plan.removed}
+    paths = {*plan.added, *plan.changed, *plan.removed, *plan.unsure}
     if not paths:
         return plan, {}
     now: dict[str, Fingerprint] = {}
@@ -125,7 +129,8 @@ def recheck(
         if stat.S_ISREG(info.st_mode):
             now[path] = (info.st_mtime_ns, info.st_size)
     recorded = manifest.fingerprints_in(sorted({_parent(p) for p in paths}), [])
-    return plan_catch_up(now, {p: fp for p, fp in recorded.items() if p in paths}), now
+    recorded = {p: fp for p, fp in recorded.items() if p in paths}
+    return plan_catch_up(now, recorded, manifest.racy(compared.workspace) & paths), now
 
 
 def _parent(path: str) -> str:

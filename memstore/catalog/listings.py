@@ -82,7 +82,9 @@ class Listings:
             if settle(mtime, started_ns) == RACY and not self._is_own(path, listed)
         }
         for folder, (mtime, entries) in listed.items():
-            if folder and folder not in racy:  # the vault's own folder holds no memories
+            if folder in racy:  # what was kept of it is older still
+                self._folders.pop(folder, None)
+            elif folder:  # the vault's own folder holds no memories
                 self._folders[folder] = (mtime, dict(entries))
 
     def adopt(self, recorded: Mapping[str, int]) -> None:

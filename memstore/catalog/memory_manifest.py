@@ -1,7 +1,8 @@
 """The memories' manifest: what each indexed memory file was, its links and folders.
 
 For each file: its fingerprint, id, hash and counters; the `supersedes` links between
-memories; and the folders a catch-up listed, with their modification times.
+memories; the folders a catch-up listed, with their modification times; and the files read
+within their racy window (`racy`: catalog/plan.py), which the next catch-up reads again.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ FORMAT = (
     "12"  # bump when documents, the schema or the analysis change: a mismatched index is rebuilt
 )
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-_ENTRY_COLUMNS = (
-    "path, id, workspace, hash, problem, kind, supersedes, created, seen, recalled, "
+_ROW_COLUMNS = (
+    "id, workspace, hash, problem, kind, supersedes, created, seen, recalled, "
     "last_recalled, confirmed, archived, cites, session"
 )
+_ENTRY_COLUMNS = f"path, {_ROW_COLUMNS}"
 
 
 @dataclass(frozen=True)
@@ -180,6 +182,33 @@ class MemoryManifest(Manifest):
                 changed.append(path)
         return changed
 
+    def rows_of(self, paths: list[str]) -> dict[str, tuple[object, ...]]:
+        """Return the rows of those of `paths` recorded, after each one's path and
+        fingerprint (as `reading.manifest_row` makes them)."""
+        found: dict[str, tuple[object, ...]] = {}
+        for start in range(0, len(paths), 500):
+            some = paths[start : start + 500]
+            marks = ",".join("?" * len(some))
+            query = f"SELECT path, {_ROW_COLUMNS} FROM files WHERE path IN ({marks})"
+            found.update((row[0], tuple(row[1:])) for row in self.query(query, some))
+        return found
+
+    def racy(self, workspace: str | None) -> set[str]:
+        """Return the files (of `workspace`, or all) read within their racy window: the
+        next catch-up reads them again (a manifest an older memstore made has none)."""
+        query, args = "SELECT path FROM racy", []
+        if workspace is not None:
+            query, args = f"{query} WHERE path >= ? AND path < ?", list(subtree(workspace))
+        try:
+            rows = self.execute(query, args).fetchall()
+        except sqlite3.OperationalError as err:
+            if "no such table" in str(err):  # an older manifest opened read-only
+                return set()
+            raise SearchIndexError(f"the manifest at {self.path} cannot be read ({err})") from err
+        except sqlite3.Error as err:
+            raise SearchIndexError(f"the manifest at {self.path} cannot be read ({err})") from err
+        return {str(row[0]) for row in rows}
+
     def paths(self, workspace: str | None = None) -> Iterator[str]:
         """Yield the recorded files (of `workspace`, or all), a row at a time."""
         where, args = ("", []) if workspace is None else (" WHERE workspace = ?", [workspace])
@@ -224,11 +253,20 @@ class MemoryManifest(Manifest):
         removed: list[str],
         folders: Folders,
         meta: dict[str, str],
+        *,
+        racy: Iterable[str] = (),
+        settled: Iterable[str] = (),
     ) -> None:
         """Record indexed files (`rows`, in the table's column order) and forget `removed`,
-        with the folders listed and `meta`, in one transaction."""
+        with the folders listed and `meta`, in one transaction. `racy`: files of `rows`
+        read within their racy window (read again by the next catch-up); `settled`: files
+        read again and found as indexed, no longer racy."""
         with self.transaction() as db:
             db.executemany("DELETE FROM files WHERE path = ?", [[p] for p in removed])
+            if db.execute("SELECT 1 FROM racy LIMIT 1").fetchone():  # a rebuild: ~0.7 s at 1M
+                done = [[p] for p in [*removed, *(row[0] for row in rows), *settled]]
+                db.executemany("DELETE FROM racy WHERE path = ?", done)
+            db.executemany("INSERT OR REPLACE INTO racy VALUES (?)", [[p] for p in racy])
             db.executemany(
                 "INSERT OR REPLACE INTO files VALUES "
                 "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -285,6 +323,9 @@ def create_tables(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS files_hash ON files (workspace, hash)")
     db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
     db.execute("CREATE TABLE IF NOT EXISTS folders (path TEXT PRIMARY KEY, mtime_ns INTEGER)")
+    # files read within their racy window (catalog/plan.py): added without a format change,
+    # an older manifest gains it empty
+    db.execute("CREATE TABLE IF NOT EXISTS racy (path TEXT PRIMARY KEY)")
 
 
 def _refuse_another_format(db: sqlite3.Connection) -> None:

@@ -8,11 +8,17 @@ RACY, so the next catch-up looks at it again (git's "racy" rule). A time with a 
 of a second comes from a file system that keeps fine times, whose clock ticks at most
 every ~16 ms (Linux's coarse clock: 1-10 ms; Windows: 15.6 ms): FINE_RACY_NS is enough
 there. A whole second may be a coarse file system's (FAT: 2 s; ext3, HFS+: 1 s).
+
+A file is held to the same rule, but its time is not what is recorded: a file read within
+its racy window keeps its true fingerprint and is named `unsure` (the memories' manifest
+keeps a list of them), so the next catch-up reads it again and re-indexes it only if what it
+reads differs from what was indexed (catalog/updater.py). Recording it RACY had the next
+catch-up re-index every file of a fresh write (a clone, a sync, a rebuild).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Collection, Hashable, Mapping
 from dataclasses import dataclass
 
 RACY_NS = 2_000_000_000
@@ -28,6 +34,8 @@ class Plan:
     changed: tuple[str, ...] = ()  # recorded with another fingerprint
     removed: tuple[str, ...] = ()  # recorded, no longer on disk
     unchanged: tuple[str, ...] = ()  # recorded with the same fingerprint
+    # recorded with the same fingerprint, but read within its racy window: read it again
+    unsure: tuple[str, ...] = ()
 
     @property
     def to_index(self) -> list[str]:
@@ -35,21 +43,29 @@ class Plan:
         return sorted((*self.added, *self.changed))
 
     def __bool__(self) -> bool:
-        return bool(self.added or self.changed or self.removed)
+        return bool(self.added or self.changed or self.removed or self.unsure)
 
 
-def plan_catch_up(on_disk: Mapping[str, Hashable], recorded: Mapping[str, Hashable]) -> Plan:
-    """Compare the fingerprints on disk with those a manifest recorded (path → fingerprint)."""
-    added, changed, unchanged = [], [], []
+def plan_catch_up(
+    on_disk: Mapping[str, Hashable],
+    recorded: Mapping[str, Hashable],
+    unsure: Collection[str] = (),
+) -> Plan:
+    """Compare the fingerprints on disk with those a manifest recorded (path → fingerprint);
+    a path of `unsure` (read within its racy window) with the same fingerprint is unsure."""
+    added, changed, unchanged, same = [], [], [], []
     for path, fingerprint in on_disk.items():
         if path not in recorded:
             added.append(path)
-        elif recorded[path] == fingerprint:
-            unchanged.append(path)
-        else:
+        elif recorded[path] != fingerprint:
             changed.append(path)
+        elif path in unsure:
+            same.append(path)
+        else:
+            unchanged.append(path)
     removed = [path for path in recorded if path not in on_disk]
-    return Plan(*(tuple(sorted(paths)) for paths in (added, changed, removed, unchanged)))
+    lists = (added, changed, removed, unchanged, same)
+    return Plan(*(tuple(sorted(paths)) for paths in lists))
 
 
 def settle(mtime_ns: int, started_ns: int) -> int:
@@ -62,6 +78,12 @@ def settle(mtime_ns: int, started_ns: int) -> int:
     """
     margin = RACY_NS if mtime_ns % 1_000_000_000 == 0 else FINE_RACY_NS
     return mtime_ns if mtime_ns < started_ns - margin else RACY
+
+
+def is_racy(mtime_ns: int, started_ns: int) -> bool:
+    """Say whether what changed at `mtime_ns`, read after `started_ns`, may change again
+    unseen (in the clock tick it was read in, its fingerprint the same)."""
+    return settle(mtime_ns, started_ns) == RACY
 
 
 def settle_all(mtimes: Mapping[str, int], started_ns: int) -> dict[str, int]:

@@ -5,6 +5,12 @@ folders whose modification time changed, which finds every new, deleted, renamed
 atomically saved file but not a file rewritten in place. Either hands its listing and the
 manifest's record to the planner (memstore/catalog/plan.py) and applies the plan: the
 files are read (memstore/catalog/reading.py), indexed, and recorded in the manifest.
+
+A file read within its racy window (plan.py) may be rewritten in place with as many bytes
+in that same clock tick, keeping the fingerprint it was read with: it is recorded as racy,
+its folder as RACY, and the next catch-up reads it again. When what it reads is what the
+index holds (the same document and manifest row), only the racy mark goes: no index
+write, not counted. Files memstore wrote itself (`record_all`) are recorded settled.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from dataclasses import dataclass, replace
 from memstore.catalog.compare import Compared, compare_all, recheck
 from memstore.catalog.listings import Entries, Listings, Seen
 from memstore.catalog.memory_manifest import Folders, MemoryManifest
-from memstore.catalog.plan import RACY, Plan, plan_catch_up, settle_all
+from memstore.catalog.plan import RACY, Plan, is_racy, plan_catch_up, settle_all
 from memstore.catalog.reading import (
     HelperPart,
     Read,
@@ -28,9 +34,11 @@ from memstore.catalog.reading import (
     manifest_row,
     plan_shares,
 )
+from memstore.core.errors import VaultError
 from memstore.core.faults import crash_point
 from memstore.core.model import FileProblem, Memory
 from memstore.index import Document, Part, SearchIndex, SearchIndexError, document_entities
+from memstore.index.schema import parse_stored, render_fields
 from memstore.vault.files import Fingerprint, Vault
 
 Progress = Callable[[int, int], None]
@@ -99,7 +107,7 @@ class Updater:
         if workspace is None:
             meta = {"full-at": f"{started / 1e9:.3f}", "git": f"{head[0]} {head[1]}"}
         scope = Folders(settle_all(folders, started), replaced=workspace or "")
-        return self.apply_plan(plan, on_disk, progress, folders=scope, meta=meta)
+        return self.apply_plan(plan, on_disk, progress, folders=scope, meta=meta, started=started)
 
     def apply_compared(self, compared: Compared, progress: Progress | None) -> CatchUp:
         """Apply a comparison made without the lock (compare.py), under it: only the paths
@@ -113,7 +121,9 @@ class Updater:
             meta = {"full-at": f"{compared.started / 1e9:.3f}", "git": f"{head[0]} {head[1]}"}
         mtimes = settle_all(compared.folders, compared.started)
         scope = Folders(mtimes, replaced=compared.workspace or "")
-        return self.apply_plan(plan, on_disk, progress, folders=scope, meta=meta)
+        return self.apply_plan(
+            plan, on_disk, progress, folders=scope, meta=meta, started=compared.started
+        )
 
     def quick(
         self, workspace: str | None, progress: Progress | None, also: Collection[str] = ()
@@ -146,7 +156,8 @@ class Updater:
             return CatchUp()
         snapshots = self._snapshots(dirty)
         on_disk, listed, gone = self._list_again(dirty, known)
-        plan = plan_catch_up(on_disk, self.manifest.fingerprints_in(listed, gone))
+        racy = self.manifest.racy(workspace)
+        plan = plan_catch_up(on_disk, self.manifest.fingerprints_in(listed, gone), racy)
         if not plan:
             if not gone:
                 self._settle(listed, known, started)
@@ -156,7 +167,9 @@ class Updater:
             return CatchUp()
         folders = Folders(settle_all(listed, started), gone=tuple(sorted(gone)))
         meta = {"git": f"{head[0]} {head[1]}"}  # HEAD moved by commits alone, if at all
-        result = self.apply_plan(plan, on_disk, progress, folders=folders, meta=meta)
+        result = self.apply_plan(
+            plan, on_disk, progress, folders=folders, meta=meta, started=started
+        )
         unread = {_parent(p) for p in set(plan.to_index) - set(result.updated)}
         kept = {f: e for f, e in snapshots.items() if f not in unread}
         self._remember(kept, listed, gone, on_disk, started)
@@ -275,12 +288,59 @@ class Updater:
         *,
         folders: Folders,
         meta: dict[str, str],
+        started: int,
     ) -> CatchUp:
-        """Index what a catch-up's plan found added or changed, and drop what it removed."""
+        """Index what a catch-up's plan found added or changed, and drop what it removed.
+
+        The files it reads that changed within their racy window (`started`: when the look
+        began) are recorded as racy, their folders as RACY; an unsure file (read in its
+        racy window by an earlier catch-up) is read again and indexed only if what it
+        yields is not what the index holds, else its racy mark goes once it has settled.
+        """
         changed, new = plan.to_index, set(plan.added)
+        differ, same = self._look_again(list(plan.unsure))
+        changed = sorted([*changed, *differ]) if differ else changed
+        racy = {p for p in [*changed, *same] if is_racy(on_disk[p][0], started)}
+        if racy:  # listed again by the next quick catch-up
+            mtimes = {**folders.mtimes, **{_parent(p): RACY for p in racy}}
+            folders = replace(folders, mtimes=mtimes)
         return self.apply(
-            changed, plan.removed, on_disk, progress, folders=folders, meta=meta, new=new
+            changed,
+            plan.removed,
+            on_disk,
+            progress,
+            folders=folders,
+            meta=meta,
+            new=new,
+            racy=racy - set(same),
+            settled=[p for p in same if p not in racy],
         )
+
+    def _look_again(self, paths: list[str]) -> tuple[list[str], list[str]]:
+        """Read unsure files again; return those whose document or manifest row is not
+        what the index holds (or that cannot be read), and those it holds as they are.
+
+        The document and the row are all the index keeps of a file: its hash alone is the
+        body's, which a change of front matter (keywords, source) does not move.
+        """
+        if not paths:
+            return [], []
+        held = self.search.get(paths)
+        rows = self.manifest.rows_of(paths)
+        differ, same = [], []
+        for path in paths:
+            try:
+                memory = self.vault.read(path)
+            except VaultError:
+                differ.append(path)  # indexed as an unreadable file is (its problem said)
+                continue
+            doc = document_for(path, memory)
+            kept = held.get(path) == parse_stored(render_fields(doc))
+            if kept and rows.get(path) == manifest_row(memory, doc):
+                same.append(path)
+            else:
+                differ.append(path)
+        return differ, same
 
     def apply(
         self,
@@ -293,9 +353,12 @@ class Updater:
         folders: Folders | None = None,
         meta: dict[str, str] | None = None,
         new: Collection[str] = (),
+        racy: Collection[str] = (),
+        settled: Collection[str] = (),
     ) -> CatchUp:
         """Index the `changed` files (read from disk, or given in `memories`), drop the
-        `removed` ones, and record both in the manifest with the `folders` listed.
+        `removed` ones, and record both in the manifest with the `folders` listed (`racy`:
+        those of `changed` read within their racy window; `settled`: files no longer racy).
 
         More than CHUNK_FILES files read from disk are indexed and recorded a chunk at a
         time (`_chunks`), so what a bulk catch-up holds is bounded by the chunk.
@@ -331,13 +394,20 @@ class Updater:
                 # The files only: the folders listed and HEAD seen are recorded with the
                 # last chunk, so a catch-up killed before it is done again by the next one
                 # (which finds these chunks' files indexed as they are).
-                self.manifest.write(batch.rows, [], Folders({}), {})
+                self.manifest.write(batch.rows, [], Folders({}), {}, racy=batch.of(racy))
                 crash_point("catch-up-chunk")
                 continue
             if unreadable and folders is not None:  # list their folders again next time
                 retry = {_parent(path): RACY for path in unreadable}
                 folders = replace(folders, mtimes={**folders.mtimes, **retry})
-            self.manifest.write(batch.rows, removed, folders or Folders({}), meta or {})
+            self.manifest.write(
+                batch.rows,
+                removed,
+                folders or Folders({}),
+                meta or {},
+                racy=batch.of(racy),
+                settled=settled,
+            )
         return CatchUp(tuple(updated), tuple(removed), tuple(problems))
 
     def _index(
@@ -446,6 +516,10 @@ class _Batch:
             found = document_entities(doc)
         self.record((path, manifest_row(memory, doc), error, found))
         return doc
+
+    def of(self, paths: Collection[str]) -> list[str]:
+        """Return those of `paths` this batch recorded."""
+        return [str(row[0]) for row in self.rows if row[0] in paths] if paths else []
 
     def record(self, taken: Taken) -> bool:
         """Record one file as a helper sent it back; say whether it could be read."""

@@ -44,9 +44,11 @@ def rows_written(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     sizes: list[int] = []
     write = MemoryManifest.write
 
-    def counted(self: MemoryManifest, rows: list[tuple[object, ...]], *args: Any) -> None:
+    def counted(
+        self: MemoryManifest, rows: list[tuple[object, ...]], *args: Any, **kwargs: Any
+    ) -> None:
         sizes.append(len(rows))
-        write(self, rows, *args)
+        write(self, rows, *args, **kwargs)
 
     monkeypatch.setattr(MemoryManifest, "write", counted)
     return sizes

@@ -205,7 +205,9 @@ def test_a_reader_records_the_folders_that_settled_since_the_last_look(
     """Right after a clone, a sync or a reindex every folder is too recent to trust (RACY)
     and the next reader lists it again; one that finds it as indexed records its mtime, so
     the readers after it list nothing."""
-    write(vault, "webshop/2026-11/a-aaaa1111.md", memory_text("aaaa1111", "kestrel upload"))
+    path = write(vault, "webshop/2026-11/a-aaaa1111.md", memory_text("aaaa1111", "kestrel upload"))
+    old = time.time_ns() - 10 * plan_module.RACY_NS  # the file itself settled (test_racy_files)
+    os.utime(path, ns=(old, old))
     soon = time.time_ns() + 60 * 10**9  # written a moment before the first look, however
     os.utime(vault / "webshop/2026-11", ns=(soon, soon))  # long the machine makes it take
     assert hits(store, "kestrel") == ["webshop/2026-11/a-aaaa1111.md"]
