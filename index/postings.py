@@ -51,17 +51,23 @@ def _read_listed(terms: Any, fieldname: str, tbytes: bytes, ids: Any, weights: A
     made only to be read whole, first decodes its opening block's header and data (~70%
     of a list's read at 100,000 memories, where an add's hint reads its rarest term's
     lists afresh in each large segment)."""
-    postfile = getattr(terms, "_postfile", None)
-    buf = getattr(postfile, "_buf", None)
+    start = _listed_start(terms, fieldname, tbytes)
+    return start is not None and _read_blocks_at(start[0], start[1], ids, weights)
+
+
+def _listed_start(terms: Any, fieldname: str, tbytes: bytes) -> tuple[memoryview, int] | None:
+    """Return the postings file's bytes and where a term's whoosh3 list begins after its
+    magic (None where the list is inlined in its term's entry or not whoosh3's)."""
+    buf = getattr(getattr(terms, "_postfile", None), "_buf", None)
     if not isinstance(buf, memoryview) or not hasattr(terms, "term_info"):
-        return False
+        return None
     info = terms.term_info(fieldname, tbytes)
     if not isinstance(info, W3TermInfo) or info.is_inlined():
-        return False
+        return None
     offset = info.extent()[0]
     if buf[offset : offset + len(WHOOSH3_HEADER_MAGIC)] != WHOOSH3_HEADER_MAGIC:
-        return False
-    return _read_blocks_at(buf, offset + len(WHOOSH3_HEADER_MAGIC), ids, weights)
+        return None
+    return buf, offset + len(WHOOSH3_HEADER_MAGIC)
 
 
 _BLOCK_LENGTH = struct.Struct("!i")  # whoosh.system.pack_int
@@ -140,19 +146,13 @@ def read_blocks(segment: Any, fieldname: str, text: str) -> Blocks | None:
     """Return a term's posting blocks in a segment (None where the list is inlined in its
     term's entry, absent, or not whoosh3's: read_postings reads those whole)."""
     terms = segment._terms
-    buf = getattr(getattr(terms, "_postfile", None), "_buf", None)
-    if not isinstance(buf, memoryview) or not hasattr(terms, "term_info"):
-        return None
     tbytes = segment._text_to_bytes(fieldname, text)
     if (fieldname, tbytes) not in terms:
         return None
-    info = terms.term_info(fieldname, tbytes)
-    if not isinstance(info, W3TermInfo) or info.is_inlined():
+    listed = _listed_start(terms, fieldname, tbytes)
+    if listed is None:
         return None
-    position = info.extent()[0]
-    if buf[position : position + len(WHOOSH3_HEADER_MAGIC)] != WHOOSH3_HEADER_MAGIC:
-        return None
-    position += len(WHOOSH3_HEADER_MAGIC)
+    buf, position = listed
     spans, last, heaviest, shortest, total = [], array("i"), array("d"), bytearray(), 0
     while True:
         (length,) = _BLOCK_LENGTH.unpack_from(buf, position)
