@@ -189,7 +189,8 @@ class Indexer:
         indexer.recovered_from = moved
         if err is not None and moved is not None:
             log.warning(
-                "%s: moved it aside to %s and rebuilt it from %d memory files",
+                "%s: moved it aside to %s (`memstore gc` removes it) and rebuilt it from %d "
+                "memory files",
                 _one_line(err),
                 moved.relative_to(vault.root),
                 len(result.updated),

@@ -248,14 +248,17 @@ def test_hand_written_and_malformed_files_are_found_and_never_rewritten(
     ] and "malformed" in store.problems()[0][1]
 
 
-def test_damaged_index_is_quarantined_and_rebuilt(sample_vault: Path) -> None:
+def test_damaged_index_is_quarantined_and_rebuilt(
+    sample_vault: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     with Store.open(settings_at(sample_vault)) as opened:
         before = [h.id for h in opened.search("deploy").hits]
     for toc in (sample_vault / ".memstore" / "index" / "search" / "whoosh").glob("*.toc"):
         toc.write_bytes(b"\x00garbage")
     with Store.open(settings_at(sample_vault)) as opened:
         assert [h.id for h in opened.search("deploy").hits] == before
-    assert list((sample_vault / ".memstore").glob("index.damaged-*"))
+    kept = list((sample_vault / ".memstore").glob("index.damaged-*"))
+    assert kept and f"{kept[0].name} (`memstore gc` removes it)" in caplog.text
 
 
 def _add_many(vault: str, prefix: str, count: int) -> None:
