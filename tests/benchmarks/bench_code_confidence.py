@@ -10,9 +10,9 @@ Three trees are copied and ingested into one fresh vault, each into a workspace 
 Python's standard library (`sysconfig.get_paths()["stdlib"]`, without its installed
 packages, its test folder included) as `stdlib`, the installed `click` package as `click`,
 the installed `pip` package (its vendored libraries included) as `pip`, the installed
-`rich` package as `rich`, the installed `starlette` package as `starlette` and the installed
-`markdown_it` package as `markdown_it`. Seven question sets are asked, each in its tree's
-workspace, k=5:
+`rich` package as `rich`, the installed `starlette` package as `starlette`, the installed
+`markdown_it` package as `markdown_it` and the installed `uvicorn` package as `uvicorn`.
+Eight question sets are asked, each in its tree's workspace, k=5:
 
   * tests/data/code-questions.json: questions written as people ask agents, each with the
     functions that answer it, plus off-corpus questions (code not in that tree, or not a
@@ -26,6 +26,8 @@ workspace, k=5:
     before any ranker ran on it (40 answerable, 10 off-corpus);
   * tests/data/code-questions-markdown.json: the ninth session's held-out check over
     markdown-it-py, committed before any ranker ran on it (36 answerable, 10 off-corpus);
+  * tests/data/code-questions-uvicorn.json: the tenth session's held-out check over uvicorn,
+    committed before any ranker ran on it (46 answerable, 12 off-corpus);
   * tests/data/code-questions-named.json: 20 questions that name a definition as code
     (`inspect.getsourcelines`, `Context.ensure_object`) over the standard library and click,
     written with the change that reads such names (a demonstration, not held out).
@@ -69,8 +71,9 @@ HELD_OUT = QUESTIONS.with_name("code-questions-pip.json")  # issue 38's held-out
 HELD_OUT_RICH = QUESTIONS.with_name("code-questions-rich.json")  # the seventh session's
 HELD_OUT_STARLETTE = QUESTIONS.with_name("code-questions-starlette.json")  # the eighth's
 HELD_OUT_MARKDOWN = QUESTIONS.with_name("code-questions-markdown.json")  # the ninth's
+HELD_OUT_UVICORN = QUESTIONS.with_name("code-questions-uvicorn.json")  # the tenth's
 NAMED = QUESTIONS.with_name("code-questions-named.json")  # names spelled as code
-SETS = ("own", "bench_code", "pip", "rich", "starlette", "markdown", "named")
+SETS = ("own", "bench_code", "pip", "rich", "starlette", "markdown", "uvicorn", "named")
 K = 5
 
 
@@ -81,6 +84,7 @@ def trees() -> dict[str, Path]:
     import pip
     import rich
     import starlette
+    import uvicorn
 
     return {
         "stdlib": Path(sysconfig.get_paths()["stdlib"]),
@@ -89,6 +93,7 @@ def trees() -> dict[str, Path]:
         "rich": Path(rich.__file__).resolve().parent,
         "starlette": Path(starlette.__file__).resolve().parent,
         "markdown_it": Path(markdown_it.__file__).resolve().parent,
+        "uvicorn": Path(uvicorn.__file__).resolve().parent,
     }
 
 
@@ -133,6 +138,7 @@ def load_questions() -> list[dict[str, Any]]:
     rich = json.loads(HELD_OUT_RICH.read_text(encoding="utf-8"))["questions"]
     starlette = json.loads(HELD_OUT_STARLETTE.read_text(encoding="utf-8"))["questions"]
     markdown = json.loads(HELD_OUT_MARKDOWN.read_text(encoding="utf-8"))["questions"]
+    uvicorn = json.loads(HELD_OUT_UVICORN.read_text(encoding="utf-8"))["questions"]
     named = json.loads(NAMED.read_text(encoding="utf-8"))["questions"]
     return (
         [{**q, "set": "own"} for q in own]
@@ -144,6 +150,7 @@ def load_questions() -> list[dict[str, Any]]:
         + [{**q, "set": "rich"} for q in rich]
         + [{**q, "set": "starlette"} for q in starlette]
         + [{**q, "set": "markdown"} for q in markdown]
+        + [{**q, "set": "uvicorn"} for q in uvicorn]
         + [{**q, "set": "named"} for q in named]
     )
 
