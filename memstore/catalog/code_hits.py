@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
@@ -18,8 +18,12 @@ from memstore.catalog.code_evidence import (
     spelled_for_sure,
     weigh,
 )
+from memstore.catalog.code_semantic import SEMANTIC_WEIGHT
 from memstore.core.model import Hit
 from memstore.index import IndexHit
+
+# The cosine of a question and each of some chunks' texts (code_semantic.CodeSimilarity).
+Similarity = Callable[[str, Sequence[str]], list[float]]
 
 KIND = "code"
 SAME_TEXT = 0.85  # word-shingle Jaccard at which two chunks count as the same code
@@ -245,13 +249,16 @@ def ranked(
     limit: int,
     question: Question,
     named: Sequence[IndexHit] = (),
+    similar: Similarity | None = None,
 ) -> list[Hit]:
     """Return a code search's hits for `text`, best first, at most `limit`: by BM25 and the
     evidence of each (code_evidence.py), the definitions it names as code first (of `found`
     and of `named`, a search for those names), a function before its class or module chunk
     when its name matches as well, tests after code (unless it asks for tests),
     near-duplicates dropped; the first hit confident (not weak) when its evidence is strong
-    and leads."""
+    and leads. When the first is weak and `similar` is given (the semantic view: the cosine
+    of the question and each candidate, code_semantic.py), the candidates are ordered again
+    with SEMANTIC_WEIGHT of it added to their scores; all stay weak."""
     wanted = identifiers(text)
     # BM25 over the question's best, not over the names' search (a query of its own)
     best = max((hit.score for hit in found or named), default=0.0) or 1.0
@@ -267,15 +274,9 @@ def ranked(
         score = _rank_score(index_hit, best, evidence, ref, question)
         spelled = names_identifier(wanted, name, ref.rpartition(":")[0])
         rows.append(_Ranked(index_hit, ref, kind, name, evidence, score, spelled))
-    rows.sort(key=lambda row: -row.score)  # stable: ties keep the index's order
-    order = _shorter_first(_functions_first(rows))
-    if wanted:  # the definitions it names as code first: "what does json.dumps return"
-        order.sort(key=lambda row: not row.spelled)  # stable: ranks kept
     tests_asked = _asks_for_tests(text)
-    if not tests_asked:  # "where do we …" wants the code, not its tests
-        order.sort(key=lambda row: _is_test(row.ref))  # stable: ranks kept
-    hits = (_hit(row.found, row.ref, row.name) for row in order)
-    kept = distinct(hits, limit)
+    order = _ordered(rows, bool(wanted), tests_asked)
+    kept = distinct((_hit(row.found, row.ref, row.name) for row in order), limit)
     if not kept:
         return kept
     first = order[0]
@@ -287,7 +288,28 @@ def ranked(
     lead = _lead(order, kept[1].id if len(kept) > 1 else None, question)
     if not off_target and _is_confident(lead):
         kept[0] = replace(kept[0], weak=False)
+    elif similar is not None:  # a second opinion on the order of weak hits
+        cosines = similar(text, [row.found.document.content for row in rows])
+        rows = [
+            replace(row, score=row.score + SEMANTIC_WEIGHT * cosine)
+            for row, cosine in zip(rows, cosines, strict=True)
+        ]
+        order = _ordered(rows, bool(wanted), tests_asked)
+        kept = distinct((_hit(row.found, row.ref, row.name) for row in order), limit)
     return kept
+
+
+def _ordered(rows: list[_Ranked], spelled: bool, tests_asked: bool) -> list[_Ranked]:
+    """Order candidates by rank score, a function before its container, a shorter or fuller
+    name first (`_shorter_first`), the definitions a question spells as code first, tests
+    last unless it asks for them."""
+    rows = sorted(rows, key=lambda row: -row.score)  # stable: ties keep the index's order
+    order = _shorter_first(_functions_first(rows))
+    if spelled:  # the definitions it names as code first: "what does json.dumps return"
+        order.sort(key=lambda row: not row.spelled)  # stable: ranks kept
+    if not tests_asked:  # "where do we …" wants the code, not its tests
+        order.sort(key=lambda row: _is_test(row.ref))  # stable: ranks kept
+    return order
 
 
 def _rank_score(

@@ -34,7 +34,7 @@ from memstore.catalog.code_changes import (
     root_id,
 )
 from memstore.catalog.code_evidence import definition_names, identifiers, read_question
-from memstore.catalog.code_hits import KIND, distinct, fuse, ranked
+from memstore.catalog.code_hits import KIND, Similarity, distinct, fuse, ranked
 from memstore.catalog.code_manifest import CodeManifest, OtherLayoutError, schema
 from memstore.catalog.code_roots import (
     LOCK_FILE,
@@ -342,10 +342,13 @@ class CodeIndex:
     # --- search -------------------------------------------------------------------
 
     @_guarded
-    def find(self, text: str, scope: set[str] | None, limit: int) -> list[Hit]:
+    def find(
+        self, text: str, scope: set[str] | None, limit: int, similar: Similarity | None = None
+    ) -> list[Hit]:
         """Return the best chunks for `text` in `scope` (None: every workspace) as hits, by
         BM25 over any of the query's words and the evidence of each (code_hits.py), tests
-        after code; the first one confident (not weak) only when its evidence is strong.
+        after code; the first one confident (not weak) only when its evidence is strong;
+        weak ones ordered again with `similar`'s opinion when given (code_semantic.py).
 
         Not every word first, as memories are: a question about code rarely has all its
         words in one function, and a long chunk that happens to hold them all outranked
@@ -375,7 +378,7 @@ class CodeIndex:
         if not found and not named:
             return []
         question = read_question(text, search.term_frequencies(text), search.document_count())
-        return ranked(found, text, limit, question, named)
+        return ranked(found, text, limit, question, named, similar)
 
     @_guarded
     def listing(self, workspace: str | None, limit: int) -> tuple[list[dict[str, object]], int]:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from memstore.catalog.code_hits import KIND as CODE_KIND
 from memstore.catalog.code_hits import fuse
 from memstore.catalog.code_roots import ingested
+from memstore.catalog.code_semantic import similarity
 from memstore.catalog.indexer import Entry
 from memstore.catalog.retrieval import (
     SEMANTIC_DEPTH,
@@ -140,7 +141,8 @@ class Reader(Part):
         code = store.sources.code_index()
         if code is not None:
             hits = [self._with_code(code, hit) for hit in hits]
-            if chunks := code.find(text, scope, k):
+            opinion = None if vectors is None else similarity(vectors.embedder)
+            if chunks := code.find(text, scope, k, opinion):
                 hits = fuse(hits, chunks, k)
                 return replace(
                     result, hits=tuple(hits), read_as=read_as, weak=all(h.weak for h in hits)
