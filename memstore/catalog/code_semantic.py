@@ -85,20 +85,20 @@ class CodeSimilarity:
         from memstore.catalog.semantic import _one_blas_thread
 
         summaries = [summary(content) for content in contents]
-        with self._mutex:
-            missing = list(dict.fromkeys(s for s in summaries if s not in self._vectors))
+        with self._mutex:  # what another thread drops meanwhile stays in `known`
+            known = {s: self._vectors[s] for s in summaries if s in self._vectors}
+        missing = [s for s in dict.fromkeys(summaries) if s not in known]
         with _one_blas_thread():
             rows = self.embedder.embed([question, *missing])
             asked = rows[0]
+            known.update(zip(missing, rows[1:], strict=True))
             with self._mutex:
-                for text, row in zip(missing, rows[1:], strict=True):
-                    self._vectors[text] = row
-                vectors = [self._vectors[s] for s in summaries]
                 for text in summaries:
+                    self._vectors[text] = known[text]
                     self._vectors.move_to_end(text)
                 while len(self._vectors) > SUMMARY_CACHE:
                     self._vectors.popitem(last=False)
-            return [float(vector @ asked) for vector in vectors]
+            return [float(known[text] @ asked) for text in summaries]
 
 
 _BY_MODEL: dict[str, CodeSimilarity] = {}  # one per model a process loads (Settings.semantic)
