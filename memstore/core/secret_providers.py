@@ -8,6 +8,13 @@ fixed shape (a Datadog key, a Twilio auth token) are left to the labelled rule i
 
 from __future__ import annotations
 
+# An Authorization header's credential: Bearer, or any scheme the header names (Okta's SSWS,
+# Token, ApiKey); secrets.py's rule checks that the value looks random.
+AUTH = (
+    r"(?i)(?:\bbearer|\bauthorization[\"']?[ \t]*[:=][ \t]*[\"']?(?!basic\b)[a-z][\w-]*)"
+    r"[ \t]+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)"
+)
+
 # (kind, pattern): the value checked for stand-ins is the group `v` if the pattern has one.
 _TAIL = r"(?![A-Za-z0-9_])"
 PROVIDERS: tuple[tuple[str, str], ...] = (
