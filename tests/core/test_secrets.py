@@ -279,6 +279,23 @@ def test_any_authorization_scheme_with_a_random_value_is_refused(text: str) -> N
     assert find_secret_in_fields({"body": text}) is not None
 
 
+# Found by held-out set 3 (written after the fixes above), fixed after it was measured.
+@pytest.mark.parametrize(
+    "text",
+    [
+        "doppler dp.st.prd.gRN6SqxXIuillAolRw6xeOGjyxkynmYZXS3EGr0R8BP",  # an environment slug
+        "DOPPLER_TOKEN=dp.st.dev_eu.Q7mZk2Lx9Pw4Rt8Vb3Nc6Hy1Jd5Fg0Ks2Ae7Uo9Wi",
+        "SG.XR4QnrPAwQ239P5BlDaX0f\n.R1lsBjVLqGx8YM2nL1rxkSAKZPIOQnOGzbJdBSQRxof",  # split
+        "sendgrid SG.XR4QnrPAwQ239P5BlDaX0f .R1lsBjVLqGx8YM2nL1rxkSAKZPIOQnOGzbJdBSQRxof",
+    ],
+)
+def test_a_doppler_token_with_its_environment_and_a_split_sendgrid_key_are_refused(
+    text: str,
+) -> None:
+    assert find_secrets(text, full=True) and find_secrets(text)  # the full scan and the fast one
+    assert find_secret_in_fields({"body": text}) is not None
+
+
 @pytest.mark.parametrize(
     "text",
     [
