@@ -272,7 +272,8 @@ def _tiered(
         held = index.held_terms(doc)
         via = _held_through(concepts, held) if ranking.CONCEPT_CREDIT > 0 and concepts else ()
         found.append(evidence(weights, held, keyed, core=doc.kind == "core", related=via))
-    tiers = confident(found, older)
+    one = ranking.one_topic_word(query.text, query.terms, _request_terms(), _is_specific)
+    tiers = confident(found, older, one_word=one)
     hits = [replace(hit, weak=not sure) for hit, sure in zip(hits, tiers, strict=True)]
     return sorted(hits, key=lambda hit: hit.weak)  # stable: score order within each tier
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+import re
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TypeVar
@@ -219,8 +220,36 @@ def evidence(
     return Evidence(round(share, 4), round(units, 4))
 
 
+# A question: a question mark anywhere, or an English question word first.
+_QUESTION = re.compile(
+    r"\?|^\W*(?:how|what|whats|why|where|when|which|who|whom|whose|is|are|can|could|do|does"
+    r"|did|should|would|will)\b",
+    re.IGNORECASE,
+)
+
+
+def one_topic_word(
+    text: str,
+    query_terms: Collection[str],
+    request: Collection[str],
+    specific: Callable[[str], bool],
+) -> bool:
+    """Say whether a prompt names one topic and asks nothing of it: one term besides request
+    words ("deploy", "run the tests", "looks good, commit it"), not a number, code or
+    identifier (`specific`: "P3009" or "pm_static.yml" alone are particulars a memory may
+    hold), and not a question ("how do changes get to prod?" asks). Such a prompt finds
+    what mentions the word, not an answer: `confident` makes no hit of it confident."""
+    content = [t for t in query_terms if t not in request]
+    if len(content) > 1 or any(specific(t) for t in content):
+        return False
+    return _QUESTION.search(text) is None
+
+
 def confident(
-    found: Sequence[Evidence], older: Sequence[Collection[int]] | None = None
+    found: Sequence[Evidence],
+    older: Sequence[Collection[int]] | None = None,
+    *,
+    one_word: bool = False,
 ) -> list[bool]:
     """Say, for each hit of one query, whether recall is confident in it.
 
@@ -229,8 +258,11 @@ def confident(
     LEAD_SHARE, worth LEAD_UNITS, and no other hit's evidence is worth more than LEAD_RATIO
     of its own (an older version of it, `older[i]`: the positions of the hits it supersedes,
     is not another answer). One common word that stems to a vault word is not evidence; a code only this
-    memory holds is.
+    memory holds is. A prompt of one topic word (`one_word`: one_topic_word) makes no hit
+    confident.
     """
+    if one_word:
+        return [False] * len(found)
     best = max((f.share for f in found), default=0.0)
     tiers = []
     for i, f in enumerate(found):

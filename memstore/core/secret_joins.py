@@ -19,7 +19,8 @@ from collections.abc import Iterator
 _PIECE = re.compile(r"[A-Za-z0-9+/=_.~-]+")
 _PREFIX = re.compile(
     r"(?:AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|xox[abposr]-|sk-|[rs]k_live_|AIza|npm_|hf_"
-    r"|pypi-|ya29\.|gl(?:rt|dt|ptt)-|[rs]k_test_|GOCSPX-|hv[sb]\.|dckr_pat_|lin_api_|ntn_|PMAK-)"
+    r"|pypi-|ya29\.|gl(?:rt|dt|ptt)-|[rs]k_test_|GOCSPX-|hv[sb]\.|dckr_pat_|lin_api_|ntn_|PMAK-"
+    r"|SG\.)"
 )
 # Every place _PREFIX matches (it reads at most 11 characters: a join of the next 12 words
 # starts as the rest of the run does).
@@ -36,7 +37,7 @@ _PREFIX_ENDS = tuple(
             r"|(?<=[rs]k_test_)|(?<=dckr_pat_)|(?<=lin_api_)|(?<=ntn_))",
             r"-(?:(?<=glpat-)|(?<=xox[abposr]-)|(?<=sk-)|(?<=pypi-)|(?<=gl(?:rt|dt)-)|(?<=glptt-)"
             r"|(?<=GOCSPX-)|(?<=PMAK-))",
-            r"\.(?:(?<=ya29\.)|(?<=hv[sb]\.))",
+            r"\.(?:(?<=ya29\.)|(?<=hv[sb]\.)|(?<=SG\.))",
         ),
     )
 )

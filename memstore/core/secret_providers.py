@@ -8,6 +8,13 @@ fixed shape (a Datadog key, a Twilio auth token) are left to the labelled rule i
 
 from __future__ import annotations
 
+# An Authorization header's credential: Bearer, or any scheme the header names (Okta's SSWS,
+# Token, ApiKey); secrets.py's rule checks that the value looks random.
+AUTH = (
+    r"(?i)(?:\bbearer|\bauthorization[\"']?[ \t]*[:=][ \t]*[\"']?(?!basic\b)[a-z][\w-]*)"
+    r"[ \t]+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)"
+)
+
 # (kind, pattern): the value checked for stand-ins is the group `v` if the pattern has one.
 _TAIL = r"(?![A-Za-z0-9_])"
 PROVIDERS: tuple[tuple[str, str], ...] = (
@@ -98,7 +105,8 @@ PROVIDERS: tuple[tuple[str, str], ...] = (
     (
         "a developer service token",
         r"\b(?P<v>aio_[A-Za-z0-9]{28}|pat[A-Za-z0-9]{14}\.[a-f0-9]{64}|CFPAT-[A-Za-z0-9_-]{43}"
-        r"|dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}|EZ[AT]K[A-Za-z0-9]{54}"
+        r"|dp\.(?:pt|st|sa|ct|scim|audit)\.(?:[a-z0-9_-]{1,30}\.)?[A-Za-z0-9]{40,}"
+        r"|EZ[AT]K[A-Za-z0-9]{54}"
         r"|fio-u-[A-Za-z0-9_=-]{64}|pnu_[A-Za-z0-9]{36}|rdme_[a-z0-9]{70}|tk-us-[A-Za-z0-9_-]{48}"
         r"|shippo_(?:live|test)_[a-f0-9]{40}|sq[pua]_[a-f0-9]{40}|sgp_(?:[a-f0-9]{16}_)?[a-f0-9]{40}"
         r"|tfp_[A-Za-z0-9_.=-]{50,}|y0_[A-Za-z0-9_-]{50,}|pul-[a-f0-9]{40}|sbp_[a-f0-9]{40}"

@@ -207,6 +207,8 @@ _SAYS_VALUE = frozenset(
 _PASSPHRASE = re.compile(r"[A-Za-z]{3,}(?:-[A-Za-z]{3,}){2,}")
 _PUNCTUATION = "'\"`.,;:()[]{}<>"
 _TOKEN_WORD = re.compile(r"[^\s'\"`]+")
+# Folders, then a file name with an extension: base64 key material holds no "." at all.
+_FILE_PATH = re.compile(r"[\w.-]*(?:/[\w.-]+)+\.[A-Za-z][A-Za-z0-9]{0,4}")
 # A path, an environment or template lookup: what names a secret kept elsewhere.
 _REFERENCE = re.compile(r"[/~.<]|[$%]\{|\$\(|\{\{|#\{|[$%][A-Za-z_]\w*%?$")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
@@ -241,6 +243,8 @@ def looks_generated(value: str) -> bool:
         return False
     if _RESOURCE_NAME.match(value):  # arn:aws:iam::123456789012:role/deploy names, holds nothing
         return False
+    if _FILE_PATH.fullmatch(value):  # an S3 object key, a file: exports/2026/12/<hash>.csv
+        return False
     if re.fullmatch(r"[0-9a-fA-F-]+", value):  # hex, a UUID: a labelled one is a key
         digits = value.replace("-", "")
         return len(digits) >= 20 and not digits.isdigit() and not digits.isalpha()
@@ -254,8 +258,10 @@ def looks_generated(value: str) -> bool:
 
 
 def is_passphrase(value: str) -> bool:
-    """Tell whether a value said to be a password is words joined by hyphens (3 or more)."""
-    return _PASSPHRASE.fullmatch(value.strip(_PUNCTUATION)) is not None
+    """Tell whether a value said to be a password is words joined by hyphens (3 or more),
+    not a stand-in for one (<your-password-here>)."""
+    value = value.strip(_PUNCTUATION)
+    return _PASSPHRASE.fullmatch(value) is not None and not is_placeholder(value)
 
 
 def looks_like_password(value: str) -> bool:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from memstore.core.secret_gates import ScanText, compiled, may_hold_run, triggers
 from memstore.core.secret_joins import joins as split_joins
-from memstore.core.secret_providers import ANCHORS, ISSUED, NEEDLES, PROVIDERS, UNTRIGGERED
+from memstore.core.secret_providers import ANCHORS, AUTH, ISSUED, NEEDLES, PROVIDERS, UNTRIGGERED
 from memstore.core.secret_values import (
     is_dummy,
     is_passphrase,
@@ -364,10 +364,10 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         "an Authorization header",
-        (r"(?i)\bbearer[ \t]+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)"),
+        AUTH,
         _random_value,
-        needles=("bearer",),
-        anchor=r"bearer[ \t]",
+        needles=("bearer", "authorization"),
+        anchor=r"bearer[ \t]|authorization",
         folded=True,
     ),
     _Rule(

@@ -18,6 +18,9 @@ Targets (issue 38): precision >= 0.95, answered >= 0.85.
 
 Run:  python tests/benchmarks/bench_hook.py [-v] [--json] [--vault sample|large]
       (-v lists every miss and every wrong injection; MEMSTORE_SEMANTIC etc. are honoured)
+      --prompts FILE --large FILE run another prompt set over another 'large' vault, e.g. the
+      held-out set nobody tuned on: --prompts tests/data/prompts-heldout2.json
+      --large tests/data/prompts-heldout2-vault.json --vault large
 """
 
 from __future__ import annotations
@@ -195,10 +198,12 @@ def sample_vault(where: Path) -> Iterator[tuple[Store, Vault]]:
 
 
 @contextmanager
-def large_vault(where: Path, only: Sequence[str] = ()) -> Iterator[tuple[Store, Vault]]:
-    """Load tests/data/prompts-hook-vault.json (or just the memories `only` names) into a new
-    vault under `where` through memstore eval's loader, and open it."""
-    corpus = load_fixture(LARGE)["corpus"]
+def large_vault(
+    where: Path, only: Sequence[str] = (), path: Path = LARGE
+) -> Iterator[tuple[Store, Vault]]:
+    """Load tests/data/prompts-hook-vault.json (or `path`; or just the memories `only` names)
+    into a new vault under `where` through memstore eval's loader, and open it."""
+    corpus = load_fixture(path)["corpus"]
     if only:
         corpus = [m for m in corpus if m["id"] in only]
     clock = _Clock()
@@ -340,11 +345,12 @@ def _explain(outcome: Outcome) -> list[str]:
 
 
 def run(
-    vaults: Sequence[str] = VAULTS, prompts: Sequence[Prompt] | None = None
+    vaults: Sequence[str] = VAULTS, prompts: Sequence[Prompt] | None = None, large: Path = LARGE
 ) -> dict[str, list[Outcome]]:
-    """Run the benchmark over `vaults`; return each vault's outcomes."""
+    """Run the benchmark over `vaults` (`large`: the file the 'large' vault is loaded from);
+    return each vault's outcomes."""
     chosen = list(prompts) if prompts is not None else load_prompts()
-    loaders = {"sample": sample_vault, "large": large_vault}
+    loaders = {"sample": sample_vault, "large": lambda where: large_vault(where, path=large)}
     by_vault: dict[str, list[Outcome]] = {}
     where = Path(tempfile.mkdtemp(prefix="memstore-bench-hook-"))
     try:
@@ -387,8 +393,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--vault", choices=VAULTS, action="append", help="only this vault (repeatable)"
     )
+    parser.add_argument("--prompts", type=Path, default=PROMPTS, help="the prompt set to run")
+    parser.add_argument(
+        "--large", type=Path, default=LARGE, help="the fixture the 'large' vault is loaded from"
+    )
     args = parser.parse_args(argv)
-    by_vault = run(args.vault or VAULTS)
+    by_vault = run(args.vault or VAULTS, load_prompts(args.prompts), args.large)
     if args.json:
         figures = {name: summarize(found) for name, found in by_vault.items()}
         figures["overall"] = summarize([o for found in by_vault.values() for o in found])

@@ -192,3 +192,54 @@ def test_a_pasted_blob_is_weighed_in_linear_time(store: Store, blob: str) -> Non
     result = store.search(f"upload limit {blob}", workspace=None)
     assert time.process_time() - started < 10, "weighing the prompt took quadratic time"
     assert result.hits[0].id == UPLOAD_413  # the words beside it still find their memory
+
+
+@pytest.fixture
+def worded(tmp_path: Path) -> Iterator[tuple[Store, Path, dict[str, str]]]:
+    """A vault where "sidekiq", "battery" and pm_static.yml are each held by one memory, in
+    its stored keywords too: one such word is worth more than EVIDENCE_UNITS on its own."""
+    vault = tmp_path / "vault"
+    with Store.open(settings_at(vault), create=True) as opened:
+        ids = {
+            word: opened.add(text, workspace="harbor", keywords=(word,)).id
+            for word, text in (
+                ("sidekiq", "Sidekiq queues: critical (webhooks), default, mailers, low"),
+                ("battery", "Battery lasted 3 days: the UART console stayed on in release"),
+                ("pm_static.yml", "pm_static.yml is frozen; never let it be generated"),
+                ("tests", "Never run the integration tests against production"),
+            )
+        }
+        for text in ("Deploy with kamal deploy -d production", "Ports: Puma 3001, MySQL 3307"):
+            opened.add(text, workspace="harbor")
+        yield opened, vault, ids
+
+
+@pytest.mark.parametrize(
+    "prompt", ["sidekiq", "Battery", "battery!", "run the tests", "looks good, run the tests"]
+)
+def test_a_prompt_of_one_topic_word_injects_nothing(
+    worded: tuple[Store, Path, dict[str, str]], prompt: str
+) -> None:
+    # Held-out set 2 (tests/data/prompts-heldout2.json): "deploy", "sidekiq", "battery",
+    # "run the tests" injected the memories that mention the word.
+    store, vault, _ = worded
+    found = store.search(prompt, workspace=None)
+    assert found.hits and confident(found) == [] and context(store, prompt) == []
+    assert hook(vault, "harbor", prompt) == ""
+
+
+@pytest.mark.parametrize(
+    ("prompt", "word"),
+    [
+        ("pm_static.yml", "pm_static.yml"),  # a particular, not a topic
+        ("sidekiq?", "sidekiq"),  # a question about it
+        ("what are the sidekiq queues", "sidekiq"),
+        ("battery dies after 3 days", "battery"),
+    ],
+)
+def test_an_identifier_or_a_question_about_one_word_still_answers(
+    worded: tuple[Store, Path, dict[str, str]], prompt: str, word: str
+) -> None:
+    store, _, ids = worded
+    found = store.search(prompt, workspace=None)
+    assert confident(found)[:1] == [ids[word]] and context(store, prompt)[:1] == [ids[word]]

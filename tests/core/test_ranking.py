@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -16,6 +17,7 @@ from memstore.core.ranking import (
     confident,
     demote_superseded,
     evidence,
+    one_topic_word,
     pack,
     score,
     strength,
@@ -174,3 +176,23 @@ def test_most_shared_equals_a_full_sort(counts: dict[str, int], limit: int) -> N
     from memstore.index import most_shared
 
     assert most_shared(counts, limit) == sorted(counts, key=lambda k: (-counts[k], k))[:limit]
+
+
+@pytest.mark.parametrize(
+    ("text", "terms", "one"),
+    [
+        ("deploy", ["deploy"], True),
+        ("run the tests", ["run", "test"], True),  # "run" is a request word
+        ("how do changes get to prod?", ["chang", "get", "prod"], False),  # a question
+        ("what is sidekiq", ["sidekiq"], False),
+        ("P3009", ["p3009"], False),  # a code is a particular, not a topic
+        ("deploy harbor", ["deploy", "harbor"], False),
+        ("thanks!", [], True),
+    ],
+)
+def test_one_topic_word(text: str, terms: list[str], one: bool) -> None:
+    def specific(term: str) -> bool:
+        return any(c.isdigit() for c in term)
+
+    assert one_topic_word(text, terms, {"run", "get", "chang"}, specific) is one
+    assert confident([Evidence(1.0, 3.0)], one_word=one) == [not one]

@@ -263,3 +263,50 @@ def test_resource_names_beside_a_credential_word_are_stored() -> None:
     )
     assert find_secrets(text) == []
     assert find_secrets("the token for urn:example:service:deploy-bot rotates weekly") == []
+
+
+# Found by the held-out set 2 (tests/data/secrets/*-heldout2.json, tenth session).
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Authorization: SSWS 00bUzlF_Y8808HfGeoDh5RhY4Xy1Jhdacea4fvxru5",  # Okta
+        'headers = {"Authorization": "ApiKey Zk3Jq9LmP0xR7tYv2WnB5cE8"}',
+        "curl -H 'authorization: Token 9f8e7d6c5b4a39281706f5e4d3c2b1a0f9e8d7c6' $API",
+    ],
+)
+def test_any_authorization_scheme_with_a_random_value_is_refused(text: str) -> None:
+    assert "an Authorization header" in find_secrets(text, full=True)
+    assert find_secret_in_fields({"body": text}) is not None
+
+
+# Found by held-out set 3 (written after the fixes above), fixed after it was measured.
+@pytest.mark.parametrize(
+    "text",
+    [
+        "doppler dp.st.prd.gRN6SqxXIuillAolRw6xeOGjyxkynmYZXS3EGr0R8BP",  # an environment slug
+        "DOPPLER_TOKEN=dp.st.dev_eu.Q7mZk2Lx9Pw4Rt8Vb3Nc6Hy1Jd5Fg0Ks2Ae7Uo9Wi",
+        "SG.XR4QnrPAwQ239P5BlDaX0f\n.R1lsBjVLqGx8YM2nL1rxkSAKZPIOQnOGzbJdBSQRxof",  # split
+        "sendgrid SG.XR4QnrPAwQ239P5BlDaX0f .R1lsBjVLqGx8YM2nL1rxkSAKZPIOQnOGzbJdBSQRxof",
+    ],
+)
+def test_a_doppler_token_with_its_environment_and_a_split_sendgrid_key_are_refused(
+    text: str,
+) -> None:
+    assert find_secrets(text, full=True) and find_secrets(text)  # the full scan and the fast one
+    assert find_secret_in_fields({"body": text}) is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password=<your-password-here>",
+        "set password: your-db-password-here in .env.local",
+        "S3 key exports/2026/12/07/d4d78d4d94055606b17d14103ee6a8af.csv",
+        "the cache key is builds/linux/3f9a0c1e7b2d4e6f8a0b1c2d3e4f5a6b.tar.zst",
+        "Authorization: Basic dXNlcjpwYXNzd29yZA==",  # user:password, a stand-in
+        "Authorization: Bearer <token>",
+        "the authorization header carries the session for every request",
+    ],
+)
+def test_stand_ins_and_file_paths_beside_a_credential_word_are_stored(text: str) -> None:
+    assert find_secrets(text, full=True) == []
