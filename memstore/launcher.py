@@ -246,10 +246,11 @@ def _cache_patterns() -> PatternCache | None:
 def _cache_generated_code() -> GeneratedCode:
     """Run the methods dataclasses generate from the machine's cache of their code
     (core/generated_code.py): a search or add without a daemon defines ~45 classes."""
+    from memstore import __version__
     from memstore.core.generated_code import install
 
     version = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    return install(_cache_home() / f"generated-{version}.marshal")
+    return install(_cache_home() / f"generated-{version}.marshal", __version__)
 
 
 def _cache_home() -> Path:
