@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from memstore.catalog.leftovers import remove_leftovers
 from memstore.catalog.listings import Listings
 from memstore.catalog.manifest import file_identity
 from memstore.catalog.memory_manifest import FORMAT, Entry, MemoryManifest, create_tables
@@ -51,7 +52,7 @@ __all__ = [
     "document_for",
     "has_conflict",
     "rebuild",
-    "remove_stale_builds",
+    "remove_leftovers",
 ]
 
 
@@ -142,7 +143,7 @@ class Indexer:
         """Open the index; a damaged or outdated one is rebuilt from the files, a missing one
         is created empty (the next catch-up fills it)."""
         root = vault.state_dir / INDEX_DIR
-        remove_stale_builds(vault)
+        remove_leftovers(vault)
         if not os.path.lexists(root):
             try:  # a first index, empty: the next catch-up fills it, even beside a watcher
                 indexer = cls._open_at(vault, root)
@@ -542,7 +543,7 @@ def rebuild(vault: Vault, progress: Progress | None = None) -> tuple[Indexer, Ca
     final = vault.state_dir / INDEX_DIR
     # One building folder per process: two processes healing at once must not share one.
     fresh = vault.state_dir / f"{INDEX_DIR}.building-{os.getpid()}"
-    remove_stale_builds(vault)
+    remove_leftovers(vault)
     SearchIndex.delete(fresh)
     indexer = Indexer._open_at(vault, fresh)
     skipped: list[FileProblem] = []
@@ -561,25 +562,6 @@ def rebuild(vault: Vault, progress: Progress | None = None) -> tuple[Indexer, Ca
     except OSError:
         SearchIndex.delete(fresh)  # another process put a complete index there meanwhile
     return Indexer._open_at(vault, final, create=False), result
-
-
-def remove_stale_builds(vault: Vault) -> list[Path]:
-    """Delete the building folders of rebuilds whose process is gone (a reindex killed
-    midway); return them. One of a live process is its rebuild under way: kept."""
-    removed = []
-    try:
-        found = [
-            p for p in vault.state_dir.iterdir() if p.name.startswith(f"{INDEX_DIR}.building-")
-        ]
-    except OSError:
-        return []  # no state folder yet, or unreadable: the open says so
-    for left in found:
-        pid = left.name.rpartition("-")[2]
-        if pid.isdigit() and int(pid) != os.getpid() and not process_alive(int(pid)):
-            SearchIndex.delete(left)
-            removed.append(left)
-            log.warning("removed %s, left by a reindex that was killed", left)
-    return removed
 
 
 def _temporary(vault: Vault) -> tuple[Indexer, CatchUp]:
