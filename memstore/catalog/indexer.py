@@ -49,6 +49,7 @@ __all__ = [
     "Entry",
     "Indexer",
     "Progress",
+    "changed_among",
     "document_for",
     "has_conflict",
     "rebuild",
@@ -72,6 +73,15 @@ class Drift:
     @property
     def is_clean(self) -> bool:
         return not (self.missing or self.stale or self.changed or self.miscounted)
+
+
+def changed_among(indexer: Indexer, paths: list[str]) -> list[str]:
+    """Return those of `paths` (a one-shot search's hits) whose file is not as indexed: its
+    fingerprint is not the one recorded, or, read within its racy window (a same-size
+    rewrite in that clock tick keeps it), what it yields now is not what the index holds."""
+    changed = indexer.manifest.changed_among(indexer.vault.root, paths)
+    racy = [p for p in indexer.manifest.racy_among(paths) if p not in changed]
+    return changed + indexer._updater().look_again(racy)[0] if racy else changed
 
 
 def _shared_ids(entries: Iterable[Entry]) -> tuple[tuple[str, tuple[str, ...]], ...]:
