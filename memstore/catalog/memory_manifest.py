@@ -312,9 +312,7 @@ def subtree(folder: str) -> tuple[str, str]:
 
 class OutdatedManifestError(SearchIndexError):
     """The manifest was written by another memstore version: its index is replaced, not kept
-    aside as damaged."""
-
-    outdated = True  # what Indexer.open asks (it does not import this module's errors)
+    aside as damaged (catalog/recovery.py)."""
 
 
 def create_tables(db: sqlite3.Connection) -> None:
