@@ -24,7 +24,6 @@ import os
 import shutil
 import sqlite3
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from memstore.catalog.memory_manifest import FORMAT
@@ -37,14 +36,14 @@ BUILDING, KEPT = f"{INDEX_DIR}.building-", f"{INDEX_DIR}.damaged-"
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
 class KeptCopy:
-    """An index kept aside: where, its bytes, its age, and whether another version built it."""
+    """An index kept aside: where, its bytes, its age, and whether another version built it
+    (a plain class: this module is imported by every first open, a dataclass costs it more)."""
 
-    path: Path
-    size: int
-    age_s: float
-    outdated: bool
+    __slots__ = ("age_s", "outdated", "path", "size")
+
+    def __init__(self, path: Path, size: int, age_s: float, outdated: bool) -> None:
+        self.path, self.size, self.age_s, self.outdated = path, size, age_s, outdated
 
 
 def remove_leftovers(vault: Vault, now: float | None = None) -> list[Path]:
