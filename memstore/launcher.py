@@ -250,7 +250,9 @@ def _cache_generated_code() -> GeneratedCode:
     from memstore.core.generated_code import install
 
     version = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    return install(_cache_home() / f"generated-{version}.marshal", __version__)
+    # "-v2": the form with each text's generation; a memstore before it reads the old name,
+    # so both on one machine (an A/B benchmark) do not rewrite one file in turn
+    return install(_cache_home() / f"generated-{version}-v2.marshal", __version__)
 
 
 def _cache_home() -> Path:
