@@ -8,10 +8,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memstore.catalog import indexer as indexing
 from memstore.catalog.code_hits import KIND as CODE_KIND
 from memstore.catalog.code_hits import fuse
 from memstore.catalog.code_roots import ingested
-from memstore.catalog.indexer import Entry, changed_among
+from memstore.catalog.indexer import Entry
 from memstore.catalog.retrieval import (
     SEMANTIC_DEPTH,
     core_memories,
@@ -153,7 +154,7 @@ class Reader(Part):
         rule 1), and never shows a memory's text as it was before a rewrite in place."""
         indexer = self.store.indexer
         paths = [hit.path for hit in hits if not hit.tier]
-        if not paths or not changed_among(indexer, paths):
+        if not paths or not indexing.changed_among(indexer, paths):
             return False
         indexer.defer_timed_full = indexer.deferred_full = False
         self.store.maintenance.catch_up()  # now due: every file compared
