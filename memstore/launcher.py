@@ -246,10 +246,13 @@ def _cache_patterns() -> PatternCache | None:
 def _cache_generated_code() -> GeneratedCode:
     """Run the methods dataclasses generate from the machine's cache of their code
     (core/generated_code.py): a search or add without a daemon defines ~45 classes."""
+    from memstore import __version__
     from memstore.core.generated_code import install
 
     version = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    return install(_cache_home() / f"generated-{version}.marshal")
+    # "-v2": the form with each text's generation; a memstore before it reads the old name,
+    # so both on one machine (an A/B benchmark) do not rewrite one file in turn
+    return install(_cache_home() / f"generated-{version}-v2.marshal", __version__)
 
 
 def _cache_home() -> Path:

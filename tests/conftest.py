@@ -186,6 +186,45 @@ def wait_until(condition: Callable[[], object], timeout: float, message: str) ->
         time.sleep(0.01)
 
 
+def wait_while_working(
+    condition: Callable[[], object], cpu_s: float, message: str, *, wall_s: float = 600.0
+) -> None:
+    """Poll `condition` until it is true; fail with `message` once this process (every
+    thread: an in-process watcher's too) has spent `cpu_s` seconds of CPU on it.
+
+    For work done here whose bound is its own cost: at load 15-19 a wall-time bound
+    measures the machine (a watcher got a tenth of a core). `wall_s` only stops a hang.
+    """
+    spent, deadline = time.process_time() + cpu_s, time.monotonic() + wall_s
+    while not condition():
+        if time.process_time() > spent:
+            raise AssertionError(f"{message}: not within {cpu_s} s of CPU")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{message}: not within {wall_s} s (nothing ran?)")
+        time.sleep(0.01)
+
+
+def child_cpu_s(command: str) -> float:
+    """The CPU seconds (user + system) spent so far by this process's living children whose
+    command line holds `command`, read from /proc (a child not waited for yet); fail if none."""
+    total, found = 0, 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                fields = f.read().rpartition(b")")[2].split()
+            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[1]) == os.getpid() and command in cmdline:
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+            found += 1
+    assert found, f"no child process runs {command!r}"
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def run_memstore(
     *args: str,
     vault: Path | None = None,

@@ -154,7 +154,7 @@ def test_a_hook_without_a_daemon_answers_as_a_one_shot_command(vault: Path, tmp_
     assert done.returncode == 0, done.stderr
     assert "upload limit is 10 MB" in done.stdout
     version = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    assert (cache / "memstore" / f"generated-{version}.marshal").is_file()  # the child's
+    assert (cache / "memstore" / f"generated-{version}-v2.marshal").is_file()  # the child's
     env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
     full = answer(Request("hook", ["prompt"], str(vault), env, payload.encode()), open_in_process)
     assert done.stdout == full.stdout

@@ -17,13 +17,13 @@ import functools
 import logging
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from memstore.catalog.leftovers import remove_leftovers
 from memstore.catalog.listings import Listings
 from memstore.catalog.manifest import file_identity
 from memstore.catalog.memory_manifest import FORMAT, Entry, MemoryManifest, create_tables
@@ -48,10 +48,11 @@ __all__ = [
     "Entry",
     "Indexer",
     "Progress",
+    "changed_among",
     "document_for",
     "has_conflict",
     "rebuild",
-    "remove_stale_builds",
+    "remove_leftovers",
 ]
 
 
@@ -71,6 +72,15 @@ class Drift:
     @property
     def is_clean(self) -> bool:
         return not (self.missing or self.stale or self.changed or self.miscounted)
+
+
+def changed_among(indexer: Indexer, paths: list[str]) -> list[str]:
+    """Return those of `paths` (a one-shot search's hits) whose file is not as indexed: its
+    fingerprint is not the one recorded, or, read within its racy window (a same-size
+    rewrite in that clock tick keeps it), what it yields now is not what the index holds."""
+    changed = indexer.manifest.changed_among(indexer.vault.root, paths)
+    racy = [p for p in indexer.manifest.racy_among(paths) if p not in changed]
+    return changed + indexer._updater().look_again(racy)[0] if racy else changed
 
 
 def _shared_ids(entries: Iterable[Entry]) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -140,70 +150,10 @@ class Indexer:
     @classmethod
     def open(cls, vault: Vault) -> Indexer:
         """Open the index; a damaged or outdated one is rebuilt from the files, a missing one
-        is created empty (the next catch-up fills it)."""
-        root = vault.state_dir / INDEX_DIR
-        remove_stale_builds(vault)
-        if not os.path.lexists(root):
-            try:  # a first index, empty: the next catch-up fills it, even beside a watcher
-                indexer = cls._open_at(vault, root)
-            except (VaultError, SearchIndexError):
-                return cls._recover(vault, None)
-            indexer.unfilled = True
-            return indexer
-        built = SearchIndexError(f"index at {root} was built by another memstore version")
-        try:
-            indexer = cls._open_at(vault, root, create=False)
-        except SearchIndexError as err:  # another version's (OutdatedManifestError): not kept
-            outdated = getattr(err, "outdated", False)
-            return cls._recover(vault, built if outdated else err, keep=not outdated)
-        try:
-            outdated = indexer.manifest.meta("format") not in (None, FORMAT)
-        except SearchIndexError as err:
-            indexer.close()
-            return cls._recover(vault, err)
-        if outdated:  # not damage: nothing worth keeping aside
-            indexer.close()
-            return cls._recover(vault, built, keep=False)
-        return indexer
+        is created empty (the next catch-up fills it): catalog/recovery.py."""
+        from memstore.catalog.recovery import open_index
 
-    @classmethod
-    def _recover(cls, vault: Vault, err: SearchIndexError | None, *, keep: bool = True) -> Indexer:
-        """Move a damaged index aside (`err` None: there is none; `keep` False: replace it
-        without keeping it), rebuild it, say so."""
-        root = vault.state_dir / INDEX_DIR
-        try:
-            moved = SearchIndex.quarantine(root) if err is not None and keep else None
-            indexer, result = rebuild(vault)
-        except (OSError, VaultError, SearchIndexError) as failure:
-            indexer, result = _temporary(vault)
-            reason = _one_line(err) if err else f"no index at {root}"
-            log.warning(
-                "%s, and %s cannot be written (%s): searched a temporary index of %d memory "
-                "files; make it writable to keep one",
-                reason,
-                vault.state_dir,
-                getattr(failure, "strerror", None) or failure,
-                len(result.updated),
-            )
-            return indexer
-        indexer.recovered_from = moved
-        if err is not None and moved is not None:
-            log.warning(
-                "%s: moved it aside to %s (`memstore gc` removes it) and rebuilt it from %d "
-                "memory files",
-                _one_line(err),
-                moved.relative_to(vault.root),
-                len(result.updated),
-            )
-        elif err is not None:
-            log.warning("%s: rebuilt it from %d memory files", _one_line(err), len(result.updated))
-        elif result.updated:
-            log.warning(
-                "no index in %s: built it from %d memory files",
-                vault.state_dir,
-                len(result.updated),
-            )
-        return indexer
+        return open_index(vault)
 
     def heal(self, err: SearchIndexError) -> CatchUp:
         """Replace this damaged index by one rebuilt from the files; this object and its
@@ -212,7 +162,9 @@ class Indexer:
             self.manifest.close()
         if self._temporary is not None:
             shutil.rmtree(self._temporary, ignore_errors=True)
-        fresh = Indexer._recover(self.vault, err)
+        from memstore.catalog.recovery import recover
+
+        fresh = recover(self.vault, err)
         self._become(fresh)
         self.recovered_from = fresh.recovered_from
         return CatchUp(updated=tuple(self.fingerprints()))
@@ -247,7 +199,9 @@ class Indexer:
         holds them. Return whether it did either."""
         if self.is_deleted():
             log.info("the index at %s was deleted; rebuilding it from the files", self.root)
-            fresh = Indexer._recover(self.vault, None)
+            from memstore.catalog.recovery import recover
+
+            fresh = recover(self.vault, None)
             self.manifest.close()
             self._become(fresh)
             return True
@@ -471,7 +425,7 @@ class Indexer:
         self.search.verify()
         check = self.manifest.query("PRAGMA quick_check")[0][0]
         if check != "ok":
-            raise SearchIndexError(f"the index manifest is damaged ({_one_line(check)})")
+            raise SearchIndexError(f"the index manifest is damaged ({one_line(check)})")
         indexed = {doc.key: doc for doc in self.search.documents()}
         manifest = {entry.path: entry for entry in self.entries()}
         problems: list[FileProblem] = []
@@ -542,7 +496,7 @@ def rebuild(vault: Vault, progress: Progress | None = None) -> tuple[Indexer, Ca
     final = vault.state_dir / INDEX_DIR
     # One building folder per process: two processes healing at once must not share one.
     fresh = vault.state_dir / f"{INDEX_DIR}.building-{os.getpid()}"
-    remove_stale_builds(vault)
+    remove_leftovers(vault)
     SearchIndex.delete(fresh)
     indexer = Indexer._open_at(vault, fresh)
     skipped: list[FileProblem] = []
@@ -563,36 +517,5 @@ def rebuild(vault: Vault, progress: Progress | None = None) -> tuple[Indexer, Ca
     return Indexer._open_at(vault, final, create=False), result
 
 
-def remove_stale_builds(vault: Vault) -> list[Path]:
-    """Delete the building folders of rebuilds whose process is gone (a reindex killed
-    midway); return them. One of a live process is its rebuild under way: kept."""
-    removed = []
-    try:
-        found = [
-            p for p in vault.state_dir.iterdir() if p.name.startswith(f"{INDEX_DIR}.building-")
-        ]
-    except OSError:
-        return []  # no state folder yet, or unreadable: the open says so
-    for left in found:
-        pid = left.name.rpartition("-")[2]
-        if pid.isdigit() and int(pid) != os.getpid() and not process_alive(int(pid)):
-            SearchIndex.delete(left)
-            removed.append(left)
-            log.warning("removed %s, left by a reindex that was killed", left)
-    return removed
-
-
-def _temporary(vault: Vault) -> tuple[Indexer, CatchUp]:
-    """Build an index of the vault in a temporary folder (removed when it is closed)."""
-    folder = Path(tempfile.mkdtemp(prefix="memstore-index-"))
-    indexer = Indexer._open_at(vault, folder / INDEX_DIR)
-    indexer._temporary = folder
-    try:
-        return indexer, indexer._catch_up(None)
-    except SearchIndexError as err:
-        indexer.close()
-        raise VaultError(f"cannot build an index of {vault.root}: {err}") from err
-
-
-def _one_line(err: BaseException) -> str:
+def one_line(err: BaseException) -> str:
     return " ".join(str(err).split())  # sqlite's integrity reports span lines

@@ -182,6 +182,21 @@ class MemoryManifest(Manifest):
                 changed.append(path)
         return changed
 
+    def racy_among(self, paths: list[str]) -> list[str]:
+        """Return those of `paths` read within their racy window (see `racy`)."""
+        if not paths:
+            return []
+        marks = ",".join("?" * len(paths))
+        try:
+            rows = self.execute(f"SELECT path FROM racy WHERE path IN ({marks})", paths)
+            return sorted(str(row[0]) for row in rows.fetchall())
+        except sqlite3.OperationalError as err:
+            if "no such table" in str(err):  # an older manifest opened read-only
+                return []
+            raise SearchIndexError(f"the manifest at {self.path} cannot be read ({err})") from err
+        except sqlite3.Error as err:
+            raise SearchIndexError(f"the manifest at {self.path} cannot be read ({err})") from err
+
     def rows_of(self, paths: list[str]) -> dict[str, tuple[object, ...]]:
         """Return the rows of those of `paths` recorded, after each one's path and
         fingerprint (as `reading.manifest_row` makes them)."""
@@ -297,9 +312,7 @@ def subtree(folder: str) -> tuple[str, str]:
 
 class OutdatedManifestError(SearchIndexError):
     """The manifest was written by another memstore version: its index is replaced, not kept
-    aside as damaged."""
-
-    outdated = True  # what Indexer.open asks (it does not import this module's errors)
+    aside as damaged (catalog/recovery.py)."""
 
 
 def create_tables(db: sqlite3.Connection) -> None:

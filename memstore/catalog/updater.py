@@ -298,7 +298,7 @@ class Updater:
         yields is not what the index holds, else its racy mark goes once it has settled.
         """
         changed, new = plan.to_index, set(plan.added)
-        differ, same = self._look_again(list(plan.unsure))
+        differ, same = self.look_again(list(plan.unsure))
         changed = sorted([*changed, *differ]) if differ else changed
         racy = {p for p in [*changed, *same] if is_racy(on_disk[p][0], started)}
         if racy:  # listed again by the next quick catch-up
@@ -316,7 +316,7 @@ class Updater:
             settled=[p for p in same if p not in racy],
         )
 
-    def _look_again(self, paths: list[str]) -> tuple[list[str], list[str]]:
+    def look_again(self, paths: list[str]) -> tuple[list[str], list[str]]:
         """Read unsure files again; return those whose document or manifest row is not
         what the index holds (or that cannot be read), and those it holds as they are.
 

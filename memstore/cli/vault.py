@@ -13,7 +13,13 @@ from typing import Annotated
 import typer
 
 from memstore.cli.terminal import progress_bar
-from memstore.ops.output import POINTER_SNIPPET, count, doctor_lines, printable
+from memstore.ops.output import (
+    POINTER_SNIPPET,
+    count,
+    doctor_lines,
+    kept_copy_lines,
+    printable,
+)
 from memstore.ops.parameters import JsonOption, QuietOption, VaultOption, emit_json, shell_settings
 from memstore.service.store import Store, init_vault
 
@@ -111,7 +117,9 @@ def doctor(
 ) -> None:
     """Check that the index matches the files, and list files memstore cannot read.
 
-    Exit status 1 when drift remains. Example:  memstore doctor --fix
+    Also lists the copies of damaged indexes kept aside (size, age): memstore removes each
+    once 7 days old, 'memstore gc' at once. Exit status 1 when drift remains.
+    Example:  memstore doctor --fix
     """
     from memstore.service.secret_names import find_named_secrets, rename_named_secrets
 
@@ -119,6 +127,7 @@ def doctor(
         found, after = store.doctor(fix=fix)
         named = find_named_secrets(store)
         renamed = rename_named_secrets(store, named) if fix else ""
+        copies = store.maintenance.kept_copies()
     remaining = after if after is not None else found
     if as_json:
         emit_json(
@@ -128,10 +137,17 @@ def doctor(
                 "after_fix": asdict(after) if after else None,
                 "named_secrets": [asdict(n) for n in named],
                 "renamed": renamed or None,
+                "kept_copies": [
+                    {"path": str(c.path), "bytes": c.size, "age_s": round(c.age_s)}
+                    | {"outdated": c.outdated}
+                    for c in copies
+                ],
             }
         )
     else:
         typer.echo("\n".join(doctor_lines(found, after)))
+        for line in kept_copy_lines(copies, store.vault.root):
+            typer.echo(line)
         for n in named:  # by id: the file's name is what leaks
             typer.echo(
                 f"memory {n.id}: its file name holds what looks like {n.kind}"

@@ -8,9 +8,14 @@ same text before, kept in a file read at the next start: `compile(text, "<string
 dont_inherit=True)` is what `exec(text)` runs there, so the methods are the same (tests/core/test_generated_code.py
 compares every generated method of the store's classes with a fresh compile).
 
-The file is keyed by the interpreter's version and its byte code's magic number; any other
-file, or one that does not read, is ignored (and rewritten). `uninstall` gives dataclasses
-the builtin `exec` back.
+The file is keyed by the interpreter's version, its byte code's magic number and memstore's
+version; any other file, or one that does not read, is ignored (and rewritten). Within a
+version memstore's code still changes (a checkout, a branch): the texts its classes no
+longer generate would pile up to LIMIT, so each text keeps the generation (a count of the
+file's writes) in which it was last used, and a write drops those unused for AGE
+generations. A process rewrites the file when it compiled something, or used a text not
+marked as used for AGE // 2 generations, so a text in use is never dropped. `uninstall`
+gives dataclasses the builtin `exec` back.
 """
 
 from __future__ import annotations
@@ -24,54 +29,80 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
-KEY = f"{sys.version}|{MAGIC_NUMBER.hex()}"
+KEY = f"{sys.version}|{MAGIC_NUMBER.hex()}"  # and memstore's version (`version`)
 LIMIT = 4096  # texts kept at most (a process generating far more is not typical)
+AGE = 16  # a text unused in this many of the file's writes is dropped (stale code's)
 
 
 class GeneratedCode:
     """The code read from a file and what was compiled since, for writing back."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, version: str = "") -> None:
         self.path = path
+        self.key = f"{KEY}|{version}"
         self.known: dict[str, CodeType] = {}
-        self.added = 0  # compiled since read or saved
+        self.used_in: dict[str, int] = {}  # text → the generation it was last used in
+        self.generation = 0  # how many times the file was written
+        self.used: set[str] = set()  # the texts this process ran
+        self.added = 0  # compiled since read or saved (or kept texts due to be marked used)
         self.compiled = 0  # compiled by this process (not read from the file)
         with contextlib.suppress(OSError, EOFError, ValueError, TypeError):
             found = marshal.loads(path.read_bytes())
-            if isinstance(found, tuple) and len(found) == 2 and found[0] == KEY:
-                self.known = {
-                    text: code
-                    for text, code in found[1]
+            if isinstance(found, tuple) and len(found) == 3 and found[0] == self.key:
+                kept = [
+                    (text, code, int(used_in))
+                    for text, code, used_in in found[2]
                     if isinstance(text, str) and isinstance(code, CodeType)
-                }
+                ]
+                self.generation = int(found[1])
+                self.known = {text: code for text, code, _ in kept}
+                self.used_in = {text: used_in for text, _, used_in in kept}
 
     def exec(self, source: Any, globals: Any = None, locals: Any = None) -> None:
         """builtins.exec, running the kept code when `source` is a text compiled before."""
         if not isinstance(source, str):
             return builtins.exec(source, globals, locals)
         code = self.known.get(source)
-        if code is None:
+        if code is not None and source not in self.used:
+            self.used.add(source)
+            if self.used_in[source] <= self.generation - AGE // 2:
+                self.added += 1  # marked used again at the next save: not dropped
+        elif code is None:
             # dont_inherit: not this module's `annotations` future, as dataclasses has none
             code = compile(source, "<string>", "exec", dont_inherit=True)
             self.compiled += 1
             if len(self.known) < LIMIT:
                 self.known[source] = code
+                self.used.add(source)
                 self.added += 1
         return builtins.exec(code, globals, locals)
 
     def save(self) -> None:
-        """Write the code back if any was added (atomically; a failure keeps the old)."""
+        """Write the code back if any was added or is due to be marked used (atomically; a
+        failure keeps the old), without the texts unused for AGE generations."""
         from memstore.core.pattern_cache import write_beside
 
-        if self.added and write_beside(self.path, (KEY, list(self.known.items()))):
-            self.added = 0
+        if not self.added:
+            return
+        generation = self.generation + 1
+        for text in self.used:
+            self.used_in[text] = generation
+        kept = [
+            (text, code, self.used_in[text])
+            for text, code in self.known.items()
+            if self.used_in[text] > generation - AGE
+        ]
+        if write_beside(self.path, (self.key, generation, kept)):
+            self.generation, self.added = generation, 0
+            self.known = {text: code for text, code, _ in kept}
 
 
-def install(path: Path) -> GeneratedCode:
-    """Make dataclasses run the code it generates through a cache kept at `path`; return it."""
+def install(path: Path, version: str = "") -> GeneratedCode:
+    """Make dataclasses run the code it generates through a cache kept at `path` for
+    memstore `version`; return it."""
     import dataclasses
 
-    cache = GeneratedCode(path)
+    cache = GeneratedCode(path, version)
     dataclasses.exec = cache.exec  # type: ignore[attr-defined]  # a global shadows the builtin
     return cache
 

@@ -15,8 +15,11 @@ from memstore.core.model import GLOBAL, AddResult, Hit, SearchResult, summary
 from memstore.core.ranking import CHARS_PER_TOKEN
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from memstore.catalog.codebase import IngestSummary
     from memstore.catalog.indexer import CatchUp, Drift
+    from memstore.catalog.leftovers import KeptCopy
     from memstore.service.sync import SyncOutcome
     from memstore.vault.git_log import LogEntry
 
@@ -353,6 +356,33 @@ def doctor_lines(found: Drift, after: Drift | None) -> list[str]:
     else:
         lines.append("drift remains after --fix; run 'memstore reindex'")
     return [printable(line) for line in lines]
+
+
+def kept_copy_lines(copies: list[KeptCopy], root: Path) -> list[str]:
+    """Return what `memstore doctor` says of the index copies kept aside (none: nothing)."""
+    from memstore.catalog.leftovers import KEEP_DAYS
+
+    if not copies:
+        return []
+    total = sum(c.size for c in copies)
+    lines = [
+        f"index copies kept aside ({len(copies)}, {_megabytes(total)}): 'memstore gc' removes "
+        f"them now; memstore removes each once {KEEP_DAYS} days old"
+    ]
+    for copy in copies:
+        days = copy.age_s / 86400
+        when = (
+            "built by another memstore version: removed at the next open"
+            if copy.outdated
+            else f"damaged; removed in {max(0.0, KEEP_DAYS - days):.1f} days"
+        )
+        where = copy.path.relative_to(root) if copy.path.is_relative_to(root) else copy.path
+        lines.append(f"  {where}: {_megabytes(copy.size)}, {days:.1f} days old ({when})")
+    return [printable(line) for line in lines]
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1e6:.1f} MB"
 
 
 CONTEXT_CHARS = 300

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from memstore.catalog.compare import compare
 from memstore.catalog.indexer import CatchUp, Drift, Progress, rebuild
+from memstore.catalog.leftovers import KeptCopy, kept_copies
 from memstore.catalog.updater import Moved, Updater
 from memstore.core.errors import VaultError
 from memstore.core.faults import crash_point
@@ -166,6 +167,10 @@ class Maintenance(Part):
             self.reindex()
             after = self.store.indexer.drift()
         return found, after
+
+    def kept_copies(self) -> list[KeptCopy]:
+        """The copies of indexes kept aside (damaged ones, for a week: catalog/leftovers.py)."""
+        return kept_copies(self.store.vault)
 
     @serialized
     def reindex(

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memstore.catalog import indexer as indexing
 from memstore.catalog.code_hits import KIND as CODE_KIND
 from memstore.catalog.code_hits import fuse
 from memstore.catalog.code_roots import ingested
@@ -155,7 +156,7 @@ class Reader(Part):
         rule 1), and never shows a memory's text as it was before a rewrite in place."""
         indexer = self.store.indexer
         paths = [hit.path for hit in hits if not hit.tier]
-        if not paths or not indexer.manifest.changed_among(self.store.vault.root, paths):
+        if not paths or not indexing.changed_among(indexer, paths):
             return False
         indexer.defer_timed_full = indexer.deferred_full = False
         self.store.maintenance.catch_up()  # now due: every file compared

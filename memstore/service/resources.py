@@ -5,12 +5,13 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memstore.catalog.indexer import Indexer
 from memstore.catalog.staleness import Repositories
+from memstore.core.errors import InvalidInputError
 from memstore.core.model import CoreMemory
 from memstore.service.tiers import Tiers
 from memstore.vault.files import Vault
@@ -25,6 +26,23 @@ if TYPE_CHECKING:
     from memstore.service.store import Store
 
 Clock = Callable[[], datetime]
+
+
+def fixed_clock(env: Mapping[str, str]) -> Clock | None:
+    """The clock `MEMSTORE_NOW` (an ISO time; UTC unless it says) stops, for tests: a score's
+    recency part moves with the clock, so two searches a minute apart differ in a decimal."""
+    value = env.get("MEMSTORE_NOW", "")
+    if not value:
+        return None
+    try:
+        fixed = datetime.fromisoformat(value)
+    except ValueError:
+        raise InvalidInputError(
+            f"MEMSTORE_NOW is {value!r}, not a time: set an ISO time such as "
+            "2026-01-02T03:04:05+00:00, or unset it (it is for tests)"
+        ) from None
+    fixed = fixed if fixed.tzinfo is not None else fixed.replace(tzinfo=UTC)
+    return lambda: fixed
 
 
 class Resources:

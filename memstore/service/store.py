@@ -22,7 +22,7 @@ from memstore.core.model import Caller
 from memstore.service.checks import memory_path
 from memstore.service.maintenance import Maintenance
 from memstore.service.reader import Reader, Stats
-from memstore.service.resources import Clock, Resources
+from memstore.service.resources import Clock, Resources, fixed_clock
 from memstore.service.sources import Sources
 from memstore.service.vault_init import InitResult, init_vault
 from memstore.service.vectors import Vectors
@@ -72,10 +72,10 @@ class Store:
     ) -> None:
         self.settings = settings
         self.vault = vault
-        # Who writes by default; checked here, before anything is written (trailers are
-        # single lines).
+        # Who writes by default; checked here, before anything is written (single lines).
         self.trailers = Trailers(settings.source, settings.session, settings.host)
         self.caller = Caller(settings.source, settings.session, settings.host)
+        clock = (clock is _now and fixed_clock(settings.env)) or clock  # MEMSTORE_NOW: tests'
         self.shared = shared or Resources(vault, clock, settings.env)
         self.reader = Reader(self)
         self.maintenance = Maintenance(self)

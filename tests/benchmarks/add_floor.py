@@ -1,6 +1,7 @@
 """Issue 39's add figures on an existing vault, each beside its reference from the same run.
 
-Run through `bench_add_scale.py --vault PATH [--adds N] [--cli N] [--localmem 'CMD {text}']`.
+Run through `bench_add_scale.py --vault PATH [--adds N] [--cli N] [--localmem 'CMD {text}']`
+(or this script with the same options).
 Every figure is wall and CPU time (this process's, or a child's from `wait4`; a daemon's from
 /proc), p50 / p95:
 
@@ -22,6 +23,7 @@ sentence-transformers model from the Hugging Face hub, which this machine cannot
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import os
 import random
@@ -322,3 +324,19 @@ def run(root: Path, adds: int, runs: int, localmem: str) -> None:
     if runs:
         cli(root, runs, localmem)
     print(f"other processes' load during the run: {bf.foreign_load(mark)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--vault", type=Path, required=True, help="an existing vault to add to")
+    parser.add_argument("--adds", type=int, default=60, help="in-process adds of each kind")
+    parser.add_argument("--cli", type=int, default=0, help="CLI adds of each kind")
+    parser.add_argument("--localmem", default="", help="with --cli: 'CMD {text}' to compare")
+    args = parser.parse_args()
+    run(args.vault, args.adds, args.cli, args.localmem)
+
+
+if __name__ == "__main__":
+    main()

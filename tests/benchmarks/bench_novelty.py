@@ -9,6 +9,7 @@ Run:  python tests/benchmarks/bench_novelty.py
 
 from __future__ import annotations
 
+import argparse
 import statistics
 from pathlib import Path
 
@@ -24,7 +25,16 @@ def containment(text: str, other: str) -> float:
     return len(wanted & terms(other)) / len(wanted) if wanted else 1.0
 
 
+def arguments() -> argparse.Namespace:
+    """Read the command line (`--help` prints the module's text)."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    return parser.parse_args()
+
+
 def main() -> None:
+    arguments()
     bodies = [
         parse_memory(p.read_text(encoding="utf-8"), path=p.relative_to(SAMPLE).as_posix()).body
         for p in sorted(SAMPLE.glob("*/*.md"))

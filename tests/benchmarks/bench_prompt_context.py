@@ -17,9 +17,9 @@ Run:  python tests/benchmarks/bench_prompt_context.py [-v]
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -154,8 +154,17 @@ def measure(
                 print(f"  noise   {prompt!r}: context {[h.id for h in shown(result, None)]}")
 
 
+def arguments() -> argparse.Namespace:
+    """Read the command line (`--help` prints the module's text)."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("-v", action="store_true", help="list every prompt answered wrongly")
+    return parser.parse_args()
+
+
 def main() -> None:
-    verbose = "-v" in sys.argv[1:]
+    verbose = arguments().v
     root = build_vault()
     settings = Settings(vault=root, source="bench", session="bench", host="bench")
     with Store.open(settings) as store:

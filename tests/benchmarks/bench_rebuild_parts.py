@@ -13,9 +13,9 @@ its files. Run it on two versions of the code by `PYTHONPATH`, alternating:
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -26,8 +26,19 @@ from memstore.index import document_entities, write_part
 from memstore.vault.files import Vault
 
 
+def arguments() -> argparse.Namespace:
+    """Read the command line (`--help` prints the module's text)."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("vault", type=Path, help="a vault (bench_scale.py builds one)")
+    parser.add_argument("count", type=int, help="how many of its memory files to read")
+    return parser.parse_args()
+
+
 def main() -> None:
-    root, count = Path(sys.argv[1]), int(sys.argv[2])
+    args = arguments()
+    root, count = args.vault, args.count
     vault = Vault(root)
     paths = []
     for workspace in sorted(os.listdir(root)):

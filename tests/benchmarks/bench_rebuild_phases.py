@@ -11,6 +11,7 @@ Run it from outside the checkout, with the code to measure on PYTHONPATH:
 
 from __future__ import annotations
 
+import argparse
 import resource
 import sys
 import time
@@ -50,13 +51,23 @@ def timed(owner: Any, name: str, label: str) -> None:
     setattr(owner, name, wrapper)
 
 
+def arguments() -> argparse.Namespace:
+    """Read the command line (`--help` prints the module's text)."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("vault", type=Path, help="the vault whose index is rebuilt")
+    return parser.parse_args()
+
+
 def main() -> None:
+    vault = arguments().vault
     timed(updater, "compare_all", "listing")
     timed(reading._PartHelper, "result", "helper's part")
     timed(bulk.TermWriter, "_flush_segment", "terms written")
     timed(entity_table.EntityTable, "write", "entity table")
     timed(manifest.MemoryManifest, "write", "manifest")
-    rebuild(Vault(Path(sys.argv[1])))[0].close()
+    rebuild(Vault(vault))[0].close()
     print(f"{'done':14s}         {cpu()}", file=sys.stderr)
 
 

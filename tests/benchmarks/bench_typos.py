@@ -19,6 +19,7 @@ are CPU milliseconds of this process (other work on a shared machine moves wall 
 
 from __future__ import annotations
 
+import argparse
 import random
 import statistics
 import sys
@@ -80,8 +81,17 @@ def timed(store: Store, text: str) -> float:
     return 1000 * (time.process_time() - start)
 
 
+def arguments() -> argparse.Namespace:
+    """Read the command line (`--help` prints the module's text)."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("vault", type=Path, help="a vault bench_read_path.py built")
+    return parser.parse_args()
+
+
 def main() -> None:
-    root = Path(sys.argv[1])
+    root = arguments().vault
     corpus = Corpus(SEED)
     items = [corpus.make() for _ in range(ITEMS)]
     queries = [q.text for q in make_queries(items, 300, SEED + 1)]

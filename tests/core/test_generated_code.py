@@ -1,6 +1,7 @@
 """The methods dataclasses generate from the kept code are those it compiles itself: the same
 code, flags, annotations and defaults for every dataclass a no-daemon command defines; a file
-that is not the cache's is ignored, and dataclasses gets the builtin `exec` back."""
+that is not the cache's (another memstore version's) is ignored, texts no code uses any more
+are dropped, and dataclasses gets the builtin `exec` back."""
 
 from __future__ import annotations
 
@@ -80,7 +81,9 @@ def test_a_file_that_is_not_the_caches_is_ignored_and_rewritten(tmp_path: Path) 
     for garbage in (
         b"not marshal at all",
         marshal.dumps(("another interpreter", [(text, compile("x = 2", "<string>", "exec"))])),
-        marshal.dumps((KEY, [(text, "not code"), (3, b"x")])),
+        marshal.dumps((KEY, [(text, compile("x = 2", "<string>", "exec"))])),  # before versions
+        marshal.dumps((f"{KEY}|", 1, [(text, "not code", 1), (3, b"x", 1)])),
+        marshal.dumps((f"{KEY}|", "one", [])),
     ):
         path = tmp_path / "generated.marshal"
         path.write_bytes(garbage)
@@ -109,3 +112,65 @@ def test_uninstall_leaves_dataclasses_with_the_builtin_exec(tmp_path: Path) -> N
     generated_code.uninstall()
     assert "exec" not in vars(dataclasses)
     generated_code.uninstall()  # twice: nothing to give back
+
+
+def _text(name: str) -> str:
+    """A text as dataclasses generates one (a function making a class's method)."""
+    return f"def __create_fn__():\n def {name}(self):\n  return {name!r}\n return {name}"
+
+
+def _run(cache: GeneratedCode, text: str) -> None:
+    space: dict[str, object] = {}
+    cache.exec(text, {}, space)
+    made = space["__create_fn__"]()  # type: ignore[operator]
+    assert made(None) == made.__name__
+
+
+def test_texts_older_code_generated_are_dropped_and_those_in_use_kept(tmp_path: Path) -> None:
+    path = tmp_path / "generated.marshal"
+    old, steady = _text("old_field"), _text("steady")
+    first = GeneratedCode(path, "0.1.0")
+    _run(first, old)
+    _run(first, steady)
+    first.save()
+    # The code changes many times (a new text each), and a command still defines `steady`
+    # every time, compiling nothing of its own: what a checkout moving between branches does.
+    for n in range(3 * generated_code.AGE):
+        changed = GeneratedCode(path, "0.1.0")
+        _run(changed, _text(f"field_{n}"))
+        changed.save()
+        steady_user = GeneratedCode(path, "0.1.0")
+        _run(steady_user, steady)
+        steady_user.save()
+        assert steady_user.compiled == 0  # never dropped while it is used
+    kept = GeneratedCode(path, "0.1.0").known
+    assert old not in kept and steady in kept  # the old code's text went, unused
+    assert len(kept) <= generated_code.AGE + 1  # not one per change: they no longer pile up
+    assert _text(f"field_{3 * generated_code.AGE - 1}") in kept
+
+
+def test_another_memstore_versions_file_is_ignored_and_rewritten(tmp_path: Path) -> None:
+    path = tmp_path / "generated.marshal"
+    text = _text("field")
+    older = GeneratedCode(path, "0.1.0")
+    _run(older, text)
+    older.save()
+    newer = GeneratedCode(path, "0.2.0")
+    assert newer.known == {}
+    _run(newer, text)
+    assert newer.compiled == 1
+    newer.save()
+    assert GeneratedCode(path, "0.1.0").known == {}
+    assert text in GeneratedCode(path, "0.2.0").known
+
+
+def test_a_process_that_used_only_kept_texts_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "generated.marshal"
+    cache = GeneratedCode(path)
+    _run(cache, _text("field"))
+    cache.save()
+    written = path.stat().st_mtime_ns, path.read_bytes()
+    again = GeneratedCode(path)
+    _run(again, _text("field"))
+    again.save()
+    assert (path.stat().st_mtime_ns, path.read_bytes()) == written and again.compiled == 0

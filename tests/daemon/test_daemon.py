@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -323,6 +324,10 @@ def test_an_index_deleted_under_a_running_daemon_is_rebuilt_whoever_reads_next(
 ) -> None:
     vault = make_vault(tmp_path / "vault")
     env["MEMSTORE_VAULT"] = str(vault)
+    # One clock for every process: a score's recency part moves with it, and at load 15 the
+    # searches below span minutes (a score's 4th decimal differed: the test's point is that
+    # each process answers as the fresh index does, not that time stands still by itself).
+    env["MEMSTORE_NOW"] = datetime.now(UTC).isoformat()
     no_daemon = {**env, "MEMSTORE_NO_DAEMON": "1"}
     start_daemon(env, vault)
     query = ["search", "deploy staging", "--all", "--json"]
@@ -343,6 +348,30 @@ def test_an_index_deleted_under_a_running_daemon_is_rebuilt_whoever_reads_next(
     assert "no index in" in rebuilt.stderr and "built it from 50 memory files" in rebuilt.stderr
     assert run(no_daemon, "list", "-n", "0", "--json").stdout == listed
     assert run(no_daemon, "doctor").returncode == 0
+
+
+def test_memstore_now_stops_the_clock_a_search_scores_with(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    vault = make_vault(tmp_path / "vault")
+    env.update(MEMSTORE_VAULT=str(vault), MEMSTORE_NO_DAEMON="1")
+    now = datetime.now(UTC)
+    query = ["search", "deploy staging", "--all", "--json"]
+
+    def scores(at: datetime) -> list[float]:
+        found = run({**env, "MEMSTORE_NOW": at.isoformat()}, *query)
+        assert found.returncode == 0, found.stderr
+        return [hit["score"] for hit in json.loads(found.stdout)["results"]]
+
+    today = scores(now)
+    assert today and scores(now) == today  # the same clock, the same scores
+    assert scores(now + timedelta(days=90)) != today  # older memories: their recency fell
+    bad = run({**env, "MEMSTORE_NOW": "next tuesday"}, *query)
+    assert bad.returncode != 0 and bad.stdout == ""
+    assert bad.stderr.strip().splitlines() == [
+        "Error: MEMSTORE_NOW is 'next tuesday', not a time: set an ISO time such as "
+        "2026-01-02T03:04:05+00:00, or unset it (it is for tests)"
+    ]
 
 
 def test_files_stay_the_truth_across_a_stopped_daemon(tmp_path: Path, env: dict[str, str]) -> None:

@@ -114,3 +114,38 @@ def test_the_daemon_the_first_search_starts_finds_the_rewrite(
 
     wait_until(found, TIMEOUT, "the daemon's comparison at its start found the rewrite")
     assert run(env, "daemon", "--stop", "--vault", str(vault)).returncode == 0
+
+
+def test_a_hit_read_in_its_racy_window_and_rewritten_in_that_tick_is_shown_as_it_is_now(
+    vault: Path,
+) -> None:
+    # A file read within a clock tick of its change is recorded racy (catalog/plan.py): a
+    # same-size rewrite in that tick keeps the fingerprint it was read with. The first
+    # search's look at its hits compared fingerprints only, and showed the old text.
+    deploy, _ = two_memories(vault)
+    later = time.time_ns() + 5_000_000_000
+    tick = later - later % 1_000_000_000  # a whole second still to come: read as racy
+    os.utime(deploy, ns=(tick, tick))
+    with Store.open(settings_at(vault)) as store, store.vault.lock(5):
+        assert store.indexer.catch_up(full=True).updated == (str(deploy.relative_to(vault)),)
+        assert store.indexer.manifest.racy(None) == {str(deploy.relative_to(vault))}
+    # Its folders recorded as settled (as a daemon records folders only its own writes
+    # moved): the quick look lists none of them again, so the hit check alone can see it.
+    settle(vault / "webshop")
+    os.utime(deploy, ns=(tick, tick))
+    with sqlite3.connect(vault / ".memstore" / "index" / "manifest.sqlite") as db:
+        for folder in [vault / "webshop", *(vault / "webshop").rglob("*")]:
+            if folder.is_dir():
+                where = str(folder.relative_to(vault))
+                db.execute(
+                    "UPDATE folders SET mtime_ns = ? WHERE path = ?",
+                    [folder.stat().st_mtime_ns, where],
+                )
+    manifest_full_at(vault, "0")
+    rewrite_in_place(deploy, "with rsync", "with helm ")  # the same size...
+    os.utime(deploy, ns=(tick, tick))  # ...and the same time: the fingerprint it was read with
+
+    found = search_before_daemon(vault, "staging")
+
+    assert found and "helm" in found[0] and "rsync" not in found[0]
+    assert manifest_full_at(vault) != "0"  # its hit had changed: every file was compared
