@@ -13,7 +13,7 @@ from .analysis import term_sources
 from .damage import guard
 from .query import Query
 from .scoring import SCORED_FIELDS, segment_id
-from .typos import StandIn, max_distance, near_terms, nearest_surface, ranked
+from .typos import StandIn, max_distance, near_terms, nearest_surface, ranked, searched_forms
 
 CACHE_QUERIES = 1000  # queries whose stand-ins are kept for the index version
 # Per segment (field, term) counts kept across index versions (~100 B each: ~20 MB at most);
@@ -160,20 +160,21 @@ class Lexicon:
 
     def _nearest(self, term: str, word: str) -> StandIn | None:
         """Return the stand-in for unknown `term` (typed as `word`), if a known term is near."""
-        edits = max_distance(term)
-        if not edits:
-            return None
-        with guard(self.root, "read"):
-            if self.holds_terms:
-                lookups = [self.term_lookup()]
-            else:
-                lookups = [run.find for run in self.term_runs()]
-            near = near_terms(term, edits, lookups)
-        frequencies = {t: self.held_by(t) for t in near}
-        for apart, candidate in ranked(term, frequencies):
-            surface = nearest_surface(word, self._surfaces(candidate))
-            if surface is not None:
-                return StandIn(word, term, surface, apart, candidate)
+        for form in searched_forms(term, word):  # the term, then the word typed
+            edits = max_distance(form)
+            if not edits:
+                continue
+            with guard(self.root, "read"):
+                if self.holds_terms:
+                    lookups = [self.term_lookup()]
+                else:
+                    lookups = [run.find for run in self.term_runs()]
+                near = near_terms(form, edits, lookups)
+            frequencies = {t: self.held_by(t) for t in near}
+            for apart, candidate in ranked(form, frequencies):
+                surface = nearest_surface(word, self._surfaces(candidate))
+                if surface is not None:
+                    return StandIn(word, term, surface, apart, candidate)
         return None
 
     def term_runs(self) -> Iterable[TermRun]:

@@ -6,7 +6,9 @@ characters) or 2 (8 or more), a swap of two neighbouring letters counting as one
 (optimal string alignment), with the first letter kept; the nearest wins, then the one most
 documents hold, if a form of it memories write is as near to the word typed. Terms with
 digits are left alone (versions, error codes and sizes are values, not misspelled words),
-and so are terms over 40 characters (pasted, not typed).
+and so are terms over 40 characters (pasted, not typed). When the term's neighbours give no
+stand-in, the word as typed (accents folded) is tried too: the stemmer turns a typo's last y
+to i ("depoly" → depoli, two edits from deploy) where the word meant keeps it.
 
 No vocabulary is searched term by term: a Levenshtein automaton of the term walks the
 segments' sorted terms (each segment's held in memory by the lexicon, index/lexicon.py
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from whoosh.automata.fsa import ANY, DFA, EPSILON, NFA, find_all_matches
+from whoosh.support.charset import accent_map
 
 ONE_EDIT_MIN = 4  # terms this long may stand in at one edit …
 TWO_EDITS_MIN = 8  # … and this long at two
@@ -36,12 +39,25 @@ class StandIn:
     word: str  # the query's word, as typed (lowercase)
     term: str  # its term (analyzed: folded, stemmed)
     stand_in: str  # the stand-in as memories write it (the form nearest to `word`)
-    distance: int  # edits between `term` and `stand_in_term`
+    distance: int  # edits between `term` (or the word typed, if it was near) and `stand_in_term`
     stand_in_term: str  # the known term searched instead of `term`
 
     def label(self) -> str:
         """Return how the substitution reads in output: 'teraform → terraform'."""
         return f"{self.word} → {self.stand_in}"
+
+
+def searched_forms(term: str, word: str) -> list[str]:
+    """Return the forms whose near terms may stand in for unknown `term` (typed as `word`),
+    in the order tried: the term, then the word as typed with accents folded if it differs.
+
+    The stemmer can take a typo further from the word meant than the typo is: "depoly"
+    stems to depoli (its y after a consonant becomes i), two edits from deploy, while the
+    word typed is one swap from it. A stand-in found from the word is held to the same test
+    as one from the term (its written form within reach of the word, `nearest_surface`).
+    """
+    folded = word.translate(accent_map)
+    return [term] if folded == term else [term, folded]
 
 
 def max_distance(term: str) -> int:

@@ -129,6 +129,26 @@ def test_real_words_the_vault_lacks_are_left_alone(index: SearchIndex) -> None:
     assert index.stand_ins("refuses mock upstream frm") == []
 
 
+def test_a_typo_the_stemmer_takes_further_away_is_read_from_the_word_typed(
+    tmp_path: Path,
+) -> None:
+    # "depoly" stems to depoli (y after a consonant → i), two edits from deploy; the word
+    # typed is one swap from it. The same for "dealy" (deali) and delay.
+    opened = SearchIndex.open(tmp_path / "index")
+    texts = {
+        "d": "Deploy the API with the blue-green script",
+        "l": "Add a delay between retries of the webhook",
+        "p": "The police report template lives in docs",
+    }
+    opened.apply(Document(key, key, "global", "note", text) for key, text in texts.items())
+    assert [s.label() for s in opened.stand_ins("depoly api")] == ["depoly → deploy"]
+    assert [s.label() for s in opened.stand_ins("dealy retries")] == ["dealy → delay"]
+    assert [h.document.key for h in opened.search("depoly", typos=True)] == ["d"]
+    # real words the vault lacks stay uncorrected: deplore (deplor is one edit from the
+    # stem deploy, the word two from it), dealt (two edits from delay either way)
+    assert opened.stand_ins("deplore dealt") == []
+
+
 def test_contractions_are_read_as_their_words() -> None:
     analyzer = make_analyzer()
     assert query_terms(analyzer, "I can't connect, it doesn't work") == ["connect", "work"]
