@@ -237,10 +237,12 @@ def _defer_unused_modules() -> None:
 def _cache_patterns() -> PatternCache | None:
     """Compile regular expressions through the machine's pattern cache (core/pattern_cache.py):
     a search or add without a daemon compiles hundreds while importing."""
+    from memstore import __version__
     from memstore.core.pattern_cache import install
 
     version = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    return install(_cache_home() / f"patterns-{version}.marshal")
+    # "-v2": the form with each pattern's generation (as generated-<python>-v2.marshal)
+    return install(_cache_home() / f"patterns-{version}-v2.marshal", __version__)
 
 
 def _cache_generated_code() -> GeneratedCode:

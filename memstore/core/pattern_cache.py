@@ -8,9 +8,15 @@ takes) in a file read at the next start, so the next process builds each pattern
 its code without parsing it: the same `_sre.compile` call with the same arguments, hence
 the same pattern (tests/core/test_pattern_cache.py compares the code with a fresh compile).
 
-The file is keyed by the interpreter's version and its regular expression engine's magic
-number; any other file, or one that does not read, is ignored (and rewritten). Patterns
-compiled with DEBUG, or from something other than a str or bytes, are not kept.
+The file is keyed by the interpreter's version, its regular expression engine's magic
+number and memstore's version; any other file, or one that does not read, is ignored (and
+rewritten). Within a version memstore's code still changes (a checkout, a branch): the
+patterns it no longer compiles would pile up to LIMIT, so each keeps the generation (a count
+of the file's writes) in which it was last used, and a write drops those unused for AGE
+generations. A process rewrites the file when it compiled something, or used a pattern not
+marked as used for AGE // 2 generations, so a pattern in use is never dropped (the aging of
+core/generated_code.py). Patterns compiled with DEBUG, or from something other than a str or
+bytes, are not kept.
 """
 
 from __future__ import annotations
@@ -29,23 +35,32 @@ try:
 except ImportError:  # another interpreter's re: not cached
     _sre = None
 
-KEY = f"{sys.version}|{getattr(_sre, 'MAGIC', '')}|{getattr(_sre, 'CODESIZE', '')}"
+KEY = f"{sys.version}|{getattr(_sre, 'MAGIC', '')}|{getattr(_sre, 'CODESIZE', '')}"  # + version
 LIMIT = 4096  # patterns kept at most (a process compiling far more is not typical)
+AGE = 16  # a pattern unused in this many of the file's writes is dropped (stale code's)
 Entry = tuple[int, list[int], int, dict[str, int], tuple[str | None, ...]]
+Key = tuple[str, str | bytes, int]  # the pattern's type name, the pattern, its flags
 
 
 class PatternCache:
     """The patterns read from a file and those compiled since, for writing back."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, version: str = "") -> None:
         self.path = path
-        self.known: dict[tuple[str, str | bytes, int], Entry] = {}
-        self.added = 0  # compiled since read or saved
+        self.key = f"{KEY}|{version}"
+        self.known: dict[Key, Entry] = {}
+        self.used_in: dict[Key, int] = {}  # pattern → the generation it was last used in
+        self.generation = 0  # how many times the file was written
+        self.used: set[Key] = set()  # the patterns this process compiled or built
+        self.added = 0  # compiled since read or saved (or kept ones due to be marked used)
         self.compiled = 0  # compiled by this process (not built from the file)
         with contextlib.suppress(OSError, EOFError, ValueError, TypeError):
             found = marshal.loads(path.read_bytes())
-            if isinstance(found, tuple) and len(found) == 2 and found[0] == KEY:
-                self.known = dict(found[1])
+            if isinstance(found, tuple) and len(found) == 3 and found[0] == self.key:
+                kept = [(tuple(key), entry, int(used_in)) for key, entry, used_in in found[2]]
+                self.generation = int(found[1])
+                self.known = {key: entry for key, entry, _ in kept}
+                self.used_in = {key: used_in for key, _, used_in in kept}
 
     def compile(self, pattern: Any, flags: int = 0) -> Any:
         """re._compiler.compile, from the kept code when the pattern was compiled before."""
@@ -55,7 +70,11 @@ class PatternCache:
             return _ORIGINAL(pattern, flags)
         key = (type(pattern).__name__, pattern, int(flags))
         entry = self.known.get(key)
-        if entry is None:
+        if entry is not None and key not in self.used:
+            self.used.add(key)
+            if self.used_in.get(key, 0) <= self.generation - AGE // 2:
+                self.added += 1  # marked used again at the next save: not dropped
+        elif entry is None:
             tree = _parser.parse(pattern, flags)
             code = [int(op) for op in _compiler._code(tree, flags)]  # named constants: ints
             groupindex = dict(tree.state.groupdict)
@@ -67,6 +86,7 @@ class PatternCache:
             self.compiled += 1
             if len(self.known) < LIMIT:
                 self.known[key] = entry
+                self.used.add(key)
                 self.added += 1
         try:
             final, code, groups, groupindex, names = entry
@@ -76,9 +96,21 @@ class PatternCache:
             return (_ORIGINAL or _compiler.compile)(pattern, flags)
 
     def save(self) -> None:
-        """Write the patterns back if any was added (atomically; a failure keeps the old)."""
-        if self.added and write_beside(self.path, (KEY, list(self.known.items()))):
-            self.added = 0
+        """Write the patterns back if any was added or is due to be marked used (atomically;
+        a failure keeps the old), without those unused for AGE generations."""
+        if not self.added:
+            return
+        generation = self.generation + 1
+        for key in self.used:
+            self.used_in[key] = generation
+        kept = [
+            (key, entry, self.used_in.get(key, generation))
+            for key, entry in self.known.items()
+            if self.used_in.get(key, generation) > generation - AGE
+        ]
+        if write_beside(self.path, (self.key, generation, kept)):
+            self.generation, self.added = generation, 0
+            self.known = {key: entry for key, entry, _ in kept}
 
 
 def write_beside(path: Path, value: Any) -> bool:
@@ -103,15 +135,15 @@ _ORIGINAL: Any = None
 INSTALLED: PatternCache | None = None  # the cache installed last (kept once uninstalled)
 
 
-def install(path: Path) -> PatternCache | None:
-    """Make `re` compile through a cache kept at `path`; return it (None where this
-    interpreter's `re` is not the one this was written for)."""
+def install(path: Path, version: str = "") -> PatternCache | None:
+    """Make `re` compile through a cache kept at `path` for memstore `version`; return it
+    (None where this interpreter's `re` is not the one this was written for)."""
     global _ORIGINAL, INSTALLED
     from re import _compiler  # type: ignore[attr-defined]
 
     if _sre is None or not hasattr(_compiler, "_code") or not hasattr(_compiler, "compile"):
         return None
-    cache = PatternCache(path)
+    cache = PatternCache(path, version)
     if _ORIGINAL is None:
         _ORIGINAL = _compiler.compile
     INSTALLED = cache

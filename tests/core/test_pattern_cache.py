@@ -1,5 +1,6 @@
 """Patterns built from the pattern cache's kept code are the patterns `re` compiles: the same
-code, flags and groups, the same matches; a file that is not the cache's is ignored."""
+code, flags and groups, the same matches; a file that is not the cache's (another memstore
+version's) is ignored, and patterns no code compiles any more are dropped."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import memstore
 from memstore.core import pattern_cache
 from memstore.core.pattern_cache import KEY, PatternCache
 from memstore.service.store import Store
@@ -82,7 +84,14 @@ def test_built_patterns_match_as_re_compiles_them(cached: PatternCache, text: st
 
 @pytest.mark.parametrize(
     "content",
-    [b"", b"not marshal", marshal.dumps(("another python|1|4", [])), marshal.dumps([1, 2])],
+    [
+        b"",
+        b"not marshal",
+        marshal.dumps(("another python|1|4", [])),
+        marshal.dumps([1, 2]),
+        marshal.dumps((KEY, [(("str", "a", 0), (0, [1], 0, {}, (None,)))])),  # before versions
+        marshal.dumps((f"{KEY}|", "one", [])),
+    ],
 )
 def test_a_file_that_is_not_this_interpreters_cache_is_ignored(
     tmp_path: Path, content: bytes
@@ -93,7 +102,7 @@ def test_a_file_that_is_not_this_interpreters_cache_is_ignored(
     assert cache.known == {}
     assert cache.compile(r"a(b)c", 0).groups == 1
     cache.save()
-    assert marshal.loads(path.read_bytes())[0] == KEY  # rewritten as this one's
+    assert marshal.loads(path.read_bytes())[0] == f"{KEY}|"  # rewritten as this one's
 
 
 def test_a_garbled_entry_with_this_interpreters_key_is_compiled_afresh(tmp_path: Path) -> None:
@@ -102,7 +111,7 @@ def test_a_garbled_entry_with_this_interpreters_key_is_compiled_afresh(tmp_path:
     path = tmp_path / "patterns.marshal"
     key = ("str", r"a(b)c", 0)
     bad = (0, [999999, 1, 2], 1, {}, (None, None))
-    path.write_bytes(marshal.dumps((KEY, [(key, bad)])))
+    path.write_bytes(marshal.dumps((f"{KEY}|", 1, [(key, bad, 1)])))
     cache = PatternCache(path)
     assert key in cache.known
     pattern = cache.compile(r"a(b)c", 0)
@@ -132,6 +141,7 @@ try:
     main()
 except SystemExit:
     pass
+import memstore
 from memstore.core import pattern_cache
 print(json.dumps(pattern_cache.INSTALLED.compiled), file=sys.stderr)
 """
@@ -159,5 +169,54 @@ def test_a_cli_search_saves_its_patterns_and_the_next_reads_them(
     assert first > 50  # compiled and saved …
     assert second == 0  # … then every one built from the file
     version = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    saved = tmp_path / "cache" / "memstore" / f"patterns-{version}.marshal"
-    assert marshal.loads(saved.read_bytes())[0] == KEY
+    saved = tmp_path / "cache" / "memstore" / f"patterns-{version}-v2.marshal"
+    assert marshal.loads(saved.read_bytes())[0] == f"{KEY}|{memstore.__version__}"
+
+
+def test_patterns_older_code_compiled_are_dropped_and_those_in_use_kept(tmp_path: Path) -> None:
+    path = tmp_path / "patterns.marshal"
+    old, steady = r"old-(code)-only", r"steady-(\d+)"
+    first = PatternCache(path, "0.1.0")
+    first.compile(old, 0)
+    first.compile(steady, 0)
+    first.save()
+    # The code changes many times (a new pattern each), and a command still compiles
+    # `steady` every time, nothing of its own: what a checkout moving between branches does.
+    for n in range(3 * pattern_cache.AGE):
+        changed = PatternCache(path, "0.1.0")
+        changed.compile(rf"field-{n}-(x)", 0)
+        changed.save()
+        steady_user = PatternCache(path, "0.1.0")
+        assert steady_user.compile(steady, 0).match("steady-42")[1] == "42"
+        steady_user.save()
+        assert steady_user.compiled == 0  # never dropped while it is used
+    kept = PatternCache(path, "0.1.0").known
+    assert ("str", old, 0) not in kept and ("str", steady, 0) in kept  # the old one went
+    assert len(kept) <= pattern_cache.AGE + 1  # not one per change: they no longer pile up
+    assert ("str", rf"field-{3 * pattern_cache.AGE - 1}-(x)", 0) in kept
+
+
+def test_another_memstore_versions_file_is_ignored_and_rewritten(tmp_path: Path) -> None:
+    path = tmp_path / "patterns.marshal"
+    older = PatternCache(path, "0.1.0")
+    older.compile(r"ver(s)ion", 0)
+    older.save()
+    newer = PatternCache(path, "0.2.0")
+    assert newer.known == {}
+    newer.compile(r"ver(s)ion", 0)
+    assert newer.compiled == 1
+    newer.save()
+    assert PatternCache(path, "0.1.0").known == {}
+    assert ("str", r"ver(s)ion", 0) in PatternCache(path, "0.2.0").known
+
+
+def test_a_process_that_built_only_kept_patterns_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "patterns.marshal"
+    cache = PatternCache(path)
+    cache.compile(r"kept-(a|b)", 0)
+    cache.save()
+    written = path.stat().st_mtime_ns, path.read_bytes()
+    again = PatternCache(path)
+    assert again.compile(r"kept-(a|b)", 0).match("kept-b")
+    again.save()
+    assert (path.stat().st_mtime_ns, path.read_bytes()) == written and again.compiled == 0
