@@ -14,6 +14,8 @@ them, each time an index is opened (the first open of a process, a daemon's star
 
 `memstore doctor` lists the copies kept (size, age, when they go); `memstore gc` removes them
 all at once. The index in use and a building folder of a live process are never touched.
+Doctor also lists what the vault moved out of memstore's way to `.git/memstore-damaged/`
+(`set_aside`: a file where its state folder goes, vault/files.py), which only gc removes.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from memstore.vault.files import Vault, process_alive
 INDEX_DIR = "index"
 KEEP_DAYS = 7  # a damaged index's copy is removed once this old
 BUILDING, KEPT = f"{INDEX_DIR}.building-", f"{INDEX_DIR}.damaged-"
+SET_ASIDE = ".git/memstore-damaged"  # where vault/files.py moves what stands in memstore's way
 log = logging.getLogger(__name__)
 
 
@@ -77,6 +80,29 @@ def kept_copies(vault: Vault, now: float | None = None) -> list[KeptCopy]:
         return []
     now = time.time() if now is None else now
     return [KeptCopy(p, _size(p), max(0.0, now - kept_since(p)), built_elsewhere(p)) for p in found]
+
+
+def set_aside(vault: Vault, now: float | None = None) -> list[KeptCopy]:
+    """Return what the vault moved out of memstore's way to `.git/memstore-damaged/`
+    (named `<name>-<time in ns>`), oldest first; 'memstore gc' removes the folder."""
+    try:
+        found = list((vault.root / SET_ASIDE).iterdir())
+    except OSError:
+        return []
+    now = time.time() if now is None else now
+    items = []
+    for path in found:
+        try:
+            status = path.lstat()
+        except OSError:
+            continue  # gone meanwhile
+        folder = path.is_dir() and not path.is_symlink()
+        moved = status.st_ctime
+        with contextlib.suppress(ValueError):
+            moved = int(path.name.rsplit("-", 1)[-1]) / 1e9
+        size = _size(path) if folder else status.st_size
+        items.append(KeptCopy(path, size, max(0.0, now - moved), False))
+    return sorted(items, key=lambda item: (-item.age_s, item.path.name))
 
 
 def kept_since(copy: Path) -> float:

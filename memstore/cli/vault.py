@@ -19,6 +19,7 @@ from memstore.ops.output import (
     doctor_lines,
     kept_copy_lines,
     printable,
+    set_aside_lines,
 )
 from memstore.ops.parameters import JsonOption, QuietOption, VaultOption, emit_json, shell_settings
 from memstore.service.store import Store, init_vault
@@ -118,7 +119,8 @@ def doctor(
     """Check that the index matches the files, and list files memstore cannot read.
 
     Also lists the copies of damaged indexes kept aside (size, age): memstore removes each
-    once 7 days old, 'memstore gc' at once. Exit status 1 when drift remains.
+    once 7 days old, 'memstore gc' at once; and what memstore moved out of its way to
+    .git/memstore-damaged/, which 'memstore gc' removes. Exit status 1 when drift remains.
     Example:  memstore doctor --fix
     """
     from memstore.service.secret_names import find_named_secrets, rename_named_secrets
@@ -128,6 +130,7 @@ def doctor(
         named = find_named_secrets(store)
         renamed = rename_named_secrets(store, named) if fix else ""
         copies = store.maintenance.kept_copies()
+        moved = store.maintenance.set_aside()
     remaining = after if after is not None else found
     if as_json:
         emit_json(
@@ -142,11 +145,16 @@ def doctor(
                     | {"outdated": c.outdated}
                     for c in copies
                 ],
+                "set_aside": [
+                    {"path": str(m.path), "bytes": m.size, "age_s": round(m.age_s)} for m in moved
+                ],
             }
         )
     else:
         typer.echo("\n".join(doctor_lines(found, after)))
         for line in kept_copy_lines(copies, store.vault.root):
+            typer.echo(line)
+        for line in set_aside_lines(moved, store.vault.root):
             typer.echo(line)
         for n in named:  # by id: the file's name is what leaks
             typer.echo(

@@ -381,6 +381,22 @@ def kept_copy_lines(copies: list[KeptCopy], root: Path) -> list[str]:
     return [printable(line) for line in lines]
 
 
+def set_aside_lines(items: list[KeptCopy], root: Path) -> list[str]:
+    """Return what `memstore doctor` says of what the vault moved to .git/memstore-damaged/
+    (none: nothing)."""
+    if not items:
+        return []
+    total = sum(item.size for item in items)
+    lines = [
+        f"moved out of memstore's way to .git/memstore-damaged/ ({len(items)}, "
+        f"{_megabytes(total)}): look, then 'memstore gc' removes them"
+    ]
+    for item in items:
+        where = item.path.relative_to(root) if item.path.is_relative_to(root) else item.path
+        lines.append(f"  {where}: {_megabytes(item.size)}, {item.age_s / 86400:.1f} days old")
+    return [printable(line) for line in lines]
+
+
 def _megabytes(size: int) -> str:
     return f"{size / 1e6:.1f} MB"
 

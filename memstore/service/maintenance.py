@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from memstore.catalog.compare import compare
 from memstore.catalog.indexer import CatchUp, Drift, Progress, rebuild
-from memstore.catalog.leftovers import KeptCopy, kept_copies
+from memstore.catalog.leftovers import KeptCopy, kept_copies, set_aside
 from memstore.catalog.updater import Moved, Updater
 from memstore.core.errors import VaultError
 from memstore.core.faults import crash_point
@@ -171,6 +171,10 @@ class Maintenance(Part):
     def kept_copies(self) -> list[KeptCopy]:
         """The copies of indexes kept aside (damaged ones, for a week: catalog/leftovers.py)."""
         return kept_copies(self.store.vault)
+
+    def set_aside(self) -> list[KeptCopy]:
+        """What the vault moved out of memstore's way to .git/memstore-damaged/ (gc removes it)."""
+        return set_aside(self.store.vault)
 
     @serialized
     def reindex(

@@ -85,3 +85,39 @@ def test_old_and_outdated_copies_go_at_the_next_open_and_doctor_lists_the_rest(
     assert cli("gc").returncode == 0
     assert [p.name for p in state.iterdir() if p.name.startswith("index")] == ["index"]
     assert "index copies" not in cli("doctor").stdout
+
+
+def test_doctor_lists_what_was_moved_out_of_memstores_way_and_gc_removes_it(
+    tmp_path: Path,
+) -> None:
+    vault = tmp_path / "vault"
+    env = {**os.environ, "MEMSTORE_NO_DAEMON": "1", "MEMSTORE_VAULT": str(vault)}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return invoke_memstore(*args, env=env)
+
+    assert cli("init", str(vault)).returncode == 0
+    assert "moved out of" not in cli("doctor").stdout  # nothing set aside: nothing said
+    lock = vault / ".memstore" / "lock"
+    lock.unlink(missing_ok=True)
+    lock.mkdir()  # a folder where memstore's lock file goes
+    (lock / "notes.txt").write_bytes(b"x" * 3000)
+    added = cli("add", "the replica lag alarm fires at 30 s", "-w", "infra")
+    assert added.returncode == 0 and "moved it to .git/memstore-damaged/lock-" in added.stderr
+    (moved,) = (vault / ".git" / "memstore-damaged").iterdir()
+
+    lines = cli("doctor").stdout.splitlines()
+    head = lines.index(
+        "moved out of memstore's way to .git/memstore-damaged/ (1, 0.0 MB): look, then "
+        "'memstore gc' removes them"
+    )
+    assert lines[head + 1] == f"  .git/memstore-damaged/{moved.name}: 0.0 MB, 0.0 days old"
+    (listed,) = json.loads(cli("doctor", "--json").stdout)["set_aside"]
+    assert (Path(listed["path"]).name, listed["bytes"]) == (moved.name, 3000)
+    assert 0 <= listed["age_s"] < 600
+
+    assert "  .git/memstore-damaged\n" in cli("gc", "--dry-run").stdout  # gc removes the folder
+    assert cli("gc").returncode == 0
+    assert not moved.exists()
+    assert "moved out of" not in cli("doctor").stdout
+    assert json.loads(cli("doctor", "--json").stdout)["set_aside"] == []
