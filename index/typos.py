@@ -7,8 +7,8 @@ characters) or 2 (8 or more), a swap of two neighbouring letters counting as one
 documents hold, if a form of it memories write is as near to the word typed. Terms with
 digits are left alone (versions, error codes and sizes are values, not misspelled words),
 and so are terms over 40 characters (pasted, not typed). When the term's neighbours give no
-stand-in, the word as typed (accents folded) is tried too: the stemmer turns a typo's last y
-to i ("depoly" → depoli, two edits from deploy) where the word meant keeps it.
+stand-in and the stemmer turned the word's y to i ("depoly" → depoli, two edits from deploy,
+which keeps its y), the word as typed (accents folded) is tried too.
 
 No vocabulary is searched term by term: a Levenshtein automaton of the term walks the
 segments' sorted terms (each segment's held in memory by the lexicon, index/lexicon.py
@@ -49,15 +49,21 @@ class StandIn:
 
 def searched_forms(term: str, word: str) -> list[str]:
     """Return the forms whose near terms may stand in for unknown `term` (typed as `word`),
-    in the order tried: the term, then the word as typed with accents folded if it differs.
+    in the order tried: the term, then, when the stemmer turned the word's y to i, the word
+    as typed (accents folded).
 
-    The stemmer can take a typo further from the word meant than the typo is: "depoly"
+    That rewrite can take a typo further from the word meant than the typo is: "depoly"
     stems to depoli (its y after a consonant becomes i), two edits from deploy, while the
-    word typed is one swap from it. A stand-in found from the word is held to the same test
-    as one from the term (its written form within reach of the word, `nearest_surface`).
+    word typed is one swap from it. Only then: a stem is shorter than its word, so walking
+    every word typed reaches stems its own stem does not ("serve" → server, "folded" →
+    folder: real words the vault lacks, corrected). A stand-in found from the word is held
+    to the same test as one from the term (its written form within reach of the word).
     """
     folded = word.translate(accent_map)
-    return [term] if folded == term else [term, folded]
+    cut = len(term) - 1
+    if term.endswith("i") and folded[cut : cut + 1] == "y" and folded.startswith(term[:cut]):
+        return [term, folded]
+    return [term]
 
 
 def max_distance(term: str) -> int:

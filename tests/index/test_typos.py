@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from memstore.index import Document, SearchIndex
 from memstore.index.analysis import make_analyzer, query_terms
-from memstore.index.typos import distance, max_distance, near_terms, ranked
+from memstore.index.typos import distance, max_distance, near_terms, ranked, searched_forms
 from memstore.ops.client import Request
 from memstore.ops.hooks import answer
 from memstore.ops.tools import recall
@@ -134,19 +134,26 @@ def test_a_typo_the_stemmer_takes_further_away_is_read_from_the_word_typed(
 ) -> None:
     # "depoly" stems to depoli (y after a consonant → i), two edits from deploy; the word
     # typed is one swap from it. The same for "dealy" (deali) and delay.
+    assert searched_forms("depoli", "depoly") == ["depoli", "depoly"]
+    assert searched_forms("serv", "serve") == ["serv"] and searched_forms("send", "sent") == [
+        "send"
+    ]
     opened = SearchIndex.open(tmp_path / "index")
     texts = {
         "d": "Deploy the API with the blue-green script",
         "l": "Add a delay between retries of the webhook",
         "p": "The police report template lives in docs",
+        "s": "The build server keeps its folder of logs",
     }
     opened.apply(Document(key, key, "global", "note", text) for key, text in texts.items())
     assert [s.label() for s in opened.stand_ins("depoly api")] == ["depoly → deploy"]
     assert [s.label() for s in opened.stand_ins("dealy retries")] == ["dealy → delay"]
     assert [h.document.key for h in opened.search("depoly", typos=True)] == ["d"]
     # real words the vault lacks stay uncorrected: deplore (deplor is one edit from the
-    # stem deploy, the word two from it), dealt (two edits from delay either way)
-    assert opened.stand_ins("deplore dealt") == []
+    # stem deploy, the word two from it), dealt (two edits from delay either way); serve
+    # and folded are one edit from the stems server and folder, but their stems (serv,
+    # fold) are not, and the word typed is walked only after a y → i
+    assert opened.stand_ins("deplore dealt serve folded") == []
 
 
 def test_contractions_are_read_as_their_words() -> None:
