@@ -304,6 +304,16 @@ def test_reindex_and_demo(tmp_path: Path) -> None:
     demo = run("demo", str(tmp_path / "demo"))
     assert demo.returncode == 0, demo.stderr
     assert "duplicate_merged" in demo.stdout and "git log" in demo.stdout
+    # The add the demo names is the add it made: its kind and every -K are in the file it shows.
+    named = re.search(r"memstore add \"…\" -w webshop (.*?)   \(", demo.stdout)
+    assert named, demo.stdout
+    shown = demo.stdout.split("memstore show", 1)[1]
+    kind = re.search(r"--kind (\w+)", named[1])
+    assert kind and f"kind: {kind[1]}" in shown
+    words = re.findall(r"-K (\S+)", named[1])
+    stored = re.search(r"keywords: \[(.*)\]", shown)
+    assert words and stored
+    assert set(words) <= {w.strip(' "') for w in stored[1].split(",")}, (words, stored[1])
     again = run("reindex", "--json", vault=tmp_path / "demo")
     assert json.loads(again.stdout)["indexed"] >= 40
     assert run("demo", str(tmp_path / "demo")).returncode == 1  # not empty: refused
