@@ -55,8 +55,9 @@ def new_vault(path: Path) -> Path:
 
 def test_version_and_help() -> None:
     assert run_exe("--version").stdout.strip() == f"memstore {__version__}"
-    # Every command and command group, however deep, shows an example in its --help.
-    paths: list[list[str]] = []
+    # Every command and command group, however deep, shows an example in its --help; so
+    # does `memstore --help` itself (the first help a new user reads had none).
+    paths: list[list[str]] = [[]]
     groups = [([], typer.main.get_command(app))]
     while groups:
         path, group = groups.pop()
@@ -66,7 +67,7 @@ def test_version_and_help() -> None:
             paths.append([*path, name])
             if hasattr(command, "commands"):
                 groups.append(([*path, name], command))
-    assert {"remote", "add", "search"} <= {p[0] for p in paths} and ["remote", "add"] in paths
+    assert {"remote", "add", "search"} <= {p[0] for p in paths if p} and ["remote", "add"] in paths
     for words in paths:
         result = runner.invoke(app, [*words, "--help"])
         assert result.exit_code == 0 and re.search(r"Examples?:  ", result.output), words
