@@ -419,4 +419,8 @@ def test_vault_before_the_command_acts_as_after_it(tmp_path: Path) -> None:
     assert two.stdout == ""
     same = invoke_memstore("--vault", str(target), "search", "zebra", "--vault", str(target))
     assert same.returncode == 0 and memory in same.stdout, same.stderr
+    for alone in (["--vault"], ["--vault", str(target)], ["--vault", str(target), "--json"]):
+        done = invoke_memstore(*alone, env=env)
+        assert done.returncode == 2 and "--vault PATH comes with a command" in done.stderr, alone
+    assert "Example:" in invoke_memstore("--vault", str(target), "--help", env=env).stdout
     assert snapshot(default) == before
