@@ -30,11 +30,10 @@ LONG_RUNNING = (["serve"], ["watch"], ["hook"], ["daemon"])
 
 def main() -> None:
     """Dispatch the command line."""
-    argv = sys.argv[1:]
+    argv = _vault_after_the_command(_take_no_daemon(sys.argv[1:]))
     if argv[:1] in (["search"], ["add"], ["ingest"], ["hook"]):
         _defer_unused_modules()  # before anything imports them (pathlib: ipaddress)
     _set_up_process()
-    argv = _take_no_daemon(argv)
     if argv[:1] == ["merge-file"]:
         _run_merge_driver(argv[1:])  # exits unless the typer command should answer
     if argv[:1] in (["search"], ["add"], ["ingest"]):
@@ -319,6 +318,38 @@ def _cwd() -> str:
         return os.getcwd()
     except OSError:  # the current folder was removed: no repository to detect
         return ""
+
+
+def _vault_after_the_command(argv: list[str]) -> list[str]:
+    """Read `memstore --vault PATH COMMAND …` as `memstore COMMAND --vault PATH …` (as `git -C`
+    comes first): the command's own --vault takes it, on the lean paths as in typer. A second
+    --vault after the command naming another folder is refused, as a group's is."""
+    if argv[:1] == ["--vault"]:
+        value, rest = (argv[1] if len(argv) > 1 else ""), argv[2:]
+    elif argv[:1] and argv[0].startswith("--vault="):
+        value, rest = argv[0].partition("=")[2], argv[1:]
+    else:
+        return argv
+    if rest[:1] in (["-h"], ["--help"], ["--version"]):
+        return rest
+    if not value or not rest or rest[0].startswith("-"):
+        _usage_error("--vault PATH comes with a command, e.g. memstore --vault PATH search QUERY")
+    end = rest.index("--") if "--" in rest else len(rest)
+    later = [rest[at + 1] for at in range(end - 1) if rest[at] == "--vault"]
+    later += [word.partition("=")[2] for word in rest[:end] if word.startswith("--vault=")]
+    named = {os.path.realpath(os.path.expanduser(path)) for path in [value, *later]}
+    if len(named) > 1:
+        shown = " and ".join([value, *later])
+        _usage_error(f"Invalid value for '--vault': names two folders ({shown}); give it once")
+    return [rest[0], "--vault", value, *rest[1:]]
+
+
+def _usage_error(message: str) -> None:
+    """End with a usage error, as typer ends one: the usage line, then the message; exit 2."""
+    sys.stderr.write(
+        f"Usage: memstore [OPTIONS] COMMAND [ARGS]...\nTry 'memstore -h' for help.\n\nError: {message}\n"
+    )
+    sys.exit(2)
 
 
 def _take_no_daemon(argv: list[str]) -> list[str]:

@@ -69,3 +69,11 @@ def test_sync_help_names_the_command_that_lists_conflicts() -> None:
 def test_the_readme_says_how_long_make_demo_takes() -> None:
     section = README.split("## Try it: two commands", 1)[1].split("\n## ", 1)[0]
     assert re.search(r"`make demo` copies.*? takes \d+ s[^.]* the first time", section, re.S)
+
+
+def test_the_readme_states_the_limit_add_keeps() -> None:
+    """A new user learnt the limit on a memory's text only from a refused 5 MB add."""
+    from memstore.service.checks import MAX_TEXT_BYTES
+
+    row = next(line for line in README.splitlines() if line.startswith("| `add TEXT` |"))
+    assert f"A text over {MAX_TEXT_BYTES:,} bytes" in row, row

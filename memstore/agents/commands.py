@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
@@ -252,7 +253,8 @@ def _install(agent: Agent, where: str, yes: bool, no_hooks: bool) -> None:
             typer.echo(f"{agent.title}: {note}")
     if server.status == "manual":
         what = "Run" if agent.name == "claude-code" else "Add"
-        typer.echo(f"{agent.title}: {server.reason}. {what}:\n\n  {server.block}\n")
+        block = textwrap.indent(server.block, "  ")
+        typer.echo(f"{agent.title}: {server.reason}. {what}:\n\n{block}\n")
     for plan in plans:
         if plan.status == "unchanged" and plan.path != agent.old_hooks_path and _adds(plan):
             typer.echo(f"{agent.title}: {_done_already(agent, plan)}")
@@ -410,7 +412,7 @@ def _uninstall(agent: Agent, yes: bool, no_hooks: bool) -> None:
     if server.status == "manual":
         typer.echo(
             f"{agent.title}: {server.reason.split(':')[0]}; no project config to change here"
-            + (f". Run:\n\n  {server.block}\n" if server.block else "")
+            + (f". Run:\n\n{textwrap.indent(server.block, '  ')}\n" if server.block else "")
         )
     for plan in plans:
         if plan.status == "unchanged":

@@ -17,7 +17,13 @@ from memstore.core.errors import MemstoreError
 from memstore.ops.cli_help import tidy_parameters
 from memstore.ops.output import printable
 
-HELP = "Local-first memory for coding agents: markdown files in git, searched with BM25."
+HELP = """Local-first memory for coding agents: markdown files in git, searched with BM25.
+
+Example:  memstore add "use pnpm, not npm, in this repo" -K pnpm ; memstore search pnpm
+
+The vault is $MEMSTORE_VAULT or ~/memstore (`memstore init` makes one); --vault PATH, after
+a command or before it, names another. `memstore COMMAND --help` shows a command's options.
+"""
 
 
 class CommandList(typer.core.TyperGroup):

@@ -65,11 +65,13 @@ def run_demo(
             f"   {stats.memories} sample memories in "
             + ", ".join(f"{w} ({n})" for w, n in stats.by_workspace.items())
         )
-        say('\n2. memstore add "…" -w webshop -K nginx   (one new file, one commit)')
-        text = "Checkout returns 502 after deploy: the new pods fail readiness because REDIS_URL is unset; add it to the webshop secret."
-        added = store.add(
-            text, workspace="webshop", kind="lesson", keywords=("redis", "deploy", "502")
+        keywords = ("redis", "deploy", "502")
+        options = " ".join(f"-K {word}" for word in keywords)
+        say(
+            f'\n2. memstore add "…" -w webshop --kind lesson {options}   (one new file, one commit)'
         )
+        text = "Checkout returns 502 after deploy: the new pods fail readiness because REDIS_URL is unset; add it to the webshop secret."
+        added = store.add(text, workspace="webshop", kind="lesson", keywords=keywords)
         say(f"   {added.status} {added.id} → {added.path}")
         again = store.add(text, workspace="webshop", keywords=("checkout",))
         say(f"   adding it again: {again.status}, seen {again.seen} (no second file)")

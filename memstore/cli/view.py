@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import webbrowser
 from datetime import UTC, datetime
 from pathlib import Path
@@ -125,6 +126,11 @@ def write_private(path: Path, text: str) -> None:
     except OSError as err:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
+        if not path.parent.exists():  # the folder is what is missing, not the file
+            raise InvalidInputError(
+                f"cannot write {path}: there is no folder {path.parent}; create it "
+                f"(mkdir -p {shlex.quote(str(path.parent))}) or choose another file with -o"
+            ) from err
         raise InvalidInputError(
             f"cannot write {path}: {err.strerror or err}; choose another file with -o"
         ) from err

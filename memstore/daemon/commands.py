@@ -7,11 +7,13 @@ without typer (`run_from_command_line`, from the launcher), and this command ser
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from memstore.core.errors import NotFoundError, VaultError
 from memstore.ops import client, options
 from memstore.ops.parameters import JsonOption, VaultOption, emit_json, option, shell_settings
 
@@ -108,6 +110,7 @@ def status(vault: VaultOption = None, as_json: JsonOption = False) -> None:
     Example:  memstore status --json
     """
     settings = shell_settings(vault)
+    _require_vault(settings.vault)
     reply = client.status(settings.vault)
     data = dict(reply.data) if reply is not None and reply.status == 0 else {}
     if not data:
@@ -120,6 +123,21 @@ def status(vault: VaultOption = None, as_json: JsonOption = False) -> None:
         for line in _status_lines(data):
             typer.echo(line)
     raise typer.Exit(0 if data["running"] else 3)
+
+
+def _require_vault(root: Path) -> None:
+    """Refuse a folder that holds no vault (a typo in --vault or MEMSTORE_VAULT), as a search
+    there would, instead of saying its daemon is not running."""
+    if (root / ".git").exists():
+        return
+    if root.exists() and not root.is_dir():
+        raise VaultError(
+            f"vault path {root} is a file, not a folder; set MEMSTORE_VAULT or --vault"
+        )
+    raise NotFoundError(
+        f"there is no vault at {root}; run 'memstore init {shlex.quote(str(root))}' "
+        "to make one there, or fix MEMSTORE_VAULT / --vault"
+    )
 
 
 def _status_lines(data: dict[str, Any]) -> list[str]:

@@ -27,6 +27,7 @@ from memstore.core.model import (
     Hit,
     Recall,
     SearchResult,
+    check_workspace,
     summary,
 )
 from memstore.core.repo_name import workspace_at
@@ -180,6 +181,17 @@ def _core_output(core: CoreMemory) -> CoreOut:
     return out
 
 
+def _workspace_argument(arguments: Mapping[str, Any], *, for_add: bool) -> str:
+    """Return the `workspace` an agent passed ("": none), refused in the agent's terms: the
+    store's message names `-w`, the command line's option, which an agent cannot pass."""
+    given = str(arguments.get("workspace") or "")
+    try:
+        return check_workspace(given, for_add=for_add) if given else ""
+    except InvalidInputError as err:
+        said = str(err).replace("e.g. -w my-project", 'e.g. "workspace": "webshop"')
+        raise InvalidInputError(said.replace("with -w", 'as "workspace": "webshop"')) from err
+
+
 def recall(
     store: Store,
     arguments: Mapping[str, Any],
@@ -195,7 +207,7 @@ def recall(
     Nothing found in a workspace while others hold matches: the message says how many and
     how to see them, as `memstore search` does.
     """
-    chosen = str(arguments.get("workspace") or workspace or ALL)
+    chosen = _workspace_argument(arguments, for_add=False) or workspace or ALL
     scope = None if chosen == ALL else chosen
     query = str(arguments.get("query", ""))
     if not query.strip():
@@ -283,7 +295,7 @@ def add(
     specs = [str(spec) for spec in arguments.get("cites") or ()]
     result = store.add(
         content,
-        workspace=str(arguments.get("workspace") or workspace or GLOBAL),
+        workspace=_workspace_argument(arguments, for_add=True) or workspace or GLOBAL,
         kind=str(arguments.get("kind") or "note"),
         keywords=tuple(arguments.get("keywords") or ()),
         source=str(arguments.get("source") or source) or None,

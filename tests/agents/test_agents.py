@@ -252,6 +252,13 @@ def test_outside_a_repository_the_block_is_printed_and_nothing_written(
     assert result.returncode == 0 and all(text in result.stdout for text in printed)
     assert not list(plain.iterdir()) and not (hermetic / ".claude.json").exists()
     assert not (hermetic / ".vscode").exists()
+    # The block is indented as a whole, so it reads (and pastes) as printed: only its first
+    # line was indented, the JSON's others were not.
+    block = result.stdout.split(":\n\n", 1)[1].split("\n\n", 1)[0]
+    lines = block.splitlines()
+    assert lines and all(line.startswith("  ") for line in lines), block
+    if name == "vscode":
+        assert "memstore" in json.loads(block)["servers"]
 
 
 # --- item 7: installed means the program is found ------------------------------------------

@@ -55,8 +55,9 @@ def new_vault(path: Path) -> Path:
 
 def test_version_and_help() -> None:
     assert run_exe("--version").stdout.strip() == f"memstore {__version__}"
-    # Every command and command group, however deep, shows an example in its --help.
-    paths: list[list[str]] = []
+    # Every command and command group, however deep, shows an example in its --help; so
+    # does `memstore --help` itself (the first help a new user reads had none).
+    paths: list[list[str]] = [[]]
     groups = [([], typer.main.get_command(app))]
     while groups:
         path, group = groups.pop()
@@ -66,7 +67,7 @@ def test_version_and_help() -> None:
             paths.append([*path, name])
             if hasattr(command, "commands"):
                 groups.append(([*path, name], command))
-    assert {"remote", "add", "search"} <= {p[0] for p in paths} and ["remote", "add"] in paths
+    assert {"remote", "add", "search"} <= {p[0] for p in paths if p} and ["remote", "add"] in paths
     for words in paths:
         result = runner.invoke(app, [*words, "--help"])
         assert result.exit_code == 0 and re.search(r"Examples?:  ", result.output), words
@@ -304,6 +305,16 @@ def test_reindex_and_demo(tmp_path: Path) -> None:
     demo = run("demo", str(tmp_path / "demo"))
     assert demo.returncode == 0, demo.stderr
     assert "duplicate_merged" in demo.stdout and "git log" in demo.stdout
+    # The add the demo names is the add it made: its kind and every -K are in the file it shows.
+    named = re.search(r"memstore add \"…\" -w webshop (.*?)   \(", demo.stdout)
+    assert named, demo.stdout
+    shown = demo.stdout.split("memstore show", 1)[1]
+    kind = re.search(r"--kind (\w+)", named[1])
+    assert kind and f"kind: {kind[1]}" in shown
+    words = re.findall(r"-K (\S+)", named[1])
+    stored = re.search(r"keywords: \[(.*)\]", shown)
+    assert words and stored
+    assert set(words) <= {w.strip(' "') for w in stored[1].split(",")}, (words, stored[1])
     again = run("reindex", "--json", vault=tmp_path / "demo")
     assert json.loads(again.stdout)["indexed"] >= 40
     assert run("demo", str(tmp_path / "demo")).returncode == 1  # not empty: refused

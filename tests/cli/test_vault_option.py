@@ -379,3 +379,48 @@ def test_hook_takes_its_options_before_or_after_the_event() -> None:
     assert event_first(["--if-novel", "capture"]) == ["capture", "--if-novel"]
     assert event_first(["nonsense"]) == ["nonsense"]
     assert event_first(["--vault=/v", "prompt"]) == ["prompt", "--vault", "/v"]
+
+
+def test_vault_before_the_command_acts_as_after_it(tmp_path: Path) -> None:
+    """`memstore --vault V COMMAND …` (as `git -C` comes first) was "No such option: --vault"
+    for every command; now it is the command's own --vault, on the lean paths as in typer."""
+    default, target = tmp_path / "default", tmp_path / "target"
+    for path in (default, target):
+        assert invoke_memstore("init", str(path)).returncode == 0
+    env = {"MEMSTORE_VAULT": str(default), "MEMSTORE_NO_DAEMON": "1"}
+    assert invoke_memstore("add", "the default vault keeps the aardvark", env=env).returncode == 0
+    added = invoke_memstore("--vault", str(target), "add", ZEBRA, "-w", "zoo", env=env)
+    assert added.returncode == 0, added.stderr
+    memory = added.stdout.split()[1]
+    before = snapshot(default)
+    for line in (
+        ["search", "zebra", "crossing", "--all"],
+        ["search", "zebra", "--json", "--all"],
+        ["--no-daemon", "search", "zebra", "--all"],
+        ["show", memory],
+        ["list", "--json"],
+        ["log"],
+        ["stats"],
+        ["conflicts", "--json"],
+    ):
+        place = line.index("search") if "--no-daemon" in line else 0
+        before_it = [*line[:place], f"--vault={target}", *line[place:]]
+        after_it = [*line, "--vault", str(target)]
+        first = invoke_memstore("--vault", str(target), *line, env=env)
+        assert first.returncode == 0 and "aardvark" not in first.stdout, (line, first.stderr)
+        assert (first.stdout, first.stderr) == (
+            invoke_memstore(*after_it, env=env).stdout,
+            invoke_memstore(*after_it, env=env).stderr,
+        ), line
+        assert invoke_memstore(*before_it, env=env).stdout == first.stdout, line
+    assert memory in invoke_memstore("--vault", str(target), "show", memory, env=env).stdout
+    two = invoke_memstore("--vault", str(target), "search", "zebra", "--vault", str(default))
+    assert two.returncode == 2 and "names two folders" in two.stderr, two.stderr
+    assert two.stdout == ""
+    same = invoke_memstore("--vault", str(target), "search", "zebra", "--vault", str(target))
+    assert same.returncode == 0 and memory in same.stdout, same.stderr
+    for alone in (["--vault"], ["--vault", str(target)], ["--vault", str(target), "--json"]):
+        done = invoke_memstore(*alone, env=env)
+        assert done.returncode == 2 and "--vault PATH comes with a command" in done.stderr, alone
+    assert "Example:" in invoke_memstore("--vault", str(target), "--help", env=env).stdout
+    assert snapshot(default) == before

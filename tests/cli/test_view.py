@@ -124,6 +124,15 @@ def test_view_says_in_one_line_when_it_cannot_write_the_file(vault: Path, tmp_pa
     assert len(done.stderr.strip().splitlines()) == 1
 
 
+def test_view_names_a_missing_folder_and_how_to_make_it(vault: Path, tmp_path: Path) -> None:
+    # It said "No such file or directory" of the page it was asked to create.
+    folder = tmp_path / "not made yet"
+    done = invoke_memstore("view", "-o", str(folder / "page.html"), vault=vault)
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert f"there is no folder {folder}; create it (mkdir -p '{folder}')" in done.stderr
+    assert not folder.exists()
+
+
 def test_view_through_the_executable_has_help_with_an_example(vault: Path) -> None:
     helped = run_memstore("view", "--help")
     assert helped.returncode == 0 and "Example:  memstore view --since 7d --open" in helped.stdout

@@ -470,6 +470,28 @@ def test_status_says_whether_it_runs(tmp_path: Path, env: dict[str, str]) -> Non
     assert data["last_catch_up"] and data["rss_mib"] > 0 and data["idle_exit_s"] == 120
 
 
+@pytest.mark.parametrize("where", ["missing", "empty", "a file"])
+def test_status_of_a_folder_without_a_vault_says_so(
+    tmp_path: Path, env: dict[str, str], where: str
+) -> None:
+    # It said "not running … the next search, add, hook or serve starts one": the next
+    # search says there is no vault there (a typo in --vault or MEMSTORE_VAULT).
+    folder = tmp_path / "no vault here"
+    if where == "empty":
+        folder.mkdir()
+    elif where == "a file":
+        folder.write_text("x", encoding="utf-8")
+    for args in (["status"], ["status", "--json"]):
+        done = run(env, *args, "--vault", str(folder))
+        assert done.returncode == 1 and done.stdout == "", (done.returncode, done.stdout)
+        assert done.stderr.startswith("Error: ") and done.stderr.count("\n") == 1, done.stderr
+        fix = (
+            "not a folder; set MEMSTORE_VAULT or --vault" if where == "a file" else "memstore init"
+        )
+        assert str(folder) in done.stderr and fix in done.stderr, done.stderr
+    assert not (folder / ".memstore").exists()
+
+
 def test_a_daemon_of_other_code_refuses_and_stops(tmp_path: Path, env: dict[str, str]) -> None:
     vault = make_vault(tmp_path / "vault")
     process = start_daemon(env, vault)

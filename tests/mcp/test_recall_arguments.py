@@ -30,3 +30,28 @@ def test_a_long_unmatched_query_is_echoed_shortened(server: Any) -> None:  # noq
     message = done.structured_content["message"]
     assert not done.is_error and "No memory matches 'zebra zebra" in message
     assert len(message) < 300, len(message)
+
+
+@pytest.mark.parametrize(
+    ("tool", "workspace", "said"),
+    [
+        ("memory_recall", "../x", "invalid workspace name '../x'"),
+        ("memory_recall", "My Project", "invalid workspace name 'My Project'"),
+        ("memory_add", "../x", "invalid workspace name '../x'"),
+        ("memory_add", "all", "workspace 'all' is reserved"),
+        ("memory_add", "readme.md", "is the name of a file at the vault's top"),
+    ],
+)
+def test_a_bad_workspace_is_named_in_the_agents_terms(
+    server: Any,  # noqa: F811
+    tool: str,
+    workspace: str,
+    said: str,
+) -> None:
+    # The store's message told the agent "e.g. -w my-project": an option of the command
+    # line, which a tool call cannot pass.
+    arguments = {"query": "pnpm"} if tool == "memory_recall" else {"content": "pnpm only"}
+    done = call(server, tool, {**arguments, "keywords": ["pnpm"], "workspace": workspace})
+    message = text_of(done)
+    assert done.is_error and said in message, message
+    assert "-w" not in message and '"workspace": "' in message, message
