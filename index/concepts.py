@@ -20,7 +20,9 @@ SHORTEST_PART = 4  # a phrase's shorter words are not searched on their own
 
 # One group a line. A member of several words names the group when the query holds all of
 # its terms; it expands into each of its terms. Groups are equivalences, not topics: "redis"
-# and "cache" are two groups, since a cache need not be Redis.
+# and "cache" are two groups, since a cache need not be Redis. A word whose everyday sense is
+# another ("live", "page", "black", "spot", "pat") is no member: "the cache lives in redis" is
+# not about production, nor "the settings page" about alerting.
 _GROUPS = """
 mac, macos, osx, os x, darwin, macbook, apple silicon, m1, m2, m3
 linux, ubuntu, debian, fedora, centos, rhel, gnu/linux
@@ -55,7 +57,7 @@ cargo, crate, crates
 ci, continuous integration, pipeline, pipelines, github actions, gh actions, gitlab ci, jenkins, circleci, travis, buildkite, workflow, workflows
 runner, runners, build agent, build machine
 deploy, deploys, deployed, deployment, deployments, release, releases, ship, rollout, roll out, redeploy
-production, prod, live
+production, prod
 staging, stage, preprod, pre-prod, uat
 development, dev
 build, builds, compile, compilation, rebuild
@@ -64,7 +66,7 @@ unit test, unit tests, unittest
 e2e, end-to-end, end to end, cypress, playwright, selenium
 flaky, flake, flakiness, intermittent, intermittently, randomly, nondeterministic, sporadic
 lint, linter, linting, eslint, flake8, pylint, rubocop
-formatter, formatting, prettier, black, gofmt, rustfmt
+formatter, formatting, prettier, gofmt, rustfmt
 typecheck, type check, type checking, mypy, tsc, pyright
 mock, mocks, mocking, stub, stubs, fake, fakes, test double
 fixture, fixtures, seed data, test data
@@ -117,7 +119,7 @@ env var, env vars, environment variable, environment variables, dotenv, .env
 environment, environments, env
 log, logs, logging, logger
 metrics, monitoring, observability, dashboard, dashboards, grafana, datadog, prometheus
-alert, alerts, alerting, pagerduty, opsgenie, page, paged
+alert, alerts, alerting, pagerduty, opsgenie
 tracing, traces, opentelemetry, otel, jaeger
 error tracking, sentry, bugsnag, rollbar, crashlytics
 database, databases, db, dbs, datastore
@@ -236,7 +238,7 @@ dependency injection, di
 changelog, change log, release notes
 semver, semantic versioning
 setup, set up, getting started, onboarding, bootstrap
-health check, health checks, healthcheck, liveness, readiness, probe, probes, healthz
+health check, health checks, healthcheck, liveness probe, readiness probe, probe, probes, healthz
 outage, outages, downtime, incident, incidents
 postmortem, post-mortem, incident review, rca, root cause
 on-call, on call, oncall, pager
@@ -252,13 +254,13 @@ query plan, explain analyze, seq scan, sequential scan
 uuid, uuids, guid, ulid
 git hook, git hooks, pre-commit, pre-push, husky, lefthook
 ssh, openssh, ssh key, ssh keys, deploy key
-personal access token, pat, github token
+personal access token, github token
 makefile, make target, justfile, taskfile
 emulator, simulator, avd
 browser, browsers, chrome, chromium, firefox, safari
 app store, testflight, play store, google play
 code signing, codesign, signing, provisioning profile, keystore
-spot instance, spot instances, preemptible, spot
+spot instance, spot instances, preemptible
 cost, costs, spend, spending, expensive
 region, regions, availability zone, zone
 throughput, qps, rps, requests per second

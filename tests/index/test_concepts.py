@@ -40,3 +40,11 @@ def test_every_group_keeps_two_distinct_members_after_analysis() -> None:
     assert group_count() == len(lines) >= 240
     for number, line in enumerate(lines):
         assert len(_members(number)) >= 2, line
+
+
+def test_words_whose_everyday_sense_is_another_expand_into_nothing() -> None:
+    """'lives' is not production, a web page is not an alert, black is a colour too."""
+    for word in ("lives", "live", "black", "spot", "pat", "ready"):
+        assert expanded(word) == set(), word
+    assert not expanded("the settings page") & {"alert", "pagerduti", "opsgeni"}
+    assert "prod" in expanded("production") and "healthz" in expanded("liveness probe")
