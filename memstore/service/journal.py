@@ -20,6 +20,9 @@ log = logging.getLogger(__name__)
 def note_writing(vault: Vault, files: Mapping[str, bytes | None]) -> None:
     """Record the files written but not yet committed (empty: none); path → the bytes
     memstore writes, None for a deletion."""
+    if not files:
+        vault.clear_state(WRITING)
+        return
     vault.write_state(WRITING, "\n".join(f"{_digest(data)} {path}" for path, data in files.items()))
 
 
