@@ -1,7 +1,7 @@
 """An add and its contradiction hint, two codes interleaved in one run on one vault (issue 39).
 
 For each round and each `--code NAME=PATH` (PATH first on PYTHONPATH; '' this checkout), on
-the same vault, in turn:
+the same vault, in turn (every other round in the other order):
 
 - in process (a child of that code): `--adds` new memories, each `Store.add` timed (wall and
   CPU) beside the floor (add_floor.floor_commit: a libgit2 blob + trees + commit of the same
@@ -256,7 +256,10 @@ def main() -> None:
     figures: dict[str, dict[str, list[float]]] = {name: {} for name in codes}
     mark = bf.cpu_mark()
     for round_ in range(args.rounds):
-        for name, path in codes.items():
+        # every other round in the other order: what one code leaves running (its daemon's
+        # git-index staging, a day folder grown) falls on each code alike
+        order = list(codes.items())
+        for name, path in order[::-1] if round_ % 2 else order:
             parts = [("in", in_process(args.vault, args.adds, path, home))]
             if args.cli:
                 parts.append(("cli", cli_adds(args.vault, args.cli, path, home)))
