@@ -371,14 +371,6 @@ class Vault:
         except OSError as err:
             raise VaultError(f"cannot write {folder / name}: {err.strerror}") from err
 
-    def clear_state(self, name: str) -> None:
-        """Empty a piece of local state (it reads as '' again) by removing its file: ~0.15
-        ms where `write_state(name, "")` costs ~0.45 (each add clears its write journal)."""
-        try:
-            (self.state_dir / "state" / name).unlink(missing_ok=True)
-        except OSError:  # a folder where the file goes, an unwritable folder: as before
-            self.write_state(name, "")
-
     def _clear_way(self, path: Path, *, folder: bool) -> None:
         """Set aside what stands where memstore keeps derived state (a file where its folder
         goes, a folder where its lock file goes): everything under .memstore/ is memstore's
