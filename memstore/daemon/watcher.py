@@ -200,7 +200,7 @@ class Watcher:
         if not files:
             return False
         # Each file's own row: reading its workspace's (~12,000 rows at 100k memories) was
-        # ~40 ms of the daemon's CPU, twice per add (the batch, then the settled look).
+        # ~40 ms of the daemon's CPU per event batch at load, one or more per add.
         try:
             return not self.store.indexer.manifest.changed_among(root, files)
         except (OSError, MemstoreError, SearchIndexError):
