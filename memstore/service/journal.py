@@ -20,6 +20,14 @@ log = logging.getLogger(__name__)
 def note_writing(vault: Vault, files: Mapping[str, bytes | None]) -> None:
     """Record the files written but not yet committed (empty: none); path → the bytes
     memstore writes, None for a deletion."""
+    if not files:
+        # Emptied by removing it (a missing journal reads as empty): a write and its
+        # clearing cost ~0.15 ms so, ~0.6 when the clearing rewrote it through a rename.
+        try:
+            (vault.state_dir / "state" / WRITING).unlink(missing_ok=True)
+            return
+        except OSError:  # a folder where the file goes, an unwritable folder: as before
+            pass
     vault.write_state(WRITING, "\n".join(f"{_digest(data)} {path}" for path, data in files.items()))
 
 

@@ -1,7 +1,7 @@
 """An add and its contradiction hint, two codes interleaved in one run on one vault (issue 39).
 
 For each round and each `--code NAME=PATH` (PATH first on PYTHONPATH; '' this checkout), on
-the same vault, in turn:
+the same vault, in turn (every other round in the other order):
 
 - in process (a child of that code): `--adds` new memories, each `Store.add` timed (wall and
   CPU) beside the floor (add_floor.floor_commit: a libgit2 blob + trees + commit of the same
@@ -140,8 +140,12 @@ def memstore_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "memstore", *args]
 
 
-def cli_adds(root: Path, runs: int, path: str, home: Path) -> dict[str, list[float]]:
-    """`memstore add` through a daemon of this code: client wall/CPU, daemon CPU per add."""
+def cli_adds(
+    root: Path, runs: int, path: str, home: Path, gap: float = 0.0
+) -> dict[str, list[float]]:
+    """`memstore add` through a daemon of this code: client wall/CPU, daemon CPU per add
+    (and with `gap`, its CPU from the add until `gap` seconds after it: its watcher's
+    reaction, and any heap settle falling within)."""
     env = code_env(path, home)
     # asked by a process of the daemon's code: a client of other code makes a daemon stop
     ask = "from memstore.ops import client;import sys;r=client.status(sys.argv[1]);"
@@ -158,7 +162,7 @@ def cli_adds(root: Path, runs: int, path: str, home: Path) -> dict[str, list[flo
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
         stderr=(home / "daemon.log").open("ab"),
     )  # fmt: skip
-    out: dict[str, list[float]] = {"wall": [], "cpu": [], "daemon": []}
+    out: dict[str, list[float]] = {"wall": [], "cpu": [], "daemon": [], "daemon_after": []}
     try:
         deadline = time.monotonic() + 300
         while not ready():
@@ -179,6 +183,9 @@ def cli_adds(root: Path, runs: int, path: str, home: Path) -> dict[str, list[flo
             out["wall"].append(wall)
             out["cpu"].append(cpu)
             out["daemon"].append(add_floor.cpu_ticks(daemon.pid) - before)
+            if gap > 0:
+                time.sleep(gap)  # pacing the adds as a person's, not waiting for a result
+                out["daemon_after"].append(add_floor.cpu_ticks(daemon.pid) - before)
     finally:
         stop = memstore_argv("daemon", "--stop", "--vault", str(root))
         subprocess.run(stop, env=env, cwd=home, capture_output=True, check=False)
@@ -246,6 +253,12 @@ def main() -> None:
     parser.add_argument("--adds", type=int, default=50, help="in-process adds a round")
     parser.add_argument("--cli", type=int, default=0, help="CLI adds through a daemon a round")
     parser.add_argument("--mcp", type=int, default=0, help="MCP memory_add calls a round")
+    parser.add_argument(
+        "--cli-gap",
+        type=float,
+        default=0.0,
+        help="seconds idle after each CLI add, its daemon's CPU counted until then too",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -256,10 +269,13 @@ def main() -> None:
     figures: dict[str, dict[str, list[float]]] = {name: {} for name in codes}
     mark = bf.cpu_mark()
     for round_ in range(args.rounds):
-        for name, path in codes.items():
+        # every other round in the other order: what one code leaves running (its daemon's
+        # git-index staging, a day folder grown) falls on each code alike
+        order = list(codes.items())
+        for name, path in order[::-1] if round_ % 2 else order:
             parts = [("in", in_process(args.vault, args.adds, path, home))]
             if args.cli:
-                parts.append(("cli", cli_adds(args.vault, args.cli, path, home)))
+                parts.append(("cli", cli_adds(args.vault, args.cli, path, home, args.cli_gap)))
             if args.mcp:
                 parts.append(("mcp", mcp_adds(args.vault, args.mcp, path, home)))
             for prefix, found in parts:
@@ -281,6 +297,7 @@ def report(codes: dict[str, str], figures: dict[str, dict[str, list[float]]]) ->
         ("cli.wall", "CLI add via daemon, client wall"),
         ("cli.cpu", "CLI add via daemon, client CPU"),
         ("cli.daemon", "CLI add via daemon, daemon CPU per add"),
+        ("cli.daemon_after", "  the same until --cli-gap s after it"),
         ("mcp.wall", "MCP memory_add round trip, wall"),
         ("mcp.server", "MCP memory_add, server CPU per add"),
     )

@@ -423,3 +423,38 @@ def test_watching_a_vault_removed_as_it_starts_is_a_vault_error(tmp_path: Path) 
         shutil.rmtree(path)
         with pytest.raises(VaultError, match="cannot watch"):
             watcher.start()
+
+
+def test_its_own_add_is_looked_up_by_its_file_not_by_its_workspace(
+    live: Live, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """memstore's own add: the watcher's events find the file indexed as it is on disk by the
+    file's own manifest row, and nothing is caught up. Reading its workspace's rows instead
+    was ~40 ms of a 100,000-memory daemon's CPU per event batch (docs/benchmarks.md, "Tenth
+    session: adds"). (Observed by recording the manifest's calls: a trace callback on its
+    sqlite connection can deadlock two threads sharing it.)"""
+    for n in range(30):
+        live.store.add(f"an earlier memory number {n} about caching", workspace="global")
+    caught_up = live.watcher.last_catch_up
+    manifest = live.store.indexer.manifest
+    asked: list[tuple[str, object]] = []
+    whole, own = manifest.fingerprints, manifest.changed_among
+
+    def fingerprints(workspace: str | None = None) -> object:
+        asked.append(("workspace", workspace))
+        return whole(workspace)
+
+    def changed_among(root: Path, paths: list[str]) -> list[str]:
+        asked.append(("files", tuple(paths)))
+        return own(root, paths)
+
+    monkeypatch.setattr(manifest, "fingerprints", fingerprints)
+    monkeypatch.setattr(manifest, "changed_among", changed_among)
+    added = live.store.add("the watcher sees its own add of a note", workspace="global")
+    wait_until(
+        lambda: any(kind == "workspace" or added.path in what for kind, what in list(asked)),
+        TIMEOUT,
+        "the watcher looked at the added file",
+    )
+    assert [kind for kind, _ in asked] == ["files"] * len(asked)
+    assert live.watcher.last_catch_up == caught_up  # found indexed: no catch-up ran

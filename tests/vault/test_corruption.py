@@ -497,3 +497,17 @@ def test_an_index_of_another_format_is_rebuilt_and_not_kept_aside(
         "index"
     ]  # nothing kept aside: it was outdated, not damaged
     assert cli("search", "replica lag", "--all").stderr == ""  # once
+
+
+@pytest.mark.parametrize("standing", ["nothing", "a journal left"])
+def test_an_add_leaves_its_write_journal_empty(store: Store, standing: str) -> None:
+    """An add journals its file and empties the journal once committed (its file removed);
+    the next writer then finds nothing to undo (one a killed writer left is undone first)."""
+    journal = store.vault.state_dir / "state" / "writing"
+    if standing == "a journal left":
+        store.vault.write_state("writing", "0123 global/2026-01/gone-abcdefgh.md")
+    added = store.add("the journal of this add is emptied", workspace="global")
+    assert store.vault.read_state("writing") == ""
+    assert not journal.exists()
+    again = store.add("a second add after it undoes nothing", workspace="global")
+    assert (store.vault.root / added.path).is_file() and (store.vault.root / again.path).is_file()
