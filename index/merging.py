@@ -18,6 +18,7 @@ from it by position and one commit swaps it in. Scores are over live documents
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -107,6 +108,7 @@ def build(root: Path, chosen: list[str], folder: Path) -> Merged | None:
     """Write the live documents of the segments `chosen` (ids) of the Whoosh index in
     `root`/whoosh into one segment under `folder`, in a helper process (in this one if
     the helper cannot start); None if a chosen segment is gone or the helper failed."""
+    clear_stale(folder.parent)
     shutil.rmtree(folder, ignore_errors=True)
     helper = Helper.start(MERGE_CODE, [(str(root / "whoosh"), chosen, str(folder))])
     if helper is None:
@@ -118,6 +120,25 @@ def build(root: Path, chosen: list[str], folder: Path) -> Merged | None:
         return Merged(folder, *found)
     finally:
         helper.stop()
+
+
+def clear_stale(root: Path) -> None:
+    """Remove the `merging-<pid>` folders under `root` whose process is gone (killed while
+    a helper wrote a merged segment)."""
+    for folder in root.glob("merging-*"):
+        pid = folder.name.removeprefix("merging-")
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's: alive
+        return True
+    return True
 
 
 def write_merged(whoosh_dir: Path, chosen: list[str], folder: Path) -> Merged | None:

@@ -103,8 +103,10 @@ def test_a_merge_whose_segment_is_gone_changes_nothing(
     index = SearchIndex.open(tmp_path / "ix")
     for batch in range(6):
         index.apply([_small_doc(rng, batch * 30 + i) for i in range(30)])
+    stale = tmp_path / "ix" / "merging-999999999"  # a merge killed midway: no such process
+    stale.mkdir()
     built = index.build_merge(index.merge_plan())
-    assert built is not None
+    assert built is not None and not stale.exists()
     index.compact()  # another merge took the segments first
     contents, count = _contents(index), index.segment_count()
     assert not index.swap_in(built)
