@@ -12,7 +12,7 @@ import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from whoosh import index as whoosh_index
 from whoosh.reading import SegmentReader
@@ -27,6 +27,9 @@ from .schema import Document, IndexHit, Part, make_schema, parse_stored, render_
 from .typos import StandIn
 from .warming import warm_steps
 from .writer import IndexWriter
+
+if TYPE_CHECKING:
+    from .merging import Merged  # a helper process's work: loaded when a merge is planned
 
 MERGE_MAX_DOCS = 500  # a commit merges segments up to this size; larger ones on compact()
 MERGE_TIER = 6  # small segments merge six of a size at a time (_merge_small_segments)
@@ -339,6 +342,28 @@ class SearchIndex:
         if max_docs is not None and len(smallest_within(sizes, max_docs)) < 2:
             return False
         return large > COMPACT_SEGMENTS
+
+    def merge_plan(self) -> list[str]:
+        """Return the ids of the large segments to merge next (index/merging.py; none:
+        nothing to merge)."""
+        from . import merging
+
+        return merging.plan(merging.segment_sizes(self._ix))
+
+    def build_merge(self, chosen: list[str]) -> Merged | None:
+        """Write the segments `chosen` (merge_plan's) as one, in a helper process, without
+        the write lock; None if one is gone or the helper failed (swap_in adopts it)."""
+        from . import merging
+
+        return merging.build(self.root, chosen, self.root / f"merging-{os.getpid()}")
+
+    def swap_in(self, merged: Merged) -> bool:
+        """Commit `merged` in place of the segments it was written from (False, nothing
+        changed, if one of them is gone), and remove its folder."""
+        try:
+            return self.writer.swap_in(merged.part, {sid for sid, _ in merged.sources})
+        finally:
+            shutil.rmtree(merged.folder, ignore_errors=True)
 
     def compact(self, max_docs: int | None = None) -> None:
         """Merge every segment into one (seconds at 10,000 documents), or with `max_docs`

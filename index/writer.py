@@ -100,6 +100,31 @@ class IndexWriter:
             raise_if_damage(err, self.root, "written")
             raise
 
+    def swap_in(self, replace: Callable[[dict[str, Any]], Part | None], gone: set[str]) -> bool:
+        """Commit a merged segment in place of the segments `gone` (ids): `replace` is given
+        the index's segments by id under the write lock and returns the part (index/merging.py),
+        or None when one of them is gone; False if nothing was committed."""
+        writer = self._writer()
+        try:
+            part = replace({str(s.segment_id()): s for s in writer.segments})
+            if part is None:
+                writer.cancel()
+                return False
+            self._move_in(part)
+            writer.commit(
+                mergetype=lambda w, s: [
+                    *(x for x in s if str(x.segment_id()) not in gone),
+                    part.segment,
+                ]
+            )
+        except Exception as err:
+            with contextlib.suppress(Exception):  # the damage may break cancelling too
+                writer.cancel()
+            raise_if_damage(err, self.root, "written")
+            raise
+        self._table.write([], [], {})
+        return True
+
     def compact(self, merge: MergePolicy | None = None) -> None:
         """Merge every segment into one (seconds at 10,000 documents), or those `merge`
         does not keep."""

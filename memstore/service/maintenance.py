@@ -6,13 +6,14 @@ import dataclasses
 import logging
 import os
 import shutil
+import threading
 from typing import TYPE_CHECKING
 
 from memstore.catalog.compare import compare
 from memstore.catalog.indexer import CatchUp, Drift, Progress, rebuild
 from memstore.catalog.leftovers import KeptCopy, kept_copies, set_aside
 from memstore.catalog.updater import Moved, Updater
-from memstore.core.errors import VaultError
+from memstore.core.errors import MemstoreError, VaultError
 from memstore.core.faults import crash_point
 from memstore.index import SearchIndex, SearchIndexError
 from memstore.service import journal
@@ -21,6 +22,7 @@ from memstore.vault.git import clear_stale_locks, git_debris
 from memstore.vault.usage import FLUSH_EVERY_S
 
 if TYPE_CHECKING:
+    from memstore.service.store import Store
     from memstore.service.sync import SyncOptions, SyncOutcome
 
 # Imported where used: sync (with the merge rules and the remote's plumbing), the code
@@ -36,6 +38,11 @@ COMPACT_MAX_DOCS = 10_000
 
 class Maintenance(Part):
     """What keeps the index, git and the files in step: run by commands, shells and locks."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self._merging: threading.Thread | None = None  # merge_segments(wait=False)'s
+        self._merging_lock = threading.Lock()
 
     def heal(self) -> None:
         """Clear what a killed process left in git (runs each time the vault lock is taken).
@@ -217,6 +224,46 @@ class Maintenance(Part):
             crowded = store.indexer.search.needs_compacting(COMPACT_MAX_DOCS)
         if crowded:  # a step bounded by what it rewrites: writers wait for it
             self.compact_index(COMPACT_MAX_DOCS)
+        self.merge_segments(wait=False)
+
+    def merge_segments(self, *, wait: bool = True) -> int:
+        """Merge the index's large segments by tiers until none are due (index/merging.py):
+        each merge written by a helper process without the vault lock, then swapped in by
+        one short commit under it. Return how many segments were merged, or (`wait` False)
+        start a thread doing it, unless one runs, and return 0."""
+        if not wait:
+            with self._merging_lock:
+                if self._merging is None or not self._merging.is_alive():
+                    self._merging = threading.Thread(
+                        target=self._merge_quietly, name="memstore-merge", daemon=True
+                    )
+                    self._merging.start()
+            return 0
+        store = self.store
+        merged = 0
+        while True:
+            with store.shared.mutex:
+                search = store.indexer.search
+                chosen = search.merge_plan()
+            built = search.build_merge(chosen) if chosen else None
+            if built is None:
+                return merged
+            with store.transaction(catch_up=False, serialize=False):
+                own = SearchIndex.open(search.root, create=False)
+                try:
+                    if not own.swap_in(built):
+                        return merged
+                finally:
+                    own.close()
+            merged += len(chosen)
+
+    def _merge_quietly(self) -> None:
+        try:
+            self.merge_segments()
+        except MemstoreError as err:
+            log.warning("merging the index's segments failed, will retry: %s", err)
+        except Exception:  # a thread of its own: log it, the next tidy tries again
+            log.exception("unexpected error merging the index's segments; will retry")
 
     def compact_index(self, max_docs: int | None = None) -> int:
         """Merge the index into one segment (or, with `max_docs`, its smallest segments

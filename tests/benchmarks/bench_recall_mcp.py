@@ -19,9 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bench_foundation as bf
 import bench_mcp
-from bench_recall_scale import items_of
+from bench_recall_scale import cached_queries
 from bench_scale import mcp_recalls
 
 
@@ -33,8 +32,9 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=150)
     parser.add_argument("--warmup", type=int, default=15)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--query-cache", type=Path, help="bench_recall_scale.py's")
     args = parser.parse_args()
-    queries = bf.make_queries(items_of(args.size), args.queries, bf.SEED * 7 + args.size)
+    queries = cached_queries(args.size, args.queries, args.query_cache)
     env = {**os.environ, "HOME": str(args.run / "home"), "MEMSTORE_NO_DAEMON": "1"}
     env.pop("PYTHONPATH", None)
     params = bench_mcp.server_params(args.exe, args.run / "vault", env, Path("/tmp"))

@@ -41,6 +41,19 @@ def items_of(n: int) -> list[bf.Generated]:
     return out
 
 
+def cached_queries(size: int, count: int, cache: Path | None) -> list[bf.Query]:
+    """bench_scale's MCP-phase queries for `size`, read from `cache` if it holds them."""
+    if cache is not None and cache.is_file():
+        found = json.loads(cache.read_text())
+        if found["size"] == size and found["count"] == count:
+            return [bf.Query(text, kind) for text, kind in found["queries"]]
+    queries = bf.make_queries(items_of(size), count, bf.SEED * 7 + size)
+    if cache is not None:
+        rows = [[q.text, q.category] for q in queries]
+        cache.write_text(json.dumps({"size": size, "count": count, "queries": rows}))
+    return queries
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--run", type=Path, required=True, help="a kept bench_scale run folder")
@@ -51,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", type=Path, help="write a cProfile of the measured recalls")
     parser.add_argument("--record", action="store_true", help="record usage (writes the vault)")
     parser.add_argument("--json", type=Path, help="write per-query times here")
+    parser.add_argument(
+        "--query-cache", type=Path, help="the queries kept here (made at 1M in ~80 s otherwise)"
+    )
     args = parser.parse_args(argv)
     os.environ["HOME"] = str(args.run / "home")
     from memstore.core.config import Settings
@@ -59,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     from memstore.vault.files import Vault
 
     t0 = time.perf_counter()
-    queries = bf.make_queries(items_of(args.size), args.queries, bf.SEED * 7 + args.size)
+    queries = cached_queries(args.size, args.queries, args.query_cache)
     bf.log(f"{len(queries)} queries in {time.perf_counter() - t0:.1f} s")
     root = args.run / "vault"
     settings = Settings(vault=root, source="bench", session="bench", host="bench")

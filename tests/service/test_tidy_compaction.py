@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from memstore.catalog import updater
-from memstore.index import SearchIndex, engine
+from memstore.index import SearchIndex, engine, merging
 from memstore.index.scoring import segment_id
 from memstore.service import maintenance
 from memstore.service.store import Store
@@ -94,3 +94,27 @@ def test_gc_still_merges_every_segment(chunked: Store, monkeypatch: pytest.Monke
         store.shared.follow_index()
         assert store.indexer.search.segment_count() == 1
         assert _ranked(store, "postgres vacuum") == ranked
+
+
+def test_a_tidy_merges_large_segments_by_tiers_in_a_thread(
+    chunked: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # two 6-document segments fit no compaction step: the tiers of large segments merge
+    monkeypatch.setattr(maintenance, "COMPACT_MAX_DOCS", 11, raising=False)
+    monkeypatch.setattr(merging, "MERGE_MAX_DOCS", 5)
+    with chunked as store:
+        store.search("kafka", workspace=None, k=5)
+        before = _segments(store.indexer.search)
+        ranked = {q: _ranked(store, q) for q in ("kafka lag", "redis", "vacuum host7")}
+        store.tidy()
+        thread = store.maintenance._merging
+        assert thread is not None
+        thread.join(timeout=120)
+        assert not thread.is_alive()
+        store.shared.follow_index()
+        after = _segments(store.indexer.search)
+        # six of the ten 6-document segments (one tier) became one of 36; four untouched
+        assert sorted(after.values()) == [6] * 4 + [36]
+        assert len(set(before) & set(after)) == 4
+        assert {q: _ranked(store, q) for q in ranked} == ranked
+        assert store.maintenance.merge_segments() == 0  # nothing left due
