@@ -20,6 +20,7 @@ from memstore.core.merge import tally
 from memstore.core.model import Memory
 from memstore.service.teams import team_of
 from memstore.service.transaction import Transaction
+from memstore.vault.files import write_many_atomic
 
 if TYPE_CHECKING:
     from memstore.service.store import Store
@@ -109,8 +110,7 @@ def _write(tx: Transaction, written: dict[str, Memory], store: Store, defer_inde
     befores = {path: tx.git.read_work_file(path) for path in written}
     files = {path: tx.render_over(path, befores[path], m) for path, m in written.items()}
     with tx.writing(files):
-        for path, data in files.items():
-            tx.vault.write_bytes_atomic(path, data)
+        write_many_atomic(tx.vault, files)  # the fsyncs side by side
         crash_point("memory-written")
         if written:
             try:
