@@ -20,6 +20,7 @@ from memstore.core.merge import tally
 from memstore.core.model import Memory
 from memstore.service.teams import team_of
 from memstore.service.transaction import Transaction
+from memstore.vault.files import write_many_atomic
 
 if TYPE_CHECKING:
     from memstore.service.store import Store
@@ -85,7 +86,7 @@ def flush(store: Store, tx: Transaction, replica: str, every: float | None) -> i
         {f: m for f, m in indexer.manifest.folders(None).items() if f in touched}
     )
     with indexer.listings.writing(written):
-        _write(tx, written, store)
+        _write(tx, written, store, defer_index=every is None)
     crash_point("usage-committed")
     usage.clear(flushed, when, periodic=every is not None)
     # Record the folders the flush touched whose times have settled, so readers without a
@@ -102,14 +103,14 @@ def _share(tx: Transaction, entry: Entry | None, replica: str) -> int | None:
     return dict(tx.vault.read(entry.path).recalled_by).get(replica, 0)
 
 
-def _write(tx: Transaction, written: dict[str, Memory], store: Store) -> None:
+def _write(tx: Transaction, written: dict[str, Memory], store: Store, defer_index: bool) -> None:
     """Write the files, commit them in one commit, and index them (a refused commit puts
-    every file back)."""
+    every file back). `defer_index`: a large vault's git index is left behind (sync's
+    flush: its checkout stages the paths in the same write of git's index)."""
     befores = {path: tx.git.read_work_file(path) for path in written}
     files = {path: tx.render_over(path, befores[path], m) for path, m in written.items()}
     with tx.writing(files):
-        for path, data in files.items():
-            tx.vault.write_bytes_atomic(path, data)
+        write_many_atomic(tx.vault, files)  # the fsyncs side by side
         crash_point("memory-written")
         if written:
             try:
@@ -117,6 +118,7 @@ def _write(tx: Transaction, written: dict[str, Memory], store: Store) -> None:
                     f"recall: usage of {len(written)} "
                     f"{'memory' if len(written) == 1 else 'memories'}",
                     add=tuple(files),
+                    defer_index=defer_index,
                 )
             except (VaultError, SecretError):  # a refused commit leaves nothing written
                 for path, old in befores.items():

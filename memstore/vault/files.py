@@ -11,7 +11,7 @@ import re
 import stat
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, suppress
 from pathlib import Path
 from typing import BinaryIO
@@ -35,6 +35,7 @@ GITATTRIBUTES = "*.md merge=memstore\n"
 _SCRATCH = re.compile(r"\.[a-z0-9_]{8}\.tmp")
 _FURNITURE = re.compile(r"(readme|license|licence|copying)(\.[a-z0-9]+)?", re.IGNORECASE)
 FRONT_MATTER_BYTES = 65_536  # how much of a file `looks_like_memory` reads
+WRITERS = 8  # files written at once by write_many_atomic (their fsyncs overlap)
 
 
 # What cheaply tells whether a file changed: (mtime in ns, size). A plain tuple, because a
@@ -442,6 +443,34 @@ class Vault:
                 f"cannot create the lock in {self.state_dir}: {err.strerror}; "
                 "is the vault read-only?"
             ) from err
+
+
+def write_many_atomic(vault: Vault, files: Mapping[str, bytes]) -> None:
+    """Write several files' exact bytes in `vault`, several at a time, each as
+    `Vault.write_bytes_atomic` does (its own temp file, fsynced, renamed over the old).
+
+    A journaling file system commits fsyncs under way together, where one after another
+    each waited for a commit of its own (a sync's 600 counter files: 2-4 s of a loaded
+    disk at 1,000,000 memories). Every file is tried; the first failure is raised.
+    """
+    if len(files) < 2:
+        for relative, data in files.items():
+            vault.write_bytes_atomic(relative, data)
+        return
+    folders = {vault.path(relative).parent: relative for relative in files}
+    for folder, relative in folders.items():
+        try:
+            vault._make_folders(folder)  # first: the writers would race to make one
+        except OSError as err:
+            raise VaultError(
+                f"cannot write {relative}: {err.strerror}; check the vault's permissions"
+            ) from err
+    from concurrent.futures import ThreadPoolExecutor  # only writers of many files
+
+    with ThreadPoolExecutor(min(WRITERS, len(files))) as pool:
+        done = [pool.submit(vault.write_bytes_atomic, r, d) for r, d in files.items()]
+    for future in done:
+        future.result()
 
 
 def has_vault_mark(gitattributes: bytes) -> bool:

@@ -55,8 +55,15 @@ def run_git(
         raise SyncError("git is not installed; memstore sync and gc need the git command") from err
     except subprocess.TimeoutExpired as err:
         raise SyncError(
-            f"git {args[0]} took over {TIMEOUT_S} s; check the network and try again"
+            f"git {_command(args)} took over {TIMEOUT_S} s; check the network and try again"
         ) from err
+
+
+def _command(args: list[str]) -> str:
+    """The git command `args` run (`gc` of `-c gc.autoDetach=false gc --auto`)."""
+    values = {i + 1 for i, arg in enumerate(args) if arg in ("-c", "-C")}
+    named = (a for i, a in enumerate(args) if i not in values and not a.startswith("-"))
+    return next(named, args[0] if args else "")
 
 
 def _start_git(root: Path, args: list[str], env: Mapping[str, str]) -> subprocess.Popen[str]:

@@ -9,11 +9,12 @@ it. A killed process's paths are staged by the next writer when it takes the vau
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from memstore.vault.files import Vault, process_alive
 from memstore.vault.git import GitRepo
@@ -55,11 +56,25 @@ class IndexStager:
         self._timer: threading.Timer | None = None
         self._due = 0.0  # when git's index is staged: writes paused, or lag too long
         self._since = 0.0
+        self._held = False  # this process's lag is its caller's to stage (held_back)
+
+    @contextlib.contextmanager
+    def held_back(self) -> Iterator[None]:
+        """While held, what this process's commits leave behind in git's index is the
+        caller's to stage (a sync's checkout writes git's index once, with those paths):
+        no staging process starts, and taking the vault lock leaves the lag alone however
+        long it lasts. Afterwards what is left is staged once writes pause."""
+        self._held = True
+        try:
+            yield
+        finally:
+            self._held = False
+            self.later()
 
     def later(self) -> None:
         """Have git's index catch up once writes pause (after a commit that deferred it)."""
         git = self._git()
-        if git is None or not git.index_lag()[1]:
+        if self._held or git is None or not git.index_lag()[1]:
             return
         with self._mutex:
             now = time.monotonic()
@@ -121,7 +136,7 @@ class IndexStager:
         staging process is at work."""
         root = self._vault.root
         pids, lagging = read_index_lag(root)  # no pygit2: runs in every process
-        if lagging and is_staging(root):
+        if lagging and (is_staging(root) or (self._held and os.getpid() in pids)):
             return True
         return (
             bool(lagging)

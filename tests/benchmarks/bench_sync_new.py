@@ -8,6 +8,8 @@ A standalone script (issue 39: the figure that broke first on the way to a milli
     python tests/benchmarks/bench_sync_new.py --size 1000000 --reuse /tmp/million-remotes/run-1m \
         --rounds 1 --profile /tmp/sync-1m.prof     # a vault bench_scale.py --keep left
     python tests/benchmarks/bench_sync_new.py --size 100000 --reuse DIR --rounds 1 --stage-only
+    python tests/benchmarks/bench_sync_new.py --size 1000000 --reuse DIR --rounds 4 --recalls 600 \
+        --code main=/tmp/main-sources --code branch=   # A/B, alternated, on one vault
         # the round up to its sync: bench_sync_ab.py times syncs of copies of DIR
 
 The vault is made as bench_scale.py makes it (a remote of N memories in commits of 500,
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import shutil
@@ -55,15 +58,25 @@ def one_round(
         return {"staged": str(s.tmp), **pushed}
     if s.args.recalls:
         pending_recalls(s, s.args.recalls, i)
+    if s.args.full_first:
+        full_comparison(s)
+    env, code = s.env_nd, ""
+    if s.args.code:  # rounds alternate between the sources named (A/B on one vault)
+        code, sources = s.args.code[i % len(s.args.code)].split("=", 1)
+        places = [p for p in (sources, env.get("PYTHONPATH", "")) if p]
+        env = {**env, "PYTHONPATH": os.pathsep.join(places)}
     cpu = children_cpu()
+    load = os.getloadavg()[0]
     argv = [s.exe, "sync", "--vault", str(s.root)]
     if profile is not None:  # the sync's own process under cProfile (its git children not)
         argv = [sys.executable, "-m", "cProfile", "-o", f"{profile}.{i + 1}", *argv]
-    ms, rss, done = bs.run_one(argv, s.env_nd, s.tmp, timeout=s.args.clone_timeout)
+    ms, rss, done = bs.run_one(argv, env, s.tmp, timeout=s.args.clone_timeout)
     if done.returncode != 0:
         raise RuntimeError(f"memstore sync failed: {done.stderr.strip()[:400]}")
     arrived = sum((s.root / bs.memory_path(m)).is_file() for m in memories)
     return {
+        "code": code or "this",
+        "load": [round(load, 1), round(os.getloadavg()[0], 1)],  # before and after
         "wall_s": round(ms / 1000, 2),
         "cpu_s": round(children_cpu() - cpu, 2),
         "peak_rss_mib": round(rss / 1024, 1),
@@ -86,6 +99,16 @@ def pending_recalls(s: bs.Sized, count: int, i: int) -> None:
         usage.close()
 
 
+def full_comparison(s: bs.Sized) -> None:
+    """Compare every file with the index now, untimed: a sync that falls on the
+    five-minutely full comparison (`FULL_EVERY_S`) pays ~10 s more CPU at 1M, and which
+    round of an A/B falls on it is chance."""
+    from memstore.service.store import Store
+
+    with Store.open(s.settings) as store:
+        store.catch_up(full=True)
+
+
 def parse_args(raw: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--size", type=int, default=100000)
@@ -105,6 +128,19 @@ def parse_args(raw: list[str]) -> argparse.Namespace:
         "--recalls", type=int, default=0, help="memories with a recall pending before each sync"
     )
     parser.add_argument("--profile", type=Path, help="cProfile each sync into PROFILE.<round>")
+    parser.add_argument(
+        "--full-first",
+        action="store_true",
+        help="before each timed sync, run the five-minutely comparison of every file untimed "
+        "(so no round of an A/B pays it by chance)",
+    )
+    parser.add_argument(
+        "--code",
+        action="append",
+        metavar="NAME=DIR",
+        help="round i's sync runs the sources in DIR (first on PYTHONPATH; '' this code), "
+        "taking turns: --code main=/tmp/main --code branch= alternates on one vault",
+    )
     parser.add_argument(
         "--stage-only",
         action="store_true",
