@@ -157,7 +157,7 @@ _import_whoosh()
 from .damage import SearchIndexError  # noqa: E402
 from .engine import SearchIndex  # noqa: E402
 from .entities import extract_entities  # noqa: E402
-from .entity_table import connect_read_only, document_entities, most_shared  # noqa: E402
+from .entity_table import connect_read_only, document_entities, most_shared, roomy_cache  # noqa: E402
 
 # The process pool (index/parts.py) and the part it writes, importable for the catalog's
 # indexers only: not in __all__.
@@ -179,5 +179,6 @@ __all__ = [
     "document_entities",
     "extract_entities",
     "most_shared",
+    "roomy_cache",
     "terms",
 ]
