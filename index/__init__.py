@@ -165,7 +165,7 @@ from .parts import as_helper, shared, usable_cores  # noqa: F401, E402
 from .query import Query, terms  # noqa: E402
 from .schema import Document, IndexHit, Part  # noqa: E402
 from .typos import StandIn  # noqa: E402
-from .writer import collector_paused, write_part  # noqa: F401, E402
+from .writer import write_part  # noqa: F401, E402
 
 __all__ = [
     "Document",

@@ -25,7 +25,6 @@ from memstore.catalog.listings import Entries, Listings, Seen
 from memstore.catalog.memory_manifest import Folders, MemoryManifest
 from memstore.catalog.plan import RACY, Plan, is_racy, plan_catch_up, settle_all
 from memstore.catalog.reading import (
-    READER_MIN,
     HelperPart,
     Read,
     ReadPool,
@@ -38,14 +37,7 @@ from memstore.catalog.reading import (
 from memstore.core.errors import VaultError
 from memstore.core.faults import crash_point
 from memstore.core.model import FileProblem, Memory
-from memstore.index import (
-    Document,
-    Part,
-    SearchIndex,
-    SearchIndexError,
-    collector_paused,
-    document_entities,
-)
+from memstore.index import Document, Part, SearchIndex, SearchIndexError, document_entities
 from memstore.index.schema import parse_stored, render_fields
 from memstore.vault.files import Fingerprint, Vault
 
@@ -383,43 +375,39 @@ class Updater:
         problems: list[FileProblem] = []
         unreadable: set[str] = set()
         done = 0
-        # A batch this large is a rebuild's or a clone's: its rows and documents make no
-        # cycles, and the collector walked them again and again (index.collector_paused).
-        paused = collector_paused() if len(changed) >= READER_MIN else contextlib.nullcontext()
-        with paused:
-            for number, chunk in enumerate(chunks, 1):
-                last = number == len(chunks)
-                batch = self._index(
-                    chunk,
-                    removed if last else [],
-                    on_disk,
-                    _offset(progress, done, len(changed)),
-                    memories or {},
-                    new=new,
-                    is_empty=is_empty,
-                )
-                done += len(chunk)
-                unreadable.update(batch.unreadable)
-                updated += (path for path in chunk if path not in unreadable)
-                problems += batch.problems
-                if not last:
-                    # The files only: the folders listed and HEAD seen are recorded with the
-                    # last chunk, so a catch-up killed before it is done again by the next one
-                    # (which finds these chunks' files indexed as they are).
-                    self.manifest.write(batch.rows, [], Folders({}), {}, racy=batch.of(racy))
-                    crash_point("catch-up-chunk")
-                    continue
-                if unreadable and folders is not None:  # list their folders again next time
-                    retry = {_parent(path): RACY for path in unreadable}
-                    folders = replace(folders, mtimes={**folders.mtimes, **retry})
-                self.manifest.write(
-                    batch.rows,
-                    removed,
-                    folders or Folders({}),
-                    meta or {},
-                    racy=batch.of(racy),
-                    settled=settled,
-                )
+        for number, chunk in enumerate(chunks, 1):
+            last = number == len(chunks)
+            batch = self._index(
+                chunk,
+                removed if last else [],
+                on_disk,
+                _offset(progress, done, len(changed)),
+                memories or {},
+                new=new,
+                is_empty=is_empty,
+            )
+            done += len(chunk)
+            unreadable.update(batch.unreadable)
+            updated += (path for path in chunk if path not in unreadable)
+            problems += batch.problems
+            if not last:
+                # The files only: the folders listed and HEAD seen are recorded with the
+                # last chunk, so a catch-up killed before it is done again by the next one
+                # (which finds these chunks' files indexed as they are).
+                self.manifest.write(batch.rows, [], Folders({}), {}, racy=batch.of(racy))
+                crash_point("catch-up-chunk")
+                continue
+            if unreadable and folders is not None:  # list their folders again next time
+                retry = {_parent(path): RACY for path in unreadable}
+                folders = replace(folders, mtimes={**folders.mtimes, **retry})
+            self.manifest.write(
+                batch.rows,
+                removed,
+                folders or Folders({}),
+                meta or {},
+                racy=batch.of(racy),
+                settled=settled,
+            )
         return CatchUp(tuple(updated), tuple(removed), tuple(problems))
 
     def _index(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import os
 import random
 import shutil
@@ -17,8 +16,6 @@ import pytest
 from conftest import git, settings_at
 
 from memstore.catalog import reading as reading_module
-from memstore.catalog import updater as updater_module
-from memstore.catalog.memory_manifest import MemoryManifest
 from memstore.core.codec import derive_id, render_memory, slugify
 from memstore.core.model import Memory
 from memstore.service.store import Store
@@ -186,29 +183,6 @@ def test_one_usable_core_reads_a_rebuild_in_this_process(
         monkeypatch.setattr(reading_module, "usable_cores", lambda: 1)
         assert len(store.reindex().updated) == 120
         assert started == [] and answers(store) == in_process
-
-
-def test_a_large_catch_up_runs_with_the_collector_paused(
-    vault: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A rebuild's rows make no cycles: the collector is paused while they are written, and
-    runs again after (a small catch-up never pauses it)."""
-    generate(vault, 60)
-    seen: list[bool] = []
-    write = MemoryManifest.write
-
-    def recorded(self: MemoryManifest, *args: Any, **kwargs: Any) -> None:
-        seen.append(gc.isenabled())
-        write(self, *args, **kwargs)
-
-    monkeypatch.setattr(MemoryManifest, "write", recorded)
-    with Store.open(settings_at(vault), clock=stopped_clock()) as store:
-        monkeypatch.setattr(updater_module, "READER_MIN", 50)
-        store.reindex()
-        assert seen[-1:] == [False] and gc.isenabled()
-        monkeypatch.setattr(updater_module, "READER_MIN", 61)
-        store.reindex()
-        assert seen[-1:] == [True] and gc.isenabled()
 
 
 def entity_rows(store: Store) -> list[tuple[str, str, str]]:
