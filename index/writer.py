@@ -143,7 +143,8 @@ def write_part(folder: Path, docs: Iterable[Document], limitmb: int = 128) -> An
 def collector_paused() -> Iterator[None]:
     """Pause Python's cyclic garbage collector while a part is written: its postings are
     millions of lists and tuples that make no cycles (reference counting frees them), and
-    the collector walked them again and again (~3-6% of a rebuild's CPU). As it was after."""
+    the collector walked them again and again (~3-6% of a rebuild's CPU). As it was after.
+    The collector is the process's: a daemon's other threads' cycles wait meanwhile."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
