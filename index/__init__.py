@@ -157,7 +157,14 @@ _import_whoosh()
 from .damage import SearchIndexError  # noqa: E402
 from .engine import SearchIndex  # noqa: E402
 from .entities import extract_entities  # noqa: E402
-from .entity_table import connect_read_only, document_entities, most_shared  # noqa: E402
+
+# roomy_cache: large writes' page cache, the catalog's manifest's too (not in __all__)
+from .entity_table import (  # noqa: E402
+    connect_read_only,
+    document_entities,
+    most_shared,
+    roomy_cache,  # noqa: F401
+)
 
 # The process pool (index/parts.py) and the part it writes, importable for the catalog's
 # indexers only: not in __all__.

@@ -22,7 +22,7 @@ from whoosh.analysis import (
     StopFilter,
     Token,
 )
-from whoosh.lang.porter2 import stem
+from whoosh.lang import porter2
 from whoosh.support.charset import accent_map
 
 from .inflections import base_form
@@ -233,6 +233,41 @@ def lemma_stem(word: str) -> str:
     return stem(base_form(word))
 
 
+# The suffixes a step of porter2 looks for: a word ending in none of them leaves that step
+# as it came (each step tries its suffixes one `endswith` at a time, ~90 calls a word).
+_STEP_1B = ("eedly", "eed", *porter2.s1b_suffixes)
+_STEP_2 = tuple(end for end, _, _ in porter2.s2_triples)
+_STEP_3 = tuple(end for end, _, _ in porter2.s3_triples)
+_STEP_4 = (*porter2.s4_delete_list, "sion", "tion")
+
+
+def stem(word: str) -> str:
+    """Return whoosh.lang.porter2's stem of `word` (its steps, in its order), skipping the
+    steps none of whose suffixes the word ends in: the same stems in under half the time
+    (tests/index/test_stem.py compares them)."""
+    if len(word) <= 2:
+        return word
+    if word.startswith("'"):
+        word = word[1:]
+    if word in porter2.exceptional_forms:
+        return porter2.exceptional_forms[word]
+    word = porter2.capitalize_consonant_ys(word)
+    r1, r2 = porter2.get_r1(word), porter2.get_r2(word)
+    word = porter2.step_1a(porter2.step_0(word))
+    if word in porter2.exceptional_early_exit_post_1a:
+        return word
+    if word.endswith(_STEP_1B):
+        word = porter2.step_1b(word, r1)
+    word = porter2.step_1c(word)
+    if word.endswith(_STEP_2):
+        word = porter2.step_2(word, r1)
+    if word.endswith(_STEP_3):
+        word = porter2.step_3(word, r1, r2)
+    if word.endswith(_STEP_4):
+        word = porter2.step_4(word, r2)
+    return porter2.step_5(word, r1, r2).replace("Y", "y")
+
+
 def make_chain() -> Any:
     """Return the analysis chain itself: tokenizer, identifier parts, stop, folding, stem.
 
@@ -351,7 +386,7 @@ class WordCachedAnalyzer(Analyzer):
 
     def _count(self, words: list[str]) -> Counter[str]:
         known = self._terms
-        new = {word for word in words if word not in known}
+        new = set(words).difference(known)  # in C: the words' set, each looked up once
         if new:
             if len(known) + len(new) > WORD_CACHE:
                 known.clear()

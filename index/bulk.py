@@ -30,7 +30,7 @@ from typing import Any
 
 from whoosh import formats
 from whoosh.analysis import IDTokenizer
-from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC
+from whoosh.codec.whoosh3 import LENGTHS_COLUMN, WHOOSH3_HEADER_MAGIC, W3PerDocWriter
 from whoosh.filedb.filestore import FileStorage, RamStorage
 from whoosh.system import pack_uint, pack_ushort
 from whoosh.util.numeric import length_to_byte
@@ -42,6 +42,9 @@ from .analysis import WordCachedAnalyzer
 
 # One term's postings: document numbers, weights and encoded values, in document order.
 Postings = tuple[list[int], list[float], list[bytes]]
+# A field as the fast path writes it: its name, the field, whether it is indexed and
+# stored, its column, and its lengths column's name (W3PerDocWriter's `_lenfield`)
+_FieldPlan = tuple[str, Any, bool, bool, Any, str]
 
 
 class TermPool:
@@ -160,10 +163,10 @@ class TermWriter(SegmentWriter):
         super().__init__(_InMemoryTemp.target(ix) if temp_in_memory else ix, **kwargs)
         self.pool = TermPool()
         self._values: dict[int, bytes] = {}
-        # per set of field names given (in order): each field's name, field, whether it is
-        # indexed and stored, and its column, in Whoosh's order (sorted); None: the general
-        # path (a name starting with "_": boosts, stored values of their own)
-        self._plans: dict[tuple[str, ...], tuple[tuple[str, Any, bool, bool, Any], ...] | None]
+        # per set of field names given (in order): each field's plan, in Whoosh's order
+        # (sorted); None: the general path (a name starting with "_": boosts, stored values
+        # of their own)
+        self._plans: dict[tuple[str, ...], tuple[_FieldPlan, ...] | None]
         self._plans = {}
         if any(f.separate_spelling() or f.vector for _, f in self.schema.items()):
             raise ValueError("TermWriter writes no spelling words or term vectors")
@@ -182,13 +185,19 @@ class TermWriter(SegmentWriter):
         perdocwriter = self.perdocwriter
         docnum = self.docnum
         perdocwriter.start_doc(docnum)
+        # W3PerDocWriter.add_field's steps, its dictionaries and column names at hand
+        storedfields, fieldlengths = perdocwriter._storedfields, perdocwriter._fieldlengths
         try:
-            for fieldname, field, indexed, stored, column in plan:
+            for fieldname, field, indexed, stored, column, lenfield in plan:
                 value = fields[fieldname]
                 if value is None:
                     continue
                 length = self._file_postings(fieldname, field, value, docnum, 1.0) if indexed else 0
-                perdocwriter.add_field(fieldname, field, value if stored else None, length)
+                if stored:
+                    storedfields[fieldname] = value
+                if length:
+                    perdocwriter.add_column_value(lenfield, LENGTHS_COLUMN, length_to_byte(length))
+                    fieldlengths[fieldname] += length
                 if column:
                     perdocwriter.add_column_value(fieldname, column, field.to_column_value(value))
         except Exception:
@@ -198,14 +207,19 @@ class TermWriter(SegmentWriter):
         self._added = True
         self.docnum += 1
 
-    def _plan(self, names: tuple[str, ...]) -> tuple[tuple[str, Any, bool, bool, Any], ...] | None:
+    def _plan(self, names: tuple[str, ...]) -> tuple[_FieldPlan, ...] | None:
         """Return (and remember) the fast path's plan for documents giving `names`."""
         plan = None
         if not any(name.startswith("_") for name in names):
             fieldnames = sorted(names)
             self._check_fields(self.schema, fieldnames)  # an unknown field raises here
             fields = [(name, self.schema[name]) for name in fieldnames]
-            plan = tuple((n, f, bool(f.indexed), bool(f.stored), f.column_type) for n, f in fields)
+            plan = tuple(
+                (n, f, bool(f.indexed), bool(f.stored), f.column_type, f"_{n}_len")
+                for n, f in fields
+            )
+        if type(self.perdocwriter) is not W3PerDocWriter:
+            plan = None  # another codec's: its own add_field (the general path)
         self._plans[names] = plan
         return plan
 
@@ -401,6 +415,7 @@ def _by_term(
 
 
 FLUSH_BYTES = 1 << 22  # postings and table entries buffered before a write
+PACKED = 1 << 16  # compressed blocks a field's writer remembers (_Blocks._compressed)
 _EXTENT = struct.Struct("!qi")  # W3TermInfo.to_bytes: the postings' offset and length
 _KEY_VALUE_LENGTHS = struct.Struct("!ii")  # HashWriter.add, before a key and its value
 _TERM_INFO = struct.Struct("!BfIBBfII")  # W3TermInfo._struct
@@ -424,6 +439,10 @@ class _Blocks:
         self.compression = compression
         self.fixed = fixed
         self.column = column
+        # A block's pickle compressed, by its bytes: a third of a rebuild's blocks repeat
+        # one before them (a document's one-posting terms with the same count), and a
+        # `zlib.compress` costs ~9 µs however small (its state is made each time).
+        self._packed: dict[bytes, bytes] = {}
 
     def write(
         self,
@@ -462,7 +481,7 @@ class _Blocks:
             data = dumps((_deltas(ids), _mini_weights(floats), mini), 2)
             compression = self.compression if len(data) >= SMALL_BLOCK else 0
             if compression:
-                data = zlib.compress(data, compression)
+                data = self._compressed(data)
             info = dumps(
                 (
                     *(len(ids), ids[-1], heaviest, compression),
@@ -498,7 +517,7 @@ class _Blocks:
         data = dumps(((docnum,), None if stored == 1.0 else stored, mini), 2)
         compression = self.compression if len(data) >= SMALL_BLOCK else 0
         if compression:
-            data = zlib.compress(data, compression)
+            data = self._compressed(data)
         low_byte, high_byte = length_to_byte(low), length_to_byte(high)
         info = dumps((1, docnum, heaviest, compression, low_byte, high_byte), 2)
         out += _BLOCK_SIZE.pack(-(len(info) + len(data)))
@@ -506,6 +525,15 @@ class _Blocks:
         out += data
         minimum = 0 if low is None else low_byte
         return _TERM_INFO.pack(0, stored, 1, minimum, high_byte, max(0, heaviest), docnum, docnum)
+
+    def _compressed(self, data: bytes) -> bytes:
+        """Return `zlib.compress(data, self.compression)`, remembered (up to PACKED)."""
+        packed = self._packed.get(data)
+        if packed is None:
+            if len(self._packed) >= PACKED:
+                self._packed.clear()
+            packed = self._packed[data] = zlib.compress(data, self.compression)
+        return packed
 
     def _lengths(self, ids: list[int]) -> tuple[int | None, int]:
         # Only lengths a posting has (not None, not 0) count, as in `add_posting`.

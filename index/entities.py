@@ -55,19 +55,21 @@ def extract_entities(text: str, *, skip: bool = True) -> list[tuple[str, str]]:
     found: dict[str, str] = {}
     claimed: list[tuple[int, int]] = []
     for kind, pattern, needs, gate in _PATTERNS:
-        if skip and needs and not any(n in text for n in needs):
-            continue
-        if skip and gate is not None and gate.search(text) is None:
-            continue
+        if skip:
+            for need in needs:  # a loop, not any(): no generator per pattern and text
+                if need in text:
+                    break
+            else:
+                if needs:
+                    continue
+            if gate is not None and gate.search(text) is None:
+                continue
         for match in pattern.finditer(text):
             start, end = match.span()
-            if any(start < e and s < end for s, e in claimed) and kind != "quoted":
+            if claimed and kind != "quoted" and any(start < e and s < end for s, e in claimed):
                 continue
-            value = (
-                next((g for g in match.groups() if g), match.group(0))
-                if match.groups()
-                else match.group(0)
-            )
+            groups = match.groups()
+            value = next((g for g in groups if g), match.group(0)) if groups else match.group(0)
             value = value.strip().lower()
             if len(value) >= 2:
                 found.setdefault(value, kind)

@@ -19,6 +19,11 @@ from .schema import Document
 # Entity rows' keys kept across look-ups (~2.5 MB at most; 200,000 held 10 MB after 200
 # recalls at 100k, issue 39)
 CACHE_ENTITY_ROWS = 50_000
+# A write of more rows than this has sqlite keep up to ROOMY_CACHE_KB of pages while it
+# runs (its default 2 MB re-reads index pages from the OS at every turn: ~0.7 s of system
+# time inserting a 100k rebuild's 173,000 entity rows), then goes back to the default.
+ROOMY_ROWS = 10_000
+ROOMY_CACHE_KB = 65_536
 # An entity with more rows than this is not read whole to rank the keys sharing a memory's
 # entities (EntityTable.shared_with): at a million memories that was ~30% of a recall's CPU.
 LONG_LIST = 2_000
@@ -242,22 +247,8 @@ class EntityTable:
         db = self.db
         found = found or {}
         try:
-            db.execute("BEGIN IMMEDIATE")
-            stale = [*deletes, *(d.key for d in upserts if d.key not in new)]
-            db.executemany("DELETE FROM entities WHERE key = ?", [[key] for key in stale])
-            rows = [
-                (doc.key, entity, kind)
-                for doc in (upserts if self.keeps_entities else ())
-                for entity, kind in (found[doc.key] if doc.key in found else document_entities(doc))
-            ]
-            if self.keeps_entities:
-                rows += [(key, entity, kind) for key in adopted for entity, kind in found[key]]
-            db.executemany("INSERT INTO entities (key, entity, kind) VALUES (?, ?, ?)", rows)
-            db.executemany(
-                "INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)", sorted(meta.items())
-            )
-            self._record_checksums()
-            db.execute("COMMIT")
+            with roomy_cache(db, len(upserts) + len(deletes) + len(found)):
+                self._write(upserts, deletes, meta, new, found, adopted)
         except sqlite3.Error as err:
             if db.in_transaction:
                 with contextlib.suppress(sqlite3.Error):
@@ -265,6 +256,33 @@ class EntityTable:
             raise SearchIndexError(
                 f"entity table at {self.root} cannot be written ({describe(err)})"
             ) from err
+
+    def _write(
+        self,
+        upserts: list[Document],
+        deletes: list[str],
+        meta: dict[str, str],
+        new: Collection[str],
+        found: Mapping[str, list[tuple[str, str]]],
+        adopted: Iterable[str],
+    ) -> None:
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        stale = [*deletes, *(d.key for d in upserts if d.key not in new)]
+        db.executemany("DELETE FROM entities WHERE key = ?", [[key] for key in stale])
+        rows = [
+            (doc.key, entity, kind)
+            for doc in (upserts if self.keeps_entities else ())
+            for entity, kind in (found[doc.key] if doc.key in found else document_entities(doc))
+        ]
+        if self.keeps_entities:
+            rows += [(key, entity, kind) for key in adopted for entity, kind in found[key]]
+        db.executemany("INSERT INTO entities (key, entity, kind) VALUES (?, ?, ?)", rows)
+        db.executemany(
+            "INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)", sorted(meta.items())
+        )
+        self._record_checksums()
+        db.execute("COMMIT")
 
     def _record_checksums(self) -> None:
         """Checksum each segment file new since the last commit (Whoosh never changes one)."""
@@ -293,6 +311,21 @@ def most_shared(counts: Mapping[str, int], limit: int) -> list[str]:
 def document_entities(doc: Document) -> list[tuple[str, str]]:
     """Return the (entity, kind) pairs the entity table records for a document."""
     return extract_entities(f"{doc.content}\n{' '.join(doc.keywords)}")
+
+
+@contextlib.contextmanager
+def roomy_cache(db: sqlite3.Connection, rows: int) -> Iterator[None]:
+    """Let sqlite keep more pages in memory for a write of many `rows` (ROOMY_ROWS), then
+    set its page cache back to what it was (the pages beyond it are given back)."""
+    if rows <= ROOMY_ROWS:
+        yield
+        return
+    (before,) = db.execute("PRAGMA cache_size").fetchone()
+    db.execute(f"PRAGMA cache_size = -{ROOMY_CACHE_KB}")
+    try:
+        yield
+    finally:
+        db.execute(f"PRAGMA cache_size = {int(before)}")
 
 
 def connect_read_only(path: Path) -> sqlite3.Connection:

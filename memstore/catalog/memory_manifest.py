@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from memstore.catalog.manifest import Manifest
-from memstore.index import SearchIndexError
+from memstore.index import SearchIndexError, roomy_cache
 from memstore.vault.files import Fingerprint
 
 FORMAT = (
@@ -276,7 +276,7 @@ class MemoryManifest(Manifest):
         with the folders listed and `meta`, in one transaction. `racy`: files of `rows`
         read within their racy window (read again by the next catch-up); `settled`: files
         read again and found as indexed, no longer racy."""
-        with self.transaction() as db:
+        with roomy_cache(self.db, len(rows) + len(removed)), self.transaction() as db:
             db.executemany("DELETE FROM files WHERE path = ?", [[p] for p in removed])
             if db.execute("SELECT 1 FROM racy LIMIT 1").fetchone():  # a rebuild: ~0.7 s at 1M
                 done = [[p] for p in [*removed, *(row[0] for row in rows), *settled]]

@@ -188,8 +188,9 @@ def read_files(
 ) -> Iterator[Read]:
     """Read `paths` in order; a large batch is read (and its entities found) by a second
     process while this one indexes, a chunk ahead (a rebuild: ~25% of the work), unless
-    not `alone` (helpers indexing shares of the build have the other cores)."""
-    if len(paths) < READER_MIN or memories or not alone:
+    not `alone` (helpers indexing shares of the build have the other cores) or this
+    process may use one core only (the reader would only add its pickled answers)."""
+    if len(paths) < READER_MIN or memories or not alone or usable_cores() < 2:
         for path in paths:
             yield read_one(vault, path, memories)
         return

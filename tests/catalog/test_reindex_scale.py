@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import git, settings_at
@@ -149,12 +150,39 @@ def test_a_rebuild_read_by_a_second_process_answers_the_same(
         in_process = answers(store)  # 300 files: read in this process
         monkeypatch.setattr(reading_module, "READER_MIN", 50)
         monkeypatch.setattr(reading_module, "READER_CHUNK", 32)
+        monkeypatch.setattr(reading_module, "usable_cores", lambda: 2)  # a 1-core machine too
         if executable is not None:
             monkeypatch.setattr(sys, "executable", executable)
         result = store.reindex()
         assert answers(store) == in_process
     assert len(result.updated) == 300
     assert [p.path for p in result.problems] == [paths[5]]
+
+
+def test_one_usable_core_reads_a_rebuild_in_this_process(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader process on the one core this process may use only adds its answers' pickling
+    (taskset, a container of one CPU): the files are read here, with the same result."""
+    generate(vault, 120)
+    started: list[str] = []
+    start = reading_module.Helper.start
+
+    def counted(code: str, messages: list[object]) -> Any:
+        started.append(code)
+        return start(code, messages)
+
+    with Store.open(settings_at(vault), clock=stopped_clock()) as store:
+        in_process = answers(store)
+        monkeypatch.setattr(reading_module, "READER_MIN", 50)
+        monkeypatch.setattr(reading_module.Helper, "start", counted)
+        monkeypatch.setattr(reading_module, "usable_cores", lambda: 2)
+        store.reindex()
+        assert started == [reading_module.READS_CODE] and answers(store) == in_process
+        started.clear()
+        monkeypatch.setattr(reading_module, "usable_cores", lambda: 1)
+        assert len(store.reindex().updated) == 120
+        assert started == [] and answers(store) == in_process
 
 
 def entity_rows(store: Store) -> list[tuple[str, str, str]]:
