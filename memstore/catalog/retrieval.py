@@ -272,10 +272,18 @@ def _tiered(
         held = index.held_terms(doc)
         via = _held_through(concepts, held) if ranking.CONCEPT_CREDIT > 0 and concepts else ()
         found.append(evidence(weights, held, keyed, core=doc.kind == "core", related=via))
-    one = ranking.one_topic_word(query.text, query.terms, _request_terms(), _is_specific)
-    tiers = confident(found, older, one_word=one)
+    tiers = confident(found, older)
     hits = [replace(hit, weak=not sure) for hit, sure in zip(hits, tiers, strict=True)]
     return sorted(hits, key=lambda hit: hit.weak)  # stable: score order within each tier
+
+
+def names_one_topic(text: str) -> bool:
+    """Say whether a prompt names one topic and asks nothing of it ("deploy", "run the
+    tests": core.ranking.one_topic_word). What injects context (the prompt hook, `search
+    --context`) injects nothing for it; a search for that word still finds its memories,
+    confident where they hold it."""
+    query = _query(text)
+    return ranking.one_topic_word(query.text, query.terms, _request_terms(), _is_specific)
 
 
 def _held_through(

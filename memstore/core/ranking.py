@@ -238,7 +238,8 @@ def one_topic_word(
     words ("deploy", "run the tests", "looks good, commit it"), not a number, code or
     identifier (`specific`: "P3009" or "pm_static.yml" alone are particulars a memory may
     hold), and not a question ("how do changes get to prod?" asks). Such a prompt finds
-    what mentions the word, not an answer: `confident` makes no hit of it confident."""
+    what mentions the word, not an answer: what injects context (the prompt hook, `search
+    --context`) injects nothing for it (catalog.retrieval.names_one_topic)."""
     content = [t for t in query_terms if t not in request]
     if len(content) > 1 or any(specific(t) for t in content):
         return False
@@ -248,8 +249,6 @@ def one_topic_word(
 def confident(
     found: Sequence[Evidence],
     older: Sequence[Collection[int]] | None = None,
-    *,
-    one_word: bool = False,
 ) -> list[bool]:
     """Say, for each hit of one query, whether recall is confident in it.
 
@@ -258,11 +257,9 @@ def confident(
     LEAD_SHARE, worth LEAD_UNITS, and no other hit's evidence is worth more than LEAD_RATIO
     of its own (an older version of it, `older[i]`: the positions of the hits it supersedes,
     is not another answer). One common word that stems to a vault word is not evidence; a code only this
-    memory holds is. A prompt of one topic word (`one_word`: one_topic_word) makes no hit
-    confident.
+    memory holds is. (A prompt of one topic word injects nothing: `one_topic_word`, read by
+    what injects context, not here: a search for that word is answered.)
     """
-    if one_word:
-        return [False] * len(found)
     best = max((f.share for f in found), default=0.0)
     tiers = []
     for i, f in enumerate(found):

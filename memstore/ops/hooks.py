@@ -72,7 +72,7 @@ def final_assistant_text(payload: Mapping[str, Any], cwd: str = "") -> str:
 def prompt_hook(store: Store, payload: Mapping[str, Any], cwd: str) -> list[str]:
     """UserPromptSubmit: the confident memories for this prompt, as compact context lines
     (after the header, which words no memory holds were searched as others)."""
-    from memstore.catalog.retrieval import typo_note
+    from memstore.catalog.retrieval import names_one_topic, typo_note
     from memstore.ops.output import context_lines  # imports the index: not on the daemon path
 
     prompt = str(payload.get("prompt") or "").strip()
@@ -83,7 +83,7 @@ def prompt_hook(store: Store, payload: Mapping[str, Any], cwd: str) -> list[str]
     result = store.search(prompt, workspace=scope, k=5, tiers=True, cwd=here)
     if not _holds_the_prompt(prompt, result.hits):  # most prompts match some word here:
         return _elsewhere_note(store, prompt, scope)  # only then one more search
-    lines = context_lines(result)
+    lines = context_lines(result, one_topic=names_one_topic(prompt))
     if not lines:
         return []
     note = typo_note(store.indexer, prompt).strip()

@@ -295,7 +295,9 @@ def search_text(
     if as_json:
         return render_json(search_json(result, query, scope, elsewhere)) + "\n"
     if context:
-        lines = context_lines(result)
+        from memstore.catalog.retrieval import names_one_topic
+
+        lines = context_lines(result, one_topic=names_one_topic(query))
         return "\n".join(lines) + "\n" if lines else ""
     return "\n".join(search_lines(result, query, scope, elsewhere)) + "\n"
 

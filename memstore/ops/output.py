@@ -404,10 +404,15 @@ def _megabytes(size: int) -> str:
 CONTEXT_CHARS = 300
 
 
-def context_lines(result: SearchResult, width: int = CONTEXT_CHARS) -> list[str]:
+def context_lines(
+    result: SearchResult, width: int = CONTEXT_CHARS, *, one_topic: bool = False
+) -> list[str]:
     """Return compact context for an agent: confident hits only, never a superseded one
     (recall makes its correction confident and puts it first: what is true now is shown
-    in its place, or nothing is), long ones cut with their id."""
+    in its place, or nothing is), long ones cut with their id; nothing for a prompt that
+    names one topic and asks nothing of it (`one_topic`: catalog.retrieval.names_one_topic)."""
+    if one_topic:
+        return []
     hits = [hit for hit in result.hits if not hit.weak and not hit.superseded_by]
     if not hits:
         return []

@@ -235,7 +235,7 @@ class Maintenance(Part):
             with self._merging_lock:
                 if self._merging is None or not self._merging.is_alive():
                     self._merging = threading.Thread(
-                        target=self._merge_quietly, name="memstore-merge", daemon=True
+                        target=_merge_quietly, args=(self,), name="memstore-merge", daemon=True
                     )
                     self._merging.start()
             return 0
@@ -256,14 +256,6 @@ class Maintenance(Part):
                 finally:
                     own.close()
             merged += len(chosen)
-
-    def _merge_quietly(self) -> None:
-        try:
-            self.merge_segments()
-        except MemstoreError as err:
-            log.warning("merging the index's segments failed, will retry: %s", err)
-        except Exception:  # a thread of its own: log it, the next tidy tries again
-            log.exception("unexpected error merging the index's segments; will retry")
 
     def compact_index(self, max_docs: int | None = None) -> int:
         """Merge the index into one segment (or, with `max_docs`, its smallest segments
@@ -386,10 +378,9 @@ class Maintenance(Part):
         if team_of(store.vault.root):
             options = dataclasses.replace(options, pull_only=True)
         self.ensure_merge_driver()
-        # A large vault's git index, left behind by the flush's commit, is staged by the
-        # merge's checkout in its one write (vault/git.py move_to), not by a staging
-        # process meanwhile (a whole read and write more); what no checkout took is
-        # staged once the sync is over.
+        # A large vault's git index, left behind by the flush's commit, is staged by the merge's
+        # checkout in its one write (vault/git.py move_to), not by a staging process meanwhile
+        # (a whole read and write more); what no checkout took is staged after the sync.
         with store.shared.stager.held_back():
             with store.transaction(catch_up=False) as tx:
                 tx.catch_up(moved=self._unmoved())
@@ -456,3 +447,14 @@ def _joined(results: list[CatchUp]) -> CatchUp:
         tuple(p for r in results for p in r.removed),
         tuple(p for r in results for p in r.problems),
     )
+
+
+def _merge_quietly(maintenance: Maintenance) -> None:
+    """Merge the index's large segments in a thread of its own: a failure is logged, and the
+    next tidy tries again."""
+    try:
+        maintenance.merge_segments()
+    except MemstoreError as err:
+        log.warning("merging the index's segments failed, will retry: %s", err)
+    except Exception:  # a thread of its own: log it, the next tidy tries again
+        log.exception("unexpected error merging the index's segments; will retry")

@@ -11,6 +11,7 @@ path; main from a `git archive` put first on PYTHONPATH):
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from pathlib import Path
@@ -26,6 +27,7 @@ FILES = (
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     items = []
     for name in FILES:
         items += [{x["field"]: x["value"]} for x in json.loads((DATA / f"{name}.json").read_text())]

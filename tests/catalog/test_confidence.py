@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from memstore.catalog.retrieval import names_one_topic
 from memstore.core.model import SearchResult
 from memstore.ops.client import Request
 from memstore.ops.hooks import answer
@@ -50,7 +51,7 @@ def confident(result: SearchResult) -> list[str]:
 
 def context(store: Store, prompt: str) -> list[str]:
     """The ids `memstore search --context` (and the hook) would inject."""
-    lines = context_lines(store.search(prompt, workspace=None))
+    lines = context_lines(store.search(prompt, workspace=None), one_topic=names_one_topic(prompt))
     return [line.split("]")[0].removeprefix("- [") for line in lines[1:]]
 
 
@@ -224,8 +225,16 @@ def test_a_prompt_of_one_topic_word_injects_nothing(
     # "run the tests" injected the memories that mention the word.
     store, vault, _ = worded
     found = store.search(prompt, workspace=None)
-    assert found.hits and confident(found) == [] and context(store, prompt) == []
+    assert found.hits and context(store, prompt) == []
     assert hook(vault, "harbor", prompt) == ""
+
+
+def test_a_search_for_one_word_is_answered(worded: tuple[Store, Path, dict[str, str]]) -> None:
+    """Only what injects context stays silent: `memstore search sidekiq` asked for the word,
+    and the memory holding it is a confident answer (not "no memory has every word")."""
+    store, _, ids = worded
+    found = store.search("sidekiq", workspace=None)
+    assert confident(found)[:1] == [ids["sidekiq"]] and not found.weak
 
 
 @pytest.mark.parametrize(
