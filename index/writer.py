@@ -53,7 +53,7 @@ class IndexWriter:
         adopted: list[Part] = []
         # A commit of a few documents (an add's) keeps its temporary files in memory.
         writer = self._writer(limitmb, temp_in_memory=limitmb <= SMALL_COMMIT_MB)
-        try:
+        with self._cancelled_on_error(writer):
             for key in deletes:
                 writer.delete_by_term("key", key)
             for doc in upserts:
@@ -67,13 +67,19 @@ class IndexWriter:
                 self._move_in(part)
             segments = [part.segment for part in adopted]
             writer.commit(mergetype=lambda w, s: [*self._merge(w, s), *segments])
+        keys = [key for part in adopted for key in part.keys]
+        self._table.write(docs, deletes, meta or {}, new, entities or {}, keys)
+
+    @contextlib.contextmanager
+    def _cancelled_on_error(self, writer: Any) -> Iterator[None]:
+        """Cancel `writer` when the block fails (its lock released), naming damage."""
+        try:
+            yield
         except Exception as err:
             with contextlib.suppress(Exception):  # the damage may break cancelling too
                 writer.cancel()
             raise_if_damage(err, self.root, "written")
             raise
-        keys = [key for part in adopted for key in part.keys]
-        self._table.write(docs, deletes, meta or {}, new, entities or {}, keys)
 
     def _move_in(self, part: Part) -> None:
         """Move a part's segment files beside this index's own (the commit lists them)."""
@@ -106,7 +112,7 @@ class IndexWriter:
         the index's segments by id under the write lock and returns the part (index/merging.py),
         or None when one of them is gone; False if nothing was committed."""
         writer = self._writer()
-        try:
+        with self._cancelled_on_error(writer):
             part = replace({str(s.segment_id()): s for s in writer.segments})
             if part is None:
                 writer.cancel()
@@ -118,11 +124,6 @@ class IndexWriter:
                     part.segment,
                 ]
             )
-        except Exception as err:
-            with contextlib.suppress(Exception):  # the damage may break cancelling too
-                writer.cancel()
-            raise_if_damage(err, self.root, "written")
-            raise
         self._table.write([], [], {})
         return True
 
@@ -130,16 +131,11 @@ class IndexWriter:
         """Merge every segment into one (seconds at 10,000 documents), or those `merge`
         does not keep."""
         writer = self._writer(merging_all=True)
-        try:
+        with self._cancelled_on_error(writer):
             if merge is None:
                 writer.commit(optimize=True)
             else:
                 writer.commit(mergetype=merge)
-        except Exception as err:
-            with contextlib.suppress(Exception):  # the damage may break cancelling too
-                writer.cancel()
-            raise_if_damage(err, self.root, "written")
-            raise
         self._table.write([], [], {})
 
 
