@@ -75,8 +75,9 @@ class Writer(Part):
         if found:
             field, kind = found
             where = "memory text" if field == "text" else f"the memory's {field}"
+            verb = "contain" if field == "keywords" else "contains"  # the keywords are many
             raise InvalidInputError(
-                f"{where} contains what looks like {kind}; remove it "
+                f"{where} {verb} what looks like {kind}; remove it "
                 "(memory is shared through git); a person can store it anyway with "
                 "memstore add --allow-secret"
             )

@@ -123,6 +123,27 @@ def test_ten_megabyte_text_is_refused_in_one_line(store: Store) -> None:
     assert "\n" not in str(err.value) and "10,000,000 bytes" in str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"text": "token ghp_a1B2c3D4e5F6g7H8i9J0kLmNoPqRsTuVwXyZ"}, "memory text contains"),
+        (
+            {"keywords": ("ghp_a1B2c3D4e5F6g7H8i9J0kLmNoPqRsTuVwXyZ",)},
+            "the memory's keywords contain",
+        ),
+        ({"source": "ghp_a1B2c3D4e5F6g7H8i9J0kLmNoPqRsTuVwXyZ"}, "the memory's source contains"),
+    ],
+)
+def test_a_secret_is_refused_naming_where_it_is(
+    store: Store, vault: Path, fields: dict[str, object], said: str
+) -> None:
+    before = commit_count(vault)
+    text = str(fields.pop("text", "the deploy token lives in the vault"))
+    with pytest.raises(InvalidInputError, match=f"^{said} what looks like a GitHub token;"):
+        store.add(text, workspace="webshop", **fields)  # type: ignore[arg-type]
+    assert commit_count(vault) == before
+
+
 def test_search_prefers_all_terms_then_falls_back_to_weak(sample_vault: Path) -> None:
     with Store.open(settings_at(sample_vault)) as opened:
         strict = opened.search("nginx client_max_body_size")
