@@ -439,8 +439,9 @@ class Indexer:
             miscounted.append(
                 f"search index counts {self.search.count()} documents, holds {len(indexed)}"
             )
+        unreadable = {p.path for p in problems}  # listed as problems: no --fix indexes them
         return Drift(
-            missing=tuple(sorted(set(on_disk) - set(indexed))),
+            missing=tuple(sorted(set(on_disk) - set(indexed) - unreadable)),
             stale=tuple(sorted(set(indexed) - set(on_disk))),
             changed=tuple(changed),
             miscounted=tuple(miscounted),

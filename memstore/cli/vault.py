@@ -120,7 +120,8 @@ def doctor(
 
     Also lists the copies of damaged indexes kept aside (size, age): memstore removes each
     once 7 days old, 'memstore gc' at once; and what memstore moved out of its way to
-    .git/memstore-damaged/, which 'memstore gc' removes. Exit status 1 when drift remains.
+    .git/memstore-damaged/, which 'memstore gc' removes. Exit status 1 when drift remains or
+    a file cannot be read (fix it in an editor: --fix never rewrites a file).
     Example:  memstore doctor --fix
     """
     from memstore.service.secret_names import find_named_secrets, rename_named_secrets
@@ -166,5 +167,5 @@ def doctor(
                 "  the old names stay in git history and on any remote they reached: rotate "
                 "the credential; 'memstore forget ID --purge' drops a memory from history"
             )
-    if not remaining.is_clean or (named and not renamed):
+    if not remaining.is_clean or remaining.problems or (named and not renamed):
         raise typer.Exit(1)

@@ -325,7 +325,8 @@ def doctor_lines(found: Drift, after: Drift | None) -> list[str]:
             lines.extend(f"  {path}" for path in paths)
     if found.problems:
         lines.append(
-            f"files memstore cannot read cleanly ({len(found.problems)}), never rewritten:"
+            f"files memstore cannot read cleanly ({len(found.problems)}), never rewritten: fix "
+            "each in an editor as its reason says; the next command indexes it"
         )
         lines.extend(f"  {p.path}: {p.reason}" for p in found.problems)
     if found.conflicts:

@@ -67,6 +67,28 @@ def test_doctor_cli_exit_status(sample_vault: Path) -> None:
     assert fixed.returncode == 0 and "fixed" in fixed.stdout
 
 
+def test_an_unreadable_file_is_a_problem_to_fix_by_hand_not_drift_for_fix(
+    sample_vault: Path,
+) -> None:
+    """A file memstore cannot read is listed once, with what fixes it; it is not "not in
+    the index" (no --fix indexes it), and doctor exits 1 until it is fixed, --fix too."""
+    exe = Path(sys.executable).with_name("memstore")
+    env = {"MEMSTORE_VAULT": str(sample_vault), "PATH": "/usr/bin:/bin"}
+    env |= {"HOME": str(sample_vault.parent), "MEMSTORE_NO_DAEMON": "1"}
+    subprocess.run([str(exe), "reindex"], env=env, check=True, capture_output=True)
+    (sample_vault / "global" / "broken.md").write_text("---\nid: [broken\n---\nhi\n")
+    (sample_vault / "global" / "latin.md").write_bytes(b"caf\xe9\n")
+    for argv in (["doctor"], ["doctor", "--fix"]):
+        done = subprocess.run([str(exe), *argv], env=env, capture_output=True, text=True)
+        assert done.returncode == 1, argv
+        assert "not in the index" not in done.stdout and "--fix' to reconcile" not in done.stdout
+        assert "cannot read cleanly (2), never rewritten: fix each in an editor" in done.stdout
+    (sample_vault / "global" / "broken.md").unlink()
+    (sample_vault / "global" / "latin.md").unlink()
+    clean = subprocess.run([str(exe), "doctor"], env=env, capture_output=True, text=True)
+    assert clean.returncode == 0 and "no drift" in clean.stdout
+
+
 def test_doctor_names_keys_a_front_matter_states_twice(sample_vault: Path) -> None:
     # YAML keeps the last `kind:` without a word; the person sees both. Doctor names the
     # file and the keys (a key stated twice everywhere else, `keywords:` here, is left out).
