@@ -143,6 +143,7 @@ def promote(
         ),
     ],
     vault: VaultOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Change a memory's kind (e.g. a lesson that became a standing rule: core).
 
@@ -150,30 +151,39 @@ def promote(
     """
     with Store.open(shell_settings(vault)) as store:
         memory, changed = Curator(store, now()).promote(memory_id, kind)
+    if as_json:
+        emit_json({"id": memory.id, "kind": memory.kind, "changed": changed})
+        return
     say(f"{memory.id} is {'now' if changed else 'already'} {memory.kind}")
 
 
 @commands.command()
-def archive(memory_id: IdArgument, vault: VaultOption = None) -> None:
+def archive(memory_id: IdArgument, vault: VaultOption = None, as_json: JsonOption = False) -> None:
     """Take a memory out of ordinary recall; `search --archived` still finds it.
 
     Example:  memstore archive k3xq
     """
     with Store.open(shell_settings(vault)) as store:
         memory, changed = Curator(store, now()).archive(memory_id)
+    if as_json:
+        emit_json({"id": memory.id, "archived": True, "changed": changed})
+        return
     say(
         f"{memory.id} {'archived' if changed else 'was already archived'}; undo with: memstore revive {memory.id}"
     )
 
 
 @commands.command()
-def revive(memory_id: IdArgument, vault: VaultOption = None) -> None:
+def revive(memory_id: IdArgument, vault: VaultOption = None, as_json: JsonOption = False) -> None:
     """Bring an archived memory back into recall.
 
     Example:  memstore revive k3xq
     """
     with Store.open(shell_settings(vault)) as store:
         memory, changed = Curator(store, now()).revive(memory_id)
+    if as_json:
+        emit_json({"id": memory.id, "archived": False, "changed": changed})
+        return
     say(f"{memory.id} {'revived' if changed else 'was not archived'}")
 
 
@@ -181,6 +191,7 @@ def revive(memory_id: IdArgument, vault: VaultOption = None) -> None:
 def confirm(
     memory_id: IdArgument,
     vault: VaultOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Vouch for a memory: it decays more slowly and ranks a little higher (one commit).
 
@@ -201,6 +212,16 @@ def confirm(
                 f"{tier}:{found}, then memstore add)"
             )
         memory, dropped, unsure = store.confirm_cited(memory_id, checkout_here(settings.vault))
+    if as_json:
+        emit_json(
+            {
+                "id": memory.id,
+                "confirmed": memory.confirmed,
+                "dropped": [{"citation": c.label, "reason": r} for c, r in dropped],
+                "kept_unsure": [{"citation": c.label, "reason": r} for c, r in unsure],
+            }
+        )
+        return
     times = count(memory.confirmed, "time")
     say(f"confirmed {memory.id} ({times})")
     for cite, reason in dropped:

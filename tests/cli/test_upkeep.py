@@ -187,6 +187,25 @@ def test_archive_hides_from_recall_and_revive_brings_it_back(vault: Path) -> Non
     ] == [memory]
 
 
+def test_promote_archive_revive_and_confirm_answer_in_json(vault: Path) -> None:
+    """What a script or an agent reads back from the commands that change one memory."""
+    memory = added_id(vault, "Staging deploys need the VPN up first")
+
+    def answer(*args: str) -> dict[str, object]:
+        done = cli(vault, *args, memory, "--json")
+        assert done.returncode == 0, done.stderr
+        return dict(json.loads(done.stdout))
+
+    assert answer("promote", "--kind", "core") == {"id": memory, "kind": "core", "changed": True}
+    assert answer("promote", "--kind", "core")["changed"] is False
+    assert answer("archive") == {"id": memory, "archived": True, "changed": True}
+    assert answer("archive")["changed"] is False
+    assert answer("revive") == {"id": memory, "archived": False, "changed": True}
+    confirmed = answer("confirm")
+    assert confirmed == {"id": memory, "confirmed": 1, "dropped": [], "kept_unsure": []}
+    assert answer("confirm")["confirmed"] == 2
+
+
 def test_forget_asks_refuses_without_a_terminal_and_respects_corrections(vault: Path) -> None:
     old = added_id(vault, "Deploy with make deploy")
     added_id(vault, "Deploy with ./scripts/deploy.sh", "--supersedes", old)
