@@ -29,9 +29,11 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
+from memstore.core.pattern_cache import AGE as AGE  # a text unused this long is dropped
+from memstore.core.pattern_cache import Aging, write_beside
+
 KEY = f"{sys.version}|{MAGIC_NUMBER.hex()}"  # and memstore's version (`version`)
 LIMIT = 4096  # texts kept at most (a process generating far more is not typical)
-AGE = 16  # a text unused in this many of the file's writes is dropped (stale code's)
 
 
 class GeneratedCode:
@@ -41,59 +43,42 @@ class GeneratedCode:
         self.path = path
         self.key = f"{KEY}|{version}"
         self.known: dict[str, CodeType] = {}
-        self.used_in: dict[str, int] = {}  # text → the generation it was last used in
-        self.generation = 0  # how many times the file was written
-        self.used: set[str] = set()  # the texts this process ran
-        self.added = 0  # compiled since read or saved (or kept texts due to be marked used)
+        self.aging = Aging()  # which texts this process ran, and when each was last used
         self.compiled = 0  # compiled by this process (not read from the file)
         with contextlib.suppress(OSError, EOFError, ValueError, TypeError):
             found = marshal.loads(path.read_bytes())
             if isinstance(found, tuple) and len(found) == 3 and found[0] == self.key:
                 kept = [
-                    (text, code, int(used_in))
+                    (text, code, used_in)
                     for text, code, used_in in found[2]
                     if isinstance(text, str) and isinstance(code, CodeType)
                 ]
-                self.generation = int(found[1])
-                self.known = {text: code for text, code, _ in kept}
-                self.used_in = {text: used_in for text, _, used_in in kept}
+                self.known = self.aging.read(found[1], kept)
 
     def exec(self, source: Any, globals: Any = None, locals: Any = None) -> None:
         """builtins.exec, running the kept code when `source` is a text compiled before."""
         if not isinstance(source, str):
             return builtins.exec(source, globals, locals)
         code = self.known.get(source)
-        if code is not None and source not in self.used:
-            self.used.add(source)
-            if self.used_in[source] <= self.generation - AGE // 2:
-                self.added += 1  # marked used again at the next save: not dropped
-        elif code is None:
+        if code is not None:
+            self.aging.hit(source)
+        else:
             # dont_inherit: not this module's `annotations` future, as dataclasses has none
             code = compile(source, "<string>", "exec", dont_inherit=True)
             self.compiled += 1
             if len(self.known) < LIMIT:
                 self.known[source] = code
-                self.used.add(source)
-                self.added += 1
+                self.aging.new(source)
         return builtins.exec(code, globals, locals)
 
     def save(self) -> None:
         """Write the code back if any was added or is due to be marked used (atomically; a
         failure keeps the old), without the texts unused for AGE generations."""
-        from memstore.core.pattern_cache import write_beside
-
-        if not self.added:
+        if not self.aging.added:
             return
-        generation = self.generation + 1
-        for text in self.used:
-            self.used_in[text] = generation
-        kept = [
-            (text, code, self.used_in[text])
-            for text, code in self.known.items()
-            if self.used_in[text] > generation - AGE
-        ]
+        generation, kept = self.aging.kept(self.known)
         if write_beside(self.path, (self.key, generation, kept)):
-            self.generation, self.added = generation, 0
+            self.aging.written(generation)
             self.known = {text: code for text, code, _ in kept}
 
 

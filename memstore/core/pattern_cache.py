@@ -42,6 +42,54 @@ Entry = tuple[int, list[int], int, dict[str, int], tuple[str | None, ...]]
 Key = tuple[str, str | bytes, int]  # the pattern's type name, the pattern, its flags
 
 
+class Aging:
+    """When each entry of a cache file was last used, counted in the file's writes
+    (generations): a write drops the entries unused for AGE generations, and a process that
+    used an entry not marked used for AGE // 2 generations writes the file (so an entry in
+    use is never dropped). Shared by this cache and core/generated_code.py."""
+
+    def __init__(self) -> None:
+        self.used_in: dict[Any, int] = {}  # entry key → the generation it was last used in
+        self.generation = 0  # how many times the file was written
+        self.used: set[Any] = set()  # the entries this process used or added
+        self.added = 0  # added since read or saved (or kept entries due to be marked used)
+
+    def read(self, generation: Any, kept: list[tuple[Any, Any, Any]]) -> dict[Any, Any]:
+        """Take the generation and the `(key, value, used_in)` entries a file held; return
+        the entries by key."""
+        self.generation = int(generation)
+        self.used_in = {key: int(used_in) for key, _, used_in in kept}
+        return {key: value for key, value, _ in kept}
+
+    def hit(self, key: Any) -> None:
+        """Note a kept entry used."""
+        if key not in self.used:
+            self.used.add(key)
+            if self.used_in.get(key, 0) <= self.generation - AGE // 2:
+                self.added += 1  # marked used again at the next save: not dropped
+
+    def new(self, key: Any) -> None:
+        """Note an entry added."""
+        self.used.add(key)
+        self.added += 1
+
+    def kept(self, known: dict[Any, Any]) -> tuple[int, list[tuple[Any, Any, int]]]:
+        """Return the next generation and the `(key, value, used_in)` entries to write: those
+        used within AGE generations, this process's marked used in it."""
+        generation = self.generation + 1
+        for key in self.used:
+            self.used_in[key] = generation
+        return generation, [
+            (key, value, self.used_in.get(key, generation))
+            for key, value in known.items()
+            if self.used_in.get(key, generation) > generation - AGE
+        ]
+
+    def written(self, generation: int) -> None:
+        """Note the file written at `generation`."""
+        self.generation, self.added = generation, 0
+
+
 class PatternCache:
     """The patterns read from a file and those compiled since, for writing back."""
 
@@ -49,18 +97,18 @@ class PatternCache:
         self.path = path
         self.key = f"{KEY}|{version}"
         self.known: dict[Key, Entry] = {}
-        self.used_in: dict[Key, int] = {}  # pattern → the generation it was last used in
-        self.generation = 0  # how many times the file was written
-        self.used: set[Key] = set()  # the patterns this process compiled or built
-        self.added = 0  # compiled since read or saved (or kept ones due to be marked used)
+        self.aging = Aging()
         self.compiled = 0  # compiled by this process (not built from the file)
         with contextlib.suppress(OSError, EOFError, ValueError, TypeError):
             found = marshal.loads(path.read_bytes())
             if isinstance(found, tuple) and len(found) == 3 and found[0] == self.key:
-                kept = [(tuple(key), entry, int(used_in)) for key, entry, used_in in found[2]]
-                self.generation = int(found[1])
-                self.known = {key: entry for key, entry, _ in kept}
-                self.used_in = {key: used_in for key, _, used_in in kept}
+                kept = [(tuple(key), entry, used_in) for key, entry, used_in in found[2]]
+                self.known = self.aging.read(found[1], kept)
+
+    @property
+    def added(self) -> int:
+        """Patterns compiled since read or saved (or kept ones due to be marked used)."""
+        return self.aging.added
 
     def compile(self, pattern: Any, flags: int = 0) -> Any:
         """re._compiler.compile, from the kept code when the pattern was compiled before."""
@@ -70,11 +118,9 @@ class PatternCache:
             return _ORIGINAL(pattern, flags)
         key = (type(pattern).__name__, pattern, int(flags))
         entry = self.known.get(key)
-        if entry is not None and key not in self.used:
-            self.used.add(key)
-            if self.used_in.get(key, 0) <= self.generation - AGE // 2:
-                self.added += 1  # marked used again at the next save: not dropped
-        elif entry is None:
+        if entry is not None:
+            self.aging.hit(key)
+        else:
             tree = _parser.parse(pattern, flags)
             code = [int(op) for op in _compiler._code(tree, flags)]  # named constants: ints
             groupindex = dict(tree.state.groupdict)
@@ -86,8 +132,7 @@ class PatternCache:
             self.compiled += 1
             if len(self.known) < LIMIT:
                 self.known[key] = entry
-                self.used.add(key)
-                self.added += 1
+                self.aging.new(key)
         try:
             final, code, groups, groupindex, names = entry
             return _sre.compile(pattern, final, list(code), groups, dict(groupindex), names)
@@ -98,18 +143,11 @@ class PatternCache:
     def save(self) -> None:
         """Write the patterns back if any was added or is due to be marked used (atomically;
         a failure keeps the old), without those unused for AGE generations."""
-        if not self.added:
+        if not self.aging.added:
             return
-        generation = self.generation + 1
-        for key in self.used:
-            self.used_in[key] = generation
-        kept = [
-            (key, entry, self.used_in.get(key, generation))
-            for key, entry in self.known.items()
-            if self.used_in.get(key, generation) > generation - AGE
-        ]
+        generation, kept = self.aging.kept(self.known)
         if write_beside(self.path, (self.key, generation, kept)):
-            self.generation, self.added = generation, 0
+            self.aging.written(generation)
             self.known = {key: entry for key, entry, _ in kept}
 
 
