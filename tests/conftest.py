@@ -71,6 +71,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The long soak, crash and scale versions run without the per-test bound (pyproject)."""
+    for item in items:
+        if item.get_closest_marker("long") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(0))
+
+
 def _is_running(pid: int) -> bool:
     try:
         os.kill(pid, 0)
