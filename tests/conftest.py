@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import os
 import shutil
@@ -49,6 +50,8 @@ def pytest_configure(config: pytest.Config) -> None:
     tmpfs keeps too). One folder per run, named with its process id, removed at the end; a
     folder whose run was killed is removed by the next run. xdist's workers take theirs inside.
     """
+    # .ci/run's guard: SIGUSR1 prints every thread's stack (a hang outside any one test)
+    faulthandler.register(signal.SIGUSR1, file=os.dup(sys.__stderr__.fileno()), all_threads=True)
     if config.option.basetemp or hasattr(config, "workerinput"):
         return
     if not (SHARED_MEMORY.is_dir() and os.access(SHARED_MEMORY, os.W_OK)):
