@@ -91,10 +91,27 @@ def _is_running(pid: int) -> bool:
     return True
 
 
+@pytest.fixture(scope="session", autouse=True)
+def hermetic_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The same for what runs before `hermetic`: a module's shared fixture ran memstore with
+    this machine's HOME and git identity and no MEMSTORE_NO_DAEMON, and the daemon it started
+    outlived the whole run."""
+    with pytest.MonkeyPatch.context() as patch:
+        make_hermetic(tmp_path_factory.mktemp("session"), patch)
+        yield
+
+
 @pytest.fixture(autouse=True)
 def hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Point HOME, git config and MEMSTORE_* at tmp_path; fix the git identity."""
-    home = tmp_path / "home"
+    home = make_hermetic(tmp_path, monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    return home
+
+
+def make_hermetic(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point HOME, git config, the temporary folder and MEMSTORE_* into `folder`; return HOME."""
+    home = folder / "home"
     home.mkdir()
     (home / ".gitconfig").write_text(
         "[user]\n\tname = Test Person\n\temail = test@example.com\n"
@@ -105,7 +122,7 @@ def hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     # What memstore keeps in the temporary folder on purpose (an edit's text when the edit
     # fails, a conflict being resolved) stays in this test's folder, in this process and in
     # every memstore it starts, instead of piling up in /tmp.
-    scratch = tmp_path / "tmp"
+    scratch = folder / "tmp"
     scratch.mkdir()
     monkeypatch.setenv("TMPDIR", str(scratch))
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
@@ -124,7 +141,6 @@ def hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("MEMSTORE_HOOK_BUDGET", "120")
     # libgit2 reads the global config path once per process: point it at this home.
     pygit2.settings.search_path[pygit2.enums.ConfigLevel.GLOBAL] = str(home)
-    monkeypatch.chdir(tmp_path)
     return home
 
 
