@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Protocol, cast
+from typing import Annotated, NoReturn, Protocol, cast
 
 import typer
 
@@ -67,7 +67,7 @@ def _serving(watch: Watch) -> Callable[..., None]:
 
         Example:  memstore serve --source claude-code
         """
-        from memstore.mcp.server import build_server, run_stdio
+        from memstore.mcp.server import build_server, exit_after, run_stdio
 
         settings = replace(shell_settings(vault), source=source)
         chosen = workspace or detected_workspace(settings.vault)  # None: read all, add to global
@@ -75,7 +75,7 @@ def _serving(watch: Watch) -> Callable[..., None]:
             # Answer initialize at once and index meanwhile; write recall counters every few
             # minutes.
             watcher = watch(store)
-            stopping = _stop_on_signals(watcher, store)
+            stopping = _stop_on_signals(watcher, store, exit_after)
             try:
                 server = build_server(
                     store,
@@ -92,25 +92,28 @@ def _serving(watch: Watch) -> Callable[..., None]:
     return serve
 
 
-def _stop_on_signals(watcher: Watching, store: Store) -> threading.Event:
-    """On Ctrl-C or SIGTERM, write recall counters and exit at once; return the event the
-    normal shutdown sets (a signal after it ends the process without a second flush).
+def _stop_on_signals(
+    watcher: Watching, store: Store, exit_after: Callable[[Callable[[], object], int], NoReturn]
+) -> threading.Event:
+    """On Ctrl-C or SIGTERM, write recall counters and exit at once (within a bound:
+    `exit_after`); return the event the normal shutdown sets (a signal after it ends the
+    process without a second flush).
 
     The stdio transport reads stdin in a thread that nothing can interrupt: left to asyncio,
     Ctrl-C waits for the next line of input, and SIGTERM would skip the counters.
     """
     stopping = threading.Event()
 
+    def shut() -> None:
+        watcher.stop()  # runs the periodic task once more: recall counters
+        store.hold()  # a tool call already writing finishes; no other starts
+        store.close()
+
     def stop(signum: int, _frame: object) -> None:
         if stopping.is_set():  # shutting down already, or a second signal
             os._exit(128 + signum)
         stopping.set()
-        try:
-            watcher.stop()  # runs the periodic task once more: recall counters
-            store.hold()  # a tool call already writing finishes; no other starts
-            store.close()
-        finally:
-            os._exit(128 + signum)
+        exit_after(shut, 128 + signum)
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
 
 import anyio
 from mcp.server import MCPServer
@@ -339,13 +339,28 @@ def _stop_on_signals(forwarder: Forwarder) -> None:
     """
 
     def stop(signum: int, _frame: object) -> None:
-        try:
-            forwarder.close()
-        finally:
-            os._exit(128 + signum)
+        exit_after(forwarder.close, 128 + signum)
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
+
+
+STOP_WITHIN_S = 20.0  # a signal's shutdown writes what it kept, then the process exits
+
+
+def exit_after(work: Callable[[], object], status: int) -> NoReturn:
+    """Run `work` (what a signal's shutdown writes) in a thread of its own; exit with `status`
+    once it is done or STOP_WITHIN_S have passed.
+
+    A signal handler runs in the main thread between two of its steps, perhaps holding a lock
+    `work` needs (the store's, a tool call's): run there, `work` would wait for itself and the
+    process would never exit. Past the bound nothing is lost: recall counters are journaled
+    (vault/usage.py) and written by the next writer.
+    """
+    worker = threading.Thread(target=work, name="memstore-stop", daemon=True)
+    worker.start()
+    worker.join(STOP_WITHIN_S)
+    os._exit(status)
 
 
 def compact(data: Mapping[str, Any]) -> CallToolResult:

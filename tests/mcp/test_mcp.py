@@ -6,8 +6,10 @@ import asyncio
 import io
 import json
 import os
+import select
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -421,6 +423,34 @@ def test_serve_stops_on_a_signal_and_writes_recall_counters(
     # the exit's periodic flush, the first of the hour
     assert git(vault, "log", "-1", "--format=%s").strip() == "recall: usage of 1 memory"
     assert "recalled: 1" in next(vault.glob(f"global/**/*{added.id}.md")).read_text()
+
+
+HELD_AT_SIGNAL = """
+import signal, sys, threading
+from memstore.mcp import server
+server.STOP_WITHIN_S = 2
+held = threading.Lock()
+held.acquire()  # the main thread holds what the shutdown needs when the signal comes
+signal.signal(signal.SIGTERM, lambda signum, _: server.exit_after(held.acquire, 128 + signum))
+print("ready", flush=True)
+threading.Event().wait(120)
+"""
+
+
+def test_a_signal_while_the_main_thread_holds_what_the_shutdown_needs_still_exits() -> None:
+    """A signal handler runs between two steps of the main thread: a shutdown run there that
+    needs a lock the interrupted step holds waited for itself, and `serve` never exited."""
+    with subprocess.Popen(
+        [sys.executable, "-c", HELD_AT_SIGNAL], stdout=subprocess.PIPE, text=True
+    ) as process:
+        assert process.stdout is not None
+        ready, _, _ = select.select([process.stdout], [], [], 60)
+        assert ready and process.stdout.readline() == "ready\n"
+        process.send_signal(signal.SIGTERM)
+        try:
+            assert process.wait(timeout=30) == 128 + signal.SIGTERM
+        finally:
+            process.kill()
 
 
 # --- text that is not Unicode ----------------------------------------------------------
