@@ -13,6 +13,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pygit2
 import pytest
@@ -305,6 +306,25 @@ def run_bounded(
                 f"{argv[:4]} ran past {timeout} s\n--- stdout\n{out[-3000:]}\n--- stderr\n{err[-3000:]}"
             ) from None
     return subprocess.CompletedProcess(argv, process.returncode, out, err)
+
+
+def exit_status_or_stacks(process: subprocess.Popen[Any], timeout: float) -> int:
+    """Wait up to `timeout` s for `process` to exit and return its status; past it, fail with
+    every thread's stack: a child run with PYTHONFAULTHANDLER=1 and its stderr piped prints
+    them on SIGABRT (a Python process that does not exit, however it is stuck)."""
+    try:
+        return process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)
+        try:
+            _, err = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            _, err = process.communicate(timeout=30)
+        text = err.decode(errors="replace") if isinstance(err, bytes) else (err or "")
+        raise AssertionError(
+            f"{process.args} did not exit within {timeout} s:\n{text[-8000:]}"
+        ) from None
 
 
 def run_memstore(

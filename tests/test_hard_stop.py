@@ -8,10 +8,14 @@ controller waits for a silent worker for ever."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import REPO_ROOT, run_bounded
+import pytest
+
+from tests.conftest import REPO_ROOT, exit_status_or_stacks, run_bounded
 
 # SIGALRM blocked: pytest-timeout's signal never arrives, as for a hang holding the GIL.
 STUCK = """
@@ -43,3 +47,17 @@ def test_a_test_no_handler_can_stop_ends_its_worker_and_the_run_goes_on(tmp_path
     )
     assert "1 failed, 1 passed" in out, out
     assert 'File "' in done.stderr and 'test_stuck.py", line 6 in test_stuck_where' in done.stderr
+
+
+def test_a_child_that_does_not_exit_is_failed_with_its_stacks() -> None:
+    stuck = "import threading\ndef stuck_here():\n    threading.Event().wait()\nstuck_here()\n"
+    process = subprocess.Popen(
+        [sys.executable, "-c", stuck],
+        env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    with pytest.raises(AssertionError, match="did not exit within 1 s") as failed:
+        exit_status_or_stacks(process, 1)
+    assert "in stuck_here" in str(failed.value)
+    assert process.poll() is not None
