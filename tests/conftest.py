@@ -205,10 +205,19 @@ def sample_vault(tmp_path: Path) -> Path:
     return path
 
 
+GIT_TIMEOUT_S = 120  # a git of the tests' own on a local repository: a bound, not a wait
+
+
 def git(cwd: Path, *args: str) -> str:
     """Run the git CLI (as a person would) and return its output."""
     done = subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True, encoding="utf-8"
+        ["git", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=GIT_TIMEOUT_S,
     )
     return done.stdout
 
