@@ -25,6 +25,7 @@ from .schema import Document, Part
 from .writer import write_part
 
 MAX_HELPERS = 3  # processes that share a build with this one, at most
+EXIT_WAIT_S = 60.0  # a helper that answered (or closed its output) exits within this
 PART_CODE = f"from {__name__} import serve_part; serve_part()"  # whatever name imports it
 T = TypeVar("T")
 
@@ -92,8 +93,13 @@ class Helper:
             return None
 
     def succeeded(self) -> bool:
-        """Wait for the helper to exit; say whether it finished its work."""
-        return self._process.wait() == 0
+        """Wait for the helper to exit (it has answered, or closed its output); say whether
+        it finished its work. One that lingers past EXIT_WAIT_S is killed: it failed."""
+        try:
+            return self._process.wait(timeout=EXIT_WAIT_S) == 0
+        except subprocess.TimeoutExpired:
+            self.stop()
+            return False
 
     def stop(self) -> None:
         """Kill it if it still runs (done, or left behind by a failure), and reap it."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import select
 import shutil
 import socket
 import subprocess
@@ -39,7 +40,9 @@ class BrowserError(Exception):
 class Browser:
     """One headless chromium with one page; use as a context manager."""
 
-    def __init__(self, profile: Path, *, width: int = 1280, height: int = 900) -> None:
+    def __init__(
+        self, profile: Path, *, width: int = 1280, height: int = 900, answer_s: float = 60
+    ) -> None:
         exe = find_chromium()
         if exe is None:
             raise BrowserError("no chromium on PATH")
@@ -84,6 +87,7 @@ class Browser:
         self._buffer = b""
         self._next = 0
         self.events: list[dict[str, Any]] = []
+        self._answer_s = answer_s  # how long each command waits for its answer, at most
         try:
             self._attach(width, height)
         except BrowserError:
@@ -114,10 +118,14 @@ class Browser:
 
     def close(self) -> None:
         try:
-            self.call("Browser.close", timeout=10)
+            self.call("Browser.close", timeout=min(10, self._answer_s))
         except (BrowserError, OSError):
             self._process.kill()
-        self._process.wait(timeout=30)
+        try:
+            self._process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._process.kill()  # it did not close when asked
+            self._process.wait(timeout=30)
         os.close(self._in)
         os.close(self._out)
         self._stderr.close()
@@ -125,24 +133,33 @@ class Browser:
 
     def _read(self, deadline: float) -> dict[str, Any]:
         while b"\0" not in self._buffer:
-            if time.monotonic() > deadline:
-                raise BrowserError("chromium did not answer in time")
+            left = deadline - time.monotonic()
+            # select first: a chromium that lives but says nothing (or a child of it holding
+            # the pipe open after it exited) would keep a bare read waiting for ever
+            if left <= 0 or not select.select([self._in], [], [], left)[0]:
+                raise BrowserError(f"chromium did not answer in time: {self._tail()}")
             chunk = os.read(self._in, 1 << 20)
             if not chunk:
-                log = self._log.read_text(encoding="utf-8", errors="replace")
-                raise BrowserError(f"chromium exited: {log[-2000:]}")
+                raise BrowserError(f"chromium exited: {self._tail()}")
             self._buffer += chunk
         message, self._buffer = self._buffer.split(b"\0", 1)
         return dict(json.loads(message))
 
-    def call(self, method: str, *, page: bool = False, timeout: float = 60, **params: Any) -> Any:
-        """Send one command (to the page's session when `page`) and return its result."""
+    def _tail(self) -> str:
+        """The end of chromium's log (its stderr)."""
+        return self._log.read_text(encoding="utf-8", errors="replace")[-2000:]
+
+    def call(
+        self, method: str, *, page: bool = False, timeout: float | None = None, **params: Any
+    ) -> Any:
+        """Send one command (to the page's session when `page`) and return its result, waiting
+        `timeout` seconds at most (default: the browser's `answer_s`)."""
         self._next += 1
         message: dict[str, Any] = {"id": self._next, "method": method, "params": params}
         if page:
             message["sessionId"] = self._session
         os.write(self._out, json.dumps(message).encode("utf-8") + b"\0")
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + (self._answer_s if timeout is None else timeout)
         while True:
             reply = self._read(deadline)
             if reply.get("id") == self._next:

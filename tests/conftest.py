@@ -13,6 +13,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pygit2
 import pytest
@@ -41,17 +42,35 @@ SHARED_MEMORY_NEEDED = 4 << 30  # a whole run's folders stay until it ends: 0.8 
 _MEMORY_TEMP = pytest.StashKey[Path]()
 
 
+# A test still running this long past its pytest-timeout bound is one no Python handler can
+# end (a wait in C holding the interpreter's lock: a sqlite connection shared by two threads
+# with a Python callback). faulthandler's own thread then prints every thread's stack and
+# ends the process: xdist reports the test as crashed and replaces the worker; the run goes on.
+HARD_STOP_AFTER_S = 30.0
+_HARD_STOP_FD = pytest.StashKey[int]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini(
+        "hard_stop_after",
+        "seconds past a test's pytest-timeout bound after which its process is ended",
+        default=str(HARD_STOP_AFTER_S),
+    )
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest's own set-up reads --basetemp
 def pytest_configure(config: pytest.Config) -> None:
-    """Put the tests' folders in memory (tmpfs) unless --basetemp names a place.
+    """Keep a copy of stderr for the hard stop's stacks (a test's own output is captured),
+    and put the tests' folders in memory (tmpfs) unless --basetemp names a place.
 
     Hundreds of tests make a vault and commit to it; on a disk every commit's fsync waits for
     the disk other programs share (the durability they prove is against a killed process, which
     tmpfs keeps too). One folder per run, named with its process id, removed at the end; a
     folder whose run was killed is removed by the next run. xdist's workers take theirs inside.
     """
+    config.stash[_HARD_STOP_FD] = os.dup((sys.__stderr__ or sys.stderr).fileno())
     # .ci/run's guard: SIGUSR1 prints every thread's stack (a hang outside any one test)
-    faulthandler.register(signal.SIGUSR1, file=os.dup(sys.__stderr__.fileno()), all_threads=True)
+    faulthandler.register(signal.SIGUSR1, file=config.stash[_HARD_STOP_FD], all_threads=True)
     if config.option.basetemp or hasattr(config, "workerinput"):
         return
     if not (SHARED_MEMORY.is_dir() and os.access(SHARED_MEMORY, os.W_OK)):
@@ -69,9 +88,39 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if _HARD_STOP_FD in config.stash:
+        faulthandler.unregister(signal.SIGUSR1)
+        os.close(config.stash[_HARD_STOP_FD])
     folder = config.stash.get(_MEMORY_TEMP, None)
     if folder is not None:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """End the process, with every thread's stack, if a test outlives its pytest-timeout
+    bound by HARD_STOP_AFTER_S (set-up and tear-down included; a bound of 0 is none)."""
+    bound = hard_stop_s(item)
+    if bound:
+        fd = item.config.stash[_HARD_STOP_FD]
+        faulthandler.dump_traceback_later(bound, exit=True, file=fd)
+    try:
+        return (yield)
+    finally:
+        if bound:
+            faulthandler.cancel_dump_traceback_later()
+
+
+def hard_stop_s(item: pytest.Item) -> float:
+    """Seconds after which `item`'s process is ended: its pytest-timeout bound (its marker's,
+    else --timeout's, else the ini's) and `hard_stop_after`; 0 when it has no bound."""
+    marker = item.get_closest_marker("timeout")
+    if marker is not None and (marker.args or "timeout" in marker.kwargs):
+        value = marker.args[0] if marker.args else marker.kwargs["timeout"]
+    else:
+        value = item.config.getoption("timeout", None) or item.config.getini("timeout")
+    seconds = float(value or 0)
+    return seconds + float(item.config.getini("hard_stop_after")) if seconds > 0 else 0.0
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -175,10 +224,19 @@ def sample_vault(tmp_path: Path) -> Path:
     return path
 
 
+GIT_TIMEOUT_S = 120  # a git of the tests' own on a local repository: a bound, not a wait
+
+
 def git(cwd: Path, *args: str) -> str:
     """Run the git CLI (as a person would) and return its output."""
     done = subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True, encoding="utf-8"
+        ["git", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=GIT_TIMEOUT_S,
     )
     return done.stdout
 
@@ -249,6 +307,52 @@ def child_cpu_s(command: str) -> float:
             found += 1
     assert found, f"no child process runs {command!r}"
     return total / os.sysconf("SC_CLK_TCK")
+
+
+def run_bounded(
+    argv: list[str], timeout: float, **options: object
+) -> subprocess.CompletedProcess[str]:
+    """`subprocess.run(argv, capture_output=True, text=True, timeout=…)` whose bound holds for
+    what the command starts too: it runs in a session of its own, and past `timeout` every
+    process of that session is killed (subprocess.run kills only the child, then waits with
+    no bound for the pipes a grandchild still holds: a daemon, an xdist worker)."""
+    with subprocess.Popen(
+        argv,
+        stdin=options.pop("stdin", subprocess.DEVNULL),  # type: ignore[arg-type]
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        **options,  # type: ignore[arg-type]
+    ) as process:
+        try:
+            out, err = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            out, err = process.communicate(timeout=30)  # the session is gone: its pipes close
+            raise AssertionError(
+                f"{argv[:4]} ran past {timeout} s\n--- stdout\n{out[-3000:]}\n--- stderr\n{err[-3000:]}"
+            ) from None
+    return subprocess.CompletedProcess(argv, process.returncode, out, err)
+
+
+def exit_status_or_stacks(process: subprocess.Popen[Any], timeout: float) -> int:
+    """Wait up to `timeout` s for `process` to exit and return its status; past it, fail with
+    every thread's stack: a child run with PYTHONFAULTHANDLER=1 and its stderr piped prints
+    them on SIGABRT (a Python process that does not exit, however it is stuck)."""
+    try:
+        return process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)
+        try:
+            _, err = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            _, err = process.communicate(timeout=30)
+        text = err.decode(errors="replace") if isinstance(err, bytes) else (err or "")
+        raise AssertionError(
+            f"{process.args} did not exit within {timeout} s:\n{text[-8000:]}"
+        ) from None
 
 
 def run_memstore(

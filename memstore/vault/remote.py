@@ -18,6 +18,7 @@ from pathlib import Path
 from memstore.core.errors import InvalidInputError, SyncError
 
 TIMEOUT_S = 120
+END_WAIT_S = 5.0  # for a killed git's pipes to close (a child of git's may hold them)
 GC_AUTO = 6700  # git's default gc.auto: past about this many loose objects, `git gc --auto` packs
 _UNREACHABLE = (
     "could not resolve host",
@@ -97,8 +98,7 @@ def _beside(
         try:
             out, err = process.communicate(timeout=TIMEOUT_S)
         except subprocess.TimeoutExpired as late:
-            process.kill()
-            process.communicate()
+            _end(process)
             raise SyncError(
                 f"git {args[0]} took over {TIMEOUT_S} s; check the network and try again"
             ) from late
@@ -195,9 +195,22 @@ class Fetching:
     def stop(self) -> None:
         """End the fetch if it still runs (the sync failed before it needed it)."""
         if self.process is not None:
-            if self.process.poll() is None:
-                self.process.kill()
-            self.process.communicate()  # closes its pipes
+            _end(self.process)
+
+
+def _end(process: subprocess.Popen[str]) -> None:
+    """Kill git if it still runs, reap it and close its pipes, within a bound: a child of
+    git's (ssh, a credential helper) keeps the pipes open past git's end, and reading them
+    to their end would wait for it, for ever if its server never answers."""
+    if process.poll() is None:
+        process.kill()
+    try:
+        process.communicate(timeout=END_WAIT_S)
+    except subprocess.TimeoutExpired:
+        for pipe in (process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()  # what still holds the other end gets a broken pipe
+        process.wait(timeout=END_WAIT_S)  # git itself was killed: it is gone
 
 
 def start_fetch(root: Path, name: str, env: Mapping[str, str]) -> Fetching:

@@ -188,7 +188,8 @@ def test_adds_beside_a_person_writing_in_the_same_folder_miss_nothing(
             add(store, n)
     finally:
         stop.set()
-        writer.join()
+        writer.join(timeout=120)
+        assert not writer.is_alive(), "the person's writer thread did not end"
     add(store, 30)  # after the person's last change: its catch-up sees every one
     assert indexed(store) == on_disk(vault)
 

@@ -128,7 +128,8 @@ def test_each_thread_shares_its_own_word_cache() -> None:
         target=lambda: there.extend(pickle.loads(pickle.dumps(WordCachedAnalyzer())) for _ in "ab")
     )
     thread.start()
-    thread.join()
+    thread.join(timeout=60)
+    assert not thread.is_alive()
     assert there[0]._terms is there[1]._terms  # shared within the other thread
     assert there[0]._terms is not here._terms
     assert there[0].terms("the workers were running") == here.terms("the workers were running")

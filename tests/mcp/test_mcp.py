@@ -30,6 +30,7 @@ from tests.conftest import (
     EXE,
     child_cpu_s,
     commit_count,
+    exit_status_or_stacks,
     git,
     head,
     settings_at,
@@ -406,7 +407,8 @@ def test_serve_stops_on_a_signal_and_writes_recall_counters(
 ) -> None:
     with Store.open(settings_at(vault)) as store:
         added = store.add("The staging database is read-only on Fridays", workspace="global")
-    env = {**os.environ, "MEMSTORE_VAULT": str(vault)}
+    # PYTHONFAULTHANDLER: a server that does not exit is failed with its threads' stacks
+    env = {**os.environ, "MEMSTORE_VAULT": str(vault), "PYTHONFAULTHANDLER": "1"}
     # stdin stays open: the transport is blocked reading it, as under an idle agent
     with subprocess.Popen(
         [str(EXE), "serve"],
@@ -415,11 +417,15 @@ def test_serve_stops_on_a_signal_and_writes_recall_counters(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     ) as server:
-        wait_until(Vault(vault).is_watched, 60, "memstore serve's watcher watching")
-        with Store.open(settings_at(vault)) as store:
-            store.recall("staging database", workspace="global", record_usage=True)
-        server.send_signal(signum)
-        assert server.wait(timeout=30) == status
+        try:
+            wait_until(Vault(vault).is_watched, 60, "memstore serve's watcher watching")
+            with Store.open(settings_at(vault)) as store:
+                store.recall("staging database", workspace="global", record_usage=True)
+            server.send_signal(signum)
+            assert exit_status_or_stacks(server, 60) == status
+        finally:
+            if server.poll() is None:  # or leaving the block waits for it with no bound
+                server.kill()
     # the exit's periodic flush, the first of the hour
     assert git(vault, "log", "-1", "--format=%s").strip() == "recall: usage of 1 memory"
     assert "recalled: 1" in next(vault.glob(f"global/**/*{added.id}.md")).read_text()

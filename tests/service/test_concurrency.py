@@ -23,6 +23,7 @@ from memstore.vault.files import Vault
 from tests.conftest import EXE, commit_count, settings_at, vault_bytes, wait_until
 
 ADD_TIMEOUT_S = 300  # one add process; a hang is a failure, not a stuck test run
+JOIN_S = 250  # joining a thread of the test: within the per-test bound (pyproject)
 
 
 def text_for(writer: int, n: int) -> str:
@@ -118,11 +119,12 @@ def run_concurrently(vault: Path, tmp_path: Path, writers: int, adds: int) -> Ru
         for thread in [*readers, *threads]:
             thread.start()
         for thread in threads:
-            thread.join()
+            thread.join(timeout=JOIN_S)
+        assert not any(t.is_alive() for t in threads), f"a writer ran past {JOIN_S} s"
     finally:
         stop.set()
         for thread in readers:
-            thread.join()
+            thread.join(timeout=JOIN_S)
         if watcher.poll() is None:
             stop_watcher(watcher, log)
     return runs

@@ -105,7 +105,8 @@ def test_the_hint_is_asked_while_another_writer_holds_the_vault(store: Store) ->
         hinted = store.hint(added, text)
     finally:
         release.set()
-        other.join()
+        other.join(timeout=60)
+    assert not other.is_alive(), "the other writer did not let the vault go"
     assert [(c.id, c.detail) for c in hinted.contradicts] == [(old.id, "port 3000 vs 8080")]
 
 
