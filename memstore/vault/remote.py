@@ -231,6 +231,14 @@ def push(
         return True
     output = f"{done.stdout}\n{done.stderr}"
     declined = _declined(output)
+    if declined and lease:  # a protected branch refuses every forced push, this one too
+        raise SyncError(
+            f"remote {name!r} declined the forced push that finishes the purge: {declined}; "
+            f"nothing changed there and your commits are kept — a protected branch refuses "
+            f"any forced push: have force pushes to {branch} allowed for a moment (the "
+            f"host's branch settings), then run 'memstore sync --remote {name} "
+            "--force-purged' again"
+        )
     if declined:
         raise SyncError(
             f"remote {name!r} declined the push: {declined}; your commits are kept — "
