@@ -223,6 +223,34 @@ def test_a_protected_main_refusing_the_forced_push_names_what_finishes_the_purge
     assert "bluefin" not in history_text(two.remote)
 
 
+def test_a_second_purge_names_only_itself_on_a_clone_that_took_the_first(two: Pair) -> None:
+    """Found by the eleventh session's trial: B purged a memory older than A's earlier purge,
+    so the rewrite gave A's own marker commit a new hash, and A's sync said the remote was
+    "rewritten to purge memory <B's>, <A's own, long taken>"."""
+    a, b = two.a, two.b
+    older = b.add("The office wifi passphrase is on the fridge: orange-kettle")
+    b.sync()
+    a.sync()  # A's purge below comes after it in A's history: its rewrite rewrites A's marker
+    first = a.add(SECRET)
+    a.sync()
+    b.sync()
+    a.run("forget", first["id"], "--purge", "--yes")
+    a.run("sync", "--force-purged", "--yes")
+    assert "this vault now follows it" in b.sync().stdout
+    b.run("forget", older["id"], "--purge", "--yes")
+    b.run("sync", "--force-purged", "--yes")
+    a.add("Added on A before it heard of B's purge")
+
+    synced = a.sync()
+
+    said = f"the remote's history was rewritten to purge memory {older['id']}; re-based 1"
+    assert said in synced.stdout, synced.stdout
+    assert first["id"] not in synced.stdout, synced.stdout
+    assert "orange-kettle" not in history_text(two.remote) and "bluefin" not in history_text(
+        two.remote
+    )
+
+
 def test_force_purged_without_a_purge_says_there_is_none(two: Pair) -> None:
     done = two.a.run("sync", "--force-purged", "--yes", ok=False)
     assert done.returncode == 1 and "no purge to finish" in done.stderr
