@@ -16,7 +16,7 @@ from memstore.catalog.subject import subject_first
 from memstore.catalog.when import tells_when
 from memstore.core import ranking
 from memstore.core.conflicts import display_text
-from memstore.core.model import GLOBAL, CoreMemory, Hit, SearchResult, summary
+from memstore.core.model import GLOBAL, CoreMemory, Hit, SearchResult, summary, unsure_lead
 from memstore.core.ranking import (
     CORE_BUDGET_TOKENS,
     Candidate,
@@ -521,7 +521,7 @@ def recall_message(
         text = _query(query).text
         return f"No memory matches {summary(text, 80)!r}. Proceed; store what you learn with memory_add."
     found = f"{len(hits)} {'memory' if len(hits) == 1 else 'memories'}"
-    text = f"No memory has every word; {found} might be related." if weak else f"{found} found."
+    text = f"{unsure_lead(hits)}; {found} might be related." if weak else f"{found} found."
     if dropped:
         text += f" {dropped} more left out to fit max_tokens."
     if read_as is None:

@@ -15,10 +15,11 @@ import typer
 
 from memstore.cli.terminal import working_folder
 from memstore.core.errors import InvalidInputError
-from memstore.core.model import ADDABLE_KINDS, ALL, GLOBAL, check_workspace
+from memstore.core.model import ADDABLE_KINDS, ALL, check_workspace
 from memstore.ops import options
 from memstore.ops.cli_help import choices
 from memstore.ops.lean import (
+    add_workspace,
     cites_here,
     detected_workspace,
     look_elsewhere,
@@ -120,7 +121,7 @@ def add(
             lambda name: check_workspace(name, for_add=True), workspace, "'-w' / '--workspace'"
         )
     settings = shell_settings(vault)
-    chosen = workspace or detected_workspace(settings.vault) or GLOBAL
+    chosen = add_workspace(settings.vault, working_folder(), workspace)
     cites = cites_here(settings.vault, cite or (), text)
     with Store.open(settings, create=True) as store:
         result = store.add(

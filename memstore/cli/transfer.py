@@ -11,8 +11,8 @@ from typing import Annotated
 
 import typer
 
-from memstore.cli.terminal import progress_bar, say
-from memstore.core.model import GLOBAL, summary
+from memstore.cli.terminal import progress_bar, say, working_folder
+from memstore.core.model import summary
 from memstore.ops.output import count
 from memstore.ops.parameters import (
     QuietOption,
@@ -53,11 +53,11 @@ def import_command(
 
     Example:  memstore import CLAUDE.md --dry-run
     """
-    from memstore.ops.lean import detected_workspace
+    from memstore.ops.lean import add_workspace
     from memstore.service.importing import import_files
 
     settings = shell_settings(vault)
-    chosen = workspace or detected_workspace(settings.vault) or GLOBAL
+    chosen = add_workspace(settings.vault, working_folder(), workspace)
     bar = progress_bar("importing", quiet=quiet or dry_run)
     with Store.open(settings, create=True) as store, bar as step:
         report = import_files(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeGuard, get_args
 
@@ -220,6 +221,16 @@ class SearchResult:
     problems: tuple[FileProblem, ...] = field(default=())
     # words no memory holds, each with the known word searched in its place (typos)
     read_as: tuple[tuple[str, str], ...] = ()
+
+
+def unsure_lead(hits: Sequence[Hit]) -> str:
+    """What a recall whose hits are all weak says first: that no memory has every word, or,
+    when some do (their words are in several memories, or a rival holds as much), that none
+    stands out; "no memory has every word" above a memory holding the one word asked was
+    false."""
+    if any(hit.coverage >= 1.0 for hit in hits):
+        return "No memory stands out, though some hold every word"
+    return "No memory has every word"
 
 
 def to_workspace_name(name: str) -> str:

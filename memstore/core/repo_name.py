@@ -18,6 +18,26 @@ def find_enclosing_repository(path: Path) -> Path | None:
     return None
 
 
+def has_vault_mark(gitattributes: bytes) -> bool:
+    """Say whether a .gitattributes names memstore's merge driver (outside a comment)."""
+    lines = gitattributes.decode("utf-8", errors="replace").splitlines()
+    return any("merge=memstore" in line.split("#", 1)[0].split() for line in lines)
+
+
+def other_vault_at(vault: Path, cwd: Path) -> Path | None:
+    """Return the root of the memstore vault `cwd` is in when it is not `vault` (another
+    vault, or a team vault's checkout), else None: an add from there meant that vault."""
+    root = find_enclosing_repository(cwd.resolve())
+    if root is None or root == vault.resolve():
+        return None
+    try:
+        with open(root / ".gitattributes", "rb") as attributes:
+            marked = has_vault_mark(attributes.read(4096))
+    except OSError:
+        return None
+    return root if marked else None
+
+
 def detect_workspace(cwd: Path) -> str | None:
     """Return the workspace for work in `cwd`: the repository's remote name, else its folder.
 

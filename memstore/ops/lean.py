@@ -33,7 +33,7 @@ from memstore.core.model import (
     check_workspace,
     is_kind,
 )
-from memstore.core.repo_name import workspace_at
+from memstore.core.repo_name import other_vault_at, workspace_at
 from memstore.ops.client import Reply, Request, resolve_vault, will_start_daemon
 from memstore.ops.options import (
     ADD,
@@ -181,6 +181,28 @@ def detected_workspace(vault: Path) -> str | None:
     return workspace_at(vault, Path.cwd())
 
 
+def add_workspace(vault: Path, cwd: Path | None, given: str | None) -> str:
+    """Return the workspace an add from `cwd` writes to: the one given, else the folder's
+    repository's, else global.
+
+    Raises:
+        InvalidInputError: not given one, and `cwd` is in another vault: the add meant that
+            vault, not `vault` (it made a workspace named after the other vault there).
+    """
+    if given:
+        return given
+    if cwd is None:
+        return GLOBAL
+    other = other_vault_at(vault, cwd)
+    if other is not None:
+        raise InvalidInputError(
+            f"this folder is in the vault {other}, but memstore uses {vault}; pass --vault "
+            f"{other} (or export MEMSTORE_VAULT={other}) to add there, or -w WORKSPACE to "
+            f"add to {vault}"
+        )
+    return workspace_at(vault, cwd) or GLOBAL
+
+
 def cites_here(vault: Path, specs: Collection[str], text: str) -> tuple[Cite, ...]:
     """Return the citations an add from the current directory records (ops/add_cites.py)."""
     from memstore.ops.add_cites import add_cites
@@ -323,8 +345,9 @@ def run_add(request: Request, open_store: OpenStore = open_in_process) -> Reply:
         return DEFER
     settings = settings_for(request, options)
     text = last(options, "text")
-    workspace = last(options, "workspace") or _workspace_of(request, settings.vault) or GLOBAL
     try:
+        cwd = Path(request.cwd) if request.cwd else None
+        workspace = add_workspace(settings.vault, cwd, last(options, "workspace"))
         if text == "-":
             text = decode_stdin(request.stdin)
         from memstore.ops.add_cites import add_cites

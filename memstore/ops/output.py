@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from memstore.core.codec import normalize_text
 from memstore.core.conflicts import split_label, sync_hint
-from memstore.core.model import GLOBAL, AddResult, Hit, SearchResult, summary
+from memstore.core.model import GLOBAL, AddResult, Hit, SearchResult, summary, unsure_lead
 from memstore.core.ranking import CHARS_PER_TOKEN
 
 if TYPE_CHECKING:
@@ -260,7 +260,8 @@ def search_lines(
         if elsewhere and elsewhere.matches:
             lines.append(elsewhere_line(elsewhere))
         return [printable(line) for line in lines]
-    lines = read_as + (["No memory has every word; these might be related:"] if result.weak else [])
+    unsure = [f"{unsure_lead(result.hits)}; these might be related:"] if result.weak else []
+    lines = read_as + unsure
     for hit in result.hits:
         mark = "  (weak)" if hit.weak else ""
         if hit.superseded_by:

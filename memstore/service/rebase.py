@@ -14,6 +14,7 @@ from memstore.core.merge import merge_file
 from memstore.service.tree_merge import merge_trees
 from memstore.vault.files import Vault
 from memstore.vault.git import GitRepo, Trailers
+from memstore.vault.purges import purged_here_too
 
 
 @dataclass(frozen=True)
@@ -57,9 +58,9 @@ def rebase_onto_purged(
         )
     if git.contains(theirs, fork):
         return None  # our last remote commit is in the purged history: a plain merge is safe
-    ids = tuple(sorted(purged))
+    ids = tuple(sorted(purged - purged_here_too(git, ours, theirs) or purged))  # to name
     local = len(git.messages_between(fork, ours))
-    suffixes = tuple(f"-{i}.md" for i in ids)  # as forget --purge finds a memory's paths
+    suffixes = tuple(f"-{i}.md" for i in purged)  # as forget --purge finds a memory's paths
     paths = {p for c in (fork, ours) for p in git.paths_at(c) if p.endswith(suffixes)}
     dropped = tuple(
         sorted(p for p in paths if local and git.read_at(ours, p) != git.read_at(fork, p))

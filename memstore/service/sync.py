@@ -126,11 +126,7 @@ def sync(
         if outcome.purged_here:
             remote.prune_unreachable(vault.root, env)
         if not remote.remote_url(vault.root, name, env):
-            raise SyncError(
-                f"the vault has no remote {name!r}; add one with 'memstore remote add URL' "
-                "(any URL git push accepts, e.g. git@github.com:you/memory.git or a bare repo "
-                "path)"
-            )
+            raise SyncError(_no_such_remote(name, list(remote.remote_urls(vault.root, env))))
         branch = git.branch()
         tracking = f"refs/remotes/{name}/{branch}"
         # The remote commit this clone had before: where its own commits begin, should the
@@ -182,6 +178,22 @@ def sync(
     raise SyncError(
         f"the remote kept changing while syncing ({ATTEMPTS} tries); your commits are kept, "
         "run 'memstore sync' again"
+    )
+
+
+def _no_such_remote(name: str, known: list[str]) -> str:
+    """The error for a sync with a remote the vault lacks, naming the fix that fits: the
+    remotes it has (a typo of `--remote`), else how to add one."""
+    named = "" if name == "origin" else f"{name} "
+    add = f"'memstore remote add {named}URL'"
+    if known:
+        return (
+            f"the vault has no remote {name!r} (it has: {', '.join(known)}); sync one with "
+            f"'memstore sync --remote {known[0]}', or add this one with {add}"
+        )
+    return (
+        f"the vault has no remote {name!r}; add one with {add} (any URL git push accepts, "
+        "e.g. git@github.com:you/memory.git or a bare repo path)"
     )
 
 

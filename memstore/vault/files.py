@@ -20,6 +20,7 @@ from memstore.core.codec import escape_name, is_utf8_name, parse_memory, path_id
 from memstore.core.errors import VaultError
 from memstore.core.faults import crash_point
 from memstore.core.model import FileProblem, Memory
+from memstore.core.repo_name import has_vault_mark
 from memstore.core.vault_config import VAULT_CONFIG_NAME
 from memstore.vault.locks import hold, hold_if_free, hold_shared, is_held_shared, open_lock_file
 from memstore.vault.reflog import arrived_from, moved_by_commits_only, read_head
@@ -471,12 +472,6 @@ def write_many_atomic(vault: Vault, files: Mapping[str, bytes]) -> None:
         done = [pool.submit(vault.write_bytes_atomic, r, d) for r, d in files.items()]
     for future in done:
         future.result()
-
-
-def has_vault_mark(gitattributes: bytes) -> bool:
-    """Say whether a .gitattributes names memstore's merge driver (outside a comment)."""
-    lines = gitattributes.decode("utf-8", errors="replace").splitlines()
-    return any("merge=memstore" in line.split("#", 1)[0].split() for line in lines)
 
 
 def looks_like_memory(relative: str, head: bytes) -> bool:

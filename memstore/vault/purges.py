@@ -168,8 +168,19 @@ def purged_upstream(git: GitRepo, ours: str, theirs: str) -> set[str]:
     """Return the ids of the purges marked in the commits `theirs` has and `ours` lacks."""
     if not ours or not theirs or git.contains(ours, theirs):
         return set()
+    return _marked(git.messages_between(ours, theirs))
+
+
+def purged_here_too(git: GitRepo, ours: str, theirs: str) -> set[str]:
+    """Return the ids of the purges `ours` marked in commits `theirs` lacks: ones this clone
+    already took, whose marker commit a later purge's rewrite gave a new hash upstream (a
+    sync then names only the new purge)."""
+    return _marked(git.messages_between(theirs, ours)) if ours and theirs else set()
+
+
+def _marked(messages: list[str]) -> set[str]:
     found: set[str] = set()
-    for message in git.messages_between(ours, theirs):
+    for message in messages:
         if PURGED_TRAILER in message:
             found.update(m.group(1) for m in _MARKER_LINE.finditer(message))
     return found

@@ -244,6 +244,14 @@ def push(
         return True
     output = f"{done.stdout}\n{done.stderr}"
     declined = _declined(output)
+    if declined and lease:  # a protected branch refuses every forced push, this one too
+        raise SyncError(
+            f"remote {name!r} declined the forced push that finishes the purge: {declined}; "
+            f"nothing changed there and your commits are kept — a protected branch refuses "
+            f"any forced push: have force pushes to {branch} allowed for a moment (the "
+            f"host's branch settings), then run 'memstore sync --remote {name} "
+            "--force-purged' again"
+        )
     if declined:
         raise SyncError(
             f"remote {name!r} declined the push: {declined}; your commits are kept — "
@@ -296,6 +304,15 @@ def _declined(output: str) -> str:
     return "; ".join(parts) or "no reason given"
 
 
+def _missing_local_path(url: str) -> str:
+    """Return a remote URL's local path when nothing is there (a typo, a disk not mounted),
+    '' for a path that exists or a host's URL."""
+    local = url.removeprefix("file://")
+    if "://" in local or _SCP_LIKE.match(local) or not Path(local).is_absolute():
+        return ""
+    return "" if Path(local).exists() else local
+
+
 def _classify(stderr: str, name: str, url: str, verb: str) -> SyncError:
     text = stderr.lower()
     where = f"remote {name!r} ({url})"
@@ -303,6 +320,14 @@ def _classify(stderr: str, name: str, url: str, verb: str) -> SyncError:
         return SyncError(
             f"{where} refused authentication; check your SSH key or credential helper "
             f"(plain 'git {verb.split()[0]}' in the vault must work); your commits are kept"
+        )
+    missing = _missing_local_path(url)
+    if missing:
+        return SyncError(
+            f"cannot {verb} {where}: there is no repository at {missing}; make one with "
+            f"'git init --bare {missing}' (or mount the disk it is on, or point {name!r} "
+            f"elsewhere with 'memstore remote add {name} URL'), then run 'memstore sync' "
+            "again; your commits are kept"
         )
     if any(mark in text for mark in _UNREACHABLE):
         return SyncError(

@@ -566,6 +566,11 @@ def test_sync_uses_the_remote_that_remote_add_named(tmp_path: Path) -> None:
     assert synced.returncode == 0, synced.stderr
     assert git(backup, "rev-parse", "main") == git(vault, "rev-parse", "HEAD")
     assert run("remote", "show", vault=vault).stdout == f"{backup}\n"
+    typo = run("sync", "--remote", "bakcup", vault=vault)  # found by the eleventh trial
+    assert typo.returncode == 1 and typo.stderr == (
+        "Error: the vault has no remote 'bakcup' (it has: backup); sync one with 'memstore "
+        "sync --remote backup', or add this one with 'memstore remote add bakcup URL'\n"
+    ), typo.stderr
     other = run("remote", "add", str(tmp_path / "other.git"), vault=vault)  # origin now
     assert "memstore sync uses backup" in other.stdout
     assert other.stdout.endswith("Next:  memstore sync --remote origin\n")

@@ -20,9 +20,10 @@ from memstore.launcher import typer_app
 from memstore.ops import lean, options
 from memstore.ops.client import Request
 from memstore.ops.output import briefing_lines, sync_lines
+from memstore.service.store import Store
 from memstore.service.sync import SyncOutcome
 from memstore.vault.git_log import LogEntry
-from tests.conftest import EXE, head, invoke_memstore, run_memstore, vault_bytes
+from tests.conftest import EXE, head, invoke_memstore, run_memstore, settings_at, vault_bytes
 from tests.daemon.test_daemon import (
     env,  # noqa: F401 (a pytest fixture, asked for by name)
     requests_served,
@@ -490,3 +491,44 @@ def test_help_lists_every_shells_commands_in_the_launchers_order() -> None:
     listed = runner.invoke(app, ["--help"]).output.split("Commands:")[1]
     names = [line.split()[0] for line in listed.splitlines() if line[:3].strip()]
     assert names == [*HELP_ORDER, "remote", "conflicts", "team"]
+
+
+REDIS = [
+    "Redis runs on port 6379 in staging",
+    "Redis runs on port 6380 in staging since the move",
+    "Redis runs on port 6381 in staging",
+]
+OTHERS = [
+    "Staging deploys need approval from maria",
+    "Use pnpm not npm in the webshop",
+    "Upload 413 is nginx client_max_body_size, not the app",
+    "Feature flags live in LaunchDarkly project web",
+    "Postgres backups run nightly with pg_dump",
+    "Stripe webhooks land on /hooks/stripe",
+    "The checkout e2e test waits for the payment iframe",
+    "CI caches node_modules by the lockfile hash",
+    "Grafana dashboards live in the ops folder",
+]
+
+
+def test_weak_hits_holding_every_word_are_not_said_to_miss_one(vault: Path) -> None:
+    """Found by the eleventh session's trial: `memstore search redis` over three memories
+    holding "redis" (each a hunch: none stands out) printed "No memory has every word"
+    above them, and memory_recall's message said the same."""
+    for text in REDIS + OTHERS:
+        assert invoke_memstore("add", text, vault=vault).returncode == 0
+    found = json.loads(invoke_memstore("search", "redis", "--json", vault=vault).stdout)
+    assert found["weak"] and {h["coverage"] for h in found["results"]} == {1.0}, found
+
+    said = invoke_memstore("search", "redis", vault=vault).stdout.splitlines()
+    partly = invoke_memstore("search", "redis", "zookeeper", vault=vault).stdout.splitlines()
+
+    assert said[0] == "No memory stands out, though some hold every word; these might be related:"
+    assert partly[0] == "No memory has every word; these might be related:", partly
+    with Store.open(settings_at(vault)) as store:
+        recalled = store.recall("redis", workspace=None)
+        elsewhere = store.recall("redis zookeeper", workspace=None)
+    assert recalled.weak and recalled.message.startswith(
+        "No memory stands out, though some hold every word; 3 memories might be related."
+    ), recalled.message
+    assert elsewhere.message.startswith("No memory has every word;"), elsewhere.message

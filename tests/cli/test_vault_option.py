@@ -424,3 +424,56 @@ def test_vault_before_the_command_acts_as_after_it(tmp_path: Path) -> None:
         assert done.returncode == 2 and "--vault PATH comes with a command" in done.stderr, alone
     assert "Example:" in invoke_memstore("--vault", str(target), "--help", env=env).stdout
     assert snapshot(default) == before
+
+
+@pytest.mark.parametrize("command", ["add", "import"])
+@pytest.mark.parametrize("path", ["in-process", "executable"])
+def test_an_add_from_inside_another_vault_is_refused_naming_both(
+    tmp_path: Path, command: str, path: str
+) -> None:
+    """Found by the eleventh session's trial: `memstore init ~/work-vault`, `cd ~/work-vault`,
+    `memstore add …` wrote into the default vault ($MEMSTORE_VAULT) in a workspace named
+    `work-vault`. It names both vaults and the options that choose now, and changes
+    nothing; `-w` (a workspace of the vault in use, chosen on purpose) still adds there."""
+    used, other = tmp_path / "memstore", tmp_path / "work-vault"
+    for folder in (used, other):
+        assert invoke_memstore("init", str(folder)).returncode == 0
+    (other / "notes").mkdir()
+    where = other / "notes"
+    (where / "CLAUDE.md").write_text("- the terraform state lock lives in dynamodb\n", "utf-8")
+    before = {folder: git(folder, "rev-parse", "HEAD") for folder in (used, other)}
+    args = ["add", "the terraform state lock lives in dynamodb"]
+    if command == "import":
+        args = ["import", "CLAUDE.md"]
+    run = invoke_memstore if path == "in-process" else _run_executable
+
+    refused = run(*args, vault=used, cwd=where)
+
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1, refused.stderr
+    assert refused.stderr.startswith(
+        f"Error: this folder is in the vault {other}, but memstore uses {used}; pass --vault "
+        f"{other} (or export MEMSTORE_VAULT={other}) to add there"
+    ), refused.stderr
+    assert {folder: git(folder, "rev-parse", "HEAD") for folder in (used, other)} == before
+    assert not (used / "work-vault").exists()
+    there = run(*args, "--vault", str(other), cwd=where)
+    assert there.returncode == 0 and git(other, "rev-parse", "HEAD") != before[other]
+    chosen = run(*args, "-w", "infra", vault=used, cwd=where)
+    assert chosen.returncode == 0 and (used / "infra").is_dir(), chosen.stderr
+
+
+def _run_executable(
+    *args: str, vault: Path | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, **({"MEMSTORE_VAULT": str(vault)} if vault else {})}
+    if vault is None:
+        environment.pop("MEMSTORE_VAULT", None)
+    return subprocess.run(
+        [str(EXE), *args],
+        cwd=cwd,
+        env=environment,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )

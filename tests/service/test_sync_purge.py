@@ -186,6 +186,71 @@ def test_the_sync_that_takes_a_purge_counts_the_purged_file_removed(two: Pair) -
     assert secret["id"] not in b.run("search", "bluefin quartz").stdout  # and it is gone
 
 
+PROTECTED_MAIN = """#!/bin/sh
+while read old new ref; do
+  if [ "$ref" = refs/heads/main ] && ! git merge-base --is-ancestor "$old" "$new"; then
+    echo "GH006: Protected branch update failed for refs/heads/main." >&2; exit 1
+  fi
+done
+"""
+
+
+def test_a_protected_main_refusing_the_forced_push_names_what_finishes_the_purge(
+    two: Pair,
+) -> None:
+    """Found by the eleventh session's trial: a host's protected main declined the forced
+    push of `sync --force-purged`, and the error said to "run 'memstore sync' again", which
+    only refuses the remote again; it names force pushes and `--force-purged` now."""
+    a = two.a
+    secret = a.add(SECRET)
+    a.sync()
+    a.run("forget", secret["id"], "--purge", "--yes")
+    hook = two.remote / "hooks" / "pre-receive"
+    hook.write_text(PROTECTED_MAIN, encoding="utf-8")
+    hook.chmod(0o755)
+    before = remote_head(two)
+
+    refused = a.run("sync", "--force-purged", "--yes", ok=False)
+
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "GH006: Protected branch update failed" in refused.stderr, refused.stderr
+    assert "have force pushes to main allowed" in refused.stderr, refused.stderr
+    assert "then run 'memstore sync --remote origin --force-purged' again" in refused.stderr
+    assert "run 'memstore sync' again" not in refused.stderr, refused.stderr
+    assert remote_head(two) == before and "bluefin" in history_text(two.remote)
+    hook.unlink()  # the owner allows force pushes for a moment
+    assert "rewrote the remote's history" in a.run("sync", "--force-purged", "--yes").stdout
+    assert "bluefin" not in history_text(two.remote)
+
+
+def test_a_second_purge_names_only_itself_on_a_clone_that_took_the_first(two: Pair) -> None:
+    """Found by the eleventh session's trial: B purged a memory older than A's earlier purge,
+    so the rewrite gave A's own marker commit a new hash, and A's sync said the remote was
+    "rewritten to purge memory <B's>, <A's own, long taken>"."""
+    a, b = two.a, two.b
+    older = b.add("The office wifi passphrase is on the fridge: orange-kettle")
+    b.sync()
+    a.sync()  # A's purge below comes after it in A's history: its rewrite rewrites A's marker
+    first = a.add(SECRET)
+    a.sync()
+    b.sync()
+    a.run("forget", first["id"], "--purge", "--yes")
+    a.run("sync", "--force-purged", "--yes")
+    assert "this vault now follows it" in b.sync().stdout
+    b.run("forget", older["id"], "--purge", "--yes")
+    b.run("sync", "--force-purged", "--yes")
+    a.add("Added on A before it heard of B's purge")
+
+    synced = a.sync()
+
+    said = f"the remote's history was rewritten to purge memory {older['id']}; re-based 1"
+    assert said in synced.stdout, synced.stdout
+    assert first["id"] not in synced.stdout, synced.stdout
+    assert "orange-kettle" not in history_text(two.remote) and "bluefin" not in history_text(
+        two.remote
+    )
+
+
 def test_force_purged_without_a_purge_says_there_is_none(two: Pair) -> None:
     done = two.a.run("sync", "--force-purged", "--yes", ok=False)
     assert done.returncode == 1 and "no purge to finish" in done.stderr

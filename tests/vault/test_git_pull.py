@@ -254,3 +254,27 @@ def test_a_relative_remote_path_is_stored_absolute_and_sync_reaches_it(
     assert missing.returncode == 1 and missing.stderr.count("\n") == 1, missing.stderr
     assert missing.stderr.startswith("Error: no such path 'nope/u.git' from "), missing.stderr
     assert git(vault, "config", "remote.origin.url") == "/abs/not/made.git\n"
+
+
+def test_a_sync_to_a_path_where_no_repository_is_names_git_init_bare(
+    tmp_path: Path, bare_env: dict[str, str]
+) -> None:
+    """Found by the eleventh session's trial: `remote add` keeps an absolute path not made
+    yet, and the sync then said "run 'memstore sync' again when it is reachable", which
+    never helps: it names the folder and how to make the repository there."""
+    ok(sh(bare_env, tmp_path, "memstore", "init", "v"))
+    vault = tmp_path / "v"
+    later = tmp_path / "disk" / "memory.git"
+    ok(sh(bare_env, tmp_path, "memstore", "remote", "--vault", "v", "add", str(later)))
+    ok(sh(bare_env, tmp_path, "memstore", "add", TEXT, "--vault", str(vault)))
+
+    failed = sh(bare_env, tmp_path, "memstore", "sync", "--vault", str(vault))
+
+    assert failed.returncode == 1 and failed.stderr.count("\n") == 1, failed.stderr
+    assert f"there is no repository at {later}; make one with 'git init --bare {later}'" in (
+        failed.stderr
+    ), failed.stderr
+    assert "when it is reachable" not in failed.stderr, failed.stderr
+    git(tmp_path, "init", "-q", "--bare", str(later))  # what it says
+    ok(sh(bare_env, tmp_path, "memstore", "sync", "--vault", str(vault)))
+    assert git(later, "rev-parse", "main") == git(vault, "rev-parse", "main")
