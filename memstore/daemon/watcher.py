@@ -233,7 +233,10 @@ class Watcher:
 
     def _loop(self) -> None:
         debouncer = Debouncer()
-        settle_at: float | None = None
+        # What people changed while nothing watched (or as it started) is committed once it
+        # settles, as an edit made while watching is, not at the first reconcile (a `git
+        # pull` meanwhile refuses: "local changes would be overwritten").
+        settle_at: float | None = time.monotonic() + SETTLE_S if self._touched else None
         pace = self.reconcile_every
         next_reconcile = time.monotonic() + pace
         next_full = time.monotonic() + self.full_every
@@ -261,7 +264,8 @@ class Watcher:
                 pace = self.reconcile_every  # things happen: reconcile at the full pace
                 next_reconcile = min(next_reconcile, now + pace)
             elif settle_at is not None and now >= settle_at:
-                self._batch(settle_paths)
+                if settle_paths:  # none: the start's catch-up found what is to commit
+                    self._batch(settle_paths)
                 self._commit_edits()
                 settle_at, settle_paths = None, set()
             elif now >= next_reconcile:

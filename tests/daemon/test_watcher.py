@@ -66,6 +66,25 @@ def write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+def test_an_edit_made_while_nothing_watched_is_committed_once_it_settles(vault: Path) -> None:
+    """Not at the first reconcile, 30 s to 5 min later: a `git pull` meanwhile refused
+    ("local changes would be overwritten"; found by the eleventh session's trial)."""
+    with Store.open(settings_at(vault)) as store:
+        added = store.add("the deploy needs a second approval", workspace="global")
+        path = vault / added.path
+        path.write_text(path.read_text(encoding="utf-8").replace("second", "third"), "utf-8")
+        watcher = Watcher(store, reconcile_every=3600).start()
+        try:
+            wait_until(
+                lambda: not git(vault, "status", "--porcelain", "--", added.path).strip(),
+                TIMEOUT,
+                "the edit made before the watcher started committed",
+            )
+        finally:
+            watcher.stop()
+    assert "third approval" in git(vault, "show", f"HEAD:{added.path}")
+
+
 def test_in_place_write_becomes_searchable(live: Live) -> None:
     path = live.vault / "global" / "a-aaaaaaaa.md"
     write(path, memory_text("aaaaaaaa", "first draft about kubernetes"))
