@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -36,13 +37,20 @@ class Query:
     # Terms another index the caller also searches holds: here, where no document holds
     # them, they are not replaced by a typo's stand-in (they are no typo).
     settled: frozenset[str] = frozenset()
+    # Typed to an agent in chat (the prompt hook, `search --context`), where a word may be
+    # used in passing: ranking weighs words the vault has not measured by their English
+    # frequency (catalog/english_prior.py). A search or a recall means every word.
+    chat: bool = False
 
     @classmethod
-    def of(cls, text: str) -> Query:
-        """Return the query of `text` (the same value for the same text, while cached)."""
+    def of(cls, text: str, *, chat: bool = False) -> Query:
+        """Return the query of `text` (the same value for the same text, while cached);
+        `chat`: a prompt typed to an agent (Query.chat)."""
         if len(text) > CACHE_LONGEST:
-            return cls(text, tuple(prompt_terms(_analyzer(), text)))
-        return _parse(text)
+            found = cls(text, tuple(prompt_terms(_analyzer(), text)))
+        else:
+            found = _parse(text)
+        return dataclasses.replace(found, chat=True) if chat else found
 
     @functools.cached_property
     def sources(self) -> Mapping[str, str]:

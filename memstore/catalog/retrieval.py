@@ -9,6 +9,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
+from memstore.catalog import english_prior
 from memstore.catalog.indexer import Entry, Indexer
 from memstore.catalog.request_terms import REQUEST_TERMS
 from memstore.catalog.sessions import session_neighbours_raised
@@ -189,30 +190,31 @@ def query_weights(
     index: SearchIndex,
     query: Query,
     concepts: Mapping[str, tuple[frozenset[str], int]] | None = None,
-) -> dict[str, float]:
+) -> tuple[dict[str, float], dict[str, float] | None]:
     """Return what each of the query's terms (stand-ins for unknown ones) is worth as
-    evidence (core.ranking.term_weight). With CONCEPT_CREDIT, a word no memory holds whose
-    concept some memory holds (`concepts`, concept_terms) is worth what its concept's most
-    common term is."""
+    evidence (core.ranking.term_weight) and, for a prompt typed to an agent (Query.chat),
+    what it says of the prompt's topic (core.ranking.topical: a plain word the vault has not
+    measured counts no more than its English rarity; catalog/english_prior.py), else None.
+    With CONCEPT_CREDIT, a word no memory holds whose concept some memory holds
+    (`concepts`, concept_terms) is worth what its concept's most common term is."""
     documents = index.document_count()
     request, named = _request_terms(), _named_terms(query.text)
     # A stand-in is judged as the word typed: "want" read as "went" is still a request word.
     typed = {s.stand_in_term: s.term for s in index.stand_ins(query)}
     through = _concept_frequency(concepts) if ranking.CONCEPT_CREDIT > 0 and concepts else {}
-    weights = {}
+    weights, topic = {}, {}
     for term, df in index.holder_counts(query, typos=True).items():
         word = typed.get(term, term)
         if df <= 0 and word in through:
             df = through[word]
-        weights[term] = term_weight(
-            word,
-            df,
-            documents,
-            request=word in request,
-            specific=_is_specific(word),
-            named=word in named,
+        specific, naming = _is_specific(word), word in named
+        weight = term_weight(
+            word, df, documents, request=word in request, specific=specific, named=naming
         )
-    return weights
+        weights[term] = topic[term] = weight
+        if query.chat and weight and df <= ranking.SAMPLE_DF and not specific and not naming:
+            topic[term] = ranking.topical(weight, df, documents, english_prior.zipf(word))
+    return weights, topic if query.chat else None
 
 
 def concept_terms(index: SearchIndex, query: Query) -> dict[str, tuple[frozenset[str], int]]:
@@ -263,7 +265,7 @@ def _tiered(
 ) -> list[Hit]:
     """Return the ranked candidates as hits, each marked confident or weak by the evidence
     it holds (core.ranking.is_confident; docs/retrieval.md step 7), confident ones first."""
-    weights = query_weights(index, query, concepts)
+    weights, topic = query_weights(index, query, concepts)
     hits, found = [], []
     for candidate, doc, value in ranked:
         coverage = 1.0 if candidate.strict else index.coverage(doc, query, typos=True)
@@ -271,7 +273,8 @@ def _tiered(
         keyed = _keyword_terms(doc.keywords) if doc.keywords else frozenset()
         held = index.held_terms(doc)
         via = _held_through(concepts, held) if ranking.CONCEPT_CREDIT > 0 and concepts else ()
-        found.append(evidence(weights, held, keyed, core=doc.kind == "core", related=via))
+        core = doc.kind == "core"
+        found.append(evidence(weights, held, keyed, core=core, related=via, topic=topic))
     tiers = confident(found, older)
     hits = [replace(hit, weak=not sure) for hit, sure in zip(hits, tiers, strict=True)]
     return sorted(hits, key=lambda hit: hit.weak)  # stable: score order within each tier

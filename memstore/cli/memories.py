@@ -179,8 +179,11 @@ def search(
 
             result = History(store).search_as_of(query, as_of, workspace=scope, k=k)
         else:
+            from memstore.index import Query  # --context: a prompt typed to an agent
+
+            asked = Query.of(query, chat=True) if context else query
             result = store.search(
-                query, workspace=scope, k=k, archived=archived, tiers=True, cwd=working_folder()
+                asked, workspace=scope, k=k, archived=archived, tiers=True, cwd=working_folder()
             )
             if not context:
                 named = settings.vault if vault else None

@@ -87,7 +87,15 @@ LEAD_RATIO = 0.5  # … this share of its own.
 SPECIFIC_GAIN = 2.0  # a number, code or identifier ("413", "p3009", "checkout.spec.ts")
 KEYWORD_GAIN = 1.5  # a term the memory's stored keywords hold (its writer's own evidence)
 CORE_GAIN = 1.5  # a core memory: a standing rule, meant to apply whenever its subject comes up
-UNKNOWN_WEIGHT = 1.0  # a word no memory holds counts against every hit, in units
+UNKNOWN_WEIGHT = 1.0  # a word no memory holds counts against every hit, in units, at most
+# … scaled by how rare the word is in English (`unknown_weight`; catalog/english_prior.py
+# ships the frequencies): its English idf over memory-sized texts of PRIOR_TEXT_WORDS words,
+# as a share of the idf of a word at PRIOR_FLOOR_ZIPF, the rarest the shipped list holds.
+PRIOR_TEXT_WORDS = 30
+PRIOR_FLOOR_ZIPF = 2.5
+# A plain word at most this many memories hold, where English expects no more in a vault
+# that size either, is one the vault has not measured: it counts no more than English says.
+SAMPLE_DF = 2
 # A query word a memory holds only as another word of its concept ("revert" as "rollback",
 # index/concepts.py) counts this share of its weight (0: a concept only ranks, never counts).
 CONCEPT_CREDIT = 0.0
@@ -174,6 +182,49 @@ class Evidence:
     units: float  # what it holds, in units (a word only one memory holds is worth 1)
 
 
+def unknown_weight(zipf: float | None) -> float:
+    """Return the most a plain word the vault has not measured says of a prompt's topic, in
+    units, from how common it is in English: `zipf`, log10 of its frequency per billion
+    words (None: not among the shipped list's words, as rare as a word gets).
+
+    A word's English document frequency over texts of PRIOR_TEXT_WORDS words is p =
+    min(1, PRIOR_TEXT_WORDS * 10^(zipf - 9)); the word says UNKNOWN_WEIGHT times its idf
+    -log p as a share of the idf of a word at PRIOR_FLOOR_ZIPF: an everyday word ("dies",
+    "delayed") that any prompt may use in passing about half, a rare one (an identifier, a
+    product name the vault lacks) in full, one in most texts nothing.
+    """
+    if zipf is None or zipf <= PRIOR_FLOOR_ZIPF:
+        return UNKNOWN_WEIGHT
+    every = 9 - math.log10(PRIOR_TEXT_WORDS)  # the Zipf value of a word in every such text
+    share = (every - zipf) / (every - PRIOR_FLOOR_ZIPF)
+    return UNKNOWN_WEIGHT * min(max(share, 0.0), 1.0)
+
+
+def unmeasured(df: int, documents: int, zipf: float | None) -> bool:
+    """Say whether a vault of `documents` memories, SAMPLE_DF or fewer of which hold a word
+    (`df`), is too small to have measured how rare the word is: English (`zipf`) expects no
+    more than SAMPLE_DF of that many memory-sized texts to hold it either. (In 89 memories,
+    one holding "dies" is chance; in 100,000, two holding it say the vault rarely speaks of
+    it.)"""
+    if df > SAMPLE_DF:
+        return False
+    if zipf is None:
+        return True
+    texts = min(1.0, PRIOR_TEXT_WORDS * 10 ** (zipf - 9))
+    return documents * texts <= SAMPLE_DF
+
+
+def topical(weight: float, df: int, documents: int, zipf: float | None) -> float:
+    """Return what a plain word of a prompt typed to an agent says of its topic, in units:
+    its `weight` (term_weight), but no more than its English rarity (unknown_weight) where
+    the vault has not measured the word (`unmeasured`: no memory, or as few as English would
+    expect, holds it). A hit's share of the prompt is weighed by this (`evidence`); the units
+    it holds stay what the vault measured."""
+    if weight <= 0 or not unmeasured(df, documents, zipf):
+        return weight
+    return min(weight, unknown_weight(zipf))
+
+
 def term_weight(
     term: str, df: int, documents: int, *, request: bool, specific: bool, named: bool
 ) -> float:
@@ -202,18 +253,21 @@ def evidence(
     *,
     core: bool = False,
     related: Collection[str] = (),
+    topic: Mapping[str, float] | None = None,
 ) -> Evidence:
     """Weigh what a memory holds of a query: `weights` per query term (term_weight), `held`
     the terms the memory contains, `keyed` those its stored keywords hold (worth
     KEYWORD_GAIN more in the units, not in the share); a `core` memory's units count
     CORE_GAIN more. Query terms in `related` but not in `held`, which the memory holds only
-    as another word of their concept, count CONCEPT_CREDIT of their weight."""
-    total = sum(weights.values())
+    as another word of their concept, count CONCEPT_CREDIT of their weight. The share is
+    weighed by `topic` where given (a prompt typed to an agent: `topical`)."""
+    shares = weights if topic is None else topic
+    total = sum(shares.values())
     if total <= 0:
         return Evidence(0.0, 0.0)
     matched = [term for term, weight in weights.items() if weight and term in held]
-    via = sum(w for t, w in weights.items() if w and t in related and t not in held)
-    share = (sum(weights[t] for t in matched) + CONCEPT_CREDIT * via) / total
+    via = sum(w for t, w in shares.items() if w and t in related and t not in held)
+    share = (sum(shares[t] for t in matched) + CONCEPT_CREDIT * via) / total
     units = sum(weights[t] * (KEYWORD_GAIN if t in keyed else 1.0) for t in matched)
     units += CONCEPT_CREDIT * via
     units *= CORE_GAIN if core else 1.0

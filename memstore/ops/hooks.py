@@ -73,14 +73,15 @@ def prompt_hook(store: Store, payload: Mapping[str, Any], cwd: str) -> list[str]
     """UserPromptSubmit: the confident memories for this prompt, as compact context lines
     (after the header, which words no memory holds were searched as others)."""
     from memstore.catalog.retrieval import names_one_topic, typo_note
-    from memstore.ops.output import context_lines  # imports the index: not on the daemon path
+    from memstore.index import Query  # (the index: not on the daemon path)
+    from memstore.ops.output import context_lines
 
     prompt = str(payload.get("prompt") or "").strip()
     if not prompt:
         return []
     scope = workspace_for(payload, store.vault.root, cwd)
     here = Path(cwd or "/", str(payload.get("cwd") or ""))  # cites of its repository are checked
-    result = store.search(prompt, workspace=scope, k=5, tiers=True, cwd=here)
+    result = store.search(Query.of(prompt, chat=True), workspace=scope, k=5, tiers=True, cwd=here)
     if not _holds_the_prompt(prompt, result.hits):  # most prompts match some word here:
         return _elsewhere_note(store, prompt, scope)  # only then one more search
     lines = context_lines(result, one_topic=names_one_topic(prompt))
@@ -289,8 +290,7 @@ def _sweep_one(
     if len(final.text) < min_chars:
         return "short", None
     workspace = workspace_for({"cwd": final.cwd or str(project)}, store.vault.root, cwd) or GLOBAL
-    # The trace is that session's: its commit names it, and the add waits no longer than
-    # the sweep may take.
+    # The trace is that session's: its commit names it; the add waits no longer than the sweep.
     acting = replace(store.settings, session=session, lock_timeout=left)
     try:
         with store.serving(acting) as view:

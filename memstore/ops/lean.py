@@ -48,6 +48,7 @@ from memstore.ops.options import wants_stdin as wants_stdin  # the launcher's, i
 
 if TYPE_CHECKING:
     from memstore.core.citations import Cite
+    from memstore.index import Query
     from memstore.ops.output import Elsewhere
     from memstore.service.store import Store
 
@@ -240,7 +241,12 @@ def run_search(request: Request, open_store: OpenStore = open_in_process) -> Rep
     try:
         with open_store(settings, False) as store:
             here = Path(request.cwd) if request.cwd else None  # its citations are checked
-            result = store.search(query, workspace=scope, k=int(k), tiers=True, cwd=here)
+            asked: str | Query = query
+            if context:  # a prompt for an agent's context: words used in passing weigh less
+                from memstore.index import Query
+
+                asked = Query.of(query, chat=True)
+            result = store.search(asked, workspace=scope, k=int(k), tiers=True, cwd=here)
             elsewhere = None
             if not context:
                 vault = settings.vault if "vault" in options else None

@@ -252,3 +252,64 @@ def test_an_identifier_or_a_question_about_one_word_still_answers(
     store, _, ids = worded
     found = store.search(prompt, workspace=None)
     assert confident(found)[:1] == [ids[word]] and context(store, prompt)[:1] == [ids[word]]
+
+
+@pytest.fixture
+def fieldkit(tmp_path: Path) -> Iterator[tuple[Store, Path, dict[str, str]]]:
+    """A small firmware vault: the battery lesson, and a memory holding "dies" beside it."""
+    vault = tmp_path / "vault"
+    with Store.open(settings_at(vault), create=True) as opened:
+        ids = {
+            keywords[0]: opened.add(text, workspace="fieldkit", keywords=keywords).id
+            for text, keywords in (
+                (
+                    "Battery drained in 3 days on release builds: the UART console stayed "
+                    "powered; disable CONFIG_SERIAL in prj_release.conf",
+                    ("battery", "power"),
+                ),
+                ("The watchdog dies silently when the BLE stack stalls", ("watchdog",)),
+                ("Release builds are signed with the MCUboot key in CI", ("mcuboot",)),
+                ("Build the firmware with west build -b fieldkit_nrf52840", ("west",)),
+                ("The humidity sensor is calibrated at 25 C before shipping", ("sensor",)),
+                ("Flash over SWD with nrfjprog --program build/zephyr/merged.hex", ("flash",)),
+                ("BLE advertising interval is 1 s in production, 100 ms in debug", ("ble",)),
+                ("Logs go to RTT in debug builds; read them with JLinkRTTViewer", ("logs",)),
+            )
+        }
+        yield opened, vault, ids
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "my battery dies so fast on release builds, honestly annoying",
+        "the battery dies within days on release builds, customers are angry",
+    ],
+)
+def test_a_prompt_with_everyday_words_the_vault_never_measured_is_answered(
+    fieldkit: tuple[Store, Path, dict[str, str]], prompt: str
+) -> None:
+    """Held-out set 2's misses: "dies", "annoying", "angry" (one memory or none holds them)
+    counted against the battery lesson as much as the vault's rarest word; as everyday
+    English (catalog/english_prior.py) they say little of what a prompt is about."""
+    store, vault, ids = fieldkit
+    assert f"[{ids['battery']}]" in hook(vault, "fieldkit", prompt)
+    # A search or a recall means every word: its tiers stay what the vault measured.
+    found = store.search(prompt, workspace="fieldkit")
+    assert found.hits[0].id == ids["battery"] and found.weak
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "battery dies in a few days with the zigbee radio on release builds",
+        "battery dies within days on release builds with the lorawan modem",
+    ],
+)
+def test_a_rare_word_no_memory_holds_still_keeps_the_hook_silent(
+    fieldkit: tuple[Store, Path, dict[str, str]], prompt: str
+) -> None:
+    """A product the vault does not know ("zigbee", "lorawan": not everyday English) says
+    the prompt is about something else: it counts in full against every hit."""
+    _, vault, _ = fieldkit
+    assert hook(vault, "fieldkit", prompt) == ""

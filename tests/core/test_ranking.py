@@ -22,6 +22,9 @@ from memstore.core.ranking import (
     score,
     strength,
     term_weight,
+    topical,
+    unknown_weight,
+    unmeasured,
 )
 from memstore.service.store import Store
 from tests.conftest import git
@@ -124,6 +127,34 @@ def test_tiers() -> None:
     assert confident([Evidence(0.45, 1.9), Evidence(0.2, 0.5)]) == [False, False]
     # … unless what comes close is an older version of it.
     assert confident([Evidence(0.45, 2.5), Evidence(0.4, 2.5)], [{1}, set()]) == [True, False]
+
+
+def test_an_everyday_word_says_less_of_a_prompts_topic_than_a_rare_one() -> None:
+    # Zipf values from the shipped list: "dies" 5.42, "delayed" 4.40; None: a word English
+    # rarely uses ("kubernetes", "lorawan") or a product name.
+    dies, delayed, rare = unknown_weight(5.42), unknown_weight(4.40), unknown_weight(None)
+    assert 0.3 < dies < delayed < 1.0 == rare == unknown_weight(2.0)
+    assert unknown_weight(8.0) == 0.0  # in every memory-sized text: says nothing
+    # The vault has not measured a word one of 89 memories holds that English puts in about
+    # one text of 125; at 100,000 memories, two holding it say the vault rarely speaks of it.
+    assert unmeasured(1, 89, 5.42) and unmeasured(0, 89, None) and unmeasured(2, 10**5, None)
+    assert not unmeasured(2, 10**5, 5.42) and not unmeasured(3, 89, 5.42)
+    # What a word says of the topic: its weight, no more than its English rarity there.
+    assert topical(1.0, 1, 89, 5.42) == dies
+    assert topical(0.4, 1, 89, 5.42) == 0.4  # below the cap: kept
+    assert topical(1.0, 1, 89, None) == 1.0
+    assert topical(0.9, 5, 89, 5.42) == 0.9  # measured: the vault's own weight
+    assert topical(0.0, 0, 89, 5.42) == 0.0  # a request word or a particular stays nothing
+
+
+def test_a_prompts_topic_weighs_the_share_not_the_units() -> None:
+    """An everyday word no memory holds counts less against the hit's share; the units it
+    holds (what clears EVIDENCE_UNITS) are what the vault measured."""
+    weights = {"battery": 0.85, "release": 0.6, "die": 1.0, "few": 1.0}
+    topic = {**weights, "die": unknown_weight(5.42), "few": unknown_weight(5.77)}
+    plain = evidence(weights, {"battery", "release"}, ())
+    chat = evidence(weights, {"battery", "release"}, (), topic=topic)
+    assert plain.share < 0.65 <= chat.share and plain.units == chat.units == 1.45
 
 
 def test_superseded_hits_move_below_their_correction() -> None:
