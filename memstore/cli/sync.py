@@ -63,7 +63,7 @@ def sync(
 
     Counters add up exactly, keyword sets unite, and no text is lost: edits that cannot be
     merged keep both texts, marked, with `conflict: true`: `memstore conflicts` lists them and
-    `memstore conflicts resolve ID` settles one.
+    `memstore conflicts resolve ID` settles one (exit status 3 when this sync kept some).
 
     Example:  memstore sync
     """
@@ -92,6 +92,7 @@ def sync(
                 "shared_marked": marked,
             }
         )
+        _exit_if_conflicted(outcome)
         return
     lines = (
         ["your vault has no remote: only team vaults synced (memstore remote add URL syncs it)"]
@@ -108,6 +109,17 @@ def sync(
             f"note: the vault holds {count(len(unreadable), 'file')} memstore cannot read "
             f"({shown}); they were committed like any edit. memstore doctor says why."
         )
+    _exit_if_conflicted(outcome)
+
+
+CONFLICTED = 3  # done, but a memory holds two versions: a person settles it (docs/cli.md)
+
+
+def _exit_if_conflicted(outcome: SyncOutcome) -> None:
+    """Exit 3 when this sync kept both versions of a memory (made or pulled the merge): the
+    sync is complete, so a script need not run it again, but a person must settle them."""
+    if outcome.conflicts:
+        raise typer.Exit(CONFLICTED)
 
 
 def _sync_tiers(

@@ -14,7 +14,13 @@ import typer
 
 from memstore.cli.terminal import progress_bar
 from memstore.ops.output import count, printable
-from memstore.ops.parameters import JsonOption, VaultOption, emit_json, shell_settings
+from memstore.ops.parameters import (
+    JsonOption,
+    VaultOption,
+    emit_json,
+    shell_settings,
+    usage_checked,
+)
 from memstore.service.following import TeamPull, TeamState, join, leave, states
 from memstore.service.store import Store
 
@@ -43,8 +49,10 @@ def team_join(
 
     Example:  memstore team join acme git@github.com:acme/memory.git
     """
+    from memstore.core.vault_config import check_team_name
     from memstore.vault import remote
 
+    usage_checked(check_team_name, name, "NAME")
     url = remote.absolute_url(url, Path.cwd())  # git would read a relative path elsewhere
     with (
         Store.open(shell_settings(vault), create=True) as store,

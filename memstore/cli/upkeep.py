@@ -301,6 +301,7 @@ def gc(
             "--prune-traces",
             metavar="DAYS",
             help="Forget archived traces archived this many days ago.",
+            min=0,
         ),
     ] = None,
     dry_run: Annotated[

@@ -500,15 +500,16 @@ def idle_exit_from(env: Mapping[str, str], default: float = IDLE_EXIT_S) -> floa
 def run_from_command_line(argv: list[str], env: Mapping[str, str], cwd: str) -> int | None:
     """Run `memstore daemon [--vault PATH] [--idle-exit SECONDS] [--stop] [--background]`;
     None lets the typer command answer (help, a typo)."""
-    from memstore.ops.client import resolve_vault, stop
+    from memstore.ops.client import resolve_vault
 
     options = _parse(argv)
     if options is None:
         return None
     vault = resolve_vault(last(options, "vault") or None, env, cwd)
     if "stop" in options:
-        print(f"stopped the daemon for {vault}" if stop(vault) else f"no daemon runs for {vault}")
-        return 0
+        from memstore.daemon.stopping import stop_from_command_line
+
+        return stop_from_command_line(argv, env, cwd)
     background = "background" in options
     if background:
         _start_log(vault)

@@ -195,9 +195,9 @@ def test_without_a_terminal_and_without_yes_nothing_is_written(
     assert not (project / ".cursor").exists()
 
 
-def test_unknown_agent_is_an_error(hermetic: Path, project: Path) -> None:
+def test_unknown_agent_is_a_usage_error(hermetic: Path, project: Path) -> None:
     result = agents_run("--install", "emacs", home=hermetic, cwd=project)
-    assert result.returncode == 1 and "unknown agent 'emacs'" in result.stderr
+    assert result.returncode == 2 and "unknown agent 'emacs'" in result.stderr
 
 
 def test_reinstall_keeps_what_the_person_added_to_the_entry(hermetic: Path, project: Path) -> None:
