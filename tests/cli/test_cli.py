@@ -566,6 +566,7 @@ def test_sync_uses_the_remote_that_remote_add_named(tmp_path: Path) -> None:
     assert synced.returncode == 0, synced.stderr
     assert git(backup, "rev-parse", "main") == git(vault, "rev-parse", "HEAD")
     assert run("remote", "show", vault=vault).stdout == f"{backup}\n"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(tmp_path / "other.git"))
     other = run("remote", "add", str(tmp_path / "other.git"), vault=vault)  # origin now
     assert "memstore sync uses backup" in other.stdout
     assert other.stdout.endswith("Next:  memstore sync --remote origin\n")

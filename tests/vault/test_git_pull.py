@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXE, git, invoke_memstore
+from tests.conftest import EXE, git, head, invoke_memstore
 
 TEXT = "upload 413 is nginx client_max_body_size, not the app"
 
@@ -245,12 +245,18 @@ def test_a_relative_remote_path_is_stored_absolute_and_sync_reaches_it(
     assert git(tmp_path / "remotes" / "u.git", "rev-parse", "main") == git(
         vault, "rev-parse", "main"
     )
-    for url in ("git@example.com:me/m.git", "https://example.com/m.git", "/abs/not/made.git"):
+    for url in ("git@example.com:me/m.git", "https://example.com/m.git", where):
         ok(sh(bare_env, tmp_path, "memstore", "remote", "--vault", str(vault), "add", url))
         assert git(vault, "config", "remote.origin.url") == url + "\n"
-    missing = sh(
-        bare_env, tmp_path, "memstore", "remote", "--vault", str(vault), "add", "nope/u.git"
-    )
-    assert missing.returncode == 1 and missing.stderr.count("\n") == 1, missing.stderr
-    assert missing.stderr.startswith("Error: no such path 'nope/u.git' from "), missing.stderr
-    assert git(vault, "config", "remote.origin.url") == "/abs/not/made.git\n"
+    before = (git(vault, "config", "--list"), head(vault))
+    for typo, said in (
+        ("nope/u.git", f"no such path 'nope/u.git' from {tmp_path}; "),
+        # an absolute path was taken as given: every sync then failed on it
+        ("/abs/not/made.git", "no such path '/abs/not/made.git'; "),
+        ("file:///abs/not/made.git", "no such path 'file:///abs/not/made.git'; "),
+    ):
+        missing = sh(bare_env, tmp_path, "memstore", "remote", "--vault", str(vault), "add", typo)
+        assert missing.returncode == 1 and missing.stderr.count("\n") == 1, missing.stderr
+        assert missing.stderr.startswith(f"Error: {said}"), missing.stderr
+        assert "(e.g. made with: git init --bare /" in missing.stderr  # the path it names
+        assert (git(vault, "config", "--list"), head(vault)) == before  # nothing changed
