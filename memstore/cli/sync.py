@@ -15,7 +15,7 @@ import typer
 from memstore.catalog.indexer import CatchUp, Progress
 from memstore.cli.teams import pull_lines
 from memstore.cli.terminal import progress_bar
-from memstore.core.errors import InvalidInputError, MemstoreError
+from memstore.core.errors import InvalidInputError, MemstoreError, NotFoundError
 from memstore.ops.output import count, sync_lines
 from memstore.ops.parameters import JsonOption, QuietOption, VaultOption, emit_json, shell_settings
 from memstore.service.following import TeamPull, pull_teams
@@ -181,7 +181,9 @@ def merge_file_command(
 
 
 @remote.callback(invoke_without_command=True)
-def remote_default(context: typer.Context, vault: VaultOption = None) -> None:
+def remote_default(
+    context: typer.Context, vault: VaultOption = None, as_json: JsonOption = False
+) -> None:
     """Show or set the git remote the vault syncs with (alone: print each remote and its URL).
 
     Example:  memstore remote add git@github.com:me/memories.git
@@ -192,6 +194,9 @@ def remote_default(context: typer.Context, vault: VaultOption = None) -> None:
 
     with Store.open(shell_settings(vault)) as store:
         urls = remote.remote_urls(store.vault.root, store.settings.env)
+    if as_json:  # none is an answer here, not a failure: {}
+        emit_json(urls)
+        return
     if not urls:
         typer.echo("no remote; add one with: memstore remote add URL", err=True)
         raise typer.Exit(1)
@@ -211,6 +216,7 @@ def remote_add(
     ],
     name: Annotated[str, typer.Option("--name", help="Remote name.")] = "origin",
     vault: VaultOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Set the remote to sync with (added, or changed if it exists), and set up a plain
     `git pull` / `git push` in the vault.
@@ -234,6 +240,9 @@ def remote_add(
     with Store.open(shell_settings(vault)) as store:
         changed = store.set_remote(url, name)
         tracked = store.remote_name()
+    if as_json:  # `synced_with`: the remote `memstore sync` uses, the one the branch tracks
+        emit_json({"name": name, "url": url, "git_config": changed, "synced_with": tracked})
+        return
     typer.echo(f"remote {name} = {url}")
     if changed:
         typer.echo(f"  git pull and git push work here too: {', '.join(changed)}")
@@ -255,6 +264,7 @@ def remote_show(
         ),
     ] = "",
     vault: VaultOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Print the remote's URL (exit 1 when there is none).
 
@@ -264,6 +274,8 @@ def remote_show(
         name = name or store.remote_name()
         url = store.remote_url(name)
     if not url:
-        typer.echo(f"no remote {name!r}; add one with: memstore remote add URL", err=True)
-        raise typer.Exit(1)
+        raise NotFoundError(f"no remote {name!r}; add one with: memstore remote add URL")
+    if as_json:
+        emit_json({"name": name, "url": url})
+        return
     typer.echo(url)

@@ -155,6 +155,7 @@ def check(
             "--format", help=f"Output: {' or '.join(CHECK_FORMATS)} (workflow annotations)."
         ),
     ] = "text",
+    as_json: JsonOption = False,
 ) -> None:
     """Check a vault checkout for CI: files parse, ids unique, no conflicts, no secrets.
 
@@ -167,6 +168,9 @@ def check(
     if chosen is None:
         raise typer.BadParameter(f"use {' or '.join(CHECK_FORMATS)}", param_hint="--format")
     checked = check_vault(path.resolve())
+    if as_json:  # the findings are the report: printed, and exit 1 while there are any
+        emit_json(asdict(checked))
+        raise typer.Exit(1 if checked.findings else 0)
     lines = check_lines(checked.findings, chosen)
     if lines:
         typer.echo("\n".join(lines))

@@ -225,8 +225,13 @@ def test_a_sync_that_kept_both_versions_exits_3_on_both_machines_and_0_after(
             assert json.loads(done.stdout)["conflicts"] == [added.path]
     again = invoke_memstore("sync", *as_json, env=envs[0])  # nothing new: not news again
     assert again.returncode == 0, again.stdout
-    settled = invoke_memstore("conflicts", "resolve", added.id, "--keep", "mine", env=envs[0])
+    settled = invoke_memstore(
+        "conflicts", "resolve", added.id, "--keep", "mine", "--json", env=envs[0]
+    )
     assert settled.returncode == 0, settled.stderr
+    answer = json.loads(settled.stdout)
+    assert set(answer) == {"id", "workspace", "path", "kept", "commit", "resolved"}
+    assert (answer["id"], answer["kept"], answer["resolved"]) == (added.id, "mine", True)
     assert invoke_memstore("sync", *as_json, env=envs[0]).returncode == 0
 
 
