@@ -295,6 +295,13 @@ def _classify(stderr: str, name: str, url: str, verb: str) -> SyncError:
             f"{where} refused authentication; check your SSH key or credential helper "
             f"(plain 'git {verb.split()[0]}' in the vault must work); your commits are kept"
         )
+    local = Path(url.removeprefix("file://"))
+    if local.is_absolute() and not local.exists():  # a disk not mounted, a folder moved
+        return SyncError(
+            f"cannot {verb} {where}: there is no repository at {local}; your commits are kept. "
+            f"Mount the disk it is on, or make one there (git init --bare "
+            f"{shlex.quote(str(local))}), then run 'memstore sync' again"
+        )
     if any(mark in text for mark in _UNREACHABLE):
         return SyncError(
             f"cannot {verb} {where}: {_first_line(stderr)}; your commits are kept, "
