@@ -5,6 +5,8 @@ stderr, stdout empty (tests/cli/test_exit_codes.py)."""
 from __future__ import annotations
 
 import json
+import os
+import pty
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -12,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.cli.test_exit_codes import every_command
-from tests.conftest import head, invoke_memstore, vault_bytes
+from tests.conftest import EXE, head, invoke_memstore, vault_bytes
 
 # The commands without --json, and why (every other one must take it).
 NO_JSON = {
@@ -149,3 +151,33 @@ def test_an_error_with_json_is_the_usual_line_on_stderr(tmp_path: Path, args: li
     as_json("init", str(vault), vault=vault)
     done = invoke_memstore(*args, "--json", vault=vault, env=ENV)
     assert done.returncode in (1, 2) and done.stdout == "" and "Error: " in done.stderr
+
+
+def test_a_question_asked_with_json_goes_to_stderr_and_stdout_holds_the_json(
+    tmp_path: Path,
+) -> None:
+    vault = tmp_path / "vault"
+    as_json("init", str(vault), vault=vault)
+    memory = add(vault, "the staging deploy needs approval from maria")
+    main, terminal = pty.openpty()  # a person at a terminal answers the question
+    os.write(main, b"y\n")
+    env = {**os.environ, **ENV, "MEMSTORE_VAULT": str(vault)}
+    child = subprocess.Popen(
+        [str(EXE), "forget", memory, "--json"],
+        stdin=terminal,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
+    try:
+        out, err = child.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        out, err = child.communicate(timeout=10)
+    finally:
+        os.close(main)
+        os.close(terminal)
+    assert child.returncode == 0, err
+    assert json.loads(out)["forgotten"] is True  # stdout: the JSON alone
+    assert f"Forget {memory}? [y/N]" in err and "approval from maria" in err
