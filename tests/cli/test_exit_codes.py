@@ -26,6 +26,7 @@ MISSING_VAULT: dict[str, list[str]] = {
     "watch": ["watch"],
     "daemon": ["daemon", "--stop"],
     "status": ["status"],
+    "benchmark": ["benchmark"],  # the default ~/memstore may be missing: its cost is 0
     "serve": ["serve"],
     "sync": ["sync"],
     "confirm": ["confirm", "k3xq"],
@@ -63,7 +64,6 @@ NO_VAULT_NEEDED = {
     "init": "makes one",
     "demo": "makes one",
     "eval": "loads its fixture into a throwaway vault",
-    "benchmark": "reads the instruction files here; a vault's core memories only when there is one",
     "hook": "never fails: an agent's prompt must not break (it says why on stderr, exit 0)",
     "agents": "edits the agents' config files",
     "check": "checks the checkout it is given",
