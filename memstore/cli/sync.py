@@ -74,7 +74,9 @@ def sync(
     ):
         if force_purged:
             _confirm_force_purged(store, name or store.remote_name(), yes)
-        outcome, flushed, caught_up, pulls = _sync_tiers(store, name, progress, options, quiet)
+        outcome, flushed, caught_up, pulls = _sync_tiers(
+            store, name, progress, options, quiet or as_json
+        )
         # the personal copies of memories a team tier now holds (docs/team.md)
         marked = mark_shared(store, tier_stores(store)) if pulls else {}
         # only those this sync committed: one that came from the remote, or was committed
