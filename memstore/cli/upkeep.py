@@ -104,6 +104,8 @@ def dedupe(
 
     Example:  memstore dedupe --list ; memstore dedupe --merge k3xq
     """
+    if sum(map(bool, (list_pairs, merge, keep_both))) > 1:  # it did the first, silently
+        raise typer.BadParameter("use one of --list, --merge ID or --keep-both ID")
     settings = shell_settings(vault)
     named = str(settings.vault) if vault else None
     with Store.open(settings) as store:

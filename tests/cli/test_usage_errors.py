@@ -46,6 +46,8 @@ BAD_VALUES = [
     (["agents", "--install", "emacs"], "unknown agent 'emacs'; use one of: claude-code"),
     (["agents", "--uninstall", "emacs"], "for --uninstall: unknown agent 'emacs'"),
     (["team", "join", "Bad Name", "NOTES"], "Invalid value for NAME: invalid team name 'Bad"),
+    (["dedupe", "--merge", "ID", "--keep-both", "ID"], "use one of --list, --merge ID or --keep"),
+    (["dedupe", "--list", "--merge", "ID"], "use one of --list, --merge ID or --keep-both ID"),
 ]
 
 
