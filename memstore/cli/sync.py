@@ -106,12 +106,17 @@ def sync(
     if lines:
         typer.echo("\n".join(lines))
     if unreadable and not quiet:
-        shown = ", ".join(unreadable[:5]) + (" …" if len(unreadable) > 5 else "")
-        typer.echo(
-            f"note: the vault holds {count(len(unreadable), 'file')} memstore cannot read "
-            f"({shown}); they were committed like any edit. memstore doctor says why."
-        )
+        _say_unreadable(unreadable)
     _exit_if_conflicted(outcome)
+
+
+def _say_unreadable(unreadable: list[str]) -> None:
+    """Name the files this sync committed that memstore cannot read (doctor says why)."""
+    shown = ", ".join(unreadable[:5]) + (" …" if len(unreadable) > 5 else "")
+    typer.echo(
+        f"note: the vault holds {count(len(unreadable), 'file')} memstore cannot read "
+        f"({shown}); they were committed like any edit. memstore doctor says why."
+    )
 
 
 CONFLICTED = 3  # done, but a memory holds two versions: a person settles it (docs/cli.md)
