@@ -248,7 +248,7 @@ def test_workspace_is_detected_from_the_current_repository(tmp_path: Path) -> No
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("add", ""), "empty"),
+        (("add", "-"), "empty"),  # an empty stdin; `add ""` is a usage error (exit 2)
         # a bad -w is a usage error (exit 2): tests/cli/test_usage_errors.py
         (("add", "x", "--supersedes", "nope1234"), "supersedes 'nope1234'"),
         (("show", "zzzz"), "no memory with id"),
