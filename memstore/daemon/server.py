@@ -16,6 +16,7 @@ import logging
 import os
 import queue
 import select
+import shlex
 import signal
 import socket
 import sys
@@ -446,7 +447,10 @@ def serve(
 ) -> int:
     """Run the daemon for `vault` until it stops; return the exit status."""
     if not (vault / ".git").exists():
-        say(f"Error: no vault at {vault}; run 'memstore init' (or 'memstore add' to start one)")
+        say(  # as every command says it (`memstore add` makes one only at ~/memstore)
+            f"Error: there is no vault at {vault}; run 'memstore init {shlex.quote(str(vault))}' "
+            "to make one there, or fix MEMSTORE_VAULT / --vault"
+        )
         return 1
     heap.one_arena()  # before its threads start (memstore/daemon/heap.py)
     daemon: Daemon | None = None
