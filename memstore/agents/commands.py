@@ -96,7 +96,7 @@ def agents(
     if install is None and uninstall is None:
         _list(found, as_json)
         return
-    agent = _named(found, install or uninstall or "")
+    agent = _named(found, install or uninstall or "", "--install" if install else "--uninstall")
     if install:
         _install(agent, _vault_in_effect(vault), yes, no_hooks)
     else:
@@ -151,11 +151,12 @@ def hook(
     raise typer.Exit(hook_main(argv))
 
 
-def _named(found: list[Agent], name: str) -> Agent:
+def _named(found: list[Agent], name: str, option: str) -> Agent:
     agent = next((a for a in found if a.name == name), None)
-    if agent is None:
-        raise InvalidInputError(
-            f"unknown agent {name!r}; use one of: {', '.join(a.name for a in found)}"
+    if agent is None:  # the command line's fault: a usage error (exit 2)
+        raise typer.BadParameter(
+            f"unknown agent {name!r}; use one of: {', '.join(a.name for a in found)}",
+            param_hint=option,
         )
     return agent
 

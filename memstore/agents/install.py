@@ -399,7 +399,10 @@ def write_config(path: Path, text: str, backups: Path | None = None) -> Path | N
     """Replace an agent's config file atomically, keeping a copy of the old one; return the copy."""
     backup = None
     try:
+        made = [folder for folder in (path.parent, *path.parent.parents) if not folder.exists()]
         path.parent.mkdir(parents=True, exist_ok=True)
+        if backups is not None and made:  # uninstall removes them again, if left empty
+            _record_made(backups, made)
         if path.exists():
             folder = backups or path.parent
             folder.mkdir(parents=True, exist_ok=True)
@@ -423,9 +426,42 @@ def remove_config(path: Path, backups: Path | None = None) -> Path | None:
         backup = _free_name(folder / f"{path.name}.bak-{time.strftime('%Y%m%dT%H%M%S')}")
         shutil.copy2(path, backup)
         path.unlink()
+        if backups is not None:
+            _remove_made(backups)
     except OSError as err:
         raise VaultError(f"cannot remove {path}: {err.strerror}") from err
     return backup
+
+
+MADE_FOLDERS = "made-folders"  # in the backups folder: the folders write_config created
+
+
+def _record_made(backups: Path, made: list[Path]) -> None:
+    """Note the folders memstore created for a config (a project's `.claude/`), one a line."""
+    backups.mkdir(parents=True, exist_ok=True)
+    with (backups / MADE_FOLDERS).open("a", encoding="utf-8") as record:
+        record.writelines(f"{folder}\n" for folder in made)
+
+
+def _remove_made(backups: Path) -> None:
+    """Remove each folder memstore created that is empty now, deepest first; a folder of a
+    person's own (never recorded) or one holding anything stays."""
+    record = backups / MADE_FOLDERS
+    try:
+        made = record.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return
+    kept = []
+    for line in sorted(set(made), key=lambda folder: folder.count(os.sep), reverse=True):
+        folder = Path(line)
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+        elif folder.is_dir():
+            kept.append(line)
+    if kept:
+        record.write_text("".join(f"{line}\n" for line in sorted(kept)), encoding="utf-8")
+    else:
+        record.unlink()
 
 
 def read_backups(path: Path, backups: Path | None = None) -> tuple[str, ...]:

@@ -88,6 +88,7 @@ def resolve(
         bool, typer.Option("--edit", help="Settle the text in $VISUAL or $EDITOR instead.")
     ] = False,
     vault: VaultOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Settle a memory sync kept in two versions: one `resolve(…)` commit, markers gone.
 
@@ -119,9 +120,15 @@ def resolve(
             _reopen,
         )
         if edited is None:
-            typer.echo(printable(f"{memory_id}: no change; it still holds two versions"))
+            if as_json:
+                typer.echo(render_json({"id": memory_id, "resolved": False}))
+            else:
+                typer.echo(printable(f"{memory_id}: no change; it still holds two versions"))
             return
         done = edited
+    if as_json:
+        typer.echo(render_json({**asdict(done), "resolved": True}))
+        return
     typer.echo(
         printable(f"resolved {done.id} (kept {done.kept}) in {done.commit[:8]}: {done.path}")
     )

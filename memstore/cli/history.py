@@ -69,6 +69,7 @@ def revert(
         bool, typer.Option("--dry-run", help="List the session's commits; change nothing.")
     ] = False,
     vault: VaultOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Undo every change one agent session made, in one commit (e.g. after a prompt injection).
 
@@ -77,15 +78,22 @@ def revert(
     with Store.open(shell_settings(vault)) as store:
         history = History(store)
         changes = [c for c in history.log() if c.session == session]
-        for change in changes:
-            say(f"{change.commit[:8]} {change.summary}")
         if not changes:
             raise NotFoundError(no_session(session))
+        for change in changes:  # --json: beside the question, so stdout holds the JSON alone
+            say(f"{change.commit[:8]} {change.summary}", err=as_json)
+        done = {"session": session, "dry_run": dry_run, "commits": [c.commit for c in changes]}
         if dry_run:
-            say(f"would undo {count(len(changes), 'commit')}")
+            if as_json:
+                emit_json({**done, "commit": None, "reverted": [], "kept": []})
+            else:
+                say(f"would undo {count(len(changes), 'commit')}")
             return
-        ask(f"Undo these {count(len(changes), 'commit')}?", yes)
+        ask(f"Undo these {count(len(changes), 'commit')}?", yes, err=as_json)
         made, changed, kept = history.revert_session(session)
+    if as_json:
+        emit_json({**done, "commit": made or None, "reverted": changed, "kept": kept})
+        return
     say(f"reverted {count(len(changed), 'file')} in {made[:8]}" if made else "nothing left to undo")
     for path in kept:
         say(f"  kept (edited by others since): {path}")

@@ -14,7 +14,6 @@ from typing import Annotated, Any, cast
 import typer
 
 from memstore.cli.terminal import working_folder
-from memstore.core.errors import InvalidInputError
 from memstore.core.model import ADDABLE_KINDS, ALL, check_workspace
 from memstore.ops import options
 from memstore.ops.cli_help import choices
@@ -114,6 +113,11 @@ def add(
     Example:  memstore add "staging deploys need approval from @maria" -w webshop -K deploy
     """
     text = " ".join(words)
+    if not text.strip():  # the command line's fault: exit 2, as a missing text
+        raise typer.BadParameter(
+            'memory text is empty; pass the text to remember, e.g. memstore add "…"',
+            param_hint="TEXT",
+        )
     if text == "-":
         text = read_stdin()
     if workspace is not None:  # `all` names every workspace: one to search, none to add to
@@ -166,8 +170,9 @@ def search(
     """
     query = " ".join(words)
     if not query.strip() and not context:  # --context (an agent's hook) stays silent instead
-        raise InvalidInputError(
-            'the query is empty; pass words to look for, e.g. memstore search "nginx 413 upload"'
+        raise typer.BadParameter(  # the command line's fault: exit 2, as a missing query
+            'the query is empty; pass words to look for, e.g. memstore search "nginx 413 upload"',
+            param_hint="QUERY",
         )
     settings = shell_settings(vault)
     all_workspaces = all_workspaces or workspace == ALL  # -w all: every workspace, as --all

@@ -15,7 +15,7 @@ import typer
 from memstore.catalog.indexer import CatchUp, Progress
 from memstore.cli.teams import pull_lines
 from memstore.cli.terminal import progress_bar
-from memstore.core.errors import InvalidInputError, MemstoreError
+from memstore.core.errors import InvalidInputError, MemstoreError, NotFoundError
 from memstore.ops.output import count, sync_lines
 from memstore.ops.parameters import JsonOption, QuietOption, VaultOption, emit_json, shell_settings
 from memstore.service.following import TeamPull, pull_teams
@@ -63,7 +63,7 @@ def sync(
 
     Counters add up exactly, keyword sets unite, and no text is lost: edits that cannot be
     merged keep both texts, marked, with `conflict: true`: `memstore conflicts` lists them and
-    `memstore conflicts resolve ID` settles one.
+    `memstore conflicts resolve ID` settles one (exit status 3 when this sync kept some).
 
     Example:  memstore sync
     """
@@ -74,7 +74,9 @@ def sync(
     ):
         if force_purged:
             _confirm_force_purged(store, name or store.remote_name(), yes)
-        outcome, flushed, caught_up, pulls = _sync_tiers(store, name, progress, options, quiet)
+        outcome, flushed, caught_up, pulls = _sync_tiers(
+            store, name, progress, options, quiet or as_json
+        )
         # the personal copies of memories a team tier now holds (docs/team.md)
         marked = mark_shared(store, tier_stores(store)) if pulls else {}
         # only those this sync committed: one that came from the remote, or was committed
@@ -92,6 +94,7 @@ def sync(
                 "shared_marked": marked,
             }
         )
+        _exit_if_conflicted(outcome)
         return
     lines = (
         ["your vault has no remote: only team vaults synced (memstore remote add URL syncs it)"]
@@ -103,11 +106,27 @@ def sync(
     if lines:
         typer.echo("\n".join(lines))
     if unreadable and not quiet:
-        shown = ", ".join(unreadable[:5]) + (" …" if len(unreadable) > 5 else "")
-        typer.echo(
-            f"note: the vault holds {count(len(unreadable), 'file')} memstore cannot read "
-            f"({shown}); they were committed like any edit. memstore doctor says why."
-        )
+        _say_unreadable(unreadable)
+    _exit_if_conflicted(outcome)
+
+
+def _say_unreadable(unreadable: list[str]) -> None:
+    """Name the files this sync committed that memstore cannot read (doctor says why)."""
+    shown = ", ".join(unreadable[:5]) + (" …" if len(unreadable) > 5 else "")
+    typer.echo(
+        f"note: the vault holds {count(len(unreadable), 'file')} memstore cannot read "
+        f"({shown}); they were committed like any edit. memstore doctor says why."
+    )
+
+
+CONFLICTED = 3  # done, but a memory holds two versions: a person settles it (docs/cli.md)
+
+
+def _exit_if_conflicted(outcome: SyncOutcome) -> None:
+    """Exit 3 when this sync kept both versions of a memory (made or pulled the merge): the
+    sync is complete, so a script need not run it again, but a person must settle them."""
+    if outcome.conflicts:
+        raise typer.Exit(CONFLICTED)
 
 
 def _sync_tiers(
@@ -169,7 +188,9 @@ def merge_file_command(
 
 
 @remote.callback(invoke_without_command=True)
-def remote_default(context: typer.Context, vault: VaultOption = None) -> None:
+def remote_default(
+    context: typer.Context, vault: VaultOption = None, as_json: JsonOption = False
+) -> None:
     """Show or set the git remote the vault syncs with (alone: print each remote and its URL).
 
     Example:  memstore remote add git@github.com:me/memories.git
@@ -180,6 +201,9 @@ def remote_default(context: typer.Context, vault: VaultOption = None) -> None:
 
     with Store.open(shell_settings(vault)) as store:
         urls = remote.remote_urls(store.vault.root, store.settings.env)
+    if as_json:  # none is an answer here, not a failure: {}
+        emit_json(urls)
+        return
     if not urls:
         typer.echo("no remote; add one with: memstore remote add URL", err=True)
         raise typer.Exit(1)
@@ -199,6 +223,7 @@ def remote_add(
     ],
     name: Annotated[str, typer.Option("--name", help="Remote name.")] = "origin",
     vault: VaultOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Set the remote to sync with (added, or changed if it exists), and set up a plain
     `git pull` / `git push` in the vault.
@@ -222,6 +247,9 @@ def remote_add(
     with Store.open(shell_settings(vault)) as store:
         changed = store.set_remote(url, name)
         tracked = store.remote_name()
+    if as_json:  # `synced_with`: the remote `memstore sync` uses, the one the branch tracks
+        emit_json({"name": name, "url": url, "git_config": changed, "synced_with": tracked})
+        return
     typer.echo(f"remote {name} = {url}")
     if changed:
         typer.echo(f"  git pull and git push work here too: {', '.join(changed)}")
@@ -243,6 +271,7 @@ def remote_show(
         ),
     ] = "",
     vault: VaultOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Print the remote's URL (exit 1 when there is none).
 
@@ -252,6 +281,8 @@ def remote_show(
         name = name or store.remote_name()
         url = store.remote_url(name)
     if not url:
-        typer.echo(f"no remote {name!r}; add one with: memstore remote add URL", err=True)
-        raise typer.Exit(1)
+        raise NotFoundError(f"no remote {name!r}; add one with: memstore remote add URL")
+    if as_json:
+        emit_json({"name": name, "url": url})
+        return
     typer.echo(url)

@@ -14,7 +14,13 @@ import typer
 
 from memstore.cli.terminal import progress_bar
 from memstore.ops.output import count, printable
-from memstore.ops.parameters import JsonOption, VaultOption, emit_json, shell_settings
+from memstore.ops.parameters import (
+    JsonOption,
+    VaultOption,
+    emit_json,
+    shell_settings,
+    usage_checked,
+)
 from memstore.service.following import TeamPull, TeamState, join, leave, states
 from memstore.service.store import Store
 
@@ -22,13 +28,15 @@ commands = typer.Typer()
 
 
 @commands.callback(invoke_without_command=True)
-def team_default(context: typer.Context, vault: VaultOption = None) -> None:
+def team_default(
+    context: typer.Context, vault: VaultOption = None, as_json: JsonOption = False
+) -> None:
     """Follow team vaults: recall reads each beside your own, labelled with its name.
 
     Example:  memstore team join acme git@github.com:acme/memory.git
     """
     if context.invoked_subcommand is None:
-        team_list(vault=vault)
+        team_list(vault=vault, as_json=as_json)
 
 
 @commands.command("join")
@@ -36,6 +44,7 @@ def team_join(
     name: Annotated[str, typer.Argument(help="The team's name here: its hits read NAME:…")],
     url: Annotated[str, typer.Argument(help="The team vault's git URL (SSH, HTTPS or a path).")],
     vault: VaultOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Follow the team vault at URL as NAME: clone it (outside your vault), index it, and
     record it in your vault's memstore.toml, so your other machines follow it at their
@@ -43,14 +52,21 @@ def team_join(
 
     Example:  memstore team join acme git@github.com:acme/memory.git
     """
+    from memstore.core.vault_config import check_team_name
     from memstore.vault import remote
 
+    usage_checked(check_team_name, name, "NAME")
     url = remote.absolute_url(url, Path.cwd())  # git would read a relative path elsewhere
     with (
         Store.open(shell_settings(vault), create=True) as store,
-        progress_bar("indexing the team vault", quiet=False) as progress,
+        progress_bar("indexing the team vault", quiet=as_json) as progress,
     ):
         team, commit = join(store, name, url, progress)
+    if as_json:  # `joined` false: followed already, nothing changed
+        emit_json(
+            {"name": team.name, "url": team.url, "path": str(team.path), "joined": bool(commit)}
+        )
+        return
     if not commit:
         typer.echo(f"already following {team.name} ({team.url})")
         return
@@ -115,6 +131,7 @@ def _state_json(state: TeamState) -> dict[str, object]:
 def team_leave(
     name: Annotated[str, typer.Argument(help="The team's name, as `team list` shows it.")],
     vault: VaultOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Stop following a team vault: its entry leaves memstore.toml (one commit), and its
     clone is removed unless it holds work not pushed.
@@ -123,6 +140,17 @@ def team_leave(
     """
     with Store.open(shell_settings(vault)) as store:
         left = leave(store, name)
+    if as_json:
+        path = str(left.team.path)
+        emit_json(
+            {
+                "name": left.team.name,
+                "removed_clone": left.removed_clone,
+                "clone": path,
+                "unpushed": left.unpushed,
+            }
+        )
+        return
     typer.echo(f"left {left.team.name}")
     if left.removed_clone:
         typer.echo(printable(f"  removed its clone at {left.team.path}"))

@@ -38,7 +38,7 @@ from memstore.service.proposals import (
     refresh_team,
 )
 from memstore.service.shared_marks import note_proposed
-from memstore.service.store import Store
+from memstore.service.store import Store, require_vault
 from memstore.service.teams import Team, find_team, followed
 from memstore.service.vault_check import check_vault
 
@@ -82,6 +82,7 @@ def share(
     Example:  memstore share k3xq9v2m --team acme
     """
     settings = shell_settings(vault)
+    require_vault(settings)  # a typo in --vault is named as such, not as a team not followed
     chosen = find_team(settings, team)
     with Store.open(settings) as personal, _open_team(settings, chosen) as clone:
         if dry_run:
@@ -123,6 +124,7 @@ def review(
     Example:  memstore review memstore/alice/k3xq9v2m --team acme
     """
     settings = shell_settings(vault)
+    require_vault(settings)  # a typo in --vault is named as such, not as a team not followed
     chosen = find_team(settings, team) if team else _only_team(settings)
     with _open_team(settings, chosen) as clone:
         found = review_branch(clone, chosen.name, branch)
@@ -153,6 +155,7 @@ def check(
             "--format", help=f"Output: {' or '.join(CHECK_FORMATS)} (workflow annotations)."
         ),
     ] = "text",
+    as_json: JsonOption = False,
 ) -> None:
     """Check a vault checkout for CI: files parse, ids unique, no conflicts, no secrets.
 
@@ -165,6 +168,9 @@ def check(
     if chosen is None:
         raise typer.BadParameter(f"use {' or '.join(CHECK_FORMATS)}", param_hint="--format")
     checked = check_vault(path.resolve())
+    if as_json:  # the findings are the report: printed, and exit 1 while there are any
+        emit_json(asdict(checked))
+        raise typer.Exit(1 if checked.findings else 0)
     lines = check_lines(checked.findings, chosen)
     if lines:
         typer.echo("\n".join(lines))

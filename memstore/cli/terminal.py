@@ -31,15 +31,16 @@ def say(text: str, err: bool = False) -> None:
     typer.echo(printable(text), err=err)
 
 
-def ask(question: str, yes: bool) -> None:
-    """Confirm with the person at the terminal; without one, only --yes may proceed."""
+def ask(question: str, yes: bool, *, err: bool = False) -> None:
+    """Confirm with the person at the terminal; without one, only --yes may proceed. `err`:
+    ask on stderr (--json keeps stdout for the JSON alone)."""
     if yes:
         return
     if not sys.stdin.isatty():
         raise InvalidInputError(
             "no terminal to ask for confirmation; rerun with --yes (or --dry-run to see what would happen)"
         )
-    typer.confirm(question, abort=True)
+    typer.confirm(question, abort=True, err=err)
 
 
 PROGRESS_DELAY_S = 1.0  # work shorter than this shows no bar at all

@@ -6,6 +6,7 @@ A thin typer shell over memstore.service.transfer.
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
@@ -15,9 +16,11 @@ from memstore.cli.terminal import progress_bar, say, working_folder
 from memstore.core.model import summary
 from memstore.ops.output import count
 from memstore.ops.parameters import (
+    JsonOption,
     QuietOption,
     VaultOption,
     WorkspaceFilter,
+    emit_json,
     shell_settings,
     valid_workspace,
 )
@@ -48,6 +51,7 @@ def import_command(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be created.")] = False,
     vault: VaultOption = None,
     quiet: QuietOption = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Turn instruction files into memories of kind `imported` (the files are never edited).
 
@@ -58,7 +62,7 @@ def import_command(
 
     settings = shell_settings(vault)
     chosen = add_workspace(settings.vault, working_folder(), workspace)
-    bar = progress_bar("importing", quiet=quiet or dry_run)
+    bar = progress_bar("importing", quiet=quiet or dry_run or as_json)
     with Store.open(settings, create=True) as store, bar as step:
         report = import_files(
             store,
@@ -68,6 +72,19 @@ def import_command(
             dry_run=dry_run,
             progress=step,
         )
+    if as_json:
+        ids, texts = ([], report.created) if dry_run else (report.created, [])
+        emit_json(
+            {
+                "workspace": chosen,
+                "dry_run": dry_run,
+                "created": ids,
+                "would_create": texts,
+                "unchanged": report.unchanged,
+                "refused": [{"text": text, "reason": why} for text, why in report.refused],
+            }
+        )
+        return
     if dry_run:
         say(f"would create {count(len(report.created), 'memory', 'memories')} in {chosen}:")
         for text in report.created:
@@ -116,6 +133,7 @@ def restore(
     file: Annotated[Path, typer.Argument(help="A file written by memstore export.")],
     vault: VaultOption = None,
     quiet: QuietOption = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Merge an export into the vault, all or nothing (ids kept, so supersede links survive).
 
@@ -125,9 +143,13 @@ def restore(
     from memstore.service.transfer import restore as run_restore
 
     files = read_export(file)  # checked whole before the vault is opened or created
-    bar = progress_bar("restoring", quiet=quiet)
+    bar = progress_bar("restoring", quiet=quiet or as_json)
     with Store.open(shell_settings(vault), create=True) as store, bar as step:
         report = run_restore(store, files, step)
+    if as_json:
+        kept_as_was = [{"path": path, "reason": why} for path, why in report.kept]
+        emit_json({**asdict(report), "kept": kept_as_was})
+        return
     kept = f", {len(report.kept)} kept as they were" if report.kept else ""
     if not quiet:
         say(

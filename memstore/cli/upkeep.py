@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from memstore.catalog.indexer import Entry
 from memstore.cli.terminal import ask, now, progress_bar, say, working_folder
 from memstore.core.errors import InvalidInputError
 from memstore.core.model import ADDABLE_KINDS, summary
@@ -93,6 +94,7 @@ def dedupe(
     ] = None,
     vault: VaultOption = None,
     quiet: QuietOption = False,
+    as_json: JsonOption = False,
 ) -> None:
     """List near-duplicate pairs with their texts; then merge a pair or keep both apart.
 
@@ -102,6 +104,8 @@ def dedupe(
 
     Example:  memstore dedupe --list ; memstore dedupe --merge k3xq
     """
+    if sum(map(bool, (list_pairs, merge, keep_both))) > 1:  # it did the first, silently
+        raise typer.BadParameter("use one of --list, --merge ID or --keep-both ID")
     settings = shell_settings(vault)
     named = str(settings.vault) if vault else None
     with Store.open(settings) as store:
@@ -111,16 +115,23 @@ def dedupe(
                 kept, removed = curator.merge_duplicate(merge)
             except ContradictionError as err:
                 raise InvalidInputError(_not_duplicates(err, named)) from err
-            if not quiet:
+            if as_json:
+                emit_json({"merged": removed, "into": kept.id, "seen": kept.seen})
+            elif not quiet:
                 say(f"merged {removed} into {kept.id} (seen {kept.seen}): one commit")
         elif keep_both:
             kept_apart = curator.keep_both(keep_both)
-            if not quiet:
+            if as_json:
+                emit_json({"kept_apart": kept_apart})
+            elif not quiet:
                 say(f"kept apart: {', '.join(kept_apart)}")
         else:
-            with progress_bar("comparing", quiet=quiet) as step:
+            with progress_bar("comparing", quiet=quiet or as_json) as step:
                 alike = curator.alike(progress=step)
             pairs, disputed = alike.duplicates, alike.contradictions
+            if as_json:
+                _emit_alike(pairs, disputed, curator, named)
+                return
             if not pairs:
                 say("no near-duplicates")
             ids = [x for a, b, _ in pairs for x in (a, b)]
@@ -248,6 +259,7 @@ def forget(
         typer.Option("--purge", help="Also remove it from every commit of the local history."),
     ] = False,
     vault: VaultOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Delete a memory in one commit (git keeps it in history; --purge removes it there too).
 
@@ -257,40 +269,70 @@ def forget(
         curator = Curator(store, now())
         entry, memory = store.show(memory_id)
         # a memory is often forgotten (or purged) for the credential it holds: the terminal
-        # and an agent's transcript see it masked as the scanner sees it
-        say(f"# {entry.path}\n{mask_secrets(memory.body.rstrip())}")
+        # and an agent's transcript see it masked as the scanner sees it (--json: on stderr,
+        # beside the question, so stdout holds the JSON alone)
+        say(f"# {entry.path}\n{mask_secrets(memory.body.rstrip())}", err=as_json)
         named = curator.correcting(entry)
         if named and not force:
             raise InvalidInputError(
                 f"{entry.id} is the memory {named[0].id} corrects (supersedes); pass --force to forget it anyway"
             )
+        done: dict[str, object] = {"id": entry.id, "path": entry.path, "dry_run": dry_run}
+        done |= {"purge": purge, "forgotten": False, "rewritten_commits": None, "next": None}
         if dry_run:
-            say(
-                f"would forget {entry.id}"
-                + (" and purge it from the local history" if purge else "")
+            _said(
+                done,
+                f"would forget {entry.id}" + " and purge it from the local history" * purge,
+                as_json,
             )
             return
         if purge:
-            ask(
-                f"Forget {entry.id} and rewrite the local history without it? This cannot be undone.",
-                yes,
-            )
-            changed, paths = curator.purge(entry, force=force)
-            branch = store.git.branch()
-            # the command that works here: without a terminal to ask, it needs --yes too
-            finish = "memstore sync --force-purged" + ("" if sys.stdin.isatty() else " --yes")
-            say(
-                f"purged {entry.id} from {count(changed, 'commit')} ({', '.join(sorted(paths))}).\n"
-                "The remote and other clones still have it, and 'memstore sync' refuses to merge "
-                f"it back: run '{finish}' to rewrite the remote the same way "
-                f"(in {store.vault.root}, branch {branch}); "
-                "every other clone's next 'memstore sync' then drops it too "
-                "(docs/sync.md, 'Purged memories'). Rotate the secret if it was one."
-            )
+            _purge(store, curator, entry, done, (force, yes, as_json))
             return
-        ask(f"Forget {entry.id}?", yes)
+        ask(f"Forget {entry.id}?", yes, err=as_json)
         curator.forget(entry, force=force)
-        say(f"forgot {entry.id} (one commit; 'git revert' brings it back)")
+        done["forgotten"] = True
+        _said(done, f"forgot {entry.id} (one commit; 'git revert' brings it back)", as_json)
+
+
+def _purge(
+    store: Store,
+    curator: Curator,
+    entry: Entry,
+    done: dict[str, object],
+    flags: tuple[bool, bool, bool],
+) -> None:
+    """Forget a memory and rewrite the local history without it; say what finishes it.
+    `flags`: forget's --force, --yes and --json."""
+    force, yes, as_json = flags
+    ask(
+        f"Forget {entry.id} and rewrite the local history without it? This cannot be undone.",
+        yes,
+        err=as_json,
+    )
+    changed, paths = curator.purge(entry, force=force)
+    branch = store.git.branch()
+    # the command that works here: without a terminal to ask, it needs --yes too
+    finish = "memstore sync --force-purged" + ("" if sys.stdin.isatty() else " --yes")
+    done |= {"forgotten": True, "rewritten_commits": changed, "next": finish}
+    _said(
+        done,
+        f"purged {entry.id} from {count(changed, 'commit')} ({', '.join(sorted(paths))}).\n"
+        "The remote and other clones still have it, and 'memstore sync' refuses to merge "
+        f"it back: run '{finish}' to rewrite the remote the same way "
+        f"(in {store.vault.root}, branch {branch}); "
+        "every other clone's next 'memstore sync' then drops it too "
+        "(docs/sync.md, 'Purged memories'). Rotate the secret if it was one.",
+        as_json,
+    )
+
+
+def _said(data: dict[str, object], line: str, as_json: bool) -> None:
+    """Print what a command did: `data` as JSON, else the line for a person."""
+    if as_json:
+        emit_json(data)
+    else:
+        say(line)
 
 
 @commands.command()
@@ -301,6 +343,7 @@ def gc(
             "--prune-traces",
             metavar="DAYS",
             help="Forget archived traces archived this many days ago.",
+            min=0,
         ),
     ] = None,
     dry_run: Annotated[
@@ -308,6 +351,7 @@ def gc(
     ] = False,
     vault: VaultOption = None,
     quiet: QuietOption = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Remove leftover derived state, pack git history and, if asked, old archived traces.
 
@@ -315,11 +359,14 @@ def gc(
     """
     with (
         Store.open(shell_settings(vault)) as store,
-        progress_bar("collecting", quiet=quiet) as progress,
+        progress_bar("collecting", quiet=quiet or as_json) as progress,
     ):
         done = Curator(store, now()).gc(
             prune_traces_days=prune_traces, dry_run=dry_run, progress=progress
         )
+    if as_json:
+        emit_json({"dry_run": dry_run, **asdict(done)})
+        return
     if quiet and not dry_run:
         return
     verb = "would remove" if dry_run else "removed"
@@ -410,6 +457,26 @@ def _audit_lines(report: Audit, fixes: list[str]) -> list[str]:
             if len(items) > 50:
                 lines.append(f"  … {len(items) - 50} more (--json lists all)")
     return lines
+
+
+def _emit_alike(
+    pairs: list[tuple[str, str, float]],
+    disputed: list[Contradicting],
+    curator: Curator,
+    vault: str | None,
+) -> None:
+    """Print `dedupe --list --json`: each pair's ids and overlap, each contradiction as
+    `audit --json` has it (with the supersede command)."""
+    texts = curator.bodies(pair.new for pair in disputed) if disputed else {}
+    contradictions = [
+        {
+            **asdict(pair),
+            "command": supersede_command(texts.get(pair.new, ""), pair.workspace, pair.old, vault),
+        }
+        for pair in disputed
+    ]
+    found = [{"a": a, "b": b, "overlap": round(overlap, 3)} for a, b, overlap in pairs]
+    emit_json({"pairs": found, "contradictions": contradictions})
 
 
 def _say_pairs(pairs: list[tuple[str, str, float]], bodies: dict[str, str]) -> None:

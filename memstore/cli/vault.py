@@ -42,6 +42,7 @@ def init(
             " (memstore commits every file in its vault).",
         ),
     ] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Create a vault (a git repository of memories), or adopt an empty repository or a
     clone of a vault.
@@ -50,6 +51,11 @@ def init(
     """
     settings = shell_settings(path or vault)
     result = init_vault(settings.vault, settings, adopt_any=adopt_any)
+    if as_json:
+        adopted = result.commit or result.checked_out or result.registered_merge_driver
+        state = "created" if result.created_repository else "adopted" if adopted else "ready"
+        emit_json({**asdict(result), "path": str(result.path), "state": state})
+        return
     if result.created_repository:
         typer.echo(f"Created vault at {result.path}")
     elif result.commit or result.checked_out or result.registered_merge_driver:

@@ -57,6 +57,7 @@ def watch(vault: VaultOption = None) -> None:
             "then memstore watch)"
         )
         raise typer.Exit(0)
+    _require_vault(settings.vault)  # before saying it watches: one line naming the folder
     say(f"watching {settings.vault} (Ctrl-C to stop)")
     status = serve(
         settings.vault, os.environ, idle_exit=0, foreground=True, say=say, on_batch=reporter(say)

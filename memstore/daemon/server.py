@@ -16,6 +16,7 @@ import logging
 import os
 import queue
 import select
+import shlex
 import signal
 import socket
 import sys
@@ -446,7 +447,10 @@ def serve(
 ) -> int:
     """Run the daemon for `vault` until it stops; return the exit status."""
     if not (vault / ".git").exists():
-        say(f"Error: no vault at {vault}; run 'memstore init' (or 'memstore add' to start one)")
+        say(  # as every command says it (`memstore add` makes one only at ~/memstore)
+            f"Error: there is no vault at {vault}; run 'memstore init {shlex.quote(str(vault))}' "
+            "to make one there, or fix MEMSTORE_VAULT / --vault"
+        )
         return 1
     heap.one_arena()  # before its threads start (memstore/daemon/heap.py)
     daemon: Daemon | None = None
@@ -500,15 +504,16 @@ def idle_exit_from(env: Mapping[str, str], default: float = IDLE_EXIT_S) -> floa
 def run_from_command_line(argv: list[str], env: Mapping[str, str], cwd: str) -> int | None:
     """Run `memstore daemon [--vault PATH] [--idle-exit SECONDS] [--stop] [--background]`;
     None lets the typer command answer (help, a typo)."""
-    from memstore.ops.client import resolve_vault, stop
+    from memstore.ops.client import resolve_vault
 
     options = _parse(argv)
     if options is None:
         return None
     vault = resolve_vault(last(options, "vault") or None, env, cwd)
     if "stop" in options:
-        print(f"stopped the daemon for {vault}" if stop(vault) else f"no daemon runs for {vault}")
-        return 0
+        from memstore.daemon.stopping import stop_from_command_line
+
+        return stop_from_command_line(argv, env, cwd)
     background = "background" in options
     if background:
         _start_log(vault)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 
 
@@ -15,5 +16,17 @@ def stop_from_command_line(argv: list[str], env: Mapping[str, str], cwd: str) ->
     if options is None or "stop" not in options:
         return None
     vault = resolve_vault(last(options, "vault") or None, env, cwd)
-    print(f"stopped the daemon for {vault}" if stop(vault) else f"no daemon runs for {vault}")
+    if stop(vault):  # a daemon outlives its vault's removal for a moment: stop it still
+        print(f"stopped the daemon for {vault}")
+        return 0
+    if not (vault / ".git").is_dir():  # a typo in --vault, as status says
+        import shlex
+
+        print(
+            f"Error: there is no vault at {vault}; run 'memstore init {shlex.quote(str(vault))}' "
+            "to make one there, or fix MEMSTORE_VAULT / --vault",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"no daemon runs for {vault}")
     return 0

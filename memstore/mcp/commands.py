@@ -32,7 +32,7 @@ from memstore.ops.parameters import (
     option,
     shell_settings,
 )
-from memstore.service.store import Store
+from memstore.service.store import Store, require_vault
 
 
 class Watching(Protocol):
@@ -130,6 +130,8 @@ def benchmark(vault: VaultOption = None, as_json: JsonOption = False) -> None:
     settings = shell_settings(vault)
     workspace = detected_workspace(settings.vault)
     core: tuple[CoreMemory, ...] = ()
+    if not settings.may_create_vault:  # a vault named (--vault, $MEMSTORE_VAULT) must be one
+        require_vault(settings)
     if (settings.vault / ".git").exists():  # a read-only command: never create a vault
         with Store.open(settings) as store:
             core = store.recall("", workspace=workspace).core

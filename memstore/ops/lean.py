@@ -349,6 +349,8 @@ def run_add(request: Request, open_store: OpenStore = open_in_process) -> Reply:
     options = parse(request.argv, ADD, "text")
     if options is None or is_misused(options, adding=True):
         return DEFER
+    if not last(options, "text").strip():
+        return DEFER  # a usage error: the typer command says it
     settings = settings_for(request, options)
     text = last(options, "text")
     try:

@@ -10,21 +10,20 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import shlex
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from memstore.catalog.indexer import Indexer
 from memstore.core.config import Settings
-from memstore.core.errors import NotFoundError, VaultError
+from memstore.core.errors import VaultError
 from memstore.core.model import Caller
 from memstore.service.checks import memory_path
 from memstore.service.maintenance import Maintenance
 from memstore.service.reader import Reader, Stats
 from memstore.service.resources import Clock, Resources, fixed_clock
 from memstore.service.sources import Sources
-from memstore.service.vault_init import InitResult, init_vault
+from memstore.service.vault_init import InitResult, init_vault, is_unmade, require_vault
 from memstore.service.vectors import Vectors
 from memstore.vault.files import Vault
 from memstore.vault.git import GitRepo, Trailers
@@ -34,7 +33,7 @@ if TYPE_CHECKING:
     from memstore.service.transaction import Transaction
     from memstore.service.writer import Writer
 
-__all__ = ["InitResult", "Stats", "Store", "init_vault", "memory_path"]
+__all__ = ["InitResult", "Stats", "Store", "init_vault", "memory_path", "require_vault"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -88,26 +87,9 @@ class Store:
     def open(cls, settings: Settings, *, create: bool = False, clock: Clock = _now) -> Store:
         """Open the vault in `settings`; with `create`, make it first if it does not exist."""
         root = settings.vault
-        if root.exists() and not root.is_dir():
-            raise VaultError(
-                f"vault path {root} is a file, not a folder; set MEMSTORE_VAULT or --vault"
-            )
-        if not (root / ".git").exists():
-            is_empty = not root.exists() or not any(root.iterdir())
-            if create and is_empty and settings.may_create_vault:
-                init_vault(root, settings)
-            elif is_empty and not settings.may_create_vault:
-                # Made only at the default path: anywhere else it is most likely a typo.
-                raise NotFoundError(
-                    f"there is no vault at {root}; run 'memstore init {shlex.quote(str(root))}' "
-                    "to make one there, or fix MEMSTORE_VAULT / --vault"
-                )
-            elif not root.exists():
-                raise NotFoundError(
-                    f"no vault at {root}; run 'memstore init' (or 'memstore add' to start one)"
-                )
-            else:
-                raise VaultError(f"{root} is not a memstore vault; run: memstore init {root}")
+        if create and settings.may_create_vault and is_unmade(root):
+            init_vault(root, settings)
+        require_vault(settings)
         return cls(settings, Vault(root), clock)
 
     @contextlib.contextmanager

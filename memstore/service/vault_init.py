@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from memstore.core.config import Settings
-from memstore.core.errors import VaultError
+from memstore.core.errors import NotFoundError, VaultError
 from memstore.vault.files import Vault, first_stranger, has_vault_mark
 from memstore.vault.git import (
     GitRepo,
@@ -112,3 +113,34 @@ def _stranger_on_remote(git: GitRepo) -> str:
             where = "" if branch else f" on {name.removeprefix('refs/remotes/')}"
             found = stranger + where
     return found
+
+
+def is_unmade(root: Path) -> bool:
+    """Say whether `root` is no folder yet, or an empty one: where a vault may be made."""
+    return not root.exists() or (root.is_dir() and not any(root.iterdir()))
+
+
+def require_vault(settings: Settings) -> None:
+    """Raise as `Store.open(settings)` does when its folder holds no vault (creating none).
+
+    Raises:
+        NotFoundError: there is no vault there.
+        VaultError: the folder is a file, or a folder of other things.
+    """
+    root = settings.vault
+    if root.exists() and not root.is_dir():
+        raise VaultError(
+            f"vault path {root} is a file, not a folder; set MEMSTORE_VAULT or --vault"
+        )
+    if (root / ".git").exists():
+        return
+    if is_unmade(root) and not settings.may_create_vault:  # made only at the default path
+        raise NotFoundError(
+            f"there is no vault at {root}; run 'memstore init {shlex.quote(str(root))}' "
+            "to make one there, or fix MEMSTORE_VAULT / --vault"
+        )
+    if not root.exists():
+        raise NotFoundError(
+            f"no vault at {root}; run 'memstore init' (or 'memstore add' to start one)"
+        )
+    raise VaultError(f"{root} is not a memstore vault; run: memstore init {root}")

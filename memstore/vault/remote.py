@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import time
 from collections.abc import Callable, Mapping
@@ -130,15 +131,18 @@ def absolute_url(url: str, cwd: Path) -> str:
     git reads a relative path in a remote's URL from the vault, not from where `remote add`
     ran, so a path is resolved against `cwd` (the caller's); URLs (scheme://, host:path) and
     absolute paths (and ~ paths) are kept as given."""
-    path = Path(url)
-    if "://" in url or _SCP_LIKE.match(url) or url.startswith("~") or path.is_absolute():
-        return url  # ~: the shell's to expand (only the shells read the home directory)
-    if not (cwd / path).exists():
+    path = Path(url.removeprefix("file://"))
+    if not url.startswith("file://") and ("://" in url or _SCP_LIKE.match(url)):
+        return url
+    if url.startswith("~"):
+        return url  # the shell's to expand (only the shells read the home directory)
+    if not (cwd / path).exists():  # an absolute path too: a typo would fail every sync
+        where = "" if path.is_absolute() else f" from {cwd}"
         raise InvalidInputError(
-            f"no such path {url!r} from {cwd}; give the remote repository's URL, or "
-            "a path to it that exists (e.g. made with: git init --bare PATH)"
+            f"no such path {url!r}{where}; give the remote repository's URL, or a path to it "
+            f"that exists (e.g. made with: git init --bare {shlex.quote(str(cwd / path))})"
         )
-    return str((cwd / path).resolve())
+    return url if path.is_absolute() else str((cwd / path).resolve())
 
 
 def set_remote(root: Path, name: str, url: str, env: Mapping[str, str]) -> None:

@@ -195,9 +195,9 @@ def test_without_a_terminal_and_without_yes_nothing_is_written(
     assert not (project / ".cursor").exists()
 
 
-def test_unknown_agent_is_an_error(hermetic: Path, project: Path) -> None:
+def test_unknown_agent_is_a_usage_error(hermetic: Path, project: Path) -> None:
     result = agents_run("--install", "emacs", home=hermetic, cwd=project)
-    assert result.returncode == 1 and "unknown agent 'emacs'" in result.stderr
+    assert result.returncode == 2 and "unknown agent 'emacs'" in result.stderr
 
 
 def test_reinstall_keeps_what_the_person_added_to_the_entry(hermetic: Path, project: Path) -> None:
@@ -862,3 +862,28 @@ def test_reinstall_takes_out_a_prompt_hook_an_older_install_added_beside_the_per
         f"UserPromptSubmit already runs {theirs!r} in {project}: memstore's prompt hook taken "
         f"out of {local} (it ran twice)",
     )
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "cursor"])
+def test_uninstall_removes_the_empty_folders_install_made_and_no_others(
+    hermetic: Path, project: Path, agent: str
+) -> None:
+    # install made .claude/ (settings.local.json) or .cursor/ (mcp.json) in the project;
+    # uninstall emptied them and left the folders behind (found by h-fresh10)
+    folder = project / (".claude" if agent == "claude-code" else ".cursor")
+    installed = agents_run("--install", agent, "--yes", home=hermetic, cwd=project)
+    assert installed.returncode == 0 and folder.is_dir(), installed.stderr
+    removed = agents_run("--uninstall", agent, "--yes", home=hermetic, cwd=project)
+    assert removed.returncode == 0, removed.stderr
+    assert not folder.exists()
+    # a person's own folder, empty after uninstall, stays: memstore did not make it
+    folder.mkdir()
+    assert agents_run("--install", agent, "--yes", home=hermetic, cwd=project).returncode == 0
+    assert agents_run("--uninstall", agent, "--yes", home=hermetic, cwd=project).returncode == 0
+    assert folder.is_dir() and not any(folder.iterdir())
+    # one memstore made that holds a file of the person's by then stays, with the file
+    folder.rmdir()
+    assert agents_run("--install", agent, "--yes", home=hermetic, cwd=project).returncode == 0
+    (folder / "notes.txt").write_text("mine\n", encoding="utf-8")
+    assert agents_run("--uninstall", agent, "--yes", home=hermetic, cwd=project).returncode == 0
+    assert [p.name for p in folder.iterdir()] == ["notes.txt"]

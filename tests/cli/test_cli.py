@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -71,6 +72,51 @@ def test_version_and_help() -> None:
     for words in paths:
         result = runner.invoke(app, [*words, "--help"])
         assert result.exit_code == 0 and re.search(r"Examples?:  ", result.output), words
+
+
+def _examples(help_text: str) -> list[list[str]]:
+    """Return each command line a help's Example(s) paragraph shows, as memstore's arguments
+    (an environment assignment before it and a redirection after it left out)."""
+    found = re.search(r"Examples?:(.*?)(?:\n\s*\n|$)", help_text, re.S)
+    assert found is not None, help_text
+    lines = []
+    for part in re.split(r" ; |\s+(?=memstore )", " ".join(found.group(1).split())):
+        words = shlex.split(part)
+        while words and re.fullmatch(r"[A-Z_]+=\S*", words[0]):
+            words.pop(0)  # MEMSTORE_SEMANTIC=on memstore eval
+        if not words:
+            continue
+        assert words[0] == "memstore", part
+        while len(words) > 2 and words[-2] in ("<", ">"):
+            del words[-2:]  # < payload.json, > eval.json
+        lines.append(words[1:])
+    return lines
+
+
+def test_every_example_runs_its_own_command_with_options_it_has() -> None:
+    # An example naming an option the command lost, or another command, would teach a new
+    # user a usage error: each is parsed by the command it names, as the shell would.
+    root = typer.main.get_command(app)
+    pending: list[tuple[list[str], typer.core.TyperGroup]] = [([], root)]  # type: ignore[list-item]
+    seen = 0
+    while pending:
+        path, group = pending.pop()
+        for name, command in [("", group), *group.commands.items()]:  # type: ignore[attr-defined]
+            words = [*path, name] if name else path
+            if command.hidden or (name and hasattr(command, "commands")):
+                if name and not command.hidden:
+                    pending.append((words, command))  # its own help is read in its turn
+                continue
+            for example in _examples(command.help or ""):
+                target, rest = root, list(example)
+                named: list[str] = []
+                while hasattr(target, "commands") and rest and rest[0] in target.commands:
+                    named.append(rest[0])
+                    target = target.commands[rest.pop(0)]
+                assert named[: len(words)] == words, (words, example)
+                target.make_context(" ".join(["memstore", *named]), rest)  # a usage error raises
+                seen += 1
+    assert seen >= 50
 
 
 def test_init_creates_a_private_vault_with_its_git_files(tmp_path: Path) -> None:
@@ -202,7 +248,7 @@ def test_workspace_is_detected_from_the_current_repository(tmp_path: Path) -> No
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("add", ""), "empty"),
+        (("add", "-"), "empty"),  # an empty stdin; `add ""` is a usage error (exit 2)
         # a bad -w is a usage error (exit 2): tests/cli/test_usage_errors.py
         (("add", "x", "--supersedes", "nope1234"), "supersedes 'nope1234'"),
         (("show", "zzzz"), "no memory with id"),
@@ -571,6 +617,7 @@ def test_sync_uses_the_remote_that_remote_add_named(tmp_path: Path) -> None:
         "Error: the vault has no remote 'bakcup' (it has: backup); sync one with 'memstore "
         "sync --remote backup', or add this one with 'memstore remote add bakcup URL'\n"
     ), typo.stderr
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(tmp_path / "other.git"))
     other = run("remote", "add", str(tmp_path / "other.git"), vault=vault)  # origin now
     assert "memstore sync uses backup" in other.stdout
     assert other.stdout.endswith("Next:  memstore sync --remote origin\n")

@@ -373,8 +373,9 @@ def test_the_completion_script_installs_for_a_named_shell(tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("args", "status", "says"),
     [
-        (["search", ""], 1, "Error: the query is empty; pass words to look for"),
-        (["search", "  ", "--all", "--json"], 1, "Error: the query is empty"),
+        (["search", ""], 2, "QUERY: the query is empty; pass words to look for"),
+        (["search", "  ", "--all", "--json"], 2, "QUERY: the query is empty"),
+        (["add", " "], 2, "TEXT: memory text is empty; pass the text to remember"),
         (["add", "a note", "-w", ""], 2, "'-w' / '--workspace': is empty; name a workspace"),
         (["search", "deploy", "-w", " "], 2, "'-w' / '--workspace': is empty"),
     ],

@@ -83,3 +83,10 @@ def test_sync_pulls_each_team_and_an_unreachable_one_is_one_line(tmp_path: Path)
     assert found.returncode == 0 and "infra:webshop" in found.stdout
     data = json.loads(invoke_memstore("sync", "--json", vault=vault).stdout)
     assert [t["result"] for t in data["teams"]] == ["up to date", "failed"]
+    # the vault's own remote unreachable: the teams' lines came on stdout before the error,
+    # so `sync --json` printed text where a script reads JSON; now stdout stays empty
+    invoke_memstore("remote", "add", str(acme), vault=vault)
+    acme.rename(tmp_path / "acme-moved.git")
+    failed = invoke_memstore("sync", "--json", vault=vault)
+    assert failed.returncode == 1 and failed.stdout == "", failed.stdout
+    assert failed.stderr.startswith("Error: cannot fetch from remote 'origin'")

@@ -37,6 +37,17 @@ BAD_VALUES = [
     (["conflicts", "resolve", "ID", "--keep", "0"], "'0' is not a choice"),
     (["conflicts", "resolve", "ID"], "say how to settle it: --keep mine"),
     (["log", "-n", "-3"], "must be at least 0"),
+    # an empty query or text is the command line's fault, as a missing one is (exit 1 before)
+    (["search", ""], "Invalid value for QUERY: the query is empty; pass words to look for"),
+    (["search", "  ", "--all", "--json"], "the query is empty"),
+    (["add", ""], "Invalid value for TEXT: memory text is empty; pass the text to remember"),
+    (["add", " ", "-w", "webshop", "--json"], "memory text is empty"),
+    (["gc", "--prune-traces", "-1"], "'--prune-traces': must be at least 0"),  # was 0: ran
+    (["agents", "--install", "emacs"], "unknown agent 'emacs'; use one of: claude-code"),
+    (["agents", "--uninstall", "emacs"], "for --uninstall: unknown agent 'emacs'"),
+    (["team", "join", "Bad Name", "NOTES"], "Invalid value for NAME: invalid team name 'Bad"),
+    (["dedupe", "--merge", "ID", "--keep-both", "ID"], "use one of --list, --merge ID or --keep"),
+    (["dedupe", "--list", "--merge", "ID"], "use one of --list, --merge ID or --keep-both ID"),
 ]
 
 

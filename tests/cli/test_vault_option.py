@@ -162,7 +162,7 @@ def cases(s: Seeded, scratch: Path) -> dict[tuple[str, ...], list[str]]:
         ("agents",): ["--install", "claude-code", "--yes"],
         ("remote",): [],
         ("remote", "show"): [],
-        ("remote", "add"): [str(scratch / "elsewhere.git")],
+        ("remote", "add"): [str(bare(scratch / "elsewhere.git"))],  # one that exists
         ("conflicts",): [],
         ("conflicts", "resolve"): [s.conflicted, "--keep", "2"],
         ("init",): [],

@@ -200,6 +200,41 @@ def test_sync_names_a_conflict_pulled_into_a_merge_of_its_own(
     assert found.versions[found.mine - 1] == MINE_ON_A
 
 
+@pytest.mark.parametrize("as_json", [[], ["--json"]])
+def test_a_sync_that_kept_both_versions_exits_3_on_both_machines_and_0_after(
+    machines: tuple[Store, Store], as_json: list[str]
+) -> None:
+    # exit 0 said "all done" to a script; 1 would say "failed, run it again" though the
+    # sync pushed: 3 is "done, and a memory waits for a person" (docs/cli.md)
+    a, b = machines
+    added = a.add(BEFORE, workspace="infra")
+    a.sync()
+    b.sync()
+    edit_text(a, added.path, BEFORE, MINE_ON_A)
+    edit_text(b, added.path, BEFORE, MINE_ON_B)
+    a.sync()
+    envs = [
+        {"MEMSTORE_VAULT": str(s.vault.root), "MEMSTORE_HOST": h}
+        for s, h in ((b, "host-b"), (a, "host-a"))
+    ]
+    for env in envs:  # B makes the merge, A pulls it
+        done = invoke_memstore("sync", *as_json, env=env)
+        assert done.returncode == 3, (done.stdout, done.stderr)
+        assert added.path in done.stdout and done.stderr == ""
+        if as_json:
+            assert json.loads(done.stdout)["conflicts"] == [added.path]
+    again = invoke_memstore("sync", *as_json, env=envs[0])  # nothing new: not news again
+    assert again.returncode == 0, again.stdout
+    settled = invoke_memstore(
+        "conflicts", "resolve", added.id, "--keep", "mine", "--json", env=envs[0]
+    )
+    assert settled.returncode == 0, settled.stderr
+    answer = json.loads(settled.stdout)
+    assert set(answer) == {"id", "workspace", "path", "kept", "commit", "resolved"}
+    assert (answer["id"], answer["kept"], answer["resolved"]) == (added.id, "mine", True)
+    assert invoke_memstore("sync", *as_json, env=envs[0]).returncode == 0
+
+
 # --- listing --------------------------------------------------------------------------------
 
 

@@ -215,12 +215,16 @@ def test_recall_counters_are_flushed_in_one_commit_and_add_up_across_machines(
 def test_an_unreachable_remote_is_a_clear_error_and_keeps_local_commits(
     store: Store, tmp_path: Path
 ) -> None:
-    store.set_remote(str(tmp_path / "missing.git"))
+    missing = tmp_path / "missing.git"
+    store.set_remote(str(missing))
     added = store.add("kept locally", workspace="global")
     before = head(store.vault.root)
-    with pytest.raises(SyncError, match="your commits are kept"):
+    with pytest.raises(SyncError, match="your commits are kept") as raised:
         store.sync()
     assert head(store.vault.root) == before and store.show(added.id)
+    # a path names what makes it reachable again (it said "run sync again when reachable")
+    assert f"there is no repository at {missing}" in str(raised.value)
+    assert f"git init --bare {missing}" in str(raised.value)
 
 
 def test_authentication_failures_are_named() -> None:

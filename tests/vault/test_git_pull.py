@@ -7,12 +7,13 @@ is what `memstore init` and `memstore remote add` wrote into the vault's .git/co
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXE, git, invoke_memstore
+from tests.conftest import EXE, git, head, invoke_memstore
 
 TEXT = "upload 413 is nginx client_max_body_size, not the app"
 
@@ -245,27 +246,35 @@ def test_a_relative_remote_path_is_stored_absolute_and_sync_reaches_it(
     assert git(tmp_path / "remotes" / "u.git", "rev-parse", "main") == git(
         vault, "rev-parse", "main"
     )
-    for url in ("git@example.com:me/m.git", "https://example.com/m.git", "/abs/not/made.git"):
+    for url in ("git@example.com:me/m.git", "https://example.com/m.git", where):
         ok(sh(bare_env, tmp_path, "memstore", "remote", "--vault", str(vault), "add", url))
         assert git(vault, "config", "remote.origin.url") == url + "\n"
-    missing = sh(
-        bare_env, tmp_path, "memstore", "remote", "--vault", str(vault), "add", "nope/u.git"
-    )
-    assert missing.returncode == 1 and missing.stderr.count("\n") == 1, missing.stderr
-    assert missing.stderr.startswith("Error: no such path 'nope/u.git' from "), missing.stderr
-    assert git(vault, "config", "remote.origin.url") == "/abs/not/made.git\n"
+    before = (git(vault, "config", "--list"), head(vault))
+    for typo, said in (
+        ("nope/u.git", f"no such path 'nope/u.git' from {tmp_path}; "),
+        # an absolute path was taken as given: every sync then failed on it
+        ("/abs/not/made.git", "no such path '/abs/not/made.git'; "),
+        ("file:///abs/not/made.git", "no such path 'file:///abs/not/made.git'; "),
+    ):
+        missing = sh(bare_env, tmp_path, "memstore", "remote", "--vault", str(vault), "add", typo)
+        assert missing.returncode == 1 and missing.stderr.count("\n") == 1, missing.stderr
+        assert missing.stderr.startswith(f"Error: {said}"), missing.stderr
+        assert "(e.g. made with: git init --bare /" in missing.stderr  # the path it names
+        assert (git(vault, "config", "--list"), head(vault)) == before  # nothing changed
 
 
 def test_a_sync_to_a_path_where_no_repository_is_names_git_init_bare(
     tmp_path: Path, bare_env: dict[str, str]
 ) -> None:
-    """Found by the eleventh session's trial: `remote add` keeps an absolute path not made
-    yet, and the sync then said "run 'memstore sync' again when it is reachable", which
+    """Found by the eleventh session's trial: a remote's folder gone (a disk not mounted, a
+    folder moved), the sync said "run 'memstore sync' again when it is reachable", which
     never helps: it names the folder and how to make the repository there."""
     ok(sh(bare_env, tmp_path, "memstore", "init", "v"))
     vault = tmp_path / "v"
     later = tmp_path / "disk" / "memory.git"
+    git(tmp_path, "init", "-q", "--bare", str(later))
     ok(sh(bare_env, tmp_path, "memstore", "remote", "--vault", "v", "add", str(later)))
+    shutil.rmtree(tmp_path / "disk")  # the disk is not mounted today
     ok(sh(bare_env, tmp_path, "memstore", "add", TEXT, "--vault", str(vault)))
 
     failed = sh(bare_env, tmp_path, "memstore", "sync", "--vault", str(vault))

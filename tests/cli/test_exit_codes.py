@@ -1,0 +1,192 @@
+"""One exit-status convention across the commands (docs/cli.md): 0 done, 1 a thing the person
+must act on (no vault there, no such memory, a refusal), 2 the command line is wrong (with the
+usage line; tests/cli/test_usage_errors.py has the bad values), 3 done with news for a person
+(status: no daemon; sync: both versions of a memory kept). Every command is in one table here,
+so a new one must say how it answers a missing vault."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+
+from memstore.launcher import typer_app
+from tests.conftest import head, invoke_memstore, run_memstore, vault_bytes
+
+# How each command is run against a folder that holds no vault (it must exit 1 with one line
+# naming the folder and `memstore init`, print nothing on stdout and create nothing there).
+MISSING_VAULT: dict[str, list[str]] = {
+    "add": ["add", "a note"],
+    "search": ["search", "deploy"],
+    "show": ["show", "k3xq"],
+    "reindex": ["reindex"],
+    "doctor": ["doctor"],
+    "watch": ["watch"],
+    "daemon": ["daemon", "--stop"],
+    "status": ["status"],
+    "benchmark": ["benchmark"],  # the default ~/memstore may be missing: its cost is 0
+    "serve": ["serve"],
+    "sync": ["sync"],
+    "confirm": ["confirm", "k3xq"],
+    "audit": ["audit"],
+    "dedupe": ["dedupe", "--list"],
+    "promote": ["promote", "k3xq", "--kind", "core"],
+    "archive": ["archive", "k3xq"],
+    "revive": ["revive", "k3xq"],
+    "forget": ["forget", "k3xq", "--yes"],
+    "log": ["log"],
+    "revert": ["revert", "--session", "abc"],
+    "view": ["view", "--json"],
+    "import": ["import", "NOTES"],
+    "export": ["export"],
+    "restore": ["restore", "EXPORT"],
+    "gc": ["gc"],
+    "edit": ["edit", "k3xq"],
+    "list": ["list"],
+    "stats": ["stats"],
+    "ingest": ["ingest", "."],
+    "share": ["share", "k3xq", "--team", "acme"],
+    "review": ["review", "memstore/me/k3xq", "--team", "acme"],
+    "remote": ["remote"],
+    "remote add": ["remote", "add", "origin", "REMOTE"],
+    "remote show": ["remote", "show"],
+    "conflicts": ["conflicts"],
+    "conflicts resolve": ["conflicts", "resolve", "k3xq", "--keep", "mine"],
+    "team": ["team"],
+    "team join": ["team", "join", "acme", "REMOTE"],
+    "team list": ["team", "list"],
+    "team leave": ["team", "leave", "acme"],
+}
+# The commands that need no vault, and why.
+NO_VAULT_NEEDED = {
+    "init": "makes one",
+    "demo": "makes one",
+    "eval": "loads its fixture into a throwaway vault",
+    "hook": "never fails: an agent's prompt must not break (it says why on stderr, exit 0)",
+    "agents": "edits the agents' config files",
+    "check": "checks the checkout it is given",
+}
+NO_DAEMON = {"MEMSTORE_NO_DAEMON": "1"}  # a daemon started here would answer status and stop
+LONG_RUNNING = {"watch", "serve"}  # run as a process, bounded: a bug must not hang the suite
+
+
+def every_command() -> set[str]:
+    """Return each command's words ("remote add"), however deep, hidden ones left out."""
+    found: set[str] = set()
+    groups: list[tuple[list[str], typer.core.TyperGroup]] = [
+        ([], typer.main.get_command(typer_app()))
+    ]  # type: ignore[list-item]
+    while groups:
+        path, group = groups.pop()
+        for name, command in group.commands.items():
+            if not command.hidden:
+                found.add(" ".join([*path, name]))
+                if hasattr(command, "commands"):
+                    groups.append(([*path, name], command))  # type: ignore[arg-type]
+    return found
+
+
+def test_every_command_says_how_it_answers_a_missing_vault() -> None:
+    assert every_command() == set(MISSING_VAULT) | set(NO_VAULT_NEEDED)
+    assert not set(MISSING_VAULT) & set(NO_VAULT_NEEDED)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The files a command's arguments name: notes to import, an export, a bare remote."""
+    root = tmp_path_factory.mktemp("inputs")
+    notes = root / "notes.md"
+    notes.write_text("- a note to import\n", encoding="utf-8")
+    vault = root / "vault"
+    assert invoke_memstore("init", str(vault)).returncode == 0
+    exported = invoke_memstore("export", vault=vault)
+    assert exported.returncode == 0, exported.stderr
+    export = root / "export.json"
+    export.write_text(exported.stdout, encoding="utf-8")
+    remote = root / "remote.git"
+    assert run_memstore("init", str(remote)).returncode == 0  # any git repository will do
+    return {"NOTES": str(notes), "EXPORT": str(export), "REMOTE": str(remote)}
+
+
+@pytest.mark.parametrize("name", sorted(MISSING_VAULT))
+def test_a_missing_vault_is_one_line_naming_it_and_exit_1(
+    name: str, files: dict[str, str], tmp_path: Path
+) -> None:
+    missing = tmp_path / "typo"
+    args = [files.get(arg, arg) for arg in MISSING_VAULT[name]]
+    env = {"EDITOR": "true", "MEMSTORE_NO_DAEMON": "1"}
+    if name in LONG_RUNNING:
+        done = run_memstore(*args, vault=missing, cwd=tmp_path, env=env, timeout=60)
+    else:
+        done = invoke_memstore(*args, vault=missing, cwd=tmp_path, env=env)
+    assert done.returncode == 1, (done.returncode, done.stdout, done.stderr)
+    assert done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert line == (
+        f"Error: there is no vault at {missing}; run 'memstore init {missing}' to make one "
+        "there, or fix MEMSTORE_VAULT / --vault"
+    )  # the same words from every command (the daemon's said 'or memstore add to start one')
+    assert not missing.exists()
+
+
+ID_COMMANDS = [
+    ["show", "zzzz"],
+    ["confirm", "zzzz"],
+    ["promote", "zzzz", "--kind", "core"],
+    ["archive", "zzzz"],
+    ["revive", "zzzz"],
+    ["forget", "zzzz", "--yes"],
+    ["edit", "zzzz"],
+    ["dedupe", "--merge", "zzzz"],
+    ["conflicts", "resolve", "zzzz", "--keep", "mine"],
+    ["log", "zzzz"],
+]
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    vault = tmp_path_factory.mktemp("exits") / "vault"
+    assert invoke_memstore("init", str(vault)).returncode == 0
+    added = invoke_memstore(
+        "add", "the deploy needs approval", "-w", "webshop", vault=vault, env=NO_DAEMON
+    )
+    assert added.returncode == 0, added.stderr
+    return vault
+
+
+@pytest.mark.parametrize("args", ID_COMMANDS, ids=[" ".join(a) for a in ID_COMMANDS])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_bad_id_is_one_line_naming_it_exit_1_and_changes_nothing(
+    seeded: Path, args: list[str], as_json: bool
+) -> None:
+    words = max((args[:n] for n in (1, 2) if " ".join(args[:n]) in every_command()), key=len)
+    if as_json and "--json" not in invoke_memstore(*words, "--help").stdout:
+        pytest.skip("no --json")
+    before = (head(seeded), vault_bytes(seeded))
+    done = invoke_memstore(
+        *args, *(["--json"] if as_json else []), vault=seeded, env={"EDITOR": "true"}
+    )
+    assert done.returncode == 1, (done.returncode, done.stderr)
+    assert done.stdout == ""  # not even JSON: an error is on stderr, as every --json has it
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("Error: ") and "'zzzz'" in line, line
+    assert (head(seeded), vault_bytes(seeded)) == before
+
+
+def test_daemon_stop_is_0_where_none_runs_and_1_where_there_is_no_vault(
+    seeded: Path, tmp_path: Path
+) -> None:
+    done = run_memstore("daemon", "--stop", vault=seeded, timeout=60)
+    assert (done.returncode, done.stdout) == (0, f"no daemon runs for {seeded}\n")
+    missing = run_memstore("daemon", "--stop", "--vault", str(tmp_path / "typo"), timeout=60)
+    assert missing.returncode == 1 and missing.stdout == "", missing.stdout
+    assert missing.stderr.startswith(f"Error: there is no vault at {tmp_path / 'typo'};")
+
+
+def test_status_answers_3_when_no_daemon_runs_in_text_and_json(seeded: Path) -> None:
+    for as_json in ([], ["--json"]):
+        done = invoke_memstore("status", *as_json, vault=seeded, env=NO_DAEMON)
+        assert done.returncode == 3, done.stderr
+    assert json.loads(done.stdout)["running"] is False
