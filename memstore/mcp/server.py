@@ -9,6 +9,7 @@ Store and watcher of its own, through the same tools module: the agent gets the 
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import logging
 import os
@@ -360,6 +361,13 @@ def exit_after(work: Callable[[], object], status: int) -> NoReturn:
     worker = threading.Thread(target=work, name="memstore-stop", daemon=True)
     worker.start()
     worker.join(STOP_WITHIN_S)
+    if worker.is_alive():
+        logging.getLogger("memstore").warning(
+            "the shutdown did not finish within %g s; leaving (recall counters stay journaled)",
+            STOP_WITHIN_S,
+        )
+        if faulthandler.is_enabled():  # PYTHONFAULTHANDLER=1: say where it waited
+            faulthandler.dump_traceback(all_threads=True)
     os._exit(status)
 
 
