@@ -64,7 +64,7 @@ def warm_steps(index: IndexReader, postings: int = WARM_POSTINGS) -> Iterator[No
             held=None,
         )
         yield
-    # The key order of large segments (ties at the last place are narrowed by it: ~0.9 s
+    # The key order of large segments (ties at the last place are narrowed by it: 0.15 s
     # of the first such search after a merge at a million memories)
     for _ in index.stored.rank_steps(searcher):
         if index._searcher is not searcher:

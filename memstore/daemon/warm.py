@@ -105,7 +105,7 @@ def again(store: Store, turns: Turns, warmed: int | None) -> int | None:
     the index has a large segment not read ahead (a background merge swapped one in, a
     compaction, another process's) and its version is not `warmed`, the last one warmed
     again. Without it the first search after a merge at a million memories read the merged
-    segment's key order itself (~0.9 s). Never waits for the store."""
+    segment's key order, norms and common words' lists itself. Never waits for the store."""
     if not turns.serving.acquire(blocking=False):
         return None
     try:

@@ -1,6 +1,6 @@
 """The daemon warms again after a background merge swapped in a large segment: the first search
 with many ties after it does not read the merged segment's key order itself (at a million
-memories ~0.9 s for a segment of 143,000), and answers what it answered before the merge."""
+memories 0.15-0.9 s of CPU for a segment of 143,000), and answers what it answered before."""
 
 from __future__ import annotations
 
