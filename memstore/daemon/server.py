@@ -130,7 +130,7 @@ class Daemon:
         self.store = store
         self.idle_exit = idle_exit
         self.identity = identity()  # the code this process loaded, named before it can change
-        self.watcher = Watcher(store, on_batch=on_batch, on_tick=store.tidy)
+        self.watcher = Watcher(store, on_batch=on_batch, on_tick=self._tidy)
         self.socket_path = socket_path(store.vault.root)
         self.started = time.time()
         self.requests = 0
@@ -196,6 +196,14 @@ class Daemon:
         if version is not None:
             self._warmed_again = version
             self._start_warming()
+
+    def _tidy(self) -> None:
+        """The watcher's periodic task (Store.tidy); what it read is settled at the next
+        idle moment, not only after a request (a counter flush at a million memories)."""
+        try:
+            self.store.tidy()
+        finally:
+            self._settled = 0.0
 
     def _settle(self) -> None:
         """Settle the heap between requests, none waiting (memstore/daemon/heap.py)."""
