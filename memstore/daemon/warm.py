@@ -109,12 +109,13 @@ def again(store: Store, turns: Turns, warmed: int | None) -> int | None:
     if not turns.serving.acquire(blocking=False):
         return None
     try:
-        if not store.shared.mutex.acquire(blocking=False):
+        shared = store.shared
+        if not shared.mutex.acquire(blocking=False):
             return None
-        try:
-            version = store.indexer.search.unwarmed_version()
+        try:  # the index as open (none: the next request opens it, and this looks again)
+            version = None if shared.indexer is None else shared.indexer.search.unwarmed_version()
         finally:
-            store.shared.mutex.release()
+            shared.mutex.release()
     except (MemstoreError, SearchIndexError):
         return None  # damaged or deleted: the next request heals, then this looks again
     finally:
