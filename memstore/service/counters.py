@@ -109,7 +109,7 @@ def _write(tx: Transaction, written: dict[str, Memory], store: Store) -> None:
     sync's checkout stages the paths in its own write of git's index, and otherwise the
     store's staging process does once writes pause. The periodic flush staged them itself:
     at a million memories git's index (134 MB) was read into the daemon, 6.6 s of CPU, and
-    kept there (~300 MiB of its RSS after its first flush)."""
+    kept there (~190 MiB of its RSS after a flush, measured with the listings dropped)."""
     befores = {path: tx.git.read_work_file(path) for path in written}
     files = {path: tx.render_over(path, befores[path], m) for path, m in written.items()}
     with tx.writing(files):
