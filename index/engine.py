@@ -231,6 +231,12 @@ class SearchIndex:
         with guard(self.root, "read"):
             yield from warm_steps(self.reader)
 
+    def unwarmed_version(self) -> int | None:
+        """Return the index's version if it has a large segment not read ahead yet, else
+        None (IndexReader.unwarmed_version): what a long-lived process warms again."""
+        with guard(self.root, "read"):
+            return self.reader.unwarmed_version()
+
     def release_pages(self) -> int:
         """Unmap the index file pages this process has read (IndexReader.release_pages)."""
         return self.reader.release_pages()

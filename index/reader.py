@@ -359,6 +359,15 @@ class IndexReader:
             with guard(self.root, "read"):
                 self.lexicon.term_lookup()
 
+    def unwarmed_version(self) -> int | None:
+        """Return the index's version (its generation) as it is now if a large segment of it
+        was not read ahead yet (a merge's or a compaction's, committed by any process: its
+        key order not kept, StoredCache.rank_steps), else None."""
+        searcher = self.searcher()
+        if not self.stored.ranks_missing(searcher):
+            return None
+        return int(searcher.reader().generation())
+
     def release_pages(self) -> int:
         """Unmap the pages of the index files this process has read; return the bytes of
         the mappings advised (release_pages)."""

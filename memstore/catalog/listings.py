@@ -32,6 +32,11 @@ from memstore.catalog.plan import RACY, RACY_NS, settle
 Entries = dict[str, int]  # entry name → inode number (dot entries left out)
 Seen = tuple[int, Entries]  # a folder's modification time (ns) and its entries
 OWN_KEPT_S = 2 * RACY_NS / 1e9  # how long a file this process wrote is known as its own
+# What a long-lived process keeps between requests (`trim`): the folders recorded last, up
+# to this many entries (~100 bytes each). A counter flush at a million memories adopts a
+# few hundred month folders of ~5,000 entries (~90 MiB) that nothing reads again until
+# they change; a folder forgotten is listed again then, as one never listed.
+KEEP_ENTRIES = 100_000
 
 
 def read_entries(where: str) -> Entries | None:
@@ -85,6 +90,7 @@ class Listings:
             if folder in racy:  # what was kept of it is older still
                 self._folders.pop(folder, None)
             elif folder:  # the vault's own folder holds no memories
+                self._folders.pop(folder, None)  # recorded last: kept longest (`trim`)
                 self._folders[folder] = (mtime, dict(entries))
 
     def adopt(self, recorded: Mapping[str, int]) -> None:
@@ -163,11 +169,26 @@ class Listings:
                     self._folders[folder][1][name] = inode
         for folder in folders & self._folders.keys():
             mtime = self._mtime(folder)
-            if mtime is None:
-                del self._folders[folder]
-            else:
-                self._folders[folder] = (mtime, self._folders[folder][1])
+            entries = self._folders.pop(folder)[1]  # recorded last: kept longest (`trim`)
+            if mtime is not None:
+                self._folders[folder] = (mtime, entries)
         self._armed -= folders
+
+    def trim(self, keep: int | None = None) -> int:
+        """Forget the folders recorded longest ago until at most `keep` entries (default
+        KEEP_ENTRIES) are kept; return how many folders were forgotten. A forgotten folder
+        is listed again when its time moves on, as one never listed; one a write under way
+        holds (`writing`) is kept."""
+        keep = KEEP_ENTRIES if keep is None else keep
+        total = sum(len(entries) for _, entries in self._folders.values())
+        forgotten = 0
+        for folder in list(self._folders):
+            if total <= keep:
+                break
+            if folder not in self._armed:
+                total -= len(self._folders.pop(folder)[1])
+                forgotten += 1
+        return forgotten
 
     def _mtime(self, folder: str) -> int | None:
         try:

@@ -131,7 +131,7 @@ class Daemon:
         self.store = store
         self.idle_exit = idle_exit
         self.identity = identity()  # the code this process loaded, named before it can change
-        self.watcher = Watcher(store, on_batch=on_batch, on_tick=store.tidy)
+        self.watcher = Watcher(store, on_batch=on_batch, on_tick=self._tidy)
         self.socket_path = socket_path(store.vault.root)
         self.started = time.time()
         self.requests = 0
@@ -142,6 +142,8 @@ class Daemon:
         self._serving = threading.Lock()
         self._turns = warm.Turns(self._serving, time.monotonic)  # requests before the warm-up
         self.warmed = False  # the warm-up's steps all done (`memstore status --json`)
+        self._warming: threading.Thread | None = None
+        self._warmed_again: int | None = None  # the index version last warmed again
         self._busy_since: float | None = None
         self._socket_inode = 0
         self._request_log = _RequestLog()
@@ -163,7 +165,7 @@ class Daemon:
         try:
             with self._listening() as listener:
                 say(f"serving {self.store.vault.root} on {self.socket_path} (pid {os.getpid()})")
-                threading.Thread(target=self._warm, name="memstore-warm", daemon=True).start()
+                self._start_warming()
                 self._serve(listener)
         finally:
             # a request under way finishes; a warm-up step does not hold the stop up (it
@@ -177,11 +179,32 @@ class Daemon:
             logging.getLogger().removeHandler(self._request_log)
         say(f"stopped: {self.stop_reason or 'asked to'}")
 
+    def _start_warming(self) -> None:
+        self._warming = threading.Thread(target=self._warm, name="memstore-warm", daemon=True)
+        self._warming.start()
+
     def _warm(self) -> None:
         """Read what first requests would, in the background, only while no request
         waits or runs (memstore/daemon/warm.py)."""
         self.warmed = warm.warm(self.store, self._turns, self._stop)
         self._settled = 0.0  # what it read is frozen at the next idle moment (_settle)
+
+    def _warm_again(self) -> None:
+        """Warm again, between requests, once a large segment was swapped in (warm.again)."""
+        if self._warming is not None and self._warming.is_alive():
+            return
+        version = warm.again(self.store, self._turns, self._warmed_again)
+        if version is not None:
+            self._warmed_again = version
+            self._start_warming()
+
+    def _tidy(self) -> None:
+        """The watcher's periodic task (Store.tidy); what it read is settled at the next
+        idle moment, not only after a request (a counter flush at a million memories)."""
+        try:
+            self.store.tidy()
+        finally:
+            self._settled = 0.0
 
     def _settle(self) -> None:
         """Settle the heap between requests, none waiting (memstore/daemon/heap.py)."""
@@ -215,6 +238,7 @@ class Daemon:
             if conn is not None:
                 self._dispatch(conn)
             elif time.monotonic() - self._last_request >= SETTLE_AFTER_S > 0:
+                self._warm_again()
                 self._settle()
             reason = self._reason_to_stop()
             if reason:

@@ -1,8 +1,9 @@
 """The daemon's warm-up: what first requests would read, read between requests, never before one.
 
 A daemon answers as soon as it listens; a thread then reads ahead what the first requests
-would (the searcher, the core block, BM25's length parts, the common words' lists) one
-short step at a time. Requests go first: a step starts only while no request waits for
+would (the searcher, the core block, BM25's length parts, the common words' lists, large
+segments' key order) one short step at a time, and again once a merge or compaction swapped
+in a large segment (`again`). Requests go first: a step starts only while no request waits for
 the store or holds it (`Turns`), so a request waits at most for the one step under way,
 and the warm-up waits for every request (issue 39: the first hundred recalls at 100,000
 memories had twice the steady p95 while the warm-up ran beside them).
@@ -97,6 +98,29 @@ def steps(store: Store) -> Iterator[None]:
             if next(index_steps, _DONE) is _DONE:
                 return
         yield
+
+
+def again(store: Store, turns: Turns, warmed: int | None) -> int | None:
+    """Return the index version to warm again, or None: when no request wants the store,
+    the index has a large segment not read ahead (a background merge swapped one in, a
+    compaction, another process's) and its version is not `warmed`, the last one warmed
+    again. Without it the first search after a merge at a million memories read the merged
+    segment's key order, norms and common words' lists itself. Never waits for the store."""
+    if not turns.serving.acquire(blocking=False):
+        return None
+    try:
+        shared = store.shared
+        if not shared.mutex.acquire(blocking=False):
+            return None
+        try:  # the index as open (none: the next request opens it, and this looks again)
+            version = None if shared.indexer is None else shared.indexer.search.unwarmed_version()
+        finally:
+            shared.mutex.release()
+    except (MemstoreError, SearchIndexError):
+        return None  # damaged or deleted: the next request heals, then this looks again
+    finally:
+        turns.serving.release()
+    return None if version == warmed else version
 
 
 def warm(store: Store, turns: Turns, stop: threading.Event) -> bool:

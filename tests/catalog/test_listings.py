@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from memstore.catalog.listings import Listings, read_entries
 from memstore.catalog.memory_manifest import Folders
 from memstore.catalog.plan import RACY
 from memstore.core.model import AddResult
@@ -313,4 +315,56 @@ def test_a_catch_up_listing_many_folders_remembers_none_and_misses_nothing(
     listed.clear()
     add(store, 5)
     assert month not in listed
+    assert indexed(store) == on_disk(vault)
+
+
+def test_trimming_forgets_the_folders_recorded_longest_ago(tmp_path: Path) -> None:
+    """A long-lived process keeps its folders' listings to a bound between requests
+    (`Listings.trim`, the daemon's settle): a counter flush at a million memories left
+    ~90 MiB of month folders nothing read again. Those recorded or written last stay."""
+    for folder in "abc":
+        (tmp_path / folder).mkdir()
+        for n in range(3):
+            (tmp_path / folder / f"m{n}.md").write_text("x", encoding="utf-8")
+    listings = Listings(str(tmp_path))
+    mtime = {f: os.stat(tmp_path / f).st_mtime_ns for f in "abc"}
+    for folder in "abc":
+        seen = {folder: (mtime[folder], read_entries(str(tmp_path / folder)) or {})}
+        listings.remember(seen, {}, time.time_ns())
+    with listings.writing(["a/m3.md"]):  # a write moves its folder on: recorded last
+        (tmp_path / "a" / "m3.md").write_text("y", encoding="utf-8")
+        listings.wrote([("a/m3.md", os.stat(tmp_path / "a" / "m3.md").st_ino)])
+    assert listings.trim(keep=10) == 0  # 4 + 3 + 3 entries: within the bound
+    assert listings.trim(keep=7) == 1  # "b" recorded longest ago
+    now = {f: os.stat(tmp_path / f).st_mtime_ns for f in "abc"}
+    assert [listings.unchanged(f, now[f]) for f in "abc"] == [True, False, True]
+    assert listings.trim(keep=0) == 2
+    assert not any(listings.unchanged(f, now[f]) for f in "abc")
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_a_change_in_the_tick_of_an_add_in_a_trimmed_folder_is_found_by_the_next(
+    store: Store, vault: Path, change: str, tmp_path: Path, listed: list[str]
+) -> None:
+    first = [add(store, n) for n in range(4)]
+    month = vault / first[0].path.rpartition("/")[0]
+    assert store.indexer.listings.trim(keep=0) >= 1  # forgotten: listed again, as never listed
+    target = vault / first[1].path
+    outside = tmp_path / "outside-zzzz9999.md"
+    outside.write_text(memory_text("zzzz9999", "moved in from elsewhere"), encoding="utf-8")
+    person = {
+        "created": lambda: (month / "by-hand-hhhh1111.md").write_text(
+            memory_text("hhhh1111", "kestrel written by hand"), encoding="utf-8"
+        ),
+        "saved atomically": lambda: save_atomically(
+            target, target.read_text(encoding="utf-8").replace("burst memory", "osprey memory")
+        ),
+        "deleted": target.unlink,
+        "renamed": lambda: target.rename(month / "renamed-by-hand.md"),
+        "moved in": lambda: os.replace(outside, month / outside.name),
+    }[change]
+    _same_tick(month, person)
+    listed.clear()
+    add(store, 99)  # its catch-up lists the forgotten folder again, and sees the change
+    assert month.relative_to(vault).as_posix() in listed
     assert indexed(store) == on_disk(vault)

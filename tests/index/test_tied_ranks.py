@@ -11,7 +11,7 @@ import pytest
 
 from memstore.index import Document, SearchIndex
 from memstore.index.scoring import segment_id
-from memstore.index.stored import key_ranks
+from memstore.index.stored import key_rank_steps, key_ranks
 
 WORDS = ["retry", "budget", "deploy", "cache", "kestrel", "ñandú", "façade", "queue"]
 
@@ -121,3 +121,26 @@ def test_key_ranks_are_the_order_of_the_keys(tied: tuple[SearchIndex, dict[str, 
     assert set(index.reader.stored.ranks) <= {
         segment_id(s) for s, _ in searcher.reader().leaf_readers()
     }
+
+
+def test_key_ranks_read_in_steps_are_the_ranks_read_at_once(
+    tied: tuple[SearchIndex, dict[str, Document]],
+) -> None:
+    """The warm-up reads a large segment's key ranks a step at a time (key_rank_steps),
+    pausing after each `every` keys: the same array as key_ranks reads at once."""
+    index, _ = tied
+    for segment, _ in index.reader.searcher().reader().leaf_readers():
+        steps = key_rank_steps(segment, every=7)
+        paused = 0
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                ranks = done.value
+                break
+            paused += 1
+        assert (
+            paused
+            == len({segment.stored_fields(n)["key"] for n in range(segment.doc_count_all())}) // 7
+        )
+        assert ranks == key_ranks(segment)
