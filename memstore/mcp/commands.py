@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, NoReturn, Protocol, cast
+from typing import Annotated, Protocol, cast
 
 import typer
 
@@ -67,7 +67,7 @@ def _serving(watch: Watch) -> Callable[..., None]:
 
         Example:  memstore serve --source claude-code
         """
-        from memstore.mcp.server import build_server, exit_after, run_stdio
+        from memstore.mcp.server import STOP_WITHIN_S, build_server, exit_after, run_stdio
 
         settings = replace(shell_settings(vault), source=source)
         chosen = workspace or detected_workspace(settings.vault)  # None: read all, add to global
@@ -86,6 +86,8 @@ def _serving(watch: Watch) -> Callable[..., None]:
                 )
                 run_stdio(server)
             finally:
+                if stopping.is_set():  # a signal's shutdown is under way: it ends the process
+                    threading.Event().wait(2 * STOP_WITHIN_S)
                 stopping.set()
                 watcher.stop()
 
@@ -93,7 +95,7 @@ def _serving(watch: Watch) -> Callable[..., None]:
 
 
 def _stop_on_signals(
-    watcher: Watching, store: Store, exit_after: Callable[[Callable[[], object], int], NoReturn]
+    watcher: Watching, store: Store, exit_after: Callable[[Callable[[], object], int], None]
 ) -> threading.Event:
     """On Ctrl-C or SIGTERM, write recall counters and exit at once (within a bound:
     `exit_after`); return the event the normal shutdown sets (a signal after it ends the

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import anyio
 from mcp.server import MCPServer
@@ -349,26 +349,33 @@ def _stop_on_signals(forwarder: Forwarder) -> None:
 STOP_WITHIN_S = 20.0  # a signal's shutdown writes what it kept, then the process exits
 
 
-def exit_after(work: Callable[[], object], status: int) -> NoReturn:
-    """Run `work` (what a signal's shutdown writes) in a thread of its own; exit with `status`
-    once it is done or STOP_WITHIN_S have passed.
+def exit_after(work: Callable[[], object], status: int) -> None:
+    """Run `work` (what a signal's shutdown writes) in a thread of its own, and end the
+    process with `status` once it is done or STOP_WITHIN_S have passed; return at once.
 
-    A signal handler runs in the main thread between two of its steps, perhaps holding a lock
-    `work` needs (the store's, a tool call's): run there, `work` would wait for itself and the
-    process would never exit. Past the bound nothing is lost: recall counters are journaled
+    A signal handler runs in the main thread between two of its steps, which may hold what
+    `work` needs: the import lock in the middle of an import (serve's start imports for a
+    second or two), a lock of the store. Run in the handler, or waited for there, `work`
+    waited for the main thread and the main thread for it: serve never exited (seen in CI,
+    stacks in the tests). So the handler returns, the step under way finishes, and the
+    process ends from here. Past the bound nothing is lost: recall counters are journaled
     (vault/usage.py) and written by the next writer.
     """
-    worker = threading.Thread(target=work, name="memstore-stop", daemon=True)
-    worker.start()
-    worker.join(STOP_WITHIN_S)
-    if worker.is_alive():
-        logging.getLogger("memstore").warning(
-            "the shutdown did not finish within %g s; leaving (recall counters stay journaled)",
-            STOP_WITHIN_S,
-        )
-        if faulthandler.is_enabled():  # PYTHONFAULTHANDLER=1: say where it waited
-            faulthandler.dump_traceback(all_threads=True)
-    os._exit(status)
+
+    def leave() -> None:
+        worker = threading.Thread(target=work, name="memstore-stop", daemon=True)
+        worker.start()
+        worker.join(STOP_WITHIN_S)
+        if worker.is_alive():
+            logging.getLogger("memstore").warning(
+                "the shutdown did not finish within %g s; leaving (recall counters stay journaled)",
+                STOP_WITHIN_S,
+            )
+            if faulthandler.is_enabled():  # PYTHONFAULTHANDLER=1: say where it waited
+                faulthandler.dump_traceback(all_threads=True)
+        os._exit(status)
+
+    threading.Thread(target=leave, name="memstore-leave", daemon=True).start()
 
 
 def compact(data: Mapping[str, Any]) -> CallToolResult:

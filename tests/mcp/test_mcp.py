@@ -435,31 +435,62 @@ def test_serve_stops_on_a_signal_and_writes_recall_counters(
 
 
 HELD_AT_SIGNAL = """
-import signal, sys, threading
+import os, signal, sys, threading
 from memstore.mcp import server
-server.STOP_WITHIN_S = 2
-held = threading.Lock()
+server.STOP_WITHIN_S = float(sys.argv[1])
+held, signalled = threading.Lock(), threading.Event()
 held.acquire()  # the main thread holds what the shutdown needs when the signal comes
-signal.signal(signal.SIGTERM, lambda signum, _: server.exit_after(held.acquire, 128 + signum))
+
+
+def work():
+    with held:
+        open(sys.argv[2], "w").close()
+
+
+def stop(signum, _frame):
+    signalled.set()
+    server.exit_after(work, 128 + signum)
+
+
+signal.signal(signal.SIGTERM, stop)
 print("ready", flush=True)
+signalled.wait(60)
+if sys.argv[3] == "lets go":  # the step under way ends (an import): it lets go
+    held.release()
 threading.Event().wait(120)
 """
 
 
-def test_a_signal_while_the_main_thread_holds_what_the_shutdown_needs_still_exits() -> None:
-    """A signal handler runs between two steps of the main thread: a shutdown run there that
-    needs a lock the interrupted step holds waited for itself, and `serve` never exited."""
+@pytest.mark.parametrize("main_thread", ["lets go", "holds on"])
+def test_a_signal_while_the_main_thread_holds_what_the_shutdown_needs(
+    tmp_path: Path, main_thread: str
+) -> None:
+    """A signal handler runs between two steps of the main thread, which may hold what the
+    shutdown needs (the import lock mid-import: serve's start). Run or waited for in the
+    handler, the shutdown waited for the main thread and it for the shutdown: serve never
+    exited (CI, 2026-12-07). Now the handler returns: the shutdown finishes once the step
+    under way lets go, and the process ends within the bound whatever holds on."""
+    done = tmp_path / "shutdown-done"
+    bound = 30 if main_thread == "lets go" else 2
     with subprocess.Popen(
-        [sys.executable, "-c", HELD_AT_SIGNAL], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", HELD_AT_SIGNAL, str(bound), str(done), main_thread],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     ) as process:
-        assert process.stdout is not None
-        ready, _, _ = select.select([process.stdout], [], [], 60)
-        assert ready and process.stdout.readline() == "ready\n"
-        process.send_signal(signal.SIGTERM)
         try:
-            assert process.wait(timeout=30) == 128 + signal.SIGTERM
+            assert process.stdout is not None
+            ready, _, _ = select.select([process.stdout], [], [], 60)
+            assert ready and process.stdout.readline() == "ready\n"
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=60) == 128 + signal.SIGTERM
+            said = process.communicate(timeout=30)[1]
         finally:
             process.kill()
+    if main_thread == "lets go":
+        assert done.exists() and "did not finish" not in said, said
+    else:
+        assert not done.exists() and "did not finish within 2 s" in said, said
 
 
 # --- text that is not Unicode ----------------------------------------------------------
