@@ -202,7 +202,10 @@ class Watcher:
         # Each file's own row: reading its workspace's (~12,000 rows at 100k memories) was
         # ~40 ms of the daemon's CPU per event batch at load, one or more per add.
         try:
-            return not self.store.indexer.manifest.changed_among(root, files)
+            # memstore's own add holds the store while it writes a file and indexes it: its
+            # event, come before the add ends (a loaded machine), finds the row once it has
+            with self.store.shared.mutex:
+                return not self.store.indexer.manifest.changed_among(root, files)
         except (OSError, MemstoreError, SearchIndexError):
             return False  # the index is busy being repaired, or damaged: catch up
 
