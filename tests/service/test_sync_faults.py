@@ -394,8 +394,11 @@ def test_the_same_text_added_on_both_machines_is_one_file_seen_twice(pair: Pair)
     second = pair.b.add("use pnpm, never npm")
     assert first["id"] == second["id"] and first["path"] == second["path"]
     pair.a.sync()
-    pair.b.sync()
-    pair.a.sync()
+    # the two texts differ in case: both versions are kept, and the sync says so (exit 3)
+    for machine in (pair.b, pair.a):
+        kept = machine.run("sync", ok=False)
+        assert kept.returncode == 3, kept.stdout + kept.stderr
+        assert f"both versions kept (conflict: true): {first['path']}" in kept.stdout
     for machine in (pair.a, pair.b):
         memories = machine.memories()
         assert list(memories) == [first["path"]]
