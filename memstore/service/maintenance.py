@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 COMPACT_MAX_DOCS = 10_000
 # How long closing a store waits for its background merge to stop: a merge stops between
 # its steps (its helper killed), or finishes the swap it began (one commit under the locks).
-MERGE_STOP_S = 30.0
+MERGE_STOP_S = 10.0  # within serve's signal shutdown (STOP_WITHIN_S, 20 s) with its flush
 
 
 class Maintenance(Part):
