@@ -130,11 +130,10 @@ class Stopper:
 
     def stop(self) -> None:
         """Kill the helpers running under it (their callers see them fail), and any to come."""
-        with self._lock:
+        with self._lock:  # held while killing: a helper left here is not reaped yet
             self._stopped = True
-            running = list(self._running)
-        for helper in running:
-            helper.kill()
+            for helper in self._running:
+                helper.kill()
 
     @contextlib.contextmanager
     def running(self, helper: Helper) -> Iterator[Helper]:
