@@ -30,6 +30,7 @@ from .writer import IndexWriter
 
 if TYPE_CHECKING:
     from .merging import Merged  # a helper process's work: loaded when a merge is planned
+    from .parts import Stopper
 
 MERGE_MAX_DOCS = 500  # a commit merges segments up to this size; larger ones on compact()
 MERGE_TIER = 6  # small segments merge six of a size at a time (_merge_small_segments)
@@ -356,12 +357,13 @@ class SearchIndex:
 
         return merging.plan(merging.segment_sizes(self._ix))
 
-    def build_merge(self, chosen: list[str]) -> Merged | None:
+    def build_merge(self, chosen: list[str], stopper: Stopper | None = None) -> Merged | None:
         """Write the segments `chosen` (merge_plan's) as one, in a helper process, without
-        the write lock; None if one is gone or the helper failed (swap_in adopts it)."""
+        the write lock; None if one is gone, the helper failed or `stopper` stopped it
+        (swap_in adopts it)."""
         from . import merging
 
-        return merging.build(self.root, chosen, self.root / f"merging-{os.getpid()}")
+        return merging.build(self.root, chosen, self.root / f"merging-{os.getpid()}", stopper)
 
     def swap_in(self, merged: Merged) -> bool:
         """Commit `merged` in place of the segments it was written from (False, nothing

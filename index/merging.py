@@ -29,7 +29,7 @@ from whoosh.reading import SegmentReader
 
 from . import _patches
 from .engine import MERGE_MAX_DOCS  # smaller segments are the commits' to merge
-from .parts import Helper, serve, while_parent_lives
+from .parts import Helper, Stopper, serve, while_parent_lives
 from .schema import Document, Part, parse_stored
 from .writer import write_part
 
@@ -104,22 +104,33 @@ class Merged:
         return Part(self.folder, self.segment, ())
 
 
-def build(root: Path, chosen: list[str], folder: Path) -> Merged | None:
+def build(
+    root: Path, chosen: list[str], folder: Path, stopper: Stopper | None = None
+) -> Merged | None:
     """Write the live documents of the segments `chosen` (ids) of the Whoosh index in
     `root`/whoosh into one segment under `folder`, in a helper process (in this one if
-    the helper cannot start); None if a chosen segment is gone or the helper failed."""
+    the helper cannot start); None if a chosen segment is gone, the helper failed or
+    `stopper` stopped it (then `folder` is removed)."""
     clear_stale(folder.parent)
     shutil.rmtree(folder, ignore_errors=True)
+    stopper = stopper or Stopper()
+    if stopper.is_stopped:
+        return None
     helper = Helper.start(MERGE_CODE, [(str(root / "whoosh"), chosen, str(folder))])
     if helper is None:
         return write_merged(root / "whoosh", chosen, folder)
+    found = None
     try:
-        found = helper.receive()
-        if found is None or not helper.succeeded():
-            return None
-        return Merged(folder, *found)
+        with stopper.running(helper):
+            found = helper.receive()
+            if found is None or not helper.succeeded() or stopper.is_stopped:
+                found = None
+                return None
+            return Merged(folder, *found)
     finally:
         helper.stop()
+        if found is None:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def clear_stale(root: Path) -> None:

@@ -101,13 +101,53 @@ class Helper:
             self.stop()
             return False
 
+    def kill(self) -> None:
+        """Kill it if it still runs, without waiting (its caller's stop reaps it)."""
+        if self._process.poll() is None:
+            with contextlib.suppress(OSError):
+                self._process.kill()
+
     def stop(self) -> None:
         """Kill it if it still runs (done, or left behind by a failure), and reap it."""
-        if self._process.poll() is None:
-            self._process.kill()
+        self.kill()
         self._process.wait()
         with contextlib.suppress(OSError):
             self._process.stdout.close()  # type: ignore[union-attr]
+
+
+class Stopper:
+    """Stops, from another thread, the helper processes started under it (a background
+    merge's, when its store closes): each running is killed, and one started later at once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: set[Helper] = set()
+        self._stopped = False
+
+    @property
+    def is_stopped(self) -> bool:
+        return self._stopped
+
+    def stop(self) -> None:
+        """Kill the helpers running under it (their callers see them fail), and any to come."""
+        with self._lock:  # held while killing: a helper left here is not reaped yet
+            self._stopped = True
+            for helper in self._running:
+                helper.kill()
+
+    @contextlib.contextmanager
+    def running(self, helper: Helper) -> Iterator[Helper]:
+        """Hold `helper` under this stopper while it works (killed at once if stopped)."""
+        with self._lock:
+            self._running.add(helper)
+            stopped = self._stopped
+        if stopped:
+            helper.kill()
+        try:
+            yield helper
+        finally:
+            with self._lock:
+                self._running.discard(helper)
 
 
 def _feed(process: subprocess.Popen[bytes], messages: list[object]) -> None:

@@ -6,6 +6,7 @@ without typer (`run_from_command_line`, from the launcher), and this command ser
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 from pathlib import Path
@@ -26,10 +27,12 @@ commands = typer.Typer()
 
 def watching(store: Store) -> Watcher:
     """Start keeping the index of `store` current in the background and writing its recall
-    counters every few minutes (`memstore serve` in-process runs this beside the MCP server)."""
+    counters every few minutes (`memstore serve` in-process runs this beside the MCP server);
+    the stop's last tidy starts no merge of the index's segments (the process ends)."""
     from memstore.daemon.watcher import Watcher
 
-    return Watcher(store, on_tick=store.tidy).start(wait=False)
+    last = functools.partial(store.tidy, merge=False)
+    return Watcher(store, on_tick=store.tidy, on_last_tick=last).start(wait=False)
 
 
 @commands.command()

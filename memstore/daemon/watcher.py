@@ -115,11 +115,13 @@ class Watcher:
         on_tick: Callable[[], object] | None = None,
         tick_every: float = TICK_S,
         full_every: float = FULL_EVERY_S,
+        on_last_tick: Callable[[], object] | None = None,
     ) -> None:
         self.store = store
         self.full_every = full_every
         self.on_batch = on_batch
         self.on_tick = on_tick
+        self.on_last_tick = on_last_tick or on_tick  # the stop's (the process ends after it)
         self.tick_every = tick_every
         self.reconcile_every = reconcile_every
         self._events: queue.SimpleQueue[str] = queue.SimpleQueue()
@@ -166,7 +168,7 @@ class Watcher:
 
     def stop(self, *, final_tick: bool = True) -> None:
         """Stop watching, wait for the current batch, and (`final_tick`) run the periodic task
-        once more."""
+        once more (`on_last_tick`, when given: one that starts nothing the exit would cut)."""
         self._stop.set()
         self._events.put("")  # wake the loop
         self.sources.stop()
@@ -175,7 +177,7 @@ class Watcher:
         if self._thread is not None:
             self._thread.join(timeout=30)
         if final_tick:
-            self._tick()  # e.g. recall counters: written before the process ends
+            self._tick(self.on_last_tick)  # e.g. recall counters: written before the process ends
 
     def __enter__(self) -> Watcher:
         return self.start()
@@ -283,11 +285,12 @@ class Watcher:
                 self._tick()
                 next_tick = now + self.tick_every
 
-    def _tick(self) -> None:
-        if self.on_tick is None:
+    def _tick(self, task: Callable[[], object] | None = None) -> None:
+        task = task or self.on_tick
+        if task is None:
             return
         try:
-            self.on_tick()
+            task()
         except MemstoreError as err:
             log.warning("periodic task failed, will retry: %s", err)
         except Exception:  # the shell's outer loop: log it and keep watching

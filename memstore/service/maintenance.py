@@ -16,6 +16,7 @@ from memstore.catalog.updater import Moved, Updater
 from memstore.core.errors import MemstoreError, VaultError
 from memstore.core.faults import crash_point
 from memstore.index import SearchIndex, SearchIndexError
+from memstore.index.parts import Stopper
 from memstore.service import journal
 from memstore.service.resources import Part, serialized
 from memstore.vault.git import clear_stale_locks, git_debris
@@ -34,6 +35,9 @@ log = logging.getLogger(__name__)
 # hold 40 segments of 25,000: merging them all held the lock for many minutes, every tidy
 # (docs/benchmarks.md section 8, "Eighth session"). `memstore gc` still merges them all.
 COMPACT_MAX_DOCS = 10_000
+# How long closing a store waits for its background merge to stop: a merge stops between
+# its steps (its helper killed), or finishes the swap it began (one commit under the locks).
+MERGE_STOP_S = 10.0  # within serve's signal shutdown (STOP_WITHIN_S, 20 s) with its flush
 
 
 class Maintenance(Part):
@@ -41,8 +45,7 @@ class Maintenance(Part):
 
     def __init__(self, store: Store) -> None:
         super().__init__(store)
-        self._merging: threading.Thread | None = None  # merge_segments(wait=False)'s
-        self._merging_lock = threading.Lock()
+        self.merges = Merges(store)
 
     def heal(self) -> None:
         """Clear what a killed process left in git (runs each time the vault lock is taken).
@@ -209,10 +212,11 @@ class Maintenance(Part):
             store.vectors.view(locked=True, progress=embedding)
             return result
 
-    def tidy(self) -> None:
-        """Flush recall counters, pack git history past git's own threshold and compact an
-        index of many segments: what a long-running shell (serve, watch) does every few
-        minutes."""
+    def tidy(self, *, merge: bool = True) -> None:
+        """Flush recall counters, pack git history past git's own threshold, compact an
+        index of many segments and (`merge`) start merging its large ones in a thread: what
+        a long-running shell (serve, watch) does every few minutes (`merge` False: the last
+        time, as the process ends)."""
         from memstore.vault import remote
 
         store = self.store
@@ -224,38 +228,21 @@ class Maintenance(Part):
             crowded = store.indexer.search.needs_compacting(COMPACT_MAX_DOCS)
         if crowded:  # a step bounded by what it rewrites: writers wait for it
             self.compact_index(COMPACT_MAX_DOCS)
-        self.merge_segments(wait=False)
+        if merge:
+            self.merge_segments(wait=False)
 
     def merge_segments(self, *, wait: bool = True) -> int:
-        """Merge the index's large segments by tiers until none are due (index/merging.py):
-        each merge written by a helper process without the vault lock, then swapped in by
-        one short commit under it. Return how many segments were merged, or (`wait` False)
-        start a thread doing it, unless one runs, and return 0."""
-        if not wait:
-            with self._merging_lock:
-                if self._merging is None or not self._merging.is_alive():
-                    self._merging = threading.Thread(
-                        target=_merge_quietly, args=(self,), name="memstore-merge", daemon=True
-                    )
-                    self._merging.start()
-            return 0
-        store = self.store
-        merged = 0
-        while True:
-            with store.shared.mutex:
-                search = store.indexer.search
-                chosen = search.merge_plan()
-            built = search.build_merge(chosen) if chosen else None
-            if built is None:
-                return merged
-            with store.transaction(catch_up=False, serialize=False):
-                own = SearchIndex.open(search.root, create=False)
-                try:
-                    if not own.swap_in(built):
-                        return merged
-                finally:
-                    own.close()
-            merged += len(chosen)
+        """Merge the index's large segments by tiers until none are due (Merges.run) and
+        return how many were merged, or (`wait` False) start a thread doing it, unless one
+        runs or the store closed, and return 0."""
+        if wait:
+            return self.merges.run()
+        self.merges.start()
+        return 0
+
+    def stop_merging(self) -> None:
+        """Stop the background merge and start none again: the store closes (Merges.stop)."""
+        self.merges.stop()
 
     def compact_index(self, max_docs: int | None = None) -> int:
         """Merge the index into one segment (or, with `max_docs`, its smallest segments
@@ -449,12 +436,74 @@ def _joined(results: list[CatchUp]) -> CatchUp:
     )
 
 
-def _merge_quietly(maintenance: Maintenance) -> None:
-    """Merge the index's large segments in a thread of its own: a failure is logged, and the
-    next tidy tries again."""
-    try:
-        maintenance.merge_segments()
-    except MemstoreError as err:
-        log.warning("merging the index's segments failed, will retry: %s", err)
-    except Exception:  # a thread of its own: log it, the next tidy tries again
-        log.exception("unexpected error merging the index's segments; will retry")
+class Merges(Part):
+    """The index's large segments merged by tiers (index/merging.py), by tidy in a thread
+    of its own, until the store closes."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self.thread: threading.Thread | None = None  # start()'s
+        self._lock = threading.Lock()
+        self._stopper = Stopper()  # stopped when the store closes: merges end, none starts
+
+    def run(self) -> int:
+        """Merge until no tier is due; return how many segments were merged. Each merge is
+        written by a helper process without the vault lock, then swapped in by one short
+        commit under it. Once stopped, a merge ends before its next step (its helper
+        killed) or after the swap it began."""
+        store, stopper = self.store, self._stopper
+        merged = 0
+        while True:
+            with store.shared.mutex:
+                if stopper.is_stopped:  # closed: its index is not opened again
+                    return merged
+                search = store.indexer.search
+                chosen = search.merge_plan()
+            built = search.build_merge(chosen, stopper) if chosen else None
+            if built is None:
+                return merged
+            with store.transaction(catch_up=False, serialize=False):
+                if stopper.is_stopped:  # no swap begins once closing: the built one goes
+                    shutil.rmtree(built.folder, ignore_errors=True)
+                    return merged
+                own = SearchIndex.open(search.root, create=False)
+                try:
+                    if not own.swap_in(built):
+                        return merged
+                finally:
+                    own.close()
+            merged += len(chosen)
+
+    def start(self) -> None:
+        """Run in a thread of its own, unless one runs or it was stopped."""
+        with self._lock:
+            if self._stopper.is_stopped or (self.thread is not None and self.thread.is_alive()):
+                return
+            self.thread = threading.Thread(target=self._run_quietly, name="memstore-merge")
+            self.thread.daemon = True
+            self.thread.start()
+
+    def stop(self) -> None:
+        """Stop the thread's merge, if one runs, and start none again (the store closes),
+        waiting for it up to MERGE_STOP_S."""
+        with self._lock:
+            self._stopper.stop()
+            thread = self.thread
+        if thread is None or thread is threading.current_thread():
+            return
+        thread.join(MERGE_STOP_S)
+        if thread.is_alive():
+            log.warning(
+                "the index's background merge did not stop within %.0f s; it begins no swap "
+                "from now on, and the next process's merge starts over",
+                MERGE_STOP_S,
+            )
+
+    def _run_quietly(self) -> None:
+        """Merge in a thread of its own: a failure is logged, and the next tidy tries again."""
+        try:
+            self.run()
+        except MemstoreError as err:
+            log.warning("merging the index's segments failed, will retry: %s", err)
+        except Exception:  # a thread of its own: log it, the next tidy tries again
+            log.exception("unexpected error merging the index's segments; will retry")

@@ -142,10 +142,15 @@ class Store:
             yield self
 
     def hold(self) -> None:
-        """Wait for the operation under way, then keep all others out (the process exits)."""
+        """Stop the background merge, wait for the operation under way, then keep all
+        others out (the process exits)."""
+        self.maintenance.stop_merging()
         self.shared.mutex.acquire()
 
     def close(self) -> None:
+        """Stop the background merge (Maintenance.stop_merging), then close the index,
+        counters and repository."""
+        self.maintenance.stop_merging()
         self.shared.close()
 
     def __enter__(self) -> Store:

@@ -107,7 +107,7 @@ def test_a_tidy_merges_large_segments_by_tiers_in_a_thread(
         before = _segments(store.indexer.search)
         ranked = {q: _ranked(store, q) for q in ("kafka lag", "redis", "vacuum host7")}
         store.tidy()
-        thread = store.maintenance._merging
+        thread = store.maintenance.merges.thread
         assert thread is not None
         thread.join(timeout=120)
         assert not thread.is_alive()
