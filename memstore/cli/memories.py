@@ -70,9 +70,11 @@ def _no_such_option(option: str, known: list[str], command: str, text: str) -> s
     """Say that `option` is unknown: a close option's name, else how to pass it as text."""
     import difflib
 
-    close = difflib.get_close_matches(option, known, 1)
+    close = options.meant(option, known) or next(
+        iter(difflib.get_close_matches(option, known, 1)), ""
+    )
     if close:
-        return f"No such option: {option}. Did you mean {close[0]}?"
+        return f"No such option: {option}. Did you mean {close}?"
     return (
         f"No such option: {option}. Text that begins with a dash goes after --: "
         f"memstore {command} -- {shlex.quote(text)}"
