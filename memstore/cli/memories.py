@@ -161,7 +161,7 @@ def search(
     context: Annotated[bool, option(options.SEARCH, "context")] = False,
     archived: Annotated[bool, option(options.SEARCH, "archived")] = False,
     as_of: Annotated[
-        str | None, option(options.SEARCH, "as_of", metavar="DATE", callback=date_option)
+        str | None, option(options.SEARCH, "as_of", metavar="WHEN", callback=date_option)
     ] = None,
     vault: VaultOption = None,
     as_json: JsonOption = False,
@@ -210,15 +210,16 @@ def show(
         str | None,
         typer.Option(
             "--as-of",
-            metavar="DATE",
-            help="The memory as it was then (YYYY-MM-DD).",
+            metavar="WHEN",
+            help="The memory as it was then: a date (2026-11-01, its end), an age (7d, 2w, "
+            "12h) or an ISO time.",
             callback=date_option,
         ),
     ] = None,
     vault: VaultOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Print one memory's file, exactly as stored (or as it was on a date).
+    """Print one memory's file, exactly as stored (or as it was at a date or an age ago).
 
     Piped or redirected, the output is the file's bytes. On a terminal, control characters
     (escape sequences, bidi overrides) show as escapes such as `\\x1b`, so a file cannot

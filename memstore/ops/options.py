@@ -75,7 +75,8 @@ SEARCH = (
         "as_of",
         value=True,
         lean=False,
-        help="Search the vault as it was then (YYYY-MM-DD).",
+        help="Search the vault as it was then: a date (2026-11-01, its end), an age (7d, 2w, "
+        "12h) or an ISO time.",
     ),
     VAULT,
     JSON,
