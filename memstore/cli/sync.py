@@ -191,7 +191,7 @@ def merge_file_command(
 def remote_default(
     context: typer.Context, vault: VaultOption = None, as_json: JsonOption = False
 ) -> None:
-    """Show or set the git remote the vault syncs with (alone: print each remote and its URL).
+    """Show, set or remove the git remote the vault syncs with (alone: each remote and its URL).
 
     Example:  memstore remote add git@github.com:me/memories.git
     """
