@@ -15,7 +15,12 @@ import typer
 from memstore import __version__
 from memstore.core.errors import MemstoreError
 from memstore.ops.cli_help import tidy_parameters
+from memstore.ops.options import meant
 from memstore.ops.output import printable
+
+# click's exceptions where typer has them: typer 0.29 vendors click (typer._click), an older
+# typer uses click itself; typer.BadParameter is click's own class in both.
+_CLICK_ERRORS = sys.modules[typer.BadParameter.__module__]
 
 HELP = """Local-first memory for coding agents: markdown files in git, searched with BM25.
 
@@ -35,6 +40,17 @@ class CommandList(typer.core.TyperGroup):
         super().__init__(*args, **kwargs)
         for command in [self, *self.commands.values()]:
             tidy_parameters(command)
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except _CLICK_ERRORS.NoSuchOption as err:  # `--at` where the command has --as-of: say so
+            params = err.ctx.command.params if err.ctx else []
+            option = meant(err.option_name, {name for param in params for name in param.opts})
+            if not option:
+                raise
+            message = f"No such option: {err.option_name}. Did you mean {option}?"
+            raise _CLICK_ERRORS.UsageError(message, err.ctx) from None
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         rows = []

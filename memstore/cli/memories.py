@@ -70,9 +70,11 @@ def _no_such_option(option: str, known: list[str], command: str, text: str) -> s
     """Say that `option` is unknown: a close option's name, else how to pass it as text."""
     import difflib
 
-    close = difflib.get_close_matches(option, known, 1)
+    close = options.meant(option, known) or next(
+        iter(difflib.get_close_matches(option, known, 1)), ""
+    )
     if close:
-        return f"No such option: {option}. Did you mean {close[0]}?"
+        return f"No such option: {option}. Did you mean {close}?"
     return (
         f"No such option: {option}. Text that begins with a dash goes after --: "
         f"memstore {command} -- {shlex.quote(text)}"
@@ -159,7 +161,7 @@ def search(
     context: Annotated[bool, option(options.SEARCH, "context")] = False,
     archived: Annotated[bool, option(options.SEARCH, "archived")] = False,
     as_of: Annotated[
-        str | None, option(options.SEARCH, "as_of", metavar="DATE", callback=date_option)
+        str | None, option(options.SEARCH, "as_of", metavar="WHEN", callback=date_option)
     ] = None,
     vault: VaultOption = None,
     as_json: JsonOption = False,
@@ -208,15 +210,16 @@ def show(
         str | None,
         typer.Option(
             "--as-of",
-            metavar="DATE",
-            help="The memory as it was then (YYYY-MM-DD).",
+            metavar="WHEN",
+            help="The memory as it was then: a date (2026-11-01, its end), an age (7d, 2w, "
+            "12h) or an ISO time.",
             callback=date_option,
         ),
     ] = None,
     vault: VaultOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Print one memory's file, exactly as stored (or as it was on a date).
+    """Print one memory's file, exactly as stored (or as it was at a date or an age ago).
 
     Piped or redirected, the output is the file's bytes. On a terminal, control characters
     (escape sequences, bidi overrides) show as escapes such as `\\x1b`, so a file cannot

@@ -191,7 +191,7 @@ def merge_file_command(
 def remote_default(
     context: typer.Context, vault: VaultOption = None, as_json: JsonOption = False
 ) -> None:
-    """Show or set the git remote the vault syncs with (alone: print each remote and its URL).
+    """Show, set or remove the git remote the vault syncs with (alone: each remote and its URL).
 
     Example:  memstore remote add git@github.com:me/memories.git
     """
@@ -258,6 +258,42 @@ def remote_add(
         typer.echo(f"Next:  memstore sync --remote {name}")
         return
     typer.echo("Next:  memstore sync")
+
+
+@remote.command("remove")
+def remote_remove(
+    name: Annotated[str, typer.Argument(help="The remote to remove.", metavar="NAME")],
+    vault: VaultOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Remove a remote: its URL, its remote-tracking branches and the branch's tracking of it
+    (git's `remote remove`). The remote itself is not touched.
+
+    Example:  memstore remote remove backup
+    """
+    from memstore.service.maintenance import remove_remote
+    from memstore.vault import remote
+
+    with Store.open(shell_settings(vault)) as store:
+        was_synced = store.remote_name() == name
+        url = remove_remote(store, name)
+        now = store.remote_name()  # the branch's tracking of `name` went with it
+        left = remote.remote_urls(store.vault.root, store.settings.env)
+    synced_with = now if now in left else None
+    if as_json:  # `synced_with`: the remote `memstore sync` uses now (null: none)
+        emit_json({"name": name, "url": url, "synced_with": synced_with})
+        return
+    typer.echo(f"removed remote {name} ({url})")
+    if not was_synced:
+        return
+    if synced_with:
+        typer.echo(f"  memstore sync uses {synced_with} now")
+    elif left:
+        other = next(iter(left))
+        typer.echo(f"  memstore sync has no remote now; for {other}:")
+        typer.echo(f"Next:  memstore sync --remote {other}")
+    else:
+        typer.echo("  memstore sync has no remote now; add one with: memstore remote add URL")
 
 
 @remote.command("show")

@@ -14,6 +14,8 @@ Plain classes and tuples: the launcher imports this before it knows whether a da
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 Options = dict[str, list[str]]  # key → its values in order ("1" for a flag)
 
 
@@ -73,7 +75,8 @@ SEARCH = (
         "as_of",
         value=True,
         lean=False,
-        help="Search the vault as it was then (YYYY-MM-DD).",
+        help="Search the vault as it was then: a date (2026-11-01, its end), an age (7d, 2w, "
+        "12h) or an ISO time.",
     ),
     VAULT,
     JSON,
@@ -148,6 +151,17 @@ SERVE = (
     VAULT,
 )
 COMMANDS = {"search": SEARCH, "add": ADD, "ingest": INGEST, "daemon": DAEMON, "serve": SERVE}
+
+# Names people try for an option that has another: a command with the option suggests it
+# ("No such option: --at. Did you mean --as-of?"), where difflib would name a closer one
+# (--vault). A suggestion, not an alias: each option keeps one name.
+TRIED = {"--at": "--as-of"}
+
+
+def meant(tried: str, known: Collection[str]) -> str:
+    """Return the option of `known` someone giving `tried` (`--at`, `--at=DATE`) means, or ''."""
+    option = TRIED.get(tried.split("=", 1)[0], "")
+    return option if option in known else ""
 
 
 def find(table: tuple[Option, ...], key: str) -> Option:

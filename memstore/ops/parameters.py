@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -86,12 +87,15 @@ def kind_option(allowed: tuple[str, ...]) -> Callable[[str | None], str | None]:
 
 
 def date_option(value: str | None) -> str | None:
-    """Refuse an --as-of that is no date (YYYY-MM-DD or an ISO date-time) as a usage error."""
-    from memstore.service.history import parse_date  # the history module only when asked
+    """Read an --as-of as --since reads it: a date (kept: History reads it as the end of that
+    day), an age (7d, 2w, 12h: made the moment it names) or an ISO date-time; anything else
+    is a usage error."""
+    from memstore.service.history import parse_since  # the history module only when asked
 
-    if value is not None:
-        usage_checked(parse_date, value)
-    return value
+    if value is None:
+        return None
+    now = datetime.now(UTC)
+    return usage_checked(lambda text: parse_since(text, now, option="--as-of"), value)
 
 
 VaultOption = Annotated[

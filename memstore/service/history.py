@@ -49,9 +49,10 @@ _AGE = re.compile(r"^(\d{1,5})([hdw])$")
 _AGE_UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
 
 
-def parse_since(value: str, now: datetime) -> str:
-    """Return the ISO cutoff for `--since` (list and log): a date (YYYY-MM-DD), an age (12h,
-    7d, 2w) or an ISO date-time."""
+def parse_since(value: str, now: datetime, *, option: str = "--since") -> str:
+    """Return the ISO cutoff for `--since` (list, log, view) and the moment of `--as-of`
+    (search, show): a date (YYYY-MM-DD, kept as it is), an age (12h, 7d, 2w: that long
+    before `now`) or an ISO date-time. `option` names the option in the error."""
     age = _AGE.match(value.strip().lower())
     if age:
         cutoff = now - int(age.group(1)) * _AGE_UNITS[age.group(2)]
@@ -64,7 +65,7 @@ def parse_since(value: str, now: datetime) -> str:
         return parse_date(value.strip()).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     except InvalidInputError:
         raise InvalidInputError(
-            f"--since {value!r} is neither a date nor an age; use e.g. 2026-11-01, 7d, 2w or 12h"
+            f"{option} {value!r} is neither a date nor an age; use e.g. 2026-11-01, 7d, 2w or 12h"
         ) from None
 
 

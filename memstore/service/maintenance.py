@@ -13,7 +13,7 @@ from memstore.catalog.compare import compare
 from memstore.catalog.indexer import CatchUp, Drift, Progress, rebuild
 from memstore.catalog.leftovers import KeptCopy, kept_copies, set_aside
 from memstore.catalog.updater import Moved, Updater
-from memstore.core.errors import MemstoreError, VaultError
+from memstore.core.errors import MemstoreError, NotFoundError, VaultError
 from memstore.core.faults import crash_point
 from memstore.index import SearchIndex, SearchIndexError
 from memstore.index.parts import Stopper
@@ -507,3 +507,32 @@ class Merges(Part):
             log.warning("merging the index's segments failed, will retry: %s", err)
         except Exception:  # a thread of its own: log it, the next tidy tries again
             log.exception("unexpected error merging the index's segments; will retry")
+
+
+def remove_remote(store: Store, name: str) -> str:
+    """Remove remote `name` (git's `remote remove`: its URL, remote-tracking branches and
+    the branch's tracking of it); return the URL it had.
+
+    Raises:
+        NotFoundError: the vault has no remote `name` (the message lists those it has).
+    """
+    from memstore.vault import remote
+
+    root, env = store.vault.root, store.settings.env
+    # The store's mutex and lock, as set_remote takes them: not while a sync uses the remote.
+    with store.shared.mutex, store.transaction(catch_up=False):
+        urls = remote.remote_urls(root, env)
+        if name not in urls:
+            raise NotFoundError(_no_remote_to_remove(name, list(urls)))
+        remote.remove_remote(root, name, env)
+    return urls[name]
+
+
+def _no_remote_to_remove(name: str, known: list[str]) -> str:
+    """The error for `remote remove` naming a remote the vault lacks: the ones it has."""
+    if known:
+        return (
+            f"the vault has no remote {name!r} (it has: {', '.join(known)}); name one of "
+            f"those, e.g. 'memstore remote remove {known[0]}'"
+        )
+    return f"the vault has no remote {name!r}: it has none to remove"

@@ -153,6 +153,14 @@ def set_remote(root: Path, name: str, url: str, env: Mapping[str, str]) -> None:
         raise SyncError(f"cannot set remote {name!r} to {url}: {_first_line(done.stderr)}")
 
 
+def remove_remote(root: Path, name: str, env: Mapping[str, str]) -> None:
+    """Remove remote `name` with git's own `git remote remove`: its URL, its remote-tracking
+    branches and the branches' tracking of it."""
+    done = run_git(root, ["remote", "remove", name], env)
+    if done.returncode != 0:
+        raise SyncError(f"cannot remove remote {name!r}: {_first_line(done.stderr)}")
+
+
 def fetch(root: Path, name: str, env: Mapping[str, str]) -> None:
     """Fetch remote `name` into refs/remotes/<name>/*."""
     done = run_git(root, ["fetch", "--quiet", "--no-tags", name], env)

@@ -52,6 +52,7 @@ MISSING_VAULT: dict[str, list[str]] = {
     "remote": ["remote"],
     "remote add": ["remote", "add", "origin", "REMOTE"],
     "remote show": ["remote", "show"],
+    "remote remove": ["remote", "remove", "origin"],
     "conflicts": ["conflicts"],
     "conflicts resolve": ["conflicts", "resolve", "k3xq", "--keep", "mine"],
     "team": ["team"],

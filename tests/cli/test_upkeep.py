@@ -7,7 +7,7 @@ import json
 import os
 import subprocess
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -319,6 +319,41 @@ def test_show_and_search_as_of_a_date_match_a_checkout_of_that_date(
             (r["id"], r["content"]) for r in expected
         ], query
     assert vault_bytes(vault)["infra/port-pppp2222.md"].count(b"9090") == 1  # work tree untouched
+
+
+def test_as_of_takes_what_since_takes_and_reads_it_the_same(vault: Path) -> None:
+    # --as-of took only a date or an ISO time; --since (list, log, view) an age too: one parser
+    path = vault / "infra" / "port-pppp2222.md"
+    path.parent.mkdir()
+    now = datetime.now(UTC)
+    for days, port in ((30, "8080"), (2, "9090")):  # a month ago, then two days ago
+        path.write_text(
+            f"---\nid: pppp2222\nkind: note\nkeywords: []\nseen: 1\n---\nthe api port is {port}\n",
+            encoding="utf-8",
+        )
+        stamp = (now - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        dated = {**os.environ, "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
+        subprocess.run(["git", "add", "-A"], cwd=vault, check=True)
+        subprocess.run(["git", "commit", "-qm", f"port {port}"], cwd=vault, check=True, env=dated)
+    ten_days = now - timedelta(days=10)
+    then = ["7d", "2w", "240h", ten_days.date().isoformat(), ten_days.isoformat()]
+    for when in [*then, "1d", "12h"]:
+        port = "8080" if when in then else "9090"
+        shown = cli(vault, "show", "pppp2222", "--as-of", when)
+        assert shown.returncode == 0 and f"port is {port}" in shown.stdout, (when, shown)
+        found = cli(vault, "search", "api port", "--all", "--as-of", when, "--json").stdout
+        hits = [r["content"].strip() for r in json.loads(found)["results"]]
+        assert hits == [f"the api port is {port}"], (when, hits)
+        # the same reading: as of `when` the file is 8080 exactly when 9090 came after it
+        since = cli(vault, "log", "pppp2222", "--since", when).stdout
+        assert ("port 9090" in since, "port 8080" in since) == (port == "8080", False), since
+    age = cli(vault, "show", "pppp2222", "--as-of", "7d").stderr  # the header names the moment
+    moment = datetime.fromisoformat(age.split(" as of ")[1].strip().replace("Z", "+00:00"))
+    assert abs(moment - (now - timedelta(days=7))) < timedelta(minutes=5), age
+    refused = cli(vault, "show", "pppp2222", "--as-of", "7x")
+    assert refused.returncode == 2 and "--as-of '7x' is neither a date nor an age" in (
+        refused.stderr.replace("\n", " ")
+    )
 
 
 def test_search_as_of_marks_and_ranks_corrections_as_a_search_does(vault: Path) -> None:

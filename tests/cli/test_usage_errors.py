@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import typer
 
 from tests.conftest import EXE, head, invoke_memstore, vault_bytes
 
@@ -20,8 +21,8 @@ BAD_VALUES = [
     (["add", "a\x01b", "-w", "ALL"], "invalid workspace name 'ALL'"),
     (["add", "some text", "-w", "../x"], "invalid workspace name '../x'"),
     (["search", "hello", "-w", "My Space"], "invalid workspace name 'My Space'"),
-    (["search", "hello", "--as-of", "bogus"], "cannot read the date 'bogus'; use YYYY-MM-DD"),
-    (["show", "ID", "--as-of", "bogus"], "cannot read the date 'bogus'; use YYYY-MM-DD"),
+    (["search", "hello", "--as-of", "bogus"], "--as-of 'bogus' is neither a date nor an age"),
+    (["show", "ID", "--as-of", "bogus"], "--as-of 'bogus' is neither a date nor an age; use"),
     (["promote", "ID", "--kind", "bogus"], "unknown kind 'bogus'"),
     (["promote", "ID", "--kind", "imported"], "kind 'imported' is set by memstore import"),
     (["list", "--kind", "lessons"], "unknown kind 'lessons'"),
@@ -120,3 +121,42 @@ def test_the_lean_path_answers_a_bad_value_as_typer_does(seeded: tuple[Path, str
     )
     assert lean.returncode == full.returncode == 2, lean.stderr
     assert lean.stderr.replace(str(EXE), "memstore") == full.stderr.replace("-c", "memstore")
+
+
+def commands_with(option: str) -> set[tuple[str, ...]]:
+    """Every command (its words, however deep) that takes `option`, from the CLI itself."""
+    from memstore.launcher import typer_app
+
+    found: set[tuple[str, ...]] = set()
+    groups = [((), typer.main.get_command(typer_app()))]
+    while groups:
+        path, group = groups.pop()
+        for name, command in group.commands.items():  # type: ignore[attr-defined]
+            if any(option in param.opts for param in command.params):
+                found.add((*path, name))
+            if hasattr(command, "commands"):
+                groups.append(((*path, name), command))
+    return found
+
+
+AS_OF = {("search",): ["redis"], ("show",): ["ID"]}  # each command taking --as-of, its words
+
+
+def test_at_is_answered_with_as_of_wherever_the_command_has_it(
+    seeded: tuple[Path, str],
+) -> None:
+    # the trial's `search redis --at 2026-12-07` was "Did you mean --vault?": --at is the
+    # name people try for --as-of (a suggestion, not an alias: still exit 2)
+    vault, memory = seeded
+    assert set(AS_OF) == commands_with("--as-of")
+    for words, args in AS_OF.items():
+        for at in (["--at", "2026-12-07"], ["--at=2026-12-07"]):
+            line = [*words, *[memory if arg == "ID" else arg for arg in args], *at]
+            done = invoke_memstore(*line, vault=vault)
+            assert (done.returncode, done.stdout) == (2, ""), (line, done.stderr)
+            assert done.stderr.startswith(f"Usage: memstore {' '.join(words)} "), done.stderr
+            assert "Did you mean --as-of?" in done.stderr, (line, done.stderr)
+    listed = invoke_memstore("list", "--at", "2026-12-07", vault=vault)  # no --as-of there
+    assert listed.returncode == 2 and "--as-of" not in listed.stderr, listed.stderr
+    typo = invoke_memstore("show", "x", "--vaul", "v").stderr  # other typos: click's answer
+    assert typo.endswith("Error: No such option: --vaul (Possible options: --vault)\n"), typo

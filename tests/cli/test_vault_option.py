@@ -162,6 +162,7 @@ def cases(s: Seeded, scratch: Path) -> dict[tuple[str, ...], list[str]]:
         ("agents",): ["--install", "claude-code", "--yes"],
         ("remote",): [],
         ("remote", "show"): [],
+        ("remote", "remove"): ["origin"],
         ("remote", "add"): [str(bare(scratch / "elsewhere.git"))],  # one that exists
         ("conflicts",): [],
         ("conflicts", "resolve"): [s.conflicted, "--keep", "2"],
