@@ -8,7 +8,7 @@ again by one score that weighs what the rank score weighs and two things it does
   above the words its body happens to use;
 - whether another candidate *calls* it (`leaf(` in another candidate's code): among the
   functions a question's words find, the one the others call is the one that does the work
-  (`_parse_host_port` beside the two handlers that call it);
+  (`choose_unused_port` beside the server's start-up that calls it, for "pick a free port");
 
 and which weighs the name's match (its share of the question times the share of its own
 parts the question explains), the class and path's match and the folder depth far more than
