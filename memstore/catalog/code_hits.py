@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
+from memstore.catalog import code_rerank
 from memstore.catalog.code_evidence import (
     Evidence,
     Question,
@@ -256,9 +257,10 @@ def ranked(
     and of `named`, a search for those names), a function before its class or module chunk
     when its name matches as well, tests after code (unless it asks for tests),
     near-duplicates dropped; the first hit confident (not weak) when its evidence is strong
-    and leads. When the first is weak and `similar` is given (the semantic view: the cosine
-    of the question and each candidate, code_semantic.py), the candidates are ordered again
-    with SEMANTIC_WEIGHT of it added to their scores; all stay weak."""
+    and leads. When the first is weak, the candidates are ordered again by code_rerank.py's
+    score (their heads' words, who calls whom, their names weighed more), with SEMANTIC_WEIGHT
+    of `similar`'s opinion added when given (the semantic view: the cosine of the question
+    and each candidate, code_semantic.py); all stay weak."""
     wanted = identifiers(text)
     # BM25 over the question's best, not over the names' search (a query of its own)
     best = max((hit.score for hit in found or named), default=0.0) or 1.0
@@ -288,15 +290,37 @@ def ranked(
     lead = _lead(order, kept[1].id if len(kept) > 1 else None, question)
     if not off_target and _is_confident(lead):
         kept[0] = replace(kept[0], weak=False)
-    elif similar is not None:  # a second opinion on the order of weak hits
+        return kept
+    rows = _reranked(rows, best, question)  # weak: ordered again by more evidence
+    if similar is not None:  # a second opinion on the order of weak hits
         cosines = similar(text, [row.found.document.content for row in rows])
         rows = [
             replace(row, score=row.score + SEMANTIC_WEIGHT * cosine)
             for row, cosine in zip(rows, cosines, strict=True)
         ]
-        order = _ordered(rows, bool(wanted), tests_asked)
-        kept = distinct((_hit(row.found, row.ref, row.name) for row in order), limit)
-    return kept
+    order = _ordered(rows, bool(wanted), tests_asked)
+    return distinct((_hit(row.found, row.ref, row.name) for row in order), limit)
+
+
+def _reranked(rows: list[_Ranked], best: float, question: Question) -> list[_Ranked]:
+    """The candidates with code_rerank.py's score in place of their rank score."""
+    contents = [row.found.document.content for row in rows]
+    leaves = ["" if row.kind in CONTAINERS else row.name.rpartition(".")[2] for row in rows]
+    is_called = code_rerank.called(leaves, contents)
+    return [
+        replace(
+            row,
+            score=code_rerank.score(
+                row.found.score / best,
+                1.0 if row.found.coverage is None else row.found.coverage,
+                row.evidence,
+                row.ref.count("/", 0, max(row.ref.rfind(":"), 0)),
+                code_rerank.head_share(question, content),
+                called_,
+            ),
+        )
+        for row, content, called_ in zip(rows, contents, is_called, strict=True)
+    ]
 
 
 def _ordered(rows: list[_Ranked], spelled: bool, tests_asked: bool) -> list[_Ranked]:

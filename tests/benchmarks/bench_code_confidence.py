@@ -11,8 +11,8 @@ Python's standard library (`sysconfig.get_paths()["stdlib"]`, without its instal
 packages, its test folder included) as `stdlib`, the installed `click` package as `click`,
 the installed `pip` package (its vendored libraries included) as `pip`, the installed
 `rich` package as `rich`, the installed `starlette` package as `starlette`, the installed
-`markdown_it` package as `markdown_it` and the installed `uvicorn` package as `uvicorn`.
-Eight question sets are asked, each in its tree's workspace, k=5:
+`markdown_it` package as `markdown_it`, the installed `uvicorn` package as `uvicorn` and the
+installed `watchdog` package as `watchdog`. Nine question sets are asked, each in its tree's workspace, k=5:
 
   * tests/data/code-questions.json: questions written as people ask agents, each with the
     functions that answer it, plus off-corpus questions (code not in that tree, or not a
@@ -28,6 +28,8 @@ Eight question sets are asked, each in its tree's workspace, k=5:
     markdown-it-py, committed before any ranker ran on it (36 answerable, 10 off-corpus);
   * tests/data/code-questions-uvicorn.json: the tenth session's held-out check over uvicorn,
     committed before any ranker ran on it (46 answerable, 12 off-corpus);
+  * tests/data/code-questions-watchdog.json: the twelfth session's held-out check over
+    watchdog, committed before any ranker ran on it (50 answerable, 12 off-corpus);
   * tests/data/code-questions-named.json: 20 questions that name a definition as code
     (`inspect.getsourcelines`, `Context.ensure_object`) over the standard library and click,
     written with the change that reads such names (a demonstration, not held out).
@@ -74,8 +76,19 @@ HELD_OUT_RICH = QUESTIONS.with_name("code-questions-rich.json")  # the seventh s
 HELD_OUT_STARLETTE = QUESTIONS.with_name("code-questions-starlette.json")  # the eighth's
 HELD_OUT_MARKDOWN = QUESTIONS.with_name("code-questions-markdown.json")  # the ninth's
 HELD_OUT_UVICORN = QUESTIONS.with_name("code-questions-uvicorn.json")  # the tenth's
+HELD_OUT_WATCHDOG = QUESTIONS.with_name("code-questions-watchdog.json")  # the twelfth's
 NAMED = QUESTIONS.with_name("code-questions-named.json")  # names spelled as code
-SETS = ("own", "bench_code", "pip", "rich", "starlette", "markdown", "uvicorn", "named")
+SETS = (
+    "own",
+    "bench_code",
+    "pip",
+    "rich",
+    "starlette",
+    "markdown",
+    "uvicorn",
+    "watchdog",
+    "named",
+)
 K = 5
 
 
@@ -87,6 +100,7 @@ def trees() -> dict[str, Path]:
     import rich
     import starlette
     import uvicorn
+    import watchdog
 
     return {
         "stdlib": Path(sysconfig.get_paths()["stdlib"]),
@@ -96,6 +110,7 @@ def trees() -> dict[str, Path]:
         "starlette": Path(starlette.__file__).resolve().parent,
         "markdown_it": Path(markdown_it.__file__).resolve().parent,
         "uvicorn": Path(uvicorn.__file__).resolve().parent,
+        "watchdog": Path(watchdog.__file__).resolve().parent,
     }
 
 
@@ -141,6 +156,7 @@ def load_questions() -> list[dict[str, Any]]:
     starlette = json.loads(HELD_OUT_STARLETTE.read_text(encoding="utf-8"))["questions"]
     markdown = json.loads(HELD_OUT_MARKDOWN.read_text(encoding="utf-8"))["questions"]
     uvicorn = json.loads(HELD_OUT_UVICORN.read_text(encoding="utf-8"))["questions"]
+    watchdog = json.loads(HELD_OUT_WATCHDOG.read_text(encoding="utf-8"))["questions"]
     named = json.loads(NAMED.read_text(encoding="utf-8"))["questions"]
     return (
         [{**q, "set": "own"} for q in own]
@@ -153,6 +169,7 @@ def load_questions() -> list[dict[str, Any]]:
         + [{**q, "set": "starlette"} for q in starlette]
         + [{**q, "set": "markdown"} for q in markdown]
         + [{**q, "set": "uvicorn"} for q in uvicorn]
+        + [{**q, "set": "watchdog"} for q in watchdog]
         + [{**q, "set": "named"} for q in named]
     )
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memstore.catalog import code_hits
+from memstore.catalog import code_hits, code_rerank
 from memstore.catalog.code_evidence import Evidence
 from memstore.catalog.code_hits import Lead, _is_confident
 from memstore.core.model import Hit
@@ -84,8 +84,10 @@ def test_the_module_nearer_the_root_comes_before_a_deeper_copy(store: Store) -> 
 def test_without_the_depth_term_the_deeper_copy_came_first(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The case above is decided by RANK_DEPTH: the legacy copy's docstring repeats the words."""
+    """The case above is decided by the depth terms (RANK_DEPTH, and code_rerank's
+    RERANK_DEPTH for a weak first hit): the legacy copy's docstring repeats the words."""
     monkeypatch.setattr(code_hits, "RANK_DEPTH", 0.0)
+    monkeypatch.setattr(code_rerank, "RERANK_DEPTH", 0.0)
     with store:
         hits = code(store, QUESTION)
     assert hits[0].path.startswith("legacy/packaging/archive_util.py:")
@@ -230,6 +232,8 @@ def test_without_the_shorter_name_rule_the_variant_came_first(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(code_hits, "SHORTER_SLACK", -1.0)
+    # (the reranking of weak hits, code_rerank.py, puts format_exception first as well)
+    monkeypatch.setattr(code_hits, "_reranked", lambda rows, best, question: rows)
     assert _first_name(tmp_path, "where do we format an exception") == "format_exception_only"
 
 
