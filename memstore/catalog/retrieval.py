@@ -275,7 +275,7 @@ def _tiered(
         via = _held_through(concepts, held) if ranking.CONCEPT_CREDIT > 0 and concepts else ()
         core = doc.kind == "core"
         found.append(evidence(weights, held, keyed, core=core, related=via, topic=topic))
-    tiers = confident(found, older)
+    tiers = confident(found, older, chat=query.chat)
     hits = [replace(hit, weak=not sure) for hit, sure in zip(hits, tiers, strict=True)]
     return sorted(hits, key=lambda hit: hit.weak)  # stable: score order within each tier
 
