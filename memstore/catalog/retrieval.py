@@ -280,7 +280,7 @@ def _tiered(
     return sorted(hits, key=lambda hit: hit.weak)  # stable: score order within each tier
 
 
-def names_one_topic(text: str) -> bool:
+def names_one_topic(text: str | Query) -> bool:
     """Say whether a prompt names one topic and asks nothing of it ("deploy", "run the
     tests": core.ranking.one_topic_word). What injects context (the prompt hook, `search
     --context`) injects nothing for it; a search for that word still finds its memories,
