@@ -16,7 +16,7 @@ import pytest
 from memstore.catalog.pasted import distilled
 from memstore.service.store import Store
 from tests.catalog.test_confidence import UPLOAD_413, hook
-from tests.conftest import settings_at
+from tests.conftest import invoke_memstore, settings_at
 
 
 @pytest.fixture
@@ -196,3 +196,10 @@ def test_the_readmes_413_lesson_answers_the_pasted_nginx_page(sample_vault: Path
     holds the README's 413 lesson. Read as its code, its server and the question, it is."""
     page = PAGE_413.replace("a profile photo", "a product image")
     assert f"[{UPLOAD_413}]" in hook(sample_vault, "webshop", page)
+
+
+def test_search_context_reads_a_paste_as_the_hook_does(sample_vault: Path) -> None:
+    """`memstore search --context` is the hook's search for a prompt typed to an agent."""
+    page = PAGE_413.replace("a profile photo", "a product image")
+    found = invoke_memstore("search", page, "-w", "webshop", "--context", vault=sample_vault)
+    assert found.returncode == 0 and f"[{UPLOAD_413}]" in found.stdout
