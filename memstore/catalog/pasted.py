@@ -23,8 +23,9 @@ PASTED_LINES = 3  # a prompt of this many lines or more may hold a paste
 ERROR_LINES = 3  # at most this many error lines are kept (the first ones: the cause)
 LINE_CHARS = 200  # an error line is cut here (a minified one-line page or log)
 
-# Markup: a page pasted whole (an nginx or Apache error page, a proxy's HTML).
-_MARKUP = re.compile(r"</?(?:html|head|body|title|h[1-6]|center|hr|p|div|address)\b", re.I)
+# A page pasted whole (an nginx or Apache error page, a proxy's HTML), not a tag a question
+# is about ("why does my <div> overflow"): its markup goes.
+_MARKUP = re.compile(r"<(?:!doctype\s+html|html|head|body|title)\b", re.I)
 _TAG = re.compile(r"<[^<>]{0,2000}>")
 # An HTTP status headline: "413 Request Entity Too Large", "502 Bad Gateway".
 _STATUS = re.compile(r"\s*([1-5]\d\d)\s+[A-Za-z][A-Za-z' -]{0,60}")
@@ -32,8 +33,9 @@ _HEADLINE = re.compile(r"<(title|h[1-6])\b[^<>]{0,200}>([^<>]{1,300})</\1\s*>", 
 # A line a program wrote, not a person: indented, a frame, a caret, a timestamp, a level, a
 # path with a line number, an address, a `key: value` of a describe, a pointer into a file.
 _LOGGED = re.compile(
-    r"^(?:\s|\||\^|-->|#\d|at\s|File\s\"|Traceback|goroutine\s|Caused by|The above exception|During handling|\d{4}-\d\d-\d\d"
-    r"|\[\w|[A-Z]\d{4}\s|(?:INFO|WARN|WARNING|ERROR|DEBUG|TRACE|FATAL|CRITICAL)\b|\d+\s*\|)"
+    r"^(?:\s|\||\^|-->|#\d|at\s|File\s\"|Traceback|goroutine\s|Caused by"
+    r"|The above exception|During handling|\d{4}-\d\d-\d\d|\[\w|[A-Z]\d{4}\s"
+    r"|(?:INFO|WARN|WARNING|ERROR|DEBUG|TRACE|FATAL|CRITICAL)\b|\d+\s*\|)"
     r"|\w\.\w{1,5}:\d+|0x[0-9a-f]{4,}|^[\w .-]{1,30}:\s{2,}\S",
     re.I,
 )

@@ -315,8 +315,9 @@ def confident(
     of its own (an older version of it, `older[i]`: the positions of the hits it supersedes,
     is not another answer; nor, in a prompt typed to an agent, `chat`, is a hit holding only
     part of its words: `rivals`). One common word that stems to a vault word is not
-    evidence; a code only this memory holds is. (A prompt of one topic word injects nothing: `one_topic_word`, read by
-    what injects context, not here: a search for that word is answered.)
+    evidence; a code only this memory holds is. (A prompt of one topic word injects
+    nothing: `one_topic_word`, read by what injects context, not here: a search for that
+    word is answered.)
     """
     best = max((f.share for f in found), default=0.0)
     tiers = []
@@ -338,9 +339,9 @@ def confident(
 
 def rivals(other: Evidence, lead: Evidence, *, chat: bool) -> bool:
     """Say whether `other` is another answer to a query `lead` may lead. In a prompt typed to
-    an agent (`chat`), a hit holding a strict part of the lead's words ("build" where the lead
-    holds "build" and "steam") is not: it finds the same words less well, it answers nothing
-    else. A search or recall (every word meant) counts it, as before."""
+    an agent (`chat`), a hit holding a strict part of the lead's words ("nightly_export"
+    where the lead holds it and "backfill") is not: it finds the same words less well, it
+    answers nothing else. A search or recall (every word meant) counts it, as before."""
     if other is lead:
         return False
     return not (chat and other.held and other.held < lead.held)

@@ -203,3 +203,12 @@ def test_search_context_reads_a_paste_as_the_hook_does(sample_vault: Path) -> No
     page = PAGE_413.replace("a profile photo", "a product image")
     found = invoke_memstore("search", page, "-w", "webshop", "--context", vault=sample_vault)
     assert found.returncode == 0 and f"[{UPLOAD_413}]" in found.stdout
+
+
+def test_a_tag_a_question_is_about_is_no_paste() -> None:
+    """Markup goes only from a page pasted whole: a question about a tag keeps it."""
+    for typed in (
+        "why does my <div class='card'> overflow on mobile",
+        "<p> tags lose their margin",
+    ):
+        assert distilled(typed) == typed
