@@ -30,10 +30,10 @@ _TAG = re.compile(r"<[^<>]{0,2000}>")
 # An HTTP status headline: "413 Request Entity Too Large", "502 Bad Gateway".
 _STATUS = re.compile(r"\s*([1-5]\d\d)\s+[A-Za-z][A-Za-z' -]{0,60}")
 _HEADLINE = re.compile(r"<(title|h[1-6])\b[^<>]{0,200}>([^<>]{1,300})</\1\s*>", re.I)
-# A line a program wrote, not a person: indented, a frame, a caret, a timestamp, a level, a
-# path with a line number, an address, a `key: value` of a describe, a pointer into a file.
+# A line a program wrote, not a person: indented, a frame, a caret, a JSON record, a
+# timestamp, a level, a path with a line number, an address, a `key:   value` of a describe.
 _LOGGED = re.compile(
-    r"^(?:\s|\||\^|-->|#\d|at\s|File\s\"|Traceback|goroutine\s|Caused by"
+    r"^(?:\s|\||\^|\{\"|-->|#\d|at\s|File\s\"|Traceback|goroutine\s|Caused by"
     r"|The above exception|During handling|\d{4}-\d\d-\d\d|\[\w|[A-Z]\d{4}\s"
     r"|(?:INFO|WARN|WARNING|ERROR|DEBUG|TRACE|FATAL|CRITICAL)\b|\d+\s*\|)"
     r"|\w\.\w{1,5}:\d+|0x[0-9a-f]{4,}|^[\w .-]{1,30}:\s{2,}\S",

@@ -186,6 +186,18 @@ def test_what_a_paste_is_read_as() -> None:
     assert trace[-1] == "the sync blew up again last night, what is going on?"
     assert any("EOF detected" in line for line in trace)
     assert not any("File" in line or "execute" in line for line in trace)
+    # JSON log records: the one naming a failure, then the question.
+    records = "".join(
+        f'{{"ts":"2026-12-07T02:14:0{n}Z","level":"{level}","msg":"{msg}","req":"r{n}"}}\n'
+        for n, (level, msg) in enumerate(
+            [("info", "listening on :8080"), ("error", "dial tcp 10.0.0.7:6379: i/o timeout")]
+        )
+    )
+    assert distilled(records + "why can't the api reach redis?").splitlines() == [
+        '{"ts":"2026-12-07T02:14:01Z","level":"error","msg":"dial tcp 10.0.0.7:6379: i/o'
+        ' timeout","req":"r1"}',
+        "why can't the api reach redis?",
+    ]
     # A prompt typed in a line or two is read as it is, whatever it holds.
     for typed in ("why does the report job die at 2am?", "413 on upload\nwhat do we change"):
         assert distilled(typed) == typed
