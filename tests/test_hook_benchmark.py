@@ -70,6 +70,25 @@ def test_every_label_names_a_memory_the_prompts_workspace_can_see() -> None:
     bench.check_labels([p for p in prompts if p.vault == "sample"], bench.read_sample_vault())
 
 
+HELD_OUT = [  # (prompts, the vault they run over): each set nobody tuned on
+    ("prompts-heldout2.json", "prompts-heldout2-vault.json"),
+    ("prompts-heldout3.json", "prompts-heldout2-vault.json"),
+    ("prompts-heldout4.json", "prompts-heldout4-vault.json"),
+    ("prompts-heldout5.json", "prompts-heldout5-vault.json"),
+]
+
+
+@pytest.mark.parametrize(("prompts", "vault"), HELD_OUT)
+def test_every_held_out_label_names_a_memory_the_prompts_workspace_can_see(
+    prompts: str, vault: str
+) -> None:
+    data = SCRIPT.parents[1] / "data"
+    corpus = bench.load_fixture(data / vault)["corpus"]
+    found = bench.load_prompts(data / prompts)
+    assert found and all(p.vault == "large" for p in found)
+    bench.check_labels(found, bench.read_large_vault(corpus))
+
+
 def test_a_label_outside_the_prompts_workspace_is_refused() -> None:
     vault = bench.read_sample_vault()
     wrong = bench.Prompt("x", "sample", "mobile-app", "413 on upload", must="mfjscswv")

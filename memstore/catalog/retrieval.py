@@ -275,12 +275,12 @@ def _tiered(
         via = _held_through(concepts, held) if ranking.CONCEPT_CREDIT > 0 and concepts else ()
         core = doc.kind == "core"
         found.append(evidence(weights, held, keyed, core=core, related=via, topic=topic))
-    tiers = confident(found, older)
+    tiers = confident(found, older, chat=query.chat)
     hits = [replace(hit, weak=not sure) for hit, sure in zip(hits, tiers, strict=True)]
     return sorted(hits, key=lambda hit: hit.weak)  # stable: score order within each tier
 
 
-def names_one_topic(text: str) -> bool:
+def names_one_topic(text: str | Query) -> bool:
     """Say whether a prompt names one topic and asks nothing of it ("deploy", "run the
     tests": core.ranking.one_topic_word). What injects context (the prompt hook, `search
     --context`) injects nothing for it; a search for that word still finds its memories,

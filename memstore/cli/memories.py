@@ -186,9 +186,9 @@ def search(
 
             result = History(store).search_as_of(query, as_of, workspace=scope, k=k)
         else:
-            from memstore.index import Query  # --context: a prompt typed to an agent
+            from memstore.catalog.pasted import chat_query  # --context: typed to an agent
 
-            asked = Query.of(query, chat=True) if context else query
+            asked = chat_query(query) if context else query
             result = store.search(
                 asked, workspace=scope, k=k, archived=archived, tiers=True, cwd=working_folder()
             )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TypeVar
 
@@ -180,6 +180,7 @@ class Evidence:
 
     share: float  # of the query's evidence weight, the share this memory holds
     units: float  # what it holds, in units (a word only one memory holds is worth 1)
+    held: frozenset[str] = field(default=frozenset(), compare=False)  # query terms it holds
 
 
 def unknown_weight(zipf: float | None) -> float:
@@ -271,7 +272,7 @@ def evidence(
     units = sum(weights[t] * (KEYWORD_GAIN if t in keyed else 1.0) for t in matched)
     units += CONCEPT_CREDIT * via
     units *= CORE_GAIN if core else 1.0
-    return Evidence(round(share, 4), round(units, 4))
+    return Evidence(round(share, 4), round(units, 4), frozenset(matched))
 
 
 # A question: a question mark anywhere, or an English question word first.
@@ -303,6 +304,8 @@ def one_topic_word(
 def confident(
     found: Sequence[Evidence],
     older: Sequence[Collection[int]] | None = None,
+    *,
+    chat: bool = False,
 ) -> list[bool]:
     """Say, for each hit of one query, whether recall is confident in it.
 
@@ -310,9 +313,11 @@ def confident(
     EVIDENCE_UNITS, and at least NEAR_BEST of what the best hit holds; or it leads: it holds
     LEAD_SHARE, worth LEAD_UNITS, and no other hit's evidence is worth more than LEAD_RATIO
     of its own (an older version of it, `older[i]`: the positions of the hits it supersedes,
-    is not another answer). One common word that stems to a vault word is not evidence; a code only this
-    memory holds is. (A prompt of one topic word injects nothing: `one_topic_word`, read by
-    what injects context, not here: a search for that word is answered.)
+    is not another answer; nor, in a prompt typed to an agent, `chat`, is a hit holding only
+    part of its words: `rivals`). One common word that stems to a vault word is not
+    evidence; a code only this memory holds is. (A prompt of one topic word injects
+    nothing: `one_topic_word`, read by what injects context, not here: a search for that
+    word is answered.)
     """
     best = max((f.share for f in found), default=0.0)
     tiers = []
@@ -322,13 +327,24 @@ def confident(
             continue
         skip = older[i] if older else ()
         runner_up = max(
-            (o.units for j, o in enumerate(found) if j != i and j not in skip), default=0.0
+            (o.units for j, o in enumerate(found) if j not in skip and rivals(o, f, chat=chat)),
+            default=0.0,
         )
         leads = (
             f.share >= LEAD_SHARE and f.units >= LEAD_UNITS and runner_up <= LEAD_RATIO * f.units
         )
         tiers.append(f.share >= CONFIDENT_SHARE - 1e-9 or leads)
     return tiers
+
+
+def rivals(other: Evidence, lead: Evidence, *, chat: bool) -> bool:
+    """Say whether `other` is another answer to a query `lead` may lead. In a prompt typed to
+    an agent (`chat`), a hit holding a strict part of the lead's words ("nightly_export"
+    where the lead holds it and "backfill") is not: it finds the same words less well, it
+    answers nothing else. A search or recall (every word meant) counts it, as before."""
+    if other is lead:
+        return False
+    return not (chat and other.held and other.held < lead.held)
 
 
 def confident_first(hits: Sequence[Hit]) -> list[Hit]:

@@ -70,10 +70,10 @@ def final_assistant_text(payload: Mapping[str, Any], cwd: str = "") -> str:
 
 
 def prompt_hook(store: Store, payload: Mapping[str, Any], cwd: str) -> list[str]:
-    """UserPromptSubmit: the confident memories for this prompt, as compact context lines
-    (after the header, which words no memory holds were searched as others)."""
+    """UserPromptSubmit: the confident memories for a prompt (of a pasted log or page, its
+    question and error lines: catalog/pasted.py) as context lines, a typo note first."""
+    from memstore.catalog.pasted import chat_query  # (the index: not on the daemon path)
     from memstore.catalog.retrieval import names_one_topic, typo_note
-    from memstore.index import Query  # (the index: not on the daemon path)
     from memstore.ops.output import context_lines
 
     prompt = str(payload.get("prompt") or "").strip()
@@ -81,13 +81,13 @@ def prompt_hook(store: Store, payload: Mapping[str, Any], cwd: str) -> list[str]
         return []
     scope = workspace_for(payload, store.vault.root, cwd)
     here = Path(cwd or "/", str(payload.get("cwd") or ""))  # cites of its repository are checked
-    result = store.search(Query.of(prompt, chat=True), workspace=scope, k=5, tiers=True, cwd=here)
-    if not _holds_the_prompt(prompt, result.hits):  # most prompts match some word here:
-        return _elsewhere_note(store, prompt, scope)  # only then one more search
-    lines = context_lines(result, one_topic=names_one_topic(prompt))
+    result = store.search(asked := chat_query(prompt), workspace=scope, k=5, tiers=True, cwd=here)
+    if not _holds_the_prompt(asked.text, result.hits):  # most prompts match some word here:
+        return _elsewhere_note(store, asked.text, scope)  # only then one more search
+    lines = context_lines(result, one_topic=names_one_topic(asked))
     if not lines:
         return []
-    note = typo_note(store.indexer, prompt).strip()
+    note = typo_note(store.indexer, asked).strip()
     return [lines[0], f"({note})", *lines[1:]] if note else lines
 
 

@@ -243,9 +243,9 @@ def run_search(request: Request, open_store: OpenStore = open_in_process) -> Rep
             here = Path(request.cwd) if request.cwd else None  # its citations are checked
             asked: str | Query = query
             if context:  # a prompt for an agent's context: words used in passing weigh less
-                from memstore.index import Query
+                from memstore.catalog.pasted import chat_query  # (a paste: its question)
 
-                asked = Query.of(query, chat=True)
+                asked = chat_query(query)
             result = store.search(asked, workspace=scope, k=int(k), tiers=True, cwd=here)
             elsewhere = None
             if not context:
@@ -323,9 +323,10 @@ def search_text(
     if as_json:
         return render_json(search_json(result, query, scope, elsewhere)) + "\n"
     if context:
+        from memstore.catalog.pasted import chat_query
         from memstore.catalog.retrieval import names_one_topic
 
-        lines = context_lines(result, one_topic=names_one_topic(query))
+        lines = context_lines(result, one_topic=names_one_topic(chat_query(query)))
         return "\n".join(lines) + "\n" if lines else ""
     return "\n".join(search_lines(result, query, scope, elsewhere)) + "\n"
 

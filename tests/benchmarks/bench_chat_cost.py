@@ -9,6 +9,7 @@ with the branch's, alternating, and compare in the same run.
 Run:  python tests/benchmarks/bench_read_path.py build /tmp/v10k 10000
       python tests/benchmarks/bench_read_path.py reindex /tmp/v10k
       PYTHONPATH=CODE python tests/benchmarks/bench_chat_cost.py /tmp/v10k --label main
+      [--prompts tests/data/prompts-heldout5.json: its pasted logs and pages too]
 """
 
 from __future__ import annotations
@@ -31,9 +32,14 @@ FIXTURE = Path(__file__).resolve().parents[2] / "memstore" / "fixtures" / "recal
 
 
 def chat(text: str) -> Any:
-    """The hook's query of `text` (plain text on code without chat queries)."""
-    fields = getattr(Query, "__dataclass_fields__", {})
-    return Query.of(text, chat=True) if "chat" in fields else text
+    """The hook's query of `text`: a pasted log read as its question and error lines
+    (catalog/pasted.py), on code without it a chat query, on code without those the text."""
+    try:
+        from memstore.catalog.pasted import chat_query
+    except ImportError:
+        fields = getattr(Query, "__dataclass_fields__", {})
+        return Query.of(text, chat=True) if "chat" in fields else text
+    return chat_query(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,9 +47,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("vault", type=Path, help="a vault of bench_read_path.py build|reindex")
     parser.add_argument("--label", default="code", help="the name printed on each row")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--prompts", type=Path, action="append", default=[], help="more prompt sets to time"
+    )
     args = parser.parse_args(argv)
     texts = [q["text"] for q in load_fixture(FIXTURE)["queries"]]
-    texts += [p.text for p in bench_hook.load_prompts()]
+    for prompts in [bench_hook.PROMPTS, *args.prompts]:
+        texts += [p.text for p in bench_hook.load_prompts(prompts)]
     settings = Settings(vault=args.vault, source="bench", session="bench", host="bench")
     with Store.open(settings) as store:
         calls: dict[str, Callable[[str], object]] = {

@@ -20,7 +20,8 @@ Run:  python tests/benchmarks/bench_hook.py [-v] [--json] [--vault sample|large]
       (-v lists every miss and every wrong injection; MEMSTORE_SEMANTIC etc. are honoured)
       --prompts FILE --large FILE run another prompt set over another 'large' vault, e.g. the
       held-out set nobody tuned on: --prompts tests/data/prompts-heldout2.json
-      --large tests/data/prompts-heldout2-vault.json --vault large
+      --large tests/data/prompts-heldout2-vault.json --vault large (held-out 3 over the same
+      vault; 4 and 5, each with its own vault: prompts-heldout5.json, prompts-heldout5-vault.json)
 """
 
 from __future__ import annotations

@@ -127,6 +127,13 @@ def test_tiers() -> None:
     assert confident([Evidence(0.45, 1.9), Evidence(0.2, 0.5)]) == [False, False]
     # … unless what comes close is an older version of it.
     assert confident([Evidence(0.45, 2.5), Evidence(0.4, 2.5)], [{1}, set()]) == [True, False]
+    # In a prompt typed to an agent, a hit holding a strict part of the lead's words is no
+    # rival (it finds the same words less well); one holding a word the lead lacks still is.
+    lead = Evidence(0.45, 2.5, frozenset({"backfill", "export"}))
+    part, other = Evidence(0.2, 1.3, frozenset({"export"})), Evidence(0.2, 1.3, frozenset({"gap"}))
+    assert confident([lead, part], chat=True) == [True, False]
+    assert confident([lead, part]) == [False, False]  # a search means every word: as before
+    assert confident([lead, other], chat=True) == [False, False]
 
 
 def test_an_everyday_word_says_less_of_a_prompts_topic_than_a_rare_one() -> None:
