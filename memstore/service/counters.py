@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -36,6 +36,7 @@ from memstore.vault.files import MAX_FILE_BYTES, write_many_atomic
 from memstore.vault.git import GitRepo, Trailers
 from memstore.vault.git_lean import objects
 from memstore.vault.git_objects import entry_id
+from memstore.vault.git_prebuilt import Prebuilt
 
 if TYPE_CHECKING:
     from memstore.service.store import Store
@@ -66,14 +67,21 @@ class Built:
     memories: dict[str, Memory] = field(default_factory=dict)
     shares: dict[str, tuple[int, int]] = field(default_factory=dict)  # see Usage.mark
     edited: set[str] = field(default_factory=set)  # ids whose files differ from HEAD
-    commit: str = ""
+    commit: Prebuilt | None = None
     listed: dict[str, tuple[int, dict[str, int]]] = field(default_factory=dict)
 
 
-def flush_beside(store: Store, replica: str, every: float | None) -> int:
+def flush_beside(
+    store: Store,
+    replica: str,
+    every: float | None,
+    stopping: Callable[[], bool] = lambda: False,
+) -> int:
     """Write the pending recall counts due (see `flush`) holding the store's lock and the
     vault lock only to read the files and then to write them and move HEAD; return how many
-    memories. The files and their commit are built in between, with no lock held."""
+    memories. The files and their commit are built in between, with no lock held; once
+    `stopping` says so (the daemon stops) the flush gives up before it writes anything,
+    its counts left pending for the next."""
     if team_of(store.vault.root):
         return 0
     for _ in range(BUILDS):
@@ -81,7 +89,9 @@ def flush_beside(store: Store, replica: str, every: float | None) -> int:
             plan = _plan(store, tx, replica, every)
         if plan is None:
             return 0
-        built = _build(store, plan, replica)
+        built = _build(store, plan, replica, stopping)
+        if stopping():
+            return 0  # nothing marked nor written: the counts wait in usage.sqlite
         with store.transaction(catch_up=False) as tx:
             done = _land(store, tx, plan, built, every is not None)
         if done is None:
@@ -233,7 +243,7 @@ def _plan(store: Store, tx: Transaction, replica: str, every: float | None) -> P
     )
 
 
-def _build(store: Store, plan: Plan, replica: str) -> Built:
+def _build(store: Store, plan: Plan, replica: str, stopping: Callable[[], bool]) -> Built:
     """With no lock held: the files with their new counts, and a commit of them on the
     HEAD the plan read (in a repository object of this thread's own)."""
     built = Built(listed=store.indexer.listings.read_ahead(plan.recorded))
@@ -241,6 +251,8 @@ def _build(store: Store, plan: Plan, replica: str) -> Built:
     tree = git.tree(plan.head) if plan.head else None
     modes: dict[str, int] = {}
     for memory_id, path in plan.paths.items():
+        if stopping():
+            return built
         data, mode = plan.read[path], _mode(store.vault.path(path))
         committed = _blob_id(tree, path)  # hashed against HEAD here, not under the lock
         if data is None or mode is None or committed != str(objects().hash(data)):
@@ -264,7 +276,9 @@ def _build(store: Store, plan: Plan, replica: str) -> Built:
         caller = store.caller
         trailers = Trailers(caller.source, caller.session, caller.host)
         files = {path: (data, modes[path]) for path, data in built.files.items()}
-        built.commit = git.build_on(plan.head, files, message, trailers)
+        built.commit = git.build_on(plan.head, files, message, trailers, stopping)
+        if not built.commit.commit:
+            return built  # stopped
     crash_point("flush-built")
     return built
 
@@ -273,8 +287,15 @@ def _land(store: Store, tx: Transaction, plan: Plan, built: Built, periodic: boo
     """Under the locks: write the built files and move HEAD to their commit, if HEAD, the
     files and the counts are still as planned; return how many memories (None: not)."""
     usage, indexer, vault = store.usage, store.indexer, tx.vault
-    if usage.is_marked() or tx.git.head() != plan.head:
+    if usage.is_marked():
         return None  # a flush killed meanwhile (its marks are settled by the next plan)
+    head, commit = tx.git.head(), built.commit
+    if commit is not None and head != commit.head:  # another writer's commits since
+        commit = tx.git.fold_onto(commit, head)  # theirs kept: a few trees written again
+    elif head != plan.head:
+        return None  # (nothing built: nothing to fold)
+    if commit is None:
+        return None  # one of the files committed meanwhile: read again
     if any(tx.git.read_work_file(path) != data for path, data in plan.read.items()):
         return None  # a person's edit meanwhile: read again
     pending = usage.pending()
@@ -293,15 +314,15 @@ def _land(store: Store, tx: Transaction, plan: Plan, built: Built, periodic: boo
         with tx.writing(built.files):
             write_many_atomic(vault, built.files)
             crash_point("memory-written")
-            if built.files:
+            if commit is not None:
                 try:
-                    if not tx.git.advance(plan.head, built.commit, tuple(built.files)):
+                    if not tx.git.advance(head, commit.commit, tuple(built.files)):
                         raise VaultError("HEAD moved while the vault was locked")
                 except VaultError:
                     for path, old in befores.items():
                         tx.put_back(path, old)
                     raise
-                tx.commits.append(built.commit)
+                tx.commits.append(commit.commit)
                 tx.deferred = True
         indexer.record_all(built.memories)
     crash_point("usage-committed")
