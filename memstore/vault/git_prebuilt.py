@@ -46,7 +46,6 @@ class GitPrebuilt(GitObjects):
     _refuse_secrets: Callable[[dict[str, bytes], Any], None]
     _stage: Callable[[tuple[str, ...], tuple[str, ...]], None]
     _index_is_large: Callable[[], bool]
-    paths_between: Callable[[str, str], list[str]]
 
     def build_on(
         self,
