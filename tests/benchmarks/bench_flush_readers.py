@@ -4,7 +4,8 @@ the vault lock, and what recalls timed while it runs take.
 Recalls recorded as the MCP tool records them (`tools.recall`), then, in one process as in
 the daemon: a reader thread timing `Store.recall` back to back, a probe thread timing how
 long it waits for the store's lock (every 20 ms), and the flush (`flush_usage(0)`: every
-pending count, as the tick's flush of the files due) in the main thread. The vault lock's
+pending count, as the tick's flush of the files due) in the main thread; with `--add-every`,
+an add timed every that many seconds meanwhile (another writer's commits mid-flush). The vault lock's
 holds by this process are timed round `Vault.lock`. Prints one JSON line. Writes the vault:
 use a copy; run it once per code, the codes taking turns, each with its own `--start`.
 
@@ -71,6 +72,9 @@ def main() -> int:
     parser.add_argument("--start", type=int, default=0, help="first query recorded")
     parser.add_argument("--count", type=int, default=40, help="recalls recorded before")
     parser.add_argument("--before", type=int, default=20, help="recalls timed before it")
+    parser.add_argument(
+        "--add-every", type=float, default=0.0, help="seconds between adds timed during it"
+    )
     args = parser.parse_args()
     from memstore.core.config import Settings
     from memstore.ops import tools
@@ -96,6 +100,7 @@ def main() -> int:
         found["recall_before"] = quantiles(before)
         stop = threading.Event()
         during: list[float] = []
+        slow: list[tuple[float, float]] = []  # recalls over a second: (start, seconds) in it
         waits: list[float] = []
 
         def read() -> None:
@@ -104,6 +109,8 @@ def main() -> int:
                 start = time.perf_counter()
                 store.recall(readers[n % len(readers)], workspace=None, catch_up=False)
                 during.append(time.perf_counter() - start)
+                if during[-1] > 1.0:
+                    slow.append((round(start - wall, 2), round(during[-1], 2)))
                 n += 1
 
         def probe() -> None:
@@ -112,7 +119,19 @@ def main() -> int:
                 with store.shared.mutex:
                     waits.append(time.perf_counter() - start)
 
+        adds: list[float] = []
+
+        def add() -> None:
+            n = 0
+            while not stop.wait(args.add_every):
+                start = time.perf_counter()
+                store.add(f"bench flush add {n} at {time.time()}", workspace="bench-flush")
+                adds.append(time.perf_counter() - start)
+                n += 1
+
         threads = [threading.Thread(target=read), threading.Thread(target=probe)]
+        if args.add_every > 0:
+            threads.append(threading.Thread(target=add))
         holds.clear()
         cpu, wall = cpu_s(), time.perf_counter()
         for thread in threads:
@@ -127,6 +146,8 @@ def main() -> int:
         found["vault_lock_holds_s"] = [round(h, 2) for h in holds]
         found["store_lock_wait"] = quantiles(waits)
         found["recall_during"] = quantiles(during)
+        found["add_during"] = quantiles(adds)
+        found["slow_recalls_start_s"] = slow
     found["load_after"] = round(os.getloadavg()[0], 1)
     print(json.dumps(found))
     return 0

@@ -168,3 +168,22 @@ def test_a_persons_edit_mid_flush_is_committed_and_keeps_the_count(
     assert "edited by hand" in git(root, "show", f"HEAD:{file.relative_to(root)}")
     assert git(root, "status", "--porcelain") == ""
     assert store.usage.pending() == {}
+
+
+def test_a_stop_asked_for_while_the_flush_builds_ends_it_with_nothing_written(
+    recalled: tuple[Store, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, ids = recalled
+    root = store.vault.root
+    head = git(root, "rev-parse", "HEAD")
+    stop = threading.Event()
+    held = HeldBuild(monkeypatch)
+    outcome = held.start(lambda: store.tidy(merge=False, stopping=stop.is_set))
+    stop.set()  # the daemon's stop, while the flush builds
+    held.finish(outcome)
+    assert git(root, "rev-parse", "HEAD") == head
+    assert set(counts(store).values()) == {0}
+    assert git(root, "status", "--porcelain") == ""
+    assert sorted(store.usage.pending()) == sorted(ids)  # left for the next flush
+    assert store.flush_usage() == MEMORIES
+    assert set(counts(store).values()) == {1}
