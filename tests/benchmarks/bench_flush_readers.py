@@ -73,6 +73,9 @@ def main() -> int:
     parser.add_argument("--count", type=int, default=40, help="recalls recorded before")
     parser.add_argument("--before", type=int, default=20, help="recalls timed before it")
     parser.add_argument(
+        "--idle", type=float, default=0.0, help="instead of the flush: this long, for reference"
+    )
+    parser.add_argument(
         "--add-every", type=float, default=0.0, help="seconds between adds timed during it"
     )
     args = parser.parse_args()
@@ -136,7 +139,11 @@ def main() -> int:
         cpu, wall = cpu_s(), time.perf_counter()
         for thread in threads:
             thread.start()
-        files = store.writer.flush_usage(0)
+        if args.idle > 0:  # the same readers and adds with no flush: what they take anyway
+            stop.wait(args.idle)
+            files = 0
+        else:
+            files = store.writer.flush_usage(0)
         found["flush_wall_s"] = round(time.perf_counter() - wall, 2)
         found["process_cpu_s_during"] = round(cpu_s() - cpu, 2)
         stop.set()
