@@ -98,8 +98,8 @@ def flush_beside(
             continue  # HEAD or a file moved on meanwhile: built again on what is there now
         _record_touched(store, {path.rpartition("/")[0] for path in built.files})
         if built.edited:  # a person's edit is committed first, under the lock, as before
-            with store.transaction(catch_up=False) as tx:
-                done += flush(store, tx, replica, every, only=built.edited)
+            with store.transaction(catch_up=False) as tx:  # (due in this flush: all of them)
+                done += flush(store, tx, replica, None, only=built.edited)
         return done
     with store.transaction(catch_up=False) as tx:
         return flush(store, tx, replica, every)

@@ -19,6 +19,7 @@ import pytest
 from memstore.core.codec import parse_memory
 from memstore.service.store import Store, init_vault
 from memstore.vault.git import GitRepo
+from memstore.vault.usage import FLUSH_EVERY_S
 from tests.conftest import git, settings_at, wait_until
 
 MEMORIES = 60  # files the flush writes: enough to spread over several folders' trees
@@ -149,14 +150,15 @@ def test_an_add_landing_mid_flush_is_kept_beside_every_count(
     assert store.usage.pending() == {}
 
 
+@pytest.mark.parametrize("every", [None, FLUSH_EVERY_S])
 def test_a_persons_edit_mid_flush_is_committed_and_keeps_the_count(
-    recalled: tuple[Store, list[str]], monkeypatch: pytest.MonkeyPatch
+    recalled: tuple[Store, list[str]], monkeypatch: pytest.MonkeyPatch, every: float | None
 ) -> None:
     store, ids = recalled
     root = store.vault.root
     file = next(root.glob(f"webshop/**/*{ids[5]}.md"))
     held = HeldBuild(monkeypatch)
-    outcome = held.start(store.flush_usage)
+    outcome = held.start(lambda: store.flush_usage(every))
     try:
         text = file.read_text(encoding="utf-8")
         file.write_text(text.replace("lesson 5 about", "lesson 5, edited by hand, about"))
