@@ -32,6 +32,7 @@ from memstore.core.merge import tally
 from memstore.core.model import Memory
 from memstore.service.teams import team_of
 from memstore.service.transaction import Transaction
+from memstore.vault.edits import wait_for_git_commit
 from memstore.vault.files import MAX_FILE_BYTES, write_many_atomic
 from memstore.vault.git import GitRepo, Trailers
 from memstore.vault.git_lean import objects
@@ -289,6 +290,8 @@ def _land(store: Store, tx: Transaction, plan: Plan, built: Built, periodic: boo
     usage, indexer, vault = store.usage, store.indexer, tx.vault
     if usage.is_marked():
         return None  # a flush killed meanwhile (its marks are settled by the next plan)
+    # A person's `git commit` under way would fail once HEAD moves under it: after it.
+    wait_for_git_commit(vault.root, store.settings.lock_timeout)
     head, commit = tx.git.head(), built.commit
     if commit is not None and head != commit.head:  # another writer's commits since
         commit = tx.git.fold_onto(commit, head)  # theirs kept: a few trees written again

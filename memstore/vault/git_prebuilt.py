@@ -3,8 +3,11 @@
 A writer of many files (the periodic counter flush: at 1,000,000 memories ~130 month trees
 of ~5,000 entries rewritten, 2-3 s) builds its blobs, trees and commit with no lock held,
 on the commit HEAD was when it read the files; under the vault lock it then only moves
-HEAD, and only if HEAD has not moved meanwhile (`advance`). Objects written for a commit
-never used are unreachable and go with git's gc. Part of GitRepo.
+HEAD, and only if HEAD has not moved meanwhile (`advance`; the caller waits for a person's
+`git commit` under way first). Commits made meanwhile are folded in (`fold_onto`: the
+commit made again on the new HEAD, reusing the trees of the folders they left alone).
+Objects written for a commit never used are unreachable and go with git's gc. Part of
+GitRepo.
 """
 
 from __future__ import annotations
