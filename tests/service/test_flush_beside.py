@@ -189,3 +189,21 @@ def test_a_stop_asked_for_while_the_flush_builds_ends_it_with_nothing_written(
     assert sorted(store.usage.pending()) == sorted(ids)  # left for the next flush
     assert store.flush_usage() == MEMORIES
     assert set(counts(store).values()) == {1}
+
+
+def test_the_daemons_tick_gives_its_flush_up_when_the_daemon_stops(
+    recalled: tuple[Store, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstore.daemon.server import Daemon
+
+    store, ids = recalled
+    root = store.vault.root
+    head = git(root, "rev-parse", "HEAD")
+    daemon = Daemon(store, idle_exit=0)
+    held = HeldBuild(monkeypatch)
+    outcome = held.start(daemon._tidy)  # the watcher's tick, as the daemon runs it
+    daemon.stop("asked to")
+    held.finish(outcome)
+    assert git(root, "rev-parse", "HEAD") == head
+    assert set(counts(store).values()) == {0}
+    assert sorted(store.usage.pending()) == sorted(ids)
