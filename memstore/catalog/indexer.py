@@ -407,6 +407,12 @@ class Indexer:
         self._apply([], paths, {}, None)
         self.listings.removed(paths)
 
+    def record_settled(self, folders: Mapping[str, int], started: int) -> None:
+        """Record in the manifest the times of folders changed only by this process's own
+        writes (path → time; each checked with Listings.unchanged since `started`), those
+        settled, as a quick catch-up records them: without listing the vault's folders."""
+        self._updater().record_own(dict(folders), started)
+
     def record(self, path: str, memory: Memory) -> None:
         """Index one file memstore has just written."""
         self.record_all({path: memory})

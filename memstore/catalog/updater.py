@@ -148,7 +148,7 @@ class Updater:
         dirty = sorted(
             f for f, mtime in known.items() if f in wanted or self._changed(f, mtime, own)
         )
-        self._record_own(own, started)
+        self.record_own(own, started)
         moved = {"git": f"{head[0]} {head[1]}"} if also else {}
         if not dirty:
             if moved:
@@ -187,7 +187,7 @@ class Updater:
         own[folder] = now
         return False
 
-    def _record_own(self, own: dict[str, int], started: int) -> None:
+    def record_own(self, own: dict[str, int], started: int) -> None:
         """Record in the manifest the folders whose time moved only by this process's own
         writes, once that time has settled: a later reader without this process's listings
         (a search without the daemon) then does not list them again."""

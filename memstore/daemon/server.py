@@ -202,7 +202,7 @@ class Daemon:
         """The watcher's periodic task (Store.tidy); what it read is settled at the next
         idle moment, not only after a request (a counter flush at a million memories)."""
         try:
-            self.store.tidy()
+            self.store.tidy(stopping=self._stop.is_set)  # a stop does not wait for its flush
         finally:
             self._settled = 0.0
 

@@ -7,6 +7,7 @@ import logging
 import os
 import shutil
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from memstore.catalog.compare import compare
@@ -212,15 +213,17 @@ class Maintenance(Part):
             store.vectors.view(locked=True, progress=embedding)
             return result
 
-    def tidy(self, *, merge: bool = True) -> None:
+    def tidy(self, *, merge: bool = True, stopping: Callable[[], bool] = lambda: False) -> None:
         """Flush recall counters, pack git history past git's own threshold, compact an
         index of many segments and (`merge`) start merging its large ones in a thread: what
         a long-running shell (serve, watch) does every few minutes (`merge` False: the last
-        time, as the process ends)."""
+        time, as the process ends). `stopping`: the shell is stopping (the flush gives up)."""
         from memstore.vault import remote
 
         store = self.store
-        store.writer.flush_usage(FLUSH_EVERY_S)  # the files due: each at most once an interval
+        store.writer.flush_usage(FLUSH_EVERY_S, stopping)  # the files due: each once an interval
+        if stopping():
+            return
         if remote.needs_packing(store.vault.root):
             with store.transaction(catch_up=False, serialize=False):
                 remote.pack(store.vault.root, store.settings.env, auto=True)

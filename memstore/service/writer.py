@@ -299,13 +299,17 @@ class Writer(Part):
     def timestamp(self) -> str:
         return self.store.shared.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
 
-    @serialized
-    def flush_usage(self, every: float | None = None) -> int:
+    def flush_usage(
+        self, every: float | None = None, stopping: Callable[[], bool] = lambda: False
+    ) -> int:
         """Write the pending recall counts into the memory files, in one commit (`every`:
         only the files due, each written at most once per `every` seconds, as the periodic
-        flush does; None: all); return how many memories."""
-        with self.store.transaction(catch_up=False) as tx:
-            return self.flush_usage_held(tx, every)
+        flush does; None: all); return how many memories. The store's lock is held only
+        for short steps (counters.flush_beside): readers and adds go on meanwhile. Once
+        `stopping` says so it gives up before writing anything (the counts stay pending)."""
+        with self.store.shared.mutex:
+            replica = self.replica()
+        return counters.flush_beside(self.store, replica, every, stopping)
 
     def replica(self) -> str:
         """Return this clone's name in the files' per-replica counters (`seen_by`).

@@ -26,6 +26,7 @@ from memstore.vault.git_log import LogEntry as LogEntry  # callers import these 
 from memstore.vault.git_objects import _pygit2
 from memstore.vault.git_objects import entry_id as _entry_id
 from memstore.vault.git_objects import text_paths as _text_paths
+from memstore.vault.git_prebuilt import GitPrebuilt
 from memstore.vault.git_processes import clear_stale_locks as clear_stale_locks
 from memstore.vault.git_rewrite import GitRewrites
 from memstore.vault.git_setup import GitSetup
@@ -49,7 +50,7 @@ DEFER_INDEX_BYTES = 4_000_000
 # Who memstore's commits are by when the user has no git identity (and git's merges too:
 
 
-class GitRepo(GitLog, GitRewrites, GitSetup):
+class GitRepo(GitLog, GitRewrites, GitSetup, GitPrebuilt):
     """The git repository whose work tree is exactly the vault."""
 
     def __init__(self, repo: Any, root: Path) -> None:

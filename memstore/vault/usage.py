@@ -117,6 +117,12 @@ class Usage:
         finally:
             db.execute("PRAGMA synchronous=NORMAL")
 
+    def is_marked(self) -> bool:
+        """Say whether a flush's marks are there (one under way elsewhere, or killed)."""
+        if not self.path.exists():
+            return False
+        return self._connect().execute("SELECT 1 FROM marked LIMIT 1").fetchone() is not None
+
     def settle(self, share_now: Callable[[str], int | None]) -> int:
         """Finish a flush that was killed: a marked count whose file holds it (this clone's
         share reached before + count) is taken off pending; one whose write did not land

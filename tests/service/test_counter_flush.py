@@ -115,7 +115,9 @@ with Store.open(Settings(vault=vault, source="test", session="s", host="test-hos
 """
 
 
-@pytest.mark.parametrize("point", ["usage-marked", "memory-written", "usage-committed"])
+@pytest.mark.parametrize(
+    "point", ["flush-built", "usage-marked", "memory-written", "git-commit", "usage-committed"]
+)
 def test_a_flush_killed_anywhere_loses_no_count_and_counts_none_twice(
     tmp_path: Path, point: str
 ) -> None:

@@ -1,0 +1,109 @@
+"""A commit built beside the vault lock (GitRepo.build_on) holds the very tree a commit of
+the same files makes; HEAD moves to it only from the HEAD it was built on (advance); a stop
+asked for while it builds leaves HEAD and the files as they were."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memstore.core.errors import SecretError
+from memstore.vault.git import GitRepo, Trailers
+from memstore.vault.git_lean import objects
+from tests.conftest import git
+
+TRAILERS = Trailers("test", "s", "host")
+FIRST = {
+    "top.md": b"top\n",
+    "ws/2026-11/a.md": b"a\n",
+    "ws/2026-12/b.md": b"b\n",
+    "ws/2026-12/01/c.md": b"c\n",
+    "other/2026-12/e.md": b"e\n",
+}
+# files in a month folder beside its day folders, a new folder, a file at the top
+CHANGED = {
+    "top.md": b"top 2\n",
+    "ws/2026-11/a.md": b"a 2\n",
+    "ws/2026-12/b.md": b"b 2\n",
+    "ws/2026-12/01/c.md": b"c 2\n",
+    "ws/2026-12/02/d.md": b"d\n",
+}
+
+
+def write(root: Path, files: dict[str, bytes]) -> None:
+    for path, data in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_bytes(data)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> GitRepo:
+    root = tmp_path / "vault"
+    root.mkdir()
+    repo = GitRepo.init(root)
+    write(root, FIRST)
+    repo.commit("first", TRAILERS, add=tuple(FIRST))
+    return repo
+
+
+def plain(files: dict[str, bytes]) -> dict[str, tuple[bytes, int]]:
+    return {path: (data, objects().GIT_FILEMODE_BLOB) for path, data in files.items()}
+
+
+def test_the_tree_built_beside_the_lock_is_the_one_a_commit_makes(repo: GitRepo) -> None:
+    head = repo.head()
+    built = repo.build_on(head, plain(CHANGED), "built", TRAILERS).commit
+    assert repo.head() == head  # nothing moved yet
+    write(repo.root, CHANGED)
+    made = repo.commit("made", TRAILERS, add=tuple(CHANGED))
+    assert repo.tree_of(built) == repo.tree_of(made)
+    assert repo.first_parent(built) == head
+
+
+@pytest.mark.parametrize(
+    "theirs",
+    [
+        "other/2026-12/e.md",  # a folder of nobody else's
+        "ws/2026-12/f.md",  # a folder the flush writes in
+        "ws/2026-12/01/g.md",  # a folder inside one it writes in
+    ],
+)
+def test_a_commit_made_meanwhile_is_folded_in_and_kept(repo: GitRepo, theirs: str) -> None:
+    head = repo.head()
+    built = repo.build_on(head, plain(CHANGED), "built", TRAILERS)
+    write(repo.root, {theirs: b"theirs\n"})
+    other = repo.commit("another writer", TRAILERS, add=(theirs,))
+    assert not repo.advance(head, built.commit, tuple(CHANGED))  # HEAD moved: nothing done
+    assert repo.head() == other
+    folded = repo.fold_onto(built, other)
+    assert folded is not None
+    write(repo.root, CHANGED)
+    assert repo.advance(other, folded.commit, tuple(CHANGED))
+    assert git(repo.root, "status", "--porcelain") == ""  # the tree is exactly the files
+    assert git(repo.root, "show", f"HEAD:{theirs}").strip() == "theirs"
+    assert git(repo.root, "log", "--format=%s", "-2").split() == ["built", "another", "writer"]
+
+
+def test_a_file_committed_meanwhile_is_not_folded(repo: GitRepo) -> None:
+    head = repo.head()
+    built = repo.build_on(head, plain(CHANGED), "built", TRAILERS)
+    write(repo.root, {"ws/2026-12/b.md": b"a person's\n"})
+    other = repo.commit("a person", TRAILERS, add=("ws/2026-12/b.md",))
+    assert repo.fold_onto(built, other) is None
+
+
+def test_a_stop_while_building_writes_no_commit(repo: GitRepo) -> None:
+    head = repo.head()
+    asked = iter([False, True])
+    built = repo.build_on(head, plain(CHANGED), "built", TRAILERS, lambda: next(asked))
+    assert built.commit == ""
+    assert repo.head() == head
+
+
+def test_a_credential_is_refused_before_any_commit(repo: GitRepo) -> None:
+    head = repo.head()
+    secret = {"ws/2026-11/a.md": b"a\naws_secret_access_key = AKIAIOSFODNN7EXAMPLEKEY12\n"}
+    with pytest.raises(SecretError):
+        repo.build_on(head, plain(secret), "built", TRAILERS)
+    assert repo.head() == head
