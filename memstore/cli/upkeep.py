@@ -18,7 +18,7 @@ from memstore.core.errors import InvalidInputError
 from memstore.core.model import ADDABLE_KINDS, summary
 from memstore.core.secret_mask import mask_secrets
 from memstore.ops.cli_help import choices
-from memstore.ops.lean import checkout_here
+from memstore.ops.lean import checkout_here, unknown_workspace
 from memstore.ops.output import count, supersede_command
 from memstore.ops.parameters import (
     IdArgument,
@@ -57,6 +57,8 @@ def audit(
         pairs = report.contradictions
         texts = curator.bodies(pair.new for pair in pairs) if pairs else {}
         cited = check_citations(store, working_folder(), workspace)  # against the code here
+        # a typo should not pass for an empty audit (docs/cli.md: a workspace it lacks)
+        typer.echo(unknown_workspace(store, workspace, "audited nothing"), err=True, nl=False)
     named = str(settings.vault) if vault else None
     fixes = [
         supersede_command(texts.get(pair.new, ""), pair.workspace, pair.old, named)

@@ -191,3 +191,61 @@ def test_status_answers_3_when_no_daemon_runs_in_text_and_json(seeded: Path) -> 
         done = invoke_memstore("status", *as_json, vault=seeded, env=NO_DAEMON)
         assert done.returncode == 3, done.stderr
     assert json.loads(done.stdout)["running"] is False
+
+
+# The commands where -w chooses what to read, each run asking about a workspace the vault
+# lacks; the others' -w says where to write (a new workspace is made by its first add).
+READS_A_WORKSPACE: dict[str, list[str]] = {
+    "search": ["search", "deploy"],
+    "list": ["list"],
+    "audit": ["audit"],
+    "export": ["export"],
+    "conflicts": ["conflicts"],
+    "stats": ["stats"],
+    "view": ["view", "-o", "PAGE"],
+}
+WRITES_TO_A_WORKSPACE = {"add", "import", "ingest", "share", "serve"}
+
+
+def test_every_command_taking_w_says_whether_it_reads_or_writes_there() -> None:
+    app = typer.main.get_command(typer_app())
+    taking = set()
+    for name in every_command():
+        command = app
+        for word in name.split():
+            command = command.commands[word]  # type: ignore[attr-defined]
+        if any("-w" in param.opts for param in command.params):
+            taking.add(name)
+    assert taking == set(READS_A_WORKSPACE) | WRITES_TO_A_WORKSPACE
+
+
+@pytest.mark.parametrize(
+    ("name", "as_json"),
+    [
+        (name, as_json)
+        for name in sorted(READS_A_WORKSPACE)
+        for as_json in (False, True)
+        if not (name == "export" and as_json)
+    ],  # export's output is JSON already
+)
+def test_a_workspace_the_vault_lacks_is_an_empty_answer_a_note_and_exit_0(
+    name: str, as_json: bool, seeded: Path, tmp_path: Path
+) -> None:
+    """docs/cli.md: a read command asked about a workspace the vault lacks answers with
+    nothing and exits 0, as a search with no hit does (a workspace exists from its first
+    add on: a new project's is the same as a typo's); one note on stderr names the
+    workspaces there are, so a typo does not pass for "nothing there"."""
+    args = [str(tmp_path / "page") if arg == "PAGE" else arg for arg in READS_A_WORKSPACE[name]]
+    args += ["-w", "typo", *(["--json"] if as_json else [])]
+    before = vault_bytes(seeded)
+
+    done = invoke_memstore(*args, vault=seeded, env=NO_DAEMON)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith("note: no workspace 'typo' in this vault ("), done.stderr
+    assert done.stderr.count("\n") == 1 and "known: " in done.stderr, done.stderr
+    if name == "view":  # its stdout is the file it wrote
+        assert done.stdout == f"{tmp_path / 'page'}\n"
+    elif as_json or name == "export":
+        json.loads(done.stdout)
+    assert vault_bytes(seeded) == before
