@@ -31,3 +31,14 @@ class SyncError(MemstoreError):
 
 class UncommittedEditError(VaultError):
     """A file changed on disk while memstore was about to overwrite it; nothing moved."""
+
+
+def no_vault_at(root: object) -> str:
+    """Return the one sentence every command says of a folder holding no vault (a typo in
+    --vault or MEMSTORE_VAULT); here so the lean paths (`daemon --stop`) need no service."""
+    import shlex
+
+    return (
+        f"there is no vault at {root}; run 'memstore init {shlex.quote(str(root))}' "
+        "to make one there, or fix MEMSTORE_VAULT / --vault"
+    )

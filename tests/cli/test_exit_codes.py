@@ -7,11 +7,14 @@ so a new one must say how it answers a missing vault."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import typer
 
+from memstore.core.errors import no_vault_at
 from memstore.launcher import typer_app
 from tests.conftest import head, invoke_memstore, run_memstore, vault_bytes
 
@@ -249,3 +252,33 @@ def test_a_workspace_the_vault_lacks_is_an_empty_answer_a_note_and_exit_0(
     elif as_json or name == "export":
         json.loads(done.stdout)
     assert vault_bytes(seeded) == before
+
+
+def test_the_missing_vault_sentence_is_written_once_and_daemon_stop_says_it_leanly(
+    tmp_path: Path,
+) -> None:
+    """Written in four places before (the service, the daemon's two commands, its server):
+    one wording drifting from the others would go unseen. `core/errors.no_vault_at` holds
+    it; `daemon --stop` (a lean path: the client only) says it without the service layer."""
+    package = Path(__file__).resolve().parents[2] / "memstore"
+    holding = [
+        path.relative_to(package).as_posix()
+        for path in sorted(package.rglob("*.py"))
+        if "there is no vault at" in path.read_text(encoding="utf-8")
+    ]
+    assert holding == ["core/errors.py"]
+    missing = tmp_path / "typo"
+    script = (
+        "import sys\n"
+        "from memstore.launcher import main\n"
+        f"sys.argv = ['memstore', 'daemon', '--stop', '--vault', {str(missing)!r}]\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as stop:\n"
+        "    print(stop.code, sorted(m for m in sys.modules if m.startswith('memstore.service')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.stderr == f"Error: {no_vault_at(missing)}\n", done.stderr
+    assert done.stdout == "1 []\n"
