@@ -321,6 +321,21 @@ def test_show_and_search_as_of_a_date_match_a_checkout_of_that_date(
     assert vault_bytes(vault)["infra/port-pppp2222.md"].count(b"9090") == 1  # work tree untouched
 
 
+def test_as_of_before_the_vault_s_first_commit_names_that_commit_s_time(vault: Path) -> None:
+    """It said only "its history starts later": the person had to run git log to find when."""
+    first = subprocess.run(
+        ["git", "log", "--reverse", "--format=%ct"], cwd=vault, check=True, capture_output=True
+    ).stdout.split()[0]
+    started = datetime.fromtimestamp(int(first), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for args in (["show", "k3xq"], ["search", "port", "--all"]):
+        done = cli(vault, *args, "--as-of", "2020-01-01")
+        assert done.returncode == 1 and done.stdout == "", done.stderr
+        assert done.stderr == (
+            "Error: the vault has no commit on or before 2020-01-01; its history starts at "
+            f"{started}: pass --as-of that or later\n"
+        ), done.stderr
+
+
 def test_as_of_takes_what_since_takes_and_reads_it_the_same(vault: Path) -> None:
     # --as-of took only a date or an ISO time; --since (list, log, view) an age too: one parser
     path = vault / "infra" / "port-pppp2222.md"
