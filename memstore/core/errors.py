@@ -12,6 +12,11 @@ class InvalidInputError(MemstoreError):
 class SecretError(InvalidInputError):
     """A file memstore was about to commit holds what looks like a credential; not committed."""
 
+    def __init__(self, message: str, *, path: str = "", kind: str = "") -> None:
+        super().__init__(message)
+        self.path = path  # the file refused ("": the text of an add, not a file)
+        self.kind = kind  # what it looks like ("an AWS access key id")
+
 
 class NotFoundError(MemstoreError):
     """No memory (or vault) matches what was asked for."""

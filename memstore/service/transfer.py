@@ -16,7 +16,7 @@ from typing import Any
 from memstore import __version__
 from memstore.catalog.indexer import Progress
 from memstore.core.codec import parse_memory, render_memory
-from memstore.core.errors import InvalidInputError, VaultError
+from memstore.core.errors import InvalidInputError, SecretError, VaultError
 from memstore.core.faults import crash_point
 from memstore.core.merge import restore_memory
 from memstore.core.model import Memory
@@ -220,7 +220,20 @@ def restore(
     with store.transaction() as tx:
         plan = _plan_restore(store, files, report, lambda done: step(done // 3, n))
         if plan:
-            _apply_restore(tx, plan, report, lambda done: step((n + done * n // len(plan)) // 3, n))
+            try:
+                _apply_restore(
+                    tx, plan, report, lambda done: step((n + done * n // len(plan)) // 3, n)
+                )
+            except SecretError as err:  # the commit's scan: every file is put back
+                if err.path not in plan:
+                    raise
+                raise SecretError(
+                    f"cannot restore {err.path}: it holds what looks like {err.kind} (memory "
+                    "is shared through git), so nothing was restored; remove that entry from "
+                    "the export, or the credential in the vault it came from and export again",
+                    path=err.path,
+                    kind=err.kind,
+                ) from err
             tx.catch_up()
     step(n, n)
     return report

@@ -248,6 +248,32 @@ def test_restore_with_a_bad_entry_in_the_middle_changes_nothing(
     assert not fresh.exists()  # a bad export does not even create the vault
 
 
+def test_restore_of_an_entry_holding_a_credential_names_it_and_the_export_as_the_fix(
+    vault: Path, tmp_path: Path
+) -> None:
+    """An export holds a hand-written file its vault never committed (a credential in it):
+    restore refused in the words of a hand edit, "remove the credential from the file, or
+    commit it yourself with git", a file that was never left in this vault."""
+    key = "wJalrXUtnFEMK7MDENGbPxRfiCYzq81Ab4TkL0vX"  # random-looking, not AWS's example
+    creds = {**GOOD, "path": "h/creds.md", "text": f"ops: AWS_SECRET_ACCESS_KEY={key}\n"}
+    exported = tmp_path / "export.json"
+    exported.write_text(json.dumps(export_data([GOOD, creds, LATER])), encoding="utf-8")
+    before, commit = vault_bytes(vault), head(vault)
+
+    done = cli(vault, "restore", str(exported))
+
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(
+        "Error: cannot restore h/creds.md: it holds what looks like an AWS"
+    ), done.stderr
+    assert done.stderr.rstrip().endswith(
+        "so nothing was restored; remove that entry from the export, or the credential in "
+        "the vault it came from and export again"
+    ), done.stderr
+    assert key not in done.stderr
+    assert vault_bytes(vault) == before and head(vault) == commit and git_is_clean(vault)
+
+
 @pytest.mark.parametrize(
     ("field", "value"),
     [("text", "lone \ud800 surrogate"), ("text", 42), ("base64", "not base64!")],
