@@ -415,6 +415,15 @@ def edit(memory_id: IdArgument, vault: VaultOption = None) -> None:
     say(f"saved {edited.id} in {edited.commit[:8]}: {edited.path}{merged}")
 
 
+def _by_memory(found: list[tuple[str, str]]) -> dict[str, list[str]]:
+    """Group (id, what) pairs by memory, in order: one line a memory, not one a rule (a
+    40-character key after `AWS_SECRET_ACCESS_KEY=` matches four)."""
+    grouped: dict[str, list[str]] = {}
+    for memory, what in found:
+        grouped.setdefault(memory, []).append(what)
+    return grouped
+
+
 def _audit_lines(report: Audit, fixes: list[str]) -> list[str]:
     """Return what `memstore audit` prints: the counts, then each section that has items."""
     lines = [
@@ -444,7 +453,7 @@ def _audit_lines(report: Audit, fixes: list[str]) -> list[str]:
         ("files memstore cannot read cleanly", [f"{p}: {r}" for p, r in report.malformed]),
         (
             "possible secrets (memstore forget --purge)",
-            [f"{i}: {what}" for i, what in report.secrets],
+            [f"{i}: {', '.join(kinds)}" for i, kinds in _by_memory(report.secrets).items()],
         ),
         ("never recalled (30+ days old)", report.never_recalled),
         ("decayed below the recall floor", report.decayed),

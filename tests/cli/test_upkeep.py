@@ -92,6 +92,21 @@ def test_audit_reports_and_writes_nothing(sample_vault: Path) -> None:
     assert "near-duplicates" in cli(sample_vault, "audit").stdout
 
 
+def test_audit_lists_a_memory_matching_several_secret_rules_once(vault: Path) -> None:
+    """A 40-character key after `AWS_SECRET_ACCESS_KEY=` matched four rules: four lines of
+    the same memory in the text report (`--json` keeps every (id, rule) pair)."""
+    key = "rJD8tA1uYoRIekBwgEe1CgKo7pcioomBOseOfikc"
+    added = cli(vault, "add", f"ops: AWS_SECRET_ACCESS_KEY={key}", "--allow-secret", "--json")
+    memory = json.loads(added.stdout)["id"]
+    found = json.loads(cli(vault, "audit", "--json").stdout)["secrets"]
+    kinds = [what for which, what in found if which == memory]
+    assert len(kinds) > 1
+    text = cli(vault, "audit").stdout
+    assert (
+        f"possible secrets (memstore forget --purge) (1):\n  {memory}: {', '.join(kinds)}\n" in text
+    )
+
+
 def test_secrets_are_refused_unless_allowed_on_the_cli(vault: Path, store: Store) -> None:
     before = head(vault)
     for text in (
