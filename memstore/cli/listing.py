@@ -398,8 +398,8 @@ def _vault_stats_lines(result: Stats) -> list[str]:
     lines = [
         f"vault      {result.vault}",
         f"memories   {result.memories}{problems}",
-        "workspaces " + ", ".join(f"{w} {n}" for w, n in result.by_workspace.items()),
-        "kinds      " + ", ".join(f"{k} {n}" for k, n in result.by_kind.items()),
+        "workspaces " + (", ".join(f"{w} {n}" for w, n in result.by_workspace.items()) or "none"),
+        "kinds      " + (", ".join(f"{k} {n}" for k, n in result.by_kind.items()) or "none"),
         f"index      {result.index_bytes / 1024:.0f} KiB",
     ]
     if result.last_commit:

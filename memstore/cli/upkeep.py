@@ -428,9 +428,10 @@ def _audit_lines(report: Audit, fixes: list[str]) -> list[str]:
     """Return what `memstore audit` prints: the counts, then each section that has items."""
     lines = [
         f"memories: {report.memories}",
-        "by workspace: " + ", ".join(f"{w} {n}" for w, n in report.by_workspace.items()),
-        "by kind: " + ", ".join(f"{k} {n}" for k, n in report.by_kind.items()),
-        "written by: " + ", ".join(f"{s} {n}" for s, n in report.by_source.items()),
+        "by workspace: "
+        + (", ".join(f"{w} {n}" for w, n in report.by_workspace.items()) or "none"),
+        "by kind: " + (", ".join(f"{k} {n}" for k, n in report.by_kind.items()) or "none"),
+        "written by: " + (", ".join(f"{s} {n}" for s, n in report.by_source.items()) or "none"),
         f"core memory: ~{report.core_tokens} tokens of a {report.core_cap}-token cap",
     ]
     sections = [

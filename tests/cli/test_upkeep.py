@@ -92,6 +92,13 @@ def test_audit_reports_and_writes_nothing(sample_vault: Path) -> None:
     assert "near-duplicates" in cli(sample_vault, "audit").stdout
 
 
+def test_stats_and_audit_of_an_empty_vault_say_none_not_a_blank(vault: Path) -> None:
+    stats = cli(vault, "stats").stdout.splitlines()
+    assert "workspaces none" in stats and "kinds      none" in stats, stats
+    audit = cli(vault, "audit").stdout.splitlines()
+    assert {"by workspace: none", "by kind: none", "written by: none"} <= set(audit), audit
+
+
 def test_audit_lists_a_memory_matching_several_secret_rules_once(vault: Path) -> None:
     """A 40-character key after `AWS_SECRET_ACCESS_KEY=` matched four rules: four lines of
     the same memory in the text report (`--json` keeps every (id, rule) pair)."""
