@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from memstore.core.errors import InvalidInputError
 from memstore.core.model import ALL, GLOBAL, to_workspace_name
 
 _REMOTE_NAME = re.compile(r"([^/:]+?)(?:\.git)?/*$")
@@ -50,6 +51,22 @@ def add_target_at(vault: Path, cwd: Path) -> tuple[Path | None, str | None]:
     if where == vault or vault in where.parents:
         return _other_vault(vault, root), None
     return _other_vault(vault, root), _root_workspace(vault, root)
+
+
+def trace_workspace(vault: Path, cwd: Path) -> str | None:
+    """Return the workspace a hook keeps an agent's trace from `cwd` in (`workspace_at`).
+
+    Raises:
+        InvalidInputError: `cwd` is in another vault: the trace was that vault's, as an
+            `add` from there would be (it was kept in `vault`, in a workspace named after it).
+    """
+    other, workspace = add_target_at(vault, cwd)
+    if other is not None:
+        raise InvalidInputError(
+            f"kept nothing: the agent works in the vault {other}, but memstore uses {vault}; "
+            f"give the hooks --vault {other} (memstore agents --install NAME --vault {other})"
+        )
+    return workspace
 
 
 def detect_workspace(cwd: Path) -> str | None:
