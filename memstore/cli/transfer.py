@@ -137,6 +137,14 @@ def restore(
     vault: VaultOption = None,
     quiet: QuietOption = False,
     as_json: JsonOption = False,
+    allow_secret: Annotated[
+        bool,
+        typer.Option(
+            "--allow-secret",
+            help="Restore entries that look like they hold a credential anyway "
+            "(memories kept with add --allow-secret).",
+        ),
+    ] = False,
 ) -> None:
     """Merge an export into the vault, all or nothing (ids kept, so supersede links survive).
 
@@ -148,7 +156,7 @@ def restore(
     files = read_export(file)  # checked whole before the vault is opened or created
     bar = progress_bar("restoring", quiet=quiet or as_json)
     with Store.open(shell_settings(vault), create=True) as store, bar as step:
-        report = run_restore(store, files, step)
+        report = run_restore(store, files, step, allow_secret=allow_secret)
     if as_json:
         kept_as_was = [{"path": path, "reason": why} for path, why in report.kept]
         emit_json({**asdict(report), "kept": kept_as_was})

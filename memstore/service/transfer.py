@@ -204,9 +204,16 @@ def path_problem(path: str) -> str:
 
 
 def restore(
-    store: Store, files: list[ExportedFile], progress: Progress | None = None
+    store: Store,
+    files: list[ExportedFile],
+    progress: Progress | None = None,
+    *,
+    allow_secret: bool = False,
 ) -> RestoreReport:
     """Merge an export into the vault: all or nothing, one commit, idempotent.
+
+    An entry holding what looks like a credential (a memory its vault kept with `add
+    --allow-secret`) refuses the whole restore (SecretError), unless `allow_secret`.
 
     A memory the vault lacks is written byte for byte at its exported path; one it holds
     (same id) is merged into its file, keeping ids so supersede links survive. Raises
@@ -222,15 +229,19 @@ def restore(
         if plan:
             try:
                 _apply_restore(
-                    tx, plan, report, lambda done: step((n + done * n // len(plan)) // 3, n)
+                    tx,
+                    plan,
+                    report,
+                    lambda done: step((n + done * n // len(plan)) // 3, n),
+                    allow_secret,
                 )
             except SecretError as err:  # the commit's scan: every file is put back
                 if err.path not in plan:
                     raise
                 raise SecretError(
                     f"cannot restore {err.path}: it holds what looks like {err.kind} (memory "
-                    "is shared through git), so nothing was restored; remove that entry from "
-                    "the export, or the credential in the vault it came from and export again",
+                    "is shared through git), so nothing was restored; restore with --allow-secret "
+                    "to keep it as its vault did, or remove that entry from the export",
                     path=err.path,
                     kind=err.kind,
                 ) from err
@@ -319,7 +330,11 @@ def _lstat_mode(path: Path) -> int | None:
 
 
 def _apply_restore(
-    tx: Transaction, plan: dict[str, bytes], report: RestoreReport, step: Callable[[int], None]
+    tx: Transaction,
+    plan: dict[str, bytes],
+    report: RestoreReport,
+    step: Callable[[int], None],
+    allow_secret: bool,
 ) -> None:
     """Write the planned files, then commit them once; on any failure undo every write.
 
@@ -338,7 +353,7 @@ def _apply_restore(
             step(len(plan))
             crash_point("restore-written")
             message = f"restore: {report.added} added, {report.merged} merged"
-            tx.commit(message, add=tuple(plan))
+            tx.commit(message, add=tuple(plan), allow_secret=allow_secret)
             is_committed = True
     finally:
         # a commit that failed after moving HEAD keeps its files: they are in git

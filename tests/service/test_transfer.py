@@ -267,11 +267,30 @@ def test_restore_of_an_entry_holding_a_credential_names_it_and_the_export_as_the
         "Error: cannot restore h/creds.md: it holds what looks like an AWS"
     ), done.stderr
     assert done.stderr.rstrip().endswith(
-        "so nothing was restored; remove that entry from the export, or the credential in "
-        "the vault it came from and export again"
+        "so nothing was restored; restore with --allow-secret to keep it as its vault did, "
+        "or remove that entry from the export"
     ), done.stderr
     assert key not in done.stderr
     assert vault_bytes(vault) == before and head(vault) == commit and git_is_clean(vault)
+
+
+def test_an_export_holding_a_memory_kept_with_allow_secret_restores_with_allow_secret(
+    vault: Path, tmp_path: Path
+) -> None:
+    """A vault with one `add --allow-secret` memory exported a backup that no restore took:
+    the restore's commit refused the credential, and with it every other memory."""
+    cli(vault, "add", "prod key AKIAQ3EGRJ5LTMWD7XZN for the build bot", "--allow-secret")
+    cli(vault, "add", "a plain note beside it")
+    exported = tmp_path / "export.json"
+    assert cli(vault, "export", "-o", str(exported)).returncode == 0
+    fresh = tmp_path / "fresh"
+    assert cli(fresh, "init", str(fresh)).returncode == 0
+    refused = cli(fresh, "restore", str(exported))
+    assert refused.returncode == 1 and "--allow-secret" in refused.stderr, refused.stderr
+    done = cli(fresh, "restore", str(exported), "--allow-secret", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["added"] == 2
+    assert vault_bytes(fresh) == vault_bytes(vault) and git_is_clean(fresh)
 
 
 @pytest.mark.parametrize(
