@@ -229,6 +229,12 @@ def recall(
         elsewhere = look_elsewhere(store, None, query, scope, command=RECALL_ALL)
         if elsewhere is not None and elsewhere.matches:
             found = replace(found, message=elsewhere_message(query, scope, elsewhere))
+    if scope is not None and scope == _workspace_argument(arguments, for_add=False):
+        from memstore.ops.lean import unknown_workspace
+
+        # a typo in the argument should not pass for "nothing there", as on the CLI
+        note = unknown_workspace(store, scope).removeprefix("note: ").strip()
+        found = replace(found, message=f"{found.message} N{note[1:]}.") if note else found
     return recall_output(found)
 
 

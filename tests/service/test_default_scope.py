@@ -178,3 +178,17 @@ def test_memory_add_from_inside_another_vault_is_refused_naming_both(
     assert git(other, "rev-parse", "HEAD").strip() == before[other]
     written = git(vault, "diff", "--name-only", f"{before[vault]}..HEAD").split()
     assert [path.split("/")[0] for path in written] == ["infra"]  # only the chosen add
+
+
+def test_memory_recall_of_a_workspace_the_vault_lacks_says_so_and_names_the_ones_there_are(
+    vault: Path, tmp_path: Path, stored: str, env: dict[str, str]
+) -> None:
+    """The CLI notes a `-w` typo (docs/cli.md); an agent's `workspace` typo read as "nothing
+    there" and the agent had no way to tell."""
+    recalled = mcp_call(env, tmp_path, "memory_recall", {"query": "nginx", "workspace": "webshhop"})
+    assert recalled["results"] == []
+    assert recalled["message"].endswith(
+        " No workspace 'webshhop' in this vault (searched it and global); known: global, webshop."
+    ), recalled["message"]
+    known = mcp_call(env, tmp_path, "memory_recall", {"query": "kafka", "workspace": "webshop"})
+    assert "No workspace" not in known["message"]
