@@ -12,6 +12,7 @@ from memstore.core.codec import content_hash, render_memory
 from memstore.core.errors import InvalidInputError, SecretError, VaultError
 from memstore.core.faults import crash_point
 from memstore.core.model import Memory, check_workspace
+from memstore.core.secret_mask import mask_secrets
 from memstore.core.secrets import find_secret_in_fields
 from memstore.service.checks import check_keywords, check_source, check_text
 from memstore.service.store import Store
@@ -241,7 +242,8 @@ def _new_pieces(
                     "--allow-secret')"
                 )
         except InvalidInputError as err:
-            report.refused.append((piece.text[:60], str(err)))
+            # the report is printed: it names the piece, never a credential in it
+            report.refused.append((mask_secrets(piece.text)[:60], str(err)))
             continue
         digest = content_hash(body)
         if digest in seen or store.indexer.by_hash(workspace, digest):

@@ -145,6 +145,9 @@ def test_import_skips_and_reports_a_secret_and_commits_the_rest(
     done = cli(vault, "import", str(source), "-w", "infra")
     assert "created 2 memories in infra; 1 already there" in done.stdout
     assert "refused" in done.stderr and "looks like a GitHub token" in done.stderr
+    # the refusal names the line, never the credential in it (it printed the token)
+    assert "The bot token is [secret: a GitHub token]" in done.stderr, done.stderr
+    assert token not in done.stderr and token not in done.stdout
     assert (
         git(vault, "log", "-1", "--format=%s").strip() == "import(infra): 2 memories from AGENTS.md"
     )
