@@ -59,7 +59,7 @@ def import_command(
     Example:  memstore import CLAUDE.md --dry-run
     """
     from memstore.ops.lean import add_workspace
-    from memstore.service.importing import import_files
+    from memstore.service.importing import MIN_CHARS, import_files
 
     settings = shell_settings(vault)
     chosen = add_workspace(settings.vault, working_folder(), workspace)
@@ -83,9 +83,18 @@ def import_command(
                 "would_create": texts,
                 "unchanged": report.unchanged,
                 "refused": [{"text": text, "reason": why} for text, why in report.refused],
+                "too_short": report.short,
             }
         )
         return
+    if report.short:  # a line a person wrote is never left out unsaid
+        shown = ", ".join(repr(summary(text, 30)) for text in report.short[:3])
+        more = f" and {len(report.short) - 3} more" if len(report.short) > 3 else ""
+        say(
+            f"left out {count(len(report.short), 'piece', 'pieces')} under {MIN_CHARS} "
+            f"characters (headings, not memories?): {shown}{more}; memstore add keeps one",
+            err=True,
+        )
     if dry_run:
         say(f"would create {count(len(report.created), 'memory', 'memories')} in {chosen}:")
         for text in report.created:
