@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -203,6 +204,36 @@ def vault(tmp_path: Path) -> Path:
     path = tmp_path / "vault"
     init_vault(path, settings_at(path))
     return path
+
+
+# The clock of the large-segment vault's adds: under load they span seconds, and two
+# near-tied scores could round apart between a ranking before a merge and one after it.
+LARGE_SEGMENTS_NOW = datetime(2026, 12, 7, 12, 0, 0, tzinfo=UTC)
+LARGE_SEGMENTS_TOPICS = (
+    "kafka consumer lag",
+    "redis eviction policy",
+    "postgres vacuum",
+    "nginx upload limit",
+)
+
+
+@pytest.fixture
+def large_segments(vault: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Large segments cheaply: a vault of 60 memories (added at LARGE_SEGMENTS_NOW) with no
+    index, which the next catch-up builds in chunks of 6: ten segments above a "large" of 5
+    documents, of which a tier of six is due to merge."""
+    from memstore.catalog import updater
+    from memstore.index import engine, merging
+
+    with Store.open(settings_at(vault), clock=lambda: LARGE_SEGMENTS_NOW) as store:
+        for n in range(60):
+            topic = LARGE_SEGMENTS_TOPICS[n % 4]
+            store.add(f"{topic} note {n}: seen on host{n}", workspace="webshop")
+    shutil.rmtree(vault / ".memstore" / "index")
+    monkeypatch.setattr(updater, "CHUNK_FILES", 6)
+    monkeypatch.setattr(engine, "MERGE_MAX_DOCS", 5)
+    monkeypatch.setattr(merging, "MERGE_MAX_DOCS", 5)
+    return vault
 
 
 @pytest.fixture

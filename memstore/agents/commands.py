@@ -452,7 +452,7 @@ def _confirm(question: str, pending: list[Plan], yes: bool) -> None:
     if yes:
         return
     if not sys.stdin.isatty():
-        typer.echo("no terminal to ask, so nothing was written; rerun with --yes", err=True)
+        typer.echo("Error: no terminal to ask, so nothing was written; rerun with --yes", err=True)
         for plan in (p for p in pending if p.block):
             typer.echo(f"or add this to {plan.path}:\n\n{plan.block}", err=True)
         raise typer.Exit(1)

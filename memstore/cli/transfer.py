@@ -14,6 +14,7 @@ import typer
 
 from memstore.cli.terminal import progress_bar, say, working_folder
 from memstore.core.model import summary
+from memstore.ops.lean import unknown_workspace
 from memstore.ops.output import count
 from memstore.ops.parameters import (
     JsonOption,
@@ -58,7 +59,7 @@ def import_command(
     Example:  memstore import CLAUDE.md --dry-run
     """
     from memstore.ops.lean import add_workspace
-    from memstore.service.importing import import_files
+    from memstore.service.importing import MIN_CHARS, import_files
 
     settings = shell_settings(vault)
     chosen = add_workspace(settings.vault, working_folder(), workspace)
@@ -82,9 +83,18 @@ def import_command(
                 "would_create": texts,
                 "unchanged": report.unchanged,
                 "refused": [{"text": text, "reason": why} for text, why in report.refused],
+                "too_short": report.short,
             }
         )
         return
+    if report.short:  # a line a person wrote is never left out unsaid
+        shown = ", ".join(repr(summary(text, 30)) for text in report.short[:3])
+        more = f" and {len(report.short) - 3} more" if len(report.short) > 3 else ""
+        say(
+            f"left out {count(len(report.short), 'piece', 'pieces')} under {MIN_CHARS} "
+            f"characters (headings, not memories?): {shown}{more}; memstore add keeps one",
+            err=True,
+        )
     if dry_run:
         say(f"would create {count(len(report.created), 'memory', 'memories')} in {chosen}:")
         for text in report.created:
@@ -117,6 +127,8 @@ def export(
 
     with Store.open(shell_settings(vault)) as store:
         data = run_export(store, workspace)
+        # a typo should not pass for an empty export (docs/cli.md: a workspace it lacks)
+        typer.echo(unknown_workspace(store, workspace, "exported nothing"), err=True, nl=False)
     text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
     if output:
         write_export(output, text)
@@ -134,6 +146,14 @@ def restore(
     vault: VaultOption = None,
     quiet: QuietOption = False,
     as_json: JsonOption = False,
+    allow_secret: Annotated[
+        bool,
+        typer.Option(
+            "--allow-secret",
+            help="Restore entries that look like they hold a credential anyway "
+            "(memories kept with add --allow-secret).",
+        ),
+    ] = False,
 ) -> None:
     """Merge an export into the vault, all or nothing (ids kept, so supersede links survive).
 
@@ -145,7 +165,7 @@ def restore(
     files = read_export(file)  # checked whole before the vault is opened or created
     bar = progress_bar("restoring", quiet=quiet or as_json)
     with Store.open(shell_settings(vault), create=True) as store, bar as step:
-        report = run_restore(store, files, step)
+        report = run_restore(store, files, step, allow_secret=allow_secret)
     if as_json:
         kept_as_was = [{"path": path, "reason": why} for path, why in report.kept]
         emit_json({**asdict(report), "kept": kept_as_was})

@@ -18,7 +18,7 @@ from memstore.core.errors import InvalidInputError
 from memstore.core.model import ADDABLE_KINDS, summary
 from memstore.core.secret_mask import mask_secrets
 from memstore.ops.cli_help import choices
-from memstore.ops.lean import checkout_here
+from memstore.ops.lean import checkout_here, unknown_workspace
 from memstore.ops.output import count, supersede_command
 from memstore.ops.parameters import (
     IdArgument,
@@ -57,6 +57,8 @@ def audit(
         pairs = report.contradictions
         texts = curator.bodies(pair.new for pair in pairs) if pairs else {}
         cited = check_citations(store, working_folder(), workspace)  # against the code here
+        # a typo should not pass for an empty audit (docs/cli.md: a workspace it lacks)
+        typer.echo(unknown_workspace(store, workspace, "audited nothing"), err=True, nl=False)
     named = str(settings.vault) if vault else None
     fixes = [
         supersede_command(texts.get(pair.new, ""), pair.workspace, pair.old, named)
@@ -413,13 +415,23 @@ def edit(memory_id: IdArgument, vault: VaultOption = None) -> None:
     say(f"saved {edited.id} in {edited.commit[:8]}: {edited.path}{merged}")
 
 
+def _by_memory(found: list[tuple[str, str]]) -> dict[str, list[str]]:
+    """Group (id, what) pairs by memory, in order: one line a memory, not one a rule (a
+    40-character key after `AWS_SECRET_ACCESS_KEY=` matches four)."""
+    grouped: dict[str, list[str]] = {}
+    for memory, what in found:
+        grouped.setdefault(memory, []).append(what)
+    return grouped
+
+
 def _audit_lines(report: Audit, fixes: list[str]) -> list[str]:
     """Return what `memstore audit` prints: the counts, then each section that has items."""
     lines = [
         f"memories: {report.memories}",
-        "by workspace: " + ", ".join(f"{w} {n}" for w, n in report.by_workspace.items()),
-        "by kind: " + ", ".join(f"{k} {n}" for k, n in report.by_kind.items()),
-        "written by: " + ", ".join(f"{s} {n}" for s, n in report.by_source.items()),
+        "by workspace: "
+        + (", ".join(f"{w} {n}" for w, n in report.by_workspace.items()) or "none"),
+        "by kind: " + (", ".join(f"{k} {n}" for k, n in report.by_kind.items()) or "none"),
+        "written by: " + (", ".join(f"{s} {n}" for s, n in report.by_source.items()) or "none"),
         f"core memory: ~{report.core_tokens} tokens of a {report.core_cap}-token cap",
     ]
     sections = [
@@ -442,7 +454,7 @@ def _audit_lines(report: Audit, fixes: list[str]) -> list[str]:
         ("files memstore cannot read cleanly", [f"{p}: {r}" for p, r in report.malformed]),
         (
             "possible secrets (memstore forget --purge)",
-            [f"{i}: {what}" for i, what in report.secrets],
+            [f"{i}: {', '.join(kinds)}" for i, kinds in _by_memory(report.secrets).items()],
         ),
         ("never recalled (30+ days old)", report.never_recalled),
         ("decayed below the recall floor", report.decayed),

@@ -18,6 +18,7 @@ import typer
 
 from memstore.cli.terminal import progress_bar, say, working_folder
 from memstore.core.errors import InvalidInputError
+from memstore.ops.lean import unknown_workspace
 from memstore.ops.output import render_json
 from memstore.ops.parameters import (
     JsonOption,
@@ -95,6 +96,8 @@ def view(
             vault_option=str(settings.vault) if vault else None,
             cwd=working_folder(),
         )
+        # a typo should not pass for an empty page (docs/cli.md: a workspace it lacks)
+        typer.echo(unknown_workspace(store, workspace, "shows nothing"), err=True, nl=False)
     if as_json and output is None:
         typer.echo(render_json(data))
         return

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from memstore.core.errors import InvalidInputError
 from memstore.core.model import ALL, GLOBAL, to_workspace_name
 
 _REMOTE_NAME = re.compile(r"([^/:]+?)(?:\.git)?/*$")
@@ -27,8 +28,12 @@ def has_vault_mark(gitattributes: bytes) -> bool:
 def other_vault_at(vault: Path, cwd: Path) -> Path | None:
     """Return the root of the memstore vault `cwd` is in when it is not `vault` (another
     vault, or a team vault's checkout), else None: an add from there meant that vault."""
-    root = find_enclosing_repository(cwd.resolve())
-    if root is None or root == vault.resolve():
+    return _other_vault(vault.resolve(), find_enclosing_repository(cwd.resolve()))
+
+
+def _other_vault(vault: Path, root: Path | None) -> Path | None:
+    """Return `root` when it is a memstore vault other than the resolved `vault`."""
+    if root is None or root == vault:
         return None
     try:
         with open(root / ".gitattributes", "rb") as attributes:
@@ -38,12 +43,41 @@ def other_vault_at(vault: Path, cwd: Path) -> Path | None:
     return root if marked else None
 
 
+def add_target_at(vault: Path, cwd: Path) -> tuple[Path | None, str | None]:
+    """Return what an add from `cwd` needs from one walk up: the other vault `cwd` is in
+    (`other_vault_at`), and the workspace of work there (`workspace_at`)."""
+    where, vault = cwd.resolve(), vault.resolve()
+    root = find_enclosing_repository(where)
+    if where == vault or vault in where.parents:
+        return _other_vault(vault, root), None
+    return _other_vault(vault, root), _root_workspace(vault, root)
+
+
+def trace_workspace(vault: Path, cwd: Path) -> str | None:
+    """Return the workspace a hook keeps an agent's trace from `cwd` in (`workspace_at`).
+
+    Raises:
+        InvalidInputError: `cwd` is in another vault: the trace was that vault's, as an
+            `add` from there would be (it was kept in `vault`, in a workspace named after it).
+    """
+    other, workspace = add_target_at(vault, cwd)
+    if other is not None:
+        raise InvalidInputError(
+            f"kept nothing: the agent works in the vault {other}, but memstore uses {vault}; "
+            f"give the hooks --vault {other} (memstore agents --install NAME --vault {other})"
+        )
+    return workspace
+
+
 def detect_workspace(cwd: Path) -> str | None:
     """Return the workspace for work in `cwd`: the repository's remote name, else its folder.
 
     Reads .git/config directly (no pygit2) because it runs on every search.
     """
-    root = find_enclosing_repository(cwd)
+    return _repository_name(find_enclosing_repository(cwd))
+
+
+def _repository_name(root: Path | None) -> str | None:
     if root is None:
         return None
     remote = _remote_url(root / ".git")
@@ -66,7 +100,11 @@ def workspace_at(vault: Path, cwd: Path) -> str | None:
     vault = vault.resolve()  # a symlinked vault (or cwd) is still the vault
     if where == vault or vault in where.parents:
         return None
-    name = detect_workspace(where)
+    return _root_workspace(vault, find_enclosing_repository(where))
+
+
+def _root_workspace(vault: Path, root: Path | None) -> str | None:
+    name = _repository_name(root)
     return None if name is None else _kept_workspace_name(vault, name)
 
 
@@ -100,11 +138,38 @@ def _remote_url(git_dir: Path) -> str:
         common = git_dir / "commondir"
         if common.exists():
             git_dir = (git_dir / common.read_text(encoding="utf-8").strip()).resolve()
+    return _config_remote(git_dir / "config")
+
+
+# config path -> ((mtime_ns, size, inode), remote url): a daemon or MCP server asks for the
+# workspace on every add and search, and the file rarely changes (git rewrites it by rename).
+_REMOTES: dict[Path, tuple[tuple[int, int, int], str]] = {}
+
+
+def _config_remote(config: Path) -> str:
+    """Return the first remote URL in git config file `config` ("origin" first), read once
+    per version of the file."""
+    try:
+        status = config.stat()
+    except OSError:
+        return ""
+    version = (status.st_mtime_ns, status.st_size, status.st_ino)
+    known = _REMOTES.get(config)
+    if known is not None and known[0] == version:
+        return known[1]
+    url = _read_config_remote(config)
+    if len(_REMOTES) > 256:  # a long-lived process that has seen many repositories
+        _REMOTES.clear()
+    _REMOTES[config] = (version, url)
+    return url
+
+
+def _read_config_remote(config: Path) -> str:
     import configparser  # only when a repository's remote is read
 
     parser = configparser.ConfigParser(strict=False, interpolation=None)
     try:
-        parser.read(git_dir / "config", encoding="utf-8")
+        parser.read(config, encoding="utf-8")
     except (configparser.Error, OSError, UnicodeDecodeError):
         return ""
     sections = [s for s in parser.sections() if s.startswith("remote ")]

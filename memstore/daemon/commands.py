@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import functools
 import os
-import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from memstore.core.errors import NotFoundError, VaultError
+from memstore.core.errors import NotFoundError, VaultError, no_vault_at
 from memstore.ops import client, options
 from memstore.ops.parameters import JsonOption, VaultOption, emit_json, option, shell_settings
 
@@ -138,10 +137,7 @@ def _require_vault(root: Path) -> None:
         raise VaultError(
             f"vault path {root} is a file, not a folder; set MEMSTORE_VAULT or --vault"
         )
-    raise NotFoundError(
-        f"there is no vault at {root}; run 'memstore init {shlex.quote(str(root))}' "
-        "to make one there, or fix MEMSTORE_VAULT / --vault"
-    )
+    raise NotFoundError(no_vault_at(root))
 
 
 def _status_lines(data: dict[str, Any]) -> list[str]:

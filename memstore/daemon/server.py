@@ -16,7 +16,6 @@ import logging
 import os
 import queue
 import select
-import shlex
 import signal
 import socket
 import sys
@@ -29,7 +28,7 @@ from pathlib import Path
 
 from memstore.catalog.indexer import CatchUp
 from memstore.core.config import Settings
-from memstore.core.errors import MemstoreError
+from memstore.core.errors import MemstoreError, no_vault_at
 from memstore.daemon import heap, warm
 from memstore.daemon.heap import resident_mib
 from memstore.daemon.watcher import Watcher
@@ -471,10 +470,7 @@ def serve(
 ) -> int:
     """Run the daemon for `vault` until it stops; return the exit status."""
     if not (vault / ".git").exists():
-        say(  # as every command says it (`memstore add` makes one only at ~/memstore)
-            f"Error: there is no vault at {vault}; run 'memstore init {shlex.quote(str(vault))}' "
-            "to make one there, or fix MEMSTORE_VAULT / --vault"
-        )
+        say(f"Error: {no_vault_at(vault)}")  # as every command says it
         return 1
     heap.one_arena()  # before its threads start (memstore/daemon/heap.py)
     daemon: Daemon | None = None

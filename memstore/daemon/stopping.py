@@ -20,13 +20,9 @@ def stop_from_command_line(argv: list[str], env: Mapping[str, str], cwd: str) ->
         print(f"stopped the daemon for {vault}")
         return 0
     if not (vault / ".git").is_dir():  # a typo in --vault, as status says
-        import shlex
+        from memstore.core.errors import no_vault_at
 
-        print(
-            f"Error: there is no vault at {vault}; run 'memstore init {shlex.quote(str(vault))}' "
-            "to make one there, or fix MEMSTORE_VAULT / --vault",
-            file=sys.stderr,
-        )
+        print(f"Error: {no_vault_at(vault)}", file=sys.stderr)
         return 1
     print(f"no daemon runs for {vault}")
     return 0

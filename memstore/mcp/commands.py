@@ -68,9 +68,11 @@ def _serving(watch: Watch) -> Callable[..., None]:
         Example:  memstore serve --source claude-code
         """
         from memstore.mcp.server import STOP_WITHIN_S, build_server, exit_after, run_stdio
+        from memstore.ops.tools import session_default
 
         settings = replace(shell_settings(vault), source=source)
-        chosen = workspace or detected_workspace(settings.vault)  # None: read all, add to global
+        # None: read all, add to global
+        chosen, elsewhere = session_default(settings.vault, str(Path.cwd()), workspace)
         with Store.open(settings, create=True) as store:
             # Answer initialize at once and index meanwhile; write recall counters every few
             # minutes.
@@ -83,6 +85,7 @@ def _serving(watch: Watch) -> Callable[..., None]:
                     source=source,
                     is_live=watcher.ready.is_set,
                     cwd=str(Path.cwd()),
+                    elsewhere=elsewhere,
                 )
                 run_stdio(server)
             finally:

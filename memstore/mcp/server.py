@@ -40,7 +40,6 @@ from memstore import __version__
 from memstore.core.config import Settings
 from memstore.core.errors import MemstoreError
 from memstore.core.ranking import estimate_tokens
-from memstore.core.repo_name import workspace_at
 from memstore.mcp.lines import Refusal, read_refused
 from memstore.mcp.stdio import stdio_streams
 from memstore.ops import client, tools
@@ -56,25 +55,43 @@ Runner = Callable[[str, dict[str, Any]], Mapping[str, Any]]  # raises ToolError
 
 
 def build_server(
-    store: Store, *, workspace: str | None, source: str, is_live: Any = None, cwd: str = ""
+    store: Store,
+    *,
+    workspace: str | None,
+    source: str,
+    is_live: Any = None,
+    cwd: str = "",
+    elsewhere: str = "",
 ) -> MCPServer:
     """Return the MCP server answering from `store` in this process; `workspace` is the
     default for both tools (None: recall reads every workspace, add writes to global).
 
     `is_live` says whether a watcher is keeping the index current (then a recall skips
-    its own scan for changed files).
+    its own scan for changed files); `elsewhere`, the other vault the agent's folder is in.
     """
     return tools_server(
-        build_runner(store, workspace=workspace, source=source, is_live=is_live, cwd=cwd)
+        build_runner(
+            store, workspace=workspace, source=source, is_live=is_live, cwd=cwd, elsewhere=elsewhere
+        )
     )
 
 
 def build_runner(
-    store: Store, *, workspace: str | None, source: str, is_live: Any = None, cwd: str = ""
+    store: Store,
+    *,
+    workspace: str | None,
+    source: str,
+    is_live: Any = None,
+    cwd: str = "",
+    elsewhere: str = "",
 ) -> Runner:
-    """Return how the tools run over `store` in this process (`cwd`: the agent's folder)."""
+    """Return how the tools run over `store` in this process (`cwd`: the agent's folder;
+    `elsewhere`: the other vault it is in, where memory_add told no workspace refuses)."""
 
-    session = tools.ToolSession(workspace, source, lambda: bool(is_live and is_live()), cwd)
+    def is_watched() -> bool:
+        return bool(is_live and is_live())
+
+    session = tools.ToolSession(workspace, source, is_watched, cwd, elsewhere)
 
     def run(name: str, arguments: dict[str, Any]) -> Mapping[str, Any]:
         try:
@@ -277,11 +294,15 @@ class Forwarder:
 
                 self._store = Store.open(self.settings)
                 self._store.resident = True
-                workspace = self.workspace or (
-                    workspace_at(self.settings.vault, Path(self.cwd)) if self.cwd else None
+                workspace, elsewhere = tools.session_default(
+                    self.settings.vault, self.cwd, self.workspace
                 )
                 self._local = build_runner(
-                    self._store, workspace=workspace, source=self.settings.source, cwd=self.cwd
+                    self._store,
+                    workspace=workspace,
+                    source=self.settings.source,
+                    cwd=self.cwd,
+                    elsewhere=elsewhere,
                 )
             return self._local
 

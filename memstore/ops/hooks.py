@@ -47,12 +47,15 @@ USAGE = (
 )
 
 
-def workspace_for(payload: Mapping[str, Any], vault: Path, cwd: str) -> str | None:
+def workspace_for(
+    payload: Mapping[str, Any], vault: Path, cwd: str, *, adding: bool = False
+) -> str | None:
     """Return the workspace of the agent's directory (its payload's cwd, else the hook's own);
-    None outside any git repository or inside the vault (repo_name.workspace_at's rule)."""
-    from memstore.core.repo_name import workspace_at
+    None outside any repository or in the vault; `adding`: not another vault's (raises)."""
+    from memstore.core import repo_name
 
-    return workspace_at(vault, Path(cwd or "/", str(payload.get("cwd") or "")))
+    where = Path(cwd or "/", str(payload.get("cwd") or ""))
+    return (repo_name.trace_workspace if adding else repo_name.workspace_at)(vault, where)
 
 
 def final_assistant_text(payload: Mapping[str, Any], cwd: str = "") -> str:
@@ -123,7 +126,7 @@ def capture_hook(
 
     workspace = ""
     if len(text) >= min_chars:
-        workspace = workspace_for(payload, store.vault.root, cwd) or GLOBAL
+        workspace = workspace_for(payload, store.vault.root, cwd, adding=True) or GLOBAL
     result = keep_trace(store, text, workspace, min_chars=min_chars, if_novel=if_novel)
     lines = (
         [f"memstore: kept this session's summary as {result.id} ({result.status})"]
@@ -268,14 +271,9 @@ def sweep_hook(
         sweep.record_swept(store.vault, done, now)
     except MemstoreError as err:  # next time these are read again, and the gates say "known"
         logging.getLogger("memstore.hooks").warning("could not note swept sessions: %s", err)
-    return [_kept_line(kept)] if kept else []
+    from memstore.ops.output import swept_line
 
-
-def _kept_line(ids: list[str]) -> str:
-    many = len(ids) > 1
-    what = f"{len(ids)} earlier sessions' summaries" if many else "1 earlier session's summary"
-    their = "their" if many else "its"
-    return f"memstore: kept {what} (crashed before {their} Stop hook) as {', '.join(ids)}"
+    return [swept_line(kept)] if kept else []
 
 
 def _sweep_one(
@@ -289,10 +287,11 @@ def _sweep_one(
 
     if len(final.text) < min_chars:
         return "short", None
-    workspace = workspace_for({"cwd": final.cwd or str(project)}, store.vault.root, cwd) or GLOBAL
     # The trace is that session's: its commit names it; the add waits no longer than the sweep.
     acting = replace(store.settings, session=session, lock_timeout=left)
     try:
+        where = {"cwd": final.cwd or str(project)}
+        workspace = workspace_for(where, store.vault.root, cwd, adding=True) or GLOBAL
         with store.serving(acting) as view:
             result = keep_trace(view, final.text, workspace, min_chars=0, if_novel=True)
     except LockedError:

@@ -33,7 +33,7 @@ from memstore.core.model import (
     check_workspace,
     is_kind,
 )
-from memstore.core.repo_name import other_vault_at, workspace_at
+from memstore.core.repo_name import add_target_at, workspace_at
 from memstore.ops.client import Reply, Request, resolve_vault, will_start_daemon
 from memstore.ops.options import (
     ADD,
@@ -194,14 +194,14 @@ def add_workspace(vault: Path, cwd: Path | None, given: str | None) -> str:
         return given
     if cwd is None:
         return GLOBAL
-    other = other_vault_at(vault, cwd)
+    other, workspace = add_target_at(vault, cwd)
     if other is not None:
         raise InvalidInputError(
             f"this folder is in the vault {other}, but memstore uses {vault}; pass --vault "
             f"{other} (or export MEMSTORE_VAULT={other}) to add there, or -w WORKSPACE to "
             f"add to {vault}"
         )
-    return workspace_at(vault, cwd) or GLOBAL
+    return workspace or GLOBAL
 
 
 def cites_here(vault: Path, specs: Collection[str], text: str) -> tuple[Cite, ...]:

@@ -430,6 +430,14 @@ def context_lines(
     return lines
 
 
+def swept_line(ids: list[str]) -> str:
+    """Return what the briefing hook says of earlier sessions' summaries its sweep kept."""
+    many = len(ids) > 1
+    what = f"{len(ids)} earlier sessions' summaries" if many else "1 earlier session's summary"
+    their = "their" if many else "its"
+    return f"memstore: kept {what} (crashed before {their} Stop hook) as {', '.join(ids)}"
+
+
 def briefing_lines(
     changes: list[LogEntry], *, max_tokens: int, estimate: Callable[[str], int]
 ) -> list[str]:

@@ -30,7 +30,7 @@ from memstore.core.model import (
     check_workspace,
     summary,
 )
-from memstore.core.repo_name import workspace_at
+from memstore.core.repo_name import add_target_at
 
 if TYPE_CHECKING:
     from memstore.ops.client import Reply, Request
@@ -229,6 +229,12 @@ def recall(
         elsewhere = look_elsewhere(store, None, query, scope, command=RECALL_ALL)
         if elsewhere is not None and elsewhere.matches:
             found = replace(found, message=elsewhere_message(query, scope, elsewhere))
+    if scope is not None and scope == _workspace_argument(arguments, for_add=False):
+        from memstore.ops.lean import unknown_workspace
+
+        # a typo in the argument should not pass for "nothing there", as on the CLI
+        note = unknown_workspace(store, scope).removeprefix("note: ").strip()
+        found = replace(found, message=f"{found.message} N{note[1:]}.") if note else found
     return recall_output(found)
 
 
@@ -281,21 +287,35 @@ def add(
     workspace: str | None,
     source: str,
     cwd: str = "",
+    elsewhere: str = "",
 ) -> AddOut:
     """Run memory_add (`workspace`, `source`: the session's defaults; no workspace: global;
-    `cwd`: the agent's folder, whose repository its `cites` paths are in)."""
+    `cwd`: the agent's folder, whose repository its `cites` paths are in).
+
+    Raises:
+        InvalidInputError: no `workspace` argument, and the agent's folder is in another
+            vault (`elsewhere`): the fact was meant for that vault, as the CLI's add says.
+    """
     content = str(arguments.get("content") or "")
     if not content.strip():  # store.add's message is for a person at a shell
         raise InvalidInputError(
             "content is empty; pass the fact to remember as `content`, one self-contained "
             "sentence or two (e.g. symptom — cause — fix)"
         )
+    chosen = _workspace_argument(arguments, for_add=True)
+    if elsewhere and not chosen:
+        vault = store.settings.vault
+        raise InvalidInputError(
+            f"this folder is in the vault {elsewhere}, but this MCP server uses {vault}; "
+            f'pass "workspace" to add to {vault}, or start the server with --vault {elsewhere} '
+            "to add there"
+        )
     from memstore.ops.add_cites import add_cites
 
     specs = [str(spec) for spec in arguments.get("cites") or ()]
     result = store.add(
         content,
-        workspace=_workspace_argument(arguments, for_add=True) or workspace or GLOBAL,
+        workspace=chosen or workspace or GLOBAL,
         kind=str(arguments.get("kind") or "note"),
         keywords=tuple(arguments.get("keywords") or ()),
         source=str(arguments.get("source") or source) or None,
@@ -382,6 +402,16 @@ class ToolSession:
     source: str
     is_live: Callable[[], bool]
     cwd: str = ""  # the agent's folder: memory_add cites code of its repository
+    elsewhere: str = ""  # the other vault that folder is in (memory_add refuses it)
+
+
+def session_default(vault: Path, cwd: str, given: str | None) -> tuple[str | None, str]:
+    """Return a session's default workspace (the one given, else that of the agent's folder
+    `cwd`, else None) and the other vault that folder is in when none was given ("": none)."""
+    if given or not cwd:
+        return given or None, ""
+    other, workspace = add_target_at(vault, Path(cwd))
+    return workspace, str(other or "")
 
 
 ToolRun = Callable[["Store", Mapping[str, Any], ToolSession], Mapping[str, Any]]
@@ -396,7 +426,12 @@ HANDLERS: dict[Tool, ToolRun] = {
         cwd=Path(session.cwd) if session.cwd else None,
     ),
     Tool.ADD: lambda store, arguments, session: add(
-        store, arguments, workspace=session.workspace, source=session.source, cwd=session.cwd
+        store,
+        arguments,
+        workspace=session.workspace,
+        source=session.source,
+        cwd=session.cwd,
+        elsewhere=session.elsewhere,
     ),
     Tool.CONFIRM: lambda store, arguments, session: confirm(store, arguments, session.cwd),
 }
@@ -426,12 +461,12 @@ def answer(request: Request, open_store: OpenStore) -> Reply:
             request.env, home=Path(request.env.get("HOME") or "/"), vault=Path(call["vault"])
         )
         settings = replace(settings, source=str(call["source"]), session=str(call["session"]))
-        workspace = str(call.get("workspace") or "") or (
-            workspace_at(settings.vault, Path(request.cwd)) if request.cwd else None
+        workspace, elsewhere = session_default(
+            settings.vault, request.cwd or "", str(call.get("workspace") or "")
         )
         with open_store(settings, False) as store:
             session = ToolSession(
-                workspace, settings.source, store.vault.is_watched, request.cwd or ""
+                workspace, settings.source, store.vault.is_watched, request.cwd or "", elsewhere
             )
             out = run(request.argv[0], store, arguments, session)
     except MemstoreError as err:

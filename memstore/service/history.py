@@ -134,11 +134,14 @@ class History:
     def commit_at(self, when: str) -> Commit:
         """The newest commit made at or before `when`."""
         moment = parse_date(when).timestamp()
-        for commit in self.store.git.history():
+        first: Commit | None = None
+        for commit in self.store.git.history():  # newest first: the last seen is the first
             if commit.time <= moment:
                 return commit
+            first = commit
+        starts = f"at {_stamp(first.time)}: pass --as-of that or later" if first else "later"
         raise NotFoundError(
-            f"the vault has no commit on or before {when}; its history starts later"
+            f"the vault has no commit on or before {when}; its history starts {starts}"
         )
 
     def show_as_of(self, id_prefix: str, when: str) -> tuple[str, str]:

@@ -12,6 +12,7 @@ from memstore.core.codec import content_hash, render_memory
 from memstore.core.errors import InvalidInputError, SecretError, VaultError
 from memstore.core.faults import crash_point
 from memstore.core.model import Memory, check_workspace
+from memstore.core.secret_mask import mask_secrets
 from memstore.core.secrets import find_secret_in_fields
 from memstore.service.checks import check_keywords, check_source, check_text
 from memstore.service.store import Store
@@ -35,12 +36,15 @@ class Piece:
     keywords: tuple[str, ...]
 
 
-def split_instructions(text: str, *, whole_file: bool = False) -> list[Piece]:
+def split_instructions(
+    text: str, *, whole_file: bool = False, short: list[str] | None = None
+) -> list[Piece]:
     """Split CLAUDE.md / AGENTS.md / .cursor rules / Kiro steering text into memories.
 
     Each top-level bullet (with its continuation lines) becomes one memory; so does each
     paragraph outside a list. A fenced code block is kept verbatim in the piece it follows.
-    The headings above a piece become its keywords.
+    The headings above a piece become its keywords. A piece under MIN_CHARS is no memory;
+    `short` collects such pieces, so an import can say what it left out.
     """
     text = _FRONT.sub("", text.replace("\r\n", "\n"), count=1)
     if whole_file:
@@ -59,6 +63,8 @@ def split_instructions(text: str, *, whole_file: bool = False) -> list[Piece]:
     def flush() -> None:
         end_prose()
         body = "\n".join(parts)
+        if body.strip() and len(body) < MIN_CHARS and short is not None:
+            short.append(body)
         if len(body) >= MIN_CHARS:
             words = [w.lower() for h in headings[-2:] for w in re.findall(r"[A-Za-z][\w.-]+", h)][
                 :4
@@ -113,6 +119,7 @@ class ImportReport:
     created: list[str] = field(default_factory=list)  # ids (texts on a dry run)
     unchanged: int = 0
     refused: list[tuple[str, str]] = field(default_factory=list)
+    short: list[str] = field(default_factory=list)  # pieces under MIN_CHARS, left out
 
 
 def import_files(
@@ -132,12 +139,14 @@ def import_files(
     the other half for the commit and the index update (done at once when they are).
     """
     check_workspace(workspace, for_add=True)
+    report = ImportReport()
     pieces = [
         (path.name, piece)
         for path in paths
-        for piece in split_instructions(read_instructions(path), whole_file=whole_file)
+        for piece in split_instructions(
+            read_instructions(path), whole_file=whole_file, short=report.short
+        )
     ]
-    report = ImportReport()
     if dry_run:
         store.catch_up()
         report.created = [body for _, body, _ in _new_pieces(store, pieces, workspace, report)]
@@ -241,7 +250,8 @@ def _new_pieces(
                     "--allow-secret')"
                 )
         except InvalidInputError as err:
-            report.refused.append((piece.text[:60], str(err)))
+            # the report is printed: it names the piece, never a credential in it
+            report.refused.append((mask_secrets(piece.text)[:60], str(err)))
             continue
         digest = content_hash(body)
         if digest in seen or store.indexer.by_hash(workspace, digest):

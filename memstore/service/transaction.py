@@ -154,7 +154,7 @@ class Transaction:
         trailers = Trailers(source or caller.source, caller.session, caller.host)
         held = self.git.secrets_among([path])
         if held:
-            raise SecretError(secret_message(path, held[path]))
+            raise SecretError(secret_message(path, held[path]), path=path, kind=held[path])
         self.commit_edits([path])
         before = self.git.read_work_file(path)
         data = self.render_over(path, before, memory, basis)

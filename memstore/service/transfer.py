@@ -16,7 +16,7 @@ from typing import Any
 from memstore import __version__
 from memstore.catalog.indexer import Progress
 from memstore.core.codec import parse_memory, render_memory
-from memstore.core.errors import InvalidInputError, VaultError
+from memstore.core.errors import InvalidInputError, SecretError, VaultError
 from memstore.core.faults import crash_point
 from memstore.core.merge import restore_memory
 from memstore.core.model import Memory
@@ -204,9 +204,16 @@ def path_problem(path: str) -> str:
 
 
 def restore(
-    store: Store, files: list[ExportedFile], progress: Progress | None = None
+    store: Store,
+    files: list[ExportedFile],
+    progress: Progress | None = None,
+    *,
+    allow_secret: bool = False,
 ) -> RestoreReport:
     """Merge an export into the vault: all or nothing, one commit, idempotent.
+
+    An entry holding what looks like a credential (a memory its vault kept with `add
+    --allow-secret`) refuses the whole restore (SecretError), unless `allow_secret`.
 
     A memory the vault lacks is written byte for byte at its exported path; one it holds
     (same id) is merged into its file, keeping ids so supersede links survive. Raises
@@ -220,7 +227,24 @@ def restore(
     with store.transaction() as tx:
         plan = _plan_restore(store, files, report, lambda done: step(done // 3, n))
         if plan:
-            _apply_restore(tx, plan, report, lambda done: step((n + done * n // len(plan)) // 3, n))
+            try:
+                _apply_restore(
+                    tx,
+                    plan,
+                    report,
+                    lambda done: step((n + done * n // len(plan)) // 3, n),
+                    allow_secret,
+                )
+            except SecretError as err:  # the commit's scan: every file is put back
+                if err.path not in plan:
+                    raise
+                raise SecretError(
+                    f"cannot restore {err.path}: it holds what looks like {err.kind} (memory "
+                    "is shared through git), so nothing was restored; restore with --allow-secret "
+                    "to keep it as its vault did, or remove that entry from the export",
+                    path=err.path,
+                    kind=err.kind,
+                ) from err
             tx.catch_up()
     step(n, n)
     return report
@@ -306,7 +330,11 @@ def _lstat_mode(path: Path) -> int | None:
 
 
 def _apply_restore(
-    tx: Transaction, plan: dict[str, bytes], report: RestoreReport, step: Callable[[int], None]
+    tx: Transaction,
+    plan: dict[str, bytes],
+    report: RestoreReport,
+    step: Callable[[int], None],
+    allow_secret: bool,
 ) -> None:
     """Write the planned files, then commit them once; on any failure undo every write.
 
@@ -325,7 +353,7 @@ def _apply_restore(
             step(len(plan))
             crash_point("restore-written")
             message = f"restore: {report.added} added, {report.merged} merged"
-            tx.commit(message, add=tuple(plan))
+            tx.commit(message, add=tuple(plan), allow_secret=allow_secret)
             is_committed = True
     finally:
         # a commit that failed after moving HEAD keeps its files: they are in git

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import shlex
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from memstore.core.config import Settings
-from memstore.core.errors import NotFoundError, VaultError
+from memstore.core.errors import NotFoundError, VaultError, no_vault_at
 from memstore.vault.files import Vault, first_stranger, has_vault_mark
 from memstore.vault.git import (
     GitRepo,
@@ -135,10 +134,7 @@ def require_vault(settings: Settings) -> None:
     if (root / ".git").exists():
         return
     if is_unmade(root) and not settings.may_create_vault:  # made only at the default path
-        raise NotFoundError(
-            f"there is no vault at {root}; run 'memstore init {shlex.quote(str(root))}' "
-            "to make one there, or fix MEMSTORE_VAULT / --vault"
-        )
+        raise NotFoundError(no_vault_at(root))
     if not root.exists():
         raise NotFoundError(
             f"no vault at {root}; run 'memstore init' (or 'memstore add' to start one)"

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from memstore.catalog.indexer import Entry
-from memstore.core.errors import NotFoundError
 from memstore.core.model import check_workspace, summary
 from memstore.core.secrets import find_secrets
 from memstore.index import Document
@@ -69,8 +68,8 @@ def collect_view(
     `vault_option`: the vault as the person named it, added to every command shown.
     `cwd`: where the command runs; citations of its repository (and of the code index's
     registered roots) are checked for the stale-citations queue (service/citations.py).
-    Raises InvalidInputError for a bad date or workspace name, NotFoundError for a
-    workspace the vault does not have.
+    Raises InvalidInputError for a bad date or workspace name (one the vault does not
+    have gives an empty view).
     """
     now = store.shared.clock()
     cutoff = _cutoff(since, now)
@@ -78,11 +77,7 @@ def collect_view(
     everything = store.indexer.entries()
     workspaces = sorted({e.workspace for e in everything})
     if workspace is not None:
-        check_workspace(workspace)
-        if workspace not in workspaces:
-            raise NotFoundError(
-                f"no memory in workspace {workspace!r}; memstore stats lists workspaces"
-            )
+        check_workspace(workspace)  # one the vault lacks: an empty view (the CLI notes it)
     entries = [e for e in everything if workspace is None or e.workspace == workspace]
     steps = _Steps(progress, len(entries))
     masker = Masker(store.vault)

@@ -26,6 +26,15 @@ from memstore.vault.locks import hold, hold_if_free, hold_shared, is_held_shared
 from memstore.vault.reflog import arrived_from, moved_by_commits_only, read_head
 
 log = logging.getLogger(__name__)
+# What doctor and reindex say of two things a person made that are no memory, with the fix.
+FOLDER_NAMED_LIKE_A_MEMORY = (
+    "a folder named like a memory: the files in it are memories, the folder is not; "
+    "rename it without .md"
+)
+SYMLINK_NOT_FOLLOWED = (
+    "symlink: not followed (it may point out of the vault, or elsewhere on another "
+    "machine); put the file itself here, or remove the link"
+)
 STATE_DIR = ".memstore"
 MAX_FILE_BYTES = 2_000_000  # larger files are reported, not indexed
 READ_FIRST = 1 << 14  # the first read of a file (most memories are well under 16 KiB)
@@ -146,10 +155,10 @@ class Vault:
                 found[prefix + name] = (st.st_mtime_ns, st.st_size)
             elif entry.is_dir(follow_symlinks=False):
                 if skipped is not None and name.endswith(".md") and not is_root:
-                    skipped.append(FileProblem(prefix + name, "a folder named like a memory"))
+                    skipped.append(FileProblem(prefix + name, FOLDER_NAMED_LIKE_A_MEMORY))
                 subfolders.append(prefix + name)
             elif skipped is not None and name.endswith(".md") and entry.is_symlink():
-                skipped += [] if is_root else [FileProblem(prefix + name, "symlink: not followed")]
+                skipped += [] if is_root else [FileProblem(prefix + name, SYMLINK_NOT_FOLLOWED)]
         return subfolders
 
     def folder_mtime(self, folder: str) -> int | None:

@@ -201,7 +201,7 @@ class GitRepo(GitLog, GitRewrites, GitSetup, GitPrebuilt):
         for path, content in data.items():
             kind = find_added_secret(content, _blob_bytes(base, path))
             if kind:
-                raise SecretError(secret_message(path, kind))
+                raise SecretError(secret_message(path, kind), path=path, kind=kind)
 
     def _stage(self, add: tuple[str, ...], remove: tuple[str, ...]) -> None:
         index = self._repo.index

@@ -887,3 +887,16 @@ def test_uninstall_removes_the_empty_folders_install_made_and_no_others(
     (folder / "notes.txt").write_text("mine\n", encoding="utf-8")
     assert agents_run("--uninstall", agent, "--yes", home=hermetic, cwd=project).returncode == 0
     assert [p.name for p in folder.iterdir()] == ["notes.txt"]
+
+
+def test_without_a_terminal_to_ask_it_fails_as_every_command_does(
+    hermetic: Path, tmp_path: Path
+) -> None:
+    """docs/cli.md: a failure is a line `Error: …` on stderr, exit 1; this one lacked the
+    prefix a script or a person scanning stderr looks for."""
+    done = agents_run("--install", "codex", home=hermetic, cwd=tmp_path, stdin="")
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith(
+        "Error: no terminal to ask, so nothing was written; rerun with --yes\n"
+    ), done.stderr
+    assert not (hermetic / ".codex" / "config.toml").exists()

@@ -123,6 +123,30 @@ def test_capture_keeps_a_long_final_message_as_a_trace(
     assert again.stdout == "" and commit_count(vault) == before  # the redundancy gate
 
 
+def test_capture_from_inside_another_vault_keeps_nothing_and_names_both(
+    vault: Path, tmp_path: Path
+) -> None:
+    """As `add` and MCP's memory_add from there: an agent working in another vault's folder
+    had its final message kept in the vault in use, in a workspace named after the other."""
+    other = tmp_path / "work-vault"
+    assert invoke_memstore("init", str(other)).returncode == 0
+    (other / "notes").mkdir()
+    payload = {"session_id": "s-other", "cwd": str(other / "notes"), "last_assistant_message": LONG}
+    before = {folder: commit_count(folder) for folder in (vault, other)}
+
+    done = hook("capture", payload, vault)
+
+    assert done.returncode == 0 and done.stdout == ""
+    assert done.stderr == (
+        f"memstore hook capture: kept nothing: the agent works in the vault {other}, but "
+        f"memstore uses {vault}; give the hooks --vault {other} (memstore agents --install "
+        f"NAME --vault {other})\n"
+    ), done.stderr
+    assert {folder: commit_count(folder) for folder in (vault, other)} == before
+    kept = hook("capture", payload, other)  # the vault it works in keeps it
+    assert kept.returncode == 0 and "kept this session's summary" in kept.stderr, kept.stderr
+
+
 def test_capture_noise_gate_and_broken_input_never_fail(
     vault: Path, project: Path, tmp_path: Path
 ) -> None:

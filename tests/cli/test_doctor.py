@@ -89,6 +89,30 @@ def test_an_unreadable_file_is_a_problem_to_fix_by_hand_not_drift_for_fix(
     assert clean.returncode == 0 and "no drift" in clean.stdout
 
 
+def test_a_folder_named_like_a_memory_and_a_symlink_are_listed_with_their_fix(
+    sample_vault: Path,
+) -> None:
+    """Both said what they were, under "fix each in an editor": no editor fixes either. A
+    symlink committed by the watcher points at this machine's path on every other one."""
+    exe = Path(sys.executable).with_name("memstore")
+    env = {"MEMSTORE_VAULT": str(sample_vault), "PATH": "/usr/bin:/bin"}
+    env |= {"HOME": str(sample_vault.parent), "MEMSTORE_NO_DAEMON": "1"}
+    (sample_vault / "global" / "notes.md").mkdir()
+    (sample_vault / "global" / "notes.md" / "inner.md").write_text("zeppelin\n", "utf-8")
+    target = next((sample_vault / "global").rglob("*-*.md"))
+    (sample_vault / "global" / "link.md").symlink_to(target)
+    done = subprocess.run([str(exe), "doctor"], env=env, capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr
+    assert (
+        "  global/notes.md: a folder named like a memory: the files in it are memories, the "
+        "folder is not; rename it without .md\n"
+    ) in done.stdout
+    assert (
+        "  global/link.md: symlink: not followed (it may point out of the vault, or elsewhere "
+        "on another machine); put the file itself here, or remove the link\n"
+    ) in done.stdout
+
+
 def test_doctor_names_keys_a_front_matter_states_twice(sample_vault: Path) -> None:
     # YAML keeps the last `kind:` without a word; the person sees both. Doctor names the
     # file and the keys (a key stated twice everywhere else, `keywords:` here, is left out).

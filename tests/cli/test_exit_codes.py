@@ -7,11 +7,14 @@ so a new one must say how it answers a missing vault."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import typer
 
+from memstore.core.errors import no_vault_at
 from memstore.launcher import typer_app
 from tests.conftest import head, invoke_memstore, run_memstore, vault_bytes
 
@@ -191,3 +194,91 @@ def test_status_answers_3_when_no_daemon_runs_in_text_and_json(seeded: Path) -> 
         done = invoke_memstore("status", *as_json, vault=seeded, env=NO_DAEMON)
         assert done.returncode == 3, done.stderr
     assert json.loads(done.stdout)["running"] is False
+
+
+# The commands where -w chooses what to read, each run asking about a workspace the vault
+# lacks; the others' -w says where to write (a new workspace is made by its first add).
+READS_A_WORKSPACE: dict[str, list[str]] = {
+    "search": ["search", "deploy"],
+    "list": ["list"],
+    "audit": ["audit"],
+    "export": ["export"],
+    "conflicts": ["conflicts"],
+    "stats": ["stats"],
+    "view": ["view", "-o", "PAGE"],
+}
+WRITES_TO_A_WORKSPACE = {"add", "import", "ingest", "share", "serve"}
+
+
+def test_every_command_taking_w_says_whether_it_reads_or_writes_there() -> None:
+    app = typer.main.get_command(typer_app())
+    taking = set()
+    for name in every_command():
+        command = app
+        for word in name.split():
+            command = command.commands[word]  # type: ignore[attr-defined]
+        if any("-w" in param.opts for param in command.params):
+            taking.add(name)
+    assert taking == set(READS_A_WORKSPACE) | WRITES_TO_A_WORKSPACE
+
+
+@pytest.mark.parametrize(
+    ("name", "as_json"),
+    [
+        (name, as_json)
+        for name in sorted(READS_A_WORKSPACE)
+        for as_json in (False, True)
+        if not (name == "export" and as_json)
+    ],  # export's output is JSON already
+)
+def test_a_workspace_the_vault_lacks_is_an_empty_answer_a_note_and_exit_0(
+    name: str, as_json: bool, seeded: Path, tmp_path: Path
+) -> None:
+    """docs/cli.md: a read command asked about a workspace the vault lacks answers with
+    nothing and exits 0, as a search with no hit does (a workspace exists from its first
+    add on: a new project's is the same as a typo's); one note on stderr names the
+    workspaces there are, so a typo does not pass for "nothing there"."""
+    args = [str(tmp_path / "page") if arg == "PAGE" else arg for arg in READS_A_WORKSPACE[name]]
+    args += ["-w", "typo", *(["--json"] if as_json else [])]
+    before = vault_bytes(seeded)
+
+    done = invoke_memstore(*args, vault=seeded, env=NO_DAEMON)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith("note: no workspace 'typo' in this vault ("), done.stderr
+    assert done.stderr.count("\n") == 1 and "known: " in done.stderr, done.stderr
+    if name == "view":  # its stdout is the file it wrote
+        assert done.stdout == f"{tmp_path / 'page'}\n"
+    elif as_json or name == "export":
+        json.loads(done.stdout)
+    assert vault_bytes(seeded) == before
+
+
+def test_the_missing_vault_sentence_is_written_once_and_daemon_stop_says_it_leanly(
+    tmp_path: Path,
+) -> None:
+    """Written in four places before (the service, the daemon's two commands, its server):
+    one wording drifting from the others would go unseen. `core/errors.no_vault_at` holds
+    it; `daemon --stop` (a lean path: the client only) says it without the service layer."""
+    package = Path(__file__).resolve().parents[2] / "memstore"
+    holding = [
+        path.relative_to(package).as_posix()
+        for path in sorted(package.rglob("*.py"))
+        if "there is no vault at" in path.read_text(encoding="utf-8")
+    ]
+    assert holding == ["core/errors.py"]
+    missing = tmp_path / "typo"
+    script = (
+        "import sys\n"
+        "from memstore.launcher import main\n"
+        f"sys.argv = ['memstore', 'daemon', '--stop', '--vault', {str(missing)!r}]\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as stop:\n"
+        "    print(stop.code, sorted(m for m in sys.modules if m.startswith('memstore.service')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.stderr == f"Error: {no_vault_at(missing)}\n", done.stderr
+    assert done.stdout == "1 []\n"

@@ -124,7 +124,15 @@ def test_import_restore_check_and_a_question_answer_in_json(tmp_path: Path) -> N
     notes.write_text("- use pnpm, not npm\n- run the tests with make test\n", encoding="utf-8")
     would = as_json("import", str(notes), "-w", "webshop", "--dry-run", vault=vault)
     assert would["created"] == [] and len(would["would_create"]) == 2
-    assert set(would) == {"workspace", "dry_run", "created", "would_create", "unchanged", "refused"}
+    assert set(would) == {
+        "workspace",
+        "dry_run",
+        "created",
+        "would_create",
+        "unchanged",
+        "refused",
+        "too_short",
+    }
     done = as_json("import", str(notes), "-w", "webshop", vault=vault)
     assert len(done["created"]) == 2 and done["would_create"] == [] and done["unchanged"] == 0
     export = tmp_path / "export.json"

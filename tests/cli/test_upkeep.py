@@ -92,6 +92,28 @@ def test_audit_reports_and_writes_nothing(sample_vault: Path) -> None:
     assert "near-duplicates" in cli(sample_vault, "audit").stdout
 
 
+def test_stats_and_audit_of_an_empty_vault_say_none_not_a_blank(vault: Path) -> None:
+    stats = cli(vault, "stats").stdout.splitlines()
+    assert "workspaces none" in stats and "kinds      none" in stats, stats
+    audit = cli(vault, "audit").stdout.splitlines()
+    assert {"by workspace: none", "by kind: none", "written by: none"} <= set(audit), audit
+
+
+def test_audit_lists_a_memory_matching_several_secret_rules_once(vault: Path) -> None:
+    """A 40-character key after `AWS_SECRET_ACCESS_KEY=` matched four rules: four lines of
+    the same memory in the text report (`--json` keeps every (id, rule) pair)."""
+    key = "rJD8tA1uYoRIekBwgEe1CgKo7pcioomBOseOfikc"
+    added = cli(vault, "add", f"ops: AWS_SECRET_ACCESS_KEY={key}", "--allow-secret", "--json")
+    memory = json.loads(added.stdout)["id"]
+    found = json.loads(cli(vault, "audit", "--json").stdout)["secrets"]
+    kinds = [what for which, what in found if which == memory]
+    assert len(kinds) > 1
+    text = cli(vault, "audit").stdout
+    assert (
+        f"possible secrets (memstore forget --purge) (1):\n  {memory}: {', '.join(kinds)}\n" in text
+    )
+
+
 def test_secrets_are_refused_unless_allowed_on_the_cli(vault: Path, store: Store) -> None:
     before = head(vault)
     for text in (
@@ -319,6 +341,21 @@ def test_show_and_search_as_of_a_date_match_a_checkout_of_that_date(
             (r["id"], r["content"]) for r in expected
         ], query
     assert vault_bytes(vault)["infra/port-pppp2222.md"].count(b"9090") == 1  # work tree untouched
+
+
+def test_as_of_before_the_vault_s_first_commit_names_that_commit_s_time(vault: Path) -> None:
+    """It said only "its history starts later": the person had to run git log to find when."""
+    first = subprocess.run(
+        ["git", "log", "--reverse", "--format=%ct"], cwd=vault, check=True, capture_output=True
+    ).stdout.split()[0]
+    started = datetime.fromtimestamp(int(first), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for args in (["show", "k3xq"], ["search", "port", "--all"]):
+        done = cli(vault, *args, "--as-of", "2020-01-01")
+        assert done.returncode == 1 and done.stdout == "", done.stderr
+        assert done.stderr == (
+            "Error: the vault has no commit on or before 2020-01-01; its history starts at "
+            f"{started}: pass --as-of that or later\n"
+        ), done.stderr
 
 
 def test_as_of_takes_what_since_takes_and_reads_it_the_same(vault: Path) -> None:

@@ -4,40 +4,27 @@ memories 0.15-0.9 s of CPU for a segment of 143,000), and answers what it answer
 
 from __future__ import annotations
 
-import shutil
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memstore.catalog import updater
 from memstore.daemon.server import Daemon
-from memstore.index import engine, merging, stored
+from memstore.index import stored
 from memstore.index.scoring import segment_id
 from memstore.service.store import Store
-from tests.conftest import settings_at, wait_until
-
-NOW = datetime(2026, 12, 7, 12, 0, 0, tzinfo=UTC)
-TOPICS = ("kafka consumer lag", "redis eviction policy", "postgres vacuum", "nginx upload limit")
+from tests.conftest import LARGE_SEGMENTS_NOW, settings_at, wait_until
 
 
 @pytest.fixture
-def chunked(vault: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
-    """60 memories indexed in chunks of 6: ten segments that count as large (above 5
-    documents), whose key ranks a warm-up reads, and a tier of six the merge takes."""
-    with Store.open(settings_at(vault), clock=lambda: NOW) as store:
-        for n in range(60):
-            store.add(f"{TOPICS[n % 4]} note {n}: seen on host{n}", workspace="webshop")
-    shutil.rmtree(vault / ".memstore" / "index")
-    monkeypatch.setattr(updater, "CHUNK_FILES", 6)
-    monkeypatch.setattr(engine, "MERGE_MAX_DOCS", 5)
-    monkeypatch.setattr(merging, "MERGE_MAX_DOCS", 5)
+def chunked(large_segments: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
+    """The large-segment vault (tests/conftest.py): ten segments whose key ranks a warm-up
+    reads, and a tier of six the merge takes."""
     monkeypatch.setattr(stored, "RANKS_AHEAD_MIN", 5, raising=False)
     monkeypatch.setattr(stored, "RANKED_TIES", 2)  # "note" ties dozens at the last place
-    with Store.open(settings_at(vault), clock=lambda: NOW) as store:
+    with Store.open(settings_at(large_segments), clock=lambda: LARGE_SEGMENTS_NOW) as store:
         yield store
 
 

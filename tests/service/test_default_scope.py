@@ -143,3 +143,52 @@ def test_nothing_in_this_workspace_names_the_matches_in_others_to_the_agent_too(
         here = store.add("nginx 413 in shop: the ingress sets the body size", workspace="shop")
     context = prompt_hook(env, project, "the nginx 413 again")
     assert here.id in context and "other workspaces" not in context
+
+
+def test_memory_add_from_inside_another_vault_is_refused_naming_both(
+    vault: Path, tmp_path: Path, env: dict[str, str]
+) -> None:
+    """As the CLI's add (tests/cli/test_vault_option.py): an agent working in another
+    vault's folder meant that vault; memory_add told no workspace wrote into the vault in
+    use, in a workspace named after the other vault. It names both and the fix, and changes
+    nothing; a `workspace` argument (the vault in use, on purpose) still adds there."""
+    other = tmp_path / "work-vault"
+    assert run(env, tmp_path, "init", str(other)) != ""
+    where = other / "notes"
+    where.mkdir()
+    before = {folder: git(folder, "rev-parse", "HEAD").strip() for folder in (vault, other)}
+    server = StdioServerParameters(command=str(EXE), args=["serve"], env=env, cwd=str(where))
+    fact = {"content": "the terraform state lock lives in dynamodb"}
+
+    async def go() -> tuple[Any, Any]:
+        async with Client(server) as client:
+            refused = await client.call_tool("memory_add", fact)
+            chosen = await client.call_tool("memory_add", {**fact, "workspace": "infra"})
+            return refused, chosen
+
+    refused, chosen = asyncio.run(go())
+
+    assert refused.is_error
+    said = refused.content[0].text
+    assert said == (
+        f"Error executing tool memory_add: this folder is in the vault {other}, but this MCP server uses {vault}; pass "
+        f'"workspace" to add to {vault}, or start the server with --vault {other} to add there'
+    ), said
+    assert not chosen.is_error and chosen.structured_content["workspace"] == "infra"
+    assert git(other, "rev-parse", "HEAD").strip() == before[other]
+    written = git(vault, "diff", "--name-only", f"{before[vault]}..HEAD").split()
+    assert [path.split("/")[0] for path in written] == ["infra"]  # only the chosen add
+
+
+def test_memory_recall_of_a_workspace_the_vault_lacks_says_so_and_names_the_ones_there_are(
+    vault: Path, tmp_path: Path, stored: str, env: dict[str, str]
+) -> None:
+    """The CLI notes a `-w` typo (docs/cli.md); an agent's `workspace` typo read as "nothing
+    there" and the agent had no way to tell."""
+    recalled = mcp_call(env, tmp_path, "memory_recall", {"query": "nginx", "workspace": "webshhop"})
+    assert recalled["results"] == []
+    assert recalled["message"].endswith(
+        " No workspace 'webshhop' in this vault (searched it and global); known: global, webshop."
+    ), recalled["message"]
+    known = mcp_call(env, tmp_path, "memory_recall", {"query": "kafka", "workspace": "webshop"})
+    assert "No workspace" not in known["message"]

@@ -145,6 +145,9 @@ def test_import_skips_and_reports_a_secret_and_commits_the_rest(
     done = cli(vault, "import", str(source), "-w", "infra")
     assert "created 2 memories in infra; 1 already there" in done.stdout
     assert "refused" in done.stderr and "looks like a GitHub token" in done.stderr
+    # the refusal names the line, never the credential in it (it printed the token)
+    assert "The bot token is [secret: a GitHub token]" in done.stderr, done.stderr
+    assert token not in done.stderr and token not in done.stdout
     assert (
         git(vault, "log", "-1", "--format=%s").strip() == "import(infra): 2 memories from AGENTS.md"
     )
@@ -234,3 +237,22 @@ def test_dedupe_merge_into_a_note_keeps_the_lesson_kind_of_its_duplicate(vault: 
     kept = json.loads(cli(vault, "show", note, "--json").stdout)
     assert kept["kind"] == "lesson" and kept["body"].strip().endswith("daily")
     assert f"id: {note}" in cli(vault, "show", lesson).stdout
+
+
+def test_import_says_which_short_pieces_it_left_out(vault: Path, tmp_path: Path) -> None:
+    """A piece under 12 characters is taken for a heading ("TODO"); "Use pnpm." was left out
+    without a word: `created 2 memories`, and the person never knew a line was not kept."""
+    source = tmp_path / "CLAUDE.md"
+    source.write_text(
+        "- always run migrations with --lock-timeout 5s\n- TODO\n\n## Notes\nUse pnpm.\n",
+        encoding="utf-8",
+    )
+    for args in (["--dry-run"], []):
+        done = cli(vault, "import", str(source), "-w", "infra", *args)
+        assert done.returncode == 0, done.stderr
+        assert (
+            "left out 2 pieces under 12 characters (headings, not memories?): 'TODO', "
+            "'Use pnpm.'; memstore add keeps one\n"
+        ) in done.stderr, done.stderr
+    again = json.loads(cli(vault, "import", str(source), "-w", "infra", "--json").stdout)
+    assert again["too_short"] == ["TODO", "Use pnpm."] and again["unchanged"] == 1

@@ -2,50 +2,36 @@
 closes: its helper process killed, no index opened again, no swap begun after the close;
 and a watcher's last tick, as the process ends, starts none.
 
-Large segments cheaply, as in test_tidy_compaction.py: 60 memories indexed in chunks of 6,
-ten segments above a "large" of 5 documents, of which a tier of six is due to merge.
+Large segments cheaply: tests/conftest.py's `large_segments`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 import sys
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from memstore.catalog import updater
 from memstore.daemon.commands import watching
-from memstore.index import SearchIndex, engine, merging
+from memstore.index import SearchIndex, merging
 from memstore.index.scoring import segment_id
 from memstore.service import maintenance
 from memstore.service.store import Store
-from tests.conftest import settings_at, wait_until
-
-NOW = datetime(2026, 12, 7, 12, 0, 0, tzinfo=UTC)
-TOPICS = ("kafka consumer lag", "redis eviction policy", "postgres vacuum", "nginx upload limit")
+from tests.conftest import LARGE_SEGMENTS_NOW, settings_at, wait_until
 
 
 @pytest.fixture
-def chunked(vault: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
+def chunked(large_segments: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
     """A store whose index holds ten segments of 6 documents, six of them due to merge (and
     no compaction step, which would take two first)."""
-    with Store.open(settings_at(vault), clock=lambda: NOW) as store:
-        for n in range(60):
-            store.add(f"{TOPICS[n % 4]} note {n}: seen on host{n}", workspace="webshop")
-    shutil.rmtree(vault / ".memstore" / "index")
-    monkeypatch.setattr(updater, "CHUNK_FILES", 6)
-    monkeypatch.setattr(engine, "MERGE_MAX_DOCS", 5)
-    monkeypatch.setattr(merging, "MERGE_MAX_DOCS", 5)
     monkeypatch.setattr(maintenance, "COMPACT_MAX_DOCS", 11)
     # a long lock timeout: the tests hold the vault lock while the merge waits for it
-    settings = dataclasses.replace(settings_at(vault), lock_timeout=300.0)
-    store = Store.open(settings, clock=lambda: NOW)
+    settings = dataclasses.replace(settings_at(large_segments), lock_timeout=300.0)
+    store = Store.open(settings, clock=lambda: LARGE_SEGMENTS_NOW)
     store.search("kafka", workspace=None, k=5)  # the catch-up, in chunks
     assert sorted(_segments(store.indexer.search.root).values()) == [6] * 10
     yield store

@@ -7,24 +7,15 @@ while every add and sync waited. Here the same shape in miniature: a catch-up in
 
 from __future__ import annotations
 
-import shutil
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from memstore.catalog import updater
-from memstore.index import SearchIndex, engine, merging
+from memstore.index import SearchIndex
 from memstore.index.scoring import segment_id
 from memstore.service import maintenance
 from memstore.service.store import Store
-from tests.conftest import settings_at
-
-TOPICS = ("kafka consumer lag", "redis eviction policy", "postgres vacuum", "nginx upload limit")
-# One moment for every add and search: a score's recency part moves with the clock, and
-# under load the adds span seconds, so two near-tied scores could round apart between the
-# ranking before the tidy and the one after (the tidy itself changes no score).
-NOW = datetime(2026, 12, 7, 12, 0, 0, tzinfo=UTC)
+from tests.conftest import LARGE_SEGMENTS_NOW, settings_at
 
 
 def _segments(index: SearchIndex) -> dict[str, int]:
@@ -38,15 +29,9 @@ def _ranked(store: Store, query: str) -> list[tuple[str, float]]:
 
 
 @pytest.fixture
-def chunked(vault: Path, monkeypatch: pytest.MonkeyPatch) -> Store:
-    """A vault of 60 memories whose index a catch-up built in chunks of 6: ten segments."""
-    with Store.open(settings_at(vault), clock=lambda: NOW) as store:
-        for n in range(60):
-            store.add(f"{TOPICS[n % 4]} note {n}: seen on host{n}", workspace="webshop")
-    shutil.rmtree(vault / ".memstore" / "index")
-    monkeypatch.setattr(updater, "CHUNK_FILES", 6)
-    monkeypatch.setattr(engine, "MERGE_MAX_DOCS", 5)  # "large" is above 5 documents here
-    return Store.open(settings_at(vault), clock=lambda: NOW)
+def chunked(large_segments: Path) -> Store:
+    """The large-segment vault (tests/conftest.py), its index to be built in chunks of 6."""
+    return Store.open(settings_at(large_segments), clock=lambda: LARGE_SEGMENTS_NOW)
 
 
 def test_a_tidy_merges_only_the_smallest_segments_its_bound_allows(
@@ -101,7 +86,6 @@ def test_a_tidy_merges_large_segments_by_tiers_in_a_thread(
 ) -> None:
     # two 6-document segments fit no compaction step: the tiers of large segments merge
     monkeypatch.setattr(maintenance, "COMPACT_MAX_DOCS", 11, raising=False)
-    monkeypatch.setattr(merging, "MERGE_MAX_DOCS", 5)
     with chunked as store:
         store.search("kafka", workspace=None, k=5)
         before = _segments(store.indexer.search)

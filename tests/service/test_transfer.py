@@ -248,6 +248,51 @@ def test_restore_with_a_bad_entry_in_the_middle_changes_nothing(
     assert not fresh.exists()  # a bad export does not even create the vault
 
 
+def test_restore_of_an_entry_holding_a_credential_names_it_and_the_export_as_the_fix(
+    vault: Path, tmp_path: Path
+) -> None:
+    """An export holds a hand-written file its vault never committed (a credential in it):
+    restore refused in the words of a hand edit, "remove the credential from the file, or
+    commit it yourself with git", a file that was never left in this vault."""
+    key = "wJalrXUtnFEMK7MDENGbPxRfiCYzq81Ab4TkL0vX"  # random-looking, not AWS's example
+    creds = {**GOOD, "path": "h/creds.md", "text": f"ops: AWS_SECRET_ACCESS_KEY={key}\n"}
+    exported = tmp_path / "export.json"
+    exported.write_text(json.dumps(export_data([GOOD, creds, LATER])), encoding="utf-8")
+    before, commit = vault_bytes(vault), head(vault)
+
+    done = cli(vault, "restore", str(exported))
+
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(
+        "Error: cannot restore h/creds.md: it holds what looks like an AWS"
+    ), done.stderr
+    assert done.stderr.rstrip().endswith(
+        "so nothing was restored; restore with --allow-secret to keep it as its vault did, "
+        "or remove that entry from the export"
+    ), done.stderr
+    assert key not in done.stderr
+    assert vault_bytes(vault) == before and head(vault) == commit and git_is_clean(vault)
+
+
+def test_an_export_holding_a_memory_kept_with_allow_secret_restores_with_allow_secret(
+    vault: Path, tmp_path: Path
+) -> None:
+    """A vault with one `add --allow-secret` memory exported a backup that no restore took:
+    the restore's commit refused the credential, and with it every other memory."""
+    cli(vault, "add", "prod key AKIAQ3EGRJ5LTMWD7XZN for the build bot", "--allow-secret")
+    cli(vault, "add", "a plain note beside it")
+    exported = tmp_path / "export.json"
+    assert cli(vault, "export", "-o", str(exported)).returncode == 0
+    fresh = tmp_path / "fresh"
+    assert cli(fresh, "init", str(fresh)).returncode == 0
+    refused = cli(fresh, "restore", str(exported))
+    assert refused.returncode == 1 and "--allow-secret" in refused.stderr, refused.stderr
+    done = cli(fresh, "restore", str(exported), "--allow-secret", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["added"] == 2
+    assert vault_bytes(fresh) == vault_bytes(vault) and git_is_clean(fresh)
+
+
 @pytest.mark.parametrize(
     ("field", "value"),
     [("text", "lone \ud800 surrogate"), ("text", 42), ("base64", "not base64!")],

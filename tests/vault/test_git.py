@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import configparser
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from memstore.core.errors import VaultError
+from memstore.core import repo_name
+from memstore.core.errors import InvalidInputError, VaultError
 from memstore.core.model import to_workspace_name
 from memstore.core.repo_name import detect_workspace
+from memstore.ops.lean import add_workspace
 from memstore.vault.git import GitRepo, Trailers
 from tests.conftest import git
 
@@ -50,6 +54,55 @@ def test_worktree_uses_the_main_repository_remote(tmp_path: Path) -> None:
     git(repo, "commit", "-q", "--allow-empty", "-m", "x")
     git(repo, "worktree", "add", "-q", str(tmp_path / "wt"))
     assert detect_workspace(tmp_path / "wt") == "shop"
+
+
+def test_a_repository_s_config_is_read_once_until_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon or MCP server asks for the workspace on every add and search; it reads
+    .git/config again only when the file changed (git rewrites it by rename)."""
+    repo = tmp_path / "checkout"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    git(repo, "remote", "add", "origin", "git@example.com:acme/shop.git")
+    reads: list[object] = []
+    real_read = configparser.ConfigParser.read
+
+    def counted(self: configparser.ConfigParser, *args: Any, **kwargs: Any) -> Any:
+        reads.append(args[0])
+        return real_read(self, *args, **kwargs)
+
+    monkeypatch.setattr(configparser.ConfigParser, "read", counted)
+    assert [detect_workspace(repo) for _ in range(3)] == ["shop"] * 3
+    assert len(reads) == 1
+    git(repo, "remote", "set-url", "origin", "git@example.com:acme/webshop.git")
+    assert detect_workspace(repo) == "webshop"  # a changed file is read again
+    assert len(reads) == 2
+
+
+def test_an_add_s_workspace_walks_up_from_its_folder_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The add's refusal of another vault's folder and its workspace share one walk up."""
+    vault = tmp_path / "memstore"
+    vault.mkdir()
+    repo = tmp_path / "shop"
+    (repo / "src" / "deep").mkdir(parents=True)
+    git(repo, "init", "-q")
+    walks: list[Path] = []
+    real_walk = repo_name.find_enclosing_repository
+
+    def counted(path: Path) -> Path | None:
+        walks.append(path)
+        return real_walk(path)
+
+    monkeypatch.setattr(repo_name, "find_enclosing_repository", counted)
+    assert add_workspace(vault, repo / "src" / "deep", None) == "shop"
+    assert len(walks) == 1
+    (repo / ".gitattributes").write_text("*.md merge=memstore\n", encoding="utf-8")
+    with pytest.raises(InvalidInputError, match=f"this folder is in the vault {repo}, "):
+        add_workspace(vault, repo / "src", None)
+    assert add_workspace(vault, vault, None) == "global"  # inside the vault in use
 
 
 def test_workspace_names_are_made_valid() -> None:
