@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from memstore.core.conflicts import KEEP_CHOICES, label
+from memstore.ops.lean import unknown_workspace
 from memstore.ops.output import printable, render_json
 from memstore.ops.parameters import JsonOption, VaultOption, shell_settings, valid_workspace
 from memstore.service.editing import choose_editor, run_editor
@@ -45,6 +46,9 @@ def conflicts(
         return
     with Store.open(shell_settings(vault)) as store:
         found = find_conflicts(store, workspace)
+        note = unknown_workspace(store, workspace, "looked in nothing")
+    if note:  # a typo in -w should not pass for "no conflict"
+        typer.echo(note, err=True, nl=False)
     if as_json:
         typer.echo(render_json([_conflict_json(c) for c in found]))
         return

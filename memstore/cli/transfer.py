@@ -14,6 +14,7 @@ import typer
 
 from memstore.cli.terminal import progress_bar, say, working_folder
 from memstore.core.model import summary
+from memstore.ops.lean import unknown_workspace
 from memstore.ops.output import count
 from memstore.ops.parameters import (
     JsonOption,
@@ -117,6 +118,9 @@ def export(
 
     with Store.open(shell_settings(vault)) as store:
         data = run_export(store, workspace)
+        note = unknown_workspace(store, workspace, "exported nothing")
+    if note:  # a typo in -w should not pass for an empty workspace
+        say(note.rstrip("\n"), err=True)
     text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
     if output:
         write_export(output, text)

@@ -18,7 +18,7 @@ from memstore.core.errors import InvalidInputError
 from memstore.core.model import ADDABLE_KINDS, summary
 from memstore.core.secret_mask import mask_secrets
 from memstore.ops.cli_help import choices
-from memstore.ops.lean import checkout_here
+from memstore.ops.lean import checkout_here, unknown_workspace
 from memstore.ops.output import count, supersede_command
 from memstore.ops.parameters import (
     IdArgument,
@@ -57,6 +57,9 @@ def audit(
         pairs = report.contradictions
         texts = curator.bodies(pair.new for pair in pairs) if pairs else {}
         cited = check_citations(store, working_folder(), workspace)  # against the code here
+        note = unknown_workspace(store, workspace, "audited nothing")
+    if note:  # a typo in -w should not pass for a clean report
+        say(note.rstrip("\n"), err=True)
     named = str(settings.vault) if vault else None
     fixes = [
         supersede_command(texts.get(pair.new, ""), pair.workspace, pair.old, named)
@@ -70,7 +73,8 @@ def audit(
         emit_json(data)
         return
     if workspace and not report.memories:
-        say(f"no memory in workspace {workspace!r} (memstore stats lists workspaces)")
+        if not note:
+            say(f"no memory in workspace {workspace!r} (memstore stats lists workspaces)")
         return
     lines = _audit_lines(report, fixes)
     if cited.citing:  # after the counts: what changed in the code its memories cite

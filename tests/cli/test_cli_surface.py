@@ -423,6 +423,31 @@ def test_list_in_an_unknown_workspace_says_so_like_search(vault: Path) -> None:
     assert known.stderr == "" and "use pnpm" in known.stdout
 
 
+@pytest.mark.parametrize(
+    ("command", "read"),
+    [
+        (["audit"], "audited nothing"),
+        (["audit", "--json"], "audited nothing"),
+        (["export"], "exported nothing"),
+        (["conflicts"], "looked in nothing"),
+        (["conflicts", "--json"], "looked in nothing"),
+    ],
+)
+def test_the_other_workspace_filters_name_the_known_workspaces_too(
+    vault: Path, command: list[str], read: str
+) -> None:
+    """docs/cli.md: search, list, audit, export and conflicts given a -w the vault lacks
+    answer with nothing and a note naming the workspaces there are (exit 0)."""
+    assert run("add", "use pnpm, not npm", "-w", "infra-tools", vault=vault).returncode == 0
+    typo = run(*command, "-w", "infra-tool", vault=vault)
+    assert typo.returncode == 0, typo.stderr
+    note = f"note: no workspace 'infra-tool' in this vault ({read}); known: "
+    assert typo.stderr == note + "global, infra-tools\n", typo.stderr
+    assert "pnpm" not in typo.stdout
+    known = run(*command, "-w", "infra-tools", vault=vault)
+    assert known.returncode == 0 and known.stderr == "", known.stderr
+
+
 def every_command_path() -> list[list[str]]:
     """Every command and group, however deep (hidden ones too: their help is shown)."""
     found: list[list[str]] = [[]]
