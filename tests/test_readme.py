@@ -77,3 +77,18 @@ def test_the_readme_states_the_limit_add_keeps() -> None:
 
     row = next(line for line in README.splitlines() if line.startswith("| `add TEXT` |"))
     assert f"A text over {MAX_TEXT_BYTES:,} bytes" in row, row
+
+
+def test_the_tool_cost_the_docs_give_is_what_the_server_costs(vault: Path) -> None:
+    """docs/agents.md gives the tools' per-session tokens exactly, the README roughly
+    (a fresh reader's `memstore benchmark` said 363 beside the docs' 347 and "about 350")."""
+    from memstore.mcp.server import tool_cost_tokens
+
+    with Store.open(settings_at(vault)) as store:
+        cost = tool_cost_tokens(build_server(store, workspace="global", source="test"))
+    agents = (REPO_ROOT / "docs" / "agents.md").read_text(encoding="utf-8")
+    row = next(line for line in agents.splitlines() if line.startswith("| MCP tool names"))
+    exact = re.search(r"\| (\d+) ", row)
+    assert exact and exact[1] == str(cost), row
+    about = re.search(r"descriptions cost about (\d+) tokens per session", README)
+    assert about and abs(int(about[1]) - cost) <= 10, (about, cost)
