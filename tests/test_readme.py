@@ -92,3 +92,19 @@ def test_the_tool_cost_the_docs_give_is_what_the_server_costs(vault: Path) -> No
     assert exact and exact[1] == str(cost), row
     about = re.search(r"descriptions cost about (\d+) tokens per session", README)
     assert about and abs(int(about[1]) - cost) <= 10, (about, cost)
+
+
+def test_every_environment_variable_the_docs_name_is_read_by_memstore() -> None:
+    """A variable the docs tell a person to set (MEMSTORE_VAULT, MEMSTORE_NO_DAEMON, …) that
+    nothing reads would be silently ignored."""
+    docs = [REPO_ROOT / "README.md", REPO_ROOT / "hooks" / "README.md"]
+    docs += sorted((REPO_ROOT / "docs").glob("*.md"))
+    named = {
+        v for doc in docs for v in re.findall(r"MEMSTORE_[A-Z_]*[A-Z]", doc.read_text("utf-8"))
+    }
+    code = [*(REPO_ROOT / "memstore").rglob("*.py"), *(REPO_ROOT / "hooks").rglob("*.sh")]
+    read = {
+        v for path in code for v in re.findall(r"MEMSTORE_[A-Z_]*[A-Z]", path.read_text("utf-8"))
+    }
+    assert {"MEMSTORE_VAULT", "MEMSTORE_NO_DAEMON"} <= named
+    assert named <= read, sorted(named - read)
