@@ -125,3 +125,31 @@ def test_every_file_the_docs_point_at_is_there() -> None:
         if not (REPO_ROOT / path).exists()
     ]
     assert not missing, missing
+
+
+def heading_anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a markdown file's headings (fenced blocks left out)."""
+    prose = re.sub(r"^(```|~~~).*?^\1", "", text, flags=re.S | re.M)
+    headings = re.findall(r"^#+ (.*)$", prose, flags=re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+def test_every_link_between_the_docs_reaches_its_file_and_heading() -> None:
+    """architecture.md's link to benchmarks.md's recall counters section, and retrieval.md's
+    to its LoCoMo one, led to the top of a 6,800-line page (the headings had grown)."""
+    docs = [REPO_ROOT / "README.md", REPO_ROOT / "hooks" / "README.md"]
+    docs += sorted((REPO_ROOT / "docs").glob("*.md"))
+    anchors = {doc.resolve(): heading_anchors(doc.read_text("utf-8")) for doc in docs}
+    broken = []
+    for doc in docs:
+        for target, anchor in re.findall(
+            r"\]\(([^)\s#]*)(?:#([^)\s]+))?\)", doc.read_text("utf-8")
+        ):
+            if target.startswith(("http:", "https:", "mailto:")):
+                continue
+            path = (doc.parent / target).resolve() if target else doc.resolve()
+            if not path.exists():
+                broken.append(f"{doc.name}: {target}")
+            elif anchor and path in anchors and anchor not in anchors[path]:
+                broken.append(f"{doc.name}: {target}#{anchor}")
+    assert not broken, broken
