@@ -81,7 +81,7 @@ def collect_view(
         check_workspace(workspace)
         if workspace not in workspaces:
             raise NotFoundError(
-                f"no memory in workspace {workspace!r}; memstore stats lists workspaces"
+                f"no memory in workspace {workspace!r}; workspaces: {', '.join(workspaces)}"
             )
     entries = [e for e in everything if workspace is None or e.workspace == workspace]
     steps = _Steps(progress, len(entries))

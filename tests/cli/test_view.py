@@ -102,7 +102,7 @@ def test_view_json_prints_or_writes_the_data(vault: Path, tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("args", "said"),
     [
-        (["-w", "nowhere"], "Error: no memory in workspace 'nowhere'"),  # bad name: exit 2
+        (["-w", "nowhere"], "Error: no memory in workspace 'nowhere'; workspaces: "),  # as stats -w
     ],
 )
 def test_view_refuses_bad_options_in_one_line(
