@@ -263,3 +263,33 @@ def test_the_shapes_docs_cli_md_gives_are_the_keys_the_commands_print(tmp_path: 
 
     kept = {field.name for field in dataclasses.fields(Conflict)}  # what _conflict_json prints
     assert shape_keys(documented_shape("conflicts")) == kept
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["list"],
+        ["stats"],
+        ["audit"],
+        ["doctor"],
+        ["dedupe", "--list"],
+        ["conflicts"],
+        ["remote"],
+        ["remote", "show"],
+        ["team"],
+        ["status"],
+        ["log"],
+        ["ingest", "--list"],
+        ["search", "nothing-here"],
+        ["sync"],
+    ],
+    ids=" ".join,
+)
+def test_json_never_changes_the_exit_status(tmp_path: Path, args: list[str]) -> None:
+    """docs/cli.md: with --json only stdout's form changes, never the status. `memstore
+    remote` with no remote exited 1 in text and 0 with --json."""
+    vault = tmp_path / "vault"
+    as_json("init", str(vault), vault=vault)
+    text = invoke_memstore(*args, vault=vault, env=ENV)
+    data = invoke_memstore(*args, "--json", vault=vault, env=ENV)
+    assert text.returncode == data.returncode, (text.stderr, data.stderr)
