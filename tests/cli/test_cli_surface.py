@@ -448,6 +448,22 @@ def test_the_other_workspace_filters_name_the_known_workspaces_too(
     assert known.returncode == 0 and known.stderr == "", known.stderr
 
 
+@pytest.mark.parametrize(
+    "command", [["list"], ["stats"], ["audit"], ["export"], ["conflicts"], ["list", "--json"]]
+)
+def test_a_filter_given_w_all_reads_every_workspace_as_search_does(
+    vault: Path, command: list[str]
+) -> None:
+    """`-w all` names every workspace for search, and no workspace may be named `all`; the
+    filters took it for a workspace and answered with nothing."""
+    assert run("add", "use pnpm, not npm", "-w", "infra-tools", vault=vault).returncode == 0
+    assert run("add", "deploys need approval", "-w", "webshop", vault=vault).returncode == 0
+    every = run(*command, vault=vault)
+    named_all = run(*command, "-w", "all", vault=vault)
+    assert named_all.returncode == every.returncode == 0, named_all.stderr
+    assert (named_all.stdout, named_all.stderr) == (every.stdout, every.stderr)
+
+
 def every_command_path() -> list[list[str]]:
     """Every command and group, however deep (hidden ones too: their help is shown)."""
     found: list[list[str]] = [[]]
