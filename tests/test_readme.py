@@ -77,3 +77,79 @@ def test_the_readme_states_the_limit_add_keeps() -> None:
 
     row = next(line for line in README.splitlines() if line.startswith("| `add TEXT` |"))
     assert f"A text over {MAX_TEXT_BYTES:,} bytes" in row, row
+
+
+def test_the_tool_cost_the_docs_give_is_what_the_server_costs(vault: Path) -> None:
+    """docs/agents.md gives the tools' per-session tokens exactly, the README roughly
+    (a fresh reader's `memstore benchmark` said 363 beside the docs' 347 and "about 350")."""
+    from memstore.mcp.server import tool_cost_tokens
+
+    with Store.open(settings_at(vault)) as store:
+        cost = tool_cost_tokens(build_server(store, workspace="global", source="test"))
+    agents = (REPO_ROOT / "docs" / "agents.md").read_text(encoding="utf-8")
+    row = next(line for line in agents.splitlines() if line.startswith("| MCP tool names"))
+    exact = re.search(r"\| (\d+) ", row)
+    assert exact and exact[1] == str(cost), row
+    about = re.search(r"descriptions cost about (\d+) tokens per session", README)
+    assert about and abs(int(about[1]) - cost) <= 10, (about, cost)
+
+
+def test_every_environment_variable_the_docs_name_is_read_by_memstore() -> None:
+    """A variable the docs tell a person to set (MEMSTORE_VAULT, MEMSTORE_NO_DAEMON, …) that
+    nothing reads would be silently ignored."""
+    docs = [REPO_ROOT / "README.md", REPO_ROOT / "hooks" / "README.md"]
+    docs += sorted((REPO_ROOT / "docs").glob("*.md"))
+    named = {
+        v for doc in docs for v in re.findall(r"MEMSTORE_[A-Z_]*[A-Z]", doc.read_text("utf-8"))
+    }
+    code = [*(REPO_ROOT / "memstore").rglob("*.py"), *(REPO_ROOT / "hooks").rglob("*.sh")]
+    read = {
+        v for path in code for v in re.findall(r"MEMSTORE_[A-Z_]*[A-Z]", path.read_text("utf-8"))
+    }
+    assert {"MEMSTORE_VAULT", "MEMSTORE_NO_DAEMON"} <= named
+    assert named <= read, sorted(named - read)
+
+
+def test_every_file_the_docs_point_at_is_there() -> None:
+    """A reader told "tests/test_secrets_corpus.py holds them" found no such file (it moved
+    to tests/core/). benchmarks.md is a record of past runs and keeps the paths of its day."""
+    docs = [REPO_ROOT / "README.md", REPO_ROOT / "hooks" / "README.md"]
+    docs += [p for p in sorted((REPO_ROOT / "docs").glob("*.md")) if p.name != "benchmarks.md"]
+    pattern = (
+        r"(?<![\w./-])(?:tests|memstore|index|hooks)/[\w./-]+\.(?:py|json|jsonl|md|sh|toml|js)\b"
+    )
+    missing = [
+        f"{doc.name}: {path}"
+        for doc in docs
+        for path in sorted(set(re.findall(pattern, doc.read_text("utf-8"))))
+        if not (REPO_ROOT / path).exists()
+    ]
+    assert not missing, missing
+
+
+def heading_anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a markdown file's headings (fenced blocks left out)."""
+    prose = re.sub(r"^(```|~~~).*?^\1", "", text, flags=re.S | re.M)
+    headings = re.findall(r"^#+ (.*)$", prose, flags=re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+def test_every_link_between_the_docs_reaches_its_file_and_heading() -> None:
+    """architecture.md's link to benchmarks.md's recall counters section, and retrieval.md's
+    to its LoCoMo one, led to the top of a 6,800-line page (the headings had grown)."""
+    docs = [REPO_ROOT / "README.md", REPO_ROOT / "hooks" / "README.md"]
+    docs += sorted((REPO_ROOT / "docs").glob("*.md"))
+    anchors = {doc.resolve(): heading_anchors(doc.read_text("utf-8")) for doc in docs}
+    broken = []
+    for doc in docs:
+        for target, anchor in re.findall(
+            r"\]\(([^)\s#]*)(?:#([^)\s]+))?\)", doc.read_text("utf-8")
+        ):
+            if target.startswith(("http:", "https:", "mailto:")):
+                continue
+            path = (doc.parent / target).resolve() if target else doc.resolve()
+            if not path.exists():
+                broken.append(f"{doc.name}: {target}")
+            elif anchor and path in anchors and anchor not in anchors[path]:
+                broken.append(f"{doc.name}: {target}#{anchor}")
+    assert not broken, broken

@@ -14,7 +14,7 @@ import typer
 from memstore.core.conflicts import KEEP_CHOICES, label
 from memstore.ops.lean import unknown_workspace
 from memstore.ops.output import printable, render_json
-from memstore.ops.parameters import JsonOption, VaultOption, shell_settings, valid_workspace
+from memstore.ops.parameters import JsonOption, VaultOption, shell_settings, workspace_filter
 from memstore.service.editing import choose_editor, run_editor
 from memstore.service.resolution import Conflict, find_conflicts, settle, settle_by_editing
 from memstore.service.store import Store
@@ -37,7 +37,7 @@ def conflicts(
     ctx: typer.Context,
     workspace: Annotated[
         str | None,
-        typer.Option("-w", "--workspace", help="Only this workspace.", callback=valid_workspace),
+        typer.Option("-w", "--workspace", help="Only this workspace.", callback=workspace_filter),
     ] = None,
     vault: VaultOption = None,
     as_json: JsonOption = False,

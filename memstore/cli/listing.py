@@ -27,7 +27,7 @@ from memstore.ops.parameters import (
     VaultOption,
     kind_option,
     shell_settings,
-    valid_workspace,
+    workspace_filter,
 )
 from memstore.service.history import parse_since
 from memstore.service.store import Stats, Store
@@ -251,7 +251,7 @@ WorkspaceFilter = Annotated[
         help="Only this workspace (default: every workspace).",
         show_default=False,
         autocompletion=complete_workspace,
-        callback=valid_workspace,
+        callback=workspace_filter,
     ),
 ]
 

@@ -204,9 +204,9 @@ def remote_default(
     if as_json:  # none is an answer here, not a failure: {}
         emit_json(urls)
         return
-    if not urls:
+    if not urls:  # as with --json (and `git remote`): exit 0, the note on stderr
         typer.echo("no remote; add one with: memstore remote add URL", err=True)
-        raise typer.Exit(1)
+        return
     for remote_name, url in urls.items():
         typer.echo(f"{remote_name}\t{url}")
 

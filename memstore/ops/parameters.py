@@ -17,7 +17,7 @@ import typer
 
 from memstore.core.config import Settings
 from memstore.core.errors import InvalidInputError
-from memstore.core.model import check_kind, check_workspace
+from memstore.core.model import ALL, check_kind, check_workspace
 from memstore.ops import options
 from memstore.ops.lean import complete_id, complete_workspace
 from memstore.ops.output import render_json
@@ -75,6 +75,12 @@ def valid_workspace(workspace: str | None) -> str | None:
     return None if workspace is None else usage_checked(check_workspace, workspace)
 
 
+def workspace_filter(workspace: str | None) -> str | None:
+    """A -w that filters (list, stats, audit, export, view, conflicts): `all` is every
+    workspace, as for search (no workspace can be named so), else a valid name."""
+    return None if workspace == ALL else valid_workspace(workspace)
+
+
 def kind_option(allowed: tuple[str, ...]) -> Callable[[str | None], str | None]:
     """Return a --kind callback refusing a kind outside `allowed` as a usage error."""
 
@@ -129,7 +135,7 @@ WorkspaceFilter = Annotated[
         help="Only this workspace.",
         autocompletion=complete_workspace,
         show_default=False,
-        callback=valid_workspace,
+        callback=workspace_filter,
     ),
 ]
 IdArgument = Annotated[

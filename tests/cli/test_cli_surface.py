@@ -423,6 +423,47 @@ def test_list_in_an_unknown_workspace_says_so_like_search(vault: Path) -> None:
     assert known.stderr == "" and "use pnpm" in known.stdout
 
 
+@pytest.mark.parametrize(
+    ("command", "read"),
+    [
+        (["audit"], "audited nothing"),
+        (["audit", "--json"], "audited nothing"),
+        (["export"], "exported nothing"),
+        (["conflicts"], "looked in nothing"),
+        (["conflicts", "--json"], "looked in nothing"),
+    ],
+)
+def test_the_other_workspace_filters_name_the_known_workspaces_too(
+    vault: Path, command: list[str], read: str
+) -> None:
+    """docs/cli.md: search, list, audit, export and conflicts given a -w the vault lacks
+    answer with nothing and a note naming the workspaces there are (exit 0)."""
+    assert run("add", "use pnpm, not npm", "-w", "infra-tools", vault=vault).returncode == 0
+    typo = run(*command, "-w", "infra-tool", vault=vault)
+    assert typo.returncode == 0, typo.stderr
+    note = f"note: no workspace 'infra-tool' in this vault ({read}); known: "
+    assert typo.stderr == note + "global, infra-tools\n", typo.stderr
+    assert "pnpm" not in typo.stdout
+    known = run(*command, "-w", "infra-tools", vault=vault)
+    assert known.returncode == 0 and known.stderr == "", known.stderr
+
+
+@pytest.mark.parametrize(
+    "command", [["list"], ["stats"], ["audit"], ["export"], ["conflicts"], ["list", "--json"]]
+)
+def test_a_filter_given_w_all_reads_every_workspace_as_search_does(
+    vault: Path, command: list[str]
+) -> None:
+    """`-w all` names every workspace for search, and no workspace may be named `all`; the
+    filters took it for a workspace and answered with nothing."""
+    assert run("add", "use pnpm, not npm", "-w", "infra-tools", vault=vault).returncode == 0
+    assert run("add", "deploys need approval", "-w", "webshop", vault=vault).returncode == 0
+    every = run(*command, vault=vault)
+    named_all = run(*command, "-w", "all", vault=vault)
+    assert named_all.returncode == every.returncode == 0, named_all.stderr
+    assert (named_all.stdout, named_all.stderr) == (every.stdout, every.stderr)
+
+
 def every_command_path() -> list[list[str]]:
     """Every command and group, however deep (hidden ones too: their help is shown)."""
     found: list[list[str]] = [[]]

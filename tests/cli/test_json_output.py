@@ -4,6 +4,7 @@ stderr, stdout empty (tests/cli/test_exit_codes.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pty
@@ -189,3 +190,114 @@ def test_a_question_asked_with_json_goes_to_stderr_and_stdout_holds_the_json(
     assert child.returncode == 0, err
     assert json.loads(out)["forgotten"] is True  # stdout: the JSON alone
     assert f"Forget {memory}? [y/N]" in err and "approval from maria" in err
+
+
+CLI_MD = (Path(__file__).parents[2] / "docs" / "cli.md").read_text(encoding="utf-8")
+
+
+def documented_shape(command: str) -> str:
+    """The `--json prints` cell of docs/cli.md's row for `command`: its first code span."""
+    row = next(line for line in CLI_MD.splitlines() if line.startswith(f"| `{command}` |"))
+    return row.split("|", 2)[2].split("`")[1].replace("\\|", "|")
+
+
+def shape_keys(shape: str) -> set[str]:
+    """The keys at the top of a documented shape (`{"a", "b": […]}` or `[{"a", …}]`): each
+    quoted word just inside the outermost object, after its `{` or a `,`, not a value."""
+    keys: set[str] = set()
+    depth, before, inside = 0, "", shape.lstrip().startswith("[")
+    target = 2 if inside else 1
+    i = 0
+    while i < len(shape):
+        char = shape[i]
+        if char == '"':
+            end = shape.index('"', i + 1)
+            if depth == target and before in "{,":
+                keys.add(shape[i + 1 : end])
+            before, i = '"', end + 1
+            continue
+        if char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+        if not char.isspace():
+            before = char
+        i += 1
+    return keys
+
+
+def nested_shape(shape: str, key: str) -> str:
+    """The shape of `key`'s value in a documented shape: `"key": [{…}]` → `{…}`."""
+    start = shape.index("{", shape.index(f'"{key}": '))
+    depth = 0
+    for end in range(start, len(shape)):
+        depth += {"{": 1, "}": -1}.get(shape[end], 0)
+        if depth == 0:
+            return shape[start : end + 1]
+    raise AssertionError(shape)
+
+
+def test_the_shapes_docs_cli_md_gives_are_the_keys_the_commands_print(tmp_path: Path) -> None:
+    """A script written from docs/cli.md reads the keys the commands print (a fresh reader
+    was sent to search.md, upkeep.md and sync.md for shapes none of them gave)."""
+    vault = tmp_path / "vault"
+    as_json("init", str(vault), vault=vault)
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    as_json("remote", "add", str(bare), vault=vault)
+    added = as_json("add", "redis runs on port 6380 in staging", "-w", "webshop", vault=vault)
+    memory = added["id"]
+    found = as_json("search", "redis port", "--all", vault=vault)
+    printed: dict[str, Any] = {
+        "add TEXT": added,
+        "search QUERY": found,
+        "show ID": as_json("show", memory, vault=vault),
+        "list": as_json("list", vault=vault),
+        "stats": as_json("stats", vault=vault),
+        "stats -w WS": as_json("stats", "-w", "webshop", vault=vault),
+        "audit": as_json("audit", vault=vault),
+        "doctor": as_json("doctor", vault=vault),
+        "sync": as_json("sync", vault=vault),
+    }
+    for command, data in printed.items():
+        assert shape_keys(documented_shape(command)) == set(data), command
+    results = nested_shape(documented_shape("search QUERY"), "results")
+    assert shape_keys(results) == set(found["results"][0])
+    memories = nested_shape(documented_shape("list"), "memories")
+    assert shape_keys(memories) == set(printed["list"]["memories"][0])
+    # conflicts: a list of objects, [] when none
+    assert as_json("conflicts", vault=vault) == []
+    from memstore.service.resolution import Conflict
+
+    kept = {field.name for field in dataclasses.fields(Conflict)}  # what _conflict_json prints
+    assert shape_keys(documented_shape("conflicts")) == kept
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["list"],
+        ["stats"],
+        ["audit"],
+        ["doctor"],
+        ["dedupe", "--list"],
+        ["conflicts"],
+        ["remote"],
+        ["remote", "show"],
+        ["team"],
+        ["status"],
+        ["log"],
+        ["ingest", "--list"],
+        ["search", "nothing-here"],
+        ["sync"],
+    ],
+    ids=" ".join,
+)
+def test_json_never_changes_the_exit_status(tmp_path: Path, args: list[str]) -> None:
+    """docs/cli.md: with --json only stdout's form changes, never the status. `memstore
+    remote` with no remote exited 1 in text and 0 with --json."""
+    vault = tmp_path / "vault"
+    as_json("init", str(vault), vault=vault)
+    text = invoke_memstore(*args, vault=vault, env=ENV)
+    data = invoke_memstore(*args, "--json", vault=vault, env=ENV)
+    assert text.returncode == data.returncode, (text.stderr, data.stderr)

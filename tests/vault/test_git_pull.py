@@ -216,8 +216,10 @@ def test_remote_alone_prints_the_remotes(tmp_path: Path) -> None:
     vault = tmp_path / "v"
     assert invoke_memstore("init", str(vault)).returncode == 0
     none = invoke_memstore("remote", vault=vault)
-    assert none.returncode == 1
+    assert none.returncode == 0  # none is an answer, as `remote --json`'s {} (docs/cli.md)
     assert none.stderr == "no remote; add one with: memstore remote add URL\n"
+    assert none.stdout == ""
+    assert invoke_memstore("remote", "--json", vault=vault).returncode == none.returncode
     git(vault, "remote", "add", "origin", "git@example.com:me/memory.git")
     git(vault, "remote", "add", "backup", "/mnt/usb/memory.git")
     shown = invoke_memstore("remote", vault=vault)
