@@ -429,8 +429,8 @@ def test_list_in_an_unknown_workspace_says_so_like_search(vault: Path) -> None:
         (["audit"], "audited nothing"),
         (["audit", "--json"], "audited nothing"),
         (["export"], "exported nothing"),
-        (["conflicts"], "looked in nothing"),
-        (["conflicts", "--json"], "looked in nothing"),
+        (["conflicts"], "found nothing"),
+        (["conflicts", "--json"], "found nothing"),
     ],
 )
 def test_the_other_workspace_filters_name_the_known_workspaces_too(
