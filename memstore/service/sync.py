@@ -149,12 +149,8 @@ def sync(
     try:
         with locked():
             outcome = SyncOutcome(recovered=finish_interrupted(vault, git, trailers.host))
-            outcome.purged_here = finish_local(git, vault, trailers)  # a purge killed half-way
-            if outcome.purged_here:
-                if running is not None:  # what it fetches may be pruned: fetched again below
-                    running.stop()
-                    early = running = None
-                remote.prune_unreachable(vault.root, env)
+            outcome.purged_here, early = _finish_purge(vault, git, trailers, env, early)
+            running = early.fetching if early else None
             if not remote.remote_url(vault.root, name, env):
                 raise SyncError(_no_such_remote(name, list(remote.remote_urls(vault.root, env))))
             branch = git.branch()
@@ -209,6 +205,19 @@ def sync(
         f"the remote kept changing while syncing ({ATTEMPTS} tries); your commits are kept, "
         "run 'memstore sync' again"
     )
+
+
+def _finish_purge(
+    vault: Vault, git: GitRepo, trailers: Trailers, env: Mapping[str, str], early: EarlyFetch | None
+) -> tuple[bool, EarlyFetch | None]:
+    """Finish a purge killed half-way in this clone (whether there was one) and prune its
+    old objects; a fetch started before is ended then (what it fetched may be pruned)."""
+    if not finish_local(git, vault, trailers):
+        return False, early
+    if early is not None:
+        early.stop()
+    remote.prune_unreachable(vault.root, env)
+    return True, None
 
 
 def _no_such_remote(name: str, known: list[str]) -> str:
