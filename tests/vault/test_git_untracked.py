@@ -182,22 +182,3 @@ def test_a_garbled_record_lists_every_folder(
     full, large = statuses(store, monkeypatch)
     assert large == full
     assert len(large) == 1 and len(listed) > 1
-
-
-def test_a_file_where_head_holds_a_folder_is_found(
-    store: Store, vault: Path, monkeypatch: pytest.MonkeyPatch, listed: list[str]
-) -> None:
-    store.add("Postgres listens on 5432 behind the bastion", workspace="infra")
-    (vault / "notes" / "old").mkdir(parents=True)
-    (vault / "notes" / "old" / "a.md").write_text("a note\n", encoding="utf-8")
-    git(vault, "add", "notes")
-    git(vault, "commit", "-q", "-m", "a folder of notes")
-    _recorded(store, vault, monkeypatch, listed)
-    (vault / "notes" / "old" / "a.md").unlink()
-    (vault / "notes" / "old").rmdir()
-    (vault / "notes" / "old").write_text("now a file\n", encoding="utf-8")
-    for _ in range(2):  # and again once the record holds the folder the file is in
-        full, large = statuses(store, monkeypatch)
-        assert large == full
-        assert set(large) == {"notes/old", "notes/old/a.md"}
-        _settle(vault)
