@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,14 +29,14 @@ from memstore.vault.git_objects import text_paths as _text_paths
 from memstore.vault.git_processes import clear_stale_locks as clear_stale_locks
 from memstore.vault.git_rewrite import GitRewrites
 from memstore.vault.git_setup import GitSetup
-from memstore.vault.git_untracked import git_status
-from memstore.vault.index_staging import INDEX_LAG as INDEX_LAG
 from memstore.vault.index_staging import (
+    GIT_PLACES,
     clear_index_lag,
     note_index_lag,
     read_index_lag,
     staging_held,
 )
+from memstore.vault.index_staging import INDEX_LAG as INDEX_LAG
 from memstore.vault.index_staging import index_lag_idle as index_lag_idle
 from memstore.vault.index_staging import index_lags as index_lags
 
@@ -383,7 +384,7 @@ class GitRepo(GitLog, GitRewrites, GitSetup):
         # the stager) show as changed: a file as HEAD holds it is no edit (hashed each).
         lagging = self.index_lag()[1]
         if self.status_env is not None and _index_bytes(self.root) >= STATUS_CLI_BYTES:
-            named = git_status(self.root, self.status_env, self._repo)
+            named = _text_paths(_git_status(self.root, self.status_env))
         else:
             try:
                 status = self._repo.status()
@@ -517,6 +518,20 @@ def _index_bytes(root: Path) -> int:
         return (root / ".git" / "index").stat().st_size
     except OSError:
         return 0
+
+
+def _git_status(root: Path, env: Mapping[str, str]) -> list[str]:
+    """The paths git's status names (changed, staged, deleted, untracked; not ignored), as
+    libgit2's status names them. Takes no lock and writes nothing (no optional locks)."""
+    argv = ["git", "-C", str(root), "--no-optional-locks", "status", "--porcelain=v1", "-z"]
+    argv += ["--untracked-files=all", "--no-renames", "--ignore-submodules=all"]
+    environment = {k: v for k, v in env.items() if k not in GIT_PLACES}
+    try:
+        done = subprocess.run(argv, capture_output=True, check=True, env=environment)
+    except (OSError, subprocess.CalledProcessError) as err:
+        raise VaultError(f"cannot read git status in {root}: {err}") from err
+    entries = done.stdout.split(b"\0")
+    return sorted(e[3:].decode("utf-8", "surrogateescape") for e in entries if len(e) > 3)
 
 
 # Lock files git and libgit2 leave behind when killed mid-write.
