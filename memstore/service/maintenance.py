@@ -359,7 +359,7 @@ class Maintenance(Part):
         index (`progress` follows the indexing of what the pull brought). `name`: the
         remote (default: the one the branch tracks, else origin). A team vault's clone
         only pulls: what reaches a team goes through `memstore share`."""
-        from memstore.service.sync import SyncOptions, sync
+        from memstore.service.sync import SyncOptions, start_fetch, sync
         from memstore.service.teams import team_of
 
         options = options or SyncOptions()
@@ -371,11 +371,19 @@ class Maintenance(Part):
         # A large vault's git index, left behind by the flush's commit, is staged by the merge's
         # checkout in its one write (vault/git.py move_to), not by a staging process meanwhile
         # (a whole read and write more); what no checkout took is staged after the sync.
+        settings = store.settings
         with store.shared.stager.held_back():
-            with store.transaction(catch_up=False) as tx:
-                tx.catch_up(moved=self._unmoved())
-                flushed = store.writer.flush_usage_held(tx)
-            settings = store.settings
+            # The fetch runs beside the flush of usage (seconds at 1,000,000 files): it
+            # writes only objects and refs/remotes/* (no gc), nothing the flush's commit does.
+            early = start_fetch(store.vault, store.git, name, settings.env)
+            try:
+                with store.transaction(catch_up=False) as tx:
+                    tx.catch_up(moved=self._unmoved())
+                    flushed = store.writer.flush_usage_held(tx)
+            except BaseException:
+                if early is not None:
+                    early.stop()
+                raise
             before = store.vault.head()  # the index is current here: the flush caught it up
             caught: list[tuple[str, CatchUp]] = []  # (HEAD, its catch-up) made while pushing
 
@@ -393,6 +401,7 @@ class Maintenance(Part):
                 lambda: store.vault.lock(settings.lock_timeout),  # sync's steps each take it
                 options,
                 meanwhile,
+                early,
             )
             if outcome.rebased or outcome.purged_here:
                 # A purge: the index keeps a deleted memory's text in its segment files until

@@ -103,6 +103,29 @@ def finish_interrupted(vault: Vault, git: GitRepo, host: str) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class EarlyFetch:
+    """A sync's fetch started before its other steps (`start_fetch`), with the remote
+    commit this clone had before it."""
+
+    earlier: str
+    fetching: remote.Fetching
+
+    def stop(self) -> None:
+        """End the fetch: the caller failed before `sync` took it over."""
+        self.fetching.stop()
+
+
+def start_fetch(vault: Vault, git: GitRepo, name: str, env: Mapping[str, str]) -> EarlyFetch | None:
+    """Start the fetch of remote `name` now, so it runs beside the caller's steps before
+    `sync` (the flush of usage: seconds at 1,000,000 files); None when the vault has no
+    such remote (`sync` says so) or holds a purge (finishing one prunes objects)."""
+    if pending_purges(vault) or not remote.remote_url(vault.root, name, env):
+        return None
+    tracking = f"refs/remotes/{name}/{git.branch()}"
+    return EarlyFetch(git.resolve(tracking), remote.start_fetch(vault.root, name, env))
+
+
 def sync(
     vault: Vault,
     git: GitRepo,
@@ -112,34 +135,37 @@ def sync(
     locked: Callable[[], AbstractContextManager[object]],
     options: SyncOptions = SyncOptions(),
     meanwhile: Callable[[], None] | None = None,
+    early: EarlyFetch | None = None,
 ) -> SyncOutcome:
     """Bring the vault and remote `name` to the same history.
 
     `locked()` holds the vault's write lock: local steps (committing edits, merging,
     checking out) run under it; fetch and push do not, so an add never waits on the network.
     `meanwhile` runs while each push does (the caller's catch-up of what HEAD is then).
+    `early`: the fetch the caller started (`start_fetch`); this sync waits for it or ends it.
     """
     git.status_env = env  # a large vault's status of every file is git's own (vault/git.py)
-    with locked():
-        outcome = SyncOutcome(recovered=finish_interrupted(vault, git, trailers.host))
-        outcome.purged_here = finish_local(git, vault, trailers)  # a purge killed half-way
-        if outcome.purged_here:
-            remote.prune_unreachable(vault.root, env)
-        if not remote.remote_url(vault.root, name, env):
-            raise SyncError(_no_such_remote(name, list(remote.remote_urls(vault.root, env))))
-        branch = git.branch()
-        tracking = f"refs/remotes/{name}/{branch}"
-        # The remote commit this clone had before: where its own commits begin, should the
-        # remote's history turn out rewritten by a purge (rebase.rebase_onto_purged).
-        earlier = [git.resolve(tracking)]
-        # Fetch while edits are committed (at 1,000,000 files their status takes seconds).
-        fetching = remote.start_fetch(vault.root, name, env)
-        try:
+    running = early.fetching if early else None  # the fetch to end should a step fail
+    try:
+        with locked():
+            outcome = SyncOutcome(recovered=finish_interrupted(vault, git, trailers.host))
+            outcome.purged_here, early = _finish_purge(vault, git, trailers, env, early)
+            running = early.fetching if early else None
+            if not remote.remote_url(vault.root, name, env):
+                raise SyncError(_no_such_remote(name, list(remote.remote_urls(vault.root, env))))
+            branch = git.branch()
+            tracking = f"refs/remotes/{name}/{branch}"
+            # The remote commit this clone had before: where its own commits begin, should
+            # the remote's history turn out rewritten by a purge (rebase.rebase_onto_purged).
+            earlier = [early.earlier if early else git.resolve(tracking)]
+            # Fetch while edits are committed (at 1,000,000 files their status takes seconds).
+            fetching = running = running or remote.start_fetch(vault.root, name, env)
             outcome.committed_edits = _commit_edits(vault, git, trailers.host, outcome)
             begun = git.head()
-        except BaseException:
-            fetching.stop()
-            raise
+    except BaseException:
+        if running is not None:
+            running.stop()
+        raise
     fetch: Callable[[], None] = fetching.wait  # the first merge's; every later one fetches
     merging = _Merge(vault, git, trailers, options, outcome)
     attempt = 0
@@ -179,6 +205,19 @@ def sync(
         f"the remote kept changing while syncing ({ATTEMPTS} tries); your commits are kept, "
         "run 'memstore sync' again"
     )
+
+
+def _finish_purge(
+    vault: Vault, git: GitRepo, trailers: Trailers, env: Mapping[str, str], early: EarlyFetch | None
+) -> tuple[bool, EarlyFetch | None]:
+    """Finish a purge killed half-way in this clone (whether there was one) and prune its
+    old objects; a fetch started before is ended then (what it fetched may be pruned)."""
+    if not finish_local(git, vault, trailers):
+        return False, early
+    if early is not None:
+        early.stop()
+    remote.prune_unreachable(vault.root, env)
+    return True, None
 
 
 def _no_such_remote(name: str, known: list[str]) -> str:

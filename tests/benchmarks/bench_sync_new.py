@@ -157,8 +157,14 @@ def reused(s: bs.Sized, rounds: int, new: int) -> tuple[list[bf.Generated], Path
     s.last_created = pairs[-1][1].created
     s.ids = {m.id for _, m in pairs}
     items = [g for g, _ in pairs]
-    s.fresh = bs.not_added_yet(s, bs.fresh_memories(items, s.n, 5 * rounds * new + 5000))
-    return items, s.tmp / "remote.git"
+    # Earlier runs on this vault took the pool's first memories: draw more until enough are
+    # left (a pool that ran dry made a round sync fewer than --new without a word).
+    count = 5 * rounds * new + 5000
+    while True:
+        s.fresh = bs.not_added_yet(s, bs.fresh_memories(items, s.n, count))
+        if len(s.fresh) >= rounds * new:
+            return items, s.tmp / "remote.git"
+        count *= 2
 
 
 def main(argv: list[str] | None = None) -> int:

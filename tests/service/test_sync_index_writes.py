@@ -16,7 +16,7 @@ import pytest
 
 from memstore.core.codec import parse_memory
 from memstore.service.store import Store
-from memstore.vault import remote as remote_module
+from memstore.vault.git import GitRepo
 from memstore.vault.index_staging import INDEX_LAG
 from tests.conftest import git, wait_until
 from tests.service.test_crash_points import TEXTS
@@ -106,18 +106,22 @@ def test_a_persons_edit_of_a_file_the_flush_left_behind_is_committed_as_theirs(
     _as_if_large(a)
     edited = _file(a, ids[0])
     relative = edited.relative_to(a.vault.root).as_posix()
-    real_start = remote_module.start_fetch
+    real_status = GitRepo.changed_paths
 
-    def start_fetch(root: Path, *args: Any) -> Any:
+    def changed_paths(self: GitRepo, paths: Any = None) -> list[str]:
         # After the flush's commit (git's index left behind for its files), before the
         # status of every file: a person saves one of the flushed files (once, in A).
-        if root == a.vault.root and "ingress" not in edited.read_text(encoding="utf-8"):
-            assert _lag(a).exists()
-            text = edited.read_text(encoding="utf-8")
+        text = edited.read_text(encoding="utf-8")
+        if (
+            paths is None
+            and self.root == a.vault.root
+            and _lag(a).exists()
+            and "ingress" not in text
+        ):
             edited.write_text(text.replace("nginx", "the ingress's nginx"), encoding="utf-8")
-        return real_start(root, *args)
+        return real_status(self, paths)
 
-    monkeypatch.setattr(remote_module, "start_fetch", start_fetch)
+    monkeypatch.setattr(GitRepo, "changed_paths", changed_paths)
     outcome, flushed, _ = a.sync()
     assert (outcome.merge, flushed) == ("merged", len(ids))
     assert outcome.edited == [relative]  # that one only, not the flush's others
