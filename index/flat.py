@@ -218,7 +218,9 @@ def write(segment: Any, folder: Path) -> Path | None:
     temporary = folder / f".{final.name}.tmp-{os.getpid()}"
     directory: dict[tuple[str, str], Entry] = {}
     try:
-        with open(temporary, "wb") as out:
+        # owner-only, as the segment's own files: its directory holds the memories' words
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with open(descriptor, "wb") as out:
             out.write(bytes(_HEADER.size))
             for fieldname, text in long_terms(segment):
                 blocks = whoosh_blocks(segment, fieldname, text)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import random
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -137,6 +138,8 @@ def test_an_index_older_than_sidecars_answers_the_same_and_gets_them(tmp_path: P
     before = _search(index)
     assert index.complete_flat() and len(_sidecars(index)) == 4
     assert index.complete_flat() == []  # nothing left to write, no helper started
+    # owner-only, as the segments' files: the directory holds the memories' words
+    assert {stat.S_IMODE(p.stat().st_mode) for p in _sidecars(index)} == {0o600}
     index = _reopened(index)
     assert all(flat.of(s) is not None for s in _large(index))
     assert _search(index) == before
