@@ -16,6 +16,12 @@ Whoosh's lists as before. A sidecar is written whole to a hidden temporary name,
 renamed, so a reader sees a whole file or none; a file that does not check (magic, format,
 size, its segment's id and document count, its directory's checksum) is ignored and written
 again by the next `complete`. Whoosh removes it with its segment (its name is the segment's).
+
+Written by `write_part` (a rebuild's parts, a tier merge's segment: it moves in with the
+part) and by `complete`, which a long-running shell's tidy runs in a helper process after
+its merges (index/engine.py `complete_flat`): an index written before sidecars, or whose
+large segments came from commits or a compaction, gets them there, one segment at a time,
+without a lock and without a rebuild; until then it answers the same from Whoosh's lists.
 """
 
 from __future__ import annotations
@@ -195,11 +201,26 @@ def load(path: Path, segment_id: str, documents: int) -> Sidecar | None:
     return Sidecar(buf, directory) if isinstance(directory, dict) else None
 
 
+_TERM_HEAD = struct.Struct("!BfI")  # a whoosh3 term entry's start: inlined, weight, postings
+
+
 def long_terms(segment: Any) -> list[tuple[str, str]]:
-    """Return the segment's terms (field, text) of MIN_POSTINGS postings or more."""
+    """Return the segment's terms (field, text) of MIN_POSTINGS postings or more whose
+    lists are not inlined in their entries."""
+    terms = segment._terms
+    table, decode = getattr(terms, "_tindex", None), getattr(terms, "_keydecoder", None)
+    if table is None or decode is None:  # another codec: its term infos, the slower way
+        entries = ((key, info.doc_frequency()) for key, info in terms.items())
+    else:  # whoosh3's entries: only their first bytes read (no term info made for each)
+        head = _TERM_HEAD
+        entries = (
+            (decode(key), 0 if inlined else postings)
+            for key, raw in table.items()
+            for inlined, _, postings in (head.unpack_from(raw),)
+        )
     found = []
-    for (fieldname, tbytes), info in segment._terms.items():
-        if info.doc_frequency() >= MIN_POSTINGS:
+    for (fieldname, tbytes), postings in entries:
+        if postings >= MIN_POSTINGS:
             try:
                 found.append((fieldname, tbytes.decode("utf-8")))
             except UnicodeDecodeError:
