@@ -17,11 +17,12 @@ renamed, so a reader sees a whole file or none; a file that does not check (magi
 size, its segment's id and document count, its directory's checksum) is ignored and written
 again by the next `complete`. Whoosh removes it with its segment (its name is the segment's).
 
-Written by `write_part` (a rebuild's parts, a tier merge's segment: it moves in with the
-part) and by `complete`, which a long-running shell's tidy runs in a helper process after
-its merges (index/engine.py `complete_flat`): an index written before sidecars, or whose
-large segments came from commits or a compaction, gets them there, one segment at a time,
-without a lock and without a rebuild; until then it answers the same from Whoosh's lists.
+Written by a tier merge's helper for the segment it makes (index/merging.py: it moves in
+with the part) and by `complete`, which a long-running shell's tidy runs in a helper process
+after its merges (index/engine.py `complete_flat`): an index written before sidecars, or
+whose large segments came from a rebuild, commits or a compaction, gets them there, one
+segment at a time, without a lock and without a rebuild (a rebuild's CPU stays as it was);
+until then it answers the same from Whoosh's lists.
 """
 
 from __future__ import annotations
@@ -300,18 +301,26 @@ def _align(out: Any) -> None:
     out.write(bytes(-out.tell() % 8))
 
 
-def write_segment(ix: Any, segment: Any) -> Path | None:
-    """Write the sidecar of a Whoosh index's `segment` beside its files (write_part's,
-    before a part is adopted: the part's files and its sidecar move in together)."""
+def write_segment(folder: Path, segment: Any) -> Path | None:
+    """Write the sidecar of the segment a part's index under `folder` holds (write_part's),
+    beside its files: adopted, the part's files and its sidecar move in together."""
+    from whoosh import index as whoosh_index
     from whoosh.reading import SegmentReader
+
+    from . import _patches
 
     if segment.doc_count_all() < MIN_DOCS:
         return None
-    reader = SegmentReader(ix.storage, ix.schema, segment)
+    _patches.apply()
+    ix = whoosh_index.open_dir(str(folder))
     try:
-        return write(reader, Path(ix.storage.folder))
+        reader = SegmentReader(ix.storage, ix.schema, segment)
+        try:
+            return write(reader, folder)
+        finally:
+            reader.close()
     finally:
-        reader.close()
+        ix.close()
 
 
 def _lacking(whoosh_dir: Path) -> bool:

@@ -12,7 +12,7 @@ from typing import Any
 from whoosh import index as whoosh_index
 from whoosh.writing import LockError
 
-from . import _patches, flat
+from . import _patches
 from .bulk import TermWriter
 from .damage import SearchIndexError, raise_if_damage
 from .entity_table import EntityTable
@@ -156,11 +156,7 @@ def write_part(folder: Path, docs: Iterable[Document], limitmb: int = 128) -> An
             writer.cancel()
         raise
     segments = ix._segments()
-    try:
-        if segments:  # a large part's flat posting lists, adopted with it (index/flat.py)
-            flat.write_segment(ix, segments[0])
-    finally:
-        ix.close()
+    ix.close()
     return segments[0] if segments else None
 
 

@@ -259,11 +259,14 @@ def test_a_small_segment_gets_no_sidecar(tmp_path: Path) -> None:
     index.close()
 
 
-def test_documents_of_a_part_come_with_its_sidecar(tmp_path: Path) -> None:
+def test_a_rebuilds_part_gets_no_sidecar_until_completed(tmp_path: Path) -> None:
     from memstore.index import write_part
 
     rng = random.Random(2)
     docs: list[Document] = [_zipf_doc(rng, n) for n in range(150)]
-    segment = write_part(tmp_path / "part", iter(docs))
+    segment = write_part(tmp_path / "part", iter(docs))  # a rebuild's CPU stays as it was
     assert segment is not None
-    assert (tmp_path / "part" / f"{segment.segment_id()}{flat.SUFFIX}").is_file()
+    assert not list((tmp_path / "part").glob(f"*{flat.SUFFIX}"))
+    assert flat.write_segment(tmp_path / "part", segment) == (
+        tmp_path / "part" / f"{segment.segment_id()}{flat.SUFFIX}"
+    )
