@@ -365,6 +365,14 @@ class SearchIndex:
 
         return merging.build(self.root, chosen, self.root / f"merging-{os.getpid()}", stopper)
 
+    def complete_flat(self, stopper: Stopper | None = None) -> list[str]:
+        """Write the flat posting lists its large segments lack (an index written before
+        them, a torn file: index/flat.py), in a helper process, without any lock; return
+        the segments' ids."""
+        from . import flat
+
+        return flat.complete_aside(self.root / "whoosh", stopper)
+
     def swap_in(self, merged: Merged) -> bool:
         """Commit `merged` in place of the segments it was written from (False, nothing
         changed, if one of them is gone), and remove its folder."""

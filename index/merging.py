@@ -27,7 +27,7 @@ from typing import Any
 from whoosh import index as whoosh_index
 from whoosh.reading import SegmentReader
 
-from . import _patches
+from . import _patches, flat
 from .engine import MERGE_MAX_DOCS  # smaller segments are the commits' to merge
 from .parts import Helper, Stopper, serve, while_parent_lives
 from .schema import Document, Part, parse_stored
@@ -170,6 +170,8 @@ def write_merged(whoosh_dir: Path, chosen: list[str], folder: Path) -> Merged | 
         segment = write_part(folder, documents, 256 if total <= 10_000 else 1024)
     finally:
         ix.close()
+    if segment is not None:  # its flat posting lists, adopted with it (index/flat.py)
+        flat.write_segment(folder, segment)
     return None if segment is None else Merged(folder, segment, sources)
 
 

@@ -22,7 +22,17 @@ Postings = tuple["array[int]", "array[float]"]
 
 
 def read_postings(segment: Any, fieldname: str, text: str) -> Postings:
-    """Return one segment's (document numbers, weights) for a term, deleted ones included."""
+    """Return one segment's (document numbers, weights) for a term, deleted ones included:
+    from its sidecar (index/flat.py) where it has one, from Whoosh's list otherwise."""
+    from . import flat
+
+    sidecar = flat.of(segment)
+    found = None if sidecar is None else sidecar.postings(fieldname, text)
+    return whoosh_postings(segment, fieldname, text) if found is None else found
+
+
+def whoosh_postings(segment: Any, fieldname: str, text: str) -> Postings:
+    """Return read_postings' lists as Whoosh's posting blocks hold them."""
     # The raw posting list, deleted documents included (the deleted set changes while the
     # segment lives; callers filter).
     tbytes = segment._text_to_bytes(fieldname, text)
@@ -146,7 +156,17 @@ _HEADER_MAX = 128  # a block header's pickle: six numbers, ~40 bytes
 
 def read_blocks(segment: Any, fieldname: str, text: str) -> Blocks | None:
     """Return a term's posting blocks in a segment (None where the list is inlined in its
-    term's entry, absent, or not whoosh3's: read_postings reads those whole)."""
+    term's entry, absent, or not whoosh3's: read_postings reads those whole), from its
+    sidecar where it has one (index/flat.py)."""
+    from . import flat
+
+    sidecar = flat.of(segment)
+    found = None if sidecar is None else sidecar.blocks(fieldname, text)
+    return whoosh_blocks(segment, fieldname, text) if found is None else found
+
+
+def whoosh_blocks(segment: Any, fieldname: str, text: str) -> Blocks | None:
+    """Return read_blocks' blocks as Whoosh's posting list's headers describe them."""
     terms = segment._terms
     tbytes = segment._text_to_bytes(fieldname, text)
     if (fieldname, tbytes) not in terms:

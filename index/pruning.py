@@ -52,17 +52,17 @@ class BlockCache:
             self._found.move_to_end(key)
             return self._found[key]
         found = self._found[key] = read_blocks(segment, fieldname, text)
-        self._size += 1 if found is None else len(found.spans)
+        self._size += 1 if found is None else len(found.last)
         while self._size > self.limit and len(self._found) > 1:
             _, gone = self._found.popitem(last=False)
-            self._size -= 1 if gone is None else len(gone.spans)
+            self._size -= 1 if gone is None else len(gone.last)
         return found
 
     def forget_except(self, live: set[str]) -> None:
         """Drop the headers of segments no longer in the index."""
         for key in [k for k in self._found if k[0] not in live]:
             gone = self._found.pop(key)
-            self._size -= 1 if gone is None else len(gone.spans)
+            self._size -= 1 if gone is None else len(gone.last)
 
 
 class Lists:

@@ -473,6 +473,8 @@ class Merges(Part):
                 chosen = search.merge_plan()
             built = search.build_merge(chosen, stopper) if chosen else None
             if built is None:
+                if not chosen:  # merged: the large segments' flat lists (an older index's)
+                    search.complete_flat(stopper)
                 return merged
             with store.transaction(catch_up=False, serialize=False):
                 if stopper.is_stopped:  # no swap begins once closing: the built one goes
