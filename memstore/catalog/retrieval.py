@@ -193,8 +193,8 @@ def query_weights(
 ) -> tuple[dict[str, float], dict[str, float] | None]:
     """Return what each of the query's terms (stand-ins for unknown ones) is worth as
     evidence (core.ranking.term_weight) and, for a prompt typed to an agent (Query.chat),
-    what it says of the prompt's topic (core.ranking.topical: a plain word the vault has not
-    measured counts no more than its English rarity; catalog/english_prior.py), else None.
+    what it says of the prompt's topic (core.ranking.chat_word: English rarity caps a word the
+    vault has not measured; one English lacks weighs as a name; english_prior.py), else None.
     With CONCEPT_CREDIT, a word no memory holds whose concept some memory holds
     (`concepts`, concept_terms) is worth what its concept's most common term is."""
     documents = index.document_count()
@@ -213,7 +213,8 @@ def query_weights(
         )
         weights[term] = topic[term] = weight
         if query.chat and weight and df <= ranking.SAMPLE_DF and not specific and not naming:
-            topic[term] = ranking.topical(weight, df, documents, english_prior.zipf(word))
+            zipf = english_prior.zipf(word)  # a word English lacks may be a name: chat_word
+            weights[term], topic[term] = ranking.chat_word(weight, df, documents, zipf)
     return weights, topic if query.chat else None
 
 
