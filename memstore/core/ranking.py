@@ -229,14 +229,17 @@ def topical(weight: float, df: int, documents: int, zipf: float | None) -> float
     return min(weight, unknown_weight(zipf))
 
 
-def chat_word(weight: float, df: int, documents: int, zipf: float | None) -> tuple[float, float]:
+def chat_word(
+    weight: float, df: int, documents: int, zipf: float | None, name: bool
+) -> tuple[float, float]:
     """Return what a plain word of a prompt typed to an agent, held by at most SAMPLE_DF
-    memories, is worth: in units, and of the prompt's topic (`topical`). A word English
-    lacks (`zipf` None) that one to NAME_DF memories hold is the vault's own name for a thing
-    ("mlflow", "testflight", a host): it counts SPECIFIC_GAIN in units, as an identifier
-    does; its share of the topic stays what it was. An everyday word stays as it was."""
+    memories, is worth: in units, and of the prompt's topic (`topical`, from the word's
+    English frequency `zipf`). A word English lacks (`name`: judged as the vault's word, so a
+    typo of an everyday word is none) that one to NAME_DF memories hold is the vault's own
+    name for a thing ("mlflow", "testflight", a host): it counts SPECIFIC_GAIN in units, as
+    an identifier does; its share of the topic stays what it was. An everyday word stays."""
     topic = topical(weight, df, documents, zipf)
-    if zipf is None and 0 < df <= NAME_DF and weight > 0:
+    if name and 0 < df <= NAME_DF and weight > 0:
         return weight * SPECIFIC_GAIN, topic
     return weight, topic
 

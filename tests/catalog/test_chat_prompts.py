@@ -299,3 +299,12 @@ def test_an_everyday_word_the_vault_happens_to_hold_is_no_name(
     silent (as a name, "study" would inject the printer note)."""
     _, vault, _ = lab
     assert hook(vault, "lab", prompt) == ""
+
+
+def test_a_typo_of_an_everyday_word_is_no_name(lab: tuple[Store, Path, dict[str, str]]) -> None:
+    """English lacks "prnter", but the vault's word it stands in for, "printer", is English:
+    the prompt is answered as the one spelt right is."""
+    _, vault, _ = lab
+    typed = "the prnter stopped working after the os upgrade, any idea"
+    assert hook(vault, "lab", typed) == hook(vault, "lab", typed.replace("prnter", "printer"))
+    assert hook(vault, "lab", typed) == ""
