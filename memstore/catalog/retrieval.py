@@ -193,10 +193,9 @@ def query_weights(
 ) -> tuple[dict[str, float], dict[str, float] | None]:
     """Return what each of the query's terms (stand-ins for unknown ones) is worth as
     evidence (core.ranking.term_weight) and, for a prompt typed to an agent (Query.chat),
-    what it says of the prompt's topic (core.ranking.topical: a plain word the vault has not
-    measured counts no more than its English rarity; catalog/english_prior.py), else None.
-    With CONCEPT_CREDIT, a word no memory holds whose concept some memory holds
-    (`concepts`, concept_terms) is worth what its concept's most common term is."""
+    what it says of the prompt's topic (core.ranking.chat_word: English rarity caps a word the
+    vault has not measured; one English lacks weighs as a name; english_prior.py), else None.
+    With CONCEPT_CREDIT, an unheld word is worth its concept's commonest term (`concepts`)."""
     documents = index.document_count()
     request, named = _request_terms(), _named_terms(query.text)
     # A stand-in is judged as the word typed: "want" read as "went" is still a request word.
@@ -213,7 +212,9 @@ def query_weights(
         )
         weights[term] = topic[term] = weight
         if query.chat and weight and df <= ranking.SAMPLE_DF and not specific and not naming:
-            topic[term] = ranking.topical(weight, df, documents, english_prior.zipf(word))
+            zipf = english_prior.zipf(word)  # a name is judged as the vault's word (a typo's
+            name = (zipf if term == word else english_prior.zipf(term)) is None  # stand-in)
+            weights[term], topic[term] = ranking.chat_word(weight, df, documents, zipf, name)
     return weights, topic if query.chat else None
 
 

@@ -96,6 +96,9 @@ PRIOR_FLOOR_ZIPF = 2.5
 # A plain word at most this many memories hold, where English expects no more in a vault
 # that size either, is one the vault has not measured: it counts no more than English says.
 SAMPLE_DF = 2
+# In a prompt typed to an agent, a word English lacks that one to this many memories hold is
+# the vault's own name for a thing (a product, a tool, a host): it weighs as a name (`chat_word`).
+NAME_DF = 2
 # A query word a memory holds only as another word of its concept ("revert" as "rollback",
 # index/concepts.py) counts this share of its weight (0: a concept only ranks, never counts).
 CONCEPT_CREDIT = 0.0
@@ -224,6 +227,21 @@ def topical(weight: float, df: int, documents: int, zipf: float | None) -> float
     if weight <= 0 or not unmeasured(df, documents, zipf):
         return weight
     return min(weight, unknown_weight(zipf))
+
+
+def chat_word(
+    weight: float, df: int, documents: int, zipf: float | None, name: bool
+) -> tuple[float, float]:
+    """Return what a plain word of a prompt typed to an agent, held by at most SAMPLE_DF
+    memories, is worth: in units, and of the prompt's topic (`topical`, from the word's
+    English frequency `zipf`). A word English lacks (`name`: judged as the vault's word, so a
+    typo of an everyday word is none) that one to NAME_DF memories hold is the vault's own
+    name for a thing ("mlflow", "testflight", a host): it counts SPECIFIC_GAIN in units, as
+    an identifier does; its share of the topic stays what it was. An everyday word stays."""
+    topic = topical(weight, df, documents, zipf)
+    if name and 0 < df <= NAME_DF and weight > 0:
+        return weight * SPECIFIC_GAIN, topic
+    return weight, topic
 
 
 def term_weight(

@@ -14,6 +14,7 @@ from memstore.core.ranking import (
     Candidate,
     Evidence,
     attach_corrections,
+    chat_word,
     confident,
     demote_superseded,
     evidence,
@@ -152,6 +153,26 @@ def test_an_everyday_word_says_less_of_a_prompts_topic_than_a_rare_one() -> None
     assert topical(1.0, 1, 89, None) == 1.0
     assert topical(0.9, 5, 89, 5.42) == 0.9  # measured: the vault's own weight
     assert topical(0.0, 0, 89, 5.42) == 0.0  # a request word or a particular stays nothing
+
+
+def test_a_word_english_lacks_that_one_or_two_memories_hold_weighs_as_a_name() -> None:
+    """In a prompt typed to an agent, "borgmatic" held by one memory of 89 is the vault's name
+    for a tool: twice its idf in units, as an identifier; its share of the topic is its idf."""
+    one = term_weight("borgmatic", 1, 89, request=False, specific=False, named=False)
+    assert chat_word(one, 1, 89, None, True) == (2 * one, one)
+    two = term_weight("traefik", 2, 89, request=False, specific=False, named=False)
+    assert chat_word(two, 2, 89, None, True) == (2 * two, two)
+    # An everyday word the vault happens to hold ("study", Zipf 5.0) stays as it was.
+    assert chat_word(one, 1, 89, 5.0, False) == (one, topical(one, 1, 89, 5.0))
+    assert chat_word(one, 1, 89, 5.0, False)[0] == one
+    # A typo of an everyday word ("prnter" for "printer"): English lacks what was typed, not
+    # the vault's word, so it is no name; its topic is still weighed as typed.
+    assert chat_word(one, 1, 89, None, False) == (one, one)
+    # No memory holds it (it only counts against), or three do (the vault measured it):
+    assert chat_word(1.0, 0, 89, None, True) == (1.0, 1.0)
+    three = term_weight("helm", 3, 89, request=False, specific=False, named=False)
+    assert chat_word(three, 3, 89, None, True) == (three, three)
+    assert chat_word(0.0, 1, 89, None, True) == (0.0, 0.0)  # a request word stays nothing
 
 
 def test_a_prompts_topic_weighs_the_share_not_the_units() -> None:
