@@ -291,12 +291,15 @@ def look_elsewhere(
     archived: bool = False,
 ) -> Elsewhere | None:
     """Return what other workspaces hold for `query` when its search in `scope` found
-    nothing (one more search, capped); None when there was no scope or it found something.
+    nothing, or only weak hits (then only what is no weak hit elsewhere counts: a strict
+    match in another workspace is worth pointing at, another guess is not); one more
+    search, capped. None when there was no scope or it found a confident hit.
 
     `vault` (when the command line named one) and `archived` go into the command that
     shows them.
     """
-    if scope is None or result.hits:
+    unsure = bool(result.hits) and all(hit.weak for hit in result.hits)
+    if scope is None or (result.hits and not unsure):
         return None  # what count_elsewhere answers too, without importing the MCP tools
     from shlex import quote
 
@@ -305,7 +308,10 @@ def look_elsewhere(
     command = f"memstore search {quote(query)} --all"
     command += " --archived" if archived else ""
     command += f" --vault {quote(str(vault))}" if vault else ""
-    return count_elsewhere(store, result, query, scope, command=command, archived=archived)
+    found = count_elsewhere(
+        store, None, query, scope, command=command, archived=archived, confident=unsure
+    )
+    return None if unsure and found is not None and not found.matches else found
 
 
 def search_text(

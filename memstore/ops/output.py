@@ -280,6 +280,8 @@ def search_lines(
             lines.append(f"    code: {', '.join(hit.code)}")
         if hit.stale:  # its cited code changed: what changed, and how to settle it
             lines.append(f"    {stale_mark(hit)}; memstore confirm {hit.id} re-anchors it")
+    if elsewhere and elsewhere.matches:  # only weak hits here, a strict match elsewhere
+        lines.append(elsewhere_line(elsewhere))
     return [printable(line) for line in lines]
 
 

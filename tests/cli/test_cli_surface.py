@@ -212,6 +212,34 @@ def test_the_hint_counts_nothing_it_cannot_show(vault: Path) -> None:
     assert found["other_workspaces"] is None and len(found["results"]) == 1
 
 
+def test_only_weak_hits_here_point_at_a_strict_match_elsewhere_on_both_paths(
+    vault: Path,
+) -> None:
+    """A search whose hits in scope are all weak guesses names another workspace's memory
+    that holds every word (found by docs12: `search "maria approval"` from `mobile` showed
+    a weak global hit and nothing of webshop's strict match)."""
+    for text, workspace in (
+        ("Staging deploys need approval from @maria", "webshop"),
+        ("Release approval checklist lives in the wiki", "global"),
+        ("Use pnpm, not npm", "mobile"),
+    ):
+        assert run("add", text, "-w", workspace, vault=vault).returncode == 0
+    lean_out = run("search", "maria approval", "-w", "mobile", vault=vault)
+    typer_out = typer_run("search", "maria approval", "-w", "mobile", vault=vault)
+    assert lean_out.stdout == typer_out.output
+    assert "(weak)" in lean_out.stdout and "Release approval" in lean_out.stdout
+    assert lean_out.stdout.endswith(
+        "1 match in other workspaces: memstore search 'maria approval' --all\n"
+    )
+    data = json.loads(run("search", "maria approval", "-w", "mobile", "--json", vault=vault).stdout)
+    assert data["other_workspaces"]["matches"] == 1 and not data["other_workspaces"]["weak"]
+    # another workspace's weak guess is not worth a line: nothing but the weak hits here
+    guess = run("search", "release wiki pnpm", "-w", "mobile", vault=vault).stdout
+    assert "other workspaces" not in guess
+    strict = run("search", "maria approval", "-w", "webshop", vault=vault).stdout
+    assert "other workspaces" not in strict  # a confident hit here: no hint
+
+
 def test_the_hint_names_the_vault_and_archived_when_the_command_did(vault: Path) -> None:
     assert run("add", "use pnpm, not npm", "-w", "infra-tools", vault=vault).returncode == 0
     lean_out = run("search", "pnpm", "-w", "web", "--vault", str(vault), vault=vault)
