@@ -543,7 +543,9 @@ def remove_remote(store: Store, name: str) -> str:
 
 
 def _no_remote_to_remove(name: str, known: list[str]) -> str:
-    """The error for `remote remove` naming a remote the vault lacks: the ones it has."""
+    """The error for `remote remove` naming a remote the vault lacks: the ones it has (by
+    name, as `git remote` lists them, not in the order .git/config holds them)."""
+    known = sorted(known)
     if known:
         return (
             f"the vault has no remote {name!r} (it has: {', '.join(known)}); name one of "

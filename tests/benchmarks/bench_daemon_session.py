@@ -102,7 +102,8 @@ class Run:
     def searches(self, count: int) -> None:
         argvs = [("search", q.text, "--vault", str(self.root)) for q in self.queries[1 : count + 1]]
         walls = [self.cli(*argv)[0] for argv in argvs]
-        self.res["cli_search_ms"] = bf.summary(walls)
+        if walls:  # --searches 0: nothing to sum up
+            self.res["cli_search_ms"] = bf.summary(walls)
 
     def recalls(self, count: int, warmup: int, label: str) -> None:
         params = bench_mcp.server_params(self.exe, self.root, self.env, Path("/tmp"))
@@ -120,7 +121,8 @@ class Run:
             if rc:
                 raise RuntimeError(f"add failed ({rc}) on {self.name}")
             walls.append(wall)
-        self.res["cli_add_ms"] = bf.summary(walls)
+        if walls:  # --adds 0: nothing to sum up
+            self.res["cli_add_ms"] = bf.summary(walls)
 
     def idle(self, seconds: float) -> None:
         cpu = self.cpu_s()

@@ -71,6 +71,18 @@ def test_removing_the_tracked_one_of_two_without_origin_names_the_other(tmp_path
     assert json.loads(last.stdout)["synced_with"] is None
 
 
+def test_the_remotes_a_refusal_names_are_in_order_of_name(tmp_path: Path) -> None:
+    """As docs/cli.md's example and `git remote` list them, whatever order they were added."""
+    vault = tmp_path / "v"
+    assert invoke_memstore("init", str(vault)).returncode == 0
+    for name in ("origin", "mirror", "backup"):
+        url = bare(tmp_path / f"{name}.git")
+        assert invoke_memstore("remote", "add", name, url, vault=vault).returncode == 0
+    typo = invoke_memstore("remote", "remove", "bakcup", vault=vault)
+    assert typo.returncode == 1
+    assert "(it has: backup, mirror, origin)" in typo.stderr, typo.stderr
+
+
 def test_a_remote_the_vault_lacks_is_refused_naming_those_it_has(tmp_path: Path) -> None:
     vault, _, _ = two_remotes(tmp_path)
     before = config(vault)
