@@ -122,17 +122,8 @@ def flush(
     """
     if team_of(tx.vault.root):
         return 0
-    usage, indexer, vault = store.usage, store.indexer, tx.vault
-    now = store.shared.clock()
-    when = now.strftime(STAMP)
-
-    def entry_of(memory_id: str) -> Entry | None:
-        entries = [e for e in indexer.by_id_prefix(memory_id) if e.id == memory_id]
-        return entries[0] if entries and vault.path(entries[0].path).is_file() else None
-
-    usage.settle(lambda memory_id: _share(tx, entry_of(memory_id), replica))
-    before = None if every is None else (now - timedelta(seconds=every)).strftime(STAMP)
-    pending = usage.due(before)
+    usage, vault = store.usage, tx.vault
+    pending, entry_of, when = _settled_due(store, tx, replica, every)
     if only is not None:
         pending = {memory_id: due for memory_id, due in pending.items() if memory_id in only}
     if not pending:
@@ -216,18 +207,28 @@ def _write(tx: Transaction, written: dict[str, Memory], store: Store) -> None:
         store.indexer.record_all(written)
 
 
-def _plan(store: Store, tx: Transaction, replica: str, every: float | None) -> Plan | None:
-    """Under the locks: finish a killed flush, and read what is due and its files."""
-    usage, indexer, vault = store.usage, store.indexer, tx.vault
+def _settled_due(
+    store: Store, tx: Transaction, replica: str, every: float | None
+) -> tuple[dict[str, tuple[int, str]], Callable[[str], Entry | None], str]:
+    """Under the locks: finish a killed flush (Usage.settle), then return the counts due
+    (see `flush`), how to find a memory's entry (None: forgotten, or its file gone) and
+    the flush's time stamp."""
+    indexer, vault = store.indexer, tx.vault
     now = store.shared.clock()
 
     def entry_of(memory_id: str) -> Entry | None:
         entries = [e for e in indexer.by_id_prefix(memory_id) if e.id == memory_id]
         return entries[0] if entries and vault.path(entries[0].path).is_file() else None
 
-    usage.settle(lambda memory_id: _share(tx, entry_of(memory_id), replica))
+    store.usage.settle(lambda memory_id: _share(tx, entry_of(memory_id), replica))
     before = None if every is None else (now - timedelta(seconds=every)).strftime(STAMP)
-    due = usage.due(before)
+    return store.usage.due(before), entry_of, now.strftime(STAMP)
+
+
+def _plan(store: Store, tx: Transaction, replica: str, every: float | None) -> Plan | None:
+    """Under the locks: finish a killed flush, and read what is due and its files."""
+    indexer = store.indexer
+    due, entry_of, when = _settled_due(store, tx, replica, every)
     if not due:
         return None
     found = {memory_id: entry_of(memory_id) for memory_id in due}
@@ -236,7 +237,7 @@ def _plan(store: Store, tx: Transaction, replica: str, every: float | None) -> P
     folders = indexer.manifest.folders(None)
     return Plan(
         head=tx.git.head(),
-        when=now.strftime(STAMP),
+        when=when,
         due=due,
         paths=paths,
         read={path: tx.git.read_work_file(path) for path in paths.values()},
