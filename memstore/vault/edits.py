@@ -105,6 +105,16 @@ def is_persons_file(path: str) -> bool:
     return not any(fnmatch.fnmatchcase(parts[-1], pattern) for pattern in EDITOR_SCRATCH)
 
 
+def secret_only_on_disk(git: GitRepo, path: str) -> bool:
+    """Return whether a credential found in the file at `path` is only on disk: HEAD's version
+    holds none (never committed: memstore held it back), so editing or deleting the file
+    removes it and no history needs rewriting (`forget --purge`)."""
+    from memstore.core.secrets import find_secrets
+
+    committed = git.read_at(git.head(), path)
+    return committed is None or not find_secrets(committed.decode("utf-8", errors="replace"))
+
+
 def _is_link(vault: Vault, path: str) -> bool:
     return vault.path(path).is_symlink()
 
