@@ -122,11 +122,12 @@ def export(
 
     Example:  memstore export -o memory.json
     """
-    from memstore.service.transfer import export as run_export
-    from memstore.service.transfer import write_export
+    from memstore.service.transfer import export_holding_back, held_back_message, write_export
 
     with Store.open(shell_settings(vault)) as store:
-        data = run_export(store, workspace)
+        data, held = export_holding_back(store, workspace)
+        for path, kind in sorted(held.items()):
+            say(held_back_message(path, kind), err=True)
         # a typo should not pass for an empty export (docs/cli.md: a workspace it lacks)
         typer.echo(unknown_workspace(store, workspace, "exported nothing"), err=True, nl=False)
     text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"

@@ -434,6 +434,7 @@ def _audit_lines(report: Audit, fixes: list[str]) -> list[str]:
         "written by: " + (", ".join(f"{s} {n}" for s, n in report.by_source.items()) or "none"),
         f"core memory: ~{report.core_tokens} tokens of a {report.core_cap}-token cap",
     ]
+    found = _by_memory(report.secrets)
     sections = [
         (
             "near-duplicates (memstore dedupe)",
@@ -454,7 +455,17 @@ def _audit_lines(report: Audit, fixes: list[str]) -> list[str]:
         ("files memstore cannot read cleanly", [f"{p}: {r}" for p, r in report.malformed]),
         (
             "possible secrets (memstore forget --purge)",
-            [f"{i}: {', '.join(kinds)}" for i, kinds in _by_memory(report.secrets).items()],
+            [f"{i}: {', '.join(k)}" for i, k in found.items() if i not in report.secrets_on_disk],
+        ),
+        (
+            # never committed (sync held it back): no history to rewrite, only the file
+            "possible secrets only on disk, never committed (remove them from the file, or "
+            "delete it)",
+            [
+                f"{i} ({report.secrets_on_disk[i]}): {', '.join(k)}"
+                for i, k in found.items()
+                if i in report.secrets_on_disk
+            ],
         ),
         ("never recalled (30+ days old)", report.never_recalled),
         ("decayed below the recall floor", report.decayed),

@@ -43,6 +43,7 @@ from memstore.daemon.debounce import SETTLE_S, Debouncer
 from memstore.daemon.source_watcher import SourceWatcher
 from memstore.index import SearchIndexError
 from memstore.service.store import Store
+from memstore.vault.edits import is_persons_file
 
 log = logging.getLogger("memstore.daemon.watcher")
 
@@ -83,8 +84,8 @@ def is_relevant(root: Path, path: str, is_directory: bool) -> bool:
         parts = Path(path).relative_to(root).parts
     except ValueError:
         return False
-    if not parts or any(part.startswith(".") for part in parts):
-        return False  # .git/, .memstore/, dotfiles, editors' swap and temp files
+    if not parts or not is_persons_file("/".join(parts)):
+        return False  # .git/, .memstore/, dotfiles, editors' backups, swap and temp files
     if not path.isascii() and not is_utf8_name(path):
         return False  # not a memory: the catch-up reports it (doctor lists it)
     return is_directory or parts[-1].endswith(".md")

@@ -24,6 +24,7 @@ from memstore.service.hints import CONTRADICTION_CANDIDATES, CONTRADICTION_CLOSE
 from memstore.service.store import Store
 from memstore.service.sync import unnote_forgotten
 from memstore.vault import remote
+from memstore.vault.edits import secret_only_on_disk
 from memstore.vault.files import MAX_FILE_BYTES
 from memstore.vault.purges import Purge, commit_marker, finish_local, mark_applied, record_purge
 
@@ -52,6 +53,7 @@ class Audit:
     stored_never_read: list[str] = field(default_factory=list)
     prunable_traces: list[str] = field(default_factory=list)
     secrets: list[tuple[str, str]] = field(default_factory=list)
+    secrets_on_disk: dict[str, str] = field(default_factory=dict)  # id: path, never committed
     archived: list[str] = field(default_factory=list)
     contradictions: list[Contradicting] = field(default_factory=list)
 
@@ -182,10 +184,9 @@ class Curator:
     ) -> Alike:
         """Audit's near-duplicates and contradictions among `documents` (`everything`: the
         vault's entries, for the supersedes that settle a pair); the view lists the same."""
-        # One comparison serves both lists. Contradictions: each memory is read beside its
-        # few closest, as an add reads the new one beside its CONTRADICTION_CANDIDATES search
-        # hits (a generated 100k vault has ~4 million pairs at this containment, ~30 µs of
-        # reading each).
+        # One comparison serves both lists. Contradictions: each memory is read beside its few
+        # closest, as an add reads the new one beside its CONTRADICTION_CANDIDATES search hits
+        # (a generated 100k vault has ~4 million pairs at this containment, ~30 µs each).
         found = neighbours(
             _items(documents),
             NEAR_DUPLICATE,
@@ -207,6 +208,8 @@ class Curator:
             report.archived.append(entry.id)
         secrets, conflict = _scan_file(self.store, entry)
         report.secrets.extend((entry.id, name) for name in secrets)
+        if secrets and secret_only_on_disk(self.store.git, entry.path):
+            report.secrets_on_disk[entry.id] = entry.path
         if conflict:
             report.conflicts.append(entry.path)
         memory_strength = strength(candidate(entry), self.now)

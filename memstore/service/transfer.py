@@ -32,19 +32,45 @@ MAX_NAME_BYTES = 255  # the longest file or folder name ext4, APFS and most othe
 
 
 def export(store: Store, workspace: str | None = None) -> dict[str, Any]:
-    """Return every memory with its path, id, workspace and the file's exact content."""
+    """Return every memory with its path, id, workspace and the file's exact content (none
+    held back for a credential: `export_holding_back`)."""
+    return export_holding_back(store, workspace)[0]
+
+
+def export_holding_back(
+    store: Store, workspace: str | None = None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Return the export and {path: kind} of the files it left out: never committed (or
+    changed since) because their new lines hold what looks like a credential — the files
+    sync and the watcher hold back (`vault/edits.py`), whose text must not leave either."""
     store.catch_up()
+    chosen = [e for e in store.indexer.entries() if workspace is None or e.workspace == workspace]
+    # Only a file that differs from HEAD can be held back: git's status finds those (~3.4 µs
+    # a file at 10k, where hashing each named file cost ~21 µs), then they are scanned the
+    # way a commit scans them (docs/benchmarks.md, twelfth session).
+    exported = {e.path for e in chosen}
+    changed = [p for p in store.git.changed_paths() if p in exported]
+    held = store.git.secrets_among(p for p in changed if store.vault.path(p).is_file())
     memories = [
         _exported_file(store.vault, entry.path, entry.id, entry.workspace)
-        for entry in store.indexer.entries()
-        if workspace is None or entry.workspace == workspace
+        for entry in chosen
+        if entry.path not in held
     ]
-    return {
+    data = {
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
         "memstore": __version__,
         "memories": memories,
     }
+    return data, held
+
+
+def held_back_message(path: str, kind: str) -> str:
+    """The one line naming a file an export left out for a credential (never its text)."""
+    return (
+        f"left out {path}: it holds what looks like {kind} and memstore never committed it; "
+        "remove the credential from the file (or commit it yourself with git), then export again"
+    )
 
 
 def _exported_file(vault: Vault, path: str, memory_id: str, workspace: str) -> dict[str, str]:

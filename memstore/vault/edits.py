@@ -4,7 +4,8 @@ A change memstore did not make never rides inside an agent's add, a usage flush,
 or a revert: each writer first commits the files it is about to touch if they differ from
 HEAD, as `edit(<workspace>): …` with `Memstore-Source: editor` and no session (so
 `revert --session` never undoes it). Sync and the watcher commit every outside edit, except
-a file whose new lines hold a credential: it stays uncommitted, with one warning naming it.
+a file whose new lines hold a credential: it stays uncommitted, with one warning naming it;
+and neither ever commits an editor's backup or temporary file (`is_persons_file`).
 While a person's git command is committing in the vault (`git commit` waiting in its
 editor), no edit is committed: their staged files are theirs to commit; and a writer of
 memstore's waits for it (`wait_for_git_commit`), since moving HEAD under it fails their commit.
@@ -12,6 +13,7 @@ memstore's waits for it (`wait_for_git_commit`), since moving HEAD under it fail
 
 from __future__ import annotations
 
+import fnmatch
 import logging
 import time
 from collections.abc import Iterable
@@ -27,6 +29,9 @@ from memstore.vault.git_processes import git_committing_in
 # more, and git's status of every file is cheaper (~3 µs a file: 20,000 ≈ a 40k vault).
 NAMED_EDITS_MAX = 20_000
 EDITOR = "editor"
+# Editors' backups and temporaries (Emacs `x.md~`, `#x.md#`, `.#x.md`; Vim `.x.md.swp`;
+# merge tools' `.orig`/`.rej`; `.tmp`): never a person's edit, never committed by memstore.
+EDITOR_SCRATCH = ("*~", "#*#", ".#*", "*.swp", "*.orig", "*.rej", "*.tmp")
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +60,7 @@ def commit_edits(vault: Vault, git: GitRepo, host: str, paths: Iterable[str] | N
 
     Returns the commits made (none when nothing differs from HEAD).
     """
-    changed = [p for p in git.changed_paths(paths) if _is_vault_file(p)]
+    changed = [p for p in git.changed_paths(paths) if is_persons_file(p)]
     if changed and (pid := git_committing_in(vault.root)) is not None:
         # The person's `git commit` (editor open, their files staged) would fail if HEAD moved
         # under it, and their staged files must not become an edit(...) commit of ours.
@@ -84,11 +89,30 @@ def commit_edits(vault: Vault, git: GitRepo, host: str, paths: Iterable[str] | N
     return commits
 
 
-def _is_vault_file(path: str) -> bool:
-    # memstore's scratch files (.name.tmp) and dot folders are never a person's edit
+def is_persons_file(path: str) -> bool:
+    """Return whether memstore commits the file at `path` (relative to the vault, `/`-separated)
+    as a person's edit: the one rule of sync, the writers and the watcher.
+
+    Never a dotfile or anything in a dot folder (`.git/`, `.memstore/`, memstore's own
+    `.name.tmp` scratch files) but the vault's `.gitignore` and `.gitattributes`, and never an
+    editor's backup or temporary file (`EDITOR_SCRATCH`).
+    """
     if path in (".gitignore", ".gitattributes"):
         return True
-    return not any(part.startswith(".") for part in path.split("/"))
+    parts = path.split("/")
+    if any(part.startswith(".") for part in parts):
+        return False
+    return not any(fnmatch.fnmatchcase(parts[-1], pattern) for pattern in EDITOR_SCRATCH)
+
+
+def secret_only_on_disk(git: GitRepo, path: str) -> bool:
+    """Return whether a credential found in the file at `path` is only on disk: HEAD's version
+    holds none (never committed: memstore held it back), so editing or deleting the file
+    removes it and no history needs rewriting (`forget --purge`)."""
+    from memstore.core.secrets import find_secrets
+
+    committed = git.read_at(git.head(), path)
+    return committed is None or not find_secrets(committed.decode("utf-8", errors="replace"))
 
 
 def _is_link(vault: Vault, path: str) -> bool:

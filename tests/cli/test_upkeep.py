@@ -114,6 +114,25 @@ def test_audit_lists_a_memory_matching_several_secret_rules_once(vault: Path) ->
     )
 
 
+def test_audit_names_the_file_not_a_purge_for_a_credential_never_committed(vault: Path) -> None:
+    key = "AKIAQ3EGRJ5LTMWD7XZN"  # AWS's documented example (tests/core/test_secrets.py)
+    committed = added_id(vault, f"ops: aws_access_key_id = {key}", "--allow-secret")
+    (vault / "webshop").mkdir()
+    (vault / "webshop" / "creds.md").write_text(f"aws_access_key_id = {key}\n", encoding="utf-8")
+    report = json.loads(cli(vault, "audit", "--json").stdout)
+    assert "webshop/creds.md" not in git(vault, "ls-files")  # only on disk
+    [on_disk] = report["secrets_on_disk"]
+    assert report["secrets_on_disk"] == {on_disk: "webshop/creds.md"}
+    assert {which for which, _ in report["secrets"]} == {committed, on_disk}
+    text = cli(vault, "audit").stdout
+    purge, disk = text.split("possible secrets (memstore forget --purge) (1):\n")[1].split(
+        "possible secrets only on disk, never committed (remove them from the file, or delete "
+        "it) (1):\n"
+    )
+    assert purge.startswith(f"  {committed}: ") and on_disk not in purge  # history holds it
+    assert disk.startswith(f"  {on_disk} (webshop/creds.md): ")
+
+
 def test_secrets_are_refused_unless_allowed_on_the_cli(vault: Path, store: Store) -> None:
     before = head(vault)
     for text in (

@@ -481,3 +481,14 @@ def test_its_own_add_is_looked_up_by_its_file_not_by_its_workspace(
     assert [kind for kind, _, _ in asked] == ["files"] * len(asked)
     own_add = [changed for _, what, changed in asked if added.path in what]  # type: ignore[operator]
     assert own_add and own_add[0] == []  # found indexed as it is: no catch-up for it
+
+
+def test_the_watcher_and_sync_share_one_rule_for_a_persons_files(tmp_path: Path) -> None:
+    from memstore.vault.edits import EDITOR_SCRATCH, is_persons_file
+
+    for pattern in EDITOR_SCRATCH:
+        name = "global/" + pattern.replace("*", "x.md")
+        assert not is_persons_file(name), name
+        assert not is_relevant(tmp_path, str(tmp_path / name), False), name
+    assert is_persons_file("global/x.md") and is_persons_file("global/notes.txt")
+    assert is_persons_file(".gitignore") and not is_persons_file(".memstore/state/x")

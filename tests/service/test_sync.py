@@ -544,3 +544,31 @@ def test_a_new_empty_vault_joins_an_unrelated_remote_without_asking(
         joined.sync()
         texts = [m.decode() for p, m in memory_files(joined).items()]
     assert any("memory that A has" in text for text in texts)
+
+
+SCRATCH = ("x.md~", "#x.md#", ".#x.md", ".x.md.swp", "x.md.orig", "x.md.rej", "x.md.tmp")
+
+
+def test_sync_never_commits_an_editors_backup_or_temporary_file(
+    machines: list[Store], remote: Path
+) -> None:
+    root = machines[0].vault.root
+    folder = root / "webshop" / "2026-12" / "07"
+    folder.mkdir(parents=True)
+    for name in SCRATCH:  # what Emacs, Vim and merge tools leave beside a memory
+        (folder / name).write_text("an editor's leftover\n", encoding="utf-8")
+    env = {**environment(), "MEMSTORE_VAULT": str(root)}
+    before = git(root, "rev-parse", "HEAD")
+    done = invoke_memstore("sync", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "committed edits made outside memstore" not in done.stdout, done.stdout
+    assert git(root, "rev-parse", "HEAD") == before
+    assert git(remote, "ls-tree", "-r", "--name-only", "main", "webshop") == ""
+    # The memory beside them is a person's edit: committed, pushed, alone.
+    (folder / "x.md").write_text("Deploys go out on Tuesdays\n", encoding="utf-8")
+    done = invoke_memstore("sync", env=env)
+    assert "committed edits made outside memstore" in done.stdout, done.stdout
+    pushed = git(remote, "ls-tree", "-r", "--name-only", "main", "webshop").split()
+    assert pushed == ["webshop/2026-12/07/x.md"]
+    assert git(root, "log", "-1", "--format=%s", "main").startswith("edit(webshop): ")
+    assert git(root, "status", "--porcelain", "--untracked-files=all").count("??") == len(SCRATCH)

@@ -434,3 +434,27 @@ def test_a_person_s_uncommitted_edit_is_committed_on_its_own_before_a_restore_me
     assert "+seen: 7" in restored and "+a line the person added" not in restored
     assert json.loads(cli(vault, "show", memory_id, "--json").stdout)["seen"] == 7
     assert git_is_clean(vault)
+
+
+AWS_KEY_ID = "AKIAQ3EGRJ5LTMWD7XZN"  # AWS's documented example (tests/core/test_secrets.py)
+
+
+def test_export_leaves_out_a_file_held_back_for_a_credential_and_names_it(vault: Path) -> None:
+    assert cli(vault, "add", "Deploys go out on Tuesdays", "-w", "webshop").returncode == 0
+    creds = vault / "webshop" / "creds.md"
+    creds.write_text(f"# deploy keys\n\naws_access_key_id = {AWS_KEY_ID}\n", encoding="utf-8")
+    assert "webshop/creds.md" not in git(vault, "ls-files")  # never committed
+    done = cli(vault, "export")
+    assert done.returncode == 0, done.stderr
+    assert AWS_KEY_ID not in done.stdout
+    exported = json.loads(done.stdout)["memories"]
+    assert [m["path"].rsplit("/", 1)[-1] for m in exported if "creds" in m["path"]] == []
+    assert any("Tuesdays" in m["text"] for m in exported)  # the rest is exported
+    assert "left out webshop/creds.md" in done.stderr
+    assert "remove the credential from the file" in done.stderr
+    assert AWS_KEY_ID not in done.stderr
+    # Once the credential is gone, the file is an ordinary hand-written memory again.
+    creds.write_text("# deploy keys\n\nkept in the team's password manager\n", encoding="utf-8")
+    again = cli(vault, "export")
+    assert "left out" not in again.stderr
+    assert any(m["path"] == "webshop/creds.md" for m in json.loads(again.stdout)["memories"])
