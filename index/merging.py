@@ -18,6 +18,7 @@ from it by position and one commit swaps it in. Scores are over live documents
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -33,6 +34,7 @@ from .parts import Helper, Stopper, serve, while_parent_lives
 from .schema import Document, Part, parse_stored
 from .writer import write_part
 
+log = logging.getLogger(__name__)
 LARGE_TIER = 6  # large segments merge six of a tier at a time
 LARGE_MERGE_DOCS = 250_000  # a merge makes a segment of at most this many live documents
 MERGE_CODE = f"from {__name__} import serve_merge; serve_merge()"
@@ -171,7 +173,10 @@ def write_merged(whoosh_dir: Path, chosen: list[str], folder: Path) -> Merged | 
     finally:
         ix.close()
     if segment is not None:  # its flat posting lists, adopted with it (index/flat.py)
-        flat.write_segment(folder, segment)
+        try:
+            flat.write_segment(folder, segment)
+        except OSError as err:  # a cache: the merge stands without it (the next tidy retries)
+            log.warning("merged segment without its flat posting lists: %s", err)
     return None if segment is None else Merged(folder, segment, sources)
 
 

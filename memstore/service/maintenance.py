@@ -380,11 +380,11 @@ class Maintenance(Part):
                 with store.transaction(catch_up=False) as tx:
                     tx.catch_up(moved=self._unmoved())
                     flushed = store.writer.flush_usage_held(tx)
-            except BaseException:
+                before = store.vault.head()  # the index is current: the flush caught it up
+            except BaseException:  # until `sync` takes the fetch over, it is ours to end
                 if early is not None:
                     early.stop()
                 raise
-            before = store.vault.head()  # the index is current here: the flush caught it up
             caught: list[tuple[str, CatchUp]] = []  # (HEAD, its catch-up) made while pushing
 
             def meanwhile() -> None:  # the index catches up while git pushes

@@ -107,7 +107,10 @@ class GitPrebuilt(GitObjects):
             VaultError: the objects cannot be written.
         """
         pygit2 = objects()
-        changed = self.paths_between(built.head, head)
+        try:
+            changed = self.paths_between(built.head, head)
+        except KeyError:  # the HEAD it was built on is gone (a purge rewrote history)
+            return None
         if set(built.blobs).intersection(changed):
             return None
         moved = {
@@ -147,17 +150,25 @@ class GitPrebuilt(GitObjects):
             VaultError: the branch cannot be moved.
         """
         pygit2 = objects()
-        if self.head() != head:
-            return False
         repo = self._repo
+        try:
+            # The branch is looked up once and compared and moved as that one object:
+            # libgit2 refuses to move a reference another process moved since its look-up,
+            # so a person's `git commit` landing after the comparison is never pushed off.
+            branch = repo.references[repo.head.name]  # "HEAD" itself when detached
+            if str(branch.target) != head:
+                return False
+            summary = repo[commit].message.partition("\n")[0]
+        except (KeyError, OSError, pygit2.GitError) as err:  # KeyError: pruned meanwhile
+            raise VaultError(f"cannot commit to {self.root}: {err}") from err
         deferred = self._index_is_large() and not any("\n" in path for path in paths)
         if deferred:
             note_index_lag(self.root, paths, os.getpid())  # named before committing
-        summary = repo[commit].message.partition("\n")[0]
         try:
-            name = repo.head.name  # the branch HEAD names ("HEAD" itself when detached)
-            repo.references[name].set_target(commit, f"commit: {summary}")
+            branch.set_target(commit, f"commit: {summary}")
         except (OSError, pygit2.GitError) as err:
+            if self.head() != head:
+                return False  # moved by another process after the look-up: build again
             raise VaultError(f"cannot commit to {self.root}: {err}") from err
         crash_point("git-commit")
         if deferred:

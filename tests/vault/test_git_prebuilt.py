@@ -107,3 +107,38 @@ def test_a_credential_is_refused_before_any_commit(repo: GitRepo) -> None:
     with pytest.raises(SecretError):
         repo.build_on(head, plain(secret), "built", TRAILERS)
     assert repo.head() == head
+
+
+def test_a_persons_commit_landing_as_head_moves_is_never_pushed_off(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A person's `git commit` between advance's look at the branch and its move (made
+    here inside the one call advance makes in between) keeps its place: advance says
+    HEAD moved and the caller builds again (review12: the branch was set regardless)."""
+    head = repo.head()
+    built = repo.build_on(head, plain({"top.md": b"top 2\n"}), "flush", TRAILERS).commit
+    looked = GitRepo._index_is_large
+
+    def person_commits(self: GitRepo) -> bool:
+        (repo.root / "other/2026-12/e.md").write_bytes(b"the person's\n")
+        git(repo.root, "commit", "-qam", "the person's commit")
+        return looked(self)
+
+    monkeypatch.setattr(GitRepo, "_index_is_large", person_commits)
+    write(repo.root, {"top.md": b"top 2\n"})
+    assert repo.advance(head, built, ("top.md",)) is False
+    log = git(repo.root, "log", "--format=%s").split("\n")
+    assert log[:2] == ["the person's commit", "first"], log
+
+
+def test_a_head_a_purge_removed_is_built_again_not_an_error(repo: GitRepo) -> None:
+    """History rewritten and pruned while the flush built (a purge): folding onto the new
+    HEAD answers None, so the flush reads and builds again (it raised KeyError)."""
+    head = repo.head()
+    built = GitRepo.open(repo.root).build_on(head, plain({"top.md": b"top 2\n"}), "flush", TRAILERS)
+    git(repo.root, "rm", "-q", "other/2026-12/e.md")
+    git(repo.root, "commit", "-q", "--amend", "-m", "first (purged)")
+    git(repo.root, "reflog", "expire", "--expire=now", "--all")
+    git(repo.root, "gc", "--quiet", "--prune=now")
+    fresh = GitRepo.open(repo.root)
+    assert fresh.fold_onto(built, fresh.head()) is None
