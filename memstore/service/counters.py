@@ -32,6 +32,7 @@ from memstore.core.merge import tally
 from memstore.core.model import Memory
 from memstore.service.teams import team_of
 from memstore.service.transaction import Transaction
+from memstore.vault import remote
 from memstore.vault.edits import wait_for_git_commit
 from memstore.vault.files import MAX_FILE_BYTES, write_many_atomic
 from memstore.vault.git import GitRepo, Trailers
@@ -58,6 +59,7 @@ class Plan:
     paths: dict[str, str]  # id → its file (none: forgotten, its counts go with it)
     read: dict[str, bytes | None]  # path → the bytes read
     recorded: dict[str, int]  # the manifest's times of the folders written in
+    prunes: int = 0  # prunes run before it (remote.prunes_run): one since, nothing is built
 
 
 @dataclass
@@ -242,12 +244,22 @@ def _plan(store: Store, tx: Transaction, replica: str, every: float | None) -> P
         paths=paths,
         read={path: tx.git.read_work_file(path) for path in paths.values()},
         recorded={folder: mtime for folder, mtime in folders.items() if folder in touched},
+        prunes=remote.prunes_run(tx.vault.root),
     )
 
 
 def _build(store: Store, plan: Plan, replica: str, stopping: Callable[[], bool]) -> Built:
     """With no lock held: the files with their new counts, and a commit of them on the
-    HEAD the plan read (in a repository object of this thread's own)."""
+    HEAD the plan read (in a repository object of this thread's own).
+
+    A purge's prune waits for it (remote.writing_objects); after one, nothing is built (the
+    land finds HEAD moved and the flush reads again): the HEAD read may be gone, and the
+    files read may hold the purged text, which an object written now would keep on disk."""
+    with remote.writing_objects(store.vault.root, plan.prunes) as unpruned:
+        return _build_unpruned(store, plan, replica, stopping) if unpruned else Built()
+
+
+def _build_unpruned(store: Store, plan: Plan, replica: str, stopping: Callable[[], bool]) -> Built:
     built = Built(listed=store.indexer.listings.read_ahead(plan.recorded))
     git = GitRepo.open(store.vault.root)
     tree = git.tree(plan.head) if plan.head else None

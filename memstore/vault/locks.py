@@ -141,3 +141,30 @@ def try_flock(handle: BinaryIO) -> bool:
             return False
         raise
     return True
+
+
+@contextmanager
+def held_within(path: Path, exclusive: bool, wait_s: float) -> Iterator[bool]:
+    """Hold an flock on the file `path` (shared or `exclusive`), waiting at most `wait_s`
+    seconds; yield whether it is held (False: it was not free in time, or cannot be made)."""
+    try:
+        handle = open_lock_file(path)
+    except OSError:
+        yield False
+        return
+    try:
+        yield _flock_within(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH, wait_s)
+    finally:
+        handle.close()
+
+
+def _flock_within(handle: BinaryIO, kind: int, wait_s: float) -> bool:
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(handle.fileno(), kind | fcntl.LOCK_NB)
+            return True
+        except OSError as err:
+            if err.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() >= deadline:
+                return False
+        time.sleep(0.005)  # bounded poll, as _wait_for

@@ -12,7 +12,8 @@ import re
 import shlex
 import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,10 @@ from memstore.core.errors import InvalidInputError, SyncError
 
 TIMEOUT_S = 120
 END_WAIT_S = 5.0  # for a killed git's pipes to close (a child of git's may hold them)
+# .git/<PRUNES>: how many prunes ran (a purge's), and its .lock: held shared by a writer of
+# objects beside the vault lock, exclusive by a prune (which waits at most OBJECTS_WAIT_S)
+PRUNES = "memstore-prunes"
+OBJECTS_WAIT_S = 60.0
 GC_AUTO = 6700  # git's default gc.auto: past about this many loose objects, `git gc --auto` packs
 _UNREACHABLE = (
     "could not resolve host",
@@ -357,11 +362,41 @@ def _first_line(text: str) -> str:
 
 
 def prune_unreachable(root: Path, env: Mapping[str, str]) -> None:
-    """Expire the reflog and delete unreachable objects, so rewritten history is gone."""
-    for args in (["reflog", "expire", "--expire=now", "--all"], ["gc", "--quiet", "--prune=now"]):
-        done = run_git(root, args, env)
-        if done.returncode != 0:
-            raise SyncError(f"git {args[0]} failed in {root}: {_first_line(done.stderr)}")
+    """Expire the reflog and delete unreachable objects, so rewritten history is gone.
+
+    Objects written meanwhile beside the vault lock (`writing_objects`: the counter flush's
+    build) are written first; one that starts after sees this prune and writes nothing."""
+    from memstore.vault.locks import held_within
+
+    with held_within(root / ".git" / f"{PRUNES}.lock", True, OBJECTS_WAIT_S):
+        (root / ".git" / PRUNES).write_text(f"{prunes_run(root) + 1}\n", encoding="utf-8")
+        for args in (
+            ["reflog", "expire", "--expire=now", "--all"],
+            ["gc", "--quiet", "--prune=now"],
+        ):
+            done = run_git(root, args, env)
+            if done.returncode != 0:
+                raise SyncError(f"git {args[0]} failed in {root}: {_first_line(done.stderr)}")
+
+
+def prunes_run(root: Path) -> int:
+    """Return how many prunes of unreachable objects this clone has run (since counted)."""
+    try:
+        return int((root / ".git" / PRUNES).read_text(encoding="utf-8").strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+@contextmanager
+def writing_objects(root: Path, prunes: int) -> Iterator[bool]:
+    """Hold prunes off while a writer beside the vault lock (the counter flush's build)
+    writes git objects; yield whether it may: no prune ran since it read `prunes`, under
+    the vault lock, with the files it builds from. After a prune (a purge) what it read may
+    hold purged text, and an object written after the prune would keep it on disk."""
+    from memstore.vault.locks import held_within
+
+    with held_within(root / ".git" / f"{PRUNES}.lock", False, OBJECTS_WAIT_S) as held:
+        yield held and prunes_run(root) == prunes
 
 
 @dataclass(frozen=True)

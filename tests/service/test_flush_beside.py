@@ -9,6 +9,7 @@ old code the flush built its trees holding the store's lock, so the reader waite
 
 from __future__ import annotations
 
+import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -207,3 +208,55 @@ def test_the_daemons_tick_gives_its_flush_up_when_the_daemon_stops(
     assert git(root, "rev-parse", "HEAD") == head
     assert set(counts(store).values()) == {0}
     assert sorted(store.usage.pending()) == sorted(ids)
+
+
+def test_a_purge_while_the_flush_builds_leaves_no_object_holding_its_text(
+    recalled: tuple[Store, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A flush that read its files before a `forget --purge` builds nothing after the
+    purge's prune: its objects would hold the purged text (review12: a loose blob written
+    after `gc --prune=now` kept it on this clone until the next prune)."""
+    from datetime import UTC, datetime
+
+    from memstore.service import counters
+    from memstore.service.curation import Curator
+
+    store, ids = recalled
+    root = store.vault.root
+    entered, released = threading.Event(), threading.Event()
+    real: Callable[..., Any] = counters._build
+    flusher: list[threading.Thread] = []
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        if threading.current_thread() in flusher and not entered.is_set():
+            entered.set()  # planned (its files read under the lock), not built yet
+            assert released.wait(BOUND_S * 3), "the test never let the flush go"
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(counters, "_build", held)
+    outcome: dict[str, object] = {}
+
+    def flush() -> None:
+        try:
+            outcome["done"] = store.flush_usage()
+        except BaseException as err:  # reported by the test, not lost in the thread
+            outcome["error"] = err
+
+    thread = threading.Thread(target=flush, daemon=True)
+    flusher.append(thread)
+    thread.start()
+    wait_until(entered.is_set, BOUND_S, "the flush never planned")
+    entry = next(e for e in store.indexer.entries() if e.id == ids[7])
+    Curator(store, datetime.now(UTC)).purge(entry)  # "lesson 7 about cache shard 49 …"
+    released.set()
+    thread.join(BOUND_S * 3)
+    assert not thread.is_alive() and outcome.get("done") == MEMORIES - 1, outcome
+    every = subprocess.run(
+        ["git", "cat-file", "--batch-all-objects", "--batch"],
+        cwd=root,
+        capture_output=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert b"cache shard 49 " not in every  # in no object, loose or packed
+    assert set(counts(store).values()) == {1}
