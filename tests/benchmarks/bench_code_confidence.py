@@ -12,7 +12,8 @@ packages, its test folder included) as `stdlib`, the installed `click` package a
 the installed `pip` package (its vendored libraries included) as `pip`, the installed
 `rich` package as `rich`, the installed `starlette` package as `starlette`, the installed
 `markdown_it` package as `markdown_it`, the installed `uvicorn` package as `uvicorn` and the
-installed `watchdog` package as `watchdog`. Nine question sets are asked, each in its tree's workspace, k=5:
+installed `watchdog` package as `watchdog` and the installed `tqdm` package as `tqdm`. Ten
+question sets are asked, each in its tree's workspace, k=5:
 
   * tests/data/code-questions.json: questions written as people ask agents, each with the
     functions that answer it, plus off-corpus questions (code not in that tree, or not a
@@ -30,6 +31,8 @@ installed `watchdog` package as `watchdog`. Nine question sets are asked, each i
     committed before any ranker ran on it (46 answerable, 12 off-corpus);
   * tests/data/code-questions-watchdog.json: the twelfth session's held-out check over
     watchdog, committed before any ranker ran on it (50 answerable, 12 off-corpus);
+  * tests/data/code-questions-tqdm.json: the thirteenth session's held-out check over tqdm,
+    committed before any change of that session (36 answerable, 10 off-corpus);
   * tests/data/code-questions-named.json: 20 questions that name a definition as code
     (`inspect.getsourcelines`, `Context.ensure_object`) over the standard library and click,
     written with the change that reads such names (a demonstration, not held out).
@@ -77,6 +80,7 @@ HELD_OUT_STARLETTE = QUESTIONS.with_name("code-questions-starlette.json")  # the
 HELD_OUT_MARKDOWN = QUESTIONS.with_name("code-questions-markdown.json")  # the ninth's
 HELD_OUT_UVICORN = QUESTIONS.with_name("code-questions-uvicorn.json")  # the tenth's
 HELD_OUT_WATCHDOG = QUESTIONS.with_name("code-questions-watchdog.json")  # the twelfth's
+HELD_OUT_TQDM = QUESTIONS.with_name("code-questions-tqdm.json")  # the thirteenth's
 NAMED = QUESTIONS.with_name("code-questions-named.json")  # names spelled as code
 SETS = (
     "own",
@@ -87,6 +91,7 @@ SETS = (
     "markdown",
     "uvicorn",
     "watchdog",
+    "tqdm",
     "named",
 )
 K = 5
@@ -99,6 +104,7 @@ def trees() -> dict[str, Path]:
     import pip
     import rich
     import starlette
+    import tqdm
     import uvicorn
     import watchdog
 
@@ -111,6 +117,7 @@ def trees() -> dict[str, Path]:
         "markdown_it": Path(markdown_it.__file__).resolve().parent,
         "uvicorn": Path(uvicorn.__file__).resolve().parent,
         "watchdog": Path(watchdog.__file__).resolve().parent,
+        "tqdm": Path(tqdm.__file__).resolve().parent,
     }
 
 
@@ -157,6 +164,7 @@ def load_questions() -> list[dict[str, Any]]:
     markdown = json.loads(HELD_OUT_MARKDOWN.read_text(encoding="utf-8"))["questions"]
     uvicorn = json.loads(HELD_OUT_UVICORN.read_text(encoding="utf-8"))["questions"]
     watchdog = json.loads(HELD_OUT_WATCHDOG.read_text(encoding="utf-8"))["questions"]
+    tqdm = json.loads(HELD_OUT_TQDM.read_text(encoding="utf-8"))["questions"]
     named = json.loads(NAMED.read_text(encoding="utf-8"))["questions"]
     return (
         [{**q, "set": "own"} for q in own]
@@ -170,6 +178,7 @@ def load_questions() -> list[dict[str, Any]]:
         + [{**q, "set": "markdown"} for q in markdown]
         + [{**q, "set": "uvicorn"} for q in uvicorn]
         + [{**q, "set": "watchdog"} for q in watchdog]
+        + [{**q, "set": "tqdm"} for q in tqdm]
         + [{**q, "set": "named"} for q in named]
     )
 
