@@ -45,6 +45,8 @@ confident hit), and the CPU time of a search (time.process_time: the machine is 
 
 `--vault DIR` keeps the ingested vault in DIR and reuses it on the next run (ingesting the
 standard library takes a minute or two); `--rows` prints every question's first hit;
+`--wrong` prints every confident first hit that does not answer, with whether the answer is
+in the same file and where it ranks among the hits shown (`wrong_confident` in the JSON);
 `--semantic` searches with the semantic view on (the `semantic` extra: weak code hits
 ordered again by code_semantic.py; the model loads before the first search is timed).
 """
@@ -215,6 +217,7 @@ def ask(store: Store, question: dict[str, Any], root: Path) -> dict[str, Any]:
         "confident": [not h.weak for h in hits],
         "right": right,
         "top": hits[0].content.partition("\n")[0] if hits else "",
+        "same_file": bool(hits) and bc.parse_ref(hits[0].path)[0] in spans,
         "cpu_ms": cpu_ms,
     }
 
@@ -251,7 +254,26 @@ def figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def run(vault: Path, show_rows: bool, semantic: bool = False) -> dict[str, Any]:
+def wrong_confident(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every answerable question whose first hit is confident and does not answer: where the
+    answer is (the first hit's file or another) and its rank among the hits shown (0: none)."""
+    return [
+        {
+            "set": r["set"],
+            "question": r["question"],
+            "top": r["top"],
+            "answer": "same file" if r["same_file"] else "another file",
+            "answer_rank": r["rank"],
+        }
+        for r in rows
+        if r["answerable"] and r["found_in_source"]
+        if r["confident"][:1] == [True] and not r["right"][0]
+    ]
+
+
+def run(
+    vault: Path, show_rows: bool, semantic: bool = False, show_wrong: bool = False
+) -> dict[str, Any]:
     roots = {ws: vault.parent / f"tree-{ws}" for ws in trees()}
     settings = Settings(
         vault=vault,
@@ -271,8 +293,15 @@ def run(vault: Path, show_rows: bool, semantic: bool = False) -> dict[str, Any]:
             print(
                 f"{r['set'][:5]} {mark} rank={r['rank']} {r['question'][:60]!r:64} {r['top'][:70]}"
             )
+    if show_wrong:
+        for w in wrong_confident(rows):
+            print(
+                f"{w['set'][:5]} {w['question'][:60]!r:64} {w['top'][:60]} "
+                f"(answer: {w['answer']}, rank {w['answer_rank'] or '>5'})"
+            )
     return {
         **{name: figures([r for r in rows if r["set"] == name]) for name in SETS},
+        "wrong_confident": wrong_confident(rows),
         "unanswerable": [
             r["question"] for r in rows if r["answerable"] and not r["found_in_source"]
         ],
@@ -285,6 +314,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     parser.add_argument("--rows", action="store_true", help="print each question's first hit")
     parser.add_argument("--semantic", action="store_true", help="with the semantic view on")
+    parser.add_argument(
+        "--wrong", action="store_true", help="print each confident first hit that is wrong"
+    )
     args = parser.parse_args(argv)
     tmp = None
     if args.vault is None:
@@ -294,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         vault = args.vault.resolve()
     try:
         built = build_vault(vault)  # the trees a kept vault lacks
-        result = {"ingest": built, **run(vault, args.rows, args.semantic)}
+        result = {"ingest": built, **run(vault, args.rows, args.semantic, args.wrong)}
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
