@@ -6,12 +6,12 @@ A standalone script, not a pytest module:
 
     python tests/benchmarks/bench_code_confidence.py [--json out.json] [--vault DIR]
 
-Three trees are copied and ingested into one fresh vault, each into a workspace of its own:
+Nine trees are copied and ingested into one fresh vault, each into a workspace of its own:
 Python's standard library (`sysconfig.get_paths()["stdlib"]`, without its installed
 packages, its test folder included) as `stdlib`, the installed `click` package as `click`,
 the installed `pip` package (its vendored libraries included) as `pip`, the installed
 `rich` package as `rich`, the installed `starlette` package as `starlette`, the installed
-`markdown_it` package as `markdown_it`, the installed `uvicorn` package as `uvicorn` and the
+`markdown_it` package as `markdown_it`, the installed `uvicorn` package as `uvicorn`, the
 installed `watchdog` package as `watchdog` and the installed `tqdm` package as `tqdm`. Ten
 question sets are asked, each in its tree's workspace, k=5:
 
