@@ -192,9 +192,9 @@ def query_weights(
     concepts: Mapping[str, tuple[frozenset[str], int]] | None = None,
 ) -> tuple[dict[str, float], dict[str, float] | None]:
     """Return what each of the query's terms (stand-ins for unknown ones) is worth as
-    evidence (core.ranking.term_weight) and what it says of the topic (core.ranking.chat_word:
-    English rarity caps a word the vault has not measured, in a search only one no memory
-    holds; in a prompt typed to an agent, Query.chat, one English lacks weighs as a name).
+    evidence (core.ranking.term_weight) and, for a prompt typed to an agent (Query.chat),
+    what it says of the prompt's topic (core.ranking.chat_word: English rarity caps a word the
+    vault has not measured; one English lacks weighs as a name; english_prior.py), else None.
     With CONCEPT_CREDIT, an unheld word is worth its concept's commonest term (`concepts`)."""
     documents = index.document_count()
     request, named = _request_terms(), _named_terms(query.text)
@@ -211,11 +211,11 @@ def query_weights(
             word, df, documents, request=word in request, specific=specific, named=naming
         )
         weights[term] = topic[term] = weight
-        if weight and df <= ranking.SAMPLE_DF * query.chat and not specific and not naming:
-            zipf = english_prior.zipf(word)  # judged as the vault's word, as is a typo's stand-in
-            name = query.chat and (zipf if term == word else english_prior.zipf(term)) is None
+        if query.chat and weight and df <= ranking.SAMPLE_DF and not specific and not naming:
+            zipf = english_prior.zipf(word)  # a name is judged as the vault's word (a typo's
+            name = (zipf if term == word else english_prior.zipf(term)) is None  # stand-in)
             weights[term], topic[term] = ranking.chat_word(weight, df, documents, zipf, name)
-    return weights, topic
+    return weights, topic if query.chat else None
 
 
 def concept_terms(index: SearchIndex, query: Query) -> dict[str, tuple[frozenset[str], int]]:

@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from memstore.catalog.retrieval import names_one_topic, query_weights
+from memstore.catalog.retrieval import names_one_topic
 from memstore.core.model import SearchResult
-from memstore.index import Query
 from memstore.ops.client import Request
 from memstore.ops.hooks import answer
 from memstore.ops.output import context_lines
@@ -314,15 +313,3 @@ def test_a_rare_word_no_memory_holds_still_keeps_the_hook_silent(
     the prompt is about something else: it counts in full against every hit."""
     _, vault, _ = fieldkit
     assert hook(vault, "fieldkit", prompt) == ""
-
-
-def test_a_search_word_no_memory_holds_counts_by_its_english_rarity(store: Store) -> None:
-    """In a search (not a prompt typed to an agent), a word no memory holds counts against
-    every hit by how rare it is in English: "junk", said in passing, less than a word English
-    lacks; the words the vault holds keep their weight (thirteenth session, docs/retrieval.md)."""
-    query = Query.of("upload limit mails land in the junk qzxvwk folder")
-    weights, topic = query_weights(store.indexer.search, query)
-    assert topic is not None and not query.chat
-    assert weights["junk"] == weights["qzxvwk"] == 1.0  # held by no memory: counted against
-    assert 0 < topic["junk"] < 0.8 and topic["qzxvwk"] == 1.0
-    assert topic["upload"] == weights["upload"] > 0 and topic["limit"] == weights["limit"] > 0
