@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from memstore.cli.evaluation import evaluate, load_fixture
 
 HELD_OUT = Path(__file__).resolve().parents[1] / "data" / "recall-heldout.json"
@@ -26,6 +28,7 @@ def test_the_held_out_check_keeps_its_first_run_figures() -> None:
 HELD_OUT_3 = HELD_OUT.parent / "recall-heldout3.json"
 
 
+@pytest.mark.long  # ~7 s CPU (90 memories, 127 queries); python -m pytest -m long
 def test_held_out_set_3_keeps_its_first_run_figures() -> None:
     """Held-out set 3 (thirteenth session: a genomics core facility, docs/retrieval.md),
     committed before its writer read the ranking code; its first run on main 6e1bceec is
