@@ -49,6 +49,10 @@ def init(
 
     Example:  memstore init ~/memstore
     """
+    if path is not None and vault is not None and not _same_folder(path, vault):
+        raise typer.BadParameter(
+            f"names {vault}, but PATH names {path}; give the folder once", param_hint="'--vault'"
+        )
     settings = shell_settings(path or vault)
     result = init_vault(settings.vault, settings, adopt_any=adopt_any)
     if as_json:
@@ -80,6 +84,10 @@ def init(
         typer.echo('Next:  memstore add "what to remember" -K keyword')
     typer.echo("\nPaste this into CLAUDE.md or AGENTS.md so your agent uses it:\n")
     typer.echo(POINTER_SNIPPET)
+
+
+def _same_folder(one: Path, other: Path) -> bool:
+    return os.path.realpath(os.path.expanduser(one)) == os.path.realpath(os.path.expanduser(other))
 
 
 @commands.command()

@@ -367,6 +367,21 @@ def test_a_group_and_its_command_naming_two_vaults_is_refused(tmp_path: Path) ->
     assert snapshot(first, second) == before
 
 
+def test_init_given_a_path_and_another_vault_makes_neither(tmp_path: Path) -> None:
+    # `memstore init A --vault B` made A and said nothing of B
+    first, second = tmp_path / "a", tmp_path / "b"
+    for line in (
+        ["init", str(first), "--vault", str(second)],
+        ["--vault", str(second), "init", str(first)],
+    ):
+        done = invoke_memstore(*line)
+        assert done.returncode == 2, done.stderr
+        assert f"names {second}, but PATH names {first}" in done.stderr
+        assert not first.exists() and not second.exists()
+    done = invoke_memstore("init", str(first), "--vault", f"{first}/")  # the same folder
+    assert done.returncode == 0 and (first / ".git").is_dir(), done.stderr
+
+
 def test_hook_takes_its_options_before_or_after_the_event() -> None:
     assert set(HOOK_EVENTS) == set(EVENTS)
     assert event_first(["--vault", "/v", "--source", "x", "prompt"]) == [
