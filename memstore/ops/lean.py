@@ -368,6 +368,7 @@ def run_add(request: Request, open_store: OpenStore = open_in_process) -> Reply:
         from memstore.ops.add_cites import add_cites
 
         cites = add_cites(settings.vault, request.cwd, options.get("cite", ()), text)
+        made = made_vault_line(settings)
         with open_store(settings, True) as store:
             result = store.add(
                 text,
@@ -383,7 +384,21 @@ def run_add(request: Request, open_store: OpenStore = open_in_process) -> Reply:
     except MemstoreError as err:
         return _error(err)
     vault = str(settings.vault) if "vault" in options else None
-    return Reply(0, add_text(result, as_json="json" in options, text=text, vault=vault))
+    return Reply(0, add_text(result, as_json="json" in options, text=text, vault=vault), made)
+
+
+def made_vault_line(settings: Settings) -> str:
+    """Return the line an add prints on stderr when it is about to make the default vault
+    (none there yet), else ''. A person who never ran `memstore init` learns where their
+    memories went, and where the snippet for their agent's instructions is."""
+    from memstore.service.vault_init import is_unmade
+
+    if not (settings.may_create_vault and is_unmade(settings.vault)):
+        return ""
+    return (
+        f"made the vault {settings.vault} (a git repository of your memories); "
+        "'memstore init' prints the lines to paste into CLAUDE.md or AGENTS.md\n"
+    )
 
 
 def run_ingest(request: Request, open_store: OpenStore) -> Reply:
