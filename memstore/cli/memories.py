@@ -23,6 +23,7 @@ from memstore.ops.lean import (
     detected_workspace,
     look_elsewhere,
     made_vault_line,
+    other_vault_note,
     print_add,
     print_search,
     read_stdin,
@@ -201,6 +202,8 @@ def search(
                     store, result, query, scope, vault=named, archived=archived
                 )
         note = "" if context or all_workspaces else unknown_workspace(store, workspace)
+        if not (context or all_workspaces or workspace):
+            note += other_vault_note(settings.vault, working_folder())
     if note:
         typer.echo(note, err=True, nl=False)
     print_search(result, query, scope, as_json=as_json, context=context, elsewhere=elsewhere)

@@ -204,6 +204,21 @@ def add_workspace(vault: Path, cwd: Path | None, given: str | None) -> str:
     return workspace or GLOBAL
 
 
+def other_vault_note(vault: Path, cwd: Path) -> str:
+    """Return a note when a search from `cwd` (given no workspace) is in another vault's
+    folder ('' otherwise): it read `vault`, in a workspace named after the other vault,
+    where an add from there is refused (add_workspace)."""
+    other, _ = add_target_at(vault, cwd)
+    if other is None:
+        return ""
+    from memstore.ops.output import printable
+
+    return printable(
+        f"note: this folder is in the vault {other}, but memstore searched {vault}; pass "
+        f"--vault {other} (or export MEMSTORE_VAULT={other}) to search there\n"
+    )
+
+
 def cites_here(vault: Path, specs: Collection[str], text: str) -> tuple[Cite, ...]:
     """Return the citations an add from the current directory records (ops/add_cites.py)."""
     from memstore.ops.add_cites import add_cites
@@ -253,6 +268,8 @@ def run_search(request: Request, open_store: OpenStore = open_in_process) -> Rep
                 elsewhere = look_elsewhere(store, result, query, scope, vault=vault)
                 named = None if every else last(options, "workspace") or None
                 note = unknown_workspace(store, named)
+                if not every and named is None and request.cwd:
+                    note += other_vault_note(settings.vault, Path(request.cwd))
     except MemstoreError as err:
         return _error(err)
     text = search_text(

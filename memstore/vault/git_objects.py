@@ -138,11 +138,11 @@ class GitObjects:
         pygit2 = objects()
         try:
             signature = self._repo.default_signature
-            if (signature.name, signature.email) == tuple(FALLBACK_IDENTITY.values()):
-                # The stand-in in .git/config would hide an identity set since: commit as the
-                # person from now on, not only after the next sync or `remote add`
-                if take_back_stand_in(self._repo.config):
-                    signature = self._repo.default_signature
+            # The stand-in in .git/config would hide an identity set since: commit as the
+            # person from now on, not only after the next sync or `remote add`
+            stand_in = (signature.name, signature.email) == tuple(FALLBACK_IDENTITY.values())
+            if stand_in and take_back_stand_in(self._repo.config):
+                signature = self._repo.default_signature
             return signature
         except (KeyError, pygit2.GitError):
             return pygit2.Signature(FALLBACK_IDENTITY["user.name"], FALLBACK_IDENTITY["user.email"])

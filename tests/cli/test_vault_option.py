@@ -478,6 +478,29 @@ def test_an_add_from_inside_another_vault_is_refused_naming_both(
     assert chosen.returncode == 0 and (used / "infra").is_dir(), chosen.stderr
 
 
+def test_a_search_from_inside_another_vault_names_both_on_stderr(tmp_path: Path) -> None:
+    """Found by the thirteenth session's trial: in ~/work-vault, `memstore search wireguard`
+    read the default vault's workspace `work-vault` (none) and said only "No memory
+    matches"; the lean path and typer's (--as-of) both say which vault they read."""
+    used, other = tmp_path / "memstore", tmp_path / "work-vault"
+    for folder in (used, other):
+        assert invoke_memstore("init", str(folder)).returncode == 0
+    added = invoke_memstore("add", "the vpn is wireguard", "--vault", str(other), cwd=other)
+    assert added.returncode == 0, added.stderr
+    note = (
+        f"note: this folder is in the vault {other}, but memstore searched {used}; pass "
+        f"--vault {other} (or export MEMSTORE_VAULT={other}) to search there\n"
+    )
+    for extra in ([], ["--as-of", "2099-01-01"]):  # the lean path, and typer's
+        done = invoke_memstore("search", "wireguard", *extra, vault=used, cwd=other)
+        assert done.returncode == 0 and done.stderr == note, done.stderr
+    for chosen in (["-w", "infra"], ["--all"], ["--vault", str(other)]):
+        done = invoke_memstore("search", "wireguard", *chosen, vault=used, cwd=other)
+        assert done.returncode == 0 and "note: this folder" not in done.stderr, done.stderr
+    found = invoke_memstore("search", "wireguard", "--vault", str(other), cwd=other)
+    assert "the vpn is wireguard" in found.stdout
+
+
 def _run_executable(
     *args: str, vault: Path | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
