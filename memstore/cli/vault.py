@@ -21,7 +21,14 @@ from memstore.ops.output import (
     printable,
     set_aside_lines,
 )
-from memstore.ops.parameters import JsonOption, QuietOption, VaultOption, emit_json, shell_settings
+from memstore.ops.parameters import (
+    JsonOption,
+    QuietOption,
+    VaultOption,
+    emit_json,
+    same_folder,
+    shell_settings,
+)
 from memstore.service.store import Store, init_vault
 
 commands = typer.Typer()
@@ -49,7 +56,7 @@ def init(
 
     Example:  memstore init ~/memstore
     """
-    if path is not None and vault is not None and not _same_folder(path, vault):
+    if path is not None and vault is not None and not same_folder(path, vault):
         raise typer.BadParameter(
             f"names {vault}, but PATH names {path}; give the folder once", param_hint="'--vault'"
         )
@@ -84,10 +91,6 @@ def init(
         typer.echo('Next:  memstore add "what to remember" -K keyword')
     typer.echo("\nPaste this into CLAUDE.md or AGENTS.md so your agent uses it:\n")
     typer.echo(POINTER_SNIPPET)
-
-
-def _same_folder(one: Path, other: Path) -> bool:
-    return os.path.realpath(os.path.expanduser(one)) == os.path.realpath(os.path.expanduser(other))
 
 
 @commands.command()
