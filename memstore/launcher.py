@@ -43,7 +43,7 @@ def main() -> None:
         _end_quietly_on_a_closed_pipe()
     if argv[:1] == ["hook"] and not {"-h", "--help"} & set(argv):
         sys.exit(_run_hook(argv[1:]))
-    if argv[:1] == ["serve"]:
+    if argv[:1] == ["serve"] and not {"-h", "--help"} & set(argv):  # help: no mcp (~1.5 s)
         from memstore.mcp.server import main as serve_main  # through the daemon; None: typer
 
         served = serve_main(argv[1:])

@@ -22,6 +22,8 @@ from memstore.ops.lean import (
     cites_here,
     detected_workspace,
     look_elsewhere,
+    made_vault_line,
+    other_vault_note,
     print_add,
     print_search,
     read_stdin,
@@ -129,6 +131,7 @@ def add(
     settings = shell_settings(vault)
     chosen = add_workspace(settings.vault, working_folder(), workspace)
     cites = cites_here(settings.vault, cite or (), text)
+    made = made_vault_line(settings)
     with Store.open(settings, create=True) as store:
         result = store.add(
             text,
@@ -143,6 +146,7 @@ def add(
         result = store.hint(result, text)  # the add returned: its vault lock is released
     named = str(settings.vault) if vault else None
     print_add(result, as_json=as_json, text=text, vault=named)
+    sys.stderr.write(made)
 
 
 @commands.command(cls=FreeTextCommand)
@@ -198,6 +202,8 @@ def search(
                     store, result, query, scope, vault=named, archived=archived
                 )
         note = "" if context or all_workspaces else unknown_workspace(store, workspace)
+        if not (context or all_workspaces or workspace):
+            note += other_vault_note(settings.vault, working_folder())
     if note:
         typer.echo(note, err=True, nl=False)
     print_search(result, query, scope, as_json=as_json, context=context, elsewhere=elsewhere)

@@ -21,7 +21,14 @@ from memstore.ops.output import (
     printable,
     set_aside_lines,
 )
-from memstore.ops.parameters import JsonOption, QuietOption, VaultOption, emit_json, shell_settings
+from memstore.ops.parameters import (
+    JsonOption,
+    QuietOption,
+    VaultOption,
+    emit_json,
+    same_folder,
+    shell_settings,
+)
 from memstore.service.store import Store, init_vault
 
 commands = typer.Typer()
@@ -49,6 +56,10 @@ def init(
 
     Example:  memstore init ~/memstore
     """
+    if path is not None and vault is not None and not same_folder(path, vault):
+        raise typer.BadParameter(
+            f"names {vault}, but PATH names {path}; give the folder once", param_hint="'--vault'"
+        )
     settings = shell_settings(path or vault)
     result = init_vault(settings.vault, settings, adopt_any=adopt_any)
     if as_json:

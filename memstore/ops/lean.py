@@ -204,6 +204,21 @@ def add_workspace(vault: Path, cwd: Path | None, given: str | None) -> str:
     return workspace or GLOBAL
 
 
+def other_vault_note(vault: Path, cwd: Path) -> str:
+    """Return a note when a search from `cwd` (given no workspace) is in another vault's
+    folder ('' otherwise): it read `vault`, in a workspace named after the other vault,
+    where an add from there is refused (add_workspace)."""
+    other, _ = add_target_at(vault, cwd)
+    if other is None:
+        return ""
+    from memstore.ops.output import printable
+
+    return printable(
+        f"note: this folder is in the vault {other}, but memstore searched {vault}; pass "
+        f"--vault {other} (or export MEMSTORE_VAULT={other}) to search there\n"
+    )
+
+
 def cites_here(vault: Path, specs: Collection[str], text: str) -> tuple[Cite, ...]:
     """Return the citations an add from the current directory records (ops/add_cites.py)."""
     from memstore.ops.add_cites import add_cites
@@ -253,6 +268,8 @@ def run_search(request: Request, open_store: OpenStore = open_in_process) -> Rep
                 elsewhere = look_elsewhere(store, result, query, scope, vault=vault)
                 named = None if every else last(options, "workspace") or None
                 note = unknown_workspace(store, named)
+                if not every and named is None and request.cwd:
+                    note += other_vault_note(settings.vault, Path(request.cwd))
     except MemstoreError as err:
         return _error(err)
     text = search_text(
@@ -368,6 +385,7 @@ def run_add(request: Request, open_store: OpenStore = open_in_process) -> Reply:
         from memstore.ops.add_cites import add_cites
 
         cites = add_cites(settings.vault, request.cwd, options.get("cite", ()), text)
+        made = made_vault_line(settings)
         with open_store(settings, True) as store:
             result = store.add(
                 text,
@@ -383,7 +401,21 @@ def run_add(request: Request, open_store: OpenStore = open_in_process) -> Reply:
     except MemstoreError as err:
         return _error(err)
     vault = str(settings.vault) if "vault" in options else None
-    return Reply(0, add_text(result, as_json="json" in options, text=text, vault=vault))
+    return Reply(0, add_text(result, as_json="json" in options, text=text, vault=vault), made)
+
+
+def made_vault_line(settings: Settings) -> str:
+    """Return the line an add prints on stderr when it is about to make the default vault
+    (none there yet), else ''. A person who never ran `memstore init` learns where their
+    memories went, and where the snippet for their agent's instructions is."""
+    from memstore.service.vault_init import is_unmade
+
+    if not (settings.may_create_vault and is_unmade(settings.vault)):
+        return ""
+    return (
+        f"made the vault {settings.vault} (a git repository of your memories); "
+        "'memstore init' prints the lines to paste into CLAUDE.md or AGENTS.md\n"
+    )
 
 
 def run_ingest(request: Request, open_store: OpenStore) -> Reply:

@@ -50,6 +50,11 @@ def _vault_in_effect(ctx: typer.Context, vault: Path | None) -> Path | None:
     return given[0] if given else None
 
 
+def same_folder(one: Path, other: Path) -> bool:
+    """Say whether two paths typed on the command line name the same folder."""
+    return os.path.realpath(os.path.expanduser(one)) == os.path.realpath(os.path.expanduser(other))
+
+
 T = TypeVar("T")
 
 

@@ -127,7 +127,8 @@ def check_edit(draft: Draft, data: bytes) -> Memory:
     before = draft.before
     if after.problem:
         kinds = f" (kinds: {', '.join(KINDS)})" if "kind" in after.problem else ""
-        raise InvalidInputError(f"front matter: {after.problem}{kinds}")
+        named = "front matter" in after.problem  # "malformed YAML front matter: …"
+        raise InvalidInputError(f"{'' if named else 'front matter: '}{after.problem}{kinds}")
     if before.has_front_matter and not after.has_front_matter:
         raise InvalidInputError(
             "the front matter is gone; keep the block between the two '---' lines at the top"

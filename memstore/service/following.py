@@ -241,6 +241,9 @@ def _clone_into(store: Store, team: Team, target: Path) -> None:
     if done.returncode != 0:
         reason = (done.stderr.strip().splitlines() or ["git clone failed"])[-1]
         raise SyncError(f"cannot clone team vault {team.name!r} from {team.url}: {reason}")
+    # A bare repository whose HEAD names a branch nobody pushed (`git init --bare` names
+    # master; the team pushed main by hand) clones with nothing checked out: take its branch
+    GitRepo.open(target).adopt_remote_branch()
     if not has_vault_mark(_read(target / ".gitattributes")):
         raise InvalidInputError(
             f"{team.url} is not a memstore vault (its .gitattributes does not send *.md to "

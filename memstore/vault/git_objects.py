@@ -24,6 +24,20 @@ TREE_MODE = 0o040000
 FALLBACK_IDENTITY = {"user.name": "memstore", "user.email": "memstore@localhost"}
 
 
+def take_back_stand_in(config: Any) -> list[str]:
+    """Remove the stand-in identity from .git/config where the person has their own at
+    another level (global, system); return what was removed, as `key=value removed (…)`."""
+    local_level = _pygit2().enums.ConfigLevel.LOCAL  # the repository's own .git/config
+    local = {entry.name for entry in config if entry.level == local_level}
+    others = {entry.name for entry in config if entry.level != local_level}
+    removed = []
+    for key, value in FALLBACK_IDENTITY.items():
+        if key in others and key in local and str(config[key]) == value:
+            del config[key]
+            removed.append(f"{key}={value} removed (yours applies)")
+    return removed
+
+
 def text_paths(paths: Iterable[str]) -> list[str]:
     """Return the paths that are UTF-8 text; say in one line which are not (left uncommitted:
     no commit message, id or index can hold their bytes)."""
@@ -123,7 +137,13 @@ class GitObjects:
     def _signature(self) -> Any:
         pygit2 = objects()
         try:
-            return self._repo.default_signature
+            signature = self._repo.default_signature
+            # The stand-in in .git/config would hide an identity set since: commit as the
+            # person from now on, not only after the next sync or `remote add`
+            stand_in = (signature.name, signature.email) == tuple(FALLBACK_IDENTITY.values())
+            if stand_in and take_back_stand_in(self._repo.config):
+                signature = self._repo.default_signature
+            return signature
         except (KeyError, pygit2.GitError):
             return pygit2.Signature(FALLBACK_IDENTITY["user.name"], FALLBACK_IDENTITY["user.email"])
 

@@ -7,7 +7,7 @@ import shlex
 from typing import Any
 
 from memstore.core.errors import VaultError
-from memstore.vault.git_objects import FALLBACK_IDENTITY, GitObjects, _pygit2
+from memstore.vault.git_objects import FALLBACK_IDENTITY, GitObjects, _pygit2, take_back_stand_in
 
 
 class GitSetup(GitObjects):
@@ -156,7 +156,4 @@ def _prepare_identity(config: Any, local: set[str], others: set[str]) -> list[st
         if key not in others and key not in local:
             config[key] = value
             changed.append(f"{key}={value} (you have none)")
-        elif key in others and key in local and str(config[key]) == value:
-            del config[key]
-            changed.append(f"{key}={value} removed (yours applies)")
-    return changed
+    return changed + take_back_stand_in(config)

@@ -207,9 +207,17 @@ def test_add_makes_the_default_vault_and_an_initialized_one_elsewhere_works(
     done = run("add", "upload 413 is nginx")  # no MEMSTORE_VAULT: ~/memstore
     assert done.returncode == 0, done.stderr
     assert head(hermetic / "memstore")
+    # said once, on stderr: a person who never ran init learns where their memories are
+    assert done.stderr == (
+        f"made the vault {hermetic / 'memstore'} (a git repository of your memories); "
+        "'memstore init' prints the lines to paste into CLAUDE.md or AGENTS.md\n"
+    )
+    again = run("add", "staging deploys need approval", "--json")
+    assert again.returncode == 0 and again.stderr == "", again.stderr
     elsewhere = tmp_path / "work-memory"
     assert run("init", str(elsewhere)).returncode == 0
-    assert run("add", "deploys on Tuesdays", MEMSTORE_VAULT=str(elsewhere)).returncode == 0
+    there = run("add", "deploys on Tuesdays", MEMSTORE_VAULT=str(elsewhere))
+    assert there.returncode == 0 and there.stderr == "", there.stderr
 
 
 def test_store_open_with_create_makes_only_the_default_vault(

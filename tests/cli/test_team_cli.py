@@ -62,6 +62,28 @@ def test_join_list_search_and_leave(tmp_path: Path, hermetic: Path) -> None:
     assert gone.returncode == 1 and "memstore team list" in gone.stderr
 
 
+def test_join_takes_the_branch_of_a_remote_whose_head_names_none(tmp_path: Path) -> None:
+    # `git init --bare` (HEAD: master) and the team's main pushed by hand: git's clone checks
+    # out nothing, and join said "not a memstore vault (its .gitattributes …)"
+    remote = team_remote(tmp_path, "acme")
+    subprocess.run(["git", "--git-dir", str(remote), "symbolic-ref", "HEAD", "refs/heads/master"])
+    vault = tmp_path / "vault"
+    assert invoke_memstore("init", str(vault)).returncode == 0
+    joined = invoke_memstore("team", "join", "acme", str(remote), vault=vault)
+    assert joined.returncode == 0, joined.stderr
+    found = invoke_memstore("search", "nginx 413", "--all", vault=vault)
+    assert " acme:webshop · note · " in found.stdout, found.stdout
+    [row] = json.loads(invoke_memstore("team", "list", "--json", vault=vault).stdout)
+    assert row["memories"] == 2
+    git = ["git", "-C", row["path"]]
+    assert (
+        subprocess.run(
+            [*git, "rev-parse", "--abbrev-ref", "HEAD"], capture_output=True, text=True
+        ).stdout
+        == "main\n"
+    )
+
+
 def test_sync_pulls_each_team_and_an_unreachable_one_is_one_line(tmp_path: Path) -> None:
     vault = tmp_path / "vault"
     invoke_memstore("init", str(vault))

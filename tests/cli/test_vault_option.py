@@ -367,6 +367,21 @@ def test_a_group_and_its_command_naming_two_vaults_is_refused(tmp_path: Path) ->
     assert snapshot(first, second) == before
 
 
+def test_init_given_a_path_and_another_vault_makes_neither(tmp_path: Path) -> None:
+    # `memstore init A --vault B` made A and said nothing of B
+    first, second = tmp_path / "a", tmp_path / "b"
+    for line in (
+        ["init", str(first), "--vault", str(second)],
+        ["--vault", str(second), "init", str(first)],
+    ):
+        done = invoke_memstore(*line)
+        assert done.returncode == 2, done.stderr
+        assert f"names {second}, but PATH names {first}" in done.stderr
+        assert not first.exists() and not second.exists()
+    done = invoke_memstore("init", str(first), "--vault", f"{first}/")  # the same folder
+    assert done.returncode == 0 and (first / ".git").is_dir(), done.stderr
+
+
 def test_hook_takes_its_options_before_or_after_the_event() -> None:
     assert set(HOOK_EVENTS) == set(EVENTS)
     assert event_first(["--vault", "/v", "--source", "x", "prompt"]) == [
@@ -461,6 +476,29 @@ def test_an_add_from_inside_another_vault_is_refused_naming_both(
     assert there.returncode == 0 and git(other, "rev-parse", "HEAD") != before[other]
     chosen = run(*args, "-w", "infra", vault=used, cwd=where)
     assert chosen.returncode == 0 and (used / "infra").is_dir(), chosen.stderr
+
+
+def test_a_search_from_inside_another_vault_names_both_on_stderr(tmp_path: Path) -> None:
+    """Found by the thirteenth session's trial: in ~/work-vault, `memstore search wireguard`
+    read the default vault's workspace `work-vault` (none) and said only "No memory
+    matches"; the lean path and typer's (--as-of) both say which vault they read."""
+    used, other = tmp_path / "memstore", tmp_path / "work-vault"
+    for folder in (used, other):
+        assert invoke_memstore("init", str(folder)).returncode == 0
+    added = invoke_memstore("add", "the vpn is wireguard", "--vault", str(other), cwd=other)
+    assert added.returncode == 0, added.stderr
+    note = (
+        f"note: this folder is in the vault {other}, but memstore searched {used}; pass "
+        f"--vault {other} (or export MEMSTORE_VAULT={other}) to search there\n"
+    )
+    for extra in ([], ["--as-of", "2099-01-01"]):  # the lean path, and typer's
+        done = invoke_memstore("search", "wireguard", *extra, vault=used, cwd=other)
+        assert done.returncode == 0 and done.stderr == note, done.stderr
+    for chosen in (["-w", "infra"], ["--all"], ["--vault", str(other)]):
+        done = invoke_memstore("search", "wireguard", *chosen, vault=used, cwd=other)
+        assert done.returncode == 0 and "note: this folder" not in done.stderr, done.stderr
+    found = invoke_memstore("search", "wireguard", "--vault", str(other), cwd=other)
+    assert "the vpn is wireguard" in found.stdout
 
 
 def _run_executable(

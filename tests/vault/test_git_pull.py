@@ -195,6 +195,24 @@ def test_the_stand_in_identity_goes_once_the_person_has_one(
     assert ok(sh(bare_env, vault, "git", "var", "GIT_COMMITTER_IDENT")).startswith("Ada ")
 
 
+def test_memstores_own_commits_are_the_persons_once_they_set_an_identity(
+    tmp_path: Path, bare_env: dict[str, str]
+) -> None:
+    # A new user who skipped the README's `git config --global user.name` line and set it
+    # later: the stand-in must not keep authoring their adds and edits until a sync
+    env = bare_env
+    vault = Path(env["HOME"]) / "memstore"  # the first add makes the default vault
+    ok(sh(env, tmp_path, "memstore", "add", "the first memory, before any identity"))
+    assert git(vault, "log", "-1", "--format=%an <%ae>") == "memstore <memstore@localhost>\n"
+    ok(sh(env, tmp_path, "git", "config", "--global", "user.name", "Ada"))
+    ok(sh(env, tmp_path, "git", "config", "--global", "user.email", "ada@example.com"))
+    ok(sh(env, tmp_path, "memstore", "add", "the second memory, after the identity"))
+    assert git(vault, "log", "-1", "--format=%an <%ae> %cn") == "Ada <ada@example.com> Ada\n"
+    assert "user." not in git(vault, "config", "--local", "--list")
+    ok(sh(env, vault, "git", "commit", "-q", "--allow-empty", "-m", "by hand"))
+    assert git(vault, "log", "-1", "--format=%an") == "Ada\n"  # plain git too
+
+
 def test_sync_sets_up_plain_git_in_a_vault_made_before(tmp_path: Path) -> None:
     remote, vault = tmp_path / "memory.git", tmp_path / "v"
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
