@@ -7,6 +7,7 @@ Nothing here ever force-pushes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -22,7 +23,8 @@ from memstore.core.errors import InvalidInputError, SyncError
 TIMEOUT_S = 120
 END_WAIT_S = 5.0  # for a killed git's pipes to close (a child of git's may hold them)
 # .git/<PRUNES>: how many prunes ran (a purge's), and its .lock: held shared by a writer of
-# objects beside the vault lock, exclusive by a prune (which waits at most OBJECTS_WAIT_S)
+# objects beside the vault lock (the counter flush's build, a fetch), exclusive by a prune
+# (which waits at most OBJECTS_WAIT_S, then refuses: never run beside them)
 PRUNES = "memstore-prunes"
 OBJECTS_WAIT_S = 60.0
 GC_AUTO = 6700  # git's default gc.auto: past about this many loose objects, `git gc --auto` packs
@@ -167,8 +169,14 @@ def remove_remote(root: Path, name: str, env: Mapping[str, str]) -> None:
 
 
 def fetch(root: Path, name: str, env: Mapping[str, str]) -> None:
-    """Fetch remote `name` into refs/remotes/<name>/*."""
-    done = run_git(root, ["fetch", "--quiet", "--no-tags", name], env)
+    """Fetch remote `name` into refs/remotes/<name>/*, a purge's prune held off meanwhile
+    (`writing_objects`: a fetch writes objects before the ref that makes them reachable)."""
+    from memstore.vault.locks import held_within
+
+    with held_within(_prunes_lock(root), False, OBJECTS_WAIT_S) as held:
+        if not held:
+            raise SyncError(_pruning(root))
+        done = run_git(root, ["fetch", "--quiet", "--no-tags", name], env)
     if done.returncode != 0:
         raise _classify(done.stderr, name, remote_url(root, name, env), "fetch from")
 
@@ -183,17 +191,35 @@ class Fetching:
     """A `git fetch` started in the background (`start_fetch`); `wait` for its outcome."""
 
     def __init__(self, root: Path, name: str, env: Mapping[str, str]) -> None:
+        from memstore.vault.locks import held_within
+
         self.root, self.name, self.env = root, name, env
         self.started = time.monotonic()
+        self.process: subprocess.Popen[str] | None = None
+        # A purge's prune (`git gc --prune=now`) deletes objects no ref reaches yet: the ones
+        # a fetch has written before it moves refs/remotes/*. It is held off while the fetch
+        # runs; with one under way the fetch starts later, in `wait` (as `fetch`).
+        self._objects = contextlib.ExitStack()
+        self.later = not self._objects.enter_context(held_within(_prunes_lock(root), False, 0))
+        if self.later:
+            self._objects.close()
+            return
         try:
-            self.process: subprocess.Popen[str] | None = _start_git(
-                root, [*_BESIDE, "fetch", "--quiet", "--no-tags", name], env
-            )
+            self.process = _start_git(root, [*_BESIDE, "fetch", "--quiet", "--no-tags", name], env)
         except FileNotFoundError:
             self.process = None
 
     def wait(self) -> None:
         """Wait for the fetch (at most `TIMEOUT_S` from its start); raise as `fetch` does."""
+        try:
+            self._wait()
+        finally:
+            self._objects.close()
+
+    def _wait(self) -> None:
+        if self.later:
+            fetch(self.root, self.name, self.env)
+            return
         if self.process is None:
             raise SyncError("git is not installed; memstore sync and gc need the git command")
         left = max(0.0, TIMEOUT_S - (time.monotonic() - self.started))
@@ -211,8 +237,11 @@ class Fetching:
 
     def stop(self) -> None:
         """End the fetch if it still runs (the sync failed before it needed it)."""
-        if self.process is not None:
-            _end(self.process)
+        try:
+            if self.process is not None:
+                _end(self.process)
+        finally:
+            self._objects.close()
 
 
 def _end(process: subprocess.Popen[str]) -> None:
@@ -368,7 +397,15 @@ def prune_unreachable(root: Path, env: Mapping[str, str]) -> None:
     build) are written first; one that starts after sees this prune and writes nothing."""
     from memstore.vault.locks import held_within
 
-    with held_within(root / ".git" / f"{PRUNES}.lock", True, OBJECTS_WAIT_S):
+    with held_within(_prunes_lock(root), True, OBJECTS_WAIT_S) as held:
+        if not held:  # run now, it could delete what a fetch has not made reachable yet
+            raise SyncError(
+                f"cannot prune the unreachable git objects of {root}: another memstore "
+                f"process (a sync's fetch, a recall-count flush) has been writing objects "
+                f"for over {OBJECTS_WAIT_S:.0f} s; the rewritten history stands, but its old "
+                f"objects (the purged text) stay until you run 'git -C {shlex.quote(str(root))} "
+                "gc --prune=now' once that process is done"
+            )
         (root / ".git" / PRUNES).write_text(f"{prunes_run(root) + 1}\n", encoding="utf-8")
         for args in (
             ["reflog", "expire", "--expire=now", "--all"],
@@ -395,8 +432,19 @@ def writing_objects(root: Path, prunes: int) -> Iterator[bool]:
     hold purged text, and an object written after the prune would keep it on disk."""
     from memstore.vault.locks import held_within
 
-    with held_within(root / ".git" / f"{PRUNES}.lock", False, OBJECTS_WAIT_S) as held:
+    with held_within(_prunes_lock(root), False, OBJECTS_WAIT_S) as held:
         yield held and prunes_run(root) == prunes
+
+
+def _prunes_lock(root: Path) -> Path:
+    return root / ".git" / f"{PRUNES}.lock"
+
+
+def _pruning(root: Path) -> str:
+    return (
+        f"a purge has been pruning git's objects in {root} for over {OBJECTS_WAIT_S:.0f} s; "
+        "nothing was fetched and your commits are kept: run 'memstore sync' again when it ends"
+    )
 
 
 @dataclass(frozen=True)
