@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import marshal
 import mmap
+import operator
 import os
 import struct
 import sys
@@ -37,6 +38,7 @@ import zlib
 from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -180,12 +182,11 @@ class Sidecar:
         starts, last, heaviest = self._headers(blocks_at, nblocks)
         if starts[0] != 0 or starts[-1] != count or last[-1] != last_id:
             return False
-        buf = self.buf
-        for n in range(nblocks):
-            if starts[n + 1] <= starts[n]:
-                return False
-            if _INT.unpack_from(buf, at + 4 * starts[n + 1] - 4)[0] != last[n]:
-                return False
+        if not all(map(operator.lt, starts, islice(starts, 1, None))):
+            return False
+        ids = self.buf[at : at + 4 * count].cast("i")  # native order: _LITTLE, as `of` asks
+        if array("i", [ids[end - 1] for end in islice(starts, 1, None)]) != last:
+            return False
         return _float32(max(heaviest)) == _float32(maximum)
 
     def _headers(self, position: int, nblocks: int) -> tuple[array[int], array[int], array[float]]:
