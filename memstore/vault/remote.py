@@ -406,7 +406,11 @@ def prune_unreachable(root: Path, env: Mapping[str, str]) -> None:
                 f"objects (the purged text) stay until you run 'git -C {shlex.quote(str(root))} "
                 "gc --prune=now' once that process is done"
             )
-        (root / ".git" / PRUNES).write_text(f"{prunes_run(root) + 1}\n", encoding="utf-8")
+        # renamed over, never torn: a count read as 0 again could equal one a writer read
+        count = root / ".git" / PRUNES
+        scratch = count.with_name(f".{PRUNES}.tmp-{os.getpid()}")
+        scratch.write_text(f"{prunes_run(root) + 1}\n", encoding="utf-8")
+        os.replace(scratch, count)
         for args in (
             ["reflog", "expire", "--expire=now", "--all"],
             ["gc", "--quiet", "--prune=now"],
