@@ -7,7 +7,6 @@ Nothing here ever force-pushes.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shlex
@@ -75,11 +74,14 @@ def _command(args: list[str]) -> str:
     return next(named, args[0] if args else "")
 
 
-def _start_git(root: Path, args: list[str], env: Mapping[str, str]) -> subprocess.Popen[str]:
+def _start_git(
+    root: Path, args: list[str], env: Mapping[str, str], pass_fds: tuple[int, ...] = ()
+) -> subprocess.Popen[str]:
     """Start git in `root` as `run_git` runs it (no prompt, C messages), its output piped."""
     return subprocess.Popen(
         ["git", *args],
         cwd=root,
+        pass_fds=pass_fds,
         env={**env, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -191,32 +193,31 @@ class Fetching:
     """A `git fetch` started in the background (`start_fetch`); `wait` for its outcome."""
 
     def __init__(self, root: Path, name: str, env: Mapping[str, str]) -> None:
-        from memstore.vault.locks import held_within
+        from memstore.vault.locks import shared_within
 
         self.root, self.name, self.env = root, name, env
         self.started = time.monotonic()
         self.process: subprocess.Popen[str] | None = None
         # A purge's prune (`git gc --prune=now`) deletes objects no ref reaches yet: the ones
-        # a fetch has written before it moves refs/remotes/*. It is held off while the fetch
-        # runs; with one under way the fetch starts later, in `wait` (as `fetch`).
-        self._objects = contextlib.ExitStack()
-        self.later = not self._objects.enter_context(held_within(_prunes_lock(root), False, 0))
-        if self.later:
-            self._objects.close()
+        # a fetch has written before it moves refs/remotes/*. Git holds the prunes' lock
+        # shared for its life (its descriptor passed on): not this object's, or a sync
+        # waiting for the vault lock a purge holds would hold that purge's prune off. With
+        # a prune under way the fetch starts later, in `wait` (as `fetch`).
+        held = shared_within(_prunes_lock(root), 0)
+        self.later = held is None
+        if held is None:
             return
         try:
-            self.process = _start_git(root, [*_BESIDE, "fetch", "--quiet", "--no-tags", name], env)
+            self.process = _start_git(
+                root, [*_BESIDE, "fetch", "--quiet", "--no-tags", name], env, (held.fileno(),)
+            )
         except FileNotFoundError:
             self.process = None
+        finally:
+            held.close()
 
     def wait(self) -> None:
         """Wait for the fetch (at most `TIMEOUT_S` from its start); raise as `fetch` does."""
-        try:
-            self._wait()
-        finally:
-            self._objects.close()
-
-    def _wait(self) -> None:
         if self.later:
             fetch(self.root, self.name, self.env)
             return
@@ -237,11 +238,8 @@ class Fetching:
 
     def stop(self) -> None:
         """End the fetch if it still runs (the sync failed before it needed it)."""
-        try:
-            if self.process is not None:
-                _end(self.process)
-        finally:
-            self._objects.close()
+        if self.process is not None:
+            _end(self.process)
 
 
 def _end(process: subprocess.Popen[str]) -> None:

@@ -107,3 +107,21 @@ def test_a_fetch_waits_for_a_prune_under_way_and_says_so_past_its_bound(
     later = remote.start_fetch(clone, "origin", env)
     later.wait()
     assert git(clone, "rev-parse", "refs/remotes/origin/main").strip() == theirs
+
+
+def test_a_fetchs_hold_on_git_objects_ends_with_its_git_not_with_its_wait(
+    behind: tuple[Path, Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a sync's early fetch is waited for only after the sync takes the vault lock; a purge
+    # holding that lock waits for the fetch's hold to end: it must end when git does
+    clone, folder, theirs = behind
+    (folder / "release").touch()
+    fetching = remote.start_fetch(clone, "origin", dict(os.environ))
+    assert fetching.process is not None
+    wait_until(lambda: fetching.process.poll() is not None, BOUND_S, "git fetch never ended")  # type: ignore[union-attr]
+    monkeypatch.setattr(remote, "OBJECTS_WAIT_S", 5.0)
+    remote.prune_unreachable(clone, dict(os.environ))  # before: refused after 5 s
+    assert remote.prunes_run(clone) == 1
+    fetching.wait()
+    assert git(clone, "rev-parse", "refs/remotes/origin/main").strip() == theirs
+    git(clone, "fsck", "--no-progress")
