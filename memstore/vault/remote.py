@@ -402,7 +402,8 @@ def prune_unreachable(root: Path, env: Mapping[str, str]) -> None:
                 f"process (a sync's fetch, a recall-count flush) has been writing objects "
                 f"for over {OBJECTS_WAIT_S:.0f} s; the rewritten history stands, but its old "
                 f"objects (the purged text) stay until you run 'git -C {shlex.quote(str(root))} "
-                "gc --prune=now' once that process is done"
+                "gc --prune=now' and 'memstore reindex' (the index's old segments hold it too) "
+                "once that process is done"
             )
         # renamed over, never torn: a count read as 0 again could equal one a writer read
         count = root / ".git" / PRUNES

@@ -62,7 +62,7 @@ def test_a_prune_never_runs_beside_a_fetch_under_way(
     try:
         wait_until(lambda: (folder / "started").exists(), BOUND_S, "the fetch never started")
         monkeypatch.setattr(remote, "OBJECTS_WAIT_S", 0.2)
-        with pytest.raises(SyncError, match=r"gc --prune=now' once that process is done"):
+        with pytest.raises(SyncError, match=r"gc --prune=now' and 'memstore reindex'"):
             remote.prune_unreachable(clone, env)  # before: it ran, beside the fetch
         assert remote.prunes_run(clone) == 0
         monkeypatch.setattr(remote, "OBJECTS_WAIT_S", BOUND_S)
