@@ -61,18 +61,27 @@ def distinct(hits: Iterable[Hit], limit: int = 0) -> list[Hit]:
 
 _TEST_FOLDERS = frozenset({"test", "tests", "testing", "__tests__", "spec", "specs"})
 _TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures"})
+# Modules that exist for tests, whatever folder they sit in: pytest's fixtures (conftest.py),
+# a test module named for the tests alone (Django's tests.py), a package's support for its
+# users' tests (click's testing.py, starlette's testclient.py: a client that fakes requests
+# holds the words of every request question).
+_TEST_MODULES = frozenset(
+    {"conftest", "test", "tests", "testing", "testclient", "testutils", "testutil", "testlib"}
+)
 
 
 @functools.lru_cache(maxsize=4096)
 def _is_test(ref: str) -> bool:
-    """Say whether a chunk is in a test file: a test folder, or a name as test runners
-    find them (test_x.py, x_test.go, x.test.ts, x.spec.js, XTest.java)."""
+    """Say whether a chunk is in a test file: a test folder, a name as test runners
+    find them (test_x.py, x_test.go, x.test.ts, x.spec.js, XTest.java), or a module that
+    exists for tests (conftest.py, tests.py, testing.py, testclient.py)."""
     path = PurePosixPath(ref.rpartition(":")[0] or ref)
     if _TEST_FOLDERS & {part.lower() for part in path.parts[:-1]}:
         return True
     stem = path.name.split(".", 1)[0]
     return (
-        stem.startswith("test_")
+        stem.lower() in _TEST_MODULES
+        or stem.startswith("test_")
         or stem.endswith(("_test", "Test", "Tests"))
         or ".test." in path.name
         or ".spec." in path.name

@@ -6,13 +6,14 @@ A standalone script, not a pytest module:
 
     python tests/benchmarks/bench_code_confidence.py [--json out.json] [--vault DIR]
 
-Three trees are copied and ingested into one fresh vault, each into a workspace of its own:
+Nine trees are copied and ingested into one fresh vault, each into a workspace of its own:
 Python's standard library (`sysconfig.get_paths()["stdlib"]`, without its installed
 packages, its test folder included) as `stdlib`, the installed `click` package as `click`,
 the installed `pip` package (its vendored libraries included) as `pip`, the installed
 `rich` package as `rich`, the installed `starlette` package as `starlette`, the installed
-`markdown_it` package as `markdown_it`, the installed `uvicorn` package as `uvicorn` and the
-installed `watchdog` package as `watchdog`. Nine question sets are asked, each in its tree's workspace, k=5:
+`markdown_it` package as `markdown_it`, the installed `uvicorn` package as `uvicorn`, the
+installed `watchdog` package as `watchdog` and the installed `tqdm` package as `tqdm`. Ten
+question sets are asked, each in its tree's workspace, k=5:
 
   * tests/data/code-questions.json: questions written as people ask agents, each with the
     functions that answer it, plus off-corpus questions (code not in that tree, or not a
@@ -30,6 +31,8 @@ installed `watchdog` package as `watchdog`. Nine question sets are asked, each i
     committed before any ranker ran on it (46 answerable, 12 off-corpus);
   * tests/data/code-questions-watchdog.json: the twelfth session's held-out check over
     watchdog, committed before any ranker ran on it (50 answerable, 12 off-corpus);
+  * tests/data/code-questions-tqdm.json: the thirteenth session's held-out check over tqdm,
+    committed before any change of that session (36 answerable, 10 off-corpus);
   * tests/data/code-questions-named.json: 20 questions that name a definition as code
     (`inspect.getsourcelines`, `Context.ensure_object`) over the standard library and click,
     written with the change that reads such names (a demonstration, not held out).
@@ -42,6 +45,8 @@ confident hit), and the CPU time of a search (time.process_time: the machine is 
 
 `--vault DIR` keeps the ingested vault in DIR and reuses it on the next run (ingesting the
 standard library takes a minute or two); `--rows` prints every question's first hit;
+`--wrong` prints every confident first hit that does not answer, with whether the answer is
+in the same file and where it ranks among the hits shown (`wrong_confident` in the JSON);
 `--semantic` searches with the semantic view on (the `semantic` extra: weak code hits
 ordered again by code_semantic.py; the model loads before the first search is timed).
 """
@@ -77,6 +82,7 @@ HELD_OUT_STARLETTE = QUESTIONS.with_name("code-questions-starlette.json")  # the
 HELD_OUT_MARKDOWN = QUESTIONS.with_name("code-questions-markdown.json")  # the ninth's
 HELD_OUT_UVICORN = QUESTIONS.with_name("code-questions-uvicorn.json")  # the tenth's
 HELD_OUT_WATCHDOG = QUESTIONS.with_name("code-questions-watchdog.json")  # the twelfth's
+HELD_OUT_TQDM = QUESTIONS.with_name("code-questions-tqdm.json")  # the thirteenth's
 NAMED = QUESTIONS.with_name("code-questions-named.json")  # names spelled as code
 SETS = (
     "own",
@@ -87,6 +93,7 @@ SETS = (
     "markdown",
     "uvicorn",
     "watchdog",
+    "tqdm",
     "named",
 )
 K = 5
@@ -99,6 +106,7 @@ def trees() -> dict[str, Path]:
     import pip
     import rich
     import starlette
+    import tqdm
     import uvicorn
     import watchdog
 
@@ -111,6 +119,7 @@ def trees() -> dict[str, Path]:
         "markdown_it": Path(markdown_it.__file__).resolve().parent,
         "uvicorn": Path(uvicorn.__file__).resolve().parent,
         "watchdog": Path(watchdog.__file__).resolve().parent,
+        "tqdm": Path(tqdm.__file__).resolve().parent,
     }
 
 
@@ -157,6 +166,7 @@ def load_questions() -> list[dict[str, Any]]:
     markdown = json.loads(HELD_OUT_MARKDOWN.read_text(encoding="utf-8"))["questions"]
     uvicorn = json.loads(HELD_OUT_UVICORN.read_text(encoding="utf-8"))["questions"]
     watchdog = json.loads(HELD_OUT_WATCHDOG.read_text(encoding="utf-8"))["questions"]
+    tqdm = json.loads(HELD_OUT_TQDM.read_text(encoding="utf-8"))["questions"]
     named = json.loads(NAMED.read_text(encoding="utf-8"))["questions"]
     return (
         [{**q, "set": "own"} for q in own]
@@ -170,6 +180,7 @@ def load_questions() -> list[dict[str, Any]]:
         + [{**q, "set": "markdown"} for q in markdown]
         + [{**q, "set": "uvicorn"} for q in uvicorn]
         + [{**q, "set": "watchdog"} for q in watchdog]
+        + [{**q, "set": "tqdm"} for q in tqdm]
         + [{**q, "set": "named"} for q in named]
     )
 
@@ -206,6 +217,7 @@ def ask(store: Store, question: dict[str, Any], root: Path) -> dict[str, Any]:
         "confident": [not h.weak for h in hits],
         "right": right,
         "top": hits[0].content.partition("\n")[0] if hits else "",
+        "same_file": bool(hits) and bc.parse_ref(hits[0].path)[0] in spans,
         "cpu_ms": cpu_ms,
     }
 
@@ -242,7 +254,26 @@ def figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def run(vault: Path, show_rows: bool, semantic: bool = False) -> dict[str, Any]:
+def wrong_confident(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every answerable question whose first hit is confident and does not answer: where the
+    answer is (the first hit's file or another) and its rank among the hits shown (0: none)."""
+    return [
+        {
+            "set": r["set"],
+            "question": r["question"],
+            "top": r["top"],
+            "answer": "same file" if r["same_file"] else "another file",
+            "answer_rank": r["rank"],
+        }
+        for r in rows
+        if r["answerable"] and r["found_in_source"]
+        if r["confident"][:1] == [True] and not r["right"][0]
+    ]
+
+
+def run(
+    vault: Path, show_rows: bool, semantic: bool = False, show_wrong: bool = False
+) -> dict[str, Any]:
     roots = {ws: vault.parent / f"tree-{ws}" for ws in trees()}
     settings = Settings(
         vault=vault,
@@ -262,8 +293,15 @@ def run(vault: Path, show_rows: bool, semantic: bool = False) -> dict[str, Any]:
             print(
                 f"{r['set'][:5]} {mark} rank={r['rank']} {r['question'][:60]!r:64} {r['top'][:70]}"
             )
+    if show_wrong:
+        for w in wrong_confident(rows):
+            print(
+                f"{w['set'][:5]} {w['question'][:60]!r:64} {w['top'][:60]} "
+                f"(answer: {w['answer']}, rank {w['answer_rank'] or '>5'})"
+            )
     return {
         **{name: figures([r for r in rows if r["set"] == name]) for name in SETS},
+        "wrong_confident": wrong_confident(rows),
         "unanswerable": [
             r["question"] for r in rows if r["answerable"] and not r["found_in_source"]
         ],
@@ -276,6 +314,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     parser.add_argument("--rows", action="store_true", help="print each question's first hit")
     parser.add_argument("--semantic", action="store_true", help="with the semantic view on")
+    parser.add_argument(
+        "--wrong", action="store_true", help="print each confident first hit that is wrong"
+    )
     args = parser.parse_args(argv)
     tmp = None
     if args.vault is None:
@@ -285,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         vault = args.vault.resolve()
     try:
         built = build_vault(vault)  # the trees a kept vault lacks
-        result = {"ingest": built, **run(vault, args.rows, args.semantic)}
+        result = {"ingest": built, **run(vault, args.rows, args.semantic, args.wrong)}
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
