@@ -23,10 +23,23 @@ from whoosh.analysis import (
     Token,
 )
 from whoosh.lang import porter2
-from whoosh.support.charset import accent_map
+from whoosh.support.charset import accent_map as _whoosh_accent_map
 
 from .inflections import base_form
 from .stopwords import FUNCTION_WORDS, KEPT, LANGUAGES
+
+# How accents are folded, at index and query time alike: Whoosh's map (a letter without its
+# marks), with the letters a writer spells out in two when the key lacks them, as German
+# writes "Grösse" or "Grosse" for "Größe" (Whoosh gave ß → "s": "grose" matched neither)
+# and the ligatures Whoosh leaves as they are. A change here changes the index's terms:
+# memory_manifest.FORMAT and code_manifest.SCHEMA are bumped with it (a rebuild).
+accent_map = {
+    **_whoosh_accent_map,
+    **{ord(k): v for k, v in {"ß": "ss", "ẞ": "ss", "æ": "ae", "Æ": "ae", "œ": "oe",
+                               "Œ": "oe", "þ": "th", "Þ": "th", "ĳ": "ij", "Ĳ": "ij",
+                               "ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl",
+                               "ﬅ": "st", "ﬆ": "st"}.items()},
+}  # fmt: skip
 
 # Whoosh's English stop words plus the question words, pronouns and auxiliaries that
 # people and agents put in prompts ("why does X fail?"): with them, a strict all-terms

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import marshal
 import mmap
+import operator
 import os
 import struct
 import sys
@@ -37,8 +38,11 @@ import zlib
 from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any
+
+from whoosh.reading import TermNotFound
 
 from .postings import Blocks, Postings, whoosh_blocks, whoosh_postings
 
@@ -95,16 +99,110 @@ def _runs(which: Iterable[int], starts: array[int]) -> Iterable[tuple[int, int]]
 
 
 class Sidecar:
-    """One segment's sidecar, mapped: its terms' flat posting lists."""
+    """One segment's sidecar, mapped: its terms' flat posting lists.
 
-    def __init__(self, buf: memoryview, directory: dict[tuple[str, str], Entry]) -> None:
+    The directory's checksum says it was written whole, not that its numbers are right: each
+    term's entry is checked before its first read (`_entry`) against the file's layout and
+    its segment's own term info (count, first and last document, heaviest weight); a term
+    whose entry does not check is read from Whoosh's list (never a crash, never a wrong list).
+    """
+
+    def __init__(
+        self,
+        buf: memoryview,
+        directory: dict[tuple[str, str], Entry],
+        *,
+        end: int | None = None,
+        info: Callable[[str, str], Any] | None = None,
+    ) -> None:
         self.buf = buf
         self.directory = directory
+        self.end = len(buf) if end is None else end  # where the postings end (the directory)
+        self.info = info  # (field, text) -> the segment's term info (None: not checked)
+        self._checked: dict[tuple[str, str], Entry | None] = {}
+
+    def _entry(self, fieldname: str, text: str) -> Entry | None:
+        """Return the term's entry if it checks (None: absent, or Whoosh's list is read)."""
+        key = (fieldname, text)
+        try:
+            return self._checked[key]
+        except KeyError:
+            pass
+        entry = self.directory.get(key)
+        found = entry if entry is not None and self._checks(key, entry) else None
+        self._checked[key] = found
+        return found
+
+    def _checks(self, key: tuple[str, str], entry: object) -> bool:
+        """Say whether an entry lies where a writer puts it and agrees with the segment's
+        term info (a directory of wrong numbers, whatever its checksum, is not read)."""
+        if not (
+            isinstance(entry, tuple)
+            and len(entry) == 6
+            and all(type(v) is int for i, v in enumerate(entry) if i != 3)
+            and type(entry[3]) is float
+        ):
+            return False
+        at, count, weights_at, weight, blocks_at, nblocks = entry
+        end = at + 4 * count
+        if weights_at >= 0:
+            if weights_at != end:
+                return False
+            end += 4 * count
+        elif weights_at != -1:
+            return False
+        if not (
+            at >= _HEADER.size
+            and at % 8 == 0
+            and 1 <= nblocks <= count
+            and blocks_at == end + (-end % 8)
+            and blocks_at + 17 * nblocks + 4 <= self.end
+        ):
+            return False
+        if self.info is None:
+            return True
+        try:
+            info = self.info(*key)
+            maximum = info.max_weight()
+            agrees = (
+                info.doc_frequency() == count
+                and _INT.unpack_from(self.buf, at)[0] == info.min_id()
+                and _INT.unpack_from(self.buf, at + 4 * count - 4)[0] == info.max_id()
+            )
+        except (TermNotFound, AttributeError, struct.error):  # Whoosh's list, then
+            return False
+        if not agrees or (weights_at < 0 and _float32(weight) != _float32(maximum)):
+            return False
+        return self._blocks_check(entry, info.max_id(), maximum)
+
+    def _blocks_check(self, entry: Entry, last_id: int, maximum: float) -> bool:
+        """Say whether a term's block headers describe its postings: starts from 0 to its
+        count, each block's last document the posting before the next block's start."""
+        at, count, _, _, blocks_at, nblocks = entry
+        starts, last, heaviest = self._headers(blocks_at, nblocks)
+        if starts[0] != 0 or starts[-1] != count or last[-1] != last_id:
+            return False
+        if not all(map(operator.lt, starts, islice(starts, 1, None))):
+            return False
+        ids = self.buf[at : at + 4 * count].cast("i")  # native order: _LITTLE, as `of` asks
+        if array("i", [ids[end - 1] for end in islice(starts, 1, None)]) != last:
+            return False
+        return _float32(max(heaviest)) == _float32(maximum)
+
+    def _headers(self, position: int, nblocks: int) -> tuple[array[int], array[int], array[float]]:
+        buf = self.buf
+        starts, last, heaviest = array("i"), array("i"), array("d")
+        starts.frombytes(buf[position : position + 4 * (nblocks + 1)])
+        position += 4 * (nblocks + 1)
+        last.frombytes(buf[position : position + 4 * nblocks])
+        position += 4 * nblocks
+        heaviest.frombytes(buf[position : position + 8 * nblocks])
+        return starts, last, heaviest
 
     def postings(self, fieldname: str, text: str) -> Postings | None:
         """Return the term's (document numbers, weights) as read_postings returns them
         (None: not kept here)."""
-        entry = self.directory.get((fieldname, text))
+        entry = self._entry(fieldname, text)
         if entry is None:
             return None
         at, count, weights_at, weight, _, _ = entry
@@ -119,21 +217,28 @@ class Sidecar:
 
     def blocks(self, fieldname: str, text: str) -> FlatBlocks | None:
         """Return the term's blocks as read_blocks describes them (None: not kept here)."""
-        entry = self.directory.get((fieldname, text))
+        entry = self._entry(fieldname, text)
         if entry is None:
             return None
         at, count, weights_at, weight, blocks_at, nblocks = entry
-        buf = self.buf
-        starts, last, heaviest = array("i"), array("i"), array("d")
-        position = blocks_at
-        starts.frombytes(buf[position : position + 4 * (nblocks + 1)])
-        position += 4 * (nblocks + 1)
-        last.frombytes(buf[position : position + 4 * nblocks])
-        position += 4 * nblocks
-        heaviest.frombytes(buf[position : position + 8 * nblocks])
-        position += 8 * nblocks
-        shortest = bytes(buf[position : position + nblocks])
-        return FlatBlocks(buf, [], last, heaviest, shortest, count, at, weights_at, weight, starts)
+        starts, last, heaviest = self._headers(blocks_at, nblocks)
+        position = blocks_at + 16 * nblocks + 4
+        shortest = bytes(self.buf[position : position + nblocks])
+        return FlatBlocks(
+            self.buf, [], last, heaviest, shortest, count, at, weights_at, weight, starts
+        )
+
+
+_INT = struct.Struct("<i")
+
+
+def _float32(value: float) -> float:
+    """Return `value` as a float32 holds it (Whoosh's term info and the weights keep those;
+    NaN, equal to nothing, for one no float32 holds)."""
+    try:
+        return float(struct.unpack("<f", struct.pack("<f", value))[0])
+    except (OverflowError, struct.error):
+        return float("nan")
 
 
 def path_of(folder: Path, segment_id: str) -> Path:
@@ -162,15 +267,25 @@ def of(segment: Any) -> Sidecar | None:
         folder = segment_folder(segment)
         if documents >= MIN_DOCS and folder is not None and _LITTLE:
             sid = str(segment._segid)
-            opened = load(path_of(folder, sid), sid, documents) or time.monotonic()
+            info = _term_info(segment)
+            opened = load(path_of(folder, sid), sid, documents, info) or time.monotonic()
         segment._memstore_flat = opened
     except AttributeError:  # not a Whoosh SegmentReader: Whoosh's lists
         return None
     return opened if isinstance(opened, Sidecar) else None
 
 
-def load(path: Path, segment_id: str, documents: int) -> Sidecar | None:
-    """Map the sidecar at `path` if it is whole and `segment_id`'s (None otherwise)."""
+def _term_info(segment: Any) -> Callable[[str, str], Any]:
+    """Return a look-up of a SegmentReader's term info (raising for a term it lacks)."""
+    terms, to_bytes = segment._terms, segment._text_to_bytes
+    return lambda fieldname, text: terms.term_info(fieldname, to_bytes(fieldname, text))
+
+
+def load(
+    path: Path, segment_id: str, documents: int, info: Callable[[str, str], Any] | None = None
+) -> Sidecar | None:
+    """Map the sidecar at `path` if it is whole and `segment_id`'s (None otherwise); its
+    terms' entries are checked against `info` (the segment's term info) as they are read."""
     try:
         with open(path, "rb") as file:
             size = os.fstat(file.fileno()).st_size
@@ -199,7 +314,9 @@ def load(path: Path, segment_id: str, documents: int) -> Sidecar | None:
         directory = marshal.loads(raw)
     except (EOFError, ValueError, TypeError):
         return None
-    return Sidecar(buf, directory) if isinstance(directory, dict) else None
+    if not isinstance(directory, dict):
+        return None
+    return Sidecar(buf, directory, end=dir_at, info=info)
 
 
 _TERM_HEAD = struct.Struct("!BfI")  # a whoosh3 term entry's start: inlined, weight, postings

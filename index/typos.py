@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from whoosh.automata.fsa import ANY, DFA, EPSILON, NFA, find_all_matches
-from whoosh.support.charset import accent_map
+
+from .analysis import accent_map
 
 ONE_EDIT_MIN = 4  # terms this long may stand in at one edit …
 TWO_EDITS_MIN = 8  # … and this long at two

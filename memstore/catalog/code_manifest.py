@@ -14,9 +14,10 @@ from memstore.catalog.code_changes import Changes, Seen, Stored
 from memstore.catalog.manifest import Manifest
 
 # state.sqlite's layout and what a chunk's document holds (3: its prose, `prose`; 4: the
-# search index's `exact` field; 5: irregular verbs read as their base, index/inflections.py), as
+# search index's `exact` field; 5: irregular verbs read as their base, index/inflections.py;
+# 6: ß folded to ss and ligatures spelled out, index/analysis.py's accent_map), as
 # PRAGMA user_version: a code index of another one is rebuilt
-SCHEMA = 5
+SCHEMA = 6
 
 
 class OtherLayoutError(Exception):

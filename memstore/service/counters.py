@@ -339,6 +339,9 @@ def _land(store: Store, tx: Transaction, plan: Plan, built: Built, periodic: boo
                         tx.put_back(path, old)
                     raise
                 tx.commits.append(commit.commit)
+                # as a commit asked to defer (Transaction.commit's defer_index): advance leaves
+                # git's index behind only where it is large, and the stager's `later` finds
+                # nothing to stage otherwise (tests/service/test_flush_beside.py)
                 tx.deferred = True
         indexer.record_all(built.memories)
     crash_point("usage-committed")

@@ -38,7 +38,9 @@ class Transaction:
         self.trailers = Trailers(caller.source, caller.session, caller.host)
         self.vault: Vault = store.vault
         self.commits: list[str] = []
-        self.deferred = False  # a commit left git's index for the stager
+        # a commit asked to leave git's index for the stager (GitRepo.commit's defer_index,
+        # GitRepo.advance): left only where the index is large; the stager looks which
+        self.deferred = False
 
     @property
     def git(self) -> GitRepo:

@@ -158,6 +158,20 @@ def held_within(path: Path, exclusive: bool, wait_s: float) -> Iterator[bool]:
         handle.close()
 
 
+def shared_within(path: Path, wait_s: float) -> BinaryIO | None:
+    """Return an open handle holding a shared flock on the file `path`, taken within
+    `wait_s` seconds (None: not free in time, or cannot be made). The caller closes it, or
+    hands its descriptor to a child process first: the lock then lasts the child's life."""
+    try:
+        handle = open_lock_file(path)
+    except OSError:
+        return None
+    if _flock_within(handle, fcntl.LOCK_SH, wait_s):
+        return handle
+    handle.close()
+    return None
+
+
 def _flock_within(handle: BinaryIO, kind: int, wait_s: float) -> bool:
     deadline = time.monotonic() + wait_s
     while True:

@@ -22,7 +22,8 @@ from memstore.core.errors import InvalidInputError, SyncError
 TIMEOUT_S = 120
 END_WAIT_S = 5.0  # for a killed git's pipes to close (a child of git's may hold them)
 # .git/<PRUNES>: how many prunes ran (a purge's), and its .lock: held shared by a writer of
-# objects beside the vault lock, exclusive by a prune (which waits at most OBJECTS_WAIT_S)
+# objects beside the vault lock (the counter flush's build, a fetch), exclusive by a prune
+# (which waits at most OBJECTS_WAIT_S, then refuses: never run beside them)
 PRUNES = "memstore-prunes"
 OBJECTS_WAIT_S = 60.0
 GC_AUTO = 6700  # git's default gc.auto: past about this many loose objects, `git gc --auto` packs
@@ -73,11 +74,14 @@ def _command(args: list[str]) -> str:
     return next(named, args[0] if args else "")
 
 
-def _start_git(root: Path, args: list[str], env: Mapping[str, str]) -> subprocess.Popen[str]:
+def _start_git(
+    root: Path, args: list[str], env: Mapping[str, str], pass_fds: tuple[int, ...] = ()
+) -> subprocess.Popen[str]:
     """Start git in `root` as `run_git` runs it (no prompt, C messages), its output piped."""
     return subprocess.Popen(
         ["git", *args],
         cwd=root,
+        pass_fds=pass_fds,
         env={**env, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -167,8 +171,14 @@ def remove_remote(root: Path, name: str, env: Mapping[str, str]) -> None:
 
 
 def fetch(root: Path, name: str, env: Mapping[str, str]) -> None:
-    """Fetch remote `name` into refs/remotes/<name>/*."""
-    done = run_git(root, ["fetch", "--quiet", "--no-tags", name], env)
+    """Fetch remote `name` into refs/remotes/<name>/*, a purge's prune held off meanwhile
+    (`writing_objects`: a fetch writes objects before the ref that makes them reachable)."""
+    from memstore.vault.locks import held_within
+
+    with held_within(_prunes_lock(root), False, OBJECTS_WAIT_S) as held:
+        if not held:
+            raise SyncError(_pruning(root))
+        done = run_git(root, ["fetch", "--quiet", "--no-tags", name], env)
     if done.returncode != 0:
         raise _classify(done.stderr, name, remote_url(root, name, env), "fetch from")
 
@@ -183,17 +193,34 @@ class Fetching:
     """A `git fetch` started in the background (`start_fetch`); `wait` for its outcome."""
 
     def __init__(self, root: Path, name: str, env: Mapping[str, str]) -> None:
+        from memstore.vault.locks import shared_within
+
         self.root, self.name, self.env = root, name, env
         self.started = time.monotonic()
+        self.process: subprocess.Popen[str] | None = None
+        # A purge's prune (`git gc --prune=now`) deletes objects no ref reaches yet: the ones
+        # a fetch has written before it moves refs/remotes/*. Git holds the prunes' lock
+        # shared for its life (its descriptor passed on): not this object's, or a sync
+        # waiting for the vault lock a purge holds would hold that purge's prune off. With
+        # a prune under way the fetch starts later, in `wait` (as `fetch`).
+        held = shared_within(_prunes_lock(root), 0)
+        self.later = held is None
+        if held is None:
+            return
         try:
-            self.process: subprocess.Popen[str] | None = _start_git(
-                root, [*_BESIDE, "fetch", "--quiet", "--no-tags", name], env
+            self.process = _start_git(
+                root, [*_BESIDE, "fetch", "--quiet", "--no-tags", name], env, (held.fileno(),)
             )
         except FileNotFoundError:
             self.process = None
+        finally:
+            held.close()
 
     def wait(self) -> None:
         """Wait for the fetch (at most `TIMEOUT_S` from its start); raise as `fetch` does."""
+        if self.later:
+            fetch(self.root, self.name, self.env)
+            return
         if self.process is None:
             raise SyncError("git is not installed; memstore sync and gc need the git command")
         left = max(0.0, TIMEOUT_S - (time.monotonic() - self.started))
@@ -368,8 +395,21 @@ def prune_unreachable(root: Path, env: Mapping[str, str]) -> None:
     build) are written first; one that starts after sees this prune and writes nothing."""
     from memstore.vault.locks import held_within
 
-    with held_within(root / ".git" / f"{PRUNES}.lock", True, OBJECTS_WAIT_S):
-        (root / ".git" / PRUNES).write_text(f"{prunes_run(root) + 1}\n", encoding="utf-8")
+    with held_within(_prunes_lock(root), True, OBJECTS_WAIT_S) as held:
+        if not held:  # run now, it could delete what a fetch has not made reachable yet
+            raise SyncError(
+                f"cannot prune the unreachable git objects of {root}: another memstore "
+                f"process (a sync's fetch, a recall-count flush) has been writing objects "
+                f"for over {OBJECTS_WAIT_S:.0f} s; the rewritten history stands, but its old "
+                f"objects (the purged text) stay until you run 'git -C {shlex.quote(str(root))} "
+                "gc --prune=now' and 'memstore reindex' (the index's old segments hold it too) "
+                "once that process is done"
+            )
+        # renamed over, never torn: a count read as 0 again could equal one a writer read
+        count = root / ".git" / PRUNES
+        scratch = count.with_name(f".{PRUNES}.tmp-{os.getpid()}")
+        scratch.write_text(f"{prunes_run(root) + 1}\n", encoding="utf-8")
+        os.replace(scratch, count)
         for args in (
             ["reflog", "expire", "--expire=now", "--all"],
             ["gc", "--quiet", "--prune=now"],
@@ -395,8 +435,19 @@ def writing_objects(root: Path, prunes: int) -> Iterator[bool]:
     hold purged text, and an object written after the prune would keep it on disk."""
     from memstore.vault.locks import held_within
 
-    with held_within(root / ".git" / f"{PRUNES}.lock", False, OBJECTS_WAIT_S) as held:
+    with held_within(_prunes_lock(root), False, OBJECTS_WAIT_S) as held:
         yield held and prunes_run(root) == prunes
+
+
+def _prunes_lock(root: Path) -> Path:
+    return root / ".git" / f"{PRUNES}.lock"
+
+
+def _pruning(root: Path) -> str:
+    return (
+        f"a purge has been pruning git's objects in {root} for over {OBJECTS_WAIT_S:.0f} s; "
+        "nothing was fetched and your commits are kept: run 'memstore sync' again when it ends"
+    )
 
 
 @dataclass(frozen=True)

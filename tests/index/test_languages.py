@@ -269,3 +269,69 @@ def test_the_multilingual_fixture_is_answered(multilingual) -> None:  # type: ig
     # every content word matched, not an any-word fill: 18 of 29 (with the function words
     # of each language required, as before issue 38: 1 of 29)
     assert len(strict) >= 0.5 * len(questions)
+
+
+@pytest.mark.parametrize(
+    ("written", "typed"),
+    [
+        ("Größe", "Grosse"),
+        ("GRÖSSE", "größe"),
+        ("Straße", "strasse"),
+        ("GROẞE", "grösse"),
+        ("Encyclopædia", "encyclopaedia"),
+        ("œuvre", "oeuvre"),
+        ("Þingvellir", "thingvellir"),
+        ("oﬃce", "office"),
+    ],
+)
+def test_a_letter_spelled_out_in_two_matches_either_way(written: str, typed: str) -> None:
+    # Whoosh's map folded ß to "s" ("grose", matching neither spelling) and left æ, œ and
+    # the ligatures as they were; the fold is the same at index and query time
+    assert terms(written) == terms(typed) != []
+    assert make_analyzer().terms(written) == query_terms(make_analyzer(), typed)
+
+
+def test_a_german_word_is_found_by_its_spelling_without_eszett(tmp_path: Path) -> None:
+    index = SearchIndex.open(tmp_path / "index")
+    texts = {
+        "eszett": "Die maximale Größe des Uploads steht in nginx client_max_body_size",
+        "plain": "Die Grosse Pause des Builds: Gradle wartet auf den Daemon",
+        "other": "Die Strasse zum Büro ist gesperrt",
+    }
+    index.apply(Document(key, key, "global", "note", text) for key, text in texts.items())
+    assert [h.document.key for h in index.search("Grosse")] == ["plain", "eszett"]
+    # typed with its ß, the memory that has it ranks first (the exact field, as "dấu")
+    assert [h.document.key for h in index.search("Größe")] == ["eszett", "plain"]
+    assert [h.document.key for h in index.search("Straße Büro")] == ["other"]
+    index.close()
+
+
+def test_an_index_of_the_eszett_folded_to_s_is_rebuilt_the_same_as_a_fresh_one(
+    tmp_path: Path,
+) -> None:
+    vault = tmp_path / "vault"
+    with Store.open(settings_at(vault), create=True) as store:
+        store.add("Die maximale Größe des Uploads steht in client_max_body_size", workspace="de")
+        store.add("Die Grosse Pause des Builds wartet auf den Gradle Daemon", workspace="de")
+        store.add("Straße und Encyclopædia, œuvre complète", workspace="de")
+    manifest = vault / ".memstore" / "index" / "manifest.sqlite"
+    with contextlib.closing(sqlite3.connect(manifest)) as db, db:
+        db.execute("UPDATE meta SET value = '12' WHERE name = 'format'")  # ß was "s" then
+    assert FORMAT != "12"
+    queries = ["Grosse", "Größe", "strasse", "encyclopaedia oeuvre"]
+
+    def answers(store: Store) -> list[list[tuple[str, str]]]:
+        return [
+            [(h.id, f"{h.score:.6f}") for h in store.recall(q, workspace="de", k=5).hits]
+            for q in queries
+        ]
+
+    with Store.open(settings_at(vault)) as store:
+        caught_up = answers(store)
+    with contextlib.closing(sqlite3.connect(manifest)) as db:
+        assert db.execute("SELECT value FROM meta WHERE name = 'format'").fetchone() == (FORMAT,)
+    assert [len(found) for found in caught_up] == [2, 2, 1, 1]
+    code, output = cli(vault, "reindex")
+    assert code == 0, output
+    with Store.open(settings_at(vault)) as store:
+        assert answers(store) == caught_up

@@ -260,3 +260,30 @@ def test_a_purge_while_the_flush_builds_leaves_no_object_holding_its_text(
     ).stdout
     assert b"cache shard 49 " not in every  # in no object, loose or packed
     assert set(counts(store).values()) == {1}
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_the_flush_leaves_gits_index_to_the_stager_only_where_it_is_large(
+    recalled: tuple[Store, list[str]], large: bool
+) -> None:
+    # advance defers git's index as a commit asked to (defer_index=True) does: only where
+    # writing it costs in proportion to a large vault; the transaction's `deferred` asks
+    # the stager to look, and it finds nothing to do where the flush staged at once
+    from memstore.vault.index_staging import read_index_lag
+
+    store, _ = recalled
+    root = store.vault.root
+    git(root, "status", "--porcelain")  # git's index up to date before the flush
+    store.git.defer_index_bytes = 0 if large else 10**12
+    assert store.flush_usage() == MEMORIES
+    lagging = read_index_lag(root)[1]
+    staged_behind = git(root, "diff", "--cached", "--name-only", "HEAD").split()
+    if large:
+        assert len(lagging) == MEMORIES and sorted(staged_behind) == sorted(lagging)
+        wait_until(
+            lambda: not read_index_lag(root)[1], BOUND_S, "the stager never staged the flush"
+        )
+    else:
+        assert lagging == [] and staged_behind == []
+    assert git(root, "diff", "--cached", "--name-only", "HEAD") == ""
+    assert git(root, "status", "--porcelain") == ""

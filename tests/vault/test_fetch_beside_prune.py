@@ -1,0 +1,127 @@
+"""A purge's prune (`git gc --prune=now`) never runs beside a fetch: a fetch writes objects
+before the ref that makes them reachable, and a prune then deletes them, leaving
+refs/remotes/origin/* naming a commit the clone lacks. The fetch holds the prunes' lock
+shared (as the counter flush's build does), the prune waits for it and refuses past its
+bound; a fetch waits for a prune under way."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memstore.core.errors import SyncError
+from memstore.vault import remote
+from memstore.vault.locks import held_within
+from tests.conftest import git, wait_until
+
+BOUND_S = 60.0
+
+
+@pytest.fixture
+def behind(tmp_path: Path) -> Iterator[tuple[Path, Path, str]]:
+    """A clone one commit behind its bare remote, whose upload-pack waits for a file
+    `release` (touching `started` first): a fetch held in the middle, for real."""
+    bare, other, clone = tmp_path / "remote.git", tmp_path / "other", tmp_path / "clone"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    git(tmp_path, "clone", "-q", str(bare), str(other))
+    (other / "a.md").write_text("one\n", encoding="utf-8")
+    git(other, "add", "a.md")
+    git(other, "commit", "-qm", "one")
+    git(other, "push", "-q", "origin", "HEAD:main")
+    git(tmp_path, "clone", "-q", "-b", "main", str(bare), str(clone))
+    (other / "b.md").write_text("two, only on the remote yet\n", encoding="utf-8")
+    git(other, "add", "b.md")
+    git(other, "commit", "-qm", "two")
+    git(other, "push", "-q", "origin", "HEAD:main")
+    theirs = git(other, "rev-parse", "HEAD").strip()
+    held = tmp_path / "upload-pack"
+    held.write_text(
+        "#!/bin/sh\n"
+        f"touch {tmp_path / 'started'}\n"
+        "n=0\n"
+        f"while [ ! -e {tmp_path / 'release'} ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n+1)); done\n"
+        'exec git-upload-pack "$@"\n',
+        encoding="utf-8",
+    )
+    held.chmod(0o755)
+    git(clone, "config", "remote.origin.uploadpack", str(held))
+    yield clone, tmp_path, theirs
+    (tmp_path / "release").touch()  # a test that failed midway lets its git go
+
+
+def test_a_prune_never_runs_beside_a_fetch_under_way(
+    behind: tuple[Path, Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clone, folder, theirs = behind
+    env = dict(os.environ)
+    fetching = remote.start_fetch(clone, "origin", env)
+    try:
+        wait_until(lambda: (folder / "started").exists(), BOUND_S, "the fetch never started")
+        monkeypatch.setattr(remote, "OBJECTS_WAIT_S", 0.2)
+        with pytest.raises(SyncError, match=r"gc --prune=now' and 'memstore reindex'"):
+            remote.prune_unreachable(clone, env)  # before: it ran, beside the fetch
+        assert remote.prunes_run(clone) == 0
+        monkeypatch.setattr(remote, "OBJECTS_WAIT_S", BOUND_S)
+        pruned: list[BaseException | None] = []
+
+        def prune() -> None:
+            try:
+                remote.prune_unreachable(clone, env)
+                pruned.append(None)
+            except BaseException as err:  # reported below, not lost in the thread
+                pruned.append(err)
+
+        waiting = threading.Thread(target=prune, daemon=True)
+        waiting.start()
+        (folder / "release").touch()
+        fetching.wait()
+        waiting.join(BOUND_S)
+        assert pruned == [None] and remote.prunes_run(clone) == 1
+    finally:
+        fetching.stop()
+    assert git(clone, "rev-parse", "refs/remotes/origin/main").strip() == theirs
+    assert git(clone, "cat-file", "-t", theirs).strip() == "commit"
+    git(clone, "fsck", "--no-progress")
+
+
+def test_a_fetch_waits_for_a_prune_under_way_and_says_so_past_its_bound(
+    behind: tuple[Path, Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clone, folder, theirs = behind
+    (folder / "release").touch()
+    env = dict(os.environ)
+    monkeypatch.setattr(remote, "OBJECTS_WAIT_S", 0.2)
+    with held_within(clone / ".git" / f"{remote.PRUNES}.lock", True, 0) as pruning:
+        assert pruning
+        with pytest.raises(SyncError, match="a purge has been pruning git's objects"):
+            remote.fetch(clone, "origin", env)
+        early = remote.start_fetch(clone, "origin", env)  # started later, by its wait
+        assert early.process is None
+        with pytest.raises(SyncError, match="run 'memstore sync' again when it ends"):
+            early.wait()
+    assert not (folder / "started").exists()  # no fetch ran beside the prune
+    later = remote.start_fetch(clone, "origin", env)
+    later.wait()
+    assert git(clone, "rev-parse", "refs/remotes/origin/main").strip() == theirs
+
+
+def test_a_fetchs_hold_on_git_objects_ends_with_its_git_not_with_its_wait(
+    behind: tuple[Path, Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a sync's early fetch is waited for only after the sync takes the vault lock; a purge
+    # holding that lock waits for the fetch's hold to end: it must end when git does
+    clone, folder, theirs = behind
+    (folder / "release").touch()
+    fetching = remote.start_fetch(clone, "origin", dict(os.environ))
+    assert fetching.process is not None
+    wait_until(lambda: fetching.process.poll() is not None, BOUND_S, "git fetch never ended")  # type: ignore[union-attr]
+    monkeypatch.setattr(remote, "OBJECTS_WAIT_S", 5.0)
+    remote.prune_unreachable(clone, dict(os.environ))  # before: refused after 5 s
+    assert remote.prunes_run(clone) == 1
+    fetching.wait()
+    assert git(clone, "rev-parse", "refs/remotes/origin/main").strip() == theirs
+    git(clone, "fsck", "--no-progress")
