@@ -21,6 +21,7 @@ from memstore.ops.lean import (
     add_workspace,
     cites_here,
     detected_workspace,
+    look_archived,
     look_elsewhere,
     made_vault_line,
     other_vault_note,
@@ -201,6 +202,8 @@ def search(
                 elsewhere = look_elsewhere(
                     store, result, query, scope, vault=named, archived=archived
                 )
+                if not archived and (elsewhere is None or not elsewhere.matches):
+                    elsewhere = look_archived(store, result, query, scope, vault=named) or elsewhere
         note = "" if context or all_workspaces else unknown_workspace(store, workspace)
         if not (context or all_workspaces or workspace):
             note += other_vault_note(settings.vault, working_folder())

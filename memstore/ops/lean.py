@@ -266,6 +266,9 @@ def run_search(request: Request, open_store: OpenStore = open_in_process) -> Rep
             if not context:
                 vault = settings.vault if "vault" in options else None
                 elsewhere = look_elsewhere(store, result, query, scope, vault=vault)
+                if elsewhere is None or not elsewhere.matches:
+                    archived = look_archived(store, result, query, scope, vault=vault)
+                    elsewhere = archived or elsewhere
                 named = None if every else last(options, "workspace") or None
                 note = unknown_workspace(store, named)
                 if not every and named is None and request.cwd:
@@ -329,6 +332,33 @@ def look_elsewhere(
         store, None, query, scope, command=command, archived=archived, confident=unsure
     )
     return None if unsure and found is not None and not found.matches else found
+
+
+def look_archived(
+    store: Store, result: SearchResult, query: str, scope: str | None, *, vault: Path | None
+) -> Elsewhere | None:
+    """Return what archived memories of `scope` hold for `query` when its search found
+    nothing at all (one more search, capped); None when it found something or they hold
+    nothing. `vault` (when the command line named one) goes into the command that shows them.
+    """
+    if result.hits:
+        return None
+    from shlex import quote
+
+    from memstore.ops.output import Elsewhere
+    from memstore.ops.tools import ELSEWHERE_LIMIT
+
+    found = store.search(
+        query, workspace=scope, k=ELSEWHERE_LIMIT, catch_up=False, archived=True, tiers=True
+    )
+    if not found.hits:
+        return None
+    command = f"memstore search {quote(query)} --archived"
+    command += " --all" if scope is None else f" -w {quote(scope)}"
+    command += f" --vault {quote(str(vault))}" if vault else ""
+    weak = all(hit.weak for hit in found.hits)
+    capped = len(found.hits) >= ELSEWHERE_LIMIT
+    return Elsewhere(len(found.hits), weak, capped, command, archived=True)
 
 
 def search_text(

@@ -232,6 +232,7 @@ class Elsewhere:
     weak: bool  # only partial matches (some of the words)
     capped: bool  # counting stopped at `matches`: there may be more
     command: str  # the search that shows them
+    archived: bool = False  # they are archived memories of this scope, not other workspaces'
 
 
 def search_json(
@@ -243,8 +244,15 @@ def search_json(
         "weak": result.weak,
         "results": [hit_json(h) for h in result.hits],
         "read_as": [{"word": word, "as": known} for word, known in result.read_as],
-        "other_workspaces": asdict(elsewhere) if elsewhere else None,
+        "other_workspaces": _hint_json(elsewhere, archived=False),
+        "archived": _hint_json(elsewhere, archived=True),
     }
+
+
+def _hint_json(elsewhere: Elsewhere | None, *, archived: bool) -> dict[str, Any] | None:
+    if elsewhere is None or elsewhere.archived != archived:
+        return None
+    return {key: value for key, value in asdict(elsewhere).items() if key != "archived"}
 
 
 def search_lines(
@@ -302,7 +310,8 @@ def elsewhere_line(elsewhere: Elsewhere) -> str:
     number = f"{elsewhere.matches}+" if elsewhere.capped else str(elsewhere.matches)
     what = "partial match" if elsewhere.weak else "match"
     noun = what if elsewhere.matches == 1 and not elsewhere.capped else what + "es"
-    return f"{number} {noun} in other workspaces: {elsewhere.command}"
+    where = "archived" if elsewhere.archived else "in other workspaces"
+    return f"{number} {noun} {where}: {elsewhere.command}"
 
 
 def catch_up_lines(result: CatchUp) -> list[str]:

@@ -279,6 +279,17 @@ def test_text_with_nul_bytes_from_stdin_is_refused(tmp_path: Path) -> None:
     assert result.returncode == 1 and "NUL" in result.stderr and head(vault) == before
 
 
+def test_an_empty_stdin_is_input_not_usage_exit_1_and_nothing_written(tmp_path: Path) -> None:
+    """docs/cli.md: `add " "` is the command line's fault (2); an empty pipe is input (1)."""
+    vault = new_vault(tmp_path / "v")
+    run("add", "seed", vault=vault)
+    before = head(vault)
+    piped = run("add", "-", vault=vault, stdin=" \n")
+    assert piped.returncode == 1 and "memory text is empty" in piped.stderr
+    assert run("add", " ", vault=vault).returncode == 2
+    assert head(vault) == before
+
+
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert run_exe("add", "x", "--kind", vault=tmp_path / "v").returncode == 2
     assert run_exe("search", "x", "-k", "0", vault=tmp_path / "v").returncode == 2

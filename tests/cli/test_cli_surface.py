@@ -212,6 +212,41 @@ def test_the_hint_counts_nothing_it_cannot_show(vault: Path) -> None:
     assert found["other_workspaces"] is None and len(found["results"]) == 1
 
 
+def test_a_search_that_finds_nothing_points_at_archived_matches_on_both_paths(
+    vault: Path,
+) -> None:
+    """Found by h-trial13: `search grafana` whose one match was archived said "No memory
+    matches" and nothing of `--archived`."""
+    added = run(
+        "add", "Grafana dashboards live in infra/grafana", "-w", "ops", "--json", vault=vault
+    )
+    memory_id = json.loads(added.stdout)["id"]
+    assert run("archive", memory_id, vault=vault).returncode == 0
+    lean_out = run("search", "grafana", "-w", "ops", vault=vault)
+    typer_out = typer_run("search", "grafana", "-w", "ops", vault=vault)
+    assert (
+        lean_out.stdout
+        == typer_out.output
+        == (
+            "No memory matches 'grafana' in ops or global.\n"
+            "1 match archived: memstore search grafana --archived -w ops\n"
+        )
+    )
+    data = json.loads(run("search", "grafana", "-w", "ops", "--json", vault=vault).stdout)
+    assert data["other_workspaces"] is None
+    assert data["archived"] == {
+        "matches": 1,
+        "weak": False,
+        "capped": False,
+        "command": "memstore search grafana --archived -w ops",
+    }
+    shown = run("search", "grafana", "-w", "ops", "--archived", vault=vault).stdout
+    assert "Grafana dashboards" in shown and "archived:" not in shown
+    assert run("search", "kubernetes", "-w", "ops", vault=vault).stdout == (
+        "No memory matches 'kubernetes' in ops or global.\n"  # nothing archived matches either
+    )
+
+
 def test_only_weak_hits_here_point_at_a_strict_match_elsewhere_on_both_paths(
     vault: Path,
 ) -> None:
