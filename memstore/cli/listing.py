@@ -33,6 +33,7 @@ from memstore.service.history import parse_since
 from memstore.service.store import Stats, Store
 
 SUMMARY_CHARS = 72  # a memory's first line, cut to this in the text listing
+SUMMARY_JSON_CHARS = 300  # and in --json (a one-line memory may be 100 KB)
 T = TypeVar("T")
 
 commands = typer.Typer()
@@ -140,8 +141,13 @@ def _row(entry: Entry, document: Document | None) -> Row:
         source=document.source if document else "",
         created=entry.created,
         path=entry.path,
-        summary=summary(document.content) if document else "",
+        summary=_clip(summary(document.content), SUMMARY_JSON_CHARS) if document else "",
     )
+
+
+def _clip(text: str, chars: int) -> str:
+    """Return `text` cut to `chars` characters, the cut marked with "…"."""
+    return text if len(text) <= chars else text[: chars - 1].rstrip() + "…"
 
 
 def listing_lines(listing: Listing) -> list[str]:
@@ -150,9 +156,7 @@ def listing_lines(listing: Listing) -> list[str]:
         return ["No memories match."]
     lines = []
     for row in listing.rows:
-        text = row.summary
-        if len(text) > SUMMARY_CHARS:
-            text = text[: SUMMARY_CHARS - 1].rstrip() + "…"
+        text = _clip(row.summary, SUMMARY_CHARS)
         when = row.created[:10] or "undated"
         lines.append(
             f"{row.id}  {when}  {row.workspace} · {row.kind} · {row.source or '?'}  {text}"

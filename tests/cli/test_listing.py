@@ -155,6 +155,21 @@ def test_list_json_has_rows_and_counts(listed: Path) -> None:
     ]
 
 
+def test_list_json_summary_of_a_one_line_memory_of_100_kb_is_cut(vault: Path) -> None:
+    """Found by h-trial13: `list --json` carried a 96,004-character summary."""
+    folder = vault / "webshop"
+    folder.mkdir()
+    line = "gizmo " * 16_000
+    (folder / "long.md").write_text(
+        memory_file("ffff6666", "note", "cli", "2026-11-03T09:00:00Z", line), encoding="utf-8"
+    )
+    status, output = cli(vault, "list", "--json")
+    (row,) = json.loads(output)["memories"]
+    assert status == 0 and len(row["summary"]) == 300 and row["summary"].endswith("gizmo…")
+    status, output = cli(vault, "list")
+    assert status == 0 and "gizmo gizmo" in output and max(map(len, output.splitlines())) < 200
+
+
 def test_list_refuses_bad_filters_in_one_line(listed: Path) -> None:
     for args, message in (
         (["--kind", "lessons"], "unknown kind 'lessons'"),
