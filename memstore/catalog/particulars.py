@@ -1,0 +1,49 @@
+"""A query's particulars: the numbers, codes and joined identifiers it names, and which of
+their parts stand for nothing the vault knows (what query_weights weighs as codes)."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+
+from memstore.index import terms
+
+# The tokens of a text that name things: numbers, codes and joined identifiers ("413",
+# "1MB", "checkout.spec.ts", "localhost:5432", "lodash-es"): each run of word characters
+# and joiners, kept when it holds a digit or a joiner. (One pattern for both, `\w*\d\w*`,
+# backtracked quadratically: a 100,000-letter word took minutes.)
+_RUN = re.compile(r"\w+(?:[./\-:]\w+)*")
+_NAMING = re.compile(r"[\d./\-:]")
+_JOINERS = frozenset("./-:_")
+
+
+def is_specific(term: str) -> bool:
+    """A number, code or whole joined identifier ("413", "p3009", "checkout.spec.t")."""
+    return any(c.isdigit() or c in "./-_" for c in term)
+
+
+@functools.lru_cache(maxsize=256)
+def named_terms(text: str) -> frozenset[str]:
+    """Return the terms of `text` that come from numbers, codes and joined identifiers."""
+    runs = (m.group(0) for m in _RUN.finditer(text))
+    return frozenset(t for run in runs if _NAMING.search(run) for t in terms(run))
+
+
+def orphan_parts(text: str, holders: Mapping[str, int]) -> frozenset[str]:
+    """Return the parts of the joined identifiers in `text` that no memory holds whole
+    (`holders`: how many memories hold each query term), unless `text` also names the part
+    on its own: the `0` and `1` of "127.0.0.1", the `x86` and `64` of
+    "x86_64-unknown-linux-musl" when no memory holds the address or the triple. They are
+    pieces of a thing the vault does not know, not codes of their own: a memory holding a
+    "1" or a "64" somewhere shares no particular with the prompt."""
+    alone: set[str] = set()
+    parts: set[str] = set()
+    for match in _RUN.finditer(text):
+        found = terms(match.group(0))
+        whole = {t for t in found if _JOINERS.intersection(t)}
+        if not whole:
+            alone |= found
+        elif not any(holders.get(t, 0) > 0 for t in whole):
+            parts |= found - whole
+    return frozenset(parts - alone)
