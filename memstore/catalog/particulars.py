@@ -1,5 +1,4 @@
-"""A query's particulars: the numbers, codes and joined identifiers it names, and which of
-their parts stand for nothing the vault knows (what query_weights weighs as codes)."""
+"""A query's particulars: its numbers, codes and identifiers, and the parts of them the vault lacks."""
 
 from __future__ import annotations
 
