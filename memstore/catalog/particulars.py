@@ -29,6 +29,17 @@ def named_terms(text: str) -> frozenset[str]:
     return frozenset(t for run in runs if _NAMING.search(run) for t in terms(run))
 
 
+_CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
+
+
+@functools.lru_cache(maxsize=256)
+def camel_wholes(text: str) -> frozenset[str]:
+    """Return the terms of the identifiers `text` writes in camelCase as one word
+    ("WorkNCCL", "SeqNum", "getUserById"), whole; the analyser also indexes their parts."""
+    words = (w for m in _RUN.finditer(text) for w in re.split(r"[./\-:]", m.group(0)))
+    return frozenset(t for w in words if _CAMEL.search(w) for t in terms(w.lower()))
+
+
 def orphan_parts(text: str, holders: Mapping[str, int]) -> frozenset[str]:
     """Return the parts of the joined identifiers in `text` that no memory holds whole
     (`holders`: how many memories hold each query term), unless `text` also names the part

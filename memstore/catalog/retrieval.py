@@ -11,7 +11,7 @@ from datetime import datetime
 
 from memstore.catalog import english_prior
 from memstore.catalog.indexer import Entry, Indexer
-from memstore.catalog.particulars import is_specific, named_terms, orphan_parts
+from memstore.catalog.particulars import camel_wholes, is_specific, named_terms, orphan_parts
 from memstore.catalog.request_terms import REQUEST_TERMS
 from memstore.catalog.sessions import session_neighbours_raised
 from memstore.catalog.subject import subject_first
@@ -199,6 +199,7 @@ def query_weights(
     With CONCEPT_CREDIT, an unheld word is worth its concept's commonest term (`concepts`)."""
     documents = index.document_count()
     request, named = _request_terms(), named_terms(query.text)
+    camel = camel_wholes(query.text)
     # A stand-in is judged as the word typed: "want" read as "went" is still a request word.
     typed = {s.stand_in_term: s.term for s in index.stand_ins(query)}
     through = _concept_frequency(concepts) if ranking.CONCEPT_CREDIT > 0 and concepts else {}
@@ -209,7 +210,8 @@ def query_weights(
         word = typed.get(term, term)
         if df <= 0 and word in through:
             df = through[word]
-        specific, naming = is_specific(word) and word not in orphans, word in named
+        specific = is_specific(word) and word not in orphans
+        naming = word in named or (df <= 0 and word in camel)
         weight = term_weight(
             word, df, documents, request=word in request, specific=specific, named=naming
         )

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memstore.catalog.particulars import orphan_parts
+from memstore.catalog.particulars import camel_wholes, orphan_parts
 from memstore.service.store import Store
 from tests.catalog.test_confidence import hook
 from tests.conftest import settings_at
@@ -78,3 +78,44 @@ def test_a_number_typed_on_its_own_still_counts(
 ) -> None:
     _, vault, ids = ops
     assert f"[{ids['uploads']}]" in hook(vault, "ops", prompt)
+
+
+def test_camel_case_identifiers_are_split_into_their_words() -> None:
+    found = camel_wholes("WorkNCCL(SeqNum=1) in ActiveRecord::RecordNotFound, not a camel")
+    assert found == {"worknccl", "seqnum", "activerecord", "recordnotfound"}
+
+
+@pytest.fixture
+def jobs(tmp_path: Path) -> Iterator[Path]:
+    """A back office's vault: an export timeout lesson, and notes that share none of it."""
+    vault = tmp_path / "vault"
+    with Store.open(settings_at(vault), create=True) as opened:
+        for text, keywords in (
+            (
+                "The nightly export job hits the scheduler's 30 minute timeout on big "
+                "customers: split it per customer with export --customer",
+                ("export", "timeout"),
+            ),
+            ("Invoices are sent by Stripe, never by hand", ("invoices",)),
+            ("Grafana dashboards live in the ops folder; edit them as code", ("grafana",)),
+            ("The VPN drops idle sessions after 8 hours", ("vpn",)),
+            ("Staging is rebuilt from main every night at 01:00", ("staging",)),
+            ("Customer emails go through Postmark; bounces land in the support inbox", ("email",)),
+            ("Use the read replica for reports; the primary is for writes only", ("database",)),
+            ("Feature flags are read from flags.yaml at startup", ("flags",)),
+        ):
+            opened.add(text, workspace="ops", keywords=keywords)
+    return vault
+
+
+def test_a_camel_case_identifier_the_vault_lacks_whole_is_read_as_its_words(jobs: Path) -> None:
+    """ "ExportRunner" and "JobTimeoutError" are a stack trace's names: no memory holds them
+    whole, and each counted against the export lesson as a word no memory holds would, which
+    kept it from the hook; their words ("export", "job", "timeout") are the lesson's."""
+    out = hook(jobs, "ops", "ExportRunner died with JobTimeoutError on the big customers")
+    assert "The nightly export job" in out
+
+
+@pytest.mark.parametrize("prompt", ["deploy the export to GitHub Pages", "grafana"])
+def test_a_camel_case_name_is_no_evidence_by_itself(jobs: Path, prompt: str) -> None:
+    assert hook(jobs, "ops", prompt) == ""
