@@ -116,7 +116,7 @@ _REQUEST_TEXT = """
     please pls plz thx btw whats thats theres dont doesnt didnt isnt cant wont im ive
     someone something anything everything nothing somewhere anywhere seem
     since too until while though although because whether either both such instead rather
-    enough also per
+    enough also per quick quickly somehow asap
 """
 REQUEST_WORDS = frozenset(_REQUEST_TEXT.split())
 

@@ -119,3 +119,11 @@ def test_a_camel_case_identifier_the_vault_lacks_whole_is_read_as_its_words(jobs
 @pytest.mark.parametrize("prompt", ["deploy the export to GitHub Pages", "grafana"])
 def test_a_camel_case_name_is_no_evidence_by_itself(jobs: Path, prompt: str) -> None:
     assert hook(jobs, "ops", prompt) == ""
+
+
+def test_a_hurry_is_no_topic(jobs: Path) -> None:
+    """ "quickly" (like "quick", "asap", "somehow") says how the person wants it, not what
+    about: a request word, it no longer dilutes what the prompt holds of the lesson."""
+    out = hook(jobs, "ops", "can you quickly look why exports time out")
+    assert "The nightly export job" in out
+    assert hook(jobs, "ops", "quick question, can you do it asap") == ""
