@@ -29,15 +29,18 @@ def named_terms(text: str) -> frozenset[str]:
     return frozenset(t for run in runs if _NAMING.search(run) for t in terms(run))
 
 
+# a lower-case letter before a capital, or two capitals before a lower-case one (searched
+# word by word: one pattern spanning the word backtracks quadratically on a long one)
 _CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
+_WORD = re.compile(r"\w+")
 
 
 @functools.lru_cache(maxsize=256)
 def camel_wholes(text: str) -> frozenset[str]:
     """Return the terms of the identifiers `text` writes in camelCase as one word
     ("WorkNCCL", "SeqNum", "getUserById"), whole; the analyser also indexes their parts."""
-    words = (w for m in _RUN.finditer(text) for w in re.split(r"[./\-:]", m.group(0)))
-    return frozenset(t for w in words if _CAMEL.search(w) for t in terms(w.lower()))
+    words = {w for w in _WORD.findall(text) if _CAMEL.search(w)}
+    return frozenset(t for word in words for t in _terms(word.lower()))
 
 
 def orphan_parts(text: str, holders: Mapping[str, int]) -> frozenset[str]:
@@ -47,13 +50,19 @@ def orphan_parts(text: str, holders: Mapping[str, int]) -> frozenset[str]:
     "x86_64-unknown-linux-musl" when no memory holds the address or the triple. They are
     pieces of a thing the vault does not know, not codes of their own: a memory holding a
     "1" or a "64" somewhere shares no particular with the prompt."""
-    alone: set[str] = set()
+    runs = [match.group(0) for match in _RUN.finditer(text)]
     parts: set[str] = set()
-    for match in _RUN.finditer(text):
-        found = terms(match.group(0))
+    for run in {r for r in runs if _JOINERS.intersection(r)}:
+        found = _terms(run)
         whole = {t for t in found if _JOINERS.intersection(t)}
-        if not whole:
-            alone |= found
-        elif not any(holders.get(t, 0) > 0 for t in whole):
+        if whole and not any(holders.get(t, 0) > 0 for t in whole):
             parts |= found - whole
+    if not parts:
+        return frozenset()
+    alone = {t for run in {r for r in runs if not _JOINERS.intersection(r)} for t in _terms(run)}
     return frozenset(parts - alone)
+
+
+@functools.lru_cache(maxsize=4096)
+def _terms(run: str) -> frozenset[str]:
+    return frozenset(terms(run))
