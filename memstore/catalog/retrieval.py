@@ -11,6 +11,7 @@ from datetime import datetime
 
 from memstore.catalog import english_prior
 from memstore.catalog.indexer import Entry, Indexer
+from memstore.catalog.particulars import camel_wholes, is_specific, named_terms, orphan_parts
 from memstore.catalog.request_terms import REQUEST_TERMS
 from memstore.catalog.sessions import session_neighbours_raised
 from memstore.catalog.subject import subject_first
@@ -197,16 +198,20 @@ def query_weights(
     vault has not measured; one English lacks weighs as a name; english_prior.py), else None.
     With CONCEPT_CREDIT, an unheld word is worth its concept's commonest term (`concepts`)."""
     documents = index.document_count()
-    request, named = _request_terms(), _named_terms(query.text)
+    request, named = _request_terms(), named_terms(query.text)
+    camel = camel_wholes(query.text)
     # A stand-in is judged as the word typed: "want" read as "went" is still a request word.
     typed = {s.stand_in_term: s.term for s in index.stand_ins(query)}
     through = _concept_frequency(concepts) if ranking.CONCEPT_CREDIT > 0 and concepts else {}
     weights, topic = {}, {}
-    for term, df in index.holder_counts(query, typos=True).items():
+    counts = index.holder_counts(query, typos=True)
+    orphans = orphan_parts(query.text, counts) if query.chat else frozenset()
+    for term, df in counts.items():
         word = typed.get(term, term)
         if df <= 0 and word in through:
             df = through[word]
-        specific, naming = _is_specific(word), word in named
+        specific = is_specific(word) and word not in orphans
+        naming = word in named or (df <= 0 and word in camel)
         weight = term_weight(
             word, df, documents, request=word in request, specific=specific, named=naming
         )
@@ -287,7 +292,7 @@ def names_one_topic(text: str | Query) -> bool:
     --context`) injects nothing for it; a search for that word still finds its memories,
     confident where they hold it."""
     query = _query(text)
-    return ranking.one_topic_word(query.text, query.terms, _request_terms(), _is_specific)
+    return ranking.one_topic_word(query.text, query.terms, _request_terms(), is_specific)
 
 
 def _held_through(
@@ -296,26 +301,6 @@ def _held_through(
     """Return the query terms a memory holds through a concept term (a typo's stand-in is
     judged as it is)."""
     return {s for term, (found, _) in concepts.items() if term in held for s in found}
-
-
-def _is_specific(term: str) -> bool:
-    """A number, code or whole joined identifier ("413", "p3009", "checkout.spec.t")."""
-    return any(c.isdigit() or c in "./-_" for c in term)
-
-
-# The tokens of a text that name things: numbers, codes and joined identifiers ("413",
-# "1MB", "checkout.spec.ts", "localhost:5432", "lodash-es"): each run of word characters
-# and joiners, kept when it holds a digit or a joiner. (One pattern for both, `\w*\d\w*`,
-# backtracked quadratically: a 100,000-letter word took minutes.)
-_RUN = re.compile(r"\w+(?:[./\-:]\w+)*")
-_NAMING = re.compile(r"[\d./\-:]")
-
-
-@functools.lru_cache(maxsize=256)
-def _named_terms(text: str) -> frozenset[str]:
-    """Return the terms of `text` that come from numbers, codes and joined identifiers."""
-    runs = (m.group(0) for m in _RUN.finditer(text))
-    return frozenset(t for run in runs if _NAMING.search(run) for t in terms(run))
 
 
 def _request_terms() -> frozenset[str]:

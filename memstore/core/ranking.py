@@ -116,7 +116,7 @@ _REQUEST_TEXT = """
     please pls plz thx btw whats thats theres dont doesnt didnt isnt cant wont im ive
     someone something anything everything nothing somewhere anywhere seem
     since too until while though although because whether either both such instead rather
-    enough also per
+    enough also per quick quickly somehow asap
 """
 REQUEST_WORDS = frozenset(_REQUEST_TEXT.split())
 
@@ -184,6 +184,7 @@ class Evidence:
     share: float  # of the query's evidence weight, the share this memory holds
     units: float  # what it holds, in units (a word only one memory holds is worth 1)
     held: frozenset[str] = field(default=frozenset(), compare=False)  # query terms it holds
+    topical: float | None = field(default=None, compare=False)  # units, weighed by topic
 
 
 def unknown_weight(zipf: float | None) -> float:
@@ -279,7 +280,8 @@ def evidence(
     KEYWORD_GAIN more in the units, not in the share); a `core` memory's units count
     CORE_GAIN more. Query terms in `related` but not in `held`, which the memory holds only
     as another word of their concept, count CONCEPT_CREDIT of their weight. The share is
-    weighed by `topic` where given (a prompt typed to an agent: `topical`)."""
+    weighed by `topic` where given (a prompt typed to an agent: `topical`), and so are the
+    units it holds as a rival of another hit (`Evidence.topical`)."""
     shares = weights if topic is None else topic
     total = sum(shares.values())
     if total <= 0:
@@ -290,7 +292,11 @@ def evidence(
     units = sum(weights[t] * (KEYWORD_GAIN if t in keyed else 1.0) for t in matched)
     units += CONCEPT_CREDIT * via
     units *= CORE_GAIN if core else 1.0
-    return Evidence(round(share, 4), round(units, 4), frozenset(matched))
+    plain = None
+    if topic is not None:
+        plain = sum(topic[t] * (KEYWORD_GAIN if t in keyed else 1.0) for t in matched)
+        plain = round(plain * (CORE_GAIN if core else 1.0), 4)
+    return Evidence(round(share, 4), round(units, 4), frozenset(matched), plain)
 
 
 # A question: a question mark anywhere, or an English question word first.
@@ -332,7 +338,9 @@ def confident(
     LEAD_SHARE, worth LEAD_UNITS, and no other hit's evidence is worth more than LEAD_RATIO
     of its own (an older version of it, `older[i]`: the positions of the hits it supersedes,
     is not another answer; nor, in a prompt typed to an agent, `chat`, is a hit holding only
-    part of its words: `rivals`). One common word that stems to a vault word is not
+    part of its words: `rivals`; and another hit there counts its `topical` units, its words
+    weighed as the prompt's topic weighs them: one holding everyday words the vault happens to
+    hold once is no second answer). One common word that stems to a vault word is not
     evidence; a code only this memory holds is. (A prompt of one topic word injects
     nothing: `one_topic_word`, read by what injects context, not here: a search for that
     word is answered.)
@@ -345,7 +353,11 @@ def confident(
             continue
         skip = older[i] if older else ()
         runner_up = max(
-            (o.units for j, o in enumerate(found) if j not in skip and rivals(o, f, chat=chat)),
+            (
+                o.topical if chat and o.topical is not None else o.units
+                for j, o in enumerate(found)
+                if j not in skip and rivals(o, f, chat=chat)
+            ),
             default=0.0,
         )
         leads = (

@@ -254,3 +254,20 @@ def test_one_topic_word(text: str, terms: list[str], one: bool) -> None:
         return any(c.isdigit() for c in term)
 
     assert one_topic_word(text, terms, {"run", "get", "chang"}, specific) is one
+
+
+def test_a_rival_of_everyday_words_is_weighed_as_its_share_is_in_a_prompt() -> None:
+    """In a prompt typed to an agent, another hit is weighed as the prompt's topic weighs its
+    words (`evidence(topic=...)`): one holding "directly" and "internal", which the vault
+    happens to hold once each (1.67 units) but English uses every day (0.9 of the topic), is
+    no second answer beside a lead of 2.76 units. A search or recall weighs it as before."""
+    weights = {"edit": 0.67, "sql": 0.74, "db": 0.67, "intern": 0.67, "direct": 1.0}
+    weights |= {"order": 0.74, "line": 0.84}  # held by neither
+    topic = {**weights, "direct": 0.44, "intern": 0.45, "line": 0.41}
+    keyed = frozenset({"sql"})
+    lead = evidence(weights, {"edit", "sql", "db", "intern"}, keyed, topic=topic)
+    other = evidence(weights, {"direct", "intern"}, (), topic=topic)
+    assert lead.units > 2 and other.units > lead.units / 2 > other.topical  # type: ignore[operator]
+    assert confident([lead, other], chat=True) == [True, False]
+    assert lead.share < 0.65 and confident([lead, other]) == [False, False]
+    assert evidence(weights, lead.held, keyed).topical is None
