@@ -8,6 +8,7 @@ import functools
 import itertools
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -24,6 +25,7 @@ from memstore.core.secret_values import (
     looks_generated,
     looks_like_password,
     looks_random,
+    names_no_value_here,
 )
 
 __all__ = [
@@ -156,7 +158,13 @@ def _value_of(match: re.Match[str]) -> str:
 
 # Families whose shape alone is loose: their value must also mix digits and both cases.
 _LOOSE = frozenset(
-    {"a Discord bot token", "a Notion token", "a Beamer API key", "a Telegram bot token"}
+    {
+        "a Discord bot token",
+        "a Notion token",
+        "a Beamer API key",
+        "a Telegram bot token",
+        "a crates.io token",
+    }
 )
 
 
@@ -220,12 +228,31 @@ _PATH = re.compile(r"[~.]?/[\w./-]*")
 
 def _password_value(match: re.Match[str]) -> bool:
     # `pwd: /home/me/project` is the shell's working directory, not a password
-    return _value(match) and _PATH.fullmatch(match["v"]) is None
+    return (
+        _value(match)
+        and _PATH.fullmatch(match["v"]) is None
+        and not names_no_value_here(match.string, match.span())
+    )
 
 
 def _random_value(match: re.Match[str]) -> bool:
     value = match["v"]
-    return not is_placeholder(value) and (looks_random(value) or looks_generated(value))
+    return (
+        not is_placeholder(value)
+        and (looks_random(value) or looks_generated(value))
+        and not names_no_value_here(match.string, match.span())
+    )
+
+
+# A code of a list of recovery codes: letters and digits, in one group or two (4f7k-2m9x).
+_CODE = re.compile(r"(?<![\w-])(?=[\w-]*\d)[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12})?(?![\w-])")
+
+
+def _recovery_codes(match: re.Match[str]) -> bool:
+    """Three codes or more of one shape (a service issues them alike), none a stand-in."""
+    codes = [code for code in _CODE.findall(match["v"]) if not is_dummy(code)]
+    shapes = Counter(tuple(map(len, code.split("-"))) for code in codes)
+    return bool(shapes) and max(shapes.values()) >= 3
 
 
 _ASSIGN = r"['\"]?[ \t]*(?::=|=>|[:=])[ \t]*['\"]?"
@@ -339,7 +366,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         "a password assignment",
         (
-            r"(?i)(?:password|passwd|passphrase|(?<![a-z0-9])(?:pwd|pass|pw))"
+            # not 1Password's name (see 1Password: harbor db), a password manager's
+            r"(?i)(?:(?<!(?<!\w)1)password|passwd|passphrase|(?<![a-z0-9])(?:pwd|pass|pw))"
             + _SUFFIXES
             + _ASSIGN
             + r"(?P<v>[^\s'\"<>`]{6,})"
@@ -364,15 +392,38 @@ _RULES: tuple[_Rule, ...] = (
         "a login and its password",
         (
             r"(?i)\b(?:log[ \t-]?(?:in|on)|sign[ \t-]?in|anmelden|connexion|iniciar[ \t]sesi[oó]n)\b"
-            r"[^\n]{0,60}?[ \t](?:with|as|using|mit|als|avec|con|como)[ \t]+['\"]?"
+            r"(?:[^\n]{0,60}?[ \t](?:with|as|using|mit|als|avec|con|como|is|are|ist|est|es)"
+            r"|[ \t]*[:=])[ \t]+['\"]?"
             r"(?P<u>[\w.@+-]{1,64})(?:[ \t]*/[ \t]*|:)(?P<v>[^\s'\"`]{6,})"
         ),
         _login_pair,
         needles=("log", "sign", "anmelden", "connexion", "sesi"),
         anchor=(
             r"(?:log[ \t-]?(?:in|on)|sign[ \t-]?in|anmelden|connexion|iniciar[ \t]sesi)"
-            r"[^\n]*?[ \t](?:with|as|using|mit|als|avec|con|como)[ \t]"
+            r"(?:[^\n]*?[ \t](?:with|as|using|mit|als|avec|con|como|is|are|ist|est|es)[ \t]"
+            r"|[ \t]*[:=])"
         ),
+        folded=True,
+    ),
+    _Rule(
+        "recovery codes",
+        r"(?i)\b(?:recovery|backup|scratch|emergency|one-time)[ \t-]+codes?\b(?P<v>[\s\S]{0,400})",
+        _recovery_codes,
+        needles=("recovery", "backup", "scratch", "emergency", "one-time"),
+        anchor=r"(?:recovery|backup|scratch|emergency|one-time)[ \t-]+code",
+        folded=True,
+    ),
+    _Rule(
+        "a session cookie",
+        (
+            # a session's name, not a CSRF token's (sent to the page, no login in it)
+            r"(?i)\bcookie\b[^\n]{0,200}?(?<![\w.-])(?![\w.-]*[cx]srf)"
+            r"[\w.-]*(?:sess|sid|auth|token|jwt|remember)"
+            r"[\w.-]*=(?P<v>[^\s;'\",]{16,})"
+        ),
+        _random_value,
+        needles=("cookie",),
+        anchor="cookie",
         folded=True,
     ),
     _Rule(
