@@ -98,21 +98,24 @@ _PASSWORD_WORDS = (
     r"senha|wachtwoord|has(?:ło|ła|lo)|şifre(?:si)?|parola(?:sı)?|lösenord(?:et)?|passord(?:et)?"
     r"|adgangskode(?:n)?|heslo|salasana|п[аa][рp][оo]л(?:ь|я|[еe]м)|κωδικός|비밀번호|パスワード|密[码碼]|口令"
 )
+_WORD_START = r"(?i)(?:(?<![a-z0-9])(?:[a-z0-9]+[_.-]){0,4}?|(?-i:(?<=[a-z])(?=[A-Z])))"
+_WORD_END = r"(?:[_.-][a-z0-9]+){0,3}(?![a-z0-9])"
 # A credential word, with the words joined to it (DD_API_KEY, db.password, STRIPE_KEY).
 _LABEL = re.compile(
     # At a word's start, or where camelCase starts one (accessToken, dbPassword).
-    r"(?i)(?:(?<![a-z0-9])(?:[a-z0-9]+[_.-]){0,4}?|(?-i:(?<=[a-z])(?=[A-Z])))"
-    r"(?:pass(?:word|wd|phrase)|pwd|pass(?:wort|wörter)|kennwort|contrase(?:ñ|n)as?|clave"
-    r"|mot[ _-]de[ _-]passe|" + _PASSWORD_WORDS + r"|secret|token|credentials?|api[_ -]?key|apikey"
-    r"|(?:auth|api|access|refresh|bot|session)token|authkey|bearer|pat"
+    _WORD_START + r"(?:pass(?:word|wd|phrase)|pwd|pass(?:wort|wörter)|kennwort|contrase(?:ñ|n)as?"
+    r"|clave|mot[ _-]de[ _-]passe|secret|token|credentials?|api[_ -]?key|apikey|bearer|pat"
     r"|(?:access|secret|private|client|license|signing|encryption|master|app|account|auth|admin"
-    r"|service|webhook)[_ -]?key|[a-z0-9]+[_.-]key|client[_ -]?secret|key)"
-    r"(?:[_.-][a-z0-9]+){0,3}(?![a-z0-9])"
+    r"|service|webhook)[_ -]?key|[a-z0-9]+[_.-]key|client[_ -]?secret|key)" + _WORD_END
 )
 _CREDENTIAL_WORD = re.compile(
-    r"(?i)pass|pwd|secret|token|credential|key|bearer|pat|kennwort|contrase|clave|"
-    + _PASSWORD_WORDS
+    r"(?i)pass|pwd|secret|token|credential|key|bearer|pat|kennwort|contrase|clave"
 )
+# Labels read in a second pass, only by a text that holds one (each word costs _LABEL's every
+# search a little): the password of other languages, a token word glued to another (authtoken).
+_GLUED = r"(?:auth|api|access|refresh|bot|session)token|authkey"
+_MORE_LABELS = re.compile(_WORD_START + "(?:" + _PASSWORD_WORDS + "|" + _GLUED + ")" + _WORD_END)
+_MORE_WORDS = re.compile("(?i)" + _PASSWORD_WORDS + "|" + _GLUED)
 _WORD_BEFORE = re.compile(r"([A-Za-z0-9]+)[ \t]*$")
 # English, German (Passwort, Kennwort), Spanish (contraseña, clave), French (mot de passe).
 _PASSWORD_LABEL = re.compile(
@@ -331,40 +334,35 @@ _LABEL_WORDS = (
     "key",
     "bearer",
     "pat",
-    # the password words of _PASSWORD_WORDS, each with every ending it takes there
-    "senha",
-    "wachtwoord",
-    "hasło",
-    "hasła",
-    "haslo",
-    "şifre",
-    "şifresi",
-    "parola",
-    "parolası",
-    "lösenord",
-    "lösenordet",
-    "passord",
-    "passordet",
-    "adgangskode",
-    "adgangskoden",
-    "heslo",
-    "salasana",
-    "пapoль",  # as normalize() reads it: the Cyrillic а, р, о and е drawn like Latin are Latin
-    "пapoля",
-    "пapoлeм",
-    "κωδικός",
-    "비밀번호",
-    "パスワード",
-    "密码",
-    "密碼",
-    "口令",
 )
+# What every label _MORE_LABELS reads holds, lowercased (as normalize() reads a text: the
+# Cyrillic а, р, о and е drawn like Latin are Latin); a substring test costs less than a search.
+_MORE_STEMS = (
+    *("authtoken", "apitoken", "accesstoken", "refreshtoken", "bottoken", "sessiontoken"),
+    *("authkey", "senha", "wachtwoord", "haslo", "parola", "passord", "adgangskode", "heslo"),
+    *("salasana", "hasło", "hasła", "şifre", "lösenord", "пapoл", "κωδικός", "비밀번호"),
+    *("パスワード", "密码", "密碼", "口令"),
+)
+_MORE_ASCII_STEMS = tuple(stem for stem in _MORE_STEMS if stem.isascii())
 
 
 @functools.cache
-def _label_ends() -> tuple[re.Pattern[str], ...]:
-    """Compiled on first use (a search process never looks for credentials)."""
-    return tuple(re.compile(word + "(?![a-z0-9])") for word in _LABEL_WORDS)
+def _label_ends(ascii_only: bool) -> tuple[re.Pattern[str], ...]:
+    """Compiled on first use (a search process never looks for credentials); `ascii_only`:
+    the words an ASCII text can hold."""
+    return tuple(
+        re.compile(word + "(?![a-z0-9])")
+        for word in _LABEL_WORDS
+        if word.isascii() or not ascii_only
+    )
+
+
+def _holds(lowered: str, *, more: bool) -> bool:
+    if more:
+        stems = _MORE_ASCII_STEMS if lowered.isascii() else _MORE_STEMS
+        return any(map(lowered.__contains__, stems))
+    ends = _label_ends(lowered.isascii())
+    return any(map(re.Pattern.search, ends, itertools.repeat(lowered)))
 
 
 def labelled_credential(text: str, *, lowered: str | None = None) -> bool:
@@ -372,12 +370,16 @@ def labelled_credential(text: str, *, lowered: str | None = None) -> bool:
 
     `lowered`: `text` lowercased, one character for one: a text with no label is told at once."""
     if lowered is not None:
-        if not any(map(re.Pattern.search, _label_ends(), itertools.repeat(lowered))):
+        more = _holds(lowered, more=True)
+        if not more and not _holds(lowered, more=False):
             return False
-    elif _CREDENTIAL_WORD.search(text) is None:
-        return False
+    else:
+        more = _MORE_WORDS.search(text) is not None
+        if not more and _CREDENTIAL_WORD.search(text) is None:
+            return False
     runs: list[tuple[int, int]] | None = None
-    for label in _LABEL.finditer(text):
+    labels = _LABEL.finditer(text)
+    for label in itertools.chain(labels, _MORE_LABELS.finditer(text)) if more else labels:
         if runs is None:
             runs = [m.span() for m in _LONG_BASE64.finditer(text)] if len(text) > 256 else []
         if runs and _inside(runs, label.start()):
@@ -397,9 +399,6 @@ def labelled_credential(text: str, *, lowered: str | None = None) -> bool:
     return False
 
 
-_WORD_START = re.compile(r"[^\s'\"`(\[{]*$")
-
-
 def names_no_value_here(text: str, span: tuple[int, int]) -> bool:
     """Whether a credential word at `span` of `text` is part of a name, not a label: a URL's
     user (user:password@host), a resource name (arn:…:secret:prod/db-Ab12Cd), or a key under
@@ -407,8 +406,8 @@ def names_no_value_here(text: str, span: tuple[int, int]) -> bool:
     start, end = span
     if text.startswith("@", end):
         return True
-    word = _WORD_START.search(text, max(0, start - 200), start)
-    if word is not None and _RESOURCE_NAME.match(word[0]):
+    begin = max(text.rfind(" ", 0, start), text.rfind("\n", 0, start), text.rfind("\t", 0, start))
+    if _RESOURCE_NAME.match(text[begin + 1 : start].lstrip("'\"`([{")):
         return True
     sealed = text.rfind("encryptedData:", 0, start)
     return sealed >= 0 and "\n" in text[sealed:start] and "\n\n" not in text[sealed:start]
