@@ -210,6 +210,16 @@ def _cli_password(match: re.Match[str]) -> bool:
     return not is_placeholder(_value_of(match))
 
 
+def _flag_password(match: re.Match[str]) -> bool:
+    """A flag's value that is a password: not a stand-in, not a file (--password-file ~/.pw)."""
+    value = _value_of(match)
+    return (
+        not is_placeholder(value)
+        and _PATH.fullmatch(value) is None
+        and (looks_like_password(value) or looks_generated(value))
+    )
+
+
 def _is_documented_jwt(payload: str) -> bool:
     """jwt.io's example token (John Doe, sub 1234567890): documentation, like AWS's EXAMPLE keys."""
     try:
@@ -362,6 +372,30 @@ _RULES: tuple[_Rule, ...] = (
         _cli_password,
         needles=("sshpass", "login", "redis-cli", "ldap", "htpasswd"),
         anchor=r"sshpass|login[^\n]*?[ \t]-p|redis-cli|ldap|htpasswd",
+    ),
+    _Rule(
+        "a password on a command line",
+        (  # a flag naming a password (keytool -storepass, --db-pass), and CLIs' own -p/-P/-N
+            r"(?<=[ \t])--?(?:[a-z]+[-_])*(?:src|dest|new|old|store|key|trust|db|admin|root|user)*"
+            r"(?:pass(?:word|wd|phrase)?|pwd)[ \t=]+['\"]?(?:pass:)?(?P<v>[^\s'\"]{6,})"
+            r"|\b(?:mongo(?:sh)?|az)\b[^\n]*?[ \t]-p[ \t]+['\"]?(?P<v2>[^\s'\"-][^\s'\"]*)"
+            r"|\bsqlcmd\b[^\n]*?[ \t]-P[ \t]+['\"]?(?P<v3>[^\s'\"-][^\s'\"]*)"
+            r"|\bssh-keygen\b[^\n]*?[ \t]-N[ \t]+['\"]?(?P<v4>[^\s'\"-][^\s'\"]*)"
+        ),
+        _flag_password,
+        needles=("pass", "pwd", "mongo", "az", "sqlcmd", "ssh-keygen"),
+        anchor=r"[ \t]--?[\w-]*p(?:ass|wd)|mongo|\baz\b|sqlcmd|ssh-keygen",
+    ),
+    _Rule(
+        "a password assignment",
+        (  # SQL's CREATE/ALTER USER … IDENTIFIED BY, and a Wi-Fi QR code's WIFI:…;P:…;
+            r"(?i)\bidentified[ \t]+(?:with[ \t]+\w+[ \t]+)?by[ \t]+(?:password[ \t]+)?['\"]"
+            r"(?P<v>[^'\"\n]{4,})['\"]|\bwifi:(?:[^\n]*?;)?p:(?P<v2>(?:[^;\\\n]|\\.){6,});"
+        ),
+        _cli_password,
+        needles=("identified", "wifi:"),
+        anchor=r"identified[ \t]|wifi:",
+        folded=True,
     ),
     _Rule(
         "a password assignment",

@@ -455,3 +455,27 @@ def test_names_ciphertext_and_documented_pairs_beside_a_credential_word_are_stor
     text: str,
 ) -> None:
     assert find_secrets(text, full=True) == find_secrets(text) == []
+
+
+# Found probing past set 5 (not in it): a flag that names a password, CLIs' own password
+# flags, SQL's IDENTIFIED BY and a Wi-Fi QR code's P: field.
+@pytest.mark.parametrize(
+    ("text", "stored"),
+    [
+        ("keytool -importkeystore -srcstorepass Rw7!nK2qZx -deststorepass Rw7!nK2qZx", False),
+        ("mongosh -u admin -p Rw7nK2qZx9Lm --authenticationDatabase admin", False),
+        ("sqlcmd -S db01 -U sa -P Rw7nK2qZx9Lm -Q 'select 1'", False),
+        ("ssh-keygen -t ed25519 -N 'Rw7nK2qZx9Lm' -f deploy_key", False),
+        ("ALTER USER 'app'@'%' IDENTIFIED WITH caching_sha2_password BY 'Rw7!nK2qZx';", False),
+        ("WIFI:S:lab-5g;T:WPA;P:Rw7!nK2qZx;;", False),
+        ("app --password-file ~/.config/app/pw --bypass cache-01", True),
+        ("vsftpd --passive-ports 30000-30009", True),
+        ("ssh-keygen -t ed25519 -N '' -f deploy_key", True),
+        ("keytool -list -storepass $STOREPASS", True),
+        ("CREATE USER app IDENTIFIED BY '<password>';", True),
+        ("psql -h db01 -p 5432 -U app", True),
+    ],
+)
+def test_a_password_given_to_a_command_or_in_sql(text: str, stored: bool) -> None:
+    assert (find_secrets(text, full=True) == []) is stored
+    assert find_secrets(text) == find_secrets(text, full=True)
