@@ -67,7 +67,7 @@ _TRIGGERS = (
     r"\?(?:sig|X-Amz-Signature|Signature)=",
     r"&(?:sig|X-Amz-Signature|Signature)=",
     r"://[^\s:/?#@]*:[^\s/?#@]+@",
-    r"-(?<=[ \t]-)(?:[pwaPN]|\w*b|-?[\w-]*p(?:ass|wd))",
+    r"-(?<=[ \t]-)(?:[pwa]|\w*b)",
     r":(?:\d{2,5}|\*):[^\s:]+:[^\s:]+:",
 )
 

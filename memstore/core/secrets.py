@@ -383,8 +383,9 @@ _RULES: tuple[_Rule, ...] = (
             r"|\bssh-keygen\b[^\n]*?[ \t]-N[ \t]+['\"]?(?P<v4>[^\s'\"-][^\s'\"]*)"
         ),
         _flag_password,
-        needles=("pass", "pwd", "mongo", "az", "sqlcmd", "ssh-keygen"),
-        anchor=r"[ \t]--?[\w-]*p(?:ass|wd)|mongo|\baz\b|sqlcmd|ssh-keygen",
+        needles=("pass", "pwd", "-p", "-n"),
+        anchor=r"[ \t]-(?:-?[\w-]*p(?:ass|wd)|[pn][ \t])",
+        folded=True,
     ),
     _Rule(
         "a password assignment",
