@@ -281,6 +281,18 @@ def looks_generated(value: str) -> bool:
     return not _is_wordy(value) and _entropy(value) >= 3.3
 
 
+# A code of a list of recovery codes: letters and digits, in one group or two (4f7k-2m9x).
+_CODE = re.compile(r"(?<![\w-])(?=[\w-]*\d)[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12})?(?![\w-])")
+
+
+def are_recovery_codes(text: str) -> bool:
+    """Tell whether `text` (after the words "recovery codes") lists three codes or more of one
+    shape (a service issues them alike), none a stand-in."""
+    codes = [code for code in _CODE.findall(text) if not is_dummy(code)]
+    shapes = Counter(tuple(map(len, code.split("-"))) for code in codes)
+    return bool(shapes) and max(shapes.values()) >= 3
+
+
 def is_passphrase(value: str) -> bool:
     """Tell whether a value said to be a password is words joined by hyphens (3 or more),
     not a stand-in for one (<your-password-here>)."""

@@ -8,7 +8,6 @@ import functools
 import itertools
 import re
 import unicodedata
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -17,6 +16,7 @@ from memstore.core.secret_joins import joins as split_joins
 from memstore.core.secret_keys import KEY_BODY, is_printable, private_key_body
 from memstore.core.secret_providers import ANCHORS, AUTH, ISSUED, NEEDLES, PROVIDERS, UNTRIGGERED
 from memstore.core.secret_values import (
+    are_recovery_codes,
     is_dummy,
     is_passphrase,
     is_placeholder,
@@ -254,17 +254,6 @@ def _random_value(match: re.Match[str]) -> bool:
     )
 
 
-# A code of a list of recovery codes: letters and digits, in one group or two (4f7k-2m9x).
-_CODE = re.compile(r"(?<![\w-])(?=[\w-]*\d)[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12})?(?![\w-])")
-
-
-def _recovery_codes(match: re.Match[str]) -> bool:
-    """Three codes or more of one shape (a service issues them alike), none a stand-in."""
-    codes = [code for code in _CODE.findall(match["v"]) if not is_dummy(code)]
-    shapes = Counter(tuple(map(len, code.split("-"))) for code in codes)
-    return bool(shapes) and max(shapes.values()) >= 3
-
-
 _ASSIGN = r"['\"]?[ \t]*(?::=|=>|[:=])[ \t]*['\"]?"
 _SUFFIXES = r"(?:[_.-](?:access|key|token|secret|value|base|pass))*"
 _RULES: tuple[_Rule, ...] = (
@@ -443,7 +432,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         "recovery codes",
         r"(?i)\b(?:recovery|backup|scratch|emergency|one-time)[ \t-]+codes?\b(?P<v>[\s\S]{0,400})",
-        _recovery_codes,
+        lambda match: are_recovery_codes(match["v"]),
         needles=("recovery", "backup", "scratch", "emergency", "one-time"),
         anchor=r"(?:recovery|backup|scratch|emergency|one-time)[ \t-]+code",
         folded=True,
