@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import re
 
 KEY_BODY = re.compile(
@@ -64,6 +65,9 @@ def private_key_body(match: re.Match[str]) -> bool:
     if header >= 0 and "-----END " not in before[header:]:
         return "PRIVATE" in before[header : header + 60]  # a certificate's or public key's lines
     body = match["b"]
+    lines = body.split()
+    if any(b.startswith(a) for a, b in itertools.pairwise(lines)):
+        return False  # each line the one before and more: the joins of words, not a key's lines
     kind = der_kind(body)
     if kind:
         return kind == "private"

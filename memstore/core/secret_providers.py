@@ -62,7 +62,10 @@ PROVIDERS: tuple[tuple[str, str], ...] = (
     ("a Django secret key", r"\bdjango-insecure-(?P<v>[^\s'\"`]{20,})"),
     ("a Vault token", r"\b(?P<v>hv[sbr]\.[A-Za-z0-9_-]{24,})"),
     ("a Docker access token", r"\b(?P<v>dckr_(?:pat|oat)_[A-Za-z0-9_-]{20,})"),
-    ("a Telegram bot token", r"(?<![\w:])\d{8,10}:(?P<v>[A-Za-z0-9_-]{33,40})" + _TAIL),
+    (  # bare, or in the Bot API's URL (api.telegram.org/bot123…:AA…)
+        "a Telegram bot token",
+        r"(?:(?<![\w:])|(?<=bot))\d{8,10}:(?P<v>[A-Za-z0-9_-]{33,40})" + _TAIL,
+    ),
     (
         "an Azure client secret",
         r"(?<![A-Za-z0-9_~.-])(?P<v>[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34})(?![A-Za-z0-9_~.-])",
@@ -121,6 +124,8 @@ PROVIDERS: tuple[tuple[str, str], ...] = (
         r"\bAGE-SECRET-KEY-1[0-9A-Z]{50,}|\bEAA[BCDG][A-Za-z0-9]{80,}"
         r"|\baccess-(?:sandbox|development|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
     ),
+    ("a crates.io token", r"\b(?P<v>cio[A-Za-z0-9]{32})" + _TAIL),
+    ("a Honeycomb key", r"\b(?P<v>hc[a-z]{2}k_[a-z0-9]{50,70})" + _TAIL),
     ("a Beamer API key", r"\b(?P<v>b_[A-Za-z0-9=_-]{44})" + _TAIL),
     ("a Mapbox secret token", r"\bsk\.eyJ[A-Za-z0-9_-]{40,}\.[A-Za-z0-9_-]{20,}"),
     (
@@ -202,6 +207,8 @@ NEEDLES: dict[str, tuple[str, ...]] = {
         "glpat_",
     ),
     "a cloud service token": ("age-secret-key-1", "eaa", "access-"),
+    "a crates.io token": ("cio",),
+    "a Honeycomb key": ("hc",),
     "a Beamer API key": ("b_",),
     "a Mapbox secret token": ("sk.eyj",),
     "a Discord bot token": (".",),
@@ -255,6 +262,8 @@ ANCHORS: dict[str, str] = {
         r"|pat\.|LTAI|AQVN|v1\.0-|glpat_"
     ),
     "a cloud service token": r"AGE-SECRET-KEY-1|EAA[BCDG]|access-(?:sandbox|development|production)-",
+    "a crates.io token": r"cio[A-Za-z0-9]{32}",
+    "a Honeycomb key": r"hc[a-z]{2}k_",
     "a Beamer API key": r"b_[A-Za-z0-9=_-]{44}",
     "a Mapbox secret token": r"sk\.eyJ",
     "a Discord bot token": r"[MNO][A-Za-z0-9_-]{23,25}\.",
@@ -269,7 +278,7 @@ TRIGGERS: tuple[str, ...] = (
     r"|(?<=sntry[su]_)|(?<=glsa_)|(?<=glc_)|(?<=fig[dou]_)|(?<=shp[a-z]{2}_)|(?<=_v1_)"
     r"|(?<=pscale_)|(?<=fo1_)|(?<=fm[12]_)|(?<=fm[12][ar]_)|(?<=ops_)|(?<=npm_)|(?<=rubygems_)"
     r"|(?<=aio_)|(?<=pnu_)|(?<=rdme_)|(?<=shippo_)|(?<=sq[pua]_)|(?<=sgp_)|(?<=tfp_)|(?<=y0_)"
-    r"|(?<=sbp_)|(?<=sb_)|(?<=vercel_)|(?<=glpat_)|(?<=b_))",
+    r"|(?<=sbp_)|(?<=sb_)|(?<=vercel_)|(?<=glpat_)|(?<=b_)|(?<=hc[a-z]{2}k_))",
     r"-(?:(?<=gl[a-z]{2}-)|(?<=gl[a-z]{3}-)|(?<=gl[a-z]{4}-)|(?<=gl[a-z]{5}-)|(?<=xox[abposre]-)"
     r"|(?<=xapp-)|(?<=sk-)|(?<=pplx-)|(?<=xai-)|(?<=key-)|(?<=django-)|(?<=xkeysib-)"
     r"|(?<=xsmtpsib-)|(?<=sq0[a-z]{3}-)|(?<=pypi-)|(?<=fio-)|(?<=tk-)|(?<=pul-)|(?<=ico-)"
@@ -285,6 +294,7 @@ TRIGGERS: tuple[str, ...] = (
     r"~(?<=Q~)",
     r"=[A-Za-z0-9+/%]{30}",
     r"2(?<=oy2)",
+    r"cio[A-Za-z0-9]{32}",
 )
 # Families with no capital or mark to start from (dapi and hex): their anchor is always searched.
 UNTRIGGERED = frozenset({"a Databricks token"})

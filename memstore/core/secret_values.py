@@ -17,6 +17,8 @@ _STAND_INS = (
     "password passwd pwd secret token apikey changeme changeit example yourpassword mypassword "
     "redacted removed hidden none null nil undefined empty required optional unset notset "
     "placeholder dummy vault postgres mysql guest default secret test testing"
+    # where a password is kept, named in its place (the password is in 1Password)
+    " 1password lastpass keepass keepassxc bitwarden dashlane keychain"
 )
 _PLACEHOLDER_WORDS = frozenset(_STAND_INS.split())
 # Inside a longer value these mark it as written to be replaced (sk-your-key-here, ghp_xxxx…).
@@ -90,23 +92,35 @@ def is_stand_in_token(value: str, *, issued: bool = False) -> bool:
     )
 
 
+# "Password" in Portuguese, Dutch, Polish, Turkish, Swedish, Danish, Czech, Finnish, Russian,
+# Greek, Korean, Japanese and Chinese (with the endings a label takes before its value).
+_PASSWORD_WORDS = (
+    r"senha|wachtwoord|has(?:ło|ła|lo)|şifre(?:si)?|parola(?:sı)?|lösenord(?:et)?|passord(?:et)?"
+    r"|adgangskode(?:n)?|heslo|salasana|п[аa][рp][оo]л(?:ь|я|[еe]м)|κωδικός|비밀번호|パスワード|密[码碼]|口令"
+)
+_WORD_START = r"(?i)(?:(?<![a-z0-9])(?:[a-z0-9]+[_.-]){0,4}?|(?-i:(?<=[a-z])(?=[A-Z])))"
+_WORD_END = r"(?:[_.-][a-z0-9]+){0,3}(?![a-z0-9])"
 # A credential word, with the words joined to it (DD_API_KEY, db.password, STRIPE_KEY).
 _LABEL = re.compile(
     # At a word's start, or where camelCase starts one (accessToken, dbPassword).
-    r"(?i)(?:(?<![a-z0-9])(?:[a-z0-9]+[_.-]){0,4}?|(?-i:(?<=[a-z])(?=[A-Z])))"
-    r"(?:pass(?:word|wd|phrase)|pwd|pass(?:wort|wörter)|kennwort|contrase(?:ñ|n)as?|clave"
-    r"|mot[ _-]de[ _-]passe|secret|token|credentials?|api[_ -]?key|apikey|bearer|pat"
+    _WORD_START + r"(?:pass(?:word|wd|phrase)|pwd|pass(?:wort|wörter)|kennwort|contrase(?:ñ|n)as?"
+    r"|clave|mot[ _-]de[ _-]passe|secret|token|credentials?|api[_ -]?key|apikey|bearer|pat"
     r"|(?:access|secret|private|client|license|signing|encryption|master|app|account|auth|admin"
-    r"|service|webhook)[_ -]?key|[a-z0-9]+[_.-]key|client[_ -]?secret|key)"
-    r"(?:[_.-][a-z0-9]+){0,3}(?![a-z0-9])"
+    r"|service|webhook)[_ -]?key|[a-z0-9]+[_.-]key|client[_ -]?secret|key)" + _WORD_END
 )
 _CREDENTIAL_WORD = re.compile(
     r"(?i)pass|pwd|secret|token|credential|key|bearer|pat|kennwort|contrase|clave"
 )
+# Labels read in a second pass, only by a text that holds one (each word costs _LABEL's every
+# search a little): the password of other languages, a token word glued to another (authtoken).
+_GLUED = r"(?:auth|api|access|refresh|bot|session)token|authkey"
+_MORE_LABELS = re.compile(_WORD_START + "(?:" + _PASSWORD_WORDS + "|" + _GLUED + ")" + _WORD_END)
+_MORE_WORDS = re.compile("(?i)" + _PASSWORD_WORDS + "|" + _GLUED)
 _WORD_BEFORE = re.compile(r"([A-Za-z0-9]+)[ \t]*$")
 # English, German (Passwort, Kennwort), Spanish (contraseña, clave), French (mot de passe).
 _PASSWORD_LABEL = re.compile(
-    r"(?i)pass(?:word|wd|phrase|wort)|pwd|kennwort|contrase(?:ñ|n)a|clave|mot[ _-]de[ _-]passe"
+    r"(?i)pass(?:word|wd|phrase|wort)|pwd|kennwort|contrase(?:ñ|n)a|clave|mot[ _-]de[ _-]passe|"
+    + _PASSWORD_WORDS
 )
 # A word in or after the label that says the value is not the credential itself.
 _NOT_THE_VALUE = frozenset(
@@ -200,8 +214,15 @@ _NOT_THE_VALUE = frozenset(
 _PASSWORD_CHARS = re.compile(r"[A-Za-z0-9!#$%^&*+=?~|_.-]+")
 _ON_THE_WAY = frozenset(["changed", "set", "reset", "updated", "now", "still", "also", "just"])
 _SAYS_VALUE = frozenset(
-    ["is", "was", "are", "=", ":", ":=", "=>", "->", "-", "—", "to", "as"]
-).union(["ist", "lautet", "war", "es", "era", "est", "était"])  # German, Spanish, French
+    [
+        *("is", "was", "are", "=", ":", ":=", "=>", "->", "-", "—", "to", "as"),
+        *("ist", "lautet", "war", "es", "era", "est", "était"),  # German, Spanish, French
+        # Portuguese, Italian, Polish, Swedish, Danish and Norwegian, Czech, Japanese, Chinese
+        *("é", "è", "jest", "är", "er", "blev", "je", "は", "が", "是", "为", "為"),
+    ]
+)
+# A copula of Japanese or Chinese written against the value (密码是Xk29…).
+_GLUED_COPULA = ("は", "が", "是", "为", "為")
 # A passphrase: three or more words of letters joined by hyphens (correct-horse-battery-staple);
 # words of one or two letters (is-a-known-issue, end-to-end) read as a phrase in a sentence.
 _PASSPHRASE = re.compile(r"[A-Za-z]{3,}(?:-[A-Za-z]{3,}){2,}")
@@ -215,6 +236,7 @@ _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _DIGEST = re.compile(r"(?i)(?:sha\d*|md5|blake2[bs]?|h1)[:-]")  # a digest names its algorithm
 _TIMESTAMP = re.compile(r"[\d:T.Z+-]+")
 _RESOURCE_NAME = re.compile(r"(?i)(?:arn|urn):[a-z0-9-]+:")
+_ENCRYPTED = ("ENC[AES256_GCM,", "ENC[", "$ANSIBLE_VAULT;", "!vault")
 
 
 def _entropy(value: str) -> float:
@@ -243,6 +265,8 @@ def looks_generated(value: str) -> bool:
         return False
     if _RESOURCE_NAME.match(value):  # arn:aws:iam::123456789012:role/deploy names, holds nothing
         return False
+    if value.startswith(_ENCRYPTED):  # ciphertext made to be committed (sops, ansible-vault)
+        return False
     if _FILE_PATH.fullmatch(value):  # an S3 object key, a file: exports/2026/12/<hash>.csv
         return False
     if re.fullmatch(r"[0-9a-fA-F-]+", value):  # hex, a UUID: a labelled one is a key
@@ -255,6 +279,18 @@ def looks_generated(value: str) -> bool:
     if not any(c.isdigit() for c in value) and symbols < 2:
         return False
     return not _is_wordy(value) and _entropy(value) >= 3.3
+
+
+# A code of a list of recovery codes: letters and digits, in one group or two (4f7k-2m9x).
+_CODE = re.compile(r"(?<![\w-])(?=[\w-]*\d)[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12})?(?![\w-])")
+
+
+def are_recovery_codes(text: str) -> bool:
+    """Tell whether `text` (after the words "recovery codes") lists three codes or more of one
+    shape (a service issues them alike), none a stand-in."""
+    codes = [code for code in _CODE.findall(text) if not is_dummy(code)]
+    shapes = Counter(tuple(map(len, code.split("-"))) for code in codes)
+    return bool(shapes) and max(shapes.values()) >= 3
 
 
 def is_passphrase(value: str) -> bool:
@@ -311,12 +347,34 @@ _LABEL_WORDS = (
     "bearer",
     "pat",
 )
+# What every label _MORE_LABELS reads holds, lowercased (as normalize() reads a text: the
+# Cyrillic а, р, о and е drawn like Latin are Latin); a substring test costs less than a search.
+_MORE_STEMS = (
+    *("authtoken", "apitoken", "accesstoken", "refreshtoken", "bottoken", "sessiontoken"),
+    *("authkey", "senha", "wachtwoord", "haslo", "parola", "passord", "adgangskode", "heslo"),
+    *("salasana", "hasło", "hasła", "şifre", "lösenord", "пapoл", "κωδικός", "비밀번호"),
+    *("パスワード", "密码", "密碼", "口令"),
+)
+_MORE_ASCII_STEMS = tuple(stem for stem in _MORE_STEMS if stem.isascii())
 
 
 @functools.cache
-def _label_ends() -> tuple[re.Pattern[str], ...]:
-    """Compiled on first use (a search process never looks for credentials)."""
-    return tuple(re.compile(word + "(?![a-z0-9])") for word in _LABEL_WORDS)
+def _label_ends(ascii_only: bool) -> tuple[re.Pattern[str], ...]:
+    """Compiled on first use (a search process never looks for credentials); `ascii_only`:
+    the words an ASCII text can hold."""
+    return tuple(
+        re.compile(word + "(?![a-z0-9])")
+        for word in _LABEL_WORDS
+        if word.isascii() or not ascii_only
+    )
+
+
+def _holds(lowered: str, *, more: bool) -> bool:
+    if more:
+        stems = _MORE_ASCII_STEMS if lowered.isascii() else _MORE_STEMS
+        return any(map(lowered.__contains__, stems))
+    ends = _label_ends(lowered.isascii())
+    return any(map(re.Pattern.search, ends, itertools.repeat(lowered)))
 
 
 def labelled_credential(text: str, *, lowered: str | None = None) -> bool:
@@ -324,12 +382,16 @@ def labelled_credential(text: str, *, lowered: str | None = None) -> bool:
 
     `lowered`: `text` lowercased, one character for one: a text with no label is told at once."""
     if lowered is not None:
-        if not any(map(re.Pattern.search, _label_ends(), itertools.repeat(lowered))):
+        more = _holds(lowered, more=True)
+        if not more and not _holds(lowered, more=False):
             return False
-    elif _CREDENTIAL_WORD.search(text) is None:
-        return False
+    else:
+        more = _MORE_WORDS.search(text) is not None
+        if not more and _CREDENTIAL_WORD.search(text) is None:
+            return False
     runs: list[tuple[int, int]] | None = None
-    for label in _LABEL.finditer(text):
+    labels = _LABEL.finditer(text)
+    for label in itertools.chain(labels, _MORE_LABELS.finditer(text)) if more else labels:
         if runs is None:
             runs = [m.span() for m in _LONG_BASE64.finditer(text)] if len(text) > 256 else []
         if runs and _inside(runs, label.start()):
@@ -338,13 +400,29 @@ def labelled_credential(text: str, *, lowered: str | None = None) -> bool:
         before = _WORD_BEFORE.search(text, max(0, label.start() - 40), label.start())
         if before is not None:
             words.append(before[1].lower())  # cache key, idempotency key, publishable key
-        if any(w in _NOT_THE_VALUE for w in words):
+        if any(w in _NOT_THE_VALUE for w in words) or names_no_value_here(text, label.span()):
             continue
         is_password = _PASSWORD_LABEL.search(label[0]) is not None
         line = text[label.end() : label.end() + 120].split("\n", 1)[0]
-        if _names_a_value(_TOKEN_WORD.findall(line)[:8], is_password=is_password):
+        # A password's label may stand a clause away (la contraseña de la base de datos … es X).
+        words = _TOKEN_WORD.findall(line)[: 12 if is_password else 8]
+        if _names_a_value(words, is_password=is_password):
             return True
     return False
+
+
+def names_no_value_here(text: str, span: tuple[int, int]) -> bool:
+    """Whether a credential word at `span` of `text` is part of a name, not a label: a URL's
+    user (user:password@host), a resource name (arn:…:secret:prod/db-Ab12Cd), or a key under
+    a sealed secret's encryptedData (its values are ciphertext, made to be committed)."""
+    start, end = span
+    if text.startswith("@", end):
+        return True
+    begin = max(text.rfind(" ", 0, start), text.rfind("\n", 0, start), text.rfind("\t", 0, start))
+    if _RESOURCE_NAME.match(text[begin + 1 : start].lstrip("'\"`([{")):
+        return True
+    sealed = text.rfind("encryptedData:", 0, start)
+    return sealed >= 0 and "\n" in text[sealed:start] and "\n\n" not in text[sealed:start]
 
 
 # A run of base64 longer than any credential a label names (a data URI's image, a wrapped blob).
@@ -367,8 +445,8 @@ def _names_a_value(words: list[str], *, is_password: bool) -> bool:
         if bare in _SAYS_VALUE or lowered in _SAYS_VALUE or not bare.strip(":=-"):
             said = True
             continue
-        if bare[0] in ":=":
-            said, bare = True, bare.lstrip(":=>")
+        if bare[0] in ":=" or (bare[0] in _GLUED_COPULA and len(bare) > 1):
+            said, bare = True, bare.lstrip(":=>" + "".join(_GLUED_COPULA))
         if (
             looks_generated(bare)
             or (said and is_password and (looks_like_password(bare) or is_passphrase(bare)))

@@ -16,6 +16,7 @@ from memstore.core.secret_joins import joins as split_joins
 from memstore.core.secret_keys import KEY_BODY, is_printable, private_key_body
 from memstore.core.secret_providers import ANCHORS, AUTH, ISSUED, NEEDLES, PROVIDERS, UNTRIGGERED
 from memstore.core.secret_values import (
+    are_recovery_codes,
     is_dummy,
     is_passphrase,
     is_placeholder,
@@ -24,6 +25,7 @@ from memstore.core.secret_values import (
     looks_generated,
     looks_like_password,
     looks_random,
+    names_no_value_here,
 )
 
 __all__ = [
@@ -156,7 +158,13 @@ def _value_of(match: re.Match[str]) -> str:
 
 # Families whose shape alone is loose: their value must also mix digits and both cases.
 _LOOSE = frozenset(
-    {"a Discord bot token", "a Notion token", "a Beamer API key", "a Telegram bot token"}
+    {
+        "a Discord bot token",
+        "a Notion token",
+        "a Beamer API key",
+        "a Telegram bot token",
+        "a crates.io token",
+    }
 )
 
 
@@ -202,6 +210,16 @@ def _cli_password(match: re.Match[str]) -> bool:
     return not is_placeholder(_value_of(match))
 
 
+def _flag_password(match: re.Match[str]) -> bool:
+    """A flag's value that is a password: not a stand-in, not a file (--password-file ~/.pw)."""
+    value = _value_of(match)
+    return (
+        not is_placeholder(value)
+        and _PATH.fullmatch(value) is None
+        and (looks_like_password(value) or looks_generated(value))
+    )
+
+
 def _is_documented_jwt(payload: str) -> bool:
     """jwt.io's example token (John Doe, sub 1234567890): documentation, like AWS's EXAMPLE keys."""
     try:
@@ -220,12 +238,20 @@ _PATH = re.compile(r"[~.]?/[\w./-]*")
 
 def _password_value(match: re.Match[str]) -> bool:
     # `pwd: /home/me/project` is the shell's working directory, not a password
-    return _value(match) and _PATH.fullmatch(match["v"]) is None
+    return (
+        _value(match)
+        and _PATH.fullmatch(match["v"]) is None
+        and not names_no_value_here(match.string, match.span())
+    )
 
 
 def _random_value(match: re.Match[str]) -> bool:
     value = match["v"]
-    return not is_placeholder(value) and (looks_random(value) or looks_generated(value))
+    return (
+        not is_placeholder(value)
+        and (looks_random(value) or looks_generated(value))
+        and not names_no_value_here(match.string, match.span())
+    )
 
 
 _ASSIGN = r"['\"]?[ \t]*(?::=|=>|[:=])[ \t]*['\"]?"
@@ -337,9 +363,35 @@ _RULES: tuple[_Rule, ...] = (
         anchor=r"sshpass|login[^\n]*?[ \t]-p|redis-cli|ldap|htpasswd",
     ),
     _Rule(
+        "a password on a command line",
+        (  # a flag naming a password (keytool -storepass, --db-pass), and CLIs' own -p/-P/-N
+            r"(?<=[ \t])--?(?:[a-z]+[-_])*(?:src|dest|new|old|store|key|trust|db|admin|root|user)*"
+            r"(?:pass(?:word|wd|phrase)?|pwd)[ \t=]+['\"]?(?:pass:)?(?P<v>[^\s'\"]{6,})"
+            r"|\b(?:mongo(?:sh)?|az)\b[^\n]*?[ \t]-p[ \t]+['\"]?(?P<v2>[^\s'\"-][^\s'\"]*)"
+            r"|\bsqlcmd\b[^\n]*?[ \t]-P[ \t]+['\"]?(?P<v3>[^\s'\"-][^\s'\"]*)"
+            r"|\bssh-keygen\b[^\n]*?[ \t]-N[ \t]+['\"]?(?P<v4>[^\s'\"-][^\s'\"]*)"
+        ),
+        _flag_password,
+        needles=("pass", "pwd", "-p", "-n"),
+        anchor=r"[ \t]-(?:-?[\w-]*p(?:ass|wd)|[pn][ \t])",
+        folded=True,
+    ),
+    _Rule(
+        "a password assignment",
+        (  # SQL's CREATE/ALTER USER … IDENTIFIED BY, and a Wi-Fi QR code's WIFI:…;P:…;
+            r"(?i)\bidentified[ \t]+(?:with[ \t]+\w+[ \t]+)?by[ \t]+(?:password[ \t]+)?['\"]"
+            r"(?P<v>[^'\"\n]{4,})['\"]|\bwifi:(?:[^\n]*?;)?p:(?P<v2>(?:[^;\\\n]|\\.){6,});"
+        ),
+        _cli_password,
+        needles=("identified", "wifi:"),
+        anchor=r"identified[ \t]|wifi:",
+        folded=True,
+    ),
+    _Rule(
         "a password assignment",
         (
-            r"(?i)(?:password|passwd|passphrase|(?<![a-z0-9])(?:pwd|pass|pw))"
+            # not 1Password's name (see 1Password: harbor db), a password manager's
+            r"(?i)(?:(?<!(?<!\w)1)password|passwd|passphrase|(?<![a-z0-9])(?:pwd|pass|pw))"
             + _SUFFIXES
             + _ASSIGN
             + r"(?P<v>[^\s'\"<>`]{6,})"
@@ -364,15 +416,38 @@ _RULES: tuple[_Rule, ...] = (
         "a login and its password",
         (
             r"(?i)\b(?:log[ \t-]?(?:in|on)|sign[ \t-]?in|anmelden|connexion|iniciar[ \t]sesi[oó]n)\b"
-            r"[^\n]{0,60}?[ \t](?:with|as|using|mit|als|avec|con|como)[ \t]+['\"]?"
+            r"(?:[^\n]{0,60}?[ \t](?:with|as|using|mit|als|avec|con|como|is|are|ist|est|es)"
+            r"|[ \t]*[:=])[ \t]+['\"]?"
             r"(?P<u>[\w.@+-]{1,64})(?:[ \t]*/[ \t]*|:)(?P<v>[^\s'\"`]{6,})"
         ),
         _login_pair,
         needles=("log", "sign", "anmelden", "connexion", "sesi"),
         anchor=(
             r"(?:log[ \t-]?(?:in|on)|sign[ \t-]?in|anmelden|connexion|iniciar[ \t]sesi)"
-            r"[^\n]*?[ \t](?:with|as|using|mit|als|avec|con|como)[ \t]"
+            r"(?:[^\n]*?[ \t](?:with|as|using|mit|als|avec|con|como|is|are|ist|est|es)[ \t]"
+            r"|[ \t]*[:=])"
         ),
+        folded=True,
+    ),
+    _Rule(
+        "recovery codes",
+        r"(?i)\b(?:recovery|backup|scratch|emergency|one-time)[ \t-]+codes?\b(?P<v>[\s\S]{0,400})",
+        lambda match: are_recovery_codes(match["v"]),
+        needles=("recovery", "backup", "scratch", "emergency", "one-time"),
+        anchor=r"(?:recovery|backup|scratch|emergency|one-time)[ \t-]+code",
+        folded=True,
+    ),
+    _Rule(
+        "a session cookie",
+        (
+            # a session's name, not a CSRF token's (sent to the page, no login in it)
+            r"(?i)\bcookie\b[^\n]{0,200}?(?<![\w.-])(?![\w.-]*[cx]srf)"
+            r"[\w.-]*(?:sess|sid|auth|token|jwt|remember)"
+            r"[\w.-]*=(?P<v>[^\s;'\",]{16,})"
+        ),
+        _random_value,
+        needles=("cookie",),
+        anchor="cookie",
         folded=True,
     ),
     _Rule(
