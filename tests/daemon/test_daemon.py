@@ -553,6 +553,11 @@ def test_a_healing_warning_reaches_the_caller_both_ways(
     tmp_path: Path, env: dict[str, str]
 ) -> None:
     served, alone = make_vault(tmp_path / "served"), make_vault(tmp_path / "alone")
+    # indexed first: a daemon's start that indexes the files has its watcher commit what it
+    # found ~0.5 s later, under the vault lock, and that commit would heal the lock planted
+    # below (into the daemon's log) before the add's request does
+    alone_env = {**env, "MEMSTORE_NO_DAEMON": "1", "MEMSTORE_VAULT": str(served)}
+    assert run(alone_env, "reindex").returncode == 0
     start_daemon(env, served)
     outputs = []
     for vault, environment in ((served, env), (alone, {**env, "MEMSTORE_NO_DAEMON": "1"})):
