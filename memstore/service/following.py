@@ -304,7 +304,7 @@ def pull_team(store: Store, team: Team, progress: Progress | None = None) -> Tea
     git = GitRepo.open(team.path)
     env = store.settings.env
     name = git.tracked_remote() or "origin"
-    done = remote.run_git(team.path, ["fetch", "--quiet", "--no-tags", name], env)
+    done = remote.fetch_git(team.path, ["--no-tags", name], env)
     if done.returncode != 0:
         reason = (done.stderr.strip().splitlines() or ["git fetch failed"])[-1]
         raise SyncError(

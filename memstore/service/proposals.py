@@ -325,9 +325,7 @@ def _fetched(team: Store, commit: str) -> bool:
     """Fetch the proposal branch's commit when this clone lacks it; say whether it is here."""
     if team.git.contains(commit, commit):
         return True
-    done = remote.run_git(
-        team.vault.root, ["fetch", "--quiet", team.remote_name(), commit], team.settings.env
-    )
+    done = remote.fetch_git(team.vault.root, [team.remote_name(), commit], team.settings.env)
     return done.returncode == 0 and team.git.contains(commit, commit)
 
 

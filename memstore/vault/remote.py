@@ -173,14 +173,26 @@ def remove_remote(root: Path, name: str, env: Mapping[str, str]) -> None:
 def fetch(root: Path, name: str, env: Mapping[str, str]) -> None:
     """Fetch remote `name` into refs/remotes/<name>/*, a purge's prune held off meanwhile
     (`writing_objects`: a fetch writes objects before the ref that makes them reachable)."""
+    done = fetch_git(root, ["--no-tags", name], env)
+    if done.returncode != 0:
+        raise _classify(done.stderr, name, remote_url(root, name, env), "fetch from")
+
+
+def fetch_git(
+    root: Path, args: list[str], env: Mapping[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """Run `git fetch --quiet ARGS` in `root` with a purge's prune held off meanwhile (a fetch
+    writes objects before the ref that makes them reachable; team clones fetch this way too).
+
+    Raises:
+        SyncError: a prune held the objects for over OBJECTS_WAIT_S (nothing was fetched).
+    """
     from memstore.vault.locks import held_within
 
     with held_within(_prunes_lock(root), False, OBJECTS_WAIT_S) as held:
         if not held:
             raise SyncError(_pruning(root))
-        done = run_git(root, ["fetch", "--quiet", "--no-tags", name], env)
-    if done.returncode != 0:
-        raise _classify(done.stderr, name, remote_url(root, name, env), "fetch from")
+        return run_git(root, ["fetch", "--quiet", *args], env)
 
 
 # A fetch that runs beside memstore's own commits: git's automatic gc and maintenance are

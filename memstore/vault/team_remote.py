@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from memstore.vault.remote import run_git
+from memstore.core.errors import SyncError
+from memstore.vault.remote import fetch_git, run_git
 
 PushStatus = Literal["pushed", "moved", "refused"]
 # What hosts say when the person may read but not write (GitHub, GitLab, Gitea, Bitbucket,
@@ -77,9 +78,10 @@ def fetch_branch(root: Path, remote: str, branch: str, env: Mapping[str, str]) -
     """Fetch one branch of `remote` into refs/remotes/<remote>/<branch>; return its commit
     ('' when the remote has no such branch or cannot be reached)."""
     ref = f"refs/remotes/{remote}/{branch}"
-    done = run_git(
-        root, ["fetch", "--quiet", "--no-tags", remote, f"+refs/heads/{branch}:{ref}"], env
-    )
+    try:
+        done = fetch_git(root, ["--no-tags", remote, f"+refs/heads/{branch}:{ref}"], env)
+    except SyncError:  # a purge's prune held the objects: fetched nothing, as unreachable
+        return ""
     if done.returncode != 0:
         return ""
     found = run_git(root, ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], env)

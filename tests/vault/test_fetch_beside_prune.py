@@ -125,3 +125,24 @@ def test_a_fetchs_hold_on_git_objects_ends_with_its_git_not_with_its_wait(
     fetching.wait()
     assert git(clone, "rev-parse", "refs/remotes/origin/main").strip() == theirs
     git(clone, "fsck", "--no-progress")
+
+
+def test_a_team_clones_fetches_wait_for_a_prune_as_a_sync_does(
+    behind: tuple[Path, Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by review13: a team clone's pull (`following.pull_team`), a proposal's fetch and
+    `team_remote.fetch_branch` ran `git fetch` without the prunes' lock, so a purge in that
+    clone could prune what they had written before their refs moved."""
+    from memstore.vault import team_remote
+
+    clone, folder, theirs = behind
+    (folder / "release").touch()
+    env = dict(os.environ)
+    monkeypatch.setattr(remote, "OBJECTS_WAIT_S", 0.2)
+    with held_within(clone / ".git" / f"{remote.PRUNES}.lock", True, 0) as pruning:
+        assert pruning
+        with pytest.raises(SyncError, match="a purge has been pruning git's objects"):
+            remote.fetch_git(clone, ["--no-tags", "origin"], env)
+        assert team_remote.fetch_branch(clone, "origin", "main", env) == ""
+    assert not (folder / "started").exists()  # no fetch ran beside the prune
+    assert team_remote.fetch_branch(clone, "origin", "main", env) == theirs
