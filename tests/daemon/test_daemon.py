@@ -455,7 +455,13 @@ def test_daemon_exits_when_its_vault_or_state_folder_disappears(
 ) -> None:
     vault = make_vault(tmp_path / "vault")
     process = start_daemon(env, vault)
-    shutil.rmtree(vault / ".memstore" if remove == ".memstore" else vault)
+    gone = vault / ".memstore" if remove == ".memstore" else vault
+
+    def removed() -> bool:  # the daemon may still write (its watcher's first commit) meanwhile
+        shutil.rmtree(gone, ignore_errors=True)
+        return not gone.exists()
+
+    wait_until(removed, TIMEOUT, f"{gone} could not be removed")
     assert process.wait(timeout=30) == 0
 
 
