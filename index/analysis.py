@@ -38,7 +38,9 @@ accent_map = {
     **{ord(k): v for k, v in {"ß": "ss", "ẞ": "ss", "æ": "ae", "Æ": "ae", "œ": "oe",
                                "Œ": "oe", "þ": "th", "Þ": "th", "ĳ": "ij", "Ĳ": "ij",
                                "ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl",
-                               "ﬅ": "st", "ﬆ": "st"}.items()},
+                               "ﬅ": "st", "ﬆ": "st",
+                               # the dot "İ" keeps when lowercased ("i̇zmir"): "izmir"
+                               "\u0307": ""}.items()},
 }  # fmt: skip
 
 # Whoosh's English stop words plus the question words, pronouns and auxiliaries that

@@ -282,6 +282,8 @@ def test_the_multilingual_fixture_is_answered(multilingual) -> None:  # type: ig
         ("œuvre", "oeuvre"),
         ("Þingvellir", "thingvellir"),
         ("oﬃce", "office"),
+        ("İzmir", "izmir"),  # İ lowercases to i and a combining dot (review14)
+        ("DİYARBAKIR", "Diyarbakir"),
     ],
 )
 def test_a_letter_spelled_out_in_two_matches_either_way(written: str, typed: str) -> None:
