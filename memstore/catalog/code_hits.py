@@ -92,6 +92,24 @@ def _asks_for_tests(text: str) -> bool:
     return bool(_TEST_WORDS & {word.lower().strip("?.,!") for word in text.split()})
 
 
+# A class's initializer (Python's `__init__`, JavaScript's `constructor`) stores what it is
+# given, and its docstring or parameters name every option of the class, so it holds the words
+# of any question about the class; it is the answer only when a question asks for it.
+CONSTRUCTORS = frozenset({"__init__", "constructor"})
+_CONSTRUCTOR_WORDS = frozenset(
+    {"__init__", "init", "constructor", "constructors", "initializer", "initialiser"}
+)
+
+
+def _is_constructor(name: str) -> bool:
+    return name.rpartition(".")[2] in CONSTRUCTORS
+
+
+def _asks_for_constructor(text: str) -> bool:
+    words = {word.lower().strip("?.,!`'\"()") for word in text.split()}
+    return bool(_CONSTRUCTOR_WORDS & {word.rpartition(".")[2] or word for word in words})
+
+
 def _span(ref: str) -> tuple[str, int, int]:
     path, _, lines = ref.rpartition(":")
     first, _, last = lines.partition("-")
@@ -291,16 +309,20 @@ def ranked(
     if not kept:
         return kept
     first = order[0]
-    # a test when the question is about the code, or another definition than the one it
-    # names as code ("does textwrap.dedent keep tabs" → `enum._dedent`), is never the answer
-    off_target = (_is_test(first.ref) and not tests_asked) or (
-        spelled_for_sure(wanted) and not first.spelled
+    # a test when the question is about the code, another definition than the one it names
+    # as code ("does textwrap.dedent keep tabs" → `enum._dedent`), or a class's initializer
+    # when the question does not ask for one, is never the answer
+    constructors_asked = _asks_for_constructor(text)
+    off_target = (
+        (_is_test(first.ref) and not tests_asked)
+        or (spelled_for_sure(wanted) and not first.spelled)
+        or (_is_constructor(first.name) and not constructors_asked and not first.spelled)
     )
     lead = _lead(order, kept[1].id if len(kept) > 1 else None, question)
     if not off_target and _is_confident(lead):
         kept[0] = replace(kept[0], weak=False)
         return kept
-    rows = _reranked(rows, best, question)  # weak: ordered again by more evidence
+    rows = _reranked(rows, best, question, constructors_asked)  # weak: more evidence
     if similar is not None:  # a second opinion on the order of weak hits
         cosines = similar(text, [row.found.document.content for row in rows])
         rows = [
@@ -311,8 +333,11 @@ def ranked(
     return distinct((_hit(row.found, row.ref, row.name) for row in order), limit)
 
 
-def _reranked(rows: list[_Ranked], best: float, question: Question) -> list[_Ranked]:
-    """The candidates with code_rerank.py's score in place of their rank score."""
+def _reranked(
+    rows: list[_Ranked], best: float, question: Question, constructors_asked: bool = False
+) -> list[_Ranked]:
+    """The candidates with code_rerank.py's score in place of their rank score (a class's
+    initializer demoted unless `constructors_asked`)."""
     contents = [row.found.document.content for row in rows]
     leaves = ["" if row.kind in CONTAINERS else row.name.rpartition(".")[2] for row in rows]
     is_called = code_rerank.called(leaves, contents)
@@ -326,6 +351,7 @@ def _reranked(rows: list[_Ranked], best: float, question: Question) -> list[_Ran
                 row.ref.count("/", 0, max(row.ref.rfind(":"), 0)),
                 code_rerank.head_share(question, content),
                 called_,
+                _is_constructor(row.name) and not constructors_asked,
             ),
         )
         for row, content, called_ in zip(rows, contents, is_called, strict=True)

@@ -10,7 +10,8 @@ again by one score that weighs what the rank score weighs and two things it does
   functions a question's words find, the one the others call is the one that does the work
   (`choose_unused_port` beside the server's start-up that calls it, for "pick a free port");
 
-and which weighs the name's match (its share of the question times the share of its own
+less for a class's initializer (`__init__`) the question does not ask for (fourteenth
+session), and which weighs the name's match (its share of the question times the share of its own
 parts the question explains), the class and path's match and the folder depth far more than
 the rank score does. The weights were fitted (pairwise logistic regression: the answer
 against every other candidate of its question) on the two tuning sets only
@@ -32,6 +33,12 @@ RERANK_CONTEXT = 0.75  # its class and path's match beyond its name
 RERANK_DEPTH = 0.45  # less, per folder between its file and the tree's root
 RERANK_HEAD = 0.6  # the share of the question its first HEAD_LINES hold
 RERANK_CALLED = 0.25  # another candidate calls it
+# Less, for a class's initializer (`__init__`) when the question does not ask for one: among
+# the weak first hits of the ten code question sets (fourteenth session, docs/code.md), an
+# initializer first was never the answer (own and bench_code 5 of 5 wrong, held-out 7 of 7);
+# its parameters and docstring name every option of its class. Weights 0.3-1.0 give the same
+# first hits on the tuning sets; the smallest was kept.
+RERANK_CONSTRUCTOR = 0.3
 HEAD_LINES = 12  # label, signature and a docstring's first lines
 MIN_CALLED_NAME = 4  # a shorter name ("get", "run") is called everywhere: no evidence
 
@@ -73,6 +80,7 @@ def score(
     depth: int,
     head: float,
     is_called: bool,
+    is_constructor: bool = False,
 ) -> float:
     """A candidate's reranking score (the module docstring says what each part is)."""
     return (
@@ -83,4 +91,5 @@ def score(
         - RERANK_DEPTH * depth
         + RERANK_HEAD * head
         + RERANK_CALLED * is_called
+        - RERANK_CONSTRUCTOR * is_constructor
     )

@@ -233,7 +233,7 @@ def test_without_the_shorter_name_rule_the_variant_came_first(
 ) -> None:
     monkeypatch.setattr(code_hits, "SHORTER_SLACK", -1.0)
     # (the reranking of weak hits, code_rerank.py, puts format_exception first as well)
-    monkeypatch.setattr(code_hits, "_reranked", lambda rows, best, question: rows)
+    monkeypatch.setattr(code_hits, "_reranked", lambda rows, *_: rows)
     assert _first_name(tmp_path, "where do we format an exception") == "format_exception_only"
 
 

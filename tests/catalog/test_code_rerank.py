@@ -94,7 +94,7 @@ def test_a_weak_first_hit_gives_way_to_the_function_the_others_call(
         assert names(hits)[0] == "choose_unused_port"
         assert all(h.weak for h in hits)
         # without the reranking, the class whose body says "server" and "port" most is first
-        monkeypatch.setattr(code_hits, "_reranked", lambda rows, best, question: rows)
+        monkeypatch.setattr(code_hits, "_reranked", lambda rows, *_: rows)
         assert names(code(store, question))[0] == "Server"
 
 

@@ -128,7 +128,7 @@ def test_the_semantic_view_puts_the_function_that_does_what_is_asked_first(
         assert _names(store, question)[:2] == [("unique", True), ("tally", True)]
     # without the reranking of weak hits, the words alone put a count first, and the view
     # alone puts the removal first
-    monkeypatch.setattr(code_hits, "_reranked", lambda rows, best, question: rows)
+    monkeypatch.setattr(code_hits, "_reranked", lambda rows, *_: rows)
     with Store.open(_settings(vault)) as store:
         off = _names(store, question)
     with Store.open(_settings(vault, SEMANTIC_ON)) as store:
