@@ -38,7 +38,9 @@ accent_map = {
     **{ord(k): v for k, v in {"ß": "ss", "ẞ": "ss", "æ": "ae", "Æ": "ae", "œ": "oe",
                                "Œ": "oe", "þ": "th", "Þ": "th", "ĳ": "ij", "Ĳ": "ij",
                                "ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl",
-                               "ﬅ": "st", "ﬆ": "st"}.items()},
+                               "ﬅ": "st", "ﬆ": "st",
+                               # the dot "İ" keeps when lowercased ("i̇zmir"): "izmir"
+                               "\u0307": ""}.items()},
 }  # fmt: skip
 
 # Whoosh's English stop words plus the question words, pronouns and auxiliaries that
@@ -169,8 +171,16 @@ def identifier_parts(token: str) -> list[str]:
         parts.append(segment)
         for piece in _SEPARATORS.split(segment):
             parts.append(piece)
-            if piece.isascii() and not piece.islower() and not piece.isupper():
+            if piece.islower() or piece.isupper():
+                continue
+            if piece.isascii():
                 parts.extend(_CAMEL.findall(piece))
+                continue
+            # split as folded ("straßeNummer" as "strasseNummer", "ﬁleName" as "fileName"),
+            # and only into two or more: "Straße" whole again would count its term twice
+            latin = _latin(piece)
+            found = _CAMEL.findall(latin) if latin.isascii() else []
+            parts.extend(found if len(found) > 1 else ())
     unique: dict[str, None] = {}
     for part in parts:
         if part:
@@ -178,6 +188,20 @@ def identifier_parts(token: str) -> list[str]:
     if "-" in token and all(p in _FOREIGN_ONLY for p in token.lower().split("-")):
         del unique[token]
     return list(unique)
+
+
+def _latin(piece: str) -> str:
+    """`piece` with its letters folded as accent_map folds them, each keeping its case (the
+    map lowercases some capitals, which would hide where a camelCase part starts): a capital
+    spelled in two is "Ae" before a small letter ("ÆgirClient"), "SS" before a capital."""
+    out = []
+    for n, c in enumerate(piece):
+        folded = c if c.isascii() else c.translate(accent_map)
+        if c.isupper() and not c.isascii():
+            title = n + 1 < len(piece) and piece[n + 1].islower()
+            folded = folded[:1].upper() + folded[1:] if title else folded.upper()
+        out.append(folded)
+    return "".join(out)
 
 
 def _cjk_parts(token: str) -> list[str]:

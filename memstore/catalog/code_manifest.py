@@ -15,9 +15,10 @@ from memstore.catalog.manifest import Manifest
 
 # state.sqlite's layout and what a chunk's document holds (3: its prose, `prose`; 4: the
 # search index's `exact` field; 5: irregular verbs read as their base, index/inflections.py;
-# 6: ß folded to ss and ligatures spelled out, index/analysis.py's accent_map), as
-# PRAGMA user_version: a code index of another one is rebuilt
-SCHEMA = 6
+# 6: ß folded to ss and ligatures spelled out, index/analysis.py's accent_map; 7: a
+# camelCase identifier with accents or ligatures split into its parts as its folded spelling
+# is), as PRAGMA user_version: a code index of another one is rebuilt
+SCHEMA = 7
 
 
 class OtherLayoutError(Exception):

@@ -18,7 +18,7 @@ from memstore.index import SearchIndexError, roomy_cache
 from memstore.vault.files import Fingerprint
 
 FORMAT = (
-    "13"  # bump when documents, the schema or the analysis change: a mismatched index is rebuilt
+    "14"  # bump when documents, the schema or the analysis change: a mismatched index is rebuilt
 )
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _ROW_COLUMNS = (

@@ -40,7 +40,9 @@ def camel_wholes(text: str) -> frozenset[str]:
     """Return the terms of the identifiers `text` writes in camelCase as one word
     ("WorkNCCL", "SeqNum", "getUserById"), whole; the analyser also indexes their parts."""
     words = {w for w in _WORD.findall(text) if _CAMEL.search(w)}
-    return frozenset(t for word in words for t in _terms(word.lower()))
+    # lowercased first (no parts), as the index's whole term is: "İ" lowers to "i" and a
+    # combining dot, which would end the word before the analyser's fold drops it
+    return frozenset(t for word in words for t in _terms(word.lower().replace("\u0307", "")))
 
 
 def orphan_parts(text: str, holders: Mapping[str, int]) -> frozenset[str]:

@@ -17,7 +17,7 @@ import typer
 from memstore.catalog.indexer import Entry
 from memstore.core.conflicts import display_text, split_label
 from memstore.core.errors import InvalidInputError
-from memstore.core.model import KINDS, check_kind, check_workspace
+from memstore.core.model import KINDS, check_kind, check_workspace, clip
 from memstore.index import Document, SearchIndexError
 from memstore.ops.cli_help import choices
 from memstore.ops.lean import complete_workspace, unknown_workspace
@@ -141,13 +141,8 @@ def _row(entry: Entry, document: Document | None) -> Row:
         source=document.source if document else "",
         created=entry.created,
         path=entry.path,
-        summary=_clip(summary(document.content), SUMMARY_JSON_CHARS) if document else "",
+        summary=clip(summary(document.content), SUMMARY_JSON_CHARS) if document else "",
     )
-
-
-def _clip(text: str, chars: int) -> str:
-    """Return `text` cut to `chars` characters, the cut marked with "…"."""
-    return text if len(text) <= chars else text[: chars - 1].rstrip() + "…"
 
 
 def listing_lines(listing: Listing) -> list[str]:
@@ -156,7 +151,7 @@ def listing_lines(listing: Listing) -> list[str]:
         return ["No memories match."]
     lines = []
     for row in listing.rows:
-        text = _clip(row.summary, SUMMARY_CHARS)
+        text = clip(row.summary, SUMMARY_CHARS)
         when = row.created[:10] or "undated"
         lines.append(
             f"{row.id}  {when}  {row.workspace} · {row.kind} · {row.source or '?'}  {text}"

@@ -273,8 +273,12 @@ def summary(body: str, width: int = 60) -> str:
     above the versions of a conflicted memory, and a rule (`---`) a body starts with.
     """
     lines = [line for line in body.splitlines() if _has_words(line)]
-    line = " ".join(" ".join(lines or body.splitlines()).split())
-    return line if len(line) <= width else line[: width - 1].rstrip() + "…"
+    return clip(" ".join(" ".join(lines or body.splitlines()).split()), width)
+
+
+def clip(text: str, width: int) -> str:
+    """Return `text` cut to `width` characters, the cut marked with "…"."""
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
 
 
 _MARKER_LINE = re.compile(r"\s*<!-- memstore: .* -->\s*")

@@ -321,13 +321,9 @@ def look_elsewhere(
     unsure = bool(result.hits) and all(hit.weak for hit in result.hits)
     if scope is None or (result.hits and not unsure):
         return None  # what count_elsewhere answers too, without importing the MCP tools
-    from shlex import quote
-
     from memstore.ops.tools import look_elsewhere as count_elsewhere
 
-    command = f"memstore search {quote(query)} --all"
-    command += " --archived" if archived else ""
-    command += f" --vault {quote(str(vault))}" if vault else ""
+    command = search_command(query, None, archived=archived, vault=vault)
     found = count_elsewhere(
         store, None, query, scope, command=command, archived=archived, confident=unsure
     )
@@ -343,8 +339,6 @@ def look_archived(
     """
     if result.hits:
         return None
-    from shlex import quote
-
     from memstore.ops.output import Elsewhere
     from memstore.ops.tools import ELSEWHERE_LIMIT
 
@@ -353,12 +347,22 @@ def look_archived(
     )
     if not found.hits:
         return None
-    command = f"memstore search {quote(query)} --archived"
-    command += " --all" if scope is None else f" -w {quote(scope)}"
-    command += f" --vault {quote(str(vault))}" if vault else ""
+    command = search_command(query, scope, archived=True, vault=vault)
     weak = all(hit.weak for hit in found.hits)
     capped = len(found.hits) >= ELSEWHERE_LIMIT
     return Elsewhere(len(found.hits), weak, capped, command, archived=True)
+
+
+def search_command(query: str, scope: str | None, *, archived: bool, vault: Path | None) -> str:
+    """Return the command line that searches `query` in `scope` (None: every workspace), in
+    the archived memories too with `archived`, in `vault` when the command line named one."""
+    from shlex import quote
+
+    command = f"memstore search {quote(query)} " + (
+        "--all" if scope is None else f"-w {quote(scope)}"
+    )
+    command += " --archived" if archived else ""
+    return command + (f" --vault {quote(str(vault))}" if vault else "")
 
 
 def search_text(

@@ -94,8 +94,10 @@ class Transaction:
         trailers: Trailers | None = None,
         defer_index: bool = False,
         allow_secret: bool = False,
+        clean: frozenset[str] = frozenset(),
     ) -> str:
-        """Make this transaction's one commit of memstore's; return its id."""
+        """Make this transaction's one commit of memstore's; return its id (`clean`: see
+        GitRepo.commit)."""
         if self.commits:
             raise RuntimeError("a transaction commits once; open another for a second commit")
         commit = self.git.commit(
@@ -105,6 +107,7 @@ class Transaction:
             remove=remove,
             defer_index=defer_index,
             allow_secret=allow_secret,
+            clean=clean,
         )
         self.commits.append(commit)
         self.deferred = self.deferred or defer_index
@@ -141,6 +144,7 @@ class Transaction:
         basis: Memory | None = None,
         *,
         allow_secret: bool = False,
+        clean: frozenset[str] = frozenset(),
     ) -> str:
         """Write one memory atomically, commit it, and index it.
 
@@ -150,7 +154,8 @@ class Transaction:
         If the commit fails, the file is put back as it was: a failed write changes nothing.
         A file a person left holding a credential is refused before anything is written
         (SecretError), even with `allow_secret`: a person's `add --allow-secret` vouches for
-        the add's own text, never for another uncommitted edit of the file.
+        the add's own text, never for another uncommitted edit of the file. `clean`: the
+        lines the writer's scan found clean (core.secrets.FieldScan), not scanned again.
         """
         caller = self.caller
         trailers = Trailers(source or caller.source, caller.session, caller.host)
@@ -168,7 +173,7 @@ class Transaction:
                 try:
                     commit = self.commit(
                         message, trailers=trailers, add=(path,), defer_index=True,
-                        allow_secret=allow_secret,
+                        allow_secret=allow_secret, clean=clean,
                     )  # fmt: skip
                 except (VaultError, SecretError):
                     self.put_back(path, before)

@@ -43,6 +43,12 @@ def init_vault(path: Path, settings: Settings, *, adopt_any: bool = False) -> In
     )
     if owner is not None and owner.resolve() != path.resolve():
         raise VaultError(parent_repository_message(path, owner))
+    if (path / ".git").is_file():  # memstore keeps its locks and counts in .git/ itself
+        raise VaultError(
+            f"{path} is a git worktree or has its git folder elsewhere (its .git is a file); "
+            "a vault needs a .git folder of its own: pick an empty folder, e.g. "
+            "'memstore init ~/memstore', or clone the vault there"
+        )
     if path.exists() and not adopt_any:
         _refuse_strangers(path, is_repository=owner is not None)
     created = owner is None

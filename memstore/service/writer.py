@@ -27,7 +27,7 @@ from memstore.core.model import (
     summary,
     written_in,
 )
-from memstore.core.secrets import find_secret_in_fields
+from memstore.core.secrets import FieldScan, scan_fields
 from memstore.service import counters
 from memstore.service.checks import check_keywords, check_source, check_text, memory_path
 from memstore.service.resources import Part, serialized
@@ -71,9 +71,9 @@ class Writer(Part):
             "source": source or caller.source,
             "session": caller.session,
         }
-        found = None if allow_secret else find_secret_in_fields(fields)
-        if found:
-            field, kind = found
+        scan = FieldScan(None) if allow_secret else scan_fields(fields)  # once per add
+        if scan.found:
+            field, kind = scan.found
             where = "memory text" if field == "text" else f"the memory's {field}"
             verb = "contain" if field == "keywords" else "contains"  # the keywords are many
             raise InvalidInputError(
@@ -110,7 +110,9 @@ class Writer(Part):
             )
             memory = replace(memory, supersedes=tuple(dict.fromkeys(targets)), cites=cites)
             message = f"add({workspace}): {summary(body)}"
-            commit = tx.write_memory(path, memory, message, source, allow_secret=allow_secret)
+            commit = tx.write_memory(
+                path, memory, message, source, allow_secret=allow_secret, clean=scan.clean
+            )
         # The contradiction hint is not looked for here, under the vault lock: whoever shows
         # the add asks Store.hint (memstore.service.hints) once it has returned.
         return AddResult("added", memory.id, path, 1, workspace, commit, cites=cites)

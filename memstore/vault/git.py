@@ -50,6 +50,17 @@ DEFER_INDEX_BYTES = 4_000_000
 # Who memstore's commits are by when the user has no git identity (and git's merges too:
 
 
+def refuse_secrets(data: dict[str, bytes], base: Any, clean: frozenset[str] = frozenset()) -> None:
+    """Raise SecretError for the first file of `data` whose lines new to `base` (a tree, or
+    None) and not in `clean` hold what looks like a credential."""
+    from memstore.core.secrets import find_added_secret  # only writers scan
+
+    for path, content in data.items():
+        kind = find_added_secret(content, _blob_bytes(base, path), clean=clean)
+        if kind:
+            raise SecretError(secret_message(path, kind), path=path, kind=kind)
+
+
 class GitRepo(GitLog, GitRewrites, GitSetup, GitPrebuilt):
     """The git repository whose work tree is exactly the vault."""
 
@@ -107,6 +118,7 @@ class GitRepo(GitLog, GitRewrites, GitSetup, GitPrebuilt):
         remove: tuple[str, ...] = (),
         defer_index: bool = False,
         allow_secret: bool = False,
+        clean: frozenset[str] = frozenset(),
     ) -> str:
         """Commit `add` and `remove` (vault-relative paths) on top of HEAD; return the id.
 
@@ -119,7 +131,8 @@ class GitRepo(GitLog, GitRewrites, GitSetup, GitPrebuilt):
         Every commit memstore makes of a file passes here, so here every file is scanned:
         a line it adds that looks like a credential refuses the whole commit (SecretError,
         naming the file and the kind, never the text), unless `allow_secret` (a person's
-        `add --allow-secret`). A message that would show a credential names the files.
+        `add --allow-secret`); nor are lines in `clean`, which the writer's own scan found
+        clean (core.secrets.FieldScan). A message that would show a credential names the files.
 
         Raises:
             SecretError: a file holds what looks like a credential.
@@ -133,7 +146,7 @@ class GitRepo(GitLog, GitRewrites, GitSetup, GitPrebuilt):
             files = {p: _as_git_sees(self.root / p) for p in add}
             data = {p: content for p, (content, _) in files.items()}
             if not allow_secret:
-                self._refuse_secrets(data, base)
+                self._refuse_secrets(data, base, clean)
             if deferred:
                 note_index_lag(self.root, paths, os.getpid())  # named before committing
             changes: dict[str, Any] = {p: repo.create_blob(d) for p, d in data.items()}
@@ -195,13 +208,7 @@ class GitRepo(GitLog, GitRewrites, GitSetup, GitPrebuilt):
         except pygit2.GitError as err:
             raise VaultError(f"cannot read HEAD in {self.root}: {err}") from err
 
-    def _refuse_secrets(self, data: dict[str, bytes], base: Any) -> None:
-        from memstore.core.secrets import find_added_secret  # only writers scan
-
-        for path, content in data.items():
-            kind = find_added_secret(content, _blob_bytes(base, path))
-            if kind:
-                raise SecretError(secret_message(path, kind), path=path, kind=kind)
+    _refuse_secrets = staticmethod(refuse_secrets)
 
     def _stage(self, add: tuple[str, ...], remove: tuple[str, ...]) -> None:
         index = self._repo.index

@@ -187,9 +187,7 @@ def fetch_git(
     Raises:
         SyncError: a prune held the objects for over OBJECTS_WAIT_S (nothing was fetched).
     """
-    from memstore.vault.locks import held_within
-
-    with held_within(_prunes_lock(root), False, OBJECTS_WAIT_S) as held:
+    with _holding_objects(root, False, OBJECTS_WAIT_S) as held:
         if not held:
             raise SyncError(_pruning(root))
         return run_git(root, ["fetch", "--quiet", *args], env)
@@ -405,9 +403,7 @@ def prune_unreachable(root: Path, env: Mapping[str, str]) -> None:
 
     Objects written meanwhile beside the vault lock (`writing_objects`: the counter flush's
     build) are written first; one that starts after sees this prune and writes nothing."""
-    from memstore.vault.locks import held_within
-
-    with held_within(_prunes_lock(root), True, OBJECTS_WAIT_S) as held:
+    with _holding_objects(root, True, OBJECTS_WAIT_S) as held:
         if not held:  # run now, it could delete what a fetch has not made reachable yet
             raise SyncError(
                 f"cannot prune the unreachable git objects of {root}: another memstore "
@@ -445,14 +441,36 @@ def writing_objects(root: Path, prunes: int) -> Iterator[bool]:
     writes git objects; yield whether it may: no prune ran since it read `prunes`, under
     the vault lock, with the files it builds from. After a prune (a purge) what it read may
     hold purged text, and an object written after the prune would keep it on disk."""
-    from memstore.vault.locks import held_within
-
-    with held_within(_prunes_lock(root), False, OBJECTS_WAIT_S) as held:
+    with _holding_objects(root, False, OBJECTS_WAIT_S) as held:
         yield held and prunes_run(root) == prunes
 
 
 def _prunes_lock(root: Path) -> Path:
     return root / ".git" / f"{PRUNES}.lock"
+
+
+@contextmanager
+def _holding_objects(root: Path, exclusive: bool, wait_s: float) -> Iterator[bool]:
+    """Hold the prunes' lock (see PRUNES) within `wait_s`; yield whether it is held.
+
+    A lock file that cannot be made (a .git that is not writable, a path in its way) is no
+    prune under way: a writer of objects goes on (no prune can take that lock either), and
+    a prune refuses, naming the file (SyncError)."""
+    from memstore.vault.locks import held_within, open_lock_file
+
+    path = _prunes_lock(root)
+    try:
+        open_lock_file(path).close()
+    except OSError as err:
+        if exclusive:
+            raise SyncError(
+                f"cannot prune the unreachable git objects of {root}: cannot open {path} "
+                f"({err.strerror}), the lock that keeps a prune from a fetch's new objects"
+            ) from err
+        yield True
+        return
+    with held_within(path, exclusive, wait_s) as held:
+        yield held
 
 
 def _pruning(root: Path) -> str:

@@ -127,3 +127,14 @@ def test_a_hurry_is_no_topic(jobs: Path) -> None:
     out = hook(jobs, "ops", "can you quickly look why exports time out")
     assert "The nightly export job" in out
     assert hook(jobs, "ops", "quick question, can you do it asap") == ""
+
+
+@pytest.mark.parametrize(
+    "word", ["getUserById", "İstanbulCode", "straßeNummer", "ﬁleName", "ÆgirClient", "WorkNCCL"]
+)
+def test_a_camel_case_identifiers_whole_is_the_term_the_index_holds(word: str) -> None:
+    """Its whole, as particulars fold it, is one of the word's terms in the index: "İ"
+    lowercased first gave "stanbulcod", a term no memory holds (review14)."""
+    from memstore.index import terms
+
+    assert camel_wholes(f"see {word} here") <= terms(word) and len(camel_wholes(word)) == 1

@@ -229,7 +229,7 @@ def test_a_search_that_finds_nothing_points_at_archived_matches_on_both_paths(
         == typer_out.output
         == (
             "No memory matches 'grafana' in ops or global.\n"
-            "1 match archived: memstore search grafana --archived -w ops\n"
+            "1 match archived: memstore search grafana -w ops --archived\n"
         )
     )
     data = json.loads(run("search", "grafana", "-w", "ops", "--json", vault=vault).stdout)
@@ -238,7 +238,7 @@ def test_a_search_that_finds_nothing_points_at_archived_matches_on_both_paths(
         "matches": 1,
         "weak": False,
         "capped": False,
-        "command": "memstore search grafana --archived -w ops",
+        "command": "memstore search grafana -w ops --archived",
     }
     shown = run("search", "grafana", "-w", "ops", "--archived", vault=vault).stdout
     assert "Grafana dashboards" in shown and "archived:" not in shown

@@ -286,3 +286,20 @@ def test_adopting_a_clone_leaves_no_stale_branch_config_and_a_private_git_folder
         if not path.is_symlink() and path.stat().st_mode & 0o077
     ]
     assert loose == [], loose[:5]
+
+
+@pytest.mark.parametrize("shape", ["worktree", "separate git dir"])
+def test_init_refuses_a_folder_whose_git_folder_is_elsewhere(tmp_path: Path, shape: str) -> None:
+    """memstore keeps its locks, counts and staging files in the vault's .git folder: a
+    vault made in a git worktree (its .git a file) failed every sync with 'a purge has been
+    pruning git's objects … for over 60 s' and warned at every add (review14)."""
+    folder = tmp_path / "vault"
+    if shape == "worktree":
+        main = repository(tmp_path / "main", {"a.md": MEMORY})
+        git(main, "worktree", "add", "-q", "-b", "memories", str(folder))
+    else:
+        git(tmp_path, "init", "-q", "-b", "main", f"--separate-git-dir={tmp_path / 'g'}", "vault")
+    done = run("init", str(folder))
+    assert done.returncode == 1, done.stdout
+    assert "its .git is a file" in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert not (folder / ".gitattributes").exists() and not (folder / ".memstore").exists()

@@ -421,3 +421,14 @@ def test_render_changes_rewrites_only_changed_keys(
     cursor = 0
     for line in kept:  # every other line, byte for byte and in order
         cursor = out.index(line, cursor) + 1
+
+
+@given(st.text(), st.integers(min_value=1, max_value=200))
+def test_clip_cuts_to_the_width_and_marks_the_cut(text: str, width: int) -> None:
+    from memstore.core.model import clip, summary
+
+    clipped = clip(text, width)
+    assert len(clipped) <= width
+    assert clipped == text if len(text) <= width else clipped.endswith("…")
+    one_line = " ".join(text.split())
+    assert summary(one_line, width) == clip(one_line, width)  # one function cuts both

@@ -120,7 +120,7 @@ def test_their_look_alikes_are_not(text: str) -> None:
 
 def test_every_match_of_a_rule_holds_one_of_its_needles() -> None:
     """A rule runs only on text holding one of its needles: a needle it lacks hides a secret."""
-    from memstore.core.secrets import _RULES
+    from memstore.core.secret_rules import RULES as _RULES
 
     texts = [s.text for s in forms()] + [s.text for s in forms(1)]
     for rule in (r for r in _RULES if r.needles):

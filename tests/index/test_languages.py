@@ -282,6 +282,8 @@ def test_the_multilingual_fixture_is_answered(multilingual) -> None:  # type: ig
         ("œuvre", "oeuvre"),
         ("Þingvellir", "thingvellir"),
         ("oﬃce", "office"),
+        ("İzmir", "izmir"),  # İ lowercases to i and a combining dot (review14)
+        ("DİYARBAKIR", "Diyarbakir"),
     ],
 )
 def test_a_letter_spelled_out_in_two_matches_either_way(written: str, typed: str) -> None:
@@ -289,6 +291,26 @@ def test_a_letter_spelled_out_in_two_matches_either_way(written: str, typed: str
     # the ligatures as they were; the fold is the same at index and query time
     assert terms(written) == terms(typed) != []
     assert make_analyzer().terms(written) == query_terms(make_analyzer(), typed)
+
+
+@pytest.mark.parametrize(
+    ("written", "typed"),
+    [
+        ("straßeNummer", "strasseNummer"),
+        ("ﬁleName", "fileName"),
+        ("getÜberName", "getUberName"),
+        ("ÆgirClient", "AegirClient"),
+        ("ŒuvreList", "OeuvreList"),
+        ("STRAẞEName", "STRASSEName"),
+    ],
+)
+def test_a_camel_case_identifier_with_accents_splits_as_its_folded_spelling(
+    written: str, typed: str
+) -> None:
+    """The camelCase split ran on ASCII words only, before the fold: "straßeNummer" gave
+    no "nummer" and "ﬁleName" no "name", which their plain spellings give (review14)."""
+    assert terms(written) == terms(typed)
+    assert len(terms(written)) >= 3  # the whole and its parts
 
 
 def test_a_german_word_is_found_by_its_spelling_without_eszett(tmp_path: Path) -> None:

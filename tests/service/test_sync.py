@@ -70,6 +70,16 @@ def converge(stores: list[Store]) -> None:
         store.sync()
 
 
+def one_behind(a: Store, b: Store, texts: list[str]) -> list[str]:
+    """`a` adds `texts` to infra and both converge, then `b` adds a memory and syncs: `a` is a
+    commit behind its remote. Return the ids `a` added."""
+    ids = [a.add(text, workspace="infra").id for text in texts]
+    converge([a, b])
+    b.add("Loki keeps logs for thirty days", workspace="ops")
+    b.sync()
+    return ids
+
+
 def test_sync_without_a_remote_says_how_to_add_one(store: Store) -> None:
     with pytest.raises(SyncError, match="memstore remote add URL"):
         store.sync()

@@ -16,7 +16,7 @@ from memstore.service.writer import Writer
 from memstore.vault import remote as remote_module
 from tests.conftest import git
 from tests.service.test_crash_points import TEXTS
-from tests.service.test_sync import converge, machines, remote  # noqa: F401 (fixtures)
+from tests.service.test_sync import converge, machines, one_behind, remote  # noqa: F401 (fixtures)
 
 RECALLED = "2026-12-20T09:00:00Z"
 
@@ -41,10 +41,7 @@ def test_the_fetch_starts_before_the_flush_of_usage_and_the_sync_is_the_same(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     a, b, _ = machines
-    ids = [a.add(text, workspace="infra").id for text in TEXTS[:3]]
-    converge([a, b])
-    b.add("Loki keeps logs for thirty days", workspace="ops")
-    b.sync()
+    ids = one_behind(a, b, TEXTS[:3])
     a.add("Redis eviction policy is allkeys-lru on the cache cluster", workspace="infra")
     a.usage.record(ids, RECALLED)  # a session's recalls, pending: the flush commits them
     started = _spy_on_fetches(monkeypatch, a)

@@ -20,7 +20,7 @@ from memstore.vault.git import GitRepo
 from memstore.vault.index_staging import INDEX_LAG
 from tests.conftest import git, wait_until
 from tests.service.test_crash_points import TEXTS
-from tests.service.test_sync import converge, machines, remote  # noqa: F401 (fixtures)
+from tests.service.test_sync import converge, machines, one_behind, remote  # noqa: F401 (fixtures)
 
 RECALLED = "2026-12-20T09:00:00Z"
 
@@ -71,10 +71,7 @@ def test_a_sync_with_counters_and_a_merge_writes_gits_index_once(
     index_writes: list[str],
 ) -> None:
     a, b, _ = machines
-    ids = [a.add(text, workspace="infra").id for text in TEXTS[:4]]
-    converge([a, b])
-    b.add("Loki keeps logs for thirty days", workspace="ops")
-    b.sync()
+    ids = one_behind(a, b, TEXTS[:4])
     a.add("Redis eviction policy is allkeys-lru on the cache cluster", workspace="infra")
     a.usage.record(ids, RECALLED)  # a session's recalls, pending
     _as_if_large(a)
@@ -98,10 +95,7 @@ def test_a_persons_edit_of_a_file_the_flush_left_behind_is_committed_as_theirs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     a, b, _ = machines
-    ids = [a.add(text, workspace="infra").id for text in TEXTS[:3]]
-    converge([a, b])
-    b.add("Loki keeps logs for thirty days", workspace="ops")
-    b.sync()
+    ids = one_behind(a, b, TEXTS[:3])
     a.usage.record(ids, RECALLED)
     _as_if_large(a)
     edited = _file(a, ids[0])

@@ -146,3 +146,24 @@ def test_a_team_clones_fetches_wait_for_a_prune_as_a_sync_does(
         assert team_remote.fetch_branch(clone, "origin", "main", env) == ""
     assert not (folder / "started").exists()  # no fetch ran beside the prune
     assert team_remote.fetch_branch(clone, "origin", "main", env) == theirs
+
+
+def test_a_prunes_lock_that_cannot_be_made_holds_no_fetch_off(
+    behind: tuple[Path, Path, str],
+) -> None:
+    """A lock file that cannot be opened is no prune under way: every fetch said 'a purge
+    has been pruning git's objects … for over 60 s' at once, and fetched nothing (review14).
+    A prune cannot take that lock either: it refuses, naming the file."""
+    clone, folder, theirs = behind
+    (folder / "release").touch()
+    (clone / ".git" / f"{remote.PRUNES}.lock").mkdir()  # in the way of the lock file
+    env = dict(os.environ)
+    remote.fetch(clone, "origin", env)
+    assert git(clone, "rev-parse", "origin/main").strip() == theirs
+    fetching = remote.start_fetch(clone, "origin", env)
+    fetching.wait()
+    with remote.writing_objects(clone, 0) as may:
+        assert may
+    with pytest.raises(SyncError, match=r"cannot open .*memstore-prunes\.lock"):
+        remote.prune_unreachable(clone, env)
+    assert remote.prunes_run(clone) == 0

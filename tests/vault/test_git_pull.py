@@ -89,41 +89,55 @@ def test_plain_git_pull_merges_through_the_driver_and_git_push_works(
     assert sh(bare_env, a, "memstore", "sync", "--vault", str(a)).stderr == ""
 
 
+def three_clones(
+    tmp_path: Path, env: dict[str, str], old_front_matter: str
+) -> tuple[Path, tuple[Path, Path, Path], str]:
+    """Three clones a, b, c of a vault whose one memory (TEXT) is as an older memstore wrote
+    it (`old_front_matter` after its `seen: 1`); return the remote, the clones, its id."""
+    remote = tmp_path / "memory.git"
+    ok(sh(env, tmp_path, "git", "init", "-q", "--bare", "-b", "main", str(remote)))
+    a, b, c = (tmp_path / name for name in "abc")
+    ok(sh(env, tmp_path, "memstore", "init", str(a)))
+    ok(sh(env, a, "memstore", "remote", "add", str(remote), "--vault", str(a)))
+    ok(sh(env, a, "memstore", "add", TEXT, "--vault", str(a)))
+    (path,) = (a / "global").rglob("upload-413*.md")
+    path.write_text(memory_file(a).replace("seen: 1\n", old_front_matter), "utf-8")
+    ok(sh(env, a, "git", "commit", "-qam", "as an older memstore left it"))
+    ok(sh(env, a, "git", "push"))
+    for clone in (b, c):
+        ok(sh(env, tmp_path, "git", "clone", "-q", str(remote), str(clone)))
+        ok(sh(env, tmp_path, "memstore", "init", str(clone)))
+    return remote, (a, b, c), path.stem.rsplit("-", 1)[1]
+
+
+def pull_around(env: dict[str, str], remote: Path, clones: tuple[Path, Path, Path]) -> str:
+    """b pushes; c then a pull by plain git (the merge driver counting) and push; b and c
+    fast-forward. Return the memory's file, the same bytes on every clone."""
+    a, b, c = clones
+    ok(sh(env, b, "git", "push"))
+    for vault in (c, a):
+        pulled = sh(env, vault, "git", "pull")
+        assert pulled.returncode == 0 and "CONFLICT" not in pulled.stdout, pulled.stdout
+        ok(sh(env, vault, "git", "push"))
+    for vault in (b, c):
+        ok(sh(env, vault, "git", "pull"))  # fast-forwards
+    for vault in clones:
+        assert git(vault, "rev-parse", "HEAD") == git(remote, "rev-parse", "main")
+    assert memory_file(a) == memory_file(b) == memory_file(c)
+    return memory_file(a)
+
+
 def test_plain_git_pull_counts_the_same_bump_made_on_two_clones(
     tmp_path: Path, bare_env: dict[str, str]
 ) -> None:
     """Issue 36 item 3: base seen 8, two clones bump it to 9 each; git must not take the two
     as one identical change (it then never runs the driver and a count is lost)."""
-    remote = tmp_path / "memory.git"
-    ok(sh(bare_env, tmp_path, "git", "init", "-q", "--bare", "-b", "main", str(remote)))
-    a, b, c = (tmp_path / name for name in "abc")
-    ok(sh(bare_env, tmp_path, "memstore", "init", str(a)))
-    ok(sh(bare_env, a, "memstore", "remote", "add", str(remote), "--vault", str(a)))
-    ok(sh(bare_env, a, "memstore", "add", TEXT, "--vault", str(a)))
-    (path,) = (a / "global").rglob("upload-413*.md")
     # a file as an older memstore wrote it: a plain `seen: 8`, no per-clone counts
-    path.write_text(memory_file(a).replace("seen: 1\n", "seen: 8\n"), encoding="utf-8")
-    ok(sh(bare_env, a, "git", "commit", "-qam", "seen 8, as an older memstore left it"))
-    ok(sh(bare_env, a, "git", "push"))
-    for clone in (b, c):
-        ok(sh(bare_env, tmp_path, "git", "clone", "-q", str(remote), str(clone)))
-        ok(sh(bare_env, tmp_path, "memstore", "init", str(clone)))
-    for vault in (a, b, c):  # the same bump on every clone: seen 8 → 9
+    remote, clones, _ = three_clones(tmp_path, bare_env, "seen: 8\n")
+    for vault in clones:  # the same bump on every clone: seen 8 → 9
         ok(sh(bare_env, vault, "memstore", "add", TEXT, "--vault", str(vault)))
         assert "seen: 9\n" in memory_file(vault)
-    ok(sh(bare_env, b, "git", "push"))
-    for vault in (c, a):  # plain git pull, then push, the merge driver doing the counting
-        pulled = sh(bare_env, vault, "git", "pull")
-        assert pulled.returncode == 0 and "CONFLICT" not in pulled.stdout, pulled.stdout
-        ok(sh(bare_env, vault, "git", "push"))
-    for vault in (b, c):
-        ok(sh(bare_env, vault, "git", "pull"))  # fast-forwards
-
-    for vault in (a, b, c):
-        text = memory_file(vault)
-        assert "seen: 11\n" in text, text
-        assert git(vault, "rev-parse", "HEAD") == git(remote, "rev-parse", "main")
-    assert memory_file(a) == memory_file(b) == memory_file(c)
+    assert "seen: 11\n" in pull_around(bare_env, remote, clones)
 
 
 def test_plain_git_pull_counts_the_same_confirm_made_on_two_clones(
@@ -131,37 +145,12 @@ def test_plain_git_pull_counts_the_same_confirm_made_on_two_clones(
 ) -> None:
     """`confirmed` is a count too: base 2, each of three clones confirms once (to 3, the
     same bytes without a per-clone map); after plain pulls every clone reads 5."""
-    remote = tmp_path / "memory.git"
-    ok(sh(bare_env, tmp_path, "git", "init", "-q", "--bare", "-b", "main", str(remote)))
-    a, b, c = (tmp_path / name for name in "abc")
-    ok(sh(bare_env, tmp_path, "memstore", "init", str(a)))
-    ok(sh(bare_env, a, "memstore", "remote", "add", str(remote), "--vault", str(a)))
-    ok(sh(bare_env, a, "memstore", "add", TEXT, "--vault", str(a)))
-    (path,) = (a / "global").rglob("upload-413*.md")
-    memory_id = path.stem.rsplit("-", 1)[1]
     # a file as an older memstore wrote it: a plain `confirmed: 2`, no per-clone counts
-    path.write_text(memory_file(a).replace("seen: 1\n", "seen: 1\nconfirmed: 2\n"), "utf-8")
-    ok(sh(bare_env, a, "git", "commit", "-qam", "confirmed 2, as an older memstore left it"))
-    ok(sh(bare_env, a, "git", "push"))
-    for clone in (b, c):
-        ok(sh(bare_env, tmp_path, "git", "clone", "-q", str(remote), str(clone)))
-        ok(sh(bare_env, tmp_path, "memstore", "init", str(clone)))
-    for vault in (a, b, c):  # the same confirm on every clone: 2 → 3
+    remote, clones, memory_id = three_clones(tmp_path, bare_env, "seen: 1\nconfirmed: 2\n")
+    for vault in clones:  # the same confirm on every clone: 2 → 3
         ok(sh(bare_env, vault, "memstore", "confirm", memory_id, "--vault", str(vault)))
         assert "confirmed: 3\n" in memory_file(vault)
-    ok(sh(bare_env, b, "git", "push"))
-    for vault in (c, a):  # plain git pull, then push, the merge driver doing the counting
-        pulled = sh(bare_env, vault, "git", "pull")
-        assert pulled.returncode == 0 and "CONFLICT" not in pulled.stdout, pulled.stdout
-        ok(sh(bare_env, vault, "git", "push"))
-    for vault in (b, c):
-        ok(sh(bare_env, vault, "git", "pull"))  # fast-forwards
-
-    for vault in (a, b, c):
-        text = memory_file(vault)
-        assert "confirmed: 5\n" in text, text
-        assert git(vault, "rev-parse", "HEAD") == git(remote, "rev-parse", "main")
-    assert memory_file(a) == memory_file(b) == memory_file(c)
+    assert "confirmed: 5\n" in pull_around(bare_env, remote, clones)
 
 
 def test_a_persons_identity_and_tracking_are_left_alone(tmp_path: Path) -> None:
