@@ -379,7 +379,7 @@ class Maintenance(Part):
             try:
                 with store.transaction(catch_up=False) as tx:
                     tx.catch_up(moved=self._unmoved())
-                    flushed = store.writer.flush_usage_held(tx)
+                    flushed = store.writer.flush_usage_held(tx, FLUSH_EVERY_S)
                 before = store.vault.head()  # the index is current: the flush caught it up
             except BaseException:  # until `sync` takes the fetch over, it is ours to end
                 if early is not None:

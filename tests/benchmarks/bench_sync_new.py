@@ -8,6 +8,8 @@ A standalone script (issue 39: the figure that broke first on the way to a milli
     python tests/benchmarks/bench_sync_new.py --size 1000000 --reuse /tmp/million-remotes/run-1m \
         --rounds 1 --profile /tmp/sync-1m.prof     # a vault bench_scale.py --keep left
     python tests/benchmarks/bench_sync_new.py --size 100000 --reuse DIR --rounds 1 --stage-only
+    python tests/benchmarks/bench_sync_new.py --size 100000 --reuse DIR --rounds 4 --packed-remote \
+        --code main=/tmp/main-sources --code branch=   # the remote packed, as a host keeps it
     python tests/benchmarks/bench_sync_new.py --size 1000000 --reuse DIR --rounds 4 --recalls 600 \
         --code main=/tmp/main-sources --code branch=   # A/B, alternated, on one vault
         # the round up to its sync: bench_sync_ab.py times syncs of copies of DIR
@@ -54,6 +56,8 @@ def one_round(
     memories = bs.as_memories(s.take_fresh(new), s.last_created, s.ids)
     s.last_created = memories[-1].created
     pushed = bs.push_adds(bare, memories)
+    if s.args.packed_remote:  # as a hosted remote keeps it: one pack, bitmaps, commit-graph
+        pushed["remote_packed_s"] = pack_remote(bare)
     if s.args.stage_only:  # the sync is bench_sync_ab.py's to run, on copies
         return {"staged": str(s.tmp), **pushed}
     if s.args.recalls:
@@ -84,6 +88,20 @@ def one_round(
         "output": done.stdout.strip().splitlines()[-3:],
         **pushed,
     }
+
+
+def pack_remote(bare: Path) -> float:
+    """Pack the bare remote as a hosted one keeps it (untimed in the sync's figures): the
+    other clone's commits arrive here as loose objects, which a push to a real server never
+    leaves (it keeps the pack it received, repacks later and serves with bitmaps). Return
+    the seconds it took."""
+    import subprocess
+
+    t0 = time.perf_counter()
+    (bare / "gc.log").unlink(missing_ok=True)  # a day-old refusal would stop git gc --auto
+    for argv in (["repack", "-a", "-d", "-b", "-q"], ["commit-graph", "write", "--reachable"]):
+        subprocess.run(["git", "-C", str(bare), *argv], check=True, capture_output=True)
+    return round(time.perf_counter() - t0, 2)
 
 
 def pending_recalls(s: bs.Sized, count: int, i: int) -> None:
@@ -140,6 +158,12 @@ def parse_args(raw: list[str]) -> argparse.Namespace:
         metavar="NAME=DIR",
         help="round i's sync runs the sources in DIR (first on PYTHONPATH; '' this code), "
         "taking turns: --code main=/tmp/main --code branch= alternates on one vault",
+    )
+    parser.add_argument(
+        "--packed-remote",
+        action="store_true",
+        help="after the other clone's push, pack the bare remote (repack -adb, commit-graph), "
+        "untimed: a hosted remote's state rather than loose objects",
     )
     parser.add_argument(
         "--stage-only",

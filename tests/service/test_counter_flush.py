@@ -166,6 +166,8 @@ def test_two_machines_counters_sum_exactly_with_periodic_flushes_and_syncs(
             store.flush_usage(FLUSH_EVERY_S)
         else:
             store.sync()
+    for store in (a, b):  # the counts not due yet: what a daemon's last flush writes
+        store.flush_usage()
     converge([a, b])
     for store in (a, b):
         files = [p for p in store.vault.root.glob("global/**/*.md")]
@@ -173,3 +175,38 @@ def test_two_machines_counters_sum_exactly_with_periodic_flushes_and_syncs(
         totals = {m.body.strip(): m.recalled for m in memories if m.recalled}
         assert totals == dict(recalls)
         assert all(sum(dict(m.recalled_by).values()) == m.recalled for m in memories)
+
+
+def test_a_sync_within_the_interval_leaves_counts_pending_and_the_next_due_one_writes_them(
+    machines: list[Store],  # noqa: F811
+) -> None:
+    a, b, _ = machines
+    clock = Clock()
+    for store in (a, b):
+        store.shared.clock = clock
+    added = a.add("Kafka consumer lag alerts at 10k", workspace="data")
+    converge([a, b])
+
+    def recall_commits(store: Store) -> int:
+        subjects = git(store.vault.root, "log", "--format=%s").splitlines()
+        return sum(s.startswith("recall:") for s in subjects)
+
+    def recall_everywhere() -> None:
+        for store in (a, b):
+            store.recall("kafka lag", workspace="data", record_usage=True)
+
+    recall_everywhere()
+    converge([a, b])  # each clone's first flush: due, written, the interval's flush
+    assert [recall_commits(s) for s in (a, b)] == [2, 2]
+    assert a.show(added.id)[1].recalled == b.show(added.id)[1].recalled == 2
+    recall_everywhere()
+    converge([a, b])  # within the hour: no recall commit, the counts wait in usage.sqlite
+    assert [recall_commits(s) for s in (a, b)] == [2, 2]
+    assert a.show(added.id)[1].recalled == b.show(added.id)[1].recalled == 2
+    assert a.usage.pending() and b.usage.pending()
+    clock.advance(FLUSH_EVERY_S + 1)
+    converge([a, b])  # due again: written once each, summed exactly
+    assert [recall_commits(s) for s in (a, b)] == [4, 4]
+    for store in (a, b):
+        assert store.show(added.id)[1].recalled == 4
+        assert not store.usage.pending()

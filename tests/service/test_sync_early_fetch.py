@@ -66,7 +66,7 @@ def test_a_flush_that_fails_ends_the_fetch_it_started(
     a.usage.record(ids, RECALLED)
     started = _spy_on_fetches(monkeypatch, a)
 
-    def failing_flush(self: Writer, tx: Any) -> int:
+    def failing_flush(self: Writer, tx: Any, every: float | None = None) -> int:
         raise VaultError("the disk is full")
 
     monkeypatch.setattr(Writer, "flush_usage_held", failing_flush)
