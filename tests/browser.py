@@ -38,7 +38,10 @@ class BrowserError(Exception):
 
 
 class Browser:
-    """One headless chromium with one page; use as a context manager."""
+    """One headless chromium with one page; use as a context manager. `new_page` gives the
+    same chromium a fresh page in a fresh browser context (no storage, cache or history of the
+    page before it): a chromium's start costs more than most tests' work, so tests share one.
+    """
 
     def __init__(
         self, profile: Path, *, width: int = 1280, height: int = 900, answer_s: float = 60
@@ -88,14 +91,29 @@ class Browser:
         self._next = 0
         self.events: list[dict[str, Any]] = []
         self._answer_s = answer_s  # how long each command waits for its answer, at most
+        self._size = (width, height)
+        self._session: str | None = None
+        self._context: str | None = None
         try:
             self._attach(width, height)
         except BrowserError:
             self.close()
             raise
 
+    def new_page(self) -> None:
+        """Close the page (its browser context with it) and open a fresh one, its events
+        forgotten: what the last test's page did is neither seen nor kept."""
+        context, self._session, self._context = self._context, None, None
+        if context is not None:
+            self.call("Target.disposeBrowserContext", browserContextId=context)
+        self.events = []
+        self._attach(*self._size)
+
     def _attach(self, width: int, height: int) -> None:
-        target = self.call("Target.createTarget", url="about:blank")["targetId"]
+        self._context = self.call("Target.createBrowserContext")["browserContextId"]
+        target = self.call(
+            "Target.createTarget", url="about:blank", browserContextId=self._context
+        )["targetId"]
         self._session = self.call("Target.attachToTarget", targetId=target, flatten=True)[
             "sessionId"
         ]
@@ -166,7 +184,8 @@ class Browser:
                 if "error" in reply:
                     raise BrowserError(f"{method}: {reply['error']}")
                 return reply.get("result", {})
-            self.events.append(reply)
+            if reply.get("sessionId", self._session) == self._session:  # not a closed page's
+                self.events.append(reply)
 
     def load(self, url: str, timeout: float = 60) -> None:
         """Navigate and wait for the load event."""
@@ -174,7 +193,9 @@ class Browser:
         self.call("Page.navigate", page=True, url=url)
         deadline = time.monotonic() + timeout
         while not any(e.get("method") == "Page.loadEventFired" for e in self.events[seen:]):
-            self.events.append(self._read(deadline))
+            event = self._read(deadline)
+            if event.get("sessionId", self._session) == self._session:
+                self.events.append(event)
 
     def evaluate(self, expression: str) -> Any:
         """The value of a JavaScript expression in the page (awaited if it is a promise)."""

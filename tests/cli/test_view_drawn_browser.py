@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(
     find_chromium() is None,
     reason="chromium is not installed (.ci/run installs it with apt-get where it runs as root)",
 )
-browser = base.browser
+chromium, browser = base.chromium, base.browser
 LONG = "\n".join(
     f"step {n}: run the migration for shard {n} and check its row count" for n in range(50)
 )

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.skipif(
     find_chromium() is None,
     reason="chromium is not installed (.ci/run installs it with apt-get where it runs as root)",
 )
-browser = base.browser
+chromium, browser = base.chromium, base.browser
 NO_UNDO = "sync merges are not undone by revert"
 
 
