@@ -84,6 +84,11 @@ NEAR_BEST = 0.8  # … and at least this share of what the best hit holds;
 LEAD_SHARE = 0.4  # or it holds this share, worth …
 LEAD_UNITS = 2.0  # … this many units, and no other hit's evidence is worth more than …
 LEAD_RATIO = 0.5  # … this share of its own.
+# In a prompt typed to an agent, a lead corroborated by CORROBORATING terms of the prompt, or
+# worth CORROBORATED_UNITS × LEAD_UNITS, needs only this share (`corroborated`).
+CORROBORATED_SHARE = 0.2
+CORROBORATING = 3
+CORROBORATED_UNITS = 2.0
 SPECIFIC_GAIN = 2.0  # a number, code or identifier ("413", "p3009", "checkout.spec.ts")
 KEYWORD_GAIN = 1.5  # a term the memory's stored keywords hold (its writer's own evidence)
 CORE_GAIN = 1.5  # a core memory: a standing rule, meant to apply whenever its subject comes up
@@ -360,11 +365,16 @@ def confident(
             ),
             default=0.0,
         )
-        leads = (
-            f.share >= LEAD_SHARE and f.units >= LEAD_UNITS and runner_up <= LEAD_RATIO * f.units
-        )
+        floor = CORROBORATED_SHARE if chat and corroborated(f) else LEAD_SHARE
+        leads = f.share >= floor and f.units >= LEAD_UNITS and runner_up <= LEAD_RATIO * f.units
         tiers.append(f.share >= CONFIDENT_SHARE - 1e-9 or leads)
     return tiers
+
+
+def corroborated(found: Evidence) -> bool:
+    """Say whether a hit's evidence is more than one coincidence: it holds CORROBORATING
+    terms of the query, or is worth CORROBORATED_UNITS times what a lead needs."""
+    return len(found.held) >= CORROBORATING or found.units >= CORROBORATED_UNITS * LEAD_UNITS - 1e-9
 
 
 def rivals(other: Evidence, lead: Evidence, *, chat: bool) -> bool:
