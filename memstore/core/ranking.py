@@ -89,6 +89,9 @@ LEAD_RATIO = 0.5  # … this share of its own.
 CORROBORATED_SHARE = 0.2
 CORROBORATING = 3
 CORROBORATED_UNITS = 2.0
+# In such a prompt, a hit holding the same words (this many or more) as a lead, for fewer
+# units, is no rival of it (`rivals`).
+SAME_WORDS = 2
 SPECIFIC_GAIN = 2.0  # a number, code or identifier ("413", "p3009", "checkout.spec.ts")
 KEYWORD_GAIN = 1.5  # a term the memory's stored keywords hold (its writer's own evidence)
 CORE_GAIN = 1.5  # a core memory: a standing rule, meant to apply whenever its subject comes up
@@ -381,10 +384,19 @@ def rivals(other: Evidence, lead: Evidence, *, chat: bool) -> bool:
     """Say whether `other` is another answer to a query `lead` may lead. In a prompt typed to
     an agent (`chat`), a hit holding a strict part of the lead's words ("nightly_export"
     where the lead holds it and "backfill") is not: it finds the same words less well, it
-    answers nothing else. A search or recall (every word meant) counts it, as before."""
+    answers nothing else. Nor is one holding the same SAME_WORDS or more words as the lead
+    for fewer units: the lead's writer named those words as its keywords, or it is a core
+    rule (`evidence`), the other merely mentions them. A search or recall (every word meant)
+    counts both, as before."""
     if other is lead:
         return False
-    return not (chat and other.held and other.held < lead.held)
+    if not chat or not other.held:
+        return True
+    if other.held < lead.held:
+        return False
+    return not (
+        other.held == lead.held and len(other.held) >= SAME_WORDS and other.units < lead.units
+    )
 
 
 def confident_first(hits: Sequence[Hit]) -> list[Hit]:
