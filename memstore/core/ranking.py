@@ -313,6 +313,13 @@ _QUESTION = re.compile(
     r"|did|should|would|will)\b",
     re.IGNORECASE,
 )
+# A problem stated: a negation or a word of failure ("resume doesn't work", "X is not set,
+# cmake fails"). A prompt saying something is wrong with its topic asks for help with it.
+_PROBLEM = re.compile(
+    r"\b(?:not|never|cannot|can'?t|doesn'?t|don'?t|isn'?t|won'?t|didn'?t|aren'?t|wasn'?t"
+    r"|broken|breaks|fails|failing|failed|crash(?:es|ed|ing)?|stuck|wrong)\b",
+    re.IGNORECASE,
+)
 
 
 def one_topic_word(
@@ -324,13 +331,14 @@ def one_topic_word(
     """Say whether a prompt names one topic and asks nothing of it: one term besides request
     words ("deploy", "run the tests", "looks good, commit it"), not a number, code or
     identifier (`specific`: "P3009" or "pm_static.yml" alone are particulars a memory may
-    hold), and not a question ("how do changes get to prod?" asks). Such a prompt finds
-    what mentions the word, not an answer: what injects context (the prompt hook, `search
-    --context`) injects nothing for it (catalog.retrieval.names_one_topic)."""
+    hold), not a question ("how do changes get to prod?" asks) and states no problem with
+    it ("resume doesn't work" asks for help: `_PROBLEM`). Such a prompt finds what mentions
+    the word, not an answer: what injects context (the prompt hook, `search --context`)
+    injects nothing for it (catalog.retrieval.names_one_topic)."""
     content = [t for t in query_terms if t not in request]
     if len(content) > 1 or any(specific(t) for t in content):
         return False
-    return _QUESTION.search(text) is None
+    return _QUESTION.search(text) is None and _PROBLEM.search(text) is None
 
 
 def confident(
