@@ -272,6 +272,8 @@ def _tiered(
     """Return the ranked candidates as hits, each marked confident or weak by the evidence
     it holds (core.ranking.is_confident; docs/retrieval.md step 7), confident ones first."""
     weights, topic = query_weights(index, query, concepts)
+    # a typo's stand-in is a guess: it corroborates nothing (core.ranking.corroborated)
+    guessed = frozenset(s.stand_in_term for s in index.stand_ins(query)) if query.chat else ()
     hits, found = [], []
     for candidate, doc, value in ranked:
         coverage = 1.0 if candidate.strict else index.coverage(doc, query, typos=True)
@@ -280,7 +282,9 @@ def _tiered(
         held = index.held_terms(doc)
         via = _held_through(concepts, held) if ranking.CONCEPT_CREDIT > 0 and concepts else ()
         core = doc.kind == "core"
-        found.append(evidence(weights, held, keyed, core=core, related=via, topic=topic))
+        found.append(
+            evidence(weights, held, keyed, core=core, related=via, topic=topic, guessed=guessed)
+        )
     tiers = confident(found, older, chat=query.chat)
     hits = [replace(hit, weak=not sure) for hit, sure in zip(hits, tiers, strict=True)]
     return sorted(hits, key=lambda hit: hit.weak)  # stable: score order within each tier

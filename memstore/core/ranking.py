@@ -193,6 +193,7 @@ class Evidence:
     units: float  # what it holds, in units (a word only one memory holds is worth 1)
     held: frozenset[str] = field(default=frozenset(), compare=False)  # query terms it holds
     topical: float | None = field(default=None, compare=False)  # units, weighed by topic
+    guessed: frozenset[str] = field(default=frozenset(), compare=False)  # held as stand-ins
 
 
 def unknown_weight(zipf: float | None) -> float:
@@ -282,6 +283,7 @@ def evidence(
     core: bool = False,
     related: Collection[str] = (),
     topic: Mapping[str, float] | None = None,
+    guessed: Collection[str] = (),
 ) -> Evidence:
     """Weigh what a memory holds of a query: `weights` per query term (term_weight), `held`
     the terms the memory contains, `keyed` those its stored keywords hold (worth
@@ -289,7 +291,9 @@ def evidence(
     CORE_GAIN more. Query terms in `related` but not in `held`, which the memory holds only
     as another word of their concept, count CONCEPT_CREDIT of their weight. The share is
     weighed by `topic` where given (a prompt typed to an agent: `topical`), and so are the
-    units it holds as a rival of another hit (`Evidence.topical`)."""
+    units it holds as a rival of another hit (`Evidence.topical`). `guessed`: the query's
+    terms that stand in for a word no memory holds (a typo's nearest term), which the
+    memory holds as guesses (`Evidence.guessed`: no corroboration, `corroborated`)."""
     shares = weights if topic is None else topic
     total = sum(shares.values())
     if total <= 0:
@@ -304,7 +308,8 @@ def evidence(
     if topic is not None:
         plain = sum(topic[t] * (KEYWORD_GAIN if t in keyed else 1.0) for t in matched)
         plain = round(plain * (CORE_GAIN if core else 1.0), 4)
-    return Evidence(round(share, 4), round(units, 4), frozenset(matched), plain)
+    held_terms = frozenset(matched)
+    return Evidence(round(share, 4), round(units, 4), held_terms, plain, held_terms & set(guessed))
 
 
 # A question: a question mark anywhere, or an English question word first.
@@ -384,8 +389,10 @@ def confident(
 
 def corroborated(found: Evidence) -> bool:
     """Say whether a hit's evidence is more than one coincidence: it holds CORROBORATING
-    terms of the query, or is worth CORROBORATED_UNITS times what a lead needs."""
-    return len(found.held) >= CORROBORATING or found.units >= CORROBORATED_UNITS * LEAD_UNITS - 1e-9
+    terms of the query (a typo's stand-in, a guess, is none), or is worth CORROBORATED_UNITS
+    times what a lead needs."""
+    words = len(found.held - found.guessed)
+    return words >= CORROBORATING or found.units >= CORROBORATED_UNITS * LEAD_UNITS - 1e-9
 
 
 def rivals(other: Evidence, lead: Evidence, *, chat: bool) -> bool:
