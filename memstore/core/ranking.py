@@ -351,6 +351,7 @@ def confident(
     older: Sequence[Collection[int]] | None = None,
     *,
     chat: bool = False,
+    strange: bool = False,
 ) -> list[bool]:
     """Say, for each hit of one query, whether recall is confident in it.
 
@@ -361,7 +362,9 @@ def confident(
     is not another answer; nor, in a prompt typed to an agent, `chat`, is a hit holding only
     part of its words: `rivals`; and another hit there counts its `topical` units, its words
     weighed as the prompt's topic weighs them: one holding everyday words the vault happens to
-    hold once is no second answer). One common word that stems to a vault word is not
+    hold once is no second answer; and there a `corroborated` lead needs only
+    CORROBORATED_SHARE, unless the prompt holds a `strange` word, one neither a memory nor
+    English knows, "zigbee": it says the prompt is about something the vault lacks). One common word that stems to a vault word is not
     evidence; a code only this memory holds is. (A prompt of one topic word injects
     nothing: `one_topic_word`, read by what injects context, not here: a search for that
     word is answered.)
@@ -381,7 +384,7 @@ def confident(
             ),
             default=0.0,
         )
-        floor = CORROBORATED_SHARE if chat and corroborated(f) else LEAD_SHARE
+        floor = CORROBORATED_SHARE if chat and not strange and corroborated(f) else LEAD_SHARE
         leads = f.share >= floor and f.units >= LEAD_UNITS and runner_up <= LEAD_RATIO * f.units
         tiers.append(f.share >= CONFIDENT_SHARE - 1e-9 or leads)
     return tiers

@@ -293,6 +293,8 @@ def test_a_lead_corroborated_by_three_words_needs_a_smaller_share_in_a_prompt() 
     three = ev(0.3, 2.5, "consum lag invoic")
     assert confident([three, other], chat=True) == [True, False]
     assert confident([three, other]) == [False, False]
+    # a word neither a memory nor English knows ("zigbee"): the prompt is about something else
+    assert confident([three, other], chat=True, strange=True) == [False, False]
     assert confident([ev(0.3, 2.5, "consum lag"), other], chat=True) == [False, False]
     assert confident([ev(0.19, 2.5, "consum lag invoic"), other], chat=True)[0] is False
     assert confident([ev(0.25, 4.0, "tailwind class"), other], chat=True)[0] is True
