@@ -76,6 +76,7 @@ HELD_OUT = [  # (prompts, the vault they run over): each set nobody tuned on
     ("prompts-heldout4.json", "prompts-heldout4-vault.json"),
     ("prompts-heldout5.json", "prompts-heldout5-vault.json"),
     ("prompts-heldout6.json", "prompts-heldout6-vault.json"),
+    ("prompts-heldout7.json", "prompts-heldout7-vault.json"),
 ]
 
 

@@ -191,11 +191,12 @@ def query_weights(
     index: SearchIndex,
     query: Query,
     concepts: Mapping[str, tuple[frozenset[str], int]] | None = None,
-) -> tuple[dict[str, float], dict[str, float] | None]:
+) -> tuple[dict[str, float], dict[str, float] | None, frozenset[str]]:
     """Return what each of the query's terms (stand-ins for unknown ones) is worth as
     evidence (core.ranking.term_weight) and, for a prompt typed to an agent (Query.chat),
     what it says of the prompt's topic (core.ranking.chat_word: English rarity caps a word the
-    vault has not measured; one English lacks weighs as a name; english_prior.py), else None.
+    vault has not measured; one English lacks weighs as a name; english_prior.py), else None;
+    and the prompt's strange words: plain words neither a memory nor English holds ("zigbee").
     With CONCEPT_CREDIT, an unheld word is worth its concept's commonest term (`concepts`)."""
     documents = index.document_count()
     request, named = _request_terms(), named_terms(query.text)
@@ -203,7 +204,7 @@ def query_weights(
     # A stand-in is judged as the word typed: "want" read as "went" is still a request word.
     typed = {s.stand_in_term: s.term for s in index.stand_ins(query)}
     through = _concept_frequency(concepts) if ranking.CONCEPT_CREDIT > 0 and concepts else {}
-    weights, topic = {}, {}
+    weights, topic, strange = {}, {}, set()
     counts = index.holder_counts(query, typos=True)
     orphans = orphan_parts(query.text, counts) if query.chat else frozenset()
     for term, df in counts.items():
@@ -220,7 +221,9 @@ def query_weights(
             zipf = english_prior.zipf(word)  # a name is judged as the vault's word (a typo's
             name = (zipf if term == word else english_prior.zipf(term)) is None  # stand-in)
             weights[term], topic[term] = ranking.chat_word(weight, df, documents, zipf, name)
-    return weights, topic if query.chat else None
+            if df <= 0 and name:
+                strange.add(term)
+    return weights, topic if query.chat else None, frozenset(strange)
 
 
 def concept_terms(index: SearchIndex, query: Query) -> dict[str, tuple[frozenset[str], int]]:
@@ -271,7 +274,9 @@ def _tiered(
 ) -> list[Hit]:
     """Return the ranked candidates as hits, each marked confident or weak by the evidence
     it holds (core.ranking.is_confident; docs/retrieval.md step 7), confident ones first."""
-    weights, topic = query_weights(index, query, concepts)
+    weights, topic, strange = query_weights(index, query, concepts)
+    # a typo's stand-in is a guess: it corroborates nothing (core.ranking.corroborated)
+    guessed = frozenset(s.stand_in_term for s in index.stand_ins(query)) if query.chat else ()
     hits, found = [], []
     for candidate, doc, value in ranked:
         coverage = 1.0 if candidate.strict else index.coverage(doc, query, typos=True)
@@ -280,8 +285,10 @@ def _tiered(
         held = index.held_terms(doc)
         via = _held_through(concepts, held) if ranking.CONCEPT_CREDIT > 0 and concepts else ()
         core = doc.kind == "core"
-        found.append(evidence(weights, held, keyed, core=core, related=via, topic=topic))
-    tiers = confident(found, older, chat=query.chat)
+        found.append(
+            evidence(weights, held, keyed, core=core, related=via, topic=topic, guessed=guessed)
+        )
+    tiers = confident(found, older, chat=query.chat, strange=bool(strange))
     hits = [replace(hit, weak=not sure) for hit, sure in zip(hits, tiers, strict=True)]
     return sorted(hits, key=lambda hit: hit.weak)  # stable: score order within each tier
 

@@ -84,6 +84,14 @@ NEAR_BEST = 0.8  # … and at least this share of what the best hit holds;
 LEAD_SHARE = 0.4  # or it holds this share, worth …
 LEAD_UNITS = 2.0  # … this many units, and no other hit's evidence is worth more than …
 LEAD_RATIO = 0.5  # … this share of its own.
+# In a prompt typed to an agent, a lead corroborated by CORROBORATING terms of the prompt, or
+# worth CORROBORATED_UNITS × LEAD_UNITS, needs only this share (`corroborated`).
+CORROBORATED_SHARE = 0.2
+CORROBORATING = 3
+CORROBORATED_UNITS = 2.0
+# In such a prompt, a hit holding the same words (this many or more) as a lead, for fewer
+# units, is no rival of it (`rivals`).
+SAME_WORDS = 2
 SPECIFIC_GAIN = 2.0  # a number, code or identifier ("413", "p3009", "checkout.spec.ts")
 KEYWORD_GAIN = 1.5  # a term the memory's stored keywords hold (its writer's own evidence)
 CORE_GAIN = 1.5  # a core memory: a standing rule, meant to apply whenever its subject comes up
@@ -185,6 +193,7 @@ class Evidence:
     units: float  # what it holds, in units (a word only one memory holds is worth 1)
     held: frozenset[str] = field(default=frozenset(), compare=False)  # query terms it holds
     topical: float | None = field(default=None, compare=False)  # units, weighed by topic
+    guessed: frozenset[str] = field(default=frozenset(), compare=False)  # held as stand-ins
 
 
 def unknown_weight(zipf: float | None) -> float:
@@ -274,6 +283,7 @@ def evidence(
     core: bool = False,
     related: Collection[str] = (),
     topic: Mapping[str, float] | None = None,
+    guessed: Collection[str] = (),
 ) -> Evidence:
     """Weigh what a memory holds of a query: `weights` per query term (term_weight), `held`
     the terms the memory contains, `keyed` those its stored keywords hold (worth
@@ -281,7 +291,9 @@ def evidence(
     CORE_GAIN more. Query terms in `related` but not in `held`, which the memory holds only
     as another word of their concept, count CONCEPT_CREDIT of their weight. The share is
     weighed by `topic` where given (a prompt typed to an agent: `topical`), and so are the
-    units it holds as a rival of another hit (`Evidence.topical`)."""
+    units it holds as a rival of another hit (`Evidence.topical`). `guessed`: the query's
+    terms that stand in for a word no memory holds (a typo's nearest term), which the
+    memory holds as guesses (`Evidence.guessed`: no corroboration, `corroborated`)."""
     shares = weights if topic is None else topic
     total = sum(shares.values())
     if total <= 0:
@@ -296,13 +308,21 @@ def evidence(
     if topic is not None:
         plain = sum(topic[t] * (KEYWORD_GAIN if t in keyed else 1.0) for t in matched)
         plain = round(plain * (CORE_GAIN if core else 1.0), 4)
-    return Evidence(round(share, 4), round(units, 4), frozenset(matched), plain)
+    held_terms = frozenset(matched)
+    return Evidence(round(share, 4), round(units, 4), held_terms, plain, held_terms & set(guessed))
 
 
 # A question: a question mark anywhere, or an English question word first.
 _QUESTION = re.compile(
     r"\?|^\W*(?:how|what|whats|why|where|when|which|who|whom|whose|is|are|can|could|do|does"
     r"|did|should|would|will)\b",
+    re.IGNORECASE,
+)
+# A problem stated: a negation or a word of failure ("resume doesn't work", "X is not set,
+# cmake fails"). A prompt saying something is wrong with its topic asks for help with it.
+_PROBLEM = re.compile(
+    r"\b(?:not|never|cannot|can'?t|doesn'?t|don'?t|isn'?t|won'?t|didn'?t|aren'?t|wasn'?t"
+    r"|broken|breaks|fails|failing|failed|crash(?:es|ed|ing)?|stuck|wrong)\b",
     re.IGNORECASE,
 )
 
@@ -316,13 +336,14 @@ def one_topic_word(
     """Say whether a prompt names one topic and asks nothing of it: one term besides request
     words ("deploy", "run the tests", "looks good, commit it"), not a number, code or
     identifier (`specific`: "P3009" or "pm_static.yml" alone are particulars a memory may
-    hold), and not a question ("how do changes get to prod?" asks). Such a prompt finds
-    what mentions the word, not an answer: what injects context (the prompt hook, `search
-    --context`) injects nothing for it (catalog.retrieval.names_one_topic)."""
+    hold), not a question ("how do changes get to prod?" asks) and states no problem with
+    it ("resume doesn't work" asks for help: `_PROBLEM`). Such a prompt finds what mentions
+    the word, not an answer: what injects context (the prompt hook, `search --context`)
+    injects nothing for it (catalog.retrieval.names_one_topic)."""
     content = [t for t in query_terms if t not in request]
     if len(content) > 1 or any(specific(t) for t in content):
         return False
-    return _QUESTION.search(text) is None
+    return _QUESTION.search(text) is None and _PROBLEM.search(text) is None
 
 
 def confident(
@@ -330,6 +351,7 @@ def confident(
     older: Sequence[Collection[int]] | None = None,
     *,
     chat: bool = False,
+    strange: bool = False,
 ) -> list[bool]:
     """Say, for each hit of one query, whether recall is confident in it.
 
@@ -340,7 +362,9 @@ def confident(
     is not another answer; nor, in a prompt typed to an agent, `chat`, is a hit holding only
     part of its words: `rivals`; and another hit there counts its `topical` units, its words
     weighed as the prompt's topic weighs them: one holding everyday words the vault happens to
-    hold once is no second answer). One common word that stems to a vault word is not
+    hold once is no second answer; and there a `corroborated` lead needs only
+    CORROBORATED_SHARE, unless the prompt holds a `strange` word, one neither a memory nor
+    English knows, "zigbee": it says the prompt is about something the vault lacks). One common word that stems to a vault word is not
     evidence; a code only this memory holds is. (A prompt of one topic word injects
     nothing: `one_topic_word`, read by what injects context, not here: a search for that
     word is answered.)
@@ -360,21 +384,37 @@ def confident(
             ),
             default=0.0,
         )
-        leads = (
-            f.share >= LEAD_SHARE and f.units >= LEAD_UNITS and runner_up <= LEAD_RATIO * f.units
-        )
+        floor = CORROBORATED_SHARE if chat and not strange and corroborated(f) else LEAD_SHARE
+        leads = f.share >= floor and f.units >= LEAD_UNITS and runner_up <= LEAD_RATIO * f.units
         tiers.append(f.share >= CONFIDENT_SHARE - 1e-9 or leads)
     return tiers
+
+
+def corroborated(found: Evidence) -> bool:
+    """Say whether a hit's evidence is more than one coincidence: it holds CORROBORATING
+    terms of the query (a typo's stand-in, a guess, is none), or is worth CORROBORATED_UNITS
+    times what a lead needs."""
+    words = len(found.held - found.guessed)
+    return words >= CORROBORATING or found.units >= CORROBORATED_UNITS * LEAD_UNITS - 1e-9
 
 
 def rivals(other: Evidence, lead: Evidence, *, chat: bool) -> bool:
     """Say whether `other` is another answer to a query `lead` may lead. In a prompt typed to
     an agent (`chat`), a hit holding a strict part of the lead's words ("nightly_export"
     where the lead holds it and "backfill") is not: it finds the same words less well, it
-    answers nothing else. A search or recall (every word meant) counts it, as before."""
+    answers nothing else. Nor is one holding the same SAME_WORDS or more words as the lead
+    for fewer units: the lead's writer named those words as its keywords, or it is a core
+    rule (`evidence`), the other merely mentions them. A search or recall (every word meant)
+    counts both, as before."""
     if other is lead:
         return False
-    return not (chat and other.held and other.held < lead.held)
+    if not chat or not other.held:
+        return True
+    if other.held < lead.held:
+        return False
+    return not (
+        other.held == lead.held and len(other.held) >= SAME_WORDS and other.units < lead.units
+    )
 
 
 def confident_first(hits: Sequence[Hit]) -> list[Hit]:

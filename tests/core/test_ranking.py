@@ -247,6 +247,11 @@ def test_most_shared_equals_a_full_sort(counts: dict[str, int], limit: int) -> N
         ("P3009", ["p3009"], False),  # a code is a particular, not a topic
         ("deploy harbor", ["deploy", "harbor"], False),
         ("thanks!", [], True),
+        ("resume doesnt work", ["resum"], False),  # a problem stated asks for help
+        ("the watchdog is broken", ["watchdog", "broken"], False),
+        ("cmake fails", ["cmake"], False),
+        ("looks good, commit it", ["commit"], True),
+        ("nothing", ["noth"], True),  # "not" inside a word is no negation
     ],
 )
 def test_one_topic_word(text: str, terms: list[str], one: bool) -> None:
@@ -271,3 +276,49 @@ def test_a_rival_of_everyday_words_is_weighed_as_its_share_is_in_a_prompt() -> N
     assert confident([lead, other], chat=True) == [True, False]
     assert lead.share < 0.65 and confident([lead, other]) == [False, False]
     assert evidence(weights, lead.held, keyed).topical is None
+
+
+def ev(
+    share: float, units: float, held: str, topical: float | None = None, **kw: object
+) -> Evidence:
+    return Evidence(share, units, frozenset(held.split()), topical, **kw)  # type: ignore[arg-type]
+
+
+def test_a_lead_corroborated_by_three_words_needs_a_smaller_share_in_a_prompt() -> None:
+    """A prompt typed to an agent says much in passing: a hit holding 3 of its words worth
+    2 units, with no other hit worth half as much, leads from a share of 0.2, not 0.4. One
+    word, or two worth under 4 units, is a coincidence and still needs 0.4; a search or
+    recall (every word meant) keeps 0.4."""
+    other = ev(0.1, 0.7, "invoic")
+    three = ev(0.3, 2.5, "consum lag invoic")
+    assert confident([three, other], chat=True) == [True, False]
+    assert confident([three, other]) == [False, False]
+    # a word neither a memory nor English knows ("zigbee"): the prompt is about something else
+    assert confident([three, other], chat=True, strange=True) == [False, False]
+    assert confident([ev(0.3, 2.5, "consum lag"), other], chat=True) == [False, False]
+    assert confident([ev(0.19, 2.5, "consum lag invoic"), other], chat=True)[0] is False
+    assert confident([ev(0.25, 4.0, "tailwind class"), other], chat=True)[0] is True
+    assert confident([ev(0.25, 3.9, "tailwind class"), other], chat=True)[0] is False
+    # a rival worth more than half its units still stops it
+    assert confident([three, ev(0.2, 1.3, "pdf worker")], chat=True) == [False, False]
+
+
+def test_a_typos_stand_in_corroborates_nothing() -> None:
+    """A typo "sale" searched as "scale": a guess is no corroborating word."""
+    guessed = ev(0.33, 2.7, "invoic page scale", guessed=frozenset({"scale"}))
+    assert confident([guessed, ev(0.1, 0.7, "invoic")], chat=True)[0] is False
+    found = evidence({"invoic": 1.0, "scale": 1.0}, {"invoic", "scale"}, (), guessed={"scale"})
+    assert found.guessed == frozenset({"scale"})
+
+
+def test_a_hit_holding_the_same_words_for_fewer_units_is_no_rival_in_a_prompt() -> None:
+    """Two hits hold the same two words; the lead's writer named them as keywords (more
+    units). In a prompt the other is no rival; in a search it is, as before; with one word
+    each, or equal units, each stays the other's rival."""
+    lead, other = ev(0.6, 2.13, "flash usb", 1.8), ev(0.6, 1.42, "flash usb", 1.2)
+    assert confident([lead, other], chat=True) == [True, False]
+    assert confident([lead, other]) == [False, False]
+    one, single = ev(0.5, 2.2, "flash", 2.2), ev(0.5, 1.44, "flash", 1.44)
+    assert confident([one, single], chat=True) == [False, False]
+    twin = ev(0.6, 2.13, "flash usb", 2.13)
+    assert confident([lead, twin], chat=True) == [False, False]
