@@ -277,8 +277,7 @@ class EntityTable:
         ]
         if self.keeps_entities:
             rows += [(key, entity, kind) for key in adopted for entity, kind in found[key]]
-        with _indexes_built_after(db, len(rows)):
-            db.executemany("INSERT INTO entities (key, entity, kind) VALUES (?, ?, ?)", rows)
+        db.executemany("INSERT INTO entities (key, entity, kind) VALUES (?, ?, ?)", rows)
         db.executemany(
             "INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)", sorted(meta.items())
         )
@@ -345,43 +344,16 @@ def _checksum(path: Path) -> tuple[int, int]:
     return size, crc
 
 
-@contextlib.contextmanager
-def _indexes_built_after(db: sqlite3.Connection, rows: int) -> Iterator[None]:
-    """Within a transaction: insert `rows` rows, the entity table's indexes dropped first
-    and made again after when they are many (ROOMY_ROWS) and at least as many as the table
-    holds (a rebuild's chunks): sqlite builds an index from sorted rows in ~half the time
-    it takes inserting each row into three B-trees (1.0 -> 0.6 s of CPU for 87,000 rows
-    into an empty table). The same rows and indexes; a reader sees either commit whole."""
-    if rows <= ROOMY_ROWS or rows < db.execute("SELECT count(*) FROM entities").fetchone()[0]:
-        yield
-        return
-    for name, _ in _ENTITY_INDEXES:
-        db.execute(f"DROP INDEX IF EXISTS {name}")
-    yield
-    _create_entity_indexes(db)
-
-
-# The entity table's indexes: by entity; an entity's keys in key order, from the index alone
-# (shared_with reads the longest list only as far as it needs; the one by entity stays for
-# memstore before it); by key.
-_ENTITY_INDEXES = (
-    ("entities_entity", "entity"),
-    ("entities_entity_key", "entity, key"),
-    ("entities_key", "key"),
-)
-
-
-def _create_entity_indexes(db: sqlite3.Connection) -> None:
-    for name, columns in _ENTITY_INDEXES:
-        db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON entities ({columns})")
-
-
 def _create_tables(db: sqlite3.Connection) -> None:
     db.execute("PRAGMA journal_mode=WAL")
     # A cache: a power cut may lose the last commit (the count check then rebuilds),
     # never corrupt it; a killed process loses nothing. Saves an fsync per write.
     db.execute("PRAGMA synchronous=NORMAL")
     db.execute("CREATE TABLE IF NOT EXISTS entities (key TEXT, entity TEXT, kind TEXT)")
-    _create_entity_indexes(db)
+    db.execute("CREATE INDEX IF NOT EXISTS entities_entity ON entities (entity)")
+    # An entity's keys in key order, from the index alone (shared_with reads the longest
+    # list only as far as it needs). The index above stays for memstore before it.
+    db.execute("CREATE INDEX IF NOT EXISTS entities_entity_key ON entities (entity, key)")
+    db.execute("CREATE INDEX IF NOT EXISTS entities_key ON entities (key)")
     db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
     db.execute("CREATE TABLE IF NOT EXISTS segments (name TEXT PRIMARY KEY, size INT, crc INT)")
