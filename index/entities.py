@@ -48,13 +48,28 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], tuple[str, ...], re.Pattern[str] | 
 )
 
 
+# Each pattern but "quoted" matches no whitespace, and each of its matches holds a match of
+# its marker (its needed text or its gate, which hold no whitespace either): its matches lie
+# in the runs of non-space characters from the one holding the first marker to the one
+# holding the last, and its scan covers only those (a scan's start position changes no
+# match: look-behinds and \b still see the text before it; its end is a run's end, where
+# the text has whitespace or ends). None: the pattern scans the whole text.
+_MARKERS: tuple[re.Pattern[str] | None, ...] = tuple(
+    None if kind == "quoted" else gate or re.compile("|".join(map(re.escape, needs)))
+    for kind, _, needs, gate in _PATTERNS
+)
+_RUN_END = re.compile(r"\S*")
+
+
 def extract_entities(text: str, *, skip: bool = True) -> list[tuple[str, str]]:
     """Return the distinct (entity, kind) pairs in `text`, entities lowercased.
 
-    `skip` False scans with every pattern, even those the text cannot match (for tests)."""
+    `skip` False scans with every pattern, even those the text cannot match, over the
+    whole text (for tests)."""
     found: dict[str, str] = {}
     claimed: list[tuple[int, int]] = []
-    for kind, pattern, needs, gate in _PATTERNS:
+    span: tuple[int, int] | None = (0, len(text))
+    for (kind, pattern, needs, gate), marker in zip(_PATTERNS, _MARKERS, strict=True):
         if skip:
             for need in needs:  # a loop, not any(): no generator per pattern and text
                 if need in text:
@@ -62,9 +77,16 @@ def extract_entities(text: str, *, skip: bool = True) -> list[tuple[str, str]]:
             else:
                 if needs:
                     continue
-            if gate is not None and gate.search(text) is None:
+            if marker is not None:
+                span = _marked_span(text, marker)  # the gate's search among it
+                if span is None:
+                    continue
+            elif gate is not None and gate.search(text) is None:
                 continue
-        for match in pattern.finditer(text):
+            else:
+                span = (0, len(text))
+        assert span is not None
+        for match in pattern.finditer(text, *span):
             start, end = match.span()
             if claimed and kind != "quoted" and any(start < e and s < end for s, e in claimed):
                 continue
@@ -75,3 +97,19 @@ def extract_entities(text: str, *, skip: bool = True) -> list[tuple[str, str]]:
                 found.setdefault(value, kind)
             claimed.append((start, end))
     return sorted(found.items())
+
+
+def _marked_span(text: str, marker: re.Pattern[str]) -> tuple[int, int] | None:
+    """Return where the runs of non-space characters holding `marker`'s matches start and
+    end, the start at or before the first one's (after a space or a line's end; None: no
+    match)."""
+    first = marker.search(text)
+    if first is None:
+        return None
+    at = first.start()
+    start = max(text.rfind(" ", 0, at), text.rfind("\n", 0, at)) + 1
+    stop = first.end()
+    for mark in marker.finditer(text, stop):
+        stop = mark.end()
+    end = _RUN_END.match(text, stop)
+    return start, end.end() if end is not None else len(text)

@@ -294,6 +294,27 @@ def test_skipping_patterns_a_text_cannot_match_changes_no_entity(text: str) -> N
     assert extract_entities(text) == extract_entities(text, skip=False) == _entities_s9(text)
 
 
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                *("https://x.io/a", "@maria", "src/app.py", "/etc/nginx/nginx.conf", "~/.ssh/x"),
+                *("v1.2.3", "2.0", "MAX_SIZE", "ABC123", "snake_case", "camelCase", "`cmd`"),
+                *("/", ".", "@", "_", ":", "`", "x", "Nginx", "a.b/c", "v2", "1.", ".2"),
+                # every kind of whitespace at a run's edge: the scan of a pattern starts
+                # after a space or a line's end before its first marker, and ends at the
+                # end of the run holding its last
+                *(" ", "\n", "\t", "\r", "\f", "\v", "\u00a0", "\u2003", "\u3000", "\x1c"),
+            ]
+        ),
+        max_size=14,
+    ).map("".join)
+)
+@settings(max_examples=400, deadline=None)
+def test_scanning_only_the_marked_runs_changes_no_entity(text: str) -> None:
+    assert extract_entities(text) == extract_entities(text, skip=False) == _entities_s9(text)
+
+
 def _entities_s9(text: str) -> list[tuple[str, str]]:
     """extract_entities as the ninth session left it (its loop since made leaner)."""
     found: dict[str, str] = {}
