@@ -286,7 +286,7 @@ def list_command(
         typer.Option(
             "--since",
             metavar="WHEN",
-            help="Only memories created since a date or age (2026-11-01, 7d, 2w, 12h).",
+            help="Only memories created since a date or age (2026-11-01, 7d, 12h, 30m).",
         ),
     ] = None,
     limit: Annotated[

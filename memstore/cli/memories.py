@@ -222,8 +222,8 @@ def show(
         typer.Option(
             "--as-of",
             metavar="WHEN",
-            help="The memory as it was then: a date (2026-11-01, its end), an age (7d, 2w, "
-            "12h) or an ISO time.",
+            help="The memory as it was then: a date (2026-11-01, its end), an age (7d, 12h, "
+            "30m) or a time (2026-11-01T14:30, UTC unless it names a zone).",
             callback=date_option,
         ),
     ] = None,
