@@ -221,7 +221,9 @@ def workspace_stats(store: Store, workspace: str) -> WorkspaceStats:
         workspace=workspace,
         memories=len(entries),
         by_kind=dict(sorted(Counter(e.kind for e in entries).items())),
-        by_source=dict(Counter(sources.get(e.path) or "uncommitted" for e in entries).most_common()),
+        by_source=dict(
+            Counter(sources.get(e.path) or "uncommitted" for e in entries).most_common()
+        ),
         archived=sum(1 for e in entries if e.archived),
         problems=sum(1 for e in entries if e.problem),
         oldest=dates[0] if dates else "",

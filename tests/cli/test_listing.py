@@ -181,7 +181,10 @@ def test_list_refuses_bad_filters_in_one_line(listed: Path) -> None:
     result = runner.invoke(
         app, ["list", "--since", "yesterday"], env={"MEMSTORE_VAULT": str(listed)}
     )
-    assert result.exit_code == 2 and "use e.g. 2026-11-01, 2026-11-01T14:30, 7d, 12h or 30m" in result.output
+    assert (
+        result.exit_code == 2
+        and "use e.g. 2026-11-01, 2026-11-01T14:30, 7d, 12h or 30m" in result.output
+    )
 
 
 def test_since_reads_dates_and_ages() -> None:

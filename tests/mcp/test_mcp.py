@@ -191,7 +191,10 @@ def test_the_confirm_loop_a_weak_hit_then_memory_confirm(server: Any, vault: Pat
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ({"content": "a fact", "keywords": ["a"], "kind": "core"}, "kind 'core' is set by a person"),
+        (
+            {"content": "a fact", "keywords": ["a"], "kind": "core"},
+            "kind 'core' is set by a person",
+        ),
         (
             {"content": "a fact", "keywords": ["a"], "kind": "imported"},
             "kind 'imported' is set by memstore import",
