@@ -526,6 +526,22 @@ def test_export_restore_round_trip_keeps_ids_and_is_idempotent(vault: Path, tmp_
     assert "0 merged" in cli(vault, "restore", str(back)).stdout
 
 
+def test_import_of_an_export_is_refused_naming_restore(vault: Path, tmp_path: Path) -> None:
+    """`memstore import memory.json` (an export) made one `imported` memory holding the
+    whole JSON (trial 14): export's counterpart is restore, and import now says so."""
+    added_id(vault, "Use node 22 LTS", "-K", "node")
+    exported = tmp_path / "memory.json"
+    assert cli(vault, "export", "-o", str(exported)).returncode == 0
+    commits = commit_count(vault)
+    for args in (["import", str(exported)], ["import", str(exported), "--dry-run"]):
+        refused = cli(vault, *args)
+        assert refused.returncode == 1 and refused.stderr == (
+            f"Error: {exported} is a memstore export, not an instruction file; bring its "
+            f"memories back with: memstore restore {exported}\n"
+        )
+    assert commit_count(vault) == commits
+
+
 def test_gc_reports_with_dry_run_and_prunes_old_archived_traces(vault: Path, store: Store) -> None:
     trace = added_id(vault, "Session summary: fixed three flaky tests", "--kind", "trace")
     cli(vault, "archive", trace)
