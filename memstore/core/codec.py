@@ -26,6 +26,7 @@ from memstore.core.yaml_values import (
     render_list,
     render_scalar,
     yaml_error,
+    yaml_reason,
 )
 
 KNOWN_KEYS = (
@@ -204,9 +205,8 @@ def parse_memory(text: str, *, path: str) -> Memory:
     try:
         data = load_yaml(header) if header.strip() else {}
     except yaml_error() as err:
-        reason = _yaml_reason(err, first_line=2)
-        # Keep the id the file states, so `show <id>` finds it. The body stays the whole
-        # text: a merge of two such files must not drop the lines it cannot parse.
+        reason = yaml_reason(err, first_line=2)
+        # The stated id is kept (`show <id>` finds it), the body whole (a merge drops no line)
         stated = _STATED_ID.search(header)
         salvaged = replace(fallback(), id=stated.group(1).lower()) if stated else fallback()
         return _with_problem(salvaged, f"malformed YAML front matter: {reason}")
@@ -598,14 +598,3 @@ def is_utf8_name(name: str) -> bool:
 def escape_name(name: str) -> str:
     """Return a file name fit to print: bytes that are not UTF-8 shown as \\xNN."""
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
-def _yaml_reason(err: Exception, *, first_line: int) -> str:
-    """One line naming where YAML gave up and what it wanted: 'line 4: while parsing a flow
-    sequence, expected ',' or ']'' (the header's first line is the file's `first_line`), so
-    doctor's line says what to fix; the bare message said only 'while parsing a flow sequence'."""
-    context, problem = getattr(err, "context", None), getattr(err, "problem", None)
-    mark = getattr(err, "context_mark", None) or getattr(err, "problem_mark", None)
-    words = ", ".join(str(part).split(", but found")[0] for part in (context, problem) if part)
-    words = words or (str(err).splitlines()[0] if str(err) else type(err).__name__)
-    return f"line {mark.line + first_line}: {words}" if mark is not None else words
