@@ -13,6 +13,7 @@ setting) is not read; matching is case-sensitive, as git's is unless core.ignore
 
 from __future__ import annotations
 
+import fnmatch
 import logging
 import os
 import re
@@ -59,7 +60,31 @@ EXCLUDED_FOLDERS: frozenset[str] = frozenset(
     }
 )
 
+# Files that hold credentials by their purpose: an agent's MCP config (its servers' tokens in
+# `env`), dotenv files, package managers' and git's login files, keys and certificates,
+# cloud and cluster logins, Terraform state. Chunked, a token would come back in search,
+# recall and the hooks' context. Matched on the file's name, lowercased (fnmatch).
+CREDENTIAL_NAMES: tuple[str, ...] = (
+    ".mcp.json", "mcp.json", "claude_desktop_config.json", "settings.local.json",
+    ".env", ".env.*", "*.env", ".envrc", ".netrc", "_netrc", ".npmrc", ".yarnrc.yml", ".pypirc",
+    ".git-credentials", ".pgpass", ".my.cnf", ".dockercfg", ".htpasswd", ".s3cfg", ".boto",
+    "credentials", "*credentials.json", "credentials.y*ml", "credentials.csv", "credentials.toml",
+    "secrets.json", "secrets.y*ml", "secrets.toml", "secrets.env", "*.secrets.*", ".secrets",
+    "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks",
+    "*.keystore", "*.ppk", "*.kdbx", "*.ovpn", "kubeconfig", "*.tfstate", "*.tfstate.*",
+    "*.tfvars", ".terraformrc", "terraform.rc", "auth.json", "hosts.yml",
+)  # fmt: skip
+# ... and config files (by suffix) whose text holds what looks like a credential: a token
+# pasted into config.yml or settings.json. Only these are read whole and scanned (small,
+# and where keys are put); source code is not: scanning every file would double an ingest.
+CONFIG_SUFFIXES = frozenset(
+    {".json", ".jsonc", ".yml", ".yaml", ".toml", ".ini", ".cfg", ".conf", ".properties",
+     ".xml", ".plist", ".env", ".rc"}
+)  # fmt: skip
+CONFIG_SCAN_BYTES = 256_000  # a larger config file is data, scanned by its first part only
+
 BINARY = "binary"
+CREDENTIALS = "may hold credentials"
 TOO_LARGE = "too large"
 EXCLUDED = "excluded folder"  # counts folders, not the files inside (a pruned folder is not read)
 NOT_REGULAR = "not a regular file"
@@ -225,6 +250,8 @@ def _inspect(
 ) -> SourceFile | str | None:
     """The file at `path`, or why it is skipped, or None when it is not there at all."""
     full = prefix + path
+    if holds_credentials_by_name(path):
+        return CREDENTIALS
     try:
         info = os.lstat(full)
     except (FileNotFoundError, NotADirectoryError):
@@ -243,15 +270,41 @@ def _inspect(
         return None
     except OSError:
         return UNREADABLE
+    is_config = os.path.splitext(path)[1].lower() in CONFIG_SUFFIXES
     try:
-        head = os.read(fd, BINARY_PROBE)
+        head = os.read(fd, CONFIG_SCAN_BYTES if is_config else BINARY_PROBE)
     except OSError:
         return UNREADABLE
     finally:
         os.close(fd)
     if is_binary(head):
         return BINARY
+    if is_config and _holds_secret(head):
+        return CREDENTIALS
     return SourceFile(path=path, size=info.st_size, mtime_ns=info.st_mtime_ns)
+
+
+def holds_credentials_by_name(path: str) -> bool:
+    """Return whether the file at `path` (relative, `/`-separated) is one whose purpose is to
+    hold credentials (`CREDENTIAL_NAMES`), or lies in a folder of them (`.ssh`, `.aws` …)."""
+    parts = path.lower().split("/")
+    if any(part in _CREDENTIAL_FOLDERS for part in parts[:-1]):
+        return True
+    name = parts[-1]
+    if name in _PLACEHOLDERS or name.rsplit(".", 1)[-1] in _PLACEHOLDER_SUFFIXES:
+        return False  # .env.example, secrets.yaml.template: placeholders, meant to be read
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in CREDENTIAL_NAMES)
+
+
+_CREDENTIAL_FOLDERS = frozenset({".ssh", ".aws", ".gnupg", ".kube", ".docker", ".azure"})
+_PLACEHOLDERS = frozenset({".env.example", ".env.sample", ".env.template", ".env.dist"})
+_PLACEHOLDER_SUFFIXES = frozenset({"example", "sample", "template", "dist", "tmpl"})
+
+
+def _holds_secret(head: bytes) -> bool:
+    from memstore.core.secrets import find_secrets  # only for config files
+
+    return bool(find_secrets(head.decode("utf-8", errors="replace")))
 
 
 # --- the plain walk: .gitignore applied as git applies it --------------------------------

@@ -30,7 +30,9 @@ def log(
     ] = None,
     since: Annotated[
         str | None,
-        typer.Option("--since", help="Only commits since a date or age (2026-11-01, 7d, 2w, 12h)."),
+        typer.Option(
+            "--since", help="Only commits since a date or age (2026-11-01, 7d, 12h, 30m)."
+        ),
     ] = None,
     limit: Annotated[int, typer.Option("-n", help="At most this many (0: all).", min=0)] = 50,
     vault: VaultOption = None,

@@ -208,13 +208,17 @@ def workspace_stats(store: Store, workspace: str) -> WorkspaceStats:
         e for e in _indexed(store, lambda: store.indexer.entries()) if e.workspace == workspace
     ]
     sources = _indexed(store, lambda: _sources(store, workspace))
+    # no `source:` (a file written by hand): who committed it, as audit says it
+    sources |= store.git.added_by(e.path for e in entries if not sources.get(e.path))
     dates = sorted(e.created for e in entries if e.created)
     return WorkspaceStats(
         vault=str(store.vault.root),
         workspace=workspace,
         memories=len(entries),
         by_kind=dict(sorted(Counter(e.kind for e in entries).items())),
-        by_source=dict(Counter(sources.get(e.path) or "?" for e in entries).most_common()),
+        by_source=dict(
+            Counter(sources.get(e.path) or "uncommitted" for e in entries).most_common()
+        ),
         archived=sum(1 for e in entries if e.archived),
         problems=sum(1 for e in entries if e.problem),
         oldest=dates[0] if dates else "",
@@ -281,7 +285,7 @@ def list_command(
         typer.Option(
             "--since",
             metavar="WHEN",
-            help="Only memories created since a date or age (2026-11-01, 7d, 2w, 12h).",
+            help="Only memories created since a date or age (2026-11-01, 7d, 12h, 30m).",
         ),
     ] = None,
     limit: Annotated[

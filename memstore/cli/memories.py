@@ -14,7 +14,7 @@ from typing import Annotated, Any, cast
 import typer
 
 from memstore.cli.terminal import working_folder
-from memstore.core.model import ADDABLE_KINDS, ALL, check_workspace
+from memstore.core.model import ADDABLE_KINDS, ALL, check_new_text, check_workspace
 from memstore.ops import options
 from memstore.ops.cli_help import choices
 from memstore.ops.lean import (
@@ -124,7 +124,9 @@ def add(
             param_hint="TEXT",
         )
     if text == "-":
-        text = read_stdin()
+        text = check_new_text(read_stdin())  # input, not the command line: exit 1
+    else:
+        usage_checked(check_new_text, text, "TEXT")
     if workspace is not None:  # `all` names every workspace: one to search, none to add to
         usage_checked(
             lambda name: check_workspace(name, for_add=True), workspace, "'-w' / '--workspace'"
@@ -220,8 +222,8 @@ def show(
         typer.Option(
             "--as-of",
             metavar="WHEN",
-            help="The memory as it was then: a date (2026-11-01, its end), an age (7d, 2w, "
-            "12h) or an ISO time.",
+            help="The memory as it was then: a date (2026-11-01, its end), an age (7d, 12h, "
+            "30m) or a time (2026-11-01T14:30, UTC unless it names a zone).",
             callback=date_option,
         ),
     ] = None,

@@ -65,7 +65,7 @@ def view(
         typer.Option(
             "--since",
             metavar="DATE",
-            help="Only changes since a date or age (2026-11-01, 7d, 2w, 12h).",
+            help="Only changes since a date or age (2026-11-01, 7d, 12h, 30m).",
             show_default=False,
         ),
     ] = None,

@@ -26,6 +26,7 @@ from memstore.core.yaml_values import (
     render_list,
     render_scalar,
     yaml_error,
+    yaml_reason,
 )
 
 KNOWN_KEYS = (
@@ -204,9 +205,8 @@ def parse_memory(text: str, *, path: str) -> Memory:
     try:
         data = load_yaml(header) if header.strip() else {}
     except yaml_error() as err:
-        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-        # Keep the id the file states, so `show <id>` finds it. The body stays the whole
-        # text: a merge of two such files must not drop the lines it cannot parse.
+        reason = yaml_reason(err, first_line=2)
+        # The stated id is kept (`show <id>` finds it), the body whole (a merge drops no line)
         stated = _STATED_ID.search(header)
         salvaged = replace(fallback(), id=stated.group(1).lower()) if stated else fallback()
         return _with_problem(salvaged, f"malformed YAML front matter: {reason}")

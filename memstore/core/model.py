@@ -61,6 +61,26 @@ def check_kind(kind: str, *, allowed: tuple[str, ...] = ADDABLE_KINDS) -> Kind:
     raise InvalidInputError(f"unknown kind {kind!r}; use one of: {', '.join(allowed)}")
 
 
+MIN_TEXT_CHARS = 2  # letters or digits a new memory holds at least ("x", "-", "?" do not)
+
+
+def check_new_text(text: str) -> str:
+    """Return `text` unless it is too short to be a memory: fewer than two letters or digits
+    is a slip ('x', '-', '?'), nothing a recall could find. The one rule of `add`, the lean
+    path and `memory_add`; an empty text has its own message first."""
+    if not text.strip():
+        return text  # empty: the empty rule's own message says it
+    found = 0
+    for char in text:
+        found += char.isalnum()
+        if found >= MIN_TEXT_CHARS:
+            return text
+    raise InvalidInputError(
+        f"memory text {text.strip()[:20]!r} is too short to recall; write the fact itself "
+        'in words, e.g. "staging deploys need approval from @maria"'
+    )
+
+
 @dataclass(frozen=True)
 class Memory:
     """One memory file: front matter fields plus the markdown body, verbatim."""

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from memstore.core.errors import InvalidInputError
-from memstore.core.model import ALL, GLOBAL, to_workspace_name
+from memstore.core.model import ALL, GLOBAL, check_workspace, to_workspace_name
 
 _REMOTE_NAME = re.compile(r"([^/:]+?)(?:\.git)?/*$")
 
@@ -49,7 +49,7 @@ def add_target_at(vault: Path, cwd: Path) -> tuple[Path | None, str | None]:
     where, vault = cwd.resolve(), vault.resolve()
     root = find_enclosing_repository(where)
     if where == vault or vault in where.parents:
-        return _other_vault(vault, root), None
+        return _other_vault(vault, root), vault_folder_workspace(vault, where)
     return _other_vault(vault, root), _root_workspace(vault, root)
 
 
@@ -89,8 +89,8 @@ def _repository_name(root: Path | None) -> str | None:
 
 
 def workspace_at(vault: Path, cwd: Path) -> str | None:
-    """Return the workspace of work in `cwd`: its git repository's; None inside the vault
-    or outside any repository.
+    """Return the workspace of work in `cwd`: its git repository's; inside the vault, the
+    workspace folder `cwd` is in; None at the vault's top or outside any repository.
 
     The one rule for everything not told a workspace: `search`, `memory_recall` and the
     prompt hook read this workspace plus `global`, or every workspace when None; `add`,
@@ -99,8 +99,22 @@ def workspace_at(vault: Path, cwd: Path) -> str | None:
     where = cwd.resolve()
     vault = vault.resolve()  # a symlinked vault (or cwd) is still the vault
     if where == vault or vault in where.parents:
-        return None
+        return vault_folder_workspace(vault, where)
     return _root_workspace(vault, find_enclosing_repository(where))
+
+
+def vault_folder_workspace(vault: Path, where: Path) -> str | None:
+    """Return the workspace whose folder `where` (resolved, inside the resolved `vault`) is
+    in: `cd ~/memstore/webshop && memstore add …` adds to webshop, as the file would be
+    there. None at the vault's top, in a dot folder, or in a folder no workspace could be
+    named (read every workspace, add to global)."""
+    parts = where.relative_to(vault).parts
+    if not parts:
+        return None
+    try:
+        return check_workspace(parts[0], for_add=True)
+    except InvalidInputError:
+        return None
 
 
 def _root_workspace(vault: Path, root: Path | None) -> str | None:

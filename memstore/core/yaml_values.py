@@ -264,3 +264,14 @@ def render_list(values: tuple[str, ...]) -> str:
 def render_counts(counts: tuple[tuple[str, int], ...]) -> str:
     """Render a per-replica counter map as a one-line YAML flow mapping."""
     return "{" + ", ".join(f"{render_scalar(name)}: {n}" for name, n in counts) + "}"
+
+
+def yaml_reason(err: Exception, *, first_line: int) -> str:
+    """One line naming where YAML gave up and what it wanted: 'line 4: while parsing a flow
+    sequence, expected ',' or ']'' (the header's first line is the file's `first_line`), so
+    doctor's line says what to fix; the bare message said only 'while parsing a flow sequence'."""
+    context, problem = getattr(err, "context", None), getattr(err, "problem", None)
+    mark = getattr(err, "context_mark", None) or getattr(err, "problem_mark", None)
+    words = ", ".join(str(part).split(", but found")[0] for part in (context, problem) if part)
+    words = words or (str(err).splitlines()[0] if str(err) else type(err).__name__)
+    return f"line {mark.line + first_line}: {words}" if mark is not None else words

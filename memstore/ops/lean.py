@@ -30,6 +30,7 @@ from memstore.core.model import (
     GLOBAL,
     AddResult,
     SearchResult,
+    check_new_text,
     check_workspace,
     is_kind,
 )
@@ -407,15 +408,15 @@ def run_add(request: Request, open_store: OpenStore = open_in_process) -> Reply:
     options = parse(request.argv, ADD, "text")
     if options is None or is_misused(options, adding=True):
         return DEFER
-    if not last(options, "text").strip():
+    text = last(options, "text")
+    if not text.strip() or (text != "-" and not _is_long_enough(text)):
         return DEFER  # a usage error: the typer command says it
     settings = settings_for(request, options)
-    text = last(options, "text")
     try:
         cwd = Path(request.cwd) if request.cwd else None
         workspace = add_workspace(settings.vault, cwd, last(options, "workspace"))
         if text == "-":
-            text = decode_stdin(request.stdin)
+            text = check_new_text(decode_stdin(request.stdin))
         from memstore.ops.add_cites import add_cites
 
         cites = add_cites(settings.vault, request.cwd, options.get("cite", ()), text)
@@ -436,6 +437,14 @@ def run_add(request: Request, open_store: OpenStore = open_in_process) -> Reply:
         return _error(err)
     vault = str(settings.vault) if "vault" in options else None
     return Reply(0, add_text(result, as_json="json" in options, text=text, vault=vault), made)
+
+
+def _is_long_enough(text: str) -> bool:
+    try:
+        check_new_text(text)
+    except InvalidInputError:
+        return False
+    return True
 
 
 def made_vault_line(settings: Settings) -> str:

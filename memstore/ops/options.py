@@ -75,8 +75,8 @@ SEARCH = (
         "as_of",
         value=True,
         lean=False,
-        help="Search the vault as it was then: a date (2026-11-01, its end), an age (7d, 2w, "
-        "12h) or an ISO time.",
+        help="Search the vault as it was then: a date (2026-11-01, its end), an age (7d, 12h, "
+        "30m) or a time (2026-11-01T14:30, UTC unless it names a zone).",
     ),
     VAULT,
     JSON,

@@ -99,7 +99,7 @@ def kind_option(allowed: tuple[str, ...]) -> Callable[[str | None], str | None]:
 
 def date_option(value: str | None) -> str | None:
     """Read an --as-of as --since reads it: a date (kept: History reads it as the end of that
-    day), an age (7d, 2w, 12h: made the moment it names) or an ISO date-time; anything else
+    day), an age (7d, 12h, 30m: made the moment it names) or an ISO date-time; anything else
     is a usage error."""
     from memstore.service.history import parse_since  # the history module only when asked
 

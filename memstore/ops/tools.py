@@ -27,6 +27,7 @@ from memstore.core.model import (
     Hit,
     Recall,
     SearchResult,
+    check_new_text,
     check_workspace,
     summary,
 )
@@ -302,6 +303,7 @@ def add(
             "content is empty; pass the fact to remember as `content`, one self-contained "
             "sentence or two (e.g. symptom — cause — fix)"
         )
+    check_new_text(content)
     chosen = _workspace_argument(arguments, for_add=True)
     if elsewhere and not chosen:
         vault = store.settings.vault

@@ -143,9 +143,9 @@ class Curator:
         report.by_kind = dict(sorted(Counter(e.kind for e in entries).items()))
         paths = {e.path for e in entries}
         documents = {d.key: d for d in store.indexer.search.documents() if d.key in paths}
-        report.by_source = dict(
-            sorted(Counter(d.source or "unknown" for d in documents.values()).items())
-        )
+        unsourced = store.git.added_by(k for k, d in documents.items() if not d.source)
+        written = (d.source or unsourced.get(k, "uncommitted") for k, d in documents.items())
+        report.by_source = dict(sorted(Counter(written).items()))
         everything = store.indexer.entries()
         ids = {e.id: e for e in everything}
         replaced: dict[str, list[str]] = {}

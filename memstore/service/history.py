@@ -45,13 +45,19 @@ def parse_date(text: str, *, end_of_day: bool = True) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-_AGE = re.compile(r"^(\d{1,5})([hdw])$")
-_AGE_UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
+_AGE = re.compile(r"^(\d{1,5})(m|min|h|d|w)$")  # 30m: minutes (no age counts months)
+_AGE_UNITS = {
+    "m": timedelta(minutes=1),
+    "min": timedelta(minutes=1),
+    "h": timedelta(hours=1),
+    "d": timedelta(days=1),
+    "w": timedelta(weeks=1),
+}
 
 
 def parse_since(value: str, now: datetime, *, option: str = "--since") -> str:
     """Return the ISO cutoff for `--since` (list, log, view) and the moment of `--as-of`
-    (search, show): a date (YYYY-MM-DD, kept as it is), an age (12h, 7d, 2w: that long
+    (search, show): a date (YYYY-MM-DD, kept as it is), an age (30m, 12h, 7d, 2w: that long
     before `now`) or an ISO date-time. `option` names the option in the error."""
     age = _AGE.match(value.strip().lower())
     if age:
@@ -65,7 +71,8 @@ def parse_since(value: str, now: datetime, *, option: str = "--since") -> str:
         return parse_date(value.strip()).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     except InvalidInputError:
         raise InvalidInputError(
-            f"{option} {value!r} is neither a date nor an age; use e.g. 2026-11-01, 7d, 2w or 12h"
+            f"{option} {value!r} is neither a date nor an age; use e.g. 2026-11-01, "
+            "2026-11-01T14:30, 7d, 12h or 30m"
         ) from None
 
 

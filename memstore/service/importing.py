@@ -218,11 +218,20 @@ def _commit_import(tx: Transaction, origins: dict[str, str], workspace: str, sou
 def read_instructions(path: Path) -> str:
     """Read an instruction file, or raise InvalidInputError naming it."""
     try:
-        return path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise InvalidInputError(
             f"cannot read {path}: {err}; pass a text file such as CLAUDE.md"
         ) from err
+    if _EXPORT_MARK.match(text):  # imported, the whole export became one memory (trial14)
+        raise InvalidInputError(
+            f"{path} is a memstore export, not an instruction file; bring its memories "
+            f"back with: memstore restore {path}"
+        )
+    return text
+
+
+_EXPORT_MARK = re.compile(r'\s*\{\s*"format"\s*:\s*"memstore-export"')
 
 
 def _new_pieces(

@@ -150,11 +150,25 @@ class GitLog(GitObjects):
         Paths the history never added (not committed yet) are left out. Walks from HEAD back
         only until every path's adding commit is found: the cost follows how old they are.
         """
+        return {path: -age for path, (age, _) in self._adding_commits(paths).items()}
+
+    def added_by(self, paths: Iterable[str]) -> dict[str, str]:
+        """Return who added each path: its adding commit's `Memstore-Source` trailer, else
+        (a person's own `git commit`) the commit's author name. Paths never committed are
+        left out; the walk stops as `added_order`'s does."""
+        found = {}
+        for path, (_, commit) in self._adding_commits(paths).items():
+            trailer = re.search(r"^Memstore-Source: (.+)$", commit.message, re.MULTILINE)
+            found[path] = trailer.group(1).strip() if trailer else commit.author.name
+        return found
+
+    def _adding_commits(self, paths: Iterable[str]) -> dict[str, tuple[int, Any]]:
+        """Each path's adding commit in HEAD's history, with its age (0: HEAD)."""
         pending = set(paths)
         if not pending or self._repo.head_is_unborn:
             return {}
         pygit2 = _pygit2()
-        found: dict[str, int] = {}
+        found: dict[str, tuple[int, Any]] = {}
         folders: dict[Any, frozenset[str]] = {}  # a folder's tree id -> its names
 
         def holds(tree: Any, path: str) -> bool:
@@ -176,7 +190,7 @@ class GitLog(GitObjects):
             tree, parents = commit.tree, [parent.tree for parent in commit.parents]
             for path in [p for p in pending if holds(tree, p)]:
                 if not any(holds(parent, path) for parent in parents):
-                    found[path] = -age
+                    found[path] = (age, commit)
                     pending.discard(path)
             if not pending:
                 break

@@ -193,8 +193,8 @@ TOOL_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("memory_recall", {"query": "nginx upload 413"}),  # the core block is not repeated
     ("memory_add", {"content": "Port 8443 is the admin API", "keywords": ["port", "admin"]}),
     ("memory_add", {"content": "port 8443 is the admin api", "keywords": ["api"]}),  # merged
-    ("memory_add", {"content": "x", "keywords": ["a"], "kind": "core"}),  # a tool error
-    ("memory_add", {"content": "x", "supersedes": ["nope1234"]}),  # a tool error
+    ("memory_add", {"content": "a fact", "keywords": ["a"], "kind": "core"}),  # a tool error
+    ("memory_add", {"content": "a fact", "supersedes": ["nope1234"]}),  # a tool error
     ("memory_recall", {"query": "admin port", "max_tokens": 60}),
     ("memory_recall", {"query": "zebras kangaroos"}),
     ("memory_confirm", {"id": "mfjscswv"}),  # the sample vault's nginx lesson

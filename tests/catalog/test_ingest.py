@@ -133,6 +133,43 @@ def test_ingest_chunks_a_repository_and_search_shows_where(vault: Path, repo: Pa
     assert (vault / ".memstore" / CODE_DIR).is_dir()
 
 
+TOKEN = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"  # a GitHub token's shape
+
+
+def test_files_that_hold_credentials_are_skipped_and_their_old_chunks_removed(
+    vault: Path, repo: Path
+) -> None:
+    """`memstore ingest` chunked `.mcp.json` (its servers' tokens) and `.env`, and search
+    showed the token (trial 14). Such files are skipped by name, and a config file (by
+    suffix) whose text holds a credential by its content; placeholders (`.env.example`)
+    and code named after secrets (`secrets.py`) are still read. A file chunked before is
+    dropped at the next ingest."""
+    mcp_config = {"mcpServers": {"gh": {"command": "gh-mcp", "env": {"GITHUB_TOKEN": TOKEN}}}}
+    files = {
+        ".mcp.json": json.dumps(mcp_config),
+        ".env": f"GITHUB_TOKEN={TOKEN}\n",
+        "deploy/settings.yml": f"deploy:\n  token: {TOKEN}\n",
+        ".env.example": "GITHUB_TOKEN=\n",
+        "billing/secrets.py": "def rotate_keys():\n    return 'rotated'\n",
+    }
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text, encoding="utf-8")
+    summary = ingest(vault, str(repo), "-w", "webshop")
+    assert summary["files_skipped"] == {"may hold credentials": 3}
+    code, listed = cli(vault, "list", "--kind", "code", "-n", "0")
+    assert code == 0 and ".env.example:" in listed and "billing/secrets.py:" in listed
+    for searched in ("GITHUB_TOKEN", "mcpServers gh", "deploy token"):
+        assert TOKEN not in cli(vault, "search", searched, "--all")[1]
+    assert not any(f"{name}:" in listed for name in (".mcp.json", ".env ", "settings.yml"))
+    # a file chunked before this rule (or before it held a token): gone at the next ingest
+    (repo / "deploy" / "settings.yml").write_text("deploy:\n  region: eu\n", encoding="utf-8")
+    ingest(vault, str(repo), "-w", "webshop")
+    (repo / "deploy" / "settings.yml").write_text(f"token: {TOKEN}\n", encoding="utf-8")
+    again = ingest(vault, str(repo), "-w", "webshop")
+    assert again["removed"] == 1 and "settings.yml:" not in cli(vault, "list", "--kind", "code")[1]
+
+
 def test_reingest_costs_the_change(vault: Path, repo: Path) -> None:
     first = ingest(vault, str(repo), "-w", "webshop")
     total = int(str(first["created"]))

@@ -153,7 +153,7 @@ def test_init_refuses_a_folder_inside_another_repository(tmp_path: Path) -> None
     missing = run("init", str(outer / "new-vault"))
     assert missing.returncode == 1 and "choose a folder outside it" in missing.stderr
     assert "cp -r" not in missing.stderr and not (outer / "new-vault").exists()
-    add = run("add", "x", vault=outer / "sample-vault")
+    add = run("add", "a fact", vault=outer / "sample-vault")
     assert add.returncode == 1 and "memstore init" in add.stderr
 
 
@@ -250,7 +250,7 @@ def test_workspace_is_detected_from_the_current_repository(tmp_path: Path) -> No
     [
         (("add", "-"), "empty"),  # an empty stdin; `add ""` is a usage error (exit 2)
         # a bad -w is a usage error (exit 2): tests/cli/test_usage_errors.py
-        (("add", "x", "--supersedes", "nope1234"), "supersedes 'nope1234'"),
+        (("add", "a fact", "--supersedes", "nope1234"), "supersedes 'nope1234'"),
         (("show", "zzzz"), "no memory with id"),
         (("show", "../../etc/passwd"), "not a memory id"),
     ],
@@ -288,6 +288,29 @@ def test_an_empty_stdin_is_input_not_usage_exit_1_and_nothing_written(tmp_path: 
     assert piped.returncode == 1 and "memory text is empty" in piped.stderr
     assert run("add", " ", vault=vault).returncode == 2
     assert head(vault) == before
+
+
+TOO_SHORT = "memory text 'x' is too short to recall; write the fact itself in words"
+
+
+def test_a_text_too_short_to_recall_is_refused_as_memory_add_refuses_it(tmp_path: Path) -> None:
+    """`memstore add x` stored a one-letter memory (trial 14): on the command line it is a
+    usage error (2), from stdin an input error (1), with the line memory_add gives
+    (tests/mcp/test_mcp.py); two letters or digits in any script are enough."""
+    vault = new_vault(tmp_path / "v")
+    run("add", "seed memory", vault=vault)
+    before = head(vault)
+    typed = run("add", "x", vault=vault)
+    assert typed.returncode == 2 and f"Invalid value for TEXT: {TOO_SHORT}" in typed.stderr
+    for text in ("?", "— ", "7"):
+        assert run("add", text, vault=vault).returncode == 2
+    piped = run("add", "-", vault=vault, stdin="x\n")
+    assert piped.returncode == 1 and piped.stderr == f"Error: {TOO_SHORT}, e.g. " + (
+        '"staging deploys need approval from @maria"\n'
+    )
+    assert head(vault) == before
+    for text in ("ok", "42", "猫猫"):
+        assert run("add", text, vault=vault).returncode == 0
 
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:

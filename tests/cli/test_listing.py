@@ -181,7 +181,10 @@ def test_list_refuses_bad_filters_in_one_line(listed: Path) -> None:
     result = runner.invoke(
         app, ["list", "--since", "yesterday"], env={"MEMSTORE_VAULT": str(listed)}
     )
-    assert result.exit_code == 2 and "use e.g. 2026-11-01, 7d, 2w or 12h" in result.output
+    assert (
+        result.exit_code == 2
+        and "use e.g. 2026-11-01, 2026-11-01T14:30, 7d, 12h or 30m" in result.output
+    )
 
 
 def test_since_reads_dates_and_ages() -> None:
@@ -204,6 +207,28 @@ def test_stats_of_one_workspace(listed: Path) -> None:
     data = json.loads(cli(listed, "stats", "-w", "webshop", "--json")[1])
     assert data["memories"] == 2 and data["by_source"] == {"claude-code": 1, "cli": 1}
     assert cli(listed, "stats")[1].startswith(f"vault      {listed}\nmemories   4\n")
+
+
+def test_audit_and_stats_name_who_wrote_a_memory_with_no_source_from_its_commit(
+    vault: Path,
+) -> None:
+    """A memory written by hand has no `source:`; audit said "written by: unknown" and
+    stats "?" though its commit says who (trial 14): memstore's edit commit names the
+    editor, a person's own `git commit` its author; a file not committed yet says so."""
+    invoke_memstore("add", "Deploys need a tag", "-w", "webshop", vault=vault)
+    (vault / "webshop" / "by-hand.md").write_text("Redis evicts with allkeys-lru\n", "utf-8")
+    with Store.open(settings_at(vault)) as store, store.transaction() as tx:
+        tx.commit_edits(["webshop/by-hand.md"])  # as the watcher and sync commit it
+    (vault / "webshop" / "by-git.md").write_text("Kafka lag peaks at night\n", "utf-8")
+    git(vault, "add", "webshop/by-git.md")
+    git(vault, "-c", "user.name=Ada Lovelace", "commit", "-qm", "note by git")
+    (vault / "webshop" / "not-yet.md").write_text("Grafana lives on port 3001\n", "utf-8")
+    audit = json.loads(invoke_memstore("audit", "--json", vault=vault).stdout)
+    assert audit["by_source"] == {"Ada Lovelace": 1, "cli": 1, "editor": 1, "uncommitted": 1}
+    text = invoke_memstore("audit", vault=vault).stdout
+    assert "written by: Ada Lovelace 1, cli 1, editor 1, uncommitted 1\n" in text
+    stats = json.loads(invoke_memstore("stats", "-w", "webshop", "--json", vault=vault).stdout)
+    assert stats["by_source"] == audit["by_source"]
 
 
 def test_stats_of_an_unknown_workspace_names_the_ones_there_are(listed: Path) -> None:

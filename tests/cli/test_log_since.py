@@ -21,7 +21,7 @@ def test_a_bad_since_is_a_usage_error(vault: Path, since: str, command: str) -> 
     errors = [line for line in done.stderr.splitlines() if line.startswith("Error")]
     assert errors == [
         f"Error: Invalid value: --since {since!r} is neither a date nor an age; "
-        "use e.g. 2026-11-01, 7d, 2w or 12h"
+        "use e.g. 2026-11-01, 2026-11-01T14:30, 7d, 12h or 30m"
     ]
     assert done.stdout == ""
 

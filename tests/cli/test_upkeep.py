@@ -308,7 +308,7 @@ def test_log_takes_an_age_as_list_does_and_shows_the_session_revert_needs(vault:
     assert cli(vault, "list", "--since", "7d").returncode == 0
     assert cli(vault, "log", "--since", "2999-01-01T00:00:00Z").stdout == "no commit matches\n"
     refused = cli(vault, "log", "--since", "last week")
-    assert refused.returncode == 2 and "7d, 2w or 12h" in refused.stderr
+    assert refused.returncode == 2 and "7d, 12h or 30m" in refused.stderr
     assert cli(vault, "revert", "--session", "sess-42", "--yes").returncode == 0
     subject = git(vault, "log", "-1", "--format=%s")
     assert subject == "revert(session sess-42): 1 commit, 1 file\n"  # not "1 commits, 1 files"
@@ -412,6 +412,30 @@ def test_as_of_takes_what_since_takes_and_reads_it_the_same(vault: Path) -> None
     )
 
 
+def test_as_of_and_since_take_minutes_and_a_time_to_the_minute(vault: Path) -> None:
+    """`--as-of 30m` was refused ("neither a date nor an age") though going back to before
+    an add of a few minutes ago is time travel's common case (trial 14)."""
+    path = vault / "infra" / "port-pppp3333.md"
+    path.parent.mkdir()
+    now = datetime.now(UTC)
+    for minutes, port in ((90, "8080"), (10, "9090")):
+        path.write_text(
+            f"---\nid: pppp3333\nkind: note\nkeywords: []\nseen: 1\n---\nthe api port is {port}\n",
+            encoding="utf-8",
+        )
+        stamp = (now - timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        dated = {**os.environ, "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
+        subprocess.run(["git", "add", "-A"], cwd=vault, check=True)
+        subprocess.run(["git", "commit", "-qm", f"port {port}"], cwd=vault, check=True, env=dated)
+    half_hour = now - timedelta(minutes=30)
+    minute = [half_hour.strftime("%Y-%m-%dT%H:%M"), half_hour.strftime("%Y-%m-%d %H:%M")]
+    for when, port in [*[(w, "8080") for w in ("30m", "30min", "45M", *minute)], ("5m", "9090")]:
+        shown = cli(vault, "show", "pppp3333", "--as-of", when)
+        assert shown.returncode == 0 and f"port is {port}" in shown.stdout, (when, shown)
+    since = cli(vault, "log", "--since", "30m").stdout
+    assert "port 9090" in since and "port 8080" not in since, since
+
+
 def test_search_as_of_marks_and_ranks_corrections_as_a_search_does(vault: Path) -> None:
     old = added_id(vault, "The dev server listens on port 8080", "-w", "webshop")
     new = added_id(
@@ -500,6 +524,22 @@ def test_export_restore_round_trip_keeps_ids_and_is_idempotent(vault: Path, tmp_
     assert "1 merged" in cli(vault, "restore", str(back)).stdout
     assert set(json.loads(cli(vault, "show", new, "--json").stdout)["keywords"]) == {"lts"}
     assert "0 merged" in cli(vault, "restore", str(back)).stdout
+
+
+def test_import_of_an_export_is_refused_naming_restore(vault: Path, tmp_path: Path) -> None:
+    """`memstore import memory.json` (an export) made one `imported` memory holding the
+    whole JSON (trial 14): export's counterpart is restore, and import now says so."""
+    added_id(vault, "Use node 22 LTS", "-K", "node")
+    exported = tmp_path / "memory.json"
+    assert cli(vault, "export", "-o", str(exported)).returncode == 0
+    commits = commit_count(vault)
+    for args in (["import", str(exported)], ["import", str(exported), "--dry-run"]):
+        refused = cli(vault, *args)
+        assert refused.returncode == 1 and refused.stderr == (
+            f"Error: {exported} is a memstore export, not an instruction file; bring its "
+            f"memories back with: memstore restore {exported}\n"
+        )
+    assert commit_count(vault) == commits
 
 
 def test_gc_reports_with_dry_run_and_prunes_old_archived_traces(vault: Path, store: Store) -> None:

@@ -456,7 +456,11 @@ def test_an_add_from_inside_another_vault_is_refused_naming_both(
         assert invoke_memstore("init", str(folder)).returncode == 0
     (other / "notes").mkdir()
     where = other / "notes"
-    (where / "CLAUDE.md").write_text("- the terraform state lock lives in dynamodb\n", "utf-8")
+    # a heading above: the file (a memory of workspace `notes` itself) is not the same text
+    # as the add, which from that folder goes to `notes` (trial 14), or as the imported piece
+    (where / "CLAUDE.md").write_text(
+        "# Infra\n\n- the terraform state lock lives in dynamodb\n", "utf-8"
+    )
     before = {folder: git(folder, "rev-parse", "HEAD") for folder in (used, other)}
     args = ["add", "the terraform state lock lives in dynamodb"]
     if command == "import":

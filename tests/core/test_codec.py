@@ -129,6 +129,23 @@ def test_three_dashes_inside_the_body_stay_in_the_body() -> None:
     assert render_memory(memory) == text
 
 
+@pytest.mark.parametrize(
+    ("header", "said"),
+    [
+        ("keywords: [a, b\n", "line 3: while parsing a flow sequence, did not find expected ',' or ']'"),
+        ("kind: lesson\nfoo: : bar\n", "line 4: mapping values are not allowed in this context"),
+        ('x: "unclosed\n', "line 3: while scanning a quoted scalar, found unexpected end of stream"),
+    ],
+)  # fmt: skip
+def test_malformed_yaml_names_the_line_of_the_file_and_what_yaml_wanted(
+    header: str, said: str
+) -> None:
+    """doctor said only 'malformed YAML front matter: while parsing a flow sequence' for a
+    hand-broken `keywords: [a, b` (trial 14): no line, nothing to fix by."""
+    memory = parse_memory(f"---\nid: abcdefgh\n{header}---\nbody\n", path="w/x.md")
+    assert memory.problem == f"malformed YAML front matter: {said}"
+
+
 def test_malformed_yaml_is_reported_and_the_text_stays_findable() -> None:
     text = "---\nid: [unclosed\nkind: lesson\n---\nnginx returns 413\n"
     memory = parse_memory(text, path="webshop/broken.md")

@@ -191,16 +191,21 @@ def test_the_confirm_loop_a_weak_hit_then_memory_confirm(server: Any, vault: Pat
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ({"content": "x", "keywords": ["a"], "kind": "core"}, "kind 'core' is set by a person"),
         (
-            {"content": "x", "keywords": ["a"], "kind": "imported"},
+            {"content": "a fact", "keywords": ["a"], "kind": "core"},
+            "kind 'core' is set by a person",
+        ),
+        (
+            {"content": "a fact", "keywords": ["a"], "kind": "imported"},
             "kind 'imported' is set by memstore import",
         ),
-        ({"content": "x", "keywords": ["a"], "workspace": "all"}, "reserved"),
-        ({"content": "x", "keywords": ["a"], "workspace": "../etc"}, "invalid workspace"),
+        ({"content": "a fact", "keywords": ["a"], "workspace": "all"}, "reserved"),
+        ({"content": "a fact", "keywords": ["a"], "workspace": "../etc"}, "invalid workspace"),
         ({"content": "  ", "keywords": ["a"]}, "empty"),
+        ({"content": "x", "keywords": ["a"]}, "memory text 'x' is too short to recall; write"),
+        ({"content": " - "}, "memory text '-' is too short to recall"),
         (
-            {"content": "x", "keywords": ["a"], "supersedes": ["nope1234"]},
+            {"content": "a fact", "keywords": ["a"], "supersedes": ["nope1234"]},
             "supersedes 'nope1234': no memory has that id",
         ),
     ],
@@ -220,8 +225,8 @@ def test_refusals_are_tool_errors_and_write_nothing(
         ("memory_recall", {"query": 5}, 'query must be a string, not an integer, e.g. "query": '),
         ("memory_recall", {}, "query is missing; pass it as a string"),
         ("memory_recall", {"query": "x", "k": "many"}, 'k must be an integer, not a string, e.g. "k": 5'),
-        ("memory_add", {"content": "x", "keywords": "nginx"}, "keywords must be a list of strings, not a string"),
-        ("memory_add", {"content": "x", "keywords": [1]}, "keywords must be a list of strings, not a list holding an integer"),
+        ("memory_add", {"content": "a fact", "keywords": "nginx"}, "keywords must be a list of strings, not a string"),
+        ("memory_add", {"content": "a fact", "keywords": [1]}, "keywords must be a list of strings, not a list holding an integer"),
         ("memory_confirm", {"id": None}, 'id must be a string, not null, e.g. "id": "k3xq9v2m"'),
     ],
 )  # fmt: skip
@@ -347,9 +352,14 @@ def test_stdio_server_end_to_end(vault: Path, tmp_path: Path) -> None:
             )
             assert added.structured_content["workspace"] == "shop"
             refused = await client.call_tool(
-                "memory_add", {"content": "x", "keywords": ["a"], "kind": "core"}
+                "memory_add", {"content": "a fact", "keywords": ["a"], "kind": "core"}
             )
             assert refused.is_error and "set by a person" in text_of(refused)
+            short = await client.call_tool("memory_add", {"content": "x"})  # as the CLI's add
+            assert short.is_error and text_of(short) == (
+                "Error executing tool memory_add: memory text 'x' is too short to recall; write "
+                'the fact itself in words, e.g. "staging deploys need approval from @maria"'
+            )
             calls = [client.call_tool("memory_recall", {"query": "admin port"}) for _ in range(100)]
             results = await asyncio.gather(*calls)
             assert all(

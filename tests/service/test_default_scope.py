@@ -1,7 +1,7 @@
 """Where search, memory_recall and the prompt hook read when not told a workspace: one rule.
 
-The workspace of the git repository they run in (plus `global`); outside any repository, or
-inside the vault, every workspace. Writes not told a workspace go to that repository's
+The workspace of the git repository they run in (plus `global`); inside the vault, the
+workspace folder they run in; outside any repository, or at the vault's top, every workspace. Writes not told a workspace go to that repository's
 workspace, else `global`. When a workspace holds nothing for the query but others do, the
 answer says how many, to the agent as to a person.
 """
@@ -76,7 +76,9 @@ def test_workspace_at_is_the_repository_s_none_outside_any_or_inside_the_vault(
     git(project, "init", "-q")
     assert workspace_at(vault, project / "src") == "shop"
     assert workspace_at(vault, tmp_path) is None  # no repository
-    assert workspace_at(vault, vault / "global") is None  # the vault is not a project
+    assert workspace_at(vault, vault) is None  # the vault's top: every workspace
+    assert workspace_at(vault, vault / "global") == "global"  # a workspace's folder: its own
+    assert workspace_at(vault, vault / ".memstore") is None  # no workspace is named so
     linked = tmp_path / "linked-vault"
     linked.symlink_to(vault)
     assert workspace_at(linked, vault) is None
@@ -101,11 +103,11 @@ def test_a_repository_named_with_accents_keeps_the_workspace_an_older_memstore_m
     assert workspace_at(vault, project) == "cafe"
 
 
-@pytest.mark.parametrize("where", ["outside any repository", "inside the vault"])
+@pytest.mark.parametrize("where", ["outside any repository", "at the vault's top"])
 def test_search_recall_and_the_prompt_hook_read_every_workspace_there(
     vault: Path, tmp_path: Path, stored: str, env: dict[str, str], where: str
 ) -> None:
-    cwd = vault if where == "inside the vault" else tmp_path / "notes"
+    cwd = vault if where == "at the vault's top" else tmp_path / "notes"
     cwd.mkdir(exist_ok=True)
     assert stored in run(env, cwd, "search", "nginx", "upload", "limit")
     assert stored in run(env, cwd, "search", "--context", "nginx", "upload", "limit")
@@ -115,6 +117,25 @@ def test_search_recall_and_the_prompt_hook_read_every_workspace_there(
     # what is written there, untold, goes to global (the rule's other half)
     added = mcp_call(env, cwd, "memory_add", {"content": "Staging deploys need approval"})
     assert added["workspace"] == "global"
+
+
+def test_in_a_workspace_s_folder_of_the_vault_add_and_memory_add_write_to_that_workspace(
+    vault: Path, stored: str, env: dict[str, str]
+) -> None:
+    """`cd ~/memstore/webshop && memstore add …` wrote to global (trial 14): the folder a
+    person stands in names the workspace, as the file would be there; search reads it."""
+    month = vault / "webshop" / "2026-12"
+    month.mkdir(parents=True, exist_ok=True)
+    for cwd in (vault / "webshop", month):
+        added = json.loads(run(env, cwd, "add", "--json", f"Deploys from {cwd.name} need a tag"))
+        assert added["workspace"] == "webshop"
+    assert stored in run(env, month, "search", "nginx", "upload", "limit")
+    with Store.open(settings_at(vault)) as store:
+        other = store.add("Kafka consumers lag behind at night", workspace="infra").id
+    assert other not in run(env, month, "search", "kafka", "consumers")  # webshop + global
+    recalled = mcp_call(env, month, "memory_add", {"content": "Staging deploys need approval"})
+    assert recalled["workspace"] == "webshop"
+    assert not list(vault.glob("global/**/*.md"))  # nothing landed in global
 
 
 def test_nothing_in_this_workspace_names_the_matches_in_others_to_the_agent_too(
