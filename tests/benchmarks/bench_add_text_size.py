@@ -10,6 +10,7 @@ branch (`git archive` of each) and compare CPU, not wall time, on a busy machine
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import random
@@ -24,7 +25,14 @@ TEXT = (
 
 
 def main() -> None:
-    kb, shape = int(sys.argv[1]), sys.argv[2]
+    parser = argparse.ArgumentParser(
+        description="CPU of one in-process memstore add of an N KB text, after a warm-up add.",
+        epilog="example: PYTHONPATH=CODE python tests/benchmarks/bench_add_text_size.py 96 gizmo",
+    )
+    parser.add_argument("kb", type=int, help="the text's size in KB")
+    parser.add_argument("shape", choices=("gizmo", "prose"), help="'gizmo ' repeated, or prose")
+    args = parser.parse_args()
+    kb, shape = args.kb, args.shape
     home = tempfile.mkdtemp(prefix="bench-add-size-")
     vault = os.path.join(home, "vault")
     os.environ.update(HOME=home, MEMSTORE_VAULT=vault, MEMSTORE_DAEMON="off")

@@ -7,8 +7,8 @@ empty search itself, warm, in-process, on a COPY of a vault (the store writes it
 
 from __future__ import annotations
 
+import argparse
 import random
-import sys
 import time
 from pathlib import Path
 
@@ -18,7 +18,12 @@ from memstore.service.store import Store
 
 
 def main() -> None:
-    vault = Path(sys.argv[1])
+    parser = argparse.ArgumentParser(
+        description="CPU of look_archived beside the empty search itself, on a copy of a vault.",
+        epilog="example: python tests/benchmarks/bench_look_archived.py /tmp/copy-of-a-10k-vault",
+    )
+    parser.add_argument("vault", type=Path, help="a COPY of a vault (the store writes its index)")
+    vault = parser.parse_args().vault
     rng = random.Random(3)
     consonants = "bcdfghjklmnpqrstvwxz"
     queries = ["".join(rng.choice(consonants) for _ in range(7)) + " deploy" for _ in range(3)]

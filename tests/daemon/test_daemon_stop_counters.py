@@ -13,7 +13,7 @@ from memstore.core.codec import derive_id, render_memory
 from memstore.core.model import Memory
 from memstore.ops import client
 from memstore.service.store import Store, init_vault
-from tests.conftest import git, run_memstore, settings_at
+from tests.conftest import git, run_memstore, settings_at, wait_until
 from tests.daemon.test_daemon import daemon_pid, env, start_daemon  # noqa: F401 (the fixture)
 
 MEMORIES = 400  # the old exit flush took 2-5 s for this many on these machines
@@ -30,6 +30,12 @@ def children_cpu() -> float:
     """The CPU time (user + system, in seconds) of this process's children reaped so far."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+def warmed(vault: Path) -> bool:
+    """Whether the vault's daemon says its warm-up is done (`memstore status --json`'s `warmed`)."""
+    reply = client.status(vault)
+    return reply is not None and reply.data.get("warmed") is True
 
 
 def vault_of_many(path: Path, count: int) -> list[str]:
@@ -69,6 +75,9 @@ def test_stop_returns_within_a_second_with_counters_pending_and_the_next_writer_
     before = git(vault, "rev-parse", "HEAD")
     daemon = start_daemon(env, vault)
     assert daemon_pid(vault) == daemon.pid  # the daemon itself: its CPU time is ours to read
+    # Its warm-up (a thread reading the index after the first answer) is not the stop's work:
+    # at load it was still running when --stop came, and its CPU counted as the exit's.
+    wait_until(lambda: warmed(vault), 60, "the daemon's warm-up to finish")
     daemon_before, before_stop = cpu_of(daemon.pid), children_cpu()
     started = time.monotonic()
     stopped = run_memstore("daemon", "--stop", "--vault", str(vault), base_env=env)
