@@ -322,7 +322,7 @@ def wait_until(condition: Callable[[], object], timeout: float, message: str) ->
             bound = max(bound, hang_bound_s(timeout))  # the most the load has stretched it
             if waited > bound:
                 raise AssertionError(
-                    f"{message}: not within {bound:.0f} s ({timeout} s stretched by the load)"
+                    f"{message}: not within {bound:.1f} s ({timeout} s stretched by the load)"
                     if bound > timeout
                     else f"{message}: not within {timeout} s"
                 )
