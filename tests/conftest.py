@@ -289,16 +289,54 @@ def vault_bytes(path: Path) -> dict[str, bytes]:
     }
 
 
-def wait_until(condition: Callable[[], object], timeout: float, message: str) -> None:
-    """Poll `condition` until it is true; fail with `message` after `timeout` seconds.
+def load_per_core() -> float:
+    """The machine's load per core now: the larger of its 1- and 5-minute load averages
+    (the 1-minute one lags a burst, the 5-minute one its end) over the cores it may use."""
+    return max(os.getloadavg()[:2]) / len(os.sched_getaffinity(0))
 
-    The one way a test waits for something to happen (never a fixed sleep).
+
+def hang_bound_s(seconds: float) -> float:
+    """`seconds`, a bound that only ends a hang, stretched by how busy the machine is: times
+    its load per core when that is over 1 (at load 20 on 2 cores a process gets a tenth of
+    a core: `memstore init` took over 60 s of wall time for well under 1 s of CPU).
+
+    Never shorter than `seconds`: on an idle machine a hang fails as soon as before; on a
+    busy one it still fails, later (or pytest-timeout's per-test bound ends it first). Not
+    for a bound that is itself the claim (a time the code promises): measure CPU for that.
     """
-    deadline = time.monotonic() + timeout
+    return seconds * max(1.0, load_per_core())
+
+
+def wait_until(condition: Callable[[], object], timeout: float, message: str) -> None:
+    """Poll `condition` until it is true; fail with `message` after `timeout` seconds,
+    stretched by the machine's load (`hang_bound_s`, read again while it waits).
+
+    The one way a test waits for something to happen (never a fixed sleep). The bound only
+    ends a hang; a test whose claim is a time measures it otherwise.
+    """
+    started = time.monotonic()
+    bound = timeout
     while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{message}: not within {timeout} s")
+        waited = time.monotonic() - started
+        if waited > timeout:
+            bound = max(bound, hang_bound_s(timeout))  # the most the load has stretched it
+            if waited > bound:
+                raise AssertionError(
+                    f"{message}: not within {bound:.1f} s ({timeout} s stretched by the load)"
+                    if bound > timeout
+                    else f"{message}: not within {timeout} s"
+                )
         time.sleep(0.01)
+
+
+def blocked_s() -> float:
+    """Seconds the calling thread has spent blocked so far (asleep on a lock, a pipe, a
+    timer): its age less its time on a CPU and its time waiting for one, from
+    /proc/thread-self/schedstat. Unlike wall time, the machine's load does not grow it: a
+    starved thread waits on the run queue, not asleep. Take the difference of two readings."""
+    with open("/proc/thread-self/schedstat", encoding="ascii") as f:
+        on_cpu_ns, queued_ns = (int(field) for field in f.read().split()[:2])
+    return time.monotonic() - (on_cpu_ns + queued_ns) / 1e9
 
 
 def wait_while_working(
@@ -393,11 +431,11 @@ def run_memstore(
     stdin: str | None = None,
     env: Mapping[str, str] | None = None,
     base_env: Mapping[str, str] | None = None,
-    timeout: float = 120,
+    timeout: float | None = None,
     errors: str = "strict",
 ) -> subprocess.CompletedProcess[str]:
     """Run the installed memstore executable and return what it did (never raising on a
-    failure; a hang past `timeout` raises).
+    failure; a hang past `timeout` raises: by default 120 s stretched by the load).
 
     The environment is `base_env` (default: this process's) with `env` on top, and
     MEMSTORE_VAULT set to `vault` when given. Without `stdin` its input is closed (no
@@ -419,7 +457,7 @@ def run_memstore(
         text=True,
         encoding="utf-8",
         errors=errors,
-        timeout=timeout,
+        timeout=hang_bound_s(120) if timeout is None else timeout,
     )
 
 

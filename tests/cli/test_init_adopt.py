@@ -17,7 +17,7 @@ import pytest
 from memstore.core.config import Settings
 from memstore.core.errors import NotFoundError
 from memstore.service.store import Store
-from tests.conftest import EXE, git, head, invoke_memstore
+from tests.conftest import EXE, git, hang_bound_s, head, invoke_memstore
 
 MEMORY = "---\nid: k3xq9v2m\nkind: lesson\nkeywords: [nginx]\n---\nupload 413 is nginx\n"
 
@@ -193,7 +193,7 @@ def test_the_daemon_path_and_serve_give_the_same_line(tmp_path: Path) -> None:
             capture_output=True,
             text=True,
             encoding="utf-8",
-            timeout=60,
+            timeout=hang_bound_s(60),  # ends a hang; `serve` took 60 s at load 20
         )
         assert done.returncode == 1, args
         assert done.stderr.startswith(f"Error: there is no vault at {typo}; run 'memstore init")

@@ -24,7 +24,7 @@ from memstore.launcher import typer_app
 from memstore.ops.hooks import EVENTS, event_first
 from memstore.service.curation import Curator
 from memstore.service.store import Store
-from tests.conftest import EXE, git, invoke_memstore, settings_at
+from tests.conftest import EXE, git, hang_bound_s, invoke_memstore, settings_at
 
 app = typer_app()  # every shell's commands, as the executable has them
 
@@ -233,7 +233,7 @@ def run_line(
             # passes SIGINT down ignored, and python then never turns it into an interrupt.
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         ) as process:
-            timer = threading.Timer(30, process.kill)  # a bound, not a sleep
+            timer = threading.Timer(hang_bound_s(30), process.kill)  # a bound, not a sleep
             timer.start()
             assert process.stdout is not None
             line = process.stdout.readline()
@@ -248,7 +248,7 @@ def run_line(
         capture_output=True,
         text=True,
         encoding="utf-8",
-        timeout=60,
+        timeout=hang_bound_s(60),  # ends a hang; `serve` took 60 s at load 20
     )
     return done.returncode, done.stdout + done.stderr
 
@@ -518,5 +518,5 @@ def _run_executable(
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=hang_bound_s(120),
     )

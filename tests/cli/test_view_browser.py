@@ -209,9 +209,19 @@ def test_the_health_tab_lists_each_queue_with_its_commands(
     )
 
 
-def _interactive_ms(browser: Browser, page: Path) -> float:
+def _interactive(browser: Browser, page: Path) -> tuple[float, float]:
+    """Load `page`; return the script's own clock at its end (ms from the navigation) and
+    the CPU seconds the page's renderer spent meanwhile (Chromium's ProcessTime metric)."""
+    browser.call("Performance.enable", page=True, timeDomain="threadTicks")
+    before = _renderer_cpu_s(browser)
     browser.load(page.as_uri())
-    return float(browser.evaluate("document.documentElement.dataset.interactiveMs"))
+    ms = float(browser.evaluate("document.documentElement.dataset.interactiveMs"))
+    return ms, _renderer_cpu_s(browser) - before
+
+
+def _renderer_cpu_s(browser: Browser) -> float:
+    metrics = browser.call("Performance.getMetrics", page=True)["metrics"]
+    return float(next(m["value"] for m in metrics if m["name"] == "ProcessTime"))
 
 
 @pytest.mark.parametrize(
@@ -221,16 +231,42 @@ def _interactive_ms(browser: Browser, page: Path) -> float:
 def test_the_page_answers_within_two_seconds(
     browser: Browser, tmp_path: Path, memories: int
 ) -> None:
-    """The script's own clock at its end: parsing the file and the data, drawing the timeline."""
+    """Parsing the file and the data and drawing the timeline take under 2 s of the
+    renderer's CPU. CPU, not the script's clock: at load 20 that clock read 11.3 s for a
+    page whose work is 0.3 s of CPU (the clock's version, for a machine with a core free,
+    is the long test below). A slower page spends more CPU here, at any load."""
     page = write_page(tmp_path, synthetic_view(memories))
-    ms = _interactive_ms(browser, page)
-    print(f"{memories} memories, {page.stat().st_size / 1e6:.1f} MB: interactive in {ms:.0f} ms")
+    ms, cpu_s = _interactive(browser, page)
+    print(
+        f"{memories} memories, {page.stat().st_size / 1e6:.1f} MB: {cpu_s:.2f} s CPU, {ms:.0f} ms"
+    )
+    assert cpu_s < 2.0
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("memories", [1_000, 10_000])
+def test_the_page_answers_within_two_seconds_of_its_own_clock(
+    browser: Browser, tmp_path: Path, memories: int
+) -> None:
+    """The script's own clock at its end, as a person waits for it (wall time: run it on a
+    machine with a core free)."""
+    page = write_page(tmp_path, synthetic_view(memories))
+    ms, cpu_s = _interactive(browser, page)
+    print(
+        f"{memories} memories, {page.stat().st_size / 1e6:.1f} MB: {ms:.0f} ms, {cpu_s:.2f} s CPU"
+    )
     assert ms < 2000
 
 
 @pytest.mark.parametrize(
     "memories",
-    [10_000, pytest.param(100_000, marks=pytest.mark.long)],
+    # 2,000 keeps every check able to fail (all rows drawn would be 12,000 elements at the
+    # 6 a row has; the graph samples past 1,500 nodes) for 1.8 s of CPU instead of 4.5 s
+    [
+        2_000,
+        pytest.param(10_000, marks=pytest.mark.long),
+        pytest.param(100_000, marks=pytest.mark.long),
+    ],
 )
 def test_a_big_vault_never_puts_its_rows_in_the_dom(
     browser: Browser, tmp_path: Path, memories: int

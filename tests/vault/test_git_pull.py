@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXE, git, head, invoke_memstore
+from tests.conftest import EXE, git, hang_bound_s, head, invoke_memstore
 
 TEXT = "upload 413 is nginx client_max_body_size, not the app"
 
@@ -38,9 +38,16 @@ def bare_env(tmp_path: Path) -> dict[str, str]:
 
 
 def sh(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run a command as a person would in a shell at `cwd`."""
+    """Run a command as a person would in a shell at `cwd` (60 s ends a hang on an idle
+    machine: `memstore init` took over that at load 20 for under 1 s of CPU)."""
     return subprocess.run(
-        list(args), cwd=cwd, env=env, capture_output=True, text=True, encoding="utf-8", timeout=60
+        list(args),
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=hang_bound_s(60),
     )
 
 
