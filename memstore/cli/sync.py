@@ -17,7 +17,14 @@ from memstore.cli.teams import pull_lines
 from memstore.cli.terminal import progress_bar
 from memstore.core.errors import InvalidInputError, MemstoreError, NotFoundError
 from memstore.ops.output import count, sync_lines
-from memstore.ops.parameters import JsonOption, QuietOption, VaultOption, emit_json, shell_settings
+from memstore.ops.parameters import (
+    JsonOption,
+    QuietOption,
+    VaultOption,
+    emit_json,
+    failure_as_json,
+    shell_settings,
+)
 from memstore.service.following import TeamPull, pull_teams
 from memstore.service.shared_marks import mark_shared
 from memstore.service.store import Store
@@ -69,6 +76,7 @@ def sync(
     """
     options = SyncOptions(allow_unrelated=allow_unrelated, force_purged=force_purged)
     with (
+        failure_as_json(as_json),  # a cron job's script reads one object either way
         Store.open(shell_settings(vault)) as store,
         progress_bar("indexing what sync brought", quiet=quiet or as_json) as progress,
     ):
@@ -86,6 +94,7 @@ def sync(
     if as_json:
         emit_json(
             {
+                "ok": True,
                 **asdict(outcome),
                 "usage_flushed": flushed,
                 "indexed": len(caught_up.updated),

@@ -142,10 +142,12 @@ def doctor(
     Example:  memstore doctor --fix
     """
     from memstore.service.secret_names import find_named_secrets, rename_named_secrets
+    from memstore.vault.edits import held_large_files, large_file_message
 
     with Store.open(shell_settings(vault)) as store:
         found, after = store.doctor(fix=fix)
         named = find_named_secrets(store)
+        large = held_large_files(store.vault, store.git)  # never committed: too large
         renamed = rename_named_secrets(store, named) if fix else ""
         copies = store.maintenance.kept_copies()
         moved = store.maintenance.set_aside()
@@ -166,6 +168,7 @@ def doctor(
                 "set_aside": [
                     {"path": str(m.path), "bytes": m.size, "age_s": round(m.age_s)} for m in moved
                 ],
+                "large_files": [{"path": p, "bytes": size} for p, size in large.items()],
             }
         )
     else:
@@ -174,6 +177,8 @@ def doctor(
             typer.echo(line)
         for line in set_aside_lines(moved, store.vault.root):
             typer.echo(line)
+        for path, size in large.items():
+            typer.echo(large_file_message(path, size))
         for n in named:  # by id: the file's name is what leaks
             typer.echo(
                 f"memory {n.id}: its file name holds what looks like {n.kind}"

@@ -66,10 +66,9 @@ def final_assistant_text(payload: Mapping[str, Any], cwd: str = "") -> str:
     transcript = payload.get("transcript_path")
     if not isinstance(transcript, str) or not transcript:
         return ""
-    from memstore.vault.sweep import parse_claude
+    from memstore.vault.sweep import read_current
 
-    with open(Path(cwd or "/", transcript), encoding="utf-8", errors="replace") as lines:
-        return parse_claude(lines).text
+    return read_current(Path(cwd or "/", transcript)).text  # unreadable: one line, exit 0
 
 
 def prompt_hook(store: Store, payload: Mapping[str, Any], cwd: str) -> list[str]:

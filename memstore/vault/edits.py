@@ -5,7 +5,9 @@ or a revert: each writer first commits the files it is about to touch if they di
 HEAD, as `edit(<workspace>): …` with `Memstore-Source: editor` and no session (so
 `revert --session` never undoes it). Sync and the watcher commit every outside edit, except
 a file whose new lines hold a credential: it stays uncommitted, with one warning naming it;
-and neither ever commits an editor's backup or temporary file (`is_persons_file`).
+and neither ever commits an editor's backup or temporary file (`is_persons_file`), nor a
+file over LARGE_FILE_BYTES that is no memory (a video dropped in the vault): one warning names
+it (`held_large_files` lists them for doctor).
 While a person's git command is committing in the vault (`git commit` waiting in its
 editor), no edit is committed: their staged files are theirs to commit; and a writer of
 memstore's waits for it (`wait_for_git_commit`), since moving HEAD under it fails their commit.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import fnmatch
 import logging
+import stat
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -32,6 +35,9 @@ EDITOR = "editor"
 # Editors' backups and temporaries (Emacs `x.md~`, `#x.md#`, `.#x.md`; Vim `.x.md.swp`;
 # merge tools' `.orig`/`.rej`; `.tmp`): never a person's edit, never committed by memstore.
 EDITOR_SCRATCH = ("*~", "#*#", ".#*", "*.swp", "*.orig", "*.rej", "*.tmp")
+# A file larger than this that is not a memory (`.md`) is never committed by memstore: once
+# pushed, every clone fetches it for good (git keeps history), and a 2 GB video would be.
+LARGE_FILE_BYTES = 10 << 20
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +66,9 @@ def commit_edits(vault: Vault, git: GitRepo, host: str, paths: Iterable[str] | N
 
     Returns the commits made (none when nothing differs from HEAD).
     """
-    changed = [p for p in git.changed_paths(paths) if is_persons_file(p)]
+    if paths is not None:
+        paths = _leave_large(vault, git, paths)  # before hashing a 2 GB file
+    changed = _leave_large(vault, git, [p for p in git.changed_paths(paths) if is_persons_file(p)])
     if changed and (pid := git_committing_in(vault.root)) is not None:
         # The person's `git commit` (editor open, their files staged) would fail if HEAD moved
         # under it, and their staged files must not become an edit(...) commit of ours.
@@ -103,6 +111,52 @@ def is_persons_file(path: str) -> bool:
     if any(part.startswith(".") for part in parts):
         return False
     return not any(fnmatch.fnmatchcase(parts[-1], pattern) for pattern in EDITOR_SCRATCH)
+
+
+def large_size(vault: Vault, path: str) -> int:
+    """Return the size of the file at `path` if memstore leaves it uncommitted for its size
+    (over LARGE_FILE_BYTES and not a memory), else 0. A link is committed as the path it holds."""
+    if path.endswith(".md"):
+        return 0
+    try:
+        found = vault.path(path).lstat()
+    except OSError:
+        return 0
+    return found.st_size if stat.S_ISREG(found.st_mode) and found.st_size > LARGE_FILE_BYTES else 0
+
+
+def held_large_files(vault: Vault, git: GitRepo) -> dict[str, int]:
+    """Return the files changed by hand that memstore leaves uncommitted for their size
+    (path → bytes); one git status of the vault (doctor's)."""
+    head = git.head()
+    found = {p: large_size(vault, p) for p in git.changed_paths() if is_persons_file(p)}
+    return {p: size for p, size in found.items() if size and not git.holds_at(head, p)}
+
+
+def large_file_message(path: str, size: int) -> str:
+    """The one line that says a file was left uncommitted for its size."""
+    shown = f"{size / (1 << 30):.1f} GiB" if size >= 1 << 30 else f"{size / (1 << 20):.0f} MiB"
+    return (
+        f"{path} is {shown}, over memstore's {LARGE_FILE_BYTES >> 20} MiB for a file that is "
+        "not a memory; memstore did not commit it (every clone would fetch it for good): add "
+        "it to .gitignore, or commit it yourself with git (git lfs keeps large files apart)"
+    )
+
+
+def _leave_large(vault: Vault, git: GitRepo, paths: Iterable[str]) -> list[str]:
+    """Return `paths` but the files too large to commit, naming each once a process (not one
+    the person committed themselves: theirs to manage, with git lfs, say)."""
+    kept, head = [], ""
+    for path in paths:
+        size = large_size(vault, path)
+        if not size:
+            kept.append(path)
+            continue
+        head = head or git.head()
+        if (path, "large") not in git.told_held and not git.holds_at(head, path):
+            git.told_held.add((path, "large"))
+            log.warning("%s", large_file_message(path, size))
+    return kept
 
 
 def secret_only_on_disk(git: GitRepo, path: str) -> bool:

@@ -178,6 +178,10 @@ class GitObjects:
         except KeyError:
             return None
 
+    def holds_at(self, commit: str, path: str) -> bool:
+        """Return whether `commit`'s tree has an entry at `path` (its blob is not read)."""
+        return bool(commit) and entry_id(self._repo[commit].peel(_pygit2().Tree), path) is not None
+
     def paths_at(self, commit: str) -> list[str]:
         """Return the path of every file in `commit`'s tree."""
         return flatten(self._repo[commit].peel(_pygit2().Tree))

@@ -241,6 +241,27 @@ def read_final(transcript: Transcript) -> Final:
     return parse_codex(texts) if transcript.agent == "codex" else parse_claude(texts)
 
 
+def read_current(path: Path) -> Final:
+    """Return how the transcript at `path` ends: the one a Stop hook's payload names.
+
+    Raises:
+        InvalidInputError: it cannot be read (one line naming it and what to do).
+    """
+    from memstore.core.errors import InvalidInputError
+
+    try:
+        with open(path, encoding="utf-8", errors="replace") as lines:
+            return parse_claude(lines)
+    except OSError as err:
+        why = err.strerror or type(err).__name__
+        raise InvalidInputError(
+            f"cannot read the transcript the agent named, {path} ({why.lower()}); nothing was "
+            "captured: run the hook on the machine (or in the container) where the agent "
+            "writes its transcripts, or put the final message in the payload's "
+            "last_assistant_message"
+        ) from err
+
+
 def _entries(lines: Iterable[str]) -> Iterable[dict[str, Any]]:
     for line in lines:
         try:

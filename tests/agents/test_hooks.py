@@ -478,3 +478,20 @@ def test_prompt_hook_searches_once_when_its_workspace_matches_some_word(
             '1 match in other workspaces: memory_recall with workspace "all" shows them)'
         ]
         assert searches == ["webshop", None]
+
+
+@pytest.mark.parametrize("where", ["missing.jsonl", "."])
+def test_capture_with_an_unreadable_transcript_names_it_and_the_fix_in_one_line(
+    vault: Path, project: Path, tmp_path: Path, where: str
+) -> None:
+    path = tmp_path / where  # no such file; a folder
+    before = commit_count(vault)
+    done = hook("capture", {"cwd": str(project), "transcript_path": str(path)}, vault)
+    assert done.returncode == 0 and done.stdout == ""  # a hook never fails the agent
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(
+        f"memstore hook capture: cannot read the transcript the agent named, {path} ("
+    )
+    assert "Errno" not in line and "nothing was captured" in line
+    assert "last_assistant_message" in line  # what to do instead
+    assert commit_count(vault) == before

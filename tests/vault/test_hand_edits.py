@@ -535,3 +535,85 @@ def test_no_git_command_under_way_is_told_without_reading_the_process_table(
     later = (vault / ".git" / "logs" / "HEAD").stat().st_mtime_ns + 10**9  # past the clock tick
     os.utime(message, ns=(later, later))
     assert _git_may_be_committing(vault / ".git")  # what `git commit` writes before its editor
+
+
+def _sparse(path: Path, size: int) -> Path:
+    """A file of `size` bytes that takes no disk (a hole): the test stays fast at 2 GiB."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as handle:
+        handle.truncate(size)
+    return path
+
+
+def test_sync_leaves_a_large_file_that_is_no_memory_uncommitted_and_names_it_once(
+    vault: Path, tmp_path: Path
+) -> None:
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    assert cli(vault, "remote", "add", str(remote)).returncode == 0
+    _sparse(vault / "global" / "demo.mp4", 2 << 30)
+    (vault / "global" / "notes.txt").write_text("call the vendor on monday\n", encoding="utf-8")
+    done = cli(vault, "sync")
+    assert done.returncode == 0, done.stderr
+    (line,) = [line for line in done.stderr.splitlines() if "demo.mp4" in line]
+    assert line.startswith("memstore: global/demo.mp4 is 2.0 GiB") and "did not commit" in line
+    assert ".gitignore" in line and "git lfs" in line  # the fix
+    committed = git(vault, "ls-tree", "-r", "--name-only", "HEAD").split()
+    assert "global/notes.txt" in committed
+    assert "global/demo.mp4" not in committed
+    pushed = git(vault, "--git-dir", str(remote), "ls-tree", "-r", "--name-only", "HEAD")
+    assert "global/notes.txt" in pushed and "demo.mp4" not in pushed
+    assert git(vault, "status", "--porcelain", "global/demo.mp4").startswith("??")
+
+    doctor = cli(vault, "doctor", "--json")
+    assert doctor.returncode == 0, doctor.stderr
+    assert json.loads(doctor.stdout)["large_files"] == [
+        {"path": "global/demo.mp4", "bytes": 2 << 30}
+    ]
+    assert "global/demo.mp4 is 2.0 GiB" in cli(vault, "doctor").stdout
+    # the fix the line names: ignored, it is no longer listed, and the .gitignore is committed
+    with (vault / ".gitignore").open("a", encoding="utf-8") as ignore:
+        ignore.write("*.mp4\n")
+    assert cli(vault, "sync").returncode == 0
+    assert json.loads(cli(vault, "doctor", "--json").stdout)["large_files"] == []
+    assert "*.mp4" in git(vault, "show", "HEAD:.gitignore")
+
+
+def test_the_watchers_edit_commit_leaves_a_large_file_and_warns_once(
+    vault: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from memstore.vault.edits import LARGE_FILE_BYTES, large_size
+
+    big = _sparse(vault / "global" / "dump.sql.gz", 64 << 20)
+    (vault / "global" / "small.txt").write_text("a small file\n", encoding="utf-8")
+    with Store.open(settings_at(vault)) as store:
+        for _ in range(2):  # two events on the same file: one line
+            with store.transaction(catch_up=False) as tx:
+                tx.commit_edits(["global/dump.sql.gz", "global/small.txt"])  # the watcher's
+    lines = [r.getMessage() for r in caplog.records if "dump.sql.gz" in r.getMessage()]
+    assert len(lines) == 1 and lines[0].startswith("global/dump.sql.gz is 64 MiB"), lines
+    assert git(vault, "ls-tree", "-r", "--name-only", "HEAD").split() == [
+        ".gitattributes",
+        ".gitignore",
+        "global/small.txt",
+    ]
+    # the bound: over it, not at it; a memory (.md) of any size is a memory
+    vault_files = Vault(vault)
+    at, md = _sparse(vault / "at.bin", LARGE_FILE_BYTES), _sparse(vault / "m.md", 64 << 20)
+    assert large_size(vault_files, "at.bin") == 0 and large_size(vault_files, "m.md") == 0
+    with at.open("r+b") as handle:
+        handle.truncate(LARGE_FILE_BYTES + 1)
+    assert large_size(vault_files, "at.bin") == LARGE_FILE_BYTES + 1
+    at.unlink()
+    md.unlink()
+    # a large file the person committed themselves (git lfs, say) is theirs: never named
+    big.unlink()
+    big = _sparse(big, LARGE_FILE_BYTES + 1)
+    git(vault, "add", "global/dump.sql.gz")
+    git(vault, "commit", "-q", "-m", "the dump, by hand")
+    with big.open("r+b") as handle:
+        handle.truncate(LARGE_FILE_BYTES + 2)
+    caplog.clear()
+    with Store.open(settings_at(vault)) as store, store.transaction(catch_up=False) as tx:
+        assert tx.commit_edits(None) == []
+    assert not [r for r in caplog.records if "dump.sql.gz" in r.getMessage()]
