@@ -22,7 +22,7 @@ from memstore.ops.parameters import (
     QuietOption,
     VaultOption,
     emit_json,
-    failure_as_json,
+    failure_json,
     shell_settings,
 )
 from memstore.service.following import TeamPull, pull_teams
@@ -75,22 +75,26 @@ def sync(
     Example:  memstore sync
     """
     options = SyncOptions(allow_unrelated=allow_unrelated, force_purged=force_purged)
-    with (
-        failure_as_json(as_json),  # a cron job's script reads one object either way
-        Store.open(shell_settings(vault)) as store,
-        progress_bar("indexing what sync brought", quiet=quiet or as_json) as progress,
-    ):
-        if force_purged:
-            _confirm_force_purged(store, name or store.remote_name(), yes)
-        outcome, flushed, caught_up, pulls = _sync_tiers(
-            store, name, progress, options, quiet or as_json
-        )
-        # the personal copies of memories a team tier now holds (docs/team.md)
-        marked = mark_shared(store, tier_stores(store)) if pulls else {}
-        # only those this sync committed: one that came from the remote, or was committed
-        # by an earlier sync, is not news (doctor lists them all)
-        edited = set(outcome.edited)
-        unreadable = sorted(p.path for p in store.indexer.problems() if p.path in edited)
+    try:
+        with (
+            Store.open(shell_settings(vault)) as store,
+            progress_bar("indexing what sync brought", quiet=quiet or as_json) as progress,
+        ):
+            if force_purged:
+                _confirm_force_purged(store, name or store.remote_name(), yes)
+            outcome, flushed, caught_up, pulls = _sync_tiers(
+                store, name, progress, options, quiet or as_json
+            )
+            # the personal copies of memories a team tier now holds (docs/team.md)
+            marked = mark_shared(store, tier_stores(store)) if pulls else {}
+            # only those this sync committed: one that came from the remote, or was committed
+            # by an earlier sync, is not news (doctor lists them all)
+            edited = set(outcome.edited)
+            unreadable = sorted(p.path for p in store.indexer.problems() if p.path in edited)
+    except MemstoreError as err:
+        if as_json:  # a cron job's script reads one object either way (docs/cli.md)
+            emit_json(failure_json(err))
+        raise  # the `Error:` line on stderr, exit 1
     if as_json:
         emit_json(
             {

@@ -8,8 +8,7 @@ options are built from memstore/ops/options.py with `option`, the table the lean
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -17,7 +16,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from memstore.core.config import Settings
-from memstore.core.errors import InvalidInputError, MemstoreError
+from memstore.core.errors import InvalidInputError
 from memstore.core.model import ALL, check_kind, check_workspace
 from memstore.ops import options
 from memstore.ops.lean import complete_id, complete_workspace
@@ -162,15 +161,9 @@ def emit_json(data: Any) -> None:
     typer.echo(render_json(data))
 
 
-@contextmanager
-def failure_as_json(as_json: bool) -> Iterator[None]:
-    """With `as_json`, also print an expected failure as one object on stdout (`sync --json`:
-    the whole sentence, and the fix it names after its first '; '), then let it go on to the
-    `Error:` line on stderr and exit 1."""
-    try:
-        yield
-    except MemstoreError as err:
-        if as_json:
-            fix = str(err).partition("; ")[2]
-            emit_json({"ok": False, "error": str(err), "fix": fix or None})
-        raise
+def failure_json(err: Exception) -> dict[str, Any]:
+    """Return what `sync --json` prints on stdout when it fails (the `Error:` line stays on
+    stderr, the status 1): the whole sentence, and the fix it names after its first '; '."""
+    message = str(err)
+    _, _, fix = message.partition("; ")
+    return {"ok": False, "error": message, "fix": fix or None}
