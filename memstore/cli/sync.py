@@ -17,14 +17,7 @@ from memstore.cli.teams import pull_lines
 from memstore.cli.terminal import progress_bar
 from memstore.core.errors import InvalidInputError, MemstoreError, NotFoundError
 from memstore.ops.output import count, sync_lines
-from memstore.ops.parameters import (
-    JsonOption,
-    QuietOption,
-    VaultOption,
-    emit_json,
-    failure_json,
-    shell_settings,
-)
+from memstore.ops.parameters import JsonOption, QuietOption, VaultOption, emit_json, shell_settings
 from memstore.service.following import TeamPull, pull_teams
 from memstore.service.shared_marks import mark_shared
 from memstore.service.store import Store
@@ -75,30 +68,24 @@ def sync(
     Example:  memstore sync
     """
     options = SyncOptions(allow_unrelated=allow_unrelated, force_purged=force_purged)
-    try:
-        with (
-            Store.open(shell_settings(vault)) as store,
-            progress_bar("indexing what sync brought", quiet=quiet or as_json) as progress,
-        ):
-            if force_purged:
-                _confirm_force_purged(store, name or store.remote_name(), yes)
-            outcome, flushed, caught_up, pulls = _sync_tiers(
-                store, name, progress, options, quiet or as_json
-            )
-            # the personal copies of memories a team tier now holds (docs/team.md)
-            marked = mark_shared(store, tier_stores(store)) if pulls else {}
-            # only those this sync committed: one that came from the remote, or was committed
-            # by an earlier sync, is not news (doctor lists them all)
-            edited = set(outcome.edited)
-            unreadable = sorted(p.path for p in store.indexer.problems() if p.path in edited)
-    except MemstoreError as err:
-        if as_json:  # a cron job's script reads one object either way (docs/cli.md)
-            emit_json(failure_json(err))
-        raise  # the `Error:` line on stderr, exit 1
+    with (
+        Store.open(shell_settings(vault)) as store,
+        progress_bar("indexing what sync brought", quiet=quiet or as_json) as progress,
+    ):
+        if force_purged:
+            _confirm_force_purged(store, name or store.remote_name(), yes)
+        outcome, flushed, caught_up, pulls = _sync_tiers(
+            store, name, progress, options, quiet or as_json
+        )
+        # the personal copies of memories a team tier now holds (docs/team.md)
+        marked = mark_shared(store, tier_stores(store)) if pulls else {}
+        # only those this sync committed: one that came from the remote, or was committed
+        # by an earlier sync, is not news (doctor lists them all)
+        edited = set(outcome.edited)
+        unreadable = sorted(p.path for p in store.indexer.problems() if p.path in edited)
     if as_json:
         emit_json(
             {
-                "ok": True,
                 **asdict(outcome),
                 "usage_flushed": flushed,
                 "indexed": len(caught_up.updated),

@@ -159,11 +159,3 @@ def shell_settings(vault: Path | None) -> Settings:
 def emit_json(data: Any) -> None:
     """Print `data` as the JSON every --json prints."""
     typer.echo(render_json(data))
-
-
-def failure_json(err: Exception) -> dict[str, Any]:
-    """Return what `sync --json` prints on stdout when it fails (the `Error:` line stays on
-    stderr, the status 1): the whole sentence, and the fix it names after its first '; '."""
-    message = str(err)
-    _, _, fix = message.partition("; ")
-    return {"ok": False, "error": message, "fix": fix or None}

@@ -8,7 +8,6 @@ import dataclasses
 import json
 import os
 import pty
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -302,24 +301,3 @@ def test_json_never_changes_the_exit_status(tmp_path: Path, args: list[str]) -> 
     text = invoke_memstore(*args, vault=vault, env=ENV)
     data = invoke_memstore(*args, "--json", vault=vault, env=ENV)
     assert text.returncode == data.returncode, (text.stderr, data.stderr)
-
-
-def test_a_failed_sync_json_prints_one_object_naming_the_error_and_the_fix(
-    vault: Path, tmp_path: Path
-) -> None:
-    gone = tmp_path / "gone.git"
-    subprocess.run(["git", "init", "-q", "--bare", str(gone)], check=True)
-    assert invoke_memstore("remote", "add", str(gone), vault=vault, env=ENV).returncode == 0
-    shutil.rmtree(gone)  # the remote's disk went away
-    for where in (vault, tmp_path / "typo"):  # a remote that fails; no vault at all
-        done = invoke_memstore("sync", "--json", vault=where, env=ENV)
-        assert done.returncode == 1, done.stderr  # the status scripts check first, as ever
-        failure = json.loads(done.stdout)
-        assert failure["ok"] is False and failure["fix"], failure
-        assert str(gone if where == vault else where) in failure["error"]
-        assert failure["error"].endswith(failure["fix"])
-        (line,) = [line for line in done.stderr.splitlines() if line.startswith("Error: ")]
-        assert line == f"Error: {failure['error']}"  # the same sentence on stderr
-    subprocess.run(["git", "init", "-q", "--bare", str(gone)], check=True)  # back again
-    synced = invoke_memstore("sync", "--json", vault=vault, env=ENV)
-    assert synced.returncode == 0 and json.loads(synced.stdout)["ok"] is True, synced.stderr
