@@ -322,26 +322,37 @@ def _cwd() -> str:
 
 def _vault_after_the_command(argv: list[str]) -> list[str]:
     """Read `memstore --vault PATH COMMAND …` as `memstore COMMAND --vault PATH …` (as `git -C`
-    comes first): the command's own --vault takes it, on the lean paths as in typer. A second
-    --vault after the command naming another folder is refused, as a group's is."""
-    if argv[:1] == ["--vault"]:
-        value, rest = (argv[1] if len(argv) > 1 else ""), argv[2:]
-    elif argv[:1] and argv[0].startswith("--vault="):
-        value, rest = argv[0].partition("=")[2], argv[1:]
-    else:
-        return argv
-    if rest[:1] in (["-h"], ["--help"], ["--version"]):
+    comes first): the command's own --vault takes it, on the lean paths as in typer. Two
+    --vault naming different folders, before the command or after it, are refused (typer
+    would take the last one without a word), as a group's and its command's are."""
+    leading, rest = _leading_vaults(argv)
+    if leading and rest[:1] in (["-h"], ["--help"], ["--version"]):
         return rest
-    if not value or not rest or rest[0].startswith("-"):
+    if leading and (not all(leading) or not rest or rest[0].startswith("-")):
         _usage_error("--vault PATH comes with a command, e.g. memstore --vault PATH search QUERY")
     end = rest.index("--") if "--" in rest else len(rest)
     later = [rest[at + 1] for at in range(end - 1) if rest[at] == "--vault"]
     later += [word.partition("=")[2] for word in rest[:end] if word.startswith("--vault=")]
-    named = {os.path.realpath(os.path.expanduser(path)) for path in [value, *later]}
-    if len(named) > 1:
-        shown = " and ".join([value, *later])
+    if rest[:1] == ["hook"]:
+        later = []  # a hook reads its own --vault and never fails the agent (exit 0)
+    given = [*leading, *later]
+    if len({os.path.realpath(os.path.expanduser(path)) for path in given}) > 1:
+        shown = " and ".join(given)
         _usage_error(f"Invalid value for '--vault': names two folders ({shown}); give it once")
-    return [rest[0], "--vault", value, *rest[1:]]
+    return [rest[0], "--vault", leading[0], *rest[1:]] if leading else argv
+
+
+def _leading_vaults(argv: list[str]) -> tuple[list[str], list[str]]:
+    """Return the values of the --vault options before the command, and what follows them."""
+    leading: list[str] = []
+    while argv[:1] == ["--vault"] or (argv[:1] and argv[0].startswith("--vault=")):
+        if argv[0] == "--vault":
+            leading.append(argv[1] if len(argv) > 1 else "")
+            argv = argv[2:]
+        else:
+            leading.append(argv[0].partition("=")[2])
+            argv = argv[1:]
+    return leading, argv
 
 
 def _usage_error(message: str) -> None:

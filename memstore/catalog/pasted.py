@@ -22,6 +22,10 @@ from memstore.index import Query
 PASTED_LINES = 3  # a prompt of this many lines or more may hold a paste
 ERROR_LINES = 3  # at most this many error lines are kept (the first ones: the cause)
 LINE_CHARS = 200  # an error line is cut here (a minified one-line page or log)
+# A prompt read longer than this (a whole file or log pasted without a question under it)
+# is read as its first and last halves: a query's cost grows with its distinct words, and
+# 100,000 of them (a 1 MB paste) took ~10 s of CPU, in the daemon every agent shares.
+CHAT_CHARS = 16_000
 
 # A page pasted whole (an nginx or Apache error page, a proxy's HTML), not a tag a question
 # is about ("why does my <div> overflow"): its markup goes.
@@ -50,8 +54,21 @@ _FAILURE = re.compile(
 
 def chat_query(text: str) -> Query:
     """Return the query of a prompt typed to an agent (Query.chat): for a pasted log or page
-    its prose and error lines (`distilled`), else the prompt as it is."""
-    return Query.of(distilled(text), chat=True)
+    its prose and error lines (`distilled`), else the prompt as it is; of a longer one than
+    CHAT_CHARS, its beginning and its end (`bounded`)."""
+    return Query.of(bounded(distilled(text)), chat=True)
+
+
+def bounded(text: str) -> str:
+    """Return `text`, or of one longer than CHAT_CHARS its first and last CHAT_CHARS / 2
+    characters, cut between words: where a person's question stands, above a paste or below it."""
+    if len(text) <= CHAT_CHARS:
+        return text
+    half = CHAT_CHARS // 2
+    head, tail = text[:half], text[-half:]
+    head = head.rsplit(None, 1)[0] if not text[half].isspace() and head.strip() else head
+    tail = tail.split(None, 1)[-1] if not text[-half - 1].isspace() and tail.strip() else tail
+    return f"{head}\n{tail}"
 
 
 def distilled(text: str) -> str:

@@ -505,9 +505,11 @@ def _error(err: MemstoreError) -> Reply:
 
 
 def decode_stdin(data: bytes) -> str:
-    """Return stdin's bytes as text; raise InvalidInputError when they are not UTF-8."""
+    """Return stdin's bytes as text, less a leading byte order mark (what Windows tools and
+    PowerShell's pipes write: it is no part of the text, and kept it would make a duplicate
+    typed without it a second memory); raise InvalidInputError when they are not UTF-8."""
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as err:
         raise InvalidInputError(
             f"standard input is not valid UTF-8 (byte {err.start}: 0x{data[err.start]:02x}); "
@@ -519,7 +521,7 @@ def read_stdin() -> str:
     """Return standard input as text; raise InvalidInputError when it is not UTF-8."""
     stream = getattr(sys.stdin, "buffer", None)
     if stream is None:  # a text-only stream (an embedding program's): already decoded
-        return sys.stdin.read()
+        return sys.stdin.read().removeprefix("\ufeff")
     return decode_stdin(stream.read())
 
 

@@ -37,13 +37,20 @@ class NamedSecret:
 def find_named_secrets(store: Store) -> list[NamedSecret]:
     """Return the memories whose file names hold a credential (a name of plain short words
     only is not read: the text's scan is asked only for names with other words)."""
+    from memstore.vault.edits import secret_only_on_disk
+
     found = []
     for entry in store.indexer.entries():
-        stem = PurePosixPath(entry.path).stem.removesuffix(f"-{entry.id}")
+        stem = PurePosixPath(entry.path).stem
+        if not stem.endswith(f"-{entry.id}"):
+            continue  # named by a person (`aws-creds2.md`), not by an add from its text
+        stem = stem.removesuffix(f"-{entry.id}")
         if all(_PLAIN.fullmatch(word) for word in stem.split("-") if word):
             continue
         memory = store.vault.read(entry.path)
         kinds = find_secrets(memory.body[:SLUG_SCAN_CHARS])
+        if kinds and secret_only_on_disk(store.git, entry.path):
+            continue  # pasted since and held back by sync: the name came from a clean text
         new_path = memory_path(memory)
         if kinds and new_path != entry.path:
             found.append(NamedSecret(entry.id, entry.path, kinds[0], new_path))

@@ -103,7 +103,34 @@ class _TreeMerge:
             for old in gone
             if len(by_name.get(name := old.rsplit("/", 1)[-1], [])) == 1
         }
+        taken = set(moves.values())
+        unmatched = [old for old in gone if old not in moves]
+        moves.update(self._renamed(base, side, unmatched, [p for p in added if p not in taken]))
         return moves, by_name
+
+    def _renamed(self, base: Any, side: Any, gone: list[str], added: list[str]) -> dict[str, str]:
+        """Return a side's moves that renamed the file too (`git mv a-k3xq.md ops/a.md`): a
+        memory file gone and one added whose front matters name one id. Only the added files
+        holding a gone file's id line are parsed: the work follows what moved."""
+        ids = {old: self._memory_id(base, old) for old in gone if old.endswith(".md")}
+        wanted = {f"\nid: {memory_id}".encode(): old for old, memory_id in ids.items() if memory_id}
+        found: dict[str, list[str]] = {}
+        for path in (p for p in added if p.endswith(".md")) if wanted else ():
+            data = self._blob(side, path)
+            for line, old in wanted.items():
+                if line in data and self._memory_id(side, path) == ids[old]:
+                    found.setdefault(old, []).append(path)
+        return {old: paths[0] for old, paths in found.items() if len(paths) == 1}
+
+    def _blob(self, tree: Any, path: str) -> bytes:
+        oid = entry_id(tree, path)
+        return bytes(self.git.lookup(oid).data) if oid is not None else b""
+
+    def _memory_id(self, tree: Any, path: str) -> str:
+        """The id a memory file's front matter names ('' for a file without one)."""
+        text = self._blob(tree, path).decode("utf-8", "replace")
+        memory = parse_memory(text, path=path)
+        return memory.id if memory.has_front_matter and not memory.problem else ""
 
     def _added_twice(
         self, mine: dict[str, list[str]], yours: dict[str, list[str]], ours: Any, theirs: Any

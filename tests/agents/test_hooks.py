@@ -495,3 +495,35 @@ def test_capture_with_an_unreadable_transcript_names_it_and_the_fix_in_one_line(
     assert "Errno" not in line and "nothing was captured" in line
     assert "last_assistant_message" in line  # what to do instead
     assert commit_count(vault) == before
+
+
+def test_a_prompt_of_a_megabyte_costs_the_hook_what_a_page_costs(
+    sample_vault: Path, project: Path
+) -> None:
+    """Found by the fifteenth session's trial: a 1 MB prompt of 100,000 distinct words (a file
+    pasted whole) took ~8 s of CPU in the prompt hook (in the daemon, stalling every agent's
+    next recall); it is read as its beginning and its end (catalog/pasted.py, CHAT_CHARS)."""
+    import resource
+
+    pasted = " ".join(f"field{n}x" for n in range(100_000))
+    prompt = f"{pasted}\nwhy does upload fail with 413 in nginx?"
+    payload = {"cwd": str(project), "hook_event_name": "UserPromptSubmit", "prompt": prompt}
+    env = {
+        **os.environ,
+        "MEMSTORE_VAULT": str(sample_vault),
+        "MEMSTORE_NO_DAEMON": "1",
+        "MEMSTORE_HOOK_BUDGET": "600",  # the whole answer, not what fits in 4 s
+    }
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(
+        [str(EXE), "hook", "prompt"],
+        input=json.dumps(payload),
+        text=True,
+        env=env,
+        capture_output=True,
+        check=False,
+    )
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert cpu < 4.0, f"{cpu:.1f} s of CPU for one prompt"  # ~0.5 s; it was ~8 s

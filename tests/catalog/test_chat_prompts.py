@@ -308,3 +308,17 @@ def test_a_typo_of_an_everyday_word_is_no_name(lab: tuple[Store, Path, dict[str,
     typed = "the prnter stopped working after the os upgrade, any idea"
     assert hook(vault, "lab", typed) == hook(vault, "lab", typed.replace("prnter", "printer"))
     assert hook(vault, "lab", typed) == ""
+
+
+def test_a_prompt_longer_than_chat_chars_is_read_as_its_beginning_and_its_end() -> None:
+    from memstore.catalog.pasted import CHAT_CHARS, bounded, chat_query
+
+    words = [f"word{n}" for n in range(20_000)]
+    text = " ".join(["deploy", *words, "nginx"])
+    read = bounded(text)
+    assert (
+        len(read) <= CHAT_CHARS + 1 and read.split()[0] == "deploy" and read.split()[-1] == "nginx"
+    )
+    assert set(read.split()) <= set(text.split())  # cut between words, never inside one
+    assert {"deploy", "nginx"} <= set(chat_query(text).terms)
+    assert bounded("a short prompt") == "a short prompt"

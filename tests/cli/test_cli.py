@@ -511,6 +511,20 @@ def test_stdin_in_utf8_with_crlf_is_added(tmp_path: Path) -> None:
     assert path.read_bytes().endswith("café\nline two\n".encode())
 
 
+def test_stdin_with_a_byte_order_mark_is_added_without_it(tmp_path: Path) -> None:
+    """Found by the fifteenth session's trial: `add -` kept a BOM (PowerShell's pipes, Windows
+    editors' files) as the text's first character, and the same text typed was a second memory."""
+    vault = new_vault(tmp_path / "v")
+    text = "celery beat reads its schedule from the database"
+    piped = run_bytes([str(EXE)], [b"add", b"-", b"--json"], vault, b"\xef\xbb\xbf" + text.encode())
+    assert piped.returncode == 0, piped.stderr
+    added = json.loads(piped.stdout)
+    assert "\ufeff" not in (vault / added["path"]).read_text(encoding="utf-8")
+    typed = run("add", text, "--json", vault=vault)
+    assert typed.returncode == 0, typed.stderr
+    assert (json.loads(typed.stdout)["id"], json.loads(typed.stdout)["seen"]) == (added["id"], 2)
+
+
 HOSTILE = "red \x1b[31mALERT\x1b[0m \x1b]0;title\x07 \u202eevil\u202c \x9b2J bell\x07 cr\rover"
 
 

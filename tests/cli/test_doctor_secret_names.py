@@ -54,3 +54,31 @@ def test_doctor_names_the_memory_by_id_and_fix_renames_it(tmp_path: Path) -> Non
     assert invoke_memstore("doctor", vault=vault).returncode == 0
     shown = invoke_memstore("show", memory_id, vault=vault)
     assert shown.returncode == 0 and TOKEN in shown.stdout
+
+
+def test_a_credential_pasted_into_a_file_is_not_taken_for_one_in_its_name(tmp_path: Path) -> None:
+    """Found by the fifteenth session's trial: a person's `webshop/aws-creds2.md` holding a
+    key (held back by sync) was listed as "its file name holds what looks like …", and
+    `doctor --fix` renamed it to `webshop//….md` and failed with a pygit2 message, leaving
+    the file renamed and uncommitted; with a valid name it would have committed the key
+    sync held back. The same for a credential pasted into a memory an add named."""
+    vault = tmp_path / "vault"
+    assert invoke_memstore("init", str(vault)).returncode == 0
+    added = invoke_memstore("add", "upload 413 is nginx client_max_body_size", "-w", "webshop",
+                            "--json", vault=vault)  # fmt: skip
+    path = vault / json.loads(added.stdout)["path"]
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("upload 413", f"upload 413 (token {TOKEN})"), encoding="utf-8")
+    hand = vault / "webshop" / "aws-creds2.md"
+    hand.write_text(f"the ci bot pushes with {TOKEN}\n", encoding="utf-8")
+    assert invoke_memstore("sync", vault=vault).returncode in (0, 1)  # no remote: edits only
+    head = git(vault, "rev-parse", "HEAD")
+
+    doctor = invoke_memstore("doctor", "--json", vault=vault)
+    assert json.loads(doctor.stdout)["named_secrets"] == [], doctor.stdout
+    fixed = invoke_memstore("doctor", "--fix", vault=vault)
+
+    assert "file name holds" not in fixed.stdout, fixed.stdout
+    assert git(vault, "rev-parse", "HEAD") == head  # nothing committed: the token stays local
+    assert hand.read_text(encoding="utf-8") == f"the ci bot pushes with {TOKEN}\n"
+    assert TOKEN in path.read_text(encoding="utf-8")

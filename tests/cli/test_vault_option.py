@@ -442,6 +442,35 @@ def test_vault_before_the_command_acts_as_after_it(tmp_path: Path) -> None:
     assert snapshot(default) == before
 
 
+def test_two_vaults_both_after_the_command_or_both_before_it_are_refused(tmp_path: Path) -> None:
+    """Found by the fifteenth session's trial: `memstore add TEXT --vault A --vault B` wrote to
+    B without a word (typer keeps an option's last value), and `memstore --vault A --vault B
+    search …` said "--vault PATH comes with a command" of a line that has one."""
+    first, second = tmp_path / "a", tmp_path / "b"
+    for path in (first, second):
+        assert invoke_memstore("init", str(path)).returncode == 0
+    env = {"MEMSTORE_NO_DAEMON": "1"}
+    before = snapshot(first, second)
+    a, b = str(first), str(second)
+    for line in (
+        ["add", "the okapi lives in the rainforest", "--vault", a, "--vault", b],
+        ["add", "the okapi lives in the rainforest", f"--vault={a}", "--vault", b],
+        ["list", "--vault", a, "--vault", b],
+        ["--vault", a, "--vault", b, "search", "okapi"],
+        ["--vault", a, f"--vault={b}", "list"],
+    ):
+        done = invoke_memstore(*line, env=env)
+        assert done.returncode == 2, (line, done.stdout, done.stderr)
+        assert "names two folders" in done.stderr and done.stdout == "", (line, done.stderr)
+    assert snapshot(first, second) == before
+    added = invoke_memstore("--vault", a, "--vault", a, "add", "the okapi eats leaves", env=env)
+    assert added.returncode == 0, added.stderr
+    found = invoke_memstore("search", "okapi", "--vault", a, f"--vault={first}/.", env=env)
+    assert found.returncode == 0 and "okapi eats leaves" in found.stdout, found.stderr
+    hook = invoke_memstore("hook", "prompt", "--vault", a, "--vault", b, env=env)
+    assert hook.returncode == 0  # a hook never fails the agent's prompt
+
+
 @pytest.mark.parametrize("command", ["add", "import"])
 @pytest.mark.parametrize("path", ["in-process", "executable"])
 def test_an_add_from_inside_another_vault_is_refused_naming_both(

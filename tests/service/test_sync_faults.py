@@ -334,6 +334,28 @@ def test_a_memory_moved_on_one_machine_and_edited_on_the_other_is_one_file(pair:
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
 
 
+def test_a_memory_moved_and_renamed_by_hand_on_one_machine_and_edited_on_the_other_is_one_file(
+    pair: Pair,
+) -> None:
+    """Found by the fifteenth session's trial: `git mv <slug>-<id>.md infra/approval.md` on
+    one machine and an edit on the other left two files with one id after sync ("deleted on
+    one machine but edited on another, so kept"), and recall showed the text without the edit."""
+    memory = shared_memory(pair, "Staging deploys need approval from maria or ken")
+    moved = "infra/staging-approval.md"
+    (pair.a.root / "infra").mkdir()
+    git(pair.a.root, "mv", memory["path"], moved)
+    git(pair.a.root, "commit", "-qm", "file it under infra")
+    pair.a.sync()
+    line = "Edited on B: on weekends sam approves."
+    pair.b.append(memory["path"], line)
+    pair.b.sync()
+    pair.a.sync()
+    for machine in (pair.a, pair.b):
+        assert machine.paths_of(memory["id"]) == [moved], machine.host
+        assert line in machine.text(moved) and line in machine.committed(moved)
+        assert line in machine.run("show", memory["id"]).stdout
+
+
 def test_doctor_names_an_id_two_files_share(pair: Pair) -> None:
     memory = pair.a.add("Checkout uses stripe with webhooks on /hooks/stripe")
     copy = pair.a.root / "payments" / Path(memory["path"]).name
