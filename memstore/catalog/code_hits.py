@@ -529,7 +529,8 @@ def _is_confident(lead: Lead) -> bool:
     leads the hit shown after it, or its siblings and every other file (by less when the
     question explains its whole name); or no other candidate's name matches the question
     better and it leads every other file (CONFIDENT_NAME_LEAD); or its text holds half the
-    question and it leads the next hit by far (CONFIDENT_FAR_*). Never a class, module
+    question and it leads the next hit by far (CONFIDENT_FAR_*; a lone candidate, the one chunk
+    holding any of the question's words, has no next hit to lead). Never a class, module
     chunk or window when another candidate's name matches the question clearly better, nor
     one with a near-copy the question does not tell apart (CONFIDENT_TWIN_MARGIN). The one
     definition the question names as code (`inspect.getsourcelines`) is confident."""
@@ -541,8 +542,8 @@ def _is_confident(lead: Lead) -> bool:
         return False
     if lead.held < CONFIDENT_HELD or lead.words < CONFIDENT_WORDS:
         return False  # its text (label, code, docstrings) must hold the question
-    if lead.margin >= CONFIDENT_FAR_MARGIN:
-        return True
+    if math.isfinite(lead.margin) and lead.margin >= CONFIDENT_FAR_MARGIN:
+        return True  # a lead over the next hit; with none (a lone candidate) it leads nothing
     evidence = lead.evidence
     if (
         evidence.named > 0

@@ -6,14 +6,15 @@ A standalone script, not a pytest module:
 
     python tests/benchmarks/bench_code_confidence.py [--json out.json] [--vault DIR]
 
-Nine trees are copied and ingested into one fresh vault, each into a workspace of its own:
+Ten trees are copied and ingested into one fresh vault, each into a workspace of its own:
 Python's standard library (`sysconfig.get_paths()["stdlib"]`, without its installed
 packages, its test folder included) as `stdlib`, the installed `click` package as `click`,
 the installed `pip` package (its vendored libraries included) as `pip`, the installed
 `rich` package as `rich`, the installed `starlette` package as `starlette`, the installed
 `markdown_it` package as `markdown_it`, the installed `uvicorn` package as `uvicorn`, the
-installed `watchdog` package as `watchdog` and the installed `tqdm` package as `tqdm`. Ten
-question sets are asked, each in its tree's workspace, k=5:
+installed `watchdog` package as `watchdog`, the installed `tqdm` package as `tqdm` and the
+installed `h11` package as `h11`. Eleven question sets are asked, each in its tree's
+workspace, k=5:
 
   * tests/data/code-questions.json: questions written as people ask agents, each with the
     functions that answer it, plus off-corpus questions (code not in that tree, or not a
@@ -33,6 +34,8 @@ question sets are asked, each in its tree's workspace, k=5:
     watchdog, committed before any ranker ran on it (50 answerable, 12 off-corpus);
   * tests/data/code-questions-tqdm.json: the thirteenth session's held-out check over tqdm,
     committed before any change of that session (36 answerable, 10 off-corpus);
+  * tests/data/code-questions-h11.json: the fifteenth session's held-out check over h11,
+    committed before any ranker ran on it (35 answerable, 10 off-corpus);
   * tests/data/code-questions-named.json: 20 questions that name a definition as code
     (`inspect.getsourcelines`, `Context.ensure_object`) over the standard library and click,
     written with the change that reads such names (a demonstration, not held out).
@@ -41,7 +44,8 @@ A hit answers when it is in an answer's file and its lines overlap the answer's 
 as the `ast` module finds it (bench_code's rule). Reported per set: R@1, R@5, MRR; the
 confident rate (answerable questions whose first code hit is not weak), the precision of
 confident hits (confident hits that answer), off-corpus silence (questions with no
-confident hit), and the CPU time of a search (time.process_time: the machine is shared).
+confident hit), where the answer ranks among the hits shown (`answer_ranks`), and the CPU
+time of a search (time.process_time: the machine is shared).
 
 `--vault DIR` keeps the ingested vault in DIR and reuses it on the next run (ingesting the
 standard library takes a minute or two); `--rows` prints every question's first hit;
@@ -83,6 +87,7 @@ HELD_OUT_MARKDOWN = QUESTIONS.with_name("code-questions-markdown.json")  # the n
 HELD_OUT_UVICORN = QUESTIONS.with_name("code-questions-uvicorn.json")  # the tenth's
 HELD_OUT_WATCHDOG = QUESTIONS.with_name("code-questions-watchdog.json")  # the twelfth's
 HELD_OUT_TQDM = QUESTIONS.with_name("code-questions-tqdm.json")  # the thirteenth's
+HELD_OUT_H11 = QUESTIONS.with_name("code-questions-h11.json")  # the fifteenth's
 NAMED = QUESTIONS.with_name("code-questions-named.json")  # names spelled as code
 SETS = (
     "own",
@@ -94,6 +99,7 @@ SETS = (
     "uvicorn",
     "watchdog",
     "tqdm",
+    "h11",
     "named",
 )
 K = 5
@@ -102,6 +108,7 @@ K = 5
 def trees() -> dict[str, Path]:
     """The trees asked about: workspace → source folder."""
     import click
+    import h11
     import markdown_it
     import pip
     import rich
@@ -120,6 +127,7 @@ def trees() -> dict[str, Path]:
         "uvicorn": Path(uvicorn.__file__).resolve().parent,
         "watchdog": Path(watchdog.__file__).resolve().parent,
         "tqdm": Path(tqdm.__file__).resolve().parent,
+        "h11": Path(h11.__file__).resolve().parent,
     }
 
 
@@ -167,6 +175,7 @@ def load_questions() -> list[dict[str, Any]]:
     uvicorn = json.loads(HELD_OUT_UVICORN.read_text(encoding="utf-8"))["questions"]
     watchdog = json.loads(HELD_OUT_WATCHDOG.read_text(encoding="utf-8"))["questions"]
     tqdm = json.loads(HELD_OUT_TQDM.read_text(encoding="utf-8"))["questions"]
+    h11 = json.loads(HELD_OUT_H11.read_text(encoding="utf-8"))["questions"]
     named = json.loads(NAMED.read_text(encoding="utf-8"))["questions"]
     return (
         [{**q, "set": "own"} for q in own]
@@ -181,6 +190,7 @@ def load_questions() -> list[dict[str, Any]]:
         + [{**q, "set": "uvicorn"} for q in uvicorn]
         + [{**q, "set": "watchdog"} for q in watchdog]
         + [{**q, "set": "tqdm"} for q in tqdm]
+        + [{**q, "set": "h11"} for q in h11]
         + [{**q, "set": "named"} for q in named]
     )
 
@@ -236,6 +246,13 @@ def figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "recall_at_1": round(sum(r["rank"] == 1 for r in scored) / n, 3),
         "recall_at_5": round(sum(1 <= r["rank"] <= 5 for r in scored) / n, 3),
         "mrr": round(sum(1 / r["rank"] for r in scored if r["rank"]) / n, 3),
+        # where the answer ranks among the hits shown (0: not shown)
+        "answer_ranks": {
+            "1": sum(r["rank"] == 1 for r in scored),
+            "2": sum(r["rank"] == 2 for r in scored),
+            "3-5": sum(3 <= r["rank"] <= 5 for r in scored),
+            "not shown": sum(r["rank"] == 0 for r in scored),
+        },
         "confident_rate": round(len(first_confident) / n, 3),
         "confident_right_rate": round(sum(r["right"][0] for r in first_confident) / n, 3),
         "confident_hits": len(confident_hits),
