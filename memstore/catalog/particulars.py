@@ -1,4 +1,4 @@
-"""A query's particulars: its numbers, codes and identifiers, and the parts of them the vault lacks."""
+"""A query's particulars: its numbers, codes and identifiers, the parts of them the vault lacks, and the terms of each joined identifier (one word of a prompt)."""
 
 from __future__ import annotations
 
