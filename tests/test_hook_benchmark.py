@@ -77,6 +77,7 @@ HELD_OUT = [  # (prompts, the vault they run over): each set nobody tuned on
     ("prompts-heldout5.json", "prompts-heldout5-vault.json"),
     ("prompts-heldout6.json", "prompts-heldout6-vault.json"),
     ("prompts-heldout7.json", "prompts-heldout7-vault.json"),
+    ("prompts-heldout8.json", "prompts-heldout8-vault.json"),
 ]
 
 

@@ -215,7 +215,11 @@ def test_cli_search_shows_the_mark_in_text_json_and_context(cited: Path, shop: P
 
 def test_prompt_hook_marks_the_stale_memory(cited: Path, shop: Path) -> None:
     (shop / "src" / "upload.py").unlink()
-    payload = {"session_id": "s", "cwd": str(shop), "prompt": "where is the upload size limit set?"}
+    # "env", "nginx": each memory holds a word of the prompt the other lacks. Asked only
+    # "where is the upload size limit set?", the nginx note holds just the stale memory's
+    # words, for fewer units (no keywords), and is not injected beside it (core.ranking.echoes)
+    prompt = "where is the upload size limit set, in the env or by nginx?"
+    payload = {"session_id": "s", "cwd": str(shop), "prompt": prompt}
     out = invoke_memstore("hook", "prompt", vault=cited, stdin=json.dumps(payload)).stdout
     line = next(line for line in out.splitlines() if "upld0001" in line)
     assert "(stale: " in line and "deleted" in line and "verify before acting" in line

@@ -1,4 +1,4 @@
-"""A query's particulars: its numbers, codes and identifiers, and the parts of them the vault lacks."""
+"""A query's particulars: its numbers, codes and identifiers, the parts of them the vault lacks, and the terms of each joined identifier (one word of a prompt)."""
 
 from __future__ import annotations
 
@@ -63,6 +63,18 @@ def orphan_parts(text: str, holders: Mapping[str, int]) -> frozenset[str]:
         return frozenset()
     alone = {t for run in {r for r in runs if not _JOINERS.intersection(r)} for t in _terms(run)}
     return frozenset(parts - alone)
+
+
+@functools.lru_cache(maxsize=256)
+def joined_words(text: str) -> tuple[frozenset[str], ...]:
+    """Return, per joined identifier of `text` ("/dev/ttyUSB0", "RoomDatabase.Builder",
+    "node_modules"), the terms the analyser reads in it (the whole and its parts) that `text`
+    does not also write on their own: one word of the prompt, however many terms it yields
+    (core.ranking.prompt_words)."""
+    runs = [match.group(0) for match in _RUN.finditer(text)]
+    alone = {t for run in runs if not _JOINERS.intersection(run) for t in _terms(run)}
+    found = (_terms(run) - alone for run in dict.fromkeys(runs) if _JOINERS.intersection(run))
+    return tuple(group for group in found if len(group) > 1)
 
 
 @functools.lru_cache(maxsize=4096)

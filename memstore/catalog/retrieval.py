@@ -9,7 +9,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from memstore.catalog import english_prior
+from memstore.catalog import english_prior, particulars
 from memstore.catalog.indexer import Entry, Indexer
 from memstore.catalog.particulars import camel_wholes, is_specific, named_terms, orphan_parts
 from memstore.catalog.request_terms import REQUEST_TERMS
@@ -277,6 +277,8 @@ def _tiered(
     weights, topic, strange = query_weights(index, query, concepts)
     # a typo's stand-in is a guess: it corroborates nothing (core.ranking.corroborated)
     guessed = frozenset(s.stand_in_term for s in index.stand_ins(query)) if query.chat else ()
+    joined = particulars.joined_words(query.text) if query.chat else ()  # one word each
+    weigh = functools.partial(evidence, weights, topic=topic, guessed=guessed, joined=joined)
     hits, found = [], []
     for candidate, doc, value in ranked:
         coverage = 1.0 if candidate.strict else index.coverage(doc, query, typos=True)
@@ -284,11 +286,10 @@ def _tiered(
         keyed = _keyword_terms(doc.keywords) if doc.keywords else frozenset()
         held = index.held_terms(doc)
         via = _held_through(concepts, held) if ranking.CONCEPT_CREDIT > 0 and concepts else ()
-        core = doc.kind == "core"
-        found.append(
-            evidence(weights, held, keyed, core=core, related=via, topic=topic, guessed=guessed)
-        )
+        found.append(weigh(held, keyed, core=doc.kind == "core", related=via))
     tiers = confident(found, older, chat=query.chat, strange=bool(strange))
+    if query.chat:  # a second memory holding only the answer's words is not injected beside it
+        tiers = ranking.echoes(found, tiers, older)
     hits = [replace(hit, weak=not sure) for hit, sure in zip(hits, tiers, strict=True)]
     return sorted(hits, key=lambda hit: hit.weak)  # stable: score order within each tier
 

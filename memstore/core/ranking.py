@@ -92,6 +92,9 @@ CORROBORATED_UNITS = 2.0
 # In such a prompt, a hit holding the same words (this many or more) as a lead, for fewer
 # units, is no rival of it (`rivals`).
 SAME_WORDS = 2
+# In such a prompt, a hit holding at most 1 / FEWER_WORDS as many of the prompt's words as a
+# lead holding CORROBORATING or more is no rival of it (`rivals`, `prompt_words`).
+FEWER_WORDS = 2
 SPECIFIC_GAIN = 2.0  # a number, code or identifier ("413", "p3009", "checkout.spec.ts")
 KEYWORD_GAIN = 1.5  # a term the memory's stored keywords hold (its writer's own evidence)
 CORE_GAIN = 1.5  # a core memory: a standing rule, meant to apply whenever its subject comes up
@@ -194,6 +197,7 @@ class Evidence:
     held: frozenset[str] = field(default=frozenset(), compare=False)  # query terms it holds
     topical: float | None = field(default=None, compare=False)  # units, weighed by topic
     guessed: frozenset[str] = field(default=frozenset(), compare=False)  # held as stand-ins
+    words: int | None = field(default=None, compare=False)  # the prompt's words it holds
 
 
 def unknown_weight(zipf: float | None) -> float:
@@ -284,6 +288,7 @@ def evidence(
     related: Collection[str] = (),
     topic: Mapping[str, float] | None = None,
     guessed: Collection[str] = (),
+    joined: Sequence[frozenset[str]] = (),
 ) -> Evidence:
     """Weigh what a memory holds of a query: `weights` per query term (term_weight), `held`
     the terms the memory contains, `keyed` those its stored keywords hold (worth
@@ -293,7 +298,9 @@ def evidence(
     weighed by `topic` where given (a prompt typed to an agent: `topical`), and so are the
     units it holds as a rival of another hit (`Evidence.topical`). `guessed`: the query's
     terms that stand in for a word no memory holds (a typo's nearest term), which the
-    memory holds as guesses (`Evidence.guessed`: no corroboration, `corroborated`)."""
+    memory holds as guesses (`Evidence.guessed`: no corroboration, `corroborated`).
+    `joined`: the terms of each joined identifier of a prompt typed to an agent
+    (catalog.particulars.joined_words), one word each (`Evidence.words`, `prompt_words`)."""
     shares = weights if topic is None else topic
     total = sum(shares.values())
     if total <= 0:
@@ -309,7 +316,21 @@ def evidence(
         plain = sum(topic[t] * (KEYWORD_GAIN if t in keyed else 1.0) for t in matched)
         plain = round(plain * (CORE_GAIN if core else 1.0), 4)
     held_terms = frozenset(matched)
-    return Evidence(round(share, 4), round(units, 4), held_terms, plain, held_terms & set(guessed))
+    stand_ins = held_terms & set(guessed)
+    words = None
+    if topic is not None:  # a prompt typed to an agent: a joined identifier is one word
+        left = held_terms - stand_ins
+        groups = [group for group in joined if left & group]
+        words = len(left.difference(*groups)) + len(groups)
+    return Evidence(round(share, 4), round(units, 4), held_terms, plain, stand_ins, words)
+
+
+def prompt_words(found: Evidence) -> int:
+    """Return how many of a prompt's words a hit holds: its terms, a typo's stand-in left
+    out, the terms of one joined identifier ("/dev/ttyUSB0": `dev`, `tti`, `0`) counted once."""
+    if found.words is not None:
+        return found.words
+    return len(found.held - found.guessed)
 
 
 # A question: a question mark anywhere, or an English question word first.
@@ -404,17 +425,47 @@ def rivals(other: Evidence, lead: Evidence, *, chat: bool) -> bool:
     where the lead holds it and "backfill") is not: it finds the same words less well, it
     answers nothing else. Nor is one holding the same SAME_WORDS or more words as the lead
     for fewer units: the lead's writer named those words as its keywords, or it is a core
-    rule (`evidence`), the other merely mentions them. A search or recall (every word meant)
-    counts both, as before."""
+    rule (`evidence`), the other merely mentions them. Nor, beside a lead holding
+    CORROBORATING or more of the prompt's words, is a hit holding at most half as many
+    (FEWER_WORDS, `prompt_words`): two words, one a core rule's or a number's, worth more than
+    half of a lead that holds four ("export", "bookings", "csv", "year") answer less of the
+    prompt. A search or recall (every word meant) counts both, as before."""
     if other is lead:
         return False
     if not chat or not other.held:
         return True
     if other.held < lead.held:
         return False
+    mine, theirs = prompt_words(lead), prompt_words(other)
+    if mine >= CORROBORATING and FEWER_WORDS * theirs <= mine:
+        return False
     return not (
         other.held == lead.held and len(other.held) >= SAME_WORDS and other.units < lead.units
     )
+
+
+def echoes(
+    found: Sequence[Evidence], tiers: Sequence[bool], older: Sequence[Collection[int]]
+) -> list[bool]:
+    """Return `tiers` (a prompt typed to an agent's, `confident`) with each confident hit that
+    echoes another made weak: it holds exactly the words another confident hit holds, for
+    fewer units (that hit's writer named them as its keywords, or it is a core rule). It adds
+    no word of the prompt the other lacks, only a second memory on the same topic beside the
+    answer ("how does the api get deployed": the deploy rule, not also the note that
+    mentions the api's deploy). A hit with words of its own stays. An older version found
+    with its correction (`older[i]`: the positions of the hits hit i supersedes) is left as it
+    is, and so is that pair: the hook shows the correction in its place."""
+    replaced: set[int] = set().union(*older) if older else set()
+    out = list(tiers)
+    for i, f in enumerate(found):
+        if not tiers[i] or i in replaced:
+            continue
+        out[i] = not any(
+            tiers[j] and o.held == f.held and o.units > f.units
+            for j, o in enumerate(found)
+            if j != i and j not in replaced and j not in older[i] and i not in older[j]
+        )
+    return out
 
 
 def confident_first(hits: Sequence[Hit]) -> list[Hit]:

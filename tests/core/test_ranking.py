@@ -17,9 +17,11 @@ from memstore.core.ranking import (
     chat_word,
     confident,
     demote_superseded,
+    echoes,
     evidence,
     one_topic_word,
     pack,
+    prompt_words,
     score,
     strength,
     term_weight,
@@ -322,3 +324,44 @@ def test_a_hit_holding_the_same_words_for_fewer_units_is_no_rival_in_a_prompt() 
     assert confident([one, single], chat=True) == [False, False]
     twin = ev(0.6, 2.13, "flash usb", 2.13)
     assert confident([lead, twin], chat=True) == [False, False]
+
+
+def test_a_rival_holding_half_as_many_words_as_a_corroborated_lead_is_none_in_a_prompt() -> None:
+    """A lead holding 4 of a prompt's words ("export", "bookings", "csv", "year"); another
+    hit holds 2 (a core rule's "studio" and "bookings", worth more than half the lead's
+    units). In a prompt the 2 words answer less of it: no rival. A search counts it; a lead of
+    3 words beside 2 keeps its rival; a joined identifier's terms are one word."""
+    lead = ev(0.58, 3.46, "book csv export year", 3.0)
+    other = ev(0.21, 2.89, "book studio", 1.95)
+    assert confident([lead, other], chat=True) == [True, False]
+    assert confident([lead, other]) == [False, False]
+    three = ev(0.5, 3.0, "book csv export", 3.0)
+    assert confident([three, other], chat=True) == [False, False]
+    weights = {"dev": 0.85, "tti": 1.0, "0": 0.6, "monitor": 1.0}
+    path = (frozenset({"dev", "tti", "0", "/dev/ttyusb0"}),)
+    parts = evidence(weights, {"dev", "tti", "0"}, (), topic=weights, joined=path)
+    assert prompt_words(parts) == 1 and len(parts.held) == 3
+    assert prompt_words(evidence(weights, {"dev", "tti", "0"}, (), topic=weights)) == 3
+    assert evidence(weights, {"dev"}, (), joined=path).words is None  # a search: terms
+
+
+def test_a_confident_hit_holding_only_another_ones_words_for_fewer_units_echoes_it() -> None:
+    """Two confident hits hold "api" and "deploy"; the deploy rule (core, keywords) for more
+    units: the other echoes it and is made weak. One holding a word of its own stays, so do
+    equal units, and an older version found with its correction is left as it is."""
+    rule, note = ev(1.0, 1.99, "api deploy"), ev(1.0, 1.01, "api deploy")
+    assert echoes([rule, note], [True, True], [set(), set()]) == [True, False]
+    assert echoes([rule, note], [False, True], [set(), set()]) == [False, True]
+    more = ev(0.9, 1.2, "api deploy worker")
+    assert echoes([rule, more], [True, True], [set(), set()]) == [True, True]
+    twin = ev(1.0, 1.99, "api deploy")
+    assert echoes([rule, twin], [True, True], [set(), set()]) == [True, True]
+    # the note is the rule's older version (the rule supersedes it): the hook shows the rule
+    assert echoes([rule, note], [True, True], [{1}, set()]) == [True, True]
+    # an older version of something else with more units silences nothing
+    old, correction = ev(1.0, 2.5, "api deploy"), ev(1.0, 1.2, "api deploy")
+    assert echoes([old, correction, note], [True, True, True], [set(), {0}, set()]) == [
+        True,
+        True,
+        False,
+    ]
