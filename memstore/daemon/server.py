@@ -164,6 +164,7 @@ class Daemon:
         try:
             left = warm.first(self.store, self._stop)  # before it answers (warm.py)
             self.warmed = left is None
+            self._last_request = time.monotonic()  # its idle time counts from its first answer
             with self._listening() as listener:
                 say(f"serving {self.store.vault.root} on {self.socket_path} (pid {os.getpid()})")
                 if left is not None:
