@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,10 @@ MAX_STAND_INS = 8  # unknown terms of one query looked at for a stand-in
 # reading a segment's terms costs ~4 µs a term, ~4 terms a document.
 WHOLE_SEGMENT_DOCS = 500
 READ_WHOLE_AFTER = 24  # terms asked of a one-document segment; 4 more for each other document
+# Segments this large outlive many index versions (an add or a counter flush makes a small
+# one beside them): what a typo walk finds in them is kept while they all live (`_near_terms`).
+LASTING_DOCS = 1_000
+CACHE_NEAR = 8_000  # (form, edits) walks kept over the lasting segments
 
 
 class Lexicon:
@@ -53,6 +57,10 @@ class Lexicon:
         self._stand_ins: dict[tuple[str, str], StandIn | None] = {}
         # query text → its terms with stand-ins in place, and the stand-ins
         self._resolved: dict[tuple[str, frozenset[str]], tuple[list[str], tuple[StandIn, ...]]] = {}
+        # (form, edits) → the terms near it in the lasting segments `_near_of` names, kept
+        # across index versions while those segments live (they never change)
+        self._near_of: tuple[str, ...] = ()
+        self._near: dict[tuple[str, int], frozenset[str]] = {}
 
     def reset(self, searcher: Any) -> None:
         """Answer for `searcher` (a new index version) from now on."""
@@ -166,10 +174,9 @@ class Lexicon:
                 continue
             with guard(self.root, "read"):
                 if self.holds_terms:
-                    lookups = [self.term_lookup()]
+                    near = near_terms(form, edits, [self.term_lookup()])
                 else:
-                    lookups = [run.find for run in self.term_runs()]
-                near = near_terms(form, edits, lookups)
+                    near = self._near_terms(form, edits)
             frequencies = {t: self.held_by(t) for t in near}
             for apart, candidate in ranked(form, frequencies):
                 surface = nearest_surface(word, self._surfaces(candidate))
@@ -180,6 +187,10 @@ class Lexicon:
     def term_runs(self) -> Iterable[TermRun]:
         """Yield each segment's TermRun (read the first time a walk needs it: segments
         never change, and a new index version reads only its new segments)."""
+        for _, _, run in self._keyed_runs():
+            yield run
+
+    def _keyed_runs(self) -> Iterator[tuple[Any, str, TermRun]]:
         for segment, _ in self._searcher.reader().leaf_readers():
             if not segment.doc_count():
                 continue
@@ -189,7 +200,31 @@ class Lexicon:
                 run = TermRun(heapq.merge(*(segment.lexicon(f) for f in SCORED_FIELDS)))
                 if key:
                     self._runs[key] = run
-            yield run
+            yield segment, key, run
+
+    def _near_terms(self, form: str, edits: int) -> set[str]:
+        """Return the terms within `edits` of `form` in every segment: the lasting segments'
+        walk kept while they all live, the small ones walked again each version. After an
+        add (a new version: its stand-ins asked again) the walk over the large segments cost
+        most of a recall's typo look-up at 100,000 memories; the union is the same terms."""
+        lasting: list[TermRun] = []
+        small: list[TermRun] = []
+        keys: list[str] = []
+        for segment, key, run in self._keyed_runs():
+            if key and segment.doc_count_all() >= LASTING_DOCS:
+                keys.append(key)
+                lasting.append(run)
+            else:
+                small.append(run)
+        if tuple(keys) != self._near_of or len(self._near) > CACHE_NEAR:
+            self._near_of, self._near = tuple(keys), {}
+        found = self._near.get((form, edits))
+        if found is None:
+            walked = near_terms(form, edits, [run.find for run in lasting]) if lasting else ()
+            found = self._near[form, edits] = frozenset(walked)
+        if not small:
+            return set(found)
+        return set(found).union(near_terms(form, edits, [run.find for run in small]))
 
     def term_lookup(self) -> Callable[[str], str | None]:
         """Return a look-up of the first term at or after a word, over every segment's

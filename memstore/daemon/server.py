@@ -162,9 +162,13 @@ class Daemon:
         logging.getLogger().addHandler(self._request_log)
         self.watcher.start(wait=True)
         try:
+            left = warm.first(self.store, self._stop)  # before it answers (warm.py)
+            self.warmed = left is None
+            self._last_request = time.monotonic()  # its idle time counts from its first answer
             with self._listening() as listener:
                 say(f"serving {self.store.vault.root} on {self.socket_path} (pid {os.getpid()})")
-                self._start_warming()
+                if left is not None:
+                    self._start_warming(left)
                 self._serve(listener)
         finally:
             # a request under way finishes; a warm-up step does not hold the stop up (it
@@ -178,14 +182,16 @@ class Daemon:
             logging.getLogger().removeHandler(self._request_log)
         say(f"stopped: {self.stop_reason or 'asked to'}")
 
-    def _start_warming(self) -> None:
-        self._warming = threading.Thread(target=self._warm, name="memstore-warm", daemon=True)
+    def _start_warming(self, left: warm.Steps | None = None) -> None:
+        self._warming = threading.Thread(
+            target=self._warm, args=(left,), name="memstore-warm", daemon=True
+        )
         self._warming.start()
 
-    def _warm(self) -> None:
-        """Read what first requests would, in the background, only while no request
-        waits or runs (memstore/daemon/warm.py)."""
-        self.warmed = warm.warm(self.store, self._turns, self._stop)
+    def _warm(self, left: warm.Steps | None = None) -> None:
+        """Read what first requests would (`left`: the steps not run before it answered),
+        in the background, only while no request waits or runs (memstore/daemon/warm.py)."""
+        self.warmed = warm.warm(self.store, self._turns, self._stop, left)
         self._settled = 0.0  # what it read is frozen at the next idle moment (_settle)
 
     def _warm_again(self) -> None:

@@ -1,19 +1,25 @@
-"""The daemon's warm-up: what first requests would read, read between requests, never before one.
+"""The daemon's warm-up: what first requests would read, read before it answers, then between requests.
 
-A daemon answers as soon as it listens; a thread then reads ahead what the first requests
-would (the searcher, the core block, BM25's length parts, the common words' lists, large
-segments' key order) one short step at a time, and again once a merge or compaction swapped
-in a large segment (`again`). Requests go first: a step starts only while no request waits for
-the store or holds it (`Turns`), so a request waits at most for the one step under way,
-and the warm-up waits for every request (issue 39: the first hundred recalls at 100,000
-memories had twice the steady p95 while the warm-up ran beside them).
+Before it listens the daemon reads ahead what the first requests would (the searcher, the
+core block, BM25's length parts, the common words' lists, large segments' key order, each
+segment's terms for typo walks) for up to FIRST_S seconds (`first`), and freezes what it
+read out of the cycle collector's walks: a client meanwhile answers in-process, as it does
+until any daemon listens. Steps left over run in a thread one short step at a time, and
+again once a merge or compaction swapped in a large segment (`again`). There requests go
+first: a step starts only while no request waits for the store or holds it (`Turns`), so a
+request waits at most for the one step under way (issue 39: the first hundred recalls at
+100,000 memories had twice the steady p95 while the warm-up ran beside them; with the
+warm-up behind requests, a burst of recalls from the first answer on left it no turn and
+paid its steps itself: the typo lexicon of every segment, the key order).
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 from memstore.core.errors import MemstoreError
@@ -25,7 +31,13 @@ log = logging.getLogger("memstore.daemon.warm")
 # After a request, the warm-up waits this long without one before its next step: a client
 # asking again at once (an agent's burst of recalls) finds the store free, not a step.
 QUIET_S = 0.05
+# Before it answers, the daemon warms until this long (wall) has passed, then ends the step
+# under way: at 100,000 memories the whole warm-up is ~3.4 s of CPU, its first two steps
+# (the searchers, the core block: what a first request pays anyway) ~1.7 s; at load 20 a
+# budget of 10 s put the first answer 22 s later. What is left runs behind requests.
+FIRST_S = 3.0
 _DONE = object()
+Steps = Iterator[None]
 
 
 class Turns:
@@ -123,9 +135,34 @@ def again(store: Store, turns: Turns, warmed: int | None) -> int | None:
     return None if version == warmed else version
 
 
-def warm(store: Store, turns: Turns, stop: threading.Event) -> bool:
-    """Run the warm-up's steps, each in a turn of its own, until done (True) or `stop`."""
+def first(
+    store: Store,
+    stop: threading.Event,
+    budget: float = FIRST_S,
+    clock: Callable[[], float] = time.monotonic,
+) -> Steps | None:
+    """Run the warm-up's steps before the daemon answers, until done (None) or `budget`
+    seconds have passed or `stop` is set (return the steps left, for `warm`); then collect
+    and freeze the heap, so no collection a first request triggers walks what they read."""
     steps_left = steps(store)
+    deadline = clock() + budget
+    try:
+        while not stop.is_set() and clock() < deadline:
+            if next(steps_left, _DONE) is _DONE:
+                return None
+        return steps_left
+    except (MemstoreError, SearchIndexError) as err:
+        log.warning("could not warm the index: %s", err)
+        return steps(store)  # the first request heals; the thread warms from the start
+    finally:
+        gc.collect()
+        gc.freeze()
+
+
+def warm(store: Store, turns: Turns, stop: threading.Event, left: Steps | None = None) -> bool:
+    """Run the warm-up's steps (`left`: those `first` did not run), each in a turn of its
+    own, until done (True) or `stop`."""
+    steps_left = steps(store) if left is None else left
     try:
         while True:
             with turns.step(stop) as turn:
