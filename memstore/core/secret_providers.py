@@ -302,8 +302,7 @@ TRIGGERS: tuple[str, ...] = (
     r"AIza|AT(?:ATT|CTT)|A3-|AKCp|AQVN|AGE-SECRET-KEY-1|GOCSPX-|GR1348941|SK[0-9a-f]{32}|SG\."
     r"|PMAK-|NR(?:AK|AA|II|JS)-|HRKU-|EAA[ABCDG]|EZ[AT]K|CFPAT-|CLOJARS_|FLWSECK|LTAI|V(?<=cmV)",
     r"/(?<=1//)",
-    r":(?<=\d:)[A-Za-z0-9_-]{33}",
-    r":(?<=\.[A-Za-z0-9_-]{6}:)[A-Za-z0-9_-]{30}",
+    r":(?:(?<=\d:)[A-Za-z0-9_-]{33}|(?<=\.[A-Za-z0-9_-]{6}:)[A-Za-z0-9_-]{30})",
     r"~(?<=Q~)",
     r"=[A-Za-z0-9+/%]{30}",
     r"2(?<=oy2)",
