@@ -40,7 +40,7 @@ _CODE_REFERENCE = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+$|[A-Za-z_][\w.]*[(\[]")
 
 def is_placeholder(value: str) -> bool:
     """Tell whether a credential value is a stand-in (<pass>, ${PASS}, changeme, an environment lookup)."""
-    value = value.strip("'\"`.,;)")
+    value = value.strip("'\"`.,;)").rstrip(":)")  # a parameter's default: password=None):
     lowered = re.sub(r"[-_ ]", "", value.lower())
     return (
         not value
@@ -53,7 +53,8 @@ def is_placeholder(value: str) -> bool:
         or any(marker in lowered for marker in _STAND_IN_MARKS)
         or is_dummy(value)
         or _CODE_REFERENCE.match(value) is not None
-        or _WORDS_FOR_A_SECRET.fullmatch(value) is not None
+        # db_password, or a constant naming one (DEFAULT_PASSWORD, STRIPE_SECRET)
+        or _WORDS_FOR_A_SECRET.fullmatch(value.lower() if value.isupper() else value) is not None
     )
 
 
