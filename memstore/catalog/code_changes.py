@@ -21,6 +21,7 @@ from memstore.catalog.chunking import Chunk, chunk_source, prose
 from memstore.catalog.code_hits import KIND
 from memstore.catalog.plan import plan_catch_up, settle
 from memstore.catalog.sources import Walk, read_source
+from memstore.core.secret_mask import mask_secrets
 from memstore.index import Document
 
 Progress = Callable[[int, int], None]
@@ -111,8 +112,13 @@ def chunk_key(root: str, path: str, digest: str, occurrence: int) -> str:
 
 
 def _document(key: str, workspace: str, path: str, chunk: Chunk, root: str) -> Document:
+    """The index document of a chunk, each credential in its text masked (`[secret: …]`, as
+    core/secret_mask.py does): a key a source file holds is neither kept in the index nor
+    shown in a hit, a recall or a briefing, and a memory written from one holds none."""
     ref = f"{path}:{chunk.start}-{chunk.end}"
     label = " ".join(part for part in (ref, chunk.kind, chunk.name) if part)
+    text = mask_secrets(chunk.text)
+    comments = "" if chunk.kind == "module" else prose(chunk)
     return Document(
         key=key,
         id=hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:12],
@@ -122,9 +128,9 @@ def _document(key: str, workspace: str, path: str, chunk: Chunk, root: str) -> D
         # and so are a definition's comments and docstrings (`prose`) once more: a module
         # chunk's are left to its text (they describe the whole file, and gave every
         # question about a file the code between its definitions: recall@5 0.77 → 0.75)
-        content=f"{label}\n{chunk.text}",
+        content=f"{label}\n{text}",
         keywords=tuple(
-            k for k in (path, chunk.name, "" if chunk.kind == "module" else prose(chunk)) if k
+            k for k in (path, chunk.name, mask_secrets(comments) if comments else "") if k
         ),
         source=f"{ref}\n{root}",
         hash=chunk.digest,

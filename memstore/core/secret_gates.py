@@ -66,7 +66,7 @@ _TRIGGERS = (
     r"BEGIN|Private-Lines:|PuTTY-|A(?:KIA|SIA|BIA|CCA)|J(?<=eyJ)|\"auth\"",
     r"\?(?:sig|X-Amz-Signature|Signature)=",
     r"&(?:sig|X-Amz-Signature|Signature)=",
-    r"://[^\s:/?#@]*:[^\s/?#@]+@",
+    r"://[^\s:/?#@]*:[^\s/@]+@",
     r"-(?<=[ \t]-)(?:[pwa]|\w*b)",
     r":(?:\d{2,5}|\*):[^\s:]+:[^\s:]+:",
 )

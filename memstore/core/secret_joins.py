@@ -59,9 +59,16 @@ _TRIM = "\"'`()[]{}<>,;:!?"
 _PIECE_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_.~-"  # _PIECE's
 
 
+# Two string literals joined by an operator ('glpat-' + 'x…', "a" . "b", "a" & "b", 'a' || 'b'):
+# the operator is dropped, so the literals' words stand side by side as adjacent literals do.
+_CONCAT = re.compile(r"""(['"`])[ \t]*(?:\+|\.|&|\|\|)\s*(['"`])""")
+
+
 def joins(text: str, *, every: bool = True) -> str:
     """The joins a split key could hide in, one a line (`every` False: only those a rule may
     accept, in no set order: each rule but a key body's multi-line one reads a line alone)."""
+    if "'" in text or '"' in text or "`" in text:  # a substring test costs less than a search
+        text = _CONCAT.sub(r"\1 \2", text)
     # Keys split by dashes or dots (AKIA-IOSF-…) are split by spaces once those are read as spaces.
     undashed = _SPLIT_MARK.sub(" ", text)
     if every:
@@ -120,6 +127,7 @@ def _may_hold(join: str) -> bool:
     return (
         (_DIGIT.search(join) is not None and _CAPITAL.search(join) is not None)
         or _AWS_ID.search(join) is not None
+        or _PREFIX.match(join) is not None  # a provider's token of the shape it issues
         or (len(join) >= _KEY_BODY_LENGTH and "M" in join)
     )
 

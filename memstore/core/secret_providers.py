@@ -125,6 +125,14 @@ PROVIDERS: tuple[tuple[str, str], ...] = (
         r"|\baccess-(?:sandbox|development|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
     ),
     ("a crates.io token", r"\b(?P<v>cio[A-Za-z0-9]{32})" + _TAIL),
+    (  # Lob's, Mollie's, Checkout's: a live-mode key, letters and digits after its prefix
+        "a live-mode API key",
+        r"\b(?P<v>live_(?=[A-Za-z]*\d)(?=\d*[A-Za-z])[A-Za-z0-9]{30,})" + _TAIL,
+    ),
+    (  # app id . key id : secret
+        "an Ably API key",
+        r"(?<![\w.-])[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{6}:(?P<v>[A-Za-z0-9_-]{30,})(?![\w-])",
+    ),
     ("a Honeycomb key", r"\b(?P<v>hc[a-z]{2}k_[a-z0-9]{50,70})" + _TAIL),
     ("a Beamer API key", r"\b(?P<v>b_[A-Za-z0-9=_-]{44})" + _TAIL),
     ("a Mapbox secret token", r"\bsk\.eyJ[A-Za-z0-9_-]{40,}\.[A-Za-z0-9_-]{20,}"),
@@ -208,6 +216,8 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     ),
     "a cloud service token": ("age-secret-key-1", "eaa", "access-"),
     "a crates.io token": ("cio",),
+    "a live-mode API key": ("live_",),
+    "an Ably API key": (":",),
     "a Honeycomb key": ("hc",),
     "a Beamer API key": ("b_",),
     "a Mapbox secret token": ("sk.eyj",),
@@ -263,6 +273,8 @@ ANCHORS: dict[str, str] = {
     ),
     "a cloud service token": r"AGE-SECRET-KEY-1|EAA[BCDG]|access-(?:sandbox|development|production)-",
     "a crates.io token": r"cio[A-Za-z0-9]{32}",
+    "a live-mode API key": r"live_",
+    "an Ably API key": r"\.[A-Za-z0-9_-]{6}:[A-Za-z0-9_-]{30}",
     "a Honeycomb key": r"hc[a-z]{2}k_",
     "a Beamer API key": r"b_[A-Za-z0-9=_-]{44}",
     "a Mapbox secret token": r"sk\.eyJ",
@@ -278,7 +290,7 @@ TRIGGERS: tuple[str, ...] = (
     r"|(?<=sntry[su]_)|(?<=glsa_)|(?<=glc_)|(?<=fig[dou]_)|(?<=shp[a-z]{2}_)|(?<=_v1_)"
     r"|(?<=pscale_)|(?<=fo1_)|(?<=fm[12]_)|(?<=fm[12][ar]_)|(?<=ops_)|(?<=npm_)|(?<=rubygems_)"
     r"|(?<=aio_)|(?<=pnu_)|(?<=rdme_)|(?<=shippo_)|(?<=sq[pua]_)|(?<=sgp_)|(?<=tfp_)|(?<=y0_)"
-    r"|(?<=sbp_)|(?<=sb_)|(?<=vercel_)|(?<=glpat_)|(?<=b_)|(?<=hc[a-z]{2}k_))",
+    r"|(?<=sbp_)|(?<=sb_)|(?<=vercel_)|(?<=glpat_)|(?<=b_)|(?<=hc[a-z]{2}k_)|(?<=live_))",
     r"-(?:(?<=gl[a-z]{2}-)|(?<=gl[a-z]{3}-)|(?<=gl[a-z]{4}-)|(?<=gl[a-z]{5}-)|(?<=xox[abposre]-)"
     r"|(?<=xapp-)|(?<=sk-)|(?<=pplx-)|(?<=xai-)|(?<=key-)|(?<=django-)|(?<=xkeysib-)"
     r"|(?<=xsmtpsib-)|(?<=sq0[a-z]{3}-)|(?<=pypi-)|(?<=fio-)|(?<=tk-)|(?<=pul-)|(?<=ico-)"
@@ -290,7 +302,7 @@ TRIGGERS: tuple[str, ...] = (
     r"AIza|AT(?:ATT|CTT)|A3-|AKCp|AQVN|AGE-SECRET-KEY-1|GOCSPX-|GR1348941|SK[0-9a-f]{32}|SG\."
     r"|PMAK-|NR(?:AK|AA|II|JS)-|HRKU-|EAA[ABCDG]|EZ[AT]K|CFPAT-|CLOJARS_|FLWSECK|LTAI|V(?<=cmV)",
     r"/(?<=1//)",
-    r":(?<=\d:)[A-Za-z0-9_-]{33}",
+    r":(?:(?<=\d:)[A-Za-z0-9_-]{33}|(?<=\.[A-Za-z0-9_-]{6}:)[A-Za-z0-9_-]{30})",
     r"~(?<=Q~)",
     r"=[A-Za-z0-9+/%]{30}",
     r"2(?<=oy2)",
@@ -307,7 +319,10 @@ ISSUED: dict[str, str] = {
     "a GitHub token": r"gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}",
     "a GitLab token": r"glpat-[A-Za-z0-9_-]{20}",
     "a Google API key": r"AIza[0-9A-Za-z_-]{35}",
-    "a Slack token": r"xox[bp]-\d{10,13}-\d{10,13}-[A-Za-z0-9-]{24,34}",
+    "a Slack token": (
+        r"xox[bp]-\d{10,13}-\d{10,13}-[A-Za-z0-9-]{24,34}"
+        r"|xoxp-\d{10,13}-\d{10,13}-\d{10,13}-[a-f0-9]{32}"
+    ),
     "an AI provider API key": r"hf_[A-Za-z0-9]{34}|gsk_[A-Za-z0-9]{52}",
     "a Linear API key": r"lin_api_[A-Za-z0-9]{40}",
     "a Databricks token": r"dapi[a-f0-9]{32}",

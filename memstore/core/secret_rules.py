@@ -17,6 +17,7 @@ from memstore.core.secret_values import (
     is_passphrase,
     is_placeholder,
     is_stand_in_token,
+    is_wordy,
     looks_generated,
     looks_like_password,
     looks_random,
@@ -43,6 +44,19 @@ def _is_random_base64(value: str) -> bool:
     return not all(c.isprintable() or c in "\t\r\n" for c in decoded)
 
 
+_PUBLIC_BLOCK = re.compile(r"-{5}BEGIN (?:CERTIFICATE|PUBLIC KEY|[A-Z ]*PUBLIC KEY BLOCK)-{5}")
+
+
+def _in_public_block(match: re.Match[str]) -> bool:
+    """Whether a match is a line of a certificate's or a public key's PEM body (base64 that is
+    published: a 40-character line of it is no AWS secret)."""
+    text, start = match.string, match.start()
+    begin = text.rfind("-----BEGIN ", 0, start)
+    if begin < 0 or _PUBLIC_BLOCK.match(text, begin) is None:
+        return False
+    return "-----END " not in text[begin:start]
+
+
 def _basic_auth(value: str) -> bool:
     try:
         decoded = base64.b64decode(value + "=" * (-len(value) % 4)).decode("utf-8")
@@ -54,7 +68,15 @@ def _basic_auth(value: str) -> bool:
 
 def _url_password(match: re.Match[str]) -> bool:
     # A DSN whose password is its user name (postgres:postgres@localhost) is a public default.
-    return match["v"] != match["u"] and not is_placeholder(match["v"])
+    # A password may hold a # or ? pasted unescaped; a port before one (host:8080?to=a@b) is
+    # no password.
+    password = match["v"]
+    before = re.split(r"[?#]", password, maxsplit=1)[0]
+    return (
+        password != match["u"]
+        and not is_placeholder(password)
+        and (before == password or not before.isdigit())
+    )
 
 
 @dataclass(frozen=True)
@@ -78,6 +100,10 @@ class Rule:
     folded: bool = False
     # The pattern needs 40 base64 characters in a row (or, with an anchor, that or the anchor).
     base64_run: bool = False
+    # The exact shape its provider issues (secret_providers.ISSUED): a match in a join of that
+    # shape is a token split up, though it lacks a digit or a capital (hf_ and 34 letters, an
+    # xoxp- token's lowercase hex), unless it reads as words run together.
+    issued: re.Pattern[str] | None = None
 
     @functools.cached_property
     def pattern(self) -> re.Pattern[str]:
@@ -102,9 +128,18 @@ class Rule:
     def matches(self, text: str, *, joined: bool) -> bool:
         for match in self.pattern.finditer(text):
             value = _value_of(match)
-            if self.accept(match) and (not joined or self.exact or looks_random(value)):
+            if self.accept(match) and (
+                not joined or self.exact or looks_random(value) or self._split_issued(value)
+            ):
                 return True
         return False
+
+    def _split_issued(self, value: str) -> bool:
+        return (
+            self.issued is not None
+            and self.issued.fullmatch(value) is not None
+            and not is_wordy(value)
+        )
 
 
 def _value_of(match: re.Match[str]) -> str:
@@ -123,6 +158,7 @@ _LOOSE = frozenset(
         "a Beamer API key",
         "a Telegram bot token",
         "a crates.io token",
+        "an Ably API key",
     }
 )
 
@@ -243,11 +279,22 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "an AWS-style 40-character secret",
         (r"(?<![A-Za-z0-9/+_.$-])(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=_.$-])"),
-        lambda match: _is_random_base64(match["v"]) and not is_placeholder(match["v"]),
+        lambda match: (
+            _is_random_base64(match["v"])
+            and not is_placeholder(match["v"])
+            and not _in_public_block(match)
+        ),
         base64_run=True,
     ),
     *(
-        Rule(kind, pattern, _token, needles=NEEDLES[kind], anchor=ANCHORS[kind])
+        Rule(
+            kind,
+            pattern,
+            _token,
+            needles=NEEDLES[kind],
+            anchor=ANCHORS[kind],
+            issued=_ISSUED.get(kind),
+        )
         for kind, pattern in PROVIDERS
     ),
     Rule(
@@ -265,10 +312,13 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "a password in a URL",
-        (r"\b[A-Za-z][A-Za-z0-9+.-]*://(?P<u>[^\s:/?#@]*):(?P<v>[^\s/?#@]+)@[^\s/?#@]"),
+        (
+            r"\b[A-Za-z][A-Za-z0-9+.-]*://(?P<u>[^\s:/?#@]*)"
+            r":(?P<v>[^\s/?#@]+(?:[?#][^\s/?#@]*)*)@[^\s/?#@]"
+        ),
         _url_password,
         needles=("://",),
-        anchor=r"://[^\s:/?#@]*:[^\s/?#@]+@",
+        anchor=r"://[^\s:/?#@]*:[^\s/@]+@",
     ),
     Rule(
         "an Authorization header",
@@ -350,14 +400,15 @@ RULES: tuple[Rule, ...] = (
         "a password assignment",
         (
             # not 1Password's name (see 1Password: harbor db), a password manager's
-            r"(?i)(?:(?<!(?<!\w)1)password|passwd|passphrase|(?<![a-z0-9])(?:pwd|pass|pw))"
+            # psk: a Wi-Fi network's or a VPN's pre-shared key (wpa_supplicant's psk="…")
+            r"(?i)(?:(?<!(?<!\w)1)password|passwd|passphrase|(?<![a-z0-9])(?:pwd|pass|pw|psk))"
             + _SUFFIXES
             + _ASSIGN
             + r"(?P<v>[^\s'\"<>`]{6,})"
         ),
         _password_value,
-        needles=("pass", "pw"),
-        anchor=r"(?:pass(?:word|wd|phrase)?|pwd?)(?:[_.-][a-z]+)*['\"]?[ \t]*[:=]",
+        needles=("pass", "pw", "psk"),
+        anchor=r"(?:pass(?:word|wd|phrase)?|pwd?|psk)(?:[_.-][a-z]+)*['\"]?[ \t]*[:=]",
         folded=True,
     ),
     Rule(

@@ -11,6 +11,7 @@ import itertools
 import math
 import re
 import sys
+import unicodedata
 from collections import Counter
 
 _STAND_INS = (
@@ -39,7 +40,7 @@ _CODE_REFERENCE = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+$|[A-Za-z_][\w.]*[(\[]")
 
 def is_placeholder(value: str) -> bool:
     """Tell whether a credential value is a stand-in (<pass>, ${PASS}, changeme, an environment lookup)."""
-    value = value.strip("'\"`.,;)")
+    value = value.strip("'\"`.,;)").rstrip(":)")  # a parameter's default: password=None):
     lowered = re.sub(r"[-_ ]", "", value.lower())
     return (
         not value
@@ -52,7 +53,8 @@ def is_placeholder(value: str) -> bool:
         or any(marker in lowered for marker in _STAND_IN_MARKS)
         or is_dummy(value)
         or _CODE_REFERENCE.match(value) is not None
-        or _WORDS_FOR_A_SECRET.fullmatch(value) is not None
+        # db_password, or a constant naming one (DEFAULT_PASSWORD, STRIPE_SECRET)
+        or _WORDS_FOR_A_SECRET.fullmatch(value.lower() if value.isupper() else value) is not None
     )
 
 
@@ -92,11 +94,30 @@ def is_stand_in_token(value: str, *, issued: bool = False) -> bool:
     )
 
 
+# "Password" in more languages, as normalize() reads them (NFKC; Cyrillic а, о, р, е drawn
+# like Latin read Latin), each a label as it stands: Hungarian, Vietnamese, Indonesian, Malay,
+# Hindi and Marathi, Arabic, Hebrew, Thai, Persian, Urdu, Bengali, Serbo-Croatian, Catalan,
+# Galician, Basque, Swahili, Lithuanian, Estonian, Slovenian, Icelandic, Welsh, Albanian,
+# Azerbaijani, Tamil, Khmer, Lao, Georgian, Armenian.
+_WORLD_PASSWORD_WORDS = tuple(
+    unicodedata.normalize("NFKC", word)
+    for word in (
+        *("jelszó", "jelszava", "jelszót", "mật khẩu", "kata sandi", "kata laluan"),
+        *("पासवर्ड", "كلمة المرور", "كلمة السر", "كلمة مرور", "סיסמה", "סיסמא", "סיסמת"),
+        *("รหัสผ่าน", "رمز عبور", "گذرواژه", "پاس ورڈ", "পাসওয়ার্ড", "lozinka", "lozinku"),
+        *("лoзинкa", "лoзинку", "contrasenya", "contrasinal", "pasahitza", "nenosiri"),
+        *("slaptažodis", "slaptažodį", "parool", "salasõna", "geslo", "lykilorð", "cyfrinair"),
+        *("fjalëkalim", "şifrə", "கடவுச்சொல்", "ពាក្យសម្ងាត់", "ລະຫັດຜ່ານ", "პაროლი"),
+        "գաղտնաբառ",
+    )
+)
 # "Password" in Portuguese, Dutch, Polish, Turkish, Swedish, Danish, Czech, Finnish, Russian,
-# Greek, Korean, Japanese and Chinese (with the endings a label takes before its value).
+# Ukrainian, Bulgarian, Greek, Korean, Japanese and Chinese (with the endings a label takes
+# before its value), then the words above.
 _PASSWORD_WORDS = (
     r"senha|wachtwoord|has(?:ło|ła|lo)|şifre(?:si)?|parola(?:sı)?|lösenord(?:et)?|passord(?:et)?"
-    r"|adgangskode(?:n)?|heslo|salasana|п[аa][рp][оo]л(?:ь|я|[еe]м)|κωδικός|비밀번호|パスワード|密[码碼]|口令"
+    r"|adgangskode(?:n)?|heslo|salasana|п[аa][рp][оo]л(?:ь|я|[еe]м|[аa](?:т[аa])?)?|κωδικός"
+    r"|비밀번호|パスワード|密[码碼]|口令|" + "|".join(map(re.escape, _WORLD_PASSWORD_WORDS))
 )
 _WORD_START = r"(?i)(?:(?<![a-z0-9])(?:[a-z0-9]+[_.-]){0,4}?|(?-i:(?<=[a-z])(?=[A-Z])))"
 _WORD_END = r"(?:[_.-][a-z0-9]+){0,3}(?![a-z0-9])"
@@ -117,6 +138,7 @@ _GLUED = r"(?:auth|api|access|refresh|bot|session)token|authkey"
 _MORE_LABELS = re.compile(_WORD_START + "(?:" + _PASSWORD_WORDS + "|" + _GLUED + ")" + _WORD_END)
 _MORE_WORDS = re.compile("(?i)" + _PASSWORD_WORDS + "|" + _GLUED)
 _WORD_BEFORE = re.compile(r"([A-Za-z0-9]+)[ \t]*$")
+_ENV_BEFORE = re.compile(r"(?i)\benv(?:ironment)?[ \t]*$")
 # English, German (Passwort, Kennwort), Spanish (contraseña, clave), French (mot de passe).
 _PASSWORD_LABEL = re.compile(
     r"(?i)pass(?:word|wd|phrase|wort)|pwd|kennwort|contrase(?:ñ|n)a|clave|mot[ _-]de[ _-]passe|"
@@ -211,7 +233,7 @@ _NOT_THE_VALUE = frozenset(
         "label",
     ]
 )
-_PASSWORD_CHARS = re.compile(r"[A-Za-z0-9!#$%^&*+=?~|_.-]+")
+_PASSWORD_CHARS = re.compile(r"[A-Za-z0-9!@#$%^&*+=?~|_.-]+")
 _ON_THE_WAY = frozenset(["changed", "set", "reset", "updated", "now", "still", "also", "just"])
 _SAYS_VALUE = frozenset(
     [
@@ -219,10 +241,21 @@ _SAYS_VALUE = frozenset(
         *("ist", "lautet", "war", "es", "era", "est", "était"),  # German, Spanish, French
         # Portuguese, Italian, Polish, Swedish, Danish and Norwegian, Czech, Japanese, Chinese
         *("é", "è", "jest", "är", "er", "blev", "je", "は", "が", "是", "为", "為"),
+        # Romanian, Bulgarian, Catalan, Greek, Vietnamese, Indonesian, Malay, Arabic, Hebrew,
+        # Swahili, Bengali
+        *("este", "e", "és", "είναι", "là", "adalah", "ialah", "هي", "هو", "היא", "הוא", "ni"),
+        "হল",
     ]
 )
 # A copula of Japanese or Chinese written against the value (密码是Xk29…).
 _GLUED_COPULA = ("は", "が", "是", "为", "為")
+# A copula that ends the word before the value (Thai writes no spaces: รหัสผ่านของเซิร์ฟเวอร์คือ X).
+_GLUED_END_COPULA = ("คือ", "เป็น")
+# A copula that follows the value (Hindi, Persian, Urdu, Korean: पासवर्ड X है, رمز عبور X است).
+_SAYS_VALUE_AFTER = frozenset(["है", "हैं", "था", "است", "ہے", "입니다", "이다", "です", "だ"])
+# Written around a value in code, not words: a call (`[]byte(`, `Buffer.from(`), `new`, or a
+# string prefix (b"…", r'…', @"…").
+_CODE_AROUND = frozenset(["new", "b", "r", "f", "u", "rb", "br", "@", "l", "u8"])
 # A passphrase: three or more words of letters joined by hyphens (correct-horse-battery-staple);
 # words of one or two letters (is-a-known-issue, end-to-end) read as a phrase in a sentence.
 _PASSPHRASE = re.compile(r"[A-Za-z]{3,}(?:-[A-Za-z]{3,}){2,}")
@@ -244,6 +277,12 @@ def _entropy(value: str) -> float:
     return -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
 
 
+def is_wordy(value: str) -> bool:
+    """Tell whether half of `value` or more is words a person could say (joined up: a
+    sentence's words read as one, not key material)."""
+    return _is_wordy(value)
+
+
 def _is_wordy(value: str) -> bool:
     words = re.findall(r"[a-z]{4,}|[A-Z][a-z]{3,}|[A-Z]{4,}", value)
     return sum(len(w) for w in words if _is_word(w.lower())) >= len(value) / 2
@@ -259,6 +298,8 @@ def looks_generated(value: str) -> bool:
     """Tell whether a value beside a credential word is key material: long, varied, not words."""
     value = value.strip(_PUNCTUATION)
     value = value.removeprefix("base64:")
+    if not value.isascii():  # key material is ASCII: a word of a script with marks is not
+        return False
     if len(value) < 16 or _REFERENCE.match(value) or "://" in value or _EMAIL.fullmatch(value):
         return False
     if is_stand_in_token(value) or _TIMESTAMP.fullmatch(value) or _DIGEST.match(value):
@@ -317,6 +358,7 @@ def _varied_password(value: str) -> bool:
     kinds = (str.islower, str.isupper, str.isdigit, lambda c: c in "!@#$%^&*+=?~|")
     return (
         _PASSWORD_CHARS.fullmatch(value) is not None
+        and _EMAIL.fullmatch(value) is None
         and looks_like_password(value)
         and sum(any(kind(c) for c in value) for kind in kinds) >= 3
         and not _is_wordy(value)
@@ -353,7 +395,8 @@ _MORE_STEMS = (
     *("authtoken", "apitoken", "accesstoken", "refreshtoken", "bottoken", "sessiontoken"),
     *("authkey", "senha", "wachtwoord", "haslo", "parola", "passord", "adgangskode", "heslo"),
     *("salasana", "hasło", "hasła", "şifre", "lösenord", "пapoл", "κωδικός", "비밀번호"),
-    *("パスワード", "密码", "密碼", "口令"),
+    *("パスワード", "密码", "密碼", "口令", "пapoлa"),
+    *(word.lower() for word in _WORLD_PASSWORD_WORDS),
 )
 _MORE_ASCII_STEMS = tuple(stem for stem in _MORE_STEMS if stem.isascii())
 
@@ -398,7 +441,9 @@ def labelled_credential(text: str, *, lowered: str | None = None) -> bool:
             continue  # letters in an image's or archive's base64, not a word: "…Gpat+x…"
         words = label[0].lower().replace("-", "_").replace(".", "_").split("_")
         before = _WORD_BEFORE.search(text, max(0, label.start() - 40), label.start())
-        if before is not None:
+        if before is not None and (
+            before[1].lower() != "var" or _ENV_BEFORE.search(text, 0, before.start())
+        ):  # (`var stripeKey = …` declares a variable, `env var STRIPE_KEY` names one)
             words.append(before[1].lower())  # cache key, idempotency key, publishable key
         if any(w in _NOT_THE_VALUE for w in words) or names_no_value_here(text, label.span()):
             continue
@@ -437,7 +482,7 @@ def _inside(runs: list[tuple[int, int]], at: int) -> bool:
 
 def _names_a_value(words: list[str], *, is_password: bool) -> bool:
     said = False
-    for word in words:
+    for number, word in enumerate(words):
         bare = word.strip("()[]{}<>,;")
         lowered = bare.lower().rstrip(":=")
         if lowered in _NOT_THE_VALUE:
@@ -445,11 +490,21 @@ def _names_a_value(words: list[str], *, is_password: bool) -> bool:
         if bare in _SAYS_VALUE or lowered in _SAYS_VALUE or not bare.strip(":=-"):
             said = True
             continue
+        if said and (word.endswith("(") or lowered in _CODE_AROUND):
+            continue  # = []byte("…"), = new Secret("…"), = b"…"
         if bare[0] in ":=" or (bare[0] in _GLUED_COPULA and len(bare) > 1):
             said, bare = True, bare.lstrip(":=>" + "".join(_GLUED_COPULA))
+        if bare.endswith(_GLUED_END_COPULA):
+            said = True
+            continue
+        after = words[number + 1].strip(_PUNCTUATION + "।") if number + 1 < len(words) else ""
         if (
             looks_generated(bare)
-            or (said and is_password and (looks_like_password(bare) or is_passphrase(bare)))
+            or (
+                is_password
+                and (said or after in _SAYS_VALUE_AFTER)
+                and (looks_like_password(bare) or is_passphrase(bare))
+            )
             or (is_password and _varied_password(bare))
         ):
             return True

@@ -177,6 +177,38 @@ def test_files_that_hold_credentials_are_skipped_and_their_old_chunks_removed(
     assert again["removed"] == 1 and "settings.yml:" not in cli(vault, "list", "--kind", "code")[1]
 
 
+MAIL_KEY = (
+    "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"  # SendGrid's shape
+)
+
+
+def test_a_key_in_a_source_file_is_masked_in_the_index_and_every_hit(
+    vault: Path, repo: Path
+) -> None:
+    """A source file is no credential file: it is chunked, but the key it holds was kept in
+    the index and shown whole by search and recall (fifteenth session). The chunk's text is
+    masked as the scanner reads it; the rest of the function is still found and shown."""
+    source = (
+        "def mail_settings():\n"
+        '    """Return the settings of outgoing invoice mail."""\n'
+        f'    api_key = "{MAIL_KEY}"\n'
+        '    return {"key": api_key, "sender": "billing@example.org"}\n'
+    )
+    (repo / "billing" / "mail.py").write_text(source, encoding="utf-8")
+    git(repo, "add", "-A")
+    summary = ingest(vault, str(repo), "-w", "webshop")
+    assert summary["files_skipped"] == {}  # chunked: a source file, not a credential file
+    code, output = cli(vault, "search", "outgoing", "invoice", "mail", "settings", "-w", "webshop")
+    assert code == 0 and output.startswith("billing/mail.py:1-4 function mail_settings"), output
+    assert "[secret: a SendGrid API key]" in output and "billing@example.org" in output
+    for searched in (MAIL_KEY, MAIL_KEY.split(".")[1], "api_key mail_settings"):
+        found = json.loads(cli(vault, "search", searched, "--all", "--json")[1])["results"]
+        assert MAIL_KEY.split(".")[1] not in json.dumps(found)
+    assert any("mail_settings" in hit["content"] for hit in found)  # the last: found, masked
+    again = ingest(vault, str(repo), "-w", "webshop")  # masked text: still unchanged
+    assert (again["created"], again["updated"]) == (0, 0)
+
+
 def test_reingest_costs_the_change(vault: Path, repo: Path) -> None:
     first = ingest(vault, str(repo), "-w", "webshop")
     total = int(str(first["created"]))

@@ -479,3 +479,139 @@ def test_names_ciphertext_and_documented_pairs_beside_a_credential_word_are_stor
 def test_a_password_given_to_a_command_or_in_sql(text: str, stored: bool) -> None:
     assert (find_secrets(text, full=True) == []) is stored
     assert find_secrets(text) == find_secrets(text, full=True)
+
+
+# Found by held-out set 6 (tests/data/secrets/*-heldout6.json, fifteenth session); each case is
+# typed apart from the set (other sentences, other values) and fails on main.
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a router jelszava: Kv9@mLq2Zt",  # Hungarian
+        "mật khẩu wifi văn phòng là Hx4@pQ8zLm",  # Vietnamese
+        "kata sandi database staging adalah Mb7@wQ2kRz",  # Indonesian
+        "kata laluan pangkalan data ialah Qe2@rT6yUi",  # Malay
+        "डेटाबेस का पासवर्ड Rq5@tY8wNp है",  # Hindi: the copula after the value
+        "كلمة السر لقاعدة البيانات هي Wz3@kP9mQx",  # Arabic
+        "הסיסמה של הראוטר היא Jd8@vN2qLs",  # Hebrew
+        "รหัสผ่านเราเตอร์คือ Pf6@zK3wTm",  # Thai: no spaces, the copula glued
+        "رمز عبور پایگاه داده Yt2@qM7xVb است",  # Persian
+        "паролата на рутера е Gn4@wR8kZp",  # Bulgarian
+        "лозинка за рутер је Bc9@mT4qXw",  # Serbian
+        "la contrasenya de la base de dades és Lk3@pV7zQr",  # Catalan
+        "nenosiri la ruta ni Dm8@xK2wPq",  # Swahili
+        "ο κωδικός πρόσβασης του router είναι Hs5@nQ9vKt",  # Greek, a clause away
+        "maršrutizatoriaus slaptažodis: Zx7@bM3qWp",  # Lithuanian
+    ],
+)
+def test_a_password_said_in_set_6s_languages_is_refused(text: str) -> None:
+    assert find_secrets(text, full=True) == find_secrets(text) != []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "รหัสผ่านต้องมีอย่างน้อย 12 ตัวอักษรและเปลี่ยนทุก 90 วัน",  # Thai: marks are not symbols
+        "पासवर्ड कम से कम 14 अक्षरों का होना चाहिए",
+        "يجب أن تكون كلمة المرور 14 حرفًا على الأقل",
+        "mật khẩu phải có ít nhất 14 ký tự",
+        "the password reset mail goes to Ops.Team1@example.org",  # an email is no password
+    ],
+)
+def test_talk_of_passwords_in_set_6s_languages_is_stored(text: str) -> None:
+    assert find_secrets(text, full=True) == find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "stored"),
+    [
+        ('var signingKey = []byte("q7Wm2Zr9Kx4Tp8Ln3Vb6Hy1Jd5Fs0Ga")', False),
+        ('const hmacSecret = Buffer.from("q7Wm2Zr9Kx4Tp8Ln3Vb6Hy1Jd5Fs0Ga")', False),
+        ('API_TOKEN = b"q7Wm2Zr9Kx4Tp8Ln3Vb6Hy1Jd5Fs0Ga"', False),
+        ('var cacheKey = []byte("user-profile")', True),
+        ("token = jwt.encode(payload, signing_key)", True),
+        ("the env var SIGNING_KEY = 32 random bytes, made by openssl rand", True),
+    ],
+)
+def test_a_key_wrapped_in_code_beside_its_label(text: str, stored: bool) -> None:
+    assert (find_secrets(text, full=True) == []) is stored
+    assert find_secrets(text) == find_secrets(text, full=True)
+
+
+@pytest.mark.parametrize(
+    ("text", "stored"),
+    [
+        ("mysql://report:Wq#8zLp2Kx@db.internal:3306/sales", False),
+        ("redis://:Tz8?mQ2wLx9@cache:6379/0", False),
+        ("see http://intranet:8080?user=bob@acme.io for the form", True),
+        ('network={\n  ssid="lab"\n  psk="Vn4kR8pZx2Lq"\n}', False),
+        ("ipsec_psk: Vn4kR8pZx2Lq", False),
+        ("psk=<your wifi password>", True),
+        ("wpa_psk: ${WIFI_PSK}", True),
+    ],
+)
+def test_a_url_password_with_a_hash_and_a_pre_shared_key(text: str, stored: bool) -> None:
+    assert (find_secrets(text, full=True) == []) is stored
+    assert find_secrets(text) == find_secrets(text, full=True)
+
+
+def test_a_certificates_forty_character_line_is_not_an_aws_secret() -> None:
+    line = "Zq8Wm3Kx9Rt2Vp7Ln4Bc6Hy1Jd5Fs0GaQe3Wr8Ty"  # 40 characters
+    body = "\n".join(["MIIDdzCCAl+gAwIBAgIEbC9oIjANBgkqhkiG9w0BAQsFADBsMRAwDgYDVQQGEwdV"] * 3)
+    for kind in ("CERTIFICATE", "PUBLIC KEY"):
+        block = f"-----BEGIN {kind}-----\n{body}\n{line}\n-----END {kind}-----"
+        assert find_secrets(block, full=True) == find_secrets(block) == []
+        assert find_secrets(f"{block}\nand the secret {line}") != []  # past the block: read
+
+
+@pytest.mark.parametrize(
+    ("text", "stored"),
+    [
+        ("$t = 'npm_Q2wErTyUiOp' . 'AsDfGhJkLzXcVbNm7QwErTy12';", False),  # PHP
+        ('x = "glpat-Ab3dEf6h" & "IjKlMnOp5q9z"', False),  # VB
+        ('String t = "ghp_R8mQ2wLx9Tz4Kp7" +\n    "Vn3Bc6Hy1Jd5Fs0GaQe";', False),  # Java
+        ("pulled with hf_PbXkRmTqWzNvLsJd HgFcYtBnMwQeKaZuXo", False),  # letters only: issued
+        # the first line alone ends in what reads as a stand-in (40 000 …); whole, the shape
+        # Slack issues, its hex lowercase
+        (
+            "pasted:\n  xoxp-514203968417-730251849630-400507030\n  6514-c7d2e9f4a1b8c3d6e0f5a2b7c4d9e1f3",
+            False,
+        ),
+        (
+            "hf_ is the prefix Hugging Face puts on its access tokens so that scanners can find them",
+            True,
+        ),
+        ('"a" + "b" and "xoxp-" + "token" in the docs', True),
+    ],
+)
+def test_a_token_split_into_joined_literals_or_lines(text: str, stored: bool) -> None:
+    assert (find_secrets(text, full=True) == []) is stored
+    assert find_secrets(text) == find_secrets(text, full=True)
+
+
+@pytest.mark.parametrize(
+    ("text", "stored"),
+    [
+        ('client = Lob("live_7c1e9a3f5b2d8e6c4a0f9b7d5e3c1a2b4d6")', False),
+        ('new Ably.Rest("Xy12Ab.Cd34Ef:Gh56IjKl78MnOp90QrSt12UvWx34YzAb56Cd")', False),
+        ("the topic live_stream_events_for_the_checkout_service_v2", True),
+        ("handler pkg_v1.sub_v2:handle_the_webhook_events_from_the_queue", True),
+    ],
+)
+def test_live_mode_keys_and_ably_keys(text: str, stored: bool) -> None:
+    assert (find_secrets(text, full=True) == []) is stored
+    assert find_secrets(text) == find_secrets(text, full=True)
+
+
+# Found reading what ingest would mask in the standard library's code (not in set 6): a
+# parameter's default and a constant that names a password were refused as one.
+@pytest.mark.parametrize(
+    ("text", "stored"),
+    [
+        ("def connect(host: str, password=None):", True),
+        ("def open_db(dsn, password=DEFAULT_DB_PASSWORD):", True),
+        ("def connect(host: str, password=Wq7mZ2kL9x):", False),
+    ],
+)
+def test_a_parameters_default_or_a_constant_is_no_password(text: str, stored: bool) -> None:
+    assert (find_secrets(text, full=True) == []) is stored
+    assert find_secrets(text) == find_secrets(text, full=True)
