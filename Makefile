@@ -38,11 +38,13 @@ $(WHEELHOUSE): pyproject.toml | $(BIN)/python
 	touch $@
 
 # The suite runs in parallel (pytest-xdist): one worker more than the machine has cores, as
-# many tests wait on a git or memstore process they started.
+# many tests wait on a git or memstore process they started. `loadgroup` hands out tests as
+# `load` does, except that the tests of one `xdist_group` run in one worker (they share a
+# set-up that costs seconds: tests/cli's walk over every command's help).
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 
 test: check $(WHEELHOUSE)
-	$(BIN)/python -m pytest -n $(TEST_WORKERS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # tests/test_dist.py runs this target into a temporary DIST and installs the wheel offline.
 dist: $(VENV)/.installed

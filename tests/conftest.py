@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import compileall
 import faulthandler
 import logging
 import os
@@ -72,7 +73,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_HARD_STOP_FD] = os.dup((sys.__stderr__ or sys.stderr).fileno())
     # .ci/run's guard: SIGUSR1 prints every thread's stack (a hang outside any one test)
     faulthandler.register(signal.SIGUSR1, file=config.stash[_HARD_STOP_FD], all_threads=True)
-    if config.option.basetemp or hasattr(config, "workerinput"):
+    if hasattr(config, "workerinput"):
+        return
+    compile_bytecode()
+    if config.option.basetemp:
         return
     if not (SHARED_MEMORY.is_dir() and os.access(SHARED_MEMORY, os.W_OK)):
         return
@@ -86,6 +90,19 @@ def pytest_configure(config: pytest.Config) -> None:
     folder = tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", dir=SHARED_MEMORY)
     config.option.basetemp = folder
     config.stash[_MEMORY_TEMP] = Path(folder)
+
+
+def compile_bytecode() -> None:
+    """Write the bytecode of memstore and index once, before any test starts a process.
+
+    With PYTHONDONTWRITEBYTECODE set (it is in the team's shells) and a fresh checkout, no
+    process writes it, so each `memstore` process and daemon the tests start (~800 in a run)
+    compiled every module it imports again: `memstore --version` 1.0 s of CPU without
+    bytecode, 0.5 s with it. compileall writes it whatever that setting says (~1 s, once); a
+    source changed later is compiled again in memory, as before, until the next run.
+    """
+    for package in ("memstore", "index"):
+        compileall.compile_dir(REPO_ROOT / package, quiet=2)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

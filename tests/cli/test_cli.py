@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from memstore import __version__
 from memstore.launcher import typer_app
 from memstore.ops.options import SEARCH, parse
+from tests.cli.help_pages import EVERY_HELP, help_of
 from tests.conftest import (
     EXE,
     commit_count,
@@ -54,6 +55,7 @@ def new_vault(path: Path) -> Path:
     return path
 
 
+@EVERY_HELP
 def test_version_and_help() -> None:
     assert run_exe("--version").stdout.strip() == f"memstore {__version__}"
     # Every command and command group, however deep, shows an example in its --help; so
@@ -70,8 +72,8 @@ def test_version_and_help() -> None:
                 groups.append(([*path, name], command))
     assert {"remote", "add", "search"} <= {p[0] for p in paths if p} and ["remote", "add"] in paths
     for words in paths:
-        result = runner.invoke(app, [*words, "--help"])
-        assert result.exit_code == 0 and re.search(r"Examples?:  ", result.output), words
+        status, output = help_of(tuple(words))
+        assert status == 0 and re.search(r"Examples?:  ", output), words
 
 
 def _examples(help_text: str) -> list[list[str]]:

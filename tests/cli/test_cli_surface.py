@@ -23,6 +23,7 @@ from memstore.ops.output import briefing_lines, sync_lines
 from memstore.service.store import Store
 from memstore.service.sync import SyncOutcome
 from memstore.vault.git_log import LogEntry
+from tests.cli.help_pages import EVERY_HELP, help_of
 from tests.conftest import EXE, head, invoke_memstore, run_memstore, settings_at, vault_bytes
 from tests.daemon.test_daemon import (
     env,  # noqa: F401 (a pytest fixture, asked for by name)
@@ -322,11 +323,12 @@ def every_command() -> list[list[str]]:
     return found
 
 
+@EVERY_HELP
 def test_flags_are_shown_as_flags_in_every_help() -> None:
     for words in [[], *every_command()]:
-        result = runner.invoke(app, [*words, "--help"])
-        assert result.exit_code == 0, words
-        assert "<bool>" not in result.output, words
+        status, output = help_of(tuple(words))
+        assert status == 0, words
+        assert "<bool>" not in output, words
     search = runner.invoke(app, ["search", "--help"]).output
     assert "  --all  " in search and "-h, --help" in search
 
@@ -540,15 +542,14 @@ def every_command_path() -> list[list[str]]:
     return found
 
 
+@EVERY_HELP
 def test_every_help_names_values_plainly() -> None:
     # typer 0.29 showed `QUERY <list[str]>`, `-k <int range>`, `--vault <path>`
     for words in every_command_path():
-        result = runner.invoke(app, [*words, "--help"])
-        assert result.exit_code == 0, words
-        label = re.search(
-            r"<[a-z][\w\[\], |]*>|list\[|int range|<=x|x>=|Input should", result.output
-        )
-        assert label is None, (words, label, result.output)
+        status, output = help_of(tuple(words))
+        assert status == 0, words
+        label = re.search(r"<[a-z][\w\[\], |]*>|list\[|int range|<=x|x>=|Input should", output)
+        assert label is None, (words, label, output)
     search = runner.invoke(app, ["search", "--help"]).output
     assert "  QUERY...  " in search and "  -k N  " in search and "--vault PATH" in search
     hook = runner.invoke(app, ["hook", "--help"]).output
@@ -556,10 +557,11 @@ def test_every_help_names_values_plainly() -> None:
         assert option in hook, option
 
 
+@EVERY_HELP
 def test_every_usage_line_shows_arguments_bare() -> None:
     # typer 0.29 wrapped required arguments in braces: `show [OPTIONS] {ID}`, `{[NAME] URL}...`
     for words in every_command_path():
-        usage = runner.invoke(app, [*words, "--help"], terminal_width=200).output
+        usage = help_of(tuple(words), 200)[1]
         line = next(x for x in usage.splitlines() if x.startswith("Usage:"))
         assert "{" not in line and "}" not in line, (words, line)
     shown = {
