@@ -15,6 +15,7 @@ Comparisons hold neither the store nor the vault lock (Maintenance.reconcile): a
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import time
@@ -79,16 +80,16 @@ OnBatch = Callable[[CatchUp, set[str]], None]
 
 
 def is_relevant(root: Path, path: str, is_directory: bool) -> bool:
-    """Return whether an event on `path` can change a memory."""
+    """Return whether an event on `path` can change a memory, or a person's file that
+    memstore commits as sync does (`notes.txt`, an image: one rule, `is_persons_file`)."""
     try:
         parts = Path(path).relative_to(root).parts
     except ValueError:
         return False
     if not parts or not is_persons_file("/".join(parts)):
         return False  # .git/, .memstore/, dotfiles, editors' backups, swap and temp files
-    if not path.isascii() and not is_utf8_name(path):
-        return False  # not a memory: the catch-up reports it (doctor lists it)
-    return is_directory or parts[-1].endswith(".md")
+    # a name that is not UTF-8 is no memory: the catch-up reports it (doctor lists it)
+    return path.isascii() or is_utf8_name(path)
 
 
 class _Collector(FileSystemEventHandler):
@@ -313,7 +314,14 @@ class Watcher:
         """Catch up: the folders `paths` are in, or `everything` (`quick`: only the folders
         whose time changed); return whether anything changed."""
         root = self.store.vault.root
-        self._touched |= {Path(p).relative_to(root).as_posix() for p in paths if p.endswith(".md")}
+        # A person's file that is no memory (notes.txt, an image) is committed once it
+        # settles, as sync commits it; only memories and folders are indexed.
+        others = {p for p in paths if not p.endswith(".md") and not os.path.isdir(p)}
+        files = {p for p in paths if p.endswith(".md")} | others
+        self._touched |= {Path(p).relative_to(root).as_posix() for p in files}
+        paths = paths - others
+        if others and not paths and not everything:
+            return True  # nothing to index: its commit waits for the quiet
         if not everything and self._already_indexed(paths):
             return False  # memstore's own write (it indexes what it writes): nothing to scan
         try:
@@ -332,4 +340,4 @@ class Watcher:
             return True
         if self.on_batch is not None and (result.updated or result.removed or paths):
             self.on_batch(result, paths)
-        return bool(result.updated or result.removed)
+        return bool(result.updated or result.removed or others)

@@ -327,11 +327,39 @@ def test_relevance_filter(tmp_path: Path) -> None:
         ".memstore/lock",
         "global/.x.md.swp",
         "global/x.md~",
-        "global/x.txt",
         "global/.#x.md",
     ):
         assert not is_relevant(root, str(root / path), False), path
     assert not is_relevant(root, "/elsewhere/x.md", False)
+    assert is_relevant(root, str(root / "global" / "x.txt"), False)  # committed, not indexed
+
+
+def test_a_persons_file_that_is_no_memory_is_committed_by_the_watcher_as_by_sync(
+    live: Live,
+) -> None:
+    """`memstore sync` committed a notes.txt or an image dropped into the vault, the watcher
+    never did (trial 14): one rule now. They travel with the memories (a memory may link an
+    image beside it); only `.md` files are memories, so they are never indexed."""
+    write(live.vault / "webshop" / "notes.txt", "deploy checklist, not a memory\n")
+    (live.vault / "webshop" / "diagram.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
+    write(live.vault / "webshop" / "x.txt~", "an editor's backup: never committed")
+    wait_until(
+        lambda: (
+            "webshop/notes.txt" in git(live.vault, "ls-files")
+            and "webshop/diagram.png" in git(live.vault, "ls-files")
+        ),
+        TIMEOUT,
+        "the watcher committed the files",
+    )
+    assert git(live.vault, "log", "-1", "--format=%s%n%b").startswith("edit(webshop): 2 files")
+    assert "x.txt~" not in git(live.vault, "ls-files")
+    assert not live.ids("checklist") and not any(p.endswith(".txt") for p in live.seen_paths())
+    (live.vault / "webshop" / "notes.txt").unlink()
+    wait_until(
+        lambda: "webshop/notes.txt" not in git(live.vault, "ls-files"),
+        TIMEOUT,
+        "the removal committed",
+    )
 
 
 def test_lost_events_are_caught_by_the_periodic_reconcile(vault: Path) -> None:
