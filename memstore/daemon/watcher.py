@@ -40,11 +40,12 @@ from watchdog.observers import Observer
 from memstore.catalog.indexer import CatchUp
 from memstore.core.codec import is_utf8_name
 from memstore.core.errors import MemstoreError, VaultError
-from memstore.daemon.debounce import SETTLE_S, Debouncer
+from memstore.daemon.debounce import SETTLE_MAX_S, SETTLE_S, Debouncer
 from memstore.daemon.source_watcher import SourceWatcher
 from memstore.index import SearchIndexError
 from memstore.service.store import Store
 from memstore.vault.edits import is_persons_file
+from memstore.vault.git_processes import git_running_in
 
 log = logging.getLogger("memstore.daemon.watcher")
 
@@ -118,8 +119,10 @@ class Watcher:
         tick_every: float = TICK_S,
         full_every: float = FULL_EVERY_S,
         on_last_tick: Callable[[], object] | None = None,
+        settle_max: float = SETTLE_MAX_S,
     ) -> None:
         self.store = store
+        self.settle_max = settle_max
         self.full_every = full_every
         self.on_batch = on_batch
         self.on_tick = on_tick
@@ -239,11 +242,12 @@ class Watcher:
             self._loop()
 
     def _loop(self) -> None:
-        debouncer = Debouncer()
+        debouncer, root = Debouncer(), self.store.vault.root
         # What people changed while nothing watched (or as it started) is committed once it
         # settles, as an edit made while watching is, not at the first reconcile (a `git
         # pull` meanwhile refuses: "local changes would be overwritten").
         settle_at: float | None = time.monotonic() + SETTLE_S if self._touched else None
+        settle_by = time.monotonic() + self.settle_max  # the latest settle_at (SETTLE_MAX_S)
         pace = self.reconcile_every
         next_reconcile = time.monotonic() + pace
         next_full = time.monotonic() + self.full_every
@@ -266,10 +270,13 @@ class Watcher:
             paths = debouncer.due(now)
             if paths:
                 changed = self._batch(paths)
-                settle_at = now + SETTLE_S if changed else settle_at
+                settle_by = settle_by if settle_at is not None else now + self.settle_max
+                settle_at = min(now + SETTLE_S, settle_by) if changed else settle_at
                 settle_paths |= paths
                 pace = self.reconcile_every  # things happen: reconcile at the full pace
                 next_reconcile = min(next_reconcile, now + pace)
+            elif settle_at is not None and now >= settle_at and git_running_in(root):
+                settle_at = now + SETTLE_S  # a checkout or pull under way: its files are git's
             elif settle_at is not None and now >= settle_at:
                 if settle_paths:  # none: the start's catch-up found what is to commit
                     self._batch(settle_paths)

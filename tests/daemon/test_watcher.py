@@ -392,6 +392,38 @@ def test_the_watcher_never_commits_ignored_large_or_git_s_own_files(live: Live) 
     ]
 
 
+def test_a_file_written_without_pause_does_not_hold_other_edits_back(vault: Path) -> None:
+    """Edits are committed once the vault is quiet: a file that never stops changing (a log,
+    a build writing into the vault, ignored or not) kept that moment from coming, and with
+    it the commit of every edit beside it. The commit waits `settle_max` at most."""
+    write(vault / ".gitignore", ".memstore/\n*.log\n")
+    git(vault, "commit", "-qam", "ignore logs")
+    stop = threading.Event()
+
+    def log_without_pause() -> None:
+        with open(vault / "server.log", "a", encoding="utf-8") as log:
+            while not stop.wait(0.02):  # pacing a workload, not waiting for a result
+                log.write("GET / 200\n")
+                log.flush()
+
+    with Store.open(settings_at(vault)) as store:
+        watcher = Watcher(store, reconcile_every=3600, settle_max=1.0).start()
+        writer = threading.Thread(target=log_without_pause)
+        writer.start()
+        try:
+            write(vault / "webshop" / "notes.txt", "committed while the log goes on\n")
+            wait_until(
+                lambda: "webshop/notes.txt" in git(vault, "ls-files"),
+                TIMEOUT,
+                "notes.txt committed while the log was being written",
+            )
+            assert writer.is_alive() and "server.log" not in git(vault, "ls-files")
+        finally:
+            stop.set()
+            writer.join()
+            watcher.stop()
+
+
 def test_lost_events_are_caught_by_the_periodic_reconcile(vault: Path) -> None:
     store = Store.open(settings_at(vault))
     probe = Indexer.open(Vault(vault))
