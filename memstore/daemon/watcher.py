@@ -134,6 +134,7 @@ class Watcher:
         self._touched: set[str] = set()  # vault paths changed since edits were last committed
         self._thread: threading.Thread | None = None
         self._observer = Observer()
+        self._watched = (0, 0)  # the vault folder watched (device, inode)
         self.ready = threading.Event()
         self.sources = SourceWatcher(store)  # ingested source trees, chunked again live
         self.last_catch_up: float | None = None  # wall-clock time the last catch-up finished
@@ -152,12 +153,7 @@ class Watcher:
         # Only events that can change a file: git reading thousands of objects per commit
         # (opened / closed-without-writing) would otherwise all reach Python.
         try:
-            self._observer.schedule(
-                _Collector(root, self._events),
-                str(root),
-                recursive=True,
-                event_filter=list(CHANGES),
-            )
+            self._watch(root)
             self._observer.start()
         except OSError as err:  # the vault (or a folder of it) removed as watching began
             raise VaultError(f"cannot watch {root}: {err.strerror or err}") from err
@@ -170,6 +166,26 @@ class Watcher:
         if wait:
             self.ready.wait(timeout=60)
         return self
+
+    def _watch(self, root: Path) -> None:
+        found = os.stat(root)
+        self._observer.schedule(
+            _Collector(root, self._events), str(root), recursive=True, event_filter=list(CHANGES)
+        )
+        self._watched = (found.st_dev, found.st_ino)
+
+    def _watch_again_if_replaced(self) -> None:
+        """Watch the vault folder anew if it was removed and put back (restored from a copy,
+        cloned again): inotify watched the old folder, and no event of the new one came."""
+        root = self.store.vault.root
+        try:
+            found = os.stat(root)
+            if (found.st_dev, found.st_ino) != self._watched:
+                self._observer.unschedule_all()
+                self._watch(root)
+                log.info("watching %s again: the folder was replaced", root)
+        except OSError as err:  # not back yet: the next reconcile looks again
+            log.debug("cannot watch %s yet: %s", root, err)
 
     def stop(self, *, final_tick: bool = True) -> None:
         """Stop watching, wait for the current batch, and (`final_tick`) run the periodic task
@@ -283,6 +299,7 @@ class Watcher:
                 self._commit_edits()
                 settle_at, settle_paths = None, set()
             elif now >= next_reconcile:
+                self._watch_again_if_replaced()
                 full = now >= next_full
                 found = self._batch(set(), everything=True, quick=not full)
                 next_full = now + self.full_every if full else next_full

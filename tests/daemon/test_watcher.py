@@ -13,7 +13,7 @@ import pytest
 from memstore.catalog.indexer import CatchUp, Indexer
 from memstore.core.errors import VaultError
 from memstore.daemon.debounce import Debouncer
-from memstore.daemon.watcher import Watcher, is_relevant
+from memstore.daemon.watcher import RECONCILE_S, Watcher, is_relevant
 from memstore.service.store import Store, init_vault
 from memstore.vault.files import MAX_FILE_BYTES, Vault
 from tests.conftest import EXE, git, settings_at, wait_until, wait_while_working
@@ -28,12 +28,12 @@ def memory_text(memory_id: str, body: str, kind: str = "note") -> str:
 class Live:
     """A running watcher plus an independent view of the index (which never catches up)."""
 
-    def __init__(self, vault: Path) -> None:
+    def __init__(self, vault: Path, reconcile_every: float = RECONCILE_S) -> None:
         self.vault = vault
         self.store = Store.open(settings_at(vault))
         self.batches: list[tuple[CatchUp, set[str]]] = []
         self._lock = threading.Lock()
-        self.watcher = Watcher(self.store, on_batch=self._note)
+        self.watcher = Watcher(self.store, on_batch=self._note, reconcile_every=reconcile_every)
         self.probe = Indexer.open(Vault(vault))
 
     def _note(self, result: CatchUp, paths: set[str]) -> None:
