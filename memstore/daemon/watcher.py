@@ -103,7 +103,8 @@ class _Collector(FileSystemEventHandler):
             return
         for path in (event.src_path, getattr(event, "dest_path", "")):
             if path and is_relevant(self.root, str(path), event.is_directory):
-                self.events.put(str(path))
+                # a folder's path ends in "/": gone, it is no file to commit (see _batch)
+                self.events.put(str(path) + ("/" if event.is_directory else ""))
 
 
 class Watcher:
@@ -340,7 +341,7 @@ class Watcher:
         root = self.store.vault.root
         # A person's file that is no memory (notes.txt, an image) is committed once it
         # settles, as sync commits it; only memories and folders are indexed.
-        others = {p for p in paths if not p.endswith(".md") and not os.path.isdir(p)}
+        others = {p for p in paths if not p.endswith((".md", "/")) and not os.path.isdir(p)}
         files = {p for p in paths if p.endswith(".md")} | others
         self._touched |= {Path(p).relative_to(root).as_posix() for p in files}
         paths = paths - others

@@ -156,3 +156,31 @@ def test_the_vault_renamed_and_back_or_removed_while_watched(vault: Path, tmp_pa
         running.watcher.stop()
         running.probe.close()
         running.store.close()
+
+
+def test_a_folder_renamed_with_a_persons_files_is_committed_without_an_empty_commit(
+    vault: Path,
+) -> None:
+    """Its old path's event is a folder's, gone: it was taken for a file to commit, and made
+    an `edit(vault): removed old` commit that changed nothing."""
+    write(vault / "old" / "r-rrrrrrrr.md", memory_text("rrrrrrrr", "moving folders"))
+    write(vault / "old" / "notes.txt", "beside the memory\n")
+    git(vault, "add", "-A")
+    git(vault, "commit", "-qm", "a folder")
+    with Store.open(settings_at(vault)) as store:
+        watcher = Watcher(store, reconcile_every=3600).start()
+        try:
+            (vault / "old").rename(vault / "new")
+            wait_until(
+                lambda: (
+                    git(vault, "ls-files", "old", "new").split()
+                    == ["new/notes.txt", "new/r-rrrrrrrr.md"]
+                ),
+                TIMEOUT,
+                "the folder's move committed",
+            )
+        finally:
+            watcher.stop()
+    assert git(vault, "status", "--porcelain", "--untracked-files=all") == ""
+    for commit in git(vault, "rev-list", "HEAD").split():
+        assert git(vault, "diff-tree", "--root", "--no-commit-id", "--name-only", "-r", commit)
