@@ -185,8 +185,9 @@ class GitObjects:
     def ignored_untracked(self, paths: Iterable[str], head: str) -> set[str]:
         """Return those of `paths` git's ignore rules leave out and `head` does not hold:
         git's status never names them, so a commit of named paths must leave them too."""
-        repo = self._repo
-        return {p for p in paths if repo.path_is_ignored(p) and not self.holds_at(head, p)}
+        repo = self._repo  # a name that is not UTF-8 is left to changed_paths (it says so)
+        named = [p for p in paths if p.isascii() or is_utf8_name(p)]
+        return {p for p in named if repo.path_is_ignored(p) and not self.holds_at(head, p)}
 
     def paths_at(self, commit: str) -> list[str]:
         """Return the path of every file in `commit`'s tree."""
