@@ -5,6 +5,10 @@ from __future__ import annotations
 QUIET_S = 0.05  # a batch is due once no event has arrived for this long …
 MAX_WAIT_S = 0.25  # … or once its oldest event is this old, even mid-burst
 SETTLE_S = 0.5  # after a batch that changed something, look once more this much later
+# … and commit what people changed then, or this long after the first change at the latest:
+# a file written without pause (a log, a build in the vault, ignored or not) would otherwise
+# keep every edit beside it from ever being committed
+SETTLE_MAX_S = 10.0
 
 
 class Debouncer:

@@ -15,6 +15,7 @@ Comparisons hold neither the store nor the vault lock (Maintenance.reconcile): a
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import time
@@ -39,11 +40,12 @@ from watchdog.observers import Observer
 from memstore.catalog.indexer import CatchUp
 from memstore.core.codec import is_utf8_name
 from memstore.core.errors import MemstoreError, VaultError
-from memstore.daemon.debounce import SETTLE_S, Debouncer
+from memstore.daemon.debounce import SETTLE_MAX_S, SETTLE_S, Debouncer
 from memstore.daemon.source_watcher import SourceWatcher
 from memstore.index import SearchIndexError
 from memstore.service.store import Store
 from memstore.vault.edits import is_persons_file
+from memstore.vault.git_processes import git_running_in
 
 log = logging.getLogger("memstore.daemon.watcher")
 
@@ -79,16 +81,16 @@ OnBatch = Callable[[CatchUp, set[str]], None]
 
 
 def is_relevant(root: Path, path: str, is_directory: bool) -> bool:
-    """Return whether an event on `path` can change a memory."""
+    """Return whether an event on `path` can change a memory, or a person's file that
+    memstore commits as sync does (`notes.txt`, an image: one rule, `is_persons_file`)."""
     try:
         parts = Path(path).relative_to(root).parts
     except ValueError:
         return False
     if not parts or not is_persons_file("/".join(parts)):
         return False  # .git/, .memstore/, dotfiles, editors' backups, swap and temp files
-    if not path.isascii() and not is_utf8_name(path):
-        return False  # not a memory: the catch-up reports it (doctor lists it)
-    return is_directory or parts[-1].endswith(".md")
+    # a name that is not UTF-8 is no memory: the catch-up reports it (doctor lists it)
+    return path.isascii() or is_utf8_name(path)
 
 
 class _Collector(FileSystemEventHandler):
@@ -101,7 +103,8 @@ class _Collector(FileSystemEventHandler):
             return
         for path in (event.src_path, getattr(event, "dest_path", "")):
             if path and is_relevant(self.root, str(path), event.is_directory):
-                self.events.put(str(path))
+                # a folder's path ends in "/": gone, it is no file to commit (see _batch)
+                self.events.put(str(path) + ("/" if event.is_directory else ""))
 
 
 class Watcher:
@@ -117,8 +120,10 @@ class Watcher:
         tick_every: float = TICK_S,
         full_every: float = FULL_EVERY_S,
         on_last_tick: Callable[[], object] | None = None,
+        settle_max: float = SETTLE_MAX_S,
     ) -> None:
         self.store = store
+        self.settle_max = settle_max
         self.full_every = full_every
         self.on_batch = on_batch
         self.on_tick = on_tick
@@ -130,6 +135,7 @@ class Watcher:
         self._touched: set[str] = set()  # vault paths changed since edits were last committed
         self._thread: threading.Thread | None = None
         self._observer = Observer()
+        self._watched = (0, 0)  # the vault folder watched (device, inode)
         self.ready = threading.Event()
         self.sources = SourceWatcher(store)  # ingested source trees, chunked again live
         self.last_catch_up: float | None = None  # wall-clock time the last catch-up finished
@@ -148,12 +154,7 @@ class Watcher:
         # Only events that can change a file: git reading thousands of objects per commit
         # (opened / closed-without-writing) would otherwise all reach Python.
         try:
-            self._observer.schedule(
-                _Collector(root, self._events),
-                str(root),
-                recursive=True,
-                event_filter=list(CHANGES),
-            )
+            self._watch(root)
             self._observer.start()
         except OSError as err:  # the vault (or a folder of it) removed as watching began
             raise VaultError(f"cannot watch {root}: {err.strerror or err}") from err
@@ -166,6 +167,26 @@ class Watcher:
         if wait:
             self.ready.wait(timeout=60)
         return self
+
+    def _watch(self, root: Path) -> None:
+        found = os.stat(root)
+        self._observer.schedule(
+            _Collector(root, self._events), str(root), recursive=True, event_filter=list(CHANGES)
+        )
+        self._watched = (found.st_dev, found.st_ino)
+
+    def _watch_again_if_replaced(self) -> None:
+        """Watch the vault folder anew if it was removed and put back (restored from a copy,
+        cloned again): inotify watched the old folder, and no event of the new one came."""
+        root = self.store.vault.root
+        try:
+            found = os.stat(root)
+            if (found.st_dev, found.st_ino) != self._watched:
+                self._observer.unschedule_all()
+                self._watch(root)
+                log.info("watching %s again: the folder was replaced", root)
+        except OSError as err:  # not back yet: the next reconcile looks again
+            log.debug("cannot watch %s yet: %s", root, err)
 
     def stop(self, *, final_tick: bool = True) -> None:
         """Stop watching, wait for the current batch, and (`final_tick`) run the periodic task
@@ -238,11 +259,12 @@ class Watcher:
             self._loop()
 
     def _loop(self) -> None:
-        debouncer = Debouncer()
+        debouncer, root = Debouncer(), self.store.vault.root
         # What people changed while nothing watched (or as it started) is committed once it
         # settles, as an edit made while watching is, not at the first reconcile (a `git
         # pull` meanwhile refuses: "local changes would be overwritten").
         settle_at: float | None = time.monotonic() + SETTLE_S if self._touched else None
+        settle_by = time.monotonic() + self.settle_max  # the latest settle_at (SETTLE_MAX_S)
         pace = self.reconcile_every
         next_reconcile = time.monotonic() + pace
         next_full = time.monotonic() + self.full_every
@@ -265,16 +287,20 @@ class Watcher:
             paths = debouncer.due(now)
             if paths:
                 changed = self._batch(paths)
-                settle_at = now + SETTLE_S if changed else settle_at
+                settle_by = settle_by if settle_at is not None else now + self.settle_max
+                settle_at = min(now + SETTLE_S, settle_by) if changed else settle_at
                 settle_paths |= paths
                 pace = self.reconcile_every  # things happen: reconcile at the full pace
                 next_reconcile = min(next_reconcile, now + pace)
+            elif settle_at is not None and now >= settle_at and git_running_in(root):
+                settle_at = now + SETTLE_S  # a checkout or pull under way: its files are git's
             elif settle_at is not None and now >= settle_at:
                 if settle_paths:  # none: the start's catch-up found what is to commit
                     self._batch(settle_paths)
                 self._commit_edits()
                 settle_at, settle_paths = None, set()
             elif now >= next_reconcile:
+                self._watch_again_if_replaced()
                 full = now >= next_full
                 found = self._batch(set(), everything=True, quick=not full)
                 next_full = now + self.full_every if full else next_full
@@ -313,7 +339,14 @@ class Watcher:
         """Catch up: the folders `paths` are in, or `everything` (`quick`: only the folders
         whose time changed); return whether anything changed."""
         root = self.store.vault.root
-        self._touched |= {Path(p).relative_to(root).as_posix() for p in paths if p.endswith(".md")}
+        # A person's file that is no memory (notes.txt, an image) is committed once it
+        # settles, as sync commits it; only memories and folders are indexed.
+        others = {p for p in paths if not p.endswith((".md", "/")) and not os.path.isdir(p)}
+        files = {p for p in paths if p.endswith(".md")} | others
+        self._touched |= {Path(p).relative_to(root).as_posix() for p in files}
+        paths = paths - others
+        if others and not paths and not everything:
+            return True  # nothing to index: its commit waits for the quiet
         if not everything and self._already_indexed(paths):
             return False  # memstore's own write (it indexes what it writes): nothing to scan
         try:
@@ -332,4 +365,4 @@ class Watcher:
             return True
         if self.on_batch is not None and (result.updated or result.removed or paths):
             self.on_batch(result, paths)
-        return bool(result.updated or result.removed)
+        return bool(result.updated or result.removed or others)

@@ -68,6 +68,8 @@ def commit_edits(vault: Vault, git: GitRepo, host: str, paths: Iterable[str] | N
     """
     if paths is not None:
         paths = _leave_large(vault, git, paths)  # before hashing a 2 GB file
+        # a watcher names what changed: what .gitignore leaves out stays out, as in sync's status
+        paths = sorted(set(paths) - git.ignored_untracked(paths, git.head()))
     changed = _leave_large(vault, git, [p for p in git.changed_paths(paths) if is_persons_file(p)])
     if changed and (pid := git_committing_in(vault.root)) is not None:
         # The person's `git commit` (editor open, their files staged) would fail if HEAD moved

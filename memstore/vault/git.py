@@ -36,6 +36,7 @@ from memstore.vault.index_staging import (
     note_index_lag,
     read_index_lag,
     staging_held,
+    while_index_locked,
 )
 from memstore.vault.index_staging import INDEX_LAG as INDEX_LAG
 from memstore.vault.index_staging import index_lag_idle as index_lag_idle
@@ -211,21 +212,24 @@ class GitRepo(GitLog, GitRewrites, GitSetup, GitPrebuilt):
     _refuse_secrets = staticmethod(refuse_secrets)
 
     def _stage(self, add: tuple[str, ...], remove: tuple[str, ...]) -> None:
-        index = self._repo.index
         with staging_held(self.root):  # a staging process writes the same file
-            # The index object is cached per Repository: reload it, or changes another
-            # process wrote to it since we opened the repository would be overwritten.
-            index.read(False)
-            lagging = self.index_lag()[1]
-            self._stage_as_head(index, lagging)  # one write brings deferred paths along
-            for path in add:
-                index.add(path)
-            for path in remove:
-                if path in index:
-                    index.remove(path)
-            index.write()
-            if lagging:
-                clear_index_lag(self.root)
+            while_index_locked(lambda: self._stage_now(add, remove), _pygit2().GitError)
+
+    def _stage_now(self, add: tuple[str, ...], remove: tuple[str, ...]) -> None:
+        index = self._repo.index
+        # The index object is cached per Repository: reload it, or changes another
+        # process wrote to it since we opened the repository would be overwritten.
+        index.read(False)
+        lagging = self.index_lag()[1]
+        self._stage_as_head(index, lagging)  # one write brings deferred paths along
+        for path in add:
+            index.add(path)
+        for path in remove:
+            if path in index:
+                index.remove(path)
+        index.write()
+        if lagging:
+            clear_index_lag(self.root)
 
     def _index_is_large(self) -> bool:
         try:

@@ -182,6 +182,13 @@ class GitObjects:
         """Return whether `commit`'s tree has an entry at `path` (its blob is not read)."""
         return bool(commit) and entry_id(self._repo[commit].peel(_pygit2().Tree), path) is not None
 
+    def ignored_untracked(self, paths: Iterable[str], head: str) -> set[str]:
+        """Return those of `paths` git's ignore rules leave out and `head` does not hold:
+        git's status never names them, so a commit of named paths must leave them too."""
+        repo = self._repo  # a name that is not UTF-8 is left to changed_paths (it says so)
+        named = [p for p in paths if p.isascii() or is_utf8_name(p)]
+        return {p for p in named if repo.path_is_ignored(p) and not self.holds_at(head, p)}
+
     def paths_at(self, commit: str) -> list[str]:
         """Return the path of every file in `commit`'s tree."""
         return flatten(self._repo[commit].peel(_pygit2().Tree))

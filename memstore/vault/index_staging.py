@@ -127,6 +127,32 @@ def staging_held(root: Path, timeout: float = LOCK_WAIT_S) -> Iterator[None]:
         yield
 
 
+# How long a writer of git's index waits while another process holds index.lock: a
+# person's (or an editor's) `git status` takes it for a moment to refresh the index.
+INDEX_BUSY_S = 5.0
+
+
+def while_index_locked(write: Callable[[], None], error: type[Exception]) -> None:
+    """Run `write` (it reads git's index afresh, changes it and writes it), again while it
+    fails with `error` because another process holds index.lock, for up to INDEX_BUSY_S.
+
+    Without this, a commit whose index write met a person's `git status` (found under load,
+    tests/daemon/test_watcher.py) left git's index behind HEAD until the next memstore
+    command: `git status` showed the committed file as changed, and a long-running watcher
+    runs no command of that kind. A crashed git's lock is cleared when the vault lock is
+    taken (`clear_stale_locks`); past the bound the error stands.
+    """
+    deadline = time.monotonic() + INDEX_BUSY_S
+    while True:
+        try:
+            write()
+            return
+        except error as err:
+            if "locked" not in str(err) or time.monotonic() >= deadline:
+                raise
+        time.sleep(0.005)  # bounded poll: a git status holds the lock for milliseconds
+
+
 def spawn_stager(
     root: Path,
     vault_lock: Path,

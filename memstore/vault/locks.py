@@ -160,8 +160,8 @@ def held_within(path: Path, exclusive: bool, wait_s: float) -> Iterator[bool]:
 
 def shared_within(path: Path, wait_s: float) -> BinaryIO | None:
     """Return an open handle holding a shared flock on the file `path`, taken within
-    `wait_s` seconds (None: not free in time, or cannot be made). The caller closes it, or
-    hands its descriptor to a child process first: the lock then lasts the child's life."""
+    `wait_s` seconds (None: not free in time, or cannot be made). The caller closes it; it
+    is never handed to a child process (a child's children inherit it, and may outlive it)."""
     try:
         handle = open_lock_file(path)
     except OSError:

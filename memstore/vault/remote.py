@@ -11,11 +11,13 @@ import os
 import re
 import shlex
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from memstore.core.errors import InvalidInputError, SyncError
 
@@ -74,14 +76,11 @@ def _command(args: list[str]) -> str:
     return next(named, args[0] if args else "")
 
 
-def _start_git(
-    root: Path, args: list[str], env: Mapping[str, str], pass_fds: tuple[int, ...] = ()
-) -> subprocess.Popen[str]:
+def _start_git(root: Path, args: list[str], env: Mapping[str, str]) -> subprocess.Popen[str]:
     """Start git in `root` as `run_git` runs it (no prompt, C messages), its output piped."""
     return subprocess.Popen(
         ["git", *args],
         cwd=root,
-        pass_fds=pass_fds,
         env={**env, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -209,22 +208,25 @@ class Fetching:
         self.started = time.monotonic()
         self.process: subprocess.Popen[str] | None = None
         # A purge's prune (`git gc --prune=now`) deletes objects no ref reaches yet: the ones
-        # a fetch has written before it moves refs/remotes/*. Git holds the prunes' lock
-        # shared for its life (its descriptor passed on): not this object's, or a sync
-        # waiting for the vault lock a purge holds would hold that purge's prune off. With
-        # a prune under way the fetch starts later, in `wait` (as `fetch`).
+        # a fetch has written before it moves refs/remotes/*. The prunes' lock is held
+        # shared for git's life: not this object's, or a sync waiting for the vault lock a
+        # purge holds would hold that purge's prune off; nor git's descriptor, which its
+        # children inherit (a credential cache daemon kept it 15 minutes: every prune in
+        # that clone refused). A thread here lets go once git ends. With a prune under way
+        # the fetch starts later, in `wait` (as `fetch`).
         held = shared_within(_prunes_lock(root), 0)
         self.later = held is None
         if held is None:
             return
         try:
-            self.process = _start_git(
-                root, [*_BESIDE, "fetch", "--quiet", "--no-tags", name], env, (held.fileno(),)
-            )
+            self.process = _start_git(root, [*_BESIDE, "fetch", "--quiet", "--no-tags", name], env)
         except FileNotFoundError:
             self.process = None
-        finally:
             held.close()
+            return
+        threading.Thread(
+            target=_release_at_end, args=(self.process, held), name="memstore-fetch", daemon=True
+        ).start()
 
     def wait(self) -> None:
         """Wait for the fetch (at most `TIMEOUT_S` from its start); raise as `fetch` does."""
@@ -250,6 +252,14 @@ class Fetching:
         """End the fetch if it still runs (the sync failed before it needed it)."""
         if self.process is not None:
             _end(self.process)
+
+
+def _release_at_end(process: subprocess.Popen[str], held: BinaryIO) -> None:
+    """Close `held` (a lock's handle) once `process` has ended."""
+    try:
+        process.wait()
+    finally:
+        held.close()
 
 
 def _end(process: subprocess.Popen[str]) -> None:

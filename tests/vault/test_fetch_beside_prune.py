@@ -167,3 +167,34 @@ def test_a_prunes_lock_that_cannot_be_made_holds_no_fetch_off(
     with pytest.raises(SyncError, match=r"cannot open .*memstore-prunes\.lock"):
         remote.prune_unreachable(clone, env)
     assert remote.prunes_run(clone) == 0
+
+
+def test_a_child_git_leaves_running_does_not_keep_the_fetchs_hold(
+    behind: tuple[Path, Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """git's children outlive it at times: a credential cache daemon, ssh's ControlPersist
+    master. The prunes' lock was handed to git as a descriptor, which they inherited: the
+    hold lasted their life (15 minutes for git's credential cache), and each purge's prune
+    in that clone refused. Now memstore holds it, and lets go when git ends."""
+    clone, folder, theirs = behind
+    pidfile = folder / "lingering.pid"
+    lingering = folder / "upload-pack-leaves-a-child"
+    lingering.write_text(
+        "#!/bin/sh\n"  # a daemon's manner: its own output closed, every other descriptor kept
+        f"sleep 600 </dev/null >/dev/null 2>&1 &\necho $! > {pidfile}\n"
+        'exec git-upload-pack "$@"\n',
+        encoding="utf-8",
+    )
+    lingering.chmod(0o755)
+    git(clone, "config", "remote.origin.uploadpack", str(lingering))
+    try:
+        remote.start_fetch(clone, "origin", dict(os.environ)).wait()
+        assert git(clone, "rev-parse", "refs/remotes/origin/main").strip() == theirs
+        pid = int(pidfile.read_text(encoding="utf-8"))
+        assert os.path.exists(f"/proc/{pid}")  # git's child still runs
+        monkeypatch.setattr(remote, "OBJECTS_WAIT_S", 5.0)
+        remote.prune_unreachable(clone, dict(os.environ))  # before: refused after 5 s
+        assert remote.prunes_run(clone) == 1
+    finally:
+        if pidfile.exists():
+            os.kill(int(pidfile.read_text(encoding="utf-8")), 9)  # the child this test started

@@ -15,7 +15,7 @@ from memstore.core.model import to_workspace_name
 from memstore.core.repo_name import detect_workspace
 from memstore.ops.lean import add_workspace
 from memstore.vault.git import GitRepo, Trailers
-from tests.conftest import git
+from tests.conftest import git, wait_until
 
 
 @pytest.mark.parametrize(
@@ -142,3 +142,31 @@ def test_a_repository_removed_under_an_open_one_is_a_vault_error(vault: Path) ->
     shutil.rmtree(vault)
     with pytest.raises(VaultError, match="cannot read HEAD"):
         repo.changed_paths(["global/a.md"])
+
+
+def test_a_commit_waits_out_a_git_status_holding_the_index_lock(vault: Path) -> None:
+    """A person's `git status` (an editor's, polling) takes .git/index.lock for a moment to
+    refresh the index. A commit meeting it once left git's index behind HEAD: `git status`
+    then showed the committed file as changed until the next memstore command, and a
+    watcher runs none (the watcher's settle test timed out under load this way)."""
+    import threading
+
+    repo = GitRepo.open(vault)
+    (vault / "global").mkdir()
+    (vault / "global" / "a.md").write_text("a\n", encoding="utf-8")
+    lock = vault / ".git" / "index.lock"
+    lock.write_bytes(b"")  # what git status holds while it refreshes
+    before = repo.head()
+    done = threading.Thread(
+        target=repo.commit,
+        args=("one", Trailers("test", "s", "h")),
+        kwargs={"add": ("global/a.md",)},
+    )
+    done.start()
+    try:
+        wait_until(lambda: GitRepo.open(vault).head() != before, 30, "the commit made")
+    finally:
+        lock.unlink()
+    done.join(timeout=30)
+    assert not done.is_alive()
+    assert git(vault, "status", "--porcelain") == ""
