@@ -94,7 +94,7 @@ def commit_edits(vault: Vault, git: GitRepo, host: str, paths: Iterable[str] | N
     for workspace, group in sorted(by_workspace.items()):
         present = tuple(p for p in group if vault.path(p).is_file() or _is_link(vault, p))
         gone = tuple(p for p in group if p not in present)
-        message = f"edit({workspace}): {_describe(vault, present, gone)}"
+        message = _one_line(f"edit({workspace}): {_describe(vault, present, gone)}")
         commits.append(git.commit(message, trailers, add=present, remove=gone))
     return commits
 
@@ -173,6 +173,12 @@ def secret_only_on_disk(git: GitRepo, path: str) -> bool:
 
 def _is_link(vault: Vault, path: str) -> bool:
     return vault.path(path).is_symlink()
+
+
+def _one_line(subject: str) -> str:
+    """Return `subject` with control characters written as escapes (a newline or tab in a file
+    name as \\n, \\t): a commit's subject stays one line, and `git log --oneline` shows it whole."""
+    return "".join(repr(ch)[1:-1] if ord(ch) < 32 or ord(ch) == 127 else ch for ch in subject)
 
 
 def _describe(vault: Vault, present: tuple[str, ...], gone: tuple[str, ...]) -> str:

@@ -132,3 +132,24 @@ def test_ingest_skips_a_source_file_whose_name_is_not_utf8(vault: Path, tmp_path
     assert f"skipped {tree}/bad-\\xff.py: its name is not UTF-8" in ingested.stderr
     found = memstore(vault, "search", "frobnicate_widget")
     assert "good.py" in found.stdout, found.stderr
+
+
+def test_a_newline_or_tab_in_a_file_name_stays_out_of_the_edit_commits_subject(
+    vault: Path,
+) -> None:
+    from memstore.vault.edits import commit_edits
+    from memstore.vault.files import Vault
+    from memstore.vault.git import GitRepo
+
+    names = ["new\nline.md", "tab\tname.md"]
+    (vault / "global").mkdir(exist_ok=True)
+    for name in names:
+        (vault / "global" / name).write_text(f"a hand-made note named {name!r}\n", "utf-8")
+    made = commit_edits(Vault(vault), GitRepo.open(vault), "h", [f"global/{n}" for n in names])
+    assert len(made) == 1
+    message = git(vault, "log", "-1", "--format=%B")
+    subject, _, rest = message.partition("\n")
+    assert subject == "edit(global): 2 files (new\\nline.md, tab\\tname.md)", message
+    assert "line.md" not in rest and "\t" not in message  # nothing spills past the subject
+    tracked = git(vault, "ls-files", "-z", "global").split("\0")
+    assert {f"global/{n}" for n in names} <= set(tracked)  # the files keep their names
