@@ -31,6 +31,10 @@ FOLDER_NAMED_LIKE_A_MEMORY = (
     "a folder named like a memory: the files in it are memories, the folder is not; "
     "rename it without .md"
 )
+NAMED_IN_CAPITALS = (
+    "named .MD: memstore reads only names that end in .md (lower case), so it is no memory "
+    "now; rename it to end in .md"
+)
 SYMLINK_NOT_FOLLOWED = (
     "symlink: not followed (it may point out of the vault, or elsewhere on another "
     "machine); put the file itself here, or remove the link"
@@ -159,6 +163,11 @@ class Vault:
                 subfolders.append(prefix + name)
             elif skipped is not None and name.endswith(".md") and entry.is_symlink():
                 skipped += [] if is_root else [FileProblem(prefix + name, SYMLINK_NOT_FOLLOWED)]
+            elif skipped is not None and not is_root and name[-3:].lower() == ".md":
+                # x.md renamed x.MD by hand (or on a case-blind disk) left recall without a word
+                skipped.append(
+                    FileProblem(prefix + name, NAMED_IN_CAPITALS.replace("MD", name[-2:]))
+                )
         return subfolders
 
     def folder_mtime(self, folder: str) -> int | None:

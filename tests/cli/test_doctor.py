@@ -113,6 +113,26 @@ def test_a_folder_named_like_a_memory_and_a_symlink_are_listed_with_their_fix(
     ) in done.stdout
 
 
+def test_a_memory_renamed_to_capital_md_is_listed_with_its_fix(sample_vault: Path) -> None:
+    """`mv x.md x.MD` took the memory out of recall without a word (h-trial15): doctor names it."""
+    exe = Path(sys.executable).with_name("memstore")
+    env = {"MEMSTORE_VAULT": str(sample_vault), "PATH": "/usr/bin:/bin"}
+    env |= {"HOME": str(sample_vault.parent), "MEMSTORE_NO_DAEMON": "1"}
+    memory = next((sample_vault / "global").rglob("*-*.md"))
+    capital = memory.with_name(memory.stem + ".MD")
+    memory.rename(capital)
+    done = subprocess.run([str(exe), "doctor"], env=env, capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr
+    shown = capital.relative_to(sample_vault).as_posix()
+    assert (
+        f"  {shown}: named .MD: memstore reads only names that end in .md (lower case), so it "
+        "is no memory now; rename it to end in .md\n"
+    ) in done.stdout
+    capital.rename(memory)
+    again = subprocess.run([str(exe), "doctor", "--fix"], env=env, capture_output=True, text=True)
+    assert again.returncode == 0 and ".MD" not in again.stdout, again.stdout
+
+
 def test_doctor_names_keys_a_front_matter_states_twice(sample_vault: Path) -> None:
     # YAML keeps the last `kind:` without a word; the person sees both. Doctor names the
     # file and the keys (a key stated twice everywhere else, `keywords:` here, is left out).
