@@ -87,12 +87,11 @@ class Vault:
     ) -> dict[str, Fingerprint]:
         """Return every memory file (vault-relative path) with its fingerprint.
 
-        Memories live in workspace folders; dotfiles, dot folders, symlinks and files at
-        the vault's top level (README.md and the like) are not memories. Entries that look
-        like memories but are skipped are appended to `skipped` with the reason. With
-        `workspace`, only that folder is scanned. `folders` receives the modification
-        time of every folder scanned ('' is the vault's own), taken before it is listed.
-        """
+        Memories live in workspace folders; dotfiles, dot folders, symlinks and files at the
+        vault's top level (README.md and the like) are not memories. Entries that look like
+        memories but are skipped are appended to `skipped` with the reason. With `workspace`,
+        only that folder is scanned. `folders` receives the modification time of every folder
+        scanned ('' is the vault's own), taken before it is listed."""
         found: dict[str, Fingerprint] = {}
         if workspace is None:
             self.scan_tree("", found, skipped, folders)
@@ -124,8 +123,7 @@ class Vault:
 
         `folders` receives the folder's modification time, taken before listing it (a
         change made while it is listed shows as a newer time next time); a folder that
-        cannot be read is left out of `folders` and `found` (the index keeps what it has).
-        """
+        cannot be read is left out of `folders` and `found` (the index keeps what it has)."""
         is_root = folder == ""
         where = self.root if is_root else self.root / folder
         prefix = "" if is_root else f"{folder}/"
@@ -164,10 +162,7 @@ class Vault:
             elif skipped is not None and name.endswith(".md") and entry.is_symlink():
                 skipped += [] if is_root else [FileProblem(prefix + name, SYMLINK_NOT_FOLLOWED)]
             elif skipped is not None and not is_root and name[-3:].lower() == ".md":
-                # x.md renamed x.MD by hand (or on a case-blind disk) left recall without a word
-                skipped.append(
-                    FileProblem(prefix + name, NAMED_IN_CAPITALS.replace("MD", name[-2:]))
-                )
+                skipped.append(named_in_capitals(prefix + name))
         return subfolders
 
     def folder_mtime(self, folder: str) -> int | None:
@@ -490,6 +485,12 @@ def write_many_atomic(vault: Vault, files: Mapping[str, bytes]) -> None:
         done = [pool.submit(vault.write_bytes_atomic, r, d) for r, d in files.items()]
     for future in done:
         future.result()
+
+
+def named_in_capitals(relative: str) -> FileProblem:
+    """What doctor and reindex say of `x.MD`: a memory renamed so (by hand, or by a case-blind
+    disk) left recall without a word."""
+    return FileProblem(relative, NAMED_IN_CAPITALS.replace("MD", relative[-2:]))
 
 
 def looks_like_memory(relative: str, head: bytes) -> bool:
